@@ -118,6 +118,9 @@ func (v *Virtual) Run(stop func() bool) int {
 // RunFor runs every event due within d from now, then sets the time to
 // now+d. It returns the number of events run.
 func (v *Virtual) RunFor(d time.Duration) int {
+	if d < 0 {
+		d = 0 // time never runs backwards
+	}
 	v.mu.Lock()
 	end := v.now + d
 	v.mu.Unlock()

@@ -1,0 +1,89 @@
+// Package transport moves whole Ethernet frames between NICs.
+//
+// It is the layer below the RoCE engines (DESIGN.md "Shape"): engines hand it
+// complete frames (Ethernet/IP/UDP/BTH/...) and get complete frames back,
+// and nothing here looks inside them. Keeping the transport blind to RDMA
+// headers is what lets the same engine run over a simulated link, a kernel
+// socket or a TAP device, and lets fault injection and capture be written
+// once, as wrappers around any Endpoint.
+//
+// This file holds the vocabulary every transport shares: the Endpoint
+// interface, link directions, per-direction counters and common errors.
+package transport
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Endpoint is one NIC's attachment to a link that carries whole Ethernet
+// frames.
+//
+// Contract for implementations, which engines rely on:
+//   - Send never calls a receiver synchronously (neither its own side's nor
+//     the peer's), so an engine that sends from inside its receive path is
+//     never re-entered.
+//   - The receiver is called from one goroutine at a time, never
+//     concurrently with itself; it may call Send.
+//   - Frames are opaque bytes: an Endpoint never parses or validates them.
+type Endpoint interface {
+	// Send queues a copy of frame for delivery; the caller may reuse frame
+	// after Send returns. Acceptance is not delivery: a frame may still be
+	// lost on the way, as on any real wire.
+	Send(frame []byte) error
+	// SetReceiver installs the function called for each arriving frame; the
+	// slice is valid only during the call. A nil receiver discards arrivals.
+	SetReceiver(func(frame []byte))
+	// Close detaches the endpoint: later Sends fail with ErrClosed and
+	// arrivals are discarded. Closing twice is harmless.
+	Close() error
+}
+
+// ErrClosed is returned by Send on a closed Endpoint.
+var ErrClosed = errors.New("transport: endpoint closed")
+
+// ErrEmptyFrame is returned by Send for a zero-length frame, which no wire
+// can carry; it always means a bug in the caller.
+var ErrEmptyFrame = errors.New("transport: empty frame")
+
+// Direction names one way across a point-to-point link. On a simulated link
+// AtoB is the way from the first endpoint NewSimLink returns to the second.
+// For WithFaults the wrapped endpoint plays A: AtoB is what it sends, BtoA
+// what it receives.
+type Direction uint8
+
+const (
+	AtoB Direction = iota
+	BtoA
+)
+
+// String implements fmt.Stringer.
+func (d Direction) String() string {
+	switch d {
+	case AtoB:
+		return "A->B"
+	case BtoA:
+		return "B->A"
+	}
+	return fmt.Sprintf("Direction(%d)", uint8(d))
+}
+
+// Counters describe what happened to the frames sent in one direction.
+//
+// Once nothing is in flight,
+//
+//	Sent - Dropped + Duplicated == Delivered + Discarded
+//
+// holds; tests use it to prove no frame vanished without a reason
+// (DESIGN.md principle 4).
+type Counters struct {
+	Sent       uint64 // frames accepted by Send
+	Delivered  uint64 // frame copies handed to the receiving side
+	Dropped    uint64 // frames lost (random Loss or a scripted Drop)
+	Duplicated uint64 // extra copies made (random Dup or a scripted Duplicate)
+	Reordered  uint64 // frames held back so that later frames may overtake them
+	Delayed    uint64 // frames given extra delay (random Delay or a scripted Delay)
+	Corrupted  uint64 // frames that had one bit flipped
+	Replaced   uint64 // frames rewritten by a script
+	Discarded  uint64 // copies that arrived but found no receiver, a closed endpoint or a failing inner Send
+}

@@ -1,0 +1,158 @@
+// Pcap writing: every frame the NIC sent or received, in a file Wireshark
+// opens (DESIGN.md "Who uses it").
+//
+// The file format is gopacket's pcapgo (DESIGN.md principle 6): classic pcap,
+// Ethernet link type, nanosecond timestamps, because virtual-time runs put
+// many frames within one microsecond. The writer is shared by everything that
+// captures (both directions of a link, several tees), hence the mutex.
+
+package transport
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
+
+	"github.com/rnic/rnic/transport/clock"
+)
+
+// PcapSnaplen is the snapshot length written in the file header (libpcap's
+// maximum); longer frames are truncated in the capture.
+const PcapSnaplen = 262144
+
+// PcapEpoch is the wall-clock instant that virtual time zero maps to in
+// captures of simulated runs. It is a constant so that the same seed gives
+// a byte-identical pcap.
+var PcapEpoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
+
+// VirtualTimestamps returns a timestamp source for Tee that stamps frames
+// PcapEpoch + clk.Now(), the convention of simulated runs.
+func VirtualTimestamps(clk clock.Clock) func() time.Time {
+	return func() time.Time { return PcapEpoch.Add(clk.Now()) }
+}
+
+// ErrPcapClosed is returned by a PcapWriter after Close.
+var ErrPcapClosed = errors.New("transport: pcap writer closed")
+
+// PcapWriter writes Ethernet frames to a classic pcap stream with
+// nanosecond timestamps. It is safe for concurrent use. Errors are sticky:
+// after the first failed write every call returns that error, since the file
+// is no longer well formed, and Close reports it, so capture points that
+// cannot return an error (a link's event loop) lose nothing silently.
+type PcapWriter struct {
+	mu     sync.Mutex
+	buf    *bufio.Writer
+	pw     *pcapgo.Writer
+	file   io.Closer // closed by Close when the writer opened it
+	frames int
+	err    error
+	closed bool
+}
+
+// NewPcapWriter writes a pcap file header to w and returns a writer for the
+// frames. Output is buffered: call Flush or Close. Close does not close w.
+func NewPcapWriter(w io.Writer) (*PcapWriter, error) {
+	buf := bufio.NewWriterSize(w, 64<<10)
+	pw := pcapgo.NewWriterNanos(buf)
+	if err := pw.WriteFileHeader(PcapSnaplen, layers.LinkTypeEthernet); err != nil {
+		return nil, err
+	}
+	return &PcapWriter{buf: buf, pw: pw}, nil
+}
+
+// CreatePcap creates (or truncates) the file at path and returns a writer
+// whose Close also closes the file.
+func CreatePcap(path string) (*PcapWriter, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	p, err := NewPcapWriter(f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	p.file = f
+	return p, nil
+}
+
+// WriteFrame appends one frame captured at ts. A zero ts would make pcapgo
+// use the wall clock, so simulated runs always pass virtual timestamps.
+func (p *PcapWriter) WriteFrame(ts time.Time, frame []byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return p.err
+	}
+	if p.closed {
+		return ErrPcapClosed
+	}
+	data := frame
+	if len(data) > PcapSnaplen {
+		data = data[:PcapSnaplen]
+	}
+	ci := gopacket.CaptureInfo{Timestamp: ts, CaptureLength: len(data), Length: len(frame)}
+	if err := p.pw.WritePacket(ci, data); err != nil {
+		p.err = err
+		return err
+	}
+	p.frames++
+	return nil
+}
+
+// Frames reports how many frames have been written.
+func (p *PcapWriter) Frames() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.frames
+}
+
+// Flush writes buffered records to the underlying writer.
+func (p *PcapWriter) Flush() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.flushLocked()
+}
+
+func (p *PcapWriter) flushLocked() error {
+	if p.err != nil {
+		return p.err
+	}
+	if p.closed {
+		return ErrPcapClosed
+	}
+	if err := p.buf.Flush(); err != nil {
+		p.err = err
+	}
+	return p.err
+}
+
+// Close flushes, closes the file if CreatePcap opened it, and reports the
+// first error the writer met. Closing twice returns ErrPcapClosed.
+func (p *PcapWriter) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrPcapClosed
+	}
+	p.closed = true
+	err := p.err
+	if err == nil {
+		if err = p.buf.Flush(); err != nil {
+			p.err = err
+		}
+	}
+	if p.file != nil {
+		if cerr := p.file.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}

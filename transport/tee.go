@@ -1,0 +1,56 @@
+// Tee: capture at a NIC's port.
+//
+// Wrapping an Endpoint records what that NIC sent and received, the view a
+// tcpdump on the NIC's interface gives, whatever the transport underneath
+// (simulated link, UDP socket, TAP). This is how loopback and kernel-socket
+// runs still produce a pcap with every frame (DESIGN.md "Who uses it").
+
+package transport
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// teeEndpoint records every frame crossing ep.
+type teeEndpoint struct {
+	ep   Endpoint
+	w    *PcapWriter
+	now  func() time.Time
+	recv atomic.Pointer[func([]byte)]
+}
+
+// Tee returns an Endpoint that behaves like ep and writes to w every frame
+// sent through it (stamped when Send accepted it) and every frame it
+// receives (stamped on arrival, before the receiver sees it). now supplies
+// the timestamps: time.Now on a real wire, VirtualTimestamps(clk) in a
+// simulation. Install receivers on the tee, not on ep, from then on.
+// Capture errors do not disturb traffic: they are sticky in w and reported
+// by its Close. Closing the tee closes ep but not w, which may be shared.
+func Tee(ep Endpoint, w *PcapWriter, now func() time.Time) Endpoint {
+	t := &teeEndpoint{ep: ep, w: w, now: now}
+	ep.SetReceiver(t.arrive)
+	return t
+}
+
+// Send implements Endpoint; a frame that ep refuses is not recorded.
+func (t *teeEndpoint) Send(frame []byte) error {
+	if err := t.ep.Send(frame); err != nil {
+		return err
+	}
+	_ = t.w.WriteFrame(t.now(), frame)
+	return nil
+}
+
+func (t *teeEndpoint) arrive(frame []byte) {
+	_ = t.w.WriteFrame(t.now(), frame)
+	if r := t.recv.Load(); r != nil && *r != nil {
+		(*r)(frame)
+	}
+}
+
+// SetReceiver implements Endpoint.
+func (t *teeEndpoint) SetReceiver(f func(frame []byte)) { t.recv.Store(&f) }
+
+// Close implements Endpoint.
+func (t *teeEndpoint) Close() error { return t.ep.Close() }
