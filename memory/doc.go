@@ -1,0 +1,52 @@
+// Package memory is the NIC's DMA trust boundary: memory regions (MRs) and
+// memory windows (MWs), their lkeys and rkeys, access flags, and every copy
+// between registered memory and packet buffers.
+//
+// Nothing that arrives from the wire is trusted. A key, an address or a
+// length from a packet only ever reaches registered memory through
+// Table.CheckRemote (rkeys) or Table.CheckLocal and the scatter/gather helpers
+// (lkeys), which check, in this order: the key (index and key byte), that the
+// object is still valid, the protection domain, the QP for Type 2B windows,
+// the access flags, the bounds (with no integer overflow possible) and, for
+// atomics, the 8-byte alignment. A failed check is a Fault code, not an error,
+// so the packet path never allocates; control-path calls (Register, Bind, ...)
+// return errors wrapping the exported sentinels (ErrInvalidAccess, ErrBusy,
+// ...).
+//
+// # Keys
+//
+// An lkey or rkey is index<<8 | keyByte, as in Linux rxe. The index names a
+// slot in the Table (index 0 is never used, so key 0 never resolves); the key
+// byte is drawn for every new registration or bind from a ChaCha8 stream
+// seeded from crypto/rand, and is never one of the last 32 key bytes used in
+// that slot, so a stale key cannot match the slot's new occupant and the next
+// key cannot be derived from earlier ones. An MR's lkey equals its rkey.
+//
+// # References and the in-flight DMA rule
+//
+// A successful check returns a Ref, a small value that holds a reference on
+// the registered memory. While any Ref is held, the memory under it stays
+// mapped even if the region is deregistered or its Shared backing is closed;
+// the key itself is dead the moment Deregister or Invalidate returns. Engines
+// should hold a Ref only for the copy of one packet and release it at once
+// (Ref.Release), re-checking the key for the next packet: this makes
+// deregistration and invalidation take effect between packets, exactly as a
+// hardware NIC re-translates each DMA. The Gather and Scatter helpers take and
+// drop their references internally.
+//
+// # Zero-length operations
+//
+// A zero-length remote or local access is valid with any key, PD and address
+// (IBTA C9-88: an RDMA READ or WRITE with a DMA length of zero does not check
+// the R_Key or VA; rxe does the same). It returns an empty Ref through which
+// no byte can move.
+//
+// # Shared memory
+//
+// Shared is memfd-backed memory that another process can map too (Fd, and
+// MapShared on the receiving side). Register recognises slices of a live
+// Shared by address and pins the mapping: Shared.Close only unmaps once no
+// region and no in-flight DMA uses it. MapShared refuses an fd that is not
+// sealed against shrinking, because a peer truncating the file under a
+// mapping would make the NIC fault (SIGBUS) on access.
+package memory
