@@ -86,6 +86,12 @@ func AppendFrame(dst []byte, e *Encap, h *Headers, payload []byte) []byte {
 	return dst
 }
 
+// Seal completes a frame built in place: f holds EncapLen() bytes of room
+// followed by a transport packet (BTH through a 4-byte ICRC placeholder), as
+// AppendPacket writes it. Seal writes the Ethernet, IP and UDP headers into
+// the room and fills in the ICRC and checksums.
+func (e *Encap) Seal(f []byte) { e.put(f, len(f)-e.EncapLen()) }
+
 // put writes the encapsulation headers into the front of f, whose transport
 // packet (n bytes) is already in place, and seals the frame with its ICRC.
 func (e *Encap) put(f []byte, n int) {

@@ -29,7 +29,10 @@ type Packet struct {
 // view of it. It checks the structure only; the ICRC needs the IP and UDP
 // headers (Frame.VerifyICRC). It never allocates.
 func (p *Packet) Decode(b []byte) error {
-	if len(b) < BTHLen+ICRCLen {
+	if len(b) < BTHLen+ICRCLen || len(b)%4 != 0 {
+		// Every header is a whole number of 32-bit words and the pad
+		// rounds the payload up to one (§9.2.4), so a packet of any other
+		// length is malformed.
 		return ErrBadLength
 	}
 	bth := BTH(b)
@@ -168,16 +171,28 @@ func PacketLen(op Opcode, n int) int {
 // ICRC). The BTH PadCnt is derived from the payload length. A payload given
 // for an opcode without one is ignored.
 func AppendPacket(dst []byte, h *Headers, payload []byte) []byte {
+	dst, room := AppendPacketSpace(dst, h, len(payload))
+	copy(room, payload)
+	return dst
+}
+
+// AppendPacketSpace is AppendPacket for a payload the caller writes itself
+// (straight from memory, without an intermediate copy): it appends the
+// headers, n bytes of payload room, the zero pad and the ICRC placeholder,
+// and returns the room. The room's old contents are zeroed only if it is
+// newly allocated; the caller must fill all of it. n is forced to 0 for an
+// opcode without payload.
+func AppendPacketSpace(dst []byte, h *Headers, n int) (out, room []byte) {
 	op := h.BTH.Opcode.Info()
 	if !op.Payload {
-		payload = nil
+		n = 0
 	}
-	n := PacketLen(h.BTH.Opcode, len(payload))
+	total := PacketLen(h.BTH.Opcode, n)
 	start := len(dst)
-	dst = grow(dst, n)
+	dst = grow(dst, total)
 	b := dst[start:]
 	bth := h.BTH
-	bth.PadCnt = PadFor(len(payload))
+	bth.PadCnt = PadFor(n)
 	BTH(b).Encode(&bth)
 	for _, hd := range op.Hdrs {
 		v := b[BTHLen+int(op.off[hd]):]
@@ -203,9 +218,8 @@ func AppendPacket(dst []byte, h *Headers, payload []byte) []byte {
 		}
 	}
 	off := BTHLen + op.HdrLen
-	off += copy(b[off:], payload)
-	clear(b[off:])
-	return dst
+	clear(b[off+n:])
+	return dst, b[off : off+n]
 }
 
 // grow extends dst by n bytes, reallocating only when capacity is short.
