@@ -1,0 +1,127 @@
+package verbs
+
+import "github.com/rnic/rnic/memory"
+
+// SGE is a scatter/gather element: a local address range and its lkey.
+type SGE = memory.SGE
+
+// Access is a set of memory access rights (IBV_ACCESS_*).
+type Access = memory.Access
+
+// WROpcode is the operation a send work request asks for (enum
+// ibv_wr_opcode).
+type WROpcode uint8
+
+// Send work request opcodes.
+const (
+	WRRDMAWrite        WROpcode = 0
+	WRRDMAWriteWithImm WROpcode = 1
+	WRSend             WROpcode = 2
+	WRSendWithImm      WROpcode = 3
+	WRRDMARead         WROpcode = 4
+	WRAtomicCmpSwp     WROpcode = 5
+	WRAtomicFetchAdd   WROpcode = 6
+	WRLocalInv         WROpcode = 7
+	WRBindMW           WROpcode = 8
+	WRSendWithInv      WROpcode = 9
+	WRFlush            WROpcode = 14
+	WRAtomicWrite      WROpcode = 15
+)
+
+func (o WROpcode) String() string {
+	switch o {
+	case WRRDMAWrite:
+		return "RDMA_WRITE"
+	case WRRDMAWriteWithImm:
+		return "RDMA_WRITE_WITH_IMM"
+	case WRSend:
+		return "SEND"
+	case WRSendWithImm:
+		return "SEND_WITH_IMM"
+	case WRRDMARead:
+		return "RDMA_READ"
+	case WRAtomicCmpSwp:
+		return "ATOMIC_CMP_AND_SWP"
+	case WRAtomicFetchAdd:
+		return "ATOMIC_FETCH_AND_ADD"
+	case WRLocalInv:
+		return "LOCAL_INV"
+	case WRBindMW:
+		return "BIND_MW"
+	case WRSendWithInv:
+		return "SEND_WITH_INV"
+	case WRFlush:
+		return "FLUSH"
+	case WRAtomicWrite:
+		return "ATOMIC_WRITE"
+	}
+	return "UNKNOWN"
+}
+
+// CompletionOpcode returns the completion opcode reported for a send WR.
+func (o WROpcode) CompletionOpcode() WCOpcode {
+	switch o {
+	case WRRDMAWrite, WRRDMAWriteWithImm:
+		return WCRDMAWrite
+	case WRRDMARead:
+		return WCRDMARead
+	case WRAtomicCmpSwp:
+		return WCCompSwap
+	case WRAtomicFetchAdd:
+		return WCFetchAdd
+	case WRLocalInv:
+		return WCLocalInv
+	case WRBindMW:
+		return WCBindMW
+	case WRFlush:
+		return WCFlush
+	case WRAtomicWrite:
+		return WCAtomicWrite
+	}
+	return WCSend
+}
+
+// SendFlags qualify a send work request (enum ibv_send_flags).
+type SendFlags uint8
+
+// Send flags.
+const (
+	SendFence     SendFlags = 1 << 0 // wait for prior READ and atomic WRs to complete
+	SendSignaled  SendFlags = 1 << 1 // generate a completion even if the QP signals selectively
+	SendSolicited SendFlags = 1 << 2 // set SE in the last packet
+	SendInline    SendFlags = 1 << 3 // copy the data at post time; lkeys are not checked
+)
+
+// SendWR is a send work request (struct ibv_send_wr).
+type SendWR struct {
+	ID     uint64
+	Opcode WROpcode
+	Flags  SendFlags
+	SGL    []SGE
+	Imm    uint32 // SEND_WITH_IMM, RDMA_WRITE_WITH_IMM
+	// InvRKey is the rkey SEND_WITH_INV invalidates at the responder, or
+	// the key LOCAL_INV invalidates locally.
+	InvRKey uint32
+
+	// RDMA and atomic operations.
+	RemoteAddr uint64
+	RKey       uint32
+	CompareAdd uint64 // CmpSwap: compare; FetchAdd: add
+	Swap       uint64 // CmpSwap: swap; ATOMIC_WRITE: the value
+
+	// Inline is the message of a SendInline WR, copied by nic at post
+	// time (from SGL through the lkeys, or from the caller's Inline). An
+	// engine sends these bytes and ignores SGL when Inline is non-nil.
+	Inline []byte
+
+	// UD only.
+	AH         *AddressVector
+	RemoteQPN  uint32
+	RemoteQKey uint32
+}
+
+// RecvWR is a receive work request (struct ibv_recv_wr).
+type RecvWR struct {
+	ID  uint64
+	SGL []SGE
+}

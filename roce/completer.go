@@ -1,0 +1,373 @@
+package roce
+
+import (
+	"time"
+
+	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic/verbs"
+	"github.com/rnic/rnic/roce/wire"
+)
+
+// The completer handles what comes back to the requester (IBTA Vol 1
+// §9.7.5.2 and §9.9.2): ACKs, NAKs, RDMA READ responses and atomic
+// acknowledgements. A response acknowledges every earlier PSN (implied
+// ACK). A response that skips an outstanding READ or atomic means the
+// skipped response was lost (implied NAK) and the requester retries it. A
+// PSN sequence error NAK and the local ACK timeout make the requester resend
+// from the PSN named (decrementing retry_cnt; exhausted → RETRY_EXC_ERR; 7
+// is not infinite). An RNR NAK waits the timer it carries, then resends
+// (rnr_retry, 7 = infinite). Remote errors complete the WQE with the
+// matching status and move the QP to ERR. An ACK for a PSN never sent is a
+// ghost and is ignored.
+
+// ackTimeout is the local ACK timeout for a timeout exponent: 4.096 µs ×
+// 2^t, kept in nanoseconds (IBTA §9.7.6.1.3).
+func ackTimeout(t uint8) time.Duration { return time.Duration(4096<<t) * time.Nanosecond }
+
+// handleResponse processes a response packet (caller holds qp.mu).
+func (qp *QP) handleResponse(p *wire.Packet) {
+	r := &qp.req
+	bth := p.BTH()
+	psn := bth.PSN()
+	if !wire.PSNBefore(psn, r.maxSent) {
+		qp.s.ctr.inc(GhostAck)
+		if qp.s.tracing() {
+			qp.s.tracef(qp.cfg.QPN, "comp", "ghost %v psn=%d (next unsent %d): ignored", p.Opcode(), psn, r.maxSent)
+		}
+		return
+	}
+	before := r.unacked
+	info := p.Info()
+	switch info.Kind {
+	case wire.KindAck:
+		qp.handleAck(p, psn)
+	case wire.KindReadResponse:
+		qp.handleReadResponse(p, psn)
+	case wire.KindAtomicAck:
+		qp.handleAtomicAck(p, psn)
+	}
+	if qp.state == verbs.QPSErr {
+		return
+	}
+	if wire.PSNDiff(r.unacked, before) > 0 {
+		// Forward progress resets the retry counters (IBTA §9.7.6.1.3)
+		// and restarts the timer.
+		r.retryLeft, r.rnrLeft = qp.attr.RetryCnt, qp.attr.RNRRetry
+		r.retrying = false
+		r.retx.stop()
+	}
+	r.retire()
+	r.progress()
+	qp.updateTimer()
+}
+
+// updateTimer keeps the ACK timer running exactly while PSNs are
+// unacknowledged and no RNR wait is in progress.
+func (qp *QP) updateTimer() {
+	r := &qp.req
+	if wire.PSNBefore(r.unacked, r.maxSent) && !r.rnrWait && qp.state != verbs.QPSErr {
+		if !r.retx.active {
+			qp.armRetransmit()
+		}
+	} else {
+		r.retx.stop()
+	}
+}
+
+func (qp *QP) handleAck(p *wire.Packet, psn uint32) {
+	r := &qp.req
+	aeth := p.AETH()
+	syn := aeth.Syndrome()
+	if wire.PSNBefore(psn, r.unacked) && syn.Type() != wire.AckTypeACK {
+		qp.s.ctr.inc(DuplicateResponse)
+		return // a stale NAK for something already resolved
+	}
+	switch syn.Type() {
+	case wire.AckTypeACK:
+		qp.updateCredits(aeth)
+		if wire.PSNBefore(psn, r.unacked) {
+			qp.s.ctr.inc(DuplicateResponse)
+			return
+		}
+		qp.ackBefore(wire.PSNAdd(psn, 1))
+	case wire.AckTypeRNRNAK:
+		qp.s.ctr.inc(RcvdRNRErr)
+		if !qp.ackBefore(psn) {
+			return
+		}
+		if qp.attr.RNRRetry != 7 {
+			if r.rnrLeft == 0 {
+				qp.s.ctr.inc(RNRNakRetryErr)
+				qp.failAt(psn, verbs.WCRNRRetryExcErr)
+				return
+			}
+			r.rnrLeft--
+		}
+		d := wire.RNRDelay(syn.Value())
+		if qp.s.tracing() {
+			qp.s.tracef(qp.cfg.QPN, "comp", "RNR NAK psn=%d: wait %v, then resend (rnr_retry left %d)", psn, d, r.rnrLeft)
+		}
+		r.rnrWait, r.rnrPSN = true, psn
+		r.retx.stop()
+		r.rnr.set(d)
+	case wire.AckTypeNAK:
+		switch syn.NAK() {
+		case wire.NAKPSNSeqError:
+			qp.s.ctr.inc(RcvdSeqErr)
+			if !qp.ackBefore(psn) {
+				return
+			}
+			if qp.s.tracing() {
+				qp.s.tracef(qp.cfg.QPN, "comp", "NAK PSN sequence error: responder expects %d, resend from there", psn)
+			}
+			qp.retry(psn)
+		case wire.NAKInvalidRequest:
+			qp.remoteError(psn, verbs.WCRemInvReqErr)
+		case wire.NAKRemoteAccess:
+			qp.remoteError(psn, verbs.WCRemAccessErr)
+		default: // remote operational error, invalid RD request, reserved
+			qp.remoteError(psn, verbs.WCRemOpErr)
+		}
+	default:
+		qp.s.ctr.inc(UnexpectedOpcode) // reserved syndrome type
+	}
+}
+
+func (qp *QP) remoteError(psn uint32, st verbs.WCStatus) {
+	if qp.s.tracing() {
+		qp.s.tracef(qp.cfg.QPN, "comp", "NAK psn=%d: complete with %v, QP to ERR", psn, st)
+	}
+	if qp.ackBefore(psn) {
+		qp.failAt(psn, st)
+	}
+}
+
+// updateCredits takes the responder's credit count from an ACK's AETH
+// (IBTA §9.7.7.2): the requester may start a receive-consuming message
+// whose SSN is at most MSN + credits (+1, the one probe always allowed).
+func (qp *QP) updateCredits(aeth wire.AETH) {
+	r := &qp.req
+	msn := aeth.MSN()
+	if wire.PSNBefore(msn, r.lastMSN) {
+		return // an older ACK: its credit count is stale
+	}
+	r.lastMSN = msn
+	n, unlimited := aeth.Syndrome().Credits()
+	r.unlimited = unlimited
+	if !unlimited {
+		r.lsn = wire.PSNAdd(msn, n)
+	}
+}
+
+// wqeAt returns the started WQE whose PSN range holds psn, and its index.
+func (r *requester) wqeAt(psn uint32) (*swqe, uint64) {
+	for i := r.head; i < r.tail; i++ {
+		w := r.slot(i)
+		if !w.started {
+			break
+		}
+		if wire.PSNAfterOrEqual(psn, w.firstPSN) && wire.PSNAfterOrEqual(w.lastPSN, psn) {
+			return w, i
+		}
+	}
+	return nil, 0
+}
+
+// ackBefore acknowledges every PSN before p. A READ or atomic entirely
+// before p whose response is incomplete was skipped: that is an implied NAK,
+// and the requester retries it; ackBefore then reports false.
+func (qp *QP) ackBefore(p uint32) bool {
+	r := &qp.req
+	for i := r.head; i < r.tail; i++ {
+		w := r.slot(i)
+		if !w.started || w.failed {
+			break
+		}
+		if w.done {
+			continue
+		}
+		if !wire.PSNBefore(w.lastPSN, p) {
+			// p falls inside w: a multi-packet SEND/WRITE is acknowledged
+			// up to p.
+			if !w.rdAtomic && wire.PSNBefore(w.firstPSN, p) && wire.PSNBefore(r.unacked, p) {
+				r.unacked = p
+			}
+			return true
+		}
+		if w.rdAtomic {
+			missing := wire.PSNAdd(w.firstPSN, w.rcvd)
+			if r.retrying {
+				// A retry for this gap is under way; later responses
+				// of the old burst say nothing new.
+				qp.s.ctr.inc(DuplicateResponse)
+				return false
+			}
+			qp.s.ctr.inc(ImpliedNak)
+			if qp.s.tracing() {
+				qp.s.tracef(qp.cfg.QPN, "comp", "implied NAK: response for psn %d skipped, resend from there", missing)
+			}
+			qp.retry(missing)
+			return false
+		}
+		w.done = true
+		r.unacked = wire.PSNAdd(w.lastPSN, 1)
+	}
+	if wire.PSNBefore(r.unacked, p) {
+		r.unacked = p
+	}
+	return true
+}
+
+// retry resends from psn after a sequence error NAK, an implied NAK or a
+// timeout, unless retry_cnt is exhausted.
+func (qp *QP) retry(psn uint32) {
+	r := &qp.req
+	if r.retryLeft == 0 {
+		qp.s.ctr.inc(RetryExceededErr)
+		if qp.s.tracing() {
+			qp.s.tracef(qp.cfg.QPN, "comp", "retry_cnt exhausted at psn %d: RETRY_EXC_ERR", psn)
+		}
+		qp.failAt(r.unacked, verbs.WCRetryExcErr)
+		return
+	}
+	r.retryLeft--
+	qp.s.ctr.inc(CompleterRetryErr)
+	r.retrying = true
+	qp.rewind(psn)
+}
+
+// rewind makes the requester resend from psn (go-back-N).
+func (qp *QP) rewind(psn uint32) {
+	r := &qp.req
+	w, i := r.wqeAt(psn)
+	if w == nil {
+		return
+	}
+	r.next, r.nextPkt, r.psn = i, int(wire.PSNDiff(psn, w.firstPSN)), psn
+	r.sinceAckReq = 0
+	r.retx.stop()
+}
+
+// failAt completes the WQE holding psn (or the oldest outstanding one) with
+// st, then the QP enters ERR, flushing the rest.
+func (qp *QP) failAt(psn uint32, st verbs.WCStatus) {
+	r := &qp.req
+	w, _ := r.wqeAt(psn)
+	if w == nil && r.head < r.tail {
+		w = r.slot(r.head)
+	}
+	if w != nil {
+		w.failed, w.errSt = true, st
+	}
+	r.retire()
+	qp.enterError()
+}
+
+// retransmitTimeout is the local ACK timer's expiry.
+func (qp *QP) retransmitTimeout() {
+	r := &qp.req
+	if qp.state == verbs.QPSErr || !wire.PSNBefore(r.unacked, r.maxSent) || r.rnrWait {
+		return
+	}
+	qp.s.ctr.inc(RetransmitTimeouts)
+	r.retrying = false
+	if qp.s.tracing() {
+		qp.s.tracef(qp.cfg.QPN, "comp", "local ACK timeout: psn %d unacknowledged (retry_cnt left %d)", r.unacked, r.retryLeft)
+	}
+	qp.retry(r.unacked)
+	r.progress()
+	qp.updateTimer()
+}
+
+// rnrExpired ends an RNR wait: resend from the NAKed PSN.
+func (qp *QP) rnrExpired() {
+	r := &qp.req
+	if !r.rnrWait || qp.state == verbs.QPSErr {
+		return
+	}
+	r.rnrWait = false
+	qp.rewind(r.rnrPSN)
+	r.progress()
+	qp.updateTimer()
+}
+
+func (qp *QP) handleReadResponse(p *wire.Packet, psn uint32) {
+	r := &qp.req
+	w, _ := r.wqeAt(psn)
+	if w == nil || w.wr.Opcode != verbs.WRRDMARead || w.done {
+		qp.s.ctr.inc(DuplicateResponse)
+		return
+	}
+	if !qp.ackBefore(w.firstPSN) {
+		return
+	}
+	k := int(wire.PSNDiff(psn, w.firstPSN))
+	if k < w.rcvd {
+		qp.s.ctr.inc(DuplicateResponse)
+		return
+	}
+	if k > w.rcvd {
+		// Responses before this one were lost (implied NAK). Only one
+		// retry runs at a time: the rest of the old burst is ignored.
+		if r.retrying {
+			qp.s.ctr.inc(DuplicateResponse)
+			return
+		}
+		qp.s.ctr.inc(ImpliedNak)
+		qp.retry(wire.PSNAdd(w.firstPSN, w.rcvd))
+		return
+	}
+	info := p.Info()
+	want := wire.PosMiddle
+	switch {
+	case w.npkts == 1:
+		want = wire.PosOnly
+	case k == 0:
+		want = wire.PosFirst
+	case k == w.npkts-1:
+		want = wire.PosLast
+	}
+	payload := p.Payload()
+	wantLen := min(qp.mtu, w.length-k*qp.mtu)
+	if info.Pos != want || len(payload) != wantLen {
+		qp.failAt(psn, verbs.WCBadRespErr)
+		return
+	}
+	if aeth := p.AETH(); aeth != nil {
+		qp.updateCredits(aeth)
+	}
+	if len(payload) > 0 {
+		if f := qp.cfg.Memory.Scatter(qp.cfg.PD, w.wr.SGL, payload, k*qp.mtu); f != memory.Ok {
+			qp.failAt(psn, verbs.WCLocProtErr)
+			return
+		}
+	}
+	w.rcvd++
+	r.unacked = wire.PSNAdd(psn, 1)
+	if w.rcvd == w.npkts {
+		w.done = true
+	}
+}
+
+func (qp *QP) handleAtomicAck(p *wire.Packet, psn uint32) {
+	r := &qp.req
+	w, _ := r.wqeAt(psn)
+	if w == nil || !w.rdAtomic || w.wr.Opcode == verbs.WRRDMARead || w.done {
+		qp.s.ctr.inc(DuplicateResponse)
+		return
+	}
+	if !qp.ackBefore(psn) {
+		return
+	}
+	if syn := p.AETH().Syndrome(); syn.Type() != wire.AckTypeACK {
+		qp.failAt(psn, verbs.WCBadRespErr)
+		return
+	}
+	qp.updateCredits(p.AETH())
+	if f := qp.putAtomicResult(w, p.AtomicAckETH().OrigData()); f != memory.Ok {
+		qp.failAt(psn, verbs.WCLocProtErr)
+		return
+	}
+	w.done = true
+	r.unacked = wire.PSNAdd(psn, 1)
+}

@@ -1,0 +1,23 @@
+// Package roce is rnic's RoCEv2 transport engine: the reliable-connection
+// (RC) requester, completer and responder of IBTA Vol 1 chapter 9, driven by
+// PSNs, ACKs, NAKs and timers, on top of the wire format in roce/wire.
+//
+// A Stack is one device's RoCEv2 engine attached to one link (a
+// transport.Endpoint carrying Ethernet frames). It implements
+// verbs.Provider: nic creates QPs through it and validates every verb before
+// it reaches the engine. Frames from the link are decoded, their ICRC
+// checked, and dispatched by destination QP.
+//
+// Engines are state machines, not threads (DESIGN.md principle 1): a QP
+// reacts to three kinds of events — a work request posted, a packet
+// received, a timer fired — each under the QP's lock, and emits frames,
+// completions and timers. Time comes from a clock.Clock, so with the
+// virtual clock and the simulated link every retry, RNR wait and timeout is
+// deterministic and instant.
+//
+// Files: stack.go (receive demux, transmit), qp.go (QP state and attributes),
+// requester.go (send queue → request packets), completer.go (ACKs, NAKs,
+// responses → completions, retries), responder.go (requests → memory,
+// receive completions, ACKs, NAKs, read and atomic responses), counters.go,
+// trace.go.
+package roce

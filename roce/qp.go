@@ -1,0 +1,351 @@
+package roce
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/rnic/rnic/nic/verbs"
+	"github.com/rnic/rnic/roce/wire"
+	"github.com/rnic/rnic/transport/clock"
+)
+
+// QP is one RC queue pair of a Stack: a requester, a completer and a
+// responder sharing one lock, one path and one transmit buffer.
+type QP struct {
+	s   *Stack
+	cfg verbs.QPConfig
+
+	mu        sync.Mutex
+	state     verbs.QPState
+	attr      verbs.QPAttr
+	mtu       int
+	encap     wire.Encap
+	peer      netip.Addr
+	txbuf     []byte
+	scratch   [8]byte
+	destroyed bool
+
+	req  requester
+	resp responder
+}
+
+// ErrStateChanged is returned by Modify when the QP left the state nic
+// validated the transition from.
+var ErrStateChanged = errors.New("roce: QP state changed")
+
+// maxFrame is the largest frame a QP builds: Ethernet, 802.1Q, IPv6, UDP,
+// BTH, the longest header set (RETH+ImmDt, AETH+AtomicAckETH, AtomicETH),
+// a 4096-byte payload, pad and ICRC.
+const maxFrame = wire.EthLen + wire.VLANLen + wire.IPv6Len + wire.UDPLen + wire.BTHLen + 32 + 4096 + 4 + wire.ICRCLen
+
+func newQP(s *Stack, cfg *verbs.QPConfig) *QP {
+	qp := &QP{s: s, cfg: *cfg, txbuf: make([]byte, 0, maxFrame)}
+	qp.req.init(qp)
+	qp.resp.init(qp)
+	return qp
+}
+
+// QPN implements verbs.Engine.
+func (qp *QP) QPN() uint32 { return qp.cfg.QPN }
+
+// State implements verbs.Engine.
+func (qp *QP) State() verbs.QPState {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	return qp.state
+}
+
+// Query implements verbs.Engine.
+func (qp *QP) Query() verbs.QPAttr {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	a := qp.attr
+	a.State, a.CurState = qp.state, qp.state
+	a.SQPSN = qp.req.psn
+	a.RQPSN = qp.resp.epsn
+	a.Cap = qp.cfg.Cap
+	return a
+}
+
+// Modify implements verbs.Engine: it applies attributes nic validated.
+func (qp *QP) Modify(cur verbs.QPState, attr *verbs.QPAttr, mask verbs.QPAttrMask) error {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	if qp.destroyed {
+		return fmt.Errorf("roce: QP %#x destroyed", qp.cfg.QPN)
+	}
+	if qp.state != cur {
+		return fmt.Errorf("%w: is %v, not %v", ErrStateChanged, qp.state, cur)
+	}
+	a := &qp.attr
+	if mask&verbs.AttrAccessFlags != 0 {
+		a.AccessFlags = attr.AccessFlags
+	}
+	if mask&verbs.AttrPKeyIndex != 0 {
+		a.PKeyIndex = attr.PKeyIndex
+	}
+	if mask&verbs.AttrPort != 0 {
+		a.PortNum = attr.PortNum
+	}
+	if mask&verbs.AttrQKey != 0 {
+		a.QKey = attr.QKey
+	}
+	if mask&verbs.AttrAV != 0 {
+		a.AV = attr.AV
+	}
+	if mask&verbs.AttrPathMTU != 0 {
+		a.PathMTU = attr.PathMTU
+	}
+	if mask&verbs.AttrTimeout != 0 {
+		a.Timeout = attr.Timeout
+	}
+	if mask&verbs.AttrRetryCnt != 0 {
+		a.RetryCnt = attr.RetryCnt
+		qp.req.retryLeft = attr.RetryCnt
+	}
+	if mask&verbs.AttrRNRRetry != 0 {
+		a.RNRRetry = attr.RNRRetry
+		qp.req.rnrLeft = attr.RNRRetry
+	}
+	if mask&verbs.AttrMinRNRTimer != 0 {
+		a.MinRNRTimer = attr.MinRNRTimer
+	}
+	if mask&verbs.AttrMaxQPRdAtomic != 0 {
+		a.MaxRdAtomic = attr.MaxRdAtomic
+	}
+	if mask&verbs.AttrMaxDestRdAtomic != 0 {
+		a.MaxDestRdAtomic = attr.MaxDestRdAtomic
+		qp.resp.sizeResources(int(attr.MaxDestRdAtomic))
+	}
+	if mask&verbs.AttrDestQPN != 0 {
+		a.DestQPN = attr.DestQPN
+	}
+	if mask&verbs.AttrRQPSN != 0 {
+		qp.resp.epsn = attr.RQPSN & wire.PSNMask
+	}
+	if mask&verbs.AttrSQPSN != 0 {
+		qp.req.setPSN(attr.SQPSN & wire.PSNMask)
+	}
+	if mask&verbs.AttrEnSQDAsyncNotify != 0 {
+		a.SQDrainNotify = attr.SQDrainNotify
+	}
+	if mask&(verbs.AttrAV|verbs.AttrPathMTU) != 0 && a.PathMTU != 0 {
+		if err := qp.setPath(); err != nil {
+			return err
+		}
+	}
+	if mask&verbs.AttrState == 0 {
+		return nil
+	}
+	next := attr.State
+	switch next {
+	case verbs.QPSReset:
+		qp.reset()
+	case verbs.QPSErr:
+		qp.enterError()
+		return nil
+	case verbs.QPSSQD:
+		qp.req.drainNotified = false
+	}
+	if qp.s.tracing() && next != qp.state {
+		qp.s.tracef(qp.cfg.QPN, "qp", "state %v -> %v", qp.state, next)
+	}
+	qp.state = next
+	if next == verbs.QPSRTS || next == verbs.QPSSQD {
+		qp.req.progress()
+	}
+	return nil
+}
+
+// setPath derives the frame encapsulation from the address vector.
+func (qp *QP) setPath() error {
+	av := &qp.attr.AV
+	s := qp.s
+	qp.mtu = qp.attr.PathMTU.Bytes()
+	if int(av.SGIDIndex) >= len(s.cfg.Addrs) {
+		return fmt.Errorf("roce: sgid index %d out of range", av.SGIDIndex)
+	}
+	src := s.cfg.Addrs[av.SGIDIndex]
+	dst := av.DGID
+	if dst.Is4In6() {
+		dst = dst.Unmap()
+	}
+	if src.Is4In6() {
+		src = src.Unmap()
+	}
+	if !dst.IsValid() || src.Is4() != dst.Is4() {
+		return fmt.Errorf("roce: destination %v unreachable from source %v", av.DGID, src)
+	}
+	e := wire.Encap{
+		SrcMAC: s.cfg.MAC, Src: src, Dst: dst,
+		TOS: av.TrafficClass, TTL: av.HopLimit, FlowLabel: av.FlowLabel,
+		DF: true, SrcPort: av.SrcPort, DstPort: s.cfg.UDPPort,
+	}
+	if e.TTL == 0 {
+		e.TTL = 64 // a hop limit of 0 cannot leave the host
+	}
+	if e.SrcPort == 0 {
+		e.SrcPort = SourcePort(qp.cfg.QPN)
+	}
+	switch {
+	case av.DMAC != [6]byte{}:
+		e.DstMAC = av.DMAC
+	case s.cfg.Resolve != nil:
+		if mac, ok := s.cfg.Resolve(dst); ok {
+			e.DstMAC = mac
+			break
+		}
+		fallthrough
+	default:
+		e.DstMAC = [6]byte{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}
+	}
+	qp.encap, qp.peer = e, dst
+	return nil
+}
+
+// SourcePort is the UDP source port rxe uses for a QP: 0xC000 plus a 14-bit
+// multiplicative hash of the QPN (hash_32), so that ECMP spreads QPs while
+// each QP's packets stay on one path.
+func SourcePort(qpn uint32) uint16 { return 0xC000 | uint16((qpn*0x61C88647)>>(32-14)) }
+
+// reset returns the QP to its freshly created condition (modify to RESET):
+// queues are emptied without completions.
+func (qp *QP) reset() {
+	qp.req.reset()
+	qp.resp.reset()
+	qp.attr = verbs.QPAttr{}
+	qp.mtu = 0
+}
+
+// RecvPosted implements verbs.Engine. RC needs no action: an RNR-NAKed
+// requester retries after its timer, and credits are read from the queue
+// when the next ACK is built.
+func (qp *QP) RecvPosted() {}
+
+// Destroy implements verbs.Engine.
+func (qp *QP) Destroy() {
+	qp.mu.Lock()
+	qp.destroyed = true
+	qp.state = verbs.QPSErr
+	qp.req.retx.stop()
+	qp.req.rnr.stop()
+	qp.mu.Unlock()
+	qp.s.removeQP(qp.cfg.QPN)
+}
+
+// enterError moves the QP to ERR: timers stop, every outstanding send WR
+// and every receive WR of the QP's own queue completes with WR_FLUSH_ERR
+// (IBTA §10.3.1, o10-...: "all outstanding WRs are completed in error").
+// A WR that caused the error has already been completed with its status.
+func (qp *QP) enterError() {
+	if qp.state == verbs.QPSErr {
+		return
+	}
+	if qp.s.tracing() {
+		qp.s.tracef(qp.cfg.QPN, "qp", "state %v -> ERR", qp.state)
+	}
+	qp.state = verbs.QPSErr
+	qp.req.flush()
+	qp.resp.flush()
+	if qp.cfg.UsesSRQ && qp.cfg.Event != nil {
+		qp.cfg.Event(verbs.EventQPLastWQEReached)
+	}
+}
+
+// raise reports an asynchronous event.
+func (qp *QP) raise(e verbs.AsyncEvent) {
+	if qp.cfg.Event != nil {
+		qp.cfg.Event(e)
+	}
+}
+
+// pushSend and pushRecv queue completions; a full CQ is a CQ error and the
+// QP goes to ERR (IBTA §11.4.2.1: "CQ overrun").
+func (qp *QP) pushSend(wc *verbs.WC) {
+	if !qp.cfg.SendCQ.Push(wc) {
+		qp.s.ctr.inc(CQOverflow)
+		qp.enterError()
+	}
+}
+
+func (qp *QP) pushRecv(wc *verbs.WC) {
+	if !qp.cfg.RecvCQ.Push(wc) {
+		qp.s.ctr.inc(CQOverflow)
+		qp.enterError()
+	}
+}
+
+// startFrame returns the transmit buffer holding room for the encapsulation
+// and the transport packet of h with an n-byte payload, and the payload room.
+func (qp *QP) startFrame(h *wire.Headers, n int) (frame, payload []byte) {
+	h.BTH.PKey = wire.DefaultPKey
+	h.BTH.DestQP = qp.attr.DestQPN
+	return wire.AppendPacketSpace(qp.txbuf[:qp.encap.EncapLen()], h, n)
+}
+
+// emit seals and sends a frame built by startFrame.
+func (qp *QP) emit(frame []byte) {
+	qp.encap.Seal(frame)
+	if err := qp.s.cfg.Link.Send(frame); err == nil {
+		qp.s.ctr.inc(SentPkts)
+	}
+}
+
+// timer is a restartable one-shot on the stack's clock that allocates only
+// when no callback is pending: set moves the deadline, and an early
+// callback re-arms itself for the remainder. This keeps the per-ACK timer
+// restart free of allocations.
+type timer struct {
+	qp       *QP
+	fire     func()
+	cb       func()
+	deadline time.Duration
+	fireAt   time.Duration
+	active   bool
+	pending  bool
+	t        clock.Timer
+}
+
+func (t *timer) init(qp *QP, fire func()) {
+	t.qp, t.fire = qp, fire
+	t.cb = t.expired
+}
+
+// set (re)starts the timer to expire d from now. Caller holds qp.mu.
+func (t *timer) set(d time.Duration) {
+	clk := t.qp.s.cfg.Clock
+	now := clk.Now()
+	t.deadline, t.active = now+d, true
+	if t.pending && t.fireAt <= t.deadline {
+		return // the pending callback fires first and re-arms
+	}
+	if t.pending {
+		t.t.Stop()
+	}
+	t.pending, t.fireAt = true, t.deadline
+	t.t = clk.AfterFunc(d, t.cb)
+}
+
+// stop cancels the timer. Caller holds qp.mu.
+func (t *timer) stop() { t.active = false }
+
+func (t *timer) expired() {
+	qp := t.qp
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	t.pending = false
+	if !t.active || qp.destroyed {
+		return
+	}
+	now := qp.s.cfg.Clock.Now()
+	if now < t.deadline {
+		t.pending, t.fireAt = true, t.deadline
+		t.t = qp.s.cfg.Clock.AfterFunc(t.deadline-now, t.cb)
+		return
+	}
+	t.active = false
+	t.fire()
+}

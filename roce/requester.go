@@ -1,0 +1,480 @@
+package roce
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic/verbs"
+	"github.com/rnic/rnic/roce/wire"
+)
+
+// The requester turns send WQEs into request packets (IBTA Vol 1 §9.7.2):
+// it segments messages by the path MTU, assigns PSNs, decides AckReq, keeps
+// at most Window PSNs unacknowledged, honours the responder's credits
+// (§9.7.7.2), the ORD limit (max_rd_atomic) and fences, and resends from a
+// given PSN when the completer asks (go-back-N). Packets are rebuilt from
+// the WQE on every (re)transmission, so nothing but the WQE is kept.
+
+// swqe is a send WQE in the send queue ring.
+type swqe struct {
+	wr       verbs.SendWR
+	sgl      []verbs.SGE // backing array for wr.SGL, owned by the slot
+	inline   []byte      // backing array for inline data
+	isInline bool
+	length   int
+	npkts    int // PSNs the WQE consumes (a READ: one per response packet)
+	firstPSN uint32
+	lastPSN  uint32
+	ssn      uint32 // send sequence number, compared with the credit limit
+	started  bool   // PSNs assigned, at least one packet sent
+	done     bool   // acknowledged or fully answered
+	rdAtomic bool   // READ or atomic: completed by a response
+	rcvd     int    // READ response packets placed so far
+	credit   bool   // consumes a receive WQE at the responder
+	local    bool   // LOCAL_INV: never on the wire
+	errSt    verbs.WCStatus
+	failed   bool // a local error: complete with errSt when reached
+}
+
+type requester struct {
+	qp      *QP
+	sq      []swqe
+	head    uint64 // oldest WQE not yet retired to the CQ
+	next    uint64 // WQE to (re)transmit next
+	tail    uint64 // next free slot
+	nextPkt int    // packet index within sq[next]
+	psn     uint32 // PSN of the next packet
+	unacked uint32 // oldest unacknowledged PSN
+	maxSent uint32 // one past the highest PSN sent
+	ssn     uint32 // last SSN assigned
+
+	unlimited bool // the responder does not report credits
+	lsn       uint32
+	lastMSN   uint32
+
+	sinceAckReq   int
+	rdAtomicOut   int // started READ/atomic WQEs not yet retired
+	retryLeft     uint8
+	rnrLeft       uint8
+	rnrWait       bool
+	retrying      bool // a retry sequence is under way: one at a time
+	rnrPSN        uint32
+	drainNotified bool
+
+	retx timer
+	rnr  timer
+}
+
+// Errors PostSend returns; nic checks most limits first, these are the
+// engine's own backstops.
+var (
+	ErrSendQueueFull = errors.New("roce: send queue full")
+	ErrTooManySGE    = errors.New("roce: too many SGEs")
+	ErrInline        = errors.New("roce: inline data")
+)
+
+func (r *requester) init(qp *QP) {
+	r.qp = qp
+	n := int(qp.cfg.Cap.MaxSendWR)
+	if n < 1 {
+		n = 1
+	}
+	r.sq = make([]swqe, n)
+	for i := range r.sq {
+		r.sq[i].sgl = make([]verbs.SGE, 0, max(int(qp.cfg.Cap.MaxSendSGE), 1))
+		r.sq[i].inline = make([]byte, 0, qp.cfg.Cap.MaxInlineData)
+	}
+	r.unlimited = true // until the responder reports credits
+	r.retx.init(qp, qp.retransmitTimeout)
+	r.rnr.init(qp, qp.rnrExpired)
+}
+
+func (r *requester) reset() {
+	r.retx.stop()
+	r.rnr.stop()
+	sq, qp := r.sq, r.qp
+	*r = requester{qp: qp, sq: sq, unlimited: true, retx: r.retx, rnr: r.rnr}
+}
+
+func (r *requester) slot(i uint64) *swqe { return &r.sq[i%uint64(len(r.sq))] }
+
+func (r *requester) setPSN(p uint32) { r.psn, r.unacked, r.maxSent = p, p, p }
+
+// PostSend implements verbs.Engine.
+func (qp *QP) PostSend(wr *verbs.SendWR) error {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	r := &qp.req
+	if qp.destroyed {
+		return fmt.Errorf("roce: QP %#x destroyed", qp.cfg.QPN)
+	}
+	if qp.state == verbs.QPSErr {
+		qp.pushSend(&verbs.WC{WRID: wr.ID, Status: verbs.WCWRFlushErr, Opcode: wr.Opcode.CompletionOpcode(), QPN: qp.cfg.QPN})
+		return nil
+	}
+	if r.tail-r.head >= uint64(len(r.sq)) {
+		return ErrSendQueueFull
+	}
+	w := r.slot(r.tail)
+	if len(wr.SGL) > cap(w.sgl) {
+		return ErrTooManySGE
+	}
+	sgl, inl := w.sgl[:0], w.inline[:0]
+	*w = swqe{wr: *wr, sgl: append(sgl, wr.SGL...), inline: inl}
+	w.wr.SGL = w.sgl
+	w.length = int(memory.TotalLength(w.sgl))
+	switch wr.Opcode {
+	case verbs.WRRDMARead:
+		w.rdAtomic = true
+	case verbs.WRAtomicCmpSwp, verbs.WRAtomicFetchAdd:
+		w.rdAtomic, w.length = true, 8
+	case verbs.WRSend, verbs.WRSendWithImm, verbs.WRSendWithInv, verbs.WRRDMAWriteWithImm:
+		w.credit = true
+	case verbs.WRLocalInv:
+		w.local = true
+	case verbs.WRRDMAWrite:
+	default:
+		return fmt.Errorf("roce: opcode %v not supported on RC", wr.Opcode)
+	}
+	if wr.Flags&verbs.SendInline != 0 && !w.local && !w.rdAtomic {
+		// Inline data is copied now, so the buffer may be reused as soon
+		// as PostSend returns. rnic's addresses live in registered memory,
+		// so the copy goes through the lkeys.
+		if w.length > cap(w.inline) {
+			return fmt.Errorf("%w: %d bytes exceed max_inline_data %d", ErrInline, w.length, cap(w.inline))
+		}
+		w.inline = w.inline[:w.length]
+		if _, f := qp.cfg.Memory.Gather(qp.cfg.PD, w.sgl, w.inline); f != memory.Ok {
+			return fmt.Errorf("%w: %v", ErrInline, f)
+		}
+		w.isInline = true
+	}
+	if !w.local {
+		r.ssn = (r.ssn + 1) & wire.PSNMask
+		w.ssn = r.ssn
+	}
+	r.tail++
+	r.progress()
+	return nil
+}
+
+// packets returns how many PSNs a WQE of length bytes consumes.
+func (qp *QP) packets(w *swqe) int {
+	if w.rdAtomic && w.wr.Opcode != verbs.WRRDMARead || w.length == 0 {
+		return 1
+	}
+	return (w.length + qp.mtu - 1) / qp.mtu
+}
+
+// progress sends whatever the send queue, the window, the credits, ORD and
+// fences allow. It runs after every event that could unblock it.
+func (r *requester) progress() {
+	qp := r.qp
+	if qp.state != verbs.QPSRTS && qp.state != verbs.QPSSQD {
+		return
+	}
+	for r.next < r.tail && !r.rnrWait {
+		w := r.slot(r.next)
+		if w.failed {
+			break
+		}
+		if !w.started {
+			if qp.state == verbs.QPSSQD {
+				break // drain: no new WQE starts
+			}
+			if w.local {
+				if r.head != r.next {
+					break // LOCAL_INV waits for every earlier WQE (as rxe)
+				}
+				qp.localInvalidate(w)
+				r.next++
+				r.retire()
+				continue
+			}
+			if w.wr.Flags&verbs.SendFence != 0 && r.rdAtomicOut > 0 {
+				break
+			}
+			if w.rdAtomic {
+				if qp.attr.MaxRdAtomic == 0 {
+					r.failLocal(w, verbs.WCLocQPOpErr)
+					break
+				}
+				if r.rdAtomicOut >= int(qp.attr.MaxRdAtomic) {
+					break
+				}
+			}
+			if w.credit && !r.unlimited && wire.PSNDiff(w.ssn, r.lsn+1) > 0 {
+				break // no credit: wait for an ACK that grants one
+			}
+			if int(wire.PSNDiff(r.psn, r.unacked)) >= qp.s.cfg.Window {
+				break
+			}
+			if !w.isInline && w.length > 0 && !w.rdAtomic {
+				if f := qp.checkSGL(w); f != memory.Ok {
+					r.failLocal(w, verbs.WCLocProtErr)
+					break
+				}
+			}
+			w.started = true
+			w.npkts = qp.packets(w)
+			w.firstPSN = r.psn
+			w.lastPSN = wire.PSNAdd(r.psn, w.npkts-1)
+			r.nextPkt = 0
+			if w.rdAtomic {
+				r.rdAtomicOut++
+			}
+		}
+		if int(wire.PSNDiff(r.psn, r.unacked)) >= qp.s.cfg.Window {
+			break
+		}
+		if !qp.sendRequest(w, r.nextPkt) {
+			break
+		}
+		if w.wr.Opcode == verbs.WRRDMARead {
+			r.psn = wire.PSNAdd(w.lastPSN, 1)
+			r.next++
+			r.nextPkt = 0
+		} else {
+			r.psn = wire.PSNAdd(r.psn, 1)
+			r.nextPkt++
+			if r.nextPkt >= w.npkts {
+				r.next++
+				r.nextPkt = 0
+			}
+		}
+		if wire.PSNDiff(r.psn, r.maxSent) > 0 {
+			r.maxSent = r.psn
+		}
+		if !r.retx.active {
+			qp.armRetransmit()
+		}
+	}
+	r.checkDrained()
+}
+
+// checkSGL verifies every SGE of a WQE before its first packet, so a bad
+// lkey fails the WQE before any of it reaches the wire.
+func (qp *QP) checkSGL(w *swqe) memory.Fault {
+	need := memory.Access(0)
+	if w.rdAtomic {
+		need = memory.LocalWrite
+	}
+	for _, s := range w.wr.SGL {
+		ref, f := qp.cfg.Memory.CheckLocal(qp.cfg.PD, s.LKey, s.Addr, s.Length, need)
+		if f != memory.Ok {
+			return f
+		}
+		ref.Release()
+	}
+	return memory.Ok
+}
+
+// failLocal marks a WQE that failed locally; it completes with st once
+// every earlier WQE has completed, and then the QP enters ERR.
+func (r *requester) failLocal(w *swqe, st verbs.WCStatus) {
+	w.failed, w.errSt = true, st
+	r.retire()
+}
+
+// armRetransmit starts the local ACK timer: 4.096 µs × 2^timeout (IBTA
+// §9.7.6.1.3); timeout 0 means no timer.
+func (qp *QP) armRetransmit() {
+	if t := qp.attr.Timeout; t != 0 {
+		qp.req.retx.set(ackTimeout(t))
+	}
+}
+
+// requestOpcode picks the opcode for packet k of n of a WQE.
+func requestOpcode(w *swqe, k, n int) wire.Opcode {
+	first, last := k == 0, k == n-1
+	switch w.wr.Opcode {
+	case verbs.WRSend, verbs.WRSendWithImm, verbs.WRSendWithInv:
+		switch {
+		case first && last:
+			return [...]wire.Opcode{wire.RCSendOnly, wire.RCSendOnlyImm, wire.RCSendOnlyInv}[sendVariant(w)]
+		case first:
+			return wire.RCSendFirst
+		case last:
+			return [...]wire.Opcode{wire.RCSendLast, wire.RCSendLastImm, wire.RCSendLastInv}[sendVariant(w)]
+		}
+		return wire.RCSendMiddle
+	case verbs.WRRDMAWrite, verbs.WRRDMAWriteWithImm:
+		imm := w.wr.Opcode == verbs.WRRDMAWriteWithImm
+		switch {
+		case first && last && imm:
+			return wire.RCWriteOnlyImm
+		case first && last:
+			return wire.RCWriteOnly
+		case first:
+			return wire.RCWriteFirst
+		case last && imm:
+			return wire.RCWriteLastImm
+		case last:
+			return wire.RCWriteLast
+		}
+		return wire.RCWriteMiddle
+	case verbs.WRRDMARead:
+		return wire.RCReadRequest
+	case verbs.WRAtomicCmpSwp:
+		return wire.RCCmpSwap
+	}
+	return wire.RCFetchAdd
+}
+
+func sendVariant(w *swqe) int {
+	switch w.wr.Opcode {
+	case verbs.WRSendWithImm:
+		return 1
+	case verbs.WRSendWithInv:
+		return 2
+	}
+	return 0
+}
+
+// sendRequest builds and sends packet k of WQE w. A READ sent with k > 0 is
+// a partial retry: it asks only for the responses from packet k on.
+func (qp *QP) sendRequest(w *swqe, k int) bool {
+	r := &qp.req
+	op := requestOpcode(w, k, w.npkts)
+	info := op.Info()
+	psn := wire.PSNAdd(w.firstPSN, k)
+	var h wire.Headers
+	h.BTH.Opcode = op
+	h.BTH.PSN = psn
+	last := info.Last() || info.Pos == wire.PosNone
+	// SE rides on the last packet of a message that consumes a receive
+	// WQE (SEND, RDMA WRITE with immediate), when the WR asked for it.
+	h.BTH.SE = w.wr.Flags&verbs.SendSolicited != 0 && info.Last() &&
+		(info.Kind == wire.KindSend || info.Imm)
+	ackReq := last || r.sinceAckReq+1 >= qp.s.cfg.AckEvery ||
+		int(wire.PSNDiff(wire.PSNAdd(psn, 1), r.unacked)) >= qp.s.cfg.Window
+	h.BTH.AckReq = ackReq
+	if ackReq {
+		r.sinceAckReq = 0
+	} else {
+		r.sinceAckReq++
+	}
+	off := k * qp.mtu
+	n := 0
+	switch info.Kind {
+	case wire.KindSend, wire.KindWrite:
+		n = min(qp.mtu, w.length-off)
+	}
+	if info.Has(wire.HdrRETH) {
+		h.RETH = wire.RETHFields{VA: w.wr.RemoteAddr + uint64(off), RKey: w.wr.RKey, Length: uint32(w.length - off)}
+	}
+	if info.Imm {
+		h.Imm = w.wr.Imm
+	}
+	if info.Inv {
+		h.IETH = w.wr.InvRKey
+	}
+	if info.Has(wire.HdrAtomicETH) {
+		h.AtomicETH = wire.AtomicETHFields{VA: w.wr.RemoteAddr, RKey: w.wr.RKey}
+		if op == wire.RCCmpSwap {
+			h.AtomicETH.SwapAdd, h.AtomicETH.Compare = w.wr.Swap, w.wr.CompareAdd
+		} else {
+			h.AtomicETH.SwapAdd = w.wr.CompareAdd
+		}
+	}
+	frame, payload := qp.startFrame(&h, n)
+	if n > 0 {
+		if w.isInline {
+			copy(payload, w.inline[off:off+n])
+		} else if _, f := qp.cfg.Memory.GatherAt(qp.cfg.PD, w.wr.SGL, off, payload); f != memory.Ok {
+			// The memory went away mid-message (deregistered): a local
+			// protection error for this WQE.
+			r.failLocal(w, verbs.WCLocProtErr)
+			return false
+		}
+	}
+	if wire.PSNBefore(psn, r.maxSent) {
+		qp.s.ctr.inc(RetransmittedPkts)
+	}
+	if qp.s.tracing() {
+		qp.s.tracef(qp.cfg.QPN, "req", "send %v psn=%d len=%d ackreq=%v", op, psn, n, ackReq)
+	}
+	qp.emit(frame)
+	return true
+}
+
+// localInvalidate executes LOCAL_INV.
+func (qp *QP) localInvalidate(w *swqe) {
+	w.started = true
+	if f := qp.cfg.Memory.Invalidate(qp.cfg.PD, qp.cfg.QPN, w.wr.InvRKey); f != memory.Ok {
+		w.failed, w.errSt = true, verbs.WCLocProtErr
+		return
+	}
+	w.done = true
+}
+
+// retire completes finished WQEs in posting order (completions of a send
+// queue are never reordered). A locally failed WQE completes with its error
+// and moves the QP to ERR.
+func (r *requester) retire() {
+	qp := r.qp
+	for r.head < r.tail {
+		w := r.slot(r.head)
+		if w.failed {
+			r.head++
+			if w.rdAtomic && w.started {
+				r.rdAtomicOut--
+			}
+			qp.pushSend(&verbs.WC{WRID: w.wr.ID, Status: w.errSt, Opcode: w.wr.Opcode.CompletionOpcode(), QPN: qp.cfg.QPN})
+			qp.enterError()
+			return
+		}
+		if !w.done {
+			return
+		}
+		r.head++
+		if w.rdAtomic {
+			r.rdAtomicOut--
+		}
+		if qp.cfg.SigAll || w.wr.Flags&verbs.SendSignaled != 0 {
+			wc := verbs.WC{WRID: w.wr.ID, Status: verbs.WCSuccess, Opcode: w.wr.Opcode.CompletionOpcode(), QPN: qp.cfg.QPN}
+			if w.rdAtomic {
+				wc.ByteLen = uint32(w.length)
+			}
+			qp.pushSend(&wc)
+		}
+	}
+}
+
+// flush completes every WQE not yet completed with WR_FLUSH_ERR.
+func (r *requester) flush() {
+	qp := r.qp
+	r.retx.stop()
+	r.rnr.stop()
+	for ; r.head < r.tail; r.head++ {
+		w := r.slot(r.head)
+		qp.pushSend(&verbs.WC{WRID: w.wr.ID, Status: verbs.WCWRFlushErr, Opcode: w.wr.Opcode.CompletionOpcode(), QPN: qp.cfg.QPN})
+	}
+	r.next, r.nextPkt, r.rdAtomicOut = r.tail, 0, 0
+}
+
+// checkDrained raises SQ_DRAINED once an SQD QP has nothing outstanding.
+func (r *requester) checkDrained() {
+	qp := r.qp
+	if qp.state != verbs.QPSSQD || r.drainNotified {
+		return
+	}
+	for i := r.head; i < r.tail; i++ {
+		if r.slot(i).started && !r.slot(i).done {
+			return
+		}
+	}
+	r.drainNotified = true
+	if qp.attr.SQDrainNotify {
+		qp.raise(verbs.EventSQDrained)
+	}
+}
+
+// putAtomicResult writes an atomic's original remote value into the WQE's
+// local buffer in host byte order, as verbs specifies.
+func (qp *QP) putAtomicResult(w *swqe, orig uint64) memory.Fault {
+	binary.NativeEndian.PutUint64(qp.scratch[:], orig)
+	return qp.cfg.Memory.Scatter(qp.cfg.PD, w.wr.SGL, qp.scratch[:], 0)
+}

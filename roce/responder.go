@@ -1,0 +1,616 @@
+package roce
+
+import (
+	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic/verbs"
+	"github.com/rnic/rnic/roce/wire"
+)
+
+// The responder executes requests in PSN order (IBTA Vol 1 §9.7.4, §9.7.5.1):
+//
+//   - PSN ahead of the expected one: a PSN sequence error NAK, once per gap.
+//   - PSN behind (duplicate): SEND/WRITE are re-ACKed with the last good
+//     PSN (C9-105); a READ is replayed from the responder resources, a
+//     sub-range included; an atomic returns its cached result and is not
+//     executed again.
+//   - In order: opcode sequence, QP access rights, lengths and the rkey are
+//     checked before a byte moves; SENDs take a receive WQE (none: RNR NAK
+//     with min_rnr_timer); READs and atomics take a responder resource
+//     (max_dest_rd_atomic; zero means they are invalid). Errors are NAKed
+//     (invalid request, remote access, remote operational error) and move
+//     the QP to ERR, as rxe does for class C errors.
+//
+// The MSN counts completed messages (a READ when it executes, C9-148) and
+// every ACK carries the credits the receive queue can grant (§9.7.7.2;
+// 0x1F "unlimited" with an SRQ). ACKs requested by several packets of one
+// receive batch are coalesced into one.
+
+type msgKind uint8
+
+const (
+	msgNone msgKind = iota
+	msgSend
+	msgWrite
+)
+
+// resource is a responder resource: an executed READ or atomic, kept so a
+// duplicate can be answered (§9.7.5.1.4).
+type resource struct {
+	valid  bool
+	atomic bool
+	first  uint32
+	last   uint32
+	va     uint64
+	rkey   uint32
+	length uint32
+	orig   uint64
+}
+
+type responder struct {
+	qp      *QP
+	epsn    uint32
+	msn     uint32
+	nakSent bool // a sequence error NAK was sent for the current gap
+
+	inMsg   msgKind
+	rwqe    verbs.RecvWR
+	rwqeLen uint64
+	hasRWQE bool
+	off     int // bytes of the current message placed so far
+	wva     uint64
+	wrkey   uint32
+	wlen    uint32
+
+	res     []resource
+	resNext int
+
+	ackPending bool
+	ackPSN     uint32
+}
+
+func (rs *responder) init(qp *QP) { rs.qp = qp }
+
+func (rs *responder) reset() {
+	qp, res := rs.qp, rs.res
+	clear(res)
+	*rs = responder{qp: qp, res: res}
+}
+
+// sizeResources sets the resource ring to max_dest_rd_atomic entries.
+func (rs *responder) sizeResources(n int) {
+	if n != len(rs.res) {
+		rs.res = make([]resource, n)
+		rs.resNext = 0
+	}
+}
+
+// receive is the entry point for a packet addressed to this QP.
+func (qp *QP) receive(f *wire.Frame) {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	if qp.destroyed {
+		return
+	}
+	p := &f.Packet
+	info := p.Info()
+	if info.Transport != wire.TransportRC {
+		qp.s.ctr.inc(UnexpectedOpcode)
+		return
+	}
+	switch qp.state {
+	case verbs.QPSReset, verbs.QPSInit, verbs.QPSErr:
+		qp.s.ctr.inc(QPNotReady)
+		return
+	}
+	if f.SrcAddr().Unmap() != qp.peer {
+		qp.s.ctr.inc(AddrMismatch)
+		return
+	}
+	qp.s.ctr.inc(RcvdPkts)
+	if info.Response {
+		if qp.state == verbs.QPSRTR {
+			qp.s.ctr.inc(QPNotReady)
+			return
+		}
+		qp.handleResponse(p)
+		return
+	}
+	qp.resp.request(p)
+	qp.resp.flushAck()
+}
+
+// request handles a request packet.
+func (rs *responder) request(p *wire.Packet) {
+	qp := rs.qp
+	psn := p.BTH().PSN()
+	d := wire.PSNDiff(psn, rs.epsn)
+	switch {
+	case d > 0:
+		qp.s.ctr.inc(OutOfSequence)
+		if !rs.nakSent {
+			rs.nakSent = true
+			if qp.s.tracing() {
+				qp.s.tracef(qp.cfg.QPN, "resp", "psn %d but expected %d: NAK sequence error (once for this gap)", psn, rs.epsn)
+			}
+			rs.sendAck(wire.NAKSyndrome(wire.NAKPSNSeqError), rs.epsn)
+			qp.s.ctr.inc(NaksSent)
+		}
+		return
+	case d < 0:
+		qp.s.ctr.inc(DuplicateRequest)
+		rs.duplicate(p, psn)
+		return
+	}
+	info := p.Info()
+	if !rs.sequenceOK(info) {
+		qp.s.ctr.inc(UnexpectedOpcode)
+		rs.fatal(psn, wire.NAKInvalidRequest, verbs.WCRemInvReqErr, verbs.EventQPReqErr)
+		return
+	}
+	switch info.Kind {
+	case wire.KindSend:
+		rs.send(p, psn, info)
+	case wire.KindWrite:
+		rs.write(p, psn, info)
+	case wire.KindReadRequest:
+		rs.read(p, psn)
+	case wire.KindCmpSwap, wire.KindFetchAdd:
+		rs.atomic(p, psn, info)
+	default: // FLUSH and ATOMIC WRITE are not offered by this device
+		qp.s.ctr.inc(UnexpectedOpcode)
+		rs.fatal(psn, wire.NAKInvalidRequest, verbs.WCRemInvReqErr, verbs.EventQPReqErr)
+	}
+}
+
+// sequenceOK checks the opcode sequence: Middle and Last continue a message
+// of their own kind; anything else starts one (§9.7.5.1.3, class C).
+func (rs *responder) sequenceOK(info *wire.OpInfo) bool {
+	cont := info.Pos == wire.PosMiddle || info.Pos == wire.PosLast
+	switch rs.inMsg {
+	case msgSend:
+		return cont && info.Kind == wire.KindSend
+	case msgWrite:
+		return cont && info.Kind == wire.KindWrite
+	}
+	return !cont
+}
+
+// advance accepts the packet: the expected PSN moves on.
+func (rs *responder) advance(psn uint32, n int, ackReq bool) {
+	rs.epsn = wire.PSNAdd(psn, n)
+	rs.nakSent = false
+	if ackReq {
+		if rs.ackPending {
+			rs.qp.s.ctr.inc(AcksCoalesced)
+		}
+		rs.ackPending, rs.ackPSN = true, wire.PSNAdd(psn, n-1)
+	}
+}
+
+// lengthOK checks a packet's payload against the path MTU: First and
+// Middle carry exactly one MTU, Last at least one byte (§9.7.5.1.3).
+func (rs *responder) lengthOK(info *wire.OpInfo, n int) bool {
+	mtu := rs.qp.mtu
+	switch info.Pos {
+	case wire.PosFirst, wire.PosMiddle:
+		return n == mtu
+	case wire.PosLast:
+		return n > 0 && n <= mtu
+	}
+	return n <= mtu
+}
+
+func (rs *responder) send(p *wire.Packet, psn uint32, info *wire.OpInfo) {
+	qp := rs.qp
+	payload := p.Payload()
+	if !rs.lengthOK(info, len(payload)) {
+		rs.fatal(psn, wire.NAKInvalidRequest, verbs.WCRemInvReqErr, verbs.EventQPReqErr)
+		return
+	}
+	if info.First() {
+		wr, ok := qp.cfg.RQ.Pop()
+		if !ok {
+			rs.rnrNak(psn)
+			return
+		}
+		rs.rwqe, rs.hasRWQE, rs.off = wr, true, 0
+		rs.rwqeLen = memory.TotalLength(wr.SGL)
+	}
+	if uint64(rs.off+len(payload)) > rs.rwqeLen {
+		// The message is longer than the receive buffer: the receive WQE
+		// completes with LOC_LEN_ERR and the requester gets an invalid
+		// request NAK.
+		rs.fatal(psn, wire.NAKInvalidRequest, verbs.WCLocLenErr, verbs.EventQPReqErr)
+		return
+	}
+	if len(payload) > 0 {
+		if f := qp.cfg.Memory.Scatter(qp.cfg.PD, rs.rwqe.SGL, payload, rs.off); f != memory.Ok {
+			rs.fatal(psn, wire.NAKRemoteOpError, verbs.WCLocProtErr, verbs.EventQPFatal)
+			return
+		}
+	}
+	rs.off += len(payload)
+	if !info.Last() {
+		rs.inMsg = msgSend
+		rs.advance(psn, 1, p.BTH().AckReq())
+		return
+	}
+	wc := verbs.WC{WRID: rs.rwqe.ID, Status: verbs.WCSuccess, Opcode: verbs.WCRecv, ByteLen: uint32(rs.off),
+		QPN: qp.cfg.QPN, SrcQP: qp.attr.DestQPN}
+	if info.Imm {
+		wc.Imm, wc.Flags = p.ImmDt().Imm(), wc.Flags|verbs.WCFlagWithImm
+	}
+	if info.Inv {
+		key := p.IETH().RKey()
+		if f := qp.cfg.Memory.Invalidate(qp.cfg.PD, qp.cfg.QPN, key); f != memory.Ok {
+			rs.fatal(psn, wire.NAKInvalidRequest, verbs.WCLocProtErr, verbs.EventQPReqErr)
+			return
+		}
+		wc.InvRKey, wc.Flags = key, wc.Flags|verbs.WCFlagWithInv
+	}
+	rs.finishMessage(psn, p.BTH().AckReq())
+	qp.pushRecv(&wc)
+	if p.BTH().SE() {
+		qp.cfg.RecvCQ.Solicited()
+	}
+}
+
+// finishMessage ends a message: MSN advances with the PSN.
+func (rs *responder) finishMessage(psn uint32, ackReq bool) {
+	rs.inMsg, rs.hasRWQE = msgNone, false
+	rs.msn = wire.PSNAdd(rs.msn, 1)
+	rs.advance(psn, 1, ackReq)
+}
+
+func (rs *responder) write(p *wire.Packet, psn uint32, info *wire.OpInfo) {
+	qp := rs.qp
+	payload := p.Payload()
+	if info.First() {
+		if qp.attr.AccessFlags&memory.RemoteWrite == 0 {
+			rs.fatal(psn, wire.NAKInvalidRequest, verbs.WCRemInvReqErr, verbs.EventQPReqErr)
+			return
+		}
+		reth := p.RETH()
+		rs.wva, rs.wrkey, rs.wlen, rs.off = reth.VA(), reth.RKey(), reth.DMALength(), 0
+		if rs.wlen > 1<<31 {
+			rs.fatal(psn, wire.NAKInvalidRequest, verbs.WCRemInvReqErr, verbs.EventQPReqErr)
+			return
+		}
+		// The whole range is checked up front (C9-?): an access error
+		// must be detected before any byte of the message lands.
+		ref, f := qp.cfg.Memory.CheckRemote(qp.cfg.PD, qp.cfg.QPN, rs.wrkey, rs.wva, rs.wlen, memory.RemoteWrite)
+		if f != memory.Ok {
+			rs.accessError(psn, f)
+			return
+		}
+		ref.Release()
+	}
+	if !rs.lengthOK(info, len(payload)) || uint64(rs.off)+uint64(len(payload)) > uint64(rs.wlen) ||
+		info.Last() && rs.off+len(payload) != int(rs.wlen) {
+		rs.fatal(psn, wire.NAKInvalidRequest, verbs.WCRemInvReqErr, verbs.EventQPReqErr)
+		return
+	}
+	var rwqe verbs.RecvWR
+	if info.Imm {
+		// RDMA WRITE with immediate consumes a receive WQE: take it before
+		// placing data, so an RNR NAK leaves nothing half done.
+		wr, ok := qp.cfg.RQ.Pop()
+		if !ok {
+			rs.rnrNak(psn)
+			return
+		}
+		rwqe = wr
+	}
+	if len(payload) > 0 {
+		va := rs.wva + uint64(rs.off)
+		ref, f := qp.cfg.Memory.CheckRemote(qp.cfg.PD, qp.cfg.QPN, rs.wrkey, va, uint32(len(payload)), memory.RemoteWrite)
+		if f == memory.Ok {
+			f = ref.Write(va, payload)
+			ref.Release()
+		}
+		if f != memory.Ok {
+			if info.Imm {
+				rs.rwqe, rs.hasRWQE = rwqe, true
+			}
+			rs.accessError(psn, f)
+			return
+		}
+	}
+	rs.off += len(payload)
+	if !info.Last() {
+		rs.inMsg = msgWrite
+		rs.advance(psn, 1, p.BTH().AckReq())
+		return
+	}
+	rs.finishMessage(psn, p.BTH().AckReq())
+	if info.Imm {
+		wc := verbs.WC{WRID: rwqe.ID, Status: verbs.WCSuccess, Opcode: verbs.WCRecvRDMAWithImm, ByteLen: rs.wlen,
+			Imm: p.ImmDt().Imm(), Flags: verbs.WCFlagWithImm, QPN: qp.cfg.QPN, SrcQP: qp.attr.DestQPN}
+		qp.pushRecv(&wc)
+		if p.BTH().SE() {
+			qp.cfg.RecvCQ.Solicited()
+		}
+	}
+}
+
+// newResource takes the next responder resource, replacing the oldest.
+func (rs *responder) newResource() *resource {
+	r := &rs.res[rs.resNext]
+	rs.resNext = (rs.resNext + 1) % len(rs.res)
+	*r = resource{valid: true}
+	return r
+}
+
+func (rs *responder) read(p *wire.Packet, psn uint32) {
+	qp := rs.qp
+	if len(rs.res) == 0 || qp.attr.AccessFlags&memory.RemoteRead == 0 {
+		// max_dest_rd_atomic 0, or the QP does not allow remote reads.
+		rs.fatal(psn, wire.NAKInvalidRequest, verbs.WCRemInvReqErr, verbs.EventQPReqErr)
+		return
+	}
+	reth := p.RETH()
+	va, rkey, n := reth.VA(), reth.RKey(), reth.DMALength()
+	if n > 1<<31 {
+		rs.fatal(psn, wire.NAKInvalidRequest, verbs.WCRemInvReqErr, verbs.EventQPReqErr)
+		return
+	}
+	ref, f := qp.cfg.Memory.CheckRemote(qp.cfg.PD, qp.cfg.QPN, rkey, va, n, memory.RemoteRead)
+	if f != memory.Ok {
+		rs.accessError(psn, f)
+		return
+	}
+	ref.Release()
+	npkts := 1
+	if n > 0 {
+		npkts = (int(n) + qp.mtu - 1) / qp.mtu
+	}
+	res := rs.newResource()
+	res.first, res.last = psn, wire.PSNAdd(psn, npkts-1)
+	res.va, res.rkey, res.length = va, rkey, n
+	rs.msn = wire.PSNAdd(rs.msn, 1) // C9-148: MSN moves when the READ executes
+	rs.advance(psn, npkts, false)
+	rs.flushAck()
+	rs.readResponses(res, 0)
+}
+
+// readResponses sends the responses of a READ from packet k on. Each packet
+// reads memory afresh through the rkey, so a region deregistered meanwhile
+// yields a remote access error NAK, never a stale byte.
+func (rs *responder) readResponses(res *resource, k int) {
+	qp := rs.qp
+	mtu := qp.mtu
+	npkts := int(wire.PSNDiff(res.last, res.first)) + 1
+	for ; k < npkts; k++ {
+		off := k * mtu
+		n := min(mtu, int(res.length)-off)
+		var h wire.Headers
+		switch {
+		case npkts == 1:
+			h.BTH.Opcode = wire.RCReadResponseOnly
+		case k == 0:
+			h.BTH.Opcode = wire.RCReadResponseFirst
+		case k == npkts-1:
+			h.BTH.Opcode = wire.RCReadResponseLast
+		default:
+			h.BTH.Opcode = wire.RCReadResponseMiddle
+		}
+		psn := wire.PSNAdd(res.first, k)
+		h.BTH.PSN = psn
+		h.AETH = wire.AETHFields{Syndrome: rs.credits(), MSN: rs.msn}
+		frame, payload := qp.startFrame(&h, n)
+		if n > 0 {
+			va := res.va + uint64(off)
+			ref, f := qp.cfg.Memory.CheckRemote(qp.cfg.PD, qp.cfg.QPN, res.rkey, va, uint32(n), memory.RemoteRead)
+			if f == memory.Ok {
+				f = ref.Read(va, payload)
+				ref.Release()
+			}
+			if f != memory.Ok {
+				rs.accessError(psn, f)
+				return
+			}
+		}
+		qp.emit(frame)
+		qp.s.ctr.inc(ReadResponsesSent)
+	}
+}
+
+func (rs *responder) atomic(p *wire.Packet, psn uint32, info *wire.OpInfo) {
+	qp := rs.qp
+	if len(rs.res) == 0 || qp.attr.AccessFlags&memory.RemoteAtomic == 0 {
+		rs.fatal(psn, wire.NAKInvalidRequest, verbs.WCRemInvReqErr, verbs.EventQPReqErr)
+		return
+	}
+	a := p.AtomicETH()
+	va := a.VA()
+	ref, f := qp.cfg.Memory.CheckRemote(qp.cfg.PD, qp.cfg.QPN, a.RKey(), va, 8, memory.RemoteAtomic)
+	if f != memory.Ok {
+		rs.accessError(psn, f)
+		return
+	}
+	var orig uint64
+	if info.Kind == wire.KindCmpSwap {
+		orig, f = ref.CompareSwap(va, a.Compare(), a.SwapAdd())
+	} else {
+		orig, f = ref.FetchAdd(va, a.SwapAdd())
+	}
+	ref.Release()
+	if f != memory.Ok {
+		rs.accessError(psn, f)
+		return
+	}
+	res := rs.newResource()
+	res.atomic, res.first, res.last, res.orig = true, psn, psn, orig
+	res.va, res.rkey = va, a.RKey()
+	rs.msn = wire.PSNAdd(rs.msn, 1)
+	rs.advance(psn, 1, false)
+	rs.flushAck()
+	rs.atomicAck(psn, orig)
+}
+
+func (rs *responder) atomicAck(psn uint32, orig uint64) {
+	var h wire.Headers
+	h.BTH.Opcode = wire.RCAtomicAck
+	h.BTH.PSN = psn
+	h.AETH = wire.AETHFields{Syndrome: rs.credits(), MSN: rs.msn}
+	h.AtomicAck = orig
+	frame, _ := rs.qp.startFrame(&h, 0)
+	rs.qp.emit(frame)
+}
+
+// duplicate answers a request whose PSN was already executed.
+func (rs *responder) duplicate(p *wire.Packet, psn uint32) {
+	qp := rs.qp
+	info := p.Info()
+	switch info.Kind {
+	case wire.KindSend, wire.KindWrite:
+		if qp.s.tracing() {
+			qp.s.tracef(qp.cfg.QPN, "resp", "duplicate %v psn=%d: re-ACK psn %d", p.Opcode(), psn, wire.PSNAdd(rs.epsn, -1))
+		}
+		rs.flushAck()
+		rs.sendAck(rs.credits(), wire.PSNAdd(rs.epsn, -1))
+	case wire.KindReadRequest:
+		res := rs.findResource(psn, false)
+		reth := p.RETH()
+		if res == nil || reth.RKey() != res.rkey {
+			qp.s.ctr.inc(ResourceMiss)
+			return
+		}
+		// A retried READ may ask for a sub-range: the responses from
+		// its PSN on, for the rest of the original request.
+		k := int(wire.PSNDiff(psn, res.first))
+		if reth.VA() != res.va+uint64(k*qp.mtu) {
+			qp.s.ctr.inc(ResourceMiss)
+			return
+		}
+		qp.s.ctr.inc(ReadReplays)
+		rs.flushAck()
+		rs.readResponses(res, k)
+	case wire.KindCmpSwap, wire.KindFetchAdd:
+		res := rs.findResource(psn, true)
+		if res == nil {
+			qp.s.ctr.inc(ResourceMiss)
+			return
+		}
+		qp.s.ctr.inc(AtomicReplays)
+		rs.flushAck()
+		rs.atomicAck(psn, res.orig)
+	}
+}
+
+func (rs *responder) findResource(psn uint32, atomic bool) *resource {
+	for i := range rs.res {
+		r := &rs.res[i]
+		if r.valid && r.atomic == atomic && wire.PSNAfterOrEqual(psn, r.first) && wire.PSNAfterOrEqual(r.last, psn) {
+			return r
+		}
+	}
+	return nil
+}
+
+// credits is the syndrome of an ACK: the credit code for the free receive
+// WQEs, or "unlimited" with an SRQ (whose WQEs are not this QP's to grant).
+func (rs *responder) credits() wire.Syndrome {
+	if rs.qp.cfg.UsesSRQ {
+		return wire.ACKSyndrome(wire.CreditsUnlimited)
+	}
+	return wire.ACKSyndrome(wire.CreditCode(rs.qp.cfg.RQ.Len()))
+}
+
+// flushAck sends the coalesced ACK, if one is due.
+func (rs *responder) flushAck() {
+	if !rs.ackPending {
+		return
+	}
+	rs.ackPending = false
+	rs.sendAck(rs.credits(), rs.ackPSN)
+}
+
+// sendAck sends an Acknowledge packet with syndrome s for psn.
+func (rs *responder) sendAck(s wire.Syndrome, psn uint32) {
+	qp := rs.qp
+	var h wire.Headers
+	h.BTH.Opcode = wire.RCAck
+	h.BTH.PSN = psn
+	h.AETH = wire.AETHFields{Syndrome: s, MSN: rs.msn}
+	frame, _ := qp.startFrame(&h, 0)
+	qp.emit(frame)
+	if s.Type() == wire.AckTypeACK {
+		qp.s.ctr.inc(AcksSent)
+	}
+}
+
+// rnrNak answers a request that needs a receive WQE when none is posted.
+func (rs *responder) rnrNak(psn uint32) {
+	qp := rs.qp
+	qp.s.ctr.inc(SendRNRErr)
+	if qp.s.tracing() {
+		qp.s.tracef(qp.cfg.QPN, "resp", "psn %d needs a receive WQE, none posted: RNR NAK timer=%d", psn, qp.attr.MinRNRTimer)
+	}
+	rs.flushAck()
+	rs.sendAck(wire.RNRNAKSyndrome(qp.attr.MinRNRTimer), psn)
+}
+
+// accessError maps a memory fault on a remote access to its NAK.
+func (rs *responder) accessError(psn uint32, f memory.Fault) {
+	ctr := &rs.qp.s.ctr
+	switch f {
+	case memory.Misaligned:
+		ctr.inc(MisalignedAtomic)
+		rs.fatal(psn, wire.NAKInvalidRequest, verbs.WCRemInvReqErr, verbs.EventQPReqErr)
+		return
+	case memory.BadKey, memory.BadPD, memory.BadQP, memory.Invalidated:
+		rs.qp.s.ctr.inc(BadRKey)
+	default:
+		rs.qp.s.ctr.inc(AccessViolation)
+	}
+	rs.fatal(psn, wire.NAKRemoteAccess, verbs.WCRemAccessErr, verbs.EventQPAccessErr)
+}
+
+// fatal NAKs a request with code and moves the QP to ERR (rxe's class A/C
+// handling). A receive WQE held for the current message completes with
+// wqeStatus.
+func (rs *responder) fatal(psn uint32, code wire.NAKCode, wqeStatus verbs.WCStatus, ev verbs.AsyncEvent) {
+	qp := rs.qp
+	switch code {
+	case wire.NAKInvalidRequest:
+		qp.s.ctr.inc(NakInvalidRequest)
+	case wire.NAKRemoteAccess:
+		qp.s.ctr.inc(NakRemoteAccess)
+	default:
+		qp.s.ctr.inc(NakRemoteOp)
+	}
+	qp.s.ctr.inc(NaksSent)
+	if qp.s.tracing() {
+		qp.s.tracef(qp.cfg.QPN, "resp", "psn %d: NAK %v, QP to ERR", psn, code)
+	}
+	rs.flushAck()
+	rs.sendAck(wire.NAKSyndrome(code), psn)
+	if rs.hasRWQE {
+		rs.hasRWQE = false
+		qp.pushRecv(&verbs.WC{WRID: rs.rwqe.ID, Status: wqeStatus, Opcode: verbs.WCRecv, QPN: qp.cfg.QPN})
+	}
+	qp.raise(ev)
+	qp.enterError()
+}
+
+// flush completes every receive WQE of the QP's own queue with
+// WR_FLUSH_ERR (an SRQ's WQEs belong to the SRQ and stay).
+func (rs *responder) flush() {
+	qp := rs.qp
+	rs.ackPending = false
+	if rs.hasRWQE {
+		rs.hasRWQE = false
+		qp.pushRecv(&verbs.WC{WRID: rs.rwqe.ID, Status: verbs.WCWRFlushErr, Opcode: verbs.WCRecv, QPN: qp.cfg.QPN})
+	}
+	if qp.cfg.UsesSRQ {
+		return
+	}
+	for {
+		wr, ok := qp.cfg.RQ.Pop()
+		if !ok {
+			return
+		}
+		qp.pushRecv(&verbs.WC{WRID: wr.ID, Status: verbs.WCWRFlushErr, Opcode: verbs.WCRecv, QPN: qp.cfg.QPN})
+	}
+}

@@ -1,0 +1,159 @@
+package roce
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+
+	"github.com/rnic/rnic/nic/verbs"
+	"github.com/rnic/rnic/roce/wire"
+	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/clock"
+)
+
+// Config configures a Stack.
+type Config struct {
+	// Link carries the device's Ethernet frames.
+	Link transport.Endpoint
+	// Clock drives every timer; the virtual clock makes runs deterministic.
+	Clock clock.Clock
+	// MAC is the device's own address.
+	MAC [6]byte
+	// Addrs are the device's IP addresses, in GID table order (an IPv4
+	// address is GID ::ffff:a.b.c.d).
+	Addrs []netip.Addr
+	// UDPPort is the RoCEv2 port; 0 means 4791.
+	UDPPort uint16
+	// Resolve maps a peer IP to its MAC when an address vector carries no
+	// DMAC; nil, or a miss, sends to the broadcast address.
+	Resolve func(netip.Addr) ([6]byte, bool)
+	// Window bounds the unacknowledged PSNs of a QP (default 128, rxe's).
+	Window int
+	// AckEvery makes the requester ask for an ACK at least every N packets
+	// of a long message (default 64: rxe asks one in every 65).
+	AckEvery int
+	// Trace, if set, receives every state change and PSN/ACK/NAK decision.
+	Trace func(TraceEvent)
+}
+
+// Stack is one device's RoCEv2 engine on one link.
+type Stack struct {
+	cfg Config
+	ctr Counters
+
+	mu  sync.RWMutex
+	qps map[uint32]*QP
+}
+
+// ErrUnsupported is returned for QP types the engine does not implement.
+var ErrUnsupported = errors.New("roce: unsupported")
+
+// NewStack creates a stack and attaches it to cfg.Link.
+func NewStack(cfg Config) (*Stack, error) {
+	if cfg.Link == nil || cfg.Clock == nil {
+		return nil, fmt.Errorf("roce: NewStack needs a Link and a Clock")
+	}
+	if len(cfg.Addrs) == 0 {
+		return nil, fmt.Errorf("roce: NewStack needs at least one address")
+	}
+	if cfg.UDPPort == 0 {
+		cfg.UDPPort = wire.UDPPort
+	}
+	if cfg.Window <= 0 {
+		cfg.Window = 128
+	}
+	if cfg.Window > 1<<22 {
+		return nil, fmt.Errorf("roce: window %d exceeds the PSN space's safe half", cfg.Window)
+	}
+	if cfg.AckEvery <= 0 {
+		cfg.AckEvery = 64
+	}
+	s := &Stack{cfg: cfg, qps: make(map[uint32]*QP)}
+	cfg.Link.SetReceiver(s.input)
+	return s, nil
+}
+
+// Counters returns the stack's counters.
+func (s *Stack) Counters() *Counters { return &s.ctr }
+
+// Clock returns the stack's clock.
+func (s *Stack) Clock() clock.Clock { return s.cfg.Clock }
+
+// CreateQP implements verbs.Provider.
+func (s *Stack) CreateQP(cfg *verbs.QPConfig) (verbs.Engine, error) {
+	if cfg.Type != verbs.QPTypeRC {
+		return nil, fmt.Errorf("%w: %v QPs", ErrUnsupported, cfg.Type)
+	}
+	if cfg.QPN == 0 || cfg.QPN > wire.PSNMask || cfg.Memory == nil || cfg.SendCQ == nil || cfg.RecvCQ == nil || cfg.RQ == nil {
+		return nil, fmt.Errorf("roce: incomplete QP config")
+	}
+	qp := newQP(s, cfg)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.qps[cfg.QPN]; dup {
+		return nil, fmt.Errorf("roce: QPN %#x in use", cfg.QPN)
+	}
+	s.qps[cfg.QPN] = qp
+	return qp, nil
+}
+
+func (s *Stack) removeQP(qpn uint32) {
+	s.mu.Lock()
+	delete(s.qps, qpn)
+	s.mu.Unlock()
+}
+
+func (s *Stack) lookup(qpn uint32) *QP {
+	s.mu.RLock()
+	qp := s.qps[qpn]
+	s.mu.RUnlock()
+	return qp
+}
+
+// isLocal reports whether a is one of the device's addresses.
+func (s *Stack) isLocal(a netip.Addr) bool {
+	a = a.Unmap()
+	for _, l := range s.cfg.Addrs {
+		if l.Unmap() == a {
+			return true
+		}
+	}
+	return false
+}
+
+// input is the link's receive hook: decode, verify, dispatch. The frame is
+// only valid during the call.
+func (s *Stack) input(frame []byte) {
+	var f wire.Frame
+	if err := f.Decode(frame, s.cfg.UDPPort); err != nil {
+		we, _ := err.(wire.Error)
+		if we != 0 && we != wire.ErrNotIP && we != wire.ErrNotUDP && we != wire.ErrNotRoCEPort {
+			// Not-for-us traffic (ARP, TCP, other UDP) is not a RoCE drop.
+			s.ctr.incWire(we)
+		}
+		return
+	}
+	if !f.VerifyICRC() {
+		s.ctr.inc(IcrcErr)
+		return
+	}
+	if !s.isLocal(f.DstAddr()) {
+		s.ctr.incWire(wire.ErrBadIPHeader)
+		return
+	}
+	bth := f.Packet.BTH()
+	if bth.PKey() != wire.DefaultPKey {
+		s.ctr.inc(BadPKey)
+		return
+	}
+	if bth.Opcode() == wire.CNP {
+		return // congestion control is not implemented; a CNP is harmless
+	}
+	qp := s.lookup(bth.DestQP())
+	if qp == nil {
+		s.ctr.inc(NoQP)
+		return
+	}
+	qp.receive(&f)
+}
