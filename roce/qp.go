@@ -26,6 +26,7 @@ type QP struct {
 	peer      netip.Addr
 	txbuf     []byte
 	scratch   [8]byte
+	wc        verbs.WC
 	destroyed bool
 
 	req  requester
@@ -264,15 +265,21 @@ func (qp *QP) raise(e verbs.AsyncEvent) {
 
 // pushSend and pushRecv queue completions; a full CQ is a CQ error and the
 // QP goes to ERR (IBTA §11.4.2.1: "CQ overrun").
-func (qp *QP) pushSend(wc *verbs.WC) {
-	if !qp.cfg.SendCQ.Push(wc) {
+//
+// The WC goes through a field of the QP: a pointer to a local would escape
+// through the interface call and cost an allocation per completion. The CQ
+// copies it (verbs.CompletionQueue.Push).
+func (qp *QP) pushSend(wc verbs.WC) {
+	qp.wc = wc
+	if !qp.cfg.SendCQ.Push(&qp.wc) {
 		qp.s.ctr.inc(CQOverflow)
 		qp.enterError()
 	}
 }
 
-func (qp *QP) pushRecv(wc *verbs.WC) {
-	if !qp.cfg.RecvCQ.Push(wc) {
+func (qp *QP) pushRecv(wc verbs.WC) {
+	qp.wc = wc
+	if !qp.cfg.RecvCQ.Push(&qp.wc) {
 		qp.s.ctr.inc(CQOverflow)
 		qp.enterError()
 	}

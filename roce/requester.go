@@ -111,7 +111,7 @@ func (qp *QP) PostSend(wr *verbs.SendWR) error {
 		return fmt.Errorf("roce: QP %#x destroyed", qp.cfg.QPN)
 	}
 	if qp.state == verbs.QPSErr {
-		qp.pushSend(&verbs.WC{WRID: wr.ID, Status: verbs.WCWRFlushErr, Opcode: wr.Opcode.CompletionOpcode(), QPN: qp.cfg.QPN})
+		qp.pushSend(verbs.WC{WRID: wr.ID, Status: verbs.WCWRFlushErr, Opcode: wr.Opcode.CompletionOpcode(), QPN: qp.cfg.QPN})
 		return nil
 	}
 	if r.tail-r.head >= uint64(len(r.sq)) {
@@ -422,7 +422,7 @@ func (r *requester) retire() {
 			if w.rdAtomic && w.started {
 				r.rdAtomicOut--
 			}
-			qp.pushSend(&verbs.WC{WRID: w.wr.ID, Status: w.errSt, Opcode: w.wr.Opcode.CompletionOpcode(), QPN: qp.cfg.QPN})
+			qp.pushSend(verbs.WC{WRID: w.wr.ID, Status: w.errSt, Opcode: w.wr.Opcode.CompletionOpcode(), QPN: qp.cfg.QPN})
 			qp.enterError()
 			return
 		}
@@ -438,7 +438,7 @@ func (r *requester) retire() {
 			if w.rdAtomic {
 				wc.ByteLen = uint32(w.length)
 			}
-			qp.pushSend(&wc)
+			qp.pushSend(wc)
 		}
 	}
 }
@@ -450,7 +450,7 @@ func (r *requester) flush() {
 	r.rnr.stop()
 	for ; r.head < r.tail; r.head++ {
 		w := r.slot(r.head)
-		qp.pushSend(&verbs.WC{WRID: w.wr.ID, Status: verbs.WCWRFlushErr, Opcode: w.wr.Opcode.CompletionOpcode(), QPN: qp.cfg.QPN})
+		qp.pushSend(verbs.WC{WRID: w.wr.ID, Status: verbs.WCWRFlushErr, Opcode: w.wr.Opcode.CompletionOpcode(), QPN: qp.cfg.QPN})
 	}
 	r.next, r.nextPkt, r.rdAtomicOut = r.tail, 0, 0
 }

@@ -249,7 +249,7 @@ func (rs *responder) send(p *wire.Packet, psn uint32, info *wire.OpInfo) {
 		wc.InvRKey, wc.Flags = key, wc.Flags|verbs.WCFlagWithInv
 	}
 	rs.finishMessage(psn, p.BTH().AckReq())
-	qp.pushRecv(&wc)
+	qp.pushRecv(wc)
 	if p.BTH().SE() {
 		qp.cfg.RecvCQ.Solicited()
 	}
@@ -326,7 +326,7 @@ func (rs *responder) write(p *wire.Packet, psn uint32, info *wire.OpInfo) {
 	if info.Imm {
 		wc := verbs.WC{WRID: rwqe.ID, Status: verbs.WCSuccess, Opcode: verbs.WCRecvRDMAWithImm, ByteLen: rs.wlen,
 			Imm: p.ImmDt().Imm(), Flags: verbs.WCFlagWithImm, QPN: qp.cfg.QPN, SrcQP: qp.attr.DestQPN}
-		qp.pushRecv(&wc)
+		qp.pushRecv(wc)
 		if p.BTH().SE() {
 			qp.cfg.RecvCQ.Solicited()
 		}
@@ -588,7 +588,7 @@ func (rs *responder) fatal(psn uint32, code wire.NAKCode, wqeStatus verbs.WCStat
 	rs.sendAck(wire.NAKSyndrome(code), psn)
 	if rs.hasRWQE {
 		rs.hasRWQE = false
-		qp.pushRecv(&verbs.WC{WRID: rs.rwqe.ID, Status: wqeStatus, Opcode: verbs.WCRecv, QPN: qp.cfg.QPN})
+		qp.pushRecv(verbs.WC{WRID: rs.rwqe.ID, Status: wqeStatus, Opcode: verbs.WCRecv, QPN: qp.cfg.QPN})
 	}
 	qp.raise(ev)
 	qp.enterError()
@@ -601,7 +601,7 @@ func (rs *responder) flush() {
 	rs.ackPending = false
 	if rs.hasRWQE {
 		rs.hasRWQE = false
-		qp.pushRecv(&verbs.WC{WRID: rs.rwqe.ID, Status: verbs.WCWRFlushErr, Opcode: verbs.WCRecv, QPN: qp.cfg.QPN})
+		qp.pushRecv(verbs.WC{WRID: rs.rwqe.ID, Status: verbs.WCWRFlushErr, Opcode: verbs.WCRecv, QPN: qp.cfg.QPN})
 	}
 	if qp.cfg.UsesSRQ {
 		return
@@ -611,6 +611,6 @@ func (rs *responder) flush() {
 		if !ok {
 			return
 		}
-		qp.pushRecv(&verbs.WC{WRID: wr.ID, Status: verbs.WCWRFlushErr, Opcode: verbs.WCRecv, QPN: qp.cfg.QPN})
+		qp.pushRecv(verbs.WC{WRID: wr.ID, Status: verbs.WCWRFlushErr, Opcode: verbs.WCRecv, QPN: qp.cfg.QPN})
 	}
 }
