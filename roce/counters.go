@@ -70,7 +70,6 @@ type Counters struct {
 }
 
 func (cs *Counters) inc(c Counter)        { cs.c[c].Add(1) }
-func (cs *Counters) add(c Counter, n int) { cs.c[c].Add(uint64(n)) }
 func (cs *Counters) incWire(e wire.Error) { cs.wire[e].Add(1) }
 
 // Get returns a counter's value.

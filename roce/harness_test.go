@@ -3,7 +3,6 @@ package roce
 import (
 	"fmt"
 	"net/netip"
-	"strings"
 	"testing"
 	"time"
 
@@ -223,5 +222,3 @@ func wantWC(t testing.TB, got []verbs.WC, want ...verbs.WC) {
 		}
 	}
 }
-
-func (h *harness) dumpTrace() string { return strings.Join(h.trace, "\n") }

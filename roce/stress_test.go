@@ -29,10 +29,9 @@ func TestRandomLossyWorkload(t *testing.T) {
 		h := newHarness(t, o)
 		rng := rand.New(rand.NewPCG(seed, 99))
 		type pending struct {
-			id     uint64
-			op     verbs.WROpcode
-			check  func() bool
-			recvID uint64
+			id    uint64
+			op    verbs.WROpcode
+			check func() bool
 		}
 		var want []pending
 		var wantRecv []uint64

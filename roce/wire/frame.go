@@ -238,6 +238,19 @@ func (f *Frame) Decode(b []byte, port uint16) error {
 	return nil
 }
 
+// Seal recomputes the frame's ICRC and, when the UDP checksum is in use
+// (non-zero), the UDP checksum, which covers the ICRC. It is for frames
+// assembled or rewritten by other means (gopacket serialization, fault
+// injection scripts).
+func (f *Frame) Seal() {
+	PutICRC(f.Packet.b, f.ComputeICRC())
+	udp := f.b[f.l4:f.end]
+	if binary.BigEndian.Uint16(udp[6:]) != 0 {
+		udp[6], udp[7] = 0, 0
+		binary.BigEndian.PutUint16(udp[6:], udpChecksum(f.IP(), udp))
+	}
+}
+
 // Bytes returns the frame as given to Decode.
 func (f *Frame) Bytes() []byte { return f.b }
 

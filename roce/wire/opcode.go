@@ -107,7 +107,10 @@ type OpInfo struct {
 	// AckRequired is true for RC requests: the responder answers them with
 	// an ACK, a NAK or a response (explicitly or coalesced).
 	AckRequired bool
-	off         [numHdrs]int8 // offset after the BTH, -1 if absent
+	// FixedPayload, when non-zero, is the only valid payload length
+	// (ATOMIC WRITE carries exactly one 8-byte word).
+	FixedPayload int
+	off          [numHdrs]int8 // offset after the BTH, -1 if absent
 }
 
 // Offset returns where h starts after the BTH, or -1 if the opcode lacks it.
@@ -230,6 +233,9 @@ func init() {
 		o.Inv = o.Has(HdrIETH)
 		o.Response = d.kind == KindReadResponse || d.kind == KindAck || d.kind == KindAtomicAck
 		o.AckRequired = o.Transport == TransportRC && !o.Response
+		if d.kind == KindAtomicWrite {
+			o.FixedPayload = 8
+		}
 	}
 	for _, d := range opDefs {
 		add(d.op, d)

@@ -60,6 +60,8 @@ func (p *Packet) Decode(b []byte) error {
 		}
 	} else if payOff+pad > end {
 		return ErrBadPad
+	} else if op.FixedPayload != 0 && end-pad-payOff != op.FixedPayload {
+		return ErrBadLength
 	}
 	p.b, p.op, p.payOff, p.payEnd = b, op, payOff, end-pad
 	return nil

@@ -103,13 +103,18 @@ func TestRoundTrip(t *testing.T) {
 	for _, op := range validOpcodes() {
 		for _, v6 := range []bool{false, true} {
 			for _, vlan := range []bool{false, true} {
-				for n := 0; n < 8; n++ {
+				for n := 0; n <= 8; n++ {
 					payload := []byte("abcdefgh")[:n]
 					if !op.Info().Payload {
 						if n > 0 {
 							continue
 						}
 						payload = nil
+					}
+					if fp := op.Info().FixedPayload; fp != 0 {
+						if n != fp {
+							continue
+						}
 					}
 					e := testEncap(v6, vlan)
 					h := allHeaders(op)

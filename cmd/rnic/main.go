@@ -1,0 +1,76 @@
+// Command rnic is the command-line front end of the rnic software RDMA NIC:
+// one binary, one subcommand per task (rnic help lists them).
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// command is one subcommand. run gets the arguments after the subcommand
+// name and returns the exit status.
+type command struct {
+	name    string
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) int
+}
+
+// commands is the dispatch table. Adding a subcommand is one line here plus
+// its own file.
+var commands = []command{
+	{"decode", "print the RoCEv2 frames of capture files, one line each", runDecode},
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run dispatches args (without the program name) and returns the exit
+// status: 2 for a usage error, otherwise what the subcommand returns.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "help", "-h", "--help":
+		if len(rest) == 0 {
+			usage(stdout)
+			return 0
+		}
+		// rnic help CMD is rnic CMD --help.
+		if c := lookup(rest[0]); c != nil {
+			return c.run([]string{"--help"}, stdout, stderr)
+		}
+		fmt.Fprintf(stderr, "rnic: no such command %q\n", rest[0])
+		usage(stderr)
+		return 2
+	}
+	if c := lookup(name); c != nil {
+		return c.run(rest, stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "rnic: no such command %q\n", name)
+	usage(stderr)
+	return 2
+}
+
+func lookup(name string) *command {
+	for i := range commands {
+		if commands[i].name == name {
+			return &commands[i]
+		}
+	}
+	return nil
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "rnic: a software RDMA NIC (RoCEv2, iWARP)")
+	fmt.Fprintln(w, "\nusage: rnic COMMAND [flags] [args]")
+	fmt.Fprintln(w, "\ncommands:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, "  %-10s %s\n", "help", "show this, or rnic help COMMAND for a command's flags")
+}

@@ -1,0 +1,94 @@
+package decode
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"time"
+)
+
+// Options configures Run.
+type Options struct {
+	JSON bool   // JSON Lines instead of text
+	Port uint16 // RoCEv2 UDP destination port; 0 means 4791
+}
+
+// Run decodes every frame of every file, writes one line per RoCEv2 (or
+// undecodable RoCEv2-port) frame to w and ends with the summary line (text:
+// Summary.Line; JSON: a "summary" object). With more than one file, text
+// lines start with the file name and a colon; JSON objects always carry
+// "file". A file that cannot be read is reported in the returned error
+// (one per file, joined) and the run goes on with the next one; frames read
+// before a file turned out damaged are printed and counted.
+func Run(w io.Writer, files []string, o Options) (Summary, error) {
+	bw := bufio.NewWriter(w)
+	var sum Summary
+	var errs []error
+	for _, path := range files {
+		if err := runFile(bw, path, len(files) > 1, o, &sum); err != nil {
+			var pe *fs.PathError
+			if !errors.As(err, &pe) { // a PathError already names the file
+				err = fmt.Errorf("%s: %w", path, err)
+			}
+			errs = append(errs, err)
+		}
+	}
+	var line []byte
+	if o.JSON {
+		var err error
+		if line, err = AppendSummaryJSON(nil, sum); err != nil {
+			errs = append(errs, err)
+		}
+	} else {
+		line = []byte(sum.Line())
+	}
+	bw.Write(append(line, '\n'))
+	if err := bw.Flush(); err != nil {
+		errs = append(errs, fmt.Errorf("writing output: %w", err))
+	}
+	return sum, errors.Join(errs...)
+}
+
+func runFile(w *bufio.Writer, path string, prefix bool, o Options, sum *Summary) error {
+	r, err := Open(path)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	var first time.Time
+	var line []byte
+	for i := 1; ; i++ {
+		data, ci, err := r.ReadFrame()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if i == 1 {
+			first = ci.Timestamp
+		}
+		rec := DecodeFrame(data, o.Port)
+		rec.Index, rec.Time, rec.Len = i, ci.Timestamp.Sub(first), max(ci.Length, len(data))
+		sum.count(&rec)
+		if rec.Kind == KindOther {
+			continue
+		}
+		line = line[:0]
+		if o.JSON {
+			if line, err = AppendJSON(line, path, &rec); err != nil {
+				return err
+			}
+		} else {
+			if prefix {
+				line = append(append(line, path...), ": "...)
+			}
+			line = AppendText(line, &rec)
+		}
+		if _, err := w.Write(append(line, '\n')); err != nil {
+			return fmt.Errorf("writing output: %w", err)
+		}
+	}
+}

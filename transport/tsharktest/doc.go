@@ -1,0 +1,16 @@
+// Package tsharktest runs tshark as a test oracle over pcap files, as
+// reference/wireshark.md §A6 and §A9 describe: it fails a test on any
+// malformed frame, any expert info of severity warning or above (with IP,
+// UDP and TCP checksum checks on), any UDP frame on the RoCEv2 port that was
+// not dissected as an InfiniBand BTH, any "Bad CRC32" MPA label and,
+// optionally, any TCP payload not dissected as MPA; and it extracts chosen
+// fields per frame for comparison with what a test encoded.
+//
+// tshark checks structure only: it never verifies the RoCEv2 ICRC (rnic
+// checks that itself). The payload heuristics of §A6 (3) are disabled, so
+// arbitrary payload bytes are not mistaken for RPC-over-RDMA and the like.
+//
+// Every entry point calls t.Skip when tshark is not on PATH, so tests using
+// this package pass (skipped) on machines without it; CI installs it
+// (wireshark.md §A1).
+package tsharktest
