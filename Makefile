@@ -1,0 +1,47 @@
+# rnic — a software RDMA NIC. See README.md.
+
+GO          ?= go
+BIN         ?= bin
+FUZZTIME    ?= 10s
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# Packages whose tests run with the race detector (engines and transports own
+# state touched from several goroutines).
+RACE_PKGS   ?= ./transport/... ./memory/... ./nic/... ./roce/...
+
+.PHONY: all build test test-race demo bench fuzz lint clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/rnic ./cmd/rnic
+
+# The whole test suite: vet, every package's tests, then the engine and
+# transport packages again under the race detector.
+test:
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -race $(RACE_PKGS)
+
+# The main job on the embedded default: no root, no hardware.
+demo: build
+	$(BIN)/rnic decode testdata/captures/rxe-rc-pingpong.pcap
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Runs every native fuzz target for FUZZTIME each.
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+clean:
+	rm -rf $(BIN) demo.pcap
