@@ -296,6 +296,9 @@ func (qp *QP) handleReadResponse(p *wire.Packet, psn uint32) {
 	w, _ := r.wqeAt(psn)
 	if w == nil || w.wr.Opcode != verbs.WRRDMARead || w.done {
 		qp.s.ctr.inc(DuplicateResponse)
+		if qp.s.tracing() {
+			qp.s.tracef(qp.cfg.QPN, "comp", "%v psn=%d answers no outstanding READ: ignored", p.Opcode(), psn)
+		}
 		return
 	}
 	if !qp.ackBefore(w.firstPSN) {
@@ -304,17 +307,27 @@ func (qp *QP) handleReadResponse(p *wire.Packet, psn uint32) {
 	k := int(wire.PSNDiff(psn, w.firstPSN))
 	if k < w.rcvd {
 		qp.s.ctr.inc(DuplicateResponse)
+		if qp.s.tracing() {
+			qp.s.tracef(qp.cfg.QPN, "comp", "%v psn=%d already placed: ignored", p.Opcode(), psn)
+		}
 		return
 	}
 	if k > w.rcvd {
 		// Responses before this one were lost (implied NAK). Only one
 		// retry runs at a time: the rest of the old burst is ignored.
+		missing := wire.PSNAdd(w.firstPSN, w.rcvd)
 		if r.retrying {
 			qp.s.ctr.inc(DuplicateResponse)
+			if qp.s.tracing() {
+				qp.s.tracef(qp.cfg.QPN, "comp", "%v psn=%d while psn %d is missing and a retry is under way: ignored", p.Opcode(), psn, missing)
+			}
 			return
 		}
 		qp.s.ctr.inc(ImpliedNak)
-		qp.retry(wire.PSNAdd(w.firstPSN, w.rcvd))
+		if qp.s.tracing() {
+			qp.s.tracef(qp.cfg.QPN, "comp", "%v psn=%d but psn %d is missing (implied NAK): resend the READ from there", p.Opcode(), psn, missing)
+		}
+		qp.retry(missing)
 		return
 	}
 	info := p.Info()

@@ -1,7 +1,6 @@
 package roce
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -35,7 +34,7 @@ type QP struct {
 
 // ErrStateChanged is returned by Modify when the QP left the state nic
 // validated the transition from.
-var ErrStateChanged = errors.New("roce: QP state changed")
+var ErrStateChanged = fmt.Errorf("roce: QP state changed: %w", verbs.ErrInvalidState)
 
 // maxFrame is the largest frame a QP builds: Ethernet, 802.1Q, IPv6, UDP,
 // BTH, the longest header set (RETH+ImmDt, AETH+AtomicAckETH, AtomicETH),

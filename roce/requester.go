@@ -70,7 +70,7 @@ type requester struct {
 // Errors PostSend returns; nic checks most limits first, these are the
 // engine's own backstops.
 var (
-	ErrSendQueueFull = errors.New("roce: send queue full")
+	ErrSendQueueFull = fmt.Errorf("roce: send queue: %w", verbs.ErrQueueFull)
 	ErrTooManySGE    = errors.New("roce: too many SGEs")
 	ErrInline        = errors.New("roce: inline data")
 )
@@ -140,13 +140,20 @@ func (qp *QP) PostSend(wr *verbs.SendWR) error {
 	}
 	if wr.Flags&verbs.SendInline != 0 && !w.local && !w.rdAtomic {
 		// Inline data is copied now, so the buffer may be reused as soon
-		// as PostSend returns. rnic's addresses live in registered memory,
-		// so the copy goes through the lkeys.
+		// as PostSend returns: from wr.Inline when the caller (or nic)
+		// gives the bytes, else from the SGL through the lkeys (rnic's
+		// addresses live in registered memory).
+		src := wr.Inline
+		if src != nil {
+			w.length = len(src)
+		}
 		if w.length > cap(w.inline) {
 			return fmt.Errorf("%w: %d bytes exceed max_inline_data %d", ErrInline, w.length, cap(w.inline))
 		}
 		w.inline = w.inline[:w.length]
-		if _, f := qp.cfg.Memory.Gather(qp.cfg.PD, w.sgl, w.inline); f != memory.Ok {
+		if src != nil {
+			copy(w.inline, src)
+		} else if _, f := qp.cfg.Memory.Gather(qp.cfg.PD, w.sgl, w.inline); f != memory.Ok {
 			return fmt.Errorf("%w: %v", ErrInline, f)
 		}
 		w.isInline = true

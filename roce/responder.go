@@ -474,6 +474,9 @@ func (rs *responder) duplicate(p *wire.Packet, psn uint32) {
 		reth := p.RETH()
 		if res == nil || reth.RKey() != res.rkey {
 			qp.s.ctr.inc(ResourceMiss)
+			if qp.s.tracing() {
+				qp.s.tracef(qp.cfg.QPN, "resp", "duplicate READ psn=%d: no responder resource holds it any more; dropped", psn)
+			}
 			return
 		}
 		// A retried READ may ask for a sub-range: the responses from
@@ -481,9 +484,15 @@ func (rs *responder) duplicate(p *wire.Packet, psn uint32) {
 		k := int(wire.PSNDiff(psn, res.first))
 		if reth.VA() != res.va+uint64(k*qp.mtu) {
 			qp.s.ctr.inc(ResourceMiss)
+			if qp.s.tracing() {
+				qp.s.tracef(qp.cfg.QPN, "resp", "duplicate READ psn=%d: VA %#x does not continue the original request; dropped", psn, reth.VA())
+			}
 			return
 		}
 		qp.s.ctr.inc(ReadReplays)
+		if qp.s.tracing() {
+			qp.s.tracef(qp.cfg.QPN, "resp", "duplicate READ psn=%d: replay responses %d..%d", psn, psn, res.last)
+		}
 		rs.flushAck()
 		rs.readResponses(res, k)
 	case wire.KindCmpSwap, wire.KindFetchAdd:

@@ -43,12 +43,15 @@ type Engine interface {
 	State() QPState
 	// Modify applies attributes that nic has validated for the transition
 	// from cur to attr.State (when mask has AttrState). It fails if the QP
-	// is no longer in cur (the engine moved it meanwhile).
+	// is no longer in cur (the engine moved it meanwhile), preferably with
+	// an error wrapping ErrInvalidState.
 	Modify(cur QPState, attr *QPAttr, mask QPAttrMask) error
 	// Query returns the current attributes.
 	Query() QPAttr
 	// PostSend queues a validated send WR. In ERR the WR completes at once
-	// with WR_FLUSH_ERR.
+	// with WR_FLUSH_ERR. wr is nic's own copy, which the engine may keep
+	// until the WR retires. The engine enforces Cap.MaxSendWR (only it
+	// sees WRs retire) and returns an error wrapping ErrQueueFull beyond it.
 	PostSend(wr *SendWR) error
 	// RecvPosted tells the engine that receive WQEs were posted, so a
 	// responder waiting on an empty queue can advance (and, for RC, so

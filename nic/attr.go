@@ -1,0 +1,276 @@
+// Device attributes (ibv_query_device) and the limits behind them. Every
+// number reported here is one nic enforces: a create or post that exceeds it
+// fails, and a test checks each one. Defaults follow Linux rxe's
+// rxe_param.h (DEFAULT_MAX_VALUE = 2^20 for object counts), except where
+// rnic enforces something different, which is noted.
+
+package nic
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/rnic/rnic/memory"
+)
+
+// AtomicCap says how atomic the device's atomic operations are (enum
+// ibv_atomic_cap).
+type AtomicCap uint8
+
+// Atomic capabilities.
+const (
+	AtomicNone AtomicCap = 0 // IBV_ATOMIC_NONE: no atomic operations
+	AtomicHCA  AtomicCap = 1 // IBV_ATOMIC_HCA: atomic among QPs of this device
+	AtomicGlob AtomicCap = 2 // IBV_ATOMIC_GLOB: atomic also against CPUs and other devices
+)
+
+func (a AtomicCap) String() string {
+	switch a {
+	case AtomicNone:
+		return "ATOMIC_NONE"
+	case AtomicHCA:
+		return "ATOMIC_HCA"
+	case AtomicGlob:
+		return "ATOMIC_GLOB"
+	}
+	return fmt.Sprintf("AtomicCap(%d)", uint8(a))
+}
+
+// DeviceCap is a set of device capability flags (enum
+// ibv_device_cap_flags, libibverbs values).
+type DeviceCap uint32
+
+// Device capability flags rnic can advertise.
+const (
+	DeviceUDAVPortEnforce DeviceCap = 1 << 6  // IBV_DEVICE_UD_AV_PORT_ENFORCE: AH port numbers are checked
+	DeviceCurrQPStateMod  DeviceCap = 1 << 7  // IBV_DEVICE_CURR_QP_STATE_MOD: modify accepts the current state
+	DeviceSysImageGUID    DeviceCap = 1 << 11 // IBV_DEVICE_SYS_IMAGE_GUID
+	DeviceRCRNRNAKGen     DeviceCap = 1 << 12 // IBV_DEVICE_RC_RNR_NAK_GEN: RC responders send RNR NAKs
+	DeviceSRQResize       DeviceCap = 1 << 13 // IBV_DEVICE_SRQ_RESIZE
+)
+
+// defaultCaps are the capabilities of a RoCE device: everything above is
+// implemented by nic itself, except RNR NAK generation, which the RoCE RC
+// engine does (an iWARP device overrides Limits.DeviceCap).
+const defaultCaps = DeviceUDAVPortEnforce | DeviceCurrQPStateMod | DeviceSysImageGUID | DeviceRCRNRNAKGen | DeviceSRQResize
+
+// Identification values reported by Query.
+const (
+	// VendorID is 0xFFFFFF, "no IEEE OUI", the value Linux rxe reports:
+	// rdma-core's test suite keys its software-device rules (no XRC, no
+	// device memory) on it, and those rules fit rnic too.
+	VendorID = 0xFFFFFF
+	// VendorPartID tells rnic from rxe among devices with VendorID ("RN").
+	VendorPartID = 0x524E
+	// FirmwareVersion is the fw_ver string.
+	FirmwareVersion = "rnic 0.1"
+	// MaxMsgSize is the largest message: 2^31 bytes, the IBTA limit (a
+	// RETH DMA length above 2^31 is invalid, C9-94).
+	MaxMsgSize = 1 << 31
+	// PageSizeCap is page_size_cap: any power of two from 4 KiB to 2 GiB,
+	// rxe's value (MRs are byte-granular here, so no size is refused).
+	PageSizeCap = 0xFFFFF000
+	// LocalCAAckDelay is rxe's local_ca_ack_delay.
+	LocalCAAckDelay = 15
+	// maxQPN is the largest QPN a QP can get: 0xFFFFFF is the multicast QPN.
+	maxQPN = 1<<24 - 2
+)
+
+// Limits override the device's default limits. A zero field keeps the
+// default; see DefaultLimits for the values.
+type Limits struct {
+	MaxQP           int    // queue pairs
+	MaxQPWR         int    // max_send_wr and max_recv_wr of one QP
+	MaxSGE          int    // max_send_sge and max_recv_sge of one QP
+	MaxSGERd        int    // SGEs of an RDMA READ (≤ MaxSGE)
+	MaxInlineData   int    // inline bytes of one send WR
+	MaxCQ           int    // completion queues
+	MaxCQE          int    // entries of one CQ
+	MaxMR           int    // memory regions (the memory.Table limit)
+	MaxMRSize       uint64 // bytes of one MR (the memory.Table limit)
+	MaxPD           int    // protection domains
+	MaxAH           int    // address handles
+	MaxQPRdAtom     int    // max_dest_rd_atomic of one QP (responder resources)
+	MaxQPInitRdAtom int    // max_rd_atomic of one QP (initiator depth)
+	MaxResRdAtom    int    // sum of max_dest_rd_atomic over all QPs
+	MaxSRQ          int    // shared receive queues
+	MaxSRQWR        int    // WRs of one SRQ
+	MaxSRQSGE       int    // SGEs of one SRQ WR
+	// NoAtomics reports AtomicNone and refuses atomic WRs and the
+	// RemoteAtomic QP access flag (an iWARP device without RFC 7306).
+	NoAtomics bool
+	// DeviceCap replaces the default capability flags when non-zero.
+	DeviceCap DeviceCap
+}
+
+// DefaultLimits returns the defaults: rxe's, except max_mr_size (the
+// memory.Table limit, 1 TiB, where rxe reports 2^64−1) and max_srq_sge,
+// which is rxe's 27.
+func DefaultLimits() Limits {
+	const def = 1 << 20 // rxe DEFAULT_MAX_VALUE
+	return Limits{
+		MaxQP:           def,
+		MaxQPWR:         def,
+		MaxSGE:          32,
+		MaxSGERd:        32,
+		MaxInlineData:   512, // rxe: 32 SGEs × 16 bytes of WQE space
+		MaxCQ:           def,
+		MaxCQE:          1<<15 - 1, // rxe: (1 << RXE_MAX_LOG_CQE) - 1
+		MaxMR:           memory.DefaultMaxRegions,
+		MaxMRSize:       memory.DefaultMaxRegionSize,
+		MaxPD:           def,
+		MaxAH:           def,
+		MaxQPRdAtom:     128,
+		MaxQPInitRdAtom: 128,
+		MaxResRdAtom:    0x3f000,
+		MaxSRQ:          def,
+		MaxSRQWR:        def,
+		MaxSRQSGE:       27,
+		DeviceCap:       defaultCaps,
+	}
+}
+
+// withDefaults fills zero fields from DefaultLimits and checks the result.
+func (l Limits) withDefaults() (Limits, error) {
+	d := DefaultLimits()
+	fill := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	fill(&l.MaxQP, d.MaxQP)
+	fill(&l.MaxQPWR, d.MaxQPWR)
+	fill(&l.MaxSGE, d.MaxSGE)
+	fill(&l.MaxSGERd, min(d.MaxSGERd, l.MaxSGE)) // a smaller MaxSGE bounds it
+	fill(&l.MaxInlineData, d.MaxInlineData)
+	fill(&l.MaxCQ, d.MaxCQ)
+	fill(&l.MaxCQE, d.MaxCQE)
+	fill(&l.MaxMR, d.MaxMR)
+	fill(&l.MaxPD, d.MaxPD)
+	fill(&l.MaxAH, d.MaxAH)
+	fill(&l.MaxQPRdAtom, d.MaxQPRdAtom)
+	fill(&l.MaxQPInitRdAtom, d.MaxQPInitRdAtom)
+	fill(&l.MaxResRdAtom, d.MaxResRdAtom)
+	fill(&l.MaxSRQ, d.MaxSRQ)
+	fill(&l.MaxSRQWR, d.MaxSRQWR)
+	fill(&l.MaxSRQSGE, d.MaxSRQSGE)
+	if l.MaxMRSize == 0 {
+		l.MaxMRSize = d.MaxMRSize
+	}
+	if l.DeviceCap == 0 {
+		l.DeviceCap = d.DeviceCap
+	}
+	for _, c := range []struct {
+		name   string
+		v, max int
+	}{
+		{"MaxQP", l.MaxQP, maxQPN - 1}, // QPNs 2 .. 0xFFFFFE
+		{"MaxQPWR", l.MaxQPWR, math.MaxInt32},
+		{"MaxSGE", l.MaxSGE, math.MaxInt32},
+		{"MaxSGERd", l.MaxSGERd, l.MaxSGE},
+		{"MaxInlineData", l.MaxInlineData, MaxMsgSize},
+		{"MaxCQ", l.MaxCQ, math.MaxInt32},
+		{"MaxCQE", l.MaxCQE, math.MaxInt32},
+		{"MaxMR", l.MaxMR, memory.MaxKeyIndex}, // memory.NewTable checks the sum with windows
+		{"MaxPD", l.MaxPD, math.MaxInt32},
+		{"MaxAH", l.MaxAH, math.MaxInt32},
+		// QPAttr carries max_rd_atomic and max_dest_rd_atomic in a byte.
+		{"MaxQPRdAtom", l.MaxQPRdAtom, math.MaxUint8},
+		{"MaxQPInitRdAtom", l.MaxQPInitRdAtom, math.MaxUint8},
+		{"MaxResRdAtom", l.MaxResRdAtom, math.MaxInt32},
+		{"MaxSRQ", l.MaxSRQ, math.MaxInt32},
+		{"MaxSRQWR", l.MaxSRQWR, math.MaxInt32},
+		{"MaxSRQSGE", l.MaxSRQSGE, math.MaxInt32},
+	} {
+		if c.v < 0 || c.v > c.max {
+			return l, errorf(ErrInvalid, "limit %s = %d out of range 1..%d", c.name, c.v, c.max)
+		}
+	}
+	return l, nil
+}
+
+// DeviceAttr is what Device.Query reports (struct ibv_device_attr, with
+// max_msg_sz and max_inline_data, which libibverbs reports elsewhere, added).
+type DeviceAttr struct {
+	FwVer           string
+	NodeGUID        uint64 // EUI-64 from the MAC; the big-endian wire value as a number
+	SysImageGUID    uint64
+	MaxMRSize       uint64
+	PageSizeCap     uint64
+	VendorID        uint32
+	VendorPartID    uint32
+	HWVer           uint32
+	MaxQP           int
+	MaxQPWR         int
+	DeviceCapFlags  DeviceCap
+	MaxSGE          int // send and receive SGEs of a QP WR
+	MaxSGERd        int
+	MaxCQ           int
+	MaxCQE          int
+	MaxMR           int
+	MaxPD           int
+	MaxQPRdAtom     int
+	MaxResRdAtom    int
+	MaxQPInitRdAtom int
+	AtomicCap       AtomicCap
+	MaxMW           int // 0: nic offers no memory-window verbs
+	MaxAH           int
+	MaxSRQ          int
+	MaxSRQWR        int
+	MaxSRQSGE       int
+	MaxPKeys        int
+	LocalCAAckDelay uint8
+	PhysPortCnt     uint8
+	MaxInlineData   int
+	MaxMsgSize      uint64
+}
+
+// Query returns the device attributes (ibv_query_device).
+func (d *Device) Query() DeviceAttr {
+	l := &d.limits
+	return DeviceAttr{
+		FwVer:           FirmwareVersion,
+		NodeGUID:        d.guid,
+		SysImageGUID:    d.guid,
+		MaxMRSize:       l.MaxMRSize,
+		PageSizeCap:     PageSizeCap,
+		VendorID:        VendorID,
+		VendorPartID:    VendorPartID,
+		MaxQP:           l.MaxQP,
+		MaxQPWR:         l.MaxQPWR,
+		DeviceCapFlags:  l.DeviceCap,
+		MaxSGE:          l.MaxSGE,
+		MaxSGERd:        l.MaxSGERd,
+		MaxCQ:           l.MaxCQ,
+		MaxCQE:          l.MaxCQE,
+		MaxMR:           l.MaxMR,
+		MaxPD:           l.MaxPD,
+		MaxQPRdAtom:     l.MaxQPRdAtom,
+		MaxResRdAtom:    l.MaxResRdAtom,
+		MaxQPInitRdAtom: l.MaxQPInitRdAtom,
+		AtomicCap:       d.atomicCap(),
+		MaxAH:           l.MaxAH,
+		MaxSRQ:          l.MaxSRQ,
+		MaxSRQWR:        l.MaxSRQWR,
+		MaxSRQSGE:       l.MaxSRQSGE,
+		MaxPKeys:        pkeyTableLen,
+		LocalCAAckDelay: LocalCAAckDelay,
+		PhysPortCnt:     1,
+		MaxInlineData:   l.MaxInlineData,
+		MaxMsgSize:      MaxMsgSize,
+	}
+}
+
+// atomicCap is ATOMIC_GLOB: the responder executes every atomic with one
+// sync/atomic instruction on the 8 bytes of host memory (memory.Ref's
+// CompareSwap and FetchAdd), so it is atomic not only against other QPs of
+// this device but against any CPU using atomic instructions on that word
+// and against other rnic devices, even in other processes sharing the
+// memory through memory.Shared. That is the IBTA's global atomicity; rxe,
+// which uses a device-wide spinlock, can only claim ATOMIC_HCA.
+func (d *Device) atomicCap() AtomicCap {
+	if d.limits.NoAtomics {
+		return AtomicNone
+	}
+	return AtomicGlob
+}

@@ -1,0 +1,242 @@
+// Completion queues: a fixed ring of work completions filled by engine
+// goroutines (verbs.CompletionQueue.Push) and drained by the application
+// (Poll), with the completion-event arming of ibv_req_notify_cq. A single
+// mutex guards the ring: pushes from several engines and polls from several
+// application goroutines serialise on it, and neither allocates.
+
+package nic
+
+import (
+	"sync"
+
+	"github.com/rnic/rnic/nic/verbs"
+)
+
+// armState is what a CQ is armed for (ibv_req_notify_cq(3)).
+type armState uint8
+
+const (
+	armNone      armState = iota
+	armNext               // the next completion of any kind
+	armSolicited          // the next solicited or unsuccessful completion
+)
+
+// CQ is a completion queue. It implements verbs.CompletionQueue.
+type CQ struct {
+	d      *Device
+	notify chan struct{}
+
+	mu      sync.Mutex
+	ring    []verbs.WC
+	head    int // oldest entry
+	n       int // entries held
+	arm     armState
+	overrun bool
+	refs    int // QPs using the CQ as send or receive CQ (counted per use)
+	dead    bool
+}
+
+var _ verbs.CompletionQueue = (*CQ)(nil)
+
+// CreateCQ creates a CQ that holds cqe completions (ibv_create_cq). cqe
+// must be 1..max_cqe; the CQ holds exactly cqe, which CQE reports.
+func (d *Device) CreateCQ(cqe int) (*CQ, error) {
+	if cqe < 1 || cqe > d.limits.MaxCQE {
+		return nil, errorf(ErrInvalid, "create CQ: %d entries, must be 1..%d", cqe, d.limits.MaxCQE)
+	}
+	d.mu.Lock()
+	err := d.reserve(&d.cqs, d.limits.MaxCQ, "CQ")
+	d.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return &CQ{d: d, ring: make([]verbs.WC, cqe), notify: make(chan struct{}, 1)}, nil
+}
+
+// CQE returns the number of completions the CQ holds.
+func (cq *CQ) CQE() int {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	return len(cq.ring)
+}
+
+// Push adds a completion (verbs.CompletionQueue). A full CQ is a CQ
+// overrun, an affiliated asynchronous error of the CQ: the completion is
+// lost, Push returns false so
+// the engine moves the QP to ERR, EventCQErr is raised once, and the CQ
+// stays in error: every later Push fails too. An unsuccessful completion
+// counts as solicited for a CQ armed for solicited events (ibv_req_notify_cq).
+func (cq *CQ) Push(wc *verbs.WC) bool {
+	cq.mu.Lock()
+	if cq.overrun || cq.dead {
+		cq.mu.Unlock()
+		return false
+	}
+	if cq.n == len(cq.ring) {
+		cq.overrun = true
+		cq.mu.Unlock()
+		cq.d.events.raise(Event{Type: verbs.EventCQErr, CQ: cq})
+		return false
+	}
+	i := cq.head + cq.n
+	if i >= len(cq.ring) {
+		i -= len(cq.ring)
+	}
+	cq.ring[i] = *wc
+	cq.n++
+	fire := cq.arm == armNext || (cq.arm == armSolicited && wc.Status != verbs.WCSuccess)
+	if fire {
+		cq.arm = armNone
+	}
+	cq.mu.Unlock()
+	if fire {
+		cq.signal()
+	}
+	return true
+}
+
+// Solicited reports that the completion just pushed carries the solicited
+// event flag (verbs.CompletionQueue): it fires a CQ armed for solicited or
+// next completions.
+func (cq *CQ) Solicited() {
+	cq.mu.Lock()
+	fire := cq.arm != armNone
+	cq.arm = armNone
+	cq.mu.Unlock()
+	if fire {
+		cq.signal()
+	}
+}
+
+// signal fires the completion event; a pending, unconsumed event absorbs
+// it, so events coalesce as on a completion channel.
+func (cq *CQ) signal() {
+	select {
+	case cq.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Poll moves up to len(wcs) completions, oldest first, into wcs and returns
+// how many (ibv_poll_cq). It does not allocate. After an overrun it still
+// returns the completions the CQ held; see Err.
+func (cq *CQ) Poll(wcs []verbs.WC) int {
+	cq.mu.Lock()
+	k := min(len(wcs), cq.n)
+	first := min(k, len(cq.ring)-cq.head)
+	copy(wcs, cq.ring[cq.head:cq.head+first])
+	copy(wcs[first:k], cq.ring[:k-first])
+	cq.head += k
+	if cq.head >= len(cq.ring) {
+		cq.head -= len(cq.ring)
+	}
+	cq.n -= k
+	cq.mu.Unlock()
+	return k
+}
+
+// Len returns the number of completions waiting to be polled.
+func (cq *CQ) Len() int {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	return cq.n
+}
+
+// ReqNotify arms the CQ (ibv_req_notify_cq): the next completion added to
+// it, or with solicitedOnly the next solicited or unsuccessful one, sends
+// one event on Notify and disarms the CQ. Completions already in the CQ do
+// not fire it, so poll once more after arming. Arming for any completion
+// overrides a solicited-only arm; the reverse has no effect (IBTA Vol 1
+// §11.4.2.2, Request Completion Notification).
+func (cq *CQ) ReqNotify(solicitedOnly bool) error {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.dead {
+		return errorf(ErrDestroyed, "req notify CQ")
+	}
+	switch {
+	case !solicitedOnly:
+		cq.arm = armNext
+	case cq.arm == armNone:
+		cq.arm = armSolicited
+	}
+	return nil
+}
+
+// Notify returns the CQ's completion-event channel: it receives one value
+// per fired arm (events not yet received coalesce into one). The Go form
+// of a completion channel and ibv_get_cq_event.
+func (cq *CQ) Notify() <-chan struct{} { return cq.notify }
+
+// Err returns an error wrapping ErrCQOverrun once the CQ has overflowed,
+// nil before.
+func (cq *CQ) Err() error {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.overrun {
+		return errorf(ErrCQOverrun, "CQ of %d entries", len(cq.ring))
+	}
+	return nil
+}
+
+// Resize changes the capacity to cqe (ibv_resize_cq), keeping the
+// completions it holds; cqe must be at least their number and at most
+// max_cqe.
+func (cq *CQ) Resize(cqe int) error {
+	if cqe < 1 || cqe > cq.d.limits.MaxCQE {
+		return errorf(ErrInvalid, "resize CQ: %d entries, must be 1..%d", cqe, cq.d.limits.MaxCQE)
+	}
+	ring := make([]verbs.WC, cqe)
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.dead {
+		return errorf(ErrDestroyed, "resize CQ")
+	}
+	if cqe < cq.n {
+		return errorf(ErrInvalid, "resize CQ to %d entries: it holds %d", cqe, cq.n)
+	}
+	first := min(cq.n, len(cq.ring)-cq.head)
+	copy(ring, cq.ring[cq.head:cq.head+first])
+	copy(ring[first:cq.n], cq.ring[:cq.n-first])
+	cq.ring, cq.head = ring, 0
+	return nil
+}
+
+// Destroy destroys the CQ (ibv_destroy_cq). It fails with ErrBusy while a
+// QP uses it.
+func (cq *CQ) Destroy() error {
+	cq.mu.Lock()
+	if cq.dead {
+		cq.mu.Unlock()
+		return errorf(ErrDestroyed, "destroy CQ")
+	}
+	if cq.refs > 0 {
+		n := cq.refs
+		cq.mu.Unlock()
+		return errorf(ErrBusy, "destroy CQ: used %d times by QPs", n)
+	}
+	cq.dead = true
+	cq.mu.Unlock()
+	cq.d.release(&cq.d.cqs)
+	return nil
+}
+
+// acquire records a QP's use of the CQ.
+func (cq *CQ) acquire(d *Device) error {
+	if cq == nil || cq.d != d {
+		return errorf(ErrInvalid, "CQ is not a CQ of %s", d.name)
+	}
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.dead {
+		return errorf(ErrDestroyed, "CQ")
+	}
+	cq.refs++
+	return nil
+}
+
+func (cq *CQ) put() {
+	cq.mu.Lock()
+	cq.refs--
+	cq.mu.Unlock()
+}

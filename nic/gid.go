@@ -1,0 +1,84 @@
+// The port's GID table. On RoCEv2 a GID is an IP address: an IPv6 address
+// as is, an IPv4 address as its IPv4-mapped form ::ffff:a.b.c.d (IBTA Annex
+// A17, RoCEv2). The table is fixed when the device opens, so an index means
+// the same address for the device's lifetime.
+
+package nic
+
+import (
+	"encoding/binary"
+	"net/netip"
+)
+
+// maxGIDs is the largest GID table: an address vector's sgid_index is one
+// byte.
+const maxGIDs = 256
+
+// GIDFromAddr returns the RoCEv2 GID of an IP address: IPv4 addresses
+// (plain or already mapped) become ::ffff:a.b.c.d, IPv6 addresses are kept;
+// any IPv6 zone is dropped. It returns the zero Addr for an invalid one.
+func GIDFromAddr(a netip.Addr) netip.Addr {
+	if !a.IsValid() {
+		return netip.Addr{}
+	}
+	return netip.AddrFrom16(a.As16())
+}
+
+// linkLocalGID is the default GID a RoCE port has without any address:
+// fe80::/64 with the EUI-64 interface identifier of the MAC (RFC 4291
+// Appendix A), which Linux puts at index 0 of every RoCE GID table.
+func linkLocalGID(mac [6]byte) netip.Addr {
+	var b [16]byte
+	b[0], b[1] = 0xfe, 0x80
+	binary.BigEndian.PutUint64(b[8:], eui64(mac))
+	return netip.AddrFrom16(b)
+}
+
+// eui64 is the modified EUI-64 of a MAC: the universal/local bit flipped and
+// ff:fe inserted in the middle. It is also the node GUID, as RoCE devices
+// derive it (Linux addrconf_addr_eui48).
+func eui64(mac [6]byte) uint64 {
+	return uint64(mac[0]^0x02)<<56 | uint64(mac[1])<<48 | uint64(mac[2])<<40 |
+		0xff<<32 | 0xfe<<24 | uint64(mac[3])<<16 | uint64(mac[4])<<8 | uint64(mac[5])
+}
+
+// buildGIDTable converts the configured addresses to GIDs in order, or
+// returns the link-local default when there are none. Invalid, unspecified,
+// multicast and duplicate addresses are refused: none of them can be a
+// source address.
+func buildGIDTable(addrs []netip.Addr, mac [6]byte) ([]netip.Addr, error) {
+	if len(addrs) == 0 {
+		return []netip.Addr{linkLocalGID(mac)}, nil
+	}
+	if len(addrs) > maxGIDs {
+		return nil, errorf(ErrInvalid, "%d GIDs, at most %d", len(addrs), maxGIDs)
+	}
+	gids := make([]netip.Addr, 0, len(addrs))
+	seen := make(map[netip.Addr]bool, len(addrs))
+	for i, a := range addrs {
+		g := GIDFromAddr(a)
+		if !g.IsValid() || g.IsUnspecified() || g.Unmap().IsUnspecified() || g.IsMulticast() || g.Unmap().IsMulticast() {
+			return nil, errorf(ErrInvalid, "GID %d: %v cannot be a source address", i, a)
+		}
+		if seen[g] {
+			return nil, errorf(ErrInvalid, "GID %d: %v listed twice", i, a)
+		}
+		seen[g] = true
+		gids = append(gids, g)
+	}
+	return gids, nil
+}
+
+// QueryGID returns the GID at index of port (ibv_query_gid).
+func (d *Device) QueryGID(port uint8, index int) (netip.Addr, error) {
+	if err := checkPort(port); err != nil {
+		return netip.Addr{}, err
+	}
+	if index < 0 || index >= len(d.gids) {
+		return netip.Addr{}, errorf(ErrInvalid, "GID index %d, table has %d", index, len(d.gids))
+	}
+	return d.gids[index], nil
+}
+
+// GIDs returns a copy of port 1's GID table.
+func (d *Device) GIDs() []netip.Addr { return append([]netip.Addr(nil), d.gids...) }

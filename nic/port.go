@@ -1,0 +1,109 @@
+// The device's single port (ibv_query_port): always ACTIVE on an Ethernet
+// link layer, with its MTU derived from the link MTU as rxe does, and the
+// one P_Key RoCE uses.
+
+package nic
+
+import "github.com/rnic/rnic/nic/verbs"
+
+// PortState is a port's logical state (enum ibv_port_state).
+type PortState uint8
+
+// Port states.
+const (
+	PortDown   PortState = 1
+	PortInit   PortState = 2
+	PortArmed  PortState = 3
+	PortActive PortState = 4
+)
+
+// LinkLayer is a port's link layer (IBV_LINK_LAYER_*).
+type LinkLayer uint8
+
+// Link layers.
+const (
+	LinkLayerInfiniBand LinkLayer = 1
+	LinkLayerEthernet   LinkLayer = 2
+)
+
+// PhysStateLinkUp is the physical port state "LinkUp" (IBTA §14.2.5.6).
+const PhysStateLinkUp = 5
+
+// DefaultPKey is the one P_Key of a RoCE port (full member, default
+// partition); rxe accepts no other (protocols.md §1.5).
+const DefaultPKey = 0xFFFF
+
+// pkeyTableLen is the P_Key table length: only index 0, DefaultPKey.
+const pkeyTableLen = 1
+
+// headerRoom is what rxe subtracts from the link MTU to get the largest IB
+// MTU (RXE_MAX_HDR_LENGTH: Ethernet excluded, IPv6 + UDP + BTH + the
+// longest extension headers + ICRC, rounded).
+const headerRoom = 80
+
+// DefaultLinkMTU is the Ethernet MTU assumed when Config.MTU is 0.
+const DefaultLinkMTU = 1500
+
+// PortAttr is what QueryPort reports (struct ibv_port_attr, the fields that
+// mean something on RoCE).
+type PortAttr struct {
+	State      PortState
+	MaxMTU     verbs.MTU // largest path MTU the port supports at all: 4096
+	ActiveMTU  verbs.MTU // largest path MTU the link allows: ≤ link MTU − 80
+	GIDTblLen  int
+	MaxMsgSize uint64
+	PKeyTblLen int
+	PhysState  uint8
+	LinkLayer  LinkLayer
+	LinkMTU    int // the Ethernet MTU the port was configured with
+}
+
+// activeMTU returns the largest IB MTU not above linkMTU − 80, rxe's rule
+// (eth_mtu_int_to_enum): Ethernet 1500 gives 1024, 9000 gives 4096. It
+// returns 0 when not even 256 bytes fit.
+func activeMTU(linkMTU int) verbs.MTU {
+	room := linkMTU - headerRoom
+	for m := verbs.MTU4096; m >= verbs.MTU256; m-- {
+		if m.Bytes() <= room {
+			return m
+		}
+	}
+	return 0
+}
+
+// checkPort accepts port 1, the only one (ports are numbered from 1).
+func checkPort(port uint8) error {
+	if port != 1 {
+		return errorf(ErrInvalid, "port %d: the device has port 1 only", port)
+	}
+	return nil
+}
+
+// QueryPort returns the attributes of port (ibv_query_port).
+func (d *Device) QueryPort(port uint8) (PortAttr, error) {
+	if err := checkPort(port); err != nil {
+		return PortAttr{}, err
+	}
+	return PortAttr{
+		State:      PortActive,
+		MaxMTU:     verbs.MTU4096,
+		ActiveMTU:  d.mtu,
+		GIDTblLen:  len(d.gids),
+		MaxMsgSize: MaxMsgSize,
+		PKeyTblLen: pkeyTableLen,
+		PhysState:  PhysStateLinkUp,
+		LinkLayer:  LinkLayerEthernet,
+		LinkMTU:    d.linkMTU,
+	}, nil
+}
+
+// QueryPKey returns the P_Key at index of port (ibv_query_pkey).
+func (d *Device) QueryPKey(port uint8, index int) (uint16, error) {
+	if err := checkPort(port); err != nil {
+		return 0, err
+	}
+	if index != 0 {
+		return 0, errorf(ErrInvalid, "P_Key index %d, table has %d", index, pkeyTableLen)
+	}
+	return DefaultPKey, nil
+}

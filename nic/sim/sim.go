@@ -1,0 +1,403 @@
+package sim
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/netip"
+	"time"
+
+	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/verbs"
+	"github.com/rnic/rnic/roce"
+	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/clock"
+)
+
+// Config describes a run.
+type Config struct {
+	Ops     int     // operations in all, over every QP and both directions
+	QPs     int     // RC QP pairs between the two devices
+	Loss    float64 // probability that a frame is lost
+	Reorder float64 // probability that a frame is held back behind later ones
+	Dup     float64 // probability that a frame is delivered twice
+	Corrupt float64 // probability that a bit of a frame flips
+	Seed    uint64
+	MTU     int // path MTU in bytes: 256, 512, 1024, 2048 or 4096
+	MaxMsg  int // largest message in bytes (sizes are uniform in [0, MaxMsg])
+	// Depth is how many operations each QP keeps outstanding.
+	Depth int
+	// Timeout is the local ACK timeout exponent (4.096 µs × 2^Timeout).
+	Timeout uint8
+	// Pcap, if set, receives every frame that crosses the link.
+	Pcap io.Writer
+	// Trace, if set, receives the engines' trace lines.
+	Trace io.Writer
+}
+
+// Result is the outcome of a run.
+type Result struct {
+	Ops             int
+	OK              int
+	Failed          int
+	Bytes           int64 // payload bytes of successful operations
+	MismatchedBytes int64 // bytes that differ from the reference model
+	VirtualTime     time.Duration
+	// Counters of the two devices' engines, in a fixed order.
+	CountersA, CountersB []roce.NamedCounter
+	// Failures describes the first failures, for the report.
+	Failures []string
+}
+
+// Line is the summary line `rnic sim` ends with.
+func (r *Result) Line() string {
+	return fmt.Sprintf("sim: ops=%d ok=%d failed=%d bytes=%d mismatched_bytes=%d virtual_time=%v",
+		r.Ops, r.OK, r.Failed, r.Bytes, r.MismatchedBytes, r.VirtualTime)
+}
+
+// Passed reports whether every operation completed and matched the model.
+func (r *Result) Passed() bool {
+	return r.Failed == 0 && r.MismatchedBytes == 0 && r.OK == r.Ops
+}
+
+func (c *Config) defaults() error {
+	if c.Ops < 0 || c.QPs < 0 || c.MaxMsg < 0 || c.Depth < 0 {
+		return errors.New("sim: negative ops, qps, max-msg or depth")
+	}
+	if c.QPs == 0 {
+		c.QPs = 1
+	}
+	if c.MTU == 0 {
+		c.MTU = 1024
+	}
+	if verbs.MTUFromBytes(c.MTU) == 0 {
+		return fmt.Errorf("sim: path MTU %d is not 256, 512, 1024, 2048 or 4096", c.MTU)
+	}
+	if c.Depth == 0 {
+		c.Depth = 8
+	}
+	if c.Timeout == 0 {
+		c.Timeout = 10 // 4.2 ms: short virtual waits, long enough for any RTT here
+	}
+	for _, p := range []float64{c.Loss, c.Reorder, c.Dup, c.Corrupt} {
+		if p < 0 || p >= 1 {
+			return fmt.Errorf("sim: fault probability %v outside [0, 1)", p)
+		}
+	}
+	if c.MaxMsg > 1<<24 {
+		return fmt.Errorf("sim: max-msg %d too large for the simulation (at most 16 MiB)", c.MaxMsg)
+	}
+	return nil
+}
+
+// Run performs a simulation.
+func Run(cfg Config) (*Result, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	clk := clock.NewVirtual()
+	link := transport.SimConfig{Seed: cfg.Seed, Faults: transport.Symmetric(transport.Faults{
+		Loss: cfg.Loss, Reorder: cfg.Reorder, Dup: cfg.Dup, Corrupt: cfg.Corrupt})}
+	var pw *transport.PcapWriter
+	if cfg.Pcap != nil {
+		var err error
+		if pw, err = transport.NewPcapWriter(cfg.Pcap); err != nil {
+			return nil, err
+		}
+		link.Pcap = pw
+	}
+	if err := link.Validate(); err != nil {
+		return nil, err
+	}
+	ea, eb := transport.NewSimLink(clk, link)
+	w := &world{cfg: cfg, clk: clk, rng: rand.New(rand.NewPCG(cfg.Seed, 0x73696d))}
+	var err error
+	if w.a, err = w.newNode("rnic0", ea, 1); err != nil {
+		return nil, err
+	}
+	if w.b, err = w.newNode("rnic1", eb, 2); err != nil {
+		return nil, err
+	}
+	for i := 0; i < cfg.QPs; i++ {
+		if err := w.newPair(i); err != nil {
+			return nil, err
+		}
+	}
+	res := w.run()
+	if pw != nil {
+		if err := pw.Close(); err != nil {
+			return nil, fmt.Errorf("sim: pcap: %w", err)
+		}
+	}
+	return res, nil
+}
+
+// node is one device with its buffers.
+type node struct {
+	name  string
+	dev   *nic.Device
+	stack *roce.Stack
+	pd    *nic.PD
+	addr  netip.Addr
+	mac   [6]byte
+}
+
+func (w *world) newNode(name string, ep transport.Endpoint, n byte) (*node, error) {
+	nd := &node{name: name, mac: [6]byte{0x02, 0x52, 0x4e, 0x49, 0x43, n}, addr: netip.AddrFrom4([4]byte{10, 0, 0, n})}
+	scfg := roce.Config{Link: ep, Clock: w.clk, MAC: nd.mac, Addrs: []netip.Addr{nd.addr}}
+	if w.cfg.Trace != nil {
+		tw := w.cfg.Trace
+		scfg.Trace = func(e roce.TraceEvent) { fmt.Fprintf(tw, "%s %v\n", name, e) }
+	}
+	var err error
+	if nd.stack, err = roce.NewStack(scfg); err != nil {
+		return nil, err
+	}
+	if nd.dev, err = nic.Open(nic.Config{Name: name, Provider: nd.stack, GIDs: []netip.Addr{nd.addr}, MAC: nd.mac, MTU: 9000}); err != nil {
+		return nil, err
+	}
+	if nd.pd, err = nd.dev.AllocPD(); err != nil {
+		return nil, err
+	}
+	return nd, nil
+}
+
+// counters returns a device's engine counters.
+func (nd *node) counters() []roce.NamedCounter { return nd.stack.Counters().Snapshot() }
+
+// slotBytes is the size of one message slot.
+func (w *world) slotBytes() int { return max(w.cfg.MaxMsg, 8) }
+
+// Addresses inside each end's buffer: one region per QP end, laid out as
+// a source area, then Depth slots each for WRITE targets, READ sinks, SEND
+// receive buffers and atomic results, then the atomic word.
+type layout struct{ src, write, read, recv, atomRes, atomWord, size int }
+
+func (w *world) layout() layout {
+	s, d := w.slotBytes(), w.cfg.Depth
+	var l layout
+	l.src = 0
+	l.write = 2 * s
+	l.read = l.write + d*s
+	l.recv = l.read + d*s
+	l.atomRes = l.recv + d*s
+	l.atomWord = l.atomRes + 8*d
+	l.size = l.atomWord + 8
+	return l
+}
+
+// end is one side of a QP pair: its QP, CQs, memory and model state.
+type end struct {
+	nd   *node
+	qp   *nic.QP
+	scq  *nic.CQ
+	rcq  *nic.CQ
+	buf  []byte
+	mr   *nic.MR
+	base uint64
+	// peer is the other side.
+	peer *end
+	// ops outstanding on this side's send queue, in post order.
+	out []*op
+	// receives expected on this side, in arrival order.
+	recvs []*op
+	// model value of this side's atomic word.
+	word uint64
+	// next slot of each area: WRITE targets, READ sinks, receive
+	// buffers (taken by the peer's SENDs), atomic results.
+	next [4]int
+}
+
+type opKind uint8
+
+const (
+	kSend opKind = iota
+	kWrite
+	kRead
+	kCmpSwap
+	kFetchAdd
+)
+
+type op struct {
+	kind   opKind
+	id     uint64
+	n      int
+	dstOff int // in the destination buffer
+	expect []byte
+	orig   uint64 // atomics: the value the model predicts
+	failed bool
+}
+
+type world struct {
+	cfg  Config
+	clk  *clock.Virtual
+	rng  *rand.Rand
+	a, b *node
+	ends []*end
+	res  Result
+	ids  uint64
+	// posted counts operations posted so far.
+	posted int
+}
+
+func (w *world) newEnd(nd *node) (*end, error) {
+	l := w.layout()
+	e := &end{nd: nd, buf: make([]byte, l.size)}
+	for i := 0; i < 2*w.slotBytes(); i++ {
+		e.buf[i] = byte(w.rng.Uint32())
+	}
+	var err error
+	depth := w.cfg.Depth
+	if e.scq, err = nd.dev.CreateCQ(4 * depth); err != nil {
+		return nil, err
+	}
+	if e.rcq, err = nd.dev.CreateCQ(4 * depth); err != nil {
+		return nil, err
+	}
+	all := memory.LocalWrite | memory.RemoteWrite | memory.RemoteRead | memory.RemoteAtomic
+	if e.mr, err = nd.dev.RegMR(nd.pd, e.buf, all); err != nil {
+		return nil, err
+	}
+	e.base = e.mr.Addr()
+	e.qp, err = nd.dev.CreateQP(nd.pd, nic.QPInit{Type: verbs.QPTypeRC, SendCQ: e.scq, RecvCQ: e.rcq,
+		Cap: verbs.QPCap{MaxSendWR: uint32(depth), MaxRecvWR: uint32(depth), MaxSendSGE: 2, MaxRecvSGE: 2}})
+	return e, err
+}
+
+func (w *world) newPair(i int) error {
+	x, err := w.newEnd(w.a)
+	if err != nil {
+		return err
+	}
+	y, err := w.newEnd(w.b)
+	if err != nil {
+		return err
+	}
+	x.peer, y.peer = y, x
+	for _, e := range []*end{x, y} {
+		if err := w.connect(e); err != nil {
+			return fmt.Errorf("sim: connect QP pair %d: %w", i, err)
+		}
+	}
+	w.ends = append(w.ends, x, y)
+	return nil
+}
+
+// connect walks a QP through RESET → INIT → RTR → RTS through nic, with the
+// attributes ibv_rc_pingpong uses (min_rnr_timer 12, retry_cnt 7,
+// rnr_retry 7) except a shorter timeout.
+func (w *world) connect(e *end) error {
+	all := memory.RemoteWrite | memory.RemoteRead | memory.RemoteAtomic
+	if err := e.qp.Modify(&verbs.QPAttr{State: verbs.QPSInit, PortNum: 1, AccessFlags: all},
+		verbs.AttrState|verbs.AttrPKeyIndex|verbs.AttrPort|verbs.AttrAccessFlags); err != nil {
+		return err
+	}
+	peer := e.peer
+	rtr := verbs.QPAttr{State: verbs.QPSRTR, PathMTU: verbs.MTUFromBytes(w.cfg.MTU), DestQPN: peer.qp.QPN(),
+		RQPSN: 0, MaxDestRdAtomic: uint8(min(w.cfg.Depth, 16)), MinRNRTimer: 1,
+		AV: verbs.AddressVector{DGID: nic.GIDFromAddr(peer.nd.addr), HopLimit: 64, PortNum: 1, DMAC: peer.nd.mac}}
+	if err := e.qp.Modify(&rtr, verbs.AttrState|verbs.AttrAV|verbs.AttrPathMTU|verbs.AttrDestQPN|
+		verbs.AttrRQPSN|verbs.AttrMaxDestRdAtomic|verbs.AttrMinRNRTimer); err != nil {
+		return err
+	}
+	rts := verbs.QPAttr{State: verbs.QPSRTS, SQPSN: 0, Timeout: w.cfg.Timeout, RetryCnt: 7, RNRRetry: 7,
+		MaxRdAtomic: uint8(min(w.cfg.Depth, 16))}
+	return e.qp.Modify(&rts, verbs.AttrState|verbs.AttrSQPSN|verbs.AttrTimeout|verbs.AttrRetryCnt|
+		verbs.AttrRNRRetry|verbs.AttrMaxQPRdAtomic)
+}
+
+// run posts operations as queues free up and checks every completion.
+func (w *world) run() *Result {
+	wcs := make([]verbs.WC, 64)
+	for {
+		w.postMore()
+		if w.posted == w.cfg.Ops && w.idle() {
+			break
+		}
+		// Run the clock until a completion is waiting (or nothing is left
+		// to happen: then something is lost for good).
+		w.clk.Run(w.completionReady)
+		progressed := false
+		for _, e := range w.ends {
+			for n := e.scq.Poll(wcs); n > 0; n = e.scq.Poll(wcs) {
+				for _, wc := range wcs[:n] {
+					w.sendCompletion(e, &wc)
+				}
+				progressed = true
+			}
+			for n := e.rcq.Poll(wcs); n > 0; n = e.rcq.Poll(wcs) {
+				for _, wc := range wcs[:n] {
+					w.recvCompletion(e, &wc)
+				}
+				progressed = true
+			}
+		}
+		if !progressed && w.clk.Pending() == 0 {
+			w.failStuck()
+			break
+		}
+	}
+	for _, e := range w.ends {
+		if v := binary.NativeEndian.Uint64(e.buf[w.layout().atomWord:]); v != e.word {
+			w.mismatch(8, fmt.Sprintf("%s QP %#x: final atomic word %#x, model %#x", e.nd.name, e.qp.QPN(), v, e.word))
+		}
+	}
+	w.res.Ops = w.cfg.Ops
+	w.res.VirtualTime = w.clk.Now()
+	w.res.CountersA, w.res.CountersB = w.a.counters(), w.b.counters()
+	return &w.res
+}
+
+func (w *world) completionReady() bool {
+	for _, e := range w.ends {
+		if e.scq.Len() > 0 || e.rcq.Len() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *world) idle() bool {
+	for _, e := range w.ends {
+		if len(e.out) > 0 || len(e.recvs) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// failStuck fails every operation still outstanding when nothing more can
+// happen.
+func (w *world) failStuck() {
+	for _, e := range w.ends {
+		for _, o := range e.out {
+			w.fail(o, fmt.Sprintf("%s QP %#x: wr %d (%v) never completed", e.nd.name, e.qp.QPN(), o.id, o.kind))
+		}
+		e.out = nil
+	}
+}
+
+func (k opKind) String() string {
+	return [...]string{"SEND", "RDMA_WRITE", "RDMA_READ", "CMP_SWAP", "FETCH_ADD"}[k]
+}
+
+func (w *world) fail(o *op, why string) {
+	if o.failed {
+		return
+	}
+	o.failed = true
+	w.res.Failed++
+	if len(w.res.Failures) < 10 {
+		w.res.Failures = append(w.res.Failures, why)
+	}
+}
+
+func (w *world) mismatch(n int, why string) {
+	w.res.MismatchedBytes += int64(n)
+	if len(w.res.Failures) < 10 {
+		w.res.Failures = append(w.res.Failures, why)
+	}
+}
