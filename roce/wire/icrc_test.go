@@ -1,7 +1,9 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/hex"
+	"net/netip"
 	"strings"
 	"testing"
 )
@@ -66,5 +68,36 @@ func TestICRCVectors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestICRCScapyUC is scapy's UC SEND vector (test/contrib/roce.uts): built
+// from its fields, the frame's IPv4 checksum is 0xb4d5 and its ICRC
+// 0x78f353f3, as scapy computes them.
+func TestICRCScapyUC(t *testing.T) {
+	mac := [6]byte{0x24, 0x8a, 0x07, 0xa8, 0xfa, 0x22}
+	e := Encap{DstMAC: mac, SrcMAC: mac, TOS: 0x1, IPID: 1144, DF: true, TTL: 64,
+		Src: netip.MustParseAddr("192.168.0.7"), Dst: netip.MustParseAddr("192.168.0.7"),
+		SrcPort: 49152, DstPort: UDPPort}
+	h := Headers{BTH: BTHFields{Opcode: UCSendOnly, MigReq: true, PKey: 0xffff, DestQP: 211, PSN: 13571856}}
+	payload := []byte("F0\x81\x8b\xe2\x895\xd9\x0e\x9a\x95PT\x01\xbe\x88^P") // + 2 pad bytes
+	b := AppendFrame(nil, &e, &h, payload)
+	if len(b) != 14+64 {
+		t.Fatalf("frame is %d bytes, want 78 (IP length 64)", len(b))
+	}
+	if c := uint16(b[24])<<8 | uint16(b[25]); c != 0xb4d5 {
+		t.Fatalf("IPv4 checksum %#x, want 0xb4d5", c)
+	}
+	var f Frame
+	if err := f.Decode(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	if f.Packet.BTH().PadCnt() != 2 {
+		t.Fatal("pad count")
+	}
+	// scapy's icrc field reads the wire bytes big-endian (its CX4 vector
+	// is 0x82fd002a for wire bytes 82 fd 00 2a).
+	if got := b[len(b)-4:]; !bytes.Equal(got, []byte{0x78, 0xf3, 0x53, 0xf3}) || !f.VerifyICRC() {
+		t.Fatalf("ICRC wire bytes %x, want 78f353f3", got)
 	}
 }
