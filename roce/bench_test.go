@@ -84,7 +84,7 @@ func BenchmarkRequesterWrite(b *testing.B) {
 		}
 		// ACK the last PSN sent.
 		setAckPSN(ack, wire.PSNAdd(qp.req.psn, -1))
-		s.input(ack)
+		s.Input(ack)
 		cq.wcs = cq.wcs[:0]
 	}
 	if link.sent != b.N*pkts {
@@ -102,7 +102,7 @@ func BenchmarkResponderWrite(b *testing.B) {
 	h := wire.Headers{BTH: wire.BTHFields{Opcode: wire.RCWriteFirst, DestQP: qp.QPN(), PKey: wire.DefaultPKey},
 		RETH: wire.RETHFields{VA: 0x10000, RKey: mr.RKey(), Length: 1 << 20}}
 	first := wire.AppendFrame(nil, &e, &h, make([]byte, 4096))
-	s.input(first)
+	s.Input(first)
 	h.BTH.Opcode = wire.RCWriteMiddle
 	frames := make([][]byte, 200)
 	for i := range frames {
@@ -120,11 +120,11 @@ func BenchmarkResponderWrite(b *testing.B) {
 			qp.resp.inMsg, qp.resp.epsn = msgNone, 0
 			qp.mu.Unlock()
 			h.BTH.Opcode, h.BTH.PSN = wire.RCWriteFirst, 0
-			s.input(wire.AppendFrame(nil, &e, &h, make([]byte, 4096)))
+			s.Input(wire.AppendFrame(nil, &e, &h, make([]byte, 4096)))
 			i = 0
 			b.StartTimer()
 		}
-		s.input(frames[i])
+		s.Input(frames[i])
 		i++
 	}
 	if got := s.ctr.Get(RcvdPkts); got < uint64(b.N) {
@@ -161,7 +161,7 @@ func TestWritePathAllocs(t *testing.T) {
 			t.Fatal(err)
 		}
 		setAckPSN(ack, wire.PSNAdd(qp.req.psn, -1))
-		s.input(ack)
+		s.Input(ack)
 		if len(cq.wcs) != 1 || cq.wcs[0].Status != verbs.WCSuccess {
 			t.Fatalf("completions %v", cq.wcs)
 		}
@@ -181,7 +181,7 @@ func TestWritePathAllocs(t *testing.T) {
 		frames[i] = wire.AppendFrame(nil, &e, &h, make([]byte, 4096))
 	}
 	i := 0
-	if a := testing.AllocsPerRun(200, func() { s.input(frames[i]); i++ }); a != 0 {
+	if a := testing.AllocsPerRun(200, func() { s.Input(frames[i]); i++ }); a != 0 {
 		t.Fatalf("responder: %v allocations per WRITE packet", a)
 	}
 	if got := s.ctr.Get(AcksSent); got < 200 {

@@ -233,6 +233,9 @@ func (qp *QP) retry(psn uint32) {
 	r.retryLeft--
 	qp.s.ctr.inc(CompleterRetryErr)
 	r.retrying = true
+	if w, _ := r.wqeAt(psn); w != nil {
+		r.replayFloor = w.maxK
+	}
 	qp.rewind(psn)
 }
 
@@ -316,11 +319,40 @@ func (qp *QP) handleReadResponse(p *wire.Packet, psn uint32) {
 		// Responses before this one were lost (implied NAK). Only one
 		// retry runs at a time: the rest of the old burst is ignored.
 		missing := wire.PSNAdd(w.firstPSN, w.rcvd)
-		if r.retrying {
+		// Responses of one burst ascend. After a retry, a response at or
+		// below replayFloor cannot belong to a burst already seen: it is
+		// from the responder's replay of the retried READ.
+		fromReplay := r.retrying && k <= r.replayFloor
+		if k > w.maxK {
+			w.maxK = k
+		}
+		if r.retrying && !fromReplay {
 			qp.s.ctr.inc(DuplicateResponse)
 			if qp.s.tracing() {
 				qp.s.tracef(qp.cfg.QPN, "comp", "%v psn=%d while psn %d is missing and a retry is under way: ignored", p.Opcode(), psn, missing)
 			}
+			return
+		}
+		if fromReplay {
+			// The responder replayed the retried READ, but the missing
+			// response was lost again. The peer is alive and answering:
+			// that restores the retry count, as a response would, and the
+			// READ is asked again at once instead of after a timeout. A
+			// bound on such rounds without a byte placed keeps a peer that
+			// never sends the missing response from holding the QP forever.
+			r.stalls++
+			if r.stalls > 8*(int(qp.attr.RetryCnt)+1) {
+				qp.s.ctr.inc(RetryExceededErr)
+				qp.failAt(missing, verbs.WCRetryExcErr)
+				return
+			}
+			r.retryLeft = qp.attr.RetryCnt
+			if qp.s.tracing() {
+				qp.s.tracef(qp.cfg.QPN, "comp", "%v psn=%d from the replay, psn %d lost again: peer alive, ask again", p.Opcode(), psn, missing)
+			}
+			qp.s.ctr.inc(ImpliedNak)
+			qp.retry(missing)
+			r.replayFloor = k // the rest of this replay ascends past k
 			return
 		}
 		qp.s.ctr.inc(ImpliedNak)
@@ -356,6 +388,10 @@ func (qp *QP) handleReadResponse(p *wire.Packet, psn uint32) {
 		}
 	}
 	w.rcvd++
+	if k > w.maxK {
+		w.maxK = k
+	}
+	r.stalls = 0
 	r.unacked = wire.PSNAdd(psn, 1)
 	if w.rcvd == w.npkts {
 		w.done = true

@@ -108,7 +108,7 @@ func FuzzEstablishedQP(f *testing.F) {
 			h := p.Headers()
 			h.BTH.DestQP, h.BTH.PKey = 0x11, wire.DefaultPKey
 			frame = wire.AppendFrame(frame[:0], &e, &h, p.Payload())
-			s.input(frame)
+			s.Input(frame)
 			clk.RunFor(10_000) // let timers fire now and then
 		}
 		clk.RunFor(1e9)

@@ -119,7 +119,7 @@ func (h *harness) newNode(name string, ep *transport.SimEndpoint, n byte, o qpOp
 		nd.addr = netip.MustParseAddr(fmt.Sprintf("2001:db8::%d", n))
 	}
 	var err error
-	cfg := Config{Link: ep, Clock: h.clk, MAC: nd.mac, Addrs: []netip.Addr{nd.addr}, Window: o.window}
+	cfg := Config{Link: ep, Clock: h.clk, MAC: nd.mac, Addrs: []netip.Addr{nd.addr}, Window: o.window, DeferAcks: true}
 	if o.trace {
 		cfg.Trace = func(e TraceEvent) { h.trace = append(h.trace, name+" "+e.String()) }
 	}

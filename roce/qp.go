@@ -26,6 +26,7 @@ type QP struct {
 	txbuf     []byte
 	scratch   [8]byte
 	wc        verbs.WC
+	ackQueued bool // on the stack's list of QPs owing an ACK
 	destroyed bool
 
 	req  requester
@@ -300,18 +301,16 @@ func (qp *QP) emit(frame []byte) {
 	}
 }
 
-// timer is a restartable one-shot on the stack's clock that allocates only
-// when no callback is pending: set moves the deadline, and an early
-// callback re-arms itself for the remainder. This keeps the per-ACK timer
-// restart free of allocations.
+// timer is a restartable one-shot on the stack's clock. The clock timer is
+// created once and then only Reset, so restarting it (per ACK, per retry)
+// allocates nothing. A callback that raced with a later set or stop sees
+// the new deadline or the inactive flag and does nothing.
 type timer struct {
 	qp       *QP
 	fire     func()
 	cb       func()
 	deadline time.Duration
-	fireAt   time.Duration
 	active   bool
-	pending  bool
 	t        clock.Timer
 }
 
@@ -323,33 +322,31 @@ func (t *timer) init(qp *QP, fire func()) {
 // set (re)starts the timer to expire d from now. Caller holds qp.mu.
 func (t *timer) set(d time.Duration) {
 	clk := t.qp.s.cfg.Clock
-	now := clk.Now()
-	t.deadline, t.active = now+d, true
-	if t.pending && t.fireAt <= t.deadline {
-		return // the pending callback fires first and re-arms
+	t.deadline, t.active = clk.Now()+d, true
+	if t.t == nil {
+		t.t = clk.AfterFunc(d, t.cb)
+		return
 	}
-	if t.pending {
-		t.t.Stop()
-	}
-	t.pending, t.fireAt = true, t.deadline
-	t.t = clk.AfterFunc(d, t.cb)
+	t.t.Reset(d)
 }
 
 // stop cancels the timer. Caller holds qp.mu.
-func (t *timer) stop() { t.active = false }
+func (t *timer) stop() {
+	t.active = false
+	if t.t != nil {
+		t.t.Stop()
+	}
+}
 
 func (t *timer) expired() {
 	qp := t.qp
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
-	t.pending = false
 	if !t.active || qp.destroyed {
 		return
 	}
-	now := qp.s.cfg.Clock.Now()
-	if now < t.deadline {
-		t.pending, t.fireAt = true, t.deadline
-		t.t = qp.s.cfg.Clock.AfterFunc(t.deadline-now, t.cb)
+	if now := qp.s.cfg.Clock.Now(); now < t.deadline {
+		t.t.Reset(t.deadline - now) // a stale callback of an earlier setting
 		return
 	}
 	t.active = false

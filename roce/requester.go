@@ -32,6 +32,7 @@ type swqe struct {
 	done     bool   // acknowledged or fully answered
 	rdAtomic bool   // READ or atomic: completed by a response
 	rcvd     int    // READ response packets placed so far
+	maxK     int    // highest READ response index seen, placed or not
 	credit   bool   // consumes a receive WQE at the responder
 	local    bool   // LOCAL_INV: never on the wire
 	errSt    verbs.WCStatus
@@ -60,6 +61,8 @@ type requester struct {
 	rnrLeft       uint8
 	rnrWait       bool
 	retrying      bool // a retry sequence is under way: one at a time
+	replayFloor   int  // READ responses at or below it come from a replay
+	stalls        int  // alive-but-no-progress rounds for the oldest READ
 	rnrPSN        uint32
 	drainNotified bool
 
@@ -122,7 +125,7 @@ func (qp *QP) PostSend(wr *verbs.SendWR) error {
 		return ErrTooManySGE
 	}
 	sgl, inl := w.sgl[:0], w.inline[:0]
-	*w = swqe{wr: *wr, sgl: append(sgl, wr.SGL...), inline: inl}
+	*w = swqe{wr: *wr, sgl: append(sgl, wr.SGL...), inline: inl, maxK: -1}
 	w.wr.SGL = w.sgl
 	w.length = int(memory.TotalLength(w.sgl))
 	switch wr.Opcode {

@@ -116,7 +116,10 @@ func (qp *QP) receive(f *wire.Frame) {
 		return
 	}
 	qp.resp.request(p)
-	qp.resp.flushAck()
+	if qp.resp.ackPending && !qp.ackQueued {
+		qp.ackQueued = true
+		qp.s.ackDue(qp)
+	}
 }
 
 // request handles a request packet.

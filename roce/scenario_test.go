@@ -540,3 +540,43 @@ func TestModifyToErrFlushes(t *testing.T) {
 	a.post(t, verbs.SendWR{ID: 6, Opcode: verbs.WRSend, SGL: []verbs.SGE{a.sge(0, 10)}})
 	wantWC(t, a.scq.take(), verbs.WC{WRID: 6, Status: verbs.WCWRFlushErr})
 }
+
+// ACK coalescing: a burst of WRITEs arriving together is answered by one
+// ACK for the last PSN (§9.7.5.1.1 lets a responder acknowledge several
+// requests with one ACK).
+func TestAckCoalescing(t *testing.T) {
+	h := newHarness(t, defaultOpts())
+	a, b := h.a, h.b
+	for i := uint64(1); i <= 10; i++ {
+		a.post(t, verbs.SendWR{ID: i, Opcode: verbs.WRRDMAWrite, SGL: []verbs.SGE{a.sge(0, 64)}, RemoteAddr: b.va(0), RKey: b.mr.RKey()})
+	}
+	h.run()
+	if got := len(a.scq.take()); got != 10 {
+		t.Fatalf("%d completions", got)
+	}
+	if sent, co := b.stack.ctr.Get(AcksSent), b.stack.ctr.Get(AcksCoalesced); sent != 1 || co != 9 {
+		t.Fatalf("acks_sent=%d acks_coalesced=%d, want 1 and 9", sent, co)
+	}
+}
+
+// A READ response the responder sends but that never arrives, while the
+// rest of every replay does: each replay shows the peer alive and the READ
+// is asked again at once, but the rounds are bounded, so the WQE still ends
+// in RETRY_EXC_ERR and the QP in ERR rather than looping forever.
+func TestReadResponseAlwaysLost(t *testing.T) {
+	o := withScript(func(d transport.Direction, _ int, frame []byte) transport.Verdict {
+		if op, psn, ok := opcodeOf(frame); ok && d == transport.BtoA && op == wire.RCReadResponseMiddle && psn == 1001 {
+			return transport.Drop()
+		}
+		return transport.Pass()
+	})
+	o.retryCnt = 2
+	h := newHarness(t, o)
+	a, b := h.a, h.b
+	a.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRRDMARead, SGL: []verbs.SGE{a.sge(0, 4096)}, RemoteAddr: b.va(0), RKey: b.mr.RKey()})
+	h.run()
+	wantWC(t, a.scq.take(), verbs.WC{WRID: 1, Status: verbs.WCRetryExcErr})
+	if got := b.stack.ctr.Get(ReadReplays); got < 8*3 || got > 8*3+3 {
+		t.Fatalf("%d replays, want about 8*(retry_cnt+1)=24", got)
+	}
+}

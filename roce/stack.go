@@ -35,6 +35,14 @@ type Config struct {
 	AckEvery int
 	// Trace, if set, receives every state change and PSN/ACK/NAK decision.
 	Trace func(TraceEvent)
+	// DeferAcks coalesces ACKs across frames delivered one by one: the
+	// ACKs requested by every frame that arrives at the same instant are
+	// answered by one ACK per QP once the clock has run all the events due
+	// then (on the virtual clock, a burst arriving together). Without it,
+	// ACKs are coalesced within each InputBatch (and Input sends them at
+	// once), which suits links that read frames in batches and keeps
+	// latency at its minimum.
+	DeferAcks bool
 }
 
 // Stack is one device's RoCEv2 engine on one link.
@@ -44,6 +52,14 @@ type Stack struct {
 
 	mu  sync.RWMutex
 	qps map[uint32]*QP
+
+	// ACK coalescing: QPs with an ACK due, flushed after a batch.
+	ackMu        sync.Mutex
+	ackDirty     []*QP
+	ackScheduled bool
+	ackTimer     clock.Timer
+	flushMu      sync.Mutex
+	ackWork      []*QP
 }
 
 // ErrUnsupported is returned for QP types the engine does not implement.
@@ -70,8 +86,58 @@ func NewStack(cfg Config) (*Stack, error) {
 		cfg.AckEvery = 64
 	}
 	s := &Stack{cfg: cfg, qps: make(map[uint32]*QP)}
-	cfg.Link.SetReceiver(s.input)
+	cfg.Link.SetReceiver(s.Input)
 	return s, nil
+}
+
+// Input processes one frame from the link (the link's receive hook); the
+// frame is only read during the call.
+func (s *Stack) Input(frame []byte) {
+	s.input(frame)
+	if !s.cfg.DeferAcks {
+		s.flushAcks()
+	}
+}
+
+// InputBatch processes frames that arrived together and then sends one
+// coalesced ACK per QP that owes one.
+func (s *Stack) InputBatch(frames [][]byte) {
+	for _, f := range frames {
+		s.input(f)
+	}
+	s.flushAcks()
+}
+
+// ackDue records that qp owes an ACK (called with qp.mu held).
+func (s *Stack) ackDue(qp *QP) {
+	s.ackMu.Lock()
+	s.ackDirty = append(s.ackDirty, qp)
+	if s.cfg.DeferAcks && !s.ackScheduled {
+		s.ackScheduled = true
+		if s.ackTimer == nil {
+			s.ackTimer = s.cfg.Clock.AfterFunc(0, s.flushAcks)
+		} else {
+			s.ackTimer.Reset(0)
+		}
+	}
+	s.ackMu.Unlock()
+}
+
+// flushAcks sends the coalesced ACKs.
+func (s *Stack) flushAcks() {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	s.ackMu.Lock()
+	s.ackWork, s.ackDirty = s.ackDirty, s.ackWork[:0]
+	s.ackScheduled = false
+	s.ackMu.Unlock()
+	for i, qp := range s.ackWork {
+		qp.mu.Lock()
+		qp.ackQueued = false
+		qp.resp.flushAck()
+		qp.mu.Unlock()
+		s.ackWork[i] = nil
+	}
 }
 
 // Counters returns the stack's counters.

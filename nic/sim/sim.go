@@ -147,7 +147,7 @@ type node struct {
 
 func (w *world) newNode(name string, ep transport.Endpoint, n byte) (*node, error) {
 	nd := &node{name: name, mac: [6]byte{0x02, 0x52, 0x4e, 0x49, 0x43, n}, addr: netip.AddrFrom4([4]byte{10, 0, 0, n})}
-	scfg := roce.Config{Link: ep, Clock: w.clk, MAC: nd.mac, Addrs: []netip.Addr{nd.addr}}
+	scfg := roce.Config{Link: ep, Clock: w.clk, MAC: nd.mac, Addrs: []netip.Addr{nd.addr}, DeferAcks: true}
 	if w.cfg.Trace != nil {
 		tw := w.cfg.Trace
 		scfg.Trace = func(e roce.TraceEvent) { fmt.Fprintf(tw, "%s %v\n", name, e) }

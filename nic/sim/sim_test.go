@@ -73,3 +73,25 @@ func TestBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestAcceptance is the issue's randomized end-to-end run: `rnic sim --ops
+// 100000 --loss 0.1 --reorder 0.1 --dup 0.02 --corrupt 0.01`: every
+// completion in post order and successful, every byte and atomic result
+// exact, same seed → same output. Under the race detector it runs 20000
+// operations (the race run is about ten times slower; the full size runs in
+// the plain test pass).
+func TestAcceptance(t *testing.T) {
+	ops := 100000
+	if raceEnabled {
+		ops = 20000
+	}
+	cfg := Config{Ops: ops, Seed: 42, Loss: 0.1, Reorder: 0.1, Dup: 0.02, Corrupt: 0.01}
+	r, err := Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Passed() {
+		t.Fatalf("%s\n%v", r.Line(), r.Failures)
+	}
+	t.Log(r.Line())
+}

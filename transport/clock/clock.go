@@ -27,6 +27,11 @@ type Timer interface {
 	// Stop cancels the timer; it reports whether the call prevented f from
 	// running.
 	Stop() bool
+	// Reset makes the timer run its function once d from now, whether it
+	// already ran, is pending or was stopped; it reports whether it was
+	// pending. Unlike a new AfterFunc it allocates nothing, so engines
+	// restart timers on their hot paths with it.
+	Reset(d time.Duration) bool
 }
 
 // Real is the wall clock, with its epoch at creation.
@@ -144,6 +149,25 @@ type event struct {
 	f     func()
 	index int
 	clock *Virtual
+}
+
+// Reset implements Timer. The event is (re)scheduled with a fresh sequence
+// number, so it runs after every event already due at the same instant.
+func (e *event) Reset(d time.Duration) bool {
+	if d < 0 {
+		d = 0
+	}
+	v := e.clock
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.seq++
+	e.at, e.seq = v.now+d, v.seq
+	if e.index >= 0 {
+		heap.Fix(&v.events, e.index)
+		return true
+	}
+	heap.Push(&v.events, e)
+	return false
 }
 
 // Stop implements Timer.
