@@ -87,7 +87,13 @@ func (qp *QP) handleAck(p *wire.Packet, psn uint32) {
 		qp.updateCredits(aeth)
 		if wire.PSNBefore(psn, r.unacked) {
 			qp.s.ctr.inc(DuplicateResponse)
+			if qp.s.tracing() {
+				qp.s.tracef(qp.cfg.QPN, "comp", "%v psn=%d: already acknowledged, credits updated", syn, psn)
+			}
 			return
+		}
+		if qp.s.tracing() {
+			qp.s.tracef(qp.cfg.QPN, "comp", "%v psn=%d msn=%d: acknowledges every PSN up to %d", syn, psn, aeth.MSN(), psn)
 		}
 		qp.ackBefore(wire.PSNAdd(psn, 1))
 	case wire.AckTypeRNRNAK:

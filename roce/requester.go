@@ -443,6 +443,9 @@ func (r *requester) retire() {
 		if w.rdAtomic {
 			r.rdAtomicOut--
 		}
+		if qp.s.tracing() {
+			qp.s.tracef(qp.cfg.QPN, "comp", "wr %d (%v, psn %d..%d) complete", w.wr.ID, w.wr.Opcode, w.firstPSN, w.lastPSN)
+		}
 		if qp.cfg.SigAll || w.wr.Flags&verbs.SendSignaled != 0 {
 			wc := verbs.WC{WRID: w.wr.ID, Status: verbs.WCSuccess, Opcode: w.wr.Opcode.CompletionOpcode(), QPN: qp.cfg.QPN}
 			if w.rdAtomic {

@@ -180,6 +180,9 @@ func (rs *responder) sequenceOK(info *wire.OpInfo) bool {
 
 // advance accepts the packet: the expected PSN moves on.
 func (rs *responder) advance(psn uint32, n int, ackReq bool) {
+	if qp := rs.qp; qp.s.tracing() {
+		qp.s.tracef(qp.cfg.QPN, "resp", "psn %d accepted, expect %d next (msn %d, ack requested %v)", psn, wire.PSNAdd(psn, n), rs.msn, ackReq)
+	}
 	rs.epsn = wire.PSNAdd(psn, n)
 	rs.nakSent = false
 	if ackReq {
@@ -413,6 +416,9 @@ func (rs *responder) readResponses(res *resource, k int) {
 				return
 			}
 		}
+		if qp.s.tracing() {
+			qp.s.tracef(qp.cfg.QPN, "resp", "send %v psn=%d len=%d", h.BTH.Opcode, psn, n)
+		}
 		qp.emit(frame)
 		qp.s.ctr.inc(ReadResponsesSent)
 	}
@@ -458,6 +464,9 @@ func (rs *responder) atomicAck(psn uint32, orig uint64) {
 	h.AETH = wire.AETHFields{Syndrome: rs.credits(), MSN: rs.msn}
 	h.AtomicAck = orig
 	frame, _ := rs.qp.startFrame(&h, 0)
+	if qp := rs.qp; qp.s.tracing() {
+		qp.s.tracef(qp.cfg.QPN, "resp", "send ATOMIC Acknowledge psn=%d original=%#x", psn, orig)
+	}
 	rs.qp.emit(frame)
 }
 
@@ -546,6 +555,9 @@ func (rs *responder) sendAck(s wire.Syndrome, psn uint32) {
 	h.BTH.PSN = psn
 	h.AETH = wire.AETHFields{Syndrome: s, MSN: rs.msn}
 	frame, _ := qp.startFrame(&h, 0)
+	if qp.s.tracing() {
+		qp.s.tracef(qp.cfg.QPN, "resp", "send %v psn=%d msn=%d", s, psn, rs.msn)
+	}
 	qp.emit(frame)
 	if s.Type() == wire.AckTypeACK {
 		qp.s.ctr.inc(AcksSent)
