@@ -25,7 +25,7 @@ func captureFiles(t *testing.T) []string {
 	return files
 }
 
-func readFrames(t *testing.T, path string) [][]byte {
+func readFrames(t testing.TB, path string) [][]byte {
 	t.Helper()
 	fh, err := os.Open(path)
 	if err != nil {

@@ -2,13 +2,23 @@ package wire
 
 import (
 	"bytes"
+	"path/filepath"
 	"testing"
 )
 
-// seedFrames adds one frame per valid opcode, plus the ICRC vectors.
+// seedFrames adds one frame per valid opcode, the ICRC vectors, and every
+// RoCEv2 frame of the real captures kept in testdata/captures.
 func seedFrames(f *testing.F) {
 	for _, v := range icrcVectors {
 		f.Add(mustHex(f, v.hex))
+	}
+	files, _ := filepath.Glob("../../testdata/captures/rxe-*.pcap")
+	for _, path := range files {
+		for _, b := range readFrames(f, path) {
+			if isRoCEUDP(b) {
+				f.Add(b)
+			}
+		}
 	}
 	for i, op := range validOpcodes() {
 		e := testEncap(i%2 == 1, i%3 == 0)
