@@ -349,7 +349,9 @@ func TestSimLinkConcurrentUse(t *testing.T) {
 		}()
 	}
 	done := make(chan struct{})
+	runnerExited := make(chan struct{})
 	go func() {
+		defer close(runnerExited)
 		for {
 			select {
 			case <-done:
@@ -361,6 +363,9 @@ func TestSimLinkConcurrentUse(t *testing.T) {
 	}()
 	wg.Wait()
 	close(done)
+	// The runner may be in the middle of a delivery it already took off
+	// the clock: wait for it before the final drain and the counters.
+	<-runnerExited
 	clk.Run(nil)
 	st := a.Stats()
 	checkConservation(t, "a", st)
