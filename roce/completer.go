@@ -38,6 +38,14 @@ func (qp *QP) handleResponse(p *wire.Packet) {
 	}
 	before := r.unacked
 	info := p.Info()
+	if info.Kind == wire.KindReadResponse || info.Kind == wire.KindAtomicAck {
+		if qp.replayShowsPeerAlive(p, psn) {
+			return
+		}
+		if wire.PSNBefore(r.maxRespPSN, psn) {
+			r.maxRespPSN = psn
+		}
+	}
 	switch info.Kind {
 	case wire.KindAck:
 		qp.handleAck(p, psn)
@@ -53,7 +61,7 @@ func (qp *QP) handleResponse(p *wire.Packet) {
 		// Forward progress resets the retry counters (IBTA §9.7.6.1.3)
 		// and restarts the timer.
 		r.retryLeft, r.rnrLeft = qp.attr.RetryCnt, qp.attr.RNRRetry
-		r.retrying = false
+		r.retrying, r.stalls = false, 0
 		r.retx.stop()
 	}
 	r.retire()
@@ -239,9 +247,7 @@ func (qp *QP) retry(psn uint32) {
 	r.retryLeft--
 	qp.s.ctr.inc(CompleterRetryErr)
 	r.retrying = true
-	if w, _ := r.wqeAt(psn); w != nil {
-		r.replayFloor = w.maxK
-	}
+	r.replayFloor = r.maxRespPSN
 	qp.rewind(psn)
 }
 
@@ -325,40 +331,11 @@ func (qp *QP) handleReadResponse(p *wire.Packet, psn uint32) {
 		// Responses before this one were lost (implied NAK). Only one
 		// retry runs at a time: the rest of the old burst is ignored.
 		missing := wire.PSNAdd(w.firstPSN, w.rcvd)
-		// Responses of one burst ascend. After a retry, a response at or
-		// below replayFloor cannot belong to a burst already seen: it is
-		// from the responder's replay of the retried READ.
-		fromReplay := r.retrying && k <= r.replayFloor
-		if k > w.maxK {
-			w.maxK = k
-		}
-		if r.retrying && !fromReplay {
+		if r.retrying {
 			qp.s.ctr.inc(DuplicateResponse)
 			if qp.s.tracing() {
 				qp.s.tracef(qp.cfg.QPN, "comp", "%v psn=%d while psn %d is missing and a retry is under way: ignored", p.Opcode(), psn, missing)
 			}
-			return
-		}
-		if fromReplay {
-			// The responder replayed the retried READ, but the missing
-			// response was lost again. The peer is alive and answering:
-			// that restores the retry count, as a response would, and the
-			// READ is asked again at once instead of after a timeout. A
-			// bound on such rounds without a byte placed keeps a peer that
-			// never sends the missing response from holding the QP forever.
-			r.stalls++
-			if r.stalls > 8*(int(qp.attr.RetryCnt)+1) {
-				qp.s.ctr.inc(RetryExceededErr)
-				qp.failAt(missing, verbs.WCRetryExcErr)
-				return
-			}
-			r.retryLeft = qp.attr.RetryCnt
-			if qp.s.tracing() {
-				qp.s.tracef(qp.cfg.QPN, "comp", "%v psn=%d from the replay, psn %d lost again: peer alive, ask again", p.Opcode(), psn, missing)
-			}
-			qp.s.ctr.inc(ImpliedNak)
-			qp.retry(missing)
-			r.replayFloor = k // the rest of this replay ascends past k
 			return
 		}
 		qp.s.ctr.inc(ImpliedNak)
@@ -394,10 +371,6 @@ func (qp *QP) handleReadResponse(p *wire.Packet, psn uint32) {
 		}
 	}
 	w.rcvd++
-	if k > w.maxK {
-		w.maxK = k
-	}
-	r.stalls = 0
 	r.unacked = wire.PSNAdd(psn, 1)
 	if w.rcvd == w.npkts {
 		w.done = true
@@ -425,4 +398,38 @@ func (qp *QP) handleAtomicAck(p *wire.Packet, psn uint32) {
 	}
 	w.done = true
 	r.unacked = wire.PSNAdd(psn, 1)
+}
+
+// replayShowsPeerAlive handles a READ response or atomic acknowledgement
+// that arrives while a retry is under way and answers a PSN beyond the
+// missing one, at or below the highest PSN answered before the retry.
+// Responses of one burst ascend, so such a response cannot be a straggler
+// of a burst already seen: it is the responder replaying our retransmitted
+// requests, and only the missing answer was lost again. The peer is alive
+// and answering, which restores retry_cnt as a response does, and the
+// requester asks again at once instead of after a timeout. Rounds like
+// this without any progress are bounded (8 × (retry_cnt+1)), so a peer that
+// never delivers the missing answer still ends in RETRY_EXC_ERR. It reports
+// whether it consumed the packet.
+func (qp *QP) replayShowsPeerAlive(p *wire.Packet, psn uint32) bool {
+	r := &qp.req
+	if !r.retrying || !wire.PSNBefore(r.unacked, psn) || wire.PSNBefore(r.replayFloor, psn) {
+		return false
+	}
+	r.stalls++
+	if r.stalls > 8*(int(qp.attr.RetryCnt)+1) {
+		qp.s.ctr.inc(RetryExceededErr)
+		qp.failAt(r.unacked, verbs.WCRetryExcErr)
+		return true
+	}
+	if qp.s.tracing() {
+		qp.s.tracef(qp.cfg.QPN, "comp", "%v psn=%d replayed while psn %d is still missing: peer alive, ask again", p.Opcode(), psn, r.unacked)
+	}
+	r.retryLeft = qp.attr.RetryCnt
+	qp.s.ctr.inc(ImpliedNak)
+	qp.retry(r.unacked)
+	r.replayFloor = psn // the rest of this replay ascends past psn
+	r.progress()
+	qp.updateTimer()
+	return true
 }

@@ -32,7 +32,6 @@ type swqe struct {
 	done     bool   // acknowledged or fully answered
 	rdAtomic bool   // READ or atomic: completed by a response
 	rcvd     int    // READ response packets placed so far
-	maxK     int    // highest READ response index seen, placed or not
 	credit   bool   // consumes a receive WQE at the responder
 	local    bool   // LOCAL_INV: never on the wire
 	errSt    verbs.WCStatus
@@ -60,9 +59,10 @@ type requester struct {
 	retryLeft     uint8
 	rnrLeft       uint8
 	rnrWait       bool
-	retrying      bool // a retry sequence is under way: one at a time
-	replayFloor   int  // READ responses at or below it come from a replay
-	stalls        int  // alive-but-no-progress rounds for the oldest READ
+	retrying      bool   // a retry sequence is under way: one at a time
+	maxRespPSN    uint32 // highest PSN answered by a READ response or atomic ACK
+	replayFloor   uint32 // while retrying, answers at or below it are replays
+	stalls        int    // retries answered by the peer without progress
 	rnrPSN        uint32
 	drainNotified bool
 
@@ -103,7 +103,10 @@ func (r *requester) reset() {
 
 func (r *requester) slot(i uint64) *swqe { return &r.sq[i%uint64(len(r.sq))] }
 
-func (r *requester) setPSN(p uint32) { r.psn, r.unacked, r.maxSent = p, p, p }
+func (r *requester) setPSN(p uint32) {
+	r.psn, r.unacked, r.maxSent = p, p, p
+	r.maxRespPSN = wire.PSNAdd(p, -1)
+}
 
 // PostSend implements verbs.Engine.
 func (qp *QP) PostSend(wr *verbs.SendWR) error {
@@ -125,7 +128,7 @@ func (qp *QP) PostSend(wr *verbs.SendWR) error {
 		return ErrTooManySGE
 	}
 	sgl, inl := w.sgl[:0], w.inline[:0]
-	*w = swqe{wr: *wr, sgl: append(sgl, wr.SGL...), inline: inl, maxK: -1}
+	*w = swqe{wr: *wr, sgl: append(sgl, wr.SGL...), inline: inl}
 	w.wr.SGL = w.sgl
 	w.length = int(memory.TotalLength(w.sgl))
 	switch wr.Opcode {

@@ -27,7 +27,7 @@ type Config struct {
 	Corrupt float64 // probability that a bit of a frame flips
 	Seed    uint64
 	MTU     int // path MTU in bytes: 256, 512, 1024, 2048 or 4096
-	MaxMsg  int // largest message in bytes (sizes are uniform in [0, MaxMsg])
+	MaxMsg  int // largest message in bytes (sizes are uniform in [0, MaxMsg]; 0: DefaultMaxMsg)
 	// Depth is how many operations each QP keeps outstanding.
 	Depth int
 	// Timeout is the local ACK timeout exponent (4.096 µs × 2^Timeout).
@@ -63,21 +63,34 @@ func (r *Result) Passed() bool {
 	return r.Failed == 0 && r.MismatchedBytes == 0 && r.OK == r.Ops
 }
 
+// Defaults of the fields a zero Config leaves unset, shared with the
+// `rnic sim` flags.
+const (
+	DefaultOps    = 1000
+	DefaultQPs    = 4
+	DefaultMTU    = 1024
+	DefaultMaxMsg = 16384
+	DefaultDepth  = 8
+)
+
 func (c *Config) defaults() error {
 	if c.Ops < 0 || c.QPs < 0 || c.MaxMsg < 0 || c.Depth < 0 {
 		return errors.New("sim: negative ops, qps, max-msg or depth")
 	}
 	if c.QPs == 0 {
-		c.QPs = 1
+		c.QPs = DefaultQPs
 	}
 	if c.MTU == 0 {
-		c.MTU = 1024
+		c.MTU = DefaultMTU
+	}
+	if c.MaxMsg == 0 {
+		c.MaxMsg = DefaultMaxMsg
 	}
 	if verbs.MTUFromBytes(c.MTU) == 0 {
 		return fmt.Errorf("sim: path MTU %d is not 256, 512, 1024, 2048 or 4096", c.MTU)
 	}
 	if c.Depth == 0 {
-		c.Depth = 8
+		c.Depth = DefaultDepth
 	}
 	if c.Timeout == 0 {
 		c.Timeout = 10 // 4.2 ms: short virtual waits, long enough for any RTT here

@@ -93,5 +93,9 @@ func TestAcceptance(t *testing.T) {
 	if !r.Passed() {
 		t.Fatalf("%s\n%v", r.Line(), r.Failures)
 	}
+	// Sizes are uniform in [0, 16 KiB]: about 8 KiB per non-atomic op.
+	if r.Bytes < int64(ops)*4096 {
+		t.Fatalf("only %d bytes moved: the workload is not the one asked for", r.Bytes)
+	}
 	t.Log(r.Line())
 }
