@@ -48,6 +48,10 @@ const (
 	AtomicReplays                     // duplicate atomics answered from the cache
 	ResourceMiss                      // duplicate READ/atomic no longer in the resource ring
 	CQOverflow                        // a completion could not be queued
+	QKeyViolation                     // UD: Q_Key did not match
+	RcvNoBuf                          // UC/UD: no receive WQE, message dropped
+	UCDroppedMsgs                     // UC: message dropped (gap, length, access)
+	UDTooLong                         // UD: message longer than the receive buffer
 	NumCounters
 )
 
@@ -59,6 +63,7 @@ var counterNames = [NumCounters]string{
 	"misaligned_atomic", "ghost_ack", "duplicate_response", "implied_nak", "unexpected_opcode",
 	"no_qp", "qp_not_ready", "addr_mismatch", "bad_pkey", "icrc_err",
 	"read_responses_sent", "read_replays", "atomic_replays", "resource_miss", "cq_overflow",
+	"qkey_violation", "rcv_no_buf", "uc_dropped_msgs", "ud_too_long",
 }
 
 func (c Counter) String() string { return counterNames[c] }

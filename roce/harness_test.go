@@ -88,6 +88,8 @@ type qpOpts struct {
 	faults          transport.FaultConfig
 	seed            uint64
 	trace           bool
+	qpType          verbs.QPType // RC unless set
+	qkey            uint32       // UD
 }
 
 func defaultOpts() qpOpts {
@@ -136,8 +138,12 @@ func (h *harness) newNode(name string, ep *transport.SimEndpoint, n byte, o qpOp
 	if err != nil {
 		t.Fatal(err)
 	}
+	typ := o.qpType
+	if typ == 0 {
+		typ = verbs.QPTypeRC
+	}
 	eng, err := nd.stack.CreateQP(&verbs.QPConfig{
-		Type: verbs.QPTypeRC, QPN: 0x100 + uint32(n), PD: 1, Memory: nd.mem,
+		Type: typ, QPN: 0x100 + uint32(n), PD: 1, Memory: nd.mem, PortMTU: verbs.MTU1024,
 		SendCQ: nd.scq, RecvCQ: nd.rcq, RQ: nd.rq, UsesSRQ: o.useSRQ,
 		Cap:   verbs.QPCap{MaxSendWR: o.sqDepth, MaxRecvWR: 1024, MaxSendSGE: 4, MaxRecvSGE: 4, MaxInlineData: 256},
 		Event: func(e verbs.AsyncEvent) { nd.events = append(nd.events, e) },
@@ -158,14 +164,27 @@ func (h *harness) connect(n, peer *node, o qpOpts) {
 			t.Fatal(err)
 		}
 	}
+	if o.qpType == verbs.QPTypeUD {
+		must(verbs.QPSReset, verbs.QPAttr{State: verbs.QPSInit, QKey: o.qkey}, verbs.AttrQKey)
+		must(verbs.QPSInit, verbs.QPAttr{State: verbs.QPSRTR}, 0)
+		must(verbs.QPSRTR, verbs.QPAttr{State: verbs.QPSRTS, SQPSN: 1000}, verbs.AttrSQPSN)
+		return
+	}
 	must(verbs.QPSReset, verbs.QPAttr{State: verbs.QPSInit, AccessFlags: o.access}, verbs.AttrAccessFlags)
 	dgid := peer.addr
 	if dgid.Is4() {
 		dgid = netip.AddrFrom16(dgid.As16())
 	}
+	rtr := verbs.AttrAV | verbs.AttrPathMTU | verbs.AttrDestQPN | verbs.AttrRQPSN
+	if o.qpType != verbs.QPTypeUC {
+		rtr |= verbs.AttrMaxDestRdAtomic | verbs.AttrMinRNRTimer
+	}
 	must(verbs.QPSInit, verbs.QPAttr{State: verbs.QPSRTR, AV: verbs.AddressVector{DGID: dgid, DMAC: peer.mac, HopLimit: 64},
-		PathMTU: o.mtu, DestQPN: peer.qp.QPN(), RQPSN: 1000, MaxDestRdAtomic: o.maxDestRdAtomic, MinRNRTimer: o.minRNRTimer},
-		verbs.AttrAV|verbs.AttrPathMTU|verbs.AttrDestQPN|verbs.AttrRQPSN|verbs.AttrMaxDestRdAtomic|verbs.AttrMinRNRTimer)
+		PathMTU: o.mtu, DestQPN: peer.qp.QPN(), RQPSN: 1000, MaxDestRdAtomic: o.maxDestRdAtomic, MinRNRTimer: o.minRNRTimer}, rtr)
+	if o.qpType == verbs.QPTypeUC {
+		must(verbs.QPSRTR, verbs.QPAttr{State: verbs.QPSRTS, SQPSN: 1000}, verbs.AttrSQPSN)
+		return
+	}
 	must(verbs.QPSRTR, verbs.QPAttr{State: verbs.QPSRTS, SQPSN: 1000, Timeout: o.timeout, RetryCnt: o.retryCnt,
 		RNRRetry: o.rnrRetry, MaxRdAtomic: o.maxRdAtomic},
 		verbs.AttrSQPSN|verbs.AttrTimeout|verbs.AttrRetryCnt|verbs.AttrRNRRetry|verbs.AttrMaxQPRdAtomic)
@@ -176,6 +195,11 @@ func (h *harness) connect(n, peer *node, o qpOpts) {
 func (h *harness) run() {
 	limit := h.clk.Now() + time.Minute
 	h.clk.Run(func() bool { return h.clk.Now() > limit })
+}
+
+// ah is an address vector towards n (UD).
+func (n *node) ah() *verbs.AddressVector {
+	return &verbs.AddressVector{DGID: netip.AddrFrom16(n.addr.As16()), DMAC: n.mac, HopLimit: 64}
 }
 
 // sge returns an SGE over [off, off+n) of the node's buffer.

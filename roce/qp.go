@@ -25,6 +25,7 @@ type QP struct {
 	peer      netip.Addr
 	txbuf     []byte
 	scratch   [8]byte
+	grh       [GRHLen]byte // UD: the GRH area written into receive buffers
 	wc        verbs.WC
 	ackQueued bool // on the stack's list of QPs owing an ACK
 	destroyed bool
@@ -44,6 +45,14 @@ const maxFrame = wire.EthLen + wire.VLANLen + wire.IPv6Len + wire.UDPLen + wire.
 
 func newQP(s *Stack, cfg *verbs.QPConfig) *QP {
 	qp := &QP{s: s, cfg: *cfg, txbuf: make([]byte, 0, maxFrame)}
+	if cfg.Type == verbs.QPTypeUD {
+		// UD has no path: its messages are one packet of at most the
+		// port's MTU (IBTA §9.8.3, C10-93.1.1 in rxe's reading).
+		qp.mtu = cfg.PortMTU.Bytes()
+		if qp.mtu == 0 {
+			qp.mtu = 1024
+		}
+	}
 	qp.req.init(qp)
 	qp.resp.init(qp)
 	return qp
@@ -161,24 +170,34 @@ func (qp *QP) Modify(cur verbs.QPState, attr *verbs.QPAttr, mask verbs.QPAttrMas
 	return nil
 }
 
-// setPath derives the frame encapsulation from the address vector.
+// setPath derives the connected QP's frame encapsulation from its address
+// vector (RC and UC).
 func (qp *QP) setPath() error {
-	av := &qp.attr.AV
-	s := qp.s
 	qp.mtu = qp.attr.PathMTU.Bytes()
-	if int(av.SGIDIndex) >= len(s.cfg.Addrs) {
-		return fmt.Errorf("roce: sgid index %d out of range", av.SGIDIndex)
+	e, dst, err := qp.pathFor(&qp.attr.AV)
+	if err != nil {
+		return err
 	}
-	src := s.cfg.Addrs[av.SGIDIndex]
+	qp.encap, qp.peer = e, dst
+	return nil
+}
+
+// pathFor builds the encapsulation towards an address vector: source
+// address from the GID table, destination from the DGID (an IPv4-mapped GID
+// means IPv4), traffic class and hop limit into the IP header, the per-QP
+// UDP source port, and the next hop's MAC.
+func (qp *QP) pathFor(av *verbs.AddressVector) (wire.Encap, netip.Addr, error) {
+	s := qp.s
+	if int(av.SGIDIndex) >= len(s.cfg.Addrs) {
+		return wire.Encap{}, netip.Addr{}, fmt.Errorf("roce: sgid index %d out of range", av.SGIDIndex)
+	}
+	src := s.cfg.Addrs[av.SGIDIndex].Unmap()
 	dst := av.DGID
 	if dst.Is4In6() {
 		dst = dst.Unmap()
 	}
-	if src.Is4In6() {
-		src = src.Unmap()
-	}
 	if !dst.IsValid() || src.Is4() != dst.Is4() {
-		return fmt.Errorf("roce: destination %v unreachable from source %v", av.DGID, src)
+		return wire.Encap{}, netip.Addr{}, fmt.Errorf("roce: destination %v unreachable from source %v", av.DGID, src)
 	}
 	e := wire.Encap{
 		SrcMAC: s.cfg.MAC, Src: src, Dst: dst,
@@ -203,8 +222,7 @@ func (qp *QP) setPath() error {
 	default:
 		e.DstMAC = [6]byte{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}
 	}
-	qp.encap, qp.peer = e, dst
-	return nil
+	return e, dst, nil
 }
 
 // SourcePort is the UDP source port rxe uses for a QP: 0xC000 plus a 14-bit
@@ -212,13 +230,33 @@ func (qp *QP) setPath() error {
 // each QP's packets stay on one path.
 func SourcePort(qpn uint32) uint16 { return 0xC000 | uint16((qpn*0x61C88647)>>(32-14)) }
 
+// reliable reports whether the QP is RC: acknowledged, retried, in order.
+func (qp *QP) reliable() bool { return qp.cfg.Type == verbs.QPTypeRC }
+
+// enterSQE moves a UC or UD QP to the Send Queue Error state after a
+// send-side error (IBTA §10.3.1.3): the failed WR has completed with its
+// status, the rest of the send queue is flushed, and the receive side keeps
+// working. Modify SQE→RTS resumes sending.
+func (qp *QP) enterSQE() {
+	if qp.state == verbs.QPSErr || qp.state == verbs.QPSSQE {
+		return
+	}
+	if qp.s.tracing() {
+		qp.s.tracef(qp.cfg.QPN, "qp", "state %v -> SQE", qp.state)
+	}
+	qp.state = verbs.QPSSQE
+	qp.req.flush()
+}
+
 // reset returns the QP to its freshly created condition (modify to RESET):
 // queues are emptied without completions.
 func (qp *QP) reset() {
 	qp.req.reset()
 	qp.resp.reset()
 	qp.attr = verbs.QPAttr{}
-	qp.mtu = 0
+	if qp.cfg.Type != verbs.QPTypeUD {
+		qp.mtu = 0
+	}
 }
 
 // RecvPosted implements verbs.Engine. RC needs no action: an RNR-NAKed
@@ -287,9 +325,14 @@ func (qp *QP) pushRecv(wc verbs.WC) {
 
 // startFrame returns the transmit buffer holding room for the encapsulation
 // and the transport packet of h with an n-byte payload, and the payload room.
+//
+// A connected QP's packets go to its destination QP; a UD packet carries the
+// destination the WR named, already in h.
 func (qp *QP) startFrame(h *wire.Headers, n int) (frame, payload []byte) {
 	h.BTH.PKey = wire.DefaultPKey
-	h.BTH.DestQP = qp.attr.DestQPN
+	if qp.cfg.Type != verbs.QPTypeUD {
+		h.BTH.DestQP = qp.attr.DestQPN
+	}
 	return wire.AppendPacketSpace(qp.txbuf[:qp.encap.EncapLen()], h, n)
 }
 

@@ -116,9 +116,15 @@ func (qp *QP) PostSend(wr *verbs.SendWR) error {
 	if qp.destroyed {
 		return fmt.Errorf("roce: QP %#x destroyed", qp.cfg.QPN)
 	}
-	if qp.state == verbs.QPSErr {
+	if qp.state == verbs.QPSErr || qp.state == verbs.QPSSQE {
 		qp.pushSend(verbs.WC{WRID: wr.ID, Status: verbs.WCWRFlushErr, Opcode: wr.Opcode.CompletionOpcode(), QPN: qp.cfg.QPN})
 		return nil
+	}
+	if !opAllowed(qp.cfg.Type, wr.Opcode) {
+		return fmt.Errorf("roce: opcode %v not supported on %v", wr.Opcode, qp.cfg.Type)
+	}
+	if qp.cfg.Type == verbs.QPTypeUD && wr.AH == nil {
+		return fmt.Errorf("roce: UD send without an address handle")
 	}
 	if r.tail-r.head >= uint64(len(r.sq)) {
 		return ErrSendQueueFull
@@ -140,9 +146,6 @@ func (qp *QP) PostSend(wr *verbs.SendWR) error {
 		w.credit = true
 	case verbs.WRLocalInv:
 		w.local = true
-	case verbs.WRRDMAWrite:
-	default:
-		return fmt.Errorf("roce: opcode %v not supported on RC", wr.Opcode)
 	}
 	if wr.Flags&verbs.SendInline != 0 && !w.local && !w.rdAtomic {
 		// Inline data is copied now, so the buffer may be reused as soon
@@ -171,6 +174,20 @@ func (qp *QP) PostSend(wr *verbs.SendWR) error {
 	r.tail++
 	r.progress()
 	return nil
+}
+
+// opAllowed is the transport's table of send opcodes (IBTA Table 36): UC
+// has no READ and no atomics, UD only SENDs.
+func opAllowed(t verbs.QPType, op verbs.WROpcode) bool {
+	switch op {
+	case verbs.WRSend, verbs.WRSendWithImm:
+		return true
+	case verbs.WRRDMAWrite, verbs.WRRDMAWriteWithImm, verbs.WRLocalInv:
+		return t != verbs.QPTypeUD
+	case verbs.WRRDMARead, verbs.WRAtomicCmpSwp, verbs.WRAtomicFetchAdd, verbs.WRSendWithInv:
+		return t == verbs.QPTypeRC
+	}
+	return false
 }
 
 // packets returns how many PSNs a WQE of length bytes consumes.
@@ -218,7 +235,13 @@ func (r *requester) progress() {
 					break
 				}
 			}
-			if w.credit && !r.unlimited && wire.PSNDiff(w.ssn, r.lsn+1) > 0 {
+			if qp.cfg.Type == verbs.QPTypeUD && w.length > qp.mtu {
+				// A UD message is one packet: longer than the MTU it
+				// fails, it is never silently dropped (rxe fakes success).
+				r.failLocal(w, verbs.WCLocLenErr)
+				break
+			}
+			if w.credit && qp.reliable() && !r.unlimited && wire.PSNDiff(w.ssn, r.lsn+1) > 0 {
 				break // no credit: wait for an ACK that grants one
 			}
 			if int(wire.PSNDiff(r.psn, r.unacked)) >= qp.s.cfg.Window {
@@ -259,6 +282,16 @@ func (r *requester) progress() {
 		}
 		if wire.PSNDiff(r.psn, r.maxSent) > 0 {
 			r.maxSent = r.psn
+		}
+		if !qp.reliable() {
+			// UC and UD complete a WR once its last packet is sent:
+			// nothing is acknowledged or retried.
+			r.unacked = r.psn
+			if r.nextPkt == 0 {
+				w.done = true
+				r.retire()
+			}
+			continue
 		}
 		if !r.retx.active {
 			qp.armRetransmit()
@@ -351,6 +384,15 @@ func sendVariant(w *swqe) int {
 func (qp *QP) sendRequest(w *swqe, k int) bool {
 	r := &qp.req
 	op := requestOpcode(w, k, w.npkts)
+	switch qp.cfg.Type {
+	case verbs.QPTypeUC:
+		op |= 0x20 // UC opcodes are RC's SEND and WRITE opcodes plus 0x20
+	case verbs.QPTypeUD:
+		op = wire.UDSendOnly
+		if w.wr.Opcode == verbs.WRSendWithImm {
+			op = wire.UDSendOnlyImm
+		}
+	}
 	info := op.Info()
 	psn := wire.PSNAdd(w.firstPSN, k)
 	var h wire.Headers
@@ -361,8 +403,8 @@ func (qp *QP) sendRequest(w *swqe, k int) bool {
 	// WQE (SEND, RDMA WRITE with immediate), when the WR asked for it.
 	h.BTH.SE = w.wr.Flags&verbs.SendSolicited != 0 && info.Last() &&
 		(info.Kind == wire.KindSend || info.Imm)
-	ackReq := last || r.sinceAckReq+1 >= qp.s.cfg.AckEvery ||
-		int(wire.PSNDiff(wire.PSNAdd(psn, 1), r.unacked)) >= qp.s.cfg.Window
+	ackReq := qp.reliable() && (last || r.sinceAckReq+1 >= qp.s.cfg.AckEvery ||
+		int(wire.PSNDiff(wire.PSNAdd(psn, 1), r.unacked)) >= qp.s.cfg.Window)
 	h.BTH.AckReq = ackReq
 	if ackReq {
 		r.sinceAckReq = 0
@@ -391,6 +433,23 @@ func (qp *QP) sendRequest(w *swqe, k int) bool {
 		} else {
 			h.AtomicETH.SwapAdd = w.wr.CompareAdd
 		}
+	}
+	if qp.cfg.Type == verbs.QPTypeUD {
+		// UD addresses every message anew: destination from the address
+		// handle, Q_Key from the WR unless it is a controlled one, which
+		// means "use the QP's own" (IBTA §10.2.4).
+		e, _, err := qp.pathFor(w.wr.AH)
+		if err != nil {
+			r.failLocal(w, verbs.WCLocQPOpErr)
+			return false
+		}
+		qp.encap = e
+		qkey := w.wr.RemoteQKey
+		if qkey&wire.PrivilegedQKeyBit != 0 {
+			qkey = qp.attr.QKey
+		}
+		h.DETH = wire.DETHFields{QKey: qkey, SrcQP: qp.cfg.QPN}
+		h.BTH.DestQP = w.wr.RemoteQPN & wire.PSNMask
 	}
 	frame, payload := qp.startFrame(&h, n)
 	if n > 0 {
@@ -436,7 +495,11 @@ func (r *requester) retire() {
 				r.rdAtomicOut--
 			}
 			qp.pushSend(verbs.WC{WRID: w.wr.ID, Status: w.errSt, Opcode: w.wr.Opcode.CompletionOpcode(), QPN: qp.cfg.QPN})
-			qp.enterError()
+			if qp.reliable() {
+				qp.enterError()
+			} else {
+				qp.enterSQE()
+			}
 			return
 		}
 		if !w.done {

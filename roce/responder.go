@@ -31,6 +31,7 @@ const (
 	msgNone msgKind = iota
 	msgSend
 	msgWrite
+	msgDropping // UC: ignoring the rest of a message given up
 )
 
 // resource is a responder resource: an executed READ or atomic, kept so a
@@ -93,7 +94,7 @@ func (qp *QP) receive(f *wire.Frame) {
 	}
 	p := &f.Packet
 	info := p.Info()
-	if info.Transport != wire.TransportRC {
+	if info.Transport != transportOf(qp.cfg.Type) {
 		qp.s.ctr.inc(UnexpectedOpcode)
 		return
 	}
@@ -102,11 +103,20 @@ func (qp *QP) receive(f *wire.Frame) {
 		qp.s.ctr.inc(QPNotReady)
 		return
 	}
+	if qp.cfg.Type == verbs.QPTypeUD {
+		qp.s.ctr.inc(RcvdPkts)
+		qp.udReceive(f)
+		return
+	}
 	if f.SrcAddr().Unmap() != qp.peer {
 		qp.s.ctr.inc(AddrMismatch)
 		return
 	}
 	qp.s.ctr.inc(RcvdPkts)
+	if qp.cfg.Type == verbs.QPTypeUC {
+		qp.resp.ucRequest(p)
+		return
+	}
 	if info.Response {
 		if qp.state == verbs.QPSRTR {
 			qp.s.ctr.inc(QPNotReady)
@@ -120,6 +130,17 @@ func (qp *QP) receive(f *wire.Frame) {
 		qp.ackQueued = true
 		qp.s.ackDue(qp)
 	}
+}
+
+// transportOf maps a QP type to the opcodes it accepts.
+func transportOf(t verbs.QPType) wire.Transport {
+	switch t {
+	case verbs.QPTypeUC:
+		return wire.TransportUC
+	case verbs.QPTypeUD:
+		return wire.TransportUD
+	}
+	return wire.TransportRC
 }
 
 // request handles a request packet.

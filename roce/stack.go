@@ -148,7 +148,9 @@ func (s *Stack) Clock() clock.Clock { return s.cfg.Clock }
 
 // CreateQP implements verbs.Provider.
 func (s *Stack) CreateQP(cfg *verbs.QPConfig) (verbs.Engine, error) {
-	if cfg.Type != verbs.QPTypeRC {
+	switch cfg.Type {
+	case verbs.QPTypeRC, verbs.QPTypeUC, verbs.QPTypeUD:
+	default:
 		return nil, fmt.Errorf("%w: %v QPs", ErrUnsupported, cfg.Type)
 	}
 	if cfg.QPN == 0 || cfg.QPN > wire.PSNMask || cfg.Memory == nil || cfg.SendCQ == nil || cfg.RecvCQ == nil || cfg.RQ == nil {

@@ -1,0 +1,164 @@
+package roce
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic/verbs"
+	"github.com/rnic/rnic/roce/wire"
+	"github.com/rnic/rnic/transport"
+)
+
+func ucOpts() qpOpts {
+	o := defaultOpts()
+	o.qpType = verbs.QPTypeUC
+	o.access = memory.RemoteWrite
+	return o
+}
+
+// UC: SEND and WRITE (with immediate) arrive; nothing is acknowledged; the
+// requester completes at send time.
+func TestUCTraffic(t *testing.T) {
+	h := newHarness(t, ucOpts())
+	a, b := h.a, h.b
+	fill(a.buf[:5000], 4)
+	b.recv(1, 0x10000, 8192)
+	b.recv(2, 0x20000, 64)
+	a.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRSend, SGL: []verbs.SGE{a.sge(0, 5000)}})
+	a.post(t, verbs.SendWR{ID: 2, Opcode: verbs.WRRDMAWriteWithImm, Imm: 7, SGL: []verbs.SGE{a.sge(0, 3000)}, RemoteAddr: b.va(0x30000), RKey: b.mr.RKey()})
+	h.run()
+	wantWC(t, a.scq.take(), verbs.WC{WRID: 1, Opcode: verbs.WCSend}, verbs.WC{WRID: 2, Opcode: verbs.WCRDMAWrite})
+	wantWC(t, b.rcq.take(), verbs.WC{WRID: 1, Opcode: verbs.WCRecv, ByteLen: 5000}, verbs.WC{WRID: 2, Opcode: verbs.WCRecvRDMAWithImm, ByteLen: 3000})
+	if !bytes.Equal(b.buf[0x10000:0x10000+5000], a.buf[:5000]) || !bytes.Equal(b.buf[0x30000:0x30000+3000], a.buf[:3000]) {
+		t.Fatal("data differs")
+	}
+	if b.stack.ctr.Get(SentPkts) != 0 {
+		t.Fatal("a UC responder sent packets")
+	}
+	rd := verbs.SendWR{ID: 3, Opcode: verbs.WRRDMARead, SGL: []verbs.SGE{a.sge(0, 8)}, RemoteAddr: b.va(0), RKey: b.mr.RKey()}
+	if err := a.qp.PostSend(&rd); err == nil {
+		t.Fatal("UC accepted an RDMA READ")
+	}
+}
+
+// UC: a lost middle packet drops the rest of the message silently; the
+// receive WQE is kept and the next message lands in it (IBTA §9.9.3.2).
+func TestUCLossDropsMessage(t *testing.T) {
+	o := ucOpts()
+	o.faults.Script = dropWhere(transport.AtoB, 1, func(op wire.Opcode, _ uint32) bool { return op == wire.UCSendMiddle })
+	h := newHarness(t, o)
+	a, b := h.a, h.b
+	b.recv(1, 0, 8192)
+	fill(a.buf[:4000], 1)
+	a.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRSend, SGL: []verbs.SGE{a.sge(0, 4000)}})
+	a.post(t, verbs.SendWR{ID: 2, Opcode: verbs.WRSend, SGL: []verbs.SGE{a.sge(100, 500)}})
+	h.run()
+	wantWC(t, a.scq.take(), verbs.WC{WRID: 1, Opcode: verbs.WCSend}, verbs.WC{WRID: 2, Opcode: verbs.WCSend})
+	got := b.rcq.take()
+	wantWC(t, got, verbs.WC{WRID: 1, Opcode: verbs.WCRecv, ByteLen: 500})
+	if !bytes.Equal(b.buf[:500], a.buf[100:600]) {
+		t.Fatal("second message data differs")
+	}
+	if b.stack.ctr.Get(UCDroppedMsgs) != 1 || b.qp.State() != verbs.QPSRTS {
+		t.Fatalf("uc_dropped_msgs=%d state=%v", b.stack.ctr.Get(UCDroppedMsgs), b.qp.State())
+	}
+}
+
+// UC: a bad rkey is dropped silently at the responder (class D), while the
+// requester reports success, as the spec says it cannot know.
+func TestUCBadRKeyDropped(t *testing.T) {
+	h := newHarness(t, ucOpts())
+	a, b := h.a, h.b
+	a.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRRDMAWrite, SGL: []verbs.SGE{a.sge(0, 10)}, RemoteAddr: b.va(0), RKey: b.mr.RKey() ^ 0x55})
+	h.run()
+	wantWC(t, a.scq.take(), verbs.WC{WRID: 1, Opcode: verbs.WCRDMAWrite})
+	if b.stack.ctr.Get(BadRKey) != 1 || b.qp.State() != verbs.QPSRTS {
+		t.Fatal("bad rkey not counted, or the UC QP left RTS")
+	}
+}
+
+func udOpts() qpOpts {
+	o := defaultOpts()
+	o.qpType, o.qkey = verbs.QPTypeUD, 0x11111111
+	return o
+}
+
+// UD: the receive buffer starts with the 40-byte GRH area (20 zero bytes
+// and the IPv4 header), byte_len counts it, the source QP comes from the
+// DETH.
+func TestUDSendGRH(t *testing.T) {
+	for _, v6 := range []bool{false, true} {
+		o := udOpts()
+		o.v6 = v6
+		h := newHarness(t, o)
+		a, b := h.a, h.b
+		copy(a.buf, "hello, datagram")
+		b.recv(1, 0, 1024)
+		a.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRSendWithImm, Imm: 99, SGL: []verbs.SGE{a.sge(0, 15)}, AH: b.ah(), RemoteQPN: b.qp.QPN(), RemoteQKey: 0x11111111})
+		h.run()
+		wantWC(t, a.scq.take(), verbs.WC{WRID: 1, Opcode: verbs.WCSend})
+		rc := b.rcq.take()
+		wantWC(t, rc, verbs.WC{WRID: 1, Opcode: verbs.WCRecv, ByteLen: 40 + 15})
+		if rc[0].SrcQP != a.qp.QPN() || rc[0].Imm != 99 || rc[0].Flags&verbs.WCFlagGRH == 0 {
+			t.Fatalf("completion %+v", rc[0])
+		}
+		if string(b.buf[40:55]) != "hello, datagram" {
+			t.Fatalf("payload %q", b.buf[40:55])
+		}
+		if v6 {
+			if b.buf[0]>>4 != 6 || !bytes.Equal(b.buf[8:24], a.addr.AsSlice()) {
+				t.Fatalf("GRH area is not the IPv6 header: %x", b.buf[:40])
+			}
+		} else {
+			if !bytes.Equal(b.buf[:20], make([]byte, 20)) || b.buf[20] != 0x45 || !bytes.Equal(b.buf[32:36], a.addr.AsSlice()) {
+				t.Fatalf("GRH area is not 20 zero bytes + IPv4 header: %x", b.buf[:40])
+			}
+		}
+	}
+}
+
+// UD Q_Keys: a mismatch is dropped and counted; a controlled Q_Key in the
+// WR (high bit set) means "use the QP's own" (IBTA §10.2.4).
+func TestUDQKey(t *testing.T) {
+	h := newHarness(t, udOpts())
+	a, b := h.a, h.b
+	b.recv(1, 0, 1024)
+	a.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRSend, SGL: []verbs.SGE{a.sge(0, 8)}, AH: b.ah(), RemoteQPN: b.qp.QPN(), RemoteQKey: 0x22222222})
+	h.run()
+	if b.stack.ctr.Get(QKeyViolation) != 1 || len(b.rcq.take()) != 0 {
+		t.Fatal("a wrong Q_Key was delivered")
+	}
+	a.post(t, verbs.SendWR{ID: 2, Opcode: verbs.WRSend, SGL: []verbs.SGE{a.sge(0, 8)}, AH: b.ah(), RemoteQPN: b.qp.QPN(), RemoteQKey: 0x80000000})
+	h.run()
+	wantWC(t, b.rcq.take(), verbs.WC{WRID: 1, Opcode: verbs.WCRecv, ByteLen: 48})
+}
+
+// UD: a message longer than the MTU fails with LOC_LEN_ERR (rxe completes it
+// "successfully" without sending); the QP goes to SQE and recovers with
+// SQE→RTS. No receive WQE: dropped and counted. A receive buffer too small
+// for GRH + message: LOC_LEN_ERR on the receive side.
+func TestUDErrors(t *testing.T) {
+	h := newHarness(t, udOpts())
+	a, b := h.a, h.b
+	a.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRSend, SGL: []verbs.SGE{a.sge(0, 1025)}, AH: b.ah(), RemoteQPN: b.qp.QPN(), RemoteQKey: 0x11111111})
+	a.post(t, verbs.SendWR{ID: 2, Opcode: verbs.WRSend, SGL: []verbs.SGE{a.sge(0, 8)}, AH: b.ah(), RemoteQPN: b.qp.QPN(), RemoteQKey: 0x11111111})
+	h.run()
+	wantWC(t, a.scq.take(), verbs.WC{WRID: 1, Status: verbs.WCLocLenErr}, verbs.WC{WRID: 2, Status: verbs.WCWRFlushErr})
+	if a.qp.State() != verbs.QPSSQE || a.stack.ctr.Get(SentPkts) != 0 {
+		t.Fatalf("state %v, %d packets sent", a.qp.State(), a.stack.ctr.Get(SentPkts))
+	}
+	if err := a.qp.Modify(verbs.QPSSQE, &verbs.QPAttr{State: verbs.QPSRTS}, verbs.AttrState); err != nil {
+		t.Fatal(err)
+	}
+	a.post(t, verbs.SendWR{ID: 3, Opcode: verbs.WRSend, SGL: []verbs.SGE{a.sge(0, 8)}, AH: b.ah(), RemoteQPN: b.qp.QPN(), RemoteQKey: 0x11111111})
+	h.run()
+	wantWC(t, a.scq.take(), verbs.WC{WRID: 3, Opcode: verbs.WCSend})
+	if b.stack.ctr.Get(RcvNoBuf) != 1 {
+		t.Fatal("a message without a receive WQE was not counted")
+	}
+	b.recv(9, 0, 40+4)
+	a.post(t, verbs.SendWR{ID: 4, Opcode: verbs.WRSend, SGL: []verbs.SGE{a.sge(0, 8)}, AH: b.ah(), RemoteQPN: b.qp.QPN(), RemoteQKey: 0x11111111})
+	h.run()
+	wantWC(t, b.rcq.take(), verbs.WC{WRID: 9, Status: verbs.WCLocLenErr})
+}

@@ -1,0 +1,69 @@
+package roce
+
+import (
+	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic/verbs"
+	"github.com/rnic/rnic/roce/wire"
+)
+
+// The UD responder (IBTA Vol 1 §9.8.3, §11.4.1.1): every message is one
+// SEND packet with a DETH. Its Q_Key must match the QP's (C9-?; a mismatch
+// is dropped silently and counted). Each receive buffer starts with a
+// 40-byte area for the GRH, as verbs requires: RoCEv2 has no GRH, so like
+// rxe the area holds the IPv6 header, or 20 zero bytes and the IPv4 header
+// (union rdma_network_hdr). The message must fit after it; no receive WQE
+// means the message is dropped (there is no RNR NAK on UD).
+
+// GRHLen is the receive-buffer area reserved for the GRH on UD.
+const GRHLen = 40
+
+func (qp *QP) udReceive(f *wire.Frame) {
+	p := &f.Packet
+	deth := p.DETH()
+	if deth.QKey() != qp.attr.QKey {
+		qp.s.ctr.inc(QKeyViolation)
+		return
+	}
+	payload := p.Payload()
+	wr, ok := qp.cfg.RQ.Pop()
+	if !ok {
+		qp.s.ctr.inc(RcvNoBuf)
+		return
+	}
+	wc := verbs.WC{WRID: wr.ID, QPN: qp.cfg.QPN, Opcode: verbs.WCRecv, SrcQP: deth.SrcQP(), Flags: verbs.WCFlagGRH}
+	if uint64(GRHLen+len(payload)) > memory.TotalLength(wr.SGL) {
+		// Local length error: the WR completes in error and, as for any
+		// receive-side error completion, the QP enters ERR.
+		qp.s.ctr.inc(UDTooLong)
+		wc.Status = verbs.WCLocLenErr
+		qp.pushRecv(wc)
+		qp.enterError()
+		return
+	}
+	grh := qp.grh[:]
+	clear(grh)
+	ip := f.IP()
+	if f.IPv6 {
+		copy(grh, ip[:wire.IPv6Len])
+	} else {
+		copy(grh[20:], ip[:wire.IPv4Len])
+	}
+	fault := qp.cfg.Memory.Scatter(qp.cfg.PD, wr.SGL, grh, 0)
+	if fault == memory.Ok && len(payload) > 0 {
+		fault = qp.cfg.Memory.Scatter(qp.cfg.PD, wr.SGL, payload, GRHLen)
+	}
+	if fault != memory.Ok {
+		wc.Status = verbs.WCLocProtErr
+		qp.pushRecv(wc)
+		qp.enterError()
+		return
+	}
+	wc.Status, wc.ByteLen = verbs.WCSuccess, uint32(GRHLen+len(payload))
+	if p.Info().Imm {
+		wc.Imm, wc.Flags = p.ImmDt().Imm(), wc.Flags|verbs.WCFlagWithImm
+	}
+	qp.pushRecv(wc)
+	if p.BTH().SE() {
+		qp.cfg.RecvCQ.Solicited()
+	}
+}
