@@ -1,0 +1,106 @@
+package demo
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/rnic/rnic/roce/wire"
+	"github.com/rnic/rnic/transport"
+)
+
+// recorder wraps each NIC's link and keeps a one-line description of every
+// frame the NIC sends, in sending order across both NICs, so each step can
+// show what crossed the wire.
+type recorder struct {
+	mu    sync.Mutex
+	lines []string
+	names map[[6]byte]string
+}
+
+func newRecorder() *recorder { return &recorder{names: map[[6]byte]string{}} }
+
+// wrap returns an endpoint that records what name sends over ep.
+func (r *recorder) wrap(name string, mac [6]byte, ep transport.Endpoint) transport.Endpoint {
+	r.names[mac] = name
+	return &recordingEndpoint{Endpoint: ep, r: r, name: name}
+}
+
+type recordingEndpoint struct {
+	transport.Endpoint
+	r    *recorder
+	name string
+}
+
+func (e *recordingEndpoint) Send(frame []byte) error {
+	e.r.add(e.name, frame)
+	return e.Endpoint.Send(frame)
+}
+
+func (r *recorder) add(from string, frame []byte) {
+	var f wire.Frame
+	line := ""
+	if err := f.Decode(frame, 0); err != nil {
+		line = fmt.Sprintf("%s sent a frame that does not decode: %v", from, err)
+	} else {
+		line = describe(from, r.peer(frame), &f)
+	}
+	r.mu.Lock()
+	r.lines = append(r.lines, line)
+	r.mu.Unlock()
+}
+
+func (r *recorder) peer(frame []byte) string {
+	var mac [6]byte
+	copy(mac[:], frame[:6])
+	if n, ok := r.names[mac]; ok {
+		return n
+	}
+	return "?"
+}
+
+// take returns and forgets the lines recorded so far.
+func (r *recorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l := r.lines
+	r.lines = nil
+	return l
+}
+
+// describe puts one frame in words: who to whom, opcode, QPN, PSN, and the
+// header fields a student needs to follow the exchange.
+func describe(from, to string, f *wire.Frame) string {
+	p := &f.Packet
+	bth := p.BTH()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s -> %s  %-32s dest_qp=%#06x psn=%d", from, to, p.Opcode(), bth.DestQP(), bth.PSN())
+	if bth.AckReq() {
+		b.WriteString(" ackreq")
+	}
+	if bth.SE() {
+		b.WriteString(" se")
+	}
+	if r := p.RETH(); r != nil {
+		fmt.Fprintf(&b, " va=%#x rkey=%#x len=%d", r.VA(), r.RKey(), r.DMALength())
+	}
+	if a := p.AtomicETH(); a != nil {
+		fmt.Fprintf(&b, " va=%#x rkey=%#x swap/add=%d compare=%d", a.VA(), a.RKey(), a.SwapAdd(), a.Compare())
+	}
+	if a := p.AETH(); a != nil {
+		fmt.Fprintf(&b, " [%v msn=%d]", a.Syndrome(), a.MSN())
+	}
+	if a := p.AtomicAckETH(); a != nil {
+		fmt.Fprintf(&b, " original=%d", a.OrigData())
+	}
+	if i := p.ImmDt(); i != nil {
+		fmt.Fprintf(&b, " imm=%#x", i.Imm())
+	}
+	if d := p.DETH(); d != nil {
+		fmt.Fprintf(&b, " qkey=%#x src_qp=%#06x", d.QKey(), d.SrcQP())
+	}
+	if n := len(p.Payload()); n > 0 {
+		fmt.Fprintf(&b, " payload=%dB", n)
+	}
+	return b.String()
+}

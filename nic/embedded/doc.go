@@ -1,0 +1,6 @@
+// Package embedded assembles a whole rnic NIC: a link, the RoCEv2 engine
+// on it, and the verbs device on top, with an optional pcap tee and trace.
+// Open gives the embedded (default) mode: kernel UDP sockets on an address
+// of the host, no root, no TAP. NewNIC does the same on any link, so tests
+// and the simulator build NICs the same way.
+package embedded

@@ -1,0 +1,103 @@
+package embedded
+
+import (
+	"fmt"
+	"io"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/roce"
+	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/clock"
+)
+
+// Config describes a NIC.
+type Config struct {
+	// Name is the device name (rnic0 if empty).
+	Name string
+	// Addr is the NIC's IP address: its RoCEv2 GID is ::ffff:Addr for IPv4.
+	Addr netip.Addr
+	// MAC is the NIC's Ethernet address.
+	MAC [6]byte
+	// MTU is the link MTU; the active path MTU follows it (1500 → 1024).
+	MTU int
+	// Link carries the NIC's frames.
+	Link transport.Endpoint
+	// Clock drives the engine (a real clock if nil).
+	Clock clock.Clock
+	// Resolve maps peer addresses to MACs (neighbour table).
+	Resolve func(netip.Addr) ([6]byte, bool)
+	// Pcap, if set, records every frame the NIC sends and receives.
+	Pcap *transport.PcapWriter
+	// Trace, if set, receives the engine's trace, one line per event.
+	Trace io.Writer
+	// DeferAcks coalesces ACKs across frames delivered one by one (see
+	// roce.Config.DeferAcks); for the simulated link.
+	DeferAcks bool
+}
+
+// NIC is an assembled NIC.
+type NIC struct {
+	*nic.Device
+	Stack *roce.Stack
+	Addr  netip.Addr
+	MAC   [6]byte
+	link  transport.Endpoint
+	once  sync.Once
+}
+
+// NewNIC builds a NIC on cfg.Link.
+func NewNIC(cfg Config) (*NIC, error) {
+	if cfg.Link == nil || !cfg.Addr.IsValid() {
+		return nil, fmt.Errorf("embedded: a NIC needs a link and an address")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.NewReal()
+	}
+	if cfg.Name == "" {
+		cfg.Name = "rnic0"
+	}
+	link := cfg.Link
+	if cfg.Pcap != nil {
+		clk := cfg.Clock
+		if v, ok := clk.(*clock.Virtual); ok {
+			link = transport.Tee(link, cfg.Pcap, transport.VirtualTimestamps(v))
+		} else {
+			link = transport.Tee(link, cfg.Pcap, time.Now)
+		}
+	}
+	scfg := roce.Config{Link: link, Clock: cfg.Clock, MAC: cfg.MAC, Addrs: []netip.Addr{cfg.Addr},
+		Resolve: cfg.Resolve, DeferAcks: cfg.DeferAcks}
+	if cfg.Trace != nil {
+		var mu sync.Mutex
+		w, name := cfg.Trace, cfg.Name
+		scfg.Trace = func(e roce.TraceEvent) {
+			mu.Lock()
+			fmt.Fprintf(w, "%s %v\n", name, e)
+			mu.Unlock()
+		}
+	}
+	stack, err := roce.NewStack(scfg)
+	if err != nil {
+		return nil, err
+	}
+	dev, err := nic.Open(nic.Config{Name: cfg.Name, Provider: stack, GIDs: []netip.Addr{cfg.Addr}, MAC: cfg.MAC, MTU: cfg.MTU})
+	if err != nil {
+		return nil, err
+	}
+	return &NIC{Device: dev, Stack: stack, Addr: cfg.Addr, MAC: cfg.MAC, link: cfg.Link}, nil
+}
+
+// Close closes the device and its link.
+func (n *NIC) Close() error {
+	var err error
+	n.once.Do(func() {
+		err = n.Device.Close()
+		if e := n.link.Close(); err == nil {
+			err = e
+		}
+	})
+	return err
+}
