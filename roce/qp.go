@@ -210,6 +210,11 @@ func (qp *QP) pathFor(av *verbs.AddressVector) (wire.Encap, netip.Addr, error) {
 	if e.SrcPort == 0 {
 		e.SrcPort = SourcePort(qp.cfg.QPN)
 	}
+	if s.cfg.PeerPort != nil {
+		if p := s.cfg.PeerPort(dst); p != 0 {
+			e.DstPort = p
+		}
+	}
 	switch {
 	case av.DMAC != [6]byte{}:
 		e.DstMAC = av.DMAC

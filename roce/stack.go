@@ -28,6 +28,10 @@ type Config struct {
 	// Resolve maps a peer IP to its MAC when an address vector carries no
 	// DMAC; nil, or a miss, sends to the broadcast address.
 	Resolve func(netip.Addr) ([6]byte, bool)
+	// PeerPort gives the RoCEv2 UDP port a peer listens on, when it is not
+	// UDPPort: in the embedded mode two NICs may share an address (IPv6
+	// loopback has only ::1) and differ by port. nil means UDPPort.
+	PeerPort func(netip.Addr) uint16
 	// Window bounds the unacknowledged PSNs of a QP (default 128, rxe's).
 	Window int
 	// AckEvery makes the requester ask for an ACK at least every N packets
@@ -86,7 +90,11 @@ func NewStack(cfg Config) (*Stack, error) {
 		cfg.AckEvery = 64
 	}
 	s := &Stack{cfg: cfg, qps: make(map[uint32]*QP)}
-	cfg.Link.SetReceiver(s.Input)
+	if be, ok := cfg.Link.(transport.BatchEndpoint); ok {
+		be.SetBatchReceiver(s.InputBatch)
+	} else {
+		cfg.Link.SetReceiver(s.Input)
+	}
 	return s, nil
 }
 

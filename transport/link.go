@@ -39,6 +39,21 @@ type Endpoint interface {
 	Close() error
 }
 
+// BatchEndpoint is an Endpoint that can hand over frames that arrived
+// together in one call, so that the receiver can treat them as one burst
+// (the RoCE engine answers a burst with one coalesced ACK per QP). Links
+// that read in batches (recvmmsg on a kernel socket) implement it; users
+// check for it with a type assertion and fall back to SetReceiver.
+type BatchEndpoint interface {
+	Endpoint
+	// SetBatchReceiver installs the function called with each group of
+	// frames that arrived together. While it is non-nil it takes the place
+	// of the SetReceiver function; the slice and the frames in it are valid
+	// only during the call. The same one-goroutine-at-a-time contract as
+	// for SetReceiver applies.
+	SetBatchReceiver(func(frames [][]byte))
+}
+
 // ErrClosed is returned by Send on a closed Endpoint.
 var ErrClosed = errors.New("transport: endpoint closed")
 

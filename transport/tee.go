@@ -27,11 +27,43 @@ type teeEndpoint struct {
 // simulation. Install receivers on the tee, not on ep, from then on.
 // Capture errors do not disturb traffic: they are sticky in w and reported
 // by its Close. Closing the tee closes ep but not w, which may be shared.
+//
+// When ep delivers in batches (BatchEndpoint), so does the tee.
 func Tee(ep Endpoint, w *PcapWriter, now func() time.Time) Endpoint {
 	t := &teeEndpoint{ep: ep, w: w, now: now}
+	if be, ok := ep.(BatchEndpoint); ok {
+		bt := &batchTee{teeEndpoint: t}
+		be.SetBatchReceiver(bt.arriveBatch)
+		return bt
+	}
 	ep.SetReceiver(t.arrive)
 	return t
 }
+
+// batchTee is a tee over a BatchEndpoint.
+type batchTee struct {
+	*teeEndpoint
+	brecv atomic.Pointer[func([][]byte)]
+}
+
+func (t *batchTee) arriveBatch(frames [][]byte) {
+	ts := t.now()
+	for _, f := range frames {
+		_ = t.w.WriteFrame(ts, f)
+	}
+	if r := t.brecv.Load(); r != nil && *r != nil {
+		(*r)(frames)
+		return
+	}
+	if r := t.recv.Load(); r != nil && *r != nil {
+		for _, f := range frames {
+			(*r)(f)
+		}
+	}
+}
+
+// SetBatchReceiver implements BatchEndpoint.
+func (t *batchTee) SetBatchReceiver(f func(frames [][]byte)) { t.brecv.Store(&f) }
 
 // Send implements Endpoint; a frame that ep refuses is not recorded.
 func (t *teeEndpoint) Send(frame []byte) error {

@@ -10,7 +10,7 @@ import (
 	"github.com/rnic/rnic/roce/decode"
 )
 
-const decodeHelp = `usage: rnic decode [--json] [--port N] FILE...
+const decodeHelp = `usage: rnic decode [--json] [--port N[,N...]] FILE...
 
 Prints one line per RoCEv2 frame of each capture (classic pcap, µs or ns,
 either byte order, or pcapng; Ethernet link type), then a summary line:
@@ -41,7 +41,7 @@ func runDecode(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("rnic decode", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	jsonOut := fs.Bool("json", false, "print JSON Lines instead of text")
-	port := fs.Uint16("port", 4791, "RoCEv2 UDP destination port")
+	ports := fs.UintSlice("port", []uint{4791}, "RoCEv2 UDP destination port(s), comma-separated")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), decodeHelp)
 		fs.PrintDefaults()
@@ -59,7 +59,15 @@ func runDecode(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "rnic decode: no capture file given (rnic help decode)")
 		return 2
 	}
-	sum, err := decode.Run(stdout, fs.Args(), decode.Options{JSON: *jsonOut, Port: *port})
+	var ps []uint16
+	for _, p := range *ports {
+		if p == 0 || p > 65535 {
+			fmt.Fprintf(stderr, "rnic decode: bad port %d (rnic help decode)\n", p)
+			return 2
+		}
+		ps = append(ps, uint16(p))
+	}
+	sum, err := decode.Run(stdout, fs.Args(), decode.Options{JSON: *jsonOut, Ports: ps})
 	if err != nil {
 		for _, e := range unjoin(err) {
 			fmt.Fprintf(stderr, "rnic decode: %v\n", e)

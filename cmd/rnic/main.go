@@ -20,6 +20,7 @@ type command struct {
 // its own file.
 var commands = []command{
 	{"decode", "print the RoCEv2 frames of capture files, one line each", runDecode},
+	{"demo", "two NICs over loopback UDP perform every operation, explained step by step", runDemo},
 	{"sim", "two NICs over a simulated faulty link under a checked workload", runSim},
 }
 

@@ -23,6 +23,9 @@ type Config struct {
 	LinkA, LinkB transport.Endpoint
 	AddrA, AddrB netip.Addr
 	MACA, MACB   [6]byte
+	// PortA and PortB are the NICs' RoCEv2 UDP ports (4791 if zero); they
+	// differ when the NICs share an address (IPv6 loopback).
+	PortA, PortB uint16
 	// MTU is the link MTU (1500 if zero: path MTU 1024).
 	MTU int
 	// Pcap, if set, records every frame between the two NICs (a tee on
@@ -76,11 +79,11 @@ func Run(cfg Config) error {
 	}
 	d := &demo{cfg: cfg, out: cfg.Out, rec: newRecorder()}
 	var err error
-	if d.a, err = d.open("rnic0", cfg.LinkA, cfg.AddrA, cfg.MACA, cfg.Pcap); err != nil {
+	if d.a, err = d.open("rnic0", cfg.LinkA, cfg.AddrA, cfg.MACA, cfg.PortA, cfg.PortB, cfg.Pcap); err != nil {
 		return err
 	}
 	defer d.a.nic.Close()
-	if d.b, err = d.open("rnic1", cfg.LinkB, cfg.AddrB, cfg.MACB, nil); err != nil {
+	if d.b, err = d.open("rnic1", cfg.LinkB, cfg.AddrB, cfg.MACB, cfg.PortB, cfg.PortA, nil); err != nil {
 		return err
 	}
 	defer d.b.nic.Close()
@@ -127,11 +130,13 @@ func Run(cfg Config) error {
 	return nil
 }
 
-func (d *demo) open(name string, link transport.Endpoint, addr netip.Addr, mac [6]byte, pcap *transport.PcapWriter) (*side, error) {
+func (d *demo) open(name string, link transport.Endpoint, addr netip.Addr, mac [6]byte, port, peerPort uint16, pcap *transport.PcapWriter) (*side, error) {
 	macs := map[netip.Addr][6]byte{d.cfg.AddrA: d.cfg.MACA, d.cfg.AddrB: d.cfg.MACB}
 	n, err := embedded.NewNIC(embedded.Config{Name: name, Addr: addr, MAC: mac, MTU: d.cfg.MTU, Pcap: pcap,
-		Link:    d.rec.wrap(name, mac, link),
-		Resolve: func(a netip.Addr) ([6]byte, bool) { m, ok := macs[a]; return m, ok }})
+		Link:     d.rec.wrap(name, mac, link),
+		Resolve:  func(a netip.Addr) ([6]byte, bool) { m, ok := macs[a]; return m, ok },
+		UDPPort:  port,
+		PeerPort: func(netip.Addr) uint16 { return peerPort }})
 	if err != nil {
 		return nil, err
 	}

@@ -36,6 +36,10 @@ type Config struct {
 	// DeferAcks coalesces ACKs across frames delivered one by one (see
 	// roce.Config.DeferAcks); for the simulated link.
 	DeferAcks bool
+	// UDPPort is the RoCEv2 port (4791 if zero); PeerPort gives peers'
+	// ports when they differ (see roce.Config).
+	UDPPort  uint16
+	PeerPort func(netip.Addr) uint16
 }
 
 // NIC is an assembled NIC.
@@ -69,7 +73,7 @@ func NewNIC(cfg Config) (*NIC, error) {
 		}
 	}
 	scfg := roce.Config{Link: link, Clock: cfg.Clock, MAC: cfg.MAC, Addrs: []netip.Addr{cfg.Addr},
-		Resolve: cfg.Resolve, DeferAcks: cfg.DeferAcks}
+		Resolve: cfg.Resolve, DeferAcks: cfg.DeferAcks, UDPPort: cfg.UDPPort, PeerPort: cfg.PeerPort}
 	if cfg.Trace != nil {
 		var mu sync.Mutex
 		w, name := cfg.Trace, cfg.Name

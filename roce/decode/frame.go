@@ -43,6 +43,23 @@ type Record struct {
 	ICRCGiven uint32 // ICRC carried by the frame
 }
 
+// DecodeFramePorts decodes one Ethernet frame when several UDP ports carry
+// RoCEv2 (two NICs sharing an address differ by port): a frame to any of
+// ports is RoCEv2. An empty list means 4791.
+func DecodeFramePorts(data []byte, ports []uint16) Record {
+	if len(ports) == 0 {
+		return DecodeFrame(data, 0)
+	}
+	if c := classify(data); c.udp {
+		for _, p := range ports {
+			if c.dport == p {
+				return DecodeFrame(data, p)
+			}
+		}
+	}
+	return DecodeFrame(data, ports[0])
+}
+
 // DecodeFrame decodes one Ethernet frame. port is the RoCEv2 UDP
 // destination port (0 means 4791). The Record keeps views into data.
 func DecodeFrame(data []byte, port uint16) Record {

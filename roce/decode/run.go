@@ -13,6 +13,9 @@ import (
 type Options struct {
 	JSON bool   // JSON Lines instead of text
 	Port uint16 // RoCEv2 UDP destination port; 0 means 4791
+	// Ports, if set, lists every UDP port that carries RoCEv2 (Port is
+	// then ignored).
+	Ports []uint16
 }
 
 // Run decodes every frame of every file, writes one line per RoCEv2 (or
@@ -70,7 +73,12 @@ func runFile(w *bufio.Writer, path string, prefix bool, o Options, sum *Summary)
 		if i == 1 {
 			first = ci.Timestamp
 		}
-		rec := DecodeFrame(data, o.Port)
+		var rec Record
+		if len(o.Ports) > 0 {
+			rec = DecodeFramePorts(data, o.Ports)
+		} else {
+			rec = DecodeFrame(data, o.Port)
+		}
 		rec.Index, rec.Time, rec.Len = i, ci.Timestamp.Sub(first), max(ci.Length, len(data))
 		sum.count(&rec)
 		if rec.Kind == KindOther {

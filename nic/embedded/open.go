@@ -1,0 +1,64 @@
+package embedded
+
+import (
+	"fmt"
+	"io"
+	"net/netip"
+
+	"github.com/rnic/rnic/roce/wire"
+	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/udp"
+)
+
+// UDPConfig describes a NIC in the embedded mode: it owns Addr (an address
+// of this host, e.g. 127.0.0.2 or ::1) and a UDP port through ordinary
+// kernel sockets; no root and no TAP are needed.
+type UDPConfig struct {
+	Name string
+	Addr netip.Addr
+	// Port is the RoCEv2 UDP port the NIC listens on (4791 if zero).
+	Port uint16
+	// PeerPorts gives the port of peers that do not listen on Port (two
+	// NICs on ::1 must use different ports).
+	PeerPorts map[netip.Addr]uint16
+	// MTU is the link MTU (1500 if zero: path MTU 1024; loopback allows
+	// 9000 and path MTU 4096).
+	MTU   int
+	Pcap  *transport.PcapWriter
+	Trace io.Writer
+}
+
+// Open opens a NIC in the embedded mode.
+func Open(cfg UDPConfig) (*NIC, error) {
+	port := cfg.Port
+	if port == 0 {
+		port = wire.UDPPort
+	}
+	ep, err := udp.Open(udp.Config{Addr: cfg.Addr, Port: port,
+		// A frame that has to leave from the main socket (its per-QP
+		// source port could not be bound) changes its UDP source port,
+		// which the ICRC covers: seal it again.
+		Reseal: func(b []byte) {
+			var f wire.Frame
+			if f.Decode(b, 0) == nil {
+				f.Seal()
+			}
+		}})
+	if err != nil {
+		return nil, fmt.Errorf("embedded: %w", err)
+	}
+	peers := cfg.PeerPorts
+	n, err := NewNIC(Config{Name: cfg.Name, Addr: ep.Addr(), MAC: ep.MAC(), MTU: cfg.MTU, Link: ep,
+		Pcap: cfg.Pcap, Trace: cfg.Trace,
+		// The kernel hides the peer's MAC; the link puts a synthetic one,
+		// derived from the address, on every frame it delivers, and the
+		// engine addresses peers the same way so captures agree.
+		Resolve:  func(a netip.Addr) ([6]byte, bool) { return udp.SyntheticMAC(a), true },
+		PeerPort: func(a netip.Addr) uint16 { return peers[a.Unmap()] },
+		UDPPort:  port})
+	if err != nil {
+		ep.Close()
+		return nil, err
+	}
+	return n, nil
+}

@@ -1,0 +1,16 @@
+//go:build !linux
+
+// The embedded-mode link needs Linux (recvmmsg, sendmmsg and the IP
+// ancillary data it relies on); elsewhere the package compiles, so that
+// programs importing it build, and Open says errors.ErrUnsupported.
+
+package udp
+
+import "errors"
+
+type sysState struct{}
+
+func (e *Endpoint) open() error              { return errors.ErrUnsupported }
+func (e *Endpoint) send([]byte) error        { return errors.ErrUnsupported }
+func (e *Endpoint) sendBatch([][]byte) error { return errors.ErrUnsupported }
+func (e *Endpoint) close() error             { return nil }

@@ -1,0 +1,215 @@
+// The sockets of an Endpoint: opening, configuring, closing.
+//
+// Every socket is a non-blocking kernel fd wrapped in an *os.File, so that
+// the Go poller parks a reader or a blocked sender instead of an OS thread,
+// and so that closing is safe: a send racing Close gets an error from the
+// file (which Send reports as transport.ErrClosed) rather than writing to a
+// reused fd number, and closing the file wakes the receive loop.
+//
+// The options are what makes the IP and UDP headers reproducible on the
+// other side (header.go): IP_MTU_DISCOVER=IP_PMTUDISC_DO on an unconnected
+// socket makes Linux send DF with IP ID 0 (a connected one would count IDs
+// up), SO_NO_CHECK sends the zero UDP checksum rxe sends, and IPv6 auto
+// flow labels are turned off so the flow label is the 0 the engine builds.
+
+package udp
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rnic/rnic/transport"
+)
+
+// ipv6FlowInfo is IPV6_FLOWINFO (linux/in6.h), which x/sys/unix lacks: as a
+// socket option it asks for the received flow information as ancillary data.
+const ipv6FlowInfo = 11
+
+// sendRecvBuffer is the SO_RCVBUF of the per-port send sockets, which
+// nothing reads: a stray datagram to a source port must not pin much memory.
+const sendRecvBuffer = 4096
+
+// sock is one kernel socket.
+type sock struct {
+	f  *os.File
+	rc syscall.RawConn
+}
+
+// portSock is the socket frames with one source port leave from.
+type portSock struct {
+	s        *sock
+	fallback bool // the main socket, standing in for a port that could not be bound
+}
+
+// sysState is the Linux part of an Endpoint.
+type sysState struct {
+	main   *sock
+	reader *reader
+	done   chan struct{} // closed when the receive loop has returned
+
+	mu    sync.RWMutex
+	ports map[uint16]portSock // by UDP source port
+	socks []*sock             // the per-port sockets, for Close
+
+	one   sync.Pool // *msgs of one message, for Send
+	batch sync.Pool // *msgs of BatchSize messages, for SendBatch
+}
+
+// open creates the listening socket and starts the receive loop.
+func (e *Endpoint) open() error {
+	main, err := e.openSock(e.cfg.Port, true)
+	if err != nil {
+		return err
+	}
+	v6 := e.cfg.Addr.Is6()
+	e.sys.main = main
+	e.sys.ports = make(map[uint16]portSock)
+	e.sys.one.New = func() any { return newMsgs(1, v6) }
+	e.sys.batch.New = func() any { return newMsgs(e.cfg.BatchSize, v6) }
+	e.sys.reader = newReader(e, main)
+	e.sys.done = make(chan struct{})
+	go func() {
+		defer close(e.sys.done)
+		e.sys.reader.run()
+	}()
+	return nil
+}
+
+// openSock opens a socket bound to (Addr, port). The listening socket asks
+// for the ancillary data the receive side needs and is exclusive: a second
+// endpoint on the same address and port fails to open instead of silently
+// sharing its traffic. Send sockets set SO_REUSEADDR and SO_REUSEPORT, so
+// that endpoints of one process whose QPs hash to the same source port can
+// all bind it.
+func (e *Endpoint) openSock(port uint16, listen bool) (*sock, error) {
+	v6 := e.cfg.Addr.Is6()
+	family, level := unix.AF_INET, unix.IPPROTO_IP
+	if v6 {
+		family, level = unix.AF_INET6, unix.IPPROTO_IPV6
+	}
+	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+	if err != nil {
+		return nil, fmt.Errorf("socket: %w", err)
+	}
+	type opt struct {
+		level, name, value int
+		optional           bool // older kernels may lack it
+	}
+	opts := []opt{}
+	if v6 {
+		opts = append(opts,
+			opt{level, unix.IPV6_V6ONLY, 1, false},
+			opt{level, unix.IPV6_MTU_DISCOVER, unix.IPV6_PMTUDISC_DO, false},
+			opt{level, unix.IPV6_AUTOFLOWLABEL, 0, true},
+		)
+	} else {
+		opts = append(opts,
+			opt{level, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO, false},
+			opt{unix.SOL_SOCKET, unix.SO_NO_CHECK, 1, false},
+		)
+	}
+	if listen {
+		opts = append(opts,
+			opt{unix.SOL_SOCKET, unix.SO_RCVBUF, e.cfg.RecvBuffer, false},
+			opt{unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1, true},
+		)
+		if v6 {
+			opts = append(opts,
+				opt{level, unix.IPV6_RECVPKTINFO, 1, false},
+				opt{level, unix.IPV6_RECVTCLASS, 1, false},
+				opt{level, unix.IPV6_RECVHOPLIMIT, 1, false},
+				opt{level, ipv6FlowInfo, 1, true},
+			)
+		} else {
+			opts = append(opts,
+				opt{level, unix.IP_PKTINFO, 1, false},
+				opt{level, unix.IP_RECVTOS, 1, false},
+				opt{level, unix.IP_RECVTTL, 1, false},
+			)
+		}
+	} else {
+		opts = append(opts,
+			opt{unix.SOL_SOCKET, unix.SO_REUSEADDR, 1, false},
+			opt{unix.SOL_SOCKET, unix.SO_REUSEPORT, 1, false},
+			opt{unix.SOL_SOCKET, unix.SO_RCVBUF, sendRecvBuffer, false},
+		)
+	}
+	for _, o := range opts {
+		if err := unix.SetsockoptInt(fd, o.level, o.name, o.value); err != nil && !o.optional {
+			unix.Close(fd)
+			return nil, fmt.Errorf("setsockopt(%d, %d, %d): %w", o.level, o.name, o.value, err)
+		}
+	}
+	if err := unix.Bind(fd, sockaddr(e.cfg.Addr.AsSlice(), port)); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("bind port %d: %w", port, err)
+	}
+	f := os.NewFile(uintptr(fd), fmt.Sprintf("udp:[%v]:%d", e.cfg.Addr, port))
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &sock{f: f, rc: rc}, nil
+}
+
+// sockaddr builds a unix.Sockaddr for bind (setup only: it allocates).
+func sockaddr(ip []byte, port uint16) unix.Sockaddr {
+	if len(ip) == 4 {
+		return &unix.SockaddrInet4{Port: int(port), Addr: [4]byte(ip)}
+	}
+	return &unix.SockaddrInet6{Port: int(port), Addr: [16]byte(ip)}
+}
+
+// sockFor returns the socket frames from UDP source port port leave from,
+// opening it on first use. A port that cannot be bound is served by the
+// main socket from then on (portSock.fallback).
+func (e *Endpoint) sockFor(port uint16) (portSock, error) {
+	if port == e.cfg.Port {
+		return portSock{s: e.sys.main}, nil
+	}
+	e.sys.mu.RLock()
+	ps, ok := e.sys.ports[port]
+	e.sys.mu.RUnlock()
+	if ok {
+		return ps, nil
+	}
+	e.sys.mu.Lock()
+	defer e.sys.mu.Unlock()
+	if e.closed.Load() {
+		return portSock{}, transport.ErrClosed
+	}
+	if ps, ok := e.sys.ports[port]; ok {
+		return ps, nil
+	}
+	s, err := e.openSock(port, false)
+	if err != nil {
+		ps = portSock{s: e.sys.main, fallback: true}
+	} else {
+		ps = portSock{s: s}
+		e.sys.socks = append(e.sys.socks, s)
+	}
+	e.sys.ports[port] = ps
+	return ps, nil
+}
+
+// close closes every socket (which ends the receive loop) and waits for
+// the loop to return.
+func (e *Endpoint) close() error {
+	e.sys.mu.Lock()
+	socks := e.sys.socks
+	e.sys.socks = nil
+	e.sys.mu.Unlock()
+	err := e.sys.main.f.Close()
+	for _, s := range socks {
+		if cerr := s.f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	<-e.sys.done
+	return err
+}
