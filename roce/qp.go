@@ -269,9 +269,14 @@ func (qp *QP) reset() {
 // when the next ACK is built.
 func (qp *QP) RecvPosted() {}
 
-// Destroy implements verbs.Engine.
+// Destroy implements verbs.Engine. An ACK still owed (coalescing defers
+// it past the receive completion the application may already have seen)
+// is sent first: otherwise the peer would retry into a QP that is gone.
 func (qp *QP) Destroy() {
 	qp.mu.Lock()
+	if qp.state != verbs.QPSErr && qp.state != verbs.QPSReset {
+		qp.resp.flushAck()
+	}
 	qp.destroyed = true
 	qp.state = verbs.QPSErr
 	qp.req.retx.stop()

@@ -64,6 +64,11 @@ type Stack struct {
 	ackTimer     clock.Timer
 	flushMu      sync.Mutex
 	ackWork      []*QP
+
+	// inputMu is held shared by every receive call and exclusively by
+	// Close, which so waits for receives in progress.
+	inputMu sync.RWMutex
+	closed  bool
 }
 
 // ErrUnsupported is returned for QP types the engine does not implement.
@@ -101,6 +106,11 @@ func NewStack(cfg Config) (*Stack, error) {
 // Input processes one frame from the link (the link's receive hook); the
 // frame is only read during the call.
 func (s *Stack) Input(frame []byte) {
+	s.inputMu.RLock()
+	defer s.inputMu.RUnlock()
+	if s.closed {
+		return
+	}
 	s.input(frame)
 	if !s.cfg.DeferAcks {
 		s.flushAcks()
@@ -110,9 +120,25 @@ func (s *Stack) Input(frame []byte) {
 // InputBatch processes frames that arrived together and then sends one
 // coalesced ACK per QP that owes one.
 func (s *Stack) InputBatch(frames [][]byte) {
+	s.inputMu.RLock()
+	defer s.inputMu.RUnlock()
+	if s.closed {
+		return
+	}
 	for _, f := range frames {
 		s.input(f)
 	}
+	s.flushAcks()
+}
+
+// Close stops the stack before its link closes: it waits for receives in
+// progress, sends the ACKs they owe (an application may already have seen
+// the receive completions, and closing right away must not leave the peer
+// retrying), and ignores every frame after. It does not close the link.
+func (s *Stack) Close() {
+	s.inputMu.Lock()
+	s.closed = true
+	s.inputMu.Unlock()
 	s.flushAcks()
 }
 

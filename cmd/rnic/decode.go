@@ -39,7 +39,9 @@ flags:
 
 func runDecode(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("rnic decode", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// pflag prints the usage itself on --help before returning ErrHelp;
+	// it is printed once, below, on stdout, and errors once on stderr.
+	fs.SetOutput(io.Discard)
 	jsonOut := fs.Bool("json", false, "print JSON Lines instead of text")
 	ports := fs.UintSlice("port", []uint{4791}, "RoCEv2 UDP destination port(s), comma-separated")
 	fs.Usage = func() {

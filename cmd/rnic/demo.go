@@ -31,7 +31,9 @@ flags:
 
 func runDemo(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("rnic demo", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// pflag prints the usage itself on --help before returning ErrHelp;
+	// it is printed once, below, on stdout, and errors once on stderr.
+	fs.SetOutput(io.Discard)
 	addrA := fs.String("addr-a", "127.0.0.2", "rnic0's address (an address of this host)")
 	addrB := fs.String("addr-b", "127.0.0.3", "rnic1's address")
 	ipv6 := fs.Bool("ipv6", false, "use ::1 for both NICs (on ports --port and --port+1)")

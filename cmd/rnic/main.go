@@ -22,6 +22,8 @@ var commands = []command{
 	{"decode", "print the RoCEv2 frames of capture files, one line each", runDecode},
 	{"demo", "two NICs over loopback UDP perform every operation, explained step by step", runDemo},
 	{"sim", "two NICs over a simulated faulty link under a checked workload", runSim},
+	{"pingpong", "ibv_rc_pingpong: bounce SENDs between two NICs, its output and side channel", runPingpong},
+	{"perf", "perftest: bandwidth and latency of WRITE/READ/SEND/atomics, against raw UDP", runPerf},
 }
 
 func main() {

@@ -32,7 +32,9 @@ flags:
 
 func runSim(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("rnic sim", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// pflag prints the usage itself on --help before returning ErrHelp;
+	// it is printed once, below, on stdout, and errors once on stderr.
+	fs.SetOutput(io.Discard)
 	var cfg sim.Config
 	fs.IntVar(&cfg.Ops, "ops", sim.DefaultOps, "operations in all")
 	fs.IntVar(&cfg.QPs, "qps", sim.DefaultQPs, "RC QP pairs")

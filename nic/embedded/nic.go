@@ -98,6 +98,7 @@ func NewNIC(cfg Config) (*NIC, error) {
 func (n *NIC) Close() error {
 	var err error
 	n.once.Do(func() {
+		n.Stack.Close() // owed ACKs leave before the link closes
 		err = n.Device.Close()
 		if e := n.link.Close(); err == nil {
 			err = e

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rnic/rnic/nic/perf"
+	"github.com/rnic/rnic/transport"
+)
+
+const perfHelp = `usage: rnic perf [flags]                        both sides in this process
+       rnic perf --serve [--addr IP] [flags]   serve one test, as perftest's server
+       rnic perf [--addr IP] [flags] SERVER    run a test against SERVER
+
+perftest on rnic NICs (ib_write_bw, ib_read_lat, ...): --op write, read,
+send or atomic; --mode bw or lat. By default the client and the server run
+in this process, two NICs on 127.0.0.2 (server) and 127.0.0.3 (client)
+over loopback UDP. As with perftest they can run in two processes instead;
+the client sends the test's parameters, so the server needs only its
+address (--addr alone also means --serve). The side channel is TCP port
+18515; the QP keys travel as perftest's key messages.
+
+Semantics are perftest's: bw keeps --tx-depth operations outstanding per
+QP and measures from the first post to the last completion (MB = 2^20
+bytes); lat does one operation at a time (WRITE and SEND ping-pong, READ
+and atomics wait for their completion) and reports the median as
+t_typical. --qps spreads the work over that many QP pairs. Every run checks
+that the data arrived intact.
+
+The same run measures raw kernel UDP between the same addresses with
+datagrams the size of the test's RoCEv2 packets (bw: one sendto per
+datagram, as many as rnic sent packets; lat: a ping-pong) and ends with
+
+  raw udp: X MB/sec, rnic/raw = R        (bw)
+  raw udp: t_typical X usec, rnic/raw = R (lat)
+
+Progress goes to stderr once a run has taken a few seconds. Exits 1 when
+the test fails or data arrived corrupted, 2 on bad usage.
+
+flags:
+`
+
+func runPerf(args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("rnic perf", pflag.ContinueOnError)
+	// pflag prints the usage itself on --help before returning ErrHelp;
+	// it is printed once, below, on stdout.
+	fs.SetOutput(io.Discard)
+	var cfg perf.Config
+	op := fs.String("op", "write", "operation: write, read, send or atomic")
+	mode := fs.String("mode", "bw", "bw (bandwidth) or lat (latency)")
+	atomicType := fs.StringP("atomic-type", "A", string(perf.FetchAndAdd), "atomic operation: CMP_AND_SWAP or FETCH_AND_ADD")
+	fs.IntVarP(&cfg.Size, "size", "s", 0, "message size in bytes (default 65536 for bw, 2 for lat; atomics: 8)")
+	fs.IntVarP(&cfg.Iters, "iters", "n", 0, "operations per QP (default 5000 for bw, 1000 for lat)")
+	fs.IntVarP(&cfg.QPs, "qps", "q", perf.DefaultQPs, "number of QP pairs")
+	fs.IntVarP(&cfg.MTU, "mtu", "m", perf.DefaultMTU, "path MTU: 256, 512, 1024, 2048 or 4096")
+	fs.IntVarP(&cfg.TxDepth, "tx-depth", "t", perf.DefaultTxDepth, "outstanding send WRs per QP (bw)")
+	fs.IntVarP(&cfg.RxDepth, "rx-depth", "r", perf.DefaultRxDepth, "receives kept posted per QP (send)")
+	fs.IntVarP(&cfg.CQMod, "cq-mod", "Q", perf.DefaultCQMod, "signal one send WR in this many (bw)")
+	fs.BoolVar(&cfg.JSON, "json", false, "print one JSON object instead of the table")
+	fs.BoolVar(&cfg.NoRaw, "no-raw", false, "skip the raw UDP measurement")
+	fs.BoolVar(&cfg.Serve, "serve", false, "serve one test (as perftest without a server name)")
+	addr := fs.String("addr", "", "this side's NIC address (server default 127.0.0.2; client: see above)")
+	fs.IntVarP(&cfg.Port, "port", "p", perf.DefaultPort, "TCP port of the side channel")
+	fs.Uint16Var(&cfg.RDMAPort, "rdma-port", perf.DefaultRDMAPort, "RoCEv2 UDP port (the same on both sides)")
+	pcapPath := fs.String("pcap", "", "write every frame the (client's) NIC sends and receives to this pcap file")
+	trace := fs.Bool("trace", false, "print every QP state change and PSN/ACK/NAK decision on stderr")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), perfHelp)
+		fs.PrintDefaults()
+	}
+	usageErr := func(err error) int {
+		fmt.Fprintf(stderr, "rnic %s (rnic help perf)\n", withPrefix("perf: ", err))
+		return 2
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return 0
+		}
+		return usageErr(err)
+	}
+	switch fs.NArg() {
+	case 0:
+		cfg.Serve = cfg.Serve || *addr != ""
+	case 1:
+		if cfg.Serve {
+			return usageErr(fmt.Errorf("--serve and a server to connect to"))
+		}
+		cfg.Server = fs.Arg(0)
+	default:
+		return usageErr(fmt.Errorf("unexpected argument %q", fs.Arg(1)))
+	}
+	var err error
+	if cfg.Op, err = perf.ParseOp(*op); err != nil {
+		return usageErr(err)
+	}
+	if cfg.Mode, err = perf.ParseMode(*mode); err != nil {
+		return usageErr(err)
+	}
+	if cfg.Op == perf.OpAtomic {
+		if cfg.AtomicType, err = perf.ParseAtomicType(*atomicType); err != nil {
+			return usageErr(err)
+		}
+	}
+	if *addr != "" {
+		if cfg.Addr, err = netip.ParseAddr(*addr); err != nil {
+			return usageErr(fmt.Errorf("--addr: %w", err))
+		}
+	}
+	if *pcapPath != "" {
+		pw, err := transport.CreatePcap(*pcapPath)
+		if err != nil {
+			fmt.Fprintf(stderr, "rnic perf: %v\n", err)
+			return 2
+		}
+		defer pw.Close()
+		cfg.Pcap = pw
+	}
+	if *trace {
+		cfg.Trace = stderr
+	}
+	cfg.Out, cfg.Progress = stdout, stderr
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if _, err := perf.Run(ctx, cfg); err != nil {
+		fmt.Fprintf(stderr, "rnic %s\n", withPrefix("perf: ", err))
+		if errors.Is(err, perf.ErrConfig) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+// withPrefix returns err's message starting with prefix once: the
+// packages' errors start with their name already.
+func withPrefix(prefix string, err error) string {
+	m := err.Error()
+	if !strings.HasPrefix(m, prefix) {
+		m = prefix + m
+	}
+	return m
+}

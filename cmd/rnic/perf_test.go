@@ -1,0 +1,94 @@
+package main
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var (
+	bwRow    = regexp.MustCompile(`(?m)^ 4096 +100 +\d+\.\d\d +\d+\.\d\d *\t\t   \d+\.\d{6}\s*$`)
+	latRow   = regexp.MustCompile(`(?m)^ 8 +100 +(\d+\.\d\d\s+){6}\d+\.\d\d\s*$`)
+	rawBW    = regexp.MustCompile(`(?m)^raw udp: \d+\.\d\d MB/sec, rnic/raw = \d+\.\d\d .*\n\z`)
+	rawLat   = regexp.MustCompile(`(?m)^raw udp: t_typical \d+\.\d\d usec, rnic/raw = \d+\.\d\d .*\n\z`)
+	perfBase = []string{"perf", "--rdma-port", cmdTestRDMAPort, "--iters", "100"}
+)
+
+func TestPerfCommand(t *testing.T) {
+	for _, c := range []struct {
+		args     []string
+		row, raw *regexp.Regexp
+	}{
+		{[]string{"--op", "write", "--size", "4096", "--mtu", "1024"}, bwRow, rawBW},
+		{[]string{"--op", "read", "--mode", "lat", "--size", "8"}, latRow, rawLat},
+		{[]string{"--op", "atomic", "--mode", "lat", "-A", "cmp_and_swap"}, latRow, rawLat},
+	} {
+		out, errOut, code := rnic(t, append(append([]string{}, perfBase...), c.args...)...)
+		if code != 0 || !c.row.MatchString(out) || !c.raw.MatchString(out) {
+			t.Errorf("%q: exit %d\n%s%s", c.args, code, out, errOut)
+		}
+	}
+}
+
+func TestPerfCommandJSON(t *testing.T) {
+	out, errOut, code := rnic(t, append(append([]string{}, perfBase...), "--op", "send", "--size", "1000", "--qps", "2", "--json")...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	var res struct {
+		Op  string
+		QPs int
+		BW  struct {
+			AvgMBps float64 `json:"bw_avg_mbps"`
+		}
+		Check struct{ Bytes, Mismatched int64 }
+		Raw   struct{ Ratio float64 } `json:"raw_udp"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if res.Op != "send" || res.QPs != 2 || res.BW.AvgMBps <= 0 || res.Check.Bytes == 0 || res.Check.Mismatched != 0 || res.Raw.Ratio <= 0 {
+		t.Errorf("result %+v from %s", res, out)
+	}
+}
+
+// TestPerfCommandTwoProcesses: a server given only its address, and a
+// client naming it, as two perftest processes.
+func TestPerfCommandTwoProcesses(t *testing.T) {
+	port := freePort(t)
+	sOut, sErr, sCode, cOut, cErr, cCode := both(t,
+		[]string{"perf", "--addr", "127.0.0.2", "-p", port, "--rdma-port", cmdTestRDMAPort},
+		append(append([]string{}, perfBase...), "-p", port, "--op", "write", "--mode", "lat", "--size", "8", "127.0.0.2"))
+	if sCode != 0 || cCode != 0 {
+		t.Fatalf("server %d: %s%s\nclient %d: %s%s", sCode, sOut, sErr, cCode, cOut, cErr)
+	}
+	for _, out := range []string{sOut, cOut} {
+		if !latRow.MatchString(out) || !strings.Contains(out, "RDMA_Write Latency Test") {
+			t.Errorf("output:\n%s", out)
+		}
+	}
+}
+
+func TestPerfUsage(t *testing.T) {
+	for _, c := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"perf", "--op", "flush"}, `op "flush"`},
+		{[]string{"perf", "--mode", "x"}, `mode "x"`},
+		{[]string{"perf", "--op", "atomic", "-A", "swap"}, `atomic type "swap"`},
+		{[]string{"perf", "--mtu", "9000"}, "MTU 9000"},
+		{[]string{"perf", "--serve", "127.0.0.2"}, "--serve and a server"},
+		{[]string{"perf", "a", "b"}, `unexpected argument "b"`},
+	} {
+		_, errOut, code := rnic(t, c.args...)
+		if code != 2 || !strings.Contains(errOut, c.stderr) {
+			t.Errorf("%q: %d %q, want 2 and %q", c.args, code, errOut, c.stderr)
+		}
+	}
+	out, _, code := rnic(t, "help", "perf")
+	if code != 0 || !strings.Contains(out, "--atomic-type") || !strings.Contains(out, "raw udp") {
+		t.Errorf("help: %d\n%s", code, out)
+	}
+}

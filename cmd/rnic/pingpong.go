@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/signal"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rnic/rnic/nic/pingpong"
+	"github.com/rnic/rnic/transport"
+)
+
+const pingpongHelp = `usage: rnic pingpong [flags]            start a server and wait for connection
+       rnic pingpong [flags] SERVER     connect to the server at SERVER
+
+ibv_rc_pingpong on rnic NICs: an RC QP on each side bounces a SEND of
+--size bytes back and forth --iters times, then each side prints, as
+ibv_rc_pingpong does:
+
+    local address:  LID 0x0000, QPN 0x......, PSN 0x......, GID ...
+    remote address: LID 0x0000, QPN 0x......, PSN 0x......, GID ...
+  N bytes in S seconds = R Mbit/sec
+  N iters in S seconds = T usec/iter
+
+The side channel is ibv_rc_pingpong's, byte for byte (TCP port 18515). Each
+NIC is a kernel UDP socket on its own address (the embedded mode): by
+default the server takes 127.0.0.2 and a client of a loopback server the
+other of 127.0.0.2/127.0.0.3, so two terminals on one host need no flags
+but the server's address; a client of a remote server uses the address the
+host reaches it from. The server's side channel listens on its address.
+
+rnic's GID table has one entry, index 0 (::ffff:ADDR). Without -g, as with
+ibv_rc_pingpong, no GID is sent; RoCEv2 needs one, so rnic then reaches the
+peer at the address its side channel connection came from.
+
+Exits 1 when a completion fails ("Failed status ... for wr_id N", as
+ibv_rc_pingpong) or --chk finds corrupted data, 2 on bad usage.
+
+flags:
+`
+
+func runPingpong(args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("rnic pingpong", pflag.ContinueOnError)
+	// pflag prints the usage itself on --help before returning ErrHelp;
+	// it is printed once, below, on stdout.
+	fs.SetOutput(io.Discard)
+	var cfg pingpong.Config
+	fs.IntVarP(&cfg.Port, "port", "p", pingpong.DefaultPort, "TCP port of the side channel (listen on / connect to)")
+	fs.StringVarP(&cfg.IBDev, "ib-dev", "d", "", "the NIC's name (in traces)")
+	fs.IntVarP(&cfg.IBPort, "ib-port", "i", pingpong.DefaultIBPort, "port of the NIC to use (it has port 1 only)")
+	fs.IntVarP(&cfg.Size, "size", "s", pingpong.DefaultSize, "size of message to exchange")
+	fs.IntVarP(&cfg.MTU, "mtu", "m", pingpong.DefaultMTU, "path MTU: 256, 512, 1024, 2048 or 4096")
+	fs.IntVarP(&cfg.RxDepth, "rx-depth", "r", pingpong.DefaultRxDepth, "number of receives to post at a time")
+	fs.IntVarP(&cfg.Iters, "iters", "n", pingpong.DefaultIters, "number of exchanges")
+	fs.IntVarP(&cfg.SL, "sl", "l", 0, "service level value")
+	fs.BoolVarP(&cfg.Events, "events", "e", false, "sleep on CQ events (default poll)")
+	fs.IntVarP(&cfg.GIDIndex, "gid-idx", "g", -1, "local port GID index (0 is the NIC's address)")
+	fs.BoolVarP(&cfg.Check, "chk", "c", false, "validate received buffers")
+	addr := fs.String("addr", "", "the NIC's own IP address (default: see above)")
+	fs.Uint16Var(&cfg.RDMAPort, "rdma-port", pingpong.DefaultRDMAPort, "RoCEv2 UDP port (the same on both sides)")
+	pcapPath := fs.String("pcap", "", "write every frame the NIC sends and receives to this pcap file")
+	trace := fs.Bool("trace", false, "print every QP state change and PSN/ACK/NAK decision on stderr")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), pingpongHelp)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return 0
+		}
+		fmt.Fprintf(stderr, "rnic pingpong: %v (rnic help pingpong)\n", err)
+		return 2
+	}
+	switch fs.NArg() {
+	case 0:
+	case 1:
+		cfg.Server = fs.Arg(0)
+	default:
+		fmt.Fprintf(stderr, "rnic pingpong: unexpected argument %q (rnic help pingpong)\n", fs.Arg(1))
+		return 2
+	}
+	if *addr != "" {
+		a, err := netip.ParseAddr(*addr)
+		if err != nil {
+			fmt.Fprintf(stderr, "rnic pingpong: --addr: %v\n", err)
+			return 2
+		}
+		cfg.Addr = a
+	}
+	if *pcapPath != "" {
+		pw, err := transport.CreatePcap(*pcapPath)
+		if err != nil {
+			fmt.Fprintf(stderr, "rnic pingpong: %v\n", err)
+			return 2
+		}
+		defer pw.Close()
+		cfg.Pcap = pw
+	}
+	if *trace {
+		cfg.Trace = stderr
+	}
+	cfg.Out = stdout
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if _, err := pingpong.Run(ctx, cfg); err != nil {
+		var ce *pingpong.CompletionError
+		switch {
+		case errors.As(err, &ce):
+			fmt.Fprintln(stderr, ce.Error()) // ibv_rc_pingpong's own words
+		case errors.Is(err, pingpong.ErrConfig):
+			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("pingpong: ", err))
+			return 2
+		default:
+			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("pingpong: ", err))
+		}
+		return 1
+	}
+	return 0
+}

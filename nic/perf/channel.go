@@ -1,0 +1,180 @@
+// The side channel between a client and a server: one TCP connection, used
+// in lock-step as perftest uses its own (the client writes, then reads;
+// the server reads, then writes).
+//
+// The QP keys travel as perftest's 108-byte key messages. The steps around
+// them are rnic's own for now, newline-terminated JSON: the client's test
+// parameters (so a server needs no flags but its address), the server's
+// readiness, the end of the test with the server's data check, the raw UDP
+// measurement, and the final result, which the server prints too. Speaking
+// perftest's protocol (§4.2: versions, system data, MTU, the key exchange,
+// handshakes and the report exchange) later replaces these steps one by
+// one; the key exchange stays.
+
+package perf
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+)
+
+// protoVersion names this exchange; a server refuses another.
+const protoVersion = "rnic-perf/1"
+
+// ErrPeer is wrapped by errors the peer reported over the side channel.
+var ErrPeer = errors.New("perf: the peer failed")
+
+// channel is one side of the side channel.
+type channel struct {
+	conn net.Conn
+	r    *bufio.Reader
+}
+
+func newChannel(conn net.Conn) *channel { return &channel{conn: conn, r: bufio.NewReader(conn)} }
+
+// maxLine bounds a JSON message, so a confused peer cannot make us buffer
+// without end.
+const maxLine = 1 << 20
+
+// send writes v as one line of JSON.
+func (c *channel) send(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("perf: side channel: %w", err)
+	}
+	if _, err := c.conn.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("perf: side channel: %w", err)
+	}
+	return nil
+}
+
+// recv reads one line of JSON into v. A message whose "error" field is set
+// is the peer's failure and is returned as an error wrapping ErrPeer.
+func (c *channel) recv(v any) error {
+	var line []byte
+	for {
+		frag, isPrefix, err := c.r.ReadLine()
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("perf: side channel: %w", err)
+		}
+		line = append(line, frag...)
+		if len(line) > maxLine {
+			return fmt.Errorf("perf: side channel: message longer than %d bytes", maxLine)
+		}
+		if !isPrefix {
+			break
+		}
+	}
+	var e struct {
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal(line, &e); err != nil {
+		return fmt.Errorf("perf: side channel: %w", err)
+	}
+	if e.Error != "" {
+		return fmt.Errorf("%w: %s", ErrPeer, e.Error)
+	}
+	if err := json.Unmarshal(line, v); err != nil {
+		return fmt.Errorf("perf: side channel: %w", err)
+	}
+	return nil
+}
+
+// fail tells the peer why this side gives up; the error is best effort.
+func (c *channel) fail(err error) {
+	c.send(errMsg{Error: err.Error()})
+}
+
+// sendKey writes a key message with GID.
+func (c *channel) sendKey(k Key) error {
+	m := k.MarshalGID()
+	if _, err := c.conn.Write(m[:]); err != nil {
+		return fmt.Errorf("perf: side channel: send key: %w", err)
+	}
+	return nil
+}
+
+// recvKey reads a key message with GID.
+func (c *channel) recvKey() (Key, error) {
+	var m [KeyMsgSizeGID]byte
+	if _, err := io.ReadFull(c.r, m[:]); err != nil {
+		return Key{}, fmt.Errorf("perf: side channel: read key: %w", err)
+	}
+	return ParseKey(m[:])
+}
+
+// The messages, in the order they are sent.
+type (
+	// hello: client → server, the test to run.
+	hello struct {
+		Proto      string     `json:"proto"`
+		Op         Op         `json:"op"`
+		Mode       Mode       `json:"mode"`
+		AtomicType AtomicType `json:"atomic_type,omitempty"`
+		Size       int        `json:"size"`
+		Iters      int        `json:"iters"`
+		QPs        int        `json:"qps"`
+		MTU        int        `json:"mtu"`
+		TxDepth    int        `json:"tx_depth"`
+		RxDepth    int        `json:"rx_depth"`
+		CQMod      int        `json:"cq_mod"`
+	}
+	// ack: server → client after hello (then the keys), and again once
+	// the server's QPs are connected and its receives posted.
+	ack struct {
+		OK bool `json:"ok"`
+	}
+	// finished: client → server when the client's loop has ended.
+	finished struct {
+		Done bool `json:"done"`
+	}
+	// serverReport: server → client, the server's data check.
+	serverReport struct {
+		Check Check `json:"check"`
+	}
+	// rawRequest: client → server, a raw UDP measurement to take part in;
+	// Kind "" means none.
+	rawRequest struct {
+		Kind     string `json:"kind"` // "bw" (the server counts) or "lat" (it echoes)
+		Datagram int    `json:"datagram"`
+		Count    int    `json:"count"`
+	}
+	// rawPort: server → client, where to send.
+	rawPort struct {
+		Port int `json:"port"`
+	}
+	// rawDone: client → server, the client has sent everything.
+	rawDone struct {
+		Sent int `json:"sent"`
+	}
+	// rawReport: server → client, what the server received (bw).
+	rawReport struct {
+		Received int   `json:"received"`
+		SpanNS   int64 `json:"span_ns"`
+	}
+	// errMsg: either side, giving up.
+	errMsg struct {
+		Error string `json:"error"`
+	}
+)
+
+// apply copies a hello's test parameters into c.
+func (h *hello) apply(c *Config) {
+	c.Op, c.Mode, c.AtomicType = h.Op, h.Mode, h.AtomicType
+	c.Size, c.Iters, c.QPs, c.MTU = h.Size, h.Iters, h.QPs, h.MTU
+	c.TxDepth, c.RxDepth, c.CQMod = h.TxDepth, h.RxDepth, h.CQMod
+}
+
+// helloOf is the hello announcing c's test.
+func helloOf(c *Config) hello {
+	return hello{Proto: protoVersion, Op: c.Op, Mode: c.Mode, AtomicType: c.AtomicType,
+		Size: c.Size, Iters: c.Iters, QPs: c.QPs, MTU: c.MTU,
+		TxDepth: c.TxDepth, RxDepth: c.RxDepth, CQMod: c.CQMod}
+}

@@ -1,0 +1,68 @@
+// Checking that the data really moved: every source region holds a
+// pattern that names its side and QP, and after a run the side whose
+// target regions received data compares them with the pattern the other
+// side sent (for atomics: the word holds the number of operations).
+
+package perf
+
+import (
+	"encoding/binary"
+)
+
+// Check is the outcome of the data check of a run.
+type Check struct {
+	// Bytes is the number of bytes compared, Mismatched how many differed.
+	Bytes      int64 `json:"bytes"`
+	Mismatched int64 `json:"mismatched"`
+}
+
+// OK reports whether something was compared and nothing differed.
+func (c Check) OK() bool { return c.Bytes > 0 && c.Mismatched == 0 }
+
+// pattern is byte i of QP qp's source region on the side with seed.
+func pattern(seed byte, qp, i int) byte {
+	return byte(i) ^ byte(i>>8)*7 ^ byte(qp)*13 ^ seed
+}
+
+func fillPattern(b []byte, seed byte, qp int) {
+	for i := range b {
+		b[i] = pattern(seed, qp, i)
+	}
+}
+
+// checkTargets compares the target regions of s with what the peer (with
+// peerSeed) sent there, after iters operations per QP. For a WRITE latency
+// test the last byte carries the sequence number instead of the pattern:
+// it must be the last one, iters.
+func (s *side) checkTargets(peerSeed byte, iters int) Check {
+	var c Check
+	for qi, q := range s.qps {
+		switch {
+		case s.cfg.Op == OpAtomic:
+			c.Bytes += atomicSize
+			if binary.NativeEndian.Uint64(q.dst) != uint64(iters) {
+				c.Mismatched += atomicSize
+			}
+		default:
+			n := len(q.dst)
+			if s.cfg.Op == OpWrite && s.cfg.Mode == ModeLat {
+				n--
+				c.Bytes++
+				if loadByte(q.dst, n) != byte(iters) {
+					c.Mismatched++
+				}
+			}
+			for i := 0; i < n; i++ {
+				if q.dst[i] != pattern(peerSeed, qi, i) {
+					c.Mismatched++
+				}
+			}
+			c.Bytes += int64(n)
+		}
+	}
+	return c
+}
+
+// clientChecks reports whether the client's targets receive the data: for
+// a READ, which fetches the server's source; otherwise the server's do.
+func (c *Config) clientChecks() bool { return c.Op == OpRead }

@@ -1,0 +1,389 @@
+// Configuration: the test (operation, mode, sizes, depths) with perftest's
+// defaults, the roles (both sides in one process, or a server and a
+// client), and the NICs' addresses.
+
+package perf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/rnic/rnic/nic/verbs"
+	"github.com/rnic/rnic/transport"
+)
+
+// Op is the operation measured.
+type Op string
+
+// Operations.
+const (
+	OpWrite  Op = "write"
+	OpRead   Op = "read"
+	OpSend   Op = "send"
+	OpAtomic Op = "atomic"
+)
+
+// Mode is what is measured: bandwidth or latency.
+type Mode string
+
+// Modes.
+const (
+	ModeBW  Mode = "bw"
+	ModeLat Mode = "lat"
+)
+
+// AtomicType is the atomic operation of OpAtomic, named as perftest's -A.
+type AtomicType string
+
+// Atomic types.
+const (
+	FetchAndAdd AtomicType = "FETCH_AND_ADD"
+	CmpAndSwap  AtomicType = "CMP_AND_SWAP"
+)
+
+// Defaults, perftest's where perftest has one.
+const (
+	DefaultSizeBW   = 65536 // perftest's bw tests
+	DefaultSizeLat  = 2     // perftest's lat tests (DEF_SIZE_LAT)
+	DefaultItersBW  = 5000
+	DefaultItersLat = 1000
+	DefaultQPs      = 1
+	// DefaultMTU is the port's active MTU, which perftest uses unless told:
+	// the embedded NIC has a jumbo link, so 4096.
+	DefaultMTU      = 4096
+	DefaultTxDepth  = 128 // perftest's tx_depth for bw tests
+	DefaultRxDepth  = 512 // perftest's rx_depth for send tests
+	DefaultCQMod    = 100 // perftest's CQ moderation
+	DefaultPort     = 18515
+	DefaultRDMAPort = 4791
+	// atomicSize is the message size of an atomic: one 64-bit word.
+	atomicSize = 8
+	// maxOutReads is the READ/atomic depth of a QP (perftest uses the
+	// device's max_qp_rd_atom; rnic's is 128).
+	maxOutReads = 128
+)
+
+// Loopback addresses of the two NICs when none are given: the server's and
+// the client's (the same convention as rnic pingpong).
+var (
+	ServerLoopback = netip.MustParseAddr("127.0.0.2")
+	ClientLoopback = netip.MustParseAddr("127.0.0.3")
+)
+
+// Config describes a run.
+type Config struct {
+	Op         Op
+	Mode       Mode
+	AtomicType AtomicType // OpAtomic only (FetchAndAdd if empty)
+	// Size is the message size in bytes (atomics are always 8).
+	Size int
+	// Iters is the number of operations per QP.
+	Iters int
+	// QPs is the number of QP pairs the work is spread over.
+	QPs int
+	// MTU is the path MTU in bytes.
+	MTU int
+	// TxDepth bounds the outstanding send WRs per QP in bw mode (and is
+	// the send queue size).
+	TxDepth int
+	// RxDepth is the number of receives kept posted per QP for SEND.
+	RxDepth int
+	// CQMod signals every CQMod-th send WR (perftest's CQ moderation),
+	// capped at TxDepth.
+	CQMod int
+	// NoRaw skips the raw UDP measurement.
+	NoRaw bool
+
+	// Server is the server to connect to: set, this process is the
+	// client. Empty with Serve, it is the server; empty without Serve,
+	// both sides run in this process.
+	Server string
+	Serve  bool
+	// Port is the TCP port of the side channel.
+	Port int
+	// Addr is this side's NIC address (the client's in one process).
+	// Zero applies the loopback convention: the server on 127.0.0.2, the
+	// client of a loopback server on the other of 127.0.0.2/127.0.0.3,
+	// a client of a remote server on the address the host routes from.
+	Addr netip.Addr
+	// ServerAddr is the server NIC's address in one process (127.0.0.2).
+	ServerAddr netip.Addr
+	// RDMAPort is the RoCEv2 UDP port.
+	RDMAPort uint16
+
+	// Out receives the report, Progress a progress line every second for
+	// runs longer than a few seconds (both may be nil).
+	Out, Progress io.Writer
+	// JSON prints one JSON object instead of the table.
+	JSON bool
+	// Pcap records the frames of this side's NIC (the client's in one
+	// process; its tee sees both directions).
+	Pcap *transport.PcapWriter
+	// Trace receives both NICs' engine traces.
+	Trace io.Writer
+
+	// Link (and ServerLink in one process) carry the NICs' frames instead
+	// of UDP sockets: tests use an in-process link. Run closes them with
+	// the NICs.
+	Link, ServerLink transport.Endpoint
+	// Listener is the server's side channel instead of a TCP listener on
+	// Addr:Port (tests, and one-process runs, use an ephemeral port).
+	Listener net.Listener
+	// DialRetry is how long a client retries a refused side-channel
+	// connection (2s if zero, once if negative).
+	DialRetry time.Duration
+}
+
+// ErrConfig is wrapped by configuration errors.
+var ErrConfig = errors.New("perf: bad configuration")
+
+// role says which sides run in this process.
+type role uint8
+
+const (
+	roleBoth role = iota
+	roleServer
+	roleClient
+)
+
+// resolved is a checked Config with defaults applied.
+type resolved struct {
+	Config
+	role   role
+	mtu    verbs.MTU
+	server netip.Addr // the server's NIC address (client and one process)
+}
+
+// ParseOp, ParseMode and ParseAtomicType accept the names perftest users
+// type (case-insensitively).
+func ParseOp(s string) (Op, error) {
+	switch o := Op(strings.ToLower(s)); o {
+	case OpWrite, OpRead, OpSend, OpAtomic:
+		return o, nil
+	}
+	return "", fmt.Errorf("%w: op %q: write, read, send or atomic", ErrConfig, s)
+}
+
+// ParseMode parses "bw" or "lat".
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(strings.ToLower(s)); m {
+	case ModeBW, ModeLat:
+		return m, nil
+	}
+	return "", fmt.Errorf("%w: mode %q: bw or lat", ErrConfig, s)
+}
+
+// ParseAtomicType parses CMP_AND_SWAP or FETCH_AND_ADD.
+func ParseAtomicType(s string) (AtomicType, error) {
+	switch a := AtomicType(strings.ToUpper(s)); a {
+	case FetchAndAdd, CmpAndSwap:
+		return a, nil
+	}
+	return "", fmt.Errorf("%w: atomic type %q: CMP_AND_SWAP or FETCH_AND_ADD", ErrConfig, s)
+}
+
+// resolve applies defaults and checks the test parameters; for a server
+// they come from the client later (applyParams), so only its own settings
+// are checked here.
+func (cfg Config) resolve(ctx context.Context) (*resolved, error) {
+	r := &resolved{Config: cfg}
+	c := &r.Config
+	switch {
+	case c.Server != "":
+		r.role = roleClient
+	case c.Serve:
+		r.role = roleServer
+	default:
+		r.role = roleBoth
+	}
+	if c.Port == 0 {
+		c.Port = DefaultPort
+	}
+	if c.RDMAPort == 0 {
+		c.RDMAPort = DefaultRDMAPort
+	}
+	if c.DialRetry == 0 {
+		c.DialRetry = 2 * time.Second
+	}
+	if c.Out == nil {
+		c.Out = io.Discard
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		return nil, fmt.Errorf("%w: port %d", ErrConfig, c.Port)
+	}
+	if r.role != roleServer {
+		if err := r.testDefaults(); err != nil {
+			return nil, err
+		}
+	}
+	switch r.role {
+	case roleServer:
+		if !c.Addr.IsValid() {
+			c.Addr = ServerLoopback
+		}
+	case roleBoth:
+		if !c.ServerAddr.IsValid() {
+			c.ServerAddr = ServerLoopback
+		}
+		r.server = c.ServerAddr.Unmap()
+		if !c.Addr.IsValid() {
+			c.Addr = otherLoopback(r.server)
+		}
+	case roleClient:
+		a, err := lookup(ctx, c.Server)
+		if err != nil {
+			return nil, err
+		}
+		r.server = a
+		if !c.Addr.IsValid() {
+			if c.Addr, err = clientAddr(a); err != nil {
+				return nil, err
+			}
+		}
+	}
+	c.Addr = c.Addr.Unmap()
+	if r.role == roleBoth && c.Addr == r.server {
+		return nil, fmt.Errorf("%w: both NICs on %v: they need two addresses", ErrConfig, c.Addr)
+	}
+	return r, nil
+}
+
+// testDefaults fills and checks the test parameters.
+func (r *resolved) testDefaults() error {
+	c := &r.Config
+	if c.Op == "" {
+		c.Op = OpWrite
+	}
+	if c.Mode == "" {
+		c.Mode = ModeBW
+	}
+	if _, err := ParseOp(string(c.Op)); err != nil {
+		return err
+	}
+	if _, err := ParseMode(string(c.Mode)); err != nil {
+		return err
+	}
+	if c.Op == OpAtomic {
+		if c.AtomicType == "" {
+			c.AtomicType = FetchAndAdd
+		}
+		if _, err := ParseAtomicType(string(c.AtomicType)); err != nil {
+			return err
+		}
+		if c.Size != 0 && c.Size != atomicSize {
+			return fmt.Errorf("%w: atomics move %d bytes, not %d", ErrConfig, atomicSize, c.Size)
+		}
+		c.Size = atomicSize
+	}
+	bw := c.Mode == ModeBW
+	fill := func(v *int, bwDef, latDef int) {
+		if *v == 0 {
+			*v = latDef
+			if bw {
+				*v = bwDef
+			}
+		}
+	}
+	fill(&c.Size, DefaultSizeBW, DefaultSizeLat)
+	fill(&c.Iters, DefaultItersBW, DefaultItersLat)
+	fill(&c.QPs, DefaultQPs, DefaultQPs)
+	fill(&c.MTU, DefaultMTU, DefaultMTU)
+	fill(&c.TxDepth, DefaultTxDepth, DefaultTxDepth)
+	fill(&c.RxDepth, DefaultRxDepth, DefaultRxDepth)
+	fill(&c.CQMod, DefaultCQMod, DefaultCQMod)
+	c.CQMod = min(c.CQMod, c.TxDepth)
+	if !bw {
+		c.CQMod = 1 // a latency test waits for each operation
+	}
+	switch {
+	case c.Size < 1 || c.Size > 1<<30:
+		return fmt.Errorf("%w: size %d, must be 1..2^30", ErrConfig, c.Size)
+	case c.Iters < 1 || c.Iters > 1<<26:
+		return fmt.Errorf("%w: iters %d, must be 1..2^26", ErrConfig, c.Iters)
+	case c.QPs < 1 || c.QPs > 1024:
+		return fmt.Errorf("%w: qps %d, must be 1..1024", ErrConfig, c.QPs)
+	case c.TxDepth < 1 || c.TxDepth > 1<<14:
+		return fmt.Errorf("%w: tx depth %d", ErrConfig, c.TxDepth)
+	case c.RxDepth < 1 || c.RxDepth > 1<<14:
+		return fmt.Errorf("%w: rx depth %d", ErrConfig, c.RxDepth)
+	case c.CQMod < 1:
+		return fmt.Errorf("%w: CQ moderation %d", ErrConfig, c.CQMod)
+	case int64(c.QPs)*2*int64(region(c.Size)) > 4<<30:
+		return fmt.Errorf("%w: %d QPs × %d bytes need more than 4 GiB of buffers", ErrConfig, c.QPs, c.Size)
+	}
+	if r.mtu = verbs.MTUFromBytes(c.MTU); r.mtu == 0 {
+		return fmt.Errorf("%w: MTU %d, must be 256, 512, 1024, 2048 or 4096", ErrConfig, c.MTU)
+	}
+	return nil
+}
+
+// otherLoopback is the client's loopback address given the server's.
+func otherLoopback(server netip.Addr) netip.Addr {
+	if server == ClientLoopback {
+		return ServerLoopback
+	}
+	return ClientLoopback
+}
+
+// clientAddr picks a client's address for a server at server.
+func clientAddr(server netip.Addr) (netip.Addr, error) {
+	switch {
+	case server.IsLoopback() && server.Is4():
+		return otherLoopback(server), nil
+	case server.IsLoopback():
+		return netip.Addr{}, fmt.Errorf("%w: server %v is IPv6 loopback, which has one address: give --addr", ErrConfig, server)
+	}
+	// The address the host routes from; a UDP "connection" picks it
+	// without sending anything.
+	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(server, DefaultRDMAPort)))
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("perf: no local address reaches %v: %w", server, err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap(), nil
+}
+
+// lookup resolves host, IPv4 first.
+func lookup(ctx context.Context, host string) (netip.Addr, error) {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return a.Unmap(), nil
+	}
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil || len(addrs) == 0 {
+		return netip.Addr{}, fmt.Errorf("perf: resolve %s: %w", host, err)
+	}
+	for _, a := range addrs {
+		if a.Unmap().Is4() {
+			return a.Unmap(), nil
+		}
+	}
+	return addrs[0], nil
+}
+
+// rttFactor is what a latency sample is divided by: write and send
+// latency tests bounce a message, so a sample is two one-way trips; a READ
+// or an atomic is one request and its response (perftest's rtt_factor).
+func (c *Config) rttFactor() float64 {
+	if c.Op == OpWrite || c.Op == OpSend {
+		return 2
+	}
+	return 1
+}
+
+// packets is the number of packets one message takes at the path MTU
+// (atomics and zero-length messages take one).
+func (c *Config) packets() int {
+	if c.Op == OpAtomic {
+		return 1
+	}
+	return (c.Size + c.MTU - 1) / c.MTU
+}

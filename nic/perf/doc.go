@@ -1,0 +1,43 @@
+// Package perf is rnic's perftest: bandwidth and latency of RDMA WRITE,
+// RDMA READ, SEND and atomics between two rnic NICs, reported in
+// perftest's table (ib_write_bw, ib_read_lat, ...), next to the figure raw
+// kernel UDP reaches between the same addresses in the same run.
+//
+// # Roles
+//
+// By default both sides run in one process: two NICs on 127.0.0.2 (the
+// server) and 127.0.0.3 (the client) over loopback UDP, with the side
+// channel on an ephemeral TCP port. As with perftest, they can also run in
+// two processes: a server (Config.Serve) on its address and port 18515,
+// and a client (Config.Server names the server). Either way the client
+// drives: it sends the test's parameters, so a server needs no flags but
+// its address.
+//
+// # Semantics (perftest's)
+//
+//   - bw: the client posts Iters operations per QP, keeping up to TxDepth
+//     outstanding per QP and signalling one in CQMod; BW average is the
+//     bytes over the time from the first post to the last completion, BW
+//     peak the best rate over any run of consecutive operations, the
+//     message rate in millions per second. MB is 2^20 bytes, as perftest's
+//     MB/sec. For SEND the server keeps RxDepth receives posted.
+//   - lat: one operation at a time. WRITE is a ping-pong of RDMA WRITEs,
+//     each side polling the last byte of its buffer; SEND a ping-pong of
+//     SENDs; READ and atomics wait for their own completion. A sample is
+//     the time from one post to the next, halved for the ping-pongs;
+//     t_typical is the median, t_99 and t_99.9 nearest-rank percentiles.
+//   - Atomics: FETCH_AND_ADD adds 1, CMP_AND_SWAP swaps i for i+1 on its
+//     i-th operation; either way the word ends at Iters, which the server
+//     checks.
+//
+// Every run checks that the data moved: each side's source buffers hold a
+// pattern naming the side and the QP, and the receiving side compares its
+// buffers with the sender's pattern at the end (Result.Check).
+//
+// # The side channel
+//
+// The QPs' keys are exchanged as perftest's 108-byte key messages (Key,
+// ParseKey); the rest of the exchange is rnic's own for now (channel.go),
+// laid out step by step so that perftest's exact protocol can take its
+// place.
+package perf

@@ -1,0 +1,130 @@
+// Latency loops, one operation at a time, as perftest's run_iter_lat*:
+//
+//   - WRITE: ping-pong of RDMA WRITEs; each side learns that the other's
+//     write has landed by polling the last byte of its target region,
+//     which carries the iteration number;
+//   - SEND: ping-pong of SENDs, each side waiting for its receive
+//     completion;
+//   - READ and atomics: the client posts one and waits for its completion;
+//     the server's CPU takes no part.
+//
+// With several QPs, iteration k uses QP k mod QPs. The client stamps every
+// post and the end; a sample is the time from one post to the next (the
+// last one to the end).
+
+package perf
+
+import (
+	"context"
+	"time"
+
+	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/verbs"
+)
+
+// runLat is the client's latency loop; it returns the samples in ns.
+func (s *side) runLat(ctx context.Context) ([]int64, error) {
+	cfg := s.cfg
+	nq := len(s.qps)
+	total := cfg.Iters * nq
+	stamps := make([]int64, total+1)
+	prog := newProgress(cfg.Progress, string(cfg.Op)+" lat", total, 0)
+	start := time.Now()
+	for k := 0; k < total; k++ {
+		i, seq := k%nq, k/nq
+		if cfg.Op == OpWrite {
+			s.qps[i].src[cfg.Size-1] = byte(seq + 1)
+		}
+		stamps[k] = int64(time.Since(start))
+		if err := s.postOne(i, seq); err != nil {
+			return nil, err
+		}
+		if err := s.awaitLat(ctx, i, seq); err != nil {
+			return nil, err
+		}
+		prog.tick(k + 1)
+	}
+	stamps[total] = int64(time.Since(start))
+	samples := make([]int64, total)
+	for k := range samples {
+		samples[k] = stamps[k+1] - stamps[k]
+	}
+	return samples, nil
+}
+
+// serveLat is the server's part of a WRITE or SEND latency test: it waits
+// for each of the client's messages and answers it on the same QP.
+func (s *side) serveLat(ctx context.Context) error {
+	cfg := s.cfg
+	nq := len(s.qps)
+	for k := 0; k < cfg.Iters*nq; k++ {
+		i, seq := k%nq, k/nq
+		if err := s.awaitLat(ctx, i, seq); err != nil {
+			return err
+		}
+		if cfg.Op == OpWrite {
+			s.qps[i].src[cfg.Size-1] = byte(seq + 1)
+		}
+		if err := s.postOne(i, seq); err != nil {
+			return err
+		}
+	}
+	// The last answer's own completion is not waited for: the client may
+	// tear its QP down as soon as the answer has landed.
+	return nil
+}
+
+// postOne posts operation seq on QP i, signaled.
+func (s *side) postOne(i, seq int) error {
+	wr := s.sendWR(i, seq, true)
+	return s.qps[i].qp.PostSend(&wr)
+}
+
+// awaitLat waits for the event that ends iteration seq on QP i: the peer's
+// WRITE landing or SEND arriving (then a receive is re-posted), or the
+// completion of this side's own READ or atomic. Send completions are
+// drained on the way.
+func (s *side) awaitLat(ctx context.Context, i, seq int) error {
+	cfg := s.cfg
+	q := s.qps[i]
+	spin := newSpinner(ctx)
+	var waitOn *nic.CQ // nil: the WRITE test watches memory
+	switch cfg.Op {
+	case OpSend:
+		waitOn = s.rcq
+	case OpRead, OpAtomic:
+		waitOn = s.scq
+	}
+	var wcs [4]verbs.WC
+	for {
+		n, err := s.drainSend(wcs[:])
+		if err != nil {
+			return err
+		}
+		switch cfg.Op {
+		case OpWrite:
+			if loadByte(q.dst, cfg.Size-1) == byte(seq+1) {
+				return nil
+			}
+		case OpSend:
+			if m := s.rcq.Poll(wcs[:1]); m > 0 {
+				wc := &wcs[0]
+				if wc.Status != verbs.WCSuccess {
+					return s.completionErr(wc)
+				}
+				return s.postRecv(int(wc.WRID), 1)
+			}
+		default: // READ, atomics: this operation's own completion
+			for k := range wcs[:n] {
+				if qi, sq := splitWRID(wcs[k].WRID); qi == i && sq == seq {
+					return nil
+				}
+			}
+		}
+		if n > 0 {
+			spin.progressed()
+		} else if err := spin.wait(waitOn); err != nil {
+			return err
+		}
+	}
+}

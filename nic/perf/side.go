@@ -1,0 +1,230 @@
+// One side's verbs objects: a NIC, a PD, one buffer with two regions per
+// QP under one MR, a send CQ and a receive CQ shared by all QPs (as
+// perftest shares them), and the RC QPs.
+//
+// Each QP's memory is a source region, whose bytes the side's own SENDs,
+// WRITEs and READ responses carry, and a target region, where the peer's
+// WRITEs, SENDs and atomics land and where this side's READs put what they
+// fetch. Keeping them apart is what lets a latency test watch its target
+// while it writes from its source, and lets each side check what arrived
+// against what the other sent.
+
+package perf
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/netip"
+
+	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/embedded"
+	"github.com/rnic/rnic/nic/verbs"
+	"github.com/rnic/rnic/transport"
+)
+
+// region is the size of one region for messages of size bytes: a whole
+// number of 64-byte lines, so every region (and its atomic word) is
+// aligned.
+func region(size int) int { return max(64, (size+63)&^63) }
+
+// qpSide is one QP and its memory.
+type qpSide struct {
+	qp   *nic.QP
+	psn  uint32
+	src  []byte // the source region
+	dst  []byte // the target region
+	sva  uint64 // MR addresses of src and dst
+	dva  uint64
+	peer Key // the peer QP's key
+}
+
+// side is one NIC and its objects.
+type side struct {
+	name string
+	cfg  *resolved
+	nic  *embedded.NIC
+	pd   *nic.PD
+	mem  *buffer
+	mr   *nic.MR
+	scq  *nic.CQ
+	rcq  *nic.CQ
+	qps  []*qpSide
+	byQP map[uint32]int // QPN → index in qps
+	// seed tells this side's data pattern from the peer's.
+	seed byte
+}
+
+// sideSpec is what openSide needs besides the test parameters.
+type sideSpec struct {
+	name  string
+	link  transport.Endpoint
+	pcap  *transport.PcapWriter
+	trace io.Writer
+	seed  byte
+}
+
+// openSide opens the NIC on addr and creates every object; on failure
+// all is released.
+func openSide(r *resolved, addr netip.Addr, spec sideSpec) (s *side, err error) {
+	n, err := openNIC(spec.name, addr, r.RDMAPort, spec.link, spec.pcap, spec.trace)
+	if err != nil {
+		return nil, err
+	}
+	s = &side{name: spec.name, cfg: r, nic: n, byQP: map[uint32]int{}, seed: spec.seed}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	reg := region(r.Size)
+	s.mem = newBuffer(2 * reg * r.QPs)
+	if s.pd, err = n.AllocPD(); err != nil {
+		return nil, fmt.Errorf("perf: alloc PD: %w", err)
+	}
+	access := memory.LocalWrite | memory.RemoteWrite | memory.RemoteRead | memory.RemoteAtomic
+	if s.mr, err = n.RegMR(s.pd, s.mem.b, access); err != nil {
+		return nil, fmt.Errorf("perf: register %d bytes: %w", len(s.mem.b), err)
+	}
+	if s.scq, err = n.CreateCQ(r.QPs*r.TxDepth + 1); err != nil {
+		return nil, fmt.Errorf("perf: create send CQ: %w", err)
+	}
+	if s.rcq, err = n.CreateCQ(r.QPs*r.RxDepth + 1); err != nil {
+		return nil, fmt.Errorf("perf: create receive CQ: %w", err)
+	}
+	caps := verbs.QPCap{MaxSendWR: uint32(r.TxDepth), MaxRecvWR: uint32(r.RxDepth), MaxSendSGE: 1, MaxRecvSGE: 1}
+	for i := 0; i < r.QPs; i++ {
+		qp, err := n.CreateQP(s.pd, nic.QPInit{Type: verbs.QPTypeRC, SendCQ: s.scq, RecvCQ: s.rcq, Cap: caps})
+		if err != nil {
+			return nil, fmt.Errorf("perf: create QP %d: %w", i, err)
+		}
+		off := 2 * reg * i
+		q := &qpSide{qp: qp, psn: rand.Uint32() & 0xFFFFFF,
+			src: s.mem.b[off : off+r.Size], dst: s.mem.b[off+reg : off+reg+r.Size],
+			sva: s.mr.Addr() + uint64(off), dva: s.mr.Addr() + uint64(off+reg)}
+		s.qps = append(s.qps, q)
+		s.byQP[qp.QPN()] = i
+		init := verbs.QPAttr{State: verbs.QPSInit, PortNum: 1,
+			AccessFlags: memory.RemoteWrite | memory.RemoteRead | memory.RemoteAtomic}
+		if err := qp.Modify(&init, verbs.AttrState|verbs.AttrPKeyIndex|verbs.AttrPort|verbs.AttrAccessFlags); err != nil {
+			return nil, fmt.Errorf("perf: QP %d to INIT: %w", i, err)
+		}
+		fillPattern(q.src, spec.seed, i)
+	}
+	return s, nil
+}
+
+// close destroys everything and closes the NIC and its link.
+func (s *side) close() {
+	for _, q := range s.qps {
+		q.qp.Destroy()
+	}
+	for _, cq := range []*nic.CQ{s.scq, s.rcq} {
+		if cq != nil {
+			cq.Destroy()
+		}
+	}
+	if s.mr != nil {
+		s.nic.DeregMR(s.mr)
+	}
+	if s.mem != nil {
+		s.mem.close()
+	}
+	if s.pd != nil {
+		s.nic.DeallocPD(s.pd)
+	}
+	s.nic.Close()
+}
+
+// key is QP i's key message: its QPN and PSN, the rkey, and the address
+// the peer's operations target — the source region for a READ, the target
+// region otherwise.
+func (s *side) key(i int) Key {
+	q := s.qps[i]
+	k := Key{OutReads: maxOutReads, QPN: q.qp.QPN(), PSN: q.psn, RKey: s.mr.RKey(), VAddr: q.dva}
+	if s.cfg.Op == OpRead {
+		k.VAddr = q.sva
+	}
+	if g, err := s.nic.QueryGID(1, 0); err == nil {
+		k.GID = g.As16()
+	}
+	return k
+}
+
+// connect takes QP i to RTR and RTS towards the peer's key, with
+// perftest's attributes (min_rnr_timer 12, timeout 14, retry 7, RNR retry
+// 7) and as many outstanding READs and atomics as both sides allow.
+func (s *side) connect(i int, peer Key) error {
+	q := s.qps[i]
+	q.peer = peer
+	rd := uint8(min(int(peer.OutReads), maxOutReads))
+	if rd == 0 {
+		rd = 1
+	}
+	rtr := verbs.QPAttr{State: verbs.QPSRTR, PathMTU: s.cfg.mtu, DestQPN: peer.QPN, RQPSN: peer.PSN,
+		MaxDestRdAtomic: maxOutReads, MinRNRTimer: 12,
+		AV: verbs.AddressVector{DGID: netip.AddrFrom16(peer.GID), HopLimit: 64, PortNum: 1}}
+	if err := q.qp.Modify(&rtr, verbs.AttrState|verbs.AttrAV|verbs.AttrPathMTU|verbs.AttrDestQPN|
+		verbs.AttrRQPSN|verbs.AttrMaxDestRdAtomic|verbs.AttrMinRNRTimer); err != nil {
+		return fmt.Errorf("perf: QP %d to RTR: %w", i, err)
+	}
+	rts := verbs.QPAttr{State: verbs.QPSRTS, SQPSN: q.psn, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: rd}
+	if err := q.qp.Modify(&rts, verbs.AttrState|verbs.AttrSQPSN|verbs.AttrTimeout|verbs.AttrRetryCnt|
+		verbs.AttrRNRRetry|verbs.AttrMaxQPRdAtomic); err != nil {
+		return fmt.Errorf("perf: QP %d to RTS: %w", i, err)
+	}
+	return nil
+}
+
+// postRecv posts n receives into QP i's target region.
+func (s *side) postRecv(i, n int) error {
+	q := s.qps[i]
+	wr := verbs.RecvWR{ID: uint64(i), SGL: []verbs.SGE{{Addr: q.dva, Length: uint32(len(q.dst)), LKey: s.mr.LKey()}}}
+	for k := 0; k < n; k++ {
+		if err := q.qp.PostRecv(&wr); err != nil {
+			return fmt.Errorf("perf: post receive on QP %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// wrID packs a QP index and a per-QP sequence number into a WR ID, so a
+// completion names both.
+func wrID(qp, seq int) uint64 { return uint64(qp)<<32 | uint64(uint32(seq)) }
+
+func splitWRID(id uint64) (qp, seq int) { return int(id >> 32), int(uint32(id)) }
+
+// sendWR builds the operation's WR number seq on QP i: a message from the
+// source region to the peer's target (WRITE, SEND), from the peer's
+// source into the target region (READ), or an atomic on the peer's target
+// word whose original value lands in the target region. CMP_AND_SWAP
+// swaps seq for seq+1, FETCH_AND_ADD adds 1, so after n operations in
+// order the word holds n either way: the check that they all happened.
+func (s *side) sendWR(i, seq int, signaled bool) verbs.SendWR {
+	q := s.qps[i]
+	lkey := s.mr.LKey()
+	wr := verbs.SendWR{ID: wrID(i, seq), RemoteAddr: q.peer.VAddr, RKey: q.peer.RKey}
+	if signaled {
+		wr.Flags = verbs.SendSignaled
+	}
+	switch s.cfg.Op {
+	case OpWrite:
+		wr.Opcode = verbs.WRRDMAWrite
+		wr.SGL = []verbs.SGE{{Addr: q.sva, Length: uint32(len(q.src)), LKey: lkey}}
+	case OpSend:
+		wr.Opcode = verbs.WRSend
+		wr.SGL = []verbs.SGE{{Addr: q.sva, Length: uint32(len(q.src)), LKey: lkey}}
+	case OpRead:
+		wr.Opcode = verbs.WRRDMARead
+		wr.SGL = []verbs.SGE{{Addr: q.dva, Length: uint32(len(q.dst)), LKey: lkey}}
+	case OpAtomic:
+		wr.SGL = []verbs.SGE{{Addr: q.dva, Length: atomicSize, LKey: lkey}}
+		if s.cfg.AtomicType == CmpAndSwap {
+			wr.Opcode, wr.CompareAdd, wr.Swap = verbs.WRAtomicCmpSwp, uint64(seq), uint64(seq)+1
+		} else {
+			wr.Opcode, wr.CompareAdd = verbs.WRAtomicFetchAdd, 1
+		}
+	}
+	return wr
+}

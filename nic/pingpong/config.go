@@ -1,0 +1,215 @@
+// Configuration: ibv_rc_pingpong's options with its defaults, plus what an
+// rnic NIC needs (its own address, the RoCEv2 port, capture and trace), and
+// the convention that picks addresses on one host.
+
+package pingpong
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/rnic/rnic/nic/verbs"
+	"github.com/rnic/rnic/transport"
+)
+
+// Defaults, as ibv_rc_pingpong's.
+const (
+	DefaultPort    = 18515
+	DefaultIBPort  = 1
+	DefaultSize    = 4096
+	DefaultMTU     = 1024
+	DefaultRxDepth = 500
+	DefaultIters   = 1000
+	// DefaultRDMAPort is the IANA RoCEv2 UDP port.
+	DefaultRDMAPort = 4791
+)
+
+// Loopback addresses the embedded mode uses when none is given: a server
+// takes ServerLoopback, a client of a loopback server the other one, so
+// both ends run on one host without configuration (all of 127.0.0.0/8 is
+// local on Linux).
+var (
+	ServerLoopback = netip.MustParseAddr("127.0.0.2")
+	ClientLoopback = netip.MustParseAddr("127.0.0.3")
+)
+
+// Config describes one side of a ping-pong run.
+type Config struct {
+	// Server is the host to connect to; empty means serve.
+	Server string
+	// Port is the TCP port of the side channel (-p).
+	Port int
+	// IBDev names the device (-d); rnic uses it as the NIC's name.
+	IBDev string
+	// IBPort is the port number (-i); the NIC has port 1 only.
+	IBPort int
+	// Size is the message size in bytes (-s).
+	Size int
+	// MTU is the path MTU in bytes (-m): 256, 512, 1024, 2048 or 4096.
+	MTU int
+	// RxDepth is the number of receives kept posted (-r).
+	RxDepth int
+	// Iters is the number of exchanges (-n).
+	Iters int
+	// SL is the service level (-l); RoCEv2 has no SL on the wire, it is
+	// accepted and kept in the address vector.
+	SL int
+	// Events sleeps on CQ events instead of polling (-e).
+	Events bool
+	// GIDIndex is the local GID index (-g); negative sends no GID, as
+	// rc_pingpong does without -g (see Run for what rnic does then).
+	GIDIndex int
+	// Check validates received buffers (-c).
+	Check bool
+
+	// Addr is the NIC's own IP address. Zero picks by the loopback
+	// convention (ServerLoopback for a server; for a client of a loopback
+	// server the other loopback address, otherwise the local address the
+	// host routes to the server from).
+	Addr netip.Addr
+	// RDMAPort is the RoCEv2 UDP port (DefaultRDMAPort if 0).
+	RDMAPort uint16
+	// Pcap, if set, records every frame the NIC sends and receives.
+	Pcap *transport.PcapWriter
+	// Trace, if set, receives the engine's trace.
+	Trace io.Writer
+	// Out receives rc_pingpong's lines (io.Discard if nil).
+	Out io.Writer
+
+	// Link, if set, carries the NIC's frames instead of a UDP socket on
+	// Addr (tests, simulations); Run closes it with the NIC.
+	Link transport.Endpoint
+	// Listener, if set, is the server's side channel instead of a TCP
+	// listener on Addr:Port (tests use one on an ephemeral port).
+	Listener net.Listener
+	// DialRetry is how long a client keeps retrying a refused side-channel
+	// connection, so that a client started together with its server finds
+	// it (DefaultDialRetry if 0; negative tries once, as rc_pingpong does).
+	DialRetry time.Duration
+}
+
+// DefaultDialRetry is Config.DialRetry's default.
+const DefaultDialRetry = 2 * time.Second
+
+// ErrConfig is wrapped by configuration errors.
+var ErrConfig = errors.New("pingpong: bad configuration")
+
+// resolved is a Config with defaults applied and values checked.
+type resolved struct {
+	Config
+	mtu    verbs.MTU
+	server netip.Addr // the server's address, for a client
+}
+
+// resolve fills defaults and checks cfg.
+func (cfg Config) resolve(ctx context.Context) (*resolved, error) {
+	r := &resolved{Config: cfg}
+	c := &r.Config
+	if c.Port == 0 {
+		c.Port = DefaultPort
+	}
+	if c.IBPort == 0 {
+		c.IBPort = DefaultIBPort
+	}
+	if c.Size == 0 {
+		c.Size = DefaultSize
+	}
+	if c.MTU == 0 {
+		c.MTU = DefaultMTU
+	}
+	if c.RxDepth == 0 {
+		c.RxDepth = DefaultRxDepth
+	}
+	if c.Iters == 0 {
+		c.Iters = DefaultIters
+	}
+	if c.RDMAPort == 0 {
+		c.RDMAPort = DefaultRDMAPort
+	}
+	if c.DialRetry == 0 {
+		c.DialRetry = DefaultDialRetry
+	}
+	if c.Out == nil {
+		c.Out = io.Discard
+	}
+	switch {
+	case c.Port < 0 || c.Port > 65535:
+		return nil, fmt.Errorf("%w: port %d", ErrConfig, c.Port)
+	case c.IBPort != 1:
+		return nil, fmt.Errorf("%w: IB port %d: the NIC has port 1 only", ErrConfig, c.IBPort)
+	case c.Size < 1:
+		return nil, fmt.Errorf("%w: size %d", ErrConfig, c.Size)
+	case c.RxDepth < 1:
+		return nil, fmt.Errorf("%w: rx depth %d", ErrConfig, c.RxDepth)
+	case c.Iters < 1:
+		return nil, fmt.Errorf("%w: iters %d", ErrConfig, c.Iters)
+	case c.SL < 0 || c.SL > 15:
+		return nil, fmt.Errorf("%w: SL %d, must be 0..15", ErrConfig, c.SL)
+	}
+	if r.mtu = verbs.MTUFromBytes(c.MTU); r.mtu == 0 {
+		return nil, fmt.Errorf("%w: MTU %d, must be 256, 512, 1024, 2048 or 4096", ErrConfig, c.MTU)
+	}
+	if c.Server != "" {
+		a, err := lookup(ctx, c.Server)
+		if err != nil {
+			return nil, err
+		}
+		r.server = a
+	}
+	if !c.Addr.IsValid() {
+		a, err := defaultAddr(r.server)
+		if err != nil {
+			return nil, err
+		}
+		c.Addr = a
+	}
+	c.Addr = c.Addr.Unmap()
+	return r, nil
+}
+
+// lookup resolves host to one address, IPv4 first (a RoCEv2 GID of an
+// IPv4 address is what rc_pingpong users expect to see).
+func lookup(ctx context.Context, host string) (netip.Addr, error) {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return a.Unmap(), nil
+	}
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil || len(addrs) == 0 {
+		return netip.Addr{}, fmt.Errorf("pingpong: resolve %s: %w", host, err)
+	}
+	for _, a := range addrs {
+		if a.Unmap().Is4() {
+			return a.Unmap(), nil
+		}
+	}
+	return addrs[0], nil
+}
+
+// defaultAddr applies the address convention (Config.Addr). server is
+// invalid for a server.
+func defaultAddr(server netip.Addr) (netip.Addr, error) {
+	switch {
+	case !server.IsValid():
+		return ServerLoopback, nil
+	case server.IsLoopback() && server.Is4():
+		if server == ClientLoopback {
+			return ServerLoopback, nil
+		}
+		return ClientLoopback, nil
+	case server.IsLoopback():
+		return netip.Addr{}, fmt.Errorf("%w: server %v is IPv6 loopback, which has one address: give --addr", ErrConfig, server)
+	}
+	// The address the host would send from to reach the server; a UDP
+	// "connection" picks it without sending anything.
+	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(server, DefaultRDMAPort)))
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("pingpong: no local address reaches %v: %w", server, err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap(), nil
+}

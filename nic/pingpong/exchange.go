@@ -1,0 +1,149 @@
+// The side channel: one TCP connection over which the two sides swap their
+// address messages in rc_pingpong's order (protocols.md §4.3), and which
+// then serves as the barrier at the end of the run (linger). The server
+// connects its QP before it answers, so by the time the client has the
+// server's address the server is ready to receive; the client connects its
+// own QP before it writes "done", so the server never sends to a QP that
+// cannot answer.
+
+package pingpong
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// ClientExchange runs the client's half on conn: it writes local, reads the
+// server's address, calls connect with it, then writes "done".
+func ClientExchange(conn io.ReadWriter, local Dest, connect func(remote Dest) error) (Dest, error) {
+	msg := local.Marshal()
+	if _, err := conn.Write(msg[:]); err != nil {
+		return Dest{}, fmt.Errorf("pingpong: couldn't send local address: %w", err)
+	}
+	var in [MsgSize]byte
+	if _, err := io.ReadFull(conn, in[:]); err != nil {
+		return Dest{}, fmt.Errorf("pingpong: couldn't read remote address: %w", err)
+	}
+	remote, err := ParseDest(in[:])
+	if err != nil {
+		return Dest{}, err
+	}
+	if err := connect(remote); err != nil {
+		return Dest{}, err
+	}
+	if _, err := conn.Write(doneMsg[:]); err != nil {
+		return Dest{}, fmt.Errorf("pingpong: couldn't send done: %w", err)
+	}
+	return remote, nil
+}
+
+// ServerExchange runs the server's half on conn: it reads the client's
+// address, calls connect with it, writes local, then waits for "done".
+func ServerExchange(conn io.ReadWriter, local Dest, connect func(remote Dest) error) (Dest, error) {
+	var in [MsgSize]byte
+	if _, err := io.ReadFull(conn, in[:]); err != nil {
+		return Dest{}, fmt.Errorf("pingpong: couldn't read remote address: %w", err)
+	}
+	remote, err := ParseDest(in[:])
+	if err != nil {
+		return Dest{}, err
+	}
+	if err := connect(remote); err != nil {
+		return Dest{}, fmt.Errorf("pingpong: couldn't connect to remote QP: %w", err)
+	}
+	msg := local.Marshal()
+	if _, err := conn.Write(msg[:]); err != nil {
+		return Dest{}, fmt.Errorf("pingpong: couldn't send local address: %w", err)
+	}
+	var done [len(doneMsg)]byte
+	if _, err := io.ReadFull(conn, done[:]); err != nil {
+		return Dest{}, fmt.Errorf("pingpong: couldn't read done: %w", err)
+	}
+	if !bytes.Equal(done[:], doneMsg[:]) {
+		return Dest{}, fmt.Errorf("%w: %q instead of \"done\"", ErrMalformed, done[:])
+	}
+	return remote, nil
+}
+
+// peerIP returns the IP address of conn's remote end, or nil.
+func peerIP(conn net.Conn) net.IP {
+	if a, ok := conn.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP
+	}
+	return nil
+}
+
+// sideChannel accepts the client (server) or connects to the server
+// (client).
+func sideChannel(ctx context.Context, r *resolved) (net.Conn, error) {
+	if r.Server == "" {
+		l := r.Listener
+		if l == nil {
+			var err error
+			l, err = net.Listen("tcp", netip.AddrPortFrom(r.Addr, uint16(r.Port)).String())
+			if err != nil {
+				return nil, fmt.Errorf("pingpong: couldn't listen to port %d: %w", r.Port, err)
+			}
+		}
+		// One client, as rc_pingpong: the listener closes once it has it.
+		stop := context.AfterFunc(ctx, func() { l.Close() })
+		conn, err := l.Accept()
+		stop()
+		l.Close()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("pingpong: accept() failed: %w", err)
+		}
+		return conn, nil
+	}
+	// The client's end is bound to its NIC address, so the server sees the
+	// address the client's NIC sends from (connect uses it when no GID is
+	// given).
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: r.Addr.AsSlice()}}
+	target := net.JoinHostPort(r.server.String(), strconv.Itoa(r.Port))
+	deadline := time.Now().Add(r.DialRetry)
+	for {
+		conn, err := d.DialContext(ctx, "tcp", target)
+		if err == nil {
+			return conn, nil
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) || r.DialRetry < 0 || time.Now().After(deadline) {
+			return nil, fmt.Errorf("pingpong: couldn't connect to %s: %w", target, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// lingerMax bounds how long a side that has finished waits for its peer
+// to finish too.
+const lingerMax = 5 * time.Second
+
+// linger keeps this side's NIC up until the peer has finished its loop
+// too, using the side channel as a barrier: it half-closes the connection
+// and waits for the peer to close its end (or lingerMax). Without it the
+// side that finishes first could tear its QP down before its NIC has
+// acknowledged the peer's last message, and the peer would retry into the
+// void and fail. Real ibv_rc_pingpong closes its connection right after
+// the exchange, so against it the wait ends at once; the bytes exchanged
+// are rc_pingpong's either way.
+func linger(conn net.Conn) {
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.CloseWrite()
+	}
+	conn.SetReadDeadline(time.Now().Add(lingerMax))
+	io.Copy(io.Discard, conn)
+}

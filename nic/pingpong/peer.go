@@ -1,0 +1,177 @@
+// The verbs objects of one side, as rc_pingpong's pp_init_ctx creates
+// them: one buffer that every send reads and every receive writes, one MR,
+// one CQ for both queues, one RC QP in INIT; and pp_connect_ctx, which
+// takes the QP to RTS towards the peer.
+
+package pingpong
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+
+	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/embedded"
+	"github.com/rnic/rnic/nic/verbs"
+)
+
+// peer is one side's NIC and objects.
+type peer struct {
+	cfg *resolved
+	nic *embedded.NIC
+	pd  *nic.PD
+	buf []byte
+	mr  *nic.MR
+	cq  *nic.CQ
+	qp  *nic.QP
+	psn uint32
+}
+
+// newPeer opens the NIC and creates the objects; on failure everything
+// created so far is released.
+func newPeer(r *resolved) (p *peer, err error) {
+	name := r.IBDev
+	if name == "" {
+		name = "rnic0"
+	}
+	n, err := openNIC(name, r.Addr, r.RDMAPort, r.Link, r.Pcap, r.Trace)
+	if err != nil {
+		return nil, err
+	}
+	p = &peer{cfg: r, nic: n, psn: newPSN(), buf: make([]byte, r.Size)}
+	defer func() {
+		if err != nil {
+			p.close()
+		}
+	}()
+	// rc_pingpong fills the buffer with 0x7b; with Check the client
+	// overwrites it with the pattern the receivers verify.
+	for i := range p.buf {
+		p.buf[i] = 0x7b
+	}
+	if p.pd, err = n.AllocPD(); err != nil {
+		return nil, fmt.Errorf("pingpong: couldn't allocate PD: %w", err)
+	}
+	if p.mr, err = n.RegMR(p.pd, p.buf, memory.LocalWrite); err != nil {
+		return nil, fmt.Errorf("pingpong: couldn't register MR: %w", err)
+	}
+	if p.cq, err = n.CreateCQ(r.RxDepth + 1); err != nil {
+		return nil, fmt.Errorf("pingpong: couldn't create CQ: %w", err)
+	}
+	caps := verbs.QPCap{MaxSendWR: 1, MaxRecvWR: uint32(r.RxDepth), MaxSendSGE: 1, MaxRecvSGE: 1}
+	if p.qp, err = n.CreateQP(p.pd, nic.QPInit{Type: verbs.QPTypeRC, SendCQ: p.cq, RecvCQ: p.cq, Cap: caps}); err != nil {
+		return nil, fmt.Errorf("pingpong: couldn't create QP: %w", err)
+	}
+	init := verbs.QPAttr{State: verbs.QPSInit, PKeyIndex: 0, PortNum: uint8(r.IBPort)}
+	if err = p.qp.Modify(&init, verbs.AttrState|verbs.AttrPKeyIndex|verbs.AttrPort|verbs.AttrAccessFlags); err != nil {
+		return nil, fmt.Errorf("pingpong: failed to modify QP to INIT: %w", err)
+	}
+	return p, nil
+}
+
+// close destroys the objects and closes the NIC and its link.
+func (p *peer) close() {
+	if p.qp != nil {
+		p.qp.Destroy()
+	}
+	if p.cq != nil {
+		p.cq.Destroy()
+	}
+	if p.mr != nil {
+		p.nic.DeregMR(p.mr)
+	}
+	if p.pd != nil {
+		p.nic.DeallocPD(p.pd)
+	}
+	p.nic.Close()
+}
+
+// sge is the whole buffer.
+func (p *peer) sge() []verbs.SGE {
+	return []verbs.SGE{{Addr: p.mr.Addr(), Length: uint32(len(p.buf)), LKey: p.mr.LKey()}}
+}
+
+// postRecv posts n receives of the whole buffer (pp_post_recv).
+func (p *peer) postRecv(n int) error {
+	wr := verbs.RecvWR{ID: recvWRID, SGL: p.sge()}
+	for i := 0; i < n; i++ {
+		if err := p.qp.PostRecv(&wr); err != nil {
+			return fmt.Errorf("pingpong: couldn't post receive (%d): %w", i, err)
+		}
+	}
+	return nil
+}
+
+// postSend sends the whole buffer (pp_post_send).
+func (p *peer) postSend() error {
+	wr := verbs.SendWR{ID: sendWRID, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGL: p.sge()}
+	if err := p.qp.PostSend(&wr); err != nil {
+		return fmt.Errorf("pingpong: couldn't post send: %w", err)
+	}
+	return nil
+}
+
+// localDest is this side's address message: the QPN, a random 24-bit PSN
+// (rc_pingpong's lrand48() & 0xffffff) and the GID at the chosen index, or
+// no GID without one.
+func (p *peer) localDest() (Dest, error) {
+	d := Dest{QPN: p.qp.QPN(), PSN: p.psn}
+	if p.cfg.GIDIndex >= 0 {
+		g, err := p.nic.QueryGID(uint8(p.cfg.IBPort), p.cfg.GIDIndex)
+		if err != nil {
+			return Dest{}, fmt.Errorf("pingpong: can't read sgid of index %d: %w", p.cfg.GIDIndex, err)
+		}
+		d.GID = g.As16()
+	}
+	return d, nil
+}
+
+// newPSN draws a starting PSN.
+func newPSN() uint32 { return rand.Uint32() & 0xFFFFFF }
+
+// connect takes the QP to RTR and RTS towards remote with rc_pingpong's
+// attributes. When the peer sent a GID (its interface ID non-zero, the test
+// rc_pingpong makes) the path has a GRH with hop limit 1, as rc_pingpong
+// sets it. Without one rc_pingpong would route by LID, which RoCEv2 does
+// not have: rnic then addresses the peer by the address its side channel
+// came from, the peer's NIC address in the embedded mode.
+func (p *peer) connect(remote Dest, peer net.IP) error {
+	av := verbs.AddressVector{SL: uint8(p.cfg.SL), PortNum: uint8(p.cfg.IBPort)}
+	if p.cfg.GIDIndex > 0 {
+		av.SGIDIndex = uint8(p.cfg.GIDIndex)
+	}
+	if hasInterfaceID(remote.GID) {
+		av.DGID, av.HopLimit = remote.GIDAddr(), 1
+	} else {
+		a, ok := netip.AddrFromSlice(peer)
+		if !ok {
+			return fmt.Errorf("pingpong: the peer sent no GID and its address is unknown")
+		}
+		av.DGID, av.HopLimit = nic.GIDFromAddr(a), 64
+	}
+	rtr := verbs.QPAttr{State: verbs.QPSRTR, PathMTU: p.cfg.mtu, DestQPN: remote.QPN, RQPSN: remote.PSN,
+		MaxDestRdAtomic: 1, MinRNRTimer: 12, AV: av}
+	if err := p.qp.Modify(&rtr, verbs.AttrState|verbs.AttrAV|verbs.AttrPathMTU|verbs.AttrDestQPN|
+		verbs.AttrRQPSN|verbs.AttrMaxDestRdAtomic|verbs.AttrMinRNRTimer); err != nil {
+		return fmt.Errorf("pingpong: failed to modify QP to RTR: %w", err)
+	}
+	rts := verbs.QPAttr{State: verbs.QPSRTS, Timeout: 14, RetryCnt: 7, RNRRetry: 7, SQPSN: p.psn, MaxRdAtomic: 1}
+	if err := p.qp.Modify(&rts, verbs.AttrState|verbs.AttrTimeout|verbs.AttrRetryCnt|
+		verbs.AttrRNRRetry|verbs.AttrSQPSN|verbs.AttrMaxQPRdAtomic); err != nil {
+		return fmt.Errorf("pingpong: failed to modify QP to RTS: %w", err)
+	}
+	return nil
+}
+
+// hasInterfaceID reports whether the GID's low 64 bits are non-zero
+// (rc_pingpong's dest->gid.global.interface_id test).
+func hasInterfaceID(g [16]byte) bool {
+	for _, b := range g[8:] {
+		if b != 0 {
+			return true
+		}
+	}
+	return false
+}
