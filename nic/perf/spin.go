@@ -27,7 +27,11 @@ import (
 // Spinning and parking.
 const (
 	// spinTurns is how many idle turns spin before the spinner parks.
-	spinTurns = 64
+	// Few: while any goroutine spins, no processor is idle to poll the
+	// network, so the NIC's receive goroutine is not woken; measured on
+	// loopback, 64 turns gave 8-byte write latency 3.7x raw UDP, 1 turn
+	// 2.3x, at no cost in bandwidth.
+	spinTurns = 1
 	// parkMax bounds one park on a CQ (the stall and cancellation checks
 	// run between parks).
 	parkMax = time.Millisecond
