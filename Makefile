@@ -6,7 +6,7 @@ FUZZTIME    ?= 10s
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Packages whose tests run with the race detector (engines and transports own
 # state touched from several goroutines).
-RACE_PKGS   ?= ./transport/... ./memory/... ./nic/... ./roce/...
+RACE_PKGS   ?= ./transport/... ./memory/... ./nic/... ./roce/... ./iwarp/...
 
 .PHONY: all build test test-race demo bench fuzz lint clean
 
