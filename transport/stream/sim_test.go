@@ -1,0 +1,318 @@
+// Tests of the simulated stream: reliability and order under arbitrary
+// split/coalesce, determinism from the seed, timing, backpressure, and the
+// corruption, reset, abort and half-close paths.
+
+package stream_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/clock"
+	"github.com/rnic/rnic/transport/stream"
+)
+
+// chunkTrace is one delivery: when and how much.
+type chunkTrace struct {
+	at time.Duration
+	n  int
+}
+
+type simRun struct {
+	a2b, b2a     []byte
+	fa, fb       *feeder
+	sa, sb       *sink
+	clk          *clock.Virtual
+	a, b         *stream.SimConn
+	traceA, trcB []chunkTrace
+}
+
+// runSim exchanges n random bytes each way over a simulated pair with cfg,
+// both ends writing in random sizes up to maxWrite, then closing, and runs
+// the clock to the end.
+func runSim(t *testing.T, cfg stream.SimConfig, n, maxWrite int) *simRun {
+	t.Helper()
+	r := &simRun{clk: clock.NewVirtual()}
+	r.a, r.b = stream.NewSimPair(r.clk, cfg)
+	r.a2b, r.b2a = pattern(1, n), pattern(2, n)
+	r.sa, r.sb = newSink(r.a, r.clk.Now), newSink(r.b, r.clk.Now)
+	r.fa = newFeeder(r.a, r.a2b, cfg.Seed^1, maxWrite, true)
+	r.fb = newFeeder(r.b, r.b2a, cfg.Seed^2, maxWrite, true)
+	r.clk.AfterFunc(0, r.fa.pump)
+	r.clk.AfterFunc(3*time.Microsecond, r.fb.pump)
+	r.clk.Run(nil)
+	for i, n := range r.sa.chunks {
+		r.traceA = append(r.traceA, chunkTrace{r.sa.times[i], n})
+	}
+	for i, n := range r.sb.chunks {
+		r.trcB = append(r.trcB, chunkTrace{r.sb.times[i], n})
+	}
+	return r
+}
+
+func checkDelivered(t *testing.T, name string, s *sink, want []byte, wantErr error) {
+	t.Helper()
+	got, closes, err := s.result()
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s: got %d bytes, want %d; first difference at %d", name, len(got), len(want), firstDiff(got, want))
+	}
+	if closes != 1 {
+		t.Errorf("%s: onClose called %d times, want 1", name, closes)
+	} else if !errors.Is(err, wantErr) {
+		t.Errorf("%s: onClose(%v), want %v", name, err, wantErr)
+	}
+	if s.afterEnd != 0 {
+		t.Errorf("%s: %d onData calls after onClose", name, s.afterEnd)
+	}
+}
+
+var arbitrary = stream.SimConfig{
+	Seed:       42,
+	Latency:    5 * time.Microsecond,
+	Bandwidth:  10e9,
+	Chop:       0.5,
+	Coalesce:   2 * time.Microsecond,
+	SendBuffer: 64 << 10,
+}
+
+func TestSimExchangeSplitCoalesce(t *testing.T) {
+	r := runSim(t, arbitrary, 1<<20, 20000)
+	checkDelivered(t, "B", r.sb, r.a2b, io.EOF)
+	checkDelivered(t, "A", r.sa, r.b2a, io.EOF)
+	for _, c := range []struct {
+		name   string
+		f      *feeder
+		chunks []int
+	}{{"A->B", r.fa, r.sb.chunks}, {"B->A", r.fb, r.sa.chunks}} {
+		if c.f.err != nil {
+			t.Errorf("%s: writer: %v", c.name, c.f.err)
+		}
+		split, coalesced := splitAndCoalesced(c.f.writes, c.chunks)
+		t.Logf("%s: %d writes, %d chunks (sizes %v...), %d refusals", c.name, len(c.f.writes), len(c.chunks), c.chunks[:min(8, len(c.chunks))], c.f.refusals)
+		if !split || !coalesced {
+			t.Errorf("%s: split=%v coalesced=%v; want both", c.name, split, coalesced)
+		}
+		if c.f.refusals == 0 {
+			t.Errorf("%s: the 64 KiB send buffer never refused a write", c.name)
+		}
+		if slices.Contains(c.chunks, 0) {
+			t.Errorf("%s: empty chunk delivered", c.name)
+		}
+	}
+	if r.a.Buffered() != 0 || r.b.Buffered() != 0 {
+		t.Errorf("Buffered = %d, %d after the end", r.a.Buffered(), r.b.Buffered())
+	}
+	if _, err := r.a.Write([]byte("x")); !errors.Is(err, stream.ErrClosed) {
+		t.Errorf("Write after Close: %v, want ErrClosed", err)
+	}
+}
+
+func TestSimZeroConfig(t *testing.T) {
+	// The zero config is reliable too: segments at the MSS, writes of one
+	// event coalesced.
+	r := runSim(t, stream.SimConfig{}, 300000, 5000)
+	checkDelivered(t, "B", r.sb, r.a2b, io.EOF)
+	checkDelivered(t, "A", r.sa, r.b2a, io.EOF)
+}
+
+func TestSimDeterminism(t *testing.T) {
+	r1 := runSim(t, arbitrary, 200000, 9000)
+	r2 := runSim(t, arbitrary, 200000, 9000)
+	if !slices.Equal(r1.traceA, r2.traceA) || !slices.Equal(r1.trcB, r2.trcB) {
+		t.Errorf("same seed, different deliveries")
+	}
+	if r1.clk.Now() != r2.clk.Now() {
+		t.Errorf("same seed, different end times %v, %v", r1.clk.Now(), r2.clk.Now())
+	}
+	other := arbitrary
+	other.Seed++
+	r3 := runSim(t, other, 200000, 9000)
+	if slices.Equal(r1.trcB, r3.trcB) {
+		t.Errorf("different seeds, identical chunk boundaries")
+	}
+	checkDelivered(t, "B (other seed)", r3.sb, r3.a2b, io.EOF)
+}
+
+func TestSimTiming(t *testing.T) {
+	// One 10000-byte write at 1 Gb/s with 100µs latency: the last byte
+	// leaves after 80µs of serialisation and arrives 100µs later.
+	clk := clock.NewVirtual()
+	a, b := stream.NewSimPair(clk, stream.SimConfig{Latency: 100 * time.Microsecond, Bandwidth: 1e9})
+	s := newSink(b, clk.Now)
+	if _, err := a.Write(make([]byte, 10000)); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.chunks) != 0 {
+		t.Fatal("Write delivered synchronously")
+	}
+	clk.Run(nil)
+	if got := s.times[0]; got != 100*time.Microsecond+1460*8*time.Nanosecond {
+		t.Errorf("first segment at %v", got)
+	}
+	if got := s.times[len(s.times)-1]; got != 180*time.Microsecond {
+		t.Errorf("last byte at %v, want 180µs", got)
+	}
+	if len(s.got) != 10000 || len(s.chunks) != 7 { // ceil(10000/1460) segments
+		t.Errorf("got %d bytes in %d chunks", len(s.got), len(s.chunks))
+	}
+}
+
+func TestSimBackpressure(t *testing.T) {
+	clk := clock.NewVirtual()
+	a, b := stream.NewSimPair(clk, stream.SimConfig{SendBuffer: 1000})
+	writable := 0
+	a.SetWritable(func() { writable++ })
+	if _, err := a.Write(make([]byte, 5000)); err != nil {
+		t.Fatalf("a write into an empty buffer must be accepted whatever its size: %v", err)
+	}
+	if n, err := a.Write([]byte{1}); n != 0 || !errors.Is(err, stream.ErrWouldBlock) {
+		t.Fatalf("Write over the limit: %d, %v; want 0, ErrWouldBlock", n, err)
+	}
+	if a.Buffered() != 5000 {
+		t.Errorf("Buffered = %d", a.Buffered())
+	}
+	clk.Run(nil)
+	if writable != 0 {
+		t.Errorf("writable called %d times with no receiver draining", writable)
+	}
+	// Bytes wait for the receiver, which drains them.
+	s := newSink(b, nil)
+	clk.Run(nil)
+	if len(s.got) != 5000 || writable != 1 || a.Buffered() != 0 {
+		t.Errorf("after SetReceiver: %d bytes delivered, writable %d times, Buffered %d", len(s.got), writable, a.Buffered())
+	}
+	if _, err := a.Write(make([]byte, 600)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Write(make([]byte, 400)); err != nil {
+		t.Fatalf("Write up to the limit: %v", err)
+	}
+	if _, err := a.Write([]byte{1}); !errors.Is(err, stream.ErrWouldBlock) {
+		t.Fatalf("Write over the limit: %v", err)
+	}
+}
+
+func TestSimCorruptAt(t *testing.T) {
+	cfg := arbitrary
+	cfg.Tamper = stream.CorruptAt(transport.AtoB, 12345, 0x10)
+	r := runSim(t, cfg, 100000, 7000)
+	want := bytes.Clone(r.a2b)
+	want[12345] ^= 0x10
+	checkDelivered(t, "B", r.sb, want, io.EOF)
+	checkDelivered(t, "A", r.sa, r.b2a, io.EOF) // the other way is untouched
+}
+
+func TestSimResetAt(t *testing.T) {
+	for _, off := range []int64{0, 1, 5000, 99999} {
+		cfg := arbitrary
+		cfg.Reset = &stream.ResetPoint{Dir: transport.AtoB, Offset: off}
+		r := runSim(t, cfg, 100000, 7000)
+		checkDelivered(t, "B", r.sb, r.a2b[:off], stream.ErrReset)
+		// A learns of the reset from B's RST, unless B's FIN (B wrote all
+		// it had and closed) got there first.
+		_, closes, err := r.sa.result()
+		if closes != 1 || !errors.Is(err, stream.ErrReset) && !errors.Is(err, io.EOF) {
+			t.Errorf("offset %d: A: onClose %d times, %v; want once, ErrReset", off, closes, err)
+		}
+		if off < 50000 && !errors.Is(err, stream.ErrReset) {
+			t.Errorf("offset %d: A: onClose(%v), want ErrReset", off, err)
+		}
+		for name, c := range map[string]*stream.SimConn{"A": r.a, "B": r.b} {
+			if _, err := c.Write([]byte("x")); err == nil {
+				t.Errorf("offset %d: %s: Write after the reset succeeded", off, name)
+			}
+			if err := c.Abort(); err != nil {
+				t.Errorf("offset %d: %s: Abort after reset: %v", off, name, err)
+			}
+		}
+	}
+}
+
+func TestSimAbort(t *testing.T) {
+	clk := clock.NewVirtual()
+	a, b := stream.NewSimPair(clk, stream.SimConfig{})
+	sa, sb := newSink(a, clk.Now), newSink(b, clk.Now)
+	a.Write([]byte("before"))
+	clk.Run(nil)
+	a.Write([]byte("after, in flight"))
+	if err := a.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Abort(); err != nil {
+		t.Errorf("second Abort: %v", err)
+	}
+	if err := a.Close(); err != nil {
+		t.Errorf("Close after Abort: %v", err)
+	}
+	if sa.closes != 0 {
+		t.Fatal("onClose called synchronously from Abort")
+	}
+	b.Write([]byte("to a dead end"))
+	clk.Run(nil)
+	checkDelivered(t, "A", sa, nil, stream.ErrAborted)
+	// The bytes written before Abort but not yet cut are dropped with it.
+	checkDelivered(t, "B", sb, []byte("before"), stream.ErrReset)
+	if _, err := b.Write([]byte("x")); !errors.Is(err, stream.ErrReset) {
+		t.Errorf("B: Write after reset: %v, want ErrReset", err)
+	}
+	if _, err := a.Write([]byte("x")); !errors.Is(err, stream.ErrClosed) {
+		t.Errorf("A: Write after Abort: %v, want ErrClosed", err)
+	}
+}
+
+func TestSimHalfClose(t *testing.T) {
+	clk := clock.NewVirtual()
+	a, b := stream.NewSimPair(clk, arbitrary)
+	sa, sb := newSink(a, clk.Now), newSink(b, clk.Now)
+	a.Write([]byte("request"))
+	a.Close()
+	a.Close()
+	clk.Run(nil)
+	checkDelivered(t, "B", sb, []byte("request"), io.EOF)
+	// B may still answer A, which keeps receiving after its Close.
+	if _, err := b.Write([]byte("response")); err != nil {
+		t.Fatalf("Write after the peer's FIN: %v", err)
+	}
+	b.Close()
+	clk.Run(nil)
+	checkDelivered(t, "A", sa, []byte("response"), io.EOF)
+	if err := a.Abort(); err != nil {
+		t.Errorf("Abort after both FINs: %v", err)
+	}
+}
+
+func TestSimReceiverInstalledLate(t *testing.T) {
+	clk := clock.NewVirtual()
+	a, b := stream.NewSimPair(clk, stream.SimConfig{})
+	a.Write([]byte("early"))
+	a.Close()
+	clk.Run(nil)
+	s := newSink(b, nil)
+	if len(s.got) != 0 {
+		t.Fatal("SetReceiver delivered synchronously")
+	}
+	clk.Run(nil)
+	checkDelivered(t, "B", s, []byte("early"), io.EOF)
+}
+
+func TestSimConfigValidate(t *testing.T) {
+	for _, c := range []stream.SimConfig{
+		{Latency: -1}, {MSS: -1}, {Chop: 1.5}, {Chop: -0.1}, {Coalesce: -1}, {SendBuffer: -1},
+		{Reset: &stream.ResetPoint{Offset: -1}},
+	} {
+		if c.Validate() == nil {
+			t.Errorf("%+v accepted", c)
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("NewSimPair accepted an invalid config")
+		}
+	}()
+	stream.NewSimPair(clock.NewVirtual(), stream.SimConfig{Chop: 2})
+}
