@@ -1,0 +1,50 @@
+// Package iwarp is rnic's iWARP engine: MPA connection setup (RFC 5044,
+// enhanced by RFC 6581), FPDU framing, DDP tagged and untagged placement
+// (RFC 5041) and RDMAP (RFC 5040, with the RFC 7306 atomics) over a byte
+// stream, behind the same verbs.Provider / verbs.Engine contract as the
+// RoCEv2 engine in roce.
+//
+// # Shape
+//
+// A Stack is one device's engine. It creates RC QPs (iWARP has no UC or
+// UD), and it is also the device's connection manager, the Go counterpart
+// of rdma_cm over iw_cm:
+//
+//	passive side                           active side
+//	l, _ := s.Listen(addr, onRequest)
+//	                                       s.Connect(qpn, addr, pd, ird, ord, done)
+//	onRequest(req)  ← MPA Request
+//	req.Accept(qpn, pd, ird, ord)  → MPA Reply
+//	                                       done(ConnectResult{...})   QP in RTS
+//	QP in RTS (sends wait for the RTR)  ← RTR (zero-length Write or Read)
+//	OnConnEvent(Established)               OnConnEvent(Established)
+//
+// The QP must be in INIT (nic's RESET→INIT with access flags) before
+// Connect or Accept; the engine moves it to RTS when the connection is
+// established, and to ERR when it ends (Disconnect, a Terminate, the
+// stream closing or breaking).
+//
+// The stream under a connection is a stream.Conn from a stream.Network:
+// kernel TCP in the embedded mode, the simulated network on the virtual
+// clock in tests and the simulated mode. The engine never learns which.
+//
+// # Engine
+//
+// Like roce, the engine is an event → action state machine (DESIGN.md
+// principle 1): events are verbs calls, stream callbacks (bytes, close,
+// writable) and timers on the injected clock; actions are stream writes,
+// completions, async events and timers. Each QP has one lock; stream
+// callbacks never run inside stream methods, so the engine writes with its
+// lock held.
+//
+// Send WRs follow siw's local completion semantics: a SEND or RDMA WRITE
+// completes once the stream accepted all its FPDUs, an RDMA READ or atomic
+// once its response arrived. Completions stay in send-queue order.
+//
+// Every protocol error found on receive is answered with a Terminate
+// message carrying the layer, error type and code of RFC 5040 §4.8 and the
+// offending headers as siw attaches them, then the stream is closed and the
+// QP moves to ERR with its WRs flushed. A received Terminate completes the
+// oldest outstanding send WR with the matching verbs status and flushes
+// the rest.
+package iwarp

@@ -1,0 +1,363 @@
+package iwarp
+
+import (
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/rnic/rnic/iwarp/wire"
+	"github.com/rnic/rnic/nic/verbs"
+	"github.com/rnic/rnic/transport/clock"
+	"github.com/rnic/rnic/transport/stream"
+)
+
+// cmState is where a QP's connection stands.
+type cmState uint8
+
+const (
+	cmIdle       cmState = iota // no connection
+	cmDialing                   // TCP connect under way
+	cmAwaitReply                // MPA Request sent, waiting for the Reply
+	cmConnected                 // full operation (FPDUs)
+	cmClosing                   // our side closed (FIN queued); waiting for the peer's
+	cmClosed                    // the stream ended
+)
+
+var cmNames = [...]string{"idle", "dialing", "await-reply", "connected", "closing", "closed"}
+
+func (c cmState) String() string { return cmNames[c] }
+
+// QP is one iWARP queue pair: an RC QP bound to one stream connection.
+type QP struct {
+	s   *Stack
+	cfg verbs.QPConfig
+
+	mu        sync.Mutex
+	state     verbs.QPState
+	attr      verbs.QPAttr
+	destroyed bool
+	wc        verbs.WC
+	deferred  []func() // callbacks to run once mu is released
+
+	// Connection.
+	cm         cmState
+	conn       stream.Conn
+	gen        uint64 // connection generation: stale callbacks compare it
+	cancelDial func()
+	active     bool
+	local      netip.AddrPort
+	remote     netip.AddrPort
+	hs         []byte // initiator: bytes of the MPA Reply gathered so far
+	mpaReq     []byte // initiator: the MPA Request sent
+	onConnect  func(ConnectResult)
+	mpaTimer   timer
+	closeTimer timer
+	txFraming  wire.Framing
+	rxFraming  wire.Framing
+	dfr        *wire.Deframer
+	maxULPDU   int
+	rtrWait    bool    // responder: no FPDU goes out before the RTR arrives
+	rtrSend    rtrKind // initiator: the RTR to send first
+	rtrRecv    rtrKind // responder: the RTR expected
+	ird, ord   int     // enforced inbound / outbound RDMA Read depths
+	connErr    error   // why the connection ended
+
+	// Transmit.
+	tx         []byte // FPDUs not yet accepted by the stream
+	txOff      uint32 // stream offset of the next FPDU (markers)
+	txTotal    uint64 // bytes ever appended to tx
+	txAccepted uint64 // bytes ever accepted by the stream
+	blocked    bool   // a Write was refused; waiting for writable
+	closeAfter bool   // close the stream once tx has drained
+	hdr        []byte
+	payload    []byte
+	scratch    [8]byte
+
+	req  requester
+	resp responder
+}
+
+type rtrKind uint8
+
+const (
+	rtrNone rtrKind = iota
+	rtrWrite
+	rtrRead
+)
+
+func (k rtrKind) String() string { return [...]string{"none", "write", "read"}[k] }
+
+func newQP(s *Stack, cfg *verbs.QPConfig) *QP {
+	qp := &QP{s: s, cfg: *cfg}
+	qp.hdr = make([]byte, 0, wire.DDPUntaggedLen+wire.AtomicRequestLen)
+	qp.mpaTimer.init(qp, qp.mpaExpired)
+	qp.closeTimer.init(qp, qp.closeExpired)
+	qp.req.init(qp)
+	qp.resp.init(qp)
+	return qp
+}
+
+// QPN implements verbs.Engine.
+func (qp *QP) QPN() uint32 { return qp.cfg.QPN }
+
+// State implements verbs.Engine.
+func (qp *QP) State() verbs.QPState {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	return qp.state
+}
+
+// Query implements verbs.Engine.
+func (qp *QP) Query() verbs.QPAttr {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	a := qp.attr
+	a.State, a.CurState = qp.state, qp.state
+	a.Cap = qp.cfg.Cap
+	if qp.cm >= cmConnected {
+		a.MaxRdAtomic, a.MaxDestRdAtomic = uint8(min(qp.ord, 255)), uint8(min(qp.ird, 255))
+	}
+	return a
+}
+
+// Modify implements verbs.Engine. The connection manager, not Modify,
+// moves an iWARP QP to RTS: RTR and RTS are refused unless the QP is
+// connected (RTS→RTS then only updates attributes). SQD is not supported.
+func (qp *QP) Modify(cur verbs.QPState, attr *verbs.QPAttr, mask verbs.QPAttrMask) error {
+	qp.mu.Lock()
+	defer qp.unlock()
+	if qp.destroyed {
+		return fmt.Errorf("iwarp: QP %#x destroyed", qp.cfg.QPN)
+	}
+	if qp.state != cur {
+		return fmt.Errorf("%w: is %v, not %v", ErrStateChanged, qp.state, cur)
+	}
+	next := qp.state
+	if mask&verbs.AttrState != 0 {
+		next = attr.State
+	}
+	switch next {
+	case verbs.QPSRTR, verbs.QPSRTS:
+		if qp.cm != cmConnected || cur != verbs.QPSRTS || next != verbs.QPSRTS {
+			return fmt.Errorf("%w: the connection manager (Connect, Accept) moves an iWARP QP to RTS", ErrNotConnected)
+		}
+	case verbs.QPSSQD, verbs.QPSSQE:
+		return fmt.Errorf("%w: %v on an iWARP QP", ErrUnsupported, next)
+	}
+	a := &qp.attr
+	if mask&verbs.AttrAccessFlags != 0 {
+		a.AccessFlags = attr.AccessFlags
+	}
+	if mask&verbs.AttrPort != 0 {
+		a.PortNum = attr.PortNum
+	}
+	if mask&verbs.AttrPKeyIndex != 0 {
+		a.PKeyIndex = attr.PKeyIndex
+	}
+	if mask&verbs.AttrMaxQPRdAtomic != 0 {
+		a.MaxRdAtomic = attr.MaxRdAtomic
+	}
+	if mask&verbs.AttrMaxDestRdAtomic != 0 {
+		a.MaxDestRdAtomic = attr.MaxDestRdAtomic
+	}
+	if mask&verbs.AttrState == 0 {
+		return nil
+	}
+	switch next {
+	case verbs.QPSReset:
+		if qp.conn != nil || qp.cm == cmDialing {
+			qp.teardown(fmt.Errorf("iwarp: QP reset"), true)
+		}
+		qp.setState(verbs.QPSReset)
+		qp.reset()
+		return nil
+	case verbs.QPSErr:
+		// A verbs-initiated move to ERR ends the connection in order.
+		if qp.conn != nil && qp.cm == cmConnected {
+			qp.connErr = fmt.Errorf("iwarp: QP moved to ERR")
+			qp.closeStream()
+		} else if qp.cm == cmDialing || qp.cm == cmAwaitReply {
+			qp.teardown(fmt.Errorf("iwarp: QP moved to ERR"), true)
+		}
+		qp.enterError()
+		return nil
+	}
+	qp.setState(next)
+	return nil
+}
+
+func (qp *QP) setState(next verbs.QPState) {
+	if qp.state == next {
+		return
+	}
+	if qp.s.tracing() {
+		qp.s.tracef(qp.cfg.QPN, "qp", "state %v -> %v", qp.state, next)
+	}
+	qp.state = next
+}
+
+// reset returns the QP to its freshly created condition (modify to
+// RESET): queues are emptied without completions.
+func (qp *QP) reset() {
+	qp.req.reset()
+	qp.resp.reset()
+	qp.attr = verbs.QPAttr{}
+	qp.cm = cmIdle
+	qp.connErr = nil
+}
+
+// RecvPosted implements verbs.Engine. Nothing waits for receive WQEs: a
+// Send that finds none is a Terminate (iWARP has no RNR).
+func (qp *QP) RecvPosted() {}
+
+// Destroy implements verbs.Engine: the connection is reset.
+func (qp *QP) Destroy() {
+	qp.mu.Lock()
+	if qp.destroyed {
+		qp.mu.Unlock()
+		return
+	}
+	cancel := qp.cancelDial
+	qp.cancelDial, qp.onConnect = nil, nil
+	if qp.conn != nil || qp.cm == cmDialing {
+		qp.teardown(fmt.Errorf("iwarp: QP destroyed"), true)
+	}
+	qp.destroyed = true
+	qp.state = verbs.QPSErr
+	qp.mpaTimer.stop()
+	qp.closeTimer.stop()
+	qp.deferred = nil // no application callback after Destroy
+	qp.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	qp.s.removeQP(qp.cfg.QPN)
+}
+
+// enterError moves the QP to ERR: every outstanding send WR completes
+// (a WR marked failed with its status, the others with WR_FLUSH_ERR), then
+// every receive WR of the QP's own queue with WR_FLUSH_ERR.
+func (qp *QP) enterError() {
+	if qp.state == verbs.QPSErr {
+		return
+	}
+	qp.setState(verbs.QPSErr)
+	qp.req.flush()
+	qp.resp.flush()
+	if qp.cfg.UsesSRQ {
+		qp.raise(verbs.EventQPLastWQEReached)
+	}
+}
+
+// raise reports an asynchronous event.
+func (qp *QP) raise(e verbs.AsyncEvent) {
+	if qp.cfg.Event != nil && !qp.destroyed {
+		qp.cfg.Event(e)
+	}
+}
+
+// pushSend and pushRecv queue completions through a field of the QP, so
+// that no WC escapes to the heap; a full CQ puts the QP in ERR.
+func (qp *QP) pushSend(wc verbs.WC) {
+	if qp.destroyed {
+		return
+	}
+	qp.wc = wc
+	if !qp.cfg.SendCQ.Push(&qp.wc) {
+		qp.s.ctr.inc(CQOverflow)
+		qp.fatal(fmt.Errorf("iwarp: send CQ overrun"))
+	}
+}
+
+func (qp *QP) pushRecv(wc verbs.WC) {
+	if qp.destroyed {
+		return
+	}
+	qp.wc = wc
+	if !qp.cfg.RecvCQ.Push(&qp.wc) {
+		qp.s.ctr.inc(CQOverflow)
+		qp.fatal(fmt.Errorf("iwarp: receive CQ overrun"))
+	}
+}
+
+// fatal ends the connection after a local failure: a Terminate (local
+// catastrophic error) if the connection is up, then ERR.
+func (qp *QP) fatal(err error) {
+	if qp.state == verbs.QPSErr {
+		return
+	}
+	if qp.cm == cmConnected {
+		qp.sendTerminate(termInfo{code: wire.TermRDMAPLocalCatastrophic}, err)
+		return
+	}
+	qp.enterError()
+}
+
+// later queues f to run once the QP lock is released.
+func (qp *QP) later(f func()) { qp.deferred = append(qp.deferred, f) }
+
+// unlock releases mu and runs the deferred callbacks.
+func (qp *QP) unlock() {
+	if len(qp.deferred) == 0 {
+		qp.mu.Unlock()
+		return
+	}
+	fs := qp.deferred
+	qp.deferred = nil
+	qp.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
+// timer is a restartable one-shot on the stack's clock, as in roce: a
+// callback that raced with a later set or stop sees the new deadline or
+// the inactive flag and does nothing.
+type timer struct {
+	qp       *QP
+	fire     func()
+	cb       func()
+	deadline time.Duration
+	active   bool
+	t        clock.Timer
+}
+
+func (t *timer) init(qp *QP, fire func()) {
+	t.qp, t.fire = qp, fire
+	t.cb = t.expired
+}
+
+// set (re)starts the timer to expire d from now. Caller holds qp.mu.
+func (t *timer) set(d time.Duration) {
+	clk := t.qp.s.cfg.Clock
+	t.deadline, t.active = clk.Now()+d, true
+	if t.t == nil {
+		t.t = clk.AfterFunc(d, t.cb)
+		return
+	}
+	t.t.Reset(d)
+}
+
+// stop cancels the timer. Caller holds qp.mu.
+func (t *timer) stop() {
+	t.active = false
+	if t.t != nil {
+		t.t.Stop()
+	}
+}
+
+func (t *timer) expired() {
+	qp := t.qp
+	qp.mu.Lock()
+	defer qp.unlock()
+	if !t.active || qp.destroyed {
+		return
+	}
+	if now := qp.s.cfg.Clock.Now(); now < t.deadline {
+		t.t.Reset(t.deadline - now)
+		return
+	}
+	t.active = false
+	t.fire()
+}

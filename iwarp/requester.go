@@ -1,0 +1,459 @@
+package iwarp
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/rnic/rnic/iwarp/wire"
+	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic/verbs"
+	"github.com/rnic/rnic/transport/stream"
+)
+
+// The requester turns send WQEs into RDMAP messages: Sends on untagged
+// queue 0, RDMA Writes tagged to the peer's STag, Read and Atomic Requests
+// on queue 1. Messages are cut into FPDUs that fit one TCP segment. A
+// SEND or WRITE is done once the stream accepted its last FPDU (siw's
+// local completion); a READ or atomic once its response arrived. WRs
+// retire (complete) in send-queue order. The ORD limit bounds outstanding
+// READs and atomics, and a fenced WR waits until none is outstanding.
+
+// swqe is a send WQE.
+type swqe struct {
+	wr       verbs.SendWR
+	sgl      []verbs.SGE
+	inline   []byte
+	isInline bool
+	length   int
+	sent     int  // payload bytes framed so far
+	started  bool // first FPDU framed (MSN assigned)
+	framed   bool // every FPDU framed
+	txEnd    uint64
+	done     bool
+	rdAtomic bool
+	local    bool
+	msn      uint32
+	reqID    uint32
+	rcvd     int // READ: response bytes placed
+	failed   bool
+	status   verbs.WCStatus
+}
+
+type orqEntry struct {
+	idx uint64 // send queue index
+	rtr bool   // the RTR Read: no WQE
+}
+
+type requester struct {
+	qp         *QP
+	sq         []swqe
+	head, next uint64 // oldest unretired, next to frame
+	tail       uint64
+	sendMSN    uint32 // next MSN on queue 0
+	rrMSN      uint32 // next MSN on queue 1
+	orq        []orqEntry
+	rdOut      int // outstanding READs and atomics (the RTR not counted)
+	atomicID   uint32
+}
+
+// Errors PostSend returns.
+var (
+	ErrSendQueueFull = fmt.Errorf("iwarp: send queue: %w", verbs.ErrQueueFull)
+	ErrTooManySGE    = errors.New("iwarp: too many SGEs")
+	ErrInline        = errors.New("iwarp: inline data")
+	// ErrReadSGE: an RDMA READ sink has more than one SGE (iWARP's Read
+	// Request names one sink STag: siw's max_sge_rd is 1).
+	ErrReadSGE = errors.New("iwarp: RDMA READ takes one sink SGE")
+	// ErrNoORD: a READ or atomic on a connection whose ORD is 0.
+	ErrNoORD = errors.New("iwarp: ORD is 0: no RDMA READ or atomic possible")
+)
+
+func (r *requester) init(qp *QP) {
+	r.qp = qp
+	n := max(int(qp.cfg.Cap.MaxSendWR), 1)
+	r.sq = make([]swqe, n)
+	for i := range r.sq {
+		r.sq[i].sgl = make([]verbs.SGE, 0, max(int(qp.cfg.Cap.MaxSendSGE), 1))
+	}
+	r.connReset()
+}
+
+// connReset starts the per-connection sequence numbers.
+func (r *requester) connReset() {
+	r.sendMSN, r.rrMSN, r.atomicID = 1, 1, 0
+	r.orq = r.orq[:0]
+	r.rdOut = 0
+}
+
+func (r *requester) reset() {
+	sq, qp, orq := r.sq, r.qp, r.orq
+	*r = requester{qp: qp, sq: sq, orq: orq}
+	r.connReset()
+}
+
+func (r *requester) slot(i uint64) *swqe { return &r.sq[i%uint64(len(r.sq))] }
+
+// PostSend implements verbs.Engine.
+func (qp *QP) PostSend(wr *verbs.SendWR) error {
+	qp.mu.Lock()
+	defer qp.unlock()
+	r := &qp.req
+	if qp.destroyed {
+		return fmt.Errorf("iwarp: QP %#x destroyed", qp.cfg.QPN)
+	}
+	if qp.state == verbs.QPSErr {
+		qp.pushSend(verbs.WC{WRID: wr.ID, Status: verbs.WCWRFlushErr, Opcode: wr.Opcode.CompletionOpcode(), QPN: qp.cfg.QPN})
+		return nil
+	}
+	if qp.state != verbs.QPSRTS {
+		return fmt.Errorf("iwarp: post send in %v: %w", qp.state, verbs.ErrInvalidState)
+	}
+	w0 := swqe{}
+	switch wr.Opcode {
+	case verbs.WRSend, verbs.WRSendWithInv, verbs.WRRDMAWrite, verbs.WRLocalInv:
+	case verbs.WRRDMARead:
+		if len(wr.SGL) > 1 {
+			return ErrReadSGE
+		}
+		w0.rdAtomic = true
+	case verbs.WRAtomicCmpSwp, verbs.WRAtomicFetchAdd:
+		if qp.s.cfg.NoAtomics {
+			return fmt.Errorf("%w: atomics (RFC 7306 disabled)", ErrUnsupported)
+		}
+		w0.rdAtomic = true
+	default:
+		return fmt.Errorf("%w: %v on iWARP", ErrUnsupported, wr.Opcode)
+	}
+	if w0.rdAtomic && qp.ord == 0 {
+		return ErrNoORD
+	}
+	if r.tail-r.head >= uint64(len(r.sq)) {
+		return ErrSendQueueFull
+	}
+	w := r.slot(r.tail)
+	if len(wr.SGL) > cap(w.sgl) {
+		return ErrTooManySGE
+	}
+	sgl, inl := w.sgl[:0], w.inline[:0]
+	w0.wr, w0.sgl, w0.inline = *wr, append(sgl, wr.SGL...), inl
+	w0.wr.SGL = w0.sgl
+	w0.length = int(memory.TotalLength(w0.sgl))
+	switch wr.Opcode {
+	case verbs.WRAtomicCmpSwp, verbs.WRAtomicFetchAdd:
+		w0.length = 8
+	case verbs.WRLocalInv:
+		w0.local = true
+	}
+	if wr.Flags&verbs.SendInline != 0 && !w0.local && !w0.rdAtomic {
+		src := wr.Inline
+		if src == nil {
+			src = make([]byte, w0.length)
+			if _, f := qp.cfg.Memory.Gather(qp.cfg.PD, w0.sgl, src); f != memory.Ok {
+				return fmt.Errorf("%w: %v", ErrInline, f)
+			}
+		}
+		w0.length = len(src)
+		w0.inline = append(w0.inline, src...)
+		w0.isInline = true
+	}
+	*w = w0
+	r.tail++
+	qp.progress()
+	return nil
+}
+
+// progress frames what may be sent now and writes it: a pending RTR
+// first, then Read and Atomic Responses (the peer waits on them), then the
+// send queue. It then retires finished WRs.
+func (qp *QP) progress() {
+	if qp.conn != nil && qp.cm == cmConnected && qp.state == verbs.QPSRTS {
+		for !qp.blocked && qp.cm == cmConnected && qp.state == verbs.QPSRTS {
+			if len(qp.tx) >= txBatch {
+				qp.flushTx()
+				continue
+			}
+			if qp.rtrSend != rtrNone {
+				qp.sendRTR()
+				continue
+			}
+			if qp.rtrWait {
+				break
+			}
+			if qp.resp.emit() {
+				continue
+			}
+			if !qp.req.emit() {
+				break
+			}
+		}
+		qp.flushTx()
+	}
+	qp.req.retire()
+}
+
+// txBatch is how many FPDU octets progress gathers before it writes.
+const txBatch = 64 << 10
+
+// appendFPDU frames one ULPDU (qp.hdr ‖ payload) into tx.
+func (qp *QP) appendFPDU(payload []byte) {
+	n := len(qp.hdr) + len(payload)
+	wl := wire.FramedLen(qp.txFraming, qp.txOff, n)
+	qp.tx = wire.AppendFPDU(qp.tx, qp.txFraming, qp.txOff, qp.hdr, payload)
+	qp.txOff += uint32(wl)
+	qp.txTotal += uint64(wl)
+	qp.s.ctr.inc(SentFPDUs)
+}
+
+// buildHeaders encodes h into qp.hdr.
+func (qp *QP) buildHeaders(h *wire.Headers) {
+	qp.hdr = wire.AppendHeaders(qp.hdr[:0], h)
+}
+
+// flushTx writes the framed FPDUs. The stream takes all or nothing; when
+// it refuses, the QP waits for the writable callback.
+func (qp *QP) flushTx() {
+	if qp.conn == nil {
+		return
+	}
+	if len(qp.tx) > 0 && !qp.blocked {
+		_, err := qp.conn.Write(qp.tx)
+		switch {
+		case err == nil:
+			qp.txAccepted += uint64(len(qp.tx))
+			qp.s.ctr.add(SentBytes, len(qp.tx))
+			qp.tx = qp.tx[:0]
+		case errors.Is(err, stream.ErrWouldBlock):
+			qp.blocked = true
+			qp.s.ctr.inc(WouldBlock)
+			if qp.s.tracing() {
+				qp.s.tracef(qp.cfg.QPN, "tx", "stream send buffer full: %d bytes wait", len(qp.tx))
+			}
+			return
+		default:
+			// The stream is broken; its onClose follows.
+			qp.tx = qp.tx[:0]
+			if qp.connErr == nil {
+				qp.connErr = err
+			}
+			return
+		}
+	}
+	if len(qp.tx) == 0 && qp.closeAfter {
+		qp.closeAfter = false
+		qp.conn.Close()
+	}
+}
+
+// sendRTR frames the initiator's Ready-to-Receive: a zero-length RDMA
+// Write, or a zero-length RDMA Read Request, to STag 1 (siw's choice:
+// iw_cxgb4 rejects STag 0).
+func (qp *QP) sendRTR() {
+	r := &qp.req
+	var h wire.Headers
+	switch qp.rtrSend {
+	case rtrWrite:
+		h.DDP = wire.DDPFields{Opcode: wire.OpWrite, Last: true, STag: 1}
+	case rtrRead:
+		h.DDP = wire.DDPFields{Opcode: wire.OpReadRequest, Last: true, QN: wire.QNReadRequest, MSN: r.rrMSN}
+		h.ReadRequest = wire.ReadRequestFields{SinkSTag: 1, SourceSTag: 1}
+		r.rrMSN++
+		r.orq = append(r.orq, orqEntry{rtr: true})
+	}
+	qp.buildHeaders(&h)
+	qp.appendFPDU(nil)
+	qp.s.ctr.inc(RTRSent)
+	if qp.s.tracing() {
+		qp.s.tracef(qp.cfg.QPN, "tx", "RTR (zero-length %v) sent", qp.rtrSend)
+	}
+	qp.rtrSend = rtrNone
+}
+
+// emit frames the next FPDU of the send queue; false when nothing can go.
+func (r *requester) emit() bool {
+	qp := r.qp
+	if r.next == r.tail {
+		return false
+	}
+	w := r.slot(r.next)
+	if !w.started {
+		if w.wr.Flags&verbs.SendFence != 0 && r.rdOut > 0 {
+			return false
+		}
+		if w.rdAtomic && r.rdOut >= qp.ord {
+			return false
+		}
+		w.started = true
+		if w.local {
+			qp.localInvalidate(w)
+			r.next++
+			return true
+		}
+	}
+	var h wire.Headers
+	var payload []byte
+	switch w.wr.Opcode {
+	case verbs.WRSend, verbs.WRSendWithInv:
+		if w.sent == 0 {
+			w.msn = r.sendMSN
+			r.sendMSN++
+		}
+		chunk := min(w.length-w.sent, qp.maxULPDU-wire.DDPUntaggedLen)
+		op := wire.OpSend
+		if w.wr.Opcode == verbs.WRSendWithInv {
+			op = wire.OpSendInvalidate
+		}
+		if w.wr.Flags&verbs.SendSolicited != 0 {
+			op += wire.OpSendSE - wire.OpSend
+		}
+		h.DDP = wire.DDPFields{Opcode: op, QN: wire.QNSend, MSN: w.msn, MO: uint32(w.sent),
+			Last: w.sent+chunk == w.length}
+		if w.wr.Opcode == verbs.WRSendWithInv {
+			h.DDP.RsvdULP = w.wr.InvRKey
+		}
+		if payload = qp.gather(w, chunk); payload == nil && chunk > 0 {
+			return true
+		}
+	case verbs.WRRDMAWrite:
+		chunk := min(w.length-w.sent, qp.maxULPDU-wire.DDPTaggedLen)
+		h.DDP = wire.DDPFields{Opcode: wire.OpWrite, STag: w.wr.RKey, TO: w.wr.RemoteAddr + uint64(w.sent),
+			Last: w.sent+chunk == w.length}
+		if payload = qp.gather(w, chunk); payload == nil && chunk > 0 {
+			return true
+		}
+	case verbs.WRRDMARead:
+		w.msn = r.rrMSN
+		r.rrMSN++
+		h.DDP = wire.DDPFields{Opcode: wire.OpReadRequest, Last: true, QN: wire.QNReadRequest, MSN: w.msn}
+		h.ReadRequest = wire.ReadRequestFields{Size: uint32(w.length), SourceSTag: w.wr.RKey, SourceTO: w.wr.RemoteAddr}
+		if len(w.sgl) == 1 {
+			h.ReadRequest.SinkSTag, h.ReadRequest.SinkTO = w.sgl[0].LKey, w.sgl[0].Addr
+		}
+		r.orq = append(r.orq, orqEntry{idx: r.next})
+		r.rdOut++
+	case verbs.WRAtomicCmpSwp, verbs.WRAtomicFetchAdd:
+		w.msn = r.rrMSN
+		r.rrMSN++
+		r.atomicID++
+		w.reqID = r.atomicID
+		h.DDP = wire.DDPFields{Opcode: wire.OpAtomicRequest, Last: true, QN: wire.QNReadRequest, MSN: w.msn}
+		a := &h.AtomicRequest
+		a.RequestID, a.STag, a.TO = w.reqID, w.wr.RKey, w.wr.RemoteAddr
+		if w.wr.Opcode == verbs.WRAtomicFetchAdd {
+			a.Op, a.AddSwapData = wire.AtomicFetchAdd, w.wr.CompareAdd // mask 0: a plain 64-bit add
+		} else {
+			a.Op, a.AddSwapData, a.AddSwapMask = wire.AtomicCmpSwap, w.wr.Swap, ^uint64(0)
+			a.CompareData, a.CompareMask = w.wr.CompareAdd, ^uint64(0)
+		}
+		r.orq = append(r.orq, orqEntry{idx: r.next})
+		r.rdOut++
+	}
+	qp.buildHeaders(&h)
+	qp.appendFPDU(payload)
+	w.sent += len(payload)
+	if w.rdAtomic || w.sent == w.length {
+		w.framed = true
+		w.txEnd = qp.txTotal
+		r.next++
+	}
+	return true
+}
+
+// gather copies the next n payload bytes of w into qp.payload. A local
+// protection fault fails the WR (LOC_PROT_ERR) and the connection, and
+// returns nil.
+func (qp *QP) gather(w *swqe, n int) []byte {
+	p := qp.payload[:n]
+	if n == 0 {
+		return p
+	}
+	if w.isInline {
+		copy(p, w.inline[w.sent:])
+		return p
+	}
+	if _, f := qp.cfg.Memory.GatherAt(qp.cfg.PD, w.sgl, w.sent, p); f != memory.Ok {
+		qp.s.ctr.inc(LocalProtErr)
+		w.failed, w.status = true, verbs.WCLocProtErr
+		qp.fatal(fmt.Errorf("iwarp: WR %#x: local SGE: %v", w.wr.ID, f))
+		return nil
+	}
+	return p
+}
+
+// localInvalidate executes a LOCAL_INV in send-queue order.
+func (qp *QP) localInvalidate(w *swqe) {
+	w.framed, w.done = true, true
+	if f := qp.cfg.Memory.Invalidate(qp.cfg.PD, qp.cfg.QPN, w.wr.InvRKey); f != memory.Ok {
+		w.failed, w.status = true, verbs.WCLocProtErr
+	}
+}
+
+// retire completes finished WRs in order.
+func (r *requester) retire() {
+	qp := r.qp
+	for r.head < r.tail {
+		w := r.slot(r.head)
+		if !w.done {
+			if w.rdAtomic || !w.framed || qp.txAccepted < w.txEnd {
+				return
+			}
+			w.done = true
+		}
+		r.head++
+		if w.failed {
+			qp.pushSend(verbs.WC{WRID: w.wr.ID, Status: w.status, Opcode: w.wr.Opcode.CompletionOpcode(), QPN: qp.cfg.QPN})
+			if qp.state != verbs.QPSErr {
+				qp.enterError()
+			}
+			return
+		}
+		if w.wr.Flags&verbs.SendSignaled != 0 || qp.cfg.SigAll {
+			wc := verbs.WC{WRID: w.wr.ID, Opcode: w.wr.Opcode.CompletionOpcode(), QPN: qp.cfg.QPN}
+			if w.wr.Opcode == verbs.WRRDMARead {
+				wc.ByteLen = uint32(w.length)
+			}
+			qp.pushSend(wc)
+		}
+	}
+}
+
+// flush completes every unretired WR: one marked failed with its status,
+// the others with WR_FLUSH_ERR.
+func (r *requester) flush() {
+	qp := r.qp
+	for ; r.head < r.tail; r.head++ {
+		w := r.slot(r.head)
+		st := verbs.WCWRFlushErr
+		if w.failed {
+			st = w.status
+		}
+		qp.pushSend(verbs.WC{WRID: w.wr.ID, Status: st, Opcode: w.wr.Opcode.CompletionOpcode(), QPN: qp.cfg.QPN})
+	}
+	r.next = r.tail
+	r.orq = r.orq[:0]
+	r.rdOut = 0
+}
+
+// oldestOutstanding returns the oldest WR not retired that went on the
+// wire, or nil: the one a Terminate from the peer is about.
+func (r *requester) oldestOutstanding() *swqe {
+	for i := r.head; i < r.tail; i++ {
+		if w := r.slot(i); w.started && !w.local {
+			return w
+		}
+	}
+	return nil
+}
+
+// popORQ removes the head of the ORQ.
+func (r *requester) popORQ() {
+	n := copy(r.orq, r.orq[1:])
+	r.orq = r.orq[:n]
+}
+
+// putAtomicResult writes an atomic's original remote value into the WQE's
+// local buffer in host byte order, as verbs specifies.
+func (qp *QP) putAtomicResult(w *swqe, orig uint64) memory.Fault {
+	binary.NativeEndian.PutUint64(qp.scratch[:], orig)
+	return qp.cfg.Memory.Scatter(qp.cfg.PD, w.sgl, qp.scratch[:], 0)
+}

@@ -1,0 +1,624 @@
+package iwarp
+
+import (
+	"github.com/rnic/rnic/iwarp/wire"
+	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic/verbs"
+)
+
+// The receive path: FPDUs from the stream are deframed (CRC checked),
+// decoded, and dispatched by opcode. The responder places tagged Writes,
+// reassembles untagged Sends into receive WQEs by (QN, MSN, MO), answers
+// Read and Atomic Requests in order within IRD, and the requester places
+// Read Responses into the READ's sink and takes Atomic Responses. Every
+// violation is answered with a Terminate (terminate.go).
+
+// rresp is an inbound Read or Atomic Request waiting for (or in) its
+// response.
+type rresp struct {
+	rtr      bool // the RTR Read: not counted against IRD
+	atomic   bool
+	msn      uint32
+	sinkSTag uint32
+	sinkTO   uint64
+	size     uint32
+	srcSTag  uint32
+	srcTO    uint64
+	sent     uint32
+	reqID    uint32
+	orig     uint64
+}
+
+type responder struct {
+	qp *QP
+	// Queue 0: the Send being received.
+	msn    uint32 // MSN of the message expected next
+	active bool
+	rwqe   verbs.RecvWR
+	rlen   int
+	got    int
+	// Queue 1: Read and Atomic Requests.
+	rrMSN uint32
+	irq   []rresp
+	irqN  int // entries counted against IRD
+	// Queue 3: Atomic Responses sent and expected.
+	atMSN uint32 // next MSN we send
+	arMSN uint32 // next MSN we expect
+}
+
+func (rs *responder) init(qp *QP) {
+	rs.qp = qp
+	rs.connReset()
+}
+
+func (rs *responder) connReset() {
+	rs.msn, rs.rrMSN, rs.atMSN, rs.arMSN = 1, 1, 1, 1
+	rs.active = false
+	rs.irq, rs.irqN = rs.irq[:0], 0
+}
+
+func (rs *responder) reset() {
+	rs.connReset()
+	rs.rwqe = verbs.RecvWR{}
+}
+
+// flush completes the receive WQE in progress and every WQE of the QP's
+// own queue with WR_FLUSH_ERR (an SRQ's WQEs belong to the SRQ and stay).
+func (rs *responder) flush() {
+	qp := rs.qp
+	rs.irq, rs.irqN = rs.irq[:0], 0
+	if rs.active {
+		rs.active = false
+		qp.pushRecv(verbs.WC{WRID: rs.rwqe.ID, Status: verbs.WCWRFlushErr, Opcode: verbs.WCRecv, QPN: qp.cfg.QPN})
+	}
+	if qp.cfg.UsesSRQ {
+		return
+	}
+	for {
+		wr, ok := qp.cfg.RQ.Pop()
+		if !ok {
+			return
+		}
+		qp.pushRecv(verbs.WC{WRID: wr.ID, Status: verbs.WCWRFlushErr, Opcode: verbs.WCRecv, QPN: qp.cfg.QPN})
+	}
+}
+
+// input takes bytes from the stream.
+func (qp *QP) input(p []byte) {
+	switch qp.cm {
+	case cmAwaitReply:
+		qp.handshake(p)
+		return
+	case cmConnected, cmClosing:
+	default:
+		return
+	}
+	qp.s.ctr.add(RcvdBytes, len(p))
+	for len(p) > 0 && qp.conn != nil && qp.dfr != nil {
+		d, n, err := qp.dfr.Next(p)
+		p = p[n:]
+		if err == wire.ErrIncomplete {
+			break
+		}
+		if err != nil {
+			// MPA framing is lost: nothing after this can be trusted.
+			qp.s.ctr.inc(FramingErr)
+			we, _ := err.(wire.Error)
+			qp.s.ctr.incWire(we)
+			if qp.state != verbs.QPSErr {
+				code, _ := we.Terminate()
+				qp.sendTerminate(termInfo{code: code}, err)
+			}
+			return
+		}
+		if qp.state == verbs.QPSErr {
+			qp.s.ctr.inc(DroppedInError)
+			continue
+		}
+		if !d.CRCOK {
+			qp.s.ctr.inc(CRCErr)
+			qp.s.ctr.incWire(wire.ErrBadCRC)
+			qp.sendTerminate(termInfo{code: wire.TermLLPCRC}, wire.ErrBadCRC)
+			continue
+		}
+		qp.receive(d.ULPDU)
+	}
+	qp.progress()
+}
+
+// receive decodes and dispatches one ULPDU.
+func (qp *QP) receive(ulpdu []byte) {
+	var seg wire.Segment
+	if err := seg.Decode(ulpdu); err != nil {
+		we, _ := err.(wire.Error)
+		qp.s.ctr.incWire(we)
+		code, ok := we.Terminate()
+		if !ok {
+			code = wire.TermRDMAPOpUnspecified
+		}
+		qp.sendTerminate(termInfo{code: code, seg: ulpdu}, err)
+		return
+	}
+	qp.s.ctr.inc(RcvdFPDUs)
+	op := seg.Opcode()
+	if qp.rtrWait && op != wire.OpTerminate {
+		qp.receiveRTR(&seg)
+		return
+	}
+	switch op {
+	case wire.OpWrite:
+		qp.resp.write(&seg)
+	case wire.OpReadRequest:
+		qp.resp.readRequest(&seg)
+	case wire.OpReadResponse:
+		qp.req.readResponse(&seg)
+	case wire.OpSend, wire.OpSendInvalidate, wire.OpSendSE, wire.OpSendSEInvalidate:
+		qp.resp.send(&seg)
+	case wire.OpTerminate:
+		qp.receiveTerminate(&seg)
+	case wire.OpAtomicRequest:
+		if qp.s.cfg.NoAtomics {
+			qp.unexpected(&seg)
+			return
+		}
+		qp.resp.atomicRequest(&seg)
+	case wire.OpAtomicResponse:
+		qp.req.atomicResponse(&seg)
+	default: // Immediate Data: not implemented
+		qp.unexpected(&seg)
+	}
+}
+
+func (qp *QP) unexpected(seg *wire.Segment) {
+	qp.s.ctr.inc(UnexpectedOpcode)
+	qp.sendTerminate(termInfo{code: wire.TermRDMAPUnexpectedOpcode, seg: seg.Bytes()}, errUnexpected)
+}
+
+// receiveRTR checks the responder's first FPDU against the negotiated
+// RTR (RFC 6581 §9.2). The zero-length RTR Write is not an access check.
+func (qp *QP) receiveRTR(seg *wire.Segment) {
+	h := seg.DDP()
+	ok := false
+	switch qp.rtrRecv {
+	case rtrWrite:
+		ok = seg.Opcode() == wire.OpWrite && len(seg.Payload()) == 0 && h.Last()
+	case rtrRead:
+		ok = seg.Opcode() == wire.OpReadRequest && seg.ReadRequest().Size() == 0 && h.MSN() == qp.resp.rrMSN
+	}
+	if !ok {
+		qp.s.ctr.inc(NoMatchingRTR)
+		qp.sendTerminate(termInfo{code: wire.TermLLPNoMatchingRTR}, errNoRTR)
+		return
+	}
+	qp.s.ctr.inc(RTRRcvd)
+	if qp.rtrRecv == rtrRead {
+		rr := seg.ReadRequest()
+		qp.resp.rrMSN++
+		qp.resp.irq = append(qp.resp.irq, rresp{rtr: true, msn: h.MSN(), sinkSTag: rr.SinkSTag(), sinkTO: rr.SinkTO()})
+	}
+	qp.rtrWait = false
+	if qp.s.tracing() {
+		qp.s.tracef(qp.cfg.QPN, "rx", "RTR (zero-length %v) received: full operation", qp.rtrRecv)
+	}
+	qp.established()
+}
+
+// tagged maps a memory fault on a tagged buffer to its DDP Terminate code
+// (RFC 5041 §7.2; siw_tagged_error: DDP has no access-rights code, so an
+// access violation is reported as an invalid STag).
+func (qp *QP) taggedFault(f memory.Fault) wire.TermCode {
+	switch f {
+	case memory.OutOfBounds:
+		qp.s.ctr.inc(BaseBounds)
+		return wire.TermDDPTaggedBaseBounds
+	case memory.BadPD, memory.BadQP:
+		qp.s.ctr.inc(STagNotAssociated)
+		return wire.TermDDPTaggedSTagNotAssoc
+	case memory.NoAccess:
+		qp.s.ctr.inc(AccessViolation)
+		return wire.TermDDPTaggedInvalidSTag
+	}
+	qp.s.ctr.inc(BadSTag)
+	return wire.TermDDPTaggedInvalidSTag
+}
+
+// remoteFault maps a memory fault on a Read or Atomic Request's source to
+// its RDMAP remote protection code (RFC 5040 §4.8).
+func (qp *QP) remoteFault(f memory.Fault) wire.TermCode {
+	switch f {
+	case memory.OutOfBounds, memory.Misaligned:
+		qp.s.ctr.inc(BaseBounds)
+		return wire.TermRDMAPBaseBounds
+	case memory.BadPD, memory.BadQP:
+		qp.s.ctr.inc(STagNotAssociated)
+		return wire.TermRDMAPSTagNotAssociated
+	case memory.NoAccess:
+		qp.s.ctr.inc(AccessViolation)
+		return wire.TermRDMAPAccessRights
+	}
+	qp.s.ctr.inc(BadSTag)
+	return wire.TermRDMAPInvalidSTag
+}
+
+// write places an RDMA Write segment.
+func (rs *responder) write(seg *wire.Segment) {
+	qp := rs.qp
+	payload := seg.Payload()
+	if len(payload) == 0 {
+		return // a zero-length Write checks nothing (IBTA C9-88; the RTR)
+	}
+	h := seg.DDP()
+	if !qp.attr.AccessFlags.Has(memory.RemoteWrite) {
+		qp.s.ctr.inc(AccessViolation)
+		qp.sendTerminate(termInfo{code: wire.TermDDPTaggedInvalidSTag, seg: seg.Bytes()}, errAccess)
+		return
+	}
+	ref, f := qp.cfg.Memory.CheckRemote(qp.cfg.PD, qp.cfg.QPN, h.STag(), h.TO(), uint32(len(payload)), memory.RemoteWrite)
+	if f == memory.Ok {
+		f = ref.Write(h.TO(), payload)
+		ref.Release()
+	}
+	if f != memory.Ok {
+		qp.sendTerminate(termInfo{code: qp.taggedFault(f), seg: seg.Bytes()}, errFault(f))
+	}
+}
+
+// send reassembles a Send into the current receive WQE.
+func (rs *responder) send(seg *wire.Segment) {
+	qp := rs.qp
+	h := seg.DDP()
+	payload := seg.Payload()
+	term := func(code wire.TermCode, c Counter, st verbs.WCStatus) {
+		qp.s.ctr.inc(c)
+		if rs.active && st != verbs.WCWRFlushErr {
+			rs.active = false
+			qp.pushRecv(verbs.WC{WRID: rs.rwqe.ID, Status: st, Opcode: verbs.WCRecv, QPN: qp.cfg.QPN})
+		}
+		qp.sendTerminate(termInfo{code: code, seg: seg.Bytes()}, errUntagged(code))
+	}
+	if h.MSN() != rs.msn {
+		term(wire.TermDDPUntaggedMSNRange, MSNRange, verbs.WCWRFlushErr)
+		return
+	}
+	if !rs.active {
+		if h.MO() != 0 {
+			term(wire.TermDDPUntaggedInvalidMO, BadMO, verbs.WCWRFlushErr)
+			return
+		}
+		wr, ok := qp.cfg.RQ.Pop()
+		if !ok {
+			term(wire.TermDDPUntaggedNoBuffer, NoRecvBuf, verbs.WCWRFlushErr)
+			return
+		}
+		rs.active, rs.rwqe, rs.got = true, wr, 0
+		rs.rlen = int(memory.TotalLength(wr.SGL))
+	} else if int(h.MO()) != rs.got {
+		term(wire.TermDDPUntaggedInvalidMO, BadMO, verbs.WCWRFlushErr)
+		return
+	}
+	if rs.got+len(payload) > rs.rlen {
+		term(wire.TermDDPUntaggedTooLong, TooLong, verbs.WCLocLenErr)
+		return
+	}
+	if len(payload) > 0 {
+		if f := qp.cfg.Memory.Scatter(qp.cfg.PD, rs.rwqe.SGL, payload, rs.got); f != memory.Ok {
+			term(wire.TermDDPLocalCatastrophic, LocalProtErr, verbs.WCLocProtErr)
+			return
+		}
+	}
+	rs.got += len(payload)
+	if !h.Last() {
+		return
+	}
+	info := seg.Info()
+	wc := verbs.WC{WRID: rs.rwqe.ID, Opcode: verbs.WCRecv, ByteLen: uint32(rs.got), QPN: qp.cfg.QPN}
+	rs.active = false
+	rs.msn++
+	if info.Invalidate {
+		stag := h.InvalidateSTag()
+		if f := qp.cfg.Memory.Invalidate(qp.cfg.PD, qp.cfg.QPN, stag); f != memory.Ok {
+			qp.s.ctr.inc(InvalidateErr)
+			code := wire.TermRDMAPOpCannotInvalidate
+			if f == memory.BadPD || f == memory.BadQP {
+				code = wire.TermRDMAPProtCannotInvalidate
+			}
+			wc.Status = verbs.WCLocProtErr
+			qp.pushRecv(wc)
+			qp.sendTerminate(termInfo{code: code, seg: seg.Bytes()}, errFault(f))
+			return
+		}
+		wc.Flags |= verbs.WCFlagWithInv
+		wc.InvRKey = stag
+	}
+	qp.pushRecv(wc)
+	if info.Solicited {
+		qp.cfg.RecvCQ.Solicited()
+	}
+}
+
+// checkQ1 checks a Read or Atomic Request's untagged fields and the IRD.
+func (rs *responder) checkQ1(seg *wire.Segment) bool {
+	qp := rs.qp
+	h := seg.DDP()
+	var code wire.TermCode
+	var c Counter
+	switch {
+	case h.MSN() != rs.rrMSN:
+		code, c = wire.TermDDPUntaggedMSNRange, MSNRange
+	case h.MO() != 0 || !h.Last():
+		code, c = wire.TermDDPUntaggedInvalidMO, BadMO
+	case rs.irqN >= qp.ird:
+		// siw: RDMAP, remote operation, catastrophic (stream).
+		code, c = wire.TermRDMAPCatastrophicStream, IRDExceeded
+	default:
+		rs.rrMSN++
+		return true
+	}
+	qp.s.ctr.inc(c)
+	qp.sendTerminate(termInfo{code: code, seg: seg.Bytes()}, errUntagged(code))
+	return false
+}
+
+// readRequest queues an RDMA Read Request after checking its source.
+func (rs *responder) readRequest(seg *wire.Segment) {
+	qp := rs.qp
+	if !rs.checkQ1(seg) {
+		return
+	}
+	rr := seg.ReadRequest()
+	e := rresp{msn: seg.DDP().MSN(), sinkSTag: rr.SinkSTag(), sinkTO: rr.SinkTO(), size: rr.Size(),
+		srcSTag: rr.SourceSTag(), srcTO: rr.SourceTO()}
+	if e.size > 0 {
+		f := memory.NoAccess
+		if qp.attr.AccessFlags.Has(memory.RemoteRead) {
+			var ref memory.Ref
+			ref, f = qp.cfg.Memory.CheckRemote(qp.cfg.PD, qp.cfg.QPN, e.srcSTag, e.srcTO, e.size, memory.RemoteRead)
+			ref.Release()
+		}
+		if f != memory.Ok {
+			qp.sendTerminate(termInfo{code: qp.remoteFault(f), seg: seg.Bytes()}, errFault(f))
+			return
+		}
+	}
+	qp.s.ctr.inc(ReadRequestsRcvd)
+	rs.irq = append(rs.irq, e)
+	rs.irqN++
+}
+
+// atomicRequest executes an Atomic Request (RFC 7306 §5) and queues its
+// response behind the responses already owed.
+func (rs *responder) atomicRequest(seg *wire.Segment) {
+	qp := rs.qp
+	if !rs.checkQ1(seg) {
+		return
+	}
+	a := seg.AtomicRequest()
+	e := rresp{atomic: true, msn: seg.DDP().MSN(), reqID: a.RequestID()}
+	f := memory.NoAccess
+	if !a.Op().Valid() {
+		qp.s.ctr.inc(UnexpectedOpcode)
+		qp.sendTerminate(termInfo{code: wire.TermRDMAPOpUnspecified, seg: seg.Bytes()}, errUnexpected)
+		return
+	}
+	if qp.attr.AccessFlags.Has(memory.RemoteAtomic) {
+		var ref memory.Ref
+		ref, f = qp.cfg.Memory.CheckRemote(qp.cfg.PD, qp.cfg.QPN, a.STag(), a.TO(), 8, memory.RemoteAtomic)
+		if f == memory.Ok {
+			e.orig, f = atomicOp(&ref, a)
+			ref.Release()
+		}
+	}
+	if f != memory.Ok {
+		qp.sendTerminate(termInfo{code: qp.remoteFault(f), seg: seg.Bytes()}, errFault(f))
+		return
+	}
+	qp.s.ctr.inc(AtomicsRcvd)
+	rs.irq = append(rs.irq, e)
+	rs.irqN++
+}
+
+// atomicOp performs an RFC 7306 atomic on the word at a.TO(). A FetchAdd
+// mask marks field boundaries (no carry out of a bit set in it; zero is a
+// plain 64-bit add); CmpSwap compares the bits of the compare mask and
+// swaps the bits of the swap mask; Swap swaps the bits of its mask.
+func atomicOp(ref *memory.Ref, a wire.AtomicRequest) (uint64, memory.Fault) {
+	va := a.TO()
+	switch {
+	case a.Op() == wire.AtomicFetchAdd && a.AddSwapMask() == 0:
+		return ref.FetchAdd(va, a.AddSwapData())
+	case a.Op() == wire.AtomicCmpSwap && a.AddSwapMask() == ^uint64(0) && a.CompareMask() == ^uint64(0):
+		return ref.CompareSwap(va, a.CompareData(), a.AddSwapData())
+	}
+	old, f := ref.CompareSwap(va, 0, 0) // reads the word
+	for f == memory.Ok {
+		var nv uint64
+		switch a.Op() {
+		case wire.AtomicFetchAdd:
+			nv = partitionedAdd(old, a.AddSwapData(), a.AddSwapMask())
+		case wire.AtomicSwap:
+			m := a.AddSwapMask()
+			nv = old&^m | a.AddSwapData()&m
+		case wire.AtomicCmpSwap:
+			nv = old
+			if (old^a.CompareData())&a.CompareMask() == 0 {
+				m := a.AddSwapMask()
+				nv = old&^m | a.AddSwapData()&m
+			}
+		}
+		var got uint64
+		got, f = ref.CompareSwap(va, old, nv)
+		if got == old {
+			return old, f
+		}
+		old = got
+	}
+	return 0, f
+}
+
+// partitionedAdd adds b to a bit by bit, dropping the carry out of every
+// bit set in boundaries.
+func partitionedAdd(a, b, boundaries uint64) uint64 {
+	var r, carry uint64
+	for i := range 64 {
+		x, y := a>>i&1, b>>i&1
+		r |= (x ^ y ^ carry) << i
+		carry = x&y | carry&(x^y)
+		if boundaries>>i&1 != 0 {
+			carry = 0
+		}
+	}
+	return r
+}
+
+// emit frames the next FPDU of the oldest response owed; false when none.
+func (rs *responder) emit() bool {
+	qp := rs.qp
+	if len(rs.irq) == 0 {
+		return false
+	}
+	e := &rs.irq[0]
+	var h wire.Headers
+	if e.atomic {
+		h.DDP = wire.DDPFields{Opcode: wire.OpAtomicResponse, Last: true, QN: wire.QNAtomicResponse, MSN: rs.atMSN}
+		h.AtomicResponse = wire.AtomicResponseFields{RequestID: e.reqID, OriginalValue: e.orig}
+		rs.atMSN++
+		qp.buildHeaders(&h)
+		qp.appendFPDU(nil)
+		rs.pop()
+		return true
+	}
+	chunk := min(int(e.size-e.sent), qp.maxULPDU-wire.DDPTaggedLen)
+	payload := qp.payload[:chunk]
+	if chunk > 0 {
+		// Re-check the source for every FPDU: a deregistration between
+		// two FPDUs takes effect at once, as a hardware NIC's DMA would.
+		ref, f := qp.cfg.Memory.CheckRemote(qp.cfg.PD, qp.cfg.QPN, e.srcSTag, e.srcTO+uint64(e.sent), uint32(chunk), memory.RemoteRead)
+		if f == memory.Ok {
+			f = ref.Read(e.srcTO+uint64(e.sent), payload)
+			ref.Release()
+		}
+		if f != memory.Ok {
+			qp.sendTerminate(termInfo{code: qp.remoteFault(f), rreq: e}, errFault(f))
+			return false
+		}
+	}
+	h.DDP = wire.DDPFields{Opcode: wire.OpReadResponse, STag: e.sinkSTag, TO: e.sinkTO + uint64(e.sent),
+		Last: e.sent+uint32(chunk) == e.size}
+	qp.buildHeaders(&h)
+	qp.appendFPDU(payload)
+	qp.s.ctr.inc(ReadResponsesSent)
+	e.sent += uint32(chunk)
+	if e.sent == e.size {
+		rs.pop()
+	}
+	return true
+}
+
+func (rs *responder) pop() {
+	if !rs.irq[0].rtr {
+		rs.irqN--
+	}
+	n := copy(rs.irq, rs.irq[1:])
+	rs.irq = rs.irq[:n]
+}
+
+// readResponse places a Read Response segment into the sink of the READ
+// at the head of the ORQ, checking that it is that READ's sink.
+func (r *requester) readResponse(seg *wire.Segment) {
+	qp := r.qp
+	if len(r.orq) == 0 {
+		qp.unexpected(seg)
+		return
+	}
+	h := seg.DDP()
+	payload := seg.Payload()
+	o := r.orq[0]
+	if o.rtr {
+		if len(payload) != 0 || !h.Last() {
+			qp.s.ctr.inc(BaseBounds)
+			qp.sendTerminate(termInfo{code: wire.TermDDPTaggedBaseBounds, seg: seg.Bytes()}, errFault(memory.OutOfBounds))
+			return
+		}
+		r.popORQ()
+		return
+	}
+	w := r.slot(o.idx)
+	if w.wr.Opcode != verbs.WRRDMARead {
+		qp.unexpected(seg)
+		return
+	}
+	var sink verbs.SGE
+	if len(w.sgl) == 1 {
+		sink = w.sgl[0]
+	}
+	if len(payload) > 0 {
+		var code wire.TermCode
+		switch {
+		case h.STag() != sink.LKey:
+			qp.s.ctr.inc(BadSTag)
+			code = wire.TermDDPTaggedInvalidSTag
+		case h.TO() != sink.Addr+uint64(w.rcvd) || w.rcvd+len(payload) > w.length:
+			qp.s.ctr.inc(BaseBounds)
+			code = wire.TermDDPTaggedBaseBounds
+		}
+		if code == 0 {
+			ref, f := qp.cfg.Memory.CheckLocal(qp.cfg.PD, sink.LKey, h.TO(), uint32(len(payload)), memory.LocalWrite)
+			if f == memory.Ok {
+				f = ref.Write(h.TO(), payload)
+				ref.Release()
+			}
+			if f != memory.Ok {
+				qp.s.ctr.inc(LocalProtErr)
+				w.failed, w.status = true, verbs.WCLocProtErr
+				code = wire.TermDDPLocalCatastrophic
+			}
+		}
+		if code != 0 {
+			qp.sendTerminate(termInfo{code: code, seg: seg.Bytes()}, errUntagged(code))
+			return
+		}
+		w.rcvd += len(payload)
+	}
+	if !h.Last() {
+		return
+	}
+	if w.rcvd != w.length {
+		qp.s.ctr.inc(BaseBounds)
+		w.failed, w.status = true, verbs.WCRemOpErr
+		qp.sendTerminate(termInfo{code: wire.TermDDPTaggedBaseBounds, seg: seg.Bytes()}, errUntagged(wire.TermDDPTaggedBaseBounds))
+		return
+	}
+	w.done = true
+	r.popORQ()
+	r.rdOut--
+}
+
+// atomicResponse completes the atomic at the head of the ORQ.
+func (r *requester) atomicResponse(seg *wire.Segment) {
+	qp := r.qp
+	h := seg.DDP()
+	rs := &qp.resp
+	switch {
+	case h.MSN() != rs.arMSN:
+		qp.s.ctr.inc(MSNRange)
+		qp.sendTerminate(termInfo{code: wire.TermDDPUntaggedMSNRange, seg: seg.Bytes()}, errUntagged(wire.TermDDPUntaggedMSNRange))
+		return
+	case len(r.orq) == 0 || r.orq[0].rtr:
+		qp.unexpected(seg)
+		return
+	}
+	w := r.slot(r.orq[0].idx)
+	a := seg.AtomicResponse()
+	if !w.rdAtomic || w.wr.Opcode == verbs.WRRDMARead || a.RequestID() != w.reqID {
+		qp.unexpected(seg)
+		return
+	}
+	rs.arMSN++
+	if f := qp.putAtomicResult(w, a.OriginalValue()); f != memory.Ok {
+		qp.s.ctr.inc(LocalProtErr)
+		w.failed, w.status = true, verbs.WCLocProtErr
+	}
+	w.done = true
+	r.popORQ()
+	r.rdOut--
+}
