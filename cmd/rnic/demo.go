@@ -24,6 +24,14 @@ UD SEND, and one error (a WRITE with a bad rkey). Each step is explained with
 the frames on the wire and the completions it produced, and checked against
 what the spec says. Every frame is written to a capture for Wireshark.
 
+With --iwarp the two NICs are iWARP devices on kernel TCP instead: rnic1
+listens on --port (default 18515), rnic0 connects through the iWARP
+connection manager (MPA Request and Reply with IRD/ORD, then the RTR), and
+they perform SEND, RDMA WRITE, RDMA READ, CmpSwap, FetchAdd (RFC 7306), SEND
+with invalidate, and one error (an RDMA READ with a bad STag, answered by a
+Terminate). The capture holds the TCP conversation from SYN to FIN, which
+Wireshark's MPA heuristic decodes.
+
 Exits 0 only if every step behaved as specified.
 
 flags:
@@ -40,6 +48,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	port := fs.Uint16("port", wire.UDPPort, "RoCEv2 UDP port")
 	pcapPath := fs.String("pcap", "demo.pcap", "capture file (empty: none)")
 	timeout := fs.Duration("timeout", 2*time.Second, "time allowed for each step")
+	useIWARP := fs.Bool("iwarp", false, "iWARP over kernel TCP instead of RoCEv2 over UDP")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), demoHelp)
 		fs.PrintDefaults()
@@ -52,6 +61,13 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "rnic demo: %v (rnic help demo)\n", err)
 		return 2
+	}
+	if *useIWARP {
+		p := *port
+		if !fs.Changed("port") {
+			p = iwarpDemoPort
+		}
+		return runDemoIWARP(*addrA, *addrB, *ipv6, p, *pcapPath, *timeout, stdout, stderr)
 	}
 	cfg := demo.Config{Out: stdout, Timeout: *timeout, PortA: *port, PortB: *port}
 	var err error
@@ -108,6 +124,50 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "\ncapture: %s (%d frames). View it with:\n  tshark -r %s%s -V -Y infiniband\n  wireshark %s\nand check every ICRC (which Wireshark does not) with:\n  rnic decode%s %s\n",
 			*pcapPath, pw.Frames(), *pcapPath, tsharkPorts, *pcapPath, decodePorts, *pcapPath)
+	}
+	if runErr != nil {
+		fmt.Fprintf(stderr, "rnic demo: %v\n", runErr)
+		return 1
+	}
+	return 0
+}
+
+// iwarpDemoPort is the TCP port of `rnic demo --iwarp`: perftest's default
+// port, on which Wireshark has no dissector that would keep its MPA
+// heuristic from running (4420, the NVMe/TCP port, has one).
+const iwarpDemoPort = 18515
+
+func runDemoIWARP(addrA, addrB string, ipv6 bool, port uint16, pcapPath string, timeout time.Duration, stdout, stderr io.Writer) int {
+	cfg := demo.IWARPConfig{Out: stdout, Timeout: timeout, Port: port}
+	var err error
+	if ipv6 {
+		cfg.AddrA, cfg.AddrB = netip.IPv6Loopback(), netip.IPv6Loopback()
+	} else {
+		if cfg.AddrA, err = netip.ParseAddr(addrA); err == nil {
+			cfg.AddrB, err = netip.ParseAddr(addrB)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "rnic demo: %v\n", err)
+			return 2
+		}
+	}
+	var pw *transport.PcapWriter
+	if pcapPath != "" {
+		if pw, err = transport.CreatePcap(pcapPath); err != nil {
+			fmt.Fprintf(stderr, "rnic demo: %v\n", err)
+			return 2
+		}
+		cfg.Pcap = pw
+	}
+	fmt.Fprintf(stdout, "rnic demo --iwarp: two iWARP NICs over loopback TCP (port %d), kernel sockets, no root\n", port)
+	runErr := demo.RunIWARP(cfg)
+	if pw != nil {
+		if err := pw.Close(); err != nil && runErr == nil {
+			runErr = err
+		}
+		fmt.Fprintf(stdout, "\ncapture: %s (%d frames, the TCP conversation from SYN to FIN). View it with:\n  tshark -r %s -Y iwarp_ddp_rdmap\n  tshark -r %s -V -Y iwarp_mpa\n  wireshark %s\n"+
+			"(Wireshark finds MPA by a TCP heuristic; on a port another dissector claims, add -o tcp.try_heuristic_first:TRUE.)\n",
+			pcapPath, pw.Frames(), pcapPath, pcapPath, pcapPath)
 	}
 	if runErr != nil {
 		fmt.Fprintf(stderr, "rnic demo: %v\n", runErr)

@@ -96,3 +96,20 @@ func TestDemoNonRoot(t *testing.T) {
 		t.Fatalf("output:\n%s", out)
 	}
 }
+
+// TestDemoIWARP runs `rnic demo --iwarp` over kernel TCP on loopback: every
+// step must behave, and tshark must dissect every TCP payload of the
+// capture as MPA.
+func TestDemoIWARP(t *testing.T) {
+	pcap := filepath.Join(t.TempDir(), "demo.pcap")
+	var out, errOut bytes.Buffer
+	if code := run([]string{"demo", "--iwarp", "--pcap", pcap, "--addr-a", "127.0.0.54", "--addr-b", "127.0.0.55"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	for _, want := range []string{"demo: 6 steps, 6 behaved as specified", "tshark -r " + pcap + " -Y iwarp_ddp_rdmap"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	tsharktest.Check(t, pcap, tsharktest.Options{RequireMPA: true})
+}

@@ -42,6 +42,15 @@ datagram, as many as rnic sent packets; lat: a ping-pong) and ends with
   raw udp: X MB/sec, rnic/raw = R        (bw)
   raw udp: t_typical X usec, rnic/raw = R (lat)
 
+With --iwarp the two NICs are iWARP devices on kernel TCP instead (both
+sides in this process), each QP pair connected through the iWARP
+connection manager, and the raw figure is kernel TCP's between the same
+addresses (bw: the same total bytes, one write per message; lat: a TCP
+ping-pong of the same message size):
+
+  raw tcp: X MB/sec, rnic/raw = R
+  raw tcp: t_typical X usec, rnic/raw = R
+
 Progress goes to stderr once a run has taken a few seconds. Exits 1 when
 the test fails or data arrived corrupted, 2 on bad usage.
 
@@ -65,7 +74,8 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 	fs.IntVarP(&cfg.RxDepth, "rx-depth", "r", perf.DefaultRxDepth, "receives kept posted per QP (send)")
 	fs.IntVarP(&cfg.CQMod, "cq-mod", "Q", perf.DefaultCQMod, "signal one send WR in this many (bw)")
 	fs.BoolVar(&cfg.JSON, "json", false, "print one JSON object instead of the table")
-	fs.BoolVar(&cfg.NoRaw, "no-raw", false, "skip the raw UDP measurement")
+	fs.BoolVar(&cfg.NoRaw, "no-raw", false, "skip the raw UDP (with --iwarp: TCP) measurement")
+	fs.BoolVar(&cfg.IWARP, "iwarp", false, "iWARP over kernel TCP instead of RoCEv2 over UDP (both sides in this process)")
 	fs.BoolVar(&cfg.Serve, "serve", false, "serve one test (as perftest without a server name)")
 	addr := fs.String("addr", "", "this side's NIC address (server default 127.0.0.2; client: see above)")
 	fs.IntVarP(&cfg.Port, "port", "p", perf.DefaultPort, "TCP port of the side channel")

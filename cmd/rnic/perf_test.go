@@ -92,3 +92,29 @@ func TestPerfUsage(t *testing.T) {
 		t.Errorf("help: %d\n%s", code, out)
 	}
 }
+
+var (
+	rawTCPBW  = regexp.MustCompile(`(?m)^raw tcp: \d+\.\d\d MB/sec, rnic/raw = \d+\.\d\d .*\n\z`)
+	rawTCPLat = regexp.MustCompile(`(?m)^raw tcp: t_typical \d+\.\d\d usec, rnic/raw = \d+\.\d\d .*\n\z`)
+)
+
+// TestPerfIWARP: `rnic perf --iwarp` prints perftest's rows and the raw
+// TCP line.
+func TestPerfIWARP(t *testing.T) {
+	for _, c := range []struct {
+		args     []string
+		row, raw *regexp.Regexp
+	}{
+		{[]string{"--op", "write", "--size", "4096"}, bwRow, rawTCPBW},
+		{[]string{"--op", "send", "--size", "4096"}, bwRow, rawTCPBW},
+		{[]string{"--op", "read", "--mode", "lat", "--size", "8"}, latRow, rawTCPLat},
+	} {
+		out, errOut, code := rnic(t, append([]string{"perf", "--iwarp", "--iters", "100"}, c.args...)...)
+		if code != 0 || !c.row.MatchString(out) || !c.raw.MatchString(out) || !strings.Contains(out, "Transport type : IW") {
+			t.Errorf("%q: exit %d\n%s%s", c.args, code, out, errOut)
+		}
+	}
+	if _, errOut, code := rnic(t, "perf", "--iwarp", "--serve"); code != 2 {
+		t.Errorf("--iwarp --serve: exit %d, %s", code, errOut)
+	}
+}

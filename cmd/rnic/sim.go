@@ -23,7 +23,14 @@ Prints both NICs' counters, then exactly one line:
 
   sim: ops=N ok=N failed=N bytes=N mismatched_bytes=N virtual_time=DURATION
 
-and exits 1 if any operation failed or any byte or atomic result differs
+With --iwarp the QP pairs are iWARP's instead, connected through the iWARP
+connection manager (MPA Request/Reply, RTR) over simulated TCP streams on the
+virtual clock, which split and coalesce bytes at random points (--chop). TCP
+is reliable, so --loss, --reorder, --dup and --corrupt are refused (a
+corrupted FPDU fails its CRC and terminates the connection); --mtu does not
+apply (FPDUs fit 1460-byte segments).
+
+Both forms exit 1 if any operation failed or any byte or atomic result differs
 (2 on bad usage). Time is virtual: retries and timeouts cost no wall time,
 and the same seed gives the same output.
 
@@ -47,6 +54,8 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.MaxMsg, "max-msg", sim.DefaultMaxMsg, "largest message in bytes")
 	fs.IntVar(&cfg.Depth, "depth", sim.DefaultDepth, "outstanding operations per QP")
 	pcapPath := fs.String("pcap", "", "write every frame on the link to this pcap file")
+	fs.BoolVar(&cfg.IWARP, "iwarp", false, "iWARP over simulated TCP instead of RoCEv2 over a simulated link")
+	fs.Float64Var(&cfg.Chop, "chop", sim.DefaultChop, "iWARP: probability that a stream segment or delivery is cut at a random point")
 	trace := fs.Bool("trace", false, "print every QP state change and PSN/ACK/NAK decision")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), simHelp)
@@ -64,6 +73,9 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() != 0 {
 		fmt.Fprintf(stderr, "rnic sim: unexpected argument %q (rnic help sim)\n", fs.Arg(0))
 		return 2
+	}
+	if cfg.IWARP && cfg.Chop == 0 {
+		cfg.Chop = -1 // --chop 0: never cut
 	}
 	if *pcapPath != "" {
 		f, err := os.Create(*pcapPath)

@@ -41,7 +41,7 @@ func (s *side) runBW(ctx context.Context) (*bwTimes, error) {
 	for totC < total {
 		posted := false
 		for i, q := range s.qps {
-			for scnt[i] < cfg.Iters && scnt[i]-ccnt[i] < cfg.TxDepth {
+			for scnt[i] < cfg.Iters && scnt[i]-ccnt[i] < cfg.TxDepth && (s.sendCredit == nil || scnt[i] < s.sendCredit(i)) {
 				seq := scnt[i]
 				w := &wrs[i]
 				w.ID = wrID(i, seq)
@@ -122,6 +122,9 @@ func (s *side) receiveAll(ctx context.Context, posted []int) error {
 					return err
 				}
 				posted[i]++
+				if s.onRecv != nil {
+					s.onRecv(i)
+				}
 			}
 		}
 	}

@@ -99,6 +99,10 @@ type Config struct {
 	CQMod int
 	// NoRaw skips the raw UDP measurement.
 	NoRaw bool
+	// IWARP runs the test over iWARP on kernel TCP instead of RoCEv2 on
+	// UDP, both sides in this process (RunIWARP); the raw figure is then
+	// kernel TCP's.
+	IWARP bool
 
 	// Server is the server to connect to: set, this process is the
 	// client. Empty with Serve, it is the server; empty without Serve,

@@ -64,6 +64,9 @@ func latRow(size, iters int, l *LatStats) string {
 // rawLine is the last line: the raw UDP figure and rnic's ratio to it.
 func rawLine(res *Result) string {
 	r := res.Raw
+	if res.IWARP {
+		return rawTCPLine(res)
+	}
 	switch {
 	case res.RawError != "":
 		return fmt.Sprintf("raw udp: not measured: %s\n", res.RawError)
@@ -100,7 +103,11 @@ func title(res *Result) string {
 func writeHeader(b *strings.Builder, res *Result, server bool) {
 	b.WriteString(resultLine)
 	fmt.Fprintf(b, "                    %s\n", title(res))
-	fmt.Fprintf(b, " Number of qps   : %d\t\tTransport type : IB\n", res.QPs)
+	transport := "IB"
+	if res.IWARP {
+		transport = "IW"
+	}
+	fmt.Fprintf(b, " Number of qps   : %d\t\tTransport type : %s\n", res.QPs, transport)
 	b.WriteString(" Connection type : RC\t\tUsing SRQ      : OFF\n")
 	if !server {
 		depth := res.TxDepth
@@ -120,7 +127,11 @@ func writeHeader(b *strings.Builder, res *Result, server bool) {
 	} else {
 		b.WriteString(" Max inline data : 0[B]\n")
 	}
-	b.WriteString(" rdma_cm QPs\t : OFF\n")
+	if res.IWARP {
+		b.WriteString(" rdma_cm QPs\t : ON\n") // the iWARP connection manager
+	} else {
+		b.WriteString(" rdma_cm QPs\t : OFF\n")
+	}
 	b.WriteString(" Data ex. method : Ethernet\n")
 	b.WriteString(resultLine)
 	local, remote := res.Client, res.Server

@@ -42,6 +42,9 @@ type Result struct {
 	Check      Check      `json:"check"`
 	Raw        *RawStats  `json:"raw_udp,omitempty"`
 	RawError   string     `json:"raw_udp_error,omitempty"`
+	// IWARP: the run was over iWARP on kernel TCP; Raw (and RawError)
+	// then hold the raw TCP measurement, and MTU is the engine's MSS.
+	IWARP bool `json:"iwarp,omitempty"`
 	// Client and Server are the two sides' key messages, QP by QP.
 	Client []Key `json:"client_keys"`
 	Server []Key `json:"server_keys"`
@@ -54,6 +57,9 @@ type Result struct {
 // The error wraps ErrDataMismatch when data did not arrive intact; the
 // raw UDP measurement failing is not an error (Result.RawError).
 func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.IWARP {
+		return runIWARP(ctx, cfg)
+	}
 	r, err := cfg.resolve(ctx)
 	if err != nil {
 		return nil, err

@@ -54,6 +54,14 @@ type side struct {
 	byQP map[uint32]int // QPN → index in qps
 	// seed tells this side's data pattern from the peer's.
 	seed byte
+	// iWARP only (iwarp.go): the device and engine when nic is nil; sendCredit,
+	// if set, bounds the SENDs posted on QP i (the receives the peer has
+	// posted: an iWARP SEND completes before it arrives, and one that
+	// finds no receive ends the connection); onRecv is told of each
+	// receive reposted on QP i.
+	iw         *iwSide
+	sendCredit func(i int) int
+	onRecv     func(i int)
 }
 
 // sideSpec is what openSide needs besides the test parameters.

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/rnic/rnic/iwarp"
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/verbs"
@@ -36,6 +37,15 @@ type Config struct {
 	Pcap io.Writer
 	// Trace, if set, receives the engines' trace lines.
 	Trace io.Writer
+
+	// IWARP runs the workload over iWARP on a simulated TCP network
+	// instead of RoCEv2 on a simulated link (see RunIWARP); Loss, Reorder,
+	// Dup, Corrupt and MTU do not apply.
+	IWARP bool
+	// Chop (iWARP) is the probability that the simulated streams cut a
+	// segment or a delivery at a random point (DefaultChop if zero; a
+	// negative value: never).
+	Chop float64
 }
 
 // Result is the outcome of a run.
@@ -108,6 +118,9 @@ func (c *Config) defaults() error {
 
 // Run performs a simulation.
 func Run(cfg Config) (*Result, error) {
+	if cfg.IWARP {
+		return runIWARP(cfg)
+	}
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
@@ -153,6 +166,7 @@ type node struct {
 	name  string
 	dev   *nic.Device
 	stack *roce.Stack
+	iw    *iwarp.Stack // instead of stack, in an iWARP run
 	pd    *nic.PD
 	addr  netip.Addr
 	mac   [6]byte
@@ -179,7 +193,16 @@ func (w *world) newNode(name string, ep transport.Endpoint, n byte) (*node, erro
 }
 
 // counters returns a device's engine counters.
-func (nd *node) counters() []roce.NamedCounter { return nd.stack.Counters().Snapshot() }
+func (nd *node) counters() []roce.NamedCounter {
+	if nd.iw != nil {
+		var out []roce.NamedCounter
+		for _, c := range nd.iw.Counters().Snapshot() {
+			out = append(out, roce.NamedCounter(c))
+		}
+		return out
+	}
+	return nd.stack.Counters().Snapshot()
+}
 
 // slotBytes is the size of one message slot.
 func (w *world) slotBytes() int { return max(w.cfg.MaxMsg, 8) }
@@ -254,6 +277,12 @@ type world struct {
 	ids  uint64
 	// posted counts operations posted so far.
 	posted int
+	// iwarp: the QPs are iWARP's (READs take one SGE; a WRITE completes
+	// before it has landed).
+	iwarp bool
+	// listen (iWARP) readies rnic1 to accept pair i on e and returns where
+	// to connect and the private data naming the pair.
+	listen func(i int, e *end) (netip.AddrPort, []byte)
 }
 
 func (w *world) newEnd(nd *node) (*end, error) {
@@ -290,6 +319,13 @@ func (w *world) newPair(i int) error {
 		return err
 	}
 	x.peer, y.peer = y, x
+	if w.iwarp {
+		if err := w.connectIWARP(i, x, y); err != nil {
+			return fmt.Errorf("sim: connect QP pair %d: %w", i, err)
+		}
+		w.ends = append(w.ends, x, y)
+		return nil
+	}
 	for _, e := range []*end{x, y} {
 		if err := w.connect(e); err != nil {
 			return fmt.Errorf("sim: connect QP pair %d: %w", i, err)

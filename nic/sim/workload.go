@@ -67,7 +67,12 @@ func (w *world) postOne(e *end) {
 	case kRead:
 		o.dstOff = l.read + slot(1)*s
 		wr.Opcode = verbs.WRRDMARead
-		wr.SGL = w.split(e, o.dstOff, n)
+		if w.iwarp {
+			// An RDMA Read Request names one sink buffer.
+			wr.SGL = []verbs.SGE{{Addr: e.base + uint64(o.dstOff), Length: uint32(n), LKey: e.mr.LKey()}}
+		} else {
+			wr.SGL = w.split(e, o.dstOff, n)
+		}
 		wr.RemoteAddr, wr.RKey = peer.base+uint64(src), peer.mr.RKey()
 		o.expect = peer.buf[src : src+n]
 	case kCmpSwap, kFetchAdd:
@@ -131,6 +136,9 @@ func (w *world) sendCompletion(e *end, wc *verbs.WC) {
 	peer := e.peer
 	switch o.kind {
 	case kWrite:
+		if w.iwarp {
+			w.awaitLanded(peer.buf[o.dstOff:o.dstOff+o.n], o.expect)
+		}
 		w.compare(o, peer.buf[o.dstOff:o.dstOff+o.n], e)
 	case kRead:
 		w.compare(o, e.buf[o.dstOff:o.dstOff+o.n], e)

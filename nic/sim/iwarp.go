@@ -1,0 +1,173 @@
+package sim
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"time"
+
+	"github.com/rnic/rnic/iwarp"
+	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/verbs"
+	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/clock"
+	"github.com/rnic/rnic/transport/stream"
+)
+
+// DefaultChop is the probability with which an iWARP run's simulated
+// streams cut segments and deliveries at random points.
+const DefaultChop = 0.3
+
+// iwarpPort is the port rnic1 listens on in an iWARP run.
+const iwarpPort = 18515
+
+// ErrIWARPFaults: frame faults asked of an iWARP run. TCP below iWARP is
+// reliable and ordered, so there is nothing to lose, reorder or duplicate,
+// and a corrupted byte fails the MPA CRC, which ends the connection with a
+// Terminate (RFC 5044 has no retransmission): nothing an operation could
+// survive.
+var ErrIWARPFaults = errors.New("sim: --loss, --reorder, --dup and --corrupt do not apply to iWARP: TCP is reliable, and a corrupted FPDU fails its CRC and terminates the connection")
+
+// runIWARP performs the workload of Run over iWARP: both devices' iWARP
+// engines on a simulated TCP network on the virtual clock, whose streams
+// split and coalesce bytes at random points (Chop). Each QP pair is
+// connected through the connection manager (MPA Request and Reply, RTR).
+// The same seed gives the same result.
+func runIWARP(cfg Config) (*Result, error) {
+	if cfg.Loss != 0 || cfg.Reorder != 0 || cfg.Dup != 0 || cfg.Corrupt != 0 {
+		return nil, ErrIWARPFaults
+	}
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	switch {
+	case cfg.Chop == 0:
+		cfg.Chop = DefaultChop
+	case cfg.Chop < 0:
+		cfg.Chop = 0
+	case cfg.Chop > 1:
+		return nil, fmt.Errorf("sim: chop %v outside [0, 1]", cfg.Chop)
+	}
+	clk := clock.NewVirtual()
+	net := stream.NewSimNetwork(clk, stream.SimNetConfig{Conn: stream.SimConfig{Seed: cfg.Seed, Chop: cfg.Chop}})
+	var pw *transport.PcapWriter
+	if cfg.Pcap != nil {
+		var err error
+		if pw, err = transport.NewPcapWriter(cfg.Pcap); err != nil {
+			return nil, err
+		}
+	}
+	w := &world{cfg: cfg, clk: clk, rng: rand.New(rand.NewPCG(cfg.Seed, 0x73696d)), iwarp: true}
+	var err error
+	if w.a, err = w.newIWARPNode("rnic0", net, 1, pw); err != nil {
+		return nil, err
+	}
+	defer w.a.iw.Close()
+	if w.b, err = w.newIWARPNode("rnic1", net, 2, nil); err != nil {
+		return nil, err
+	}
+	defer w.b.iw.Close()
+	pending := map[byte]*end{}
+	l, err := w.b.iw.Listen(netip.AddrPortFrom(w.b.addr, iwarpPort), func(r *iwarp.ConnRequest) {
+		if len(r.PrivateData) == 1 && pending[r.PrivateData[0]] != nil {
+			e := pending[r.PrivateData[0]]
+			delete(pending, r.PrivateData[0])
+			ird := uint16(min(cfg.Depth, iwarp.MaxIRDORD))
+			if err := r.Accept(e.qp.QPN(), nil, ird, ird); err == nil {
+				return
+			}
+		}
+		r.Reject(nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	w.listen = func(i int, e *end) (netip.AddrPort, []byte) {
+		pending[byte(i)] = e
+		return l.Addr(), []byte{byte(i)}
+	}
+	for i := 0; i < cfg.QPs; i++ {
+		if err := w.newPair(i); err != nil {
+			return nil, err
+		}
+	}
+	l.Close()
+	res := w.run()
+	if pw != nil {
+		if err := pw.Close(); err != nil {
+			return nil, fmt.Errorf("sim: pcap: %w", err)
+		}
+	}
+	return res, nil
+}
+
+func (w *world) newIWARPNode(name string, net stream.Network, n byte, pw *transport.PcapWriter) (*node, error) {
+	nd := &node{name: name, addr: netip.AddrFrom4([4]byte{10, 0, 0, n})}
+	scfg := iwarp.Config{Clock: w.clk, Network: net, Addr: nd.addr}
+	if w.cfg.Trace != nil {
+		tw := w.cfg.Trace
+		scfg.Trace = func(e iwarp.TraceEvent) { fmt.Fprintf(tw, "%s %v\n", name, e) }
+	}
+	if pw != nil {
+		// One tee at one end records both directions.
+		scfg.Tee = func(c stream.Conn) stream.Conn {
+			return stream.TeeConnWith(c, pw, stream.TeeConfig{Now: transport.VirtualTimestamps(w.clk), Framer: iwarp.CaptureFramer})
+		}
+	}
+	var err error
+	if nd.iw, err = iwarp.NewStack(scfg); err != nil {
+		return nil, err
+	}
+	lim := nic.DefaultLimits()
+	lim.MaxSGERd = 1 // an RDMA Read Request names one sink buffer
+	if nd.dev, err = nic.Open(nic.Config{Name: name, Provider: nd.iw, GIDs: []netip.Addr{nd.addr}, Limits: lim}); err != nil {
+		return nil, err
+	}
+	if nd.pd, err = nd.dev.AllocPD(); err != nil {
+		return nil, err
+	}
+	return nd, nil
+}
+
+// connectIWARP moves both QPs of pair i to INIT, then connects x (on
+// rnic0) to y (on rnic1) through the connection manager and runs the clock
+// until both are established.
+func (w *world) connectIWARP(i int, x, y *end) error {
+	all := memory.RemoteWrite | memory.RemoteRead | memory.RemoteAtomic
+	for _, e := range []*end{x, y} {
+		if err := e.qp.Modify(&verbs.QPAttr{State: verbs.QPSInit, PortNum: 1, AccessFlags: all},
+			verbs.AttrState|verbs.AttrPKeyIndex|verbs.AttrPort|verbs.AttrAccessFlags); err != nil {
+			return err
+		}
+	}
+	addr, pd := w.listen(i, y)
+	var res *iwarp.ConnectResult
+	ord := uint16(min(w.cfg.Depth, iwarp.MaxIRDORD))
+	if err := x.nd.iw.Connect(x.qp.QPN(), addr, pd, ord, ord, func(r iwarp.ConnectResult) { res = &r }); err != nil {
+		return err
+	}
+	// The responder is in RTS at once; its sends wait for the RTR, which
+	// the initiator sends with its first bytes after the Reply.
+	w.clk.Run(func() bool { return res != nil })
+	switch {
+	case res == nil:
+		return errors.New("connection setup never finished")
+	case res.Err != nil:
+		return res.Err
+	case x.qp.State() != verbs.QPSRTS || y.qp.State() != verbs.QPSRTS:
+		return fmt.Errorf("QP states %v and %v after connecting", x.qp.State(), y.qp.State())
+	}
+	return nil
+}
+
+// awaitLanded runs the clock until got holds want: an iWARP RDMA WRITE
+// completes once the stream took it, before the peer placed it. It stops
+// when nothing is left to happen or after a virtual minute, and the caller
+// then finds the difference.
+func (w *world) awaitLanded(got, want []byte) {
+	limit := w.clk.Now() + time.Minute
+	w.clk.Run(func() bool { return bytes.Equal(got, want) || w.clk.Now() > limit })
+}
