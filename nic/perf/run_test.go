@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/nic/verbs"
+	"github.com/rnic/rnic/transport"
 )
 
 func testCtx(t *testing.T) context.Context {
@@ -60,7 +61,7 @@ func TestOneProcessOverPipe(t *testing.T) {
 				}
 				name := fmt.Sprintf("%s %s size %d qps %d %s", op, mode, c.size, c.qps, c.atomic)
 				t.Run(name, func(t *testing.T) {
-					a, b := newPipe()
+					a, b := transport.NewPipe()
 					var out bytes.Buffer
 					cfg := Config{Op: op, Mode: mode, Size: c.size, QPs: c.qps, Iters: 200, MTU: 1024,
 						AtomicType: c.atomic, TxDepth: 16, CQMod: 5, Link: b, ServerLink: a, Out: &out}
@@ -111,7 +112,7 @@ func TestTwoProcessesOverPipe(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, b := newPipe()
+			a, b := transport.NewPipe()
 			var srvOut, cliOut bytes.Buffer
 			type ret struct {
 				res *Result
@@ -146,7 +147,7 @@ func TestTwoProcessesOverPipe(t *testing.T) {
 }
 
 func TestJSON(t *testing.T) {
-	a, b := newPipe()
+	a, b := transport.NewPipe()
 	var out bytes.Buffer
 	cfg := Config{Op: OpWrite, Mode: ModeBW, Size: 64, Iters: 100, Link: b, ServerLink: a, Out: &out, JSON: true}
 	if _, err := Run(testCtx(t), cfg); err != nil {
@@ -167,7 +168,7 @@ func TestJSON(t *testing.T) {
 }
 
 func TestNoRaw(t *testing.T) {
-	a, b := newPipe()
+	a, b := transport.NewPipe()
 	var out bytes.Buffer
 	res, err := Run(testCtx(t), Config{Op: OpRead, Mode: ModeLat, Iters: 50, Link: b, ServerLink: a, Out: &out, NoRaw: true})
 	if err != nil {
@@ -246,7 +247,7 @@ func TestOverUDP(t *testing.T) {
 func TestProgress(t *testing.T) {
 	defer func(a time.Duration, c uint) { progressAfter, progressCheck = a, c }(progressAfter, progressCheck)
 	progressAfter, progressCheck = 0, 1
-	a, b := newPipe()
+	a, b := transport.NewPipe()
 	var out, prog bytes.Buffer
 	if _, err := Run(testCtx(t), Config{Op: OpWrite, Size: 64, Iters: 100, Link: b, ServerLink: a, Out: &out, Progress: &prog, NoRaw: true}); err != nil {
 		t.Fatal(err)
@@ -259,7 +260,7 @@ func TestProgress(t *testing.T) {
 // mute is a link that stops sending after a number of frames, like a NIC
 // whose cable was pulled.
 type mute struct {
-	*pipeEnd
+	*transport.PipeEnd
 	mu   sync.Mutex
 	left int
 }
@@ -271,16 +272,16 @@ func (m *mute) Send(f []byte) error {
 		return nil
 	}
 	m.left--
-	return m.pipeEnd.Send(f)
+	return m.PipeEnd.Send(f)
 }
 
 // TestPeerGone: when the server's NIC falls silent mid-test, the client's
 // operations fail with the RC retry error, and the run fails, promptly.
 func TestPeerGone(t *testing.T) {
-	a, b := newPipe()
+	a, b := transport.NewPipe()
 	var out bytes.Buffer
 	_, err := Run(testCtx(t), Config{Op: OpWrite, Size: 4096, MTU: 1024, Iters: 1000, TxDepth: 4, CQMod: 1,
-		Link: b, ServerLink: &mute{pipeEnd: a, left: 20}, Out: &out})
+		Link: b, ServerLink: &mute{PipeEnd: a, left: 20}, Out: &out})
 	var ce *CompletionError
 	if !errors.As(err, &ce) || ce.Status != verbs.WCRetryExcErr {
 		t.Fatalf("%v, want a RETRY_EXC_ERR completion\n%s", err, out.String())

@@ -98,7 +98,7 @@ func TestRunOverPipe(t *testing.T) {
 		{name: "chk events MTU 4096", size: 65536, iters: 20, chk: true, events: true, mtu: 4096},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			a, b := newPipe()
+			a, b := transport.NewPipe()
 			cfg := Config{Size: c.size, Iters: c.iters, Events: c.events, Check: c.chk, MTU: c.mtu, RxDepth: c.rx}
 			srv, cli := pair{server: cfg, client: cfg, serverLink: a, clientLnk: b}.run(t)
 			checkPair(t, srv, cli, c.size, c.iters)
@@ -112,7 +112,7 @@ func TestRunOverPipe(t *testing.T) {
 // TestRunNoGID: without -g the messages carry no GID (printed "::") and
 // each side reaches the other by its side channel address.
 func TestRunNoGID(t *testing.T) {
-	a, b := newPipe()
+	a, b := transport.NewPipe()
 	cfg := Config{Size: 64, Iters: 20, GIDIndex: -1}
 	srv, cli := pair{server: cfg, client: cfg, serverLink: a, clientLnk: b}.run(t)
 	if srv.err != nil || cli.err != nil {
@@ -128,7 +128,7 @@ func TestRunNoGID(t *testing.T) {
 // receive completes with a length error, and its NAK fails the client's
 // SEND.
 func TestRunCompletionError(t *testing.T) {
-	a, b := newPipe()
+	a, b := transport.NewPipe()
 	srv, cli := pair{server: Config{Size: 64, Iters: 5}, client: Config{Size: 128, Iters: 5},
 		serverLink: a, clientLnk: b}.run(t)
 	for _, c := range []struct {
