@@ -26,6 +26,10 @@ type UDPConfig struct {
 	MTU   int
 	Pcap  *transport.PcapWriter
 	Trace io.Writer
+	// Link, if set, replaces the kernel socket (tests run whole NICs on
+	// transport.NewPipe): the NIC keeps the embedded mode's synthetic MACs
+	// and ports. Open closes it if the NIC cannot be built.
+	Link transport.Endpoint
 }
 
 // Open opens a NIC in the embedded mode.
@@ -33,6 +37,17 @@ func Open(cfg UDPConfig) (*NIC, error) {
 	port := cfg.Port
 	if port == 0 {
 		port = wire.UDPPort
+	}
+	if cfg.Link != nil {
+		n, err := NewNIC(Config{Name: cfg.Name, Addr: cfg.Addr, MAC: udp.SyntheticMAC(cfg.Addr), MTU: cfg.MTU,
+			Link: cfg.Link, Pcap: cfg.Pcap, Trace: cfg.Trace, UDPPort: port,
+			Resolve:  func(a netip.Addr) ([6]byte, bool) { return udp.SyntheticMAC(a), true },
+			PeerPort: func(a netip.Addr) uint16 { return cfg.PeerPorts[a.Unmap()] }})
+		if err != nil {
+			cfg.Link.Close() // it would have been the NIC's to close
+			return nil, err
+		}
+		return n, nil
 	}
 	ep, err := udp.Open(udp.Config{Addr: cfg.Addr, Port: port,
 		// A frame that has to leave from the main socket (its per-QP

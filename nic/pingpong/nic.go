@@ -11,7 +11,6 @@ import (
 
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/transport"
-	"github.com/rnic/rnic/transport/udp"
 )
 
 // linkMTU is the Ethernet MTU the NIC is given: jumbo frames, so that every
@@ -24,21 +23,8 @@ const linkMTU = 9000
 // its peers listen on the same port. With link nil it is the embedded
 // mode's UDP endpoint. On failure the link is closed.
 func openNIC(name string, addr netip.Addr, port uint16, link transport.Endpoint, pcap *transport.PcapWriter, trace io.Writer) (*embedded.NIC, error) {
-	var n *embedded.NIC
-	var err error
-	if link == nil {
-		n, err = embedded.Open(embedded.UDPConfig{Name: name, Addr: addr, Port: port, MTU: linkMTU, Pcap: pcap, Trace: trace})
-	} else {
-		n, err = embedded.NewNIC(embedded.Config{
-			Name: name, Addr: addr, MAC: udp.SyntheticMAC(addr), MTU: linkMTU, UDPPort: port,
-			Link: link, Pcap: pcap, Trace: trace,
-			Resolve: func(a netip.Addr) ([6]byte, bool) { return udp.SyntheticMAC(a), true },
-		})
-	}
+	n, err := embedded.Open(embedded.UDPConfig{Name: name, Addr: addr, Port: port, MTU: linkMTU, Pcap: pcap, Trace: trace, Link: link})
 	if err != nil {
-		if link != nil {
-			link.Close() // it would have been the NIC's to close
-		}
 		return nil, fmt.Errorf("pingpong: open NIC on %v: %w", addr, err)
 	}
 	return n, nil
