@@ -233,45 +233,39 @@ func (s *side) sge(off, n int) []verbs.SGE {
 
 func (s *side) va(off int) uint64 { return s.mr.Addr() + uint64(off) }
 
-// wait polls cq until n completions arrived or the step times out.
-func (d *demo) wait(cq *nic.CQ, n int) ([]verbs.WC, error) {
-	var got []verbs.WC
-	buf := make([]verbs.WC, 8)
-	deadline := time.Now().Add(d.cfg.Timeout)
-	for len(got) < n {
-		k := cq.Poll(buf)
-		got = append(got, buf[:k]...)
-		if k > 0 {
-			continue
-		}
+// expect checks one completion and narrates it.
+func (d *demo) expect(s *side, cq *nic.CQ, want verbs.WC) (verbs.WC, error) {
+	return expectCompletion(d.out, s.name, cq, want, d.cfg.Timeout)
+}
+
+// expectCompletion waits for the next completion on cq, tells it in words
+// and checks it against want: the WR and status always, the opcode and
+// byte count on success (a zero ByteLen in want is not checked).
+func expectCompletion(out io.Writer, name string, cq *nic.CQ, want verbs.WC, timeout time.Duration) (verbs.WC, error) {
+	buf := make([]verbs.WC, 1)
+	for deadline := time.Now().Add(timeout); cq.Poll(buf) == 0; {
 		if time.Now().After(deadline) {
-			return got, fmt.Errorf("%d of %d completions after %v", len(got), n, d.cfg.Timeout)
+			return verbs.WC{}, fmt.Errorf("%s: no completion after %v", name, timeout)
 		}
 		time.Sleep(50 * time.Microsecond)
 	}
-	return got, nil
-}
-
-// expect checks one completion and narrates it.
-func (d *demo) expect(s *side, cq *nic.CQ, want verbs.WC) (verbs.WC, error) {
-	wcs, err := d.wait(cq, 1)
-	if err != nil {
-		return verbs.WC{}, fmt.Errorf("%s: %w", s.name, err)
-	}
-	wc := wcs[0]
-	fmt.Fprintf(d.out, "  completion at %s: wr_id=%d %v %v byte_len=%d", s.name, wc.WRID, wc.Opcode, wc.Status, wc.ByteLen)
+	wc := buf[0]
+	fmt.Fprintf(out, "  completion at %s: wr_id=%d %v %v byte_len=%d", name, wc.WRID, wc.Opcode, wc.Status, wc.ByteLen)
 	if wc.Flags&verbs.WCFlagWithImm != 0 {
-		fmt.Fprintf(d.out, " imm=%#x", wc.Imm)
+		fmt.Fprintf(out, " imm=%#x", wc.Imm)
+	}
+	if wc.Flags&verbs.WCFlagWithInv != 0 {
+		fmt.Fprintf(out, " invalidated_stag=%#x", wc.InvRKey)
 	}
 	if wc.SrcQP != 0 {
-		fmt.Fprintf(d.out, " src_qp=%#06x", wc.SrcQP)
+		fmt.Fprintf(out, " src_qp=%#06x", wc.SrcQP)
 	}
-	fmt.Fprintln(d.out)
+	fmt.Fprintln(out)
 	if wc.WRID != want.WRID || wc.Status != want.Status {
-		return wc, fmt.Errorf("%s: completion wr_id=%d %v, want wr_id=%d %v", s.name, wc.WRID, wc.Status, want.WRID, want.Status)
+		return wc, fmt.Errorf("%s: completion wr_id=%d %v, want wr_id=%d %v", name, wc.WRID, wc.Status, want.WRID, want.Status)
 	}
 	if want.Status == verbs.WCSuccess && (wc.Opcode != want.Opcode || want.ByteLen != 0 && wc.ByteLen != want.ByteLen) {
-		return wc, fmt.Errorf("%s: completion %v byte_len %d, want %v byte_len %d", s.name, wc.Opcode, wc.ByteLen, want.Opcode, want.ByteLen)
+		return wc, fmt.Errorf("%s: completion %v byte_len %d, want %v byte_len %d", name, wc.Opcode, wc.ByteLen, want.Opcode, want.ByteLen)
 	}
 	return wc, nil
 }

@@ -288,28 +288,7 @@ func (d *iwDemo) hasEvent(s *iwSide, t iwarp.ConnEventType) bool {
 
 // expect checks one completion and narrates it.
 func (d *iwDemo) expect(s *iwSide, cq *nic.CQ, want verbs.WC) (verbs.WC, error) {
-	var wc verbs.WC
-	buf := make([]verbs.WC, 1)
-	deadline := time.Now().Add(d.cfg.Timeout)
-	for cq.Poll(buf) == 0 {
-		if time.Now().After(deadline) {
-			return wc, fmt.Errorf("%s: no completion after %v", s.name, d.cfg.Timeout)
-		}
-		time.Sleep(50 * time.Microsecond)
-	}
-	wc = buf[0]
-	fmt.Fprintf(d.out, "  completion at %s: wr_id=%d %v %v byte_len=%d", s.name, wc.WRID, wc.Opcode, wc.Status, wc.ByteLen)
-	if wc.Flags&verbs.WCFlagWithInv != 0 {
-		fmt.Fprintf(d.out, " invalidated_stag=%#x", wc.InvRKey)
-	}
-	fmt.Fprintln(d.out)
-	if wc.WRID != want.WRID || wc.Status != want.Status {
-		return wc, fmt.Errorf("%s: completion wr_id=%d %v, want wr_id=%d %v", s.name, wc.WRID, wc.Status, want.WRID, want.Status)
-	}
-	if want.Status == verbs.WCSuccess && (wc.Opcode != want.Opcode || want.ByteLen != 0 && wc.ByteLen != want.ByteLen) {
-		return wc, fmt.Errorf("%s: completion %v byte_len %d, want %v byte_len %d", s.name, wc.Opcode, wc.ByteLen, want.Opcode, want.ByteLen)
-	}
-	return wc, nil
+	return expectCompletion(d.out, s.name, cq, want, d.cfg.Timeout)
 }
 
 func (d *iwDemo) post(s *iwSide, wr verbs.SendWR) error {
