@@ -637,7 +637,7 @@ func (qp *QP) dialed(gen uint64, c stream.Conn, err error) {
 		return
 	}
 	s.ctr.inc(MPARequests)
-	qp.mpaTimer.set(s.cfg.ConnectTimeout)
+	qp.mpaTimer.Set(s.cfg.ConnectTimeout)
 	if s.tracing() {
 		s.tracef(qp.cfg.QPN, "cm", "TCP connected %v -> %v; MPA Request sent", qp.local, qp.remote)
 	}
@@ -672,7 +672,7 @@ func (qp *QP) connectFailed(err error, abort bool) {
 // connectFailedResult is connectFailed with a full result.
 func (qp *QP) connectFailedResult(res ConnectResult, abort bool) {
 	qp.s.ctr.inc(ConnFailed)
-	qp.mpaTimer.stop()
+	qp.mpaTimer.Stop()
 	if qp.conn != nil {
 		if abort {
 			qp.conn.Abort()
@@ -714,7 +714,7 @@ func (qp *QP) handshake(p []byte) {
 		qp.connectFailed(fmt.Errorf("%w: bad MPA Reply from %v (%v)", ErrMPAInvalid, qp.remote, err), true)
 		return
 	}
-	qp.mpaTimer.stop()
+	qp.mpaTimer.Stop()
 	req := wire.MPAFrame(qp.mpaReq)
 	res := ConnectResult{
 		PrivateData: append([]byte(nil), f.ULPPrivateData()...), Rev: f.Rev(), HasIRDORD: f.HasIRDORD(),
@@ -824,7 +824,7 @@ func (qp *QP) closeStream() {
 	qp.cm = cmClosing
 	qp.closeAfter = true
 	qp.flushTx()
-	qp.closeTimer.set(qp.s.cfg.CloseTimeout)
+	qp.closeTimer.Set(qp.s.cfg.CloseTimeout)
 }
 
 func (qp *QP) closeExpired() {
@@ -869,7 +869,7 @@ func (qp *QP) detach(err error) {
 	qp.conn = nil
 	qp.gen++
 	qp.cm = cmClosed
-	qp.closeTimer.stop()
+	qp.closeTimer.Stop()
 	qp.tx = qp.tx[:0]
 	qp.blocked, qp.closeAfter = false, false
 	qp.notify(ConnEvent{Type: EventDisconnected, QPN: qp.cfg.QPN, Local: qp.local, Remote: qp.remote, Err: err})

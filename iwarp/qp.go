@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
-	"time"
 
 	"github.com/rnic/rnic/iwarp/wire"
 	"github.com/rnic/rnic/nic/verbs"
@@ -51,8 +50,8 @@ type QP struct {
 	hs         []byte // initiator: bytes of the MPA Reply gathered so far
 	mpaReq     []byte // initiator: the MPA Request sent
 	onConnect  func(ConnectResult)
-	mpaTimer   timer
-	closeTimer timer
+	mpaTimer   clock.Deadline
+	closeTimer clock.Deadline
 	txFraming  wire.Framing
 	rxFraming  wire.Framing
 	dfr        *wire.Deframer
@@ -91,8 +90,9 @@ func (k rtrKind) String() string { return [...]string{"none", "write", "read"}[k
 func newQP(s *Stack, cfg *verbs.QPConfig) *QP {
 	qp := &QP{s: s, cfg: *cfg}
 	qp.hdr = make([]byte, 0, wire.DDPUntaggedLen+wire.AtomicRequestLen)
-	qp.mpaTimer.init(qp, qp.mpaExpired)
-	qp.closeTimer.init(qp, qp.closeExpired)
+	clk := s.cfg.Clock
+	qp.mpaTimer.Init(clk, qp.mu.Lock, qp.unlock, qp.unlessDestroyed(qp.mpaExpired))
+	qp.closeTimer.Init(clk, qp.mu.Lock, qp.unlock, qp.unlessDestroyed(qp.closeExpired))
 	qp.req.init(qp)
 	qp.resp.init(qp)
 	return qp
@@ -225,8 +225,8 @@ func (qp *QP) Destroy() {
 	}
 	qp.destroyed = true
 	qp.state = verbs.QPSErr
-	qp.mpaTimer.stop()
-	qp.closeTimer.stop()
+	qp.mpaTimer.Stop()
+	qp.closeTimer.Stop()
 	qp.deferred = nil // no application callback after Destroy
 	qp.mu.Unlock()
 	if cancel != nil {
@@ -311,53 +311,12 @@ func (qp *QP) unlock() {
 	}
 }
 
-// timer is a restartable one-shot on the stack's clock, as in roce: a
-// callback that raced with a later set or stop sees the new deadline or
-// the inactive flag and does nothing.
-type timer struct {
-	qp       *QP
-	fire     func()
-	cb       func()
-	deadline time.Duration
-	active   bool
-	t        clock.Timer
-}
-
-func (t *timer) init(qp *QP, fire func()) {
-	t.qp, t.fire = qp, fire
-	t.cb = t.expired
-}
-
-// set (re)starts the timer to expire d from now. Caller holds qp.mu.
-func (t *timer) set(d time.Duration) {
-	clk := t.qp.s.cfg.Clock
-	t.deadline, t.active = clk.Now()+d, true
-	if t.t == nil {
-		t.t = clk.AfterFunc(d, t.cb)
-		return
+// unlessDestroyed wraps a timer's expiry so that it does nothing once the
+// QP is destroyed.
+func (qp *QP) unlessDestroyed(f func()) func() {
+	return func() {
+		if !qp.destroyed {
+			f()
+		}
 	}
-	t.t.Reset(d)
-}
-
-// stop cancels the timer. Caller holds qp.mu.
-func (t *timer) stop() {
-	t.active = false
-	if t.t != nil {
-		t.t.Stop()
-	}
-}
-
-func (t *timer) expired() {
-	qp := t.qp
-	qp.mu.Lock()
-	defer qp.unlock()
-	if !t.active || qp.destroyed {
-		return
-	}
-	if now := qp.s.cfg.Clock.Now(); now < t.deadline {
-		t.t.Reset(t.deadline - now)
-		return
-	}
-	t.active = false
-	t.fire()
 }

@@ -62,7 +62,7 @@ func (qp *QP) handleResponse(p *wire.Packet) {
 		// and restarts the timer.
 		r.retryLeft, r.rnrLeft = qp.attr.RetryCnt, qp.attr.RNRRetry
 		r.retrying, r.stalls = false, 0
-		r.retx.stop()
+		r.retx.Stop()
 	}
 	r.retire()
 	r.progress()
@@ -74,11 +74,11 @@ func (qp *QP) handleResponse(p *wire.Packet) {
 func (qp *QP) updateTimer() {
 	r := &qp.req
 	if wire.PSNBefore(r.unacked, r.maxSent) && !r.rnrWait && qp.state != verbs.QPSErr {
-		if !r.retx.active {
+		if !r.retx.Active() {
 			qp.armRetransmit()
 		}
 	} else {
-		r.retx.stop()
+		r.retx.Stop()
 	}
 }
 
@@ -122,8 +122,8 @@ func (qp *QP) handleAck(p *wire.Packet, psn uint32) {
 			qp.s.tracef(qp.cfg.QPN, "comp", "RNR NAK psn=%d: wait %v, then resend (rnr_retry left %d)", psn, d, r.rnrLeft)
 		}
 		r.rnrWait, r.rnrPSN = true, psn
-		r.retx.stop()
-		r.rnr.set(d)
+		r.retx.Stop()
+		r.rnr.Set(d)
 	case wire.AckTypeNAK:
 		switch syn.NAK() {
 		case wire.NAKPSNSeqError:
@@ -260,7 +260,7 @@ func (qp *QP) rewind(psn uint32) {
 	}
 	r.next, r.nextPkt, r.psn = i, int(wire.PSNDiff(psn, w.firstPSN)), psn
 	r.sinceAckReq = 0
-	r.retx.stop()
+	r.retx.Stop()
 }
 
 // failAt completes the WQE holding psn (or the oldest outstanding one) with

@@ -4,11 +4,9 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
-	"time"
 
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/roce/wire"
-	"github.com/rnic/rnic/transport/clock"
 )
 
 // QP is one RC queue pair of a Stack: a requester, a completer and a
@@ -279,8 +277,8 @@ func (qp *QP) Destroy() {
 	}
 	qp.destroyed = true
 	qp.state = verbs.QPSErr
-	qp.req.retx.stop()
-	qp.req.rnr.stop()
+	qp.req.retx.Stop()
+	qp.req.rnr.Stop()
 	qp.mu.Unlock()
 	qp.s.removeQP(qp.cfg.QPN)
 }
@@ -354,54 +352,12 @@ func (qp *QP) emit(frame []byte) {
 	}
 }
 
-// timer is a restartable one-shot on the stack's clock. The clock timer is
-// created once and then only Reset, so restarting it (per ACK, per retry)
-// allocates nothing. A callback that raced with a later set or stop sees
-// the new deadline or the inactive flag and does nothing.
-type timer struct {
-	qp       *QP
-	fire     func()
-	cb       func()
-	deadline time.Duration
-	active   bool
-	t        clock.Timer
-}
-
-func (t *timer) init(qp *QP, fire func()) {
-	t.qp, t.fire = qp, fire
-	t.cb = t.expired
-}
-
-// set (re)starts the timer to expire d from now. Caller holds qp.mu.
-func (t *timer) set(d time.Duration) {
-	clk := t.qp.s.cfg.Clock
-	t.deadline, t.active = clk.Now()+d, true
-	if t.t == nil {
-		t.t = clk.AfterFunc(d, t.cb)
-		return
+// unlessDestroyed wraps a timer's expiry so that it does nothing once the
+// QP is destroyed.
+func (qp *QP) unlessDestroyed(f func()) func() {
+	return func() {
+		if !qp.destroyed {
+			f()
+		}
 	}
-	t.t.Reset(d)
-}
-
-// stop cancels the timer. Caller holds qp.mu.
-func (t *timer) stop() {
-	t.active = false
-	if t.t != nil {
-		t.t.Stop()
-	}
-}
-
-func (t *timer) expired() {
-	qp := t.qp
-	qp.mu.Lock()
-	defer qp.mu.Unlock()
-	if !t.active || qp.destroyed {
-		return
-	}
-	if now := qp.s.cfg.Clock.Now(); now < t.deadline {
-		t.t.Reset(t.deadline - now) // a stale callback of an earlier setting
-		return
-	}
-	t.active = false
-	t.fire()
 }

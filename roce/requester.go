@@ -8,6 +8,7 @@ import (
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/roce/wire"
+	"github.com/rnic/rnic/transport/clock"
 )
 
 // The requester turns send WQEs into request packets (IBTA Vol 1 §9.7.2):
@@ -66,8 +67,8 @@ type requester struct {
 	rnrPSN        uint32
 	drainNotified bool
 
-	retx timer
-	rnr  timer
+	retx clock.Deadline // the local ACK timer
+	rnr  clock.Deadline // the wait an RNR NAK asked for
 }
 
 // Errors PostSend returns; nic checks most limits first, these are the
@@ -90,13 +91,14 @@ func (r *requester) init(qp *QP) {
 		r.sq[i].inline = make([]byte, 0, qp.cfg.Cap.MaxInlineData)
 	}
 	r.unlimited = true // until the responder reports credits
-	r.retx.init(qp, qp.retransmitTimeout)
-	r.rnr.init(qp, qp.rnrExpired)
+	clk := qp.s.cfg.Clock
+	r.retx.Init(clk, qp.mu.Lock, qp.mu.Unlock, qp.unlessDestroyed(qp.retransmitTimeout))
+	r.rnr.Init(clk, qp.mu.Lock, qp.mu.Unlock, qp.unlessDestroyed(qp.rnrExpired))
 }
 
 func (r *requester) reset() {
-	r.retx.stop()
-	r.rnr.stop()
+	r.retx.Stop()
+	r.rnr.Stop()
 	sq, qp := r.sq, r.qp
 	*r = requester{qp: qp, sq: sq, unlimited: true, retx: r.retx, rnr: r.rnr}
 }
@@ -293,7 +295,7 @@ func (r *requester) progress() {
 			}
 			continue
 		}
-		if !r.retx.active {
+		if !r.retx.Active() {
 			qp.armRetransmit()
 		}
 	}
@@ -328,7 +330,7 @@ func (r *requester) failLocal(w *swqe, st verbs.WCStatus) {
 // §9.7.6.1.3); timeout 0 means no timer.
 func (qp *QP) armRetransmit() {
 	if t := qp.attr.Timeout; t != 0 {
-		qp.req.retx.set(ackTimeout(t))
+		qp.req.retx.Set(ackTimeout(t))
 	}
 }
 
@@ -525,8 +527,8 @@ func (r *requester) retire() {
 // flush completes every WQE not yet completed with WR_FLUSH_ERR.
 func (r *requester) flush() {
 	qp := r.qp
-	r.retx.stop()
-	r.rnr.stop()
+	r.retx.Stop()
+	r.rnr.Stop()
 	for ; r.head < r.tail; r.head++ {
 		w := r.slot(r.head)
 		qp.pushSend(verbs.WC{WRID: w.wr.ID, Status: verbs.WCWRFlushErr, Opcode: w.wr.Opcode.CompletionOpcode(), QPN: qp.cfg.QPN})
