@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,23 +21,48 @@ import (
 	"github.com/rnic/rnic/roce/wire"
 )
 
-const cleanSummary = "icrc_bad=0 unknown=0\n"
+// cleanSummary matches a summary line with nothing bad and nothing unknown.
+var cleanSummary = regexp.MustCompile(`(?m)^summary: frames=\d+ roce=\d+ icrc_bad=0 iwarp=\d+ crc_bad=0 unknown=0\n\z`)
+
+// summaryCount returns the value of key in the summary (last) line.
+func summaryCount(t *testing.T, out, key string) int {
+	t.Helper()
+	for _, f := range strings.Fields(lastLine(out)) {
+		if k, v, ok := strings.Cut(f, "="); ok && k == key {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no %s in %q", key, lastLine(out))
+	return 0
+}
 
 func lastLine(s string) string {
 	s = strings.TrimSuffix(s, "\n")
 	return s[strings.LastIndexByte(s, '\n')+1:]
 }
 
-// checkClean decodes files and expects exit 0 with a clean summary.
-func checkClean(t *testing.T, files []string) {
+// checkClean decodes files and expects exit 0 with a clean summary. It
+// returns the FPDUs counted over the siw captures.
+func checkClean(t *testing.T, files []string) (fpdus int) {
 	t.Helper()
 	for _, f := range files {
 		out, errOut, code := rnic(t, "decode", f)
-		if code != 0 || !strings.HasSuffix(out, cleanSummary) || errOut != "" {
+		if code != 0 || !cleanSummary.MatchString(out) || errOut != "" {
 			t.Errorf("%s: status %d, summary %q, stderr %q", f, code, lastLine(out), errOut)
 		}
-		if strings.HasPrefix(filepath.Base(f), "rxe-") && strings.Contains(out, " roce=0 ") {
+		switch base := filepath.Base(f); {
+		case strings.HasPrefix(base, "rxe-") && summaryCount(t, out, "roce") == 0:
 			t.Errorf("%s: no RoCEv2 frame found: %s", f, lastLine(out))
+		case strings.HasPrefix(base, "siw-"):
+			n := summaryCount(t, out, "iwarp")
+			if n == 0 || strings.Count(out, " MPA Request ") == 0 || strings.Count(out, "\n") != n+1+2*strings.Count(out, " MPA Request ") {
+				t.Errorf("%s: %d FPDUs, %d lines", f, n, strings.Count(out, "\n"))
+			}
+			fpdus += n
 		}
 	}
 	// All at once, in JSON: every line is an object, the last the summary.
@@ -48,19 +75,27 @@ func checkClean(t *testing.T, files []string) {
 		var v struct {
 			Type    string `json:"type"`
 			ICRCBad *int   `json:"icrc_bad"`
+			IWARP   *int   `json:"iwarp"`
+			CRCBad  *int   `json:"crc_bad"`
+			Unknown *int   `json:"unknown"`
 		}
 		if err := json.Unmarshal([]byte(l), &v); err != nil {
 			t.Fatalf("line %d is not JSON: %v: %q", i+1, err, l)
 		}
-		if last := i == len(lines)-1; last != (v.Type == "summary") || (last && (v.ICRCBad == nil || *v.ICRCBad != 0)) {
+		last := i == len(lines)-1
+		if last != (v.Type == "summary") || (last && (v.ICRCBad == nil || *v.ICRCBad != 0 || v.CRCBad == nil ||
+			*v.CRCBad != 0 || v.Unknown == nil || *v.Unknown != 0 || v.IWARP == nil || *v.IWARP != fpdus)) {
+			t.Fatalf("line %d: %q", i+1, l)
+		}
+		if !last && v.Type != "roce" && v.Type != "mpa" && v.Type != "iwarp" {
 			t.Fatalf("line %d: %q", i+1, l)
 		}
 	}
+	return fpdus
 }
 
-// TestDecodeCaptures: every capture in testdata (RoCEv2 from rxe, and the
-// iWARP ones, which only count frames) decodes with no bad ICRC and no
-// unknown frame.
+// TestDecodeCaptures: every capture in testdata (RoCEv2 from rxe, iWARP
+// from siw) decodes with no bad ICRC or CRC and nothing unknown.
 func TestDecodeCaptures(t *testing.T) {
 	files, _ := filepath.Glob("../../testdata/captures/*.pcap")
 	if len(files) == 0 {
@@ -70,13 +105,16 @@ func TestDecodeCaptures(t *testing.T) {
 }
 
 // TestDecodeSharedCaptures: the same over the full set of captures the
-// project keeps next to the repository.
+// project keeps next to the repository; the siw ones hold the 1046 FPDUs
+// iwarp/wire's capture test counts.
 func TestDecodeSharedCaptures(t *testing.T) {
 	files, _ := filepath.Glob("../../../shared/captures/*.pcap")
 	if len(files) == 0 {
 		t.Skip("../shared/captures not present; only testdata/captures was checked")
 	}
-	checkClean(t, files)
+	if n := checkClean(t, files); n != 1046 {
+		t.Errorf("%d FPDUs in the siw captures, want 1046", n)
+	}
 }
 
 // readAll returns the frames and capture infos of a pcap.
@@ -184,7 +222,7 @@ func TestDecodeAlteredByte(t *testing.T) {
 			}
 			out, code := try(name, ti, c.off, c.flip)
 			line := lineWith(out, prefix)
-			if code != 1 || !strings.HasSuffix(line, " icrc=BAD") || !strings.HasSuffix(out, "icrc_bad=1 unknown=0\n") {
+			if code != 1 || !strings.HasSuffix(line, " icrc=BAD") || !strings.HasSuffix(out, "icrc_bad=1 iwarp=0 crc_bad=0 unknown=0\n") {
 				t.Errorf("frame %d, %s changed: status %d, line %q, %s", ti+1, name, code, line, lastLine(out))
 			}
 		}
@@ -195,7 +233,7 @@ func TestDecodeAlteredByte(t *testing.T) {
 			}
 		}
 		out, code := try("opcode", ti, bth, frames[ti][bth]^0x40) // 0x40: RD, not supported
-		if line := lineWith(out, prefix); code != 1 || !strings.Contains(line, "unknown: bad_opcode") || !strings.Contains(lastLine(out), "icrc_bad=0 unknown=1") {
+		if line := lineWith(out, prefix); code != 1 || !strings.Contains(line, "unknown: bad_opcode") || !strings.Contains(lastLine(out), "icrc_bad=0 iwarp=0 crc_bad=0 unknown=1") {
 			t.Errorf("frame %d, opcode changed: status %d, line %q, %s", ti+1, code, line, lastLine(out))
 		}
 	}
@@ -224,5 +262,95 @@ func TestDecodeUnreadable(t *testing.T) {
 		if code != 2 || !strings.Contains(errOut, p) || !strings.HasPrefix(lastLine(out), "summary: ") {
 			t.Errorf("%s: status %d, stderr %q, last line %q", filepath.Base(p), code, errOut, lastLine(out))
 		}
+	}
+}
+
+// tcpPayloadOff returns where the TCP payload of an Ethernet/IPv4 frame
+// starts, and the IP total length.
+func tcpPayloadOff(t *testing.T, b []byte) (int, int) {
+	t.Helper()
+	if len(b) < 54 || b[12] != 0x08 || b[13] != 0x00 || b[23] != 6 {
+		t.Fatalf("not IPv4/TCP: %x", b[:min(len(b), 54)])
+	}
+	ihl := int(b[14]&0x0f) * 4
+	return 14 + ihl + int(b[14+ihl+12]>>4)*4, int(b[16])<<8 | int(b[17])
+}
+
+// TestDecodeIWARPDamage: in the CRC capture, a changed payload octet makes
+// its FPDU crc=BAD (exit 1); a TCP segment missing, a segment cut by the
+// snap length, and the capture ending inside an FPDU are each one unknown
+// (exit 1) and decoding goes on after them.
+func TestDecodeIWARPDamage(t *testing.T) {
+	src := "../../testdata/captures/siw-rping-mpacrc.pcap"
+	frames, cis := readAll(t, src)
+	out, _, _ := rnic(t, "decode", src)
+	total := summaryCount(t, out, "iwarp")
+	// The first RDMA Write: one FPDU, alone in its segment.
+	wr := -1
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, " RDMA Write ") {
+			wr, _ = strconv.Atoi(strings.TrimPrefix(strings.Fields(l)[0], "#"))
+			wr--
+			break
+		}
+	}
+	if wr < 0 {
+		t.Fatal("no RDMA Write")
+	}
+	prefix := "#" + strconv.Itoa(wr+1) + " "
+	dir := t.TempDir()
+	try := func(name string, frames [][]byte, cis []gopacket.CaptureInfo) (string, int) {
+		t.Helper()
+		p := filepath.Join(dir, name+".pcap")
+		writeAll(t, p, frames, cis)
+		out, errOut, code := rnic(t, "decode", p)
+		if errOut != "" {
+			t.Errorf("%s: stderr %q", name, errOut)
+		}
+		return out, code
+	}
+
+	// A payload octet (the last before the CRC).
+	alt := slices.Clone(frames)
+	alt[wr] = bytes.Clone(frames[wr])
+	alt[wr][len(alt[wr])-5] ^= 0x20
+	out, code := try("payload", alt, cis)
+	if line := lineWith(out, prefix); code != 1 || !strings.HasSuffix(line, " crc=BAD") || !strings.Contains(line, "RDMA Write") ||
+		summaryCount(t, out, "crc_bad") != 1 || summaryCount(t, out, "unknown") != 0 || summaryCount(t, out, "iwarp") != total {
+		t.Errorf("payload changed: status %d, line %q, %s", code, line, lastLine(out))
+	}
+
+	// The segment missing.
+	out, code = try("gap", slices.Delete(slices.Clone(frames), wr, wr+1), slices.Delete(slices.Clone(cis), wr, wr+1))
+	if code != 1 || !strings.Contains(out, " unknown: iwarp tcp_gap seq=") || summaryCount(t, out, "unknown") != 1 ||
+		summaryCount(t, out, "iwarp") != total-1 || summaryCount(t, out, "crc_bad") != 0 {
+		t.Errorf("segment missing: status %d\n%s", code, out)
+	}
+
+	// Cut by the snap length: the rest of its FPDU is missing.
+	alt = slices.Clone(frames)
+	acis := slices.Clone(cis)
+	off, _ := tcpPayloadOff(t, frames[wr])
+	alt[wr] = frames[wr][:off+10]
+	acis[wr].CaptureLength = len(alt[wr])
+	out, code = try("snaplen", alt, acis)
+	if line := lineWith(out, prefix); code != 1 || !strings.Contains(line, " unknown: iwarp tcp_gap seq=") ||
+		summaryCount(t, out, "unknown") != 1 || summaryCount(t, out, "iwarp") != total-1 {
+		t.Errorf("snap length: status %d, line %q\n%s", code, line, out)
+	}
+
+	// The capture ends inside the FPDU (the segment carries only its
+	// first 10 octets).
+	alt = slices.Clone(frames[:wr+1])
+	acis = slices.Clone(cis[:wr+1])
+	b := bytes.Clone(frames[wr][:off+10])
+	_, iplen := tcpPayloadOff(t, frames[wr])
+	iplen -= len(frames[wr]) - len(b)
+	b[16], b[17] = byte(iplen>>8), byte(iplen)
+	alt[wr], acis[wr].CaptureLength, acis[wr].Length = b, len(b), len(b)
+	out, code = try("truncated", alt, acis)
+	if line := lineWith(out, prefix); code != 1 || !strings.HasSuffix(line, " have=10") || !strings.Contains(line, "incomplete_fpdu") ||
+		summaryCount(t, out, "unknown") != 1 {
+		t.Errorf("truncated: status %d, line %q\n%s", code, line, out)
 	}
 }

@@ -38,7 +38,7 @@ func TestDemoUDP(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if sum.Problems() || !strings.Contains(dec.String(), "icrc_bad=0 unknown=0") || strings.Contains(dec.String(), "roce=0 ") {
+			if sum.Problems() || !strings.Contains(dec.String(), "icrc_bad=0 iwarp=0 crc_bad=0 unknown=0") || strings.Contains(dec.String(), "roce=0 ") {
 				t.Fatalf("decode:\n%s", dec.String())
 			}
 			var extra []string

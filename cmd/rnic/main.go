@@ -19,7 +19,7 @@ type command struct {
 // commands is the dispatch table. Adding a subcommand is one line here plus
 // its own file.
 var commands = []command{
-	{"decode", "print the RoCEv2 frames of capture files, one line each", runDecode},
+	{"decode", "print the RoCEv2 frames and iWARP FPDUs of captures, checking ICRCs and MPA CRCs", runDecode},
 	{"demo", "two NICs over loopback UDP perform every operation, explained step by step", runDemo},
 	{"sim", "two NICs over a simulated faulty link under a checked workload", runSim},
 	{"pingpong", "ibv_rc_pingpong: bounce SENDs between two NICs, its output and side channel", runPingpong},

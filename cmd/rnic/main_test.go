@@ -24,7 +24,7 @@ func TestDispatch(t *testing.T) {
 		{nil, 2, "", "usage: rnic COMMAND"},
 		{[]string{"help"}, 0, "decode", ""},
 		{[]string{"--help"}, 0, "usage: rnic COMMAND", ""},
-		{[]string{"help", "decode"}, 0, "summary: frames=N roce=N icrc_bad=N unknown=N", ""},
+		{[]string{"help", "decode"}, 0, "summary: frames=N roce=N icrc_bad=N iwarp=N crc_bad=N unknown=N", ""},
 		{[]string{"help", "nosuch"}, 2, "", `no such command "nosuch"`},
 		{[]string{"nosuch"}, 2, "", `no such command "nosuch"`},
 		{[]string{"decode"}, 2, "", "no capture file given"},

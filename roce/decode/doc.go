@@ -10,6 +10,12 @@
 // UDP, ...) is only counted. A frame whose only link to 4791 is its source
 // port is not RoCEv2 (Annex A17.4 identifies RoCEv2 by destination port).
 //
+// The other frames also go to iwarp/decode, which reassembles the TCP
+// connections and shows the MPA frames and FPDUs of those that speak MPA
+// (and "unknown" lines for what in them does not decode); Run prints its
+// records among the RoCEv2 lines, in frame order, and the summary counts
+// them (iwarp, crc_bad, unknown).
+//
 // Nothing here trusts the bytes: any input gives a line or a count, never a
 // panic (FuzzFrame).
 package decode

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	iwdecode "github.com/rnic/rnic/iwarp/decode"
 	"github.com/rnic/rnic/roce/wire"
 )
 
@@ -119,7 +120,8 @@ func FuzzFrame(f *testing.F) {
 }
 
 // FuzzCapture: reading arbitrary bytes as a capture file never panics and
-// ends in io.EOF or an ErrFormat error.
+// ends in io.EOF or an ErrFormat error; decoding its frames, RoCEv2 and
+// iWARP, never panics either.
 func FuzzCapture(f *testing.F) {
 	for _, p := range []string{"../../testdata/captures/rxe-rc-pingpong.pcap", "../../testdata/captures/siw-rping.pcap"} {
 		b, err := os.ReadFile(p)
@@ -130,6 +132,14 @@ func FuzzCapture(f *testing.F) {
 	}
 	f.Add([]byte("\x0a\x0d\x0d\x0a"))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		iw := iwdecode.New()
+		emit := func(r *iwdecode.Record) {
+			iwdecode.AppendText(nil, r)
+			if _, err := iwdecode.AppendJSON(nil, "", r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		defer iw.Flush(emit)
 		r, err := NewReader(bytes.NewReader(data))
 		if err != nil {
 			if !errors.Is(err, ErrFormat) {
@@ -153,6 +163,7 @@ func FuzzCapture(f *testing.F) {
 			}
 			rec := DecodeFrame(frame, 0)
 			AppendText(nil, &rec)
+			iw.Frame(frame, 1, 0, emit)
 		}
 	})
 }

@@ -49,8 +49,9 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-// TestGolden: the output for a real capture and for the synthetic one,
-// text and JSON, is what testdata/decode holds.
+// TestGolden: the output for real captures (RoCEv2 from rxe, iWARP with
+// MPA CRCs from siw) and for the synthetic one, text and JSON, is what
+// testdata/decode holds.
 func TestGolden(t *testing.T) {
 	synth := writeSynth(t)
 	for _, c := range []struct {
@@ -60,6 +61,8 @@ func TestGolden(t *testing.T) {
 	}{
 		{"rxe-rc-pingpong.txt", "../../testdata/captures/rxe-rc-pingpong.pcap", false, false},
 		{"rxe-rc-pingpong.jsonl", "../../testdata/captures/rxe-rc-pingpong.pcap", true, false},
+		{"siw-rping-mpacrc.txt", "../../testdata/captures/siw-rping-mpacrc.pcap", false, false},
+		{"siw-rping-mpacrc.jsonl", "../../testdata/captures/siw-rping-mpacrc.pcap", true, false},
 		{"synthetic.txt", synth, false, true},
 		{"synthetic.jsonl", synth, true, true},
 	} {

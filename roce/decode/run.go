@@ -2,11 +2,14 @@ package decode
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"time"
+
+	iwdecode "github.com/rnic/rnic/iwarp/decode"
 )
 
 // Options configures Run.
@@ -62,12 +65,42 @@ func runFile(w *bufio.Writer, path string, prefix bool, o Options, sum *Summary)
 	defer r.Close()
 	var first time.Time
 	var line []byte
+	var werr error
+	write := func() {
+		if werr == nil {
+			if _, err := w.Write(append(line, '\n')); err != nil {
+				werr = fmt.Errorf("writing output: %w", err)
+			}
+		}
+	}
+	// iWARP records, emitted while frames are fed to the TCP reassembler
+	// and when the file ends.
+	iw := iwdecode.New()
+	emit := func(rec *iwdecode.Record) {
+		sum.countIWARP(rec)
+		line = line[:0]
+		if o.JSON {
+			var err error
+			if line, err = iwdecode.AppendJSON(line, path, rec); err != nil {
+				werr = cmp.Or(werr, err)
+				return
+			}
+		} else {
+			if prefix {
+				line = append(append(line, path...), ": "...)
+			}
+			line = iwdecode.AppendText(line, rec)
+		}
+		write()
+	}
 	for i := 1; ; i++ {
 		data, ci, err := r.ReadFrame()
 		if errors.Is(err, io.EOF) {
-			return nil
+			iw.Flush(emit)
+			return werr
 		}
 		if err != nil {
+			iw.Flush(emit) // what was read before the damage is reported
 			return err
 		}
 		if i == 1 {
@@ -82,6 +115,10 @@ func runFile(w *bufio.Writer, path string, prefix bool, o Options, sum *Summary)
 		rec.Index, rec.Time, rec.Len = i, ci.Timestamp.Sub(first), max(ci.Length, len(data))
 		sum.count(&rec)
 		if rec.Kind == KindOther {
+			iw.Frame(data, i, rec.Time, emit)
+			if werr != nil {
+				return werr
+			}
 			continue
 		}
 		line = line[:0]
@@ -95,8 +132,8 @@ func runFile(w *bufio.Writer, path string, prefix bool, o Options, sum *Summary)
 			}
 			line = AppendText(line, &rec)
 		}
-		if _, err := w.Write(append(line, '\n')); err != nil {
-			return fmt.Errorf("writing output: %w", err)
+		if write(); werr != nil {
+			return werr
 		}
 	}
 }
