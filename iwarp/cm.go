@@ -62,7 +62,7 @@ type ConnectResult struct {
 	IRD, ORD    uint16 // the responder's (when HasIRDORD)
 	CRC         bool   // CRCs are in use
 	Markers     bool   // we send markers (the responder asked)
-	RTR         string // "write", "read" or "none"
+	RTR         string // "write", "read", "send" or "none"
 }
 
 // TerminateError is the reason a connection ended with a Terminate.
@@ -309,13 +309,13 @@ func (e *cep) refuse(f wire.MPAFrame) string {
 	e.rtr = rtrNone
 	if f.HasIRDORD() && f.IRDORD().PeerToPeer {
 		v := f.IRDORD()
-		mode := s.cfg.RTR
-		switch {
-		case v.WriteRTR && mode != RTRRead:
-			e.rtr = rtrWrite
-		case v.ReadRTR && mode != RTRWrite:
-			e.rtr = rtrRead
-		default:
+		for _, k := range rtrPreference {
+			if rtrFlag(v, k) && s.cfg.RTR.accepts(k) {
+				e.rtr = k
+				break
+			}
+		}
+		if e.rtr == rtrNone {
 			s.ctr.inc(NoMatchingRTR)
 			return "no matching RTR"
 		}
@@ -408,7 +408,7 @@ func (r *ConnRequest) Accept(qpn uint32, privateData []byte, ird, ord uint16) er
 	}
 	if rep.Enhanced {
 		rep.IRDORD = wire.IRDORD{IRD: ird, ORD: ord, PeerToPeer: e.rtr != rtrNone,
-			WriteRTR: e.rtr == rtrWrite, ReadRTR: e.rtr == rtrRead}
+			WriteRTR: e.rtr == rtrWrite, ReadRTR: e.rtr == rtrRead, SendRTR: e.rtr == rtrSend}
 	}
 	b, err := wire.AppendMPAFrame(nil, &rep)
 	if err != nil {
@@ -565,8 +565,9 @@ func (s *Stack) Connect(qpn uint32, remote netip.AddrPort, privateData []byte, i
 		f.IRDORD = wire.IRDORD{IRD: ird, ORD: ord}
 		if s.cfg.RTR != RTRNone {
 			f.IRDORD.PeerToPeer = true
-			f.IRDORD.WriteRTR = s.cfg.RTR != RTRRead
-			f.IRDORD.ReadRTR = s.cfg.RTR != RTRWrite
+			f.IRDORD.WriteRTR = s.cfg.RTR.offers(rtrWrite)
+			f.IRDORD.ReadRTR = s.cfg.RTR.offers(rtrRead)
+			f.IRDORD.SendRTR = s.cfg.RTR.offers(rtrSend)
 		}
 	}
 	b, err := wire.AppendMPAFrame(nil, &f)
@@ -744,14 +745,13 @@ func (qp *QP) handshake(p []byte) {
 	rtr, noMatch := rtrNone, false
 	if req.HasIRDORD() && req.IRDORD().PeerToPeer && f.HasIRDORD() && f.IRDORD().PeerToPeer {
 		v, offer := f.IRDORD(), req.IRDORD()
-		switch {
-		case v.WriteRTR && offer.WriteRTR:
-			rtr = rtrWrite
-		case v.ReadRTR && offer.ReadRTR:
-			rtr = rtrRead
-		default:
-			noMatch = true
+		for _, k := range rtrPreference {
+			if rtrFlag(v, k) && rtrFlag(offer, k) {
+				rtr = k
+				break
+			}
 		}
+		noMatch = rtr == rtrNone
 	}
 	if f.HasIRDORD() {
 		qp.ord = min(qp.ord, int(f.IRDORD().IRD))

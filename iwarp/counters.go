@@ -52,6 +52,7 @@ const (
 	StreamLost                       // streams closed or reset under a live QP
 	DroppedInError                   // FPDUs ignored because the QP is in ERR
 	CQOverflow                       // a completion could not be queued
+	ImmediateRcvd                    // Immediate Data messages completed (RFC 7306)
 	NumCounters
 )
 
@@ -63,7 +64,7 @@ var counterNames = [NumCounters]string{
 	"local_prot_err", "read_requests_rcvd", "read_responses_sent", "atomics_rcvd", "rtr_sent",
 	"rtr_rcvd", "no_matching_rtr", "mpa_requests", "mpa_replies", "mpa_rejects_sent",
 	"mpa_rejects_rcvd", "mpa_invalid", "mpa_timeouts", "strict_crc_rejects", "conn_established",
-	"conn_failed", "stream_lost", "dropped_in_error", "cq_overflow",
+	"conn_failed", "stream_lost", "dropped_in_error", "cq_overflow", "immediate_rcvd",
 }
 
 func (c Counter) String() string { return counterNames[c] }

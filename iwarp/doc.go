@@ -16,7 +16,7 @@
 //	onRequest(req)  ← MPA Request
 //	req.Accept(qpn, pd, ird, ord)  → MPA Reply
 //	                                       done(ConnectResult{...})   QP in RTS
-//	QP in RTS (sends wait for the RTR)  ← RTR (zero-length Write or Read)
+//	QP in RTS (sends wait for the RTR)  ← RTR (zero-length Write, Read or Send)
 //	OnConnEvent(Established)               OnConnEvent(Established)
 //
 // The QP must be in INIT (nic's RESET→INIT with access flags) before
@@ -40,6 +40,32 @@
 // Send WRs follow siw's local completion semantics: a SEND or RDMA WRITE
 // completes once the stream accepted all its FPDUs, an RDMA READ or atomic
 // once its response arrived. Completions stay in send-queue order.
+//
+// # Immediate Data
+//
+// RFC 7306 Immediate Data (opcodes 8 and 9, untagged queue 0, an 8-byte
+// Immediate Data header and no payload) carries the verbs immediate WRs:
+//
+//   - RDMA_WRITE_WITH_IMM is an RDMA Write (zero-length when the WR is)
+//     followed by an Immediate Data message;
+//   - SEND_WITH_IMM is an Immediate Data message alone, so it carries no
+//     payload: a SEND_WITH_IMM with one is refused at post (ErrImmPayload),
+//     since a Send followed by Immediate Data would take two receive WQEs;
+//   - SEND_SOLICITED makes it Immediate Data with SE.
+//
+// The 64-bit Immediate Data field carries imm_data in its low-order 4
+// octets (octets 4-7, big-endian like IB's ImmDt) and, in the high-order 4,
+// flags: bit 0 (octet 3's low bit) is set when the message ends an
+// RDMA_WRITE_WITH_IMM. The other flag bits are sent as 0 and ignored.
+//
+// At the data sink an Immediate Data message takes the next queue-0 MSN and
+// consumes a receive WQE, as a Send does (none posted: a DDP "no buffer"
+// Terminate); nothing is placed in the WQE's buffers. The WQE completes
+// with WCFlagWithImm and Imm = the low-order 4 octets, and with the flag
+// as WCRecvRDMAWithImm whose ByteLen is the length of the RDMA Write
+// message placed just before it (as RoCE reports it), else as WCRecv with
+// ByteLen 0. A send WR completes as WCRDMAWrite or WCSend. Config.NoImmediate
+// turns all this off, as for a peer without RFC 7306.
 //
 // Every protocol error found on receive is answered with a Terminate
 // message carrying the layer, error type and code of RFC 5040 §4.8 and the

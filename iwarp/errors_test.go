@@ -1,6 +1,7 @@
 package iwarp
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/rnic/rnic/iwarp/wire"
@@ -139,6 +140,25 @@ func TestTerminates(t *testing.T) {
 			bEvent: verbs.EventQPReqErr,
 		},
 		{
+			name: "write with imm without receive buffer",
+			run: func(t *testing.T, e env) {
+				e.a.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRRDMAWriteWithImm, SGL: []verbs.SGE{e.a.sge(0, 100)}, RemoteAddr: e.b.va(0), RKey: e.b.mr.RKey(), Imm: 5})
+			},
+			code: wire.TermDDPUntaggedNoBuffer, m: true, d: true, counter: NoRecvBuf,
+			aWCs:   []verbs.WC{{WRID: 1, Opcode: verbs.WCRDMAWrite}},
+			bEvent: verbs.EventQPReqErr,
+		},
+		{
+			name: "send with imm without receive buffer",
+			run: func(t *testing.T, e env) {
+				e.a.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRSendWithImm, Imm: 5})
+				e.a.post(t, verbs.SendWR{ID: 2, Opcode: verbs.WRRDMARead, SGL: []verbs.SGE{e.a.sge(0, 100)}, RemoteAddr: e.b.va(0), RKey: e.b.mr.RKey()})
+			},
+			code: wire.TermDDPUntaggedNoBuffer, m: true, d: true, counter: NoRecvBuf,
+			aWCs:   []verbs.WC{{WRID: 1, Opcode: verbs.WCSend}, {WRID: 2, Status: verbs.WCRemOpErr}},
+			bEvent: verbs.EventQPReqErr,
+		},
+		{
 			name: "send too long",
 			run: func(t *testing.T, e env) {
 				e.b.recv(7, 0, 10)
@@ -256,10 +276,15 @@ func TestPostLimits(t *testing.T) {
 	if err := a.qp.PostSend(&verbs.SendWR{Opcode: verbs.WRRDMARead, SGL: []verbs.SGE{a.sge(0, 1), a.sge(1, 1)}}); err != ErrReadSGE {
 		t.Fatalf("two-SGE READ: %v", err)
 	}
-	for _, op := range []verbs.WROpcode{verbs.WRSendWithImm, verbs.WRRDMAWriteWithImm, verbs.WRBindMW} {
-		if err := a.qp.PostSend(&verbs.SendWR{Opcode: op}); err == nil {
-			t.Fatalf("%v accepted", op)
-		}
+	if err := a.qp.PostSend(&verbs.SendWR{Opcode: verbs.WRBindMW}); err == nil {
+		t.Fatal("BIND_MW accepted")
+	}
+	// SEND_WITH_IMM carries no payload on iWARP (RFC 7306 Immediate Data).
+	if err := a.qp.PostSend(&verbs.SendWR{Opcode: verbs.WRSendWithImm, SGL: []verbs.SGE{a.sge(0, 1)}}); !errors.Is(err, ErrImmPayload) || !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("SEND_WITH_IMM with a payload: %v", err)
+	}
+	if err := a.qp.PostSend(&verbs.SendWR{Opcode: verbs.WRSendWithImm, Flags: verbs.SendInline, Inline: []byte("x")}); !errors.Is(err, ErrImmPayload) {
+		t.Fatalf("inline SEND_WITH_IMM with a payload: %v", err)
 	}
 	a.qp.mu.Lock()
 	a.qp.blocked = true // hold everything in the queue

@@ -44,9 +44,18 @@ func TestInjectedErrors(t *testing.T) {
 		{"read response without a READ", func(b *node) []byte {
 			return wire.AppendSegment(nil, &wire.Headers{DDP: wire.DDPFields{Opcode: wire.OpReadResponse, Last: true, STag: b.mr.RKey(), TO: b.va(0)}}, []byte("x"))
 		}, wire.TermRDMAPUnexpectedOpcode, false, false, false},
-		{"immediate data (not implemented)", func(b *node) []byte {
+		{"immediate data without a receive buffer", func(b *node) []byte {
 			return wire.AppendHeaders(nil, &wire.Headers{DDP: wire.DDPFields{Opcode: wire.OpImmediate, Last: true, QN: wire.QNSend, MSN: 1}})
-		}, wire.TermRDMAPUnexpectedOpcode, false, false, false},
+		}, wire.TermDDPUntaggedNoBuffer, true, true, false},
+		{"immediate data not last", func(b *node) []byte {
+			return wire.AppendHeaders(nil, &wire.Headers{DDP: wire.DDPFields{Opcode: wire.OpImmediateSE, QN: wire.QNSend, MSN: 1}})
+		}, wire.TermDDPUntaggedInvalidMO, true, true, false},
+		{"immediate data MSN out of range", func(b *node) []byte {
+			return wire.AppendHeaders(nil, &wire.Headers{DDP: wire.DDPFields{Opcode: wire.OpImmediate, Last: true, QN: wire.QNSend, MSN: 3}})
+		}, wire.TermDDPUntaggedMSNRange, true, true, false},
+		{"immediate data with a payload", func(b *node) []byte {
+			return wire.AppendSegment(nil, &wire.Headers{DDP: wire.DDPFields{Opcode: wire.OpImmediate, Last: true, QN: wire.QNSend, MSN: 1}}, []byte("x"))
+		}, wire.TermRDMAPOpUnspecified, true, true, true},
 		{"read request MSN out of range", func(b *node) []byte {
 			return wire.AppendHeaders(nil, &wire.Headers{DDP: wire.DDPFields{Opcode: wire.OpReadRequest, Last: true, QN: wire.QNReadRequest, MSN: 9},
 				ReadRequest: wire.ReadRequestFields{Size: 8, SourceSTag: b.mr.RKey(), SourceTO: b.va(0)}})

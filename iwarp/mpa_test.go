@@ -56,6 +56,12 @@ func TestMPAVariants(t *testing.T) {
 		{name: "read rtr (initiator)", a: Config{RTR: RTRRead}, rev: 2, crc: true, rtr: "read", wantIRDORD: true},
 		{name: "read rtr (responder)", b: Config{RTR: RTRRead}, rev: 2, crc: true, rtr: "read", wantIRDORD: true},
 		{name: "no rtr", a: Config{RTR: RTRNone}, rev: 2, crc: true, rtr: "none", wantIRDORD: true},
+		{name: "send rtr (initiator)", a: Config{RTR: RTRSend}, rev: 2, crc: true, rtr: "send", wantIRDORD: true},
+		{name: "send rtr (both)", a: Config{RTR: RTRSend}, b: Config{RTR: RTRSend}, rev: 2, crc: true, rtr: "send", wantIRDORD: true},
+		{name: "any rtr picks write", a: Config{RTR: RTRAny}, rev: 2, crc: true, rtr: "write", wantIRDORD: true},
+		{name: "any rtr, send responder", a: Config{RTR: RTRAny}, b: Config{RTR: RTRSend}, rev: 2, crc: true, rtr: "send", wantIRDORD: true},
+		{name: "any rtr, read responder", a: Config{RTR: RTRAny}, b: Config{RTR: RTRRead}, rev: 2, crc: true, rtr: "read", wantIRDORD: true},
+		{name: "send rtr, markers, no crc", a: Config{RTR: RTRSend, Markers: true, NoCRC: true}, b: Config{NoCRC: true, Markers: true}, rev: 2, crc: false, rtr: "send", markersAB: true, markersBA: true, wantIRDORD: true},
 		{name: "markers both ways", a: Config{Markers: true}, b: Config{Markers: true}, rev: 2, crc: true, rtr: "write", markersAB: true, markersBA: true, wantIRDORD: true},
 		{name: "markers to A, no crc", a: Config{Markers: true, NoCRC: true}, b: Config{NoCRC: true}, rev: 2, crc: false, rtr: "write", markersBA: true, wantIRDORD: true},
 	}
@@ -96,6 +102,11 @@ func TestMPAVariants(t *testing.T) {
 			case "read":
 				var s wire.Segment
 				if s.Decode(segs[0]) != nil || s.Opcode() != wire.OpReadRequest || s.ReadRequest().Size() != 0 {
+					t.Fatalf("first FPDU %x", segs[0])
+				}
+			case "send":
+				var s wire.Segment
+				if s.Decode(segs[0]) != nil || s.Opcode() != wire.OpSend || len(s.Payload()) != 0 || s.DDP().MSN() != 1 || !s.DDP().Last() {
 					t.Fatalf("first FPDU %x", segs[0])
 				}
 			}
@@ -318,4 +329,98 @@ func TestResponderWaitsForRTR(t *testing.T) {
 	}
 	wantWC(t, a.rcq.take(), verbs.WC{WRID: 1, Opcode: verbs.WCRecv, ByteLen: 100})
 	wantWC(t, b.scq.take(), verbs.WC{WRID: 1, Opcode: verbs.WCSend})
+}
+
+// TestSendRTR: the Send-type RTR (RFC 6581 flag B) is a zero-length Send
+// with queue 0's first MSN. The responder consumes no receive WQE for it
+// and completes nothing, and the initiator's Sends and Immediate Data
+// carry MSN 2 onwards.
+func TestSendRTR(t *testing.T) {
+	for _, chop := range []float64{0, 0.5} {
+		o := defaultOpts()
+		o.a.RTR = RTRAny
+		o.b.RTR = RTRSend
+		o.sim.Chop, o.sim.Seed = chop, 5
+		o.trace = true
+		// B's receive WQE is posted before the connection exists: the RTR
+		// must leave it alone.
+		o.noConnect = true
+		h := newHarness(t, o)
+		a, b := h.a, h.b
+		b.recv(1, 0, 100)
+		b.recv(2, 100, 100)
+		h.listen(o)
+		h.connect(o)
+		if h.result == nil || h.result.Err != nil || h.result.RTR != "send" {
+			h.dumpTrace()
+			t.Fatalf("connect result %+v", h.result)
+		}
+		if !b.established() || b.stack.ctr.Get(RTRRcvd) != 1 {
+			t.Fatal("B: no RTR")
+		}
+		if b.rq.Len() != 2 || len(b.rcq.take()) != 0 {
+			t.Fatalf("the RTR consumed a receive WQE (%d left) or completed", b.rq.Len())
+		}
+		// The offer: A (RTRAny) sets A, B, C and D; B's Reply only A and B.
+		reqA, _ := fpdus(t, h.wireBuf[transport.AtoB], a.qp.txFraming)
+		if v := reqA.IRDORD(); !v.PeerToPeer || !v.SendRTR || !v.WriteRTR || !v.ReadRTR {
+			t.Fatalf("request IRD/ORD %+v", v)
+		}
+		repB, _, _ := wire.ParseMPAFrame(h.wireBuf[transport.BtoA])
+		if v := repB.IRDORD(); !v.PeerToPeer || !v.SendRTR || v.WriteRTR || v.ReadRTR {
+			t.Fatalf("reply IRD/ORD %+v", v)
+		}
+		copy(a.buf, "hello")
+		a.post(t, verbs.SendWR{ID: 10, Opcode: verbs.WRSend, SGL: []verbs.SGE{a.sge(0, 5)}})
+		a.post(t, verbs.SendWR{ID: 11, Opcode: verbs.WRSendWithImm, Imm: 99})
+		h.run()
+		wantWC(t, a.scq.take(), verbs.WC{WRID: 10, Opcode: verbs.WCSend}, verbs.WC{WRID: 11, Opcode: verbs.WCSend})
+		rw := b.rcq.take()
+		wantWC(t, rw, verbs.WC{WRID: 1, Opcode: verbs.WCRecv, ByteLen: 5}, verbs.WC{WRID: 2, Opcode: verbs.WCRecv})
+		if rw[1].Imm != 99 || rw[1].Flags != verbs.WCFlagWithImm || string(b.buf[:5]) != "hello" {
+			t.Fatalf("completions %+v", rw)
+		}
+		segs := h.untaggedOn(transport.AtoB, a.qp.txFraming)
+		if len(segs) != 3 {
+			t.Fatalf("%d queue-0 segments", len(segs))
+		}
+		for i, s := range segs {
+			if s.DDP().MSN() != uint32(i+1) {
+				t.Fatalf("segment %d (%v): MSN %d", i, s.Opcode(), s.DDP().MSN())
+			}
+		}
+		// B's own Sends to A are unaffected (A's queue 0 starts at 1).
+		a.recv(1, 0, 100)
+		b.post(t, verbs.SendWR{ID: 20, Opcode: verbs.WRSend, Flags: verbs.SendSignaled | verbs.SendInline, Inline: []byte("back")})
+		h.run()
+		wantWC(t, a.rcq.take(), verbs.WC{WRID: 1, Opcode: verbs.WCRecv, ByteLen: 4})
+		h.wantState(a, verbs.QPSRTS)
+		h.wantState(b, verbs.QPSRTS)
+	}
+}
+
+// TestSendRTRMismatch: a Send-only initiator and a Write-only responder
+// share no RTR (the responder rejects), and a responder expecting the Send
+// RTR refuses a first Send that is not one (wrong MSN).
+func TestSendRTRMismatch(t *testing.T) {
+	o := defaultOpts()
+	o.a.RTR, o.b.RTR = RTRSend, RTRWrite
+	h := newHarness(t, o)
+	if h.result == nil || h.result.Err == nil || h.b.stack.ctr.Get(NoMatchingRTR) != 1 {
+		t.Fatalf("result %+v", h.result)
+	}
+
+	o = defaultOpts()
+	o.a.RTR, o.b.RTR = RTRSend, RTRSend
+	h = newHarness(t, o)
+	b := h.b
+	b.qp.mu.Lock()
+	b.qp.rtrWait = true // as if the RTR had not arrived yet
+	b.qp.mu.Unlock()
+	b.inject(b.fpdu(&wire.Headers{DDP: wire.DDPFields{Opcode: wire.OpSend, Last: true, QN: wire.QNSend, MSN: 7}}, nil))
+	h.run()
+	tb := h.terminateOn(transport.BtoA, b.qp.txFraming)
+	if tb == nil || tb.Code() != wire.TermLLPNoMatchingRTR {
+		t.Fatalf("Terminate %x", []byte(tb))
+	}
 }

@@ -83,9 +83,27 @@ const (
 	rtrNone rtrKind = iota
 	rtrWrite
 	rtrRead
+	rtrSend
 )
 
-func (k rtrKind) String() string { return [...]string{"none", "write", "read"}[k] }
+// rtrPreference is the order in which a responder (and an initiator
+// reading the Reply) picks an RTR kind.
+var rtrPreference = [...]rtrKind{rtrWrite, rtrRead, rtrSend}
+
+func (k rtrKind) String() string { return [...]string{"none", "write", "read", "send"}[k] }
+
+// rtrFlag reports whether v's RTR flags include kind k.
+func rtrFlag(v wire.IRDORD, k rtrKind) bool {
+	switch k {
+	case rtrWrite:
+		return v.WriteRTR
+	case rtrRead:
+		return v.ReadRTR
+	case rtrSend:
+		return v.SendRTR
+	}
+	return false
+}
 
 func newQP(s *Stack, cfg *verbs.QPConfig) *QP {
 	qp := &QP{s: s, cfg: *cfg}

@@ -11,9 +11,10 @@ import (
 	"github.com/rnic/rnic/transport/stream"
 )
 
-// The requester turns send WQEs into RDMAP messages: Sends on untagged
-// queue 0, RDMA Writes tagged to the peer's STag, Read and Atomic Requests
-// on queue 1. Messages are cut into FPDUs that fit one TCP segment. A
+// The requester turns send WQEs into RDMAP messages: Sends and Immediate
+// Data on untagged queue 0, RDMA Writes tagged to the peer's STag (an
+// RDMA_WRITE_WITH_IMM's followed by its Immediate Data), Read and Atomic
+// Requests on queue 1. Messages are cut into FPDUs that fit one TCP segment. A
 // SEND or WRITE is done once the stream accepted its last FPDU (siw's
 // local completion); a READ or atomic once its response arrived. WRs
 // retire (complete) in send-queue order. The ORD limit bounds outstanding
@@ -35,7 +36,8 @@ type swqe struct {
 	local    bool
 	msn      uint32
 	reqID    uint32
-	rcvd     int // READ: response bytes placed
+	rcvd     int  // READ: response bytes placed
+	wdone    bool // RDMA_WRITE_WITH_IMM: the Write is framed, the Immediate Data is next
 	failed   bool
 	status   verbs.WCStatus
 }
@@ -67,6 +69,11 @@ var (
 	ErrReadSGE = errors.New("iwarp: RDMA READ takes one sink SGE")
 	// ErrNoORD: a READ or atomic on a connection whose ORD is 0.
 	ErrNoORD = errors.New("iwarp: ORD is 0: no RDMA READ or atomic possible")
+	// ErrImmPayload: a SEND_WITH_IMM with a payload. RFC 7306 Immediate
+	// Data carries no payload, and a Send followed by Immediate Data would
+	// consume two receive WQEs at the peer: only a zero-length
+	// SEND_WITH_IMM maps onto the wire.
+	ErrImmPayload = fmt.Errorf("%w: SEND_WITH_IMM with a payload (iWARP Immediate Data carries none)", ErrUnsupported)
 )
 
 func (r *requester) init(qp *QP) {
@@ -112,6 +119,10 @@ func (qp *QP) PostSend(wr *verbs.SendWR) error {
 	w0 := swqe{}
 	switch wr.Opcode {
 	case verbs.WRSend, verbs.WRSendWithInv, verbs.WRRDMAWrite, verbs.WRLocalInv:
+	case verbs.WRSendWithImm, verbs.WRRDMAWriteWithImm:
+		if qp.s.cfg.NoImmediate {
+			return fmt.Errorf("%w: %v (RFC 7306 disabled)", ErrUnsupported, wr.Opcode)
+		}
 	case verbs.WRRDMARead:
 		if len(wr.SGL) > 1 {
 			return ErrReadSGE
@@ -156,6 +167,9 @@ func (qp *QP) PostSend(wr *verbs.SendWR) error {
 		w0.length = len(src)
 		w0.inline = append(w0.inline, src...)
 		w0.isInline = true
+	}
+	if wr.Opcode == verbs.WRSendWithImm && w0.length != 0 {
+		return ErrImmPayload
 	}
 	*w = w0
 	r.tail++
@@ -247,7 +261,8 @@ func (qp *QP) flushTx() {
 
 // sendRTR frames the initiator's Ready-to-Receive: a zero-length RDMA
 // Write, or a zero-length RDMA Read Request, to STag 1 (siw's choice:
-// iw_cxgb4 rejects STag 0).
+// iw_cxgb4 rejects STag 0), or a zero-length Send with the first MSN of
+// queue 0 (the peer consumes no receive WQE for it).
 func (qp *QP) sendRTR() {
 	r := &qp.req
 	var h wire.Headers
@@ -259,6 +274,9 @@ func (qp *QP) sendRTR() {
 		h.ReadRequest = wire.ReadRequestFields{SinkSTag: 1, SourceSTag: 1}
 		r.rrMSN++
 		r.orq = append(r.orq, orqEntry{rtr: true})
+	case rtrSend:
+		h.DDP = wire.DDPFields{Opcode: wire.OpSend, Last: true, QN: wire.QNSend, MSN: r.sendMSN}
+		r.sendMSN++
 	}
 	qp.buildHeaders(&h)
 	qp.appendFPDU(nil)
@@ -314,11 +332,26 @@ func (r *requester) emit() bool {
 		if payload = qp.gather(w, chunk); payload == nil && chunk > 0 {
 			return true
 		}
+	case verbs.WRSendWithImm:
+		qp.immediateHeader(&h, w, false)
+	case verbs.WRRDMAWriteWithImm:
+		if w.wdone {
+			qp.immediateHeader(&h, w, true)
+			break
+		}
+		fallthrough
 	case verbs.WRRDMAWrite:
 		chunk := min(w.length-w.sent, qp.maxULPDU-wire.DDPTaggedLen)
 		h.DDP = wire.DDPFields{Opcode: wire.OpWrite, STag: w.wr.RKey, TO: w.wr.RemoteAddr + uint64(w.sent),
 			Last: w.sent+chunk == w.length}
 		if payload = qp.gather(w, chunk); payload == nil && chunk > 0 {
+			return true
+		}
+		if h.DDP.Last && w.wr.Opcode == verbs.WRRDMAWriteWithImm {
+			w.wdone = true
+			qp.buildHeaders(&h)
+			qp.appendFPDU(payload)
+			w.sent += len(payload)
 			return true
 		}
 	case verbs.WRRDMARead:
@@ -357,6 +390,35 @@ func (r *requester) emit() bool {
 		r.next++
 	}
 	return true
+}
+
+// Immediate Data (RFC 7306 §6.2) and verbs: the 8-byte Immediate Data
+// field carries the WR's 32-bit imm_data in its low-order 4 octets (octets
+// 4-7, big-endian, as IB's ImmDt), and the high-order 4 octets a word of
+// flags of which only immAfterWrite is defined: set when the message ends
+// an RDMA_WRITE_WITH_IMM (an RDMA Write followed by Immediate Data), clear
+// for a SEND_WITH_IMM. The receiver reports WCRecvRDMAWithImm when the flag
+// is set, else WCRecv; it ignores the other flag bits.
+const immAfterWrite = 1
+
+// immFlags returns the flags word of an Immediate Data value.
+func immFlags(d uint64) uint32 { return uint32(d >> 32) }
+
+// immediateHeader builds the Immediate Data message that carries w's
+// imm_data: the next MSN on queue 0, SE when the WR is solicited.
+func (qp *QP) immediateHeader(h *wire.Headers, w *swqe, afterWrite bool) {
+	r := &qp.req
+	w.msn = r.sendMSN
+	r.sendMSN++
+	op := wire.OpImmediate
+	if w.wr.Flags&verbs.SendSolicited != 0 {
+		op = wire.OpImmediateSE
+	}
+	h.DDP = wire.DDPFields{Opcode: op, QN: wire.QNSend, MSN: w.msn, Last: true}
+	h.Immediate = uint64(w.wr.Imm)
+	if afterWrite {
+		h.Immediate |= uint64(immAfterWrite) << 32
+	}
 }
 
 // gather copies the next n payload bytes of w into qp.payload. A local

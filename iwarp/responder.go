@@ -8,7 +8,8 @@ import (
 
 // The receive path: FPDUs from the stream are deframed (CRC checked),
 // decoded, and dispatched by opcode. The responder places tagged Writes,
-// reassembles untagged Sends into receive WQEs by (QN, MSN, MO), answers
+// reassembles untagged Sends into receive WQEs by (QN, MSN, MO), completes
+// a receive WQE with each Immediate Data message, answers
 // Read and Atomic Requests in order within IRD, and the requester places
 // Read Responses into the READ's sink and takes Atomic Responses. Every
 // violation is answered with a Terminate (terminate.go).
@@ -37,6 +38,10 @@ type responder struct {
 	rwqe   verbs.RecvWR
 	rlen   int
 	got    int
+	// Tagged: the length of the RDMA Write message being placed, and of
+	// the last one complete (what an RDMA_WRITE_WITH_IMM's receive
+	// completion reports).
+	wlen, lastWrite int
 	// Queue 1: Read and Atomic Requests.
 	rrMSN uint32
 	irq   []rresp
@@ -55,6 +60,7 @@ func (rs *responder) connReset() {
 	rs.msn, rs.rrMSN, rs.atMSN, rs.arMSN = 1, 1, 1, 1
 	rs.active = false
 	rs.irq, rs.irqN = rs.irq[:0], 0
+	rs.wlen, rs.lastWrite = 0, 0
 }
 
 func (rs *responder) reset() {
@@ -164,7 +170,13 @@ func (qp *QP) receive(ulpdu []byte) {
 		qp.resp.atomicRequest(&seg)
 	case wire.OpAtomicResponse:
 		qp.req.atomicResponse(&seg)
-	default: // Immediate Data: not implemented
+	case wire.OpImmediate, wire.OpImmediateSE:
+		if qp.s.cfg.NoImmediate {
+			qp.unexpected(&seg)
+			return
+		}
+		qp.resp.send(&seg)
+	default:
 		qp.unexpected(&seg)
 	}
 }
@@ -184,6 +196,8 @@ func (qp *QP) receiveRTR(seg *wire.Segment) {
 		ok = seg.Opcode() == wire.OpWrite && len(seg.Payload()) == 0 && h.Last()
 	case rtrRead:
 		ok = seg.Opcode() == wire.OpReadRequest && seg.ReadRequest().Size() == 0 && h.MSN() == qp.resp.rrMSN
+	case rtrSend:
+		ok = seg.Opcode() == wire.OpSend && len(seg.Payload()) == 0 && h.Last() && h.MO() == 0 && h.MSN() == qp.resp.msn
 	}
 	if !ok {
 		qp.s.ctr.inc(NoMatchingRTR)
@@ -191,10 +205,15 @@ func (qp *QP) receiveRTR(seg *wire.Segment) {
 		return
 	}
 	qp.s.ctr.inc(RTRRcvd)
-	if qp.rtrRecv == rtrRead {
+	switch qp.rtrRecv {
+	case rtrRead:
 		rr := seg.ReadRequest()
 		qp.resp.rrMSN++
 		qp.resp.irq = append(qp.resp.irq, rresp{rtr: true, msn: h.MSN(), sinkSTag: rr.SinkSTag(), sinkTO: rr.SinkTO()})
+	case rtrSend:
+		// The Send RTR takes its MSN on queue 0 but no receive WQE, and
+		// completes nothing: it never reaches the ULP.
+		qp.resp.msn++
 	}
 	qp.rtrWait = false
 	if qp.s.tracing() {
@@ -244,10 +263,14 @@ func (qp *QP) remoteFault(f memory.Fault) wire.TermCode {
 func (rs *responder) write(seg *wire.Segment) {
 	qp := rs.qp
 	payload := seg.Payload()
+	h := seg.DDP()
+	rs.wlen += len(payload)
+	if h.Last() {
+		rs.lastWrite, rs.wlen = rs.wlen, 0
+	}
 	if len(payload) == 0 {
 		return // a zero-length Write checks nothing (IBTA C9-88; the RTR)
 	}
-	h := seg.DDP()
 	if !qp.attr.AccessFlags.Has(memory.RemoteWrite) {
 		qp.s.ctr.inc(AccessViolation)
 		qp.sendTerminate(termInfo{code: wire.TermDDPTaggedInvalidSTag, seg: seg.Bytes()}, errAccess)
@@ -263,7 +286,14 @@ func (rs *responder) write(seg *wire.Segment) {
 	}
 }
 
-// send reassembles a Send into the current receive WQE.
+// send reassembles a Send into the current receive WQE. An Immediate
+// Data message (RFC 7306) is an untagged message of queue 0 too: it takes
+// the next MSN and a receive WQE, places nothing, and completes the WQE
+// with WCFlagWithImm and the imm_data from the low-order 4 octets of its
+// Immediate Data field. With the immAfterWrite flag (RDMA_WRITE_WITH_IMM)
+// the completion is WCRecvRDMAWithImm and its ByteLen the length of the
+// RDMA Write message that preceded it; without it (SEND_WITH_IMM, or a
+// peer that sets no flags) WCRecv with ByteLen 0.
 func (rs *responder) send(seg *wire.Segment) {
 	qp := rs.qp
 	h := seg.DDP()
@@ -278,6 +308,12 @@ func (rs *responder) send(seg *wire.Segment) {
 	}
 	if h.MSN() != rs.msn {
 		term(wire.TermDDPUntaggedMSNRange, MSNRange, verbs.WCWRFlushErr)
+		return
+	}
+	imm := seg.Info().Body == wire.BodyImmediate
+	if imm && (rs.active || h.MO() != 0 || !h.Last()) {
+		// One segment, never inside a Send being reassembled.
+		term(wire.TermDDPUntaggedInvalidMO, BadMO, verbs.WCWRFlushErr)
 		return
 	}
 	if !rs.active {
@@ -314,6 +350,14 @@ func (rs *responder) send(seg *wire.Segment) {
 	wc := verbs.WC{WRID: rs.rwqe.ID, Opcode: verbs.WCRecv, ByteLen: uint32(rs.got), QPN: qp.cfg.QPN}
 	rs.active = false
 	rs.msn++
+	if imm {
+		d := seg.Immediate().Data()
+		wc.Flags, wc.Imm = verbs.WCFlagWithImm, uint32(d)
+		if immFlags(d)&immAfterWrite != 0 {
+			wc.Opcode, wc.ByteLen = verbs.WCRecvRDMAWithImm, uint32(rs.lastWrite)
+		}
+		qp.s.ctr.inc(ImmediateRcvd)
+	}
 	if info.Invalidate {
 		stag := h.InvalidateSTag()
 		if f := qp.cfg.Memory.Invalidate(qp.cfg.PD, qp.cfg.QPN, stag); f != memory.Ok {

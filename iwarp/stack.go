@@ -17,15 +17,57 @@ import (
 // offers (initiator) or accepts (responder).
 type RTRMode uint8
 
-// RTR modes. The default offers and accepts both, preferring the
-// zero-length RDMA Write, as siw does. A Send-type RTR is never offered nor
-// accepted (siw does not support it either).
+// RTR modes. The default offers the zero-length RDMA Write and Read, as
+// siw does (neither siw nor i40iw offers a Send-type RTR, and siw does
+// not accept one), and accepts all three. A responder picks, among the
+// kinds offered that it accepts, Write, else Read, else Send.
+//
+// The Send-type RTR (flag B) is a zero-length Send on untagged queue 0
+// carrying the initiator's first queue-0 MSN. The RTR belongs to the
+// connection setup, not to the ULP: the responder consumes no receive WQE
+// for it and completes nothing, but counts it in its queue-0 MSN
+// accounting, so the initiator's first real Send (or Immediate Data)
+// carries MSN 2.
 const (
-	RTRAuto  RTRMode = iota // Write and Read; a responder picks Write
+	RTRAuto  RTRMode = iota // offers Write and Read; accepts Write, Read and Send
 	RTRWrite                // zero-length RDMA Write only
 	RTRRead                 // zero-length RDMA Read only
 	RTRNone                 // no peer-to-peer mode: the A flag is not set
+	RTRSend                 // zero-length Send only
+	RTRAny                  // offers and accepts Write, Read and Send
 )
+
+// offers reports whether an initiator in mode m offers RTR kind k.
+func (m RTRMode) offers(k rtrKind) bool {
+	switch m {
+	case RTRAuto:
+		return k == rtrWrite || k == rtrRead
+	case RTRAny:
+		return k != rtrNone
+	}
+	return m.only() == k
+}
+
+// accepts reports whether a responder in mode m accepts RTR kind k.
+func (m RTRMode) accepts(k rtrKind) bool {
+	if m == RTRAuto || m == RTRAny {
+		return k != rtrNone
+	}
+	return m.only() == k
+}
+
+// only is the single kind of a one-kind mode.
+func (m RTRMode) only() rtrKind {
+	switch m {
+	case RTRWrite:
+		return rtrWrite
+	case RTRRead:
+		return rtrRead
+	case RTRSend:
+		return rtrSend
+	}
+	return rtrNone
+}
 
 // Config configures a Stack.
 type Config struct {
@@ -79,6 +121,10 @@ type Config struct {
 	// Requests with a Terminate (unexpected opcode), as a peer without
 	// RFC 7306 would.
 	NoAtomics bool
+	// NoImmediate refuses SEND_WITH_IMM and RDMA_WRITE_WITH_IMM at post
+	// time and answers Immediate Data messages with a Terminate
+	// (unexpected opcode), as a peer without RFC 7306 would.
+	NoImmediate bool
 
 	// Trace, if set, receives every state change and protocol decision.
 	Trace func(TraceEvent)
@@ -150,7 +196,7 @@ func NewStack(cfg Config) (*Stack, error) {
 	default:
 		return nil, fmt.Errorf("iwarp: MPA revision %d: only 1 and 2 exist", cfg.MPARev)
 	}
-	if cfg.RTR > RTRNone {
+	if cfg.RTR > RTRAny {
 		return nil, fmt.Errorf("iwarp: invalid RTR mode %d", cfg.RTR)
 	}
 	if cfg.ConnectTimeout <= 0 {
