@@ -41,6 +41,15 @@
 // completes once the stream accepted all its FPDUs, an RDMA READ or atomic
 // once its response arrived. Completions stay in send-queue order.
 //
+// An RDMAP Read Request names a single Data Sink STag and Tagged Offset,
+// so an RDMA READ with several sink SGEs (up to the QP's max_send_sge) is
+// sent as one Read Request per non-empty SGE, as iWARP providers do it:
+// sink STag = the SGE's lkey, sink TO = its address, source = the WR's
+// rkey at the remote address plus the lengths of the SGEs before it. Each
+// request counts against ORD; the ones that do not fit follow as responses
+// return, ahead of the WRs behind. The WR completes once every response is
+// placed, with ByteLen the total; an error on any part fails it.
+//
 // # Immediate Data
 //
 // RFC 7306 Immediate Data (opcodes 8 and 9, untagged queue 0, an 8-byte

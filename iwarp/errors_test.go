@@ -273,8 +273,9 @@ func TestPostLimits(t *testing.T) {
 	o.sqDepth = 2
 	h := newHarness(t, o)
 	a := h.a
-	if err := a.qp.PostSend(&verbs.SendWR{Opcode: verbs.WRRDMARead, SGL: []verbs.SGE{a.sge(0, 1), a.sge(1, 1)}}); err != ErrReadSGE {
-		t.Fatalf("two-SGE READ: %v", err)
+	// A READ takes up to max_send_sge sink SGEs (one Read Request each).
+	if err := a.qp.PostSend(&verbs.SendWR{Opcode: verbs.WRRDMARead, SGL: []verbs.SGE{a.sge(0, 1), a.sge(1, 1), a.sge(2, 1), a.sge(3, 1), a.sge(4, 1)}}); err != ErrTooManySGE {
+		t.Fatalf("five-SGE READ on a QP of max_send_sge 4: %v", err)
 	}
 	if err := a.qp.PostSend(&verbs.SendWR{Opcode: verbs.WRBindMW}); err == nil {
 		t.Fatal("BIND_MW accepted")

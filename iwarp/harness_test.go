@@ -2,6 +2,7 @@ package iwarp
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -85,6 +86,7 @@ type opts struct {
 	mrAccess  memory.Access
 	ird, ord  uint16
 	sqDepth   uint32
+	maxSGE    uint32 // the QPs' max_send_sge (4 when 0)
 	sim       stream.SimConfig
 	trace     bool
 	rejectPD  []byte // B rejects with this private data
@@ -172,7 +174,7 @@ func (h *harness) newNode(name string, addr netip.Addr, n byte, cfg Config, o op
 	eng, err := nd.stack.CreateQP(&verbs.QPConfig{
 		Type: verbs.QPTypeRC, QPN: 0x100 + uint32(n), PD: 1, Memory: nd.mem,
 		SendCQ: nd.scq, RecvCQ: nd.rcq, RQ: nd.rq,
-		Cap:   verbs.QPCap{MaxSendWR: o.sqDepth, MaxRecvWR: 1024, MaxSendSGE: 4, MaxRecvSGE: 4, MaxInlineData: 256},
+		Cap:   verbs.QPCap{MaxSendWR: o.sqDepth, MaxRecvWR: 1024, MaxSendSGE: cmp.Or(o.maxSGE, 4), MaxRecvSGE: 4, MaxInlineData: 256},
 		Event: func(e verbs.AsyncEvent) { nd.events = append(nd.events, e) },
 	})
 	if err != nil {

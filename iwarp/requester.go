@@ -18,7 +18,17 @@ import (
 // SEND or WRITE is done once the stream accepted its last FPDU (siw's
 // local completion); a READ or atomic once its response arrived. WRs
 // retire (complete) in send-queue order. The ORD limit bounds outstanding
-// READs and atomics, and a fenced WR waits until none is outstanding.
+// Read and Atomic Requests, and a fenced WR waits until none is outstanding.
+//
+// An RDMAP Read Request names one Data Sink STag and Tagged Offset, so a
+// READ with several sink SGEs goes out as one Read Request per SGE, as
+// iWARP providers do it: sink STag and TO are the SGE's lkey (an MR's
+// STag) and address, the source is the WR's rkey at the remote address
+// plus the lengths of the SGEs before it, the size is the SGE's length.
+// Zero-length SGEs are skipped; a zero-length READ is one zero-length Read
+// Request as before. Each request counts against ORD: when they cannot all
+// be outstanding at once the rest follow as responses come back, and the
+// WRs behind wait. The WR completes when its last response is placed.
 
 // swqe is a send WQE.
 type swqe struct {
@@ -37,14 +47,18 @@ type swqe struct {
 	msn      uint32
 	reqID    uint32
 	rcvd     int  // READ: response bytes placed
+	part     int  // READ: index of the sink SGE whose Read Request is next
 	wdone    bool // RDMA_WRITE_WITH_IMM: the Write is framed, the Immediate Data is next
 	failed   bool
 	status   verbs.WCStatus
 }
 
 type orqEntry struct {
-	idx uint64 // send queue index
-	rtr bool   // the RTR Read: no WQE
+	idx  uint64 // send queue index
+	rtr  bool   // the RTR Read: no WQE
+	sink verbs.SGE
+	rcvd int  // READ: bytes of this request's response placed
+	last bool // READ: the WR's last Read Request
 }
 
 type requester struct {
@@ -64,9 +78,6 @@ var (
 	ErrSendQueueFull = fmt.Errorf("iwarp: send queue: %w", verbs.ErrQueueFull)
 	ErrTooManySGE    = errors.New("iwarp: too many SGEs")
 	ErrInline        = errors.New("iwarp: inline data")
-	// ErrReadSGE: an RDMA READ sink has more than one SGE (iWARP's Read
-	// Request names one sink STag: siw's max_sge_rd is 1).
-	ErrReadSGE = errors.New("iwarp: RDMA READ takes one sink SGE")
 	// ErrNoORD: a READ or atomic on a connection whose ORD is 0.
 	ErrNoORD = errors.New("iwarp: ORD is 0: no RDMA READ or atomic possible")
 	// ErrImmPayload: a SEND_WITH_IMM with a payload. RFC 7306 Immediate
@@ -124,9 +135,6 @@ func (qp *QP) PostSend(wr *verbs.SendWR) error {
 			return fmt.Errorf("%w: %v (RFC 7306 disabled)", ErrUnsupported, wr.Opcode)
 		}
 	case verbs.WRRDMARead:
-		if len(wr.SGL) > 1 {
-			return ErrReadSGE
-		}
 		w0.rdAtomic = true
 	case verbs.WRAtomicCmpSwp, verbs.WRAtomicFetchAdd:
 		if qp.s.cfg.NoAtomics {
@@ -298,9 +306,11 @@ func (r *requester) emit() bool {
 		if w.wr.Flags&verbs.SendFence != 0 && r.rdOut > 0 {
 			return false
 		}
-		if w.rdAtomic && r.rdOut >= qp.ord {
-			return false
-		}
+	}
+	if w.rdAtomic && r.rdOut >= qp.ord {
+		return false // also between the Read Requests of one READ
+	}
+	if !w.started {
 		w.started = true
 		if w.local {
 			qp.localInvalidate(w)
@@ -355,14 +365,30 @@ func (r *requester) emit() bool {
 			return true
 		}
 	case verbs.WRRDMARead:
+		// One Read Request per sink SGE (see the top of this file).
+		var sink verbs.SGE
+		k := w.part
+		if w.length == 0 {
+			if len(w.sgl) > 0 {
+				sink = w.sgl[0]
+			}
+			k = len(w.sgl)
+		} else {
+			for w.sgl[k].Length == 0 {
+				k++
+			}
+			sink = w.sgl[k]
+			for k++; k < len(w.sgl) && w.sgl[k].Length == 0; k++ {
+			}
+		}
 		w.msn = r.rrMSN
 		r.rrMSN++
 		h.DDP = wire.DDPFields{Opcode: wire.OpReadRequest, Last: true, QN: wire.QNReadRequest, MSN: w.msn}
-		h.ReadRequest = wire.ReadRequestFields{Size: uint32(w.length), SourceSTag: w.wr.RKey, SourceTO: w.wr.RemoteAddr}
-		if len(w.sgl) == 1 {
-			h.ReadRequest.SinkSTag, h.ReadRequest.SinkTO = w.sgl[0].LKey, w.sgl[0].Addr
-		}
-		r.orq = append(r.orq, orqEntry{idx: r.next})
+		h.ReadRequest = wire.ReadRequestFields{Size: sink.Length, SinkSTag: sink.LKey, SinkTO: sink.Addr,
+			SourceSTag: w.wr.RKey, SourceTO: w.wr.RemoteAddr + uint64(w.sent)}
+		w.part = k
+		w.sent += int(sink.Length)
+		r.orq = append(r.orq, orqEntry{idx: r.next, sink: sink, last: k == len(w.sgl)})
 		r.rdOut++
 	case verbs.WRAtomicCmpSwp, verbs.WRAtomicFetchAdd:
 		w.msn = r.rrMSN
@@ -384,6 +410,9 @@ func (r *requester) emit() bool {
 	qp.buildHeaders(&h)
 	qp.appendFPDU(payload)
 	w.sent += len(payload)
+	if w.wr.Opcode == verbs.WRRDMARead && w.part < len(w.sgl) {
+		return true // more Read Requests to go
+	}
 	if w.rdAtomic || w.sent == w.length {
 		w.framed = true
 		w.txEnd = qp.txTotal

@@ -566,8 +566,9 @@ func (rs *responder) pop() {
 	rs.irq = rs.irq[:n]
 }
 
-// readResponse places a Read Response segment into the sink of the READ
-// at the head of the ORQ, checking that it is that READ's sink.
+// readResponse places a Read Response segment into the sink of the Read
+// Request at the head of the ORQ (one sink SGE of a READ), checking that
+// it is that request's sink. The READ is done with its last request's.
 func (r *requester) readResponse(seg *wire.Segment) {
 	qp := r.qp
 	if len(r.orq) == 0 {
@@ -576,7 +577,7 @@ func (r *requester) readResponse(seg *wire.Segment) {
 	}
 	h := seg.DDP()
 	payload := seg.Payload()
-	o := r.orq[0]
+	o := &r.orq[0]
 	if o.rtr {
 		if len(payload) != 0 || !h.Last() {
 			qp.s.ctr.inc(BaseBounds)
@@ -591,17 +592,14 @@ func (r *requester) readResponse(seg *wire.Segment) {
 		qp.unexpected(seg)
 		return
 	}
-	var sink verbs.SGE
-	if len(w.sgl) == 1 {
-		sink = w.sgl[0]
-	}
+	sink := o.sink
 	if len(payload) > 0 {
 		var code wire.TermCode
 		switch {
 		case h.STag() != sink.LKey:
 			qp.s.ctr.inc(BadSTag)
 			code = wire.TermDDPTaggedInvalidSTag
-		case h.TO() != sink.Addr+uint64(w.rcvd) || w.rcvd+len(payload) > w.length:
+		case h.TO() != sink.Addr+uint64(o.rcvd) || o.rcvd+len(payload) > int(sink.Length):
 			qp.s.ctr.inc(BaseBounds)
 			code = wire.TermDDPTaggedBaseBounds
 		}
@@ -621,18 +619,19 @@ func (r *requester) readResponse(seg *wire.Segment) {
 			qp.sendTerminate(termInfo{code: code, seg: seg.Bytes()}, errUntagged(code))
 			return
 		}
+		o.rcvd += len(payload)
 		w.rcvd += len(payload)
 	}
 	if !h.Last() {
 		return
 	}
-	if w.rcvd != w.length {
+	if o.rcvd != int(sink.Length) {
 		qp.s.ctr.inc(BaseBounds)
 		w.failed, w.status = true, verbs.WCRemOpErr
 		qp.sendTerminate(termInfo{code: wire.TermDDPTaggedBaseBounds, seg: seg.Bytes()}, errUntagged(wire.TermDDPTaggedBaseBounds))
 		return
 	}
-	w.done = true
+	w.done = o.last
 	r.popORQ()
 	r.rdOut--
 }

@@ -3,12 +3,14 @@ package iwarp
 import (
 	"bytes"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/rnic/rnic/nic/verbs"
 )
 
-// TestRandomWorkload runs random SENDs, WRITEs and READs both ways over
+// TestRandomWorkload runs random SENDs, WRITEs and READs (into up to four
+// sink SGEs) both ways over
 // streams that split and coalesce at random points, with a small send
 // buffer so that backpressure engages, and checks every byte.
 func TestRandomWorkload(t *testing.T) {
@@ -17,6 +19,9 @@ func TestRandomWorkload(t *testing.T) {
 		o.sim.Chop, o.sim.Seed = 0.5, seed
 		o.sim.SendBuffer = 16 << 10
 		o.sqDepth = 64
+		if seed%2 == 1 {
+			o.ird, o.ord = 3, 3 // multi-SGE READs wait for ORD
+		}
 		if seed%2 == 0 {
 			o.a.NoCRC, o.b.NoCRC = true, true
 		}
@@ -59,9 +64,20 @@ func TestRandomWorkload(t *testing.T) {
 				src.post(t, verbs.SendWR{ID: uint64(i), Opcode: verbs.WRRDMAWrite, SGL: []verbs.SGE{src.sge(off, n)}, RemoteAddr: dst.va(off + region), RKey: dst.mr.RKey()})
 				checks = append(checks, check{dst.buf[off+region : off+region+n], src.buf[off : off+n]})
 			case 2:
-				// src reads dst[off:off+n] into src[off+region:]
+				// src reads dst[off:off+n] into src[off+region:], through
+				// 1 to 4 sink SGEs cut at random points (some may be
+				// empty): one Read Request each.
 				fill(dst.buf[off:off+n], byte(i)+100)
-				src.post(t, verbs.SendWR{ID: uint64(i), Opcode: verbs.WRRDMARead, SGL: []verbs.SGE{src.sge(off+region, n)}, RemoteAddr: dst.va(off), RKey: dst.mr.RKey()})
+				cuts := []int{0, n}
+				for range rng.IntN(4) {
+					cuts = append(cuts, rng.IntN(n+1))
+				}
+				slices.Sort(cuts)
+				var sgl []verbs.SGE
+				for k := 1; k < len(cuts); k++ {
+					sgl = append(sgl, src.sge(off+region+cuts[k-1], cuts[k]-cuts[k-1]))
+				}
+				src.post(t, verbs.SendWR{ID: uint64(i), Opcode: verbs.WRRDMARead, SGL: sgl, RemoteAddr: dst.va(off), RKey: dst.mr.RKey()})
 				checks = append(checks, check{src.buf[off+region : off+region+n], dst.buf[off : off+n]})
 			}
 			wantSend[src]++

@@ -174,9 +174,7 @@ func (d *iwDemo) open(name, peer string, addr netip.Addr, pcap *transport.PcapWr
 	if err != nil {
 		return s, err
 	}
-	lim := nic.DefaultLimits()
-	lim.MaxSGERd = 1 // an RDMA Read Request names one sink buffer
-	if s.dev, err = nic.Open(nic.Config{Name: name, GIDs: []netip.Addr{addr}, Provider: s.stack, Limits: lim}); err != nil {
+	if s.dev, err = nic.Open(nic.Config{Name: name, GIDs: []netip.Addr{addr}, Provider: s.stack}); err != nil {
 		return s, err
 	}
 	// Registered memory lives outside the Go heap, as in the RoCE demo.

@@ -173,9 +173,7 @@ func openIWARPSide(r *resolved, addr netip.Addr, name string, seed byte) (s *sid
 	if s.iw.stack, err = iwarp.NewStack(scfg); err != nil {
 		return s, err
 	}
-	lim := nic.DefaultLimits()
-	lim.MaxSGERd = 1 // an RDMA Read Request names one sink buffer
-	if s.iw.dev, err = nic.Open(nic.Config{Name: name, GIDs: []netip.Addr{addr}, Provider: s.iw.stack, Limits: lim}); err != nil {
+	if s.iw.dev, err = nic.Open(nic.Config{Name: name, GIDs: []netip.Addr{addr}, Provider: s.iw.stack}); err != nil {
 		return s, fmt.Errorf("perf: open iWARP device on %v: %w", addr, err)
 	}
 	d := s.iw.dev

@@ -121,9 +121,7 @@ func (w *world) newIWARPNode(name string, net stream.Network, n byte, pw *transp
 	if nd.iw, err = iwarp.NewStack(scfg); err != nil {
 		return nil, err
 	}
-	lim := nic.DefaultLimits()
-	lim.MaxSGERd = 1 // an RDMA Read Request names one sink buffer
-	if nd.dev, err = nic.Open(nic.Config{Name: name, Provider: nd.iw, GIDs: []netip.Addr{nd.addr}, Limits: lim}); err != nil {
+	if nd.dev, err = nic.Open(nic.Config{Name: name, Provider: nd.iw, GIDs: []netip.Addr{nd.addr}}); err != nil {
 		return nil, err
 	}
 	if nd.pd, err = nd.dev.AllocPD(); err != nil {

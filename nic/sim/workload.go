@@ -67,12 +67,7 @@ func (w *world) postOne(e *end) {
 	case kRead:
 		o.dstOff = l.read + slot(1)*s
 		wr.Opcode = verbs.WRRDMARead
-		if w.iwarp {
-			// An RDMA Read Request names one sink buffer.
-			wr.SGL = []verbs.SGE{{Addr: e.base + uint64(o.dstOff), Length: uint32(n), LKey: e.mr.LKey()}}
-		} else {
-			wr.SGL = w.split(e, o.dstOff, n)
-		}
+		wr.SGL = w.split(e, o.dstOff, n) // iWARP sends one Read Request per sink SGE
 		wr.RemoteAddr, wr.RKey = peer.base+uint64(src), peer.mr.RKey()
 		o.expect = peer.buf[src : src+n]
 	case kCmpSwap, kFetchAdd:
