@@ -74,6 +74,7 @@ type Counters struct {
 	wire [wire.NumErrors]atomic.Uint64
 }
 
+func (cs *Counters) add(c Counter, n int) { cs.c[c].Add(uint64(n)) }
 func (cs *Counters) inc(c Counter)        { cs.c[c].Add(1) }
 func (cs *Counters) incWire(e wire.Error) { cs.wire[e].Add(1) }
 

@@ -15,13 +15,17 @@ type QP struct {
 	s   *Stack
 	cfg verbs.QPConfig
 
-	mu        sync.Mutex
-	state     verbs.QPState
-	attr      verbs.QPAttr
-	mtu       int
-	encap     wire.Encap
-	peer      netip.Addr
-	txbuf     []byte
+	mu    sync.Mutex
+	state verbs.QPState
+	attr  verbs.QPAttr
+	mtu   int
+	encap wire.Encap
+	peer  netip.Addr
+	txbuf []byte
+	// A burst being built (see beginBatch): frames in arena slots.
+	batching  bool
+	batch     [][]byte
+	arena     []byte
 	scratch   [8]byte
 	grh       [GRHLen]byte // UD: the GRH area written into receive buffers
 	wc        verbs.WC
@@ -341,15 +345,64 @@ func (qp *QP) startFrame(h *wire.Headers, n int) (frame, payload []byte) {
 	if qp.cfg.Type != verbs.QPTypeUD {
 		h.BTH.DestQP = qp.attr.DestQPN
 	}
-	return wire.AppendPacketSpace(qp.txbuf[:qp.encap.EncapLen()], h, n)
+	return wire.AppendPacketSpace(qp.frameRoom()[:qp.encap.EncapLen()], h, n)
 }
 
-// emit seals and sends a frame built by startFrame.
+// emit seals and sends a frame built by startFrame; inside a burst it is
+// queued and goes out with the burst.
 func (qp *QP) emit(frame []byte) {
 	qp.encap.Seal(frame)
+	if qp.batching {
+		qp.batch = append(qp.batch, frame)
+		if len(qp.batch) == maxBatch {
+			qp.flushBatch()
+			qp.batching = true
+		}
+		return
+	}
 	if err := qp.s.cfg.Link.Send(frame); err == nil {
 		qp.s.ctr.inc(SentPkts)
 	}
+}
+
+// maxBatch is the most frames a burst hands the link at once.
+const maxBatch = 32
+
+// beginBatch starts a burst: the frames emitted until flushBatch go to the
+// link in one call (one sendmmsg on a kernel socket) when the link can take
+// batches. Each frame of a burst is built in its own slot of the QP's
+// arena, since the link reads them all at the end.
+func (qp *QP) beginBatch() {
+	if qp.s.sender != nil {
+		qp.batching = true
+	}
+}
+
+// flushBatch sends the burst and ends it.
+func (qp *QP) flushBatch() {
+	qp.batching = false
+	if len(qp.batch) == 0 {
+		return
+	}
+	if err := qp.s.sender.SendBatch(qp.batch); err == nil {
+		qp.s.ctr.add(SentPkts, len(qp.batch))
+	}
+	clear(qp.batch)
+	qp.batch = qp.batch[:0]
+}
+
+// frameRoom returns the empty buffer the next frame is built in: the
+// transmit buffer, or inside a burst the next arena slot.
+func (qp *QP) frameRoom() []byte {
+	if !qp.batching {
+		return qp.txbuf[:0]
+	}
+	if qp.arena == nil {
+		qp.arena = make([]byte, maxBatch*maxFrame)
+		qp.batch = make([][]byte, 0, maxBatch)
+	}
+	i := len(qp.batch) * maxFrame
+	return qp.arena[i : i : i+maxFrame]
 }
 
 // unlessDestroyed wraps a timer's expiry so that it does nothing once the

@@ -207,6 +207,8 @@ func (r *requester) progress() {
 	if qp.state != verbs.QPSRTS && qp.state != verbs.QPSSQD {
 		return
 	}
+	qp.beginBatch()
+	defer qp.flushBatch()
 	for r.next < r.tail && !r.rnrWait {
 		w := r.slot(r.next)
 		if w.failed {

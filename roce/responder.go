@@ -406,6 +406,8 @@ func (rs *responder) read(p *wire.Packet, psn uint32) {
 func (rs *responder) readResponses(res *resource, k int) {
 	qp := rs.qp
 	mtu := qp.mtu
+	qp.beginBatch()
+	defer qp.flushBatch()
 	npkts := int(wire.PSNDiff(res.last, res.first)) + 1
 	for ; k < npkts; k++ {
 		off := k * mtu

@@ -53,6 +53,9 @@ type Config struct {
 type Stack struct {
 	cfg Config
 	ctr Counters
+	// sender is the link's batch interface, nil if it has none: QPs then
+	// send frame by frame.
+	sender transport.BatchSender
 
 	mu  sync.RWMutex
 	qps map[uint32]*QP
@@ -95,6 +98,7 @@ func NewStack(cfg Config) (*Stack, error) {
 		cfg.AckEvery = 64
 	}
 	s := &Stack{cfg: cfg, qps: make(map[uint32]*QP)}
+	s.sender, _ = cfg.Link.(transport.BatchSender)
 	if be, ok := cfg.Link.(transport.BatchEndpoint); ok {
 		be.SetBatchReceiver(s.InputBatch)
 	} else {

@@ -39,6 +39,13 @@ type Endpoint interface {
 	Close() error
 }
 
+// BatchSender is implemented by links that can send several frames in one
+// call (sendmmsg on a kernel socket): an engine with a burst to send hands
+// it over whole. The frames are only read during the call.
+type BatchSender interface {
+	SendBatch(frames [][]byte) error
+}
+
 // BatchEndpoint is an Endpoint that can hand over frames that arrived
 // together in one call, so that the receiver can treat them as one burst
 // (the RoCE engine answers a burst with one coalesced ACK per QP). Links

@@ -74,6 +74,28 @@ func (t *teeEndpoint) Send(frame []byte) error {
 	return nil
 }
 
+// SendBatch sends frames through ep's own SendBatch when it has one, else
+// one by one, and records them as Send does.
+func (t *teeEndpoint) SendBatch(frames [][]byte) error {
+	bs, ok := t.ep.(BatchSender)
+	if !ok {
+		for _, f := range frames {
+			if err := t.Send(f); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := bs.SendBatch(frames); err != nil {
+		return err
+	}
+	ts := t.now()
+	for _, f := range frames {
+		_ = t.w.WriteFrame(ts, f)
+	}
+	return nil
+}
+
 func (t *teeEndpoint) arrive(frame []byte) {
 	_ = t.w.WriteFrame(t.now(), frame)
 	if r := t.recv.Load(); r != nil && *r != nil {
