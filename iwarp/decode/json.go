@@ -218,9 +218,9 @@ func crcWord(r *Record) string {
 	return "bad"
 }
 
-func hex(v uint64, width int) string { return string(appendHex(nil, v, width)) }
+func hex(v uint64, width int) string { return string(AppendHex(nil, v, width)) }
 
-func seconds(r *Record) json.Number { return json.Number(appendSeconds(nil, r.Time)) }
+func seconds(r *Record) json.Number { return json.Number(AppendSeconds(nil, r.Time)) }
 
 func vlan(r *Record) *int {
 	if r.VLAN < 0 {

@@ -50,7 +50,7 @@ func AppendText(dst []byte, r *Record) []byte {
 	dst = append(dst, '#')
 	dst = strconv.AppendInt(dst, int64(r.Index), 10)
 	dst = append(dst, ' ')
-	dst = appendSeconds(dst, r.Time)
+	dst = AppendSeconds(dst, r.Time)
 	dst = append(dst, ' ')
 	dst = r.Src.AppendTo(dst)
 	dst = append(dst, " > "...)
@@ -75,7 +75,7 @@ func AppendText(dst []byte, r *Record) []byte {
 		dst = strconv.AppendInt(dst, int64(r.ULPDULen), 10)
 		if r.Ctl >= 0 {
 			dst = append(dst, " ctl="...)
-			dst = appendHex(dst, uint64(r.Ctl), 4)
+			dst = AppendHex(dst, uint64(r.Ctl), 4)
 		}
 		return appendCRC(dst, r)
 	case r.Bytes == 0:
@@ -103,7 +103,7 @@ func appendMPAText(dst []byte, f wire.MPAFrame) []byte {
 	dst = append(dst, mpaFlags(f)...)
 	if res := f.Reserved(); res != 0 {
 		dst = append(dst, " res="...)
-		dst = appendHex(dst, uint64(res), 0)
+		dst = AppendHex(dst, uint64(res), 0)
 	}
 	if f.HasIRDORD() {
 		v := f.IRDORD()
@@ -165,9 +165,9 @@ func appendFPDUText(dst []byte, r *Record) []byte {
 	dst = append(dst, s.Info().Name...)
 	if h.Tagged() {
 		dst = append(dst, " stag="...)
-		dst = appendHex(dst, uint64(h.STag()), 0)
+		dst = AppendHex(dst, uint64(h.STag()), 0)
 		dst = append(dst, " to="...)
-		dst = appendHex(dst, h.TO(), 0)
+		dst = AppendHex(dst, h.TO(), 0)
 	} else {
 		dst = append(dst, " qn="...)
 		dst = strconv.AppendUint(dst, uint64(h.QN()), 10)
@@ -181,25 +181,25 @@ func appendFPDUText(dst []byte, r *Record) []byte {
 	}
 	if s.Info().Invalidate {
 		dst = append(dst, " inv_stag="...)
-		dst = appendHex(dst, uint64(h.InvalidateSTag()), 0)
+		dst = AppendHex(dst, uint64(h.InvalidateSTag()), 0)
 	}
 	switch s.Info().Body {
 	case wire.BodyReadRequest:
 		v := s.ReadRequest()
 		dst = append(dst, " sink_stag="...)
-		dst = appendHex(dst, uint64(v.SinkSTag()), 0)
+		dst = AppendHex(dst, uint64(v.SinkSTag()), 0)
 		dst = append(dst, " sink_to="...)
-		dst = appendHex(dst, v.SinkTO(), 0)
+		dst = AppendHex(dst, v.SinkTO(), 0)
 		dst = append(dst, " size="...)
 		dst = strconv.AppendUint(dst, uint64(v.Size()), 10)
 		dst = append(dst, " src_stag="...)
-		dst = appendHex(dst, uint64(v.SourceSTag()), 0)
+		dst = AppendHex(dst, uint64(v.SourceSTag()), 0)
 		dst = append(dst, " src_to="...)
-		dst = appendHex(dst, v.SourceTO(), 0)
+		dst = AppendHex(dst, v.SourceTO(), 0)
 	case wire.BodyTerminate:
 		t := s.Terminate()
 		dst = append(dst, " term="...)
-		dst = appendHex(dst, uint64(t.Code()), 4)
+		dst = AppendHex(dst, uint64(t.Code()), 4)
 		dst = append(dst, " ("...)
 		dst = append(dst, t.Code().String()...)
 		dst = append(dst, ')')
@@ -222,28 +222,28 @@ func appendFPDUText(dst []byte, r *Record) []byte {
 			dst = strconv.AppendUint(dst, uint64(op), 10)
 		}
 		dst = append(dst, " req_id="...)
-		dst = appendHex(dst, uint64(v.RequestID()), 0)
+		dst = AppendHex(dst, uint64(v.RequestID()), 0)
 		dst = append(dst, " stag="...)
-		dst = appendHex(dst, uint64(v.STag()), 0)
+		dst = AppendHex(dst, uint64(v.STag()), 0)
 		dst = append(dst, " to="...)
-		dst = appendHex(dst, v.TO(), 0)
+		dst = AppendHex(dst, v.TO(), 0)
 		dst = append(dst, " data="...)
-		dst = appendHex(dst, v.AddSwapData(), 0)
+		dst = AppendHex(dst, v.AddSwapData(), 0)
 		dst = append(dst, " data_mask="...)
-		dst = appendHex(dst, v.AddSwapMask(), 0)
+		dst = AppendHex(dst, v.AddSwapMask(), 0)
 		dst = append(dst, " cmp="...)
-		dst = appendHex(dst, v.CompareData(), 0)
+		dst = AppendHex(dst, v.CompareData(), 0)
 		dst = append(dst, " cmp_mask="...)
-		dst = appendHex(dst, v.CompareMask(), 0)
+		dst = AppendHex(dst, v.CompareMask(), 0)
 	case wire.BodyAtomicResponse:
 		v := s.AtomicResponse()
 		dst = append(dst, " req_id="...)
-		dst = appendHex(dst, uint64(v.RequestID()), 0)
+		dst = AppendHex(dst, uint64(v.RequestID()), 0)
 		dst = append(dst, " orig="...)
-		dst = appendHex(dst, v.OriginalValue(), 0)
+		dst = AppendHex(dst, v.OriginalValue(), 0)
 	case wire.BodyImmediate:
 		dst = append(dst, " imm="...)
-		dst = appendHex(dst, s.Immediate().Data(), 16)
+		dst = AppendHex(dst, s.Immediate().Data(), 16)
 	}
 	dst = append(dst, " payload="...)
 	dst = strconv.AppendInt(dst, int64(len(s.Payload())), 10)
@@ -260,8 +260,10 @@ func appendCRC(dst []byte, r *Record) []byte {
 	return append(dst, " crc=BAD"...)
 }
 
-// appendHex appends 0x and v in lower-case hex, zero-padded to width digits.
-func appendHex(dst []byte, v uint64, width int) []byte {
+// AppendHex appends v as 0x-prefixed hex, zero-padded to width digits.
+// rnic decode prints RoCEv2 and iWARP lines in one output, so both
+// decoders format through this one function (and AppendSeconds).
+func AppendHex(dst []byte, v uint64, width int) []byte {
 	dst = append(dst, "0x"...)
 	var buf [16]byte
 	s := strconv.AppendUint(buf[:0], v, 16)
@@ -271,8 +273,9 @@ func appendHex(dst []byte, v uint64, width int) []byte {
 	return append(dst, s...)
 }
 
-// appendSeconds appends d as seconds with six decimals, e.g. 12.000345.
-func appendSeconds(dst []byte, d time.Duration) []byte {
+// AppendSeconds appends d as seconds with six decimals (microseconds), the
+// time column of rnic decode.
+func AppendSeconds(dst []byte, d time.Duration) []byte {
 	us := uint64(d / time.Microsecond)
 	if d < 0 { // timestamps may go backwards in a capture
 		dst = append(dst, '-')

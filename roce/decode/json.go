@@ -3,6 +3,7 @@ package decode
 import (
 	"encoding/json"
 
+	iwdecode "github.com/rnic/rnic/iwarp/decode"
 	"github.com/rnic/rnic/roce/wire"
 )
 
@@ -174,9 +175,9 @@ func roceJSON(file string, r *Record) jsonRoCE {
 	return j
 }
 
-func hex(v uint64, width int) string { return string(appendHex(nil, v, width)) }
+func hex(v uint64, width int) string { return string(iwdecode.AppendHex(nil, v, width)) }
 
-func seconds(r *Record) json.Number { return json.Number(appendSeconds(nil, r.Time)) }
+func seconds(r *Record) json.Number { return json.Number(iwdecode.AppendSeconds(nil, r.Time)) }
 
 func vlan(r *Record) *int {
 	if r.VLAN < 0 {

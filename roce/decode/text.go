@@ -2,8 +2,8 @@ package decode
 
 import (
 	"strconv"
-	"time"
 
+	iwdecode "github.com/rnic/rnic/iwarp/decode"
 	"github.com/rnic/rnic/roce/wire"
 )
 
@@ -42,7 +42,7 @@ func AppendText(dst []byte, r *Record) []byte {
 	dst = append(dst, '#')
 	dst = strconv.AppendInt(dst, int64(r.Index), 10)
 	dst = append(dst, ' ')
-	dst = appendSeconds(dst, r.Time)
+	dst = iwdecode.AppendSeconds(dst, r.Time)
 	dst = append(dst, ' ')
 	dst = appendEndpoints(dst, r)
 	if r.VLAN >= 0 {
@@ -54,7 +54,7 @@ func AppendText(dst []byte, r *Record) []byte {
 		dst = append(dst, r.Err.Counter()...)
 		if r.Opcode >= 0 {
 			dst = append(dst, " opcode="...)
-			dst = appendHex(dst, uint64(r.Opcode), 2)
+			dst = iwdecode.AppendHex(dst, uint64(r.Opcode), 2)
 		}
 		if r.CapLen != r.Len {
 			dst = append(dst, " caplen="...)
@@ -69,7 +69,7 @@ func AppendText(dst []byte, r *Record) []byte {
 	dst = append(dst, ' ')
 	dst = append(dst, p.Info().Name...)
 	dst = append(dst, " qp="...)
-	dst = appendHex(dst, uint64(b.DestQP()), 6)
+	dst = iwdecode.AppendHex(dst, uint64(b.DestQP()), 6)
 	dst = append(dst, " psn="...)
 	dst = strconv.AppendUint(dst, uint64(b.PSN()), 10)
 	dst = appendFlag(dst, b.SE(), " se")
@@ -83,7 +83,7 @@ func AppendText(dst []byte, r *Record) []byte {
 	}
 	if k := b.PKey(); k != wire.DefaultPKey {
 		dst = append(dst, " pkey="...)
-		dst = appendHex(dst, uint64(k), 4)
+		dst = iwdecode.AppendHex(dst, uint64(k), 4)
 	}
 	dst = appendExtText(dst, p)
 	dst = append(dst, " payload="...)
@@ -101,9 +101,9 @@ func appendExtText(dst []byte, p *wire.Packet) []byte {
 		case wire.HdrRETH:
 			v := p.RETH()
 			dst = append(dst, " reth va="...)
-			dst = appendHex(dst, v.VA(), 0)
+			dst = iwdecode.AppendHex(dst, v.VA(), 0)
 			dst = append(dst, " rkey="...)
-			dst = appendHex(dst, uint64(v.RKey()), 0)
+			dst = iwdecode.AppendHex(dst, uint64(v.RKey()), 0)
 			dst = append(dst, " len="...)
 			dst = strconv.AppendUint(dst, uint64(v.DMALength()), 10)
 		case wire.HdrAETH:
@@ -115,33 +115,33 @@ func appendExtText(dst []byte, p *wire.Packet) []byte {
 		case wire.HdrAtomicETH:
 			v := p.AtomicETH()
 			dst = append(dst, " atomic va="...)
-			dst = appendHex(dst, v.VA(), 0)
+			dst = iwdecode.AppendHex(dst, v.VA(), 0)
 			dst = append(dst, " rkey="...)
-			dst = appendHex(dst, uint64(v.RKey()), 0)
+			dst = iwdecode.AppendHex(dst, uint64(v.RKey()), 0)
 			if p.Info().Kind == wire.KindFetchAdd {
 				dst = append(dst, " add="...)
-				dst = appendHex(dst, v.SwapAdd(), 0)
+				dst = iwdecode.AppendHex(dst, v.SwapAdd(), 0)
 			} else {
 				dst = append(dst, " swap="...)
-				dst = appendHex(dst, v.SwapAdd(), 0)
+				dst = iwdecode.AppendHex(dst, v.SwapAdd(), 0)
 				dst = append(dst, " cmp="...)
-				dst = appendHex(dst, v.Compare(), 0)
+				dst = iwdecode.AppendHex(dst, v.Compare(), 0)
 			}
 		case wire.HdrAtomicAckETH:
 			dst = append(dst, " orig="...)
-			dst = appendHex(dst, p.AtomicAckETH().OrigData(), 0)
+			dst = iwdecode.AppendHex(dst, p.AtomicAckETH().OrigData(), 0)
 		case wire.HdrImmDt:
 			dst = append(dst, " imm="...)
-			dst = appendHex(dst, uint64(p.ImmDt().Imm()), 8)
+			dst = iwdecode.AppendHex(dst, uint64(p.ImmDt().Imm()), 8)
 		case wire.HdrIETH:
 			dst = append(dst, " inv rkey="...)
-			dst = appendHex(dst, uint64(p.IETH().RKey()), 0)
+			dst = iwdecode.AppendHex(dst, uint64(p.IETH().RKey()), 0)
 		case wire.HdrDETH:
 			v := p.DETH()
 			dst = append(dst, " deth qkey="...)
-			dst = appendHex(dst, uint64(v.QKey()), 0)
+			dst = iwdecode.AppendHex(dst, uint64(v.QKey()), 0)
 			dst = append(dst, " srcqp="...)
-			dst = appendHex(dst, uint64(v.SrcQP()), 6)
+			dst = iwdecode.AppendHex(dst, uint64(v.SrcQP()), 6)
 		case wire.HdrFETH:
 			v := p.FETH()
 			dst = append(dst, " feth placement="...)
@@ -167,32 +167,4 @@ func appendFlag(dst []byte, on bool, s string) []byte {
 		return append(dst, s...)
 	}
 	return dst
-}
-
-// appendHex appends 0x and v in lower-case hex, zero-padded to width digits.
-func appendHex(dst []byte, v uint64, width int) []byte {
-	dst = append(dst, "0x"...)
-	var buf [16]byte
-	s := strconv.AppendUint(buf[:0], v, 16)
-	for i := len(s); i < width; i++ {
-		dst = append(dst, '0')
-	}
-	return append(dst, s...)
-}
-
-// appendSeconds appends d as seconds with six decimals, e.g. 12.000345.
-func appendSeconds(dst []byte, d time.Duration) []byte {
-	us := uint64(d / time.Microsecond)
-	if d < 0 { // timestamps may go backwards in a capture
-		dst = append(dst, '-')
-		us = -us
-	}
-	dst = strconv.AppendUint(dst, us/1e6, 10)
-	dst = append(dst, '.')
-	var buf [8]byte
-	frac := strconv.AppendUint(buf[:0], us%1e6, 10)
-	for i := len(frac); i < 6; i++ {
-		dst = append(dst, '0')
-	}
-	return append(dst, frac...)
 }
