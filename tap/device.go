@@ -1,0 +1,439 @@
+// TAP device: the NIC's port on a real Ethernet. A Linux TAP is created or
+// attached with water (TUNSETIFF on /dev/net/tun, IFF_TAP|IFF_NO_PI, see
+// the kernel's Documentation/networking/tuntap.rst) and configured with
+// netlink (MTU, bridge, addresses, up), optionally inside an `ip netns`
+// namespace.
+//
+//	  rnic process                      kernel (the TAP's namespace)
+//	┌──────────────┐   /dev/net/tun   ┌──────────────────────────────┐
+//	│ Device       │ ◄══ one frame ══►│ TAP NAME ── bridge / kernel  │
+//	│ Read/Write   │   per read/write │  (the "kernel side")  stack  │
+//	└──────────────┘                  └──────────────────────────────┘
+//
+// Frames written by the NIC come out of the TAP's kernel side as if
+// received from a wire; frames the kernel side sends are read by the NIC.
+
+package tap
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/songgao/water"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Limits of DeviceConfig.
+const (
+	// MaxDeviceNameLen is IFNAMSIZ-1: the kernel's name buffer keeps a NUL.
+	MaxDeviceNameLen = unix.IFNAMSIZ - 1
+	// MinDeviceMTU is the smallest MTU OpenDevice sets: the IPv4 minimum
+	// datagram every host must accept (RFC 791).
+	MinDeviceMTU = 576
+	// MaxDeviceMTU is the largest MTU OpenDevice sets (a jumbo frame).
+	MaxDeviceMTU = 9000
+)
+
+// DeviceConfig says which TAP to open and how to configure it.
+type DeviceConfig struct {
+	// Name is the TAP interface name: required, at most MaxDeviceNameLen
+	// bytes. An existing TAP of that name is attached to; otherwise a new
+	// one is created.
+	Name string
+	// Netns, if set, is the `ip netns` name (/run/netns/NAME) of the
+	// network namespace the TAP lives in; a TAP OpenDevice creates is
+	// created inside it.
+	Netns string
+	// Bridge, if set, is a bridge (in Netns) the TAP is enslaved to. It must
+	// exist.
+	Bridge string
+	// MTU, if not 0, is set on the TAP (MinDeviceMTU..MaxDeviceMTU). With 0
+	// an existing TAP keeps its MTU and a new one gets 1500.
+	MTU int
+	// Addrs are addresses for the kernel's side of the TAP, for a TAP
+	// without a bridge where the host kernel is the NIC's peer. Usually
+	// empty: the NIC's own addresses belong to the NIC, not to the kernel.
+	Addrs []netip.Prefix
+}
+
+// Device is an open TAP device. It implements FrameIO: every read returns
+// exactly one Ethernet frame and every write sends one (IFF_NO_PI: no
+// packet-information prefix).
+type Device struct {
+	name      string
+	created   bool
+	mtu       int
+	kernelMAC [6]byte
+	file      *os.File
+
+	// undo puts an attached TAP's configuration back as OpenDevice found
+	// it (except its up state); nil for a created TAP, which vanishes.
+	undo func() error
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ FrameIO = (*Device)(nil)
+
+// OpenDevice creates or attaches the TAP cfg names and configures it: MTU,
+// bridge, kernel-side addresses, link up. A TAP it creates disappears when
+// the Device is closed; an existing (persistent) TAP is left in place.
+// Nothing it created survives a failed open.
+func OpenDevice(cfg DeviceConfig) (*Device, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	ns, err := openNetns(cfg.Netns)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if ns.IsOpen() {
+			ns.Close()
+		}
+	}()
+	// NETLINK_ROUTE only: the handle opens one socket per family asked for.
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("tap: netlink in %s: %w", cfg.where(), err)
+	}
+	keepHandle := false
+	defer func() {
+		if !keepHandle {
+			h.Close()
+		}
+	}()
+
+	existing, err := findTAP(h, cfg)
+	if err != nil {
+		return nil, err
+	}
+	var bridge netlink.Link
+	if cfg.Bridge != "" {
+		// Checked before the TAP exists, so a typo creates nothing.
+		if bridge, err = findBridge(h, cfg); err != nil {
+			return nil, err
+		}
+	}
+
+	wcfg := water.Config{DeviceType: water.TAP}
+	wcfg.Name = cfg.Name
+	if existing != nil {
+		// TUNSETIFF must repeat the device's queue mode, and water always
+		// issues TUNSETPERSIST: passing the persistence found keeps it
+		// (false would make a persistent TAP vanish when we close it).
+		wcfg.Persist = !existing.NonPersist
+		wcfg.MultiQueue = existing.Flags&netlink.TUNTAP_MULTI_QUEUE != 0
+	}
+	var file *os.File
+	err = inNetns(ns, func() error {
+		var err error
+		file, err = openTUN(wcfg)
+		return err
+	})
+	if err != nil {
+		if existing != nil && errors.Is(err, unix.EBUSY) {
+			return nil, fmt.Errorf("tap: attach to %s in %s (is another process using it?): %w", cfg.Name, cfg.where(), err)
+		}
+		return nil, fmt.Errorf("tap: open %s in %s: %w", cfg.Name, cfg.where(), err)
+	}
+
+	d := &Device{name: cfg.Name, created: existing == nil, file: file}
+	var undo []func() error
+	fail := func(err error) (*Device, error) {
+		// Closing the fd removes a TAP we created; an attached one gets
+		// its configuration back.
+		errs := []error{err, file.Close()}
+		for _, u := range slices.Backward(undo) {
+			errs = append(errs, u())
+		}
+		return nil, errors.Join(errs...)
+	}
+
+	link, err := h.LinkByName(cfg.Name)
+	if err != nil {
+		return fail(fmt.Errorf("tap: look up %s after opening it: %w", cfg.Name, err))
+	}
+	attrs := link.Attrs()
+	if cfg.MTU != 0 && cfg.MTU != attrs.MTU {
+		if err := h.LinkSetMTU(link, cfg.MTU); err != nil {
+			return fail(fmt.Errorf("tap: set MTU of %s to %d: %w", cfg.Name, cfg.MTU, err))
+		}
+		if !d.created {
+			oldMTU := attrs.MTU
+			undo = append(undo, func() error {
+				if err := h.LinkSetMTU(link, oldMTU); err != nil {
+					return fmt.Errorf("tap: restore MTU of %s to %d: %w", cfg.Name, oldMTU, err)
+				}
+				return nil
+			})
+		}
+	}
+	if bridge != nil && attrs.MasterIndex != bridge.Attrs().Index {
+		if err := h.LinkSetMaster(link, bridge); err != nil {
+			return fail(fmt.Errorf("tap: enslave %s to bridge %s: %w", cfg.Name, cfg.Bridge, err))
+		}
+		if !d.created {
+			oldMaster := attrs.MasterIndex
+			undo = append(undo, func() error {
+				var err error
+				if oldMaster == 0 {
+					err = h.LinkSetNoMaster(link)
+				} else {
+					err = h.LinkSetMasterByIndex(link, oldMaster)
+				}
+				if err != nil {
+					return fmt.Errorf("tap: restore master of %s: %w", cfg.Name, err)
+				}
+				return nil
+			})
+		}
+	}
+	if len(cfg.Addrs) > 0 {
+		have, err := h.AddrList(link, netlink.FAMILY_ALL)
+		if err != nil {
+			return fail(fmt.Errorf("tap: list addresses of %s: %w", cfg.Name, err))
+		}
+		for _, p := range cfg.Addrs {
+			if hasAddr(have, p) {
+				continue
+			}
+			addr := &netlink.Addr{IPNet: prefixIPNet(p)}
+			if err := h.AddrAdd(link, addr); err != nil {
+				return fail(fmt.Errorf("tap: add address %s to %s: %w", p, cfg.Name, err))
+			}
+			if !d.created {
+				undo = append(undo, func() error {
+					if err := h.AddrDel(link, addr); err != nil {
+						return fmt.Errorf("tap: remove address %s from %s: %w", p, cfg.Name, err)
+					}
+					return nil
+				})
+			}
+		}
+	}
+	if err := h.LinkSetUp(link); err != nil {
+		return fail(fmt.Errorf("tap: set %s up: %w", cfg.Name, err))
+	}
+
+	// Read back what the kernel now says rather than trusting our requests.
+	link, err = h.LinkByName(cfg.Name)
+	if err != nil {
+		return fail(fmt.Errorf("tap: look up %s after configuring it: %w", cfg.Name, err))
+	}
+	d.mtu = link.Attrs().MTU
+	copy(d.kernelMAC[:], link.Attrs().HardwareAddr)
+	if len(undo) > 0 {
+		keepHandle = true
+		d.undo = func() error {
+			defer h.Close()
+			var errs []error
+			for _, u := range slices.Backward(undo) {
+				errs = append(errs, u())
+			}
+			return errors.Join(errs...)
+		}
+	}
+	return d, nil
+}
+
+// Name returns the TAP's interface name.
+func (d *Device) Name() string { return d.name }
+
+// Created reports whether OpenDevice created the TAP (it vanishes on
+// Close) rather than attaching to an existing persistent one (left in
+// place, configured as it was found).
+func (d *Device) Created() bool { return d.created }
+
+// MTU returns the TAP's MTU as read back after configuring it.
+func (d *Device) MTU() int { return d.mtu }
+
+// KernelMAC returns the MAC address of the TAP's kernel side. The NIC
+// uses its own MAC; this one is informational.
+func (d *Device) KernelMAC() [6]byte { return d.kernelMAC }
+
+// ReadFrame blocks until the kernel side sends a frame and copies it into
+// b. The fd is non-blocking and owned by Go's poller, so Close wakes a
+// blocked ReadFrame, which then returns an error wrapping os.ErrClosed.
+func (d *Device) ReadFrame(b []byte) (int, error) {
+	n, err := d.file.Read(b)
+	if err != nil {
+		return 0, fmt.Errorf("tap: read from %s: %w", d.name, err)
+	}
+	return n, nil
+}
+
+// WriteFrame sends one Ethernet frame (without FCS) out of the TAP's
+// kernel side. os.File serialises concurrent writes, and a TAP takes each
+// write whole, so frames never interleave.
+func (d *Device) WriteFrame(b []byte) error {
+	if _, err := d.file.Write(b); err != nil {
+		return fmt.Errorf("tap: write to %s: %w", d.name, err)
+	}
+	return nil
+}
+
+// Close closes the TAP's fd, which wakes a blocked ReadFrame. A TAP we
+// created disappears with it; an attached one gets back the MTU, bridge
+// and addresses it had, but stays up. Closing again returns the first
+// result.
+func (d *Device) Close() error {
+	d.closeOnce.Do(func() {
+		var errs []error
+		if err := d.file.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("tap: close %s: %w", d.name, err))
+		}
+		if d.undo != nil {
+			errs = append(errs, d.undo())
+		}
+		d.closeErr = errors.Join(errs...)
+	})
+	return d.closeErr
+}
+
+// openTUN opens /dev/net/tun and binds it to the TAP wcfg names, in the
+// calling thread's network namespace. water opens the fd non-blocking and
+// wraps it with os.NewFile, which registers it with the poller; it does not
+// set close-on-exec, so that is done here under syscall.ForkLock, the lock
+// os/exec holds while forking, so no child can inherit the fd and keep the
+// TAP alive after we close it.
+func openTUN(wcfg water.Config) (*os.File, error) {
+	syscall.ForkLock.RLock()
+	defer syscall.ForkLock.RUnlock()
+	ifce, err := water.New(wcfg)
+	if err != nil {
+		return nil, err
+	}
+	file, ok := ifce.ReadWriteCloser.(*os.File)
+	if !ok {
+		ifce.Close()
+		return nil, fmt.Errorf("water returned a %T, not an *os.File", ifce.ReadWriteCloser)
+	}
+	// SyscallConn, not Fd: Fd would switch the fd back to blocking mode.
+	rc, err := file.SyscallConn()
+	if err == nil {
+		err = rc.Control(func(fd uintptr) { unix.CloseOnExec(int(fd)) })
+	}
+	if err != nil {
+		file.Close()
+		return nil, fmt.Errorf("set close-on-exec: %w", err)
+	}
+	return file, nil
+}
+
+// findTAP looks up cfg.Name: the TAP to attach to, nil when there is no
+// such link (one will be created), or an error when the name is taken by
+// something that is not a TAP.
+func findTAP(h *netlink.Handle, cfg DeviceConfig) (*netlink.Tuntap, error) {
+	link, err := h.LinkByName(cfg.Name)
+	if err != nil {
+		if _, ok := err.(netlink.LinkNotFoundError); ok {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("tap: look up %s in %s: %w", cfg.Name, cfg.where(), err)
+	}
+	tt, ok := link.(*netlink.Tuntap)
+	if !ok {
+		return nil, fmt.Errorf("tap: %s in %s exists and is a %s link, not a TAP", cfg.Name, cfg.where(), link.Type())
+	}
+	if tt.Mode != netlink.TUNTAP_MODE_TAP {
+		return nil, fmt.Errorf("tap: %s in %s exists and is a TUN device, not a TAP", cfg.Name, cfg.where())
+	}
+	return tt, nil
+}
+
+// findBridge looks up cfg.Bridge, which must exist and be a bridge.
+func findBridge(h *netlink.Handle, cfg DeviceConfig) (netlink.Link, error) {
+	link, err := h.LinkByName(cfg.Bridge)
+	if err != nil {
+		return nil, fmt.Errorf("tap: bridge %s in %s: %w", cfg.Bridge, cfg.where(), err)
+	}
+	if _, ok := link.(*netlink.Bridge); !ok {
+		return nil, fmt.Errorf("tap: %s in %s is a %s link, not a bridge", cfg.Bridge, cfg.where(), link.Type())
+	}
+	return link, nil
+}
+
+// validate checks cfg before anything touches the system.
+func (cfg DeviceConfig) validate() error {
+	if err := checkIfName(cfg.Name); err != nil {
+		return fmt.Errorf("tap: device name: %w", err)
+	}
+	if cfg.Bridge != "" {
+		if err := checkIfName(cfg.Bridge); err != nil {
+			return fmt.Errorf("tap: bridge name: %w", err)
+		}
+	}
+	if cfg.MTU != 0 && (cfg.MTU < MinDeviceMTU || cfg.MTU > MaxDeviceMTU) {
+		return fmt.Errorf("tap: MTU %d of %s out of range %d..%d", cfg.MTU, cfg.Name, MinDeviceMTU, MaxDeviceMTU)
+	}
+	for _, p := range cfg.Addrs {
+		if !p.IsValid() {
+			return fmt.Errorf("tap: invalid address prefix for %s", cfg.Name)
+		}
+	}
+	return nil
+}
+
+// checkIfName applies the kernel's dev_valid_name rules, so a bad name
+// fails here with a reason instead of as EINVAL from an ioctl.
+func checkIfName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("empty")
+	case len(name) > MaxDeviceNameLen:
+		return fmt.Errorf("%q is %d bytes, longer than %d", name, len(name), MaxDeviceNameLen)
+	case name == "." || name == "..":
+		return fmt.Errorf("%q is not a valid interface name", name)
+	case strings.ContainsAny(name, "/:\x00") || strings.IndexFunc(name, isSpace) >= 0:
+		return fmt.Errorf("%q contains '/', ':', NUL or white space", name)
+	}
+	return nil
+}
+
+// isSpace is the kernel's isspace for the ASCII range.
+func isSpace(r rune) bool {
+	return r == ' ' || (r >= '\t' && r <= '\r')
+}
+
+// where names the namespace a config points at, for error messages.
+func (cfg DeviceConfig) where() string {
+	if cfg.Netns == "" {
+		return "the current network namespace"
+	}
+	return "network namespace " + cfg.Netns
+}
+
+// hasAddr reports whether p is already among the link's addresses.
+func hasAddr(have []netlink.Addr, p netip.Prefix) bool {
+	for _, a := range have {
+		if a.IPNet == nil {
+			continue
+		}
+		ip, ok := netip.AddrFromSlice(a.IP)
+		if !ok {
+			continue
+		}
+		bits, _ := a.Mask.Size()
+		if ip.Unmap() == p.Addr().Unmap() && bits == p.Bits() {
+			return true
+		}
+	}
+	return false
+}
+
+// prefixIPNet converts p to the net.IPNet netlink wants, keeping the host
+// part of the address (10.0.0.1/24, not 10.0.0.0/24).
+func prefixIPNet(p netip.Prefix) *net.IPNet {
+	a := p.Addr().Unmap()
+	return &net.IPNet{IP: a.AsSlice(), Mask: net.CIDRMask(p.Bits(), a.BitLen())}
+}

@@ -1,0 +1,35 @@
+// Package tap puts a NIC on a real Ethernet: a TAP device it owns like
+// hardware owns its port (DESIGN.md "Modes", the tap row).
+//
+// The pipeline, from the wire up:
+//
+//	TAP fd (device.go: water + netlink)           FrameIO
+//	  │ whole Ethernet frames, both ways
+//	Host (host.go): MAC filter, pcap of every frame in and out, demux
+//	  ├─ ARP (arp.go), IPv6 ND (ndp.go) ── neighbour cache (neighbor.go)
+//	  ├─ ICMP / ICMPv6 echo (icmp.go): `ping` works
+//	  ├─ UDP 4791 ──────────────── RoCE endpoint (roce.go) ── roce.Stack
+//	  └─ TCP ───────────────────── TCPStack (netstack.go): gVisor netstack
+//	                                 ├─ iWARP streams (transport/stream.Netstack)
+//	                                 └─ the tools' side channels (gonet)
+//
+// One device, one MAC, one set of IP addresses for both protocols: the
+// RoCE engine and the TCP stack send through the Host, which fills in the
+// destination MAC from the neighbour cache (resolving it first when
+// needed), so neither of them knows about ARP or ND.
+package tap
+
+// FrameIO is the raw Ethernet side of a NIC: a TAP device (Device) or, in
+// tests, one end of a pipe (NewFramePipe).
+type FrameIO interface {
+	// ReadFrame blocks until a frame arrives, copies it into b and returns
+	// its length (a frame longer than b is truncated to len(b)). After
+	// Close it returns an error that wraps os.ErrClosed.
+	ReadFrame(b []byte) (int, error)
+	// WriteFrame sends one whole Ethernet frame (no FCS). It is safe for
+	// concurrent use and does not keep b.
+	WriteFrame(b []byte) error
+	// Close releases the device; a blocked ReadFrame returns. Closing twice
+	// is harmless.
+	Close() error
+}
