@@ -1,0 +1,744 @@
+// gVisor netstack TCP: the iWARP stream of the TAP mode (DESIGN.md
+// "Modes", the tap row), where the NIC has its own TCP/IP stack on the TAP
+// (tap.TCPStack) instead of the host's.
+//
+// A NetstackConn wraps a netstack tcpip.Endpoint in the event-driven Conn
+// contract with the same structure as the kernel's TCPConn (tcp.go):
+//
+//   - Receiving: a reader goroutine, started by the first SetReceiver (so
+//     bytes that arrive earlier wait in the endpoint's receive buffer),
+//     reads into one reused buffer of TCPConfig.ReadBuffer bytes and hands
+//     each read to onData; the read that fails ends the loop with onClose.
+//   - Sending: Write copies into a queue bounded by TCPConfig.SendBuffer
+//     and never waits for the endpoint. When nothing is queued it first
+//     tries a non-blocking write straight into the endpoint (netstack's
+//     Write never blocks: it takes what fits in the send buffer); whatever
+//     the endpoint does not take is queued for a writer goroutine, started
+//     on first need, which waits for the endpoint to become writable.
+//
+// The goroutines wait on channels signalled by waiter.Queue channel
+// entries (gonet's pattern): netstack notifies with its own locks held, so
+// nothing is ever called on the endpoint from inside a notification.
+//
+// netstack reports why a connection broke (RST, retransmission timeout)
+// once: the first Read or Write after the event consumes the reason and
+// later calls get a bare "closed". brokenCause settles the reason when the
+// reader or the writer got only the bare error.
+
+package stream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv6"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+	"gvisor.dev/gvisor/pkg/waiter"
+)
+
+// netstackListenBacklog matches Linux's default somaxconn.
+const netstackListenBacklog = 4096
+
+// brokenSettle bounds how long a goroutine that saw a connection break
+// without its reason waits for the goroutine that got the reason to record
+// it.
+const brokenSettle = 100 * time.Millisecond
+
+// Netstack is a gVisor TCP/IP stack as a Network: connections are netstack
+// TCP endpoints on one NIC of the stack.
+type Netstack struct {
+	s   *stack.Stack
+	nic tcpip.NICID
+	cfg TCPConfig
+}
+
+var _ Network = (*Netstack)(nil)
+
+// NewNetstack returns the Network of TCP connections on NIC nic of s,
+// configured by cfg (SendBuffer, ReadBuffer, Linger, DialTimeout as for
+// kernel TCP). The stack's TCP options (buffer sizes, SACK) are the
+// caller's.
+func NewNetstack(s *stack.Stack, nic tcpip.NICID, cfg TCPConfig) *Netstack {
+	return &Netstack{s: s, nic: nic, cfg: cfg.withDefaults()}
+}
+
+// Listen implements Network.
+func (n *Netstack) Listen(addr netip.AddrPort) (Listener, error) {
+	l, err := n.ListenNetstack(addr)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// ListenNetstack listens on addr (port 0: a free port, see Addr; the zero
+// or unspecified address: every address, IPv4 and IPv6). No connection is
+// accepted before SetAcceptor.
+func (n *Netstack) ListenNetstack(addr netip.AddrPort) (*NetstackListener, error) {
+	addr = unmapPort(addr)
+	wq := new(waiter.Queue)
+	ep, terr := n.s.NewEndpoint(tcp.ProtocolNumber, netstackProtocol(addr.Addr()), wq)
+	if terr != nil {
+		return nil, fmt.Errorf("stream: netstack listen %v: %w", addr, netstackErr(terr))
+	}
+	ep.SocketOptions().SetDelayOption(false)
+	if terr := ep.Bind(n.fullAddress(addr, false)); terr != nil {
+		ep.Close()
+		return nil, fmt.Errorf("stream: netstack listen %v: %w", addr, netstackErr(terr))
+	}
+	if terr := ep.Listen(netstackListenBacklog); terr != nil {
+		ep.Close()
+		return nil, fmt.Errorf("stream: netstack listen %v: %w", addr, netstackErr(terr))
+	}
+	la, terr := ep.GetLocalAddress()
+	if terr != nil {
+		ep.Close()
+		return nil, fmt.Errorf("stream: netstack listen %v: %w", addr, netstackErr(terr))
+	}
+	bound := netip.AddrPortFrom(addr.Addr(), la.Port)
+	return &NetstackListener{ep: ep, wq: wq, cfg: n.cfg, addr: bound, stop: make(chan struct{})}, nil
+}
+
+// Dial implements Dialer: the connection is made on a goroutine, which
+// then calls done.
+func (n *Netstack) Dial(local netip.Addr, remote netip.AddrPort, done func(Conn, error)) (cancel func()) {
+	ctx, stop := context.WithCancel(context.Background())
+	var (
+		mu                 sync.Mutex
+		canceled, finished bool
+	)
+	go func() {
+		c, err := n.DialContext(ctx, local, remote)
+		mu.Lock()
+		if canceled {
+			if c != nil {
+				c.Abort()
+			}
+			c, err = nil, ErrCanceled
+		}
+		finished = true
+		mu.Unlock()
+		stop()
+		if err != nil {
+			done(nil, err)
+			return
+		}
+		done(c, nil)
+	}()
+	return func() {
+		mu.Lock()
+		if !finished {
+			canceled = true
+		}
+		mu.Unlock()
+		stop()
+	}
+}
+
+// DialContext connects from local (zero: chosen by netstack) to remote,
+// blocking until the connection is established, the dial timeout passes
+// (ErrTimeout), the peer refuses (ErrRefused) or ctx ends (ErrCanceled).
+func (n *Netstack) DialContext(ctx context.Context, local netip.Addr, remote netip.AddrPort) (*NetstackConn, error) {
+	remote = unmapPort(remote)
+	wq := new(waiter.Queue)
+	ep, terr := n.s.NewEndpoint(tcp.ProtocolNumber, netstackProtocol(remote.Addr()), wq)
+	if terr != nil {
+		return nil, fmt.Errorf("stream: netstack dial %v: %w", remote, netstackErr(terr))
+	}
+	ep.SocketOptions().SetDelayOption(false)
+	// Registered before Connect so that the outcome cannot be missed.
+	entry, notify := waiter.NewChannelEntry(waiter.WritableEvents | waiter.EventHUp | waiter.EventErr)
+	wq.EventRegister(&entry)
+	defer wq.EventUnregister(&entry)
+	fail := func(err error) (*NetstackConn, error) {
+		ep.Close()
+		return nil, fmt.Errorf("stream: netstack dial %v: %w", remote, err)
+	}
+	if local.IsValid() {
+		if terr := ep.Bind(n.fullAddress(netip.AddrPortFrom(local.Unmap(), 0), false)); terr != nil {
+			return fail(netstackErr(terr))
+		}
+	}
+	terr = ep.Connect(n.fullAddress(remote, true))
+	if _, ok := terr.(*tcpip.ErrConnectStarted); ok {
+		timer := time.NewTimer(n.cfg.DialTimeout)
+		defer timer.Stop()
+		for netstackConnecting(ep) {
+			select {
+			case <-ctx.Done():
+				return fail(fmt.Errorf("%w: %w", ErrCanceled, ctx.Err()))
+			case <-timer.C:
+				return fail(fmt.Errorf("%w: no answer within %v", ErrTimeout, n.cfg.DialTimeout))
+			case <-notify:
+			}
+		}
+		// The handshake is over: LastError says how it ended.
+		terr = ep.LastError()
+	}
+	if terr != nil {
+		return fail(netstackErr(terr))
+	}
+	if st := tcp.EndpointState(ep.State()); st == tcp.StateError || st == tcp.StateClose {
+		// Broken right after the handshake, with the reason already taken.
+		return fail(fmt.Errorf("%w: netstack endpoint %v", ErrReset, st))
+	}
+	return newNetstackConn(ep, wq, n.cfg, true), nil
+}
+
+// netstackConnecting reports whether a TCP endpoint's handshake is under
+// way.
+func netstackConnecting(ep tcpip.Endpoint) bool {
+	switch tcp.EndpointState(ep.State()) {
+	case tcp.StateInitial, tcp.StateConnecting, tcp.StateSynSent, tcp.StateSynRecv:
+		return true
+	}
+	return false
+}
+
+// fullAddress converts an address for netstack: the zero or unspecified
+// address is netstack's "any". A remote address names the NIC so that the
+// route is looked up there.
+func (n *Netstack) fullAddress(ap netip.AddrPort, remote bool) tcpip.FullAddress {
+	fa := tcpip.FullAddress{Port: ap.Port()}
+	if a := ap.Addr().Unmap(); a.IsValid() && !a.IsUnspecified() {
+		fa.Addr = tcpip.AddrFromSlice(a.AsSlice())
+	}
+	if remote {
+		fa.NIC = n.nic
+	}
+	return fa
+}
+
+// netstackProtocol is the network protocol of an endpoint for an address:
+// IPv6 (dual-stack) for the zero Addr.
+func netstackProtocol(a netip.Addr) tcpip.NetworkProtocolNumber {
+	if a.Unmap().Is4() {
+		return ipv4.ProtocolNumber
+	}
+	return ipv6.ProtocolNumber
+}
+
+// netstackAddrPort converts a netstack address back (IPv4 unmapped).
+func netstackAddrPort(fa tcpip.FullAddress) netip.AddrPort {
+	a, _ := netip.AddrFromSlice(fa.Addr.AsSlice())
+	return netip.AddrPortFrom(a.Unmap(), fa.Port)
+}
+
+// netstackErr wraps a netstack error in this package's.
+func netstackErr(e tcpip.Error) error {
+	switch e.(type) {
+	case *tcpip.ErrConnectionReset:
+		return fmt.Errorf("%w: netstack: %s", ErrReset, e)
+	case *tcpip.ErrConnectionRefused:
+		return fmt.Errorf("%w: netstack: %s", ErrRefused, e)
+	case *tcpip.ErrTimeout:
+		return fmt.Errorf("%w: netstack: %s", ErrTimeout, e)
+	case *tcpip.ErrPortInUse, *tcpip.ErrDuplicateAddress:
+		return fmt.Errorf("%w: netstack: %s", ErrAddrInUse, e)
+	case *tcpip.ErrAborted, *tcpip.ErrConnectionAborted:
+		// The local stack aborted the connection (it is closing).
+		return fmt.Errorf("%w: netstack: %s", ErrAborted, e)
+	}
+	return fmt.Errorf("stream: netstack: %s", e)
+}
+
+// NetstackListener is a listening netstack endpoint. It implements
+// Listener: an accept goroutine, started by the first SetAcceptor, calls
+// the acceptor with each connection.
+type NetstackListener struct {
+	ep       tcpip.Endpoint
+	wq       *waiter.Queue
+	cfg      TCPConfig
+	addr     netip.AddrPort
+	acceptor atomic.Pointer[func(Conn)]
+	stop     chan struct{} // closed by Close: ends the accept goroutine
+	mu       sync.Mutex
+	started  bool
+	closed   bool
+}
+
+var _ Listener = (*NetstackListener)(nil)
+
+// Addr implements Listener.
+func (l *NetstackListener) Addr() netip.AddrPort { return l.addr }
+
+// SetAcceptor implements Listener. A connection accepted while the
+// acceptor is nil is reset.
+func (l *NetstackListener) SetAcceptor(onConn func(Conn)) {
+	l.acceptor.Store(&onConn)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.started && !l.closed {
+		l.started = true
+		go l.acceptLoop()
+	}
+}
+
+// Close implements Listener: netstack resets the connections still in the
+// backlog. It does not wait for the accept goroutine (Close may be called
+// from the acceptor).
+func (l *NetstackListener) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	close(l.stop)
+	l.ep.Close()
+	return nil
+}
+
+func (l *NetstackListener) acceptLoop() {
+	entry, notify := waiter.NewChannelEntry(waiter.ReadableEvents | waiter.EventHUp | waiter.EventErr)
+	l.wq.EventRegister(&entry)
+	defer l.wq.EventUnregister(&entry)
+	for {
+		select {
+		case <-l.stop:
+			return
+		default:
+		}
+		ep, wq, terr := l.ep.Accept(nil)
+		if terr != nil {
+			if _, ok := terr.(*tcpip.ErrWouldBlock); !ok {
+				return // the listener is closed
+			}
+			select {
+			case <-notify:
+			case <-l.stop:
+				return
+			}
+			continue
+		}
+		ep.SocketOptions().SetDelayOption(false)
+		c := newNetstackConn(ep, wq, l.cfg, false)
+		if f := l.acceptor.Load(); f != nil && *f != nil {
+			(*f)(c)
+		} else {
+			c.Abort()
+		}
+	}
+}
+
+// NetstackConn is a netstack TCP connection. It implements Conn; see the
+// file comment for its goroutines.
+type NetstackConn struct {
+	ep            tcpip.Endpoint
+	wq            *waiter.Queue
+	cfg           TCPConfig
+	local, remote netip.AddrPort
+	active        bool
+	onData        atomic.Pointer[func([]byte)]
+	onClose       atomic.Pointer[func(error)]
+	onWritable    atomic.Pointer[func()]
+	cbMu          sync.Mutex    // serialises the callbacks
+	wake          chan struct{} // wakes the writer: bytes queued, Close
+	stop          chan struct{} // closed when the endpoint is released
+	mu            sync.Mutex
+	queue, spare  []byte // bytes waiting for the writer; the writer's spare buffer
+	writing       int    // bytes the writer holds and the endpoint has not taken yet
+	blocked       bool   // a Write was refused since the last writable callback
+	closing       bool   // Close was called: FIN after the queue
+	werr          error  // what Write returns (ErrClosed after Close or Abort)
+	cause         error  // why the connection died (nil while alive)
+	linger        *time.Timer
+	readerStarted bool
+	readerDone    bool
+	writerStarted bool
+	writerDone    bool // FIN sent, or the writer gave up
+	released      bool // the endpoint is closed
+}
+
+var _ Conn = (*NetstackConn)(nil)
+
+func newNetstackConn(ep tcpip.Endpoint, wq *waiter.Queue, cfg TCPConfig, active bool) *NetstackConn {
+	c := &NetstackConn{
+		ep: ep, wq: wq, cfg: cfg, active: active,
+		wake: make(chan struct{}, 1), stop: make(chan struct{}),
+	}
+	if a, err := ep.GetLocalAddress(); err == nil {
+		c.local = netstackAddrPort(a)
+	}
+	if a, err := ep.GetRemoteAddress(); err == nil {
+		c.remote = netstackAddrPort(a)
+	}
+	return c
+}
+
+// LocalAddr implements Conn.
+func (c *NetstackConn) LocalAddr() netip.AddrPort { return c.local }
+
+// RemoteAddr implements Conn.
+func (c *NetstackConn) RemoteAddr() netip.AddrPort { return c.remote }
+
+// Active implements Conn.
+func (c *NetstackConn) Active() bool { return c.active }
+
+// SetReceiver implements Conn. The first call starts the reader goroutine.
+func (c *NetstackConn) SetReceiver(onData func(p []byte), onClose func(err error)) {
+	c.onData.Store(&onData)
+	c.onClose.Store(&onClose)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.readerStarted {
+		return
+	}
+	c.readerStarted = true
+	go c.readLoop()
+}
+
+// SetWritable implements Conn. The function runs on the writer goroutine.
+func (c *NetstackConn) SetWritable(f func()) { c.onWritable.Store(&f) }
+
+// Buffered implements Conn: bytes queued or held by the writer that the
+// endpoint has not taken yet.
+func (c *NetstackConn) Buffered() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.queue) + c.writing
+}
+
+// Write implements Conn.
+func (c *NetstackConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.werr != nil {
+		return 0, c.werr
+	}
+	if len(b) == 0 {
+		return 0, nil
+	}
+	total := len(b)
+	buffered := len(c.queue) + c.writing
+	if refuse(buffered, len(b), c.cfg.SendBuffer) {
+		c.blocked = true
+		return 0, ErrWouldBlock
+	}
+	if buffered == 0 {
+		// Nothing ahead of b: offer it to the endpoint, which takes what
+		// fits in its send buffer without waiting.
+		var r bytes.Reader
+		r.Reset(b)
+		n, terr := c.ep.Write(&r, tcpip.WriteOptions{})
+		b = b[n:]
+		switch terr.(type) {
+		case nil, *tcpip.ErrWouldBlock:
+		case *tcpip.ErrConnectionReset, *tcpip.ErrTimeout, *tcpip.ErrAborted, *tcpip.ErrConnectionAborted:
+			c.failLocked(netstackErr(terr))
+			return 0, c.werr
+		default:
+			// A bare "closed": the reason went to the reader, or comes
+			// later; the writer goroutine settles it (brokenCause), as it
+			// may wait and Write may not.
+		}
+		if len(b) == 0 {
+			return total, nil
+		}
+	}
+	c.queue = append(c.queue, b...)
+	c.startWriterLocked()
+	c.signal()
+	return total, nil
+}
+
+// Close implements Conn.
+func (c *NetstackConn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing || c.cause != nil || c.released {
+		return nil
+	}
+	c.closing = true
+	c.werr = ErrClosed
+	if c.cfg.Linger > 0 {
+		c.linger = time.AfterFunc(c.cfg.Linger, c.lingerExpired)
+	}
+	if len(c.queue) == 0 && c.writing == 0 && !c.writerStarted {
+		// Nothing to send: the FIN goes now, with no writer goroutine.
+		c.writerStarted = true
+		c.finLocked()
+		return nil
+	}
+	c.startWriterLocked()
+	c.signal()
+	return nil
+}
+
+// Abort implements Conn.
+func (c *NetstackConn) Abort() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cause != nil || c.released {
+		return nil
+	}
+	c.werr = ErrClosed
+	c.cause = ErrAborted
+	c.queue = nil
+	c.ep.Abort() // RST
+	c.releaseLocked()
+	return nil
+}
+
+// lingerExpired ends a closed connection whose peer has not closed in
+// time (TCPConfig.Linger).
+func (c *NetstackConn) lingerExpired() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.released {
+		return
+	}
+	c.failLocked(fmt.Errorf("%w: the peer did not close within %v", ErrTimeout, c.cfg.Linger))
+}
+
+// signal wakes the writer.
+func (c *NetstackConn) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *NetstackConn) startWriterLocked() {
+	if !c.writerStarted {
+		c.writerStarted = true
+		go c.writeLoop()
+	}
+}
+
+// failLocked records the connection's death and resets and releases the
+// endpoint, which ends the reader and the writer.
+func (c *NetstackConn) failLocked(err error) {
+	if c.cause != nil {
+		return
+	}
+	c.cause = err
+	if c.werr == nil {
+		c.werr = err
+	}
+	c.queue = nil
+	if !c.released {
+		c.ep.Abort()
+	}
+	c.releaseLocked()
+}
+
+// releaseLocked closes the endpoint and wakes the goroutines.
+func (c *NetstackConn) releaseLocked() {
+	if c.released {
+		return
+	}
+	c.released = true
+	if c.linger != nil {
+		c.linger.Stop()
+	}
+	c.ep.Close()
+	close(c.stop)
+}
+
+// maybeReleaseLocked closes the endpoint once both directions are over.
+func (c *NetstackConn) maybeReleaseLocked() {
+	if c.writerDone && (c.readerDone || !c.readerStarted) {
+		c.releaseLocked()
+	}
+}
+
+// finLocked sends the FIN after the bytes the endpoint holds. If the
+// connection is already broken there is nothing to do: the reader reports
+// why.
+func (c *NetstackConn) finLocked() {
+	c.ep.Shutdown(tcpip.ShutdownWrite)
+	c.writerDone = true
+	c.maybeReleaseLocked()
+}
+
+// brokenCause returns why the endpoint broke when a Read or Write returned
+// only a bare "closed" (see the file comment): the reason if netstack
+// still holds it, else the one another goroutine records within
+// brokenSettle, else ErrReset. It is called without c.mu.
+func (c *NetstackConn) brokenCause() error {
+	if terr := c.ep.LastError(); terr != nil {
+		return netstackErr(terr)
+	}
+	t := time.NewTimer(brokenSettle)
+	defer t.Stop()
+	select {
+	case <-c.stop:
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.cause != nil {
+			return c.cause
+		}
+	case <-t.C:
+	}
+	return fmt.Errorf("%w: netstack endpoint closed", ErrReset)
+}
+
+// broken reports whether a netstack endpoint is in its error state.
+func broken(ep tcpip.Endpoint) bool {
+	st := tcp.EndpointState(ep.State())
+	return st == tcp.StateError
+}
+
+func (c *NetstackConn) writeLoop() {
+	entry, notify := waiter.NewChannelEntry(waiter.WritableEvents | waiter.EventHUp | waiter.EventErr)
+	c.wq.EventRegister(&entry)
+	defer c.wq.EventUnregister(&entry)
+	var r bytes.Reader
+	for {
+		c.mu.Lock()
+		if c.cause != nil || c.released {
+			c.writerDone = true
+			c.mu.Unlock()
+			return
+		}
+		if len(c.queue) == 0 {
+			if c.closing {
+				c.finLocked()
+				c.mu.Unlock()
+				return
+			}
+			c.mu.Unlock()
+			select {
+			case <-c.wake:
+			case <-c.stop:
+			}
+			continue
+		}
+		buf := c.queue
+		c.queue, c.spare = c.spare[:0], nil
+		c.writing = len(buf)
+		c.mu.Unlock()
+
+		var err error
+		for off := 0; off < len(buf) && err == nil; {
+			r.Reset(buf[off:])
+			n, terr := c.ep.Write(&r, tcpip.WriteOptions{})
+			off += int(n)
+			switch terr.(type) {
+			case nil:
+			case *tcpip.ErrWouldBlock:
+				select {
+				case <-notify:
+				case <-c.stop:
+					err = ErrClosed // released: the cause is recorded
+				}
+			case *tcpip.ErrConnectionReset, *tcpip.ErrTimeout, *tcpip.ErrAborted, *tcpip.ErrConnectionAborted:
+				err = netstackErr(terr)
+			default:
+				err = c.brokenCause()
+			}
+			if n > 0 {
+				c.progress(int(n))
+			}
+		}
+
+		c.mu.Lock()
+		c.writing = 0
+		if cap(buf) <= 2*c.cfg.SendBuffer {
+			c.spare = buf[:0]
+		}
+		if err != nil {
+			c.failLocked(err)
+		}
+		c.mu.Unlock()
+	}
+}
+
+// progress accounts for n bytes the endpoint took from the writer and
+// calls the writable callback when a refused Write may now succeed.
+func (c *NetstackConn) progress(n int) {
+	c.mu.Lock()
+	c.writing -= n
+	notify := c.blocked && c.cause == nil && len(c.queue)+c.writing <= c.cfg.SendBuffer/2
+	if notify {
+		c.blocked = false
+	}
+	c.mu.Unlock()
+	if notify {
+		c.cbMu.Lock()
+		if f := c.onWritable.Load(); f != nil && *f != nil {
+			(*f)()
+		}
+		c.cbMu.Unlock()
+	}
+}
+
+func (c *NetstackConn) readLoop() {
+	entry, notify := waiter.NewChannelEntry(waiter.ReadableEvents | waiter.EventHUp | waiter.EventErr)
+	c.wq.EventRegister(&entry)
+	defer c.wq.EventUnregister(&entry)
+	buf := make([]byte, c.cfg.ReadBuffer)
+	var w tcpip.SliceWriter
+	for {
+		w = buf
+		res, terr := c.ep.Read(&w, tcpip.ReadOptions{})
+		if n := res.Count; n > 0 {
+			c.ep.ModerateRecvBuf(n)
+			c.mu.Lock()
+			dead := c.cause != nil
+			c.mu.Unlock()
+			if !dead {
+				c.cbMu.Lock()
+				if f := c.onData.Load(); f != nil && *f != nil {
+					(*f)(buf[:n])
+				}
+				c.cbMu.Unlock()
+			}
+		}
+		var reason error
+		switch terr.(type) {
+		case nil:
+			continue
+		case *tcpip.ErrWouldBlock:
+			select {
+			case <-notify:
+				continue
+			case <-c.stop:
+				reason = c.readEnded(ErrClosed)
+			}
+		case *tcpip.ErrClosedForReceive:
+			if broken(c.ep) {
+				reason = c.readEnded(c.brokenCause())
+			} else {
+				reason = c.readEnded(io.EOF)
+			}
+		case *tcpip.ErrNotConnected:
+			reason = c.readEnded(c.brokenCause())
+		default:
+			reason = c.readEnded(netstackErr(terr))
+		}
+		c.cbMu.Lock()
+		if f := c.onClose.Load(); f != nil && *f != nil {
+			(*f)(reason)
+		}
+		c.cbMu.Unlock()
+		return
+	}
+}
+
+// readEnded settles why reading stopped and tears down what must go.
+func (c *NetstackConn) readEnded(err error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.readerDone = true
+	if c.cause != nil {
+		return c.cause // local Abort, a failed write, linger, a reason recorded first
+	}
+	if errors.Is(err, io.EOF) {
+		c.maybeReleaseLocked()
+		return io.EOF
+	}
+	c.failLocked(err)
+	return err
+}
