@@ -19,6 +19,10 @@ type Config struct {
 	Name string
 	// Addr is the NIC's IP address: its RoCEv2 GID is ::ffff:Addr for IPv4.
 	Addr netip.Addr
+	// Addrs, if set, are all of the NIC's addresses in GID table order
+	// (Addr among them): a TAP-mode NIC may own an IPv4 and an IPv6
+	// address. Empty means Addr alone.
+	Addrs []netip.Addr
 	// MAC is the NIC's Ethernet address.
 	MAC [6]byte
 	// MTU is the link MTU; the active path MTU follows it (1500 → 1024).
@@ -72,7 +76,11 @@ func NewNIC(cfg Config) (*NIC, error) {
 			link = transport.Tee(link, cfg.Pcap, time.Now)
 		}
 	}
-	scfg := roce.Config{Link: link, Clock: cfg.Clock, MAC: cfg.MAC, Addrs: []netip.Addr{cfg.Addr},
+	addrs := cfg.Addrs
+	if len(addrs) == 0 {
+		addrs = []netip.Addr{cfg.Addr}
+	}
+	scfg := roce.Config{Link: link, Clock: cfg.Clock, MAC: cfg.MAC, Addrs: addrs,
 		Resolve: cfg.Resolve, DeferAcks: cfg.DeferAcks, UDPPort: cfg.UDPPort, PeerPort: cfg.PeerPort}
 	if cfg.Trace != nil {
 		var mu sync.Mutex
@@ -87,7 +95,7 @@ func NewNIC(cfg Config) (*NIC, error) {
 	if err != nil {
 		return nil, err
 	}
-	dev, err := nic.Open(nic.Config{Name: cfg.Name, Provider: stack, GIDs: []netip.Addr{cfg.Addr}, MAC: cfg.MAC, MTU: cfg.MTU})
+	dev, err := nic.Open(nic.Config{Name: cfg.Name, Provider: stack, GIDs: addrs, MAC: cfg.MAC, MTU: cfg.MTU})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,204 @@
+// Package tapnic assembles a whole NIC in the TAP mode (DESIGN.md "Modes"):
+// a TAP device (tap.Device), the host stack on it (tap.Host: MAC filter,
+// ARP, ND, ICMP, demux), the RoCEv2 engine on the Host's RoCE endpoint, and
+// gVisor's TCP (tap.TCPStack) for iWARP and for the tools' own side
+// channels.
+//
+//	             ┌────────── NIC ───────────────────────────────┐
+//	verbs ──────▶│ embedded.NIC (nic.Device + roce.Stack)       │
+//	iwarp ──────▶│ Streams (stream.Netstack on the TCPStack)    │
+//	side channel▶│ Dial/Listen (gonet on the TCPStack)          │
+//	             │        tap.Host ── tap.Device ── TAP ── wire │
+//	             └──────────────────────────────────────────────┘
+//
+// One MAC and one set of addresses serve both protocols, as on a real RNIC
+// that is also its host's only interface.
+package tapnic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+
+	"github.com/rnic/rnic/nic/embedded"
+	"github.com/rnic/rnic/tap"
+	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/udp"
+)
+
+// MaxMTU is the largest Ethernet MTU a TAP-mode NIC takes: jumbo frames,
+// enough for path MTU 4096 (RoCEv2 needs 4096 + 80 bytes of headers).
+const MaxMTU = 9000
+
+// Config describes a NIC in the TAP mode.
+type Config struct {
+	// Name is the RDMA device name (rnic0 if empty).
+	Name string
+	// TAP is the TAP interface: attached if it exists (left in place on
+	// Close), created otherwise (removed on Close).
+	TAP string
+	// Netns, if set, names the network namespace (ip netns) the TAP lives
+	// in: a TAP this NIC creates is created there.
+	Netns string
+	// Bridge, if set, is a bridge (in Netns) the TAP is enslaved to.
+	Bridge string
+	// Prefixes are the NIC's own addresses with their on-link prefixes
+	// (IPv4 and/or IPv6), in GID table order.
+	Prefixes []netip.Prefix
+	// MAC is the NIC's Ethernet address; zero derives a locally administered
+	// one from the first address (the embedded mode's rule, so captures of
+	// both modes read alike).
+	MAC [6]byte
+	// MTU is the Ethernet MTU (1500 if zero, at most MaxMTU); the TAP gets
+	// it too.
+	MTU int
+	// Pcap, if set, records every frame in and out of the TAP: RoCEv2, TCP
+	// (iWARP and side channels), ARP, ND and ICMP alike.
+	Pcap *transport.PcapWriter
+	// Trace, if set, receives the RoCE engine's trace.
+	Trace io.Writer
+}
+
+// ErrConfig is wrapped by configuration errors.
+var ErrConfig = errors.New("tapnic: bad configuration")
+
+// NIC is a NIC in the TAP mode. Its embedded *embedded.NIC is the RoCEv2
+// verbs device.
+type NIC struct {
+	*embedded.NIC
+	// Addrs are the NIC's addresses (Config.Prefixes without their bits).
+	Addrs []netip.Addr
+	// Streams carries iWARP connections over the NIC's own TCP
+	// (iwarp.Config.Network).
+	Streams stream.Network
+
+	dev  *tap.Device
+	host *tap.Host
+	tcp  *tap.TCPStack
+	once sync.Once
+	err  error
+}
+
+// Open opens the TAP, starts the host stack and builds the NIC. On failure
+// everything opened so far is closed again (a TAP it created vanishes).
+func Open(cfg Config) (*NIC, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	if cfg.MTU == 0 {
+		cfg.MTU = 1500
+	}
+	addrs := make([]netip.Addr, len(cfg.Prefixes))
+	for i, p := range cfg.Prefixes {
+		addrs[i] = p.Addr()
+	}
+	if cfg.MAC == ([6]byte{}) {
+		cfg.MAC = udp.SyntheticMAC(addrs[0])
+	}
+	dev, err := tap.OpenDevice(tap.DeviceConfig{Name: cfg.TAP, Netns: cfg.Netns, Bridge: cfg.Bridge, MTU: cfg.MTU})
+	if err != nil {
+		return nil, fmt.Errorf("tapnic: %w", err)
+	}
+	host, err := tap.NewHost(tap.HostConfig{IO: dev, MAC: cfg.MAC, Prefixes: cfg.Prefixes, MTU: cfg.MTU, Pcap: cfg.Pcap})
+	if err != nil {
+		dev.Close()
+		return nil, fmt.Errorf("tapnic: %w", err)
+	}
+	tcp, err := tap.NewTCPStack(tap.TCPStackConfig{Prefixes: cfg.Prefixes, MTU: cfg.MTU, Output: host.SendIP})
+	if err != nil {
+		host.Close()
+		return nil, fmt.Errorf("tapnic: %w", err)
+	}
+	host.SetTCP(tcp.Deliver)
+	en, err := embedded.NewNIC(embedded.Config{Name: cfg.Name, Addr: addrs[0], Addrs: addrs, MAC: cfg.MAC,
+		MTU: cfg.MTU, Link: host.RoCE(), Resolve: host.Lookup, Trace: cfg.Trace})
+	if err != nil {
+		tcp.Close()
+		host.Close()
+		return nil, fmt.Errorf("tapnic: %w", err)
+	}
+	host.Start()
+	return &NIC{NIC: en, Addrs: addrs, Streams: tcp.Streams(stream.TCPConfig{}), dev: dev, host: host, tcp: tcp}, nil
+}
+
+func (cfg *Config) check() error {
+	switch {
+	case cfg.TAP == "":
+		return fmt.Errorf("%w: no TAP name", ErrConfig)
+	case len(cfg.Prefixes) == 0:
+		return fmt.Errorf("%w: TAP %s has no address", ErrConfig, cfg.TAP)
+	case cfg.MTU < 0 || cfg.MTU > MaxMTU || (cfg.MTU != 0 && cfg.MTU < 576):
+		return fmt.Errorf("%w: MTU %d, must be 576..%d", ErrConfig, cfg.MTU, MaxMTU)
+	}
+	seen := map[netip.Addr]bool{}
+	for _, p := range cfg.Prefixes {
+		a := p.Addr()
+		switch {
+		case !p.IsValid() || a.Is4In6() || a.IsUnspecified() || a.IsMulticast() || a.IsLoopback():
+			return fmt.Errorf("%w: %v is not a host address", ErrConfig, p)
+		case p.IsSingleIP() && a.Is4():
+			return fmt.Errorf("%w: %v: give the on-link prefix (e.g. /24)", ErrConfig, p)
+		case seen[a]:
+			return fmt.Errorf("%w: %v given twice", ErrConfig, a)
+		}
+		seen[a] = true
+	}
+	return nil
+}
+
+// AddrFor returns the NIC's first address of the family of peer (the source
+// address toward it), or the first address when it has none of that family.
+func (n *NIC) AddrFor(peer netip.Addr) netip.Addr {
+	peer = peer.Unmap()
+	for _, a := range n.Addrs {
+		if a.Is4() == peer.Is4() {
+			return a
+		}
+	}
+	return n.Addrs[0]
+}
+
+// Dial opens a TCP connection from the NIC's own address to remote through
+// the NIC's TCP stack (a tool's side channel): on a host whose only
+// interface is this NIC, that is the only way out.
+func (n *NIC) Dial(ctx context.Context, remote netip.AddrPort) (net.Conn, error) {
+	c, err := n.tcp.Dial(ctx, n.AddrFor(remote.Addr()), remote)
+	if err != nil {
+		return nil, fmt.Errorf("tapnic: dial %v: %w", remote, err)
+	}
+	return c, nil
+}
+
+// Listen listens on the NIC's TCP stack (port 0: any free port; the zero
+// Addr: every address of the NIC).
+func (n *NIC) Listen(addr netip.AddrPort) (net.Listener, error) {
+	l, err := n.tcp.Listen(addr)
+	if err != nil {
+		return nil, fmt.Errorf("tapnic: listen on %v: %w", addr, err)
+	}
+	return l, nil
+}
+
+// Host is the NIC's host stack (its counters, its neighbour cache).
+func (n *NIC) Host() *tap.Host { return n.host }
+
+// TAP is the NIC's TAP device.
+func (n *NIC) TAP() *tap.Device { return n.dev }
+
+// Close stops the RoCE engine (owed ACKs leave first), the TCP stack and the
+// host stack, and closes the TAP (a TAP the NIC created vanishes).
+func (n *NIC) Close() error {
+	n.once.Do(func() {
+		n.err = n.NIC.Close() // RoCE engine, verbs device, its endpoint on the Host
+		n.tcp.Close()
+		if err := n.host.Close(); n.err == nil {
+			n.err = err
+		}
+	})
+	return n.err
+}
