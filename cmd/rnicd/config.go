@@ -1,0 +1,291 @@
+// Command line → device configurations: the flags of the first device, the
+// --device specs of the others, and the checks that need no system call.
+
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rnic/rnic/nic/tapnic"
+	"github.com/rnic/rnic/tap"
+)
+
+// deviceSpec is one NIC to run: its tapnic configuration, less the pcap
+// writer, which run creates from PcapPath once the whole command line is
+// known to be good.
+type deviceSpec struct {
+	tapnic.Config
+	PcapPath string
+}
+
+// errHelp is returned by parseArgs for --help.
+var errHelp = pflag.ErrHelp
+
+// deviceKeys are the keys of a --device spec, which are also the flags of
+// the first device.
+var deviceKeys = []string{"name", "tap", "ip", "ip6", "mac", "mtu", "pcap", "netns", "bridge"}
+
+// newFlagSet declares rnicd's flags; values land in first (keyed like a
+// --device spec) and devices.
+func newFlagSet(first map[string]*string, devices *[]string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("rnicd", pflag.ContinueOnError)
+	// pflag prints the usage itself on --help before returning ErrHelp;
+	// run prints it once, on stdout.
+	fs.SetOutput(io.Discard)
+	help := map[string]string{
+		"name":   "RDMA device name of the first NIC (default rnic0)",
+		"tap":    "TAP interface of the first NIC: attached if it exists, created (and removed on exit) if not",
+		"ip":     "the NIC's IPv4 address with its on-link prefix, e.g. 10.77.0.50/24",
+		"ip6":    "the NIC's IPv6 address with its on-link prefix, e.g. fd00:77::50/64",
+		"mac":    "the NIC's MAC address (default: derived from its first address)",
+		"mtu":    "Ethernet MTU of the NIC and its TAP, 576..9000 (default 1500)",
+		"pcap":   "write every frame in and out of the TAP to this pcap file",
+		"netns":  "network namespace (ip netns name) the TAP lives in",
+		"bridge": "bridge (in --netns) to enslave the TAP to",
+	}
+	for _, k := range deviceKeys {
+		first[k] = fs.String(k, "", help[k])
+	}
+	fs.StringArrayVar(devices, "device", nil,
+		"another NIC: 'name=rnic1,tap=t1,ip=CIDR,ip6=CIDR,mac=MAC,mtu=N,pcap=FILE,netns=NS,bridge=BR' (repeatable)")
+	return fs
+}
+
+// parseArgs turns the command line into one spec per NIC, or an error
+// (errHelp for --help). It checks everything that can be checked without
+// touching the system: syntax, ranges, and that no two NICs share a name,
+// a TAP or a pcap file.
+func parseArgs(args []string) ([]deviceSpec, error) {
+	first := map[string]*string{}
+	var devices []string
+	fs := newFlagSet(first, &devices)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+
+	var specs []deviceSpec
+	kv := map[string]string{}
+	for _, k := range deviceKeys {
+		if fs.Changed(k) {
+			kv[k] = *first[k]
+		}
+	}
+	if len(kv) > 0 {
+		if _, ok := kv["tap"]; !ok {
+			return nil, errors.New("--tap is required with the first device's flags (--ip, --mac, ...)")
+		}
+		s, err := specFromKeys(kv, "rnic0", "--")
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, s)
+	}
+	for _, d := range devices {
+		kv, err := splitDeviceSpec(d)
+		if err != nil {
+			return nil, fmt.Errorf("--device %q: %w", d, err)
+		}
+		s, err := specFromKeys(kv, fmt.Sprintf("rnic%d", len(specs)), "")
+		if err != nil {
+			return nil, fmt.Errorf("--device %q: %w", d, err)
+		}
+		specs = append(specs, s)
+	}
+	if len(specs) == 0 {
+		return nil, errors.New("no device: give --tap and --ip/--ip6, or --device")
+	}
+	if err := checkDistinct(specs); err != nil {
+		return nil, err
+	}
+	return specs, nil
+}
+
+// splitDeviceSpec splits "k=v,k=v" into its keys, refusing unknown,
+// repeated and empty ones.
+func splitDeviceSpec(s string) (map[string]string, error) {
+	kv := map[string]string{}
+	for field := range strings.SplitSeq(s, ",") {
+		k, v, ok := strings.Cut(field, "=")
+		k = strings.TrimSpace(k)
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("%q is not key=value", field)
+		case !isDeviceKey(k):
+			return nil, fmt.Errorf("unknown key %q (keys: %s)", k, strings.Join(deviceKeys, ", "))
+		case v == "":
+			return nil, fmt.Errorf("empty %s", k)
+		}
+		if _, dup := kv[k]; dup {
+			return nil, fmt.Errorf("%s given twice", k)
+		}
+		kv[k] = v
+	}
+	if _, ok := kv["tap"]; !ok {
+		return nil, errors.New("tap= is required")
+	}
+	return kv, nil
+}
+
+func isDeviceKey(k string) bool {
+	for _, d := range deviceKeys {
+		if k == d {
+			return true
+		}
+	}
+	return false
+}
+
+// specFromKeys builds a spec from validated key syntax; defaultName is the
+// NIC name when name is absent. flagPrefix ("--" or "") makes errors name
+// the key the way the user wrote it.
+func specFromKeys(kv map[string]string, defaultName, flagPrefix string) (deviceSpec, error) {
+	key := func(k string) string {
+		if flagPrefix != "" {
+			return flagPrefix + k
+		}
+		return k + "="
+	}
+	s := deviceSpec{Config: tapnic.Config{
+		Name:   kv["name"],
+		TAP:    kv["tap"],
+		Netns:  kv["netns"],
+		Bridge: kv["bridge"],
+	}, PcapPath: kv["pcap"]}
+	if s.Name == "" {
+		s.Name = defaultName
+	}
+	if err := checkIfName(s.TAP); err != nil {
+		return s, fmt.Errorf("%s: %w", key("tap"), err)
+	}
+	if s.Bridge != "" {
+		if err := checkIfName(s.Bridge); err != nil {
+			return s, fmt.Errorf("%s: %w", key("bridge"), err)
+		}
+	}
+	if v, ok := kv["ip"]; ok {
+		p, err := parseHostPrefix(v, false)
+		if err != nil {
+			return s, fmt.Errorf("%s: %w", key("ip"), err)
+		}
+		s.Prefixes = append(s.Prefixes, p)
+	}
+	if v, ok := kv["ip6"]; ok {
+		p, err := parseHostPrefix(v, true)
+		if err != nil {
+			return s, fmt.Errorf("%s: %w", key("ip6"), err)
+		}
+		s.Prefixes = append(s.Prefixes, p)
+	}
+	if len(s.Prefixes) == 0 {
+		return s, fmt.Errorf("%s needs %s and/or %s", s.Name, key("ip"), key("ip6"))
+	}
+	if v, ok := kv["mac"]; ok {
+		mac, err := parseMAC(v)
+		if err != nil {
+			return s, fmt.Errorf("%s: %w", key("mac"), err)
+		}
+		s.MAC = mac
+	}
+	if v, ok := kv["mtu"]; ok {
+		mtu, err := strconv.Atoi(v)
+		if err != nil || mtu < tap.MinDeviceMTU || mtu > tap.MaxDeviceMTU {
+			return s, fmt.Errorf("%s: %q is not an MTU in %d..%d", key("mtu"), v, tap.MinDeviceMTU, tap.MaxDeviceMTU)
+		}
+		s.MTU = mtu
+	}
+	return s, nil
+}
+
+// parseHostPrefix parses the NIC's own address with its on-link prefix:
+// IPv4 for --ip, IPv6 for --ip6, and an address a host can have.
+func parseHostPrefix(v string, want6 bool) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(v)
+	if err != nil {
+		return p, fmt.Errorf("%q is not an address/prefix-length (CIDR): %w", v, err)
+	}
+	a := p.Addr()
+	switch {
+	case want6 && !a.Is6():
+		return p, fmt.Errorf("%s is not an IPv6 address", v)
+	case want6 && a.Is4In6():
+		return p, fmt.Errorf("%s is IPv4-mapped; give it with --ip", v)
+	case !want6 && !a.Is4():
+		return p, fmt.Errorf("%s is not an IPv4 address", v)
+	case a.Zone() != "":
+		return p, fmt.Errorf("%s has a zone", v)
+	case a.IsUnspecified() || a.IsMulticast() || a.IsLoopback() || a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return p, fmt.Errorf("%s cannot be a NIC's address", v)
+	case a.Is4() && p.IsSingleIP():
+		// The prefix says which peers are on-link: a /32 has none.
+		return p, fmt.Errorf("%s: give the on-link prefix (e.g. /24)", v)
+	}
+	return p, nil
+}
+
+// parseMAC parses an EUI-48 unicast address.
+func parseMAC(v string) ([6]byte, error) {
+	var mac [6]byte
+	hw, err := net.ParseMAC(v)
+	if err != nil {
+		return mac, err
+	}
+	if len(hw) != 6 {
+		return mac, fmt.Errorf("%s is not a 6-byte Ethernet address", v)
+	}
+	copy(mac[:], hw)
+	if mac == ([6]byte{}) || mac[0]&1 != 0 {
+		return mac, fmt.Errorf("%s is not a unicast address", v)
+	}
+	return mac, nil
+}
+
+// checkIfName catches the interface names the kernel would refuse, so the
+// user learns at once rather than from a failed open.
+func checkIfName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("empty interface name")
+	case len(name) > tap.MaxDeviceNameLen:
+		return fmt.Errorf("interface name %q longer than %d bytes", name, tap.MaxDeviceNameLen)
+	case strings.ContainsAny(name, "/: \t\n"):
+		return fmt.Errorf("interface name %q contains '/', ':' or white space", name)
+	}
+	return nil
+}
+
+// checkDistinct refuses two NICs with one name, one TAP (in one namespace)
+// or one pcap file.
+func checkDistinct(specs []deviceSpec) error {
+	names := map[string]bool{}
+	taps := map[[2]string]bool{}
+	pcaps := map[string]bool{}
+	for _, s := range specs {
+		if names[s.Name] {
+			return fmt.Errorf("two NICs are named %s", s.Name)
+		}
+		names[s.Name] = true
+		k := [2]string{s.Netns, s.TAP}
+		if taps[k] {
+			return fmt.Errorf("two NICs on TAP %s", s.TAP)
+		}
+		taps[k] = true
+		if s.PcapPath != "" {
+			if pcaps[s.PcapPath] {
+				return fmt.Errorf("two NICs write pcap %s", s.PcapPath)
+			}
+			pcaps[s.PcapPath] = true
+		}
+	}
+	return nil
+}
