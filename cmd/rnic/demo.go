@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rnic/rnic/nic/demo"
+	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/roce/wire"
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/udp"
@@ -32,6 +34,12 @@ with invalidate, and one error (an RDMA READ with a bad STag, answered by a
 Terminate). The capture holds the TCP conversation from SYN to FIN, which
 Wireshark's MPA heuristic decodes.
 
+In the TAP mode (--tap A --tap B --ip CIDR_A --ip CIDR_B, --mac twice
+optional) rnic0 and rnic1 each own a TAP device, which must share an
+Ethernet: put them on one bridge, or --bridge BR enslaves them; every step,
+and with --iwarp the TCP connection, crosses that wire. --pcap then records
+every frame on rnic0's TAP.
+` + tapModeHelp + `
 Exits 0 only if every step behaved as specified.
 
 flags:
@@ -49,6 +57,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	pcapPath := fs.String("pcap", "demo.pcap", "capture file (empty: none)")
 	timeout := fs.Duration("timeout", 2*time.Second, "time allowed for each step")
 	useIWARP := fs.Bool("iwarp", false, "iWARP over kernel TCP instead of RoCEv2 over UDP")
+	tf := addTAPFlags(fs, true)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), demoHelp)
 		fs.PrintDefaults()
@@ -62,15 +71,27 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rnic demo: %v (rnic help demo)\n", err)
 		return 2
 	}
+	taps, err := tf.configs()
+	if err == nil && len(taps) != 0 && len(taps) != 2 {
+		err = fmt.Errorf("%w: the demo needs two NICs: --tap twice (rnic0's, then rnic1's), with one --ip each", errTAPFlags)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "rnic demo: %v (rnic help demo)\n", err)
+		return 2
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	if len(taps) == 2 {
+		return runDemoTAP(ctx, &taps[0], &taps[1], *useIWARP, *pcapPath, *timeout, stdout, stderr)
+	}
 	if *useIWARP {
 		p := *port
 		if !fs.Changed("port") {
 			p = iwarpDemoPort
 		}
-		return runDemoIWARP(*addrA, *addrB, *ipv6, p, *pcapPath, *timeout, stdout, stderr)
+		return runDemoIWARP(ctx, *addrA, *addrB, *ipv6, p, *pcapPath, *timeout, stdout, stderr)
 	}
 	cfg := demo.Config{Out: stdout, Timeout: *timeout, PortA: *port, PortB: *port}
-	var err error
 	if *ipv6 {
 		cfg.AddrA, cfg.AddrB = netip.IPv6Loopback(), netip.IPv6Loopback()
 		cfg.PortB = *port + 1
@@ -112,7 +133,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		cfg.Pcap = pw
 	}
 	fmt.Fprintf(stdout, "rnic demo: two NICs over loopback UDP (port %d), kernel sockets, no root\n", *port)
-	runErr := demo.Run(cfg)
+	runErr := demo.Run(ctx, cfg)
 	if pw != nil {
 		if err := pw.Close(); err != nil && runErr == nil {
 			runErr = err
@@ -137,7 +158,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 // heuristic from running (4420, the NVMe/TCP port, has one).
 const iwarpDemoPort = 18515
 
-func runDemoIWARP(addrA, addrB string, ipv6 bool, port uint16, pcapPath string, timeout time.Duration, stdout, stderr io.Writer) int {
+func runDemoIWARP(ctx context.Context, addrA, addrB string, ipv6 bool, port uint16, pcapPath string, timeout time.Duration, stdout, stderr io.Writer) int {
 	cfg := demo.IWARPConfig{Out: stdout, Timeout: timeout, Port: port}
 	var err error
 	if ipv6 {
@@ -160,7 +181,7 @@ func runDemoIWARP(addrA, addrB string, ipv6 bool, port uint16, pcapPath string, 
 		cfg.Pcap = pw
 	}
 	fmt.Fprintf(stdout, "rnic demo --iwarp: two iWARP NICs over loopback TCP (port %d), kernel sockets, no root\n", port)
-	runErr := demo.RunIWARP(cfg)
+	runErr := demo.RunIWARP(ctx, cfg)
 	if pw != nil {
 		if err := pw.Close(); err != nil && runErr == nil {
 			runErr = err
@@ -171,6 +192,42 @@ func runDemoIWARP(addrA, addrB string, ipv6 bool, port uint16, pcapPath string, 
 	}
 	if runErr != nil {
 		fmt.Fprintf(stderr, "rnic demo: %v\n", runErr)
+		return 1
+	}
+	return 0
+}
+
+// runDemoTAP runs the demo (RoCE, or with iwarp the iWARP one) between two
+// TAP-mode NICs.
+func runDemoTAP(ctx context.Context, a, b *tapnic.Config, iwarp bool, pcapPath string, timeout time.Duration, stdout, stderr io.Writer) int {
+	var pw *transport.PcapWriter
+	if pcapPath != "" {
+		var err error
+		if pw, err = transport.CreatePcap(pcapPath); err != nil {
+			fmt.Fprintf(stderr, "rnic demo: %v\n", err)
+			return 2
+		}
+	}
+	var runErr error
+	if iwarp {
+		fmt.Fprintf(stdout, "rnic demo --iwarp: two iWARP NICs on TAPs %s and %s, TCP on their own stacks\n", a.TAP, b.TAP)
+		runErr = demo.RunIWARP(ctx, demo.IWARPConfig{Out: stdout, Timeout: timeout, Port: iwarpDemoPort, Pcap: pw, TAPA: a, TAPB: b})
+	} else {
+		fmt.Fprintf(stdout, "rnic demo: two NICs on TAPs %s and %s (RoCEv2 on a real Ethernet)\n", a.TAP, b.TAP)
+		runErr = demo.Run(ctx, demo.Config{Out: stdout, Timeout: timeout, Pcap: pw, TAPA: a, TAPB: b})
+	}
+	if pw != nil {
+		if err := pw.Close(); err != nil && runErr == nil {
+			runErr = err
+		}
+		fmt.Fprintf(stdout, "\ncapture: %s (%d frames on %s's TAP). View it with:\n  tshark -r %s\n  wireshark %s\n",
+			pcapPath, pw.Frames(), "rnic0", pcapPath, pcapPath)
+	}
+	if runErr != nil {
+		fmt.Fprintf(stderr, "rnic demo: %v\n", runErr)
+		if errors.Is(runErr, demo.ErrConfig) {
+			return 2
+		}
 		return 1
 	}
 	return 0

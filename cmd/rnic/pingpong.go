@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/netip"
-	"os"
-	"os/signal"
 
 	"github.com/spf13/pflag"
 
@@ -38,6 +35,12 @@ rnic's GID table has one entry, index 0 (::ffff:ADDR). Without -g, as with
 ibv_rc_pingpong, no GID is sent; RoCEv2 needs one, so rnic then reaches the
 peer at the address its side channel connection came from.
 
+In the TAP mode (--tap NAME --ip CIDR) each side's NIC owns a TAP device
+instead of a kernel socket, and the side channel runs on the NIC's own TCP:
+the server listens on every address of its NIC, a client connects from its
+address of the server's family (IPv6 works end to end), and --pcap records
+every frame on the TAP. GID index i is the i-th --ip.
+` + tapModeHelp + `
 Exits 1 when a completion fails ("Failed status ... for wr_id N", as
 ibv_rc_pingpong) or --chk finds corrupted data, 2 on bad usage.
 
@@ -63,8 +66,9 @@ func runPingpong(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVarP(&cfg.Check, "chk", "c", false, "validate received buffers")
 	addr := fs.String("addr", "", "the NIC's own IP address (default: see above)")
 	fs.Uint16Var(&cfg.RDMAPort, "rdma-port", pingpong.DefaultRDMAPort, "RoCEv2 UDP port (the same on both sides)")
-	pcapPath := fs.String("pcap", "", "write every frame the NIC sends and receives to this pcap file")
+	pcapPath := fs.String("pcap", "", "write every frame the NIC sends and receives (TAP mode: every frame on the TAP) to this pcap file")
 	trace := fs.Bool("trace", false, "print every QP state change and PSN/ACK/NAK decision on stderr")
+	tf := addTAPFlags(fs, false)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), pingpongHelp)
 		fs.PrintDefaults()
@@ -94,6 +98,18 @@ func runPingpong(args []string, stdout, stderr io.Writer) int {
 		}
 		cfg.Addr = a
 	}
+	taps, err := tf.configs()
+	if err == nil && len(taps) > 1 {
+		err = fmt.Errorf("%w: one --tap: pingpong runs one side per process", errTAPFlags)
+	}
+	if err == nil && len(taps) == 1 {
+		cfg.TAP = &taps[0]
+		err = tf.tapPathMTU("mtu", &cfg.MTU)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "rnic pingpong: %v (rnic help pingpong)\n", err)
+		return 2
+	}
 	if *pcapPath != "" {
 		pw, err := transport.CreatePcap(*pcapPath)
 		if err != nil {
@@ -107,7 +123,7 @@ func runPingpong(args []string, stdout, stderr io.Writer) int {
 		cfg.Trace = stderr
 	}
 	cfg.Out = stdout
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signalContext()
 	defer stop()
 	if _, err := pingpong.Run(ctx, cfg); err != nil {
 		var ce *pingpong.CompletionError

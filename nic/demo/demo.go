@@ -2,6 +2,7 @@ package demo
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
+	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
 )
@@ -35,12 +37,27 @@ type Config struct {
 	Out io.Writer
 	// Timeout bounds each step (2s if zero).
 	Timeout time.Duration
+
+	// TAPA and TAPB, if set, run the demo in the TAP mode (nil: the
+	// links above): rnic0 and rnic1 each own a TAP device, which the
+	// caller has put on one bridge (or whose Bridge names one), and every
+	// step crosses the real Ethernet between them, ARP or ND included.
+	// Both must be set; Links, MACs and Ports are then unused. rnic1's
+	// address is its first prefix, rnic0's its first of the same family
+	// (AddrA and AddrB, if set, must be among them). Pcap records every
+	// frame on rnic0's TAP. MTU is the TAPs' (each TAP config's own MTU
+	// wins); it must allow path MTU 1024.
+	TAPA, TAPB *tapnic.Config
 }
+
+// ErrConfig is wrapped by configuration errors.
+var ErrConfig = errors.New("demo: bad configuration")
 
 // ErrFailed is returned when a step did not behave as specified.
 var ErrFailed = errors.New("demo: a step did not behave as specified")
 
 type demo struct {
+	ctx      context.Context
 	cfg      Config
 	out      io.Writer
 	rec      *recorder
@@ -53,14 +70,19 @@ type demo struct {
 type side struct {
 	name string
 	nic  *embedded.NIC
-	pd   *nic.PD
-	buf  []byte
-	mr   *nic.MR
-	scq  *nic.CQ
-	rcq  *nic.CQ
-	qp   *nic.QP
-	psn  uint32
-	ud   *nic.QP
+	// closer closes the NIC (and its TAP); addr is the NIC's address the
+	// demo uses, sgid its GID index.
+	closer io.Closer
+	addr   netip.Addr
+	sgid   int
+	pd     *nic.PD
+	buf    []byte
+	mr     *nic.MR
+	scq    *nic.CQ
+	rcq    *nic.CQ
+	qp     *nic.QP
+	psn    uint32
+	ud     *nic.QP
 	// shared backs buf; it is unmapped after the NIC closes.
 	shared *memory.Shared
 }
@@ -68,8 +90,9 @@ type side struct {
 const bufSize = 64 << 10
 
 // Run performs the demo and returns nil only if every step behaved as the
-// spec says. The NICs and links are closed on return.
-func Run(cfg Config) error {
+// spec says. The NICs and links (or TAPs) are closed on return. Cancelling
+// ctx ends the demo after the step in progress.
+func Run(ctx context.Context, cfg Config) error {
 	if cfg.Out == nil {
 		cfg.Out = io.Discard
 	}
@@ -79,15 +102,22 @@ func Run(cfg Config) error {
 	if cfg.MTU == 0 {
 		cfg.MTU = 1500
 	}
-	d := &demo{cfg: cfg, out: cfg.Out, rec: newRecorder()}
+	d := &demo{ctx: ctx, cfg: cfg, out: cfg.Out, rec: newRecorder()}
 	var err error
-	if d.a, err = d.open("rnic0", cfg.LinkA, cfg.AddrA, cfg.MACA, cfg.PortA, cfg.PortB, cfg.Pcap); err != nil {
-		return err
+	if cfg.TAPA != nil || cfg.TAPB != nil {
+		if err := d.openTAPs(); err != nil {
+			return err
+		}
+	} else {
+		if d.a, err = d.open("rnic0", cfg.LinkA, cfg.AddrA, cfg.MACA, cfg.PortA, cfg.PortB, cfg.Pcap); err != nil {
+			return err
+		}
+		if d.b, err = d.open("rnic1", cfg.LinkB, cfg.AddrB, cfg.MACB, cfg.PortB, cfg.PortA, nil); err != nil {
+			d.a.close()
+			return err
+		}
 	}
 	defer d.a.close()
-	if d.b, err = d.open("rnic1", cfg.LinkB, cfg.AddrB, cfg.MACB, cfg.PortB, cfg.PortA, nil); err != nil {
-		return err
-	}
 	defer d.b.close()
 	if err := d.connect(); err != nil {
 		return err
@@ -107,6 +137,9 @@ func Run(cfg Config) error {
 	}
 	fmt.Fprintf(d.out, "\n")
 	for i, s := range steps {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		fmt.Fprintf(d.out, "== step %d: %s\n%s\n", i+1, s.title, wrap(s.why, 78))
 		d.rec.take()
 		var notes bytes.Buffer
@@ -142,33 +175,52 @@ func (d *demo) open(name string, link transport.Endpoint, addr netip.Addr, mac [
 	if err != nil {
 		return nil, err
 	}
+	return d.objects(name, n, n, addr)
+}
+
+// objects creates a side's objects on its NIC n (closed by closer) and
+// tells them.
+func (d *demo) objects(name string, n *embedded.NIC, closer io.Closer, addr netip.Addr) (*side, error) {
+	s := &side{name: name, nic: n, closer: closer, addr: addr}
+	var err error
+	if s.sgid, err = gidIndex(n, addr); err != nil {
+		closer.Close()
+		return nil, err
+	}
 	// Registered memory is what the NIC writes into from its own
 	// goroutines; like DMA memory it lives outside the Go heap (memfd +
 	// mmap), where the race detector does not mistake the NIC's writes,
 	// ordered by the wire and the completion, for a data race.
 	sh, err := memory.NewShared(bufSize)
 	if err != nil {
+		closer.Close()
 		return nil, err
 	}
-	s := &side{name: name, nic: n, buf: sh.Bytes(), shared: sh}
+	s.buf, s.shared = sh.Bytes(), sh
 	if s.pd, err = n.AllocPD(); err != nil {
+		s.close()
 		return nil, err
 	}
 	all := memory.LocalWrite | memory.RemoteWrite | memory.RemoteRead | memory.RemoteAtomic
 	if s.mr, err = n.RegMRShared(s.pd, sh, 0, bufSize, all); err != nil {
+		s.close()
 		return nil, err
 	}
 	if s.scq, err = n.CreateCQ(16); err != nil {
+		s.close()
 		return nil, err
 	}
 	if s.rcq, err = n.CreateCQ(16); err != nil {
+		s.close()
 		return nil, err
 	}
 	cp := verbs.QPCap{MaxSendWR: 8, MaxRecvWR: 8, MaxSendSGE: 2, MaxRecvSGE: 2, MaxInlineData: 64}
 	if s.qp, err = n.CreateQP(s.pd, nic.QPInit{Type: verbs.QPTypeRC, SendCQ: s.scq, RecvCQ: s.rcq, Cap: cp}); err != nil {
+		s.close()
 		return nil, err
 	}
 	if s.ud, err = n.CreateQP(s.pd, nic.QPInit{Type: verbs.QPTypeUD, SendCQ: s.scq, RecvCQ: s.rcq, Cap: cp}); err != nil {
+		s.close()
 		return nil, err
 	}
 	s.psn = rand.Uint32() & 0xFFFFFF
@@ -189,7 +241,7 @@ func (d *demo) connect() error {
 		}
 		rtr := verbs.QPAttr{State: verbs.QPSRTR, PathMTU: verbs.MTU1024, DestQPN: peer.qp.QPN(), RQPSN: peer.psn,
 			MaxDestRdAtomic: 1, MinRNRTimer: 12,
-			AV: verbs.AddressVector{DGID: nic.GIDFromAddr(peer.nic.Addr), HopLimit: 64, PortNum: 1}}
+			AV: verbs.AddressVector{DGID: nic.GIDFromAddr(peer.addr), HopLimit: 64, PortNum: 1, SGIDIndex: uint8(me.sgid)}}
 		if err := me.qp.Modify(&rtr, verbs.AttrState|verbs.AttrAV|verbs.AttrPathMTU|verbs.AttrDestQPN|
 			verbs.AttrRQPSN|verbs.AttrMaxDestRdAtomic|verbs.AttrMinRNRTimer); err != nil {
 			return err
@@ -220,11 +272,13 @@ const udQKey = 0x11111111
 
 // close closes the NIC, then unmaps its memory.
 func (s *side) close() {
-	s.nic.Close()
+	s.closer.Close()
 	if s.mr != nil {
 		s.nic.DeregMR(s.mr)
 	}
-	s.shared.Close()
+	if s.shared != nil {
+		s.shared.Close()
+	}
 }
 
 func (s *side) sge(off, n int) []verbs.SGE {
@@ -235,15 +289,18 @@ func (s *side) va(off int) uint64 { return s.mr.Addr() + uint64(off) }
 
 // expect checks one completion and narrates it.
 func (d *demo) expect(s *side, cq *nic.CQ, want verbs.WC) (verbs.WC, error) {
-	return expectCompletion(d.out, s.name, cq, want, d.cfg.Timeout)
+	return expectCompletion(d.ctx, d.out, s.name, cq, want, d.cfg.Timeout)
 }
 
 // expectCompletion waits for the next completion on cq, tells it in words
 // and checks it against want: the WR and status always, the opcode and
 // byte count on success (a zero ByteLen in want is not checked).
-func expectCompletion(out io.Writer, name string, cq *nic.CQ, want verbs.WC, timeout time.Duration) (verbs.WC, error) {
+func expectCompletion(ctx context.Context, out io.Writer, name string, cq *nic.CQ, want verbs.WC, timeout time.Duration) (verbs.WC, error) {
 	buf := make([]verbs.WC, 1)
 	for deadline := time.Now().Add(timeout); cq.Poll(buf) == 0; {
+		if err := ctx.Err(); err != nil {
+			return verbs.WC{}, err
+		}
 		if time.Now().After(deadline) {
 			return verbs.WC{}, fmt.Errorf("%s: no completion after %v", name, timeout)
 		}
@@ -411,7 +468,7 @@ func (d *demo) ud() error {
 	if err := b.ud.PostRecv(&verbs.RecvWR{ID: 103, SGL: b.sge(0xA000, 40+256)}); err != nil {
 		return err
 	}
-	ah, err := a.nic.CreateAH(a.pd, verbs.AddressVector{DGID: nic.GIDFromAddr(b.nic.Addr), HopLimit: 64, PortNum: 1})
+	ah, err := a.nic.CreateAH(a.pd, verbs.AddressVector{DGID: nic.GIDFromAddr(b.addr), HopLimit: 64, PortNum: 1, SGIDIndex: uint8(a.sgid)})
 	if err != nil {
 		return err
 	}

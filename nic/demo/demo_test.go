@@ -2,6 +2,7 @@ package demo
 
 import (
 	"bytes"
+	"context"
 	"net/netip"
 	"strings"
 	"testing"
@@ -17,7 +18,7 @@ func TestDemoOverPipe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = Run(Config{LinkA: la, LinkB: lb,
+	err = Run(context.Background(), Config{LinkA: la, LinkB: lb,
 		AddrA: netip.MustParseAddr("192.0.2.1"), AddrB: netip.MustParseAddr("192.0.2.2"),
 		MACA: [6]byte{2, 0, 0, 0, 0, 1}, MACB: [6]byte{2, 0, 0, 0, 0, 2}, Pcap: pw, Out: &out})
 	if err != nil {

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/rnic/rnic/iwarp"
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/clock"
@@ -34,12 +36,21 @@ type IWARPConfig struct {
 	Out io.Writer
 	// Timeout bounds each step (2s if zero).
 	Timeout time.Duration
+
+	// TAPA and TAPB, if set, run the demo in the TAP mode: rnic0 and
+	// rnic1 each own a TAP device (on one bridge) and their iWARP
+	// connection runs on each NIC's own TCP, from the NIC's address. Both
+	// must be set; the addresses are picked as Config's. Pcap then records
+	// the real frames on rnic0's TAP (ARP/ND and the TCP handshake
+	// included) instead of a synthesized conversation.
+	TAPA, TAPB *tapnic.Config
 }
 
 // iwSide is one iWARP NIC with its objects.
 type iwSide struct {
 	name   string
 	addr   netip.Addr
+	tap    io.Closer // the TAP-mode NIC, if any
 	stack  *iwarp.Stack
 	dev    *nic.Device
 	pd     *nic.PD
@@ -59,6 +70,11 @@ func (s *iwSide) close() {
 	if s.stack != nil {
 		s.stack.Close()
 	}
+	defer func() {
+		if s.tap != nil {
+			s.tap.Close()
+		}
+	}()
 	if s.dev != nil {
 		s.dev.Close()
 		if s.mr != nil {
@@ -89,6 +105,7 @@ func (s *iwSide) takeEvents() []iwarp.ConnEvent {
 }
 
 type iwDemo struct {
+	ctx      context.Context
 	cfg      IWARPConfig
 	out      io.Writer
 	rec      *streamRecorder
@@ -99,22 +116,46 @@ type iwDemo struct {
 
 // RunIWARP performs the iWARP demo and returns nil only if every step
 // behaved as the specs (RFC 5040, 5041, 5044, 6581, 7306) say. The NICs are
-// closed on return.
-func RunIWARP(cfg IWARPConfig) error {
+// closed on return. Cancelling ctx ends the demo after the step in
+// progress.
+func RunIWARP(ctx context.Context, cfg IWARPConfig) error {
 	if cfg.Out == nil {
 		cfg.Out = io.Discard
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 2 * time.Second
 	}
-	d := &iwDemo{cfg: cfg, out: cfg.Out, rec: &streamRecorder{}}
+	d := &iwDemo{ctx: ctx, cfg: cfg, out: cfg.Out, rec: &streamRecorder{}}
+	var ta, tb *tapNIC
+	if cfg.TAPA != nil || cfg.TAPB != nil {
+		var err error
+		if cfg.AddrA, cfg.AddrB, err = tapAddrs(cfg.TAPA, cfg.TAPB, cfg.AddrA, cfg.AddrB); err != nil {
+			return err
+		}
+		d.cfg.AddrA, d.cfg.AddrB = cfg.AddrA, cfg.AddrB
+		a, b := *cfg.TAPA, *cfg.TAPB
+		a.Name, b.Name = "rnic0", "rnic1"
+		if a.Pcap == nil {
+			a.Pcap = cfg.Pcap
+		}
+		if ta, err = openTAP(a); err != nil {
+			return fmt.Errorf("demo: rnic0 on TAP %s: %w", a.TAP, err)
+		}
+		if tb, err = openTAP(b); err != nil {
+			ta.closer.Close()
+			return fmt.Errorf("demo: rnic1 on TAP %s: %w", b.TAP, err)
+		}
+	}
 	var err error
-	d.a, err = d.open("rnic0", "rnic1", cfg.AddrA, cfg.Pcap)
+	d.a, err = d.open("rnic0", "rnic1", cfg.AddrA, cfg.Pcap, ta)
 	defer d.a.close()
 	if err != nil {
+		if tb != nil {
+			tb.closer.Close()
+		}
 		return err
 	}
-	d.b, err = d.open("rnic1", "rnic0", cfg.AddrB, nil)
+	d.b, err = d.open("rnic1", "rnic0", cfg.AddrB, nil, tb)
 	defer d.b.close()
 	if err != nil {
 		return err
@@ -135,6 +176,9 @@ func RunIWARP(cfg IWARPConfig) error {
 	}
 	fmt.Fprintf(d.out, "\n")
 	for i, s := range steps {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		fmt.Fprintf(d.out, "== step %d: %s\n%s\n", i+1, s.title, wrap(s.why, 78))
 		d.rec.take()
 		var notes bytes.Buffer
@@ -160,8 +204,14 @@ func RunIWARP(cfg IWARPConfig) error {
 	return nil
 }
 
-func (d *iwDemo) open(name, peer string, addr netip.Addr, pcap *transport.PcapWriter) (*iwSide, error) {
+// open opens an iWARP NIC on kernel TCP, or with tn on the TAP-mode NIC's
+// own TCP (whose TAP captures the real frames: no synthesized ones then).
+func (d *iwDemo) open(name, peer string, addr netip.Addr, pcap *transport.PcapWriter, tn *tapNIC) (*iwSide, error) {
 	s := &iwSide{name: name, addr: addr}
+	network := stream.Network(&stream.TCP{})
+	if tn != nil {
+		s.tap, network, pcap = tn.closer, tn.streams, nil
+	}
 	tee := func(c stream.Conn) stream.Conn {
 		if pcap != nil {
 			c = stream.TeeConnWith(c, pcap, stream.TeeConfig{Now: time.Now, Framer: iwarp.CaptureFramer})
@@ -169,7 +219,7 @@ func (d *iwDemo) open(name, peer string, addr netip.Addr, pcap *transport.PcapWr
 		return d.rec.wrap(name, peer, c)
 	}
 	var err error
-	s.stack, err = iwarp.NewStack(iwarp.Config{Clock: clock.NewReal(), Network: &stream.TCP{}, Addr: addr, Tee: tee,
+	s.stack, err = iwarp.NewStack(iwarp.Config{Clock: clock.NewReal(), Network: network, Addr: addr, Tee: tee,
 		OnConnEvent: func(e iwarp.ConnEvent) { s.mu.Lock(); s.events = append(s.events, e); s.mu.Unlock() }})
 	if err != nil {
 		return s, err
@@ -286,7 +336,7 @@ func (d *iwDemo) hasEvent(s *iwSide, t iwarp.ConnEventType) bool {
 
 // expect checks one completion and narrates it.
 func (d *iwDemo) expect(s *iwSide, cq *nic.CQ, want verbs.WC) (verbs.WC, error) {
-	return expectCompletion(d.out, s.name, cq, want, d.cfg.Timeout)
+	return expectCompletion(d.ctx, d.out, s.name, cq, want, d.cfg.Timeout)
 }
 
 func (d *iwDemo) post(s *iwSide, wr verbs.SendWR) error {

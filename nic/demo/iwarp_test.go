@@ -2,6 +2,7 @@ package demo
 
 import (
 	"bytes"
+	"context"
 	"net/netip"
 	"path/filepath"
 	"strings"
@@ -20,7 +21,7 @@ func TestIWARPDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	err = RunIWARP(IWARPConfig{AddrA: netip.MustParseAddr("127.0.0.52"), AddrB: netip.MustParseAddr("127.0.0.53"),
+	err = RunIWARP(context.Background(), IWARPConfig{AddrA: netip.MustParseAddr("127.0.0.52"), AddrB: netip.MustParseAddr("127.0.0.53"),
 		Port: 18515, Pcap: pw, Out: &out})
 	if cerr := pw.Close(); cerr != nil {
 		t.Fatal(cerr)

@@ -16,13 +16,16 @@ type recorder struct {
 	mu    sync.Mutex
 	lines []string
 	names map[[6]byte]string
+	// flush, if set, pushes buffered frames to add (the TAP mode's
+	// capture point) before take.
+	flush func() error
 }
 
 func newRecorder() *recorder { return &recorder{names: map[[6]byte]string{}} }
 
 // wrap returns an endpoint that records what name sends over ep.
 func (r *recorder) wrap(name string, mac [6]byte, ep transport.Endpoint) transport.Endpoint {
-	r.names[mac] = name
+	r.name(mac, name)
 	return &recordingEndpoint{Endpoint: ep, r: r, name: name}
 }
 
@@ -50,9 +53,24 @@ func (r *recorder) add(from string, frame []byte) {
 	r.mu.Unlock()
 }
 
-func (r *recorder) peer(frame []byte) string {
+// name names the NIC with the given MAC; in the TAP mode frames may be
+// recorded meanwhile.
+func (r *recorder) name(mac [6]byte, name string) {
+	r.mu.Lock()
+	r.names[mac] = name
+	r.mu.Unlock()
+}
+
+// nameOf names the frame's sender by its source MAC.
+func (r *recorder) nameOf(frame []byte) string { return r.nameAt(frame[6:12]) }
+
+func (r *recorder) peer(frame []byte) string { return r.nameAt(frame[:6]) }
+
+func (r *recorder) nameAt(b []byte) string {
 	var mac [6]byte
-	copy(mac[:], frame[:6])
+	copy(mac[:], b)
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if n, ok := r.names[mac]; ok {
 		return n
 	}
@@ -61,6 +79,9 @@ func (r *recorder) peer(frame []byte) string {
 
 // take returns and forgets the lines recorded so far.
 func (r *recorder) take() []string {
+	if r.flush != nil {
+		r.flush()
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	l := r.lines

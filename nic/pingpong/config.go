@@ -11,8 +11,10 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"time"
 
+	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
 )
@@ -91,6 +93,20 @@ type Config struct {
 	// connection, so that a client started together with its server finds
 	// it (DefaultDialRetry if 0; negative tries once, as rc_pingpong does).
 	DialRetry time.Duration
+
+	// TAP, if set, runs this side in the TAP mode (nil: the embedded
+	// mode): its NIC owns the TAP device TAP.TAP with TAP.Prefixes as its
+	// addresses (GID index i is Prefixes[i]), and the side channel goes
+	// through the NIC's own IP and TCP stack, so the kernel needs no
+	// address on the TAP's network. Addr, if set, must be one of the
+	// prefixes' addresses; zero takes the first (a server then listens on
+	// every address of its NIC), or for a client the first of the server's
+	// family. Without -g each QP sends from the GID of the address its
+	// side channel runs on. Pcap and Trace go to the TAP NIC (the pcap
+	// then holds every frame on the TAP, ARP, ND and TCP included) unless
+	// TAP sets its own. The path MTU must fit the TAP's Ethernet MTU
+	// (1500: at most 1024). Link and Listener must be nil.
+	TAP *tapnic.Config
 }
 
 // DefaultDialRetry is Config.DialRetry's default.
@@ -104,6 +120,9 @@ type resolved struct {
 	Config
 	mtu    verbs.MTU
 	server netip.Addr // the server's address, for a client
+	// anyAddr: a TAP-mode server without Config.Addr listens on every
+	// address of its NIC, so that clients of either family find it.
+	anyAddr bool
 }
 
 // resolve fills defaults and checks cfg.
@@ -154,8 +173,14 @@ func (cfg Config) resolve(ctx context.Context) (*resolved, error) {
 	if r.mtu = verbs.MTUFromBytes(c.MTU); r.mtu == 0 {
 		return nil, fmt.Errorf("%w: MTU %d, must be 256, 512, 1024, 2048 or 4096", ErrConfig, c.MTU)
 	}
+	if c.TAP != nil {
+		if err := r.resolveTAP(ctx); err != nil {
+			return nil, err
+		}
+		return r, nil
+	}
 	if c.Server != "" {
-		a, err := lookup(ctx, c.Server)
+		a, err := lookup(ctx, c.Server, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -172,9 +197,66 @@ func (cfg Config) resolve(ctx context.Context) (*resolved, error) {
 	return r, nil
 }
 
+// resolveTAP checks the TAP mode's settings and picks the NIC's address.
+func (r *resolved) resolveTAP(ctx context.Context) error {
+	c := &r.Config
+	t := c.TAP
+	switch {
+	case c.Link != nil || c.Listener != nil:
+		return fmt.Errorf("%w: the TAP mode has its own link and side channel (no Link, no Listener)", ErrConfig)
+	case t.TAP == "":
+		return fmt.Errorf("%w: TAP mode without a TAP device name", ErrConfig)
+	case len(t.Prefixes) == 0:
+		return fmt.Errorf("%w: TAP %s has no address", ErrConfig, t.TAP)
+	}
+	if fit := pathMTUOf(t.MTU); c.MTU > fit {
+		return fmt.Errorf("%w: path MTU %d does not fit TAP %s's Ethernet MTU %d (at most %d)", ErrConfig, c.MTU, t.TAP, max(t.MTU, 1500), fit)
+	}
+	own := make([]netip.Addr, len(t.Prefixes))
+	for i, p := range t.Prefixes {
+		own[i] = p.Addr().Unmap()
+	}
+	if c.Server != "" {
+		a, err := lookup(ctx, c.Server, own)
+		if err != nil {
+			return err
+		}
+		r.server = a
+	}
+	if c.Addr.IsValid() {
+		c.Addr = c.Addr.Unmap()
+		if !slices.Contains(own, c.Addr) {
+			return fmt.Errorf("%w: address %v is not one of TAP %s's %v", ErrConfig, c.Addr, t.TAP, own)
+		}
+		if r.server.IsValid() && r.server.Is4() != c.Addr.Is4() {
+			return fmt.Errorf("%w: address %v cannot reach server %v", ErrConfig, c.Addr, r.server)
+		}
+		return nil
+	}
+	r.anyAddr = c.Server == ""
+	a, ok := addrOfFamily(own, r.server)
+	if !ok {
+		return fmt.Errorf("%w: TAP %s has no address of server %v's family (it has %v)", ErrConfig, t.TAP, r.server, own)
+	}
+	c.Addr = a
+	return nil
+}
+
+// addrOfFamily is the first of own of peer's family, or own's first for
+// an invalid peer (a server).
+func addrOfFamily(own []netip.Addr, peer netip.Addr) (netip.Addr, bool) {
+	for _, a := range own {
+		if !peer.IsValid() || a.Is4() == peer.Unmap().Is4() {
+			return a, true
+		}
+	}
+	return netip.Addr{}, false
+}
+
 // lookup resolves host to one address, IPv4 first (a RoCEv2 GID of an
-// IPv4 address is what rc_pingpong users expect to see).
-func lookup(ctx context.Context, host string) (netip.Addr, error) {
+// IPv4 address is what rc_pingpong users expect to see); with own set
+// (the TAP mode), the first of a family the NIC has an address of.
+func lookup(ctx context.Context, host string, own []netip.Addr) (netip.Addr, error) {
 	if a, err := netip.ParseAddr(host); err == nil {
 		return a.Unmap(), nil
 	}
@@ -182,12 +264,19 @@ func lookup(ctx context.Context, host string) (netip.Addr, error) {
 	if err != nil || len(addrs) == 0 {
 		return netip.Addr{}, fmt.Errorf("pingpong: resolve %s: %w", host, err)
 	}
+	if own != nil {
+		for _, a := range addrs {
+			if _, ok := addrOfFamily(own, a); ok {
+				return a.Unmap(), nil
+			}
+		}
+	}
 	for _, a := range addrs {
 		if a.Unmap().Is4() {
 			return a.Unmap(), nil
 		}
 	}
-	return addrs[0], nil
+	return addrs[0].Unmap(), nil
 }
 
 // defaultAddr applies the address convention (Config.Addr). server is

@@ -11,13 +11,10 @@ package pingpong
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/netip"
-	"strconv"
-	"syscall"
 	"time"
 )
 
@@ -74,21 +71,30 @@ func ServerExchange(conn io.ReadWriter, local Dest, connect func(remote Dest) er
 }
 
 // peerIP returns the IP address of conn's remote end, or nil.
-func peerIP(conn net.Conn) net.IP {
-	if a, ok := conn.RemoteAddr().(*net.TCPAddr); ok {
+func peerIP(conn net.Conn) net.IP { return tcpIP(conn.RemoteAddr()) }
+
+// localIP returns the IP address of conn's local end, or nil.
+func localIP(conn net.Conn) net.IP { return tcpIP(conn.LocalAddr()) }
+
+func tcpIP(a net.Addr) net.IP {
+	if a, ok := a.(*net.TCPAddr); ok {
 		return a.IP
 	}
 	return nil
 }
 
 // sideChannel accepts the client (server) or connects to the server
-// (client).
-func sideChannel(ctx context.Context, r *resolved) (net.Conn, error) {
+// (client), through the host's network.
+func sideChannel(ctx context.Context, r *resolved, h host) (net.Conn, error) {
 	if r.Server == "" {
 		l := r.Listener
 		if l == nil {
 			var err error
-			l, err = net.Listen("tcp", netip.AddrPortFrom(r.Addr, uint16(r.Port)).String())
+			at := r.Addr
+			if r.anyAddr {
+				at = netip.Addr{}
+			}
+			l, err = h.Listen(netip.AddrPortFrom(at, uint16(r.Port)))
 			if err != nil {
 				return nil, fmt.Errorf("pingpong: couldn't listen to port %d: %w", r.Port, err)
 			}
@@ -106,18 +112,17 @@ func sideChannel(ctx context.Context, r *resolved) (net.Conn, error) {
 		}
 		return conn, nil
 	}
-	// The client's end is bound to its NIC address, so the server sees the
-	// address the client's NIC sends from (connect uses it when no GID is
-	// given).
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: r.Addr.AsSlice()}}
-	target := net.JoinHostPort(r.server.String(), strconv.Itoa(r.Port))
+	target := netip.AddrPortFrom(r.server, uint16(r.Port))
 	deadline := time.Now().Add(r.DialRetry)
 	for {
-		conn, err := d.DialContext(ctx, "tcp", target)
+		conn, err := h.Dial(ctx, r.Addr, target)
 		if err == nil {
 			return conn, nil
 		}
-		if !errors.Is(err, syscall.ECONNREFUSED) || r.DialRetry < 0 || time.Now().After(deadline) {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !h.Retryable(err) || r.DialRetry < 0 || time.Now().After(deadline) {
 			return nil, fmt.Errorf("pingpong: couldn't connect to %s: %w", target, err)
 		}
 		select {
@@ -141,7 +146,8 @@ const lingerMax = 5 * time.Second
 // the exchange, so against it the wait ends at once; the bytes exchanged
 // are rc_pingpong's either way.
 func linger(conn net.Conn) {
-	if tc, ok := conn.(*net.TCPConn); ok {
+	// Kernel and netstack (gonet) TCP connections both half-close.
+	if tc, ok := conn.(interface{ CloseWrite() error }); ok {
 		tc.CloseWrite()
 	}
 	conn.SetReadDeadline(time.Now().Add(lingerMax))

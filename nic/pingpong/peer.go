@@ -19,28 +19,26 @@ import (
 
 // peer is one side's NIC and objects.
 type peer struct {
-	cfg *resolved
-	nic *embedded.NIC
-	pd  *nic.PD
-	buf []byte
-	mr  *nic.MR
-	cq  *nic.CQ
-	qp  *nic.QP
-	psn uint32
+	cfg  *resolved
+	host host
+	nic  *embedded.NIC
+	pd   *nic.PD
+	buf  []byte
+	mr   *nic.MR
+	cq   *nic.CQ
+	qp   *nic.QP
+	psn  uint32
 }
 
 // newPeer opens the NIC and creates the objects; on failure everything
 // created so far is released.
 func newPeer(r *resolved) (p *peer, err error) {
-	name := r.IBDev
-	if name == "" {
-		name = "rnic0"
-	}
-	n, err := openNIC(name, r.Addr, r.RDMAPort, r.Link, r.Pcap, r.Trace)
+	h, err := openHost(r)
 	if err != nil {
 		return nil, err
 	}
-	p = &peer{cfg: r, nic: n, psn: newPSN(), buf: make([]byte, r.Size)}
+	n := h.NIC()
+	p = &peer{cfg: r, host: h, nic: n, psn: newPSN(), buf: make([]byte, r.Size)}
 	defer func() {
 		if err != nil {
 			p.close()
@@ -71,7 +69,7 @@ func newPeer(r *resolved) (p *peer, err error) {
 	return p, nil
 }
 
-// close destroys the objects and closes the NIC and its link.
+// close destroys the objects and closes the NIC and its link (or TAP).
 func (p *peer) close() {
 	if p.qp != nil {
 		p.qp.Destroy()
@@ -85,7 +83,7 @@ func (p *peer) close() {
 	if p.pd != nil {
 		p.nic.DeallocPD(p.pd)
 	}
-	p.nic.Close()
+	p.host.Close()
 }
 
 // sge is the whole buffer.
@@ -137,11 +135,25 @@ func newPSN() uint32 { return rand.Uint32() & 0xFFFFFF }
 // sets it. Without one rc_pingpong would route by LID, which RoCEv2 does
 // not have: rnic then addresses the peer by the address its side channel
 // came from, the peer's NIC address in the embedded mode.
-func (p *peer) connect(remote Dest, peer net.IP) error {
-	av := verbs.AddressVector{SL: uint8(p.cfg.SL), PortNum: uint8(p.cfg.IBPort)}
-	if p.cfg.GIDIndex > 0 {
-		av.SGIDIndex = uint8(p.cfg.GIDIndex)
+//
+// The QP sends from the GID at -g's index, or without -g from the GID of
+// the address the side channel runs on here (local): the NIC's address in
+// the embedded mode, index 0; in the TAP mode the NIC's address of the
+// peer's family, so a dual-stack NIC reaches an IPv6-only peer from its
+// IPv6 GID.
+func (p *peer) connect(remote Dest, local, peer net.IP) error {
+	sgid := p.cfg.GIDIndex
+	if sgid < 0 {
+		a, ok := netip.AddrFromSlice(local)
+		if !ok {
+			a = p.cfg.Addr
+		}
+		var err error
+		if sgid, err = gidIndex(p.nic, a.Unmap()); err != nil {
+			return err
+		}
 	}
+	av := verbs.AddressVector{SL: uint8(p.cfg.SL), PortNum: uint8(p.cfg.IBPort), SGIDIndex: uint8(sgid)}
 	if hasInterfaceID(remote.GID) {
 		av.DGID, av.HopLimit = remote.GIDAddr(), 1
 	} else {

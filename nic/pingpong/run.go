@@ -68,14 +68,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	fmt.Fprintf(r.Out, "  local address:  %s\n", describe(res.Local))
 
-	conn, err := sideChannel(ctx, r)
+	conn, err := sideChannel(ctx, r, p.host)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
 	defer context.AfterFunc(ctx, func() { conn.Close() })()
-	peer := peerIP(conn)
-	connect := func(remote Dest) error { return p.connect(remote, peer) }
+	local, peer := localIP(conn), peerIP(conn)
+	connect := func(remote Dest) error { return p.connect(remote, local, peer) }
 	if r.Server != "" {
 		res.Remote, err = ClientExchange(conn, res.Local, connect)
 	} else {
