@@ -6,7 +6,7 @@ FUZZTIME    ?= 10s
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Packages whose tests run with the race detector (engines and transports own
 # state touched from several goroutines).
-RACE_PKGS   ?= ./transport/... ./memory/... ./nic/... ./roce/... ./iwarp/...
+RACE_PKGS   ?= ./transport/... ./memory/... ./nic/... ./roce/... ./iwarp/... ./tap/...
 
 .PHONY: all build test test-race demo bench fuzz lint clean
 
@@ -14,9 +14,12 @@ all: build
 
 build:
 	$(GO) build -o $(BIN)/rnic ./cmd/rnic
+	$(GO) build -o $(BIN)/rnicd ./cmd/rnicd
 
 # The whole test suite: vet, every package's tests, then the engine and
 # transport packages again under the race detector.
+# As root (CI) the TAP-mode tests run too: namespaces, bridges and TAPs of
+# their own; otherwise they skip and say why.
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
