@@ -52,6 +52,8 @@ const (
 	RcvNoBuf                          // UC/UD: no receive WQE, message dropped
 	UCDroppedMsgs                     // UC: message dropped (gap, length, access)
 	UDTooLong                         // UD: message longer than the receive buffer
+	GSIRcvdMADs                       // MADs delivered to the GSI agent on QP1
+	GSISentMADs                       // MADs sent from QP1
 	NumCounters
 )
 
@@ -64,6 +66,7 @@ var counterNames = [NumCounters]string{
 	"no_qp", "qp_not_ready", "addr_mismatch", "bad_pkey", "icrc_err",
 	"read_responses_sent", "read_replays", "atomic_replays", "resource_miss", "cq_overflow",
 	"qkey_violation", "rcv_no_buf", "uc_dropped_msgs", "ud_too_long",
+	"gsi_rcvd_mads", "gsi_sent_mads",
 }
 
 func (c Counter) String() string { return counterNames[c] }

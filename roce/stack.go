@@ -72,6 +72,9 @@ type Stack struct {
 	// Close, which so waits for receives in progress.
 	inputMu sync.RWMutex
 	closed  bool
+
+	// gsi is QP1, the management datagram QP (gsi.go).
+	gsi gsi
 }
 
 // ErrUnsupported is returned for QP types the engine does not implement.
@@ -255,6 +258,10 @@ func (s *Stack) input(frame []byte) {
 	}
 	if bth.Opcode() == wire.CNP {
 		return // congestion control is not implemented; a CNP is harmless
+	}
+	if bth.DestQP() == GSIQPN {
+		s.gsiInput(&f)
+		return
 	}
 	qp := s.lookup(bth.DestQP())
 	if qp == nil {

@@ -1,0 +1,169 @@
+package rdmacm
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"sync"
+
+	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/verbs"
+	"github.com/rnic/rnic/roce/cm"
+)
+
+// Conn is an established connection: an RC QP in RTS and the CM ID that
+// connected it.
+type Conn struct {
+	qp             *nic.QP
+	id             *cm.ID
+	local, remote  netip.AddrPort
+	privateData    []byte
+	ev             events
+	done           chan struct{}
+	once           sync.Once
+	disconnectOnce sync.Once
+}
+
+func newConn(qp *nic.QP) *Conn {
+	return &Conn{qp: qp, ev: make(events, 8), done: make(chan struct{})}
+}
+
+// handle is the ID's handler once a Conn exists: a disconnect (the peer's
+// DREQ, or the answer to ours) puts the QP in ERR, as rdma_cm does, and
+// closes Done.
+func (c *Conn) handle(ev cm.Event) error {
+	if ev.Type == cm.EventDisconnected {
+		c.down()
+	}
+	return c.ev.handler(ev)
+}
+
+func (c *Conn) down() {
+	c.once.Do(func() {
+		c.qp.Modify(&verbs.QPAttr{State: verbs.QPSErr}, verbs.AttrState)
+		close(c.done)
+	})
+}
+
+// QP returns the connected QP.
+func (c *Conn) QP() *nic.QP { return c.qp }
+
+// PrivateData returns what the peer sent with the connection: the REP's
+// private data (196 bytes, zero padded) on the active side, the consumer
+// bytes after the rdma_cm header of the REQ (56 bytes) on the passive side.
+func (c *Conn) PrivateData() []byte { return c.privateData }
+
+// LocalAddr and RemoteAddr are the connection's IP addresses and rdma_cm
+// ports.
+func (c *Conn) LocalAddr() netip.AddrPort  { return c.local }
+func (c *Conn) RemoteAddr() netip.AddrPort { return c.remote }
+
+// RemoteQPN is the peer's QP number.
+func (c *Conn) RemoteQPN() uint32 { return c.id.RemoteQPN() }
+
+// Done is closed when the connection is down (either side disconnected).
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Disconnect moves the QP to ERR, sends a DREQ and waits for the DREP (or
+// the CM's retries to run out, or ctx). Calling it on a connection the
+// peer already disconnected returns nil.
+func (c *Conn) Disconnect(ctx context.Context) error {
+	select {
+	case <-c.done:
+		return nil
+	default:
+	}
+	var err error
+	c.disconnectOnce.Do(func() {
+		c.qp.Modify(&verbs.QPAttr{State: verbs.QPSErr}, verbs.AttrState)
+		if e := c.id.Disconnect(nil); e != nil {
+			select {
+			case <-c.done: // the peer's DREQ crossed ours
+			default:
+				err = fmt.Errorf("rdmacm: %w", e)
+			}
+			return
+		}
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	})
+	return err
+}
+
+// Connect connects qp (an RC QP in RESET) to the rdma_cm listener on
+// addr:port: REQ (with rdma_cm's header and privateData, at most 56
+// bytes), REP, then the QP goes to RTR and RTS and the RTU is sent.
+// p may be nil. The REJ of a refusing peer comes back as *RejectError.
+func (c *CM) Connect(ctx context.Context, qp *nic.QP, addr netip.Addr, port uint16, privateData []byte, p *ConnParam) (*Conn, error) {
+	if len(privateData) > cm.MaxREQUserData {
+		return nil, fmt.Errorf("rdmacm: %d bytes of private data, at most %d", len(privateData), cm.MaxREQUserData)
+	}
+	if qp.Type() != verbs.QPTypeRC {
+		return nil, fmt.Errorf("rdmacm: %v: only RC QPs connect", qp)
+	}
+	addr = addr.Unmap()
+	local, sgid, err := c.localAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	cp := p.withDefaults()
+	if err := toInit(qp, cp.Access); err != nil {
+		return nil, err
+	}
+	sport := uint16(0x8000 + rand.IntN(0x7000)) // an ephemeral port, like rdma_cm's bind
+	var pd [cm.REQPrivateDataLen]byte
+	hdr := cm.CMAHeader{SrcPort: sport, Src: local, Dst: addr}
+	if err := hdr.Encode(pd[:]); err != nil {
+		return nil, err
+	}
+	copy(pd[cm.CMAHeaderLen:], privateData)
+	psn := rand.Uint32() & 0xFFFFFF
+	mtu := c.pathMTU(0)
+	req := cm.REQ{
+		ServiceID: cm.ServiceID(cm.PortSpaceTCP, port), LocalQPN: qp.QPN(), StartingPSN: psn,
+		ResponderResources: cp.ResponderResources, InitiatorDepth: cp.InitiatorDepth,
+		RetryCount: cp.RetryCount, RNRRetryCount: cp.RNRRetryCount, PKey: 0xFFFF, PathMTU: uint8(mtu),
+		PrimaryLocalLID: cm.PermissiveLID, PrimaryRemoteLID: cm.PermissiveLID,
+		PrimaryLocalGID: nic.GIDFromAddr(local), PrimaryRemoteGID: nic.GIDFromAddr(addr),
+		// rdma_cm's RoCEv2 flow label: a hash of the ports, so that ECMP
+		// spreads connections (cma.c, rdma_calc_flow_label).
+		FlowLabel: flowLabel(sport, port), HopLimit: 64, LocalACKTimeout: c.ackTimeout(),
+		PrivateData: pd[:],
+	}
+	conn := newConn(qp)
+	conn.local, conn.remote = netip.AddrPortFrom(local, sport), netip.AddrPortFrom(addr, port)
+	av := verbs.AddressVector{DGID: nic.GIDFromAddr(addr), SGIDIndex: sgid, HopLimit: 64, PortNum: 1}
+	onREP := func(ev cm.Event) error {
+		if ev.Type != cm.EventREP {
+			return conn.handle(ev)
+		}
+		r := &ev.REP
+		conn.privateData = r.PrivateData
+		err := toRTS(qp, av, mtu, r.LocalQPN, r.StartingPSN, psn,
+			min(cp.ResponderResources, r.InitiatorDepth), min(cp.InitiatorDepth, r.ResponderResources),
+			c.ackTimeout(), cp.RetryCount, cp.RNRRetryCount)
+		conn.ev.handler(ev)
+		return err
+	}
+	id, err := c.m.Connect(addr, local, req, onREP)
+	if err != nil {
+		return nil, fmt.Errorf("rdmacm: %w", err)
+	}
+	conn.id = id
+	if _, err := wait(ctx, conn.ev, cm.EventEstablished); err != nil {
+		id.Destroy()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// flowLabel is rdma_cm's RoCEv2 flow label for a connection between two
+// ports (cma.c: (sport × 31 + dport) folded to 20 bits), as rxe's REQs
+// carry it.
+func flowLabel(sport, dport uint16) uint32 {
+	return (uint32(sport)*31 + uint32(dport)) & 0xFFFFF
+}

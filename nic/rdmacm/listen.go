@@ -1,0 +1,217 @@
+package rdmacm
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+
+	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/verbs"
+	"github.com/rnic/rnic/roce/cm"
+)
+
+// Listener queues the REQs that arrive for one rdma_cm port (TCP port
+// space).
+type Listener struct {
+	c    *CM
+	port uint16
+	reqs chan *Request
+	done chan struct{}
+}
+
+// Request is a connection request waiting for Accept or Reject.
+type Request struct {
+	c        *CM
+	id       *cm.ID
+	req      cm.REQ // PrivateData copied
+	hdr      cm.CMAHeader
+	user     []byte
+	ev       events
+	answered bool
+}
+
+// Listen starts accepting REQs for port (rdma_listen on the TCP port
+// space, every address of the NIC).
+func (c *CM) Listen(port uint16) (*Listener, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	if c.listeners[port] != nil {
+		return nil, fmt.Errorf("%w: %d", ErrInUse, port)
+	}
+	l := &Listener{c: c, port: port, reqs: make(chan *Request, c.cfg.Backlog), done: make(chan struct{})}
+	c.listeners[port] = l
+	return l, nil
+}
+
+// Port returns the port the listener listens on.
+func (l *Listener) Port() uint16 { return l.port }
+
+// Accept waits for the next connection request.
+func (l *Listener) Accept(ctx context.Context) (*Request, error) {
+	select {
+	case r := <-l.reqs:
+		return r, nil
+	case <-l.done:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Close stops listening; REQs still queued are rejected.
+func (l *Listener) Close() error {
+	l.c.mu.Lock()
+	if l.c.listeners[l.port] == l {
+		delete(l.c.listeners, l.port)
+	}
+	l.c.mu.Unlock()
+	l.close()
+	return nil
+}
+
+func (l *Listener) close() {
+	select {
+	case <-l.done:
+		return
+	default:
+	}
+	close(l.done)
+	for {
+		select {
+		case r := <-l.reqs:
+			r.Reject(nil)
+		default:
+			return
+		}
+	}
+}
+
+// onREQ is the CM's REQ hook: rdma_cm's service ID and header, then the
+// listener of the port.
+func (c *CM) onREQ(id *cm.ID, req *cm.REQ) bool {
+	ps, port, ok := cm.ServicePort(req.ServiceID)
+	if !ok || ps != cm.PortSpaceTCP || req.TransportType != 0 {
+		return false
+	}
+	var hdr cm.CMAHeader
+	if hdr.Decode(req.PrivateData) != nil {
+		return false
+	}
+	c.mu.Lock()
+	l := c.listeners[port]
+	c.mu.Unlock()
+	if l == nil {
+		return false
+	}
+	r := &Request{c: c, id: id, req: *req, hdr: hdr, ev: make(events, 8)}
+	r.req.PrivateData = append([]byte(nil), req.PrivateData...)
+	r.user = r.req.PrivateData[cm.CMAHeaderLen:]
+	id.SetHandler(r.ev.handler)
+	select {
+	case l.reqs <- r:
+	default:
+		id.Reject(cm.RejConsumerReject, nil, nil) // backlog full
+	}
+	return true
+}
+
+// PrivateData returns the consumer's private data of the REQ (the 56 bytes
+// after rdma_cm's header, zero padded).
+func (r *Request) PrivateData() []byte { return r.user }
+
+// REQ returns the decoded REQ.
+func (r *Request) REQ() cm.REQ { return r.req }
+
+// RemoteAddr is the peer's address and rdma_cm source port; LocalAddr the
+// address and port it connected to.
+func (r *Request) RemoteAddr() netip.AddrPort {
+	peer, _ := r.id.Peer()
+	return netip.AddrPortFrom(peer, r.hdr.SrcPort)
+}
+
+func (r *Request) LocalAddr() netip.AddrPort {
+	_, local := r.id.Peer()
+	_, port, _ := cm.ServicePort(r.req.ServiceID)
+	return netip.AddrPortFrom(local, port)
+}
+
+// Reject refuses the connection: a REJ with reason "consumer reject" (28)
+// and privateData (at most 148 bytes), as rdma_reject sends it.
+func (r *Request) Reject(privateData []byte) error {
+	if r.answered {
+		return fmt.Errorf("rdmacm: request already answered")
+	}
+	r.answered = true
+	if err := r.id.Reject(cm.RejConsumerReject, nil, privateData); err != nil {
+		return fmt.Errorf("rdmacm: %w", err)
+	}
+	return nil
+}
+
+// Accept takes qp (an RC QP in RESET) through INIT, RTR and RTS toward the
+// requester, sends the REP with privateData (at most 196 bytes) and waits
+// for the RTU. p may be nil.
+func (r *Request) Accept(ctx context.Context, qp *nic.QP, privateData []byte, p *ConnParam) (*Conn, error) {
+	if r.answered {
+		return nil, fmt.Errorf("rdmacm: request already answered")
+	}
+	if len(privateData) > cm.REPPrivateDataLen {
+		return nil, fmt.Errorf("rdmacm: %d bytes of private data, at most %d", len(privateData), cm.REPPrivateDataLen)
+	}
+	r.answered = true
+	c := r.c
+	peer, local := r.id.Peer()
+	_, sgid, err := c.localAddr(peer)
+	if err != nil {
+		r.id.Reject(cm.RejInvalidGID, nil, nil)
+		return nil, err
+	}
+	for i, g := range c.n.GIDs() {
+		if g.Unmap() == local { // answer from the address the REQ came to
+			sgid = uint8(i)
+		}
+	}
+	cp := p.withDefaults()
+	q := &r.req
+	mtu := c.pathMTU(q.PathMTU)
+	ird, ord := min(cp.ResponderResources, q.InitiatorDepth), min(cp.InitiatorDepth, q.ResponderResources)
+	psn := rand.Uint32() & 0xFFFFFF
+	hop := q.HopLimit
+	if hop == 0 {
+		hop = 64
+	}
+	av := verbs.AddressVector{DGID: nic.GIDFromAddr(peer), SGIDIndex: sgid, HopLimit: hop,
+		TrafficClass: q.TrafficClass, FlowLabel: q.FlowLabel, PortNum: 1}
+	ack := q.LocalACKTimeout
+	if ack == 0 {
+		ack = c.ackTimeout()
+	}
+	err = toInit(qp, cp.Access)
+	if err == nil {
+		err = toRTS(qp, av, mtu, q.LocalQPN, q.StartingPSN, psn, ird, ord, ack, q.RetryCount, q.RNRRetryCount)
+	}
+	if err != nil {
+		r.id.Reject(cm.RejNoResources, nil, nil)
+		return nil, err
+	}
+	conn := newConn(qp)
+	conn.id = r.id
+	conn.local, conn.remote = r.LocalAddr(), r.RemoteAddr()
+	conn.privateData = r.user
+	conn.ev = r.ev
+	rep := cm.REP{LocalQPN: qp.QPN(), StartingPSN: psn, ResponderResources: ird, InitiatorDepth: ord,
+		TargetACKDelay: 15, RNRRetryCount: cp.RNRRetryCount, PrivateData: privateData}
+	r.id.SetHandler(conn.handle)
+	if err := r.id.Accept(rep); err != nil {
+		return nil, fmt.Errorf("rdmacm: %w", err)
+	}
+	if _, err := wait(ctx, conn.ev, cm.EventEstablished); err != nil {
+		r.id.Destroy()
+		return nil, err
+	}
+	return conn, nil
+}
