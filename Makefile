@@ -8,7 +8,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # state touched from several goroutines).
 RACE_PKGS   ?= ./transport/... ./memory/... ./nic/... ./roce/... ./iwarp/... ./tap/...
 
-.PHONY: all build test test-race demo bench fuzz lint clean
+.PHONY: all build test test-race demo bench fuzz lint interop clean
 
 all: build
 
@@ -43,6 +43,14 @@ fuzz:
 	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; \
 	done
+
+# Interop with Linux rxe and siw (root; boots QEMU guests from ../shared/lab,
+# building the lab image first if needed): every pairing of issue 7 in both
+# roles, each capture decoded and checked by tshark, a table at the end.
+# INTEROP_FLAGS=--smoke runs the CI subset, --only REGEXP selects rows,
+# --list prints every row's commands.
+interop:
+	$(GO) run ./cmd/interop $(INTEROP_FLAGS)
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi

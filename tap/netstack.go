@@ -169,6 +169,14 @@ func NewTCPStack(cfg TCPStackConfig) (*TCPStack, error) {
 		&tcpip.TCPReceiveBufferSizeRangeOption{Min: 4096, Default: rcvBuf, Max: rcvBuf},
 		// Linux's default congestion control.
 		new(tcpip.CongestionControlOption("cubic")),
+		// RACK, and with it the tail loss probe, off. netstack fires its
+		// probe after 2×SRTT with no floor (Linux waits at least 10 ms), so
+		// on a LAN with a sub-millisecond RTT a peer that merely delays its
+		// ACK (a busy guest, siw behind a delayed ACK) gets the last segment
+		// again: a spurious retransmission Wireshark flags as D-SACK, seen
+		// against siw in the interop lab. Duplicate-ACK fast retransmit and
+		// the RTO still recover real losses.
+		new(tcpip.TCPRecovery(0)),
 	}
 	for _, o := range opts {
 		if err := s.SetTransportProtocolOption(tcp.ProtocolNumber, o); err != nil {

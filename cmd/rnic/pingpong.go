@@ -41,6 +41,11 @@ the server listens on every address of its NIC, a client connects from its
 address of the server's family (IPv6 works end to end), and --pcap records
 every frame on the TAP. GID index i is the i-th --ip.
 ` + tapModeHelp + `
+With --ud it is ibv_ud_pingpong instead: a UD QP on each side (Q_Key
+0x11111111), every SEND addressed through an address handle, 40 bytes of
+GRH space ahead of every receive; --size (default 1024) must fit the port's
+active MTU (1024 on an Ethernet MTU of 1500) and --mtu is not used.
+
 Exits 1 when a completion fails ("Failed status ... for wr_id N", as
 ibv_rc_pingpong) or --chk finds corrupted data, 2 on bad usage.
 
@@ -64,6 +69,7 @@ func runPingpong(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVarP(&cfg.Events, "events", "e", false, "sleep on CQ events (default poll)")
 	fs.IntVarP(&cfg.GIDIndex, "gid-idx", "g", -1, "local port GID index (0 is the NIC's address)")
 	fs.BoolVarP(&cfg.Check, "chk", "c", false, "validate received buffers")
+	fs.BoolVar(&cfg.UD, "ud", false, "ibv_ud_pingpong: UD QPs (default size 1024)")
 	addr := fs.String("addr", "", "the NIC's own IP address (default: see above)")
 	fs.Uint16Var(&cfg.RDMAPort, "rdma-port", pingpong.DefaultRDMAPort, "RoCEv2 UDP port (the same on both sides)")
 	pcapPath := fs.String("pcap", "", "write every frame the NIC sends and receives (TAP mode: every frame on the TAP) to this pcap file")
@@ -81,6 +87,9 @@ func runPingpong(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "rnic pingpong: %v (rnic help pingpong)\n", err)
 		return 2
+	}
+	if cfg.UD && !fs.Changed("size") {
+		cfg.Size = pingpong.DefaultUDSize
 	}
 	switch fs.NArg() {
 	case 0:

@@ -29,6 +29,14 @@ const (
 	DefaultIters   = 1000
 	// DefaultRDMAPort is the IANA RoCEv2 UDP port.
 	DefaultRDMAPort = 4791
+	// DefaultUDSize is ibv_ud_pingpong's default message size.
+	DefaultUDSize = 1024
+	// UDQKey is the Q_Key both sides of ibv_ud_pingpong use.
+	UDQKey = 0x11111111
+	// GRHSpace is the room at the head of every UD receive buffer where
+	// the NIC writes the 40-byte GRH (for RoCEv2 over IPv4: 20 zero bytes
+	// and the IPv4 header); the payload follows it.
+	GRHSpace = 40
 )
 
 // Loopback addresses the embedded mode uses when none is given: a server
@@ -68,6 +76,11 @@ type Config struct {
 	GIDIndex int
 	// Check validates received buffers (-c).
 	Check bool
+	// UD runs ibv_ud_pingpong instead of ibv_rc_pingpong: a UD QP with
+	// Q_Key UDQKey, sends addressed through an address handle, GRHSpace
+	// bytes ahead of every receive. Size must fit the port's active MTU
+	// (UD messages are one packet); MTU is not used.
+	UD bool
 
 	// Addr is the NIC's own IP address. Zero picks by the loopback
 	// convention (ServerLoopback for a server; for a client of a loopback
@@ -137,6 +150,9 @@ func (cfg Config) resolve(ctx context.Context) (*resolved, error) {
 	}
 	if c.Size == 0 {
 		c.Size = DefaultSize
+		if c.UD {
+			c.Size = DefaultUDSize
+		}
 	}
 	if c.MTU == 0 {
 		c.MTU = DefaultMTU
@@ -172,6 +188,19 @@ func (cfg Config) resolve(ctx context.Context) (*resolved, error) {
 	}
 	if r.mtu = verbs.MTUFromBytes(c.MTU); r.mtu == 0 {
 		return nil, fmt.Errorf("%w: MTU %d, must be 256, 512, 1024, 2048 or 4096", ErrConfig, c.MTU)
+	}
+	if c.UD {
+		// ud_pingpong: "Requested size larger than port MTU".
+		port := pathMTUOf(linkMTU)
+		if c.TAP != nil {
+			port = pathMTUOf(c.TAP.MTU)
+		}
+		if c.Size > port {
+			return nil, fmt.Errorf("%w: requested size %d larger than port MTU (%d)", ErrConfig, c.Size, port)
+		}
+		// UD has no path MTU attribute; keep the check below from
+		// refusing a -m the run does not use.
+		c.MTU = min(c.MTU, port)
 	}
 	if c.TAP != nil {
 		if err := r.resolveTAP(ctx); err != nil {

@@ -24,7 +24,7 @@ func (p *peer) pingpong(ctx context.Context, res *Result) error {
 	pending := recvWRID
 	if client {
 		if cfg.Check {
-			fillPattern(p.buf)
+			fillPattern(p.message())
 		}
 		if err := p.postSend(); err != nil {
 			return err
@@ -72,7 +72,7 @@ func (p *peer) pingpong(ctx context.Context, res *Result) error {
 					}
 					rcnt++
 					if cfg.Check {
-						checkPattern(p.buf, bad)
+						checkPattern(p.message(), bad)
 					}
 				default:
 					return fmt.Errorf("pingpong: completion for unknown wr_id %d", int(wc.WRID))

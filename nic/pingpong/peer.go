@@ -1,7 +1,10 @@
 // The verbs objects of one side, as rc_pingpong's pp_init_ctx creates
 // them: one buffer that every send reads and every receive writes, one MR,
 // one CQ for both queues, one RC QP in INIT; and pp_connect_ctx, which
-// takes the QP to RTS towards the peer.
+// takes the QP to RTS towards the peer. With UD they are ud_pingpong's:
+// the buffer has GRHSpace bytes ahead of the message, receives take the
+// whole buffer and sends the message after it, the QP is UD with Q_Key
+// UDQKey, and connecting creates the address handle every send names.
 
 package pingpong
 
@@ -28,6 +31,9 @@ type peer struct {
 	cq   *nic.CQ
 	qp   *nic.QP
 	psn  uint32
+	// UD: the address handle and QPN every send goes to.
+	ah        *nic.AH
+	remoteQPN uint32
 }
 
 // newPeer opens the NIC and creates the objects; on failure everything
@@ -38,7 +44,7 @@ func newPeer(r *resolved) (p *peer, err error) {
 		return nil, err
 	}
 	n := h.NIC()
-	p = &peer{cfg: r, host: h, nic: n, psn: newPSN(), buf: make([]byte, r.Size)}
+	p = &peer{cfg: r, host: h, nic: n, psn: newPSN(), buf: make([]byte, headroom(r)+r.Size)}
 	defer func() {
 		if err != nil {
 			p.close()
@@ -59,20 +65,45 @@ func newPeer(r *resolved) (p *peer, err error) {
 		return nil, fmt.Errorf("pingpong: couldn't create CQ: %w", err)
 	}
 	caps := verbs.QPCap{MaxSendWR: 1, MaxRecvWR: uint32(r.RxDepth), MaxSendSGE: 1, MaxRecvSGE: 1}
-	if p.qp, err = n.CreateQP(p.pd, nic.QPInit{Type: verbs.QPTypeRC, SendCQ: p.cq, RecvCQ: p.cq, Cap: caps}); err != nil {
+	typ := verbs.QPTypeRC
+	if r.UD {
+		typ = verbs.QPTypeUD
+	}
+	if p.qp, err = n.CreateQP(p.pd, nic.QPInit{Type: typ, SendCQ: p.cq, RecvCQ: p.cq, Cap: caps}); err != nil {
 		return nil, fmt.Errorf("pingpong: couldn't create QP: %w", err)
 	}
 	init := verbs.QPAttr{State: verbs.QPSInit, PKeyIndex: 0, PortNum: uint8(r.IBPort)}
-	if err = p.qp.Modify(&init, verbs.AttrState|verbs.AttrPKeyIndex|verbs.AttrPort|verbs.AttrAccessFlags); err != nil {
+	mask := verbs.AttrState | verbs.AttrPKeyIndex | verbs.AttrPort | verbs.AttrAccessFlags
+	if r.UD {
+		init.QKey = UDQKey
+		mask = verbs.AttrState | verbs.AttrPKeyIndex | verbs.AttrPort | verbs.AttrQKey
+	}
+	if err = p.qp.Modify(&init, mask); err != nil {
 		return nil, fmt.Errorf("pingpong: failed to modify QP to INIT: %w", err)
 	}
 	return p, nil
 }
 
+// headroom is the room ahead of the message in the buffer: GRHSpace for
+// UD, none for RC.
+func headroom(r *resolved) int {
+	if r.UD {
+		return GRHSpace
+	}
+	return 0
+}
+
+// message is the part of the buffer a send reads and a receive's payload
+// lands in.
+func (p *peer) message() []byte { return p.buf[headroom(p.cfg):] }
+
 // close destroys the objects and closes the NIC and its link (or TAP).
 func (p *peer) close() {
 	if p.qp != nil {
 		p.qp.Destroy()
+	}
+	if p.ah != nil {
+		p.ah.Destroy()
 	}
 	if p.cq != nil {
 		p.cq.Destroy()
@@ -86,14 +117,20 @@ func (p *peer) close() {
 	p.host.Close()
 }
 
-// sge is the whole buffer.
-func (p *peer) sge() []verbs.SGE {
+// recvSGE is the whole buffer (for UD the GRH space and the message).
+func (p *peer) recvSGE() []verbs.SGE {
 	return []verbs.SGE{{Addr: p.mr.Addr(), Length: uint32(len(p.buf)), LKey: p.mr.LKey()}}
+}
+
+// sendSGE is the message.
+func (p *peer) sendSGE() []verbs.SGE {
+	off := headroom(p.cfg)
+	return []verbs.SGE{{Addr: p.mr.Addr() + uint64(off), Length: uint32(len(p.buf) - off), LKey: p.mr.LKey()}}
 }
 
 // postRecv posts n receives of the whole buffer (pp_post_recv).
 func (p *peer) postRecv(n int) error {
-	wr := verbs.RecvWR{ID: recvWRID, SGL: p.sge()}
+	wr := verbs.RecvWR{ID: recvWRID, SGL: p.recvSGE()}
 	for i := 0; i < n; i++ {
 		if err := p.qp.PostRecv(&wr); err != nil {
 			return fmt.Errorf("pingpong: couldn't post receive (%d): %w", i, err)
@@ -102,9 +139,13 @@ func (p *peer) postRecv(n int) error {
 	return nil
 }
 
-// postSend sends the whole buffer (pp_post_send).
+// postSend sends the message (pp_post_send), for UD to the peer's QPN
+// through the address handle with ud_pingpong's Q_Key.
 func (p *peer) postSend() error {
-	wr := verbs.SendWR{ID: sendWRID, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGL: p.sge()}
+	wr := verbs.SendWR{ID: sendWRID, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGL: p.sendSGE()}
+	if p.ah != nil {
+		wr.AH, wr.RemoteQPN, wr.RemoteQKey = p.ah.AV(), p.remoteQPN, UDQKey
+	}
 	if err := p.qp.PostSend(&wr); err != nil {
 		return fmt.Errorf("pingpong: couldn't post send: %w", err)
 	}
@@ -163,6 +204,9 @@ func (p *peer) connect(remote Dest, local, peer net.IP) error {
 		}
 		av.DGID, av.HopLimit = nic.GIDFromAddr(a), 64
 	}
+	if p.cfg.UD {
+		return p.connectUD(remote, av)
+	}
 	rtr := verbs.QPAttr{State: verbs.QPSRTR, PathMTU: p.cfg.mtu, DestQPN: remote.QPN, RQPSN: remote.PSN,
 		MaxDestRdAtomic: 1, MinRNRTimer: 12, AV: av}
 	if err := p.qp.Modify(&rtr, verbs.AttrState|verbs.AttrAV|verbs.AttrPathMTU|verbs.AttrDestQPN|
@@ -174,6 +218,23 @@ func (p *peer) connect(remote Dest, local, peer net.IP) error {
 		verbs.AttrRNRRetry|verbs.AttrSQPSN|verbs.AttrMaxQPRdAtomic); err != nil {
 		return fmt.Errorf("pingpong: failed to modify QP to RTS: %w", err)
 	}
+	return nil
+}
+
+// connectUD is ud_pingpong's pp_connect_ctx: RTR and RTS (with the send
+// PSN) need no peer, which the address handle names instead.
+func (p *peer) connectUD(remote Dest, av verbs.AddressVector) error {
+	if err := p.qp.Modify(&verbs.QPAttr{State: verbs.QPSRTR}, verbs.AttrState); err != nil {
+		return fmt.Errorf("pingpong: failed to modify QP to RTR: %w", err)
+	}
+	if err := p.qp.Modify(&verbs.QPAttr{State: verbs.QPSRTS, SQPSN: p.psn}, verbs.AttrState|verbs.AttrSQPSN); err != nil {
+		return fmt.Errorf("pingpong: failed to modify QP to RTS: %w", err)
+	}
+	ah, err := p.nic.CreateAH(p.pd, av)
+	if err != nil {
+		return fmt.Errorf("pingpong: failed to create AH: %w", err)
+	}
+	p.ah, p.remoteQPN = ah, remote.QPN
 	return nil
 }
 

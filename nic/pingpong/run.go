@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -41,7 +42,7 @@ const PageSize = 4096
 var ErrInvalidData = errors.New("pingpong: received data differs from what was sent")
 
 // Run runs one side of a ping-pong as cfg describes and writes
-// rc_pingpong's lines to cfg.Out: the local and remote addresses, then the
+// rc_pingpong's (with UD ud_pingpong's) lines to cfg.Out: the local and remote addresses, then the
 // two result lines. A completion with an error status ends the run with a
 // *CompletionError. Cancelling ctx aborts the run.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
@@ -66,7 +67,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if res.Local, err = p.localDest(); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(r.Out, "  local address:  %s\n", describe(res.Local))
+	me := describe(res.Local)
+	if r.UD {
+		// ud_pingpong's own line has a colon before the GID here.
+		me = strings.Replace(me, ", GID ", ": GID ", 1)
+	}
+	fmt.Fprintf(r.Out, "  local address:  %s\n", me)
 
 	conn, err := sideChannel(ctx, r, p.host)
 	if err != nil {

@@ -54,8 +54,18 @@ func (p pair) run(t *testing.T) (srv, cli *sideResult) {
 
 // linesRE matches the four lines rc_pingpong prints.
 func linesRE(localIP, remoteIP string, size, iters int) *regexp.Regexp {
+	return linesREOf(false, localIP, remoteIP, size, iters)
+}
+
+// linesREOf matches rc_pingpong's lines, or with ud ud_pingpong's (whose
+// local address line has "PSN 0x...: GID").
+func linesREOf(ud bool, localIP, remoteIP string, size, iters int) *regexp.Regexp {
 	addr := `LID 0x0000, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}, GID `
-	return regexp.MustCompile(`^  local address:  ` + addr + regexp.QuoteMeta(localIP) + "\n" +
+	local := addr
+	if ud {
+		local = `LID 0x0000, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}: GID `
+	}
+	return regexp.MustCompile(`^  local address:  ` + local + regexp.QuoteMeta(localIP) + "\n" +
 		`  remote address: ` + addr + regexp.QuoteMeta(remoteIP) + "\n" +
 		fmt.Sprintf(`%d bytes in \d+\.\d\d seconds = \d+\.\d\d Mbit/sec`, 2*size*iters) + "\n" +
 		fmt.Sprintf(`%d iters in \d+\.\d\d seconds = \d+\.\d\d usec/iter`, iters) + "\n$")
@@ -63,13 +73,18 @@ func linesRE(localIP, remoteIP string, size, iters int) *regexp.Regexp {
 
 func checkPair(t *testing.T, srv, cli *sideResult, size, iters int) {
 	t.Helper()
+	checkPairOf(t, false, srv, cli, size, iters)
+}
+
+func checkPairOf(t *testing.T, ud bool, srv, cli *sideResult, size, iters int) {
+	t.Helper()
 	if srv.err != nil || cli.err != nil {
 		t.Fatalf("server: %v\n%s\nclient: %v\n%s", srv.err, srv.out.String(), cli.err, cli.out.String())
 	}
-	if re := linesRE("::ffff:127.0.0.2", "::ffff:127.0.0.3", size, iters); !re.MatchString(srv.out.String()) {
+	if re := linesREOf(ud, "::ffff:127.0.0.2", "::ffff:127.0.0.3", size, iters); !re.MatchString(srv.out.String()) {
 		t.Errorf("server output does not match %s:\n%s", re, srv.out.String())
 	}
-	if re := linesRE("::ffff:127.0.0.3", "::ffff:127.0.0.2", size, iters); !re.MatchString(cli.out.String()) {
+	if re := linesREOf(ud, "::ffff:127.0.0.3", "::ffff:127.0.0.2", size, iters); !re.MatchString(cli.out.String()) {
 		t.Errorf("client output does not match %s:\n%s", re, cli.out.String())
 	}
 	if srv.res.Local != cli.res.Remote || cli.res.Local != srv.res.Remote {

@@ -1,0 +1,280 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rnic/rnic/roce/wire"
+	"github.com/rnic/rnic/transport"
+)
+
+const captures = "../../../shared/captures"
+
+// golden reads a lab capture, skipping when the shared folder is absent.
+func golden(t *testing.T, name string) []transport.Frame {
+	t.Helper()
+	path := filepath.Join(captures, name)
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("golden capture %s not available: %v", path, err)
+	}
+	frames, err := transport.ReadPcap(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return frames
+}
+
+// goldenRetrans are the golden captures that do hold a retransmission:
+// in rxe-write-lat-64.pcap, 10.77.0.12 sends WRITE Only PSN 232781 in
+// frame #349 and again in #352 (after the ACK had come in #350); the
+// send-lat capture has the same kind of repeat. Real duplicates, so the
+// counter must find them.
+var goldenRetrans = map[string]int{"rxe-write-lat-64.pcap": 1, "rxe-send-lat-64.pcap": 1}
+
+// TestRetransmissionsGolden: real rxe-to-rxe runs on the clean bridge
+// retransmit (almost) nothing: the counter must say 0 on every golden
+// RoCEv2 capture (RC WRITE, READ, SEND, atomics, UD, CM MADs on QP1)
+// but the two that do repeat a PSN.
+func TestRetransmissionsGolden(t *testing.T) {
+	names, _ := filepath.Glob(filepath.Join(captures, "rxe-*.pcap"))
+	if len(names) == 0 {
+		t.Skip("no golden rxe captures in " + captures)
+	}
+	for _, path := range names {
+		n, err := CountRoCERetransmissionsFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := goldenRetrans[filepath.Base(path)]; n != want {
+			t.Errorf("%s: %d retransmissions, want %d", filepath.Base(path), n, want)
+		}
+	}
+}
+
+// TestRetransmissionsDuplicate: a request frame sent a second time is one
+// retransmission, written out and read back as a capture; a duplicated
+// ACK (a response) is none.
+func TestRetransmissionsDuplicate(t *testing.T) {
+	frames := golden(t, "rxe-write-bw-4096.pcap")
+	if n := CountRoCERetransmissions(frames); n != 0 {
+		t.Fatalf("golden: %d, want 0", n)
+	}
+	var req, ack = -1, -1
+	var f wire.Frame
+	for i, fr := range frames {
+		if f.Decode(fr.Data, 0) != nil {
+			continue
+		}
+		if f.Packet.Info().Response {
+			if ack < 0 {
+				ack = i
+			}
+		} else if req < 0 && f.Packet.Opcode() == wire.RCWriteMiddle {
+			req = i
+		}
+	}
+	if req < 0 || ack < 0 {
+		t.Fatalf("no WRITE Middle (%d) or ACK (%d) in the capture", req, ack)
+	}
+	// The duplicate goes a little later, as a retry would.
+	dup := slices.Insert(slices.Clone(frames), req+3, frames[req])
+	var buf bytes.Buffer
+	pw, err := transport.NewPcapWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fr := range dup {
+		pw.WriteFrame(fr.Timestamp, fr.Data)
+	}
+	pw.Flush()
+	back, err := transport.ReadPcapFrom(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := CountRoCERetransmissions(back); n != 1 {
+		t.Errorf("one duplicated WRITE Middle: %d retransmissions, want 1", n)
+	}
+	acks := slices.Insert(slices.Clone(frames), ack+1, frames[ack])
+	if n := CountRoCERetransmissions(acks); n != 0 {
+		t.Errorf("a duplicated ACK: %d retransmissions, want 0", n)
+	}
+}
+
+// TestRetransmissionsIgnoresOtherFrames: ARP, TCP and garbage do not
+// count and do not panic.
+func TestRetransmissionsIgnoresOtherFrames(t *testing.T) {
+	junk := []transport.Frame{{Data: nil}, {Data: []byte{1, 2, 3}}, {Data: make([]byte, 60)}, {Data: make([]byte, 60)}}
+	if n := CountRoCERetransmissions(junk); n != 0 {
+		t.Errorf("%d", n)
+	}
+}
+
+func TestSelect(t *testing.T) {
+	rows := Rows(Pairings)
+	labels := func(rs []Row) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.Label())
+		}
+		return out
+	}
+	smoke, err := Select(rows, "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"rxe rc pingpong 64 / rnic server", "rxe rc pingpong 64 / rnic client",
+		"siw rping / rnic server", "siw rping / rnic client"}
+	if got := labels(smoke); !slices.Equal(got, want) {
+		t.Errorf("smoke: %q, want %q", got, want)
+	}
+	rc, err := Select(rows, "rc pingpong", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rc {
+		if !strings.Contains(r.Name, "rc pingpong") {
+			t.Errorf("--only 'rc pingpong' selected %q", r.Label())
+		}
+	}
+	if len(rc) < 4 || len(rc)%2 != 0 {
+		t.Errorf("--only 'rc pingpong': %d rows", len(rc))
+	}
+	onlyClient, _ := Select(rows, "^siw rping / rnic client$", false)
+	if got := labels(onlyClient); !slices.Equal(got, []string{"siw rping / rnic client"}) {
+		t.Errorf("one role: %q", got)
+	}
+	both, _ := Select(rows, "rping", true)
+	if len(both) != 2 {
+		t.Errorf("--smoke --only rping: %q", labels(both))
+	}
+	if _, err := Select(rows, "no such row", false); err == nil {
+		t.Error("an empty selection is not an error")
+	}
+	if _, err := Select(rows, "(", false); err == nil {
+		t.Error("a bad regexp is not an error")
+	}
+}
+
+// TestTable: the table covers issue 7's list, every label is unique, every
+// row has both commands, and the commands are the lab's.
+func TestTable(t *testing.T) {
+	rows := Rows(Pairings)
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if seen[r.Label()] {
+			t.Errorf("duplicate row %q", r.Label())
+		}
+		seen[r.Label()] = true
+		if Guests[r.Guest] == nil {
+			t.Fatalf("%s: unknown guest %q", r.Name, r.Guest)
+		}
+		if r.GuestCommand() == "" || len(r.RnicArgs("x.pcap")) < 2 || strings.Contains(r.GuestCommand(), "{") {
+			t.Errorf("%s: incomplete commands", r.Label())
+		}
+	}
+	for _, name := range []string{
+		"rxe rc pingpong 64", "rxe ud pingpong 512", "rxe ib_write_bw 65536", "rxe ib_read_bw 4096",
+		"rxe ib_send_bw 64", "rxe ib_send_bw -c UD 1024", "rxe ib_atomic_bw FETCH_AND_ADD",
+		"rxe ib_atomic_bw CMP_AND_SWAP", "rxe ib_write_lat 64", "rxe ib_read_lat 64", "rxe ib_send_lat 64",
+		"rxe rping", "rxe ib_write_bw -R 4096", "rxe9000 ib_write_bw 65536", "rxe9000 rc pingpong 4096",
+		"siw rping", "siw ib_write_bw 4096", "siw ib_read_bw 4096", "siw ib_send_bw 4096",
+		"siw ib_write_lat 64", "siwcrc rping", "siwcrc ib_send_lat 64",
+	} {
+		if !seen[name+" / rnic server"] || !seen[name+" / rnic client"] {
+			t.Errorf("row %q missing in a role", name)
+		}
+	}
+	byLabel := map[string]Row{}
+	for _, r := range rows {
+		byLabel[r.Label()] = r
+	}
+	for _, c := range []struct{ label, guest, rnic string }{
+		{"rxe rc pingpong 64 / rnic server", "ibv_rc_pingpong -d rxe0 -g 1 -n 10 -s 64 10.77.0.61",
+			"pingpong --netns rnlab --bridge br0 --tap tap-i1 --ip 10.77.0.61/24 --pcap x.pcap -g 0 -n 10 -s 64"},
+		{"rxe rc pingpong 64 / rnic client", "ibv_rc_pingpong -d rxe0 -g 1 -n 10 -s 64",
+			"pingpong --netns rnlab --bridge br0 --tap tap-i1 --ip 10.77.0.61/24 --pcap x.pcap -g 0 -n 10 -s 64 10.77.0.21"},
+		{"siw rping / rnic server", "rping -c -a 10.77.0.62 -v -C 10",
+			"rping --netns rnlab --bridge br0 --tap tap-i2 --ip 10.77.0.62/24 --pcap x.pcap --iwarp -s -a 10.77.0.62 -C 10 -v -V"},
+		{"siw rping / rnic client", "rping -s -a 10.77.0.22 -v -C 10",
+			"rping --netns rnlab --bridge br0 --tap tap-i2 --ip 10.77.0.62/24 --pcap x.pcap --iwarp -c -a 10.77.0.22 -C 10 -v -V"},
+		{"rxe ib_send_bw -c UD 1024 / rnic client", "ib_send_bw -d rxe0 -x 1 -F -c UD -s 1024 -n 20",
+			"perf --netns rnlab --bridge br0 --tap tap-i1 --ip 10.77.0.61/24 --pcap x.pcap --op send --mode bw -x 0 -F -c UD -s 1024 -n 20 10.77.0.21"},
+		{"rxe9000 ib_write_bw 65536 / rnic server", "ib_write_bw -d rxe0 -x 1 -F -s 65536 -n 5 10.77.0.63",
+			"perf --netns rnlab --bridge br0 --tap tap-i3 --ip 10.77.0.63/24 --pcap x.pcap --tap-mtu 9000 --op write --mode bw -x 0 -F -s 65536 -n 5 --serve"},
+		{"siwcrc ib_read_bw 4096 / rnic client", "ib_read_bw -d siw0 -R -F -s 4096 -n 20",
+			"perf --netns rnlab --bridge br0 --tap tap-i4 --ip 10.77.0.64/24 --pcap x.pcap --iwarp --op read --mode bw -R -F -s 4096 -n 20 10.77.0.24"},
+		{"rxe ib_atomic_bw CMP_AND_SWAP / rnic server", "ib_atomic_bw -d rxe0 -x 1 -F -A CMP_AND_SWAP -n 50 10.77.0.61",
+			"perf --netns rnlab --bridge br0 --tap tap-i1 --ip 10.77.0.61/24 --pcap x.pcap --op atomic --mode bw -x 0 -F -A CMP_AND_SWAP -n 50 --serve"},
+	} {
+		r, ok := byLabel[c.label]
+		if !ok {
+			t.Errorf("no row %q", c.label)
+			continue
+		}
+		if got := r.GuestCommand(); got != c.guest {
+			t.Errorf("%s guest:\n got %s\nwant %s", c.label, got, c.guest)
+		}
+		if got := strings.Join(r.RnicArgs("x.pcap"), " "); got != c.rnic {
+			t.Errorf("%s rnic:\n got %s\nwant %s", c.label, got, c.rnic)
+		}
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	p := &Pairing{Name: "rxe rc pingpong 64", Guest: "rxe"}
+	var buf bytes.Buffer
+	WriteTable(&buf, []Result{
+		{Row: Row{p, RnicServer}, Pass: true, Packets: 53, Retrans: 0, Seconds: 4.2},
+		{Row: Row{p, RnicClient}, Reason: "guest rc=1: Failed to modify QP to RTR\n more", Packets: -1, Retrans: -1},
+	})
+	want := `pairing             role         result                                              packets  retrans  secs
+rxe rc pingpong 64  rnic server  PASS                                                53       0        4
+rxe rc pingpong 64  rnic client  FAIL (guest rc=1: Failed to modify QP to RTR more)  -        -        0
+1/2 rows passed
+`
+	if buf.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", buf.String(), want)
+	}
+	long := oneLine(strings.Repeat("x", 100), 10)
+	if len([]rune(long)) != 10 || !strings.HasSuffix(long, "…") {
+		t.Errorf("oneLine: %q", long)
+	}
+}
+
+func TestParseDecodeSummary(t *testing.T) {
+	s, err := ParseDecodeSummary("#1 ...\nsummary: frames=36 roce=20 icrc_bad=1 iwarp=0 crc_bad=0 unknown=2\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s != (DecodeSummary{36, 20, 1, 0, 0, 2}) {
+		t.Errorf("%+v", s)
+	}
+	if p := s.Problem(false); p != "1 bad ICRC, 2 unknown" {
+		t.Errorf("problem %q", p)
+	}
+	if p := s.Problem(true); !strings.Contains(p, "no RDMA frames") {
+		t.Errorf("iWARP row without FPDUs: %q", p)
+	}
+	if p := (DecodeSummary{Frames: 9, IWARP: 5}).Problem(true); p != "" {
+		t.Errorf("clean: %q", p)
+	}
+	if _, err := ParseDecodeSummary("nothing"); err == nil {
+		t.Error("no summary line accepted")
+	}
+}
+
+func TestParseOracle(t *testing.T) {
+	out := "106\t\tConnection reset (RST)\t6291456\n" +
+		"7\t\tIWARP_MPA Rev field is NOT set to one as required by RFC 5044|Odd\t6291456|8388608\n" +
+		"9\tMalformed\tMalformed Packet (Exception occurred)\t8388608\n" +
+		"12\t\tchatty\t2097152\n"
+	fs := ParseOracle(out)
+	want := []OracleFinding{{"7", "Odd"}, {"9", "malformed: Malformed Packet (Exception occurred)"}}
+	if !slices.Equal(fs, want) {
+		t.Errorf("findings %q, want %q", fs, want)
+	}
+}

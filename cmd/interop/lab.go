@@ -1,0 +1,176 @@
+// The lab, driven through its own script (../shared/lab/vm.sh): building
+// the image when it is missing, the namespace and bridge, booting and
+// stopping this harness's guests, and running commands in them.
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Lab runs vm.sh.
+type Lab struct {
+	Dir string    // the lab directory (vm.sh, build-image.sh)
+	Log io.Writer // progress
+	// booted are the guests this run started (and stops at the end).
+	booted []*Guest
+}
+
+// labCache is where build-image.sh puts the image.
+const labCache = "/var/cache/rnic-lab"
+
+// vm runs vm.sh with args and returns its combined output.
+func (l *Lab) vm(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(l.Dir, "vm.sh")}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if err != nil {
+		return out.String(), fmt.Errorf("vm.sh %s: %w", strings.Join(args, " "), err)
+	}
+	return out.String(), nil
+}
+
+// Prepare builds the image if it is missing and brings the network up.
+func (l *Lab) Prepare(ctx context.Context) error {
+	for _, f := range []string{"vmlinuz", "initrd.img", "rootfs.img"} {
+		if _, err := os.Stat(filepath.Join(labCache, f)); err != nil {
+			fmt.Fprintf(l.Log, "lab image incomplete (%s missing): running build-image.sh\n", f)
+			cmd := exec.CommandContext(ctx, "bash", filepath.Join(l.Dir, "build-image.sh"))
+			cmd.Stdout, cmd.Stderr = l.Log, l.Log
+			if err := cmd.Run(); err != nil {
+				return fmt.Errorf("build-image.sh: %w", err)
+			}
+			break
+		}
+	}
+	if out, err := l.vm(ctx, "net-up"); err != nil {
+		return fmt.Errorf("%w\n%s", err, out)
+	}
+	return nil
+}
+
+// running lists the lab's running guests (vm.sh list).
+func (l *Lab) running(ctx context.Context) (map[string]bool, error) {
+	out, err := l.vm(ctx, "list")
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			m[f[0]] = true
+		}
+	}
+	return m, nil
+}
+
+// Boot starts the guests that are not running yet; those already running
+// (left by --keep) are reused and left running.
+func (l *Lab) Boot(ctx context.Context, gs []*Guest) error {
+	up, err := l.running(ctx)
+	if err != nil {
+		return err
+	}
+	for _, g := range gs {
+		if up[g.Name] {
+			fmt.Fprintf(l.Log, "guest %s (%s, %s) already running: reusing it\n", g.Name, g.Kind, g.Addr)
+			continue
+		}
+		fmt.Fprintf(l.Log, "booting guest %s (%s, %s)...\n", g.Name, g.Kind, g.Addr)
+		// Recorded before it is up, so that an interrupted boot is stopped.
+		l.booted = append(l.booted, g)
+		out, err := l.vm(ctx, append([]string{"start", g.Name, g.Addr + "/24"}, g.Opts...)...)
+		fmt.Fprint(l.Log, out)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StopBooted stops the guests Boot started. It runs at exit, also after
+// an interrupt, so it takes its own context.
+func (l *Lab) StopBooted() {
+	for _, g := range l.booted {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if out, err := l.vm(ctx, "stop", g.Name); err != nil {
+			fmt.Fprintf(l.Log, "stopping %s: %v\n%s", g.Name, err, out)
+		} else {
+			fmt.Fprintf(l.Log, "stopped guest %s\n", g.Name)
+		}
+		cancel()
+	}
+	l.booted = nil
+}
+
+// Exec runs cmd in guest g and returns its output and exit code.
+func (l *Lab) Exec(ctx context.Context, g *Guest, timeout int, cmd string) (string, int) {
+	out, err := l.vm(ctx, "exec", g.Name, "--timeout", fmt.Sprint(timeout), "--", cmd)
+	return out, exitCode(err)
+}
+
+// Start starts cmd in g in the background and returns its id.
+func (l *Lab) Start(ctx context.Context, g *Guest, cmd string) (string, error) {
+	out, err := l.vm(ctx, "exec-bg", g.Name, "--", cmd)
+	if err != nil {
+		return "", fmt.Errorf("%w\n%s", err, out)
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// Wait waits up to timeout seconds for a Start-ed command and returns its
+// output and exit code (124: timeout, 126: guest gone, as vm.sh says).
+func (l *Lab) Wait(ctx context.Context, g *Guest, id string, timeout int) (string, int) {
+	out, err := l.vm(ctx, "wait", g.Name, id, fmt.Sprint(timeout))
+	return out, exitCode(err)
+}
+
+// Kill stops a Start-ed command: SIGTERM to the children of the shell
+// lab-agent runs it in (the timeout wrapping each command passes it on).
+func (l *Lab) Kill(ctx context.Context, g *Guest, id string) {
+	l.Exec(ctx, g, 20, fmt.Sprintf(`for p in $(pgrep -f "/lab/out/%s[.]sh"); do pkill -TERM -P "$p"; done; true`, id))
+}
+
+// WaitListen waits until something in g listens on TCP port, up to
+// timeout seconds; it reports whether it saw it.
+func (l *Lab) WaitListen(ctx context.Context, g *Guest, port, timeout int) bool {
+	script := fmt.Sprintf(`for i in $(seq %d); do ss -Hltn "sport = :%d" | grep -q . && exit 0; sleep 0.1; done; exit 1`, timeout*10, port)
+	_, rc := l.Exec(ctx, g, timeout+10, script)
+	return rc == 0
+}
+
+// TAPExists reports whether the lab namespace has a link named tap.
+func TAPExists(ctx context.Context, tap string) bool {
+	return exec.CommandContext(ctx, "ip", "-n", labNetns, "link", "show", tap).Run() == nil
+}
+
+// DeleteTAP removes tap from the lab namespace if it is there (one rnic
+// left behind after a crash).
+func DeleteTAP(tap string) {
+	if TAPExists(context.Background(), tap) {
+		exec.Command("ip", "-n", labNetns, "link", "del", tap).Run()
+	}
+}
+
+// exitCode is a command's exit status: 0 for success, its code if it
+// exited, -1 if it could not run or was killed.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() >= 0 {
+		return ee.ExitCode()
+	}
+	return -1
+}

@@ -1,0 +1,299 @@
+// The table of pairings: every real tool the lab's guests run (rdma-core's
+// ibv_rc_pingpong, ibv_ud_pingpong and rping, perftest's ib_*_bw and
+// ib_*_lat) against its rnic counterpart, each in both roles. The commands
+// are the lab's demo commands (../shared/lab/README.md, "Demos"), so a row
+// can be compared frame by frame with the golden capture of the same
+// command between two guests.
+
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Guest is one kind of lab guest: its RDMA device and Ethernet MTU, the
+// guest name and address it has in this harness, and the TAP and address
+// rnic takes on the bridge to face it.
+type Guest struct {
+	Kind    string // rxe, rxe9000, siw, siwcrc
+	Name    string // vm.sh guest name
+	Addr    string // the guest's IPv4 address
+	Opts    []string
+	TAP     string // rnic's TAP
+	RnicIP  string // rnic's IPv4 address
+	EthMTU  int
+	IWARP   bool
+	Timeout int // seconds a run may take (TCG is slow)
+}
+
+// Guests are this harness's lab identity (lab.md: guests I1..I9 on
+// 10.77.0.21-29, rnic on 10.77.0.61-69 with TAPs tap-i1..tap-i9).
+var Guests = map[string]*Guest{
+	"rxe":     {Kind: "rxe", Name: "I1", Addr: "10.77.0.21", Opts: []string{"--rdma", "rxe"}, TAP: "tap-i1", RnicIP: "10.77.0.61", EthMTU: 1500},
+	"siw":     {Kind: "siw", Name: "I2", Addr: "10.77.0.22", Opts: []string{"--rdma", "siw"}, TAP: "tap-i2", RnicIP: "10.77.0.62", EthMTU: 1500, IWARP: true},
+	"rxe9000": {Kind: "rxe9000", Name: "I3", Addr: "10.77.0.23", Opts: []string{"--rdma", "rxe", "--mtu", "9000"}, TAP: "tap-i3", RnicIP: "10.77.0.63", EthMTU: 9000},
+	"siwcrc":  {Kind: "siwcrc", Name: "I4", Addr: "10.77.0.24", Opts: []string{"--rdma", "siw", "--siwcrc"}, TAP: "tap-i4", RnicIP: "10.77.0.64", EthMTU: 1500, IWARP: true},
+}
+
+// Role says which side rnic plays in a row.
+type Role int
+
+const (
+	// RnicServer: rnic serves, the real tool in the guest is the client.
+	RnicServer Role = iota
+	// RnicClient: the real tool in the guest serves, rnic is the client.
+	RnicClient
+)
+
+func (r Role) String() string {
+	if r == RnicServer {
+		return "rnic server"
+	}
+	return "rnic client"
+}
+
+// Pairing is one tool against its rnic counterpart. Commands are
+// templates: {self} is the side's own address, {server} the server's.
+type Pairing struct {
+	Name  string
+	Guest string // key of Guests
+	// GuestServer and GuestClient are the real tool's command lines.
+	GuestServer, GuestClient string
+	// RnicServer and RnicClient are rnic's arguments (its TAP flags are
+	// added by the harness).
+	RnicServer, RnicClient string
+	// ListenPort is the TCP port the guest's server listens on once it is
+	// ready (0: it has none the kernel shows, wait a fixed time).
+	ListenPort int
+}
+
+// Row is one pairing in one role.
+type Row struct {
+	*Pairing
+	Role Role
+}
+
+// Label is the row's name and role, what --only matches.
+func (r Row) Label() string { return r.Name + " / " + r.Role.String() }
+
+// expand substitutes a command template.
+func expand(tmpl, self, server string) string {
+	return strings.NewReplacer("{self}", self, "{server}", server).Replace(tmpl)
+}
+
+// GuestCommand is the real tool's command line in this row.
+func (r Row) GuestCommand() string {
+	g := Guests[r.Guest]
+	if r.Role == RnicClient {
+		return expand(r.GuestServer, g.Addr, g.Addr)
+	}
+	return expand(r.GuestClient, g.Addr, g.RnicIP)
+}
+
+// RnicArgs is rnic's command line in this row, TAP flags and capture
+// included.
+func (r Row) RnicArgs(pcap string) []string {
+	g := Guests[r.Guest]
+	var tmpl, server string
+	if r.Role == RnicServer {
+		tmpl, server = r.RnicServer, g.RnicIP
+	} else {
+		tmpl, server = r.RnicClient, g.Addr
+	}
+	args := strings.Fields(expand(tmpl, g.RnicIP, server))
+	// Flags go before the trailing server address (pflag takes them
+	// anywhere, but a reader of the log expects them first).
+	tap := []string{"--netns", labNetns, "--bridge", labBridge, "--tap", g.TAP,
+		"--ip", g.RnicIP + "/24", "--pcap", pcap}
+	if g.EthMTU != 1500 {
+		tap = append(tap, "--tap-mtu", fmt.Sprint(g.EthMTU))
+	}
+	return append(args[:1:1], append(tap, args[1:]...)...)
+}
+
+// Lab network names (../shared/lab/vm.sh defaults).
+const (
+	labNetns  = "rnlab"
+	labBridge = "br0"
+)
+
+// Pairings is the whole table (issue 7's list).
+var Pairings = buildPairings()
+
+func buildPairings() []*Pairing {
+	var ps []*Pairing
+	add := func(p *Pairing) { ps = append(ps, p) }
+	// pingpong: the client names the server last.
+	pp := func(guest, name, tool, rnic string, port int) {
+		add(&Pairing{Name: guest + " " + name, Guest: guest,
+			GuestServer: tool, GuestClient: tool + " {server}",
+			RnicServer: rnic, RnicClient: rnic + " {server}", ListenPort: port})
+	}
+	// Iterations per size, as lab/demo.sh (small: TCG guests are slow).
+	iters := map[int]int{64: 100, 1024: 20, 4096: 20, 65536: 5}
+
+	// rxe, Ethernet MTU 1500: path MTU 1024.
+	for _, s := range []int{64, 4096, 65536} {
+		n := map[int]int{64: 10, 4096: 5, 65536: 5}[s]
+		pp("rxe", fmt.Sprintf("rc pingpong %d", s),
+			fmt.Sprintf("ibv_rc_pingpong -d rxe0 -g 1 -n %d -s %d", n, s),
+			fmt.Sprintf("pingpong -g 0 -n %d -s %d", n, s), 18515)
+	}
+	for _, s := range []int{64, 512, 1024} {
+		pp("rxe", fmt.Sprintf("ud pingpong %d", s),
+			fmt.Sprintf("ibv_ud_pingpong -d rxe0 -g 1 -n 10 -s %d", s),
+			fmt.Sprintf("pingpong --ud -g 0 -n 10 -s %d", s), 18515)
+	}
+	// perftest: the same flags on both sides, the client names the server
+	// last; rnic's side is rnic perf with perftest's flags. On rxe, GID
+	// index 1 is the guest's IPv4-mapped GID and rnic's index 0 its
+	// address; -R connects through rdma_cm (always on siw). extra is
+	// passed to both sides (-c UD, -A ...); size 0 is perftest's default
+	// (the atomics' 8 bytes).
+	perf := func(guest, tool, op, mode string, cm bool, extra string, size, n int) {
+		g := Guests[guest]
+		dev, flags, iw := "-d rxe0 -x 1 -F", "-x 0 -F", ""
+		switch {
+		case g.IWARP:
+			dev, flags, iw = "-d siw0 -R -F", "-R -F", " --iwarp"
+		case cm:
+			dev, flags = "-d rxe0 -R -F", "-R -F"
+		}
+		name := []string{guest, tool}
+		if cm && !g.IWARP {
+			name = append(name, "-R")
+		}
+		opts := ""
+		if extra != "" {
+			opts = " " + extra
+			name = append(name, strings.TrimPrefix(extra, "-A "))
+		}
+		if size > 0 {
+			opts += fmt.Sprintf(" -s %d", size)
+			name = append(name, fmt.Sprint(size))
+		}
+		opts += fmt.Sprintf(" -n %d", n)
+		port := 18515
+		if cm && !g.IWARP {
+			port = 0 // rdma_cm on RoCE listens on no TCP socket
+		}
+		tool = tool + " " + dev + opts
+		rnic := fmt.Sprintf("perf%s --op %s --mode %s %s%s", iw, op, mode, flags, opts)
+		add(&Pairing{Name: strings.Join(name, " "), Guest: guest, GuestServer: tool, GuestClient: tool + " {server}",
+			RnicServer: rnic + " --serve", RnicClient: rnic + " {server}", ListenPort: port})
+	}
+	tools := []struct{ tool, op, mode string }{
+		{"ib_write_bw", "write", "bw"}, {"ib_read_bw", "read", "bw"}, {"ib_send_bw", "send", "bw"},
+		{"ib_write_lat", "write", "lat"}, {"ib_read_lat", "read", "lat"}, {"ib_send_lat", "send", "lat"},
+	}
+	for _, t := range tools {
+		for _, s := range []int{64, 4096, 65536} {
+			perf("rxe", t.tool, t.op, t.mode, false, "", s, iters[s])
+		}
+	}
+	for _, s := range []int{64, 1024} {
+		perf("rxe", "ib_send_bw", "send", "bw", false, "-c UD", s, iters[s])
+	}
+	perf("rxe", "ib_atomic_bw", "atomic", "bw", false, "-A FETCH_AND_ADD", 0, 50)
+	perf("rxe", "ib_atomic_bw", "atomic", "bw", false, "-A CMP_AND_SWAP", 0, 50)
+	// rdma_cm on RoCEv2: CM MADs on QP1.
+	add(&Pairing{Name: "rxe rping", Guest: "rxe",
+		GuestServer: "rping -s -a {self} -v -C 10", GuestClient: "rping -c -a {server} -v -C 10",
+		RnicServer: "rping -s -a {self} -C 10 -v -V", RnicClient: "rping -c -a {server} -C 10 -v -V"})
+	perf("rxe", "ib_write_bw", "write", "bw", true, "", 4096, 20)
+
+	// rxe, Ethernet MTU 9000: path MTU 4096.
+	pp("rxe9000", "rc pingpong 4096", "ibv_rc_pingpong -d rxe0 -g 1 -m 4096 -n 5 -s 4096",
+		"pingpong -g 0 -m 4096 -n 5 -s 4096", 18515)
+	pp("rxe9000", "rc pingpong 65536", "ibv_rc_pingpong -d rxe0 -g 1 -m 4096 -n 5 -s 65536",
+		"pingpong -g 0 -m 4096 -n 5 -s 65536", 18515)
+	pp("rxe9000", "ud pingpong 4096", "ibv_ud_pingpong -d rxe0 -g 1 -n 10 -s 4096",
+		"pingpong --ud -g 0 -n 10 -s 4096", 18515)
+	for _, t := range tools[:3] {
+		for _, s := range []int{4096, 65536} {
+			perf("rxe9000", t.tool, t.op, t.mode, false, "", s, iters[s])
+		}
+	}
+	perf("rxe9000", "ib_send_bw", "send", "bw", false, "-c UD", 4096, 20)
+	perf("rxe9000", "ib_write_lat", "write", "lat", false, "", 4096, 20)
+
+	// siw: iWARP through rdma_cm, MPA CRC off (siw) and on (siwcrc).
+	for _, g := range []string{"siw", "siwcrc"} {
+		add(&Pairing{Name: g + " rping", Guest: g,
+			GuestServer: "rping -s -a {self} -v -C 10", GuestClient: "rping -c -a {server} -v -C 10",
+			RnicServer: "rping --iwarp -s -a {self} -C 10 -v -V", RnicClient: "rping --iwarp -c -a {server} -C 10 -v -V",
+			ListenPort: 7174})
+		for _, t := range tools {
+			if t.mode == "lat" {
+				perf(g, t.tool, t.op, t.mode, true, "", 64, 50)
+				continue
+			}
+			for _, s := range []int{4096, 65536} {
+				perf(g, t.tool, t.op, t.mode, true, "", s, iters[s])
+			}
+		}
+	}
+	return ps
+}
+
+// Rows expands pairings into rows, rnic as server first.
+func Rows(ps []*Pairing) []Row {
+	rows := make([]Row, 0, 2*len(ps))
+	for _, p := range ps {
+		rows = append(rows, Row{p, RnicServer}, Row{p, RnicClient})
+	}
+	return rows
+}
+
+// smokeNames are the CI subset's pairings.
+var smokeNames = []string{"rxe rc pingpong 64", "siw rping"}
+
+// Select returns the rows to run: with smoke the CI subset, then those
+// whose Label matches only (all if only is empty).
+func Select(rows []Row, only string, smoke bool) ([]Row, error) {
+	var re *regexp.Regexp
+	if only != "" {
+		var err error
+		if re, err = regexp.Compile(only); err != nil {
+			return nil, fmt.Errorf("--only: %w", err)
+		}
+	}
+	var out []Row
+	for _, r := range rows {
+		if smoke && !isSmoke(r.Name) {
+			continue
+		}
+		if re != nil && !re.MatchString(r.Label()) {
+			continue
+		}
+		out = append(out, r)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no row selected (--only %q, --smoke %v)", only, smoke)
+	}
+	return out, nil
+}
+
+func isSmoke(name string) bool {
+	for _, n := range smokeNames {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// GuestsOf returns the guests rows need, in first-use order.
+func GuestsOf(rows []Row) []*Guest {
+	var out []*Guest
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if !seen[r.Guest] {
+			seen[r.Guest] = true
+			out = append(out, Guests[r.Guest])
+		}
+	}
+	return out
+}
