@@ -1,0 +1,149 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rnic/rnic/nic/rping"
+	"github.com/rnic/rnic/transport"
+)
+
+const rpingHelp = `usage: rnic rping -s [-vVd] [-S size] [-C count] [-a addr] [-p port] --iwarp
+       rnic rping -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port] --iwarp
+
+librdmacm's rping on an rnic NIC: the client SENDs the address, rkey and
+size of its ping buffer, the server RDMA READs it and says go ahead, the
+client SENDs the address of a sink buffer, the server RDMA WRITEs the data
+back and says go ahead; -V compares what came back. The payload, the
+control messages and the output are rping's:
+
+    ping data: rdma-ping-0: ABCDEFGHIJKLMNOPQRSTUVWXYZ[\]^_` + "`" + `abcdefghijklmnopqr
+
+Nothing is printed on success without -v but the DISCONNECT event (on
+stderr, as rping). The server serves one client and ignores -C.
+
+--iwarp runs it over iWARP: the connection is TCP and MPA as Linux iw_cm
+and siw make it (MPA revision 2, IRD = ORD = 1, no RTR, CRCs when the peer
+asks or with --mpa-crc), so it interoperates with rping on siw. Over RoCEv2
+(the default) rping needs the IB CM, which is not built yet.
+
+In the embedded mode the connection is kernel TCP (no root). In the TAP
+mode (--tap NAME --ip CIDR) it runs on the NIC's own TCP from its address,
+and --pcap records every frame on the TAP.
+` + tapModeHelp + `
+Exits 1 when the run fails (messages on stderr, as rping's), 2 on bad usage.
+
+flags:
+`
+
+func runRping(args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("rnic rping", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var cfg rping.Config
+	server := fs.BoolP("server", "s", false, "server side")
+	client := fs.BoolP("client", "c", false, "client side")
+	addr := fs.StringP("addr", "a", "", "server: the address to listen on (default: every address); client: the server's address")
+	source := fs.StringP("source", "I", "", "client: the source address to bind to")
+	port := fs.Uint16P("port", "p", rping.DefaultPort, "port")
+	fs.IntVarP(&cfg.Size, "size", "S", rping.DefaultSize, fmt.Sprintf("ping data size (%d..%d)", rping.MinSize, rping.MaxSize))
+	fs.IntVarP(&cfg.Count, "count", "C", 0, "ping count times (0: until interrupted)")
+	fs.BoolVarP(&cfg.Verbose, "verbose", "v", false, "display ping data to stdout")
+	fs.BoolVarP(&cfg.Validate, "validate", "V", false, "validate ping data")
+	fs.BoolVarP(&cfg.Debug, "debug", "d", false, "debug printfs")
+	fs.BoolVar(&cfg.IWARP, "iwarp", false, "run over iWARP (TCP + MPA), as rping on siw")
+	fs.BoolVar(&cfg.MPACRC, "mpa-crc", false, "iWARP: ask the peer for MPA CRCs (siw's mpa_crc_required)")
+	pcapPath := fs.String("pcap", "", "write the frames to this pcap file (TAP mode: every frame on the TAP; embedded: the TCP connection)")
+	trace := fs.Bool("trace", false, "print the engine's connection and QP trace on stderr")
+	tf := addTAPFlags(fs, false)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), rpingHelp)
+		fs.PrintDefaults()
+	}
+	usageErr := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "rnic rping: "+format+" (rnic help rping)\n", a...)
+		return 2
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return 0
+		}
+		return usageErr("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return usageErr("unexpected argument %q", fs.Arg(0))
+	}
+	// rping takes the last of -s and -c; both are more likely a mistake.
+	switch {
+	case *server && *client:
+		return usageErr("give -s or -c, not both")
+	case !*server && !*client:
+		return usageErr("give -s (server) or -c (client)")
+	}
+	cfg.Server, cfg.Port = *server, *port
+	var err error
+	if cfg.Addr, err = parseHost(*addr); err != nil {
+		return usageErr("-a %q: %v", *addr, err)
+	}
+	if cfg.Source, err = parseHost(*source); err != nil {
+		return usageErr("-I %q: %v", *source, err)
+	}
+	taps, err := tf.configs()
+	if err == nil && len(taps) > 1 {
+		err = fmt.Errorf("%w: one --tap: rping runs one side per process", errTAPFlags)
+	}
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if len(taps) == 1 {
+		cfg.TAP = &taps[0]
+	}
+	if *pcapPath != "" {
+		pw, err := transport.CreatePcap(*pcapPath)
+		if err != nil {
+			fmt.Fprintf(stderr, "rnic rping: %v\n", err)
+			return 2
+		}
+		defer pw.Close()
+		cfg.Pcap = pw
+	}
+	if *trace {
+		cfg.Trace = stderr
+	}
+	cfg.Out, cfg.Err = stdout, stderr
+	ctx, stop := signalContext()
+	defer stop()
+	if err := rping.Run(ctx, cfg); err != nil {
+		if errors.Is(err, rping.ErrConfig) {
+			return usageErr("%v", err)
+		}
+		if !errors.Is(err, rping.ErrMismatch) { // already said
+			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("rping: ", err))
+		}
+		return 1
+	}
+	return 0
+}
+
+// parseHost parses an address or resolves a host name, as rping's
+// getaddrinfo (the empty string is the zero Addr).
+func parseHost(s string) (netip.Addr, error) {
+	if s == "" {
+		return netip.Addr{}, nil
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.Unmap(), nil
+	}
+	ips, err := net.LookupIP(s)
+	if err != nil || len(ips) == 0 {
+		return netip.Addr{}, fmt.Errorf("invalid hostname or IP address")
+	}
+	a, _ := netip.AddrFromSlice(ips[0])
+	return a.Unmap(), nil
+}

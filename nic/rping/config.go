@@ -1,0 +1,106 @@
+// rping's options and their checks.
+
+package rping
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+
+	"github.com/rnic/rnic/nic/tapnic"
+	"github.com/rnic/rnic/transport"
+)
+
+// rping's defaults and limits.
+const (
+	DefaultPort = 7174
+	DefaultSize = 64
+	// MinSize is RPING_MIN_BUFSIZE: sizeof "2147483647" + sizeof
+	// "rdma-ping-%d: ", room for any ping's prefix.
+	MinSize = 26
+	// MaxSize is RPING_BUFSIZE − 1.
+	MaxSize = 64*1024 - 1
+)
+
+// Config is one rping run.
+type Config struct {
+	// Server selects the role (-s; -c otherwise).
+	Server bool
+	// Addr is, for a server, the address it listens on (-a; the zero Addr:
+	// every address) and, for a client, the server's address (-a).
+	Addr netip.Addr
+	// Source is the client's own address (-I; the zero Addr lets the
+	// network choose). In the TAP mode the NIC's address is used.
+	Source netip.Addr
+	// Port is the TCP port (-p, DefaultPort if 0).
+	Port uint16
+	// Size is the ping buffer's size (-S, DefaultSize if 0).
+	Size int
+	// Count is the number of pings (-C; 0: until interrupted). The server
+	// ignores it, as rping's does.
+	Count int
+	// Verbose prints the ping data (-v), Validate compares it (-V), Debug
+	// prints rping's debug lines (-d).
+	Verbose, Validate, Debug bool
+
+	// IWARP runs rping over iWARP. RoCEv2 (the default) needs the IB CM.
+	IWARP bool
+	// MPACRC asks the peer for MPA CRCs (siw: mpa_crc_required).
+	MPACRC bool
+	// TAP, if set, runs the NIC in the TAP mode; the connection then
+	// runs on the NIC's own TCP from its own address.
+	TAP *tapnic.Config
+	// Pcap, if set, records the frames: every frame on the TAP, or in the
+	// embedded mode the connection as Ethernet/IP/TCP frames.
+	Pcap *transport.PcapWriter
+	// Trace, if set, receives the engine's trace.
+	Trace io.Writer
+	// Out gets what rping prints on stdout (the ping data), Err what it
+	// prints on stderr (events, failures).
+	Out, Err io.Writer
+
+	// Connector, if set, is used instead of one Run opens (tests).
+	Connector Connector
+	// Ready, if set, is called with the server's address once it listens.
+	Ready func(netip.AddrPort)
+
+	// fill, if set, replaces FillPing (tests).
+	fill func(buf []byte, n int)
+}
+
+// ErrConfig is wrapped by configuration errors (usage errors).
+var ErrConfig = errors.New("rping: bad configuration")
+
+// ErrRoCE: rping over RoCEv2 needs the IB CM's MADs, not built yet.
+var ErrRoCE = fmt.Errorf("%w: rping over RoCEv2 needs the IB CM (not yet built); use --iwarp", ErrConfig)
+
+func (c *Config) check() error {
+	if c.Port == 0 {
+		c.Port = DefaultPort
+	}
+	if c.Size == 0 {
+		c.Size = DefaultSize
+	}
+	if c.Out == nil {
+		c.Out = io.Discard
+	}
+	if c.Err == nil {
+		c.Err = io.Discard
+	}
+	switch {
+	case c.Size < MinSize || c.Size > MaxSize:
+		return fmt.Errorf("%w: Invalid size %d (valid range is %d to %d)", ErrConfig, c.Size, MinSize, MaxSize+1)
+	case c.Count < 0:
+		return fmt.Errorf("%w: Invalid count %d", ErrConfig, c.Count)
+	case !c.Server && !c.Addr.IsValid():
+		return fmt.Errorf("%w: a client needs the server's address (-a)", ErrConfig)
+	case !c.Server && c.Addr.IsUnspecified():
+		return fmt.Errorf("%w: %v is not a server address", ErrConfig, c.Addr)
+	case c.Server && c.Source.IsValid():
+		return fmt.Errorf("%w: -I is the client's source address", ErrConfig)
+	case c.Connector == nil && !c.IWARP:
+		return ErrRoCE
+	}
+	return nil
+}

@@ -1,0 +1,26 @@
+// Package rping is librdmacm's rping on rnic: a client and a server bounce
+// a ping buffer through RDMA READ and RDMA WRITE, steered by SENDs of
+// struct rping_rdma_info, with rping's flags, output and exit statuses
+// (librdmacm/examples/rping.c; reference/protocols.md §4.4).
+//
+// One round, as on the wire (captures/siw-rping.pcap):
+//
+//	client                                   server
+//	SEND  {start_buf, rkey, size}  ───────▶  (read advert)
+//	                               ◀───────  RDMA READ Request
+//	READ Response (the ping data)  ───────▶
+//	                               ◀───────  SEND "go ahead" (16 zero bytes)
+//	SEND  {rdma_buf, rkey, size}   ───────▶  (write advert)
+//	                               ◀───────  RDMA WRITE (the data back)
+//	                               ◀───────  SEND "go ahead"
+//	-V: compare start_buf with rdma_buf
+//
+// The connection comes from a Connector, the seam rdma_cm is in the real
+// tool: listen, accept, connect and disconnect, giving a connected RC QP on
+// a verbs device. The iWARP one (iwarp.go) runs the iWARP engine's MPA
+// connection manager over kernel TCP (the embedded mode) or over the NIC's
+// own TCP on a TAP, and speaks to the wire as Linux iw_cm and siw do:
+// MPA revision 2 with IRD = ORD = 1, no peer-to-peer RTR, no private data,
+// CRCs only when the peer asks (or --mpa-crc). A RoCEv2 Connector needs the
+// IB CM (REQ/REP/RTU MADs on QP1), which is not built yet.
+package rping
