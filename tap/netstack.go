@@ -32,6 +32,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/rnic/rnic/transport/stream"
 	"gvisor.dev/gvisor/pkg/buffer"
@@ -106,6 +107,9 @@ type TCPStack struct {
 	// enters a stack being torn down.
 	mu     sync.RWMutex
 	closed bool
+	// closing is set when Close starts: packets still arrive while it
+	// waits for FINs in flight (closeLinger), but Close runs once.
+	closing atomic.Bool
 
 	delivered, droppedNotTCP, droppedClosed atomic.Uint64
 }
@@ -432,9 +436,10 @@ func fullAddress(ap netip.AddrPort) tcpip.FullAddress {
 	return fa
 }
 
-// Close aborts every open connection (each peer gets a RST), closes every
-// endpoint and the stack, and waits for netstack's goroutines. Closing
-// twice does nothing.
+// Close first gives FINs in flight a moment to be acknowledged
+// (closeLinger), then aborts every connection still open (each peer gets a
+// RST), closes every endpoint and the stack, and waits for netstack's
+// goroutines. Closing twice does nothing.
 //
 // Connections already in TIME_WAIT are over: both sides have closed and
 // acknowledged, and a host that goes away then sends nothing more (Linux
@@ -443,11 +448,11 @@ func fullAddress(ap netip.AddrPort) tcpip.FullAddress {
 // of a connection that ended cleanly; so their RSTs are held back (and
 // counted in SilencedRSTs).
 func (t *TCPStack) Close() {
-	t.mu.Lock()
-	if t.closed {
-		t.mu.Unlock()
+	if t.closing.Swap(true) {
 		return
 	}
+	t.awaitFINs(closeLinger) // the peers' last ACKs are still delivered
+	t.mu.Lock()
 	t.closed = true
 	t.mu.Unlock()
 	t.link.silenceTimeWait(t.s.RegisteredEndpoints())
@@ -469,6 +474,33 @@ type linkEndpoint struct {
 	// closed: RSTs on them are not sent (see TCPStack.Close).
 	silenced     map[connKey]bool
 	silencedRSTs atomic.Uint64
+}
+
+// closeLinger bounds how long Close waits for FINs in flight: connections
+// the application has closed whose FIN the peer has not acknowledged yet
+// (FIN_WAIT_1, CLOSING, LAST_ACK). Aborting them would turn an orderly
+// close into a reset on the wire; a short wait lets the last ACK arrive.
+const closeLinger = 500 * time.Millisecond
+
+// awaitFINs waits, at most d, until no connection has an unacknowledged
+// FIN.
+func (t *TCPStack) awaitFINs(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		pending := false
+		for _, e := range t.s.RegisteredEndpoints() {
+			if ep, ok := e.(*tcp.Endpoint); ok {
+				switch tcp.EndpointState(ep.State()) {
+				case tcp.StateFinWait1, tcp.StateClosing, tcp.StateLastAck:
+					pending = true
+				}
+			}
+		}
+		if !pending {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // connKey is a TCP connection as its packets name it: source and

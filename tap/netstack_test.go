@@ -607,3 +607,48 @@ func inTimeWait(s *TCPStack) bool {
 	}
 	return false
 }
+
+// Close waits for a FIN in flight: B closes its side after A's FIN (B in
+// LAST_ACK) and closes its stack at once; A's last ACK still arrives, and
+// B sends no RST.
+func TestTCPStackCloseAwaitsLastAck(t *testing.T) {
+	p := newNSStackPair(t)
+	l, err := p.b.Listen(netip.MustParseAddrPort("10.98.0.2:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := l.Accept()
+		accepted <- c
+	}()
+	c, err := p.a.Dial(t.Context(), netip.Addr{}, l.Addr().(*net.TCPAddr).AddrPort())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := <-accepted
+	if s == nil {
+		t.Fatal("nothing accepted")
+	}
+	var rsts atomic.Int64
+	rst := func(q []byte) bool {
+		off := 20
+		if q[0]>>4 == 6 {
+			off = 40
+		}
+		if len(q) > off+13 && q[off+13]&0x04 != 0 {
+			rsts.Add(1)
+		}
+		return false
+	}
+	p.ba.tamper.Store(&rst)
+	c.Close()
+	if _, err := io.ReadAll(s); err != nil {
+		t.Fatalf("B read: %v", err)
+	}
+	s.Close()   // B's FIN leaves; B is in LAST_ACK until A's ACK
+	p.b.Close() // at once
+	if n := rsts.Load(); n != 0 {
+		t.Errorf("B sent %d RSTs closing a connection in LAST_ACK", n)
+	}
+}
