@@ -81,7 +81,6 @@ type gsi struct {
 	mu      sync.Mutex
 	handler GSIHandler
 	psn     uint32
-	ipid    uint16
 	buf     []byte
 }
 
@@ -161,7 +160,11 @@ func (s *Stack) SendGSI(m *GSISend) error {
 	g := &s.gsi
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	e.IPID = g.ipid
+	// IPv4 ID 0 with DF, as every frame of the RC engine: the embedded
+	// mode's kernel sockets send exactly that (an unconnected socket with
+	// IP_PMTUDISC_DO), and a frame with DF set is never fragmented, so the
+	// ID identifies nothing. rxe counts its IDs up; receivers ignore them.
+	e.IPID = 0
 	h := wire.Headers{
 		BTH:  wire.BTHFields{Opcode: wire.UDSendOnly, PKey: wire.DefaultPKey, DestQP: m.DestQP, AckReq: true, PSN: g.psn},
 		DETH: wire.DETHFields{QKey: GSIQKey, SrcQP: GSIQPN},
@@ -171,7 +174,6 @@ func (s *Stack) SendGSI(m *GSISend) error {
 		return fmt.Errorf("%w: %w", ErrGSI, err)
 	}
 	g.psn = (g.psn + 1) & wire.PSNMask
-	g.ipid++
 	s.ctr.inc(SentPkts)
 	s.ctr.inc(GSISentMADs)
 	return nil

@@ -45,6 +45,11 @@ func TestGSI(t *testing.T) {
 	if bth.Opcode() != wire.UDSendOnly || !bth.AckReq() || bth.PSN() != 1 || deth.QKey() != GSIQKey || deth.SrcQP() != GSIQPN || f.SrcPort() != SourcePort(1) {
 		t.Fatalf("GSI frame: %+v %+v", bth.Fields(), deth.Fields())
 	}
+	// IPv4 ID 0 with DF on every MAD (the second one too), as the RC
+	// engine's frames: the embedded mode's kernel sockets send only that.
+	if ip := f.IP(); ip[4] != 0 || ip[5] != 0 || ip[6]&0x40 == 0 || !f.VerifyICRC() {
+		t.Fatalf("GSI frame IPv4 ID %#04x, flags %#02x, ICRC ok %v", uint16(ip[4])<<8|uint16(ip[5]), ip[6], f.VerifyICRC())
+	}
 	bad := append([]byte(nil), g.buf...)
 	var bf wire.Frame
 	bf.Decode(bad, wire.UDPPort)

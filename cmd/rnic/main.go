@@ -24,7 +24,7 @@ var commands = []command{
 	{"sim", "two NICs over a simulated faulty link under a checked workload", runSim},
 	{"pingpong", "ibv_rc_pingpong: bounce SENDs between two NICs, its output and side channel", runPingpong},
 	{"perf", "perftest: bandwidth and latency of WRITE/READ/SEND/atomics, against raw UDP", runPerf},
-	{"rping", "librdmacm rping: READ and WRITE a ping buffer steered by SENDs, over iWARP", runRping},
+	{"rping", "librdmacm rping: READ and WRITE a ping buffer steered by SENDs, rdma_cm over RoCEv2 or iWARP", runRping},
 }
 
 func main() {

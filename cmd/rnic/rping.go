@@ -13,8 +13,8 @@ import (
 	"github.com/rnic/rnic/transport"
 )
 
-const rpingHelp = `usage: rnic rping -s [-vVd] [-S size] [-C count] [-a addr] [-p port] --iwarp
-       rnic rping -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port] --iwarp
+const rpingHelp = `usage: rnic rping -s [-vVd] [-S size] [-C count] [-a addr] [-p port] [--iwarp]
+       rnic rping -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port] [--iwarp]
 
 librdmacm's rping on an rnic NIC: the client SENDs the address, rkey and
 size of its ping buffer, the server RDMA READs it and says go ahead, the
@@ -27,14 +27,22 @@ control messages and the output are rping's:
 Nothing is printed on success without -v but the DISCONNECT event (on
 stderr, as rping). The server serves one client and ignores -C.
 
+By default it runs over RoCEv2 and connects as rdma_cm does over Linux
+rxe: the IB CM's REQ, REP and RTU on QP1 (rdma_cm's header, service ID
+0x106 << 16 | port), DREQ and DREP at the end, so it interoperates with
+rping on rxe. In the embedded mode the NIC is a kernel UDP socket on port
+4791 of its own address (no root): the server's is -a, the client's -I
+(or the kernel's source address toward the server); --pcap records its
+frames.
+
 --iwarp runs it over iWARP: the connection is TCP and MPA as Linux iw_cm
 and siw make it (MPA revision 2, IRD = ORD = 1, no RTR, CRCs when the peer
-asks or with --mpa-crc), so it interoperates with rping on siw. Over RoCEv2
-(the default) rping needs the IB CM, which is not built yet.
+asks or with --mpa-crc), so it interoperates with rping on siw. In the
+embedded mode the connection is kernel TCP (no root).
 
-In the embedded mode the connection is kernel TCP (no root). In the TAP
-mode (--tap NAME --ip CIDR) it runs on the NIC's own TCP from its address,
-and --pcap records every frame on the TAP.
+In the TAP mode (--tap NAME --ip CIDR) both run on the NIC on the TAP from
+its address (RoCEv2 on its engine, iWARP on its own TCP), and --pcap
+records every frame on the TAP.
 ` + tapModeHelp + `
 Exits 1 when the run fails (messages on stderr, as rping's), 2 on bad usage.
 
@@ -57,7 +65,7 @@ func runRping(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVarP(&cfg.Debug, "debug", "d", false, "debug printfs")
 	fs.BoolVar(&cfg.IWARP, "iwarp", false, "run over iWARP (TCP + MPA), as rping on siw")
 	fs.BoolVar(&cfg.MPACRC, "mpa-crc", false, "iWARP: ask the peer for MPA CRCs (siw's mpa_crc_required)")
-	pcapPath := fs.String("pcap", "", "write the frames to this pcap file (TAP mode: every frame on the TAP; embedded: the TCP connection)")
+	pcapPath := fs.String("pcap", "", "write the frames to this pcap file (TAP mode: every frame on the TAP; embedded: the NIC's RoCEv2 frames, or the iWARP TCP connection)")
 	trace := fs.Bool("trace", false, "print the engine's connection and QP trace on stderr")
 	tf := addTAPFlags(fs, false)
 	fs.Usage = func() {

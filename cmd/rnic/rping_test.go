@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,8 @@ func TestRpingFlagErrors(t *testing.T) {
 		{[]string{"rping", "-c", "--iwarp"}, 2, "needs the server's address"},
 		{[]string{"rping", "-c", "-a", "127.0.8.1", "-S", "25", "--iwarp"}, 2, "Invalid size 25 (valid range is 26 to 65536)"},
 		{[]string{"rping", "-c", "-a", "127.0.8.1", "-C", "-1", "--iwarp"}, 2, "Invalid count -1"},
-		{[]string{"rping", "-c", "-a", "127.0.8.1"}, 2, "rping over RoCEv2 needs the IB CM (not yet built)"},
+		{[]string{"rping", "-s"}, 2, "needs an address of its own (-a)"},
+		{[]string{"rping", "-c", "-a", "127.0.8.1", "--mpa-crc"}, 2, "MPA CRCs are iWARP's"},
 		{[]string{"rping", "-c", "-a", "no such host!", "--iwarp"}, 2, "invalid hostname or IP address"},
 		{[]string{"rping", "-s", "--iwarp", "extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"rping", "-s", "--iwarp", "--bogus"}, 2, "unknown flag: --bogus"},
@@ -63,5 +65,46 @@ func TestRpingEmbedded(t *testing.T) {
 	s := <-srvDone
 	if s[2].(int) != 0 || strings.Count(s[0].(string), "server ping data: rdma-ping-") != 3 {
 		t.Fatalf("server: status %d, stdout %q, stderr %q", s[2], s[0], s[1])
+	}
+}
+
+func TestRpingRoCEEmbedded(t *testing.T) {
+	// rping over RoCEv2 (the default) through the command line: two
+	// embedded NICs on loopback, rdma_cm's MADs on QP1 between them.
+	srvDone := make(chan [3]any, 1)
+	go func() {
+		out, errOut, code := rnic(t, "rping", "-s", "-a", "127.0.9.5", "-v")
+		srvDone <- [3]any{out, errOut, code}
+	}()
+	// Wait for the server's NIC (its UDP port 4791 taken), then connect;
+	// a REQ that comes before the listener is rejected and retried.
+	for range 500 {
+		c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 9, 5), Port: 4791})
+		if err != nil {
+			break
+		}
+		c.Close()
+		time.Sleep(10 * time.Millisecond)
+	}
+	var out, errOut string
+	var code int
+	for range 100 {
+		out, errOut, code = rnic(t, "rping", "-c", "-a", "127.0.9.5", "-I", "127.0.9.6", "-v", "-V", "-C", "3")
+		if code == 0 || !strings.Contains(errOut, "rejected") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code != 0 || !strings.HasPrefix(out, "ping data: rdma-ping-0: ABCDEFG") || strings.Count(out, "\n") != 3 ||
+		errOut != "client DISCONNECT EVENT...\n" {
+		t.Fatalf("client: status %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	select {
+	case s := <-srvDone:
+		if s[2].(int) != 0 || strings.Count(s[0].(string), "server ping data: rdma-ping-") != 3 {
+			t.Fatalf("server: status %d, stdout %q, stderr %q", s[2], s[0], s[1])
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server did not end after the client's DREQ")
 	}
 }

@@ -143,7 +143,10 @@ func (c *CM) Connect(ctx context.Context, qp *nic.QP, addr netip.Addr, port uint
 		}
 		r := &ev.REP
 		conn.privateData = r.PrivateData
-		err := toRTS(qp, av, mtu, r.LocalQPN, r.StartingPSN, psn,
+		// Each side's Starting PSN is the PSN its receive queue expects
+		// (ib_cm: the active side's sq_psn is the REP's Starting PSN,
+		// and rdma_cm sets rq_psn to its own seq_num, the REQ's).
+		err := toRTS(qp, av, mtu, r.LocalQPN, psn, r.StartingPSN,
 			min(cp.ResponderResources, r.InitiatorDepth), min(cp.InitiatorDepth, r.ResponderResources),
 			c.ackTimeout(), cp.RetryCount, cp.RNRRetryCount)
 		conn.ev.handler(ev)

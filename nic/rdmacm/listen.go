@@ -192,7 +192,9 @@ func (r *Request) Accept(ctx context.Context, qp *nic.QP, privateData []byte, p 
 	}
 	err = toInit(qp, cp.Access)
 	if err == nil {
-		err = toRTS(qp, av, mtu, q.LocalQPN, q.StartingPSN, psn, ird, ord, ack, q.RetryCount, q.RNRRetryCount)
+		// As rdma_cm over ib_cm: our receive queue expects the PSN our REP
+		// announces, our send queue starts at the REQ's.
+		err = toRTS(qp, av, mtu, q.LocalQPN, psn, q.StartingPSN, ird, ord, ack, q.RetryCount, q.RNRRetryCount)
 	}
 	if err != nil {
 		r.id.Reject(cm.RejNoResources, nil, nil)

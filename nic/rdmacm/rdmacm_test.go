@@ -289,3 +289,69 @@ func TestServerDisconnect(t *testing.T) {
 		t.Fatalf("Disconnect after the peer's: %v", err)
 	}
 }
+
+// TestPSNsAsLinux: each side's Starting PSN is the PSN it expects to
+// receive, as Linux's ib_cm and rdma_cm use it (rxe-rping.pcap: the
+// client's first SEND carries the REP's Starting PSN, the server's first
+// packet the REQ's). An rnic that started its send queue at its own
+// Starting PSN is NAKed by rxe with "PSN sequence error".
+func TestPSNsAsLinux(t *testing.T) {
+	const bth = 14 + 20 + 8
+	var mu sync.Mutex
+	var reqPSN, repPSN, firstA, firstB int64 = -1, -1, -1, -1
+	watch := func(first *int64) func([]byte) bool {
+		return func(f []byte) bool {
+			if len(f) < bth+12 {
+				return false
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			psn := int64(f[bth+9])<<16 | int64(f[bth+10])<<8 | int64(f[bth+11])
+			switch attrOf(f) {
+			case cm.AttrREQ, cm.AttrREP:
+				m, err := cm.ParseMAD(f[bth+12+8:])
+				if err != nil {
+					t.Errorf("MAD: %v", err)
+					return false
+				}
+				if attrOf(f) == cm.AttrREQ {
+					var r cm.REQ
+					r.Decode(m)
+					reqPSN = int64(r.StartingPSN)
+				} else {
+					var r cm.REP
+					r.Decode(m)
+					repPSN = int64(r.StartingPSN)
+				}
+			case 0:
+				if f[bth] == 4 && *first < 0 { // RC SEND Only
+					*first = psn
+				}
+			}
+			return false
+		}
+	}
+	a, b := newPair(t, watch(&firstA), watch(&firstB))
+	ca, cb := connect(t, a, b, nil)
+	// One SEND each way.
+	for _, d := range []struct {
+		from, to *Conn
+		fs, ts   *side
+	}{{ca, cb, a, b}, {cb, ca, b, a}} {
+		if err := d.to.QP().PostRecv(&verbs.RecvWR{ID: 1, SGL: []verbs.SGE{{Addr: d.ts.mr.Addr(), Length: 64, LKey: d.ts.mr.LKey()}}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.from.QP().PostSend(&verbs.SendWR{ID: 2, Opcode: verbs.WRSend, Flags: verbs.SendSignaled,
+			SGL: []verbs.SGE{{Addr: d.fs.mr.Addr(), Length: 8, LKey: d.fs.mr.LKey()}}}); err != nil {
+			t.Fatal(err)
+		}
+		waitWC(t, d.ts.cq, 1)
+		waitWC(t, d.fs.cq, 2)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if reqPSN < 0 || repPSN < 0 || firstA != repPSN || firstB != reqPSN {
+		t.Fatalf("REQ PSN %#x, REP PSN %#x; client's first SEND %#x (want the REP's), server's %#x (want the REQ's)",
+			reqPSN, repPSN, firstA, firstB)
+	}
+}

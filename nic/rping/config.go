@@ -31,7 +31,8 @@ type Config struct {
 	// every address) and, for a client, the server's address (-a).
 	Addr netip.Addr
 	// Source is the client's own address (-I; the zero Addr lets the
-	// network choose). In the TAP mode the NIC's address is used.
+	// network choose): over RoCEv2 in the embedded mode, the address of
+	// the client's NIC. In the TAP mode the NIC's address is used.
 	Source netip.Addr
 	// Port is the TCP port (-p, DefaultPort if 0).
 	Port uint16
@@ -44,7 +45,8 @@ type Config struct {
 	// prints rping's debug lines (-d).
 	Verbose, Validate, Debug bool
 
-	// IWARP runs rping over iWARP. RoCEv2 (the default) needs the IB CM.
+	// IWARP runs rping over iWARP; RoCEv2 (rdma_cm's IB CM on QP1) is
+	// the default.
 	IWARP bool
 	// MPACRC asks the peer for MPA CRCs (siw: mpa_crc_required).
 	MPACRC bool
@@ -72,9 +74,6 @@ type Config struct {
 // ErrConfig is wrapped by configuration errors (usage errors).
 var ErrConfig = errors.New("rping: bad configuration")
 
-// ErrRoCE: rping over RoCEv2 needs the IB CM's MADs, not built yet.
-var ErrRoCE = fmt.Errorf("%w: rping over RoCEv2 needs the IB CM (not yet built); use --iwarp", ErrConfig)
-
 func (c *Config) check() error {
 	if c.Port == 0 {
 		c.Port = DefaultPort
@@ -99,8 +98,8 @@ func (c *Config) check() error {
 		return fmt.Errorf("%w: %v is not a server address", ErrConfig, c.Addr)
 	case c.Server && c.Source.IsValid():
 		return fmt.Errorf("%w: -I is the client's source address", ErrConfig)
-	case c.Connector == nil && !c.IWARP:
-		return ErrRoCE
+	case c.MPACRC && !c.IWARP:
+		return fmt.Errorf("%w: MPA CRCs are iWARP's (--iwarp)", ErrConfig)
 	}
 	return nil
 }

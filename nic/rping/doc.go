@@ -21,6 +21,8 @@
 // connection manager over kernel TCP (the embedded mode) or over the NIC's
 // own TCP on a TAP, and speaks to the wire as Linux iw_cm and siw do:
 // MPA revision 2 with IRD = ORD = 1, no peer-to-peer RTR, no private data,
-// CRCs only when the peer asks (or --mpa-crc). A RoCEv2 Connector needs the
-// IB CM (REQ/REP/RTU MADs on QP1), which is not built yet.
+// CRCs only when the peer asks (or --mpa-crc). The RoCEv2 one (roce.go)
+// runs rdma_cm's IB CM (REQ/REP/RTU and DREQ/DREP MADs on QP1, nic/rdmacm)
+// on the NIC's RoCEv2 engine, as rdma_cm does over rxe: on a kernel UDP
+// socket in the embedded mode, on the TAP in the TAP mode.
 package rping

@@ -6,9 +6,12 @@ package rping
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"time"
 
+	"github.com/rnic/rnic/nic/embedded"
+	"github.com/rnic/rnic/nic/rdmacm"
 	"github.com/rnic/rnic/nic/tapnic"
 )
 
@@ -22,7 +25,11 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	cn := cfg.Connector
 	if cn == nil {
-		c, closeNIC, err := openIWARP(&cfg)
+		open := openRoCE
+		if cfg.IWARP {
+			open = openIWARP
+		}
+		c, closeNIC, err := open(&cfg)
 		if err != nil {
 			return err
 		}
@@ -39,7 +46,7 @@ func Run(ctx context.Context, cfg Config) error {
 // openIWARP opens the iWARP connection manager: on kernel TCP in the
 // embedded mode, on the NIC's own TCP in the TAP mode. closeNIC closes the
 // TAP-mode NIC after the Connector.
-func openIWARP(cfg *Config) (c *IWARP, closeNIC func(), err error) {
+func openIWARP(cfg *Config) (c Connector, closeNIC func(), err error) {
 	closeNIC = func() {}
 	icfg := IWARPConfig{Addr: cfg.Source, CRC: cfg.MPACRC, Pcap: cfg.Pcap, Trace: cfg.Trace}
 	if cfg.TAP != nil {
@@ -72,11 +79,73 @@ func openIWARP(cfg *Config) (c *IWARP, closeNIC func(), err error) {
 		}
 		icfg.MSS = mssFor(tc.MTU, icfg.Addr)
 	}
-	if c, err = NewIWARP(icfg); err != nil {
+	ic, err := NewIWARP(icfg)
+	if err != nil {
 		closeNIC()
 		return nil, nil, err
 	}
-	return c, closeNIC, nil
+	return ic, closeNIC, nil
+}
+
+// openRoCE opens a RoCEv2 NIC and rdma_cm on its QP1: in the embedded mode
+// a NIC on a kernel UDP socket of its own address (-a for a server; -I,
+// or the kernel's route toward the server, for a client), in the TAP mode
+// the NIC on the TAP. closeNIC closes the NIC after the Connector.
+func openRoCE(cfg *Config) (c Connector, closeNIC func(), err error) {
+	var n *embedded.NIC
+	if cfg.TAP != nil {
+		tc := *cfg.TAP
+		if tc.Pcap == nil {
+			tc.Pcap = cfg.Pcap
+		}
+		if tc.Trace == nil {
+			tc.Trace = cfg.Trace
+		}
+		tn, err := tapnic.Open(tc)
+		if err != nil {
+			return nil, nil, fmt.Errorf("rping: open NIC on TAP %s: %w", tc.TAP, err)
+		}
+		if cfg.Server && cfg.Addr.IsValid() && !cfg.Addr.IsUnspecified() && !ownAddr(tn.Addrs, cfg.Addr) {
+			tn.Close()
+			return nil, nil, fmt.Errorf("%w: -a %v is not one of the NIC's addresses %v", ErrConfig, cfg.Addr, tn.Addrs)
+		}
+		n, closeNIC = tn.NIC, func() { tn.Close() }
+	} else {
+		local := cfg.Source
+		if cfg.Server {
+			local = cfg.Addr
+			if !local.IsValid() || local.IsUnspecified() {
+				return nil, nil, fmt.Errorf("%w: over RoCEv2 in the embedded mode the server's NIC needs an address of its own (-a)", ErrConfig)
+			}
+		} else if !local.IsValid() {
+			if local, err = sourceToward(cfg.Addr, cfg.Port); err != nil {
+				return nil, nil, err
+			}
+		}
+		en, err := openKernelNIC(local, cfg.Pcap, cfg)
+		if err != nil {
+			return nil, nil, fmt.Errorf("rping: open NIC on %v: %w", local, err)
+		}
+		n, closeNIC = en, func() { en.Close() }
+	}
+	rc, err := NewRoCE(n, rdmacm.Config{})
+	if err != nil {
+		closeNIC()
+		return nil, nil, err
+	}
+	return rc, closeNIC, nil
+}
+
+// sourceToward is the address the kernel would send from toward the
+// server (rdma_resolve_addr without a source address): the embedded-mode
+// client's NIC takes it.
+func sourceToward(server netip.Addr, port uint16) (netip.Addr, error) {
+	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(server, port)))
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("rping: no route to %v: %w", server, err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap(), nil
 }
 
 // lastACKLinger is how long a TAP-mode server lingers before closing its
@@ -85,7 +154,7 @@ const lastACKLinger = 200 * time.Millisecond
 
 func ownAddr(addrs []netip.Addr, a netip.Addr) bool {
 	for _, x := range addrs {
-		if x == a.Unmap() {
+		if x.Unmap() == a.Unmap() {
 			return true
 		}
 	}

@@ -186,7 +186,8 @@ func TestConfigErrors(t *testing.T) {
 		{Config{IWARP: true}, "needs the server's address"},
 		{Config{IWARP: true, Addr: netip.IPv4Unspecified()}, "not a server address"},
 		{Config{Server: true, IWARP: true, Source: a}, "-I is the client's"},
-		{Config{Server: true, Addr: a}, "needs the IB CM (not yet built)"},
+		{Config{Server: true}, "needs an address of its own (-a)"},
+		{Config{Addr: a, MPACRC: true}, "MPA CRCs are iWARP's"},
 	} {
 		err := Run(context.Background(), c.cfg)
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want) {

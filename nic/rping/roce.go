@@ -1,0 +1,169 @@
+// The RoCEv2 Connector: rdma_cm over RoCEv2 (nic/rdmacm), the IB CM's
+// REQ/REP/RTU and DREQ/DREP MADs on QP1 with rdma_cm's header and TCP port
+// space service ID, in the role the kernel's rdma_cm and ib_cm play under
+// rping on rxe. What goes on the wire is what rping over rxe sends
+// (captures/rxe-rping.pcap):
+//
+//	client                                   server
+//	REQ  (QP1, service 0x0000000001061C06) ─▶
+//	                                       ◀─ REP
+//	RTU                                    ─▶ both RC QPs in RTS
+//	... 10 rounds of SEND / READ / SEND / SEND / WRITE / SEND, each ACKed
+//	DREQ                                   ─▶ (the client ends it)
+//	                                       ◀─ DREP
+//
+// The QPs are RC QPs of the NIC's own RoCEv2 engine: in the embedded mode
+// a NIC on a kernel UDP socket, in the TAP mode the TAP-mode NIC's.
+
+package rping
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"time"
+
+	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/embedded"
+	"github.com/rnic/rnic/nic/rdmacm"
+)
+
+// RoCE is a Connector on rdma_cm over RoCEv2.
+type RoCE struct {
+	n  *embedded.NIC
+	cm *rdmacm.CM
+}
+
+var _ Connector = (*RoCE)(nil)
+
+// NewRoCE attaches rdma_cm to the QP1 of n, a RoCEv2 NIC the caller owns
+// (embedded.Open, or a tapnic.NIC's NIC); Close detaches it and leaves
+// the NIC open.
+func NewRoCE(n *embedded.NIC, cfg rdmacm.Config) (*RoCE, error) {
+	c, err := rdmacm.New(n, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("rping: %w", err)
+	}
+	return &RoCE{n: n, cm: c}, nil
+}
+
+// Device implements Connector.
+func (c *RoCE) Device() *nic.Device { return c.n.Device }
+
+// CM returns the connection manager (its counters).
+func (c *RoCE) CM() *rdmacm.CM { return c.cm }
+
+// Close detaches the connection manager from QP1 (not the NIC).
+func (c *RoCE) Close() error { return c.cm.Close() }
+
+// disconnectWait bounds Disconnect's wait for the DREP. A live peer
+// answers at once; a lost DREQ is sent again after rdma_cm's response
+// timeout (about 6.4 s), so this leaves room for one retry.
+const disconnectWait = 15 * time.Second
+
+// access is what rdma_cm allows a connected RC QP: what rping's
+// rdma_create_qp asks for, remote READ and WRITE.
+const access = memory.LocalWrite | memory.RemoteWrite | memory.RemoteRead
+
+func cmParam(p ConnParam) *rdmacm.ConnParam {
+	return &rdmacm.ConnParam{
+		ResponderResources: uint8(min(p.ResponderResources, 255)),
+		InitiatorDepth:     uint8(min(p.InitiatorDepth, 255)),
+		Access:             access,
+	}
+}
+
+// Connect implements Connector.
+func (c *RoCE) Connect(ctx context.Context, qp *nic.QP, remote netip.AddrPort, p ConnParam) (Conn, error) {
+	cn, err := c.cm.Connect(ctx, qp, remote.Addr(), remote.Port(), p.PrivateData, cmParam(p))
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return nil, err
+		}
+		return nil, &ConnectError{Remote: remote, Err: err}
+	}
+	return roceConn{cn}, nil
+}
+
+// Listen implements Connector. rdma_cm listens on every address of the
+// NIC; a listener on one address refuses REQs sent to another. Port 0
+// picks a free port from rdma_cm's ephemeral range.
+func (c *RoCE) Listen(addr netip.AddrPort) (Listener, error) {
+	a := addr.Addr().Unmap()
+	if a.IsValid() && !a.IsUnspecified() && !ownAddr(c.n.GIDs(), a) {
+		return nil, fmt.Errorf("rping: %v is not an address of %s", a, c.n.Name())
+	}
+	port := addr.Port()
+	var l *rdmacm.Listener
+	var err error
+	if port != 0 {
+		l, err = c.cm.Listen(port)
+	} else {
+		for range 64 {
+			if l, err = c.cm.Listen(uint16(0x8000 + rand.IntN(0x7000))); !errors.Is(err, rdmacm.ErrInUse) {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("rping: %w", err)
+	}
+	return &roceListener{l: l, addr: netip.AddrPortFrom(a, l.Port())}, nil
+}
+
+type roceListener struct {
+	l    *rdmacm.Listener
+	addr netip.AddrPort
+}
+
+func (l *roceListener) Addr() netip.AddrPort { return l.addr }
+func (l *roceListener) Close() error         { return l.l.Close() }
+
+func (l *roceListener) Accept(ctx context.Context) (Request, error) {
+	for {
+		r, err := l.l.Accept(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if a := l.addr.Addr(); a.IsValid() && !a.IsUnspecified() && r.LocalAddr().Addr().Unmap() != a {
+			// Bound to another of the NIC's addresses: the kernel's
+			// rdma_cm finds no listener and the REQ is refused.
+			r.Reject(nil)
+			continue
+		}
+		return roceRequest{r}, nil
+	}
+}
+
+type roceRequest struct{ r *rdmacm.Request }
+
+func (r roceRequest) Remote() netip.AddrPort { return r.r.RemoteAddr() }
+func (r roceRequest) Reject() error          { return r.r.Reject(nil) }
+
+func (r roceRequest) Accept(ctx context.Context, qp *nic.QP, p ConnParam) (Conn, error) {
+	cn, err := r.r.Accept(ctx, qp, p.PrivateData, cmParam(p))
+	if err != nil {
+		return nil, fmt.Errorf("rping: accept: %w", err)
+	}
+	return roceConn{cn}, nil
+}
+
+// roceConn is an rdma_cm connection. The CM ends a connection only by a
+// DREQ (ours or the peer's), which is an orderly end, so Err is nil.
+type roceConn struct{ c *rdmacm.Conn }
+
+func (cn roceConn) Local() netip.AddrPort  { return cn.c.LocalAddr() }
+func (cn roceConn) Remote() netip.AddrPort { return cn.c.RemoteAddr() }
+func (cn roceConn) Done() <-chan struct{}  { return cn.c.Done() }
+func (cn roceConn) Err() error             { return nil }
+
+// Disconnect sends the DREQ and waits (boundedly) for the DREP, as
+// rdma_disconnect and the DISCONNECTED event that follows.
+func (cn roceConn) Disconnect() error {
+	ctx, cancel := context.WithTimeout(context.Background(), disconnectWait)
+	defer cancel()
+	return cn.c.Disconnect(ctx)
+}
