@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/netip"
-	"os"
-	"os/signal"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -42,15 +39,26 @@ datagram, as many as rnic sent packets; lat: a ping-pong) and ends with
   raw udp: X MB/sec, rnic/raw = R        (bw)
   raw udp: t_typical X usec, rnic/raw = R (lat)
 
-With --iwarp the two NICs are iWARP devices on kernel TCP instead (both
-sides in this process), each QP pair connected through the iWARP
-connection manager, and the raw figure is kernel TCP's between the same
-addresses (bw: the same total bytes, one write per message; lat: a TCP
-ping-pong of the same message size):
+With --iwarp the NICs are iWARP devices on kernel TCP instead, each QP
+pair connected through the iWARP connection manager (MPA Request and
+Reply), and the raw figure is kernel TCP's between the same addresses
+(bw: the same total bytes, one write per message; lat: a TCP ping-pong of
+the same message size):
 
   raw tcp: X MB/sec, rnic/raw = R
   raw tcp: t_typical X usec, rnic/raw = R
 
+--iwarp works in one process and in two: start the server with --iwarp
+too. Its connection manager listens on TCP port 18516 (--iwarp-port), which
+it names to the client over the side channel; the keys (STag, address)
+travel there as in the RoCEv2 test.
+
+In the TAP mode (--tap NAME --ip CIDR) the NIC owns a TAP device and the
+side channel (and iWARP) run on the NIC's own TCP; each process runs one
+role, the server (--serve) or the client (SERVER last), as perftest. Both
+sides in one process need two TAPs: --tap twice (the server's, then the
+client's) with one --ip each. The raw baseline is skipped in the TAP mode.
+` + tapModeHelp + `
 Progress goes to stderr once a run has taken a few seconds. Exits 1 when
 the test fails or data arrived corrupted, 2 on bad usage.
 
@@ -75,13 +83,15 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 	fs.IntVarP(&cfg.CQMod, "cq-mod", "Q", perf.DefaultCQMod, "signal one send WR in this many (bw)")
 	fs.BoolVar(&cfg.JSON, "json", false, "print one JSON object instead of the table")
 	fs.BoolVar(&cfg.NoRaw, "no-raw", false, "skip the raw UDP (with --iwarp: TCP) measurement")
-	fs.BoolVar(&cfg.IWARP, "iwarp", false, "iWARP over kernel TCP instead of RoCEv2 over UDP (both sides in this process)")
+	fs.BoolVar(&cfg.IWARP, "iwarp", false, "iWARP over TCP instead of RoCEv2 over UDP (server and client alike)")
+	fs.IntVar(&cfg.IWARPPort, "iwarp-port", perf.DefaultIWARPPort, "TCP port of an --iwarp server's connection manager (0: any free port)")
 	fs.BoolVar(&cfg.Serve, "serve", false, "serve one test (as perftest without a server name)")
 	addr := fs.String("addr", "", "this side's NIC address (server default 127.0.0.2; client: see above)")
 	fs.IntVarP(&cfg.Port, "port", "p", perf.DefaultPort, "TCP port of the side channel")
 	fs.Uint16Var(&cfg.RDMAPort, "rdma-port", perf.DefaultRDMAPort, "RoCEv2 UDP port (the same on both sides)")
 	pcapPath := fs.String("pcap", "", "write every frame the (client's) NIC sends and receives to this pcap file")
 	trace := fs.Bool("trace", false, "print every QP state change and PSN/ACK/NAK decision on stderr")
+	tf := addTAPFlags(fs, false)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), perfHelp)
 		fs.PrintDefaults()
@@ -109,6 +119,12 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 	default:
 		return usageErr(fmt.Errorf("unexpected argument %q", fs.Arg(1)))
 	}
+	switch {
+	case cfg.IWARPPort < 0 || cfg.IWARPPort > 65535:
+		return usageErr(fmt.Errorf("--iwarp-port %d", cfg.IWARPPort))
+	case cfg.IWARPPort == 0:
+		cfg.IWARPPort = -1 // perf's "any free port"
+	}
 	var err error
 	if cfg.Op, err = perf.ParseOp(*op); err != nil {
 		return usageErr(err)
@@ -126,6 +142,24 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 			return usageErr(fmt.Errorf("--addr: %w", err))
 		}
 	}
+	taps, err := tf.configs()
+	if err != nil {
+		return usageErr(err)
+	}
+	switch len(taps) {
+	case 0:
+	case 1:
+		cfg.TAP = &taps[0]
+	case 2:
+		cfg.ServerTAP, cfg.TAP = &taps[0], &taps[1]
+	default:
+		return usageErr(fmt.Errorf("%w: at most two --tap (the server's and the client's)", errTAPFlags))
+	}
+	if len(taps) > 0 {
+		if err := tf.tapPathMTU("mtu", &cfg.MTU); err != nil {
+			return usageErr(err)
+		}
+	}
 	if *pcapPath != "" {
 		pw, err := transport.CreatePcap(*pcapPath)
 		if err != nil {
@@ -139,7 +173,7 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 		cfg.Trace = stderr
 	}
 	cfg.Out, cfg.Progress = stdout, stderr
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signalContext()
 	defer stop()
 	if _, err := perf.Run(ctx, cfg); err != nil {
 		fmt.Fprintf(stderr, "rnic %s\n", withPrefix("perf: ", err))

@@ -114,7 +114,25 @@ func TestPerfIWARP(t *testing.T) {
 			t.Errorf("%q: exit %d\n%s%s", c.args, code, out, errOut)
 		}
 	}
-	if _, errOut, code := rnic(t, "perf", "--iwarp", "--serve"); code != 2 {
-		t.Errorf("--iwarp --serve: exit %d, %s", code, errOut)
+	if _, errOut, code := rnic(t, "perf", "--iwarp", "--serve", "--iwarp-port", "70000"); code != 2 || !strings.Contains(errOut, "--iwarp-port 70000") {
+		t.Errorf("--iwarp-port 70000: exit %d, %s", code, errOut)
+	}
+}
+
+// TestPerfCommandIWARPTwoProcesses: an iWARP server given only its
+// address, and a client naming it, as two perftest processes, on
+// loopback addresses of this test's own (the CM on its default port).
+func TestPerfCommandIWARPTwoProcesses(t *testing.T) {
+	port := freePort(t)
+	sOut, sErr, sCode, cOut, cErr, cCode := both(t,
+		[]string{"perf", "--iwarp", "--addr", "127.0.8.2", "-p", port},
+		[]string{"perf", "--iwarp", "--addr", "127.0.8.3", "-p", port, "--iters", "100", "--op", "write", "--size", "4096", "127.0.8.2"})
+	if sCode != 0 || cCode != 0 {
+		t.Fatalf("server %d: %s%s\nclient %d: %s%s", sCode, sOut, sErr, cCode, cOut, cErr)
+	}
+	for _, out := range []string{sOut, cOut} {
+		if !bwRow.MatchString(out) || !rawTCPBW.MatchString(out) || !strings.Contains(out, "Transport type : IW") {
+			t.Errorf("output:\n%s", out)
+		}
 	}
 }

@@ -123,7 +123,9 @@ func (s *side) receiveAll(ctx context.Context, posted []int) error {
 				}
 				posted[i]++
 				if s.onRecv != nil {
-					s.onRecv(i)
+					if err := s.onRecv(i); err != nil {
+						return err
+					}
 				}
 			}
 		}

@@ -6,7 +6,9 @@
 // them are rnic's own for now, newline-terminated JSON: the client's test
 // parameters (so a server needs no flags but its address), the server's
 // readiness, the end of the test with the server's data check, the raw UDP
-// measurement, and the final result, which the server prints too. Speaking
+// (iWARP: TCP) measurement, and the final result, which the server prints
+// too; an iWARP test adds the connection manager's port and, in a SEND bw
+// test, the server's receive credits. Speaking
 // perftest's protocol (§4.2: versions, system data, MTU, the key exchange,
 // handshakes and the report exchange) later replaces these steps one by
 // one; the key exchange stays.
@@ -20,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"time"
 )
 
 // protoVersion names this exchange; a server refuses another.
@@ -114,7 +117,10 @@ func (c *channel) recvKey() (Key, error) {
 type (
 	// hello: client → server, the test to run.
 	hello struct {
-		Proto      string     `json:"proto"`
+		Proto string `json:"proto"`
+		// Transport is "iwarp" for an iWARP test, empty for RoCEv2; a
+		// server refuses a test of the other transport.
+		Transport  string     `json:"transport,omitempty"`
 		Op         Op         `json:"op"`
 		Mode       Mode       `json:"mode"`
 		AtomicType AtomicType `json:"atomic_type,omitempty"`
@@ -127,9 +133,22 @@ type (
 		CQMod      int        `json:"cq_mod"`
 	}
 	// ack: server → client after hello (then the keys), and again once
-	// the server's QPs are connected and its receives posted.
+	// the server's QPs are connected and its receives posted. In an
+	// iWARP test the first one names the port the server's connection
+	// manager listens on, and the client sends one too, once its QPs
+	// are connected.
 	ack struct {
-		OK bool `json:"ok"`
+		OK        bool `json:"ok"`
+		IWARPPort int  `json:"iwarp_port,omitempty"`
+	}
+	// recvCredit: server → client during an iWARP SEND bw test, the
+	// receives posted so far on a QP (a SEND that finds none would end
+	// the connection: iWARP has no RNR retry); Done ends the series
+	// once every message has arrived.
+	recvCredit struct {
+		QP     int  `json:"qp"`
+		Posted int  `json:"posted"`
+		Done   bool `json:"done,omitempty"`
 	}
 	// finished: client → server when the client's loop has ended.
 	finished struct {
@@ -174,7 +193,43 @@ func (h *hello) apply(c *Config) {
 
 // helloOf is the hello announcing c's test.
 func helloOf(c *Config) hello {
-	return hello{Proto: protoVersion, Op: c.Op, Mode: c.Mode, AtomicType: c.AtomicType,
+	h := hello{Proto: protoVersion, Op: c.Op, Mode: c.Mode, AtomicType: c.AtomicType,
 		Size: c.Size, Iters: c.Iters, QPs: c.QPs, MTU: c.MTU,
 		TxDepth: c.TxDepth, RxDepth: c.RxDepth, CQMod: c.CQMod}
+	if c.IWARP {
+		h.Transport = transportIWARP
+	}
+	return h
+}
+
+// transportIWARP is hello.Transport of an iWARP test.
+const transportIWARP = "iwarp"
+
+// checkTransport refuses a hello for the other transport than this
+// server's, saying how to start the server instead.
+func (h *hello) checkTransport(iwarp bool) error {
+	switch {
+	case h.Transport == transportIWARP && !iwarp:
+		return fmt.Errorf("%w: the client runs iWARP; this server RoCEv2: start it with --iwarp too", ErrConfig)
+	case h.Transport == "" && iwarp:
+		return fmt.Errorf("%w: the client runs RoCEv2; this server iWARP: start it without --iwarp", ErrConfig)
+	case h.Transport != "" && h.Transport != transportIWARP:
+		return fmt.Errorf("%w: transport %q", ErrConfig, h.Transport)
+	}
+	return nil
+}
+
+// sideCloseWait bounds the wait for the peer's FIN in closeSideChannel.
+const sideCloseWait = 2 * time.Second
+
+// closeSideChannel closes conn in order once the test is over: this
+// side's FIN, then the peer's, awaited for a while. Neither side then
+// leaves a half-closed connection behind, which a TAP-mode NIC would
+// reset as it closes (the capture would end in a RST).
+func closeSideChannel(conn net.Conn) {
+	if cw, ok := conn.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+		conn.SetReadDeadline(time.Now().Add(sideCloseWait))
+		io.Copy(io.Discard, conn)
+	}
+	conn.Close()
 }

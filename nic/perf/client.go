@@ -9,6 +9,7 @@ import "context"
 // client is the client's sequence of steps.
 func client(ctx context.Context, r *resolved, s *side, ch *channel) (*Result, error) {
 	res := newResult(r)
+	res.GIDIndex = s.gid
 	if err := ch.send(helloOf(&r.Config)); err != nil {
 		return nil, err
 	}
@@ -73,7 +74,10 @@ func client(ctx context.Context, r *resolved, s *side, ch *channel) (*Result, er
 		res.Check = s.checkTargets(serverSeed, r.Iters)
 	}
 
-	if r.NoRaw {
+	if r.NoRaw || r.TAP != nil {
+		if r.TAP != nil {
+			res.RawSkipped = "TAP mode"
+		}
 		if err := ch.send(rawRequest{}); err != nil {
 			return nil, err
 		}

@@ -11,9 +11,11 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
 )
@@ -62,6 +64,9 @@ const (
 	DefaultCQMod    = 100 // perftest's CQ moderation
 	DefaultPort     = 18515
 	DefaultRDMAPort = 4791
+	// DefaultIWARPPort is the TCP port a two-process iWARP server's
+	// connection manager listens on: the side channel's next.
+	DefaultIWARPPort = 18516
 	// atomicSize is the message size of an atomic: one 64-bit word.
 	atomicSize = 8
 	// maxOutReads is the READ/atomic depth of a QP (perftest uses the
@@ -99,10 +104,16 @@ type Config struct {
 	CQMod int
 	// NoRaw skips the raw UDP measurement.
 	NoRaw bool
-	// IWARP runs the test over iWARP on kernel TCP instead of RoCEv2 on
-	// UDP, both sides in this process (RunIWARP); the raw figure is then
-	// kernel TCP's.
+	// IWARP runs the test over iWARP instead of RoCEv2: iWARP devices on
+	// kernel TCP (in the TAP mode on the NICs' own TCP), each QP pair
+	// connected through the iWARP connection manager (MPA Request and
+	// Reply). It works in every role; the raw figure is kernel TCP's.
 	IWARP bool
+	// IWARPPort is the TCP port a two-process iWARP server's connection
+	// manager listens on (DefaultIWARPPort if zero, any free port if
+	// negative). The server tells the client over the side channel, so
+	// a client needs no setting.
+	IWARPPort int
 
 	// Server is the server to connect to: set, this process is the
 	// client. Empty with Serve, it is the server; empty without Serve,
@@ -142,6 +153,25 @@ type Config struct {
 	// DialRetry is how long a client retries a refused side-channel
 	// connection (2s if zero, once if negative).
 	DialRetry time.Duration
+
+	// TAP, if set, runs this side in the TAP mode (nil: the embedded
+	// mode): its NIC owns the TAP device TAP.TAP with TAP.Prefixes as its
+	// addresses (GID index i is Prefixes[i]) and the side channel goes
+	// through the NIC's own IP and TCP stack, so the kernel needs no
+	// address on the TAP's network. A server listens on every address of
+	// its NIC; a client sends from its address of the server's family
+	// (Addr, if set, must be one of the NIC's). Pcap and Trace go to the
+	// TAP NIC (the pcap then holds every frame on the TAP, ARP, ND and TCP
+	// included) unless TAP sets its own. The path MTU must fit the TAP's
+	// Ethernet MTU (zero takes the largest that fits: 1024 for 1500).
+	// The raw baseline is skipped (Result.RawSkipped). Link, ServerLink
+	// and Listener must be nil.
+	//
+	// In one process (no Serve, no Server) TAP is the client's NIC and
+	// ServerTAP the server's: both sides need their own TAP, which the
+	// caller puts on one bridge. iWARP in the TAP mode, in one process
+	// or two, runs its connections on the NICs' own TCP.
+	TAP, ServerTAP *tapnic.Config
 }
 
 // ErrConfig is wrapped by configuration errors.
@@ -162,6 +192,8 @@ type resolved struct {
 	role   role
 	mtu    verbs.MTU
 	server netip.Addr // the server's NIC address (client and one process)
+	// anyAddr: a TAP-mode server listens on every address of its NIC.
+	anyAddr bool
 }
 
 // ParseOp, ParseMode and ParseAtomicType accept the names perftest users
@@ -224,6 +256,20 @@ func (cfg Config) resolve(ctx context.Context) (*resolved, error) {
 	if c.Port < 0 || c.Port > 65535 {
 		return nil, fmt.Errorf("%w: port %d", ErrConfig, c.Port)
 	}
+	if c.IWARPPort > 65535 {
+		return nil, fmt.Errorf("%w: iWARP port %d", ErrConfig, c.IWARPPort)
+	}
+	if c.TAP != nil || c.ServerTAP != nil {
+		if err := r.resolveTAP(ctx); err != nil {
+			return nil, err
+		}
+		if r.role != roleServer {
+			if err := r.testDefaults(); err != nil {
+				return nil, err
+			}
+		}
+		return r, nil
+	}
 	if r.role != roleServer {
 		if err := r.testDefaults(); err != nil {
 			return nil, err
@@ -243,7 +289,7 @@ func (cfg Config) resolve(ctx context.Context) (*resolved, error) {
 			c.Addr = otherLoopback(r.server)
 		}
 	case roleClient:
-		a, err := lookup(ctx, c.Server)
+		a, err := lookup(ctx, c.Server, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -297,10 +343,21 @@ func (r *resolved) testDefaults() error {
 			}
 		}
 	}
+	if fit := r.tapPathMTU(); fit != 0 {
+		// The TAP's Ethernet MTU bounds the path MTU; without one asked
+		// for, the largest that fits (as perftest takes the port's
+		// active MTU).
+		if c.MTU == 0 {
+			c.MTU = fit
+		}
+		if c.MTU > fit {
+			return fmt.Errorf("%w: path MTU %d does not fit the TAP's Ethernet MTU (at most %d)", ErrConfig, c.MTU, fit)
+		}
+	}
 	fill(&c.Size, DefaultSizeBW, DefaultSizeLat)
 	fill(&c.Iters, DefaultItersBW, DefaultItersLat)
 	fill(&c.QPs, DefaultQPs, DefaultQPs)
-	fill(&c.MTU, DefaultMTU, DefaultMTU)
+	fill(&c.MTU, DefaultMTU, DefaultMTU) // the embedded NIC's jumbo link allows 4096
 	fill(&c.TxDepth, DefaultTxDepth, DefaultTxDepth)
 	fill(&c.RxDepth, DefaultRxDepth, DefaultRxDepth)
 	fill(&c.CQMod, DefaultCQMod, DefaultCQMod)
@@ -330,6 +387,109 @@ func (r *resolved) testDefaults() error {
 	return nil
 }
 
+// tapPathMTU is the largest path MTU the TAPs of this process allow, or
+// 0 in the embedded mode.
+func (r *resolved) tapPathMTU() int {
+	fit := 0
+	for _, t := range []*tapnic.Config{r.TAP, r.ServerTAP} {
+		if t != nil {
+			if m := pathMTUOf(t.MTU); fit == 0 || m < fit {
+				fit = m
+			}
+		}
+	}
+	return fit
+}
+
+// resolveTAP checks the TAP mode's settings and picks the NICs'
+// addresses.
+func (r *resolved) resolveTAP(ctx context.Context) error {
+	c := &r.Config
+	switch {
+	case c.Link != nil || c.ServerLink != nil || c.Listener != nil:
+		return fmt.Errorf("%w: the TAP mode has its own links and side channel (no Link, ServerLink, Listener)", ErrConfig)
+	case r.role == roleBoth && (c.TAP == nil || c.ServerTAP == nil):
+		return fmt.Errorf("%w: both sides in one process need two NICs: give the server's TAP too (--tap twice), "+
+			"or run the server (--serve) and the client in two processes", ErrConfig)
+	case r.role != roleBoth && c.ServerTAP != nil:
+		return fmt.Errorf("%w: a second TAP is for both sides in one process, not with --serve or a server", ErrConfig)
+	}
+	var own, srvOwn []netip.Addr
+	for _, t := range []*tapnic.Config{c.TAP, c.ServerTAP} {
+		if t == nil {
+			continue
+		}
+		if t.TAP == "" {
+			return fmt.Errorf("%w: TAP mode without a TAP device name", ErrConfig)
+		}
+		if len(t.Prefixes) == 0 {
+			return fmt.Errorf("%w: TAP %s has no address", ErrConfig, t.TAP)
+		}
+		addrs := make([]netip.Addr, len(t.Prefixes))
+		for i, p := range t.Prefixes {
+			addrs[i] = p.Addr().Unmap()
+		}
+		if t == c.TAP {
+			own = addrs
+		} else {
+			srvOwn = addrs
+		}
+	}
+	switch r.role {
+	case roleServer:
+		r.anyAddr = !c.Addr.IsValid()
+	case roleBoth:
+		if c.ServerAddr.IsValid() {
+			r.server = c.ServerAddr.Unmap()
+			if !slices.Contains(srvOwn, r.server) {
+				return fmt.Errorf("%w: server address %v is not one of TAP %s's %v", ErrConfig, r.server, c.ServerTAP.TAP, srvOwn)
+			}
+		} else {
+			r.server = srvOwn[0]
+			if c.Addr.IsValid() {
+				// The server's address of the family the client asked for.
+				if a, ok := addrOfFamily(srvOwn, c.Addr.Unmap()); ok {
+					r.server = a
+				}
+			}
+		}
+		c.ServerAddr = r.server
+	case roleClient:
+		a, err := lookup(ctx, c.Server, own)
+		if err != nil {
+			return err
+		}
+		r.server = a
+	}
+	if c.Addr.IsValid() {
+		c.Addr = c.Addr.Unmap()
+		if !slices.Contains(own, c.Addr) {
+			return fmt.Errorf("%w: address %v is not one of TAP %s's %v", ErrConfig, c.Addr, c.TAP.TAP, own)
+		}
+		if r.server.IsValid() && r.server.Is4() != c.Addr.Is4() {
+			return fmt.Errorf("%w: address %v cannot reach server %v", ErrConfig, c.Addr, r.server)
+		}
+		return nil
+	}
+	a, ok := addrOfFamily(own, r.server)
+	if !ok {
+		return fmt.Errorf("%w: TAP %s has no address of server %v's family (it has %v)", ErrConfig, c.TAP.TAP, r.server, own)
+	}
+	c.Addr = a
+	return nil
+}
+
+// addrOfFamily is the first of own of peer's family, or own's first for
+// an invalid peer (a server).
+func addrOfFamily(own []netip.Addr, peer netip.Addr) (netip.Addr, bool) {
+	for _, a := range own {
+		if !peer.IsValid() || a.Is4() == peer.Unmap().Is4() {
+			return a, true
+		}
+	}
+	return netip.Addr{}, false
+}
+
 // otherLoopback is the client's loopback address given the server's.
 func otherLoopback(server netip.Addr) netip.Addr {
 	if server == ClientLoopback {
@@ -356,14 +516,22 @@ func clientAddr(server netip.Addr) (netip.Addr, error) {
 	return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap(), nil
 }
 
-// lookup resolves host, IPv4 first.
-func lookup(ctx context.Context, host string) (netip.Addr, error) {
+// lookup resolves host, IPv4 first; with own set (the TAP mode), the
+// first of a family the NIC has an address of.
+func lookup(ctx context.Context, host string, own []netip.Addr) (netip.Addr, error) {
 	if a, err := netip.ParseAddr(host); err == nil {
 		return a.Unmap(), nil
 	}
 	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 	if err != nil || len(addrs) == 0 {
 		return netip.Addr{}, fmt.Errorf("perf: resolve %s: %w", host, err)
+	}
+	if own != nil {
+		for _, a := range addrs {
+			if _, ok := addrOfFamily(own, a); ok {
+				return a.Unmap(), nil
+			}
+		}
 	}
 	for _, a := range addrs {
 		if a.Unmap().Is4() {

@@ -1,9 +1,11 @@
-// perf over iWARP: both sides in this process, two iWARP devices on
-// kernel TCP between the server's and the client's addresses, each QP pair
-// connected through the iWARP connection manager (MPA Request and Reply,
-// RTR). The loops, statistics, data check and report are the RoCE test's;
-// the raw figure is kernel TCP's between the same addresses in the same
-// run (rawtcp.go).
+// perf over iWARP: iWARP devices on kernel TCP between the server's and
+// the client's addresses (in the TAP mode on the NICs' own TCP, over their
+// TAPs), each QP pair connected through the iWARP connection manager (MPA
+// Request and Reply, RTR). The loops, statistics, data check and report
+// are the RoCE test's; the raw figure is kernel TCP's between the same
+// addresses in the same run (rawtcp.go). This file runs both sides in one
+// process and holds what the roles share; iwarp_server.go and
+// iwarp_client.go are the two roles of a two-process test.
 //
 // iWARP's local completion semantics (siw's) show in the figures: a SEND or
 // RDMA WRITE completes once the stream took its FPDUs, before the peer has
@@ -16,8 +18,8 @@
 package perf
 
 import (
+	"cmp"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -41,32 +43,64 @@ const IWARPMSS = 65483
 type iwSide struct {
 	stack *iwarp.Stack
 	dev   *nic.Device
+	mss   int         // the MSS its FPDUs are sized for
+	ended chan uint32 // QPs whose connection ended
 }
 
-// runIWARP runs cfg over iWARP with both sides in this process.
-func runIWARP(ctx context.Context, cfg Config) (*Result, error) {
-	if cfg.Server != "" || cfg.Serve {
-		return nil, fmt.Errorf("%w: --iwarp runs both sides in this process (no --serve, no server)", ErrConfig)
+// checkIWARP refuses what an iWARP run cannot use: on kernel TCP there
+// is no link to give and nothing of the NIC's to capture.
+func (c *Config) checkIWARP() error {
+	if c.TAP == nil && c.ServerTAP == nil && (c.Link != nil || c.ServerLink != nil || c.Pcap != nil) {
+		return fmt.Errorf("%w: --iwarp runs on kernel TCP: no link, no pcap (the TAP mode captures)", ErrConfig)
 	}
-	if cfg.Link != nil || cfg.ServerLink != nil || cfg.Pcap != nil {
-		return nil, fmt.Errorf("%w: --iwarp runs on kernel TCP: no link, no pcap", ErrConfig)
+	return nil
+}
+
+// runIWARP runs r's role over iWARP.
+func runIWARP(ctx context.Context, r *resolved) (*Result, error) {
+	switch r.role {
+	case roleServer:
+		return runIWARPServer(ctx, r)
+	case roleClient:
+		return runIWARPClient(ctx, r)
 	}
-	r, err := cfg.resolve(ctx)
-	if err != nil {
-		return nil, err
+	return runIWARPBoth(ctx, r)
+}
+
+// runIWARPBoth runs both sides in this process.
+func runIWARPBoth(ctx context.Context, r *resolved) (*Result, error) {
+	tapMode := r.TAP != nil
+	// The streams: kernel TCP, or in the TAP mode each NIC's own TCP on
+	// its TAP (the pcap then holds the real frames).
+	srvNet, cliNet := stream.Network(&stream.TCP{}), stream.Network(&stream.TCP{})
+	mss := IWARPMSS
+	if tapMode {
+		// FPDUs sized for one TCP segment on the TAPs' Ethernet.
+		mss = min(tapMSS(r.TAP.MTU, r.server), tapMSS(r.ServerTAP.MTU, r.server))
+		sh, err := openHost(r, hostSpec{name: "rnic0", tap: r.ServerTAP, trace: r.Trace})
+		if err != nil {
+			return nil, err
+		}
+		defer sh.Close()
+		ch, err := openHost(r, hostSpec{name: "rnic1", tap: r.TAP, pcap: r.Pcap, trace: r.Trace})
+		if err != nil {
+			return nil, err
+		}
+		defer ch.Close()
+		srvNet, cliNet = sh.Streams(), ch.Streams()
 	}
-	srv, err := openIWARPSide(r, r.server, "rnic0", serverSeed)
+	srv, err := openIWARPSide(r, r.server, "rnic0", serverSeed, srvNet, mss)
 	if err != nil {
 		return nil, err
 	}
 	defer srv.closeIWARP()
-	cli, err := openIWARPSide(r, r.Addr, "rnic1", clientSeed)
+	cli, err := openIWARPSide(r, r.Addr, "rnic1", clientSeed, cliNet, mss)
 	if err != nil {
 		return nil, err
 	}
 	defer cli.closeIWARP()
 	res := newResult(r)
-	res.IWARP, res.MTU = true, IWARPMSS
+	res.IWARP, res.MTU = true, mss
 	if err := connectIWARP(ctx, srv, cli, res); err != nil {
 		return nil, err
 	}
@@ -89,7 +123,7 @@ func runIWARP(ctx context.Context, cfg Config) (*Result, error) {
 		} else {
 			// Credit: the receives the server has posted on QP i.
 			reposted := make([]atomic.Int64, len(srv.qps))
-			srv.onRecv = func(i int) { reposted[i].Add(1) }
+			srv.onRecv = func(i int) error { reposted[i].Add(1); return nil }
 			cli.sendCredit = func(i int) int { return posted[i] + int(reposted[i].Load()) }
 		}
 	}
@@ -128,43 +162,76 @@ func runIWARP(ctx context.Context, cfg Config) (*Result, error) {
 	if err := <-srvErr; err != nil {
 		return nil, fmt.Errorf("perf: server: %w", err)
 	}
-	// The data check. A WRITE completes before it has landed: wait (for
-	// a while) until the targets hold what was sent.
-	checker, seed := srv, clientSeed
 	if r.clientChecks() {
-		checker, seed = cli, serverSeed
+		res.Check = cli.awaitTargets(ctx, serverSeed)
+	} else {
+		res.Check = srv.awaitTargets(ctx, clientSeed)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	disconnectIWARP(cli, srv)
+	switch {
+	case tapMode:
+		res.RawSkipped = "TAP mode"
+	case !r.NoRaw:
+		rawTCP(ctx, r, res)
+	}
+	return res, nil
+}
+
+// landTimeout bounds the wait of the data check for data in flight.
+const landTimeout = 5 * time.Second
+
+// awaitTargets is the data check of the side whose targets receive the
+// data. An iWARP WRITE or SEND completes before it has landed: it waits
+// (for a while) until the targets hold what the peer, with peerSeed,
+// sent.
+func (s *side) awaitTargets(ctx context.Context, peerSeed byte) Check {
+	deadline := time.Now().Add(landTimeout)
 	for {
-		res.Check = checker.checkTargets(seed, r.Iters)
-		if res.Check.OK() || time.Now().After(deadline) || ctx.Err() != nil {
-			break
+		c := s.checkTargets(peerSeed, s.cfg.Iters)
+		if c.OK() || time.Now().After(deadline) || ctx.Err() != nil {
+			return c
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if !r.NoRaw {
-		rawTCP(ctx, r, res)
+}
+
+// tcpOptionsLen is the room for TCP options the NICs' TCP (gVisor's, with
+// timestamps and SACK on) keeps in every segment, the most options may
+// take (RFC 9293 §3.1): its data segments carry the MSS less 40 bytes
+// (1420 on a 1500-byte IPv4 TAP, as captures show).
+const tcpOptionsLen = 40
+
+// tapMSS is the payload of a TCP segment on a TAP of Ethernet MTU eth
+// (1500 if zero) towards peer: the FPDUs are sized for it, so that each
+// one starts a segment (RFC 5044 §4.5), as captures show them.
+func tapMSS(eth int, peer netip.Addr) int {
+	eth = cmp.Or(eth, 1500)
+	if peer.Unmap().Is4() {
+		return eth - 40 - tcpOptionsLen // IPv4 + TCP headers
 	}
-	if err := writeReport(r.Out, r.JSON, res, false); err != nil {
-		return res, err
-	}
-	if !res.Check.OK() {
-		return res, fmt.Errorf("%w: %d of %d bytes differ", ErrDataMismatch, res.Check.Mismatched, res.Check.Bytes)
-	}
-	return res, nil
+	return eth - 60 - tcpOptionsLen
 }
 
 // openIWARPSide opens an iWARP device on addr and creates the objects of
 // openSide: one buffer with a source and a target region per QP, the CQs,
 // the QPs in INIT.
-func openIWARPSide(r *resolved, addr netip.Addr, name string, seed byte) (s *side, err error) {
-	s = &side{name: name, cfg: r, byQP: map[uint32]int{}, seed: seed, iw: &iwSide{}}
+func openIWARPSide(r *resolved, addr netip.Addr, name string, seed byte, network stream.Network, mss int) (s *side, err error) {
+	s = &side{name: name, cfg: r, byQP: map[uint32]int{}, seed: seed, iw: &iwSide{mss: mss}}
 	defer func() {
 		if err != nil {
 			s.closeIWARP()
 		}
 	}()
-	scfg := iwarp.Config{Clock: clock.NewReal(), Network: &stream.TCP{}, Addr: addr, MSS: IWARPMSS}
+	s.iw.ended = make(chan uint32, r.QPs)
+	scfg := iwarp.Config{Clock: clock.NewReal(), Network: network, Addr: addr, MSS: mss,
+		OnConnEvent: func(e iwarp.ConnEvent) {
+			if e.Type == iwarp.EventDisconnected {
+				select {
+				case s.iw.ended <- e.QPN:
+				default:
+				}
+			}
+		}}
 	if r.Trace != nil {
 		var mu sync.Mutex
 		tw := r.Trace
@@ -213,8 +280,36 @@ func openIWARPSide(r *resolved, addr netip.Addr, name string, seed byte) (s *sid
 	return s, nil
 }
 
-// closeIWARP closes the connections, destroys everything and closes the
-// device.
+// disconnectWait bounds the wait for the peers' FINs after an orderly
+// disconnect.
+const disconnectWait = 2 * time.Second
+
+// disconnectIWARP ends the QPs' connections of every side in order, as a
+// test that went well ends: each QP's stream is closed after what it
+// queued (a FIN, not the reset of closeIWARP), and it waits, for a while,
+// until each peer has closed too. Both sides of one process disconnect
+// before either waits, so that neither sees its peer vanish.
+func disconnectIWARP(sides ...*side) {
+	for _, s := range sides {
+		for _, q := range s.qps {
+			s.iw.stack.Disconnect(q.qp.QPN()) // (a connection already ended has its event)
+		}
+	}
+	timer := time.NewTimer(disconnectWait)
+	defer timer.Stop()
+	for _, s := range sides {
+		for range s.qps {
+			select {
+			case <-s.iw.ended:
+			case <-timer.C:
+				return
+			}
+		}
+	}
+}
+
+// closeIWARP closes the connections (resetting those still open),
+// destroys everything and closes the device.
 func (s *side) closeIWARP() {
 	if s.iw.stack != nil {
 		s.iw.stack.Close()
@@ -257,55 +352,38 @@ func (s *side) iwKey(i int) Key {
 	return k
 }
 
-// connectIWARP connects the client's QP i to the server's through the
-// connection manager: the server listens on an ephemeral port of its
-// address, the client connects each QP with the QP's index as private
-// data, and the server accepts it on its QP of that index.
+// connectIWARP connects the client's QPs to the server's through the
+// connection manager (iwarp_connect.go), the server listening on an
+// ephemeral port of its address, and fills in the keys.
 func connectIWARP(ctx context.Context, srv, cli *side, res *Result) error {
-	ird := uint16(min(maxOutReads, iwarp.MaxIRDORD))
-	accepted := make(chan error, len(srv.qps))
-	l, err := srv.iw.stack.Listen(netip.AddrPortFrom(srv.iw.dev.GIDs()[0].Unmap(), 0), func(req *iwarp.ConnRequest) {
-		if len(req.PrivateData) != 4 {
-			req.Reject(nil)
-			accepted <- errors.New("perf: connection request without a QP index")
-			return
-		}
-		i := int(binary.BigEndian.Uint32(req.PrivateData))
-		if i >= len(srv.qps) {
-			req.Reject(nil)
-			accepted <- fmt.Errorf("perf: connection request for QP %d", i)
-			return
-		}
-		accepted <- req.Accept(srv.qps[i].qp.QPN(), nil, ird, ird)
-	})
+	l, accepted, err := srv.listenIWARP(netip.AddrPortFrom(srv.iw.dev.GIDs()[0].Unmap(), 0))
 	if err != nil {
-		return fmt.Errorf("perf: iWARP listen: %w", err)
+		return err
 	}
 	defer l.Close()
-	done := make(chan iwarp.ConnectResult, len(cli.qps))
-	for i, q := range cli.qps {
-		pd := binary.BigEndian.AppendUint32(nil, uint32(i))
-		if err := cli.iw.stack.Connect(q.qp.QPN(), l.Addr(), pd, ird, ird, func(r iwarp.ConnectResult) { done <- r }); err != nil {
-			return fmt.Errorf("perf: connect QP %d: %w", i, err)
+	// Either side failing stops the other's wait.
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	srvErr := make(chan error, 1)
+	go func() {
+		err := waitAccepted(cctx, accepted, len(srv.qps))
+		if err != nil {
+			cancel()
 		}
+		srvErr <- err
+	}()
+	err = cli.connectQPs(cctx, l.Addr())
+	if err != nil {
+		cancel()
 	}
-	timer := time.NewTimer(10 * time.Second)
-	defer timer.Stop()
-	for n := 0; n < 2*len(cli.qps); n++ {
-		select {
-		case err := <-accepted:
-			if err != nil {
-				return fmt.Errorf("perf: accept: %w", err)
-			}
-		case r := <-done:
-			if r.Err != nil {
-				return fmt.Errorf("perf: connect: %w", r.Err)
-			}
-		case <-timer.C:
-			return errors.New("perf: iWARP connection setup timed out")
-		case <-ctx.Done():
+	if serr := <-srvErr; serr != nil && (err == nil || errors.Is(err, context.Canceled)) && !errors.Is(serr, context.Canceled) {
+		err = serr
+	}
+	if err != nil {
+		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		return err
 	}
 	for i := range cli.qps {
 		ck, sk := cli.iwKey(i), srv.iwKey(i)

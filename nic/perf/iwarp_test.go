@@ -40,9 +40,3 @@ func TestIWARPRuns(t *testing.T) {
 		}
 	}
 }
-
-func TestIWARPRefusesTwoProcesses(t *testing.T) {
-	if _, err := Run(context.Background(), Config{IWARP: true, Serve: true}); err == nil {
-		t.Fatal("--iwarp --serve accepted")
-	}
-}

@@ -1,31 +1,187 @@
-// Opening the NIC of one side: in the embedded mode a kernel UDP socket on
-// the NIC's address (embedded.Open); on a given link (tests) the same NIC
-// with the synthetic MACs the embedded mode uses.
+// Where one side lives: its NIC and the network its side channel goes
+// through. In the embedded mode that is the host's kernel (a UDP socket on
+// the NIC's address for RoCEv2, a TCP socket for the side channel); in the
+// TAP mode it is the NIC itself (its TAP for RoCEv2, its own IP and TCP
+// stack for the side channel), as on a machine whose only interface is the
+// NIC, so two TAP-mode sides on one bridge need no address on the kernel's
+// side.
 
 package perf
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
+	"syscall"
 
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
+	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/stream"
 )
 
-// linkMTU is the Ethernet MTU the NIC is given: jumbo frames, so that every
-// path MTU up to 4096 is available (the active MTU is the largest IB MTU ≤
-// link MTU − 80). Loopback carries 64 KiB datagrams, and peers on a real
-// network agree on the path MTU through --mtu anyway.
+// linkMTU is the Ethernet MTU the embedded NIC is given: jumbo frames, so
+// that every path MTU up to 4096 is available (the active MTU is the
+// largest IB MTU ≤ link MTU − 80). Loopback carries 64 KiB datagrams, and
+// peers on a real network agree on the path MTU through --mtu anyway.
 const linkMTU = 9000
 
-// openNIC opens a NIC named name on addr, listening on the RoCEv2 port;
-// its peers listen on the same port. With link nil it is the embedded
-// mode's UDP endpoint. On failure the link is closed.
-func openNIC(name string, addr netip.Addr, port uint16, link transport.Endpoint, pcap *transport.PcapWriter, trace io.Writer) (*embedded.NIC, error) {
-	n, err := embedded.Open(embedded.UDPConfig{Name: name, Addr: addr, Port: port, MTU: linkMTU, Pcap: pcap, Trace: trace, Link: link})
-	if err != nil {
-		return nil, fmt.Errorf("perf: open NIC on %v: %w", addr, err)
+// host is one side's NIC and its side channel's network: the seam between
+// the embedded and the TAP mode.
+type host interface {
+	// NIC is the RoCEv2 verbs device.
+	NIC() *embedded.NIC
+	// Listen listens for the side channel on addr.
+	Listen(addr netip.AddrPort) (net.Listener, error)
+	// Dial connects the side channel from local to remote.
+	Dial(ctx context.Context, local netip.Addr, remote netip.AddrPort) (net.Conn, error)
+	// Retryable reports whether a failed Dial is worth repeating: the
+	// server may not be listening yet.
+	Retryable(err error) bool
+	// Streams carries iWARP connections: kernel TCP in the embedded mode,
+	// the NIC's own TCP in the TAP mode.
+	Streams() stream.Network
+	// Close closes the NIC (and, in the TAP mode, its TAP).
+	Close() error
+}
+
+// hostSpec says which NIC to open: a TAP (tap set) or the embedded
+// mode's UDP socket on addr (or link, in tests).
+type hostSpec struct {
+	name  string
+	tap   *tapnic.Config
+	addr  netip.Addr
+	link  transport.Endpoint
+	pcap  *transport.PcapWriter
+	trace io.Writer
+}
+
+// openHost opens the NIC spec describes; its peers listen on the same
+// RoCEv2 port.
+func openHost(r *resolved, spec hostSpec) (host, error) {
+	if spec.tap != nil {
+		tc := *spec.tap
+		if tc.Name == "" {
+			tc.Name = spec.name
+		}
+		if tc.Pcap == nil {
+			tc.Pcap = spec.pcap
+		}
+		if tc.Trace == nil {
+			tc.Trace = spec.trace
+		}
+		h, err := openTAPHost(tc)
+		if err != nil {
+			return nil, fmt.Errorf("perf: open NIC on TAP %s: %w", tc.TAP, err)
+		}
+		return h, nil
 	}
-	return n, nil
+	n, err := embedded.Open(embedded.UDPConfig{Name: spec.name, Addr: spec.addr, Port: r.RDMAPort, MTU: linkMTU,
+		Pcap: spec.pcap, Trace: spec.trace, Link: spec.link})
+	if err != nil {
+		return nil, fmt.Errorf("perf: open NIC on %v: %w", spec.addr, err)
+	}
+	return kernelHost{n}, nil
+}
+
+// kernelHost is the embedded mode: the NIC on a kernel UDP socket (or a
+// test's link), the side channel on kernel TCP.
+type kernelHost struct{ n *embedded.NIC }
+
+func (h kernelHost) NIC() *embedded.NIC { return h.n }
+func (h kernelHost) Close() error       { return h.n.Close() }
+
+func (kernelHost) Listen(addr netip.AddrPort) (net.Listener, error) {
+	return net.Listen("tcp", addr.String())
+}
+
+// Dial binds the client's end to its NIC address, so the server sees the
+// address the client's NIC sends from (connect uses it when no GID is
+// given).
+func (kernelHost) Dial(ctx context.Context, local netip.Addr, remote netip.AddrPort) (net.Conn, error) {
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: local.AsSlice()}}
+	return d.DialContext(ctx, "tcp", remote.String())
+}
+
+func (kernelHost) Retryable(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
+
+func (kernelHost) Streams() stream.Network { return &stream.TCP{} }
+
+// tapDevice is what the TAP mode uses of a *tapnic.NIC besides its verbs
+// device.
+type tapDevice interface {
+	Streams() stream.Network
+	Dial(ctx context.Context, remote netip.AddrPort) (net.Conn, error)
+	Listen(addr netip.AddrPort) (net.Listener, error)
+	Close() error
+}
+
+// tapHost is the TAP mode: the side channel goes through the NIC's own
+// TCP, which sends from the NIC's address.
+type tapHost struct {
+	n   *embedded.NIC
+	dev tapDevice
+}
+
+// openTAPHost opens a NIC in the TAP mode; tests replace it.
+var openTAPHost = func(cfg tapnic.Config) (host, error) {
+	n, err := tapnic.Open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return tapHost{n: n.NIC, dev: tapNIC{n}}, nil
+}
+
+// tapNIC gives a *tapnic.NIC's Streams field a method.
+type tapNIC struct{ *tapnic.NIC }
+
+func (n tapNIC) Streams() stream.Network { return n.NIC.Streams }
+
+func (h tapHost) NIC() *embedded.NIC { return h.n }
+func (h tapHost) Close() error       { return h.dev.Close() }
+
+func (h tapHost) Streams() stream.Network { return h.dev.Streams() }
+
+func (h tapHost) Listen(addr netip.AddrPort) (net.Listener, error) { return h.dev.Listen(addr) }
+
+func (h tapHost) Dial(ctx context.Context, _ netip.Addr, remote netip.AddrPort) (net.Conn, error) {
+	return h.dev.Dial(ctx, remote)
+}
+
+// Retryable: any failure but a cancelled context. The NIC's TCP reports a
+// refused connection in its own words, and the first attempt may also
+// fail while the peer's TAP comes up and answers ARP/ND; DialRetry bounds
+// the attempts.
+func (tapHost) Retryable(err error) bool {
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// pathMTUOf is the largest path MTU an Ethernet MTU allows, rxe's rule as
+// nic.Device applies it (largest IB MTU ≤ MTU − 80): 1500 gives 1024, 9000
+// gives 4096; 0 when not even 256 fits.
+func pathMTUOf(ethMTU int) int {
+	if ethMTU == 0 {
+		ethMTU = 1500
+	}
+	for m := 4096; m >= 256; m /= 2 {
+		if m <= ethMTU-80 {
+			return m
+		}
+	}
+	return 0
+}
+
+// gidIndex is the index of addr in the NIC's GID table.
+func gidIndex(n *nic.Device, addr netip.Addr) (int, error) {
+	g := netip.AddrFrom16(addr.As16())
+	for i, a := range n.GIDs() {
+		if a == g {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("perf: %v is not in the NIC's GID table %v", addr, n.GIDs())
 }

@@ -64,6 +64,9 @@ func latRow(size, iters int, l *LatStats) string {
 // rawLine is the last line: the raw UDP figure and rnic's ratio to it.
 func rawLine(res *Result) string {
 	r := res.Raw
+	if res.RawSkipped != "" {
+		return fmt.Sprintf("raw baseline: skipped in %s\n", res.RawSkipped)
+	}
 	if res.IWARP {
 		return rawTCPLine(res)
 	}
@@ -121,7 +124,7 @@ func writeHeader(b *strings.Builder, res *Result, server bool) {
 	}
 	fmt.Fprintf(b, " Mtu             : %d[B]\n", res.MTU)
 	b.WriteString(" Link type       : Ethernet\n")
-	b.WriteString(" GID index       : 0\n")
+	fmt.Fprintf(b, " GID index       : %d\n", res.GIDIndex)
 	if res.Op == OpRead || res.Op == OpAtomic {
 		fmt.Fprintf(b, " Outstand reads  : %d\n", maxOutReads)
 	} else {

@@ -1,6 +1,7 @@
 // Running a test: both sides in one process (the server on a goroutine),
 // or one side of two; the connection between them; the result. The steps
-// of each side are in client.go and server.go.
+// of each side are in client.go and server.go (over iWARP in
+// iwarp_client.go and iwarp_server.go).
 
 package perf
 
@@ -11,8 +12,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"strconv"
-	"syscall"
 	"time"
 )
 
@@ -42,6 +41,12 @@ type Result struct {
 	Check      Check      `json:"check"`
 	Raw        *RawStats  `json:"raw_udp,omitempty"`
 	RawError   string     `json:"raw_udp_error,omitempty"`
+	// RawSkipped says why there is no raw figure when it was not even
+	// tried: "TAP mode" (the raw transports are the kernel's, which a
+	// TAP-mode NIC does not use).
+	RawSkipped string `json:"raw_skipped,omitempty"`
+	// GIDIndex is the client's source GID index.
+	GIDIndex int `json:"gid_index"`
 	// IWARP: the run was over iWARP on kernel TCP; Raw (and RawError)
 	// then hold the raw TCP measurement, and MTU is the engine's MSS.
 	IWARP bool `json:"iwarp,omitempty"`
@@ -55,20 +60,25 @@ type Result struct {
 // the report on cfg.Out (the server of a two-process test prints the
 // client's figures, as perftest's bw servers do) and returns the result.
 // The error wraps ErrDataMismatch when data did not arrive intact; the
-// raw UDP measurement failing is not an error (Result.RawError).
+// raw UDP (iWARP: TCP) measurement failing is not an error
+// (Result.RawError).
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.IWARP {
-		return runIWARP(ctx, cfg)
+		if err := cfg.checkIWARP(); err != nil {
+			return nil, err
+		}
 	}
 	r, err := cfg.resolve(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var res *Result
-	switch r.role {
-	case roleBoth:
+	switch {
+	case r.IWARP:
+		res, err = runIWARP(ctx, r)
+	case r.role == roleBoth:
 		res, err = runBoth(ctx, r)
-	case roleServer:
+	case r.role == roleServer:
 		res, err = runServer(ctx, r)
 	default:
 		res, err = runClient(ctx, r)
@@ -88,19 +98,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 // runBoth runs the server on a goroutine and the client here, with a side
 // channel on an ephemeral port of the server's address.
 func runBoth(ctx context.Context, r *resolved) (*Result, error) {
-	l := r.Listener
-	if l == nil {
-		var err error
-		if l, err = net.Listen("tcp", netip.AddrPortFrom(r.server, 0).String()); err != nil {
-			return nil, fmt.Errorf("perf: side channel: %w", err)
-		}
-	}
 	sr := *r
 	sr.role = roleServer
-	sr.Addr, sr.Link, sr.Listener = r.server, r.ServerLink, l
+	sr.Addr, sr.Link, sr.TAP, sr.ServerTAP, sr.anyAddr = r.server, r.ServerLink, r.ServerTAP, nil, false
+	sr.Port = 0
 	sr.Pcap, sr.Out, sr.Progress = nil, io.Discard, io.Discard
+	srv, err := startServer(&sr)
+	if err != nil {
+		return nil, err
+	}
 	cr := *r
-	cr.Port = l.Addr().(*net.TCPAddr).Port
+	cr.Port = srv.l.Addr().(*net.TCPAddr).Port
 
 	// Each side stops the other when it fails on its own; a side that
 	// fails because the other told it so (ErrPeer) has nothing to add.
@@ -110,7 +118,7 @@ func runBoth(ctx context.Context, r *resolved) (*Result, error) {
 	defer scancel()
 	srvErr := make(chan error, 1)
 	go func() {
-		_, err := runServer(sctx, &sr)
+		_, err := srv.serve(sctx, &sr)
 		if err != nil && !errors.Is(err, ErrPeer) {
 			ccancel()
 		}
@@ -135,17 +143,54 @@ const waitBanner = "\n************************************\n* Waiting for client
 
 // runServer accepts one client and serves its test.
 func runServer(ctx context.Context, r *resolved) (*Result, error) {
-	l := r.Listener
-	if l == nil {
-		var err error
-		l, err = net.Listen("tcp", netip.AddrPortFrom(r.Addr, uint16(r.Port)).String())
-		if err != nil {
-			return nil, fmt.Errorf("perf: listen on port %d: %w", r.Port, err)
-		}
+	srv, err := startServer(r)
+	if err != nil {
+		return nil, err
 	}
 	if !r.JSON {
 		io.WriteString(r.Out, waitBanner)
 	}
+	return srv.serve(ctx, r)
+}
+
+// server is a server's NIC and side-channel listener: the NIC comes
+// first, since in the TAP mode the listener is on the NIC's own TCP.
+type server struct {
+	h host
+	l net.Listener
+}
+
+// startServer opens the server's NIC and listens on its address (every
+// address of a TAP NIC unless told one).
+func startServer(r *resolved) (*server, error) {
+	h, err := openHost(r, hostSpec{name: "rnic0", tap: r.TAP, addr: r.Addr, link: r.Link, pcap: r.Pcap, trace: r.Trace})
+	if err != nil {
+		return nil, err
+	}
+	return listenServer(r, h)
+}
+
+// listenServer listens for the side channel through h (closed again on
+// failure).
+func listenServer(r *resolved, h host) (*server, error) {
+	l := r.Listener
+	if l == nil {
+		at := r.Addr
+		if r.anyAddr {
+			at = netip.Addr{}
+		}
+		var err error
+		if l, err = h.Listen(netip.AddrPortFrom(at, uint16(r.Port))); err != nil {
+			h.Close()
+			return nil, fmt.Errorf("perf: listen on port %d: %w", r.Port, err)
+		}
+	}
+	return &server{h: h, l: l}, nil
+}
+
+// accept waits for one client and stops listening.
+func (srv *server) accept(ctx context.Context) (net.Conn, error) {
+	l := srv.l
 	stop := context.AfterFunc(ctx, func() { l.Close() })
 	conn, err := l.Accept()
 	stop()
@@ -156,27 +201,54 @@ func runServer(ctx context.Context, r *resolved) (*Result, error) {
 		}
 		return nil, fmt.Errorf("perf: accept: %w", err)
 	}
+	return conn, nil
+}
+
+// serve accepts one client, serves its test and closes the NIC.
+func (srv *server) serve(ctx context.Context, r *resolved) (*Result, error) {
+	defer srv.h.Close()
+	conn, err := srv.accept(ctx)
+	if err != nil {
+		return nil, err
+	}
 	defer conn.Close()
 	defer context.AfterFunc(ctx, func() { conn.Close() })()
-	res, err := serve(ctx, r, newChannel(conn))
+	res, err := serve(ctx, r, srv.h.NIC(), localAddr(conn, r.Addr), newChannel(conn))
 	if err != nil && ctx.Err() != nil {
 		return nil, ctx.Err()
+	}
+	if err == nil {
+		closeSideChannel(conn)
 	}
 	return res, err
 }
 
+// localAddr is the address conn runs on here, or def: the address this
+// side's QPs send from (in the TAP mode the NIC's address of the peer's
+// family).
+func localAddr(conn net.Conn, def netip.Addr) netip.Addr {
+	if a, ok := conn.LocalAddr().(*net.TCPAddr); ok {
+		if ip, ok := netip.AddrFromSlice(a.IP); ok {
+			return ip.Unmap()
+		}
+	}
+	return def
+}
+
 // dial connects to the server's side channel, from the client's NIC
 // address, retrying a refused connection for a moment.
-func dial(ctx context.Context, r *resolved) (net.Conn, error) {
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: r.Addr.AsSlice()}}
-	target := net.JoinHostPort(r.server.String(), strconv.Itoa(r.Port))
+func dial(ctx context.Context, r *resolved, h host) (net.Conn, error) {
+	target := netip.AddrPortFrom(r.server, uint16(r.Port))
 	deadline := time.Now().Add(r.DialRetry)
 	for {
-		conn, err := d.DialContext(ctx, "tcp", target)
+		conn, err := h.Dial(ctx, r.Addr, target)
 		if err == nil {
 			return conn, nil
 		}
-		if !errors.Is(err, syscall.ECONNREFUSED) || r.DialRetry < 0 || time.Now().After(deadline) {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !h.Retryable(err) || r.DialRetry < 0 || time.Now().After(deadline) {
 			return nil, fmt.Errorf("perf: connect to %s: %w", target, err)
 		}
 		select {
@@ -189,20 +261,28 @@ func dial(ctx context.Context, r *resolved) (net.Conn, error) {
 
 // runClient runs the client's side against the server at r.server.
 func runClient(ctx context.Context, r *resolved) (*Result, error) {
-	s, err := openSide(r, r.Addr, sideSpec{name: "rnic1", link: r.Link, pcap: r.Pcap, trace: r.Trace, seed: clientSeed})
+	h, err := openHost(r, hostSpec{name: "rnic1", tap: r.TAP, addr: r.Addr, link: r.Link, pcap: r.Pcap, trace: r.Trace})
 	if err != nil {
 		return nil, err
 	}
-	defer s.close()
-	conn, err := dial(ctx, r)
+	defer h.Close()
+	conn, err := dial(ctx, r, h)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
 	defer context.AfterFunc(ctx, func() { conn.Close() })()
+	s, err := openSide(r, h.NIC(), localAddr(conn, r.Addr), sideSpec{name: "rnic1", seed: clientSeed})
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
 	res, err := client(ctx, r, s, newChannel(conn))
 	if err != nil && ctx.Err() != nil {
 		return res, ctx.Err()
+	}
+	if err == nil {
+		closeSideChannel(conn)
 	}
 	return res, err
 }

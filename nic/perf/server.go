@@ -7,25 +7,19 @@ package perf
 import (
 	"context"
 	"fmt"
+	"net/netip"
+
+	"github.com/rnic/rnic/nic/embedded"
 )
 
 // serve is the server's sequence of steps; it returns the client's result.
-func serve(ctx context.Context, r *resolved, ch *channel) (*Result, error) {
-	var h hello
-	if err := ch.recv(&h); err != nil {
+// The NIC is n; local is the address the side channel runs on, whose GID
+// the QPs send from.
+func serve(ctx context.Context, r *resolved, n *embedded.NIC, local netip.Addr, ch *channel) (*Result, error) {
+	if err := recvHello(r, ch); err != nil {
 		return nil, err
 	}
-	if h.Proto != protoVersion {
-		err := fmt.Errorf("%w: protocol %q, this server speaks %q", ErrConfig, h.Proto, protoVersion)
-		ch.fail(err)
-		return nil, err
-	}
-	h.apply(&r.Config)
-	if err := r.testDefaults(); err != nil {
-		ch.fail(err)
-		return nil, err
-	}
-	s, err := openSide(r, r.Addr, sideSpec{name: "rnic0", link: r.Link, pcap: r.Pcap, trace: r.Trace, seed: serverSeed})
+	s, err := openSide(r, n, local, sideSpec{name: "rnic0", seed: serverSeed})
 	if err != nil {
 		ch.fail(err)
 		return nil, err
@@ -107,4 +101,33 @@ func serve(ctx context.Context, r *resolved, ch *channel) (*Result, error) {
 		return nil, err
 	}
 	return &res, nil
+}
+
+// recvHello reads the client's test into r and checks it: the protocol,
+// the transport (r.IWARP says this server's), the parameters. A refusal
+// is told to the client too.
+func recvHello(r *resolved, ch *channel) error {
+	var h hello
+	if err := ch.recv(&h); err != nil {
+		return err
+	}
+	err := h.checkTransport(r.IWARP)
+	if h.Proto != protoVersion {
+		err = fmt.Errorf("%w: protocol %q, this server speaks %q", ErrConfig, h.Proto, protoVersion)
+	}
+	if err == nil {
+		h.apply(&r.Config)
+		if r.IWARP {
+			// The path MTU means nothing to iWARP (the FPDUs follow
+			// this side's MSS): the client's must not fail this
+			// server's TAP check.
+			r.MTU = 0
+		}
+		err = r.testDefaults()
+	}
+	if err != nil {
+		ch.fail(err)
+		return err
+	}
+	return nil
 }

@@ -13,7 +13,6 @@ package perf
 
 import (
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/netip"
 
@@ -21,7 +20,6 @@ import (
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/verbs"
-	"github.com/rnic/rnic/transport"
 )
 
 // region is the size of one region for messages of size bytes: a whole
@@ -45,6 +43,7 @@ type side struct {
 	name string
 	cfg  *resolved
 	nic  *embedded.NIC
+	gid  int // the GID index the QPs send from
 	pd   *nic.PD
 	mem  *buffer
 	mr   *nic.MR
@@ -58,34 +57,31 @@ type side struct {
 	// if set, bounds the SENDs posted on QP i (the receives the peer has
 	// posted: an iWARP SEND completes before it arrives, and one that
 	// finds no receive ends the connection); onRecv is told of each
-	// receive reposted on QP i.
+	// receive reposted on QP i (an error ends the receiving).
 	iw         *iwSide
 	sendCredit func(i int) int
-	onRecv     func(i int)
+	onRecv     func(i int) error
 }
 
 // sideSpec is what openSide needs besides the test parameters.
 type sideSpec struct {
-	name  string
-	link  transport.Endpoint
-	pcap  *transport.PcapWriter
-	trace io.Writer
-	seed  byte
+	name string
+	seed byte
 }
 
-// openSide opens the NIC on addr and creates every object; on failure
-// all is released.
-func openSide(r *resolved, addr netip.Addr, spec sideSpec) (s *side, err error) {
-	n, err := openNIC(spec.name, addr, r.RDMAPort, spec.link, spec.pcap, spec.trace)
-	if err != nil {
-		return nil, err
-	}
+// openSide creates every object on the NIC n, whose QPs send from the GID
+// of addr; on failure all is released. The NIC stays its opener's to
+// close.
+func openSide(r *resolved, n *embedded.NIC, addr netip.Addr, spec sideSpec) (s *side, err error) {
 	s = &side{name: spec.name, cfg: r, nic: n, byQP: map[uint32]int{}, seed: spec.seed}
 	defer func() {
 		if err != nil {
 			s.close()
 		}
 	}()
+	if s.gid, err = gidIndex(n.Device, addr); err != nil {
+		return nil, err
+	}
 	reg := region(r.Size)
 	s.mem = newBuffer(2 * reg * r.QPs)
 	if s.pd, err = n.AllocPD(); err != nil {
@@ -123,7 +119,7 @@ func openSide(r *resolved, addr netip.Addr, spec sideSpec) (s *side, err error) 
 	return s, nil
 }
 
-// close destroys everything and closes the NIC and its link.
+// close destroys everything (the NIC stays open).
 func (s *side) close() {
 	for _, q := range s.qps {
 		q.qp.Destroy()
@@ -142,7 +138,6 @@ func (s *side) close() {
 	if s.pd != nil {
 		s.nic.DeallocPD(s.pd)
 	}
-	s.nic.Close()
 }
 
 // key is QP i's key message: its QPN and PSN, the rkey, and the address
@@ -154,7 +149,7 @@ func (s *side) key(i int) Key {
 	if s.cfg.Op == OpRead {
 		k.VAddr = q.sva
 	}
-	if g, err := s.nic.QueryGID(1, 0); err == nil {
+	if g, err := s.nic.QueryGID(1, s.gid); err == nil {
 		k.GID = g.As16()
 	}
 	return k
@@ -172,7 +167,7 @@ func (s *side) connect(i int, peer Key) error {
 	}
 	rtr := verbs.QPAttr{State: verbs.QPSRTR, PathMTU: s.cfg.mtu, DestQPN: peer.QPN, RQPSN: peer.PSN,
 		MaxDestRdAtomic: maxOutReads, MinRNRTimer: 12,
-		AV: verbs.AddressVector{DGID: netip.AddrFrom16(peer.GID), HopLimit: 64, PortNum: 1}}
+		AV: verbs.AddressVector{DGID: netip.AddrFrom16(peer.GID), HopLimit: 64, PortNum: 1, SGIDIndex: uint8(s.gid)}}
 	if err := q.qp.Modify(&rtr, verbs.AttrState|verbs.AttrAV|verbs.AttrPathMTU|verbs.AttrDestQPN|
 		verbs.AttrRQPSN|verbs.AttrMaxDestRdAtomic|verbs.AttrMinRNRTimer); err != nil {
 		return fmt.Errorf("perf: QP %d to RTR: %w", i, err)

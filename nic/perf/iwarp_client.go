@@ -1,0 +1,191 @@
+// The client of a two-process iWARP test, step by step over the side
+// channel (the sequence is drawn in iwarp_server.go): the test's
+// parameters, the keys, the QPs' connections through the connection
+// manager, the loop, the server's data check, the raw TCP measurement,
+// the result.
+
+package perf
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync/atomic"
+	"time"
+)
+
+// runIWARPClient runs the client's side against the server at r.server.
+func runIWARPClient(ctx context.Context, r *resolved) (*Result, error) {
+	h, err := openIWARPHost(r, "rnic1")
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	conn, err := dial(ctx, r, h)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	defer context.AfterFunc(ctx, func() { conn.Close() })()
+	s, err := openIWARPSide(r, localAddr(conn, r.Addr), "rnic1", clientSeed, h.Streams(), iwarpMSS(r, conn))
+	if err != nil {
+		return nil, err
+	}
+	defer s.closeIWARP()
+	res, err := iwarpClient(ctx, r, s, newChannel(conn))
+	if err != nil && ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	if err == nil {
+		closeSideChannel(conn)
+	}
+	return res, err
+}
+
+// iwarpClient is the client's sequence of steps.
+func iwarpClient(ctx context.Context, r *resolved, s *side, ch *channel) (*Result, error) {
+	res := newResult(r)
+	res.IWARP, res.MTU = true, s.iw.mss
+	if err := ch.send(helloOf(&r.Config)); err != nil {
+		return nil, err
+	}
+	var a ack
+	if err := ch.recv(&a); err != nil {
+		return nil, err
+	}
+	if a.IWARPPort <= 0 || a.IWARPPort > 65535 {
+		err := fmt.Errorf("perf: the server named no iWARP port (%d)", a.IWARPPort)
+		ch.fail(err)
+		return nil, err
+	}
+	for i := range s.qps {
+		k := s.iwKey(i)
+		if err := ch.sendKey(k); err != nil {
+			return nil, err
+		}
+		peer, err := ch.recvKey()
+		if err != nil {
+			return nil, err
+		}
+		s.qps[i].peer = peer
+		res.Client, res.Server = append(res.Client, k), append(res.Server, peer)
+	}
+	if err := s.connectQPs(ctx, netip.AddrPortFrom(r.server, uint16(a.IWARPPort))); err != nil {
+		ch.fail(err)
+		return nil, err
+	}
+	if err := ch.send(ack{OK: true}); err != nil { // connected
+		return nil, err
+	}
+	sendBW := r.Op == OpSend && r.Mode == ModeBW
+	var credit []atomic.Int64
+	if r.Op == OpSend {
+		if sendBW {
+			// The receives the server has posted on QP i: as many as
+			// it starts with, then what it tells.
+			credit = make([]atomic.Int64, len(s.qps))
+			for i := range credit {
+				credit[i].Store(int64(min(r.RxDepth, r.Iters)))
+			}
+			s.sendCredit = func(i int) int { return int(credit[i].Load()) }
+		} else {
+			for i := range s.qps {
+				if err := s.postRecv(i, min(r.RxDepth, r.Iters)); err != nil {
+					ch.fail(err)
+					return nil, err
+				}
+			}
+		}
+	}
+	if err := ch.recv(&a); err != nil { // the server is ready
+		return nil, err
+	}
+
+	// In a SEND bw test the side channel brings the server's credits
+	// while the loop runs; it stops the loop if the server fails.
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	credits := make(chan error, 1)
+	if sendBW {
+		go func() {
+			err := readCredits(ch, credit)
+			if err != nil {
+				cancel()
+			}
+			credits <- err
+		}()
+	} else {
+		credits <- nil
+	}
+	var err error
+	if r.Mode == ModeBW {
+		var t *bwTimes
+		if t, err = s.runBW(lctx); err == nil {
+			st := bwStats(r.Size, t.posted, t.completed, r.CQMod)
+			res.BW = &st
+		}
+	} else {
+		var samples []int64
+		if samples, err = s.runLat(lctx); err == nil {
+			st := latStats(samples, r.rttFactor())
+			res.Lat = &st
+		}
+	}
+	stopped := lctx.Err() != nil // by the credits' reader, or ctx
+	if err != nil && !stopped {
+		// The loop failed on its own: tell the server, which then ends
+		// the credits (or the connection) — in a bounded time.
+		ch.fail(err)
+		ch.conn.SetReadDeadline(time.Now().Add(landTimeout))
+	}
+	if cerr := <-credits; cerr != nil && ctx.Err() == nil && (err == nil || stopped) {
+		return nil, cerr // the server failed (or went) first
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := ch.send(finished{Done: true}); err != nil {
+		return nil, err
+	}
+	var rep serverReport
+	if err := ch.recv(&rep); err != nil {
+		return nil, err
+	}
+	res.Check = rep.Check
+	if r.clientChecks() {
+		res.Check = s.awaitTargets(ctx, serverSeed)
+	}
+
+	if r.NoRaw || r.TAP != nil {
+		if r.TAP != nil {
+			res.RawSkipped = "TAP mode"
+		}
+		if err := ch.send(rawRequest{}); err != nil {
+			return nil, err
+		}
+	} else if err := clientRawTCP(ctx, r, ch, res); err != nil {
+		return nil, err
+	}
+	if err := ch.send(res); err != nil {
+		return nil, err
+	}
+	disconnectIWARP(s) // the server does the same
+	return res, nil
+}
+
+// readCredits reads the server's credits into credit until their end.
+func readCredits(ch *channel, credit []atomic.Int64) error {
+	for {
+		var c recvCredit
+		if err := ch.recv(&c); err != nil {
+			return err
+		}
+		if c.Done {
+			return nil
+		}
+		if c.QP < 0 || c.QP >= len(credit) {
+			return fmt.Errorf("perf: side channel: credit for QP %d of %d", c.QP, len(credit))
+		}
+		credit[c.QP].Store(int64(c.Posted))
+	}
+}
