@@ -502,12 +502,24 @@ func (qp *QP) establish(tx, rx wire.Framing) {
 	qp.connErr = nil
 	qp.txFraming, qp.rxFraming = tx, rx
 	qp.dfr = wire.NewDeframer(rx, qp.s.cfg.MaxRecvULPDU)
-	qp.maxULPDU = ulpduFor(qp.s.cfg.MSS, tx.Markers)
+	// Over a stream that keeps records whole, each FPDU is one record
+	// sized to the connection's segment payload (MSS less TCP options),
+	// so that every segment begins with an FPDU (RFC 5044 §5, §6), as
+	// siw's do.
+	mss := qp.s.cfg.MSS
+	qp.records = nil
+	if rw, ok := qp.conn.(stream.RecordWriter); ok {
+		qp.records = rw
+		if sp := rw.SegmentPayload(); sp > 0 {
+			mss = min(mss, max(sp, minMSS))
+		}
+	}
+	qp.maxULPDU = ulpduFor(mss, tx.Markers)
 	if cap(qp.payload) < qp.maxULPDU {
 		qp.payload = make([]byte, qp.maxULPDU)
 	}
 	qp.payload = qp.payload[:cap(qp.payload)]
-	qp.tx, qp.txOff, qp.blocked, qp.closeAfter = qp.tx[:0], 0, false, false
+	qp.tx, qp.txEnds, qp.txOff, qp.blocked, qp.closeAfter = qp.tx[:0], qp.txEnds[:0], 0, false, false
 	qp.req.connReset()
 	qp.resp.connReset()
 	qp.s.ctr.inc(ConnEstablished)
@@ -870,7 +882,7 @@ func (qp *QP) detach(err error) {
 	qp.gen++
 	qp.cm = cmClosed
 	qp.closeTimer.Stop()
-	qp.tx = qp.tx[:0]
+	qp.tx, qp.txEnds, qp.records = qp.tx[:0], qp.txEnds[:0], nil
 	qp.blocked, qp.closeAfter = false, false
 	qp.notify(ConnEvent{Type: EventDisconnected, QPN: qp.cfg.QPN, Local: qp.local, Remote: qp.remote, Err: err})
 	if qp.s.tracing() {

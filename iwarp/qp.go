@@ -63,12 +63,14 @@ type QP struct {
 	connErr    error   // why the connection ended
 
 	// Transmit.
-	tx         []byte // FPDUs not yet accepted by the stream
-	txOff      uint32 // stream offset of the next FPDU (markers)
-	txTotal    uint64 // bytes ever appended to tx
-	txAccepted uint64 // bytes ever accepted by the stream
-	blocked    bool   // a Write was refused; waiting for writable
-	closeAfter bool   // close the stream once tx has drained
+	tx         []byte              // FPDUs not yet accepted by the stream
+	txEnds     []int               // with records: where each FPDU of tx ends
+	records    stream.RecordWriter // conn, when it keeps FPDUs whole in segments
+	txOff      uint32              // stream offset of the next FPDU (markers)
+	txTotal    uint64              // bytes ever appended to tx
+	txAccepted uint64              // bytes ever accepted by the stream
+	blocked    bool                // a Write was refused; waiting for writable
+	closeAfter bool                // close the stream once tx has drained
 	hdr        []byte
 	payload    []byte
 	scratch    [8]byte

@@ -222,6 +222,9 @@ func (qp *QP) appendFPDU(payload []byte) {
 	n := len(qp.hdr) + len(payload)
 	wl := wire.FramedLen(qp.txFraming, qp.txOff, n)
 	qp.tx = wire.AppendFPDU(qp.tx, qp.txFraming, qp.txOff, qp.hdr, payload)
+	if qp.records != nil {
+		qp.txEnds = append(qp.txEnds, len(qp.tx))
+	}
 	qp.txOff += uint32(wl)
 	qp.txTotal += uint64(wl)
 	qp.s.ctr.inc(SentFPDUs)
@@ -232,19 +235,25 @@ func (qp *QP) buildHeaders(h *wire.Headers) {
 	qp.hdr = wire.AppendHeaders(qp.hdr[:0], h)
 }
 
-// flushTx writes the framed FPDUs. The stream takes all or nothing; when
+// flushTx writes the framed FPDUs, each one a record when the stream
+// keeps records whole in segments. The stream takes all or nothing; when
 // it refuses, the QP waits for the writable callback.
 func (qp *QP) flushTx() {
 	if qp.conn == nil {
 		return
 	}
 	if len(qp.tx) > 0 && !qp.blocked {
-		_, err := qp.conn.Write(qp.tx)
+		var err error
+		if qp.records != nil {
+			_, err = qp.records.WriteRecords(qp.tx, qp.txEnds)
+		} else {
+			_, err = qp.conn.Write(qp.tx)
+		}
 		switch {
 		case err == nil:
 			qp.txAccepted += uint64(len(qp.tx))
 			qp.s.ctr.add(SentBytes, len(qp.tx))
-			qp.tx = qp.tx[:0]
+			qp.tx, qp.txEnds = qp.tx[:0], qp.txEnds[:0]
 		case errors.Is(err, stream.ErrWouldBlock):
 			qp.blocked = true
 			qp.s.ctr.inc(WouldBlock)
@@ -254,7 +263,7 @@ func (qp *QP) flushTx() {
 			return
 		default:
 			// The stream is broken; its onClose follows.
-			qp.tx = qp.tx[:0]
+			qp.tx, qp.txEnds = qp.tx[:0], qp.txEnds[:0]
 			if qp.connErr == nil {
 				qp.connErr = err
 			}

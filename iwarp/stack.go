@@ -211,7 +211,7 @@ func NewStack(cfg Config) (*Stack, error) {
 	if cfg.MSS <= 0 {
 		cfg.MSS = DefaultMSS
 	}
-	if cfg.MSS < 64 {
+	if cfg.MSS < minMSS {
 		return nil, fmt.Errorf("iwarp: MSS %d too small", cfg.MSS)
 	}
 	if cfg.MaxRecvULPDU <= 0 || cfg.MaxRecvULPDU > wire.MaxULPDU {
@@ -221,6 +221,9 @@ func NewStack(cfg Config) (*Stack, error) {
 	s.maxULPDU = ulpduFor(cfg.MSS, false)
 	return s, nil
 }
+
+// minMSS is the smallest MSS FPDUs are sized for.
+const minMSS = 64
 
 // ulpduFor is the largest ULPDU whose FPDU fits an mss-byte segment: the
 // length field, the ULPDU and its pad, the CRC, and with markers one marker

@@ -16,6 +16,23 @@
 //     the endpoint does not take is queued for a writer goroutine, started
 //     on first need, which waits for the endpoint to become writable.
 //
+// Records (WriteRecords, the RecordWriter of stream.go): netstack makes
+// one TCP segment of each endpoint Write, merges whole queued writes while
+// they fit one segment, and splits a write only when it is larger than a
+// segment or than the peer's window. So each record is its own endpoint
+// Write, offered only whole: netstack's Write takes the prefix that fits
+// its send buffer, and it has no query of the free space
+// (SendQueueSizeOption is not implemented for TCP), so the record is
+// offered through a Payloader (recordReader) that refuses the copy when
+// netstack asks for fewer bytes than the record, which it does exactly
+// when the record does not fit (it copies min(free space, Len()) in
+// chunks of up to buffer.MaxChunkSize). A refused Write queues nothing; the
+// writer waits for netstack's writable notification, which comes once the
+// buffer has drained below half, and offers the record again. Records
+// larger than a chunk or half the send buffer are offered like Write's
+// bytes (a prefix may be taken): they span segments anyway, and waiting
+// for that much room might never end.
+//
 // The goroutines wait on channels signalled by waiter.Queue channel
 // entries (gonet's pattern): netstack notifies with its own locks held, so
 // nothing is ever called on the endpoint from inside a notification.
@@ -28,7 +45,6 @@
 package stream
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -38,7 +54,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv6"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
@@ -106,7 +124,7 @@ func (n *Netstack) ListenNetstack(addr netip.AddrPort) (*NetstackListener, error
 		return nil, fmt.Errorf("stream: netstack listen %v: %w", addr, netstackErr(terr))
 	}
 	bound := netip.AddrPortFrom(addr.Addr(), la.Port)
-	return &NetstackListener{ep: ep, wq: wq, cfg: n.cfg, addr: bound, stop: make(chan struct{})}, nil
+	return &NetstackListener{n: n, ep: ep, wq: wq, addr: bound, stop: make(chan struct{})}, nil
 }
 
 // Dial implements Dialer: the connection is made on a goroutine, which
@@ -192,7 +210,7 @@ func (n *Netstack) DialContext(ctx context.Context, local netip.Addr, remote net
 		// Broken right after the handshake, with the reason already taken.
 		return fail(fmt.Errorf("%w: netstack endpoint %v", ErrReset, st))
 	}
-	return newNetstackConn(ep, wq, n.cfg, true), nil
+	return newNetstackConn(n, ep, wq, true), nil
 }
 
 // netstackConnecting reports whether a TCP endpoint's handshake is under
@@ -256,9 +274,9 @@ func netstackErr(e tcpip.Error) error {
 // Listener: an accept goroutine, started by the first SetAcceptor, calls
 // the acceptor with each connection.
 type NetstackListener struct {
+	n        *Netstack
 	ep       tcpip.Endpoint
 	wq       *waiter.Queue
-	cfg      TCPConfig
 	addr     netip.AddrPort
 	acceptor atomic.Pointer[func(Conn)]
 	stop     chan struct{} // closed by Close: ends the accept goroutine
@@ -322,7 +340,7 @@ func (l *NetstackListener) acceptLoop() {
 			continue
 		}
 		ep.SocketOptions().SetDelayOption(false)
-		c := newNetstackConn(ep, wq, l.cfg, false)
+		c := newNetstackConn(l.n, ep, wq, false)
 		if f := l.acceptor.Load(); f != nil && *f != nil {
 			(*f)(c)
 		} else {
@@ -334,37 +352,50 @@ func (l *NetstackListener) acceptLoop() {
 // NetstackConn is a netstack TCP connection. It implements Conn; see the
 // file comment for its goroutines.
 type NetstackConn struct {
-	ep            tcpip.Endpoint
-	wq            *waiter.Queue
-	cfg           TCPConfig
-	local, remote netip.AddrPort
-	active        bool
-	onData        atomic.Pointer[func([]byte)]
-	onClose       atomic.Pointer[func(error)]
-	onWritable    atomic.Pointer[func()]
-	cbMu          sync.Mutex    // serialises the callbacks
-	wake          chan struct{} // wakes the writer: bytes queued, Close
-	stop          chan struct{} // closed when the endpoint is released
-	mu            sync.Mutex
-	queue, spare  []byte // bytes waiting for the writer; the writer's spare buffer
-	writing       int    // bytes the writer holds and the endpoint has not taken yet
-	blocked       bool   // a Write was refused since the last writable callback
-	closing       bool   // Close was called: FIN after the queue
-	werr          error  // what Write returns (ErrClosed after Close or Abort)
-	cause         error  // why the connection died (nil while alive)
-	linger        *time.Timer
-	readerStarted bool
-	readerDone    bool
-	writerStarted bool
-	writerDone    bool // FIN sent, or the writer gave up
-	released      bool // the endpoint is closed
+	ep              tcpip.Endpoint
+	wq              *waiter.Queue
+	cfg             TCPConfig
+	local, remote   netip.AddrPort
+	active          bool
+	onData          atomic.Pointer[func([]byte)]
+	onClose         atomic.Pointer[func(error)]
+	onWritable      atomic.Pointer[func()]
+	cbMu            sync.Mutex    // serialises the callbacks
+	wake            chan struct{} // wakes the writer: bytes queued, Close
+	stop            chan struct{} // closed when the endpoint is released
+	mu              sync.Mutex
+	queue, spare    []byte         // bytes waiting for the writer; the writer's spare buffer
+	recs, spareRecs []queuedRecord // how queue divides into records; the writer's spare
+	fastRR          recordReader   // Write's and WriteRecords' reader (under mu)
+	writerRR        recordReader   // the writer goroutine's reader
+	segPayload      int            // SegmentPayload
+	writing         int            // bytes the writer holds and the endpoint has not taken yet
+	blocked         bool           // a Write was refused since the last writable callback
+	closing         bool           // Close was called: FIN after the queue
+	werr            error          // what Write returns (ErrClosed after Close or Abort)
+	cause           error          // why the connection died (nil while alive)
+	linger          *time.Timer
+	readerStarted   bool
+	readerDone      bool
+	writerStarted   bool
+	writerDone      bool // FIN sent, or the writer gave up
+	released        bool // the endpoint is closed
 }
 
-var _ Conn = (*NetstackConn)(nil)
+var (
+	_ Conn         = (*NetstackConn)(nil)
+	_ RecordWriter = (*NetstackConn)(nil)
+)
 
-func newNetstackConn(ep tcpip.Endpoint, wq *waiter.Queue, cfg TCPConfig, active bool) *NetstackConn {
+// queuedRecord is one record of NetstackConn.queue.
+type queuedRecord struct {
+	end   int  // offset in the queue just past the record
+	whole bool // from WriteRecords: offered whole; else (Write) any prefix may go
+}
+
+func newNetstackConn(n *Netstack, ep tcpip.Endpoint, wq *waiter.Queue, active bool) *NetstackConn {
 	c := &NetstackConn{
-		ep: ep, wq: wq, cfg: cfg, active: active,
+		ep: ep, wq: wq, cfg: n.cfg, active: active,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}),
 	}
 	if a, err := ep.GetLocalAddress(); err == nil {
@@ -373,8 +404,111 @@ func newNetstackConn(ep tcpip.Endpoint, wq *waiter.Queue, cfg TCPConfig, active 
 	if a, err := ep.GetRemoteAddress(); err == nil {
 		c.remote = netstackAddrPort(a)
 	}
+	c.segPayload = n.segmentPayload(ep, c.local, c.remote)
 	return c
 }
+
+// segmentPayload computes what netstack's sender uses as its segment
+// payload (MaxPayloadSize, which it does not export): the route's MTU less
+// the TCP header and the largest options it sends (timestamps and SACK
+// blocks, as the endpoint's maxOptionSize counts them). The peer's MSS
+// caps it too, and netstack does not expose it: it is taken to be no
+// smaller than ours, as on one Ethernet it is.
+func (n *Netstack) segmentPayload(ep tcpip.Endpoint, local, remote netip.AddrPort) int {
+	if !local.IsValid() || !remote.IsValid() {
+		return 0
+	}
+	proto := netstackProtocol(remote.Addr())
+	r, terr := n.s.FindRoute(n.nic, tcpip.AddrFromSlice(local.Addr().AsSlice()),
+		tcpip.AddrFromSlice(remote.Addr().AsSlice()), proto, false)
+	if terr != nil {
+		return 0
+	}
+	mtu := int(r.MTU())
+	r.Release()
+	return max(mtu-header.TCPMinimumSize-tcpOptionRoom(ep), 0)
+}
+
+// tcpOptionRoom is the most TCP option bytes a connected endpoint puts in
+// a data segment: NOP, NOP, timestamps when negotiated, then NOP, NOP and
+// as many SACK blocks as fit when SACK is permitted (tcp's makeOptions).
+func tcpOptionRoom(ep tcpip.Endpoint) int {
+	te, ok := ep.(*tcp.Endpoint)
+	if !ok {
+		return header.TCPOptionsMaximumSize
+	}
+	te.LockUser()
+	ts, sack := te.SendTSOk, te.SACKPermitted
+	te.UnlockUser()
+	room := 0
+	if ts {
+		room += 2 + header.TCPOptionTSLength
+	}
+	if sack {
+		free := header.TCPOptionsMaximumSize - room - 2
+		if blocks := min((free-2)/8, header.TCPMaxSACKBlocks); blocks > 0 {
+			room += 2 + 2 + 8*blocks
+		}
+	}
+	return room
+}
+
+// recordReader is the tcpip.Payloader the endpoint copies one record (or
+// Write's bytes) from. Offered whole, it refuses the copy (errRecordRefused,
+// which netstack reports as ErrBadBuffer with nothing queued) when netstack
+// asks for fewer bytes than the record: see the file comment.
+type recordReader struct {
+	b       []byte
+	whole   bool
+	refused bool
+}
+
+// errRecordRefused: the record does not fit the endpoint's send buffer.
+var errRecordRefused = errors.New("stream: record does not fit the send buffer")
+
+func (r *recordReader) reset(b []byte, whole bool) { r.b, r.whole, r.refused = b, whole, false }
+
+// Len implements tcpip.Payloader.
+func (r *recordReader) Len() int { return len(r.b) }
+
+// Read implements io.Reader.
+func (r *recordReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if r.whole && len(p) < len(r.b) {
+		r.refused = true
+		return 0, errRecordRefused
+	}
+	n := copy(p, r.b)
+	r.b = r.b[n:]
+	return n, nil
+}
+
+// offer writes b into the endpoint, whole when whole is set (see the file
+// comment): it returns how many bytes the endpoint took, and the
+// endpoint's error, ErrWouldBlock for a refused record.
+func (c *NetstackConn) offer(r *recordReader, b []byte, whole bool) (int, tcpip.Error) {
+	whole = whole && len(b) <= c.wholeLimit()
+	r.reset(b, whole)
+	n, terr := c.ep.Write(r, tcpip.WriteOptions{Atomic: whole})
+	if r.refused {
+		return 0, &tcpip.ErrWouldBlock{}
+	}
+	return int(n), terr
+}
+
+// wholeLimit is the largest record offered whole: one that netstack copies
+// in one chunk and that fits once the send buffer has drained to half.
+func (c *NetstackConn) wholeLimit() int {
+	return min(buffer.MaxChunkSize, int(c.ep.SocketOptions().GetSendBufferSize())/2)
+}
+
+// SegmentPayload implements RecordWriter.
+func (c *NetstackConn) SegmentPayload() int { return c.segPayload }
 
 // LocalAddr implements Conn.
 func (c *NetstackConn) LocalAddr() netip.AddrPort { return c.local }
@@ -428,28 +562,98 @@ func (c *NetstackConn) Write(b []byte) (int, error) {
 	if buffered == 0 {
 		// Nothing ahead of b: offer it to the endpoint, which takes what
 		// fits in its send buffer without waiting.
-		var r bytes.Reader
-		r.Reset(b)
-		n, terr := c.ep.Write(&r, tcpip.WriteOptions{})
+		n, terr := c.offer(&c.fastRR, b, false)
 		b = b[n:]
-		switch terr.(type) {
-		case nil, *tcpip.ErrWouldBlock:
-		case *tcpip.ErrConnectionReset, *tcpip.ErrTimeout, *tcpip.ErrAborted, *tcpip.ErrConnectionAborted:
-			c.failLocked(netstackErr(terr))
+		if c.offerFailedLocked(terr) {
 			return 0, c.werr
-		default:
-			// A bare "closed": the reason went to the reader, or comes
-			// later; the writer goroutine settles it (brokenCause), as it
-			// may wait and Write may not.
 		}
 		if len(b) == 0 {
 			return total, nil
 		}
 	}
-	c.queue = append(c.queue, b...)
+	c.enqueueLocked(b, false)
 	c.startWriterLocked()
 	c.signal()
 	return total, nil
+}
+
+// WriteRecords implements RecordWriter: each record is offered to the
+// endpoint whole, in order; what is not taken at once waits for the writer
+// goroutine, record bounds and all.
+func (c *NetstackConn) WriteRecords(b []byte, ends []int) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.werr != nil {
+		return 0, c.werr
+	}
+	if len(b) == 0 && len(ends) == 0 {
+		return 0, nil
+	}
+	if !validRecords(ends, len(b)) {
+		return 0, fmt.Errorf("%w: %d ends for %d bytes", ErrBadRecords, len(ends), len(b))
+	}
+	buffered := len(c.queue) + c.writing
+	if refuse(buffered, len(b), c.cfg.SendBuffer) {
+		c.blocked = true
+		return 0, ErrWouldBlock
+	}
+	start, taken := 0, 0 // the next record's first byte; bytes of it the endpoint took
+	if buffered == 0 {
+		for len(ends) > 0 {
+			n, terr := c.offer(&c.fastRR, b[start+taken:ends[0]], true)
+			taken += n
+			if c.offerFailedLocked(terr) {
+				return 0, c.werr
+			}
+			if start+taken < ends[0] {
+				break // the endpoint is full (or broken): the writer goes on
+			}
+			start, taken, ends = ends[0], 0, ends[1:]
+		}
+		if len(ends) == 0 {
+			return len(b), nil
+		}
+	}
+	if taken > 0 {
+		// The endpoint took part of a record too large to be offered
+		// whole: the rest goes on as plain bytes.
+		c.enqueueLocked(b[start+taken:ends[0]], false)
+		start, ends = ends[0], ends[1:]
+	}
+	for _, e := range ends {
+		c.enqueueLocked(b[start:e], true)
+		start = e
+	}
+	c.startWriterLocked()
+	c.signal()
+	return len(b), nil
+}
+
+// enqueueLocked appends b to the writer's queue as one record (whole) or as
+// plain bytes, which join plain bytes before them.
+func (c *NetstackConn) enqueueLocked(b []byte, whole bool) {
+	c.queue = append(c.queue, b...)
+	if n := len(c.recs); !whole && n > 0 && !c.recs[n-1].whole {
+		c.recs[n-1].end = len(c.queue)
+		return
+	}
+	c.recs = append(c.recs, queuedRecord{end: len(c.queue), whole: whole})
+}
+
+// offerFailedLocked handles the error of a Write or WriteRecords offer:
+// true when the connection is now known broken.
+func (c *NetstackConn) offerFailedLocked(terr tcpip.Error) bool {
+	switch terr.(type) {
+	case nil, *tcpip.ErrWouldBlock:
+	case *tcpip.ErrConnectionReset, *tcpip.ErrTimeout, *tcpip.ErrAborted, *tcpip.ErrConnectionAborted:
+		c.failLocked(netstackErr(terr))
+		return true
+	default:
+		// A bare "closed": the reason went to the reader, or comes later;
+		// the writer goroutine settles it (brokenCause), as it may wait and
+		// Write may not.
+	}
+	return false
 }
 
 // Close implements Conn.
@@ -484,7 +688,7 @@ func (c *NetstackConn) Abort() error {
 	}
 	c.werr = ErrClosed
 	c.cause = ErrAborted
-	c.queue = nil
+	c.queue, c.recs = nil, nil
 	c.ep.Abort() // RST
 	c.releaseLocked()
 	return nil
@@ -526,7 +730,7 @@ func (c *NetstackConn) failLocked(err error) {
 	if c.werr == nil {
 		c.werr = err
 	}
-	c.queue = nil
+	c.queue, c.recs = nil, nil
 	if !c.released {
 		c.ep.Abort()
 	}
@@ -594,7 +798,6 @@ func (c *NetstackConn) writeLoop() {
 	entry, notify := waiter.NewChannelEntry(waiter.WritableEvents | waiter.EventHUp | waiter.EventErr)
 	c.wq.EventRegister(&entry)
 	defer c.wq.EventUnregister(&entry)
-	var r bytes.Reader
 	for {
 		c.mu.Lock()
 		if c.cause != nil || c.released {
@@ -615,38 +818,46 @@ func (c *NetstackConn) writeLoop() {
 			}
 			continue
 		}
-		buf := c.queue
+		buf, recs := c.queue, c.recs
 		c.queue, c.spare = c.spare[:0], nil
+		c.recs, c.spareRecs = c.spareRecs[:0], nil
 		c.writing = len(buf)
 		c.mu.Unlock()
 
 		var err error
-		for off := 0; off < len(buf) && err == nil; {
-			r.Reset(buf[off:])
-			n, terr := c.ep.Write(&r, tcpip.WriteOptions{})
-			off += int(n)
-			switch terr.(type) {
-			case nil:
-			case *tcpip.ErrWouldBlock:
-				select {
-				case <-notify:
-				case <-c.stop:
-					err = ErrClosed // released: the cause is recorded
+		start := 0
+		for _, rec := range recs {
+			for off := start; off < rec.end && err == nil; {
+				// A record goes whole, or waits; plain bytes in any pieces.
+				n, terr := c.offer(&c.writerRR, buf[off:rec.end], rec.whole && off == start)
+				off += n
+				switch terr.(type) {
+				case nil:
+				case *tcpip.ErrWouldBlock:
+					select {
+					case <-notify:
+					case <-c.stop:
+						err = ErrClosed // released: the cause is recorded
+					}
+				case *tcpip.ErrConnectionReset, *tcpip.ErrTimeout, *tcpip.ErrAborted, *tcpip.ErrConnectionAborted:
+					err = netstackErr(terr)
+				default:
+					err = c.brokenCause()
 				}
-			case *tcpip.ErrConnectionReset, *tcpip.ErrTimeout, *tcpip.ErrAborted, *tcpip.ErrConnectionAborted:
-				err = netstackErr(terr)
-			default:
-				err = c.brokenCause()
+				if n > 0 {
+					c.progress(n)
+				}
 			}
-			if n > 0 {
-				c.progress(int(n))
+			if err != nil {
+				break
 			}
+			start = rec.end
 		}
 
 		c.mu.Lock()
 		c.writing = 0
 		if cap(buf) <= 2*c.cfg.SendBuffer {
-			c.spare = buf[:0]
+			c.spare, c.spareRecs = buf[:0], recs[:0]
 		}
 		if err != nil {
 			c.failLocked(err)

@@ -34,13 +34,20 @@ var (
 
 // nsWire is two stacks linked back to back.
 type nsWire struct {
-	a, b *stack.Stack
-	drop atomic.Bool // the wire loses every packet
+	a, b  *stack.Stack
+	epA   *channel.Endpoint
+	drop  atomic.Bool                                  // the wire loses every packet
+	watch atomic.Pointer[func(fromA bool, pkt []byte)] // sees every packet sent, before the drop
 }
 
 // newTestStack builds a stack like tap.TCPStack's: IPv4, IPv6 (no DAD, no
 // RS), TCP with SACK, Nagle off and 4 MiB buffers, one NIC on ep.
 func newTestStack(t testing.TB, ep stack.LinkEndpoint, prefixes []netip.Prefix) *stack.Stack {
+	return newTestStackBuf(t, ep, prefixes, 4<<20)
+}
+
+// newTestStackBuf is newTestStack with TCP send buffers of sendBuf bytes.
+func newTestStackBuf(t testing.TB, ep stack.LinkEndpoint, prefixes []netip.Prefix, sendBuf int) *stack.Stack {
 	t.Helper()
 	s := stack.New(stack.Options{
 		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, ipv6.NewProtocol},
@@ -50,7 +57,7 @@ func newTestStack(t testing.TB, ep stack.LinkEndpoint, prefixes []netip.Prefix) 
 		new(tcpip.TCPSACKEnabled(true)),
 		new(tcpip.TCPDelayEnabled(false)),
 		new(tcpip.TCPModerateReceiveBufferOption(true)),
-		&tcpip.TCPSendBufferSizeRangeOption{Min: 4096, Default: 4 << 20, Max: 4 << 20},
+		&tcpip.TCPSendBufferSizeRangeOption{Min: 4096, Default: sendBuf, Max: max(sendBuf, 4<<20)},
 		&tcpip.TCPReceiveBufferSizeRangeOption{Min: 4096, Default: 4 << 20, Max: 4 << 20},
 	} {
 		if err := s.SetTransportProtocolOption(tcp.ProtocolNumber, o); err != nil {
@@ -81,10 +88,17 @@ func newTestStack(t testing.TB, ep stack.LinkEndpoint, prefixes []netip.Prefix) 
 // in t.Cleanup.
 func newNSWire(t testing.TB) *nsWire {
 	t.Helper()
+	return newNSWireBuf(t, 4<<20)
+}
+
+// newNSWireBuf is newNSWire with the client's TCP send buffer sendBuf
+// bytes.
+func newNSWireBuf(t testing.TB, sendBuf int) *nsWire {
+	t.Helper()
 	// Queues deep enough for a 4 MiB window of 1500-byte packets; a full
 	// queue drops, as a wire would.
 	epA, epB := channel.New(8192, 1500, ""), channel.New(8192, 1500, "")
-	w := &nsWire{a: newTestStack(t, epA, nsClientPrefixes), b: newTestStack(t, epB, nsServerPrefixes)}
+	w := &nsWire{a: newTestStackBuf(t, epA, nsClientPrefixes, sendBuf), b: newTestStack(t, epB, nsServerPrefixes), epA: epA}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -109,6 +123,11 @@ func (w *nsWire) pump(ctx context.Context, wg *sync.WaitGroup, from, to *channel
 		pkt := from.ReadContext(ctx)
 		if pkt == nil {
 			return
+		}
+		if f := w.watch.Load(); f != nil {
+			v := pkt.ToView()
+			(*f)(from == w.epA, v.AsSlice())
+			v.Release()
 		}
 		if !w.drop.Load() {
 			v := pkt.ToView()

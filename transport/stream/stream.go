@@ -104,6 +104,31 @@ type Conn interface {
 	Active() bool
 }
 
+// RecordWriter is implemented by a Conn that can keep records whole on the
+// wire: MPA's rule that every TCP segment begins with an FPDU (RFC 5044
+// §5, §6; siw sizes each FPDU to the socket's MSS and sends it as one
+// segment), without the stream knowing what a record is. A Conn that does
+// not implement it segments as it likes (kernel TCP: the kernel's
+// business). Wrappers such as the pcap tee hide it; the engine then falls
+// back to Write.
+type RecordWriter interface {
+	// SegmentPayload is the largest TCP payload one segment carries now:
+	// the MSS less the TCP options the connection sends; 0 if unknown. A
+	// record of at most this size goes out in one segment.
+	SegmentPayload() int
+	// WriteRecords is Write (all or nothing, the same backpressure,
+	// ErrWouldBlock and writable callback, the same errors) for b made of
+	// records, the i-th ending at offset ends[i]: ends rise strictly and
+	// the last is len(b). The connection never lets a segment begin or end
+	// inside a record of at most SegmentPayload bytes (short segments may
+	// carry several whole records; a record larger than a segment is cut
+	// as TCP likes), save where TCP itself must: a peer window smaller
+	// than the record with nothing in flight, or a peer MSS below ours.
+	// Ends that do not partition b are an error (ErrBadRecords) and
+	// nothing is written. The caller may reuse b and ends at once.
+	WriteRecords(b []byte, ends []int) (int, error)
+}
+
 // Dialer opens connections.
 type Dialer interface {
 	// Dial starts opening a connection from local (the zero Addr lets the
@@ -170,6 +195,8 @@ var (
 	ErrCanceled = errors.New("stream: dial canceled")
 	// ErrAddrInUse: Listen on an address already listened on.
 	ErrAddrInUse = errors.New("stream: address already in use")
+	// ErrBadRecords: WriteRecords' ends do not partition its bytes.
+	ErrBadRecords = errors.New("stream: record ends do not partition the bytes")
 )
 
 // sendBufferOr returns n, or DefaultSendBuffer when n is not positive.
@@ -178,6 +205,19 @@ func sendBufferOr(n int) int {
 		return DefaultSendBuffer
 	}
 	return n
+}
+
+// validRecords reports whether ends partition n bytes into records:
+// strictly rising, positive, the last one n.
+func validRecords(ends []int, n int) bool {
+	prev := 0
+	for _, e := range ends {
+		if e <= prev {
+			return false
+		}
+		prev = e
+	}
+	return prev == n
 }
 
 // refuse reports whether Write must refuse n more bytes on a connection
