@@ -64,6 +64,10 @@ type DeviceConfig struct {
 	Addrs []netip.Prefix
 }
 
+// createdTxQLen is the transmit queue length (the NIC's receive ring, seen
+// from the kernel) of a TAP OpenDevice creates.
+const createdTxQLen = 4096
+
 // Device is an open TAP device. It implements FrameIO: every read returns
 // exactly one Ethernet frame and every write sends one (IFF_NO_PI: no
 // packet-information prefix).
@@ -219,6 +223,16 @@ func OpenDevice(cfg DeviceConfig) (*Device, error) {
 					return nil
 				})
 			}
+		}
+	}
+	if d.created && attrs.TxQLen < createdTxQLen {
+		// The kernel's queue toward the NIC is the NIC's receive ring:
+		// frames wait there while the NIC's reader is off the CPU (a busy
+		// host), and beyond it they are dropped. A new TAP's default (500
+		// or 1000 frames) overflows under a 64 KiB burst at a scheduling
+		// hiccup; a real RNIC has rings of a few thousand descriptors.
+		if err := h.LinkSetTxQLen(link, createdTxQLen); err != nil {
+			return fail(fmt.Errorf("tap: set txqueuelen of %s to %d: %w", cfg.Name, createdTxQLen, err))
 		}
 	}
 	if err := h.LinkSetUp(link); err != nil {

@@ -83,7 +83,7 @@ func TestDeviceCreate(t *testing.T) {
 		t.Errorf("Name, MTU = %q, %d; want rt0, 9000", d.Name(), d.MTU())
 	}
 	out := ns.ip("-d", "-o", "link", "show", "dev", "rt0")
-	for _, want := range []string{"tun type tap", "pi off", "mtu 9000", "master br0", "<BROADCAST,MULTICAST,UP,LOWER_UP>"} {
+	for _, want := range []string{"tun type tap", "pi off", "mtu 9000", "master br0", "qlen 4096", "<BROADCAST,MULTICAST,UP,LOWER_UP>"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("ip -d link show rt0 lacks %q:\n%s", want, out)
 		}
