@@ -13,9 +13,27 @@ import (
 	"github.com/rnic/rnic/transport"
 )
 
-const perfHelp = `usage: rnic perf [flags]                        both sides in this process
-       rnic perf --serve [--addr IP] [flags]   serve one test, as perftest's server
-       rnic perf [--addr IP] [flags] SERVER    run a test against SERVER
+const perfHelp = `usage: rnic perf [TEST] [flags]                        both sides in this process
+       rnic perf [TEST] --serve [--addr IP] [flags]   serve one test, as perftest's server
+       rnic perf [TEST] [--addr IP] [flags] SERVER    run a test against SERVER
+
+TEST names the test as perftest's binaries do: write_bw, read_bw,
+send_bw, atomic_bw, write_lat, read_lat, send_lat, atomic_lat (an "ib_"
+prefix is allowed); it is the same as --op and --mode, which it overrides.
+perftest's flags -s -n -q -m -x -F -c -A -d -p mean what they mean there.
+
+Two processes speak perftest's side channel (version "6.06", system data,
+MTU, the key messages, the hand shakes, the bw report, "done"), so either
+side runs against perftest's ib_write_bw, ib_read_lat, ... on rxe:
+
+  guest:  ib_write_bw -d rxe0 -x 1 -F -s 4096 -n 20
+  rnic:   rnic perf write_bw -s 4096 -n 20 --netns N --bridge B --tap T --ip A/24 GUEST
+
+A server started for a perftest client runs the test of its own flags, as
+perftest's server (give it the client's -s and -n); against an rnic client
+it needs none: the client tells it the test. Against perftest the data
+check and the raw baseline are skipped (perftest's buffers hold no pattern
+rnic knows).
 
 perftest on rnic NICs (ib_write_bw, ib_read_lat, ...): --op write, read,
 send or atomic; --mode bw or lat. By default the client and the server run
@@ -91,6 +109,11 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 	fs.Uint16Var(&cfg.RDMAPort, "rdma-port", perf.DefaultRDMAPort, "RoCEv2 UDP port (the same on both sides)")
 	pcapPath := fs.String("pcap", "", "write every frame the (client's) NIC sends and receives to this pcap file")
 	trace := fs.Bool("trace", false, "print every QP state change and PSN/ACK/NAK decision on stderr")
+	gidIndex := fs.IntP("gid-index", "x", 0, "source GID index (default: the index of this side's address)")
+	fs.BoolP("cpu-freq-off", "F", false, "accepted for perftest's -F (rnic does not read the CPU frequency)")
+	conn := fs.StringP("connection", "c", "RC", "connection type: RC, or UD (SEND tests)")
+	rdmaCM := fs.BoolP("rdma-cm", "R", false, "connect the QPs with rdma_cm (not yet)")
+	fs.StringP("ib-dev", "d", "", "accepted for perftest's -d (rnic has one device per process)")
 	tf := addTAPFlags(fs, false)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), perfHelp)
@@ -108,16 +131,36 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 		}
 		return usageErr(err)
 	}
-	switch fs.NArg() {
+	pos := fs.Args()
+	if len(pos) > 0 {
+		if o, m, ok := perf.ParseTestName(pos[0]); ok {
+			*op, *mode = string(o), string(m)
+			pos = pos[1:]
+		}
+	}
+	switch len(pos) {
 	case 0:
 		cfg.Serve = cfg.Serve || *addr != ""
 	case 1:
 		if cfg.Serve {
 			return usageErr(fmt.Errorf("--serve and a server to connect to"))
 		}
-		cfg.Server = fs.Arg(0)
+		cfg.Server = pos[0]
 	default:
-		return usageErr(fmt.Errorf("unexpected argument %q", fs.Arg(1)))
+		return usageErr(fmt.Errorf("unexpected argument %q", pos[1]))
+	}
+	if fs.Changed("gid-index") {
+		cfg.GIDIndex, cfg.HasGIDIndex = *gidIndex, true
+	}
+	switch strings.ToUpper(*conn) {
+	case "RC":
+	case "UD":
+		cfg.UD = true
+	default:
+		return usageErr(fmt.Errorf("-c %q: RC or UD", *conn))
+	}
+	if *rdmaCM {
+		return usageErr(fmt.Errorf("-R: connecting the QPs with rdma_cm is not supported yet (the side channel is TCP)"))
 	}
 	switch {
 	case cfg.IWARPPort < 0 || cfg.IWARPPort > 65535:

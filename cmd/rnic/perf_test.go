@@ -136,3 +136,39 @@ func TestPerfCommandIWARPTwoProcesses(t *testing.T) {
 		}
 	}
 }
+
+// TestPerfPerftestStyle: a perftest test name picks the op and mode
+// (overriding --op/--mode), perftest's flags are taken, -c UD runs a UD
+// SEND test, and -R and an unknown -c are refused.
+func TestPerfPerftestStyle(t *testing.T) {
+	for _, c := range []struct {
+		args  []string
+		title string
+		row   *regexp.Regexp
+	}{
+		{[]string{"ib_write_lat", "--op", "read", "-s", "8", "-F", "-d", "rxe0"}, "RDMA_Write Latency Test", latRow},
+		{[]string{"send_bw", "-c", "UD", "-s", "4096", "-m", "4096"}, "Send BW Test", bwRow},
+	} {
+		out, errOut, code := rnic(t, append(append([]string{}, perfBase...), c.args...)...)
+		if code != 0 || !strings.Contains(out, c.title) || !c.row.MatchString(out) {
+			t.Errorf("%q: exit %d\n%s%s", c.args, code, out, errOut)
+		}
+		if c.args[0] == "send_bw" && !strings.Contains(out, "Connection type : UD") {
+			t.Errorf("%q: not UD:\n%s", c.args, out)
+		}
+	}
+	for _, c := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"perf", "write_bw", "-R"}, "-R: connecting the QPs with rdma_cm is not supported yet"},
+		{[]string{"perf", "send_bw", "-c", "UC"}, `-c "UC": RC or UD`},
+		{[]string{"perf", "write_bw", "-c", "UD"}, "UD carries SENDs only"},
+		{[]string{"perf", "write_bw", "a", "b"}, `unexpected argument "b"`},
+	} {
+		_, errOut, code := rnic(t, c.args...)
+		if code != 2 || !strings.Contains(errOut, c.stderr) {
+			t.Errorf("%q: %d %q, want 2 and %q", c.args, code, errOut, c.stderr)
+		}
+	}
+}

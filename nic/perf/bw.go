@@ -95,7 +95,9 @@ func (s *side) runBW(ctx context.Context) (*bwTimes, error) {
 // receiveAll is the server's part of a SEND bandwidth test: it waits for
 // Iters messages on every QP, re-posting one receive per message while
 // more are to come, so that up to RxDepth stay posted. posted holds what
-// is posted so far.
+// is posted so far. It stamps the first and the last polls that found
+// messages (side.recvFirst, recvLast): the server's own figures, as
+// perftest's SEND bw server prints.
 func (s *side) receiveAll(ctx context.Context, posted []int) error {
 	cfg := s.cfg
 	total := cfg.Iters * len(s.qps)
@@ -110,6 +112,11 @@ func (s *side) receiveAll(ctx context.Context, posted []int) error {
 			continue
 		}
 		spin.progressed()
+		now := time.Now()
+		if got == 0 {
+			s.recvFirst = now
+		}
+		s.recvLast = now
 		for k := range wcs[:n] {
 			wc := &wcs[k]
 			if wc.Status != verbs.WCSuccess {

@@ -2,16 +2,13 @@
 // in lock-step as perftest uses its own (the client writes, then reads;
 // the server reads, then writes).
 //
-// The QP keys travel as perftest's 108-byte key messages. The steps around
-// them are rnic's own for now, newline-terminated JSON: the client's test
-// parameters (so a server needs no flags but its address), the server's
-// readiness, the end of the test with the server's data check, the raw UDP
-// (iWARP: TCP) measurement, and the final result, which the server prints
-// too; an iWARP test adds the connection manager's port and, in a SEND bw
-// test, the server's receive credits. Speaking
-// perftest's protocol (§4.2: versions, system data, MTU, the key exchange,
-// handshakes and the report exchange) later replaces these steps one by
-// one; the key exchange stays.
+// A RoCEv2 test speaks perftest's protocol (perftest.go); these are rnic's
+// own messages, newline-terminated JSON, which two rnic sides add to it:
+// the client's test parameters (so a server needs no flags but its
+// address), the server's data check, the raw UDP measurement and the
+// final result, which the server prints too. An iWARP test runs on these
+// messages alone, with perftest's key messages: its hello, the connection
+// manager's port, in a SEND bw test the server's receive credits.
 
 package perf
 
@@ -35,6 +32,11 @@ var ErrPeer = errors.New("perf: the peer failed")
 type channel struct {
 	conn net.Conn
 	r    *bufio.Reader
+	// perftest: the channel speaks perftest's protocol (perftest.go);
+	// peerRnic: the peer said it is rnic, so it understands rnic's
+	// JSON messages (an error line among them); mayFail: a fixed-size
+	// read may find such an error line instead.
+	perftest, peerRnic, mayFail bool
 }
 
 func newChannel(conn net.Conn) *channel { return &channel{conn: conn, r: bufio.NewReader(conn)} }
@@ -92,6 +94,9 @@ func (c *channel) recv(v any) error {
 
 // fail tells the peer why this side gives up; the error is best effort.
 func (c *channel) fail(err error) {
+	if c.perftest && !c.peerRnic && !c.mayFail {
+		return // a perftest peer would take it for its next message
+	}
 	c.send(errMsg{Error: err.Error()})
 }
 
@@ -131,6 +136,7 @@ type (
 		TxDepth    int        `json:"tx_depth"`
 		RxDepth    int        `json:"rx_depth"`
 		CQMod      int        `json:"cq_mod"`
+		UD         bool       `json:"ud,omitempty"`
 	}
 	// ack: server → client after hello (then the keys), and again once
 	// the server's QPs are connected and its receives posted. In an
@@ -189,13 +195,14 @@ func (h *hello) apply(c *Config) {
 	c.Op, c.Mode, c.AtomicType = h.Op, h.Mode, h.AtomicType
 	c.Size, c.Iters, c.QPs, c.MTU = h.Size, h.Iters, h.QPs, h.MTU
 	c.TxDepth, c.RxDepth, c.CQMod = h.TxDepth, h.RxDepth, h.CQMod
+	c.UD = h.UD
 }
 
 // helloOf is the hello announcing c's test.
 func helloOf(c *Config) hello {
 	h := hello{Proto: protoVersion, Op: c.Op, Mode: c.Mode, AtomicType: c.AtomicType,
 		Size: c.Size, Iters: c.Iters, QPs: c.QPs, MTU: c.MTU,
-		TxDepth: c.TxDepth, RxDepth: c.RxDepth, CQMod: c.CQMod}
+		TxDepth: c.TxDepth, RxDepth: c.RxDepth, CQMod: c.CQMod, UD: c.UD}
 	if c.IWARP {
 		h.Transport = transportIWARP
 	}

@@ -1,33 +1,57 @@
-// The client's side of a test, step by step over the side channel: the
-// test's parameters, the key exchange, the loop, the server's data check,
-// the raw UDP measurement, the result.
+// The client's side of a test, step by step over perftest's side channel
+// (perftest.go draws it): versions, system data, MTU, the key exchange,
+// the hand shakes, the loop, the end's hand shake and report exchange,
+// and, when the server is rnic too, rnic's data check, raw baseline and
+// result before "done".
 
 package perf
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // client is the client's sequence of steps.
 func client(ctx context.Context, r *resolved, s *side, ch *channel) (*Result, error) {
-	res := newResult(r)
+	ch.perftest = true
+	res, err := clientSteps(ctx, r, s, ch, newResult(r))
+	if err != nil {
+		ch.fail(err)
+	}
+	return res, err
+}
+
+func clientSteps(ctx context.Context, r *resolved, s *side, ch *channel, res *Result) (*Result, error) {
 	res.GIDIndex = s.gid
-	if err := ch.send(helloOf(&r.Config)); err != nil {
+	rnic, err := ch.xchgVersions(true)
+	if err != nil {
 		return nil, err
 	}
-	var a ack
-	if err := ch.recv(&a); err != nil {
-		return nil, err
-	}
-	for i := range s.qps {
-		k := s.key(i)
-		if err := ch.sendKey(k); err != nil {
+	if rnic {
+		// rnic's server needs no flags: it is told the test.
+		if err := ch.send(helloOf(&r.Config)); err != nil {
 			return nil, err
 		}
-		peer, err := ch.recvKey()
+		var a ack
+		if err := ch.recv(&a); err != nil {
+			return nil, err
+		}
+	}
+	s.serverFirst = !rnic
+	if err := ch.xchgSysData(true); err != nil {
+		return nil, err
+	}
+	if r.mtu, err = ch.xchgMTU(true, r.mtu); err != nil {
+		return nil, err
+	}
+	res.MTU = r.mtu.Bytes()
+	for i := range s.qps {
+		k := s.key(i)
+		peer, err := ch.xchgKey(true, k)
 		if err != nil {
 			return nil, err
 		}
 		if err := s.connect(i, peer); err != nil {
-			ch.fail(err)
 			return nil, err
 		}
 		res.Client, res.Server = append(res.Client, k), append(res.Server, peer)
@@ -35,36 +59,55 @@ func client(ctx context.Context, r *resolved, s *side, ch *channel) (*Result, er
 	if r.Op == OpSend && r.Mode == ModeLat {
 		for i := range s.qps {
 			if err := s.postRecv(i, min(r.RxDepth, r.Iters)); err != nil {
-				ch.fail(err)
 				return nil, err
 			}
 		}
 	}
-	if err := ch.recv(&a); err != nil { // the server is ready
-		return nil, err
+	for range r.handShakes() { // the last one: the server is ready
+		if _, err := ch.xchgKey(true, s.key(0)); err != nil {
+			return nil, err
+		}
 	}
 
-	var err error
 	if r.Mode == ModeBW {
-		var t *bwTimes
-		if t, err = s.runBW(ctx); err == nil {
-			st := bwStats(r.Size, t.posted, t.completed, r.CQMod)
-			res.BW = &st
+		t, err := s.runBW(ctx)
+		if err != nil {
+			return nil, err
 		}
+		st := bwStats(r.Size, t.posted, t.completed, r.CQMod)
+		res.BW = &st
 	} else {
-		var samples []int64
-		if samples, err = s.runLat(ctx); err == nil {
-			st := latStats(samples, r.rttFactor())
-			res.Lat = &st
+		samples, err := s.runLat(ctx)
+		if err != nil {
+			return nil, err
+		}
+		st := latStats(samples, r.rttFactor())
+		res.Lat = &st
+	}
+	if r.endHandShake() {
+		if _, err := ch.xchgKey(true, s.key(0)); err != nil { // the test is over
+			return nil, err
 		}
 	}
-	if err != nil {
-		ch.fail(err)
-		return nil, err
+	if r.tradesReports() {
+		own := BWReport{Size: uint64(r.Size), Iters: uint64(r.Iters),
+			PeakMBps: res.BW.PeakMBps, AvgMBps: res.BW.AvgMBps, MsgRateMpps: res.BW.MsgRateMpps}
+		if _, err := ch.xchgReports(true, own); err != nil {
+			return nil, err
+		}
+		if _, err := ch.xchgKey(true, s.key(0)); err != nil {
+			return nil, err
+		}
 	}
-	if err := ch.send(finished{Done: true}); err != nil {
-		return nil, err
+	if !rnic {
+		res.Check.Skipped = skippedPerftest
+		res.RawSkipped = "a run against perftest"
+		if !r.endHandShake() {
+			return res, nil
+		}
+		return res, ch.sayDone()
 	}
+
 	var rep serverReport
 	if err := ch.recv(&rep); err != nil {
 		return nil, err
@@ -73,7 +116,6 @@ func client(ctx context.Context, r *resolved, s *side, ch *channel) (*Result, er
 	if r.clientChecks() {
 		res.Check = s.checkTargets(serverSeed, r.Iters)
 	}
-
 	if r.NoRaw || r.TAP != nil {
 		if r.TAP != nil {
 			res.RawSkipped = "TAP mode"
@@ -87,5 +129,12 @@ func client(ctx context.Context, r *resolved, s *side, ch *channel) (*Result, er
 	if err := ch.send(res); err != nil {
 		return nil, err
 	}
+	if err := ch.sayDone(); err != nil {
+		return nil, fmt.Errorf("perf: side channel: %w", err)
+	}
 	return res, nil
 }
+
+// skippedPerftest is Check.Skipped against a perftest peer, whose buffers
+// hold no pattern rnic knows.
+const skippedPerftest = "the peer is perftest"

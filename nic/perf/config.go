@@ -104,6 +104,13 @@ type Config struct {
 	CQMod int
 	// NoRaw skips the raw UDP measurement.
 	NoRaw bool
+	// UD runs a SEND test over UD QPs (perftest's -c UD): messages of at
+	// most the path MTU, to Q_Key 0x11111111.
+	UD bool
+	// GIDIndex is the source GID index of the QPs (perftest's -x) when
+	// HasGIDIndex; otherwise the index of the side's address.
+	GIDIndex    int
+	HasGIDIndex bool
 	// IWARP runs the test over iWARP instead of RoCEv2: iWARP devices on
 	// kernel TCP (in the TAP mode on the NICs' own TCP), each QP pair
 	// connected through the iWARP connection manager (MPA Request and
@@ -204,6 +211,21 @@ func ParseOp(s string) (Op, error) {
 		return o, nil
 	}
 	return "", fmt.Errorf("%w: op %q: write, read, send or atomic", ErrConfig, s)
+}
+
+// ParseTestName parses the name of one of perftest's tests, "write_bw"
+// or "ib_read_lat", into its op and mode.
+func ParseTestName(s string) (Op, Mode, bool) {
+	o, m, ok := strings.Cut(strings.TrimPrefix(strings.ToLower(s), "ib_"), "_")
+	if !ok {
+		return "", "", false
+	}
+	op, err1 := ParseOp(o)
+	mode, err2 := ParseMode(m)
+	if err1 != nil || err2 != nil {
+		return "", "", false
+	}
+	return op, mode, true
 }
 
 // ParseMode parses "bw" or "lat".
@@ -383,6 +405,16 @@ func (r *resolved) testDefaults() error {
 	}
 	if r.mtu = verbs.MTUFromBytes(c.MTU); r.mtu == 0 {
 		return fmt.Errorf("%w: MTU %d, must be 256, 512, 1024, 2048 or 4096", ErrConfig, c.MTU)
+	}
+	if c.UD {
+		switch {
+		case c.Op != OpSend:
+			return fmt.Errorf("%w: UD carries SENDs only, not %s", ErrConfig, c.Op)
+		case c.IWARP:
+			return fmt.Errorf("%w: iWARP has no UD", ErrConfig)
+		case c.Size > c.MTU:
+			return fmt.Errorf("%w: a UD message of %d bytes does not fit the path MTU %d", ErrConfig, c.Size, c.MTU)
+		}
 	}
 	return nil
 }

@@ -42,8 +42,15 @@
 //
 // # The side channel
 //
-// The QPs' keys are exchanged as perftest's 108-byte key messages (Key,
-// ParseKey); the rest of the exchange is rnic's own for now (channel.go),
-// laid out step by step so that perftest's exact protocol can take its
-// place.
+// Two processes speak perftest's side channel (perftest.go): versions,
+// system data, MTU, the 108-byte key messages (Key, ParseKey), the hand
+// shakes, the bw report exchange and "done", in perftest's order for each
+// test, so either role runs against perftest's ib_write_bw, ib_read_lat,
+// ... (RoCEv2 on rxe). Two rnic sides recognise each other by the version
+// string and add rnic's steps (channel.go): the client's test parameters
+// after the versions, and the data check, the raw baseline and the
+// result before "done". Against perftest the data check and the raw
+// baseline are skipped, and in a WRITE latency test the server writes
+// first, as perftest's does. Over iWARP the exchange is rnic's own, with
+// the same key messages.
 package perf

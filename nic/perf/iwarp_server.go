@@ -24,6 +24,7 @@ package perf
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -75,6 +76,12 @@ func (c *Config) cmPort() uint16 {
 // it returns the client's result.
 func serveIWARP(ctx context.Context, r *resolved, h host, conn net.Conn) (*Result, error) {
 	ch := newChannel(conn)
+	if p, err := ch.r.Peek(1); err == nil && p[0] != '{' {
+		// perftest's version string: a RoCEv2 client (perftest.go).
+		err := fmt.Errorf("%w: the client runs RoCEv2; this server iWARP: start it without --iwarp", ErrConfig)
+		ch.fail(err)
+		return nil, err
+	}
 	if err := recvHello(r, ch); err != nil {
 		return nil, err
 	}

@@ -24,6 +24,9 @@ import (
 
 // runLat is the client's latency loop; it returns the samples in ns.
 func (s *side) runLat(ctx context.Context) ([]int64, error) {
+	if s.cfg.Op == OpWrite && s.serverFirst {
+		return s.runWriteLatSecond(ctx)
+	}
 	cfg := s.cfg
 	nq := len(s.qps)
 	total := cfg.Iters * nq
@@ -52,11 +55,63 @@ func (s *side) runLat(ctx context.Context) ([]int64, error) {
 	return samples, nil
 }
 
+// runWriteLatSecond is the client's WRITE latency loop when the server
+// writes first, as perftest's write_lat server does: the client answers
+// each of the server's WRITEs, and a sample is the time from one of its
+// WRITEs to the next (the server's first WRITE starts the clock; the last
+// answer ends no round trip), so there are one fewer samples than
+// iterations.
+func (s *side) runWriteLatSecond(ctx context.Context) ([]int64, error) {
+	cfg := s.cfg
+	nq := len(s.qps)
+	total := cfg.Iters * nq
+	stamps := make([]int64, total)
+	prog := newProgress(cfg.Progress, "write lat", total, 0)
+	start := time.Now()
+	for k := 0; k < total; k++ {
+		i, seq := k%nq, k/nq
+		if err := s.awaitLat(ctx, i, seq); err != nil {
+			return nil, err
+		}
+		s.qps[i].src[cfg.Size-1] = byte(seq + 1)
+		stamps[k] = int64(time.Since(start))
+		if err := s.postOne(i, seq); err != nil {
+			return nil, err
+		}
+		prog.tick(k + 1)
+	}
+	samples := make([]int64, max(total-1, 0))
+	for k := range samples {
+		samples[k] = stamps[k+1] - stamps[k]
+	}
+	return samples, nil
+}
+
 // serveLat is the server's part of a WRITE or SEND latency test: it waits
-// for each of the client's messages and answers it on the same QP.
+// for each of the client's messages and answers it on the same QP; or,
+// in a WRITE test against perftest (serverFirst), writes first and then
+// waits for each answer.
 func (s *side) serveLat(ctx context.Context) error {
 	cfg := s.cfg
 	nq := len(s.qps)
+	// The times of the server's posts: its own samples, post to post, as
+	// perftest's server prints them.
+	s.latPosts = make([]int64, 0, cfg.Iters*nq)
+	start := time.Now()
+	if cfg.Op == OpWrite && s.serverFirst {
+		for k := 0; k < cfg.Iters*nq; k++ {
+			i, seq := k%nq, k/nq
+			s.qps[i].src[cfg.Size-1] = byte(seq + 1)
+			s.latPosts = append(s.latPosts, int64(time.Since(start)))
+			if err := s.postOne(i, seq); err != nil {
+				return err
+			}
+			if err := s.awaitLat(ctx, i, seq); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for k := 0; k < cfg.Iters*nq; k++ {
 		i, seq := k%nq, k/nq
 		if err := s.awaitLat(ctx, i, seq); err != nil {
@@ -65,6 +120,7 @@ func (s *side) serveLat(ctx context.Context) error {
 		if cfg.Op == OpWrite {
 			s.qps[i].src[cfg.Size-1] = byte(seq + 1)
 		}
+		s.latPosts = append(s.latPosts, int64(time.Since(start)))
 		if err := s.postOne(i, seq); err != nil {
 			return err
 		}
@@ -127,4 +183,18 @@ func (s *side) awaitLat(ctx context.Context, i, seq int) error {
 			return err
 		}
 	}
+}
+
+// serverLatStats are a latency server's own figures: the times between
+// its posts (one fewer than its posts), or nil without two posts.
+func (s *side) serverLatStats() *LatStats {
+	if len(s.latPosts) < 2 {
+		return nil
+	}
+	samples := make([]int64, len(s.latPosts)-1)
+	for k := range samples {
+		samples[k] = s.latPosts[k+1] - s.latPosts[k]
+	}
+	st := latStats(samples, s.cfg.rttFactor())
+	return &st
 }

@@ -44,6 +44,9 @@ func writeReport(w io.Writer, asJSON bool, res *Result, server bool) error {
 		b.WriteString(latRow(res.Size, res.Iters, res.Lat))
 	}
 	b.WriteString(resultLine)
+	if res.Check.Skipped != "" {
+		fmt.Fprintf(&b, "data check: skipped: %s\n", res.Check.Skipped)
+	}
 	b.WriteString(rawLine(res))
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -111,7 +114,11 @@ func writeHeader(b *strings.Builder, res *Result, server bool) {
 		transport = "IW"
 	}
 	fmt.Fprintf(b, " Number of qps   : %d\t\tTransport type : %s\n", res.QPs, transport)
-	b.WriteString(" Connection type : RC\t\tUsing SRQ      : OFF\n")
+	conn := "RC"
+	if res.UD {
+		conn = "UD"
+	}
+	fmt.Fprintf(b, " Connection type : %s\t\tUsing SRQ      : OFF\n", conn)
 	if !server {
 		depth := res.TxDepth
 		if res.Mode == ModeLat {

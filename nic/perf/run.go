@@ -50,6 +50,8 @@ type Result struct {
 	// IWARP: the run was over iWARP on kernel TCP; Raw (and RawError)
 	// then hold the raw TCP measurement, and MTU is the engine's MSS.
 	IWARP bool `json:"iwarp,omitempty"`
+	// UD: the QPs were UD (a SEND test, perftest's -c UD).
+	UD bool `json:"ud,omitempty"`
 	// Client and Server are the two sides' key messages, QP by QP.
 	Client []Key `json:"client_keys"`
 	Server []Key `json:"server_keys"`
@@ -291,5 +293,5 @@ func runClient(ctx context.Context, r *resolved) (*Result, error) {
 func newResult(r *resolved) *Result {
 	c := &r.Config
 	return &Result{Op: c.Op, Mode: c.Mode, AtomicType: c.AtomicType, Size: c.Size, Iters: c.Iters,
-		QPs: c.QPs, MTU: c.MTU, TxDepth: c.TxDepth, CQMod: c.CQMod}
+		QPs: c.QPs, MTU: c.MTU, TxDepth: c.TxDepth, CQMod: c.CQMod, UD: c.UD}
 }

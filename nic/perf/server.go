@@ -1,6 +1,8 @@
-// The server's side of a test, step by step over the side channel,
+// The server's side of a test, step by step over perftest's side channel,
 // mirroring client.go: it reads where the client writes and writes where
-// it reads.
+// it reads. A perftest client tells the server nothing of the test, so the
+// server then runs the test of its own flags, as perftest's server does;
+// an rnic client sends its parameters after the versions.
 
 package perf
 
@@ -8,38 +10,75 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"time"
 
 	"github.com/rnic/rnic/nic/embedded"
 )
 
-// serve is the server's sequence of steps; it returns the client's result.
-// The NIC is n; local is the address the side channel runs on, whose GID
-// the QPs send from.
+// serve is the server's sequence of steps; it returns the client's result
+// (against perftest: its own). The NIC is n; local is the address the
+// side channel runs on, whose GID the QPs send from.
 func serve(ctx context.Context, r *resolved, n *embedded.NIC, local netip.Addr, ch *channel) (*Result, error) {
-	if err := recvHello(r, ch); err != nil {
+	ch.perftest = true
+	if p, err := ch.r.Peek(1); err == nil && p[0] == '{' {
+		// rnic's own JSON hello: an iWARP client, which this RoCEv2
+		// server refuses saying so.
+		ch.mayFail = true
+		if err := recvHello(r, ch); err != nil {
+			return nil, err
+		}
+		err := fmt.Errorf("%w: the client speaks rnic's iWARP exchange, this server perftest's", ErrConfig)
+		ch.fail(err)
 		return nil, err
 	}
-	s, err := openSide(r, n, local, sideSpec{name: "rnic0", seed: serverSeed})
+	rnic, err := ch.xchgVersions(false)
 	if err != nil {
 		ch.fail(err)
 		return nil, err
 	}
-	defer s.close()
-	if err := ch.send(ack{OK: true}); err != nil {
+	if rnic {
+		if err := recvHello(r, ch); err != nil {
+			return nil, err
+		}
+		if err := ch.send(ack{OK: true}); err != nil {
+			return nil, err
+		}
+	} else if err := r.testDefaults(); err != nil {
 		return nil, err
 	}
+	res, err := serveSteps(ctx, r, n, local, ch, rnic)
+	if err != nil {
+		ch.fail(err)
+	}
+	return res, err
+}
+
+func serveSteps(ctx context.Context, r *resolved, n *embedded.NIC, local netip.Addr, ch *channel, rnic bool) (*Result, error) {
+	if err := ch.xchgSysData(false); err != nil {
+		return nil, err
+	}
+	var err error
+	if r.mtu, err = ch.xchgMTU(false, r.mtu); err != nil {
+		return nil, err
+	}
+	s, err := openSide(r, n, local, sideSpec{name: "rnic0", seed: serverSeed})
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	s.serverFirst = !rnic
+	own := newResult(r)
+	own.GIDIndex, own.MTU = s.gid, r.mtu.Bytes()
 	for i := range s.qps {
-		peer, err := ch.recvKey()
+		k := s.key(i)
+		peer, err := ch.xchgKey(false, k)
 		if err != nil {
 			return nil, err
 		}
-		if err := ch.sendKey(s.key(i)); err != nil {
-			return nil, err
-		}
 		if err := s.connect(i, peer); err != nil {
-			ch.fail(err)
 			return nil, err
 		}
+		own.Client, own.Server = append(own.Client, peer), append(own.Server, k)
 	}
 	// Receives go up before the client may send.
 	posted := make([]int, len(s.qps))
@@ -47,17 +86,18 @@ func serve(ctx context.Context, r *resolved, n *embedded.NIC, local netip.Addr, 
 		for i := range s.qps {
 			posted[i] = min(r.RxDepth, r.Iters)
 			if err := s.postRecv(i, posted[i]); err != nil {
-				ch.fail(err)
 				return nil, err
 			}
 		}
 	}
-	if err := ch.send(ack{OK: true}); err != nil {
-		return nil, err
+	for range r.handShakes() { // the last one: this side is ready
+		if _, err := ch.xchgKey(false, s.key(0)); err != nil {
+			return nil, err
+		}
 	}
 
 	// The server's own loop, if it has one, runs while the side channel
-	// waits for the client's end.
+	// waits for the client's end: the hand shake it sends then.
 	roleCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	roleErr := make(chan error, 1)
@@ -71,16 +111,57 @@ func serve(ctx context.Context, r *resolved, n *embedded.NIC, local netip.Addr, 
 			roleErr <- nil
 		}
 	}()
-	var f finished
-	if err := ch.recv(&f); err != nil {
-		cancel()
-		<-roleErr
-		return nil, err
+	if r.endHandShake() {
+		var hs [KeyMsgSizeGID]byte
+		if err := ch.readFixed(hs[:]); err != nil {
+			cancel()
+			<-roleErr
+			return nil, err
+		}
+		if _, err := ParseKey(hs[:]); err != nil {
+			cancel()
+			<-roleErr
+			return nil, err
+		}
 	}
 	if err := <-roleErr; err != nil {
-		ch.fail(err)
 		return nil, err
 	}
+	if r.endHandShake() {
+		k := s.key(0).MarshalGID()
+		if err := ch.write(k[:]); err != nil {
+			return nil, err
+		}
+	}
+	var peerRep BWReport
+	if r.tradesReports() {
+		// perftest's server sends whatever its report holds; rnic's, the
+		// test's size and iterations and no figures.
+		if peerRep, err = ch.xchgReports(false, BWReport{Size: uint64(r.Size), Iters: uint64(r.Iters)}); err != nil {
+			return nil, err
+		}
+		if _, err := ch.xchgKey(false, s.key(0)); err != nil {
+			return nil, err
+		}
+	}
+	if !rnic {
+		own.Check.Skipped = skippedPerftest
+		own.RawSkipped = "a run against perftest"
+		switch {
+		case r.tradesReports():
+			// The client's figures, as perftest's server prints them.
+			own.BW = &BWStats{PeakMBps: peerRep.PeakMBps, AvgMBps: peerRep.AvgMBps, MsgRateMpps: peerRep.MsgRateMpps}
+		case r.Op == OpSend && r.Mode == ModeBW:
+			own.BW = s.recvStats()
+		case r.Mode == ModeLat:
+			own.Lat = s.serverLatStats() // nil for READ: the server's CPU took no part
+		}
+		if !r.endHandShake() {
+			return own, nil
+		}
+		return own, ch.sayDone()
+	}
+
 	var rep serverReport
 	if !r.clientChecks() {
 		rep.Check = s.checkTargets(clientSeed, r.Iters)
@@ -88,7 +169,6 @@ func serve(ctx context.Context, r *resolved, n *embedded.NIC, local netip.Addr, 
 	if err := ch.send(rep); err != nil {
 		return nil, err
 	}
-
 	var rq rawRequest
 	if err := ch.recv(&rq); err != nil {
 		return nil, err
@@ -100,7 +180,24 @@ func serve(ctx context.Context, r *resolved, n *embedded.NIC, local netip.Addr, 
 	if err := ch.recv(&res); err != nil {
 		return nil, err
 	}
+	if err := ch.sayDone(); err != nil {
+		return nil, err
+	}
 	return &res, nil
+}
+
+// recvStats are a SEND bw server's own figures, as perftest's server
+// prints them: the messages over the time from the first poll that found
+// some to the last (no peak: the server sees no posts).
+func (s *side) recvStats() *BWStats {
+	ops := int64(s.cfg.Iters) * int64(len(s.qps))
+	st := &BWStats{Ops: ops, Bytes: ops * int64(s.cfg.Size)}
+	if span := s.recvLast.Sub(s.recvFirst); span > 0 {
+		sec := float64(span) / float64(time.Second)
+		st.AvgMBps = float64(st.Bytes) / sec / (1 << 20)
+		st.MsgRateMpps = float64(ops) / sec / 1e6
+	}
+	return st
 }
 
 // recvHello reads the client's test into r and checks it: the protocol,

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"time"
 
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic"
@@ -24,8 +25,12 @@ import (
 
 // region is the size of one region for messages of size bytes: a whole
 // number of 64-byte lines, so every region (and its atomic word) is
-// aligned.
-func region(size int) int { return max(64, (size+63)&^63) }
+// aligned, and at least perftest's cycle buffer: a perftest client
+// sending messages of up to half of it moves its remote address on by
+// each message (rounded to the cache line) and wraps at the cycle
+// buffer's end, so a smaller target would take its later messages
+// outside the MR.
+func region(size int) int { return max(cycleBuffer, (size+63)&^63) }
 
 // qpSide is one QP and its memory.
 type qpSide struct {
@@ -35,8 +40,16 @@ type qpSide struct {
 	dst  []byte // the target region
 	sva  uint64 // MR addresses of src and dst
 	dva  uint64
-	peer Key // the peer QP's key
+	peer Key     // the peer QP's key
+	ah   *nic.AH // UD: the address of the peer's QP
 }
+
+// UD constants, perftest's: every QP's Q_Key (DEF_QKEY), and the 40 bytes
+// of GRH a UD receive gets in front of the message (UD_ADDITION).
+const (
+	udQKey = 0x11111111
+	udGRH  = 40
+)
 
 // side is one NIC and its objects.
 type side struct {
@@ -53,6 +66,15 @@ type side struct {
 	byQP map[uint32]int // QPN → index in qps
 	// seed tells this side's data pattern from the peer's.
 	seed byte
+	// recvFirst and recvLast: when receiveAll first and last found
+	// messages.
+	recvFirst, recvLast time.Time
+	// serverFirst: in a WRITE latency test the server writes first, as
+	// perftest's write_lat does (rnic's client otherwise does: the rnic
+	// peers keep one sample per iteration).
+	serverFirst bool
+	// latPosts: when serveLat posted, from its start.
+	latPosts []int64
 	// iWARP only (iwarp.go): the device and engine when nic is nil; sendCredit,
 	// if set, bounds the SENDs posted on QP i (the receives the peer has
 	// posted: an iWARP SEND completes before it arrives, and one that
@@ -82,7 +104,19 @@ func openSide(r *resolved, n *embedded.NIC, addr netip.Addr, spec sideSpec) (s *
 	if s.gid, err = gidIndex(n.Device, addr); err != nil {
 		return nil, err
 	}
-	reg := region(r.Size)
+	if r.HasGIDIndex {
+		// perftest's -x: the GID must be there, and be an address's.
+		gids := n.GIDs()
+		if r.GIDIndex < 0 || r.GIDIndex >= len(gids) || !gids[r.GIDIndex].IsValid() || gids[r.GIDIndex].IsUnspecified() {
+			return nil, fmt.Errorf("%w: GID index %d: the NIC's GID table is %v", ErrConfig, r.GIDIndex, gids)
+		}
+		s.gid = r.GIDIndex
+	}
+	grh := 0
+	if r.UD {
+		grh = udGRH // a UD receive's GRH goes in front of the message
+	}
+	reg := region(r.Size + grh)
 	s.mem = newBuffer(2 * reg * r.QPs)
 	if s.pd, err = n.AllocPD(); err != nil {
 		return nil, fmt.Errorf("perf: alloc PD: %w", err)
@@ -99,19 +133,28 @@ func openSide(r *resolved, n *embedded.NIC, addr netip.Addr, spec sideSpec) (s *
 	}
 	caps := verbs.QPCap{MaxSendWR: uint32(r.TxDepth), MaxRecvWR: uint32(r.RxDepth), MaxSendSGE: 1, MaxRecvSGE: 1}
 	for i := 0; i < r.QPs; i++ {
-		qp, err := n.CreateQP(s.pd, nic.QPInit{Type: verbs.QPTypeRC, SendCQ: s.scq, RecvCQ: s.rcq, Cap: caps})
+		typ := verbs.QPTypeRC
+		if r.UD {
+			typ = verbs.QPTypeUD
+		}
+		qp, err := n.CreateQP(s.pd, nic.QPInit{Type: typ, SendCQ: s.scq, RecvCQ: s.rcq, Cap: caps})
 		if err != nil {
 			return nil, fmt.Errorf("perf: create QP %d: %w", i, err)
 		}
 		off := 2 * reg * i
 		q := &qpSide{qp: qp, psn: rand.Uint32() & 0xFFFFFF,
-			src: s.mem.b[off : off+r.Size], dst: s.mem.b[off+reg : off+reg+r.Size],
+			src: s.mem.b[off : off+r.Size], dst: s.mem.b[off+reg+grh : off+reg+grh+r.Size],
 			sva: s.mr.Addr() + uint64(off), dva: s.mr.Addr() + uint64(off+reg)}
 		s.qps = append(s.qps, q)
 		s.byQP[qp.QPN()] = i
 		init := verbs.QPAttr{State: verbs.QPSInit, PortNum: 1,
 			AccessFlags: memory.RemoteWrite | memory.RemoteRead | memory.RemoteAtomic}
-		if err := qp.Modify(&init, verbs.AttrState|verbs.AttrPKeyIndex|verbs.AttrPort|verbs.AttrAccessFlags); err != nil {
+		mask := verbs.AttrState | verbs.AttrPKeyIndex | verbs.AttrPort | verbs.AttrAccessFlags
+		if r.UD {
+			init.AccessFlags, init.QKey = 0, udQKey
+			mask = verbs.AttrState | verbs.AttrPKeyIndex | verbs.AttrPort | verbs.AttrQKey
+		}
+		if err := qp.Modify(&init, mask); err != nil {
 			return nil, fmt.Errorf("perf: QP %d to INIT: %w", i, err)
 		}
 		fillPattern(q.src, spec.seed, i)
@@ -123,6 +166,9 @@ func openSide(r *resolved, n *embedded.NIC, addr netip.Addr, spec sideSpec) (s *
 func (s *side) close() {
 	for _, q := range s.qps {
 		q.qp.Destroy()
+		if q.ah != nil {
+			q.ah.Destroy()
+		}
 	}
 	for _, cq := range []*nic.CQ{s.scq, s.rcq} {
 		if cq != nil {
@@ -146,8 +192,11 @@ func (s *side) close() {
 func (s *side) key(i int) Key {
 	q := s.qps[i]
 	k := Key{OutReads: maxOutReads, QPN: q.qp.QPN(), PSN: q.psn, RKey: s.mr.RKey(), VAddr: q.dva}
-	if s.cfg.Op == OpRead {
+	switch s.cfg.Op {
+	case OpRead:
 		k.VAddr = q.sva
+	case OpWrite, OpSend:
+		k.OutReads = 1 // as perftest, which counts READs only where they are made
 	}
 	if g, err := s.nic.QueryGID(1, s.gid); err == nil {
 		k.GID = g.As16()
@@ -161,6 +210,9 @@ func (s *side) key(i int) Key {
 func (s *side) connect(i int, peer Key) error {
 	q := s.qps[i]
 	q.peer = peer
+	if s.cfg.UD {
+		return s.connectUD(i, peer)
+	}
 	rd := uint8(min(int(peer.OutReads), maxOutReads))
 	if rd == 0 {
 		rd = 1
@@ -180,10 +232,37 @@ func (s *side) connect(i int, peer Key) error {
 	return nil
 }
 
-// postRecv posts n receives into QP i's target region.
+// connectUD takes UD QP i to RTR and RTS, and makes the address handle
+// of the peer's QP, as perftest's UD tests: a UD QP has no peer of its
+// own, each SEND names one.
+func (s *side) connectUD(i int, peer Key) error {
+	q := s.qps[i]
+	rtr := verbs.QPAttr{State: verbs.QPSRTR}
+	if err := q.qp.Modify(&rtr, verbs.AttrState); err != nil {
+		return fmt.Errorf("perf: UD QP %d to RTR: %w", i, err)
+	}
+	rts := verbs.QPAttr{State: verbs.QPSRTS, SQPSN: q.psn}
+	if err := q.qp.Modify(&rts, verbs.AttrState|verbs.AttrSQPSN); err != nil {
+		return fmt.Errorf("perf: UD QP %d to RTS: %w", i, err)
+	}
+	ah, err := s.nic.CreateAH(s.pd, verbs.AddressVector{DGID: netip.AddrFrom16(peer.GID), HopLimit: 64,
+		PortNum: 1, SGIDIndex: uint8(s.gid)})
+	if err != nil {
+		return fmt.Errorf("perf: UD QP %d: address handle: %w", i, err)
+	}
+	q.ah = ah
+	return nil
+}
+
+// postRecv posts n receives into QP i's target region (UD: with the GRH's
+// room in front).
 func (s *side) postRecv(i, n int) error {
 	q := s.qps[i]
-	wr := verbs.RecvWR{ID: uint64(i), SGL: []verbs.SGE{{Addr: q.dva, Length: uint32(len(q.dst)), LKey: s.mr.LKey()}}}
+	sge := verbs.SGE{Addr: q.dva, Length: uint32(len(q.dst)), LKey: s.mr.LKey()}
+	if s.cfg.UD {
+		sge.Length += udGRH
+	}
+	wr := verbs.RecvWR{ID: uint64(i), SGL: []verbs.SGE{sge}}
 	for k := 0; k < n; k++ {
 		if err := q.qp.PostRecv(&wr); err != nil {
 			return fmt.Errorf("perf: post receive on QP %d: %w", i, err)
@@ -218,6 +297,9 @@ func (s *side) sendWR(i, seq int, signaled bool) verbs.SendWR {
 	case OpSend:
 		wr.Opcode = verbs.WRSend
 		wr.SGL = []verbs.SGE{{Addr: q.sva, Length: uint32(len(q.src)), LKey: lkey}}
+		if q.ah != nil {
+			wr.AH, wr.RemoteQPN, wr.RemoteQKey = q.ah.AV(), q.peer.QPN, udQKey
+		}
 	case OpRead:
 		wr.Opcode = verbs.WRRDMARead
 		wr.SGL = []verbs.SGE{{Addr: q.dva, Length: uint32(len(q.dst)), LKey: lkey}}
