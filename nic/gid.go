@@ -82,3 +82,16 @@ func (d *Device) QueryGID(port uint8, index int) (netip.Addr, error) {
 
 // GIDs returns a copy of port 1's GID table.
 func (d *Device) GIDs() []netip.Addr { return append([]netip.Addr(nil), d.gids...) }
+
+// GIDIndex returns the index of addr's GID in port 1's table (an IPv4
+// address as ::ffff:a.b.c.d), or an error naming the table when addr is
+// not one of the device's addresses.
+func (d *Device) GIDIndex(addr netip.Addr) (int, error) {
+	g := netip.AddrFrom16(addr.As16())
+	for i, a := range d.gids {
+		if a == g {
+			return i, nil
+		}
+	}
+	return 0, errorf(ErrInvalid, "%v is not in the GID table %v", addr, d.gids)
+}

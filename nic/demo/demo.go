@@ -183,7 +183,7 @@ func (d *demo) open(name string, link transport.Endpoint, addr netip.Addr, mac [
 func (d *demo) objects(name string, n *embedded.NIC, closer io.Closer, addr netip.Addr) (*side, error) {
 	s := &side{name: name, nic: n, closer: closer, addr: addr}
 	var err error
-	if s.sgid, err = gidIndex(n, addr); err != nil {
+	if s.sgid, err = n.GIDIndex(addr); err != nil {
 		closer.Close()
 		return nil, err
 	}

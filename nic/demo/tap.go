@@ -140,17 +140,6 @@ func (d *demo) openTAPs() error {
 	return nil
 }
 
-// gidIndex is the index of addr in the NIC's GID table.
-func gidIndex(n *embedded.NIC, addr netip.Addr) (int, error) {
-	g := netip.AddrFrom16(addr.As16())
-	for i, a := range n.GIDs() {
-		if a == g {
-			return i, nil
-		}
-	}
-	return 0, fmt.Errorf("demo: %v is not in %s's GID table %v", addr, n.Name(), n.GIDs())
-}
-
 // frameLog is the writer under rnic0's TAP pcap: it takes the pcap stream
 // apart again, record by record, hands each RoCEv2 frame to the recorder
 // and every frame to the user's capture.

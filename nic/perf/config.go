@@ -425,7 +425,7 @@ func (r *resolved) tapPathMTU() int {
 	fit := 0
 	for _, t := range []*tapnic.Config{r.TAP, r.ServerTAP} {
 		if t != nil {
-			if m := pathMTUOf(t.MTU); fit == 0 || m < fit {
+			if m := tapnic.PathMTU(t.MTU); fit == 0 || m < fit {
 				fit = m
 			}
 		}

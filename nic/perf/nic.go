@@ -17,7 +17,6 @@ import (
 	"net/netip"
 	"syscall"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/transport"
@@ -158,30 +157,4 @@ func (h tapHost) Dial(ctx context.Context, _ netip.Addr, remote netip.AddrPort) 
 // the attempts.
 func (tapHost) Retryable(err error) bool {
 	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
-}
-
-// pathMTUOf is the largest path MTU an Ethernet MTU allows, rxe's rule as
-// nic.Device applies it (largest IB MTU ≤ MTU − 80): 1500 gives 1024, 9000
-// gives 4096; 0 when not even 256 fits.
-func pathMTUOf(ethMTU int) int {
-	if ethMTU == 0 {
-		ethMTU = 1500
-	}
-	for m := 4096; m >= 256; m /= 2 {
-		if m <= ethMTU-80 {
-			return m
-		}
-	}
-	return 0
-}
-
-// gidIndex is the index of addr in the NIC's GID table.
-func gidIndex(n *nic.Device, addr netip.Addr) (int, error) {
-	g := netip.AddrFrom16(addr.As16())
-	for i, a := range n.GIDs() {
-		if a == g {
-			return i, nil
-		}
-	}
-	return 0, fmt.Errorf("perf: %v is not in the NIC's GID table %v", addr, n.GIDs())
 }

@@ -101,7 +101,7 @@ func openSide(r *resolved, n *embedded.NIC, addr netip.Addr, spec sideSpec) (s *
 			s.close()
 		}
 	}()
-	if s.gid, err = gidIndex(n.Device, addr); err != nil {
+	if s.gid, err = n.Device.GIDIndex(addr); err != nil {
 		return nil, err
 	}
 	if r.HasGIDIndex {

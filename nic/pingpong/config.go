@@ -191,9 +191,9 @@ func (cfg Config) resolve(ctx context.Context) (*resolved, error) {
 	}
 	if c.UD {
 		// ud_pingpong: "Requested size larger than port MTU".
-		port := pathMTUOf(linkMTU)
+		port := tapnic.PathMTU(linkMTU)
 		if c.TAP != nil {
-			port = pathMTUOf(c.TAP.MTU)
+			port = tapnic.PathMTU(c.TAP.MTU)
 		}
 		if c.Size > port {
 			return nil, fmt.Errorf("%w: requested size %d larger than port MTU (%d)", ErrConfig, c.Size, port)
@@ -238,7 +238,7 @@ func (r *resolved) resolveTAP(ctx context.Context) error {
 	case len(t.Prefixes) == 0:
 		return fmt.Errorf("%w: TAP %s has no address", ErrConfig, t.TAP)
 	}
-	if fit := pathMTUOf(t.MTU); c.MTU > fit {
+	if fit := tapnic.PathMTU(t.MTU); c.MTU > fit {
 		return fmt.Errorf("%w: path MTU %d does not fit TAP %s's Ethernet MTU %d (at most %d)", ErrConfig, c.MTU, t.TAP, max(t.MTU, 1500), fit)
 	}
 	own := make([]netip.Addr, len(t.Prefixes))

@@ -190,7 +190,7 @@ func (p *peer) connect(remote Dest, local, peer net.IP) error {
 			a = p.cfg.Addr
 		}
 		var err error
-		if sgid, err = gidIndex(p.nic, a.Unmap()); err != nil {
+		if sgid, err = p.nic.GIDIndex(a.Unmap()); err != nil {
 			return err
 		}
 	}

@@ -202,3 +202,19 @@ func (n *NIC) Close() error {
 	})
 	return n.err
 }
+
+// PathMTU is the largest path MTU an Ethernet MTU allows, rxe's rule as
+// nic.Device applies it (the largest IB MTU ≤ MTU − 80, the RoCEv2
+// headers): 1500 gives 1024, 9000 gives 4096; 0 (the default) means 1500;
+// the result is 0 when not even 256 fits.
+func PathMTU(ethMTU int) int {
+	if ethMTU == 0 {
+		ethMTU = 1500
+	}
+	for m := 4096; m >= 256; m /= 2 {
+		if m <= ethMTU-80 {
+			return m
+		}
+	}
+	return 0
+}
