@@ -29,6 +29,16 @@ side runs against perftest's ib_write_bw, ib_read_lat, ... on rxe:
   guest:  ib_write_bw -d rxe0 -x 1 -F -s 4096 -n 20
   rnic:   rnic perf write_bw -s 4096 -n 20 --netns N --bridge B --tap T --ip A/24 GUEST
 
+-R connects the QPs with rdma_cm, as perftest's -R: over RoCEv2 the IB
+CM's MADs on QP1 (service ID for TCP port -p), over --iwarp MPA on a TCP
+connection to port -p. The first connection carries perftest's exchange
+as SENDs, the second the test; both sides need the test's flags (it is
+perftest's exchange alone: no data check, no raw baseline). perftest on
+siw runs only so:
+
+  guest:  ib_send_bw -d siw0 -R -F -s 4096 -n 20
+  rnic:   rnic perf send_bw -R --iwarp -s 4096 -n 20 --netns N --bridge B --tap T --ip A/24 GUEST
+
 A server started for a perftest client runs the test of its own flags, as
 perftest's server (give it the client's -s and -n); against an rnic client
 it needs none: the client tells it the test. Against perftest the data
@@ -112,7 +122,7 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 	gidIndex := fs.IntP("gid-index", "x", 0, "source GID index (default: the index of this side's address)")
 	fs.BoolP("cpu-freq-off", "F", false, "accepted for perftest's -F (rnic does not read the CPU frequency)")
 	conn := fs.StringP("connection", "c", "RC", "connection type: RC, or UD (SEND tests)")
-	rdmaCM := fs.BoolP("rdma-cm", "R", false, "connect the QPs with rdma_cm (not yet)")
+	rdmaCM := fs.BoolP("rdma-cm", "R", false, "connect the QPs with rdma_cm, as perftest's -R (RoCEv2)")
 	fs.StringP("ib-dev", "d", "", "accepted for perftest's -d (rnic has one device per process)")
 	tf := addTAPFlags(fs, false)
 	fs.Usage = func() {
@@ -159,9 +169,7 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 	default:
 		return usageErr(fmt.Errorf("-c %q: RC or UD", *conn))
 	}
-	if *rdmaCM {
-		return usageErr(fmt.Errorf("-R: connecting the QPs with rdma_cm is not supported yet (the side channel is TCP)"))
-	}
+	cfg.RDMACM = *rdmaCM
 	switch {
 	case cfg.IWARPPort < 0 || cfg.IWARPPort > 65535:
 		return usageErr(fmt.Errorf("--iwarp-port %d", cfg.IWARPPort))

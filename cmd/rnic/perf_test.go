@@ -137,9 +137,40 @@ func TestPerfCommandIWARPTwoProcesses(t *testing.T) {
 	}
 }
 
+// TestPerfCommandRDMACMTwoProcesses: perftest's -R between two rnic
+// processes, a server given its flags and a client naming it, over
+// RoCEv2 (rdma_cm's MADs on QP1 between two loopback NICs) and over
+// iWARP (MPA on kernel TCP).
+func TestPerfCommandRDMACMTwoProcesses(t *testing.T) {
+	port := freePort(t)
+	for _, c := range []struct {
+		name  string
+		extra []string
+		row   *regexp.Regexp
+	}{
+		{"roce", []string{"--rdma-port", cmdTestRDMAPort, "--op", "read", "--mode", "bw", "--size", "4096"}, bwRow},
+		{"iwarp", []string{"--iwarp", "--op", "send", "--mode", "lat", "--size", "8"}, latRow},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			flags := append([]string{"perf", "-R", "-p", port, "--iters", "100"}, c.extra...)
+			sOut, sErr, sCode, cOut, cErr, cCode := both(t,
+				append(append([]string{}, flags...), "--serve", "--addr", "127.0.9.2"),
+				append(append([]string{}, flags...), "--addr", "127.0.9.3", "127.0.9.2"))
+			if sCode != 0 || cCode != 0 {
+				t.Fatalf("server %d: %s%s\nclient %d: %s%s", sCode, sOut, sErr, cCode, cOut, cErr)
+			}
+			for _, out := range []string{sOut, cOut} {
+				if !c.row.MatchString(out) || !strings.Contains(out, "Data ex. method : rdma_cm") {
+					t.Errorf("output:\n%s", out)
+				}
+			}
+		})
+	}
+}
+
 // TestPerfPerftestStyle: a perftest test name picks the op and mode
 // (overriding --op/--mode), perftest's flags are taken, -c UD runs a UD
-// SEND test, and -R and an unknown -c are refused.
+// SEND test, and -R with UD and an unknown -c are refused.
 func TestPerfPerftestStyle(t *testing.T) {
 	for _, c := range []struct {
 		args  []string
@@ -161,7 +192,7 @@ func TestPerfPerftestStyle(t *testing.T) {
 		args   []string
 		stderr string
 	}{
-		{[]string{"perf", "write_bw", "-R"}, "-R: connecting the QPs with rdma_cm is not supported yet"},
+		{[]string{"perf", "send_bw", "-R", "-c", "UD", "-s", "64"}, "-R with UD QPs is not supported"},
 		{[]string{"perf", "send_bw", "-c", "UC"}, `-c "UC": RC or UD`},
 		{[]string{"perf", "write_bw", "-c", "UD"}, "UD carries SENDs only"},
 		{[]string{"perf", "write_bw", "a", "b"}, `unexpected argument "b"`},

@@ -103,6 +103,7 @@ func (s *side) receiveAll(ctx context.Context, posted []int) error {
 	total := cfg.Iters * len(s.qps)
 	spin := newSpinner(ctx)
 	var wcs [16]verbs.WC
+	done := make([]int, len(s.qps))
 	for got := 0; got < total; {
 		n := s.rcq.Poll(wcs[:])
 		if n == 0 {
@@ -124,6 +125,12 @@ func (s *side) receiveAll(ctx context.Context, posted []int) error {
 			}
 			got++
 			i := int(wc.WRID)
+			done[i]++
+			if s.recvDone != nil {
+				if err := s.recvDone(i, done[i]); err != nil {
+					return err
+				}
+			}
 			if posted[i] < cfg.Iters {
 				if err := s.postRecv(i, 1); err != nil {
 					return err

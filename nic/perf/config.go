@@ -116,6 +116,10 @@ type Config struct {
 	// connected through the iWARP connection manager (MPA Request and
 	// Reply). It works in every role; the raw figure is kernel TCP's.
 	IWARP bool
+	// RDMACM connects the QPs with rdma_cm, as perftest's -R: the IB CM
+	// over QP1 to the server's Port, whose first connection (a control
+	// QP) carries perftest's side channel as SENDs (cm.go).
+	RDMACM bool
 	// IWARPPort is the TCP port a two-process iWARP server's connection
 	// manager listens on (DefaultIWARPPort if zero, any free port if
 	// negative). The server tells the client over the side channel, so
@@ -201,6 +205,11 @@ type resolved struct {
 	server netip.Addr // the server's NIC address (client and one process)
 	// anyAddr: a TAP-mode server listens on every address of its NIC.
 	anyAddr bool
+	// cmReady, if set, is closed when an rdma_cm server listens (one
+	// process: the client connects after it).
+	cmReady chan struct{}
+	// cmListenPort is the port it listens on, set before cmReady closes.
+	cmListenPort int
 }
 
 // ParseOp, ParseMode and ParseAtomicType accept the names perftest users

@@ -53,4 +53,13 @@
 // baseline are skipped, and in a WRITE latency test the server writes
 // first, as perftest's does. Over iWARP the exchange is rnic's own, with
 // the same key messages.
+//
+// # rdma_cm mode
+//
+// With Config.RDMACM (perftest's -R) the side channel is no TCP
+// connection: both sides connect through the connection manager (rdma_cm
+// over RoCEv2, the iWARP CM over iWARP) and perftest's messages travel as
+// SENDs on a first, control connection (cm.go), on either transport, so
+// either role runs against perftest -R on rxe and on siw (where perftest
+// runs only so). Both sides then need the test's flags.
 package perf

@@ -232,6 +232,11 @@ func openIWARPSide(r *resolved, addr netip.Addr, name string, seed byte, network
 				}
 			}
 		}}
+	if r.RDMACM {
+		// As siw under rdma_cm (captures/siw-*.pcap): no CRC asked for
+		// (a peer that asks gets them) and no peer-to-peer RTR offered.
+		scfg.NoCRC, scfg.RTR = true, iwarp.RTRNone
+	}
 	if r.Trace != nil {
 		var mu sync.Mutex
 		tw := r.Trace

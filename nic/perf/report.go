@@ -137,12 +137,16 @@ func writeHeader(b *strings.Builder, res *Result, server bool) {
 	} else {
 		b.WriteString(" Max inline data : 0[B]\n")
 	}
-	if res.IWARP {
-		b.WriteString(" rdma_cm QPs\t : ON\n") // the iWARP connection manager
+	if res.IWARP || res.RDMACM {
+		b.WriteString(" rdma_cm QPs\t : ON\n") // rdma_cm, or the iWARP connection manager
 	} else {
 		b.WriteString(" rdma_cm QPs\t : OFF\n")
 	}
-	b.WriteString(" Data ex. method : Ethernet\n")
+	if res.RDMACM {
+		b.WriteString(" Data ex. method : rdma_cm\n")
+	} else {
+		b.WriteString(" Data ex. method : Ethernet\n")
+	}
 	b.WriteString(resultLine)
 	local, remote := res.Client, res.Server
 	if server {

@@ -52,6 +52,9 @@ type Result struct {
 	IWARP bool `json:"iwarp,omitempty"`
 	// UD: the QPs were UD (a SEND test, perftest's -c UD).
 	UD bool `json:"ud,omitempty"`
+	// RDMACM: the QPs were connected with rdma_cm (perftest's -R), which
+	// carried the side channel too.
+	RDMACM bool `json:"rdma_cm,omitempty"`
 	// Client and Server are the two sides' key messages, QP by QP.
 	Client []Key `json:"client_keys"`
 	Server []Key `json:"server_keys"`
@@ -76,6 +79,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	var res *Result
 	switch {
+	case r.RDMACM:
+		res, err = runCM(ctx, r)
 	case r.IWARP:
 		res, err = runIWARP(ctx, r)
 	case r.role == roleBoth:
@@ -293,5 +298,5 @@ func runClient(ctx context.Context, r *resolved) (*Result, error) {
 func newResult(r *resolved) *Result {
 	c := &r.Config
 	return &Result{Op: c.Op, Mode: c.Mode, AtomicType: c.AtomicType, Size: c.Size, Iters: c.Iters,
-		QPs: c.QPs, MTU: c.MTU, TxDepth: c.TxDepth, CQMod: c.CQMod, UD: c.UD}
+		QPs: c.QPs, MTU: c.MTU, TxDepth: c.TxDepth, CQMod: c.CQMod, UD: c.UD, RDMACM: c.RDMACM}
 }

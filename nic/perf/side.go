@@ -83,6 +83,9 @@ type side struct {
 	iw         *iwSide
 	sendCredit func(i int) int
 	onRecv     func(i int) error
+	// recvDone, if set, is told of each receive completed on QP i, with
+	// the count so far (perftest's credits in rdma_cm mode, cm_credit.go).
+	recvDone func(i, n int) error
 }
 
 // sideSpec is what openSide needs besides the test parameters.

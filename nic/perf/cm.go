@@ -1,0 +1,595 @@
+// perftest's rdma_cm mode (-R): both connections through the connection
+// manager (over RoCEv2 nic/rdmacm, the IB CM's MADs on QP1, service ID
+// 0x01064853 for TCP port 18515; over iWARP the iWARP CM, cm_iwarp.go),
+// the side channel as SENDs on the first (cmchannel.go). The order, from
+// captures/rxe-write-bw-cm-4096.pcap (an rxe client and server, perftest
+// 4.5); the siw captures show the same messages over MPA:
+//
+//	client                                      server
+//	REQ/REP/RTU: connection 1 (the control QP), 56 zero bytes of private data
+//	version   16 bytes "6.06"     ──▶ ◀──       version
+//	sys data  be32 × 2            ──▶ ◀──       be32 × 2
+//	mtu       4 bytes "3\0\0\0"   ──▶ ◀──       mtu
+//	56 zero bytes                 ──▶ ◀──       56 zero bytes
+//	REQ/REP/RTU: connection 2 (the data QP)
+//	56 zero bytes                 ──▶ ◀──       56 zero bytes
+//	record (56 bytes, per QP)     ──▶ ◀──       record
+//	hand shakes (records)         ──▶ ◀──       (as over TCP, perftest.go)
+//	            ... the test ...
+//	hand shake, bw report (be64 × 5), hand shake, as over TCP; no "done"
+//	DREQ/DREP on both connections (the two sides' DREQs may cross)
+//
+// The QPs' PSNs, path and MTU come from the CM, so a record's QPN and
+// PSN are informational; its rkey and vaddr are what the peer targets.
+// Two rnic sides speak the same (perftest's) exchange: the data check and
+// the raw baseline are skipped.
+
+package perf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"time"
+
+	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/rdmacm"
+)
+
+// cmZeroSize is the size of perftest's two all-zero control messages and
+// of the REQ's private data.
+const cmZeroSize = 56
+
+// skippedCM is Check.Skipped in rdma_cm mode, whose exchange is
+// perftest's alone.
+const skippedCM = "rdma_cm mode (perftest's exchange)"
+
+// cmSettle is how long a client waits after the control connection
+// before its first message (a variable: tests between rnic sides, which
+// post their receives first, need no wait).
+var cmSettle = time.Second
+
+// cmDisconnectWait bounds a disconnect's wait for the DREP.
+const cmDisconnectWait = 5 * time.Second
+
+// runCM runs a test in rdma_cm mode.
+func runCM(ctx context.Context, r *resolved) (*Result, error) {
+	if r.UD {
+		return nil, fmt.Errorf("%w: -R with UD QPs is not supported", ErrConfig)
+	}
+	switch r.role {
+	case roleServer:
+		if err := r.testDefaults(); err != nil {
+			return nil, err
+		}
+		if !r.JSON {
+			io.WriteString(r.Out, waitBanner)
+		}
+		return runCMServer(ctx, r)
+	case roleClient:
+		return runCMClient(ctx, r)
+	}
+	return runCMBoth(ctx, r)
+}
+
+// runCMBoth runs the server on a goroutine and the client here.
+func runCMBoth(ctx context.Context, r *resolved) (*Result, error) {
+	sr := *r
+	sr.role = roleServer
+	sr.Addr, sr.Link, sr.TAP, sr.ServerTAP, sr.anyAddr = r.server, r.ServerLink, r.ServerTAP, nil, false
+	sr.Pcap, sr.Out, sr.Progress = nil, io.Discard, io.Discard
+	if r.IWARP && r.TAP == nil {
+		sr.Port = 0 // kernel TCP: a free port, not perftest's
+	}
+	cr := *r
+	cr.role = roleClient
+	sctx, scancel := context.WithCancel(ctx)
+	defer scancel()
+	srvErr := make(chan error, 1)
+	ready := make(chan struct{})
+	sr.cmReady = ready
+	go func() {
+		_, err := runCMServer(sctx, &sr)
+		srvErr <- err
+	}()
+	select {
+	case <-ready:
+		if sr.cmListenPort != 0 {
+			cr.Port = sr.cmListenPort
+		}
+	case err := <-srvErr:
+		return nil, fmt.Errorf("perf: server: %w", err)
+	}
+	res, err := runCMClient(ctx, &cr)
+	if err != nil {
+		scancel()
+	}
+	serr := <-srvErr
+	if serr != nil && err == nil {
+		err = fmt.Errorf("perf: server: %w", serr)
+	}
+	return res, err
+}
+
+// cmLink is a side's connection manager: rdma_cm over RoCEv2, or the
+// iWARP CM.
+type cmLink interface {
+	// connect connects qp to the server (the client); data says whether
+	// it is a data QP, whose IRD/ORD a READ or atomic test raises.
+	connect(ctx context.Context, qp *nic.QP, data bool) error
+	// accept accepts the next connection request on qp (the server).
+	accept(ctx context.Context, qp *nic.QP, data bool) error
+	// disconnect ends every connection in order.
+	disconnect()
+}
+
+// cmIRDORD is the IRD and ORD of a connection: perftest's out_reads on a
+// READ or atomic test's data QPs, none otherwise.
+func cmIRDORD(r *resolved, data bool) int {
+	if data && (r.Op == OpRead || r.Op == OpAtomic) {
+		return maxOutReads
+	}
+	return 0
+}
+
+// cmParam is the rdma_cm parameters of a connection: retry and RNR retry
+// 7. (rdmacm takes IRD/ORD 0 for its default 1: perftest's REQs carry 0.)
+func cmParam(r *resolved, data bool) *rdmacm.ConnParam {
+	n := uint8(cmIRDORD(r, data))
+	return &rdmacm.ConnParam{RetryCount: 7, RNRRetryCount: 7, ResponderResources: n, InitiatorDepth: n}
+}
+
+// cmLocal is the address a side's QPs send from: its own, or the NIC's
+// first of the peer's family.
+func cmLocal(gids []netip.Addr, own, peer netip.Addr) netip.Addr {
+	if own.IsValid() && !own.IsUnspecified() {
+		return own
+	}
+	for _, g := range gids {
+		g = g.Unmap()
+		if g.IsValid() && !g.IsUnspecified() && g.Is4() == peer.Unmap().Is4() && !g.IsLinkLocalUnicast() {
+			return g
+		}
+	}
+	return own
+}
+
+// cmConnectRetry is how long a refused connection is tried again: a
+// perftest server listens anew for each connection (and the first time
+// only once it is up), so a request may find no listener for a moment.
+const cmConnectRetry = 10 * time.Second
+
+// retryConnect calls connect until it succeeds, the retry time is over or
+// refused says the error is final.
+func retryConnect(ctx context.Context, r *resolved, connect func() error, retryable func(error) bool) error {
+	wait := cmConnectRetry
+	if r.DialRetry < 0 {
+		wait = 0
+	} else if r.DialRetry > wait {
+		wait = r.DialRetry
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		err := connect()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !retryable(err) || time.Now().After(deadline) {
+			return fmt.Errorf("perf: connect to %v:%d: %w", r.server, r.Port, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// roceLink is rdma_cm over RoCEv2.
+type roceLink struct {
+	r     *resolved
+	cm    *rdmacm.CM
+	l     *rdmacm.Listener
+	conns []*rdmacm.Conn
+}
+
+func (l *roceLink) connect(ctx context.Context, qp *nic.QP, data bool) error {
+	var zero [cmZeroSize]byte
+	return retryConnect(ctx, l.r, func() error {
+		c, err := l.cm.Connect(ctx, qp, l.r.server, uint16(l.r.Port), zero[:], cmParam(l.r, data))
+		if err == nil {
+			l.conns = append(l.conns, c)
+		}
+		return err
+	}, func(err error) bool {
+		var rej *rdmacm.RejectError
+		return errors.As(err, &rej)
+	})
+}
+
+func (l *roceLink) accept(ctx context.Context, qp *nic.QP, data bool) error {
+	req, err := l.l.Accept(ctx)
+	if err != nil {
+		return fmt.Errorf("perf: rdma_cm accept: %w", err)
+	}
+	c, err := req.Accept(ctx, qp, make([]byte, cmZeroSize), cmParam(l.r, data))
+	if err != nil {
+		return fmt.Errorf("perf: rdma_cm accept: %w", err)
+	}
+	l.conns = append(l.conns, c)
+	return nil
+}
+
+func (l *roceLink) disconnect() {
+	for _, c := range l.conns {
+		ctx, cancel := context.WithTimeout(context.Background(), cmDisconnectWait)
+		c.Disconnect(ctx)
+		cancel()
+	}
+	l.conns = nil
+}
+
+// runCMClient opens the client's side and runs its steps.
+func runCMClient(ctx context.Context, r *resolved) (*Result, error) {
+	if r.IWARP {
+		return runCMClientIWARP(ctx, r)
+	}
+	h, err := openHost(r, hostSpec{name: "rnic1", tap: r.TAP, addr: r.Addr, link: r.Link, pcap: r.Pcap, trace: r.Trace})
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	n := h.NIC()
+	cmgr, err := rdmacm.New(n, rdmacm.Config{})
+	if err != nil {
+		return nil, fmt.Errorf("perf: %w", err)
+	}
+	defer cmgr.Close()
+	s, err := openSide(r, n, cmLocal(n.GIDs(), r.Addr, r.server), sideSpec{name: "rnic1", seed: clientSeed})
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	ch, err := newCMChannel(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	defer ch.close()
+	link := &roceLink{r: r, cm: cmgr}
+	defer link.disconnect()
+	return cmClient(ctx, r, s, ch, link)
+}
+
+// device is the side's verbs device.
+func (s *side) device() *nic.Device {
+	if s.iw != nil {
+		return s.iw.dev
+	}
+	return s.nic.Device
+}
+
+// anyKey is QP i's key on either transport.
+func (s *side) anyKey(i int) Key {
+	if s.iw != nil {
+		return s.iwKey(i)
+	}
+	return s.key(i)
+}
+
+// cmKey is QP i's record: its key, naming the credit word in a test with
+// credits.
+func (s *side) cmKey(ch *cmChannel, i int) Key {
+	k := s.anyKey(i)
+	if s.cfg.usesCredits() {
+		k = ch.creditKey(k, i)
+	}
+	return k
+}
+
+// cmClient is the client's sequence of steps.
+func cmClient(ctx context.Context, r *resolved, s *side, ch *cmChannel, link cmLink) (*Result, error) {
+	if err := link.connect(ctx, ch.qp, false); err != nil {
+		return nil, fmt.Errorf("perf: control QP: %w", err)
+	}
+	// perftest's client waits a second between the connection and its
+	// first message (captures: RTU, then the version 1 s later), and a
+	// perftest server may post its first receive only then: siw would
+	// take an earlier SEND as one with no receive and stall.
+	select {
+	case <-time.After(cmSettle):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	res := newResult(r)
+	res.GIDIndex, res.IWARP = s.gid, r.IWARP
+	if err := cmPreamble(ch, true, r); err != nil {
+		return nil, err
+	}
+	res.MTU = r.mtu.Bytes()
+	if r.IWARP {
+		res.MTU = s.iw.mss
+	}
+	for i := range s.qps {
+		if err := link.connect(ctx, s.qps[i].qp, true); err != nil {
+			return nil, fmt.Errorf("perf: QP %d: %w", i, err)
+		}
+	}
+	var zero [cmZeroSize]byte
+	if err := ch.exchange(true, zero[:], make([]byte, cmZeroSize)); err != nil {
+		return nil, err
+	}
+	for i := range s.qps {
+		k := s.cmKey(ch, i)
+		peer, err := ch.xchgRecord(true, k, s.gid)
+		if err != nil {
+			return nil, err
+		}
+		s.qps[i].peer = peer
+		res.Client, res.Server = append(res.Client, k), append(res.Server, peer)
+	}
+	s.serverFirst = true
+	if r.usesCredits() {
+		s.sendCredit = ch.sendCredits(r)
+	}
+	if r.Op == OpSend && r.Mode == ModeLat {
+		for i := range s.qps {
+			if err := s.postRecv(i, min(r.RxDepth, r.Iters)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for range r.handShakes() {
+		if _, err := ch.xchgRecord(true, s.cmKey(ch, 0), s.gid); err != nil {
+			return nil, err
+		}
+	}
+	if r.Mode == ModeBW {
+		t, err := s.runBW(ctx)
+		if err != nil {
+			return nil, err
+		}
+		st := bwStats(r.Size, t.posted, t.completed, r.CQMod)
+		res.BW = &st
+	} else {
+		samples, err := s.runLat(ctx)
+		if err != nil {
+			return nil, err
+		}
+		st := latStats(samples, r.rttFactor())
+		res.Lat = &st
+	}
+	if r.endHandShake() {
+		if _, err := ch.xchgRecord(true, s.cmKey(ch, 0), s.gid); err != nil {
+			return nil, err
+		}
+	}
+	if r.tradesReports() {
+		own := BWReport{Size: uint64(r.Size), Iters: uint64(r.Iters),
+			PeakMBps: res.BW.PeakMBps, AvgMBps: res.BW.AvgMBps, MsgRateMpps: res.BW.MsgRateMpps}
+		if _, err := cmXchgReports(ch, true, own); err != nil {
+			return nil, err
+		}
+		if _, err := ch.xchgRecord(true, s.cmKey(ch, 0), s.gid); err != nil {
+			return nil, err
+		}
+	}
+	res.Check.Skipped = skippedCM
+	res.RawSkipped = "rdma_cm mode"
+	return res, nil
+}
+
+// cmPreamble trades the versions, the system data and the MTUs (setting
+// r.mtu to the smaller), and the first all-zero message.
+func cmPreamble(ch *cmChannel, client bool, r *resolved) error {
+	out := versionMsg()
+	var in [versionSize]byte
+	if err := ch.exchange(client, out[:], in[:]); err != nil {
+		return err
+	}
+	if _, _, err := ParseVersion(in[:]); err != nil {
+		return err
+	}
+	for _, v := range []uint32{cycleBuffer, cacheLineSize} {
+		out := sysDataMsg(v)
+		var in [sysDataSize]byte
+		if err := ch.exchange(client, out[:], in[:]); err != nil {
+			return err
+		}
+	}
+	// The MTU message: a client sends 4 bytes, as perftest's client
+	// does; a server answers with as many as it got.
+	mtu := r.mtu
+	if mtu == 0 {
+		mtu = 3 // iWARP: perftest's 1024 default
+	}
+	m := [cmMTUSize]byte{'0' + byte(mtu)}
+	var mi [cmMTUSize]byte
+	ch.loose = true
+	if client {
+		if err := ch.write(m[:]); err != nil {
+			return err
+		}
+		if err := ch.readFixed(mi[:]); err != nil {
+			return err
+		}
+	} else {
+		if err := ch.readFixed(mi[:]); err != nil {
+			return err
+		}
+		if err := ch.write(m[:max(ch.got, mtuMsgSize)]); err != nil {
+			return err
+		}
+	}
+	ch.loose = false
+	if ch.got < mtuMsgSize {
+		return fmt.Errorf("%w: MTU message of %d bytes", ErrPerftestMsg, ch.got)
+	}
+	peer, err := ParseMTU(mi[:mtuMsgSize])
+	if err != nil {
+		return err
+	}
+	if r.mtu != 0 {
+		r.mtu = min(r.mtu, peer)
+	}
+	var zero [cmZeroSize]byte
+	return ch.exchange(client, zero[:], make([]byte, cmZeroSize))
+}
+
+// cmXchgReports trades bw reports field by field.
+func cmXchgReports(ch *cmChannel, client bool, own BWReport) (BWReport, error) {
+	out := own.fields()
+	var in [reportFields * reportField]byte
+	for i := range out {
+		if err := ch.exchange(client, out[i][:], in[i*reportField:(i+1)*reportField]); err != nil {
+			return BWReport{}, err
+		}
+	}
+	return ParseBWReport(in[:])
+}
+
+// runCMServer listens on r.Port, opens the server's side and serves the
+// test of its own flags.
+func runCMServer(ctx context.Context, r *resolved) (*Result, error) {
+	if r.IWARP {
+		return runCMServerIWARP(ctx, r)
+	}
+	h, err := openHost(r, hostSpec{name: "rnic0", tap: r.TAP, addr: r.Addr, link: r.Link, pcap: r.Pcap, trace: r.Trace})
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	n := h.NIC()
+	cmgr, err := rdmacm.New(n, rdmacm.Config{})
+	if err != nil {
+		return nil, fmt.Errorf("perf: %w", err)
+	}
+	defer cmgr.Close()
+	l, err := cmgr.Listen(uint16(r.Port))
+	if err != nil {
+		return nil, fmt.Errorf("perf: rdma_cm listen on port %d: %w", r.Port, err)
+	}
+	defer l.Close()
+	s, err := openSide(r, n, cmLocal(n.GIDs(), r.Addr, netip.IPv4Unspecified()), sideSpec{name: "rnic0", seed: serverSeed})
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	ch, err := newCMChannel(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	defer ch.close()
+	link := &roceLink{r: r, cm: cmgr, l: l}
+	defer link.disconnect()
+	if r.cmReady != nil {
+		close(r.cmReady)
+	}
+	return cmServer(ctx, r, s, ch, link)
+}
+
+// cmServer is the server's sequence of steps.
+func cmServer(ctx context.Context, r *resolved, s *side, ch *cmChannel, link cmLink) (*Result, error) {
+	if err := link.accept(ctx, ch.qp, false); err != nil {
+		return nil, err
+	}
+	if err := cmPreamble(ch, false, r); err != nil {
+		return nil, err
+	}
+	own := newResult(r)
+	own.GIDIndex, own.MTU, own.IWARP = s.gid, r.mtu.Bytes(), r.IWARP
+	if r.IWARP {
+		own.MTU = s.iw.mss
+	}
+	for i := range s.qps {
+		if err := link.accept(ctx, s.qps[i].qp, true); err != nil {
+			return nil, fmt.Errorf("perf: QP %d: %w", i, err)
+		}
+	}
+	var zero [cmZeroSize]byte
+	if err := ch.exchange(false, zero[:], make([]byte, cmZeroSize)); err != nil {
+		return nil, err
+	}
+	for i := range s.qps {
+		k := s.cmKey(ch, i)
+		peer, err := ch.xchgRecord(false, k, s.gid)
+		if err != nil {
+			return nil, err
+		}
+		s.qps[i].peer = peer
+		own.Client, own.Server = append(own.Client, peer), append(own.Server, k)
+	}
+	s.serverFirst = true
+	if r.usesCredits() {
+		s.recvDone = ch.creditWriter(s)
+	}
+	posted := make([]int, len(s.qps))
+	if r.Op == OpSend {
+		for i := range s.qps {
+			posted[i] = min(r.RxDepth, r.Iters)
+			if err := s.postRecv(i, posted[i]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for range r.handShakes() {
+		if _, err := ch.xchgRecord(false, s.cmKey(ch, 0), s.gid); err != nil {
+			return nil, err
+		}
+	}
+	roleCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	roleErr := make(chan error, 1)
+	go func() {
+		switch {
+		case r.Op == OpSend && r.Mode == ModeBW:
+			roleErr <- s.receiveAll(roleCtx, posted)
+		case (r.Op == OpSend || r.Op == OpWrite) && r.Mode == ModeLat:
+			roleErr <- s.serveLat(roleCtx)
+		default:
+			roleErr <- nil
+		}
+	}()
+	if r.endHandShake() {
+		var hs [cmRecordSize]byte
+		if err := ch.readFixed(hs[:]); err != nil {
+			cancel()
+			<-roleErr
+			return nil, err
+		}
+	}
+	if err := <-roleErr; err != nil {
+		return nil, err
+	}
+	if r.endHandShake() {
+		k := marshalCMRecord(s.cmKey(ch, 0), s.gid)
+		if err := ch.write(k[:]); err != nil {
+			return nil, err
+		}
+	}
+	var peerRep BWReport
+	if r.tradesReports() {
+		var err error
+		if peerRep, err = cmXchgReports(ch, false, BWReport{Size: uint64(r.Size), Iters: uint64(r.Iters)}); err != nil {
+			return nil, err
+		}
+		if _, err := ch.xchgRecord(false, s.cmKey(ch, 0), s.gid); err != nil {
+			return nil, err
+		}
+	}
+	own.Check.Skipped = skippedCM
+	own.RawSkipped = "rdma_cm mode"
+	switch {
+	case r.tradesReports():
+		own.BW = &BWStats{PeakMBps: peerRep.PeakMBps, AvgMBps: peerRep.AvgMBps, MsgRateMpps: peerRep.MsgRateMpps}
+	case r.Op == OpSend && r.Mode == ModeBW:
+		own.BW = s.recvStats()
+	case r.Mode == ModeLat:
+		own.Lat = s.serverLatStats()
+	}
+	return own, nil
+}
