@@ -44,12 +44,26 @@ type IWARPConfig struct {
 	Pcap *transport.PcapWriter
 	// Trace, if set, receives the engine's connection and QP trace.
 	Trace io.Writer
+	// Settle is how long Connect waits after the MPA Reply before it
+	// returns, so the first SEND does not follow the Reply at once
+	// (DefaultSettle if 0, none if negative). Linux siw, on the passive
+	// side, finishes moving its QP to RTS after it has sent the Reply; an
+	// FPDU that arrives in between can sit in its socket unprocessed until
+	// more data comes, and rping's server then waits forever for the
+	// client's first SEND (seen in the lab under load, about one run in
+	// five; a Linux rping client, slower, sends ~6 ms after the Reply, and
+	// perftest waits a second).
+	Settle time.Duration
 }
+
+// DefaultSettle is IWARPConfig.Settle's default.
+const DefaultSettle = 100 * time.Millisecond
 
 // IWARP is a Connector on the iWARP engine.
 type IWARP struct {
-	stack *iwarp.Stack
-	dev   *nic.Device
+	stack  *iwarp.Stack
+	dev    *nic.Device
+	settle time.Duration // see IWARPConfig.Settle
 
 	mu    sync.Mutex
 	conns map[uint32]*iwConn // by QPN
@@ -62,7 +76,13 @@ func NewIWARP(cfg IWARPConfig) (*IWARP, error) {
 	if cfg.Network == nil {
 		cfg.Network = &stream.TCP{}
 	}
-	c := &IWARP{conns: map[uint32]*iwConn{}}
+	c := &IWARP{conns: map[uint32]*iwConn{}, settle: cfg.Settle}
+	switch {
+	case c.settle == 0:
+		c.settle = DefaultSettle
+	case c.settle < 0:
+		c.settle = 0
+	}
 	scfg := iwarp.Config{
 		Clock: clock.NewReal(), Network: cfg.Network, Addr: cfg.Addr, MSS: cfg.MSS,
 		NoCRC: !cfg.CRC,
@@ -154,6 +174,17 @@ func (c *IWARP) Connect(ctx context.Context, qp *nic.QP, remote netip.AddrPort, 
 			return nil, &ConnectError{Remote: remote, Err: r.Err}
 		}
 		cn.local, cn.remote = r.Local, r.Remote
+		if d := c.settle; d > 0 {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				c.stack.Disconnect(qp.QPN())
+				c.untrack(cn)
+				return nil, ctx.Err()
+			}
+		}
 		return cn, nil
 	case <-ctx.Done():
 		c.stack.Disconnect(qp.QPN())
