@@ -93,6 +93,9 @@ func (l *iwarpLink) accept(ctx context.Context, qp *nic.QP, data bool) error {
 // disconnect closes every connection after what it queued and waits,
 // boundedly, for the peer to close too.
 //
+// A client of a test that ends with the report exchange closes the data
+// connections and waits for the server to close the control connection.
+//
 // In a WRITE latency test no message ends the test (perftest's write_lat
 // trades none): a client done first must not close while the server
 // still works (siw's write_lat server then fails), so it waits,
@@ -101,6 +104,40 @@ func (l *iwarpLink) disconnect() {
 	timer := time.NewTimer(disconnectWait)
 	defer timer.Stop()
 	left := len(l.qpns)
+	if l.client && l.r.endHandShake() && left > 1 {
+		// As Linux perftest's client does (siw-write-bw-4096.pcap): close
+		// the data connections, and let the server close the control
+		// connection, on which it may still be sending its last message.
+		// Closing the control connection first made siw's server fail that
+		// SEND ("Bad wc status", "Failed to close connection").
+		ctrl := l.qpns[0]
+		for _, q := range l.qpns[1:] {
+			l.s.iw.stack.Disconnect(q)
+		}
+	wait:
+		for left > 0 {
+			select {
+			case q := <-l.s.iw.ended:
+				left--
+				if q == ctrl {
+					break wait
+				}
+			case <-timer.C:
+				timer.Reset(disconnectWait)
+				break wait
+			}
+		}
+		l.s.iw.stack.Disconnect(ctrl) // nothing if it has ended
+		for ; left > 0; left-- {
+			select {
+			case <-l.s.iw.ended:
+			case <-timer.C:
+				return
+			}
+		}
+		l.qpns = nil
+		return
+	}
 	if l.client && !l.r.endHandShake() && left > 0 {
 		select {
 		case <-l.s.iw.ended:
