@@ -259,8 +259,8 @@ func TestIWARPTAPTwoProcesses(t *testing.T) {
 			if res.MTU != 1420 {
 				t.Errorf("MSS %d, want 1420 (1500 less IPv4, TCP and its options) for the client's 1500-byte IPv4 TAP", res.MTU)
 			}
-			if f.closes("tapS") != 1 || f.closes("tapC") != 1 {
-				t.Errorf("NICs closed %d and %d times", f.closes("tapS"), f.closes("tapC"))
+			if f.Closes("tapS") != 1 || f.Closes("tapC") != 1 {
+				t.Errorf("NICs closed %d and %d times", f.Closes("tapS"), f.Closes("tapC"))
 			}
 		})
 	}
@@ -277,9 +277,7 @@ func TestIWARPTAPCancel(t *testing.T) {
 		errc <- err
 	}()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		f.mu.Lock()
-		n := len(f.listeners)
-		f.mu.Unlock()
+		n := f.Listeners()
 		if n > 0 {
 			break
 		}
@@ -296,8 +294,8 @@ func TestIWARPTAPCancel(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the server did not stop")
 	}
-	if f.closes("tapS") != 1 {
-		t.Errorf("NIC closed %d times", f.closes("tapS"))
+	if f.Closes("tapS") != 1 {
+		t.Errorf("NIC closed %d times", f.Closes("tapS"))
 	}
 }
 

@@ -75,8 +75,8 @@ func TestTAPTwoProcesses(t *testing.T) {
 			if res.Client[0].GID != v6 || res.GIDIndex != 0 {
 				t.Errorf("client key GID %v (index %d), want fd00:77::2", netip.AddrFrom16(res.Client[0].GID), res.GIDIndex)
 			}
-			if f.closes("tapS") != 1 || f.closes("tapC") != 1 {
-				t.Errorf("NICs closed %d and %d times", f.closes("tapS"), f.closes("tapC"))
+			if f.Closes("tapS") != 1 || f.Closes("tapC") != 1 {
+				t.Errorf("NICs closed %d and %d times", f.Closes("tapS"), f.Closes("tapC"))
 			}
 		})
 	}
@@ -108,10 +108,10 @@ func TestTAPOneProcess(t *testing.T) {
 	if res.Server[0].GID != netip.MustParseAddr("fd00:77::1").As16() {
 		t.Errorf("server key GID %v", netip.AddrFrom16(res.Server[0].GID))
 	}
-	if c := f.opened["tapC"]; c.Pcap != pw || c.Trace != trace || c.Name != "rnic1" {
+	if c := f.Opened("tapC"); c.Pcap != pw || c.Trace != trace || c.Name != "rnic1" {
 		t.Errorf("client NIC opened with %+v", c)
 	}
-	if s := f.opened["tapS"]; s.Pcap != nil || s.Trace != trace || s.Name != "rnic0" {
+	if s := f.Opened("tapS"); s.Pcap != nil || s.Trace != trace || s.Name != "rnic0" {
 		t.Errorf("server NIC opened with %+v", s)
 	}
 	if pw.Frames() == 0 {
@@ -149,9 +149,7 @@ func TestTAPCancel(t *testing.T) {
 		errc <- err
 	}()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		f.mu.Lock()
-		n := len(f.listeners)
-		f.mu.Unlock()
+		n := f.Listeners()
 		if n > 0 {
 			break
 		}
@@ -168,8 +166,8 @@ func TestTAPCancel(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the server did not stop")
 	}
-	if f.closes("tapS") != 1 {
-		t.Errorf("NIC closed %d times", f.closes("tapS"))
+	if f.Closes("tapS") != 1 {
+		t.Errorf("NIC closed %d times", f.Closes("tapS"))
 	}
 }
 

@@ -43,8 +43,8 @@ func runTAPPair(t *testing.T, f *fakeTAPs, srvTAP, cliTAP *tapnic.Config, server
 	if srv.err != nil || cli.err != nil {
 		t.Fatalf("server: %v\n%s\nclient: %v\n%s", srv.err, srv.out.String(), cli.err, cli.out.String())
 	}
-	if f.closes(srvTAP.TAP) != 1 || f.closes(cliTAP.TAP) != 1 {
-		t.Errorf("NICs closed %d and %d times, want once each", f.closes(srvTAP.TAP), f.closes(cliTAP.TAP))
+	if f.Closes(srvTAP.TAP) != 1 || f.Closes(cliTAP.TAP) != 1 {
+		t.Errorf("NICs closed %d and %d times, want once each", f.Closes(srvTAP.TAP), f.Closes(cliTAP.TAP))
 	}
 	return srv, cli
 }
@@ -66,7 +66,7 @@ func TestRunTAPIPv6Only(t *testing.T) {
 		t.Errorf("client output does not match %s:\n%s", re, cli.out.String())
 	}
 	// The NIC got the tool's name; a TAP config's own settings are kept.
-	if got := f.opened["tapS"]; got.Name != "rnic0" || got.TAP != "tapS" {
+	if got := f.Opened("tapS"); got.Name != "rnic0" || got.TAP != "tapS" {
 		t.Errorf("server NIC opened with %+v", got)
 	}
 }
@@ -92,14 +92,14 @@ func TestRunTAPPcapAndTrace(t *testing.T) {
 	if err != nil || <-errc != nil {
 		t.Fatalf("client %v", err)
 	}
-	if got := f.opened["tapC"]; got.Pcap != pw || got.Trace != &trace {
+	if got := f.Opened("tapC"); got.Pcap != pw || got.Trace != &trace {
 		t.Errorf("client NIC opened without the pcap and trace: %+v", got)
 	}
 	if pw.Frames() == 0 || trace.Len() == 0 {
 		t.Errorf("%d frames captured, %d bytes of trace", pw.Frames(), trace.Len())
 	}
-	if f.opened["tapS"].Name != "mlx" {
-		t.Errorf("server NIC named %q, want -d's mlx", f.opened["tapS"].Name)
+	if f.Opened("tapS").Name != "mlx" {
+		t.Errorf("server NIC named %q, want -d's mlx", f.Opened("tapS").Name)
 	}
 }
 
@@ -129,9 +129,7 @@ func TestRunTAPCancel(t *testing.T) {
 	}()
 	// The server is waiting once its listener exists.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		f.mu.Lock()
-		n := len(f.listeners)
-		f.mu.Unlock()
+		n := f.Listeners()
 		if n > 0 {
 			break
 		}
@@ -148,8 +146,8 @@ func TestRunTAPCancel(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the server did not stop")
 	}
-	if f.closes("tapS") != 1 {
-		t.Errorf("NIC closed %d times", f.closes("tapS"))
+	if f.Closes("tapS") != 1 {
+		t.Errorf("NIC closed %d times", f.Closes("tapS"))
 	}
 }
 
@@ -164,8 +162,8 @@ func TestRunTAPDialRetry(t *testing.T) {
 	if !errors.Is(err, errRefused) || time.Since(start) < 200*time.Millisecond {
 		t.Errorf("after %v: %v, want the refusal after retrying", time.Since(start), err)
 	}
-	if f.closes("tapC") != 1 {
-		t.Errorf("NIC closed %d times", f.closes("tapC"))
+	if f.Closes("tapC") != 1 {
+		t.Errorf("NIC closed %d times", f.Closes("tapC"))
 	}
 }
 
