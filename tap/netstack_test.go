@@ -474,23 +474,7 @@ func TestTCPStackStreams(t *testing.T) {
 func TestTCPStackClose(t *testing.T) {
 	nsCheckGoroutines(t)
 	p := newNSStackPair(t)
-	l, err := p.b.Listen(netip.MustParseAddrPort("10.98.0.2:0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, _ := l.Accept()
-		accepted <- c
-	}()
-	c, err := p.a.Dial(t.Context(), netip.Addr{}, l.Addr().(*net.TCPAddr).AddrPort())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := <-accepted
-	if s == nil {
-		t.Fatal("nothing accepted")
-	}
+	c, s := nsConnect(t, p)
 	// Closing B resets its connection: A's read fails rather than hangs.
 	p.b.Close()
 	p.b.Close()
@@ -548,23 +532,7 @@ func FuzzTCPStackDeliver(f *testing.F) {
 // its connections before its NIC shows no reset (Wireshark flags one).
 func TestTCPStackCloseSilentInTimeWait(t *testing.T) {
 	p := newNSStackPair(t)
-	l, err := p.b.Listen(netip.MustParseAddrPort("10.98.0.2:0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, _ := l.Accept()
-		accepted <- c
-	}()
-	c, err := p.a.Dial(t.Context(), netip.Addr{}, l.Addr().(*net.TCPAddr).AddrPort())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := <-accepted
-	if s == nil {
-		t.Fatal("nothing accepted")
-	}
+	c, s := nsConnect(t, p)
 	// A closes first (it will sit in TIME_WAIT), then B after A's FIN.
 	c.Close()
 	if _, err := io.ReadAll(s); err != nil {
@@ -572,16 +540,7 @@ func TestTCPStackCloseSilentInTimeWait(t *testing.T) {
 	}
 	s.Close()
 	var rsts atomic.Int64
-	rst := func(q []byte) bool {
-		off := 20
-		if q[0]>>4 == 6 {
-			off = 40
-		}
-		if len(q) > off+13 && q[off+13]&0x04 != 0 {
-			rsts.Add(1)
-		}
-		return false
-	}
+	rst := nsCountRSTs(&rsts)
 	p.ab.tamper.Store(&rst)
 	deadline := time.Now().Add(5 * time.Second)
 	for !inTimeWait(p.a) {
@@ -613,34 +572,9 @@ func inTimeWait(s *TCPStack) bool {
 // B sends no RST.
 func TestTCPStackCloseAwaitsLastAck(t *testing.T) {
 	p := newNSStackPair(t)
-	l, err := p.b.Listen(netip.MustParseAddrPort("10.98.0.2:0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, _ := l.Accept()
-		accepted <- c
-	}()
-	c, err := p.a.Dial(t.Context(), netip.Addr{}, l.Addr().(*net.TCPAddr).AddrPort())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := <-accepted
-	if s == nil {
-		t.Fatal("nothing accepted")
-	}
+	c, s := nsConnect(t, p)
 	var rsts atomic.Int64
-	rst := func(q []byte) bool {
-		off := 20
-		if q[0]>>4 == 6 {
-			off = 40
-		}
-		if len(q) > off+13 && q[off+13]&0x04 != 0 {
-			rsts.Add(1)
-		}
-		return false
-	}
+	rst := nsCountRSTs(&rsts)
 	p.ba.tamper.Store(&rst)
 	c.Close()
 	if _, err := io.ReadAll(s); err != nil {
@@ -650,5 +584,43 @@ func TestTCPStackCloseAwaitsLastAck(t *testing.T) {
 	p.b.Close() // at once
 	if n := rsts.Load(); n != 0 {
 		t.Errorf("B sent %d RSTs closing a connection in LAST_ACK", n)
+	}
+}
+
+// nsConnect connects a client on A to a listener on B and returns both
+// ends.
+func nsConnect(t *testing.T, p *nsStackPair) (c, s net.Conn) {
+	t.Helper()
+	l, err := p.b.Listen(netip.MustParseAddrPort("10.98.0.2:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := l.Accept()
+		accepted <- c
+	}()
+	c, err = p.a.Dial(t.Context(), netip.Addr{}, l.Addr().(*net.TCPAddr).AddrPort())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s = <-accepted; s == nil {
+		t.Fatal("nothing accepted")
+	}
+	return c, s
+}
+
+// nsCountRSTs returns a wire tamper function that counts TCP RSTs in n
+// and changes nothing.
+func nsCountRSTs(n *atomic.Int64) func([]byte) bool {
+	return func(q []byte) bool {
+		off := 20
+		if q[0]>>4 == 6 {
+			off = 40
+		}
+		if len(q) > off+13 && q[off+13]&0x04 != 0 {
+			n.Add(1)
+		}
+		return false
 	}
 }
