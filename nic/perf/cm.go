@@ -291,6 +291,26 @@ func (s *side) cmKey(ch *cmChannel, i int) Key {
 	return k
 }
 
+// cmXchgKeys trades the zero message and then every QP's address record
+// with the peer (the client writes first), and notes each peer key on its
+// QP. It returns this side's records and the peer's, in QP order.
+func (s *side) cmXchgKeys(ch *cmChannel, client bool) (own, peers []Key, err error) {
+	var zero [cmZeroSize]byte
+	if err := ch.exchange(client, zero[:], make([]byte, cmZeroSize)); err != nil {
+		return nil, nil, err
+	}
+	for i := range s.qps {
+		k := s.cmKey(ch, i)
+		peer, err := ch.xchgRecord(client, k, s.gid)
+		if err != nil {
+			return nil, nil, err
+		}
+		s.qps[i].peer = peer
+		own, peers = append(own, k), append(peers, peer)
+	}
+	return own, peers, nil
+}
+
 // cmClient is the client's sequence of steps.
 func cmClient(ctx context.Context, r *resolved, s *side, ch *cmChannel, link cmLink) (*Result, error) {
 	if err := link.connect(ctx, ch.qp, false); err != nil {
@@ -319,19 +339,11 @@ func cmClient(ctx context.Context, r *resolved, s *side, ch *cmChannel, link cmL
 			return nil, fmt.Errorf("perf: QP %d: %w", i, err)
 		}
 	}
-	var zero [cmZeroSize]byte
-	if err := ch.exchange(true, zero[:], make([]byte, cmZeroSize)); err != nil {
+	keys, peers, err := s.cmXchgKeys(ch, true)
+	if err != nil {
 		return nil, err
 	}
-	for i := range s.qps {
-		k := s.cmKey(ch, i)
-		peer, err := ch.xchgRecord(true, k, s.gid)
-		if err != nil {
-			return nil, err
-		}
-		s.qps[i].peer = peer
-		res.Client, res.Server = append(res.Client, k), append(res.Server, peer)
-	}
+	res.Client, res.Server = keys, peers
 	s.serverFirst = true
 	if r.usesCredits() {
 		s.sendCredit = ch.sendCredits(r)
@@ -510,19 +522,11 @@ func cmServer(ctx context.Context, r *resolved, s *side, ch *cmChannel, link cmL
 			return nil, fmt.Errorf("perf: QP %d: %w", i, err)
 		}
 	}
-	var zero [cmZeroSize]byte
-	if err := ch.exchange(false, zero[:], make([]byte, cmZeroSize)); err != nil {
+	keys, peers, err := s.cmXchgKeys(ch, false)
+	if err != nil {
 		return nil, err
 	}
-	for i := range s.qps {
-		k := s.cmKey(ch, i)
-		peer, err := ch.xchgRecord(false, k, s.gid)
-		if err != nil {
-			return nil, err
-		}
-		s.qps[i].peer = peer
-		own.Client, own.Server = append(own.Client, peer), append(own.Server, k)
-	}
+	own.Client, own.Server = peers, keys
 	s.serverFirst = true
 	if r.usesCredits() {
 		s.recvDone = ch.creditWriter(s)
