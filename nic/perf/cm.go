@@ -226,6 +226,18 @@ func (l *roceLink) accept(ctx context.Context, qp *nic.QP, data bool) error {
 }
 
 func (l *roceLink) disconnect() {
+	if l.l == nil && !l.r.endHandShake() && len(l.conns) > 0 {
+		// A latency test ends with no message: a client done first lets
+		// the server, whose last SEND may still be in flight, disconnect
+		// first (as the iWARP link does); its own DREQ would flush that
+		// SEND ("control QP: send completed with WR_FLUSH_ERR").
+		t := time.NewTimer(cmDisconnectWait)
+		select {
+		case <-l.conns[0].Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
 	for _, c := range l.conns {
 		ctx, cancel := context.WithTimeout(context.Background(), cmDisconnectWait)
 		c.Disconnect(ctx)
