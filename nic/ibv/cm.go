@@ -1,0 +1,71 @@
+// The RDMA connection manager (rdma_cm) as an optional capability: a
+// Device that runs it over its own port (QP1 MADs on RoCEv2, MPA over TCP
+// on iWARP) implements ConnManager. Connections bind QPs the program
+// created on the same Device; the CM moves them to RTS and, on disconnect,
+// to ERR, as rdma_cm does.
+
+package ibv
+
+import (
+	"context"
+	"net/netip"
+
+	"github.com/rnic/rnic/memory"
+)
+
+// ConnParam are the connection parameters (struct rdma_conn_param); zero
+// fields take rdma_cm's defaults (IRD/ORD 1, retries 7, remote
+// READ/WRITE/atomic access).
+type ConnParam struct {
+	ResponderResources uint8
+	InitiatorDepth     uint8
+	RetryCount         uint8
+	RNRRetryCount      uint8
+	Access             memory.Access
+}
+
+// ConnManager is implemented by a Device that offers rdma_cm.
+type ConnManager interface {
+	// CMListen listens for connection requests on port (rdma_listen).
+	CMListen(port uint16) (CMListener, error)
+	// CMConnect connects qp (an RC QP in RESET) to a listener at
+	// addr:port (rdma_resolve_addr/route + rdma_connect), returning once
+	// the connection is established.
+	CMConnect(ctx context.Context, qp QP, addr netip.Addr, port uint16, privateData []byte, p *ConnParam) (CMConn, error)
+}
+
+// CMListener is a listening rdma_cm ID.
+type CMListener interface {
+	Port() uint16
+	// Accept waits for the next connection request.
+	Accept(ctx context.Context) (CMRequest, error)
+	Close() error
+}
+
+// CMRequest is a connection request (RDMA_CM_EVENT_CONNECT_REQUEST).
+type CMRequest interface {
+	PrivateData() []byte
+	LocalAddr() netip.AddrPort
+	RemoteAddr() netip.AddrPort
+	// Reject refuses the request (rdma_reject).
+	Reject(privateData []byte) error
+	// Accept binds qp (an RC QP in RESET) and accepts (rdma_accept),
+	// returning once the connection is established.
+	Accept(ctx context.Context, qp QP, privateData []byte, p *ConnParam) (CMConn, error)
+}
+
+// CMConn is an established connection.
+type CMConn interface {
+	QP() QP
+	// PrivateData is what the peer sent with its REQ or REP.
+	PrivateData() []byte
+	LocalAddr() netip.AddrPort
+	RemoteAddr() netip.AddrPort
+	RemoteQPN() uint32
+	// Done is closed when the connection is down (either side
+	// disconnected); the QP is then in ERR.
+	Done() <-chan struct{}
+	// Disconnect disconnects (rdma_disconnect) and waits for the peer's
+	// answer or ctx.
+	Disconnect(ctx context.Context) error
+}
