@@ -35,6 +35,10 @@ type Device interface {
 	// RegMR registers buf (ibv_reg_mr); the MR's address is buf's
 	// address in this process.
 	RegMR(pd PD, buf []byte, access memory.Access) (MR, error)
+	// RegMRIOVA registers buf at address iova (ibv_reg_mr_iova): SGEs and
+	// remote accesses name its bytes from iova on. rnicd registers a
+	// client's memory at the client's own addresses this way.
+	RegMRIOVA(pd PD, buf []byte, iova uint64, access memory.Access) (MR, error)
 	CreateCQ(cqe int) (CQ, error)
 	CreateSRQ(pd PD, maxWR, maxSGE int) (SRQ, error)
 	CreateQP(pd PD, init QPInit) (QP, error)

@@ -196,6 +196,18 @@ func (l *local) RegMR(pd PD, buf []byte, access memory.Access) (MR, error) {
 	return &localMR{d: l.d, mr: mr}, nil
 }
 
+func (l *local) RegMRIOVA(pd PD, buf []byte, iova uint64, access memory.Access) (MR, error) {
+	p, err := l.pd(pd)
+	if err != nil {
+		return nil, err
+	}
+	mr, err := l.d.RegMRIOVA(p, buf, iova, access)
+	if err != nil {
+		return nil, err
+	}
+	return &localMR{d: l.d, mr: mr}, nil
+}
+
 type localCQ struct {
 	l  *local
 	cq *nic.CQ
