@@ -62,6 +62,9 @@ type HostCounters struct {
 	ResolveFailedFrames uint64 // resolve_failed_frames: queued frames dropped with them
 	QueueDropped        uint64 // queue_dropped: oldest queued frame dropped for a newer one (unres_discards)
 	TooBig              uint64 // too_big: frames or packets over the MTU, refused
+
+	LoopbackFrames  uint64 // loopback_frames: frames to our own addresses turned around inside the NIC
+	LoopbackDropped uint64 // loopback_dropped: such frames dropped because the loopback queue was full
 }
 
 // hostCounters is the live form of HostCounters: the same fields, as
@@ -80,6 +83,7 @@ type hostCounters struct {
 	tcpRx, tcpNoHandler, tcpTx                                atomic.Uint64
 	noRoute, resolveFailed, resolveFailedFrames, queueDropped atomic.Uint64
 	tooBig                                                    atomic.Uint64
+	loopbackFrames, loopbackDropped                           atomic.Uint64
 }
 
 // snapshot copies the live counters field by field. The two structs list

@@ -84,9 +84,6 @@ var (
 	ErrBadFrame = errors.New("tap: not an IPv4 or IPv6 frame")
 	// ErrHostClosed: the Host was closed.
 	ErrHostClosed = errors.New("tap: host closed")
-	// ErrLoopback: the destination is one of the host's own addresses; the
-	// wire does not loop frames back, and the host does not either.
-	ErrLoopback = errors.New("tap: destination is a local address (no loopback)")
 )
 
 // HostConfig configures a Host.
@@ -150,6 +147,12 @@ type Host struct {
 	closeErr  error
 	readerEnd chan struct{} // closed when the reader returns (if started)
 	started   atomic.Bool
+
+	// rxMu serialises the receive path: the reader and the loopback
+	// goroutine both feed it, and a transport.Endpoint's receiver must
+	// never run concurrently with itself.
+	rxMu sync.Mutex
+	loop loopback
 }
 
 // NewHost checks cfg and returns a Host; Start sets it running.
@@ -220,6 +223,7 @@ func NewHost(cfg HostConfig) (*Host, error) {
 	h.txBuf.New = func() any { b := make([]byte, n); return &b }
 	h.rl.init(h.clk)
 	h.roce.h = h
+	h.loop.init(n)
 	return h, nil
 }
 
@@ -244,6 +248,7 @@ func (h *Host) Start() {
 			return
 		}
 		go h.readLoop()
+		go h.loopLoop()
 		for _, a := range h.addrs4 {
 			h.sendARP(arpRequest, broadcastMAC, a, [6]byte{}, a)
 		}
@@ -360,6 +365,7 @@ func (h *Host) Close() error {
 		if err := h.io.Close(); err != nil {
 			h.closeErr = fmt.Errorf("tap: closing the host's FrameIO: %w", err)
 		}
+		h.loop.stop(started)
 		if started {
 			<-h.readerEnd
 		}
@@ -385,7 +391,9 @@ func (h *Host) readLoop() {
 			}
 			return
 		}
+		h.rxMu.Lock()
 		h.handleFrame(buf[:n])
+		h.rxMu.Unlock()
 	}
 }
 
@@ -609,8 +617,7 @@ func (h *Host) output(frame []byte, dst netip.Addr) error {
 		return h.writeTo(frame, mac)
 	}
 	if h.isOwn(dst) {
-		h.cnt.noRoute.Add(1)
-		return fmt.Errorf("%w: %v", ErrLoopback, dst)
+		return h.loopOut(frame)
 	}
 	if !h.onLink(dst) {
 		h.cnt.noRoute.Add(1)

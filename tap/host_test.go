@@ -82,7 +82,7 @@ func newTestHost(t *testing.T, start bool, opts ...hostOpt) (*Host, *testWire) {
 		h.Start()
 	} else {
 		// Run the reader without the announcements.
-		h.startOnce.Do(func() { h.started.Store(true); go h.readLoop() })
+		h.startOnce.Do(func() { h.started.Store(true); go h.readLoop(); go h.loopLoop() })
 	}
 	t.Cleanup(func() {
 		h.Close()

@@ -223,3 +223,38 @@ func TestVanishingPeer(t *testing.T) {
 		}
 	}
 }
+
+// Two QPs on one TAP-mode NIC, connected to each other over the NIC's own
+// GID (as two rnicd clients of one NIC are): the frames turn around inside
+// the NIC, over IPv4 and IPv6, and none reaches the TAP.
+func TestLoopbackQPs(t *testing.T) {
+	tn := taptest.New(t, 64)
+	n := openNIC(t, tn, "rnicl", nil, tn.Addr4(2), tn.Addr6(2))
+	for _, addr := range []netip.Addr{tn.Addr4(2).Addr(), tn.Addr6(2).Addr()} {
+		x, y := pair(t, n, n, addr, addr, 14, 7)
+		for i := range x.buf[:48<<10] {
+			x.buf[i] = byte(i * 7)
+		}
+		if wc := post(t, x, verbs.SendWR{ID: 1, Opcode: verbs.WRRDMAWrite, SGL: sge(x, 0, 48<<10),
+			RemoteAddr: y.mr.Addr(), RKey: y.mr.RKey()}, 5*time.Second); wc.Status != verbs.WCSuccess {
+			t.Fatalf("%v: WRITE: %v", addr, wc.Status)
+		}
+		if !bytes.Equal(x.buf[:48<<10], y.buf[:48<<10]) {
+			t.Fatalf("%v: WRITE: data differs", addr)
+		}
+		if wc := post(t, y, verbs.SendWR{ID: 2, Opcode: verbs.WRRDMARead, SGL: sge(y, 48<<10, 16<<10),
+			RemoteAddr: x.mr.Addr(), RKey: x.mr.RKey()}, 5*time.Second); wc.Status != verbs.WCSuccess {
+			t.Fatalf("%v: READ: %v", addr, wc.Status)
+		}
+		if !bytes.Equal(y.buf[48<<10:], x.buf[:16<<10]) {
+			t.Fatalf("%v: READ: data differs", addr)
+		}
+	}
+	c := n.Host().Counters()
+	if c.LoopbackFrames < 2*(48+16) || c.RoCETx < c.LoopbackFrames {
+		t.Errorf("loopback_frames %d roce_tx %d: the transfers did not loop inside the NIC", c.LoopbackFrames, c.RoCETx)
+	}
+	if c.TxFrames > 40 { // announcements and ND/MLD only
+		t.Errorf("%d frames went out on the TAP", c.TxFrames)
+	}
+}
