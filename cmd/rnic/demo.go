@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rnic/rnic/nic/demo"
+	"github.com/rnic/rnic/nic/embedded"
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/roce/wire"
 	"github.com/rnic/rnic/transport"
@@ -40,6 +42,13 @@ Ethernet: put them on one bridge, or --bridge BR enslaves them; every step,
 and with --iwarp the TCP connection, crosses that wire. --pcap then records
 every frame on rnic0's TAP.
 ` + tapModeHelp + `
+With -d/--ib-dev DEVICE the RoCEv2 steps run with both sides on that one
+device, two sets of QPs talking to each other through its port: a plain
+name is a NIC of this process on --addr-a (port --port), NAME@SOCKET a NIC
+rnicd serves (NAME@ for ` + ibv.DefaultSocket + `), verbs:NAME a libibverbs
+device (--addr-a, if given, picks its address). The frames are then the
+device's own: the narration has no "wire:" lines and there is no capture.
+
 Exits 0 only if every step behaved as specified.
 
 flags:
@@ -57,6 +66,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	pcapPath := fs.String("pcap", "demo.pcap", "capture file (empty: none)")
 	timeout := fs.Duration("timeout", 2*time.Second, "time allowed for each step")
 	useIWARP := fs.Bool("iwarp", false, "iWARP over kernel TCP instead of RoCEv2 over UDP")
+	ibDev := fs.StringP("ib-dev", "d", "", "both sides on one device: NAME (this process's NIC), NAME@SOCKET (rnicd), verbs:NAME (libibverbs)")
 	tf := addTAPFlags(fs, true)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), demoHelp)
@@ -81,6 +91,9 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signalContext()
 	defer stop()
+	if fs.Changed("ib-dev") {
+		return runDemoDevice(ctx, fs, *ibDev, *addrA, *port, *timeout, stdout, stderr)
+	}
 	if len(taps) == 2 {
 		return runDemoTAP(ctx, &taps[0], &taps[1], *useIWARP, *pcapPath, *timeout, stdout, stderr)
 	}
@@ -226,6 +239,54 @@ func runDemoTAP(ctx context.Context, a, b *tapnic.Config, iwarp bool, pcapPath s
 	if runErr != nil {
 		fmt.Fprintf(stderr, "rnic demo: %v\n", runErr)
 		if errors.Is(runErr, demo.ErrConfig) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+// runDemoDevice runs the RoCEv2 demo with both sides on one device: a NIC
+// of this process on --addr-a, or another backend's.
+func runDemoDevice(ctx context.Context, fs *pflag.FlagSet, dev, addrA string, port uint16, timeout time.Duration, stdout, stderr io.Writer) int {
+	usage := func(err error) int {
+		fmt.Fprintf(stderr, "rnic demo: %v (rnic help demo)\n", err)
+		return 2
+	}
+	spec, err := deviceFlag(fs, dev)
+	if err != nil {
+		return usage(err)
+	}
+	for _, name := range []string{"iwarp", "addr-b", "ipv6", "pcap", "tap", "ip", "mac"} {
+		if fs.Changed(name) {
+			return usage(fmt.Errorf("--%s: not with -d, which puts both sides of the RoCEv2 demo on one device, whose frames are its own", name))
+		}
+	}
+	var a netip.Addr
+	if spec.Backend == ibv.BackendLocal || fs.Changed("addr-a") {
+		if a, err = netip.ParseAddr(addrA); err != nil {
+			return usage(fmt.Errorf("--addr-a: %w", err))
+		}
+	}
+	var d ibv.Device
+	if spec.Backend == ibv.BackendLocal {
+		n, err := embedded.Open(embedded.UDPConfig{Name: spec.Name, Addr: a, Port: port, MTU: 1500})
+		if err != nil {
+			fmt.Fprintf(stderr, "rnic demo: %s: %v\n", spec, err)
+			return 1
+		}
+		d = ibv.Local(n.Device, ibv.LocalOptions{Close: n.Close})
+		fmt.Fprintf(stdout, "rnic demo: both sides on %s, a NIC on %v over loopback UDP (port %d)\n", spec, a, port)
+	} else {
+		if d, err = ibv.Open(spec); err != nil {
+			fmt.Fprintf(stderr, "rnic demo: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "rnic demo: both sides on %s (%s)\n", spec, spec.Backend)
+	}
+	if err := demo.Run(ctx, demo.Config{Device: d, AddrA: a, Out: stdout, Timeout: timeout}); err != nil {
+		fmt.Fprintf(stderr, "rnic demo: %v\n", err)
+		if errors.Is(err, demo.ErrConfig) {
 			return 2
 		}
 		return 1

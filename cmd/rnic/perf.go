@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/perf"
 	"github.com/rnic/rnic/transport"
 )
@@ -81,6 +82,17 @@ too. Its connection manager listens on TCP port 18516 (--iwarp-port), which
 it names to the client over the side channel; the keys (STag, address)
 travel there as in the RoCEv2 test.
 
+-d/--ib-dev names the device, as perftest's -d does: a plain name is this
+process's own NIC, as above (named so in a role of two processes);
+NAME@SOCKET is a NIC rnicd serves (NAME@ for ` + ibv.DefaultSocket + `),
+verbs:NAME a libibverbs device. Those own their port: ` + deviceLocalFlagsHelp + `
+are for this process's NIC only, as are -R (until rdma_cm runs
+on every device) and --iwarp. The NIC's address is one of the device's GIDs
+(--addr picks one), the path MTU defaults to its port's active MTU, and the
+side channel runs on the device's own network if it has one (the raw
+baseline, the kernel's, is then skipped), else on kernel TCP. Both sides in
+one process share the device, their QPs talking through its port.
+
 In the TAP mode (--tap NAME --ip CIDR) the NIC owns a TAP device and the
 side channel (and iWARP) run on the NIC's own TCP; each process runs one
 role, the server (--serve) or the client (SERVER last), as perftest. Both
@@ -123,7 +135,7 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 	fs.BoolP("cpu-freq-off", "F", false, "accepted for perftest's -F (rnic does not read the CPU frequency)")
 	conn := fs.StringP("connection", "c", "RC", "connection type: RC, or UD (SEND tests)")
 	rdmaCM := fs.BoolP("rdma-cm", "R", false, "connect the QPs with rdma_cm, as perftest's -R (RoCEv2)")
-	fs.StringP("ib-dev", "d", "", "accepted for perftest's -d (rnic has one device per process)")
+	fs.StringVarP(&cfg.IBDev, "ib-dev", "d", "", "device: NAME (this process's NIC), NAME@SOCKET (rnicd), verbs:NAME (libibverbs)")
 	tf := addTAPFlags(fs, false)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), perfHelp)
@@ -140,6 +152,15 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		return usageErr(err)
+	}
+	if cfg.IBDev != "" {
+		spec, err := deviceFlag(fs, cfg.IBDev)
+		if err != nil {
+			return usageErr(err)
+		}
+		if spec.Backend != ibv.BackendLocal && !fs.Changed("mtu") {
+			cfg.MTU = 0 // the device's port's active MTU
+		}
 	}
 	pos := fs.Args()
 	if len(pos) > 0 {

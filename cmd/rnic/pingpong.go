@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/pingpong"
 	"github.com/rnic/rnic/transport"
 )
@@ -41,6 +42,15 @@ the server listens on every address of its NIC, a client connects from its
 address of the server's family (IPv6 works end to end), and --pcap records
 every frame on the TAP. GID index i is the i-th --ip.
 ` + tapModeHelp + `
+-d/--ib-dev names the device, as ibv_rc_pingpong's -d does: a plain name
+(default rnic0) is this process's own NIC, as above; NAME@SOCKET is a NIC
+rnicd serves (NAME@ for ` + ibv.DefaultSocket + `), verbs:NAME a libibverbs
+device. Those own their port: ` + deviceLocalFlagsHelp + `
+are for this process's NIC only. The NIC's address is then one of the
+device's GIDs (--addr picks one; a server listens on every address), and the
+side channel runs on the device's own network if it has one, else on kernel
+TCP.
+
 With --ud it is ibv_ud_pingpong instead: a UD QP on each side (Q_Key
 0x11111111), every SEND addressed through an address handle, 40 bytes of
 GRH space ahead of every receive; --size (default 1024) must fit the port's
@@ -59,7 +69,7 @@ func runPingpong(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(io.Discard)
 	var cfg pingpong.Config
 	fs.IntVarP(&cfg.Port, "port", "p", pingpong.DefaultPort, "TCP port of the side channel (listen on / connect to)")
-	fs.StringVarP(&cfg.IBDev, "ib-dev", "d", "", "the NIC's name (in traces)")
+	fs.StringVarP(&cfg.IBDev, "ib-dev", "d", "rnic0", "device: NAME (this process's NIC), NAME@SOCKET (rnicd), verbs:NAME (libibverbs)")
 	fs.IntVarP(&cfg.IBPort, "ib-port", "i", pingpong.DefaultIBPort, "port of the NIC to use (it has port 1 only)")
 	fs.IntVarP(&cfg.Size, "size", "s", pingpong.DefaultSize, "size of message to exchange")
 	fs.IntVarP(&cfg.MTU, "mtu", "m", pingpong.DefaultMTU, "path MTU: 256, 512, 1024, 2048 or 4096")
@@ -97,6 +107,10 @@ func runPingpong(args []string, stdout, stderr io.Writer) int {
 		cfg.Server = fs.Arg(0)
 	default:
 		fmt.Fprintf(stderr, "rnic pingpong: unexpected argument %q (rnic help pingpong)\n", fs.Arg(1))
+		return 2
+	}
+	if _, err := deviceFlag(fs, cfg.IBDev); err != nil {
+		fmt.Fprintf(stderr, "rnic pingpong: %v (rnic help pingpong)\n", err)
 		return 2
 	}
 	if *addr != "" {
@@ -148,4 +162,31 @@ func runPingpong(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// deviceLocalFlags are the flags that configure a NIC of this process:
+// with a device of another backend, which owns the port, they are errors.
+var deviceLocalFlags = []string{"tap", "ip", "mac", "tap-mtu", "netns", "bridge", "pcap", "trace", "rdma-port"}
+
+// deviceLocalFlagsHelp names them in the commands' help.
+const deviceLocalFlagsHelp = "--tap, --ip, --mac, --tap-mtu,\n--netns, --bridge, --pcap, --trace and --rdma-port"
+
+// deviceFlag parses a -d device string (ibv.ParseSpec) and, for a device
+// of another backend, refuses the flags of fs that configure a NIC of this
+// process.
+func deviceFlag(fs *pflag.FlagSet, dev string) (ibv.Spec, error) {
+	spec, err := ibv.ParseSpec(dev)
+	if err != nil {
+		return spec, fmt.Errorf("-d: %w", err)
+	}
+	if spec.Backend == ibv.BackendLocal {
+		return spec, nil
+	}
+	for _, name := range deviceLocalFlags {
+		if fs.Lookup(name) != nil && fs.Changed(name) {
+			return spec, fmt.Errorf("--%s is for a NIC of this process, not device %s, whose port the %s backend owns",
+				name, spec, spec.Backend)
+		}
+	}
+	return spec, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
@@ -48,6 +49,15 @@ type Config struct {
 	// frame on rnic0's TAP. MTU is the TAPs' (each TAP config's own MTU
 	// wins); it must allow path MTU 1024.
 	TAPA, TAPB *tapnic.Config
+
+	// Device, if set, runs the steps with both sides on it, any backend's
+	// (ibv): two sets of objects on one NIC whose QPs talk to each other
+	// through its port (loopback). Links, MACs, Ports, MTU and TAPs are
+	// then unused; AddrA, if set, is the address both use (one of the
+	// device's GIDs; zero takes its first). The frames are the device's
+	// own: the narration shows no "wire:" lines (capture them at its
+	// port) and Pcap is unused. Run closes the device.
+	Device ibv.Device
 }
 
 // ErrConfig is wrapped by configuration errors.
@@ -66,25 +76,29 @@ type demo struct {
 	failures []string
 }
 
-// side is one NIC with its objects.
+// side is one NIC (or, on one Config.Device, one half of it) with its
+// objects.
 type side struct {
 	name string
-	nic  *embedded.NIC
-	// closer closes the NIC (and its TAP); addr is the NIC's address the
-	// demo uses, sgid its GID index.
+	dev  ibv.Device
+	// closer closes the NIC (and its TAP), nil for a side that does not
+	// own its device; addr is the NIC's address the demo uses, sgid its
+	// GID index.
 	closer io.Closer
 	addr   netip.Addr
 	sgid   int
-	pd     *nic.PD
+	pd     ibv.PD
 	buf    []byte
-	mr     *nic.MR
-	scq    *nic.CQ
-	rcq    *nic.CQ
-	qp     *nic.QP
+	mr     ibv.MR
+	scq    ibv.CQ
+	rcq    ibv.CQ
+	qp     ibv.QP
 	psn    uint32
-	ud     *nic.QP
-	// shared backs buf; it is unmapped after the NIC closes.
+	ud     ibv.QP
+	// shared (a local NIC's) or mem (another backend's) backs buf; it is
+	// freed after the NIC closes.
 	shared *memory.Shared
+	mem    ibv.Buffer
 }
 
 const bufSize = 64 << 10
@@ -104,7 +118,12 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	d := &demo{ctx: ctx, cfg: cfg, out: cfg.Out, rec: newRecorder()}
 	var err error
-	if cfg.TAPA != nil || cfg.TAPB != nil {
+	if cfg.Device != nil {
+		if err := d.openOnDevice(); err != nil {
+			return err
+		}
+		defer cfg.Device.Close()
+	} else if cfg.TAPA != nil || cfg.TAPB != nil {
 		if err := d.openTAPs(); err != nil {
 			return err
 		}
@@ -136,11 +155,13 @@ func Run(ctx context.Context, cfg Config) error {
 		{"error: bad rkey", "A WRITE with an rkey rnic1 never handed out: rnic1 checks the key before a byte moves, answers NAK (remote access error) and moves its QP to ERR; rnic0 completes the WR with REM_ACCESS_ERR and moves its QP to ERR too.", d.badRKey},
 	}
 	fmt.Fprintf(d.out, "\n")
+	// On one device the sides have the device's name and a letter.
+	names := strings.NewReplacer("rnic0", d.a.name, "rnic1", d.b.name)
 	for i, s := range steps {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		fmt.Fprintf(d.out, "== step %d: %s\n%s\n", i+1, s.title, wrap(s.why, 78))
+		fmt.Fprintf(d.out, "== step %d: %s\n%s\n", i+1, s.title, wrap(names.Replace(s.why), 78))
 		d.rec.take()
 		var notes bytes.Buffer
 		d.out = &notes // completions are told after the frames that caused them
@@ -175,34 +196,97 @@ func (d *demo) open(name string, link transport.Endpoint, addr netip.Addr, mac [
 	if err != nil {
 		return nil, err
 	}
-	return d.objects(name, n, n, addr)
+	dev := ibv.Local(n.Device, ibv.LocalOptions{Counters: stackCounters(n), Close: n.Close})
+	return d.objects(name, dev, dev, addr)
 }
 
-// objects creates a side's objects on its NIC n (closed by closer) and
-// tells them.
-func (d *demo) objects(name string, n *embedded.NIC, closer io.Closer, addr netip.Addr) (*side, error) {
-	s := &side{name: name, nic: n, closer: closer, addr: addr}
+// stackCounters reads an embedded NIC's counters as the port's.
+func stackCounters(n *embedded.NIC) func() []ibv.Counter {
+	return func() []ibv.Counter {
+		snap := n.Stack.Counters().Snapshot()
+		out := make([]ibv.Counter, len(snap))
+		for i, c := range snap {
+			out[i] = ibv.Counter{Name: c.Name, Value: c.Value}
+		}
+		return out
+	}
+}
+
+// openOnDevice puts both sides on Config.Device, at its address AddrA or
+// its first.
+func (d *demo) openOnDevice() error {
+	dev := d.cfg.Device
+	addr, err := deviceAddr(dev, d.cfg.AddrA)
+	if err != nil {
+		dev.Close()
+		return err
+	}
+	fmt.Fprintf(d.out, "both sides on device %s: %s/A and %s/B are two sets of objects whose QPs talk through its port;\n"+
+		"its frames are its own, so no \"wire:\" lines follow (capture them at its port)\n", dev.Name(), dev.Name(), dev.Name())
+	if d.a, err = d.objects(dev.Name()+"/A", dev, nil, addr); err != nil {
+		dev.Close()
+		return err
+	}
+	if d.b, err = d.objects(dev.Name()+"/B", dev, nil, addr); err != nil {
+		d.a.close()
+		dev.Close()
+		return err
+	}
+	return nil
+}
+
+// deviceAddr is want if dev has a GID of it, or with want zero the first
+// address in dev's GID table.
+func deviceAddr(dev ibv.Device, want netip.Addr) (netip.Addr, error) {
+	for _, g := range dev.GIDs() {
+		a := g.Unmap()
+		if want.IsValid() && a == want.Unmap() || !want.IsValid() && a.IsValid() && !a.IsUnspecified() && !a.IsLinkLocalUnicast() {
+			return a, nil
+		}
+	}
+	if want.IsValid() {
+		return want, fmt.Errorf("%w: %v is not in device %s's GID table %v", ErrConfig, want, dev.Name(), dev.GIDs())
+	}
+	return want, fmt.Errorf("%w: device %s has no IP address in its GID table %v", ErrConfig, dev.Name(), dev.GIDs())
+}
+
+// objects creates a side's objects on its device n (closed by closer, if
+// the side owns it) and tells them.
+func (d *demo) objects(name string, n ibv.Device, closer io.Closer, addr netip.Addr) (*side, error) {
+	s := &side{name: name, dev: n, closer: closer, addr: addr}
 	var err error
 	if s.sgid, err = n.GIDIndex(addr); err != nil {
-		closer.Close()
+		s.close()
 		return nil, err
 	}
 	// Registered memory is what the NIC writes into from its own
 	// goroutines; like DMA memory it lives outside the Go heap (memfd +
 	// mmap), where the race detector does not mistake the NIC's writes,
-	// ordered by the wire and the completion, for a data race.
-	sh, err := memory.NewShared(bufSize)
-	if err != nil {
-		closer.Close()
-		return nil, err
+	// ordered by the wire and the completion, for a data race. Another
+	// backend's NIC gives its own (rnicd's is shared memory too).
+	if ibv.LocalNIC(n) != nil {
+		sh, err := memory.NewShared(bufSize)
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		s.buf, s.shared = sh.Bytes(), sh
+	} else {
+		m, err := n.AllocBuffer(bufSize)
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		s.buf, s.mem = m.Bytes(), m
 	}
-	s.buf, s.shared = sh.Bytes(), sh
 	if s.pd, err = n.AllocPD(); err != nil {
 		s.close()
 		return nil, err
 	}
+	// At address 0, as in shared memory every process maps: the
+	// narration's addresses are offsets into the buffer.
 	all := memory.LocalWrite | memory.RemoteWrite | memory.RemoteRead | memory.RemoteAtomic
-	if s.mr, err = n.RegMRShared(s.pd, sh, 0, bufSize, all); err != nil {
+	if s.mr, err = n.RegMRIOVA(s.pd, s.buf, 0, all); err != nil {
 		s.close()
 		return nil, err
 	}
@@ -215,11 +299,11 @@ func (d *demo) objects(name string, n *embedded.NIC, closer io.Closer, addr neti
 		return nil, err
 	}
 	cp := verbs.QPCap{MaxSendWR: 8, MaxRecvWR: 8, MaxSendSGE: 2, MaxRecvSGE: 2, MaxInlineData: 64}
-	if s.qp, err = n.CreateQP(s.pd, nic.QPInit{Type: verbs.QPTypeRC, SendCQ: s.scq, RecvCQ: s.rcq, Cap: cp}); err != nil {
+	if s.qp, err = n.CreateQP(s.pd, ibv.QPInit{Type: verbs.QPTypeRC, SendCQ: s.scq, RecvCQ: s.rcq, Cap: cp}); err != nil {
 		s.close()
 		return nil, err
 	}
-	if s.ud, err = n.CreateQP(s.pd, nic.QPInit{Type: verbs.QPTypeUD, SendCQ: s.scq, RecvCQ: s.rcq, Cap: cp}); err != nil {
+	if s.ud, err = n.CreateQP(s.pd, ibv.QPInit{Type: verbs.QPTypeUD, SendCQ: s.scq, RecvCQ: s.rcq, Cap: cp}); err != nil {
 		s.close()
 		return nil, err
 	}
@@ -263,21 +347,41 @@ func (d *demo) connect() error {
 			return err
 		}
 	}
-	fmt.Fprintf(d.out, "connected: rnic0 QP %#06x sends from PSN %d, rnic1 QP %#06x from PSN %d; both RESET -> INIT -> RTR -> RTS\n",
-		d.a.qp.QPN(), d.a.psn, d.b.qp.QPN(), d.b.psn)
+	fmt.Fprintf(d.out, "connected: %s QP %#06x sends from PSN %d, %s QP %#06x from PSN %d; both RESET -> INIT -> RTR -> RTS\n",
+		d.a.name, d.a.qp.QPN(), d.a.psn, d.b.name, d.b.qp.QPN(), d.b.psn)
 	return nil
 }
 
 const udQKey = 0x11111111
 
-// close closes the NIC, then unmaps its memory.
+// close closes the NIC, then frees its memory. A side that does not own
+// its device destroys its objects instead: the device goes on.
 func (s *side) close() {
-	s.closer.Close()
+	if s.closer != nil {
+		s.closer.Close()
+	} else {
+		for _, qp := range []ibv.QP{s.qp, s.ud} {
+			if qp != nil {
+				qp.Destroy()
+			}
+		}
+		for _, cq := range []ibv.CQ{s.scq, s.rcq} {
+			if cq != nil {
+				cq.Destroy()
+			}
+		}
+	}
 	if s.mr != nil {
-		s.nic.DeregMR(s.mr)
+		s.mr.Dereg()
+	}
+	if s.closer == nil && s.pd != nil {
+		s.pd.Dealloc()
 	}
 	if s.shared != nil {
 		s.shared.Close()
+	}
+	if s.mem != nil {
+		s.mem.Close()
 	}
 }
 
@@ -288,14 +392,17 @@ func (s *side) sge(off, n int) []verbs.SGE {
 func (s *side) va(off int) uint64 { return s.mr.Addr() + uint64(off) }
 
 // expect checks one completion and narrates it.
-func (d *demo) expect(s *side, cq *nic.CQ, want verbs.WC) (verbs.WC, error) {
+func (d *demo) expect(s *side, cq ibv.CQ, want verbs.WC) (verbs.WC, error) {
 	return expectCompletion(d.ctx, d.out, s.name, cq, want, d.cfg.Timeout)
 }
+
+// poller is a CQ: ibv's, or over iWARP nic's.
+type poller interface{ Poll(wcs []verbs.WC) int }
 
 // expectCompletion waits for the next completion on cq, tells it in words
 // and checks it against want: the WR and status always, the opcode and
 // byte count on success (a zero ByteLen in want is not checked).
-func expectCompletion(ctx context.Context, out io.Writer, name string, cq *nic.CQ, want verbs.WC, timeout time.Duration) (verbs.WC, error) {
+func expectCompletion(ctx context.Context, out io.Writer, name string, cq poller, want verbs.WC, timeout time.Duration) (verbs.WC, error) {
 	buf := make([]verbs.WC, 1)
 	for deadline := time.Now().Add(timeout); cq.Poll(buf) == 0; {
 		if err := ctx.Err(); err != nil {
@@ -351,7 +458,7 @@ func (d *demo) send() error {
 	if !bytes.Equal(b.buf[0x100:0x100+len(msg)], msg) {
 		return errors.New("the received bytes differ")
 	}
-	fmt.Fprintf(d.out, "  rnic1 received: %q\n", b.buf[0x100:0x100+len(msg)])
+	fmt.Fprintf(d.out, "  %s received: %q\n", b.name, b.buf[0x100:0x100+len(msg)])
 	return nil
 }
 
@@ -391,7 +498,7 @@ func (d *demo) write() error {
 	if !bytes.Equal(b.buf[0x4000:0x4000+10000], a.buf[0x1000:0x1000+10000]) {
 		return errors.New("the written bytes differ")
 	}
-	fmt.Fprintf(d.out, "  rnic1's memory at %#x now holds rnic0's 10000 bytes\n", b.va(0x4000))
+	fmt.Fprintf(d.out, "  %s's memory at %#x now holds %s's 10000 bytes\n", b.name, b.va(0x4000), a.name)
 	return nil
 }
 
@@ -468,7 +575,7 @@ func (d *demo) ud() error {
 	if err := b.ud.PostRecv(&verbs.RecvWR{ID: 103, SGL: b.sge(0xA000, 40+256)}); err != nil {
 		return err
 	}
-	ah, err := a.nic.CreateAH(a.pd, verbs.AddressVector{DGID: nic.GIDFromAddr(b.addr), HopLimit: 64, PortNum: 1, SGIDIndex: uint8(a.sgid)})
+	ah, err := a.dev.CreateAH(a.pd, verbs.AddressVector{DGID: nic.GIDFromAddr(b.addr), HopLimit: 64, PortNum: 1, SGIDIndex: uint8(a.sgid)})
 	if err != nil {
 		return err
 	}
@@ -488,8 +595,8 @@ func (d *demo) ud() error {
 	if wc.SrcQP != a.ud.QPN() || !bytes.Equal(b.buf[0xA000+40:0xA000+40+len(msg)], msg) {
 		return errors.New("source QP or data differ")
 	}
-	fmt.Fprintf(d.out, "  the first 40 bytes of the buffer hold the GRH area (20 zero bytes, then rnic0's IPv4 header); the message follows: %q\n",
-		b.buf[0xA000+40:0xA000+40+len(msg)])
+	fmt.Fprintf(d.out, "  the first 40 bytes of the buffer hold the GRH area (20 zero bytes, then %s's IPv4 header); the message follows: %q\n",
+		a.name, b.buf[0xA000+40:0xA000+40+len(msg)])
 	return nil
 }
 
@@ -506,7 +613,7 @@ func (d *demo) badRKey() error {
 	for b.qp.State() != verbs.QPSErr && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Microsecond)
 	}
-	fmt.Fprintf(d.out, "  QP states now: rnic0 %v, rnic1 %v\n", a.qp.State(), b.qp.State())
+	fmt.Fprintf(d.out, "  QP states now: %s %v, %s %v\n", a.name, a.qp.State(), b.name, b.qp.State())
 	if a.qp.State() != verbs.QPSErr || b.qp.State() != verbs.QPSErr {
 		return errors.New("both QPs should be in ERR")
 	}

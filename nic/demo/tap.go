@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/nic/embedded"
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/roce/wire"
 	"github.com/rnic/rnic/transport"
@@ -124,7 +125,8 @@ func (d *demo) openTAPs() error {
 		return fmt.Errorf("demo: rnic0 on TAP %s: %w", ta.TAP, err)
 	}
 	d.rec.name(na.nic.MAC, "rnic0")
-	if d.a, err = d.objects("rnic0", na.nic, na.closer, cfg.AddrA); err != nil {
+	da := tapDevice(na)
+	if d.a, err = d.objects("rnic0", da, da, cfg.AddrA); err != nil {
 		return err
 	}
 	nb, err := openTAP(tb)
@@ -133,11 +135,18 @@ func (d *demo) openTAPs() error {
 		return fmt.Errorf("demo: rnic1 on TAP %s: %w", tb.TAP, err)
 	}
 	d.rec.name(nb.nic.MAC, "rnic1")
-	if d.b, err = d.objects("rnic1", nb.nic, nb.closer, cfg.AddrB); err != nil {
+	db := tapDevice(nb)
+	if d.b, err = d.objects("rnic1", db, db, cfg.AddrB); err != nil {
 		d.a.close()
 		return err
 	}
 	return nil
+}
+
+// tapDevice is a TAP NIC's verbs device; closing it closes the NIC and
+// its TAP.
+func tapDevice(n *tapNIC) ibv.Device {
+	return ibv.Local(n.nic.Device, ibv.LocalOptions{Counters: stackCounters(n.nic), Close: n.closer.Close})
 }
 
 // frameLog is the writer under rnic0's TAP pcap: it takes the pcap stream

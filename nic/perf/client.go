@@ -9,6 +9,8 @@ package perf
 import (
 	"context"
 	"fmt"
+
+	"github.com/rnic/rnic/nic/ibv"
 )
 
 // client is the client's sequence of steps.
@@ -116,9 +118,16 @@ func clientSteps(ctx context.Context, r *resolved, s *side, ch *channel, res *Re
 	if r.clientChecks() {
 		res.Check = s.checkTargets(serverSeed, r.Iters)
 	}
-	if r.NoRaw || r.TAP != nil {
-		if r.TAP != nil {
+	_, ownNet := r.dev.(ibv.Network)
+	if r.NoRaw || r.TAP != nil || ownNet {
+		switch {
+		case r.TAP != nil:
 			res.RawSkipped = "TAP mode"
+		case r.NoRaw:
+		case ownNet:
+			// The raw transports are the kernel's, which the device's
+			// own network need not be.
+			res.RawSkipped = "a run on the device's own network"
 		}
 		if err := ch.send(rawRequest{}); err != nil {
 			return nil, err

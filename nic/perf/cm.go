@@ -34,7 +34,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rdmacm"
 )
 
@@ -79,7 +79,7 @@ func runCMBoth(ctx context.Context, r *resolved) (*Result, error) {
 	sr := *r
 	sr.role = roleServer
 	sr.Addr, sr.Link, sr.TAP, sr.ServerTAP, sr.anyAddr = r.server, r.ServerLink, r.ServerTAP, nil, false
-	sr.Pcap, sr.Out, sr.Progress = nil, io.Discard, io.Discard
+	sr.Pcap, sr.Out, sr.Progress, sr.IBDev = nil, io.Discard, io.Discard, ""
 	if r.IWARP && r.TAP == nil {
 		sr.Port = 0 // kernel TCP: a free port, not perftest's
 	}
@@ -118,9 +118,9 @@ func runCMBoth(ctx context.Context, r *resolved) (*Result, error) {
 type cmLink interface {
 	// connect connects qp to the server (the client); data says whether
 	// it is a data QP, whose IRD/ORD a READ or atomic test raises.
-	connect(ctx context.Context, qp *nic.QP, data bool) error
+	connect(ctx context.Context, qp ibv.QP, data bool) error
 	// accept accepts the next connection request on qp (the server).
-	accept(ctx context.Context, qp *nic.QP, data bool) error
+	accept(ctx context.Context, qp ibv.QP, data bool) error
 	// disconnect ends every connection in order.
 	disconnect()
 }
@@ -198,10 +198,10 @@ type roceLink struct {
 	conns []*rdmacm.Conn
 }
 
-func (l *roceLink) connect(ctx context.Context, qp *nic.QP, data bool) error {
+func (l *roceLink) connect(ctx context.Context, qp ibv.QP, data bool) error {
 	var zero [cmZeroSize]byte
 	return retryConnect(ctx, l.r, func() error {
-		c, err := l.cm.Connect(ctx, qp, l.r.server, uint16(l.r.Port), zero[:], cmParam(l.r, data))
+		c, err := l.cm.Connect(ctx, ibv.LocalQP(qp), l.r.server, uint16(l.r.Port), zero[:], cmParam(l.r, data))
 		if err == nil {
 			l.conns = append(l.conns, c)
 		}
@@ -212,12 +212,12 @@ func (l *roceLink) connect(ctx context.Context, qp *nic.QP, data bool) error {
 	})
 }
 
-func (l *roceLink) accept(ctx context.Context, qp *nic.QP, data bool) error {
+func (l *roceLink) accept(ctx context.Context, qp ibv.QP, data bool) error {
 	req, err := l.l.Accept(ctx)
 	if err != nil {
 		return fmt.Errorf("perf: rdma_cm accept: %w", err)
 	}
-	c, err := req.Accept(ctx, qp, make([]byte, cmZeroSize), cmParam(l.r, data))
+	c, err := req.Accept(ctx, ibv.LocalQP(qp), make([]byte, cmZeroSize), cmParam(l.r, data))
 	if err != nil {
 		return fmt.Errorf("perf: rdma_cm accept: %w", err)
 	}
@@ -251,7 +251,7 @@ func runCMClient(ctx context.Context, r *resolved) (*Result, error) {
 	if r.IWARP {
 		return runCMClientIWARP(ctx, r)
 	}
-	h, err := openHost(r, hostSpec{name: "rnic1", tap: r.TAP, addr: r.Addr, link: r.Link, pcap: r.Pcap, trace: r.Trace})
+	h, err := openHost(r, hostSpec{name: r.nicName("rnic1"), tap: r.TAP, addr: r.Addr, link: r.Link, pcap: r.Pcap, trace: r.Trace})
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +262,7 @@ func runCMClient(ctx context.Context, r *resolved) (*Result, error) {
 		return nil, fmt.Errorf("perf: %w", err)
 	}
 	defer cmgr.Close()
-	s, err := openSide(r, n, cmLocal(n.GIDs(), r.Addr, r.server), sideSpec{name: "rnic1", seed: clientSeed})
+	s, err := openSide(r, h.Device(), cmLocal(n.GIDs(), r.Addr, r.server), sideSpec{name: "rnic1", seed: clientSeed})
 	if err != nil {
 		return nil, err
 	}
@@ -278,12 +278,7 @@ func runCMClient(ctx context.Context, r *resolved) (*Result, error) {
 }
 
 // device is the side's verbs device.
-func (s *side) device() *nic.Device {
-	if s.iw != nil {
-		return s.iw.dev
-	}
-	return s.nic.Device
-}
+func (s *side) device() ibv.Device { return s.dev }
 
 // anyKey is QP i's key on either transport.
 func (s *side) anyKey(i int) Key {
@@ -482,7 +477,7 @@ func runCMServer(ctx context.Context, r *resolved) (*Result, error) {
 	if r.IWARP {
 		return runCMServerIWARP(ctx, r)
 	}
-	h, err := openHost(r, hostSpec{name: "rnic0", tap: r.TAP, addr: r.Addr, link: r.Link, pcap: r.Pcap, trace: r.Trace})
+	h, err := openHost(r, hostSpec{name: r.nicName("rnic0"), tap: r.TAP, addr: r.Addr, link: r.Link, pcap: r.Pcap, trace: r.Trace})
 	if err != nil {
 		return nil, err
 	}
@@ -498,7 +493,7 @@ func runCMServer(ctx context.Context, r *resolved) (*Result, error) {
 		return nil, fmt.Errorf("perf: rdma_cm listen on port %d: %w", r.Port, err)
 	}
 	defer l.Close()
-	s, err := openSide(r, n, cmLocal(n.GIDs(), r.Addr, netip.IPv4Unspecified()), sideSpec{name: "rnic0", seed: serverSeed})
+	s, err := openSide(r, h.Device(), cmLocal(n.GIDs(), r.Addr, netip.IPv4Unspecified()), sideSpec{name: "rnic0", seed: serverSeed})
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/iwarp"
-	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/ibv"
 )
 
 // iwarpLink is the iWARP connection manager of one side.
@@ -35,7 +35,7 @@ func cmIRDORDIWARP(r *resolved, data bool) uint16 {
 	return uint16(min(cmIRDORD(r, data), int(iwarpIRDORD)))
 }
 
-func (l *iwarpLink) connect(ctx context.Context, qp *nic.QP, data bool) error {
+func (l *iwarpLink) connect(ctx context.Context, qp ibv.QP, data bool) error {
 	n := cmIRDORDIWARP(l.r, data)
 	to := netip.AddrPortFrom(l.r.server, uint16(l.r.Port))
 	return retryConnect(ctx, l.r, func() error {
@@ -62,7 +62,7 @@ func (l *iwarpLink) connect(ctx context.Context, qp *nic.QP, data bool) error {
 	}, func(err error) bool { return !errors.Is(err, iwarp.ErrRejected) })
 }
 
-func (l *iwarpLink) accept(ctx context.Context, qp *nic.QP, data bool) error {
+func (l *iwarpLink) accept(ctx context.Context, qp ibv.QP, data bool) error {
 	timer := time.NewTimer(cmTimeout)
 	defer timer.Stop()
 	var req *iwarp.ConnRequest
@@ -161,7 +161,7 @@ func (l *iwarpLink) disconnect() {
 
 // iwarpCMSide opens an iWARP side for rdma_cm mode: its address (peer's
 // family for a TAP NIC told none), and the MSS of its FPDUs.
-func iwarpCMSide(r *resolved, h host, name string, seed byte, peer netip.Addr) (*side, error) {
+func iwarpCMSide(r *resolved, h *host, name string, seed byte, peer netip.Addr) (*side, error) {
 	local, mss := r.Addr, IWARPMSS
 	if r.TAP != nil {
 		var own []netip.Addr

@@ -13,7 +13,7 @@ import (
 	"fmt"
 
 	"github.com/rnic/rnic/memory"
-	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
 )
 
@@ -41,10 +41,10 @@ const cmMTUSize = 4
 // cmChannel is one side's control QP and its memory.
 type cmChannel struct {
 	ctx      context.Context
-	dev      *nic.Device
-	qp       *nic.QP
-	scq, rcq *nic.CQ
-	mr       *nic.MR
+	dev      ibv.Device
+	qp       ibv.QP
+	scq, rcq ibv.CQ
+	mr       ibv.MR
 	buf      *buffer
 	mem      []byte // cmSlots receive slots, the send slot, the credit words
 	wcs      [cmSlots]verbs.WC
@@ -61,13 +61,16 @@ func newCMChannel(ctx context.Context, s *side) (c *cmChannel, err error) {
 	n := s.device()
 	// Shared memory, as the test's buffers (mem.go): the peer's credit
 	// writes land in it while the sender polls its words.
-	c = &cmChannel{ctx: ctx, dev: n, buf: newBuffer(cmCreditOff + 2*4*len(s.qps))}
-	c.mem = c.buf.b
+	c = &cmChannel{ctx: ctx, dev: n}
 	defer func() {
 		if err != nil {
 			c.close()
 		}
 	}()
+	if c.buf, err = newBuffer(n, cmCreditOff+2*4*len(s.qps)); err != nil {
+		return nil, fmt.Errorf("perf: control QP memory: %w", err)
+	}
+	c.mem = c.buf.b
 	// Remote write: perftest's SEND bw receiver over iWARP writes its
 	// credits into the credit words (cm_credit.go).
 	if c.mr, err = n.RegMR(s.pd, c.mem, memory.LocalWrite|memory.RemoteWrite); err != nil {
@@ -80,7 +83,7 @@ func newCMChannel(ctx context.Context, s *side) (c *cmChannel, err error) {
 		return nil, fmt.Errorf("perf: control QP receive CQ: %w", err)
 	}
 	caps := verbs.QPCap{MaxSendWR: 2, MaxRecvWR: cmSlots, MaxSendSGE: 1, MaxRecvSGE: 1}
-	if c.qp, err = n.CreateQP(s.pd, nic.QPInit{Type: verbs.QPTypeRC, SendCQ: c.scq, RecvCQ: c.rcq, Cap: caps}); err != nil {
+	if c.qp, err = n.CreateQP(s.pd, ibv.QPInit{Type: verbs.QPTypeRC, SendCQ: c.scq, RecvCQ: c.rcq, Cap: caps}); err != nil {
 		return nil, fmt.Errorf("perf: create control QP: %w", err)
 	}
 	init := verbs.QPAttr{State: verbs.QPSInit, PortNum: 1, AccessFlags: memory.RemoteWrite | memory.RemoteRead}
@@ -107,15 +110,17 @@ func (c *cmChannel) close() {
 	if c.qp != nil {
 		c.qp.Destroy()
 	}
-	for _, cq := range []*nic.CQ{c.scq, c.rcq} {
+	for _, cq := range []ibv.CQ{c.scq, c.rcq} {
 		if cq != nil {
 			cq.Destroy()
 		}
 	}
 	if c.mr != nil {
-		c.dev.DeregMR(c.mr)
+		c.mr.Dereg()
 	}
-	c.buf.close()
+	if c.buf != nil {
+		c.buf.close()
+	}
 }
 
 // write SENDs b and waits for its completion (the peer's ACK), so the
@@ -164,7 +169,7 @@ func (c *cmChannel) readFixed(b []byte) error {
 }
 
 // waitOne waits for one completion on cq.
-func (c *cmChannel) waitOne(cq *nic.CQ) (verbs.WC, error) {
+func (c *cmChannel) waitOne(cq ibv.CQ) (verbs.WC, error) {
 	sp := newSpinner(c.ctx)
 	for {
 		if cq.Poll(c.wcs[:1]) == 1 {

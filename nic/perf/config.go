@@ -5,6 +5,7 @@
 package perf
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
@@ -126,6 +128,22 @@ type Config struct {
 	// a client needs no setting.
 	IWARPPort int
 
+	// IBDev is the device (perftest's -d), a device string
+	// (ibv.ParseSpec). A plain name (or empty) is a NIC of this process,
+	// built from the fields below (the name is the NIC's in one role of
+	// two; in one process the NICs are rnic0 and rnic1). NAME@SOCKET (a
+	// NIC rnicd serves) and verbs:NAME (libibverbs) are opened with
+	// ibv.Open: their backend owns the port, so TAP, ServerTAP, Link,
+	// ServerLink, Pcap and Trace must be unset and RDMAPort is not used;
+	// the NIC's address is one of the device's GIDs (Addr, if set, must be
+	// one; a server told none listens on every address), the path MTU
+	// must fit its port (zero takes the port's active MTU), and the side
+	// channel goes through the device's ibv.Network if it has one (the
+	// raw baseline is then skipped), else kernel TCP. In one process both
+	// sides run on that one device. RDMA_CM and IWARP need a NIC of this
+	// process.
+	IBDev string
+
 	// Server is the server to connect to: set, this process is the
 	// client. Empty with Serve, it is the server; empty without Serve,
 	// both sides run in this process.
@@ -200,10 +218,18 @@ const (
 // resolved is a checked Config with defaults applied.
 type resolved struct {
 	Config
-	role   role
+	role role
+	spec ibv.Spec // the device IBDev names
+	// dev is the device of another backend spec names, once Run opened
+	// it; nil for NICs of this process.
+	dev ibv.Device
+	// devMTU is dev's port's active MTU in bytes.
+	devMTU int
 	mtu    verbs.MTU
 	server netip.Addr // the server's NIC address (client and one process)
-	// anyAddr: a TAP-mode server listens on every address of its NIC.
+	// anyAddr: a TAP-mode server listens on every address of its NIC, a
+	// server on a device of another backend told no address on every
+	// address of its network.
 	anyAddr bool
 	// cmReady, if set, is closed when an rdma_cm server listens (one
 	// process: the client connects after it).
@@ -289,6 +315,15 @@ func (cfg Config) resolve(ctx context.Context) (*resolved, error) {
 	}
 	if c.IWARPPort > 65535 {
 		return nil, fmt.Errorf("%w: iWARP port %d", ErrConfig, c.IWARPPort)
+	}
+	var err error
+	if r.spec, err = ibv.ParseSpec(cmp.Or(c.IBDev, "rnic0")); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	if r.spec.Backend != ibv.BackendLocal {
+		// Addresses and test defaults wait for the device's GID table
+		// and port (resolveDevice).
+		return r, r.checkDevice()
 	}
 	if c.TAP != nil || c.ServerTAP != nil {
 		if err := r.resolveTAP(ctx); err != nil {
@@ -382,6 +417,9 @@ func (r *resolved) testDefaults() error {
 			c.MTU = fit
 		}
 		if c.MTU > fit {
+			if r.dev != nil {
+				return fmt.Errorf("%w: path MTU %d does not fit device %s's port (at most %d)", ErrConfig, c.MTU, r.spec, fit)
+			}
 			return fmt.Errorf("%w: path MTU %d does not fit the TAP's Ethernet MTU (at most %d)", ErrConfig, c.MTU, fit)
 		}
 	}
@@ -428,10 +466,10 @@ func (r *resolved) testDefaults() error {
 	return nil
 }
 
-// tapPathMTU is the largest path MTU the TAPs of this process allow, or
-// 0 in the embedded mode.
+// tapPathMTU is the largest path MTU the TAPs of this process (or the
+// device of another backend) allow, or 0 in the embedded mode.
 func (r *resolved) tapPathMTU() int {
-	fit := 0
+	fit := r.devMTU
 	for _, t := range []*tapnic.Config{r.TAP, r.ServerTAP} {
 		if t != nil {
 			if m := tapnic.PathMTU(t.MTU); fit == 0 || m < fit {
@@ -518,6 +556,109 @@ func (r *resolved) resolveTAP(ctx context.Context) error {
 	}
 	c.Addr = a
 	return nil
+}
+
+// nicName is the name of this side's NIC of this process: -d's in one role
+// of two (the server of one process is told none), else def.
+func (r *resolved) nicName(def string) string {
+	if r.IBDev == "" || r.role == roleBoth {
+		return def
+	}
+	return r.spec.Name
+}
+
+// checkDevice refuses, for a device of another backend, what only a NIC
+// of this process has or does.
+func (r *resolved) checkDevice() error {
+	c := &r.Config
+	var what string
+	switch {
+	case c.TAP != nil || c.ServerTAP != nil:
+		what = "a TAP"
+	case c.Link != nil || c.ServerLink != nil:
+		what = "a link"
+	case c.Pcap != nil:
+		what = "a capture"
+	case c.Trace != nil:
+		what = "a trace"
+	case c.IWARP:
+		what = "iWARP (rnic's own iWARP stack)"
+	case c.RDMACM:
+		// TODO(rdmacm): use the device's ibv.ConnManager once a local
+		// NIC offers one too; rdma_cm runs on the embedded NIC until then.
+		what = "rdma_cm (-R)"
+	default:
+		return nil
+	}
+	return fmt.Errorf("%w: %s is for a NIC of this process, not device %s (its %s backend owns the port)",
+		ErrConfig, what, r.spec, r.spec.Backend)
+}
+
+// resolveDevice picks, for the device of another backend dev (r.dev),
+// the path MTU (the port's active MTU bounds it), the NICs' addresses
+// among the device's, and the test's defaults.
+func (r *resolved) resolveDevice(ctx context.Context, dev ibv.Device) error {
+	c := &r.Config
+	r.dev = dev
+	pa, err := dev.QueryPort(1)
+	if err != nil {
+		return fmt.Errorf("perf: query port 1 of %s: %w", r.spec, err)
+	}
+	r.devMTU = pa.ActiveMTU.Bytes()
+	own := deviceAddrs(dev)
+	if len(own) == 0 {
+		return fmt.Errorf("%w: device %s has no IP address in its GID table %v", ErrConfig, r.spec, dev.GIDs())
+	}
+	what := "device " + r.spec.String()
+	switch r.role {
+	case roleClient:
+		if r.server, err = lookup(ctx, c.Server, own); err != nil {
+			return err
+		}
+	case roleBoth:
+		// Both sides on the one device: the server's address is the
+		// client's.
+		if c.ServerAddr.IsValid() && (!c.Addr.IsValid() || c.ServerAddr.Unmap() != c.Addr.Unmap()) {
+			return fmt.Errorf("%w: both sides run on device %s: one address (--addr), not a server's of its own", ErrConfig, r.spec)
+		}
+	}
+	if c.Addr.IsValid() {
+		c.Addr = c.Addr.Unmap()
+		if !slices.Contains(own, c.Addr) {
+			return fmt.Errorf("%w: address %v is not one of %s's %v", ErrConfig, c.Addr, what, own)
+		}
+		if r.server.IsValid() && r.server.Is4() != c.Addr.Is4() {
+			return fmt.Errorf("%w: address %v cannot reach server %v", ErrConfig, c.Addr, r.server)
+		}
+	} else {
+		a, ok := addrOfFamily(own, r.server)
+		if !ok {
+			return fmt.Errorf("%w: %s has no address of server %v's family (it has %v)", ErrConfig, what, r.server, own)
+		}
+		c.Addr = a
+		r.anyAddr = r.role == roleServer
+	}
+	if r.role == roleBoth {
+		r.server, c.ServerAddr = c.Addr, c.Addr
+	}
+	if r.role != roleServer {
+		return r.testDefaults()
+	}
+	return nil
+}
+
+// deviceAddrs is the IP addresses in a device's GID table, in its order:
+// the GIDs that name an address (IPv4 ones unmapped) and can carry a side
+// channel (no link-local fe80:: GID, whose zone a GID does not say).
+func deviceAddrs(dev ibv.Device) []netip.Addr {
+	var out []netip.Addr
+	for _, g := range dev.GIDs() {
+		a := g.Unmap()
+		if a.IsValid() && !a.IsUnspecified() && !a.IsLinkLocalUnicast() && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // addrOfFamily is the first of own of peer's family, or own's first for

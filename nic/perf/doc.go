@@ -19,6 +19,18 @@
 // (MPA Request and Reply) to the server's port 18516, which the server
 // names on the side channel (iwarp_server.go draws the exchange).
 //
+// # Devices
+//
+// Every RoCEv2 test runs on ibv.Devices, whatever the backend, chosen by
+// the device string (Config.IBDev, perftest's -d): a plain name is a NIC
+// of this process (embedded or TAP mode, above); NAME@SOCKET (a NIC rnicd
+// serves) and verbs:NAME (libibverbs) are opened with ibv.Open, and both
+// sides of one process then share that device. Such a device gives the
+// test's memory (Device.AllocBuffer), the NIC's address (its GID table)
+// and the path MTU's bound (its port); the side channel goes through its
+// ibv.Network if it has one, else kernel TCP. rdma_cm mode and iWARP run
+// on NICs of this process only.
+//
 // # Semantics (perftest's)
 //
 //   - bw: the client posts Iters operations per QP, keeping up to TxDepth

@@ -30,6 +30,7 @@ import (
 	"github.com/rnic/rnic/iwarp"
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport/clock"
 	"github.com/rnic/rnic/transport/stream"
@@ -39,10 +40,10 @@ import (
 // loopback's (65483), which makes every FPDU as large as MPA allows.
 const IWARPMSS = 65483
 
-// iwSide is the iWARP device of a side.
+// iwSide is the iWARP engine of a side (its device, as a local ibv
+// device, is side.dev).
 type iwSide struct {
 	stack *iwarp.Stack
-	dev   *nic.Device
 	mss   int         // the MSS its FPDUs are sized for
 	ended chan uint32 // QPs whose connection ended
 }
@@ -245,12 +246,16 @@ func openIWARPSide(r *resolved, addr netip.Addr, name string, seed byte, network
 	if s.iw.stack, err = iwarp.NewStack(scfg); err != nil {
 		return s, err
 	}
-	if s.iw.dev, err = nic.Open(nic.Config{Name: name, GIDs: []netip.Addr{addr}, Provider: s.iw.stack}); err != nil {
+	dev, err := nic.Open(nic.Config{Name: name, GIDs: []netip.Addr{addr}, Provider: s.iw.stack})
+	if err != nil {
 		return s, fmt.Errorf("perf: open iWARP device on %v: %w", addr, err)
 	}
-	d := s.iw.dev
+	s.dev = ibv.Local(dev, ibv.LocalOptions{})
+	d := s.dev
 	reg := region(r.Size)
-	s.mem = newBuffer(2 * reg * r.QPs)
+	if s.mem, err = newBuffer(d, 2*reg*r.QPs); err != nil {
+		return s, fmt.Errorf("perf: allocate %d bytes: %w", 2*reg*r.QPs, err)
+	}
 	if s.pd, err = d.AllocPD(); err != nil {
 		return s, fmt.Errorf("perf: alloc PD: %w", err)
 	}
@@ -266,7 +271,7 @@ func openIWARPSide(r *resolved, addr netip.Addr, name string, seed byte, network
 	}
 	caps := verbs.QPCap{MaxSendWR: uint32(r.TxDepth), MaxRecvWR: uint32(r.RxDepth), MaxSendSGE: 1, MaxRecvSGE: 1}
 	for i := 0; i < r.QPs; i++ {
-		qp, err := d.CreateQP(s.pd, nic.QPInit{Type: verbs.QPTypeRC, SendCQ: s.scq, RecvCQ: s.rcq, Cap: caps})
+		qp, err := d.CreateQP(s.pd, ibv.QPInit{Type: verbs.QPTypeRC, SendCQ: s.scq, RecvCQ: s.rcq, Cap: caps})
 		if err != nil {
 			return s, fmt.Errorf("perf: create QP %d: %w", i, err)
 		}
@@ -319,26 +324,26 @@ func (s *side) closeIWARP() {
 	if s.iw.stack != nil {
 		s.iw.stack.Close()
 	}
-	d := s.iw.dev
+	d := s.dev
 	if d == nil {
 		return
 	}
 	for _, q := range s.qps {
 		q.qp.Destroy()
 	}
-	for _, cq := range []*nic.CQ{s.scq, s.rcq} {
+	for _, cq := range []ibv.CQ{s.scq, s.rcq} {
 		if cq != nil {
 			cq.Destroy()
 		}
 	}
 	if s.mr != nil {
-		d.DeregMR(s.mr)
+		s.mr.Dereg()
 	}
 	if s.mem != nil {
 		s.mem.close()
 	}
 	if s.pd != nil {
-		d.DeallocPD(s.pd)
+		s.pd.Dealloc()
 	}
 	d.Close()
 }
@@ -351,7 +356,7 @@ func (s *side) iwKey(i int) Key {
 	if s.cfg.Op == OpRead {
 		k.VAddr = q.sva
 	}
-	if a := s.iw.dev.GIDs(); len(a) > 0 {
+	if a := s.dev.GIDs(); len(a) > 0 {
 		k.GID = a[0].As16()
 	}
 	return k
@@ -361,7 +366,7 @@ func (s *side) iwKey(i int) Key {
 // connection manager (iwarp_connect.go), the server listening on an
 // ephemeral port of its address, and fills in the keys.
 func connectIWARP(ctx context.Context, srv, cli *side, res *Result) error {
-	l, accepted, err := srv.listenIWARP(netip.AddrPortFrom(srv.iw.dev.GIDs()[0].Unmap(), 0))
+	l, accepted, err := srv.listenIWARP(netip.AddrPortFrom(srv.dev.GIDs()[0].Unmap(), 0))
 	if err != nil {
 		return err
 	}

@@ -12,22 +12,18 @@ import (
 	"syscall"
 
 	"github.com/rnic/rnic/iwarp"
+	"github.com/rnic/rnic/transport/stream"
 )
 
 // openIWARPHost opens the side's host: the TAP NIC in the TAP mode, the
-// kernel's TCP otherwise.
-func openIWARPHost(r *resolved, name string) (host, error) {
+// kernel's TCP otherwise (the side channel and the streams, without a
+// RoCE NIC: Device is nil).
+func openIWARPHost(r *resolved, name string) (*host, error) {
 	if r.TAP != nil {
 		return openHost(r, hostSpec{name: name, tap: r.TAP, pcap: r.Pcap, trace: r.Trace})
 	}
-	return kernelTCPHost{}, nil
+	return &host{net: kernelNet{}, streams: &stream.TCP{}}, nil
 }
-
-// kernelTCPHost is the embedded mode of an iWARP side: kernelHost's side
-// channel and streams, without a RoCE NIC (NIC is nil).
-type kernelTCPHost struct{ kernelHost }
-
-func (kernelTCPHost) Close() error { return nil }
 
 // iwarpMSS is the MSS this side's FPDUs are sized for (RFC 5044 §4.5: one
 // FPDU per TCP segment), given the side channel conn, which runs between

@@ -74,7 +74,7 @@ func (c *Config) cmPort() uint16 {
 
 // serveIWARP is the server's sequence of steps on the side channel conn;
 // it returns the client's result.
-func serveIWARP(ctx context.Context, r *resolved, h host, conn net.Conn) (*Result, error) {
+func serveIWARP(ctx context.Context, r *resolved, h *host, conn net.Conn) (*Result, error) {
 	ch := newChannel(conn)
 	if p, err := ch.r.Peek(1); err == nil && p[0] != '{' {
 		// perftest's version string: a RoCEv2 client (perftest.go).

@@ -18,7 +18,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
 )
 
@@ -144,7 +144,7 @@ func (s *side) awaitLat(ctx context.Context, i, seq int) error {
 	cfg := s.cfg
 	q := s.qps[i]
 	spin := newSpinner(ctx)
-	var waitOn *nic.CQ // nil: the WRITE test watches memory
+	var waitOn ibv.CQ // nil: the WRITE test watches memory
 	switch cfg.Op {
 	case OpSend:
 		waitOn = s.rcq

@@ -12,6 +12,10 @@
 // The race detector does not track memory outside the Go heap, which is
 // right here: this is device memory traffic, not a data race between
 // goroutines.
+//
+// A device of another backend gives the memory itself (Device.AllocBuffer):
+// rnicd DMAs only into memory it can map, libibverbs into memory outside
+// the Go heap.
 
 package perf
 
@@ -21,28 +25,42 @@ import (
 	"unsafe"
 
 	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic/ibv"
 )
 
 // buffer is a side's test memory.
 type buffer struct {
 	b      []byte
-	shared *memory.Shared // nil when the platform has no shared memory
+	shared *memory.Shared // a local NIC's; nil when the platform has no shared memory
+	dev    ibv.Buffer     // another backend's
 }
 
-// newBuffer allocates n zeroed bytes, in shared memory where there is some.
-func newBuffer(n int) *buffer {
+// newBuffer allocates n zeroed bytes that dev can DMA into: a local NIC's
+// in shared memory where there is some (ibv.Local's AllocBuffer is the Go
+// heap), another backend's from the device.
+func newBuffer(dev ibv.Device, n int) (*buffer, error) {
+	if ibv.LocalNIC(dev) == nil {
+		b, err := dev.AllocBuffer(n)
+		if err != nil {
+			return nil, err
+		}
+		return &buffer{b: b.Bytes(), dev: b}, nil
+	}
 	if sh, err := memory.NewShared(n); err == nil {
-		return &buffer{b: sh.Bytes(), shared: sh}
+		return &buffer{b: sh.Bytes(), shared: sh}, nil
 	}
 	// Without memfd (not Linux) a heap buffer does: only the race
 	// detector would notice the write-latency poll.
-	return &buffer{b: make([]byte, n)}
+	return &buffer{b: make([]byte, n)}, nil
 }
 
 // close releases the memory; call it after the MR over it is deregistered.
 func (m *buffer) close() {
 	if m.shared != nil {
 		m.shared.Close()
+	}
+	if m.dev != nil {
+		m.dev.Close()
 	}
 }
 

@@ -1,10 +1,16 @@
-// Where one side lives: its NIC and the network its side channel goes
-// through. In the embedded mode that is the host's kernel (a UDP socket on
-// the NIC's address for RoCEv2, a TCP socket for the side channel); in the
-// TAP mode it is the NIC itself (its TAP for RoCEv2, its own IP and TCP
-// stack for the side channel), as on a machine whose only interface is the
-// NIC, so two TAP-mode sides on one bridge need no address on the kernel's
-// side.
+// Where one side lives: its verbs device (an ibv.Device, whatever the
+// backend) and the network its side channel goes through.
+//
+//   - A local NIC (a plain -d name, the default), built here: in the
+//     embedded mode a kernel UDP socket on the NIC's address for RoCEv2,
+//     kernel TCP for the side channel; in the TAP mode the NIC itself (its
+//     TAP for RoCEv2, its own IP and TCP stack for the side channel), as on
+//     a machine whose only interface is the NIC, so two TAP-mode sides on
+//     one bridge need no address on the kernel's side.
+//   - A NIC of another backend (rnicd's NAME@SOCKET, libibverbs'
+//     verbs:NAME), opened once by Run; the side channel goes through the
+//     device's ibv.Network if it has one, else kernel TCP. In one process
+//     both sides live on it, their QPs talking through its port.
 
 package perf
 
@@ -18,7 +24,9 @@ import (
 	"syscall"
 
 	"github.com/rnic/rnic/nic/embedded"
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
+	"github.com/rnic/rnic/roce"
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/stream"
 )
@@ -29,23 +37,50 @@ import (
 // peers on a real network agree on the path MTU through --mtu anyway.
 const linkMTU = 9000
 
-// host is one side's NIC and its side channel's network: the seam between
-// the embedded and the TAP mode.
-type host interface {
-	// NIC is the RoCEv2 verbs device.
-	NIC() *embedded.NIC
-	// Listen listens for the side channel on addr.
-	Listen(addr netip.AddrPort) (net.Listener, error)
-	// Dial connects the side channel from local to remote.
-	Dial(ctx context.Context, local netip.Addr, remote netip.AddrPort) (net.Conn, error)
-	// Retryable reports whether a failed Dial is worth repeating: the
-	// server may not be listening yet.
-	Retryable(err error) bool
-	// Streams carries iWARP connections: kernel TCP in the embedded mode,
-	// the NIC's own TCP in the TAP mode.
-	Streams() stream.Network
-	// Close closes the NIC (and, in the TAP mode, its TAP).
-	Close() error
+// host is one side's device and its side channel's network.
+type host struct {
+	// dev is the RoCEv2 verbs device; nil for an iWARP side on kernel
+	// TCP, which has no RoCE NIC (iwarp_host.go).
+	dev ibv.Device
+	// nic is the embedded NIC behind a local dev, for what only it offers
+	// (rdma_cm, cm.go); nil for a device of another backend.
+	nic     *embedded.NIC
+	net     sideNet
+	streams stream.Network
+	// close closes the NIC (and its TAP); nil when the host does not own
+	// its device.
+	close func() error
+}
+
+// Device is the side's verbs device.
+func (h *host) Device() ibv.Device { return h.dev }
+
+// NIC is the embedded NIC behind a local device, or nil.
+func (h *host) NIC() *embedded.NIC { return h.nic }
+
+// Listen listens for the side channel on addr (the zero address: every
+// address).
+func (h *host) Listen(addr netip.AddrPort) (net.Listener, error) { return h.net.Listen(addr) }
+
+// Dial connects the side channel from local to remote.
+func (h *host) Dial(ctx context.Context, local netip.Addr, remote netip.AddrPort) (net.Conn, error) {
+	return h.net.Dial(ctx, local, remote)
+}
+
+// Retryable reports whether a failed Dial is worth repeating: the server
+// may not be listening yet.
+func (h *host) Retryable(err error) bool { return h.net.Retryable(err) }
+
+// Streams carries iWARP connections: kernel TCP in the embedded mode, the
+// NIC's own TCP in the TAP mode.
+func (h *host) Streams() stream.Network { return h.streams }
+
+// Close closes what the host owns.
+func (h *host) Close() error {
+	if h.close == nil {
+		return nil
+	}
+	return h.close()
 }
 
 // hostSpec says which NIC to open: a TAP (tap set) or the embedded
@@ -60,8 +95,12 @@ type hostSpec struct {
 }
 
 // openHost opens the NIC spec describes; its peers listen on the same
-// RoCEv2 port.
-func openHost(r *resolved, spec hostSpec) (host, error) {
+// RoCEv2 port. With a device of another backend (r.dev) it is that
+// device, which Run closes.
+func openHost(r *resolved, spec hostSpec) (*host, error) {
+	if r.dev != nil {
+		return &host{dev: r.dev, net: sideNetOf(r.dev), streams: &stream.TCP{}}, nil
+	}
 	if spec.tap != nil {
 		tc := *spec.tap
 		if tc.Name == "" {
@@ -84,77 +123,107 @@ func openHost(r *resolved, spec hostSpec) (host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("perf: open NIC on %v: %w", spec.addr, err)
 	}
-	return kernelHost{n}, nil
-}
-
-// kernelHost is the embedded mode: the NIC on a kernel UDP socket (or a
-// test's link), the side channel on kernel TCP.
-type kernelHost struct{ n *embedded.NIC }
-
-func (h kernelHost) NIC() *embedded.NIC { return h.n }
-func (h kernelHost) Close() error       { return h.n.Close() }
-
-func (kernelHost) Listen(addr netip.AddrPort) (net.Listener, error) {
-	return net.Listen("tcp", addr.String())
-}
-
-// Dial binds the client's end to its NIC address, so the server sees the
-// address the client's NIC sends from (connect uses it when no GID is
-// given).
-func (kernelHost) Dial(ctx context.Context, local netip.Addr, remote netip.AddrPort) (net.Conn, error) {
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: local.AsSlice()}}
-	return d.DialContext(ctx, "tcp", remote.String())
-}
-
-func (kernelHost) Retryable(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
-
-func (kernelHost) Streams() stream.Network { return &stream.TCP{} }
-
-// tapDevice is what the TAP mode uses of a *tapnic.NIC besides its verbs
-// device.
-type tapDevice interface {
-	Streams() stream.Network
-	Dial(ctx context.Context, remote netip.AddrPort) (net.Conn, error)
-	Listen(addr netip.AddrPort) (net.Listener, error)
-	Close() error
-}
-
-// tapHost is the TAP mode: the side channel goes through the NIC's own
-// TCP, which sends from the NIC's address.
-type tapHost struct {
-	n   *embedded.NIC
-	dev tapDevice
+	dev := ibv.Local(n.Device, ibv.LocalOptions{Counters: stackCounters(n.Stack), Close: n.Close})
+	return &host{dev: dev, nic: n, net: kernelNet{}, streams: &stream.TCP{}, close: dev.Close}, nil
 }
 
 // openTAPHost opens a NIC in the TAP mode; tests replace it.
-var openTAPHost = func(cfg tapnic.Config) (host, error) {
+var openTAPHost = func(cfg tapnic.Config) (*host, error) {
 	n, err := tapnic.Open(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return tapHost{n: n.NIC, dev: tapNIC{n}}, nil
+	return tapHost(n.NIC, tapNetwork{n}, n.Streams, n.Close), nil
 }
 
-// tapNIC gives a *tapnic.NIC's Streams field a method.
-type tapNIC struct{ *tapnic.NIC }
-
-func (n tapNIC) Streams() stream.Network { return n.NIC.Streams }
-
-func (h tapHost) NIC() *embedded.NIC { return h.n }
-func (h tapHost) Close() error       { return h.dev.Close() }
-
-func (h tapHost) Streams() stream.Network { return h.dev.Streams() }
-
-func (h tapHost) Listen(addr netip.AddrPort) (net.Listener, error) { return h.dev.Listen(addr) }
-
-func (h tapHost) Dial(ctx context.Context, _ netip.Addr, remote netip.AddrPort) (net.Conn, error) {
-	return h.dev.Dial(ctx, remote)
+// tapHost is the TAP mode's host: the side channel goes through the NIC's
+// own TCP (network), which sends from the NIC's address, and so do the
+// iWARP streams.
+func tapHost(n *embedded.NIC, network ibv.Network, streams stream.Network, closeNIC func() error) *host {
+	dev := ibv.Local(n.Device, ibv.LocalOptions{Counters: stackCounters(n.Stack), Network: network, Close: closeNIC})
+	return &host{dev: dev, nic: n, net: deviceNet{network}, streams: streams, close: dev.Close}
 }
 
-// Retryable: any failure but a cancelled context. The NIC's TCP reports a
+// tapNetwork is a TAP NIC's own TCP as an ibv.Network: it sends from the
+// NIC's address of the peer's family, whatever local says.
+type tapNetwork struct{ n *tapnic.NIC }
+
+func (t tapNetwork) Listen(addr netip.AddrPort) (net.Listener, error) { return t.n.Listen(addr) }
+
+func (t tapNetwork) Dial(ctx context.Context, _ netip.Addr, remote netip.AddrPort) (net.Conn, error) {
+	return t.n.Dial(ctx, remote)
+}
+
+// stackCounters reads a RoCE stack's counters as the port's (rdma
+// statistic's names).
+func stackCounters(s *roce.Stack) func() []ibv.Counter {
+	return func() []ibv.Counter {
+		snap := s.Counters().Snapshot()
+		out := make([]ibv.Counter, len(snap))
+		for i, c := range snap {
+			out[i] = ibv.Counter{Name: c.Name, Value: c.Value}
+		}
+		return out
+	}
+}
+
+// openDevice opens the device of another backend r names and picks the
+// addresses and path MTU r left open from it (resolveDevice).
+func openDevice(ctx context.Context, r *resolved) (ibv.Device, error) {
+	dev, err := ibv.Open(r.spec)
+	if err != nil {
+		return nil, fmt.Errorf("perf: %w", err)
+	}
+	if err := r.resolveDevice(ctx, dev); err != nil {
+		dev.Close()
+		return nil, err
+	}
+	return dev, nil
+}
+
+// sideNet is the network a side channel runs on.
+type sideNet interface {
+	Listen(addr netip.AddrPort) (net.Listener, error)
+	Dial(ctx context.Context, local netip.Addr, remote netip.AddrPort) (net.Conn, error)
+	Retryable(err error) bool
+}
+
+// sideNetOf is the device's own network if it has one, else the kernel's.
+func sideNetOf(dev ibv.Device) sideNet {
+	if n, ok := dev.(ibv.Network); ok {
+		return deviceNet{n}
+	}
+	return kernelNet{}
+}
+
+// kernelNet is kernel TCP.
+type kernelNet struct{}
+
+// Listen on the zero address listens on every address of the host.
+func (kernelNet) Listen(addr netip.AddrPort) (net.Listener, error) {
+	if !addr.Addr().IsValid() {
+		return net.Listen("tcp", fmt.Sprintf(":%d", addr.Port()))
+	}
+	return net.Listen("tcp", addr.String())
+}
+
+// Dial binds the client's end to its NIC address, so the server sees the
+// address the client's NIC sends from (its QPs send from that address's
+// GID).
+func (kernelNet) Dial(ctx context.Context, local netip.Addr, remote netip.AddrPort) (net.Conn, error) {
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: local.AsSlice()}}
+	return d.DialContext(ctx, "tcp", remote.String())
+}
+
+func (kernelNet) Retryable(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
+
+// deviceNet is a device's own network (a TAP NIC's TCP, rnicd's stack).
+type deviceNet struct{ ibv.Network }
+
+// Retryable: any failure but a cancelled context. A device's TCP reports a
 // refused connection in its own words, and the first attempt may also
 // fail while the peer's TAP comes up and answers ARP/ND; DialRetry bounds
 // the attempts.
-func (tapHost) Retryable(err error) bool {
+func (deviceNet) Retryable(err error) bool {
 	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }

@@ -248,7 +248,7 @@ func TestAgainstFakePerftestServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	s, err := openSide(sr, h.NIC(), ServerLoopback, sideSpec{name: "perftest", seed: serverSeed})
+	s, err := openSide(sr, h.Device(), ServerLoopback, sideSpec{name: "perftest", seed: serverSeed})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,8 @@ import (
 	"net"
 	"net/netip"
 	"time"
+
+	"github.com/rnic/rnic/nic/ibv"
 )
 
 // Seeds of the two sides' data patterns.
@@ -77,6 +79,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r.spec.Backend != ibv.BackendLocal {
+		dev, err := openDevice(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		defer dev.Close()
+	}
 	var res *Result
 	switch {
 	case r.RDMACM:
@@ -108,7 +117,7 @@ func runBoth(ctx context.Context, r *resolved) (*Result, error) {
 	sr := *r
 	sr.role = roleServer
 	sr.Addr, sr.Link, sr.TAP, sr.ServerTAP, sr.anyAddr = r.server, r.ServerLink, r.ServerTAP, nil, false
-	sr.Port = 0
+	sr.Port, sr.IBDev = 0, ""
 	sr.Pcap, sr.Out, sr.Progress = nil, io.Discard, io.Discard
 	srv, err := startServer(&sr)
 	if err != nil {
@@ -163,14 +172,14 @@ func runServer(ctx context.Context, r *resolved) (*Result, error) {
 // server is a server's NIC and side-channel listener: the NIC comes
 // first, since in the TAP mode the listener is on the NIC's own TCP.
 type server struct {
-	h host
+	h *host
 	l net.Listener
 }
 
 // startServer opens the server's NIC and listens on its address (every
 // address of a TAP NIC unless told one).
 func startServer(r *resolved) (*server, error) {
-	h, err := openHost(r, hostSpec{name: "rnic0", tap: r.TAP, addr: r.Addr, link: r.Link, pcap: r.Pcap, trace: r.Trace})
+	h, err := openHost(r, hostSpec{name: r.nicName("rnic0"), tap: r.TAP, addr: r.Addr, link: r.Link, pcap: r.Pcap, trace: r.Trace})
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +188,7 @@ func startServer(r *resolved) (*server, error) {
 
 // listenServer listens for the side channel through h (closed again on
 // failure).
-func listenServer(r *resolved, h host) (*server, error) {
+func listenServer(r *resolved, h *host) (*server, error) {
 	l := r.Listener
 	if l == nil {
 		at := r.Addr
@@ -220,7 +229,8 @@ func (srv *server) serve(ctx context.Context, r *resolved) (*Result, error) {
 	}
 	defer conn.Close()
 	defer context.AfterFunc(ctx, func() { conn.Close() })()
-	res, err := serve(ctx, r, srv.h.NIC(), localAddr(conn, r.Addr), newChannel(conn))
+	dev := srv.h.Device()
+	res, err := serve(ctx, r, dev, gidAddr(dev, conn, r.Addr), newChannel(conn))
 	if err != nil && ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -242,9 +252,21 @@ func localAddr(conn net.Conn, def netip.Addr) netip.Addr {
 	return def
 }
 
+// gidAddr is the address conn runs on here if dev has a GID of it, else
+// def: the address this side's QPs send from. (A device of another
+// backend may run its side channel on an address of the host it has no
+// GID of.)
+func gidAddr(dev ibv.Device, conn net.Conn, def netip.Addr) netip.Addr {
+	a := localAddr(conn, def)
+	if _, err := dev.GIDIndex(a); err != nil {
+		return def
+	}
+	return a
+}
+
 // dial connects to the server's side channel, from the client's NIC
 // address, retrying a refused connection for a moment.
-func dial(ctx context.Context, r *resolved, h host) (net.Conn, error) {
+func dial(ctx context.Context, r *resolved, h *host) (net.Conn, error) {
 	target := netip.AddrPortFrom(r.server, uint16(r.Port))
 	deadline := time.Now().Add(r.DialRetry)
 	for {
@@ -268,7 +290,7 @@ func dial(ctx context.Context, r *resolved, h host) (net.Conn, error) {
 
 // runClient runs the client's side against the server at r.server.
 func runClient(ctx context.Context, r *resolved) (*Result, error) {
-	h, err := openHost(r, hostSpec{name: "rnic1", tap: r.TAP, addr: r.Addr, link: r.Link, pcap: r.Pcap, trace: r.Trace})
+	h, err := openHost(r, hostSpec{name: r.nicName("rnic1"), tap: r.TAP, addr: r.Addr, link: r.Link, pcap: r.Pcap, trace: r.Trace})
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +301,7 @@ func runClient(ctx context.Context, r *resolved) (*Result, error) {
 	}
 	defer conn.Close()
 	defer context.AfterFunc(ctx, func() { conn.Close() })()
-	s, err := openSide(r, h.NIC(), localAddr(conn, r.Addr), sideSpec{name: "rnic1", seed: clientSeed})
+	s, err := openSide(r, h.Device(), gidAddr(h.Device(), conn, r.Addr), sideSpec{name: "rnic1", seed: clientSeed})
 	if err != nil {
 		return nil, err
 	}

@@ -12,13 +12,13 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/rnic/rnic/nic/embedded"
+	"github.com/rnic/rnic/nic/ibv"
 )
 
 // serve is the server's sequence of steps; it returns the client's result
-// (against perftest: its own). The NIC is n; local is the address the
+// (against perftest: its own). The device is n; local is the address the
 // side channel runs on, whose GID the QPs send from.
-func serve(ctx context.Context, r *resolved, n *embedded.NIC, local netip.Addr, ch *channel) (*Result, error) {
+func serve(ctx context.Context, r *resolved, n ibv.Device, local netip.Addr, ch *channel) (*Result, error) {
 	ch.perftest = true
 	if p, err := ch.r.Peek(1); err == nil && p[0] == '{' {
 		// rnic's own JSON hello: an iWARP client, which this RoCEv2
@@ -53,7 +53,7 @@ func serve(ctx context.Context, r *resolved, n *embedded.NIC, local netip.Addr, 
 	return res, err
 }
 
-func serveSteps(ctx context.Context, r *resolved, n *embedded.NIC, local netip.Addr, ch *channel, rnic bool) (*Result, error) {
+func serveSteps(ctx context.Context, r *resolved, n ibv.Device, local netip.Addr, ch *channel, rnic bool) (*Result, error) {
 	if err := ch.xchgSysData(false); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
-// One side's verbs objects: a NIC, a PD, one buffer with two regions per
-// QP under one MR, a send CQ and a receive CQ shared by all QPs (as
-// perftest shares them), and the RC QPs.
+// One side's verbs objects: a device, a PD, one buffer with two regions
+// per QP under one MR, a send CQ and a receive CQ shared by all QPs (as
+// perftest shares them), and the RC QPs. The device is an ibv.Device,
+// whatever the backend (over iWARP the iWARP device, as a local one).
 //
 // Each QP's memory is a source region, whose bytes the side's own SENDs,
 // WRITEs and READ responses carry, and a target region, where the peer's
@@ -18,8 +19,7 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/memory"
-	"github.com/rnic/rnic/nic"
-	"github.com/rnic/rnic/nic/embedded"
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
 )
 
@@ -34,14 +34,14 @@ func region(size int) int { return max(cycleBuffer, (size+63)&^63) }
 
 // qpSide is one QP and its memory.
 type qpSide struct {
-	qp   *nic.QP
+	qp   ibv.QP
 	psn  uint32
 	src  []byte // the source region
 	dst  []byte // the target region
 	sva  uint64 // MR addresses of src and dst
 	dva  uint64
-	peer Key     // the peer QP's key
-	ah   *nic.AH // UD: the address of the peer's QP
+	peer Key    // the peer QP's key
+	ah   ibv.AH // UD: the address of the peer's QP
 }
 
 // UD constants, perftest's: every QP's Q_Key (DEF_QKEY), and the 40 bytes
@@ -55,13 +55,13 @@ const (
 type side struct {
 	name string
 	cfg  *resolved
-	nic  *embedded.NIC
+	dev  ibv.Device
 	gid  int // the GID index the QPs send from
-	pd   *nic.PD
+	pd   ibv.PD
 	mem  *buffer
-	mr   *nic.MR
-	scq  *nic.CQ
-	rcq  *nic.CQ
+	mr   ibv.MR
+	scq  ibv.CQ
+	rcq  ibv.CQ
 	qps  []*qpSide
 	byQP map[uint32]int // QPN → index in qps
 	// seed tells this side's data pattern from the peer's.
@@ -75,7 +75,7 @@ type side struct {
 	serverFirst bool
 	// latPosts: when serveLat posted, from its start.
 	latPosts []int64
-	// iWARP only (iwarp.go): the device and engine when nic is nil; sendCredit,
+	// iWARP only (iwarp.go): the iWARP engine and device; sendCredit,
 	// if set, bounds the SENDs posted on QP i (the receives the peer has
 	// posted: an iWARP SEND completes before it arrives, and one that
 	// finds no receive ends the connection); onRecv is told of each
@@ -94,17 +94,17 @@ type sideSpec struct {
 	seed byte
 }
 
-// openSide creates every object on the NIC n, whose QPs send from the GID
-// of addr; on failure all is released. The NIC stays its opener's to
-// close.
-func openSide(r *resolved, n *embedded.NIC, addr netip.Addr, spec sideSpec) (s *side, err error) {
-	s = &side{name: spec.name, cfg: r, nic: n, byQP: map[uint32]int{}, seed: spec.seed}
+// openSide creates every object on the device n, whose QPs send from the
+// GID of addr; on failure all is released. The device stays its opener's
+// to close.
+func openSide(r *resolved, n ibv.Device, addr netip.Addr, spec sideSpec) (s *side, err error) {
+	s = &side{name: spec.name, cfg: r, dev: n, byQP: map[uint32]int{}, seed: spec.seed}
 	defer func() {
 		if err != nil {
 			s.close()
 		}
 	}()
-	if s.gid, err = n.Device.GIDIndex(addr); err != nil {
+	if s.gid, err = n.GIDIndex(addr); err != nil {
 		return nil, err
 	}
 	if r.HasGIDIndex {
@@ -120,7 +120,9 @@ func openSide(r *resolved, n *embedded.NIC, addr netip.Addr, spec sideSpec) (s *
 		grh = udGRH // a UD receive's GRH goes in front of the message
 	}
 	reg := region(r.Size + grh)
-	s.mem = newBuffer(2 * reg * r.QPs)
+	if s.mem, err = newBuffer(n, 2*reg*r.QPs); err != nil {
+		return nil, fmt.Errorf("perf: allocate %d bytes: %w", 2*reg*r.QPs, err)
+	}
 	if s.pd, err = n.AllocPD(); err != nil {
 		return nil, fmt.Errorf("perf: alloc PD: %w", err)
 	}
@@ -140,7 +142,7 @@ func openSide(r *resolved, n *embedded.NIC, addr netip.Addr, spec sideSpec) (s *
 		if r.UD {
 			typ = verbs.QPTypeUD
 		}
-		qp, err := n.CreateQP(s.pd, nic.QPInit{Type: typ, SendCQ: s.scq, RecvCQ: s.rcq, Cap: caps})
+		qp, err := n.CreateQP(s.pd, ibv.QPInit{Type: typ, SendCQ: s.scq, RecvCQ: s.rcq, Cap: caps})
 		if err != nil {
 			return nil, fmt.Errorf("perf: create QP %d: %w", i, err)
 		}
@@ -173,19 +175,19 @@ func (s *side) close() {
 			q.ah.Destroy()
 		}
 	}
-	for _, cq := range []*nic.CQ{s.scq, s.rcq} {
+	for _, cq := range []ibv.CQ{s.scq, s.rcq} {
 		if cq != nil {
 			cq.Destroy()
 		}
 	}
 	if s.mr != nil {
-		s.nic.DeregMR(s.mr)
+		s.mr.Dereg()
 	}
 	if s.mem != nil {
 		s.mem.close()
 	}
 	if s.pd != nil {
-		s.nic.DeallocPD(s.pd)
+		s.pd.Dealloc()
 	}
 }
 
@@ -201,7 +203,7 @@ func (s *side) key(i int) Key {
 	case OpWrite, OpSend:
 		k.OutReads = 1 // as perftest, which counts READs only where they are made
 	}
-	if g, err := s.nic.QueryGID(1, s.gid); err == nil {
+	if g, err := s.dev.QueryGID(1, s.gid); err == nil {
 		k.GID = g.As16()
 	}
 	return k
@@ -248,7 +250,7 @@ func (s *side) connectUD(i int, peer Key) error {
 	if err := q.qp.Modify(&rts, verbs.AttrState|verbs.AttrSQPSN); err != nil {
 		return fmt.Errorf("perf: UD QP %d to RTS: %w", i, err)
 	}
-	ah, err := s.nic.CreateAH(s.pd, verbs.AddressVector{DGID: netip.AddrFrom16(peer.GID), HopLimit: 64,
+	ah, err := s.dev.CreateAH(s.pd, verbs.AddressVector{DGID: netip.AddrFrom16(peer.GID), HopLimit: 64,
 		PortNum: 1, SGIDIndex: uint8(s.gid)})
 	if err != nil {
 		return fmt.Errorf("perf: UD QP %d: address handle: %w", i, err)

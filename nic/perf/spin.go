@@ -21,7 +21,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/ibv"
 )
 
 // Spinning and parking.
@@ -68,7 +68,7 @@ func (s *spinner) progressed() {
 // wait is called on a turn that found nothing to do; the caller polls
 // again after it returns. cq is what the loop waits for, or nil when it
 // watches memory.
-func (s *spinner) wait(cq *nic.CQ) error {
+func (s *spinner) wait(cq ibv.CQ) error {
 	s.idle++
 	if s.idle < spinTurns {
 		runtime.Gosched()

@@ -5,6 +5,7 @@
 package pingpong
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
@@ -54,7 +56,15 @@ type Config struct {
 	Server string
 	// Port is the TCP port of the side channel (-p).
 	Port int
-	// IBDev names the device (-d); rnic uses it as the NIC's name.
+	// IBDev is the device (-d), a device string (ibv.ParseSpec). A plain
+	// name (rnic0 if empty) is this process's own NIC, built from the
+	// fields below, and is its name. NAME@SOCKET (a NIC rnicd serves) and
+	// verbs:NAME (libibverbs) are opened with ibv.Open: their backend owns
+	// the port, so TAP, Link, Pcap and Trace must be unset and RDMAPort is
+	// not used; the NIC's address is one of the device's GIDs (Addr, if
+	// set, must be one; zero takes the first of the server's family, and a
+	// server then listens on every address), and the side channel goes
+	// through the device's ibv.Network if it has one, else kernel TCP.
 	IBDev string
 	// IBPort is the port number (-i); the NIC has port 1 only.
 	IBPort int
@@ -131,10 +141,12 @@ var ErrConfig = errors.New("pingpong: bad configuration")
 // resolved is a Config with defaults applied and values checked.
 type resolved struct {
 	Config
+	spec   ibv.Spec // the device IBDev names
 	mtu    verbs.MTU
 	server netip.Addr // the server's address, for a client
 	// anyAddr: a TAP-mode server without Config.Addr listens on every
-	// address of its NIC, so that clients of either family find it.
+	// address of its NIC, so that clients of either family find it (and
+	// so does one on a device of another backend).
 	anyAddr bool
 }
 
@@ -188,6 +200,15 @@ func (cfg Config) resolve(ctx context.Context) (*resolved, error) {
 	}
 	if r.mtu = verbs.MTUFromBytes(c.MTU); r.mtu == 0 {
 		return nil, fmt.Errorf("%w: MTU %d, must be 256, 512, 1024, 2048 or 4096", ErrConfig, c.MTU)
+	}
+	var err error
+	if r.spec, err = ibv.ParseSpec(cmp.Or(c.IBDev, "rnic0")); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	if r.spec.Backend != ibv.BackendLocal {
+		// The rest waits for the device's GID table and port
+		// (resolveDevice).
+		return r, r.checkDevice()
 	}
 	if c.UD {
 		// ud_pingpong: "Requested size larger than port MTU".
@@ -245,6 +266,72 @@ func (r *resolved) resolveTAP(ctx context.Context) error {
 	for i, p := range t.Prefixes {
 		own[i] = p.Addr().Unmap()
 	}
+	return r.resolveOwn(ctx, own, "TAP "+t.TAP)
+}
+
+// checkDevice refuses what only a NIC of this process has.
+func (r *resolved) checkDevice() error {
+	c := &r.Config
+	var what string
+	switch {
+	case c.TAP != nil:
+		what = "a TAP"
+	case c.Link != nil:
+		what = "a link"
+	case c.Pcap != nil:
+		what = "a capture"
+	case c.Trace != nil:
+		what = "a trace"
+	default:
+		return nil
+	}
+	return fmt.Errorf("%w: %s is for a NIC of this process, not device %s (its %s backend owns the port)",
+		ErrConfig, what, r.spec, r.spec.Backend)
+}
+
+// resolveDevice picks the addresses from an opened device's GID table and
+// checks a UD message against its port's active MTU.
+func (r *resolved) resolveDevice(ctx context.Context, dev ibv.Device) error {
+	c := &r.Config
+	if c.UD {
+		pa, err := dev.QueryPort(uint8(c.IBPort))
+		if err != nil {
+			return fmt.Errorf("pingpong: query port %d of %s: %w", c.IBPort, r.spec, err)
+		}
+		port := pa.ActiveMTU.Bytes()
+		if c.Size > port {
+			return fmt.Errorf("%w: requested size %d larger than port MTU (%d)", ErrConfig, c.Size, port)
+		}
+		c.MTU = min(c.MTU, port)
+	}
+	own := deviceAddrs(dev)
+	if len(own) == 0 {
+		return fmt.Errorf("%w: device %s has no IP address in its GID table %v", ErrConfig, r.spec, dev.GIDs())
+	}
+	return r.resolveOwn(ctx, own, "device "+r.spec.String())
+}
+
+// deviceAddrs is the IP addresses in a device's GID table, in its order:
+// the GIDs that name an address (IPv4 ones unmapped) and can carry a side
+// channel (no link-local fe80:: GID, whose zone a GID does not say).
+func deviceAddrs(dev ibv.Device) []netip.Addr {
+	var out []netip.Addr
+	for _, g := range dev.GIDs() {
+		a := g.Unmap()
+		if a.IsValid() && !a.IsUnspecified() && !a.IsLinkLocalUnicast() && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// resolveOwn picks the NIC's address among own, the addresses of a NIC
+// that is not the host's (a TAP NIC's, a device's), and resolves the
+// server to one of a family the NIC has: Addr, if set, must be one of
+// own; zero takes the first (a server then listens on every address of
+// its NIC), or for a client the first of the server's family.
+func (r *resolved) resolveOwn(ctx context.Context, own []netip.Addr, what string) error {
+	c := &r.Config
 	if c.Server != "" {
 		a, err := lookup(ctx, c.Server, own)
 		if err != nil {
@@ -255,7 +342,7 @@ func (r *resolved) resolveTAP(ctx context.Context) error {
 	if c.Addr.IsValid() {
 		c.Addr = c.Addr.Unmap()
 		if !slices.Contains(own, c.Addr) {
-			return fmt.Errorf("%w: address %v is not one of TAP %s's %v", ErrConfig, c.Addr, t.TAP, own)
+			return fmt.Errorf("%w: address %v is not one of %s's %v", ErrConfig, c.Addr, what, own)
 		}
 		if r.server.IsValid() && r.server.Is4() != c.Addr.Is4() {
 			return fmt.Errorf("%w: address %v cannot reach server %v", ErrConfig, c.Addr, r.server)
@@ -265,7 +352,7 @@ func (r *resolved) resolveTAP(ctx context.Context) error {
 	r.anyAddr = c.Server == ""
 	a, ok := addrOfFamily(own, r.server)
 	if !ok {
-		return fmt.Errorf("%w: TAP %s has no address of server %v's family (it has %v)", ErrConfig, t.TAP, r.server, own)
+		return fmt.Errorf("%w: %s has no address of server %v's family (it has %v)", ErrConfig, what, r.server, own)
 	}
 	c.Addr = a
 	return nil

@@ -21,6 +21,16 @@
 // work; a client of a remote server takes the address the host routes to
 // it from.
 //
+// # Devices
+//
+// A side runs on an ibv.Device, whatever the backend, chosen by its
+// device string (Config.IBDev, rc_pingpong's -d): a plain name is a NIC of
+// this process, built in the embedded or the TAP mode; NAME@SOCKET (a NIC
+// rnicd serves) and verbs:NAME (libibverbs) are opened with ibv.Open. The
+// buffer comes from Device.AllocBuffer, the NIC's address from the
+// device's GID table, and the side channel goes through the device's
+// ibv.Network if it has one (a TAP NIC's own TCP), else kernel TCP.
+//
 // # Differences from ibv_rc_pingpong
 //
 //   - RoCEv2 always needs a GID; without -g rc_pingpong sends none and routes

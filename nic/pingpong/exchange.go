@@ -84,8 +84,8 @@ func tcpIP(a net.Addr) net.IP {
 }
 
 // sideChannel accepts the client (server) or connects to the server
-// (client), through the host's network.
-func sideChannel(ctx context.Context, r *resolved, h host) (net.Conn, error) {
+// (client), through the side's network.
+func sideChannel(ctx context.Context, r *resolved, h sideNet) (net.Conn, error) {
 	if r.Server == "" {
 		l := r.Listener
 		if l == nil {

@@ -6,6 +6,7 @@ package pingpong
 import (
 	"testing"
 
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/nic/tapnic/tapnictest"
 )
@@ -18,12 +19,13 @@ func newFakeTAPs(t *testing.T, a, b string) *fakeTAPs {
 	t.Helper()
 	f := &fakeTAPs{tapnictest.New(a, b)}
 	old := openTAPHost
-	openTAPHost = func(cfg tapnic.Config) (host, error) {
+	openTAPHost = func(cfg tapnic.Config) (ibv.Device, error) {
 		h, err := f.Open(cfg)
 		if err != nil {
 			return nil, err
 		}
-		return h, nil
+		// The fake's TCP is the NIC's own network, as a TAP NIC's.
+		return ibv.Local(h.NIC().Device, ibv.LocalOptions{Network: h, Close: h.Close}), nil
 	}
 	t.Cleanup(func() { openTAPHost = old })
 	return f

@@ -1,10 +1,15 @@
-// Where one side lives: its NIC and the network its side channel goes
-// through. In the embedded mode that is the host's kernel (a UDP socket on
-// the NIC's address for RoCEv2, a TCP socket for the side channel); in the
-// TAP mode it is the NIC itself (its TAP for RoCEv2, its own IP and TCP
-// stack for the side channel), as on a machine whose only interface is the
-// NIC, so two TAP-mode sides on one bridge need no address on the kernel's
-// side.
+// Where one side lives: its verbs device and the network its side channel
+// goes through. The device is an ibv.Device, whatever the backend:
+//
+//   - a local NIC (a plain -d name, the default), built here: in the
+//     embedded mode a kernel UDP socket on the NIC's address, its side
+//     channel on kernel TCP; in the TAP mode a TAP device, its side channel
+//     on the NIC's own IP and TCP stack (ibv.Network), as on a machine
+//     whose only interface is the NIC, so two TAP-mode sides on one bridge
+//     need no address on the kernel's side;
+//   - a NIC of another backend (rnicd's NAME@SOCKET, libibverbs'
+//     verbs:NAME), opened by its string; the side channel goes through the
+//     device's ibv.Network if it has one, else through kernel TCP.
 
 package pingpong
 
@@ -17,7 +22,9 @@ import (
 	"syscall"
 
 	"github.com/rnic/rnic/nic/embedded"
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
+	"github.com/rnic/rnic/roce"
 )
 
 // linkMTU is the Ethernet MTU the embedded NIC is given: jumbo frames, so
@@ -26,28 +33,22 @@ import (
 // peers on a real network agree on the path MTU through -m anyway.
 const linkMTU = 9000
 
-// host is one side's NIC and its side channel's network: the seam between
-// the embedded and the TAP mode.
-type host interface {
-	// NIC is the RoCEv2 verbs device.
-	NIC() *embedded.NIC
-	// Listen listens for the side channel on addr.
-	Listen(addr netip.AddrPort) (net.Listener, error)
-	// Dial connects the side channel from local to remote.
-	Dial(ctx context.Context, local netip.Addr, remote netip.AddrPort) (net.Conn, error)
-	// Retryable reports whether a failed Dial is worth repeating: the
-	// server may not be listening yet.
-	Retryable(err error) bool
-	// Close closes the NIC (and, in the TAP mode, its TAP).
-	Close() error
-}
-
-// openHost opens the NIC a resolved configuration asks for.
-func openHost(r *resolved) (host, error) {
-	name := r.IBDev
-	if name == "" {
-		name = "rnic0"
+// openDevice opens the device a resolved configuration names. A device of
+// another backend is opened by its string, and the addresses r left open
+// are then picked from its GID table (resolveDevice).
+func openDevice(ctx context.Context, r *resolved) (ibv.Device, error) {
+	if r.spec.Backend != ibv.BackendLocal {
+		dev, err := ibv.Open(r.spec)
+		if err != nil {
+			return nil, fmt.Errorf("pingpong: %w", err)
+		}
+		if err := r.resolveDevice(ctx, dev); err != nil {
+			dev.Close()
+			return nil, err
+		}
+		return dev, nil
 	}
+	name := r.spec.Name
 	if r.TAP != nil {
 		tc := *r.TAP
 		if tc.Name == "" {
@@ -59,78 +60,99 @@ func openHost(r *resolved) (host, error) {
 		if tc.Trace == nil {
 			tc.Trace = r.Trace
 		}
-		h, err := openTAPHost(tc)
+		dev, err := openTAPHost(tc)
 		if err != nil {
 			return nil, fmt.Errorf("pingpong: open NIC on TAP %s: %w", tc.TAP, err)
 		}
-		return h, nil
+		return dev, nil
 	}
 	n, err := embedded.Open(embedded.UDPConfig{Name: name, Addr: r.Addr, Port: r.RDMAPort, MTU: linkMTU,
 		Pcap: r.Pcap, Trace: r.Trace, Link: r.Link})
 	if err != nil {
 		return nil, fmt.Errorf("pingpong: open NIC on %v: %w", r.Addr, err)
 	}
-	return kernelHost{n}, nil
+	return ibv.Local(n.Device, ibv.LocalOptions{Counters: stackCounters(n.Stack), Close: n.Close}), nil
 }
 
-// kernelHost is the embedded mode: the NIC on a kernel UDP socket (or a
-// test's link), the side channel on kernel TCP.
-type kernelHost struct{ n *embedded.NIC }
+// openTAPHost opens a NIC in the TAP mode; tests replace it.
+var openTAPHost = func(cfg tapnic.Config) (ibv.Device, error) {
+	n, err := tapnic.Open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return ibv.Local(n.NIC.Device, ibv.LocalOptions{Counters: stackCounters(n.NIC.Stack),
+		Network: tapNetwork{n}, Close: n.Close}), nil
+}
 
-func (h kernelHost) NIC() *embedded.NIC { return h.n }
-func (h kernelHost) Close() error       { return h.n.Close() }
+// tapNetwork is a TAP NIC's own TCP as an ibv.Network: it sends from the
+// NIC's address of the peer's family, whatever local says.
+type tapNetwork struct{ n *tapnic.NIC }
 
-func (kernelHost) Listen(addr netip.AddrPort) (net.Listener, error) {
+func (t tapNetwork) Listen(addr netip.AddrPort) (net.Listener, error) { return t.n.Listen(addr) }
+
+func (t tapNetwork) Dial(ctx context.Context, _ netip.Addr, remote netip.AddrPort) (net.Conn, error) {
+	return t.n.Dial(ctx, remote)
+}
+
+// stackCounters reads a RoCE stack's counters as the port's (rdma
+// statistic's names).
+func stackCounters(s *roce.Stack) func() []ibv.Counter {
+	return func() []ibv.Counter {
+		snap := s.Counters().Snapshot()
+		out := make([]ibv.Counter, len(snap))
+		for i, c := range snap {
+			out[i] = ibv.Counter{Name: c.Name, Value: c.Value}
+		}
+		return out
+	}
+}
+
+// sideNet is the network a side channel runs on.
+type sideNet interface {
+	Listen(addr netip.AddrPort) (net.Listener, error)
+	// Dial connects from local (the NIC's address) to remote.
+	Dial(ctx context.Context, local netip.Addr, remote netip.AddrPort) (net.Conn, error)
+	// Retryable reports whether a failed Dial is worth repeating: the
+	// server may not be listening yet.
+	Retryable(err error) bool
+}
+
+// sideNetOf is the device's own network if it has one, else the kernel's.
+func sideNetOf(dev ibv.Device) sideNet {
+	if n, ok := dev.(ibv.Network); ok {
+		return deviceNet{n}
+	}
+	return kernelNet{}
+}
+
+// kernelNet is kernel TCP.
+type kernelNet struct{}
+
+// Listen on the zero address listens on every address of the host.
+func (kernelNet) Listen(addr netip.AddrPort) (net.Listener, error) {
+	if !addr.Addr().IsValid() {
+		return net.Listen("tcp", fmt.Sprintf(":%d", addr.Port()))
+	}
 	return net.Listen("tcp", addr.String())
 }
 
 // Dial binds the client's end to its NIC address, so the server sees the
 // address the client's NIC sends from (connect uses it when no GID is
 // given).
-func (kernelHost) Dial(ctx context.Context, local netip.Addr, remote netip.AddrPort) (net.Conn, error) {
+func (kernelNet) Dial(ctx context.Context, local netip.Addr, remote netip.AddrPort) (net.Conn, error) {
 	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: local.AsSlice()}}
 	return d.DialContext(ctx, "tcp", remote.String())
 }
 
-func (kernelHost) Retryable(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
+func (kernelNet) Retryable(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
 
-// tapDevice is what the TAP mode uses of a *tapnic.NIC besides its verbs
-// device.
-type tapDevice interface {
-	Dial(ctx context.Context, remote netip.AddrPort) (net.Conn, error)
-	Listen(addr netip.AddrPort) (net.Listener, error)
-	Close() error
-}
+// deviceNet is a device's own network (a TAP NIC's TCP, rnicd's stack).
+type deviceNet struct{ ibv.Network }
 
-// tapHost is the TAP mode: the side channel goes through the NIC's own
-// TCP, which sends from the NIC's address.
-type tapHost struct {
-	n   *embedded.NIC
-	dev tapDevice
-}
-
-// openTAPHost opens a NIC in the TAP mode; tests replace it.
-var openTAPHost = func(cfg tapnic.Config) (host, error) {
-	n, err := tapnic.Open(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return tapHost{n: n.NIC, dev: n}, nil
-}
-
-func (h tapHost) NIC() *embedded.NIC { return h.n }
-func (h tapHost) Close() error       { return h.dev.Close() }
-
-func (h tapHost) Listen(addr netip.AddrPort) (net.Listener, error) { return h.dev.Listen(addr) }
-
-func (h tapHost) Dial(ctx context.Context, _ netip.Addr, remote netip.AddrPort) (net.Conn, error) {
-	return h.dev.Dial(ctx, remote)
-}
-
-// Retryable: any failure but a cancelled context. The NIC's TCP reports a
+// Retryable: any failure but a cancelled context. A device's TCP reports a
 // refused connection in its own words, and the first attempt may also
 // fail while the peer's TAP comes up and answers ARP/ND; DialRetry bounds
 // the attempts.
-func (tapHost) Retryable(err error) bool {
+func (deviceNet) Retryable(err error) bool {
 	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }

@@ -9,6 +9,7 @@
 package pingpong
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -16,52 +17,57 @@ import (
 
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic"
-	"github.com/rnic/rnic/nic/embedded"
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
 )
 
-// peer is one side's NIC and objects.
+// peer is one side's device and objects.
 type peer struct {
-	cfg  *resolved
-	host host
-	nic  *embedded.NIC
-	pd   *nic.PD
-	buf  []byte
-	mr   *nic.MR
-	cq   *nic.CQ
-	qp   *nic.QP
-	psn  uint32
+	cfg *resolved
+	dev ibv.Device
+	pd  ibv.PD
+	// mem is the buffer's memory, from the device (a backend in another
+	// process can only reach memory it gave out).
+	mem ibv.Buffer
+	buf []byte
+	mr  ibv.MR
+	cq  ibv.CQ
+	qp  ibv.QP
+	psn uint32
 	// UD: the address handle and QPN every send goes to.
-	ah        *nic.AH
+	ah        ibv.AH
 	remoteQPN uint32
 }
 
-// newPeer opens the NIC and creates the objects; on failure everything
+// newPeer opens the device and creates the objects; on failure everything
 // created so far is released.
-func newPeer(r *resolved) (p *peer, err error) {
-	h, err := openHost(r)
+func newPeer(ctx context.Context, r *resolved) (p *peer, err error) {
+	dev, err := openDevice(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	n := h.NIC()
-	p = &peer{cfg: r, host: h, nic: n, psn: newPSN(), buf: make([]byte, headroom(r)+r.Size)}
+	p = &peer{cfg: r, dev: dev, psn: newPSN()}
 	defer func() {
 		if err != nil {
 			p.close()
 		}
 	}()
+	if p.mem, err = dev.AllocBuffer(headroom(r) + r.Size); err != nil {
+		return nil, fmt.Errorf("pingpong: couldn't allocate the buffer: %w", err)
+	}
+	p.buf = p.mem.Bytes()
 	// rc_pingpong fills the buffer with 0x7b; with Check the client
 	// overwrites it with the pattern the receivers verify.
 	for i := range p.buf {
 		p.buf[i] = 0x7b
 	}
-	if p.pd, err = n.AllocPD(); err != nil {
+	if p.pd, err = dev.AllocPD(); err != nil {
 		return nil, fmt.Errorf("pingpong: couldn't allocate PD: %w", err)
 	}
-	if p.mr, err = n.RegMR(p.pd, p.buf, memory.LocalWrite); err != nil {
+	if p.mr, err = dev.RegMR(p.pd, p.buf, memory.LocalWrite); err != nil {
 		return nil, fmt.Errorf("pingpong: couldn't register MR: %w", err)
 	}
-	if p.cq, err = n.CreateCQ(r.RxDepth + 1); err != nil {
+	if p.cq, err = dev.CreateCQ(r.RxDepth + 1); err != nil {
 		return nil, fmt.Errorf("pingpong: couldn't create CQ: %w", err)
 	}
 	caps := verbs.QPCap{MaxSendWR: 1, MaxRecvWR: uint32(r.RxDepth), MaxSendSGE: 1, MaxRecvSGE: 1}
@@ -69,7 +75,7 @@ func newPeer(r *resolved) (p *peer, err error) {
 	if r.UD {
 		typ = verbs.QPTypeUD
 	}
-	if p.qp, err = n.CreateQP(p.pd, nic.QPInit{Type: typ, SendCQ: p.cq, RecvCQ: p.cq, Cap: caps}); err != nil {
+	if p.qp, err = dev.CreateQP(p.pd, ibv.QPInit{Type: typ, SendCQ: p.cq, RecvCQ: p.cq, Cap: caps}); err != nil {
 		return nil, fmt.Errorf("pingpong: couldn't create QP: %w", err)
 	}
 	init := verbs.QPAttr{State: verbs.QPSInit, PKeyIndex: 0, PortNum: uint8(r.IBPort)}
@@ -97,7 +103,8 @@ func headroom(r *resolved) int {
 // lands in.
 func (p *peer) message() []byte { return p.buf[headroom(p.cfg):] }
 
-// close destroys the objects and closes the NIC and its link (or TAP).
+// close destroys the objects, frees the buffer and closes the device (a
+// local NIC with its link or TAP).
 func (p *peer) close() {
 	if p.qp != nil {
 		p.qp.Destroy()
@@ -109,12 +116,15 @@ func (p *peer) close() {
 		p.cq.Destroy()
 	}
 	if p.mr != nil {
-		p.nic.DeregMR(p.mr)
+		p.mr.Dereg()
 	}
 	if p.pd != nil {
-		p.nic.DeallocPD(p.pd)
+		p.pd.Dealloc()
 	}
-	p.host.Close()
+	if p.mem != nil {
+		p.mem.Close()
+	}
+	p.dev.Close()
 }
 
 // recvSGE is the whole buffer (for UD the GRH space and the message).
@@ -158,7 +168,7 @@ func (p *peer) postSend() error {
 func (p *peer) localDest() (Dest, error) {
 	d := Dest{QPN: p.qp.QPN(), PSN: p.psn}
 	if p.cfg.GIDIndex >= 0 {
-		g, err := p.nic.QueryGID(uint8(p.cfg.IBPort), p.cfg.GIDIndex)
+		g, err := p.dev.QueryGID(uint8(p.cfg.IBPort), p.cfg.GIDIndex)
 		if err != nil {
 			return Dest{}, fmt.Errorf("pingpong: can't read sgid of index %d: %w", p.cfg.GIDIndex, err)
 		}
@@ -181,7 +191,9 @@ func newPSN() uint32 { return rand.Uint32() & 0xFFFFFF }
 // the address the side channel runs on here (local): the NIC's address in
 // the embedded mode, index 0; in the TAP mode the NIC's address of the
 // peer's family, so a dual-stack NIC reaches an IPv6-only peer from its
-// IPv6 GID.
+// IPv6 GID. A device of another backend whose side channel runs on an
+// address it has no GID of (kernel TCP on another address of the host)
+// sends from the GID of the NIC's address.
 func (p *peer) connect(remote Dest, local, peer net.IP) error {
 	sgid := p.cfg.GIDIndex
 	if sgid < 0 {
@@ -190,8 +202,13 @@ func (p *peer) connect(remote Dest, local, peer net.IP) error {
 			a = p.cfg.Addr
 		}
 		var err error
-		if sgid, err = p.nic.GIDIndex(a.Unmap()); err != nil {
-			return err
+		if sgid, err = p.dev.GIDIndex(a.Unmap()); err != nil {
+			if p.cfg.spec.Backend == ibv.BackendLocal || a.Unmap() == p.cfg.Addr {
+				return err
+			}
+			if sgid, err = p.dev.GIDIndex(p.cfg.Addr); err != nil {
+				return err
+			}
 		}
 	}
 	av := verbs.AddressVector{SL: uint8(p.cfg.SL), PortNum: uint8(p.cfg.IBPort), SGIDIndex: uint8(sgid)}
@@ -230,7 +247,7 @@ func (p *peer) connectUD(remote Dest, av verbs.AddressVector) error {
 	if err := p.qp.Modify(&verbs.QPAttr{State: verbs.QPSRTS, SQPSN: p.psn}, verbs.AttrState|verbs.AttrSQPSN); err != nil {
 		return fmt.Errorf("pingpong: failed to modify QP to RTS: %w", err)
 	}
-	ah, err := p.nic.CreateAH(p.pd, av)
+	ah, err := p.dev.CreateAH(p.pd, av)
 	if err != nil {
 		return fmt.Errorf("pingpong: failed to create AH: %w", err)
 	}

@@ -50,7 +50,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := newPeer(r)
+	p, err := newPeer(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +74,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	fmt.Fprintf(r.Out, "  local address:  %s\n", me)
 
-	conn, err := sideChannel(ctx, r, p.host)
+	conn, err := sideChannel(ctx, r, sideNetOf(p.dev))
 	if err != nil {
 		return nil, err
 	}

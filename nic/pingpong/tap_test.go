@@ -196,10 +196,10 @@ func TestTAPConfigErrors(t *testing.T) {
 	}
 }
 
-// TestKernelHost: the embedded mode's side of the seam dials from the
-// NIC's address and retries exactly a refused connection.
-func TestKernelHost(t *testing.T) {
-	var h kernelHost
+// TestKernelNet: kernel TCP, the embedded mode's side channel, dials from
+// the NIC's address and retries exactly a refused connection.
+func TestKernelNet(t *testing.T) {
+	var h kernelNet
 	l, err := h.Listen(netip.MustParseAddrPort("127.0.0.2:0"))
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +219,7 @@ func TestKernelHost(t *testing.T) {
 	if !errors.Is(err, syscall.ECONNREFUSED) || !h.Retryable(err) {
 		t.Errorf("dial to a closed port: %v", err)
 	}
-	if h.Retryable(errRefused) || !(tapHost{}).Retryable(errRefused) || (tapHost{}).Retryable(context.Canceled) {
+	if h.Retryable(errRefused) || !(deviceNet{}).Retryable(errRefused) || (deviceNet{}).Retryable(context.Canceled) {
 		t.Error("Retryable: the kernel retries ECONNREFUSED only, the NIC's TCP anything but cancellation")
 	}
 }
