@@ -9,12 +9,13 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rping"
 	"github.com/rnic/rnic/transport"
 )
 
-const rpingHelp = `usage: rnic rping -s [-vVd] [-S size] [-C count] [-a addr] [-p port] [--iwarp]
-       rnic rping -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port] [--iwarp]
+const rpingHelp = `usage: rnic rping -s [-vVd] [-S size] [-C count] [-a addr] [-p port] [--iwarp] [--ib-dev DEV]
+       rnic rping -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port] [--iwarp] [--ib-dev DEV]
 
 librdmacm's rping on an rnic NIC: the client SENDs the address, rkey and
 size of its ping buffer, the server RDMA READs it and says go ahead, the
@@ -43,6 +44,14 @@ embedded mode the connection is kernel TCP (no root).
 In the TAP mode (--tap NAME --ip CIDR) both run on the NIC on the TAP from
 its address (RoCEv2 on its engine, iWARP on its own TCP), and --pcap
 records every frame on the TAP.
+
+--ib-dev names the RDMA device (rping's -d is its debug flag, so the
+device has no short flag): NAME (default rnic0) is the NIC this process
+builds, as above, named NAME; NAME@SOCKET is a NIC served by rnicd, and
+verbs:NAME a libibverbs device (rxe0, mlx5_0). Over such a device rping
+runs on RoCEv2 through the device's own rdma_cm, which picks the source
+address (-I, if given, must be one of the device's); --iwarp, --tap,
+--pcap and --trace are this process's NIC's.
 ` + tapModeHelp + `
 Exits 1 when the run fails (messages on stderr, as rping's), 2 on bad usage.
 
@@ -67,6 +76,7 @@ func runRping(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.MPACRC, "mpa-crc", false, "iWARP: ask the peer for MPA CRCs (siw's mpa_crc_required)")
 	pcapPath := fs.String("pcap", "", "write the frames to this pcap file (TAP mode: every frame on the TAP; embedded: the NIC's RoCEv2 frames, or the iWARP TCP connection)")
 	trace := fs.Bool("trace", false, "print the engine's connection and QP trace on stderr")
+	ibDev := fs.String("ib-dev", "rnic0", "the RDMA device: NAME (this process's NIC), NAME@SOCKET (rnicd) or verbs:NAME (libibverbs)")
 	tf := addTAPFlags(fs, false)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), rpingHelp)
@@ -101,6 +111,9 @@ func runRping(args []string, stdout, stderr io.Writer) int {
 	}
 	if cfg.Source, err = parseHost(*source); err != nil {
 		return usageErr("-I %q: %v", *source, err)
+	}
+	if cfg.Device, err = ibv.ParseSpec(*ibDev); err != nil {
+		return usageErr("--ib-dev: %v", err)
 	}
 	taps, err := tf.configs()
 	if err == nil && len(taps) > 1 {

@@ -2,9 +2,12 @@ package main
 
 import (
 	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rnic/rnic/tap/taptest"
 )
 
 func TestRpingFlagErrors(t *testing.T) {
@@ -26,6 +29,10 @@ func TestRpingFlagErrors(t *testing.T) {
 		{[]string{"rping", "-s", "--iwarp", "--ip", "10.0.0.1/24"}, 2, "--ip without --tap"},
 		{[]string{"rping", "-s", "--iwarp", "--tap", "t0"}, 2, "--tap without --ip"},
 		{[]string{"rping", "-s", "--iwarp", "--tap", "t0", "--tap", "t1", "--ip", "10.0.0.1/24", "--ip", "10.0.0.2/24"}, 2, "one --tap"},
+		{[]string{"rping", "-c", "-a", "127.0.8.1", "--ib-dev", "a b"}, 2, `--ib-dev: ibv: device string "a b": bad device name`},
+		{[]string{"rping", "-c", "-a", "127.0.8.1", "--ib-dev", "verbs:"}, 2, "bad device name"},
+		{[]string{"rping", "-c", "-a", "127.0.8.1", "--iwarp", "--ib-dev", "verbs:rxe0"}, 2, "--iwarp runs on this process's NIC"},
+		{[]string{"rping", "-s", "--ib-dev", "rnic0@/x.sock", "--tap", "t0", "--ip", "10.0.0.1/24"}, 2, "the TAP mode is this process's NIC"},
 	} {
 		out, errOut, code := rnic(t, c.args...)
 		if code != c.code || !strings.Contains(errOut, c.stderr) || out != "" {
@@ -36,7 +43,7 @@ func TestRpingFlagErrors(t *testing.T) {
 
 func TestRpingHelp(t *testing.T) {
 	out, _, code := rnic(t, "help", "rping")
-	if code != 0 || !strings.Contains(out, "--iwarp") || !strings.Contains(out, "-C, --count") {
+	if code != 0 || !strings.Contains(out, "--iwarp") || !strings.Contains(out, "-C, --count") || !strings.Contains(out, "--ib-dev string") {
 		t.Fatalf("rnic help rping: status %d, %q", code, out)
 	}
 }
@@ -71,6 +78,19 @@ func TestRpingEmbedded(t *testing.T) {
 func TestRpingRoCEEmbedded(t *testing.T) {
 	// rping over RoCEv2 (the default) through the command line: two
 	// embedded NICs on loopback, rdma_cm's MADs on QP1 between them.
+	rpingRoCE(t, nil)
+}
+
+// TestRpingRoCEEmbeddedNamed: a local --ib-dev names the client's NIC and
+// changes nothing else.
+func TestRpingRoCEEmbeddedNamed(t *testing.T) {
+	rpingRoCE(t, []string{"--ib-dev", "rnic5"})
+}
+
+// rpingRoCE runs an embedded-mode server at 127.0.9.5 and a client with
+// cliFlags from 127.0.9.6, three pings.
+func rpingRoCE(t *testing.T, cliFlags []string) {
+	t.Helper()
 	srvDone := make(chan [3]any, 1)
 	go func() {
 		out, errOut, code := rnic(t, "rping", "-s", "-a", "127.0.9.5", "-v")
@@ -89,7 +109,7 @@ func TestRpingRoCEEmbedded(t *testing.T) {
 	var out, errOut string
 	var code int
 	for range 100 {
-		out, errOut, code = rnic(t, "rping", "-c", "-a", "127.0.9.5", "-I", "127.0.9.6", "-v", "-V", "-C", "3")
+		out, errOut, code = rnic(t, append([]string{"rping", "-c", "-a", "127.0.9.5", "-I", "127.0.9.6", "-v", "-V", "-C", "3"}, cliFlags...)...)
 		if code == 0 || !strings.Contains(errOut, "rejected") {
 			break
 		}
@@ -106,5 +126,66 @@ func TestRpingRoCEEmbedded(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the server did not end after the client's DREQ")
+	}
+}
+
+// TestRpingIBDevOpenFails: a device string for another process's NIC is
+// opened, not built; when it cannot be (no rnicd there, or no rnicd client
+// in this binary), rping fails with the device named and no ping made.
+func TestRpingIBDevOpenFails(t *testing.T) {
+	out, errOut, code := rnic(t, "rping", "-c", "-a", "127.0.9.5", "-C", "1", "--ib-dev", "rnic0@/nonexistent/rnicd.sock")
+	if code != 1 || out != "" || !strings.Contains(errOut, "rnic0@/nonexistent/rnicd.sock") {
+		t.Fatalf("status %d, stdout %q, stderr %q; want 1 and an error naming the device", code, out, errOut)
+	}
+}
+
+// TestRpingTAP: rping over real TAPs (root): the server's NIC on one TAP,
+// the client's on another, one bridge in a namespace the test creates;
+// over RoCEv2 (the client's NIC named by --ib-dev) and over iWARP.
+func TestRpingTAP(t *testing.T) {
+	tn := taptest.New(t, 74)
+	srv, cli := tn.Addr4(2), tn.Addr4(3)
+	nicFlags := func(tap string, p netip.Prefix) []string {
+		return []string{"--tap", tap, "--ip", p.String(), "--netns", tn.Name, "--bridge", tn.Bridge}
+	}
+	for _, mode := range []struct {
+		name  string
+		flags []string
+		retry string // what a client that came too early says
+	}{
+		{"RoCE", []string{"--ib-dev", "rnic4"}, "rejected"},
+		{"iWARP", []string{"--iwarp"}, "refused"},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			s := start(t, "rping server", append(append([]string{"rping", "-s", "-a", srv.Addr().String(), "-v"},
+				mode.flags...), nicFlags("t-a", srv)...)...)
+			if out, ok := tn.Ping(srv.Addr(), 10*time.Second); !ok {
+				t.Fatalf("ping %v: %s\nserver: %s", srv.Addr(), out, s.out.String())
+			}
+			var out string
+			for range 20 {
+				c := start(t, "rping client", append(append([]string{"rping", "-c", "-a", srv.Addr().String(), "-C", "3", "-V", "-v"},
+					mode.flags...), nicFlags("t-b", cli)...)...)
+				select {
+				case <-c.done:
+				case <-time.After(60 * time.Second):
+					t.Fatalf("client did not finish: %s", c.out.String())
+				}
+				out = c.out.String()
+				if c.err == nil || !strings.Contains(out, mode.retry) {
+					if c.err != nil {
+						t.Fatalf("client: %v\n%s", c.err, out)
+					}
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if strings.Count(out, "ping data: rdma-ping-") != 3 {
+				t.Fatalf("client output %q: want 3 pings", out)
+			}
+			if sout := s.wait(t, 60*time.Second); strings.Count(sout, "server ping data: rdma-ping-") != 3 {
+				t.Fatalf("server output %q", sout)
+			}
+		})
 	}
 }

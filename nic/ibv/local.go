@@ -5,10 +5,8 @@
 package ibv
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"sync"
 
@@ -27,28 +25,64 @@ type LocalOptions struct {
 	Counters func() []Counter
 	// Network, if set, is the stack owning the device's addresses.
 	Network Network
+	// ConnManager, if set, is the rdma_cm of the device's port
+	// (nic/rdmacm for RoCEv2); it must bind QPs of this device.
+	ConnManager ConnManager
 	// Close, if set, closes the NIC (the device and its link); otherwise
 	// Close closes the *nic.Device alone.
 	Close func() error
 }
 
-// Local returns dev as a Device.
+// Local returns dev as a Device. It implements Network and ConnManager
+// exactly when opt provides them, so that a program's type assertions tell
+// the truth about what the device offers.
 func Local(dev *nic.Device, opt LocalOptions) Device {
 	l := &local{d: dev, opt: opt, events: make(chan Event, nic.DefaultEventQueueLen)}
 	go l.forwardEvents()
-	if opt.Network != nil {
-		return &localNet{l}
+	switch {
+	case opt.Network != nil && opt.ConnManager != nil:
+		return &localNetCM{l, opt.Network, opt.ConnManager}
+	case opt.Network != nil:
+		return &localNet{l, opt.Network}
+	case opt.ConnManager != nil:
+		return &localCM{l, opt.ConnManager}
 	}
 	return l
 }
 
 // LocalNIC returns the *nic.Device behind a Local device, or nil.
 func LocalNIC(d Device) *nic.Device {
-	switch l := d.(type) {
-	case *local:
+	if l := baseOf(d); l != nil {
 		return l.d
-	case *localNet:
-		return l.d
+	}
+	return nil
+}
+
+// The wrappers that add the optional interfaces LocalOptions provides;
+// embedding the interface promotes its methods and nothing else.
+type (
+	localNet struct {
+		*local
+		Network
+	}
+	localCM struct {
+		*local
+		ConnManager
+	}
+	localNetCM struct {
+		*local
+		Network
+		ConnManager
+	}
+)
+
+// base is promoted to every wrapper, so baseOf finds the *local behind any.
+func (l *local) base() *local { return l }
+
+// baseOf returns the *local behind a Local device, or nil.
+func baseOf(d Device) *local {
+	if b, ok := d.(interface{ base() *local }); ok {
+		return b.base()
 	}
 	return nil
 }
@@ -58,17 +92,6 @@ type local struct {
 	opt    LocalOptions
 	events chan Event
 	objs   sync.Map // *nic.QP, *nic.CQ, *nic.SRQ → their wrapper, for events
-}
-
-// localNet adds Network when LocalOptions provides one.
-type localNet struct{ *local }
-
-func (l *localNet) Listen(addr netip.AddrPort) (net.Listener, error) {
-	return l.opt.Network.Listen(addr)
-}
-
-func (l *localNet) Dial(ctx context.Context, local netip.Addr, remote netip.AddrPort) (net.Conn, error) {
-	return l.opt.Network.Dial(ctx, local, remote)
 }
 
 // Counters returns the port counters, or none if LocalOptions gave no
@@ -321,23 +344,15 @@ func LocalQP(qp QP) *nic.QP {
 }
 
 // WrapQP returns the Local QP for a QP created on dev directly (by rdmacm,
-// for instance); d must be Local(dev).
+// for instance), the same wrapper every time; d must be Local(dev). It
+// returns nil when qp is not a live QP of dev.
 func WrapQP(d Device, qp *nic.QP) QP {
-	var l *local
-	switch x := d.(type) {
-	case *local:
-		l = x
-	case *localNet:
-		l = x.local
-	default:
+	l := baseOf(d)
+	if l == nil || qp == nil || l.d.QP(qp.QPN()) != qp {
 		return nil
 	}
-	if w, ok := l.objs.Load(qp); ok {
-		return w.(QP)
-	}
-	w := &localQP{l: l, qp: qp}
-	l.objs.Store(qp, w)
-	return w
+	w, _ := l.objs.LoadOrStore(qp, &localQP{l: l, qp: qp})
+	return w.(QP)
 }
 
 func (l *local) CreateQP(pd PD, init QPInit) (QP, error) {

@@ -114,7 +114,7 @@ func (c *CM) Connect(ctx context.Context, qp *nic.QP, addr netip.Addr, port uint
 	if err := toInit(qp, cp.Access); err != nil {
 		return nil, err
 	}
-	sport := uint16(0x8000 + rand.IntN(0x7000)) // an ephemeral port, like rdma_cm's bind
+	sport := uint16(ephemeralFirst + rand.IntN(ephemeralCount)) // like rdma_cm's bind
 	var pd [cm.REQPrivateDataLen]byte
 	hdr := cm.CMAHeader{SrcPort: sport, Src: local, Dst: addr}
 	if err := hdr.Encode(pd[:]); err != nil {
@@ -163,6 +163,12 @@ func (c *CM) Connect(ctx context.Context, qp *nic.QP, addr netip.Addr, port uint
 	}
 	return conn, nil
 }
+
+// The ephemeral ports rnic's rdma_cm binds to: 32768..61439.
+const (
+	ephemeralFirst = 0x8000
+	ephemeralCount = 0x7000
+)
 
 // flowLabel is rdma_cm's RoCEv2 flow label for a connection between two
 // ports (cma.c: (sport × 31 + dport) folded to 20 bits), as rxe's REQs

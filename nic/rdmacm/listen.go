@@ -32,12 +32,18 @@ type Request struct {
 }
 
 // Listen starts accepting REQs for port (rdma_listen on the TCP port
-// space, every address of the NIC).
+// space, every address of the NIC). Port 0 picks a free port, as
+// rdma_bind_addr does; Listener.Port says which.
 func (c *CM) Listen(port uint16) (*Listener, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, ErrClosed
+	}
+	if port == 0 {
+		if port = c.ephemeralPort(); port == 0 {
+			return nil, fmt.Errorf("%w: every ephemeral port has a listener", ErrInUse)
+		}
 	}
 	if c.listeners[port] != nil {
 		return nil, fmt.Errorf("%w: %d", ErrInUse, port)
@@ -45,6 +51,20 @@ func (c *CM) Listen(port uint16) (*Listener, error) {
 	l := &Listener{c: c, port: port, reqs: make(chan *Request, c.cfg.Backlog), done: make(chan struct{})}
 	c.listeners[port] = l
 	return l, nil
+}
+
+// ephemeralPort picks a port no listener has from rdma_cm's ephemeral
+// range (the one Connect's source ports come from), or 0 if all have one.
+// Caller holds c.mu.
+func (c *CM) ephemeralPort() uint16 {
+	start := rand.IntN(ephemeralCount)
+	for i := range ephemeralCount {
+		p := uint16(ephemeralFirst + (start+i)%ephemeralCount)
+		if c.listeners[p] == nil {
+			return p
+		}
+	}
+	return 0
 }
 
 // Port returns the port the listener listens on.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/netip"
 
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/transport"
 )
@@ -44,6 +45,13 @@ type Config struct {
 	// Verbose prints the ping data (-v), Validate compares it (-V), Debug
 	// prints rping's debug lines (-d).
 	Verbose, Validate, Debug bool
+
+	// Device is the RDMA device rping runs on (--ib-dev): a local one
+	// (the zero Spec, or a NAME alone, which names the NIC) is the NIC
+	// this process builds, in the embedded or the TAP mode; any other is
+	// opened with ibv.Open and must offer rdma_cm (ibv.ConnManager). The
+	// mode's options (TAP, Pcap, Trace, IWARP) are the local NIC's.
+	Device ibv.Spec
 
 	// IWARP runs rping over iWARP; RoCEv2 (rdma_cm's IB CM on QP1) is
 	// the default.
@@ -100,6 +108,12 @@ func (c *Config) check() error {
 		return fmt.Errorf("%w: -I is the client's source address", ErrConfig)
 	case c.MPACRC && !c.IWARP:
 		return fmt.Errorf("%w: MPA CRCs are iWARP's (--iwarp)", ErrConfig)
+	case c.Device.Backend != ibv.BackendLocal && c.IWARP:
+		return fmt.Errorf("%w: --iwarp runs on this process's NIC, not on %v", ErrConfig, c.Device)
+	case c.Device.Backend != ibv.BackendLocal && c.TAP != nil:
+		return fmt.Errorf("%w: the TAP mode is this process's NIC, not %v", ErrConfig, c.Device)
+	case c.Device.Backend != ibv.BackendLocal && (c.Pcap != nil || c.Trace != nil):
+		return fmt.Errorf("%w: the capture and the trace are of this process's NIC, not of %v", ErrConfig, c.Device)
 	}
 	return nil
 }

@@ -8,7 +8,7 @@ import (
 	"context"
 	"net/netip"
 
-	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/ibv"
 )
 
 // ConnParam is what rdma_connect and rdma_accept take from rping
@@ -30,14 +30,14 @@ var rpingConnParam = ConnParam{ResponderResources: 1, InitiatorDepth: 1}
 // Connector opens connections between RC QPs of one verbs device.
 type Connector interface {
 	// Device is the verbs device the QPs are created on.
-	Device() *nic.Device
+	Device() ibv.Device
 	// Listen listens for connection requests on addr (rdma_bind_addr,
 	// rdma_listen).
 	Listen(addr netip.AddrPort) (Listener, error)
 	// Connect connects qp, which is in INIT, to remote and returns once
 	// the connection is established (rdma_connect and the ESTABLISHED
 	// event) or has failed.
-	Connect(ctx context.Context, qp *nic.QP, remote netip.AddrPort, p ConnParam) (Conn, error)
+	Connect(ctx context.Context, qp ibv.QP, remote netip.AddrPort, p ConnParam) (Conn, error)
 	// Close releases the connection manager (not the device).
 	Close() error
 }
@@ -58,7 +58,7 @@ type Request interface {
 	Remote() netip.AddrPort
 	// Accept connects qp (in INIT) to the requester and returns once the
 	// connection is established (rdma_accept and the ESTABLISHED event).
-	Accept(ctx context.Context, qp *nic.QP, p ConnParam) (Conn, error)
+	Accept(ctx context.Context, qp ibv.QP, p ConnParam) (Conn, error)
 	// Reject refuses the request (rdma_reject).
 	Reject() error
 }

@@ -22,7 +22,10 @@
 // own TCP on a TAP, and speaks to the wire as Linux iw_cm and siw do:
 // MPA revision 2 with IRD = ORD = 1, no peer-to-peer RTR, no private data,
 // CRCs only when the peer asks (or --mpa-crc). The RoCEv2 one (roce.go)
-// runs rdma_cm's IB CM (REQ/REP/RTU and DREQ/DREP MADs on QP1, nic/rdmacm)
-// on the NIC's RoCEv2 engine, as rdma_cm does over rxe: on a kernel UDP
-// socket in the embedded mode, on the TAP in the TAP mode.
+// runs on any ibv.Device that offers rdma_cm (ibv.ConnManager): by default
+// the process's own NIC with nic/rdmacm, the IB CM's REQ/REP/RTU and
+// DREQ/DREP MADs on QP1 of its RoCEv2 engine, as rdma_cm does over rxe (on
+// a kernel UDP socket in the embedded mode, on the TAP in the TAP mode);
+// with Config.Device (--ib-dev NAME@SOCKET, verbs:NAME) a device opened by
+// its string, rnicd's or libibverbs', and that device's rdma_cm.
 package rping

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rnic/rnic/iwarp"
 	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/clock"
 	"github.com/rnic/rnic/transport/stream"
@@ -63,6 +64,7 @@ const DefaultSettle = 100 * time.Millisecond
 type IWARP struct {
 	stack  *iwarp.Stack
 	dev    *nic.Device
+	ibv    ibv.Device    // dev, as the sessions use it
 	settle time.Duration // see IWARPConfig.Settle
 
 	mu    sync.Mutex
@@ -113,11 +115,13 @@ func NewIWARP(cfg IWARPConfig) (*IWARP, error) {
 		c.stack.Close()
 		return nil, fmt.Errorf("rping: %w", err)
 	}
+	c.ibv = ibv.Local(c.dev, ibv.LocalOptions{Close: c.Close})
 	return c, nil
 }
 
-// Device implements Connector.
-func (c *IWARP) Device() *nic.Device { return c.dev }
+// Device implements Connector: the iWARP device, in-process (its QPs
+// connect through this Connector only).
+func (c *IWARP) Device() ibv.Device { return c.ibv }
 
 // Close closes the connection manager and the device.
 func (c *IWARP) Close() error {
@@ -142,7 +146,7 @@ func (c *IWARP) event(e iwarp.ConnEvent) {
 }
 
 // track starts routing qp's events to a new connection.
-func (c *IWARP) track(qp *nic.QP) *iwConn {
+func (c *IWARP) track(qp ibv.QP) *iwConn {
 	cn := &iwConn{c: c, qpn: qp.QPN(), established: make(chan struct{}), done: make(chan struct{})}
 	c.mu.Lock()
 	c.conns[cn.qpn] = cn
@@ -159,7 +163,7 @@ func (c *IWARP) untrack(cn *iwConn) {
 }
 
 // Connect implements Connector.
-func (c *IWARP) Connect(ctx context.Context, qp *nic.QP, remote netip.AddrPort, p ConnParam) (Conn, error) {
+func (c *IWARP) Connect(ctx context.Context, qp ibv.QP, remote netip.AddrPort, p ConnParam) (Conn, error) {
 	cn := c.track(qp)
 	res := make(chan iwarp.ConnectResult, 1)
 	if err := c.stack.Connect(qp.QPN(), remote, p.PrivateData, p.ResponderResources, p.InitiatorDepth,
@@ -249,7 +253,7 @@ type iwRequest struct {
 func (r *iwRequest) Remote() netip.AddrPort { return r.r.Remote }
 func (r *iwRequest) Reject() error          { return r.r.Reject(nil) }
 
-func (r *iwRequest) Accept(ctx context.Context, qp *nic.QP, p ConnParam) (Conn, error) {
+func (r *iwRequest) Accept(ctx context.Context, qp ibv.QP, p ConnParam) (Conn, error) {
 	cn := r.c.track(qp)
 	cn.local, cn.remote = r.r.Local, r.r.Remote
 	if err := r.r.Accept(qp.QPN(), p.PrivateData, p.ResponderResources, p.InitiatorDepth); err != nil {

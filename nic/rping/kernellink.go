@@ -36,7 +36,7 @@ func openKernelNIC(addr netip.Addr, pcap *transport.PcapWriter, cfg *Config) (*e
 	}
 	// UDPConfig.Link keeps the embedded mode's synthetic MACs and port;
 	// Open closes the link if the NIC cannot be built.
-	n, err := embedded.Open(embedded.UDPConfig{Name: "rnic0", Addr: ep.Addr(), Link: link, Trace: cfg.Trace})
+	n, err := embedded.Open(embedded.UDPConfig{Name: cfg.Device.Name, Addr: ep.Addr(), Link: link, Trace: cfg.Trace})
 	if err != nil {
 		return nil, fmt.Errorf("rping: %w", err)
 	}

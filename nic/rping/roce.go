@@ -12,8 +12,11 @@
 //	DREQ                                   ─▶ (the client ends it)
 //	                                       ◀─ DREP
 //
-// The QPs are RC QPs of the NIC's own RoCEv2 engine: in the embedded mode
-// a NIC on a kernel UDP socket, in the TAP mode the TAP-mode NIC's.
+// The QPs are RC QPs of any ibv.Device that offers rdma_cm
+// (ibv.ConnManager): the in-process NIC's own RoCEv2 engine with
+// nic/rdmacm (a NIC on a kernel UDP socket in the embedded mode, the
+// TAP-mode NIC's in the TAP mode), or a device opened by its string (rnicd,
+// libibverbs), whose rdma_cm does the same.
 
 package rping
 
@@ -21,20 +24,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/netip"
 	"time"
 
 	"github.com/rnic/rnic/memory"
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rdmacm"
 )
 
 // RoCE is a Connector on rdma_cm over RoCEv2.
 type RoCE struct {
-	n  *embedded.NIC
-	cm *rdmacm.CM
+	d   ibv.Device
+	cm  ibv.ConnManager
+	rcm *rdmacm.CM // the CM NewRoCE attached, or nil
 }
 
 var _ Connector = (*RoCE)(nil)
@@ -47,17 +50,36 @@ func NewRoCE(n *embedded.NIC, cfg rdmacm.Config) (*RoCE, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rping: %w", err)
 	}
-	return &RoCE{n: n, cm: c}, nil
+	// The device is the NIC's to close; Close here only detaches the CM.
+	d := ibv.Local(n.Device, ibv.LocalOptions{ConnManager: c.ConnManager(), Close: c.Close})
+	return &RoCE{d: d, cm: c.ConnManager(), rcm: c}, nil
+}
+
+// NewRoCEDevice is the Connector on d, which must offer rdma_cm
+// (ibv.ConnManager); Close leaves d open.
+func NewRoCEDevice(d ibv.Device) (*RoCE, error) {
+	cm, ok := d.(ibv.ConnManager)
+	if !ok {
+		return nil, fmt.Errorf("rping: device %s offers no rdma_cm", d.Name())
+	}
+	return &RoCE{d: d, cm: cm}, nil
 }
 
 // Device implements Connector.
-func (c *RoCE) Device() *nic.Device { return c.n.Device }
+func (c *RoCE) Device() ibv.Device { return c.d }
 
-// CM returns the connection manager (its counters).
-func (c *RoCE) CM() *rdmacm.CM { return c.cm }
+// CM returns the connection manager NewRoCE attached (its counters), or
+// nil for a device of NewRoCEDevice.
+func (c *RoCE) CM() *rdmacm.CM { return c.rcm }
 
-// Close detaches the connection manager from QP1 (not the NIC).
-func (c *RoCE) Close() error { return c.cm.Close() }
+// Close detaches the connection manager NewRoCE attached from QP1 (not
+// the NIC); for a device of NewRoCEDevice it does nothing.
+func (c *RoCE) Close() error {
+	if c.rcm != nil {
+		return c.rcm.Close()
+	}
+	return nil
+}
 
 // disconnectWait bounds Disconnect's wait for the DREP. A live peer
 // answers at once; a lost DREQ is sent again after rdma_cm's response
@@ -68,8 +90,8 @@ const disconnectWait = 15 * time.Second
 // rdma_create_qp asks for, remote READ and WRITE.
 const access = memory.LocalWrite | memory.RemoteWrite | memory.RemoteRead
 
-func cmParam(p ConnParam) *rdmacm.ConnParam {
-	return &rdmacm.ConnParam{
+func cmParam(p ConnParam) *ibv.ConnParam {
+	return &ibv.ConnParam{
 		ResponderResources: uint8(min(p.ResponderResources, 255)),
 		InitiatorDepth:     uint8(min(p.InitiatorDepth, 255)),
 		Access:             access,
@@ -77,8 +99,8 @@ func cmParam(p ConnParam) *rdmacm.ConnParam {
 }
 
 // Connect implements Connector.
-func (c *RoCE) Connect(ctx context.Context, qp *nic.QP, remote netip.AddrPort, p ConnParam) (Conn, error) {
-	cn, err := c.cm.Connect(ctx, qp, remote.Addr(), remote.Port(), p.PrivateData, cmParam(p))
+func (c *RoCE) Connect(ctx context.Context, qp ibv.QP, remote netip.AddrPort, p ConnParam) (Conn, error) {
+	cn, err := c.cm.CMConnect(ctx, qp, remote.Addr(), remote.Port(), p.PrivateData, cmParam(p))
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return nil, err
@@ -89,25 +111,14 @@ func (c *RoCE) Connect(ctx context.Context, qp *nic.QP, remote netip.AddrPort, p
 }
 
 // Listen implements Connector. rdma_cm listens on every address of the
-// NIC; a listener on one address refuses REQs sent to another. Port 0
-// picks a free port from rdma_cm's ephemeral range.
+// device; a listener on one address refuses REQs sent to another. Port 0
+// lets rdma_cm pick a free port.
 func (c *RoCE) Listen(addr netip.AddrPort) (Listener, error) {
 	a := addr.Addr().Unmap()
-	if a.IsValid() && !a.IsUnspecified() && !ownAddr(c.n.GIDs(), a) {
-		return nil, fmt.Errorf("rping: %v is not an address of %s", a, c.n.Name())
+	if a.IsValid() && !a.IsUnspecified() && !ownAddr(c.d.GIDs(), a) {
+		return nil, fmt.Errorf("rping: %v is not an address of %s", a, c.d.Name())
 	}
-	port := addr.Port()
-	var l *rdmacm.Listener
-	var err error
-	if port != 0 {
-		l, err = c.cm.Listen(port)
-	} else {
-		for range 64 {
-			if l, err = c.cm.Listen(uint16(0x8000 + rand.IntN(0x7000))); !errors.Is(err, rdmacm.ErrInUse) {
-				break
-			}
-		}
-	}
+	l, err := c.cm.CMListen(addr.Port())
 	if err != nil {
 		return nil, fmt.Errorf("rping: %w", err)
 	}
@@ -115,7 +126,7 @@ func (c *RoCE) Listen(addr netip.AddrPort) (Listener, error) {
 }
 
 type roceListener struct {
-	l    *rdmacm.Listener
+	l    ibv.CMListener
 	addr netip.AddrPort
 }
 
@@ -129,7 +140,7 @@ func (l *roceListener) Accept(ctx context.Context) (Request, error) {
 			return nil, err
 		}
 		if a := l.addr.Addr(); a.IsValid() && !a.IsUnspecified() && r.LocalAddr().Addr().Unmap() != a {
-			// Bound to another of the NIC's addresses: the kernel's
+			// Bound to another of the device's addresses: the kernel's
 			// rdma_cm finds no listener and the REQ is refused.
 			r.Reject(nil)
 			continue
@@ -138,12 +149,12 @@ func (l *roceListener) Accept(ctx context.Context) (Request, error) {
 	}
 }
 
-type roceRequest struct{ r *rdmacm.Request }
+type roceRequest struct{ r ibv.CMRequest }
 
 func (r roceRequest) Remote() netip.AddrPort { return r.r.RemoteAddr() }
 func (r roceRequest) Reject() error          { return r.r.Reject(nil) }
 
-func (r roceRequest) Accept(ctx context.Context, qp *nic.QP, p ConnParam) (Conn, error) {
+func (r roceRequest) Accept(ctx context.Context, qp ibv.QP, p ConnParam) (Conn, error) {
 	cn, err := r.r.Accept(ctx, qp, p.PrivateData, cmParam(p))
 	if err != nil {
 		return nil, fmt.Errorf("rping: accept: %w", err)
@@ -153,7 +164,7 @@ func (r roceRequest) Accept(ctx context.Context, qp *nic.QP, p ConnParam) (Conn,
 
 // roceConn is an rdma_cm connection. The CM ends a connection only by a
 // DREQ (ours or the peer's), which is an orderly end, so Err is nil.
-type roceConn struct{ c *rdmacm.Conn }
+type roceConn struct{ c ibv.CMConn }
 
 func (cn roceConn) Local() netip.AddrPort  { return cn.c.LocalAddr() }
 func (cn roceConn) Remote() netip.AddrPort { return cn.c.RemoteAddr() }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gopacket/gopacket/pcapgo"
 
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rdmacm"
 	"github.com/rnic/rnic/roce/cm"
 	"github.com/rnic/rnic/roce/wire"
@@ -28,7 +29,7 @@ var (
 
 // rocePair runs a server on an embedded NIC at 127.0.9.1 (rdma_cm port
 // chosen by the listener) and, through Run, a client whose NIC Run opens at
-// 127.0.9.2.
+// 127.0.9.2 (or, for a device cli.Device names, the device Run opens).
 func rocePair(t *testing.T, srv, cli Config) (*side, *side, *RoCE) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -54,7 +55,10 @@ func rocePair(t *testing.T, srv, cli Config) (*side, *side, *RoCE) {
 	case err := <-s.res:
 		t.Fatalf("server: %v", err)
 	}
-	cli.Addr, cli.Port, cli.Source = addr.Addr(), addr.Port(), roceClientAddr
+	cli.Addr, cli.Port = addr.Addr(), addr.Port()
+	if cli.Device.Backend == ibv.BackendLocal {
+		cli.Source = roceClientAddr
+	}
 	cli.Out, cli.Err = &c.out, &c.err
 	go func() { c.res <- Run(ctx, cli) }()
 	return s, c, cn

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/nic/embedded"
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rdmacm"
 	"github.com/rnic/rnic/nic/tapnic"
 )
@@ -48,7 +49,7 @@ func Run(ctx context.Context, cfg Config) error {
 // TAP-mode NIC after the Connector.
 func openIWARP(cfg *Config) (c Connector, closeNIC func(), err error) {
 	closeNIC = func() {}
-	icfg := IWARPConfig{Addr: cfg.Source, CRC: cfg.MPACRC, Pcap: cfg.Pcap, Trace: cfg.Trace}
+	icfg := IWARPConfig{Name: cfg.Device.Name, Addr: cfg.Source, CRC: cfg.MPACRC, Pcap: cfg.Pcap, Trace: cfg.Trace}
 	if cfg.TAP != nil {
 		tc := *cfg.TAP
 		if tc.Pcap == nil {
@@ -68,7 +69,10 @@ func openIWARP(cfg *Config) (c Connector, closeNIC func(), err error) {
 			}
 			n.Close()
 		}
-		icfg.Network, icfg.Pcap, icfg.Name = n.Streams, nil, tc.Name
+		icfg.Network, icfg.Pcap = n.Streams, nil
+		if tc.Name != "" {
+			icfg.Name = tc.Name
+		}
 		icfg.Addr = n.Addrs[0]
 		if cfg.Addr.IsValid() {
 			icfg.Addr = n.AddrFor(cfg.Addr)
@@ -87,12 +91,34 @@ func openIWARP(cfg *Config) (c Connector, closeNIC func(), err error) {
 	return ic, closeNIC, nil
 }
 
-// openRoCE opens a RoCEv2 NIC and rdma_cm on its QP1: in the embedded mode
-// a NIC on a kernel UDP socket of its own address (-a for a server; -I,
-// or the kernel's route toward the server, for a client), in the TAP mode
-// the NIC on the TAP. closeNIC closes the NIC after the Connector.
+// openRoCE opens the RoCEv2 device and its rdma_cm. A local device is a NIC
+// of this process with nic/rdmacm on its QP1: in the embedded mode a NIC on
+// a kernel UDP socket of its own address (-a for a server; -I, or the
+// kernel's route toward the server, for a client), in the TAP mode the NIC
+// on the TAP. Any other is opened by its string (ibv.Open). closeNIC closes
+// the device after the Connector.
 func openRoCE(cfg *Config) (c Connector, closeNIC func(), err error) {
+	var d ibv.Device
+	if cfg.Device.Backend == ibv.BackendLocal {
+		d, err = openLocalRoCE(cfg)
+	} else {
+		d, err = openRemoteRoCE(cfg)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	rc, err := NewRoCEDevice(d)
+	if err != nil {
+		d.Close()
+		return nil, nil, err
+	}
+	return rc, func() { d.Close() }, nil
+}
+
+// openLocalRoCE builds this process's NIC, with rdma_cm, as an ibv.Device.
+func openLocalRoCE(cfg *Config) (ibv.Device, error) {
 	var n *embedded.NIC
+	var closeNIC func() error
 	if cfg.TAP != nil {
 		tc := *cfg.TAP
 		if tc.Pcap == nil {
@@ -101,39 +127,73 @@ func openRoCE(cfg *Config) (c Connector, closeNIC func(), err error) {
 		if tc.Trace == nil {
 			tc.Trace = cfg.Trace
 		}
-		tn, err := tapnic.Open(tc)
+		if tc.Name == "" {
+			tc.Name = cfg.Device.Name
+		}
+		tn, addrs, closeTAP, err := openTAPNIC(tc)
 		if err != nil {
-			return nil, nil, fmt.Errorf("rping: open NIC on TAP %s: %w", tc.TAP, err)
+			return nil, fmt.Errorf("rping: open NIC on TAP %s: %w", tc.TAP, err)
 		}
-		if cfg.Server && cfg.Addr.IsValid() && !cfg.Addr.IsUnspecified() && !ownAddr(tn.Addrs, cfg.Addr) {
-			tn.Close()
-			return nil, nil, fmt.Errorf("%w: -a %v is not one of the NIC's addresses %v", ErrConfig, cfg.Addr, tn.Addrs)
+		if cfg.Server && cfg.Addr.IsValid() && !cfg.Addr.IsUnspecified() && !ownAddr(addrs, cfg.Addr) {
+			closeTAP()
+			return nil, fmt.Errorf("%w: -a %v is not one of the NIC's addresses %v", ErrConfig, cfg.Addr, addrs)
 		}
-		n, closeNIC = tn.NIC, func() { tn.Close() }
+		n, closeNIC = tn, closeTAP
 	} else {
 		local := cfg.Source
 		if cfg.Server {
 			local = cfg.Addr
 			if !local.IsValid() || local.IsUnspecified() {
-				return nil, nil, fmt.Errorf("%w: over RoCEv2 in the embedded mode the server's NIC needs an address of its own (-a)", ErrConfig)
+				return nil, fmt.Errorf("%w: over RoCEv2 in the embedded mode the server's NIC needs an address of its own (-a)", ErrConfig)
 			}
 		} else if !local.IsValid() {
+			var err error
 			if local, err = sourceToward(cfg.Addr, cfg.Port); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 		}
 		en, err := openKernelNIC(local, cfg.Pcap, cfg)
 		if err != nil {
-			return nil, nil, fmt.Errorf("rping: open NIC on %v: %w", local, err)
+			return nil, fmt.Errorf("rping: open NIC on %v: %w", local, err)
 		}
-		n, closeNIC = en, func() { en.Close() }
+		n, closeNIC = en, en.Close
 	}
-	rc, err := NewRoCE(n, rdmacm.Config{})
+	d, err := rdmacm.LocalWith(n, rdmacm.Config{}, ibv.LocalOptions{Close: closeNIC})
 	if err != nil {
 		closeNIC()
-		return nil, nil, err
+		return nil, fmt.Errorf("rping: %w", err)
 	}
-	return rc, closeNIC, nil
+	return d, nil
+}
+
+// openTAPNIC opens a TAP-mode NIC for RoCEv2: the NIC, its addresses and
+// what closes it (the TAP too). Tests put nic/tapnic/tapnictest's fake in
+// its place.
+var openTAPNIC = func(cfg tapnic.Config) (*embedded.NIC, []netip.Addr, func() error, error) {
+	tn, err := tapnic.Open(cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return tn.NIC, tn.Addrs, tn.Close, nil
+}
+
+// openRemoteRoCE opens the device cfg.Device names (rnicd's, or one of
+// libibverbs). Its rdma_cm picks the source address toward the server; -I,
+// if given, must be one of the device's.
+func openRemoteRoCE(cfg *Config) (ibv.Device, error) {
+	d, err := ibv.Open(cfg.Device)
+	if err != nil {
+		return nil, fmt.Errorf("rping: %w", err)
+	}
+	if _, ok := d.(ibv.ConnManager); !ok {
+		d.Close()
+		return nil, fmt.Errorf("rping: device %v offers no rdma_cm", cfg.Device)
+	}
+	if cfg.Source.IsValid() && !ownAddr(d.GIDs(), cfg.Source) {
+		d.Close()
+		return nil, fmt.Errorf("%w: -I %v is not an address of %v", ErrConfig, cfg.Source, cfg.Device)
+	}
+	return d, nil
 }
 
 // sourceToward is the address the kernel would send from toward the

@@ -5,11 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/tapnic"
 )
 
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of a run's
@@ -174,6 +178,8 @@ func TestConnectRefused(t *testing.T) {
 	}
 }
 
+var daemonSpec = ibv.Spec{Backend: ibv.BackendDaemon, Name: "rnic0", Socket: "/x.sock"}
+
 func TestConfigErrors(t *testing.T) {
 	a := netip.MustParseAddr("127.0.8.1")
 	for _, c := range []struct {
@@ -188,6 +194,9 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Server: true, IWARP: true, Source: a}, "-I is the client's"},
 		{Config{Server: true}, "needs an address of its own (-a)"},
 		{Config{Addr: a, MPACRC: true}, "MPA CRCs are iWARP's"},
+		{Config{Addr: a, IWARP: true, Device: daemonSpec}, "--iwarp runs on this process's NIC"},
+		{Config{Addr: a, TAP: &tapnic.Config{TAP: "t0"}, Device: daemonSpec}, "the TAP mode is this process's NIC"},
+		{Config{Addr: a, Trace: io.Discard, Device: daemonSpec}, "the capture and the trace"},
 	} {
 		err := Run(context.Background(), c.cfg)
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want) {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/memory"
-	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
 )
 
@@ -44,27 +44,30 @@ var stateNames = map[int]string{
 // (rping's DISCONNECTED state, which ends its loops without an error).
 var errDisconnected = errors.New("rping: disconnected")
 
-// session is one side's PD, CQ, QP and registered buffers.
+// session is one side's PD, CQ, QP and registered buffers. The buffers
+// come from the device (ibv.Device.AllocBuffer), so that any backend can
+// reach them.
 type session struct {
 	cfg  *Config
-	dev  *nic.Device
-	pd   *nic.PD
-	cq   *nic.CQ
-	qp   *nic.QP
+	dev  ibv.Device
+	pd   ibv.PD
+	cq   ibv.CQ
+	qp   ibv.QP
 	conn Conn
 
 	recvBuf, sendBuf []byte // rping_rdma_info each
 	rdmaBuf          []byte // the sink: READ into (server), WRITE into (client)
 	startBuf         []byte // the client's source
-	recvMR, sendMR   *nic.MR
-	rdmaMR, startMR  *nic.MR
+	recvMR, sendMR   ibv.MR
+	rdmaMR, startMR  ibv.MR
+	bufs             []ibv.Buffer
 
 	wcs [1]verbs.WC
 }
 
 // newSession creates the verbs objects, the QP in INIT, with one receive
 // posted (rping posts it before connecting).
-func newSession(cfg *Config, dev *nic.Device) (*session, error) {
+func newSession(cfg *Config, dev ibv.Device) (*session, error) {
 	s := &session{cfg: cfg, dev: dev}
 	var err error
 	if s.pd, err = dev.AllocPD(); err != nil {
@@ -74,7 +77,7 @@ func newSession(cfg *Config, dev *nic.Device) (*session, error) {
 		return s, fmt.Errorf("ibv_create_cq failed: %w", err)
 	}
 	cp := verbs.QPCap{MaxSendWR: sqDepth, MaxRecvWR: rqDepth, MaxSendSGE: 1, MaxRecvSGE: 1}
-	if s.qp, err = dev.CreateQP(s.pd, nic.QPInit{Type: verbs.QPTypeRC, SendCQ: s.cq, RecvCQ: s.cq, Cap: cp}); err != nil {
+	if s.qp, err = dev.CreateQP(s.pd, ibv.QPInit{Type: verbs.QPTypeRC, SendCQ: s.cq, RecvCQ: s.cq, Cap: cp}); err != nil {
 		return s, fmt.Errorf("rdma_create_qp: %w", err)
 	}
 	// rdma_cm moves the QP to INIT with remote read and write allowed.
@@ -84,21 +87,29 @@ func newSession(cfg *Config, dev *nic.Device) (*session, error) {
 	}
 	s.debugf("created pd, cq, qp %#x\n", s.qp.QPN())
 	remote := memory.LocalWrite | memory.RemoteRead | memory.RemoteWrite
-	s.recvBuf, s.sendBuf = make([]byte, InfoLen), make([]byte, InfoLen)
-	if s.recvMR, err = dev.RegMR(s.pd, s.recvBuf, memory.LocalWrite); err != nil {
-		return s, fmt.Errorf("recv_buf reg_mr failed: %w", err)
-	}
-	if s.sendMR, err = dev.RegMR(s.pd, s.sendBuf, 0); err != nil {
-		return s, fmt.Errorf("send_buf reg_mr failed: %w", err)
-	}
-	s.rdmaBuf = make([]byte, cfg.Size)
-	if s.rdmaMR, err = dev.RegMR(s.pd, s.rdmaBuf, remote); err != nil {
-		return s, fmt.Errorf("rdma_buf reg_mr failed: %w", err)
-	}
-	if !cfg.Server {
-		s.startBuf = make([]byte, cfg.Size)
-		if s.startMR, err = dev.RegMR(s.pd, s.startBuf, remote); err != nil {
-			return s, fmt.Errorf("start_buf reg_mr failed: %w", err)
+	for _, b := range []struct {
+		name   string
+		n      int
+		access memory.Access
+		buf    *[]byte
+		mr     *ibv.MR
+	}{
+		{"recv_buf", InfoLen, memory.LocalWrite, &s.recvBuf, &s.recvMR},
+		{"send_buf", InfoLen, 0, &s.sendBuf, &s.sendMR},
+		{"rdma_buf", cfg.Size, remote, &s.rdmaBuf, &s.rdmaMR},
+		{"start_buf", cfg.Size, remote, &s.startBuf, &s.startMR},
+	} {
+		if b.name == "start_buf" && cfg.Server {
+			continue
+		}
+		buf, err := dev.AllocBuffer(b.n)
+		if err != nil {
+			return s, fmt.Errorf("%s malloc failed: %w", b.name, err)
+		}
+		s.bufs = append(s.bufs, buf)
+		*b.buf = buf.Bytes()[:b.n]
+		if *b.mr, err = dev.RegMR(s.pd, *b.buf, b.access); err != nil {
+			return s, fmt.Errorf("%s reg_mr failed: %w", b.name, err)
 		}
 	}
 	s.debugf("allocated & registered buffers...\n")
@@ -113,16 +124,19 @@ func (s *session) close() {
 	if s.qp != nil {
 		s.qp.Destroy()
 	}
-	for _, mr := range []*nic.MR{s.recvMR, s.sendMR, s.rdmaMR, s.startMR} {
+	for _, mr := range []ibv.MR{s.recvMR, s.sendMR, s.rdmaMR, s.startMR} {
 		if mr != nil {
-			s.dev.DeregMR(mr)
+			mr.Dereg()
 		}
+	}
+	for _, b := range s.bufs {
+		b.Close()
 	}
 	if s.cq != nil {
 		s.cq.Destroy()
 	}
 	if s.pd != nil {
-		s.dev.DeallocPD(s.pd)
+		s.pd.Dealloc()
 	}
 }
 
@@ -153,7 +167,7 @@ func (s *session) rdma(op verbs.WROpcode, n uint32, peer Info) error {
 
 // formatSend puts a buffer's advert into the send buffer
 // (rping_format_send).
-func (s *session) formatSend(buf []byte, mr *nic.MR) {
+func (s *session) formatSend(buf []byte, mr ibv.MR) {
 	i := Info{Addr: mr.Addr(), RKey: mr.RKey(), Size: uint32(s.cfg.Size)}
 	i.Put(s.sendBuf)
 	s.debugf("RDMA addr %x rkey %x len %d\n", i.Addr, i.RKey, i.Size)

@@ -1,0 +1,82 @@
+// The suite's entry points: the pair of devices under test and the lists
+// of subtests Run and RunCM run on it.
+
+package ibvtest
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/rnic/rnic/nic/ibv"
+)
+
+// Pair is two devices that reach each other; A and B may be the same Device
+// (loopback).
+type Pair struct {
+	A, B ibv.Device
+	// AddrA and AddrB are each side's address: its GID is
+	// nic.GIDFromAddr(addr), its GID index Device.GIDIndex(addr).
+	AddrA, AddrB netip.Addr
+}
+
+// test is one subtest of the suite.
+type test struct {
+	name string
+	run  func(t *testing.T, p Pair)
+}
+
+// verbsTests are Run's subtests.
+var verbsTests = []test{
+	{"RC/Send", testSend},
+	{"RC/SendImm", testSendImm},
+	{"RC/SendMultiSGE", testSendMultiSGE},
+	{"RC/SendInline", testSendInline},
+	{"RC/Write", testWrite},
+	{"RC/WriteImm", testWriteImm},
+	{"RC/Read", testRead},
+	{"RC/FetchAdd", testFetchAdd},
+	{"RC/CmpSwap", testCmpSwap},
+	{"RC/MultiPacket", testMultiPacket},
+	{"RC/QueueDepth", testQueueDepth},
+	{"RC/QueryAfterRTS", testQueryAfterRTS},
+	{"CQ/Notify", testNotify},
+	{"SRQ", testSRQ},
+	{"UD/Send", testUDSend},
+	{"Errors/BadLKey", testBadLKey},
+	{"Errors/BadRKey", testBadRKey},
+	{"Errors/RecvTooSmall", testRecvTooSmall},
+	{"Modify/MissingAttr", testModifyMissingAttr},
+}
+
+// cmTests are RunCM's subtests.
+var cmTests = []test{
+	{"Connect", testCMConnect},
+	{"Reject", testCMReject},
+	{"DisconnectActive", func(t *testing.T, p Pair) { testCMDisconnect(t, p, true) }},
+	{"DisconnectPassive", func(t *testing.T, p Pair) { testCMDisconnect(t, p, false) }},
+}
+
+// Run runs every manually connected test (RC and UD QPs brought to RTS with
+// Modify, as ibv_rc_pingpong does) as subtests. It is for RoCE devices;
+// iWARP QPs connect only through a CM. open is called once per subtest.
+func Run(t *testing.T, open func(t *testing.T) Pair) {
+	runAll(t, verbsTests, open)
+}
+
+// RunCM runs the rdma_cm tests; both devices must implement
+// ibv.ConnManager.
+func RunCM(t *testing.T, open func(t *testing.T) Pair) {
+	runAll(t, cmTests, open)
+}
+
+func runAll(t *testing.T, tests []test, open func(t *testing.T) Pair) {
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := open(t)
+			if p.A == nil || p.B == nil || !p.AddrA.IsValid() || !p.AddrB.IsValid() {
+				t.Fatalf("open returned an incomplete Pair %+v", p)
+			}
+			tc.run(t, p)
+		})
+	}
+}

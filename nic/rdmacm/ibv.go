@@ -1,0 +1,147 @@
+// rdma_cm behind the ibv interfaces: a CM as an ibv.ConnManager, and Local,
+// which builds an in-process NIC's ibv.Device with its CM, so programs
+// written against ibv connect the same way on every backend.
+
+package rdmacm
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+
+	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/embedded"
+	"github.com/rnic/rnic/nic/ibv"
+)
+
+// Local returns n as an ibv.Device that offers rdma_cm (ibv.ConnManager)
+// on its QP1. Closing the device closes the CM, then n.
+func Local(n *embedded.NIC, cfg Config) (ibv.Device, error) {
+	return LocalWith(n, cfg, ibv.LocalOptions{})
+}
+
+// LocalWith is Local with the device's other options: opt.Close, if set,
+// closes the NIC in place of n.Close (a TAP-mode NIC closes its TAP too);
+// opt.Counters defaults to the RoCEv2 engine's counters. The CM goes in
+// opt.ConnManager, which must be nil.
+func LocalWith(n *embedded.NIC, cfg Config, opt ibv.LocalOptions) (ibv.Device, error) {
+	if opt.ConnManager != nil {
+		return nil, fmt.Errorf("rdmacm: local device: LocalOptions already has a ConnManager")
+	}
+	c, err := New(n, cfg)
+	if err != nil {
+		return nil, err
+	}
+	closeNIC := opt.Close
+	if closeNIC == nil {
+		closeNIC = n.Close
+	}
+	opt.Close = func() error {
+		c.Close()
+		return closeNIC()
+	}
+	if opt.Counters == nil {
+		opt.Counters = func() []ibv.Counter {
+			snap := n.Stack.Counters().Snapshot()
+			out := make([]ibv.Counter, len(snap))
+			for i, s := range snap {
+				out[i] = ibv.Counter{Name: s.Name, Value: s.Value}
+			}
+			return out
+		}
+	}
+	opt.ConnManager = c.ConnManager()
+	return ibv.Local(n.Device, opt), nil
+}
+
+// ConnManager returns c as an ibv.ConnManager. It binds QPs of c's NIC
+// given as Local QPs (ibv.Local of the NIC's *nic.Device): those in RESET,
+// or in INIT with receives posted, as after rdma_create_qp. A connection's
+// QP is the ibv.QP it was given.
+func (c *CM) ConnManager() ibv.ConnManager { return ibvCM{c} }
+
+type ibvCM struct{ c *CM }
+
+// qp unwraps an ibv.QP of the CM's NIC.
+func (a ibvCM) qp(qp ibv.QP) (*nic.QP, error) {
+	q := ibv.LocalQP(qp)
+	if q == nil || a.c.n.Device.QP(q.QPN()) != q {
+		return nil, fmt.Errorf("rdmacm: %w", ibv.ErrForeign)
+	}
+	return q, nil
+}
+
+// param converts ibv's rdma_conn_param; nil stays nil (the defaults).
+func param(p *ibv.ConnParam) *ConnParam {
+	if p == nil {
+		return nil
+	}
+	return &ConnParam{ResponderResources: p.ResponderResources, InitiatorDepth: p.InitiatorDepth,
+		RetryCount: p.RetryCount, RNRRetryCount: p.RNRRetryCount, Access: p.Access}
+}
+
+func (a ibvCM) CMListen(port uint16) (ibv.CMListener, error) {
+	l, err := a.c.Listen(port)
+	if err != nil {
+		return nil, err
+	}
+	return ibvListener{l, a}, nil
+}
+
+func (a ibvCM) CMConnect(ctx context.Context, qp ibv.QP, addr netip.Addr, port uint16, privateData []byte, p *ibv.ConnParam) (ibv.CMConn, error) {
+	q, err := a.qp(qp)
+	if err != nil {
+		return nil, err
+	}
+	cn, err := a.c.Connect(ctx, q, addr, port, privateData, param(p))
+	if err != nil {
+		return nil, err
+	}
+	return ibvConn{cn, qp}, nil
+}
+
+// ibvListener, ibvRequest and ibvConn are the CM's own types with the
+// methods that take or return a QP in ibv's terms.
+type ibvListener struct {
+	*Listener
+	a ibvCM
+}
+
+func (l ibvListener) Accept(ctx context.Context) (ibv.CMRequest, error) {
+	r, err := l.Listener.Accept(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return ibvRequest{r, l.a}, nil
+}
+
+type ibvRequest struct {
+	*Request
+	a ibvCM
+}
+
+func (r ibvRequest) Accept(ctx context.Context, qp ibv.QP, privateData []byte, p *ibv.ConnParam) (ibv.CMConn, error) {
+	q, err := r.a.qp(qp)
+	if err != nil {
+		return nil, err
+	}
+	cn, err := r.Request.Accept(ctx, q, privateData, param(p))
+	if err != nil {
+		return nil, err
+	}
+	return ibvConn{cn, qp}, nil
+}
+
+type ibvConn struct {
+	*Conn
+	qp ibv.QP
+}
+
+func (c ibvConn) QP() ibv.QP { return c.qp }
+
+var (
+	_ ibv.ConnManager = ibvCM{}
+	_ ibv.CMListener  = ibvListener{}
+	_ ibv.CMRequest   = ibvRequest{}
+	_ ibv.CMConn      = ibvConn{}
+)

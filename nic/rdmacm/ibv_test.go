@@ -1,0 +1,124 @@
+// rdma_cm behind ibv: Local, LocalWith, the adapter's QP checks and
+// parameters, and Listen on port 0.
+
+package rdmacm
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/verbs"
+)
+
+// TestLocal: Local's device offers rdma_cm and the engine's counters, not
+// a Network; the CM binds only QPs of its own NIC; closing the device
+// closes the CM.
+func TestLocal(t *testing.T) {
+	a, b := newPair(t, nil, nil)
+	a.cm.Close() // Local attaches its own
+	d, err := Local(a.n, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, ok := d.(ibv.ConnManager)
+	if !ok {
+		t.Fatal("Local's device is not an ibv.ConnManager")
+	}
+	if _, ok := d.(ibv.Network); ok {
+		t.Fatal("Local's device claims a Network it was not given")
+	}
+	if ctr := d.(ibv.Counters).Counters(); len(ctr) == 0 || ctr[0].Name == "" {
+		t.Fatalf("counters %v", ctr)
+	}
+	// A QP of B's NIC, even wrapped as a Local QP of B, is foreign to A.
+	db := ibv.Local(b.n.Device, ibv.LocalOptions{Close: func() error { return nil }})
+	foreign := ibv.WrapQP(db, b.qp(t))
+	if _, err := cm.CMConnect(ctxT(t), foreign, addrB, 1, nil, nil); !errors.Is(err, ibv.ErrForeign) {
+		t.Fatalf("CMConnect with another NIC's QP: %v, want ErrForeign", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cm.CMListen(7174); !errors.Is(err, ErrClosed) {
+		t.Fatalf("CMListen after the device closed: %v, want ErrClosed", err)
+	}
+}
+
+// TestLocalWith: LocalWith closes the NIC with opt.Close and refuses a
+// second ConnManager.
+func TestLocalWith(t *testing.T) {
+	a, _ := newPair(t, nil, nil)
+	a.cm.Close()
+	if _, err := LocalWith(a.n, Config{}, ibv.LocalOptions{ConnManager: ibvCM{}}); err == nil {
+		t.Fatal("LocalWith took a ConnManager of its caller's")
+	}
+	closed := 0
+	d, err := LocalWith(a.n, Config{}, ibv.LocalOptions{Close: func() error { closed++; return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil || closed != 1 {
+		t.Fatalf("Close: %v, opt.Close called %d times", err, closed)
+	}
+}
+
+// TestListenPortZero: port 0 gets a free port from the ephemeral range,
+// as rdma_bind_addr gives one.
+func TestListenPortZero(t *testing.T) {
+	a, _ := newPair(t, nil, nil)
+	seen := map[uint16]bool{}
+	for range 20 {
+		l, err := a.cm.Listen(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		p := l.Port()
+		if p < ephemeralFirst || p >= ephemeralFirst+ephemeralCount || seen[p] {
+			t.Fatalf("Listen(0) gave port %d (seen before: %v)", p, seen[p])
+		}
+		seen[p] = true
+	}
+}
+
+// TestIBVConnParam: ibv's connection parameters reach the QP: a
+// responder-resources and initiator-depth of 4 each way.
+func TestIBVConnParam(t *testing.T) {
+	a, b := newPair(t, nil, nil)
+	ctx := ctxT(t)
+	l, err := b.cm.Listen(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	da := ibv.Local(a.n.Device, ibv.LocalOptions{ConnManager: a.cm.ConnManager(), Close: func() error { return nil }})
+	db := ibv.Local(b.n.Device, ibv.LocalOptions{ConnManager: b.cm.ConnManager(), Close: func() error { return nil }})
+	p := &ibv.ConnParam{ResponderResources: 4, InitiatorDepth: 4}
+	res := make(chan error, 1)
+	go func() {
+		r, err := ibvListener{l, ibvCM{b.cm}}.Accept(ctx)
+		if err == nil {
+			_, err = r.Accept(ctx, ibv.WrapQP(db, b.qp(t)), nil, p)
+		}
+		res <- err
+	}()
+	cn, err := da.(ibv.ConnManager).CMConnect(ctx, ibv.WrapQP(da, a.qp(t)), addrB, l.Port(), nil, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-res; err != nil {
+		t.Fatal(err)
+	}
+	attr, err := cn.QP().Query()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if attr.MaxRdAtomic != 4 || attr.MaxDestRdAtomic != 4 || attr.State != verbs.QPSRTS {
+		t.Fatalf("QP attributes %+v, want max_rd_atomic and max_dest_rd_atomic 4 in RTS", attr)
+	}
+	if err := cn.Disconnect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
