@@ -8,10 +8,15 @@ package ibv
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 
 	"github.com/rnic/rnic/memory"
 )
+
+// ErrRejected is what CMConnect's error wraps when the peer rejected the
+// connection (RDMA_CM_EVENT_REJECTED).
+var ErrRejected = errors.New("ibv: connection rejected by the peer")
 
 // ConnParam are the connection parameters (struct rdma_conn_param); zero
 // fields take rdma_cm's defaults (IRD/ORD 1, retries 7, remote
@@ -26,9 +31,11 @@ type ConnParam struct {
 
 // ConnManager is implemented by a Device that offers rdma_cm.
 type ConnManager interface {
-	// CMListen listens for connection requests on port (rdma_listen).
+	// CMListen listens for connection requests on port (rdma_listen); port
+	// 0 picks a free one, as rdma_bind_addr does.
 	CMListen(port uint16) (CMListener, error)
-	// CMConnect connects qp (an RC QP in RESET) to a listener at
+	// CMConnect connects qp (an RC QP in RESET, or in INIT with receives
+	// posted, as after rdma_create_qp) to a listener at
 	// addr:port (rdma_resolve_addr/route + rdma_connect), returning once
 	// the connection is established.
 	CMConnect(ctx context.Context, qp QP, addr netip.Addr, port uint16, privateData []byte, p *ConnParam) (CMConn, error)
@@ -49,7 +56,8 @@ type CMRequest interface {
 	RemoteAddr() netip.AddrPort
 	// Reject refuses the request (rdma_reject).
 	Reject(privateData []byte) error
-	// Accept binds qp (an RC QP in RESET) and accepts (rdma_accept),
+	// Accept binds qp (an RC QP in RESET, or in INIT with receives
+	// posted) and accepts (rdma_accept),
 	// returning once the connection is established.
 	Accept(ctx context.Context, qp QP, privateData []byte, p *ConnParam) (CMConn, error)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/roce/cm"
 )
@@ -86,6 +87,9 @@ type RejectError struct {
 }
 
 func (e *RejectError) Error() string { return fmt.Sprintf("rdmacm: rejected: %v", e.Reason) }
+
+// Unwrap makes a rejection ibv.ErrRejected for callers of any backend.
+func (e *RejectError) Unwrap() error { return ibv.ErrRejected }
 
 // CM is the connection manager of one NIC.
 type CM struct {
