@@ -1,0 +1,310 @@
+//go:build verbs
+
+// The device (struct ibv_context) and the registry of the objects open on
+// it: every PD, MR, CQ, SRQ, QP and AH has an id (the context libibverbs
+// hands back in events) and a lock that keeps it alive while a verb uses
+// it, so that Destroy and Device.Close never free what a concurrent call
+// is passing to C.
+
+package passthrough
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/verbs"
+)
+
+type device struct {
+	name  string
+	ctx   *C.struct_ibv_context
+	iwarp bool           // IBV_TRANSPORT_IWARP: QPs connect only through rdma_cm
+	attr  nic.DeviceAttr // queried at open; fixed for the device's life
+
+	// life is held for reading by every verb that passes ctx to C (enter)
+	// and for writing by Close.
+	life   sync.RWMutex
+	closed atomic.Bool
+	nextID atomic.Uint64
+
+	mu   sync.Mutex // guards objs and bufs
+	objs map[uintptr]object
+	bufs map[*buffer]struct{}
+
+	// ahMu guards ahs, the address handles by the AddressVector a UD
+	// SendWR names them with; a UD post holds it for reading while C uses
+	// the handles, AH.Destroy for writing.
+	ahMu sync.RWMutex
+	ahs  map[*verbs.AddressVector]*ah
+
+	events    chan ibv.Event
+	compCh    *C.struct_ibv_comp_channel
+	compFile  *os.File
+	asyncFile *os.File
+	wg        sync.WaitGroup
+
+	cm cmState
+}
+
+// object is a verbs object registered on its device.
+type object interface {
+	base() *handle
+	// free destroys the C object; the caller holds the handle's lock.
+	free() error
+}
+
+// handle is what every object embeds: its device, its id, and the lock
+// verbs hold for reading while they pass the object to C.
+type handle struct {
+	d    *device
+	id   uintptr
+	mu   sync.RWMutex
+	gone bool
+}
+
+func (h *handle) base() *handle { return h }
+
+// rlock read-locks a live object for a verb that passes it to C; the
+// verb runs the returned unlock when C is done with it.
+func (h *handle) rlock(what string) (unlock func(), err error) {
+	h.mu.RLock()
+	if h.gone {
+		h.mu.RUnlock()
+		return nil, fmt.Errorf("passthrough: %s: %w", what, nic.ErrDestroyed)
+	}
+	return h.mu.RUnlock, nil
+}
+
+// addrOf is the address of a slice's first byte.
+func addrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
+// closeOrder is the order Device.Close destroys objects in: users before
+// what they use.
+func closeOrder(o object) int {
+	switch o.(type) {
+	case *qp:
+		return 0
+	case *ah:
+		return 1
+	case *srq:
+		return 2
+	case *mr:
+		return 3
+	case *cq:
+		return 4
+	}
+	return 5 // *pd
+}
+
+// enter admits a verb that passes the device context to C, or fails
+// once the device is closed; leave ends it. Close waits for every verb
+// admitted, so it never closes the context under one.
+func (d *device) enter() error {
+	d.life.RLock()
+	if d.closed.Load() {
+		d.life.RUnlock()
+		return errClosed()
+	}
+	return nil
+}
+
+func (d *device) leave() { d.life.RUnlock() }
+
+// newID returns a fresh object id: the context C hands back in events.
+func (d *device) newID() uintptr { return uintptr(d.nextID.Add(1)) }
+
+// add records o, created under enter, with id.
+func (d *device) add(id uintptr, h *handle, o object) {
+	h.d, h.id = d, id
+	d.mu.Lock()
+	d.objs[id] = o
+	d.mu.Unlock()
+}
+
+// destroy frees o and forgets it; a second destroy fails with
+// nic.ErrDestroyed.
+func (d *device) destroy(o object, what string) error {
+	h := o.base()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.gone {
+		return fmt.Errorf("passthrough: destroy %s: %w", what, nic.ErrDestroyed)
+	}
+	if err := o.free(); err != nil {
+		return fmt.Errorf("passthrough: destroy %s: %w", what, err)
+	}
+	h.gone = true
+	d.mu.Lock()
+	delete(d.objs, h.id)
+	d.mu.Unlock()
+	return nil
+}
+
+func errClosed() error { return fmt.Errorf("passthrough: %w", nic.ErrClosed) }
+
+func (d *device) Name() string { return d.name }
+
+func (d *device) Events() <-chan ibv.Event { return d.events }
+
+// Close destroys what is still open on the device (rdma_cm IDs, QPs, AHs,
+// SRQs, MRs, CQs, PDs, in that order), stops the event goroutines and
+// closes the device. Buffers stay mapped until their own Close, so memory
+// a program still holds never vanishes under it.
+func (d *device) Close() error {
+	if !d.closed.CompareAndSwap(false, true) {
+		return errClosed()
+	}
+	d.life.Lock()
+	defer d.life.Unlock()
+	d.mu.Lock()
+	objs := make([]object, 0, len(d.objs))
+	for _, o := range d.objs {
+		objs = append(objs, o)
+	}
+	d.mu.Unlock()
+
+	d.cm.close()
+	slices.SortStableFunc(objs, func(a, b object) int {
+		return cmp.Or(cmp.Compare(closeOrder(a), closeOrder(b)), cmp.Compare(a.base().id, b.base().id))
+	})
+	var errs []error
+	for _, o := range objs {
+		h := o.base()
+		h.mu.Lock()
+		if !h.gone {
+			if err := o.free(); err != nil {
+				errs = append(errs, err)
+			}
+			h.gone = true
+		}
+		h.mu.Unlock()
+	}
+	d.mu.Lock()
+	clear(d.objs)
+	d.mu.Unlock()
+	d.stopEvents()
+	if r := C.ibv_close_device(d.ctx); r != 0 {
+		errs = append(errs, fmt.Errorf("ibv_close_device: %d", int(r)))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("passthrough: close %s: %w", d.name, err)
+	}
+	return nil
+}
+
+// queryDevice fills d.attr (ibv_query_device, port 1's max_msg_sz and the
+// largest inline size a QP accepts, which libibverbs does not report).
+func (d *device) queryDevice() error {
+	var a C.struct_ibv_device_attr
+	if r := C.ibv_query_device(d.ctx, &a); r != 0 {
+		return fmt.Errorf("ibv_query_device: %w", errnoErr(r))
+	}
+	var p C.struct_ibv_port_attr
+	if r := C.rn_query_port(d.ctx, 1, &p); r != 0 {
+		return fmt.Errorf("ibv_query_port: %w", errnoErr(r))
+	}
+	d.attr = nic.DeviceAttr{
+		FwVer:           C.GoString(&a.fw_ver[0]),
+		NodeGUID:        be64(unsafe.Pointer(&a.node_guid)),
+		SysImageGUID:    be64(unsafe.Pointer(&a.sys_image_guid)),
+		MaxMRSize:       uint64(a.max_mr_size),
+		PageSizeCap:     uint64(a.page_size_cap),
+		VendorID:        uint32(a.vendor_id),
+		VendorPartID:    uint32(a.vendor_part_id),
+		HWVer:           uint32(a.hw_ver),
+		MaxQP:           int(a.max_qp),
+		MaxQPWR:         int(a.max_qp_wr),
+		DeviceCapFlags:  nic.DeviceCap(a.device_cap_flags),
+		MaxSGE:          int(a.max_sge),
+		MaxSGERd:        int(a.max_sge_rd),
+		MaxCQ:           int(a.max_cq),
+		MaxCQE:          int(a.max_cqe),
+		MaxMR:           int(a.max_mr),
+		MaxPD:           int(a.max_pd),
+		MaxQPRdAtom:     int(a.max_qp_rd_atom),
+		MaxResRdAtom:    int(a.max_res_rd_atom),
+		MaxQPInitRdAtom: int(a.max_qp_init_rd_atom),
+		AtomicCap:       nic.AtomicCap(a.atomic_cap),
+		MaxMW:           int(a.max_mw),
+		MaxAH:           int(a.max_ah),
+		MaxSRQ:          int(a.max_srq),
+		MaxSRQWR:        int(a.max_srq_wr),
+		MaxSRQSGE:       int(a.max_srq_sge),
+		MaxPKeys:        int(a.max_pkeys),
+		LocalCAAckDelay: uint8(a.local_ca_ack_delay),
+		PhysPortCnt:     uint8(a.phys_port_cnt),
+		MaxMsgSize:      uint64(p.max_msg_sz),
+	}
+	d.attr.MaxInlineData = d.probeInline()
+	return nil
+}
+
+// probeInline finds the largest inline size an RC QP of this device can
+// be created with, trying powers of two downwards; the QP reports what it
+// got, which may exceed what was asked.
+func (d *device) probeInline() int {
+	pd := C.ibv_alloc_pd(d.ctx)
+	if pd == nil {
+		return 0
+	}
+	defer C.ibv_dealloc_pd(pd)
+	cq := C.ibv_create_cq(d.ctx, 1, nil, nil, 0)
+	if cq == nil {
+		return 0
+	}
+	defer C.ibv_destroy_cq(cq)
+	for n := 1024; n >= 16; n /= 2 {
+		init := C.struct_ibv_qp_init_attr{send_cq: cq, recv_cq: cq, qp_type: C.IBV_QPT_RC}
+		init.cap = C.struct_ibv_qp_cap{max_send_wr: 1, max_recv_wr: 1, max_send_sge: 1, max_recv_sge: 1, max_inline_data: C.uint32_t(n)}
+		if q := C.ibv_create_qp(pd, &init); q != nil {
+			C.ibv_destroy_qp(q)
+			return int(max(init.cap.max_inline_data, C.uint32_t(n)))
+		}
+	}
+	return 0
+}
+
+// be64 reads a big-endian 64-bit value (__be64) as a number.
+func be64(p unsafe.Pointer) uint64 {
+	return binary.BigEndian.Uint64((*[8]byte)(p)[:])
+}
+
+func (d *device) Query() nic.DeviceAttr { return d.attr }
+
+func (d *device) QueryPort(port uint8) (nic.PortAttr, error) {
+	var p C.struct_ibv_port_attr
+	if err := d.enter(); err != nil {
+		return nic.PortAttr{}, err
+	}
+	r := C.rn_query_port(d.ctx, C.uint8_t(port), &p)
+	d.leave()
+	if r != 0 {
+		return nic.PortAttr{}, fmt.Errorf("passthrough: query port %d: %w", port, errnoErr(r))
+	}
+	return nic.PortAttr{
+		State:      nic.PortState(p.state),
+		MaxMTU:     verbs.MTU(p.max_mtu),
+		ActiveMTU:  verbs.MTU(p.active_mtu),
+		GIDTblLen:  int(p.gid_tbl_len),
+		MaxMsgSize: uint64(p.max_msg_sz),
+		PKeyTblLen: int(p.pkey_tbl_len),
+		PhysState:  uint8(p.phys_state),
+		LinkLayer:  nic.LinkLayer(p.link_layer),
+		LinkMTU:    d.linkMTU(),
+	}, nil
+}

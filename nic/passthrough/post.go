@@ -1,0 +1,218 @@
+//go:build verbs
+
+// Posting work requests. Go fills flat rn_send_wr/rn_recv_wr arrays and
+// SGE arrays on its stack; one cgo call per RN_BATCH WRs builds the
+// ibv_send_wr/ibv_recv_wr chain in C memory and posts it, as ibv_post_send
+// would a chain of the caller's. On an error the WRs before the failing
+// one are posted and the error is a *nic.PostError naming it.
+
+package passthrough
+
+/*
+#cgo noescape rn_post_send
+#cgo nocallback rn_post_send
+#cgo noescape rn_post_recv
+#cgo nocallback rn_post_recv
+#cgo noescape rn_post_srq_recv
+#cgo nocallback rn_post_srq_recv
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+
+	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/verbs"
+)
+
+const (
+	// batchSGEs is the most SGEs one cgo call carries (beyond any
+	// device's max_sge, so a single WR always fits).
+	batchSGEs = 256
+	// batchInline is the most inline bytes one cgo call carries, and so
+	// the largest inline message given as SendWR.Inline.
+	batchInline = 4096
+)
+
+func (q *qp) PostSend(wrs ...*verbs.SendWR) error {
+	if len(wrs) == 0 {
+		return nil
+	}
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	if q.gone {
+		return &nic.PostError{Index: 0, WRID: idOf(wrs[0]), Err: fmt.Errorf("passthrough: post send: %w", nic.ErrDestroyed)}
+	}
+	if q.typ == verbs.QPTypeUD {
+		q.d.ahMu.RLock()
+		defer q.d.ahMu.RUnlock()
+	}
+	var (
+		w   [C.RN_BATCH]C.struct_rn_send_wr
+		sg  [batchSGEs]C.struct_ibv_sge
+		inl [batchInline]byte
+	)
+	for done := 0; done < len(wrs); {
+		n, ns, ni := 0, 0, 0
+		var stop error
+		for done+n < len(wrs) && n < C.RN_BATCH {
+			wr := wrs[done+n]
+			if wr == nil {
+				stop = fmt.Errorf("passthrough: nil send WR: %w", nic.ErrInvalid)
+				break
+			}
+			if wr.Opcode == verbs.WRBindMW || wr.Opcode == verbs.WRFlush {
+				// ibv_post_send has no fields for them (ibv_bind_mw and
+				// the extended WR API do), and ibv has no MW verbs.
+				stop = fmt.Errorf("passthrough: %v through ibv_post_send: %w", wr.Opcode, nic.ErrNotSupported)
+				break
+			}
+			c := &w[n]
+			*c = C.struct_rn_send_wr{
+				wr_id:       C.uint64_t(wr.ID),
+				remote_addr: C.uint64_t(wr.RemoteAddr),
+				compare_add: C.uint64_t(wr.CompareAdd),
+				swap:        C.uint64_t(wr.Swap),
+				opcode:      C.uint32_t(wr.Opcode),
+				flags:       C.uint32_t(wr.Flags),
+				imm:         C.uint32_t(wr.Imm),
+				inv_rkey:    C.uint32_t(wr.InvRKey),
+				rkey:        C.uint32_t(wr.RKey),
+				remote_qpn:  C.uint32_t(wr.RemoteQPN),
+				remote_qkey: C.uint32_t(wr.RemoteQKey),
+			}
+			if wr.Inline != nil {
+				// The caller's bytes, copied here as nic copies them at
+				// post time; the SGL is not used.
+				if len(wr.Inline) > batchInline {
+					stop = fmt.Errorf("passthrough: %d inline bytes, at most %d: %w", len(wr.Inline), batchInline, nic.ErrInvalid)
+					break
+				}
+				if ni+len(wr.Inline) > batchInline {
+					break
+				}
+				c.flags |= C.uint32_t(verbs.SendInline)
+				c.inline_off, c.inline_len = C.uint32_t(ni), C.uint32_t(len(wr.Inline))
+				ni += copy(inl[ni:], wr.Inline)
+			} else {
+				if len(wr.SGL) > batchSGEs {
+					stop = fmt.Errorf("passthrough: %d SGEs in one WR, at most %d: %w", len(wr.SGL), batchSGEs, nic.ErrInvalid)
+					break
+				}
+				if ns+len(wr.SGL) > batchSGEs {
+					break
+				}
+				c.sge_off, c.num_sge = C.uint32_t(ns), C.uint32_t(len(wr.SGL))
+				for _, s := range wr.SGL {
+					sg[ns] = C.struct_ibv_sge{addr: C.uint64_t(s.Addr), length: C.uint32_t(s.Length), lkey: C.uint32_t(s.LKey)}
+					ns++
+				}
+			}
+			if q.typ == verbs.QPTypeUD {
+				h := q.d.ahs[wr.AH]
+				if h == nil {
+					stop = fmt.Errorf("passthrough: UD send WR without an address handle of this device: %w", nic.ErrInvalid)
+					break
+				}
+				c.ah = h.c
+			}
+			n++
+		}
+		if n > 0 {
+			var bad C.int
+			if r := C.rn_post_send(q.c, &w[0], C.int(n), &sg[0], (*C.uint8_t)(&inl[0]), &bad); r != 0 {
+				i := done + int(bad)
+				return &nic.PostError{Index: i, WRID: idOf(wrs[i]), Err: fmt.Errorf("passthrough: post send: %w", postErrno(r))}
+			}
+		}
+		done += n
+		if stop != nil {
+			return &nic.PostError{Index: done, WRID: idOf(wrs[done]), Err: stop}
+		}
+	}
+	return nil
+}
+
+func idOf(wr *verbs.SendWR) uint64 {
+	if wr == nil {
+		return 0
+	}
+	return wr.ID
+}
+
+// postErrno: a full queue is ENOMEM from ibv_post_send/recv.
+func postErrno(r C.int) error {
+	if r < 0 {
+		r = -r
+	}
+	return errnoSentinel(errnoOf(r), nic.ErrQueueFull)
+}
+
+func (q *qp) PostRecv(wrs ...*verbs.RecvWR) error {
+	if len(wrs) == 0 {
+		return nil
+	}
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	if q.gone {
+		return &nic.PostError{Index: 0, WRID: recvID(wrs[0]), Err: fmt.Errorf("passthrough: post receive: %w", nic.ErrDestroyed)}
+	}
+	return postRecv(q.c, nil, wrs)
+}
+
+func recvID(wr *verbs.RecvWR) uint64 {
+	if wr == nil {
+		return 0
+	}
+	return wr.ID
+}
+
+// postRecv posts to qp's receive queue, or to srq when qp is nil.
+func postRecv(qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, wrs []*verbs.RecvWR) error {
+	var (
+		w  [C.RN_BATCH]C.struct_rn_recv_wr
+		sg [batchSGEs]C.struct_ibv_sge
+	)
+	for done := 0; done < len(wrs); {
+		n, ns := 0, 0
+		var stop error
+		for done+n < len(wrs) && n < C.RN_BATCH {
+			wr := wrs[done+n]
+			if wr == nil {
+				stop = fmt.Errorf("passthrough: nil receive WR: %w", nic.ErrInvalid)
+				break
+			}
+			if len(wr.SGL) > batchSGEs {
+				stop = fmt.Errorf("passthrough: %d SGEs in one WR, at most %d: %w", len(wr.SGL), batchSGEs, nic.ErrInvalid)
+				break
+			}
+			if ns+len(wr.SGL) > batchSGEs {
+				break
+			}
+			w[n] = C.struct_rn_recv_wr{wr_id: C.uint64_t(wr.ID), sge_off: C.uint32_t(ns), num_sge: C.uint32_t(len(wr.SGL))}
+			for _, s := range wr.SGL {
+				sg[ns] = C.struct_ibv_sge{addr: C.uint64_t(s.Addr), length: C.uint32_t(s.Length), lkey: C.uint32_t(s.LKey)}
+				ns++
+			}
+			n++
+		}
+		if n > 0 {
+			var bad, r C.int
+			if qp != nil {
+				r = C.rn_post_recv(qp, &w[0], C.int(n), &sg[0], &bad)
+			} else {
+				r = C.rn_post_srq_recv(srq, &w[0], C.int(n), &sg[0], &bad)
+			}
+			if r != 0 {
+				i := done + int(bad)
+				return &nic.PostError{Index: i, WRID: recvID(wrs[i]), Err: fmt.Errorf("passthrough: post receive: %w", postErrno(r))}
+			}
+		}
+		done += n
+		if stop != nil {
+			return &nic.PostError{Index: done, WRID: recvID(wrs[done]), Err: stop}
+		}
+	}
+	return nil
+}
