@@ -1,0 +1,10 @@
+// The device backends rnic's tools can open by device string besides the
+// in-process NIC: libibverbs devices (verbs:NAME, with -tags verbs; without
+// it the string fails with a rebuild hint). Each registers itself with
+// ibv.Register when linked.
+
+package main
+
+import (
+	_ "github.com/rnic/rnic/nic/passthrough"
+)
