@@ -196,20 +196,8 @@ func (d *demo) open(name string, link transport.Endpoint, addr netip.Addr, mac [
 	if err != nil {
 		return nil, err
 	}
-	dev := ibv.Local(n.Device, ibv.LocalOptions{Counters: stackCounters(n), Close: n.Close})
+	dev := n.Verbs(ibv.LocalOptions{})
 	return d.objects(name, dev, dev, addr)
-}
-
-// stackCounters reads an embedded NIC's counters as the port's.
-func stackCounters(n *embedded.NIC) func() []ibv.Counter {
-	return func() []ibv.Counter {
-		snap := n.Stack.Counters().Snapshot()
-		out := make([]ibv.Counter, len(snap))
-		for i, c := range snap {
-			out[i] = ibv.Counter{Name: c.Name, Value: c.Value}
-		}
-		return out
-	}
 }
 
 // openOnDevice puts both sides on Config.Device, at its address AddrA or

@@ -146,7 +146,7 @@ func (d *demo) openTAPs() error {
 // tapDevice is a TAP NIC's verbs device; closing it closes the NIC and
 // its TAP.
 func tapDevice(n *tapNIC) ibv.Device {
-	return ibv.Local(n.nic.Device, ibv.LocalOptions{Counters: stackCounters(n.nic), Close: n.closer.Close})
+	return n.nic.Verbs(ibv.LocalOptions{Close: n.closer.Close})
 }
 
 // frameLog is the writer under rnic0's TAP pcap: it takes the pcap stream

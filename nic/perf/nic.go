@@ -26,7 +26,6 @@ import (
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
-	"github.com/rnic/rnic/roce"
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/stream"
 )
@@ -123,7 +122,7 @@ func openHost(r *resolved, spec hostSpec) (*host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("perf: open NIC on %v: %w", spec.addr, err)
 	}
-	dev := ibv.Local(n.Device, ibv.LocalOptions{Counters: stackCounters(n.Stack), Close: n.Close})
+	dev := n.Verbs(ibv.LocalOptions{})
 	return &host{dev: dev, nic: n, net: kernelNet{}, streams: &stream.TCP{}, close: dev.Close}, nil
 }
 
@@ -140,7 +139,7 @@ var openTAPHost = func(cfg tapnic.Config) (*host, error) {
 // own TCP (network), which sends from the NIC's address, and so do the
 // iWARP streams.
 func tapHost(n *embedded.NIC, network ibv.Network, streams stream.Network, closeNIC func() error) *host {
-	dev := ibv.Local(n.Device, ibv.LocalOptions{Counters: stackCounters(n.Stack), Network: network, Close: closeNIC})
+	dev := n.Verbs(ibv.LocalOptions{Network: network, Close: closeNIC})
 	return &host{dev: dev, nic: n, net: deviceNet{network}, streams: streams, close: dev.Close}
 }
 
@@ -152,19 +151,6 @@ func (t tapNetwork) Listen(addr netip.AddrPort) (net.Listener, error) { return t
 
 func (t tapNetwork) Dial(ctx context.Context, _ netip.Addr, remote netip.AddrPort) (net.Conn, error) {
 	return t.n.Dial(ctx, remote)
-}
-
-// stackCounters reads a RoCE stack's counters as the port's (rdma
-// statistic's names).
-func stackCounters(s *roce.Stack) func() []ibv.Counter {
-	return func() []ibv.Counter {
-		snap := s.Counters().Snapshot()
-		out := make([]ibv.Counter, len(snap))
-		for i, c := range snap {
-			out[i] = ibv.Counter{Name: c.Name, Value: c.Value}
-		}
-		return out
-	}
 }
 
 // openDevice opens the device of another backend r names and picks the

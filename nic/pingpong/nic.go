@@ -24,7 +24,6 @@ import (
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
-	"github.com/rnic/rnic/roce"
 )
 
 // linkMTU is the Ethernet MTU the embedded NIC is given: jumbo frames, so
@@ -71,7 +70,7 @@ func openDevice(ctx context.Context, r *resolved) (ibv.Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pingpong: open NIC on %v: %w", r.Addr, err)
 	}
-	return ibv.Local(n.Device, ibv.LocalOptions{Counters: stackCounters(n.Stack), Close: n.Close}), nil
+	return n.Verbs(ibv.LocalOptions{}), nil
 }
 
 // openTAPHost opens a NIC in the TAP mode; tests replace it.
@@ -80,8 +79,7 @@ var openTAPHost = func(cfg tapnic.Config) (ibv.Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ibv.Local(n.NIC.Device, ibv.LocalOptions{Counters: stackCounters(n.NIC.Stack),
-		Network: tapNetwork{n}, Close: n.Close}), nil
+	return n.NIC.Verbs(ibv.LocalOptions{Network: tapNetwork{n}, Close: n.Close}), nil
 }
 
 // tapNetwork is a TAP NIC's own TCP as an ibv.Network: it sends from the
@@ -92,19 +90,6 @@ func (t tapNetwork) Listen(addr netip.AddrPort) (net.Listener, error) { return t
 
 func (t tapNetwork) Dial(ctx context.Context, _ netip.Addr, remote netip.AddrPort) (net.Conn, error) {
 	return t.n.Dial(ctx, remote)
-}
-
-// stackCounters reads a RoCE stack's counters as the port's (rdma
-// statistic's names).
-func stackCounters(s *roce.Stack) func() []ibv.Counter {
-	return func() []ibv.Counter {
-		snap := s.Counters().Snapshot()
-		out := make([]ibv.Counter, len(snap))
-		for i, c := range snap {
-			out[i] = ibv.Counter{Name: c.Name, Value: c.Value}
-		}
-		return out
-	}
 }
 
 // sideNet is the network a side channel runs on.

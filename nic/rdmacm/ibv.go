@@ -40,18 +40,8 @@ func LocalWith(n *embedded.NIC, cfg Config, opt ibv.LocalOptions) (ibv.Device, e
 		c.Close()
 		return closeNIC()
 	}
-	if opt.Counters == nil {
-		opt.Counters = func() []ibv.Counter {
-			snap := n.Stack.Counters().Snapshot()
-			out := make([]ibv.Counter, len(snap))
-			for i, s := range snap {
-				out[i] = ibv.Counter{Name: s.Name, Value: s.Value}
-			}
-			return out
-		}
-	}
 	opt.ConnManager = c.ConnManager()
-	return ibv.Local(n.Device, opt), nil
+	return n.Verbs(opt), nil
 }
 
 // ConnManager returns c as an ibv.ConnManager. It binds QPs of c's NIC
