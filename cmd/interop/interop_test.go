@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -127,7 +128,9 @@ func TestSelect(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"rxe rc pingpong 64 / rnic server", "rxe rc pingpong 64 / rnic client",
-		"siw rping / rnic server", "siw rping / rnic client"}
+		"siw rping / rnic server", "siw rping / rnic client", "rxe passthrough pingpong 64 / rnic server",
+		"rxe passthrough tests / tests", "rxe passthrough tests / tests -race",
+		"siw passthrough tests / tests", "siw passthrough tests / tests -race"}
 	if got := labels(smoke); !slices.Equal(got, want) {
 		t.Errorf("smoke: %q, want %q", got, want)
 	}
@@ -147,7 +150,7 @@ func TestSelect(t *testing.T) {
 	if got := labels(onlyClient); !slices.Equal(got, []string{"siw rping / rnic client"}) {
 		t.Errorf("one role: %q", got)
 	}
-	both, _ := Select(rows, "rping", true)
+	both, _ := Select(rows, "^siw rping", true)
 	if len(both) != 2 {
 		t.Errorf("--smoke --only rping: %q", labels(both))
 	}
@@ -172,7 +175,8 @@ func TestTable(t *testing.T) {
 		if Guests[r.Guest] == nil {
 			t.Fatalf("%s: unknown guest %q", r.Name, r.Guest)
 		}
-		if r.GuestCommand() == "" || len(r.RnicArgs("x.pcap")) < 2 || strings.Contains(r.GuestCommand(), "{") {
+		if r.GuestCommand() == "" || strings.Contains(r.GuestCommand(), "{") ||
+			r.Tests != (len(r.RnicArgs("x.pcap")) == 0) || !r.Tests && len(r.RnicArgs("x.pcap")) < 2 {
 			t.Errorf("%s: incomplete commands", r.Label())
 		}
 	}
@@ -183,6 +187,7 @@ func TestTable(t *testing.T) {
 		"rxe rping", "rxe ib_write_bw -R 4096", "rxe9000 ib_write_bw 65536", "rxe9000 rc pingpong 4096",
 		"siw rping", "siw ib_write_bw 4096", "siw ib_read_bw 4096", "siw ib_send_bw 4096",
 		"siw ib_write_lat 64", "siwcrc rping", "siwcrc ib_send_lat 64",
+		"rxe passthrough pingpong 64", "siw passthrough rping",
 	} {
 		if !seen[name+" / rnic server"] || !seen[name+" / rnic client"] {
 			t.Errorf("row %q missing in a role", name)
@@ -207,6 +212,11 @@ func TestTable(t *testing.T) {
 			"perf --netns rnlab --bridge br0 --tap tap-i3 --ip 10.77.0.63/24 --pcap x.pcap --tap-mtu 9000 --op write --mode bw -x 0 -F -s 65536 -n 5 --serve"},
 		{"siwcrc ib_read_bw 4096 / rnic client", "ib_read_bw -d siw0 -R -F -s 4096 -n 20",
 			"perf --netns rnlab --bridge br0 --tap tap-i4 --ip 10.77.0.64/24 --pcap x.pcap --iwarp --op read --mode bw -R -F -s 4096 -n 20 10.77.0.24"},
+		{"rxe passthrough pingpong 64 / rnic client", "/lab/rnic-verbs pingpong -d verbs:rxe0 -g 1 -n 10 -s 64",
+			"pingpong --netns rnlab --bridge br0 --tap tap-i1 --ip 10.77.0.61/24 --pcap x.pcap -g 0 -n 10 -s 64 10.77.0.21"},
+		{"siw passthrough rping / rnic server", "/lab/rnic-verbs rping --ib-dev verbs:siw0 -c -a 10.77.0.62 -C 10 -v -V",
+			"rping --netns rnlab --bridge br0 --tap tap-i2 --ip 10.77.0.62/24 --pcap x.pcap --iwarp -s -a 10.77.0.62 -C 10 -v -V"},
+		{"rxe passthrough tests / tests -race", "cd /lab && ./passthrough.race.test -test.v -test.count 1 -test.timeout 290s", ""},
 		{"rxe ib_atomic_bw CMP_AND_SWAP / rnic server", "ib_atomic_bw -d rxe0 -x 1 -F -A CMP_AND_SWAP -n 50 10.77.0.61",
 			"perf --netns rnlab --bridge br0 --tap tap-i1 --ip 10.77.0.61/24 --pcap x.pcap --op atomic --mode bw -x 0 -F -A CMP_AND_SWAP -n 50 --serve"},
 	} {
@@ -276,5 +286,77 @@ func TestParseOracle(t *testing.T) {
 	want := []OracleFinding{{"7", "Odd"}, {"9", "malformed: Malformed Packet (Exception occurred)"}}
 	if !slices.Equal(fs, want) {
 		t.Errorf("findings %q, want %q", fs, want)
+	}
+}
+
+// testOutputRxe is -test.v output of the passthrough tests on rxe, cut
+// down: a logged line of a passing subtest, a skip, and the verdict.
+const testOutputRxe = `=== RUN   TestCMLoopback
+--- PASS: TestCMLoopback (0.14s)
+=== RUN   TestConformance
+=== RUN   TestConformance/Errors/BadLKey
+    errs.go:116: receive posted in ERR not flushed within 1s (rxe's behaviour); modifying the QP to ERR
+--- PASS: TestConformance (2.03s)
+    --- PASS: TestConformance/Errors/BadLKey (1.09s)
+--- PASS: TestConformanceCM (0.27s)
+    --- PASS: TestConformanceCM/Connect (0.11s)
+--- PASS: TestRDMA (0.02s)
+--- SKIP: TestRegMRIOVA (0.02s)
+PASS
+`
+
+// TestTestOutput: a passing run with the device tests is clean; a run in
+// which they skipped (no device) is not, although it says PASS; a failed
+// run names the failed test and its first message, not a passing
+// subtest's log line.
+func TestTestOutput(t *testing.T) {
+	to := ParseTestOutput(testOutputRxe)
+	if p := to.Problem(false); p != "" || to.Passed != 4 || to.Skipped != 1 {
+		t.Errorf("passing run: problem %q, %d passed, %d skipped", p, to.Passed, to.Skipped)
+	}
+	noDevice := "--- SKIP: TestConformance (0.00s)\n--- SKIP: TestConformanceCM (0.00s)\n--- PASS: TestEnumsMatchLibibverbs (0.00s)\nPASS\n"
+	if p := ParseTestOutput(noDevice).Problem(true); !strings.Contains(p, "TestConformanceCM") || !strings.Contains(p, "TestRDMA") {
+		t.Errorf("run without a device: problem %q", p)
+	}
+	// On iWARP, TestConformance may skip.
+	iw := strings.Replace(testOutputRxe, "--- PASS: TestConformance (2.03s)", "--- SKIP: TestConformance (0.02s)", 1)
+	if p := ParseTestOutput(iw).Problem(true); p != "" {
+		t.Errorf("iWARP run: problem %q", p)
+	}
+	if p := ParseTestOutput(iw).Problem(false); !strings.Contains(p, "TestConformance") {
+		t.Errorf("RoCE run without TestConformance: problem %q", p)
+	}
+	failed := `=== RUN   TestConformance
+=== RUN   TestConformance/RC/Send
+    side.go:10: a log line of a passing subtest
+=== RUN   TestConformance/Errors/BadLKey
+    errs.go:48: send with a bad lkey: completion {wr 10, SUCCESS}
+--- FAIL: TestConformance (0.5s)
+    --- PASS: TestConformance/RC/Send (0.1s)
+    --- FAIL: TestConformance/Errors/BadLKey (0.1s)
+FAIL
+`
+	to = ParseTestOutput(failed)
+	if p := to.Problem(false); !strings.Contains(p, "1 failed: TestConformance") || !strings.Contains(p, "no PASS line") {
+		t.Errorf("failed run: problem %q", p)
+	}
+	if got, want := to.FirstFailure(failed), "TestConformance/Errors/BadLKey: errs.go:48: send with a bad lkey: completion {wr 10, SUCCESS}"; got != want {
+		t.Errorf("FirstFailure: %q, want %q", got, want)
+	}
+	race := "=== RUN   TestRDMA\n==================\nWARNING: DATA RACE\nWrite at ...\n"
+	if got := ParseTestOutput(race).FirstFailure(race); got != "WARNING: DATA RACE" {
+		t.Errorf("FirstFailure of a race: %q", got)
+	}
+}
+
+// TestStageUnbuilt: a passthrough row whose binary did not build fails
+// with the build's error, and one never built says so.
+func TestStageUnbuilt(t *testing.T) {
+	rn := &Runner{Lab: &Lab{}, Guest: map[string]GuestFile{testFile: {Err: errors.New("cannot find -libverbs")}}}
+	if err := rn.stage(Guests["rxe"], testFile); err == nil || !strings.Contains(err.Error(), "cannot find -libverbs") {
+		t.Errorf("stage of a failed build: %v", err)
+	}
+	if err := rn.stage(Guests["rxe"], raceTestFile); err == nil || !strings.Contains(err.Error(), "not built") {
+		t.Errorf("stage of an unbuilt file: %v", err)
 	}
 }

@@ -28,6 +28,13 @@ type Lab struct {
 // labCache is where build-image.sh puts the image.
 const labCache = "/var/cache/rnic-lab"
 
+// labState is vm.sh's state directory (its LAB_STATE default): a guest's
+// /lab is labState/NAME/share.
+const labState = "/run/rnic-lab"
+
+// Share is the host directory that is g's /lab.
+func (l *Lab) Share(g *Guest) string { return filepath.Join(labState, g.Name, "share") }
+
 // vm runs vm.sh with args and returns its combined output.
 func (l *Lab) vm(ctx context.Context, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(l.Dir, "vm.sh")}, args...)...)

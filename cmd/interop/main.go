@@ -6,9 +6,12 @@
 //
 // It builds the lab image if it is missing (lab/build-image.sh), brings the
 // lab network up (vm.sh net-up), boots the guests the selected rows need
-// (reusing ones already running), builds rnic into a temporary directory,
-// runs the rows one after the other, and prints a table: pairing, role,
-// result (PASS, or FAIL and why), packets on rnic's TAP, retransmissions.
+// (reusing ones already running), builds rnic into a temporary directory
+// (and, for the passthrough rows, rnic and nic/passthrough's test binaries
+// with -tags verbs, which need libibverbs-dev and librdmacm-dev; the
+// guests run them, having the host's Debian release), runs the rows one
+// after the other, and prints a table: pairing, role, result (PASS, or
+// FAIL and why), packets on rnic's TAP, retransmissions.
 // It exits 1 if any row failed. On exit, also after SIGINT, it stops the
 // guests it booted (unless --keep) and removes its TAPs. It must run as
 // root (the lab is a network namespace and QEMU guests).
@@ -35,7 +38,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	lab := fs.String("lab", "", "the lab directory (default ../shared/lab from the repository root)")
 	only := fs.String("only", "", "run only the rows whose \"pairing / role\" matches this regular expression")
-	smoke := fs.Bool("smoke", false, "the CI subset: rxe rc pingpong and siw rping, both roles")
+	smoke := fs.Bool("smoke", false, "the CI subset: rxe rc pingpong and siw rping, both roles; the passthrough tests in both guests; rnic -d verbs:rxe0 pingpong as client")
 	keep := fs.Bool("keep", false, "leave the guests running (a later run reuses them)")
 	out := fs.String("out", "", "directory for captures and logs (default: a new temporary directory)")
 	list := fs.Bool("list", false, "print the selected rows' commands and exit")
@@ -56,8 +59,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *list {
 		for _, r := range rows {
-			fmt.Fprintf(stdout, "%s\n  guest %s: %s\n  rnic: rnic %s\n", r.Label(), Guests[r.Guest].Name,
-				r.GuestCommand(), joinArgs(r.RnicArgs("CAPTURE.pcap")))
+			rnic := "rnic " + joinArgs(r.RnicArgs("CAPTURE.pcap"))
+			if r.Tests {
+				rnic = "none"
+			}
+			fmt.Fprintf(stdout, "%s\n  guest %s: %s\n  rnic: %s\n", r.Label(), Guests[r.Guest].Name, r.GuestCommand(), rnic)
 		}
 		return 0
 	}
@@ -103,6 +109,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer os.RemoveAll(filepath.Dir(bin))
+	guestFiles := buildGuestFiles(ctx, root, filepath.Dir(bin), rows, stdout)
 	if err := l.Prepare(ctx); err != nil {
 		fmt.Fprintf(stderr, "interop: %v\n", err)
 		return 1
@@ -115,7 +122,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "interop: tshark is not installed: every row fails its oracle check (see reference/wireshark.md §A1)")
 	}
 
-	rn := &Runner{Lab: l, Rnic: bin, Out: *out}
+	rn := &Runner{Lab: l, Rnic: bin, Out: *out, Guest: guestFiles}
 	var results []Result
 	for i, r := range rows {
 		if ctx.Err() != nil {
@@ -181,6 +188,49 @@ func buildRnic(ctx context.Context, root string) (string, error) {
 		return "", fmt.Errorf("build rnic: %w\n%s", err, out)
 	}
 	return bin, nil
+}
+
+// buildGuestFiles builds, into dir, what the selected passthrough rows
+// copy into their guests: rnic with -tags verbs, and nic/passthrough's
+// test binaries, plain and -race. A build that fails fails only the rows
+// that need it (a host without libibverbs-dev can still run the rest).
+func buildGuestFiles(ctx context.Context, root, dir string, rows []Row, log io.Writer) map[string]GuestFile {
+	need := map[string]bool{}
+	for _, r := range rows {
+		switch {
+		case r.Verbs:
+			need[verbsRnicFile] = true
+		case r.Role == GuestTests:
+			need[testFile] = true
+		case r.Role == GuestTestsRace:
+			need[raceTestFile] = true
+		}
+	}
+	builds := []struct {
+		name string
+		args []string
+	}{
+		{verbsRnicFile, []string{"build", "-tags", "verbs", "-o", filepath.Join(dir, verbsRnicFile), "./cmd/rnic"}},
+		{testFile, []string{"test", "-c", "-tags", "verbs", "-o", filepath.Join(dir, testFile), "./nic/passthrough"}},
+		{raceTestFile, []string{"test", "-c", "-race", "-tags", "verbs", "-o", filepath.Join(dir, raceTestFile), "./nic/passthrough"}},
+	}
+	files := map[string]GuestFile{}
+	for _, b := range builds {
+		if !need[b.name] {
+			continue
+		}
+		fmt.Fprintf(log, "building %s (go %s)\n", b.name, joinArgs(b.args[:len(b.args)-3]))
+		cmd := exec.CommandContext(ctx, "go", b.args...)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			err = fmt.Errorf("go %s: %w: %s (the verbs build needs libibverbs-dev and librdmacm-dev)", b.args[0], err, lastLine(string(out)))
+			fmt.Fprintf(log, "interop: %v\n", err)
+			files[b.name] = GuestFile{Err: err}
+			continue
+		}
+		files[b.name] = GuestFile{Path: filepath.Join(dir, b.name)}
+	}
+	return files
 }
 
 // joinArgs prints a command line.

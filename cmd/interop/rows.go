@@ -3,7 +3,9 @@
 // ib_*_lat) against its rnic counterpart, each in both roles. The commands
 // are the lab's demo commands (../shared/lab/README.md, "Demos"), so a row
 // can be compared frame by frame with the golden capture of the same
-// command between two guests.
+// command between two guests. Then the passthrough backend (issue 9): rnic
+// built with -tags verbs runs in a guest on its rxe or siw device, against
+// rnic in the TAP mode, and the backend's own tests run in the guests.
 
 package main
 
@@ -45,13 +47,23 @@ const (
 	RnicServer Role = iota
 	// RnicClient: the real tool in the guest serves, rnic is the client.
 	RnicClient
+	// GuestTests: a Tests pairing's plain test binary.
+	GuestTests
+	// GuestTestsRace: a Tests pairing's -race test binary.
+	GuestTestsRace
 )
 
 func (r Role) String() string {
-	if r == RnicServer {
+	switch r {
+	case RnicServer:
 		return "rnic server"
+	case RnicClient:
+		return "rnic client"
+	case GuestTests:
+		return "tests"
+	default:
+		return "tests -race"
 	}
-	return "rnic client"
 }
 
 // Pairing is one tool against its rnic counterpart. Commands are
@@ -67,7 +79,27 @@ type Pairing struct {
 	// ListenPort is the TCP port the guest's server listens on once it is
 	// ready (0: it has none the kernel shows, wait a fixed time).
 	ListenPort int
+	// Verbs says the guest's tool is rnic built with -tags verbs
+	// (guestVerbsRnic), on the guest's device through libibverbs.
+	Verbs bool
+	// Tests makes the pairing a test run instead: nic/passthrough's test
+	// binary (-tags verbs) in the guest, on its rxe or siw device, with no
+	// rnic on the bridge. Its rows are the plain and the -race binary.
+	Tests bool
 }
+
+// Files the harness copies into a guest's /lab (vm.sh's share) for the
+// passthrough rows.
+const (
+	verbsRnicFile = "rnic-verbs"
+	testFile      = "passthrough.test"
+	raceTestFile  = "passthrough.race.test"
+	// guestVerbsRnic is rnic built with -tags verbs, as the guest runs it.
+	guestVerbsRnic = "/lab/" + verbsRnicFile
+	// guestTestLimit bounds one test binary's run in the guest (both
+	// guests take under a minute under TCG).
+	guestTestLimit = 300
+)
 
 // Row is one pairing in one role.
 type Row struct {
@@ -86,6 +118,14 @@ func expand(tmpl, self, server string) string {
 // GuestCommand is the real tool's command line in this row.
 func (r Row) GuestCommand() string {
 	g := Guests[r.Guest]
+	switch r.Role {
+	case GuestTests, GuestTestsRace:
+		bin := testFile
+		if r.Role == GuestTestsRace {
+			bin = raceTestFile
+		}
+		return fmt.Sprintf("cd /lab && ./%s -test.v -test.count 1 -test.timeout %ds", bin, guestTestLimit-10)
+	}
 	if r.Role == RnicClient {
 		return expand(r.GuestServer, g.Addr, g.Addr)
 	}
@@ -93,8 +133,11 @@ func (r Row) GuestCommand() string {
 }
 
 // RnicArgs is rnic's command line in this row, TAP flags and capture
-// included.
+// included; nil for a Tests row, which runs no rnic.
 func (r Row) RnicArgs(pcap string) []string {
+	if r.Tests {
+		return nil
+	}
 	g := Guests[r.Guest]
 	var tmpl, server string
 	if r.Role == RnicServer {
@@ -235,20 +278,45 @@ func buildPairings() []*Pairing {
 			}
 		}
 	}
+
+	// Passthrough (issue 9): rnic -d verbs:rxe0 against rnic on its TAP
+	// (RoCEv2, the ibv_rc_pingpong side channel), rnic rping --ib-dev
+	// verbs:siw0 against rnic rping --iwarp (rdma_cm over siw), and the
+	// backend's tests in each guest.
+	add(&Pairing{Name: "rxe passthrough pingpong 64", Guest: "rxe", Verbs: true,
+		GuestServer: guestVerbsRnic + " pingpong -d verbs:rxe0 -g 1 -n 10 -s 64",
+		GuestClient: guestVerbsRnic + " pingpong -d verbs:rxe0 -g 1 -n 10 -s 64 {server}",
+		RnicServer:  "pingpong -g 0 -n 10 -s 64", RnicClient: "pingpong -g 0 -n 10 -s 64 {server}", ListenPort: 18515})
+	add(&Pairing{Name: "siw passthrough rping", Guest: "siw", Verbs: true,
+		GuestServer: guestVerbsRnic + " rping --ib-dev verbs:siw0 -s -a {self} -C 10 -v -V",
+		GuestClient: guestVerbsRnic + " rping --ib-dev verbs:siw0 -c -a {server} -C 10 -v -V",
+		RnicServer:  "rping --iwarp -s -a {self} -C 10 -v -V", RnicClient: "rping --iwarp -c -a {server} -C 10 -v -V",
+		ListenPort: 7174})
+	for _, g := range []string{"rxe", "siw"} {
+		add(&Pairing{Name: g + " passthrough tests", Guest: g, Tests: true})
+	}
 	return ps
 }
 
-// Rows expands pairings into rows, rnic as server first.
+// Rows expands pairings into rows, rnic as server first (a Tests
+// pairing: the plain binary first).
 func Rows(ps []*Pairing) []Row {
 	rows := make([]Row, 0, 2*len(ps))
 	for _, p := range ps {
+		if p.Tests {
+			rows = append(rows, Row{p, GuestTests}, Row{p, GuestTestsRace})
+			continue
+		}
 		rows = append(rows, Row{p, RnicServer}, Row{p, RnicClient})
 	}
 	return rows
 }
 
-// smokeNames are the CI subset's pairings.
-var smokeNames = []string{"rxe rc pingpong 64", "siw rping"}
+// smokeRows are the CI subset: pairings (every role) or single rows by
+// label. The passthrough tests in both guests and one passthrough
+// interop row add about a minute and a half to the smoke.
+var smokeRows = []string{"rxe rc pingpong 64", "siw rping", "rxe passthrough tests", "siw passthrough tests",
+	"rxe passthrough pingpong 64 / rnic server"}
 
 // Select returns the rows to run: with smoke the CI subset, then those
 // whose Label matches only (all if only is empty).
@@ -262,7 +330,7 @@ func Select(rows []Row, only string, smoke bool) ([]Row, error) {
 	}
 	var out []Row
 	for _, r := range rows {
-		if smoke && !isSmoke(r.Name) {
+		if smoke && !isSmoke(r) {
 			continue
 		}
 		if re != nil && !re.MatchString(r.Label()) {
@@ -276,9 +344,9 @@ func Select(rows []Row, only string, smoke bool) ([]Row, error) {
 	return out, nil
 }
 
-func isSmoke(name string) bool {
-	for _, n := range smokeNames {
-		if n == name {
+func isSmoke(r Row) bool {
+	for _, n := range smokeRows {
+		if n == r.Name || n == r.Label() {
 			return true
 		}
 	}

@@ -21,6 +21,16 @@ type Runner struct {
 	Lab  *Lab
 	Rnic string // the rnic binary
 	Out  string // directory for captures and logs
+	// Guest are the files the passthrough rows copy into a guest's /lab,
+	// by name (verbsRnicFile, testFile, raceTestFile): host paths, or the
+	// error that kept one from being built.
+	Guest map[string]GuestFile
+}
+
+// GuestFile is a file built for the guests, or why it could not be.
+type GuestFile struct {
+	Path string
+	Err  error
 }
 
 // Time limits, in seconds. TCG guests are slow (ib_write_bw 64 KiB runs
@@ -56,6 +66,16 @@ func (rn *Runner) Run(ctx context.Context, row Row) Result {
 	start := time.Now()
 	g := Guests[row.Guest]
 	base := filepath.Join(rn.Out, slug(row.Label()))
+	if row.Tests {
+		res := rn.runTests(ctx, row, g, base)
+		res.Seconds = time.Since(start).Seconds()
+		return res
+	}
+	if row.Verbs {
+		if err := rn.stage(g, verbsRnicFile); err != nil {
+			return Result{Row: row, Packets: -1, Retrans: -1, Reason: err.Error(), Seconds: time.Since(start).Seconds()}
+		}
+	}
 	pcap := base + ".pcap"
 	os.Remove(pcap)
 	DeleteTAP(g.TAP)
@@ -266,4 +286,57 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	case <-ctx.Done():
 	}
+}
+
+// stage copies the built file name into g's /lab.
+func (rn *Runner) stage(g *Guest, name string) error {
+	f, ok := rn.Guest[name]
+	switch {
+	case !ok:
+		return fmt.Errorf("%s was not built", name)
+	case f.Err != nil:
+		return fmt.Errorf("%s not built: %v", name, oneLine(f.Err.Error(), 300))
+	}
+	b, err := os.ReadFile(f.Path)
+	if err != nil {
+		return err
+	}
+	// Into a temporary name first: a guest never runs half a binary.
+	dst := filepath.Join(rn.Lab.Share(g), name)
+	if err := os.WriteFile(dst+".tmp", b, 0o755); err != nil {
+		return err
+	}
+	return os.Rename(dst+".tmp", dst)
+}
+
+// runTests runs a Tests row: the test binary in the guest, checked by its
+// exit code and by what ran (TestOutput.Problem).
+func (rn *Runner) runTests(ctx context.Context, row Row, g *Guest, base string) Result {
+	res := Result{Row: row, Packets: -1, Retrans: -1}
+	name := testFile
+	if row.Role == GuestTestsRace {
+		name = raceTestFile
+	}
+	if err := rn.stage(g, name); err != nil {
+		res.Reason = err.Error()
+		return res
+	}
+	cmd := row.GuestCommand()
+	out, rc := rn.Lab.Exec(ctx, g, guestTestLimit, cmd)
+	writeLog(base+".guest.log", cmd, out, rc)
+	to := ParseTestOutput(out)
+	var why []string
+	if rc != 0 {
+		why = append(why, fmt.Sprintf("guest rc=%d: %s", rc, to.FirstFailure(out)))
+	}
+	if p := to.Problem(g.IWARP); p != "" {
+		why = append(why, p)
+	}
+	res.Pass = len(why) == 0
+	if res.Pass {
+		res.Reason = fmt.Sprintf("%d passed, %d skipped", to.Passed, to.Skipped)
+	} else {
+		res.Reason = strings.Join(why, "; ")
+	}
+	return res
 }

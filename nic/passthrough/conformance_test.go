@@ -13,7 +13,7 @@ import (
 func pair(t *testing.T) ibvtest.Pair {
 	a, b := openDevice(t), openDevice(t)
 	addr := deviceAddr(t, a)
-	return ibvtest.Pair{A: a, B: b, AddrA: addr, AddrB: addr}
+	return ibvtest.Pair{A: a, B: b, AddrA: addr, AddrB: addr, IWARP: a.iwarp}
 }
 
 // TestConformance runs the ibv conformance suite's manually connected

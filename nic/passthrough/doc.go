@@ -52,4 +52,11 @@
 //     creating QPs with decreasing inline sizes.
 //   - CMListen listens on IPv4 (0.0.0.0): siw's listeners take IPv4 and
 //     IPv6 wildcards differently, and the lab is IPv4.
+//
+// Tests: go test -tags verbs runs them on the first libibverbs device
+// ($RNIC_PT_DEVICE, $RNIC_PT_ADDR override); on a host without one, every
+// device test skips and says so (make test-verbs). The lab's guests stand
+// in for hardware: make interop's passthrough rows, or lab-test.sh, run
+// the test binaries (plain and -race) in an rxe and a siw guest, including
+// the ibvtest conformance suite.
 package passthrough

@@ -17,6 +17,10 @@ type Pair struct {
 	// AddrA and AddrB are each side's address: its GID is
 	// nic.GIDFromAddr(addr), its GID index Device.GIDIndex(addr).
 	AddrA, AddrB netip.Addr
+	// IWARP says the devices are iWARP: their QPs connect only through a
+	// CM (Run skips), and the wire carries no QP numbers, so a CMConn's
+	// RemoteQPN is not checked (rdma_cm reports 0 there).
+	IWARP bool
 }
 
 // test is one subtest of the suite.
@@ -58,23 +62,27 @@ var cmTests = []test{
 
 // Run runs every manually connected test (RC and UD QPs brought to RTS with
 // Modify, as ibv_rc_pingpong does) as subtests. It is for RoCE devices;
-// iWARP QPs connect only through a CM. open is called once per subtest.
+// iWARP QPs connect only through a CM, so on a Pair marked IWARP every
+// subtest skips. open is called once per subtest.
 func Run(t *testing.T, open func(t *testing.T) Pair) {
-	runAll(t, verbsTests, open)
+	runAll(t, verbsTests, false, open)
 }
 
 // RunCM runs the rdma_cm tests; both devices must implement
 // ibv.ConnManager.
 func RunCM(t *testing.T, open func(t *testing.T) Pair) {
-	runAll(t, cmTests, open)
+	runAll(t, cmTests, true, open)
 }
 
-func runAll(t *testing.T, tests []test, open func(t *testing.T) Pair) {
+func runAll(t *testing.T, tests []test, cmSuite bool, open func(t *testing.T) Pair) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := open(t)
 			if p.A == nil || p.B == nil || !p.AddrA.IsValid() || !p.AddrB.IsValid() {
 				t.Fatalf("open returned an incomplete Pair %+v", p)
+			}
+			if p.IWARP && !cmSuite {
+				t.Skip("iWARP: QPs connect only through a CM (RunCM)")
 			}
 			tc.run(t, p)
 		})

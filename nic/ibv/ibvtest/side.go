@@ -33,12 +33,13 @@ const (
 
 // side is one end of a test.
 type side struct {
-	t    *testing.T
-	dev  ibv.Device
-	addr netip.Addr
-	gid  int // GID index of addr
-	attr nic.DeviceAttr
-	port nic.PortAttr
+	t     *testing.T
+	dev   ibv.Device
+	addr  netip.Addr
+	gid   int  // GID index of addr
+	iwarp bool // Pair.IWARP: the wire carries no QP numbers
+	attr  nic.DeviceAttr
+	port  nic.PortAttr
 
 	pd       ibv.PD
 	mem      []byte // bufSize bytes, registered as mr
@@ -84,7 +85,9 @@ func newSide(t *testing.T, dev ibv.Device, addr netip.Addr) *side {
 // newSides sets up both ends of p.
 func newSides(t *testing.T, p Pair) (a, b *side) {
 	t.Helper()
-	return newSide(t, p.A, p.AddrA), newSide(t, p.B, p.AddrB)
+	a, b = newSide(t, p.A, p.AddrA), newSide(t, p.B, p.AddrB)
+	a.iwarp, b.iwarp = p.IWARP, p.IWARP
+	return a, b
 }
 
 // cleanup destroys an object at the end of the test and fails the test if
@@ -287,8 +290,14 @@ func (s *side) toRTSUD(t *testing.T, qp ibv.QP) {
 	}
 }
 
-// handoffID is the WR ID of the empty SENDs handoff exchanges.
-const handoffID = 0xF00D
+// handoffID is the WR ID of the empty SENDs handoff exchanges; their
+// receives name handoffLen bytes at handoffOff, the end of the send half
+// of the buffer, which no test sends from.
+const (
+	handoffID  = 0xF00D
+	handoffOff = dstOff - handoffLen
+	handoffLen = 64
+)
 
 // handoff SENDs an empty message from one side to the other and waits
 // until it has arrived. A program learns that its peer's memory is ready,
@@ -299,7 +308,9 @@ const handoffID = 0xF00D
 // gives.
 func handoff(t *testing.T, from *side, fq ibv.QP, to *side, tq ibv.QP) {
 	t.Helper()
-	if err := tq.PostRecv(&verbs.RecvWR{ID: handoffID}); err != nil {
+	// The receive carries one SGE although nothing lands in it: libsiw
+	// refuses a receive WR without one (EINVAL).
+	if err := tq.PostRecv(&verbs.RecvWR{ID: handoffID, SGL: []verbs.SGE{to.sge(handoffOff, handoffLen)}}); err != nil {
 		t.Fatalf("handoff: PostRecv: %v", err)
 	}
 	from.postSend(fq, &verbs.SendWR{ID: handoffID, Opcode: verbs.WRSend, Flags: verbs.SendSignaled})
