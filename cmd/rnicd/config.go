@@ -1,5 +1,6 @@
-// Command line → device configurations: the flags of the first device, the
-// --device specs of the others, and the checks that need no system call.
+// Command line → configuration: the flags of the first device, the
+// --device specs of the others, the control socket and the per-client
+// limits, and the checks that need no system call.
 
 package main
 
@@ -14,16 +15,30 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/rnicd/server"
 	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/tap"
 )
 
-// deviceSpec is one NIC to run: its tapnic configuration, less the pcap
-// writer, which run creates from PcapPath once the whole command line is
-// known to be good.
+// deviceSpec is one NIC to run: its tapnic configuration (TAP mode) or its
+// UDP address (embedded mode), less the pcap writer, which run creates
+// from PcapPath once the whole command line is known to be good.
 type deviceSpec struct {
 	tapnic.Config
+	// UDP, if valid, makes the NIC an embedded one on kernel UDP at this
+	// address and port (no TAP, no root); Config then holds only Name
+	// and MTU.
+	UDP      netip.AddrPort
 	PcapPath string
+}
+
+// options is the whole command line.
+type options struct {
+	devices []deviceSpec
+	// socket is the control socket; empty serves no clients.
+	socket string
+	limits server.Limits
 }
 
 // errHelp is returned by parseArgs for --help.
@@ -31,11 +46,14 @@ var errHelp = pflag.ErrHelp
 
 // deviceKeys are the keys of a --device spec, which are also the flags of
 // the first device.
-var deviceKeys = []string{"name", "tap", "ip", "ip6", "mac", "mtu", "pcap", "netns", "bridge"}
+var deviceKeys = []string{"name", "tap", "udp", "ip", "ip6", "mac", "mtu", "pcap", "netns", "bridge"}
 
-// newFlagSet declares rnicd's flags; values land in first (keyed like a
-// --device spec) and devices.
-func newFlagSet(first map[string]*string, devices *[]string) *pflag.FlagSet {
+// tapOnlyKeys are the keys that mean nothing for a UDP NIC.
+var tapOnlyKeys = []string{"ip", "ip6", "mac", "netns", "bridge"}
+
+// newFlagSet declares rnicd's flags; device values land in first (keyed
+// like a --device spec) and devices, the rest in opts.
+func newFlagSet(first map[string]*string, devices *[]string, opts *options) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("rnicd", pflag.ContinueOnError)
 	// pflag prints the usage itself on --help before returning ErrHelp;
 	// run prints it once, on stdout.
@@ -43,6 +61,7 @@ func newFlagSet(first map[string]*string, devices *[]string) *pflag.FlagSet {
 	help := map[string]string{
 		"name":   "RDMA device name of the first NIC (default rnic0)",
 		"tap":    "TAP interface of the first NIC: attached if it exists, created (and removed on exit) if not",
+		"udp":    "instead of a TAP, an embedded NIC on kernel UDP at ADDR[:PORT] (an address of this host, e.g. 127.0.0.2; port 4791): no root needed",
 		"ip":     "the NIC's IPv4 address with its on-link prefix, e.g. 10.77.0.50/24",
 		"ip6":    "the NIC's IPv6 address with its on-link prefix, e.g. fd00:77::50/64",
 		"mac":    "the NIC's MAC address (default: derived from its first address)",
@@ -55,26 +74,44 @@ func newFlagSet(first map[string]*string, devices *[]string) *pflag.FlagSet {
 		first[k] = fs.String(k, "", help[k])
 	}
 	fs.StringArrayVar(devices, "device", nil,
-		"another NIC: 'name=rnic1,tap=t1,ip=CIDR,ip6=CIDR,mac=MAC,mtu=N,pcap=FILE,netns=NS,bridge=BR' (repeatable)")
+		"another NIC: 'name=rnic1,tap=t1,ip=CIDR,ip6=CIDR,mac=MAC,mtu=N,pcap=FILE,netns=NS,bridge=BR' or 'name=rnic1,udp=ADDR[:PORT],mtu=N,pcap=FILE' (repeatable)")
+	d := server.DefaultLimits()
+	fs.StringVar(&opts.socket, "socket", ibv.DefaultSocket,
+		"serve the NICs to local processes on this Unix socket (mode 0600; its directory is created 0700); empty: serve none")
+	fs.IntVar(&opts.limits.MaxQPs, "max-qps", d.MaxQPs, "QPs one client may have")
+	fs.IntVar(&opts.limits.MaxMRs, "max-mrs", d.MaxMRs, "MRs one client may have")
+	fs.Uint64Var(&opts.limits.MaxMRBytes, "max-mr-bytes", d.MaxMRBytes, "bytes of memory one client may register (whole memfds count)")
+	fs.Uint64Var(&opts.limits.MaxRingBytes, "max-ring-bytes", d.MaxRingBytes, "bytes of queue rings (QPs, SRQs, CQs) one client may have")
+	fs.IntVar(&opts.limits.MaxObjects, "max-objects", d.MaxObjects, "PDs, CQs, SRQs and AHs one client may have, together")
 	return fs
 }
 
-// parseArgs turns the command line into one spec per NIC, or an error
-// (errHelp for --help). It checks everything that can be checked without
-// touching the system: syntax, ranges, and that no two NICs share a name,
-// a TAP or a pcap file.
-func parseArgs(args []string) ([]deviceSpec, error) {
+// parseArgs turns the command line into options with one spec per NIC,
+// or an error (errHelp for --help). It checks everything that can be
+// checked without touching the system: syntax, ranges, and that no two
+// NICs share a name, a TAP, a UDP address or a pcap file.
+func parseArgs(args []string) (*options, error) {
 	first := map[string]*string{}
 	var devices []string
-	fs := newFlagSet(first, &devices)
+	opts := &options{}
+	fs := newFlagSet(first, &devices, opts)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	for _, l := range []struct {
+		flag string
+		v    uint64
+	}{{"--max-qps", uint64(opts.limits.MaxQPs)}, {"--max-mrs", uint64(opts.limits.MaxMRs)},
+		{"--max-mr-bytes", opts.limits.MaxMRBytes}, {"--max-ring-bytes", opts.limits.MaxRingBytes},
+		{"--max-objects", uint64(opts.limits.MaxObjects)}} {
+		if l.v == 0 || l.v > 1<<62 {
+			return nil, fmt.Errorf("%s must be positive", l.flag)
+		}
+	}
 
-	var specs []deviceSpec
 	kv := map[string]string{}
 	for _, k := range deviceKeys {
 		if fs.Changed(k) {
@@ -82,33 +119,35 @@ func parseArgs(args []string) ([]deviceSpec, error) {
 		}
 	}
 	if len(kv) > 0 {
-		if _, ok := kv["tap"]; !ok {
-			return nil, errors.New("--tap is required with the first device's flags (--ip, --mac, ...)")
+		_, isTAP := kv["tap"]
+		_, isUDP := kv["udp"]
+		if !isTAP && !isUDP {
+			return nil, errors.New("--tap or --udp is required with the first device's flags (--ip, --mac, ...)")
 		}
 		s, err := specFromKeys(kv, "rnic0", "--")
 		if err != nil {
 			return nil, err
 		}
-		specs = append(specs, s)
+		opts.devices = append(opts.devices, s)
 	}
 	for _, d := range devices {
 		kv, err := splitDeviceSpec(d)
 		if err != nil {
 			return nil, fmt.Errorf("--device %q: %w", d, err)
 		}
-		s, err := specFromKeys(kv, fmt.Sprintf("rnic%d", len(specs)), "")
+		s, err := specFromKeys(kv, fmt.Sprintf("rnic%d", len(opts.devices)), "")
 		if err != nil {
 			return nil, fmt.Errorf("--device %q: %w", d, err)
 		}
-		specs = append(specs, s)
+		opts.devices = append(opts.devices, s)
 	}
-	if len(specs) == 0 {
-		return nil, errors.New("no device: give --tap and --ip/--ip6, or --device")
+	if len(opts.devices) == 0 {
+		return nil, errors.New("no device: give --tap and --ip/--ip6, --udp, or --device")
 	}
-	if err := checkDistinct(specs); err != nil {
+	if err := checkDistinct(opts.devices); err != nil {
 		return nil, err
 	}
-	return specs, nil
+	return opts, nil
 }
 
 // splitDeviceSpec splits "k=v,k=v" into its keys, refusing unknown,
@@ -131,8 +170,10 @@ func splitDeviceSpec(s string) (map[string]string, error) {
 		}
 		kv[k] = v
 	}
-	if _, ok := kv["tap"]; !ok {
-		return nil, errors.New("tap= is required")
+	_, isTAP := kv["tap"]
+	_, isUDP := kv["udp"]
+	if !isTAP && !isUDP {
+		return nil, errors.New("tap= or udp= is required")
 	}
 	return kv, nil
 }
@@ -155,6 +196,9 @@ func specFromKeys(kv map[string]string, defaultName, flagPrefix string) (deviceS
 			return flagPrefix + k
 		}
 		return k + "="
+	}
+	if v, ok := kv["udp"]; ok {
+		return udpSpecFromKeys(kv, v, defaultName, key)
 	}
 	s := deviceSpec{Config: tapnic.Config{
 		Name:   kv["name"],
@@ -197,6 +241,42 @@ func specFromKeys(kv map[string]string, defaultName, flagPrefix string) (deviceS
 		}
 		s.MAC = mac
 	}
+	if v, ok := kv["mtu"]; ok {
+		mtu, err := strconv.Atoi(v)
+		if err != nil || mtu < tap.MinDeviceMTU || mtu > tap.MaxDeviceMTU {
+			return s, fmt.Errorf("%s: %q is not an MTU in %d..%d", key("mtu"), v, tap.MinDeviceMTU, tap.MaxDeviceMTU)
+		}
+		s.MTU = mtu
+	}
+	return s, nil
+}
+
+// udpSpecFromKeys builds the spec of an embedded NIC on kernel UDP.
+func udpSpecFromKeys(kv map[string]string, addr, defaultName string, key func(string) string) (deviceSpec, error) {
+	s := deviceSpec{Config: tapnic.Config{Name: kv["name"]}, PcapPath: kv["pcap"]}
+	if s.Name == "" {
+		s.Name = defaultName
+	}
+	if _, ok := kv["tap"]; ok {
+		return s, fmt.Errorf("%s and %s: a NIC is on a TAP or on UDP, not both", key("tap"), key("udp"))
+	}
+	for _, k := range tapOnlyKeys {
+		if _, ok := kv[k]; ok {
+			return s, fmt.Errorf("%s is for TAP-mode NICs; a UDP NIC has the address of %s", key(k), key("udp"))
+		}
+	}
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		a, aerr := netip.ParseAddr(addr)
+		if aerr != nil {
+			return s, fmt.Errorf("%s: %q is not ADDR or ADDR:PORT", key("udp"), addr)
+		}
+		ap = netip.AddrPortFrom(a, 0)
+	}
+	if a := ap.Addr(); a.IsUnspecified() || a.IsMulticast() || a.Zone() != "" || a.Is4In6() {
+		return s, fmt.Errorf("%s: %v cannot be a NIC's address", key("udp"), a)
+	}
+	s.UDP = ap
 	if v, ok := kv["mtu"]; ok {
 		mtu, err := strconv.Atoi(v)
 		if err != nil || mtu < tap.MinDeviceMTU || mtu > tap.MaxDeviceMTU {
@@ -264,22 +344,30 @@ func checkIfName(name string) error {
 	return nil
 }
 
-// checkDistinct refuses two NICs with one name, one TAP (in one namespace)
-// or one pcap file.
+// checkDistinct refuses two NICs with one name, one TAP (in one
+// namespace), one UDP address or one pcap file.
 func checkDistinct(specs []deviceSpec) error {
 	names := map[string]bool{}
 	taps := map[[2]string]bool{}
+	udps := map[netip.AddrPort]bool{}
 	pcaps := map[string]bool{}
 	for _, s := range specs {
 		if names[s.Name] {
 			return fmt.Errorf("two NICs are named %s", s.Name)
 		}
 		names[s.Name] = true
-		k := [2]string{s.Netns, s.TAP}
-		if taps[k] {
-			return fmt.Errorf("two NICs on TAP %s", s.TAP)
+		if s.UDP.IsValid() {
+			if udps[s.UDP] {
+				return fmt.Errorf("two NICs on UDP %v", s.UDP)
+			}
+			udps[s.UDP] = true
+		} else {
+			k := [2]string{s.Netns, s.TAP}
+			if taps[k] {
+				return fmt.Errorf("two NICs on TAP %s", s.TAP)
+			}
+			taps[k] = true
 		}
-		taps[k] = true
 		if s.PcapPath != "" {
 			if pcaps[s.PcapPath] {
 				return fmt.Errorf("two NICs write pcap %s", s.PcapPath)

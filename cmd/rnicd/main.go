@@ -1,6 +1,8 @@
-// Command rnicd runs rnic NICs in the TAP mode until SIGINT or SIGTERM:
-// each NIC owns a TAP device as hardware owns its port, answers ARP, ND and
-// ping on it, and speaks RoCEv2 and iWARP there.
+// Command rnicd runs rnic NICs until SIGINT or SIGTERM and serves them to
+// local processes over a Unix socket (nic/rnicd). A NIC owns a TAP device
+// as hardware owns its port (it answers ARP, ND and ping there and speaks
+// RoCEv2 and iWARP), or, with --udp, lives on kernel UDP sockets as the
+// embedded mode does (no root).
 package main
 
 import (
@@ -11,8 +13,12 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 
+	"github.com/rnic/rnic/nic/embedded"
+	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/rnicd/server"
 	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/transport"
 )
@@ -20,23 +26,38 @@ import (
 const help = `usage: rnicd --tap NAME --ip CIDR [--ip6 CIDR] [--mac MAC] [--mtu N]
              [--pcap FILE] [--name rnic0] [--netns NS] [--bridge BR]
              [--device 'name=rnic1,tap=t1,ip=CIDR,...']...
+       rnicd --udp ADDR[:PORT] [--mtu N] [--pcap FILE] [--name rnic0]
+             [--device 'name=rnic1,udp=ADDR[:PORT],...']...
+       [--socket PATH] [--max-qps N] [--max-mrs N] [--max-mr-bytes N]
+       [--max-ring-bytes N] [--max-objects N]
 
-Runs software RDMA NICs in the TAP mode until SIGINT or SIGTERM. Each NIC
-owns a TAP device (a real Ethernet port: ARP, IPv6 ND, ping, RoCEv2 on UDP
-4791, iWARP over its own TCP); a TAP that does not exist is created and
-removed on exit, an existing one is attached to and left in place. The
-NIC's addresses are its own, not the kernel's: put the TAP on a bridge
-(--bridge) or give the kernel side an address of its own to reach it.
+Runs software RDMA NICs until SIGINT or SIGTERM and serves them to local
+processes. A TAP-mode NIC owns a TAP device (a real Ethernet port: ARP,
+IPv6 ND, ping, RoCEv2 on UDP 4791, iWARP over its own TCP); a TAP that does
+not exist is created and removed on exit, an existing one is attached to
+and left in place. The NIC's addresses are its own, not the kernel's: put
+the TAP on a bridge (--bridge) or give the kernel side an address of its
+own to reach it. A UDP NIC (--udp) is the embedded mode's: RoCEv2 over
+kernel UDP sockets on an address of this host; it needs no privilege.
 
 The flags describe the first NIC; every --device adds one more, with the
-same keys as the flags (name, tap, ip, ip6, mac, mtu, pcap, netns, bridge;
-tap and ip or ip6 required; names default to rnic0, rnic1, ... in order).
-Once a NIC is up rnicd prints
+same keys as the flags (name, tap, udp, ip, ip6, mac, mtu, pcap, netns,
+bridge; tap and ip or ip6, or udp, required; names default to rnic0, rnic1,
+... in order). Once a NIC is up rnicd prints
 
     rnic0: tap t0 mac 02:00:0a:4d:00:32 ip 10.77.0.50/24 mtu 1500 ready
+    rnic0: udp 127.0.0.2:4791 mtu 1500 ready
 
-Needs CAP_NET_ADMIN. Exits 0 after a signal, 1 when a NIC fails to open
-(those already open are closed), 2 on bad usage.
+then, serving them on the control socket,
+
+    rnicd: serving rnic0 on /run/rnic/rnicd.sock
+
+Programs reach a NIC there by the device string NAME@SOCKET (rnic0@ for the
+default socket). Each client (connection) is limited by the --max-* flags;
+clients coming and going, and their errors, are logged on stderr.
+
+TAP mode needs CAP_NET_ADMIN. Exits 0 after a signal, 1 when a NIC or the
+socket fails to open (whatever was open is closed), 2 on bad usage.
 
 flags:
 `
@@ -50,10 +71,11 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, stop))
 }
 
-// run opens every NIC args describe, reports each ready, waits for stop,
-// closes them all and returns the exit status.
+// run opens every NIC args describe, reports each ready, serves them on
+// the control socket, waits for stop, closes everything and returns the
+// exit status.
 func run(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
-	specs, err := parseArgs(args)
+	opts, err := parseArgs(args)
 	if err != nil {
 		if errors.Is(err, errHelp) {
 			printHelp(stdout)
@@ -64,29 +86,71 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 	}
 
 	var running []*device
+	var srv *server.Server
+	served := make(chan error, 1)
 	closeAll := func() error {
 		var errs []error
+		if srv != nil {
+			// Clients first: their objects go before the NICs.
+			srv.Close()
+			<-served
+		}
 		// Last opened, first closed.
 		for i := len(running) - 1; i >= 0; i-- {
 			errs = append(errs, running[i].close())
 		}
 		return errors.Join(errs...)
 	}
-	for _, s := range specs {
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "rnicd: %v\n", err)
+		if cerr := closeAll(); cerr != nil {
+			fmt.Fprintf(stderr, "rnicd: %v\n", cerr)
+		}
+		return 1
+	}
+	for _, s := range opts.devices {
 		d, err := openDevice(s)
 		if err != nil {
-			fmt.Fprintf(stderr, "rnicd: %v\n", err)
-			if cerr := closeAll(); cerr != nil {
-				fmt.Fprintf(stderr, "rnicd: %v\n", cerr)
-			}
-			return 1
+			return fail(err)
 		}
 		running = append(running, d)
 		fmt.Fprintln(stdout, d.readyLine())
 	}
 
-	<-stop
-	status := 0
+	if opts.socket != "" {
+		devs := make([]ibv.Device, len(running))
+		names := make([]string, len(running))
+		for i, d := range running {
+			devs[i], names[i] = d.dev, d.spec.Name
+		}
+		var logMu sync.Mutex // sessions log from their own goroutines
+		logf := func(format string, args ...any) {
+			logMu.Lock()
+			defer logMu.Unlock()
+			fmt.Fprintf(stderr, "rnicd: "+format+"\n", args...)
+		}
+		if srv, err = server.New(server.Config{Devices: devs, Limits: opts.limits, Logf: logf}); err != nil {
+			return fail(err)
+		}
+		l, err := server.Listen(opts.socket)
+		if err != nil {
+			srv.Close()
+			srv = nil
+			return fail(err)
+		}
+		go func() { served <- srv.Serve(l) }()
+		fmt.Fprintf(stdout, "rnicd: serving %s on %s\n", strings.Join(names, ", "), opts.socket)
+	}
+
+	var status int
+	select {
+	case <-stop:
+	case err := <-served:
+		// The listener failed; nothing more can be served.
+		fmt.Fprintf(stderr, "rnicd: %v\n", err)
+		served <- err // closeAll waits for it
+		status = 1
+	}
 	if err := closeAll(); err != nil {
 		fmt.Fprintf(stderr, "rnicd: %v\n", err)
 		status = 1
@@ -95,11 +159,15 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 	return status
 }
 
-// device is one running NIC and the pcap file it writes.
+// device is one running NIC, the pcap file it writes, and the NIC as the
+// server serves it.
 type device struct {
-	spec deviceSpec
-	nic  *tapnic.NIC
-	pcap *transport.PcapWriter
+	spec  deviceSpec
+	tap   *tapnic.NIC   // TAP mode
+	udp   *embedded.NIC // UDP mode
+	dev   ibv.Device
+	pcap  *transport.PcapWriter
+	ready string
 }
 
 // openDevice creates the spec's pcap file, if any, and opens the NIC.
@@ -113,24 +181,51 @@ func openDevice(s deviceSpec) (*device, error) {
 		d.pcap = pw
 		d.spec.Pcap = pw
 	}
-	n, err := tapnic.Open(d.spec.Config)
+	var err error
+	var en *embedded.NIC
+	if s.UDP.IsValid() {
+		en, err = embedded.Open(embedded.UDPConfig{Name: s.Name, Addr: s.UDP.Addr(), Port: s.UDP.Port(), MTU: s.MTU, Pcap: d.pcap})
+		if err == nil {
+			d.udp = en
+		}
+		err = wrapOpen(err, "%s on udp %v", s.Name, s.UDP)
+	} else {
+		var tn *tapnic.NIC
+		tn, err = tapnic.Open(d.spec.Config)
+		if err == nil {
+			d.tap, en = tn, tn.NIC
+		}
+		err = wrapOpen(err, "%s on tap %s", s.Name, s.TAP)
+	}
 	if err != nil {
 		if d.pcap != nil {
 			d.pcap.Close()
 			// An empty capture of a NIC that never ran would only mislead.
 			os.Remove(s.PcapPath)
 		}
-		return nil, fmt.Errorf("%s on tap %s: %w", s.Name, s.TAP, err)
+		return nil, err
 	}
-	d.nic = n
+	d.ready = d.readyLine()
+	closeNIC := en.Close
+	if d.tap != nil {
+		closeNIC = d.tap.Close
+	}
+	d.dev = en.Verbs(ibv.LocalOptions{Close: closeNIC})
 	return d, nil
+}
+
+func wrapOpen(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf(format+": %w", append(args, err)...)
 }
 
 // close closes the NIC (a TAP it created disappears), then its pcap, which
 // the NIC no longer writes.
 func (d *device) close() error {
 	var errs []error
-	if err := d.nic.Close(); err != nil {
+	if err := d.dev.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("%s: close: %w", d.spec.Name, err))
 	}
 	if d.pcap != nil {
@@ -142,10 +237,26 @@ func (d *device) close() error {
 }
 
 // readyLine says what came up, e.g.
-// "rnic0: tap t0 mac 02:00:0a:4d:00:32 ip 10.77.0.50/24 mtu 1500 ready".
+// "rnic0: tap t0 mac 02:00:0a:4d:00:32 ip 10.77.0.50/24 mtu 1500 ready" or
+// "rnic0: udp 127.0.0.2:4791 mtu 1500 ready".
 func (d *device) readyLine() string {
+	if d.ready != "" {
+		return d.ready
+	}
 	var b strings.Builder
-	mac := d.nic.MAC
+	if d.udp != nil {
+		port := d.spec.UDP.Port()
+		if port == 0 {
+			port = 4791
+		}
+		mtu := d.spec.MTU
+		if mtu == 0 {
+			mtu = 1500
+		}
+		fmt.Fprintf(&b, "%s: udp %v mtu %d ready", d.spec.Name, net.JoinHostPort(d.udp.Addr.String(), fmt.Sprint(port)), mtu)
+		return b.String()
+	}
+	mac := d.tap.MAC
 	fmt.Fprintf(&b, "%s: tap %s", d.spec.Name, d.spec.TAP)
 	if d.spec.Netns != "" {
 		fmt.Fprintf(&b, " netns %s", d.spec.Netns)
@@ -161,7 +272,7 @@ func (d *device) readyLine() string {
 		}
 		fmt.Fprintf(&b, " %s %s", key, p)
 	}
-	fmt.Fprintf(&b, " mtu %d ready", d.nic.TAP().MTU())
+	fmt.Fprintf(&b, " mtu %d ready", d.tap.TAP().MTU())
 	return b.String()
 }
 
@@ -169,7 +280,7 @@ func printHelp(w io.Writer) {
 	fmt.Fprint(w, help)
 	first := map[string]*string{}
 	var devices []string
-	fs := newFlagSet(first, &devices)
+	fs := newFlagSet(first, &devices, &options{})
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 }

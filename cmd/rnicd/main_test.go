@@ -125,8 +125,9 @@ func TestDaemon(t *testing.T) {
 	bin := buildRnicd(t)
 	ns := newNetns(t)
 	pcap := filepath.Join(t.TempDir(), "rt0.pcap")
+	sock := filepath.Join(t.TempDir(), "rnicd.sock")
 
-	cmd := exec.Command(bin, "--tap", "rt0", "--ip", "10.88.0.50/24", "--netns", ns, "--bridge", "br0", "--pcap", pcap,
+	cmd := exec.Command(bin, "--socket", sock, "--tap", "rt0", "--ip", "10.88.0.50/24", "--netns", ns, "--bridge", "br0", "--pcap", pcap,
 		"--device", "tap=rt1,ip6=fd00:88::51/64,mac=02:00:00:00:88:51,mtu=9000,netns="+ns+",bridge=br0")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -158,6 +159,7 @@ func TestDaemon(t *testing.T) {
 	wantReady := []struct{ prefix, suffix string }{
 		{"rnic0: tap rt0 netns " + ns + " bridge br0 mac ", " ip 10.88.0.50/24 mtu 1500 ready"},
 		{"rnic1: tap rt1 netns " + ns + " bridge br0 mac 02:00:00:00:88:51 ip6 fd00:88::51/64 mtu 9000 ready", ""},
+		{"rnicd: serving rnic0, rnic1 on " + sock, ""},
 	}
 	for _, want := range wantReady {
 		select {
@@ -219,7 +221,8 @@ func TestDaemonOpenFailureClosesOthers(t *testing.T) {
 	requireRoot(t)
 	bin := buildRnicd(t)
 	ns := newNetns(t)
-	cmd := exec.Command(bin, "--tap", "rt0", "--ip", "10.88.0.50/24", "--netns", ns, "--bridge", "br0",
+	cmd := exec.Command(bin, "--socket", filepath.Join(t.TempDir(), "rnicd.sock"),
+		"--tap", "rt0", "--ip", "10.88.0.50/24", "--netns", ns, "--bridge", "br0",
 		"--device", "tap=rt1,ip=10.88.0.51/24,netns="+ns+",bridge=nobr")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -1,0 +1,325 @@
+// The connection to rnicd: opening a device, the round trips of control
+// requests, the reader that matches replies to requests and dispatches
+// events, and the end of the connection.
+
+package client
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/rnicd/proto"
+	"github.com/rnic/rnic/nic/verbs"
+)
+
+// ErrDaemonGone is wrapped by every error after the daemon went away.
+var ErrDaemonGone = errors.New("rnicd: daemon gone")
+
+// ErrLimit is wrapped by errors of a per-client limit of the daemon.
+var ErrLimit = proto.ErrLimit
+
+func init() {
+	ibv.Register(ibv.BackendDaemon, func(s ibv.Spec) (ibv.Device, error) {
+		d, err := Open(s)
+		if err != nil {
+			return nil, err // not a typed nil in the interface
+		}
+		return d, nil
+	})
+}
+
+// Device is a NIC served by rnicd. It implements ibv.Device and
+// ibv.Counters.
+type Device struct {
+	spec ibv.Spec
+	conn *net.UnixConn
+	name string
+	attr nic.DeviceAttr
+	port nic.PortAttr
+	gids []netip.Addr
+
+	wmu sync.Mutex // serialises writes to conn
+
+	mu      sync.Mutex
+	seq     uint32
+	pending map[uint32]chan reply
+	qps     map[uint32]*QP
+	cqs     map[uint32]*CQ
+	srqs    map[uint32]*SRQ
+	buffers []*buffer
+
+	keys sync.RWMutex
+	mrs  map[uint32]*MR               // by lkey, for inline gathers
+	ahs  map[*verbs.AddressVector]*AH // by AV(), for UD WQEs
+
+	events   chan ibv.Event
+	gone     chan struct{} // closed when the connection ends
+	isGone   atomic.Bool   // gone is closed, for the data path
+	goneErr  error
+	closed   atomic.Bool
+	readDone chan struct{}
+}
+
+var (
+	_ ibv.Device   = (*Device)(nil)
+	_ ibv.Counters = (*Device)(nil)
+)
+
+type reply struct {
+	h    proto.Header
+	body []byte
+	fds  []int
+}
+
+// Open connects to the rnicd at spec.Socket and opens the device
+// spec.Name.
+func Open(spec ibv.Spec) (*Device, error) {
+	if spec.Socket == "" {
+		spec.Socket = ibv.DefaultSocket
+	}
+	conn, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: spec.Socket, Net: "unixpacket"})
+	if err != nil {
+		return nil, fmt.Errorf("rnicd at %s: %w", spec.Socket, err)
+	}
+	d := &Device{spec: spec, conn: conn, pending: make(map[uint32]chan reply),
+		qps: make(map[uint32]*QP), cqs: make(map[uint32]*CQ), srqs: make(map[uint32]*SRQ),
+		mrs: make(map[uint32]*MR), ahs: make(map[*verbs.AddressVector]*AH),
+		events: make(chan ibv.Event, nic.DefaultEventQueueLen), gone: make(chan struct{}), readDone: make(chan struct{})}
+	go d.read()
+	var rep proto.OpenReply
+	if _, err := d.call(proto.OpOpen, &proto.OpenReq{Version: proto.Version, Name: spec.Name}, nil, &rep); err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.name, d.attr, d.port, d.gids = rep.Name, rep.Attr, rep.Port, rep.GIDs
+	return d, nil
+}
+
+// goneError returns the error verbs fail with once the connection ended,
+// or nil.
+func (d *Device) goneError() error {
+	select {
+	case <-d.gone:
+		return d.goneErr
+	default:
+		return nil
+	}
+}
+
+// call sends a request with fds and waits for its reply, decoded into
+// resp. It returns the descriptors of the reply, which the caller owns.
+func (d *Device) call(op proto.Op, req proto.Message, fds []int, resp proto.Message) ([]int, error) {
+	if err := d.goneError(); err != nil {
+		return nil, err
+	}
+	ch := make(chan reply, 1)
+	d.mu.Lock()
+	d.seq++
+	seq := d.seq
+	d.pending[seq] = ch
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		delete(d.pending, seq)
+		d.mu.Unlock()
+	}()
+	msg := proto.AppendMessage(make([]byte, 0, 256), proto.Header{Op: op, Kind: proto.KindRequest, Seq: seq, NFDs: uint8(len(fds))}, req)
+	if err := d.write(msg, fds); err != nil {
+		return nil, err
+	}
+	var r reply
+	select {
+	case r = <-ch:
+	case <-d.gone:
+		// The reader may have delivered just before it ended.
+		select {
+		case r = <-ch:
+		default:
+			return nil, d.goneErr
+		}
+	}
+	if r.h.Status != proto.StatusOK {
+		closeFDs(r.fds)
+		rd := proto.NewReader(r.body)
+		msg := rd.String(proto.MaxErrorLen)
+		return nil, proto.ErrorOf(op, r.h.Status, msg)
+	}
+	rd := proto.NewReader(r.body)
+	resp.Decode(rd)
+	if err := rd.Done(); err != nil {
+		closeFDs(r.fds)
+		return nil, fmt.Errorf("rnicd: %v reply: %w", op, err)
+	}
+	return r.fds, nil
+}
+
+// notice sends a request that gets no reply.
+func (d *Device) notice(msg []byte) {
+	if d.goneError() == nil {
+		d.write(msg, nil)
+	}
+}
+
+func (d *Device) write(msg []byte, fds []int) error {
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	d.wmu.Lock()
+	_, _, err := d.conn.WriteMsgUnix(msg, oob, nil)
+	d.wmu.Unlock()
+	if err != nil {
+		if gerr := d.goneError(); gerr != nil {
+			return gerr
+		}
+		return fmt.Errorf("rnicd %s: %w: %w", d.spec.Socket, ErrDaemonGone, err)
+	}
+	return nil
+}
+
+// read receives replies and events until the connection ends.
+func (d *Device) read() {
+	defer close(d.readDone)
+	buf := make([]byte, proto.MaxMessage)
+	oob := make([]byte, unix.CmsgSpace(proto.MaxFDs*4))
+	var cause error
+	for {
+		n, oobn, _, _, err := d.conn.ReadMsgUnix(buf, oob)
+		fds := parseRights(oob[:oobn])
+		if err != nil || (n == 0 && oobn == 0) {
+			closeFDs(fds)
+			cause = err
+			break
+		}
+		h, body, err := proto.DecodeMessage(buf[:n], len(fds))
+		if err != nil {
+			closeFDs(fds)
+			continue // a daemon speaking nonsense; its replies will be missed
+		}
+		switch h.Kind {
+		case proto.KindReply:
+			d.mu.Lock()
+			ch, ok := d.pending[h.Seq]
+			d.mu.Unlock()
+			if !ok {
+				closeFDs(fds)
+				continue
+			}
+			ch <- reply{h: h, body: append([]byte(nil), body...), fds: fds}
+		case proto.KindEvent:
+			closeFDs(fds)
+			d.event(h, body)
+		default:
+			closeFDs(fds)
+		}
+	}
+	if d.closed.Load() {
+		d.goneErr = fmt.Errorf("rnicd device %s: %w", d.spec, nic.ErrClosed)
+	} else if cause != nil {
+		d.goneErr = fmt.Errorf("rnicd %s: %w: %v", d.spec.Socket, ErrDaemonGone, cause)
+	} else {
+		d.goneErr = fmt.Errorf("rnicd %s: %w", d.spec.Socket, ErrDaemonGone)
+	}
+	close(d.gone)
+	d.isGone.Store(true)
+	close(d.events)
+	d.retireAll()
+}
+
+// retireAll ends the client side of every object: the daemon has reaped
+// them (or is gone). Rings stay mapped until Destroy or Close; buffers
+// stay the program's.
+func (d *Device) retireAll() {
+	d.mu.Lock()
+	cqs, qps, srqs := d.cqs, d.qps, d.srqs
+	d.mu.Unlock()
+	for _, q := range qps {
+		q.retire()
+	}
+	for _, s := range srqs {
+		s.retire()
+	}
+	for _, c := range cqs {
+		c.retire()
+	}
+	d.keys.RLock()
+	mrs := make([]*MR, 0, len(d.mrs))
+	for _, m := range d.mrs {
+		mrs = append(mrs, m)
+	}
+	d.keys.RUnlock()
+	for _, m := range mrs {
+		m.release()
+	}
+}
+
+// releaseAll unmaps the rings of every object (Close).
+func (d *Device) releaseAll() {
+	d.mu.Lock()
+	cqs, qps, srqs := d.cqs, d.qps, d.srqs
+	d.cqs, d.qps, d.srqs = map[uint32]*CQ{}, map[uint32]*QP{}, map[uint32]*SRQ{}
+	d.mu.Unlock()
+	for _, q := range qps {
+		q.release()
+	}
+	for _, s := range srqs {
+		s.release()
+	}
+	for _, c := range cqs {
+		c.release()
+	}
+}
+
+func parseRights(oob []byte) []int {
+	if len(oob) == 0 {
+		return nil
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for i := range msgs {
+		if f, err := unix.ParseUnixRights(&msgs[i]); err == nil {
+			fds = append(fds, f...)
+		}
+	}
+	return fds
+}
+
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+}
+
+// mapRing maps a ring memfd the daemon sent (and closes it: the mapping
+// keeps its own).
+func mapRing(fd int, size uint64) (*memory.Shared, error) {
+	defer unix.Close(fd)
+	if size > 1<<40 {
+		return nil, fmt.Errorf("rnicd: ring of %d bytes: %w", size, proto.ErrMalformed)
+	}
+	return memory.MapShared(fd, int(size))
+}
+
+// Close closes the connection: the daemon frees every object of this
+// device, and the client side of them is released.
+func (d *Device) Close() error {
+	if d.closed.Swap(true) {
+		return fmt.Errorf("rnicd device %s: close: %w", d.spec, nic.ErrClosed)
+	}
+	d.conn.Close()
+	<-d.readDone
+	d.releaseAll()
+	return nil
+}

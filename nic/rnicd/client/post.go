@@ -1,0 +1,287 @@
+// Posting: PostSend and PostRecv check a WR as nic's PostSend and PostRecv
+// would (so errors are synchronous, as in-process), write it into the next
+// slot of the ring, publish the producer index and ring the doorbell only
+// if the daemon's drainer sleeps. INLINE data is gathered here, at post
+// time, as verbs requires. Nothing allocates.
+
+package client
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/rnicd/proto"
+	"github.com/rnic/rnic/nic/verbs"
+)
+
+// opcodeSet is a set of WR opcodes.
+type opcodeSet uint32
+
+func ops(o ...verbs.WROpcode) opcodeSet {
+	var s opcodeSet
+	for _, x := range o {
+		s |= 1 << x
+	}
+	return s
+}
+
+func (s opcodeSet) has(o verbs.WROpcode) bool { return o < 32 && s&(1<<o) != 0 }
+
+// The operations of each service, as nic has them (nic/post.go).
+var (
+	rcOps = ops(verbs.WRSend, verbs.WRSendWithImm, verbs.WRSendWithInv, verbs.WRRDMAWrite,
+		verbs.WRRDMAWriteWithImm, verbs.WRRDMARead, verbs.WRAtomicCmpSwp, verbs.WRAtomicFetchAdd, verbs.WRLocalInv)
+	ucOps          = ops(verbs.WRSend, verbs.WRSendWithImm, verbs.WRRDMAWrite, verbs.WRRDMAWriteWithImm, verbs.WRLocalInv)
+	udOps          = ops(verbs.WRSend, verbs.WRSendWithImm)
+	unsupportedOps = ops(verbs.WRBindMW, verbs.WRFlush, verbs.WRAtomicWrite)
+	atomicOps      = ops(verbs.WRAtomicCmpSwp, verbs.WRAtomicFetchAdd)
+	inlineOps      = ops(verbs.WRSend, verbs.WRSendWithImm, verbs.WRSendWithInv, verbs.WRRDMAWrite, verbs.WRRDMAWriteWithImm)
+)
+
+const knownSendFlags = verbs.SendFence | verbs.SendSignaled | verbs.SendSolicited | verbs.SendInline
+
+func (q *QP) opsAllowed() opcodeSet {
+	switch q.typ {
+	case verbs.QPTypeRC:
+		return rcOps
+	case verbs.QPTypeUC:
+		return ucOps
+	}
+	return udOps
+}
+
+// usable fails once the QP is destroyed or the daemon gone.
+func (q *QP) usable() error {
+	if err := q.d.goneError(); err != nil {
+		return err
+	}
+	if q.dead.Load() {
+		return fmt.Errorf("rnicd: %v: %w", q, nic.ErrDestroyed)
+	}
+	return nil
+}
+
+// PostSend posts send WRs in order; on an error (a *nic.PostError for a
+// WR at fault) the WRs before the failing one were posted.
+func (q *QP) PostSend(wrs ...*verbs.SendWR) error {
+	q.sqMu.Lock()
+	defer q.sqMu.Unlock()
+	if err := q.usable(); err != nil {
+		return err
+	}
+	var err error
+	posted := 0
+	for i, wr := range wrs {
+		if err = q.postSend(wr); err != nil {
+			var id uint64
+			if wr != nil {
+				id = wr.ID
+			}
+			err = &nic.PostError{Index: i, WRID: id, Err: err}
+			break
+		}
+		posted++
+	}
+	if posted > 0 {
+		q.ring()
+	}
+	return err
+}
+
+// postSend checks wr and writes it into the send ring. Caller holds sqMu.
+func (q *QP) postSend(wr *verbs.SendWR) error {
+	if wr == nil {
+		return fmt.Errorf("rnicd: nil send WR: %w", nic.ErrInvalid)
+	}
+	switch st := q.ringState(); st {
+	case verbs.QPSReset, verbs.QPSInit, verbs.QPSRTR:
+		return fmt.Errorf("rnicd: post send on %v in %v: %w", q, st, nic.ErrInvalidState)
+	}
+	ah, err := q.checkSendWR(wr)
+	if err != nil {
+		return err
+	}
+	r := &q.rings.SQ
+	if q.sqProd-r.Cons.Load() >= r.Cap {
+		return fmt.Errorf("rnicd: %v send queue holds its max_send_wr %d WRs: %w", q, r.Cap, nic.ErrQueueFull)
+	}
+	slot := r.Slot(q.sqProd)
+	n := 0
+	if wr.Flags&verbs.SendInline != 0 {
+		payload := proto.SendPayload(slot)
+		if wr.Inline != nil {
+			n = copy(payload, wr.Inline)
+		} else if n, err = q.d.gather(q.pd, wr.SGL, payload); err != nil {
+			return fmt.Errorf("rnicd: inline WR %#x: %w", wr.ID, err)
+		}
+	}
+	if err := proto.PutSendWQE(slot, wr, ah, n); err != nil {
+		return fmt.Errorf("rnicd: %w: %w", err, nic.ErrInvalid)
+	}
+	q.sqProd++
+	r.Prod.Store(q.sqProd)
+	return nil
+}
+
+// checkSendWR applies nic's rules for a send WR on this QP and returns
+// the WR's address handle (UD).
+func (q *QP) checkSendWR(wr *verbs.SendWR) (uint32, error) {
+	op := wr.Opcode
+	switch {
+	case q.opsAllowed().has(op):
+	case unsupportedOps.has(op):
+		return 0, fmt.Errorf("rnicd: %v WRs: %w", op, nic.ErrNotSupported)
+	case rcOps.has(op):
+		return 0, fmt.Errorf("rnicd: %v is not a %v operation: %w", op, q.typ, nic.ErrInvalid)
+	default:
+		return 0, fmt.Errorf("rnicd: unknown send opcode %d: %w", op, nic.ErrInvalid)
+	}
+	if atomicOps.has(op) && q.d.attr.AtomicCap == nic.AtomicNone {
+		return 0, fmt.Errorf("rnicd: %v on a device without atomics: %w", op, nic.ErrNotSupported)
+	}
+	if bad := wr.Flags &^ knownSendFlags; bad != 0 {
+		return 0, fmt.Errorf("rnicd: unknown send flags %#x: %w", uint8(bad), nic.ErrInvalid)
+	}
+	inline := wr.Flags&verbs.SendInline != 0
+	if wr.Inline != nil && (!inline || len(wr.SGL) > 0) {
+		return 0, fmt.Errorf("rnicd: Inline data needs the INLINE flag and no SGEs: %w", nic.ErrInvalid)
+	}
+	maxSGE := int(q.cap.MaxSendSGE)
+	if op == verbs.WRRDMARead {
+		maxSGE = min(maxSGE, q.d.attr.MaxSGERd)
+	}
+	if len(wr.SGL) > maxSGE {
+		return 0, fmt.Errorf("rnicd: %v WR with %d SGEs, the QP allows %d: %w", op, len(wr.SGL), maxSGE, nic.ErrInvalid)
+	}
+	total := memory.TotalLength(wr.SGL)
+	if wr.Inline != nil {
+		total = uint64(len(wr.Inline))
+	}
+	if total > nic.MaxMsgSize {
+		return 0, fmt.Errorf("rnicd: %d-byte message exceeds max_msg_sz %d: %w", total, nic.MaxMsgSize, nic.ErrInvalid)
+	}
+	if inline {
+		if !inlineOps.has(op) {
+			return 0, fmt.Errorf("rnicd: INLINE with %v: only SEND and RDMA WRITE carry inline data: %w", op, nic.ErrInvalid)
+		}
+		if total > uint64(q.cap.MaxInlineData) {
+			return 0, fmt.Errorf("rnicd: %d inline bytes, the QP allows %d: %w", total, q.cap.MaxInlineData, nic.ErrInvalid)
+		}
+	}
+	if atomicOps.has(op) {
+		if len(wr.SGL) != 1 || wr.SGL[0].Length != 8 {
+			return 0, fmt.Errorf("rnicd: %v needs exactly one 8-byte SGE: %w", op, nic.ErrInvalid)
+		}
+		if wr.RemoteAddr&7 != 0 {
+			return 0, fmt.Errorf("rnicd: %v remote address %#x is not 8-byte aligned: %w", op, wr.RemoteAddr, nic.ErrInvalid)
+		}
+	}
+	if q.typ != verbs.QPTypeUD {
+		return 0, nil
+	}
+	if wr.AH == nil {
+		return 0, fmt.Errorf("rnicd: UD send without an address handle: %w", nic.ErrInvalid)
+	}
+	a := q.d.ah(wr.AH)
+	if a == nil {
+		return 0, fmt.Errorf("rnicd: UD send: AH is not from CreateAH or was destroyed (use AH.AV()): %w", nic.ErrInvalid)
+	}
+	if a.pd != q.pd {
+		return 0, fmt.Errorf("rnicd: UD send: AH and QP are in different PDs: %w", nic.ErrInvalid)
+	}
+	if wr.RemoteQPN > 0xffffff {
+		return 0, fmt.Errorf("rnicd: UD send: remote QPN %#x exceeds 24 bits: %w", wr.RemoteQPN, nic.ErrInvalid)
+	}
+	return a.h, nil
+}
+
+// PostRecv posts receive WRs to the QP's own receive queue.
+func (q *QP) PostRecv(wrs ...*verbs.RecvWR) error {
+	if q.srq != nil {
+		return fmt.Errorf("rnicd: post recv on %v: it receives from an SRQ: %w", q, nic.ErrInvalid)
+	}
+	q.rqMu.Lock()
+	defer q.rqMu.Unlock()
+	if err := q.usable(); err != nil {
+		return err
+	}
+	st := q.ringState()
+	if st == verbs.QPSReset {
+		return fmt.Errorf("rnicd: post recv on %v in RESET: %w", q, nic.ErrInvalidState)
+	}
+	err := postRecv(&q.rings.RQ, &q.rqProd, int(q.cap.MaxRecvSGE), wrs, q)
+	// In INIT nothing can arrive yet (and the daemon takes the ring
+	// before it moves the QP on); later a message may come at once.
+	if st != verbs.QPSInit {
+		q.d.waitRecvs(q.rings, q.rqProd)
+	}
+	return err
+}
+
+// Waiting for the daemon to take receive WQEs: spins (yielding) first, as
+// the drainer is usually at it within microseconds, then sleeps a little
+// at a time; a daemon that does not come within recvWait is left to it.
+const (
+	recvSpins = 200
+	recvNap   = 20 * time.Microsecond
+	recvWait  = time.Second
+)
+
+// waitRecvs waits until the daemon has put the receive WQEs before prod
+// into the NIC (RQ done), so that a message arriving after PostRecv
+// returns finds them, as on an in-process NIC.
+func (d *Device) waitRecvs(r *proto.WorkRings, prod uint32) {
+	for i := 0; int32(r.RQDone.Load()-prod) < 0; i++ {
+		if d.isGone.Load() {
+			return
+		}
+		if i < recvSpins {
+			runtime.Gosched()
+			continue
+		}
+		if time.Duration(i-recvSpins)*recvNap > recvWait {
+			return
+		}
+		time.Sleep(recvNap)
+	}
+}
+
+// postRecv writes receive WRs into ring r (a QP's or an SRQ's), rings the
+// doorbell of b if any was written, and returns a *nic.PostError for the
+// first WR at fault.
+func postRecv(r *proto.WorkRing, prod *uint32, maxSGE int, wrs []*verbs.RecvWR, b doorbell) error {
+	var err error
+	posted := 0
+	for i, wr := range wrs {
+		switch {
+		case wr == nil:
+			err = &nic.PostError{Index: i, Err: fmt.Errorf("rnicd: nil receive WR: %w", nic.ErrInvalid)}
+		case len(wr.SGL) > maxSGE:
+			err = &nic.PostError{Index: i, WRID: wr.ID,
+				Err: fmt.Errorf("rnicd: receive WR has %d SGEs, the queue allows %d: %w", len(wr.SGL), maxSGE, nic.ErrInvalid)}
+		case *prod-r.Cons.Load() >= r.Cap:
+			err = &nic.PostError{Index: i, WRID: wr.ID,
+				Err: fmt.Errorf("rnicd: receive queue holds its %d WRs: %w", r.Cap, nic.ErrQueueFull)}
+		default:
+			if e := proto.PutRecvWQE(r.Slot(*prod), wr); e != nil {
+				err = &nic.PostError{Index: i, WRID: wr.ID, Err: fmt.Errorf("rnicd: %w: %w", e, nic.ErrInvalid)}
+				break
+			}
+			*prod++
+			r.Prod.Store(*prod)
+			posted++
+			continue
+		}
+		break
+	}
+	if posted > 0 {
+		b.ring()
+	}
+	return err
+}
+
+// doorbell is a QP or SRQ whose drainer a post wakes.
+type doorbell interface{ ring() }

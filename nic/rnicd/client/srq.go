@@ -1,0 +1,146 @@
+// Shared receive queues: PostRecv writes into the SRQ's ring as a QP's
+// receive queue does.
+
+package client
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/rnicd/proto"
+	"github.com/rnic/rnic/nic/verbs"
+)
+
+// SRQ is a shared receive queue of the daemon.
+type SRQ struct {
+	d      *Device
+	h      uint32
+	maxSGE int
+	mem    *memory.Shared
+	rings  *proto.WorkRings
+	bell   int
+	one    [8]byte
+
+	mu   sync.Mutex
+	prod uint32
+
+	dead     atomic.Bool
+	retired  sync.Once
+	released sync.Once
+}
+
+var _ ibv.SRQ = (*SRQ)(nil)
+
+// CreateSRQ creates an SRQ of maxWR WRs of up to maxSGE SGEs.
+func (d *Device) CreateSRQ(pd ibv.PD, maxWR, maxSGE int) (ibv.SRQ, error) {
+	p, err := d.pd(pd)
+	if err != nil {
+		return nil, err
+	}
+	if maxWR <= 0 || maxSGE <= 0 || maxWR > proto.MaxRingSlots || maxSGE > proto.MaxSlotSize {
+		return nil, fmt.Errorf("rnicd: create SRQ of %d WRs of %d SGEs: %w", maxWR, maxSGE, nic.ErrInvalid)
+	}
+	var rep proto.CreateSRQReply
+	fds, err := d.call(proto.OpCreateSRQ, &proto.CreateSRQReq{PD: p.h, MaxWR: uint32(maxWR), MaxSGE: uint32(maxSGE)}, nil, &rep)
+	if err != nil {
+		return nil, err
+	}
+	s := &SRQ{d: d, h: rep.SRQ, maxSGE: maxSGE, bell: -1, one: [8]byte{1}}
+	if err := s.setup(&rep, fds); err != nil {
+		d.call(proto.OpDestroySRQ, &proto.Handle{H: rep.SRQ}, nil, &proto.Empty{})
+		return nil, err
+	}
+	d.mu.Lock()
+	d.srqs[s.h] = s
+	d.mu.Unlock()
+	if d.goneError() != nil {
+		s.retire() // the reader has retired the others already
+	}
+	return s, nil
+}
+
+func (s *SRQ) setup(rep *proto.CreateSRQReply, fds []int) error {
+	if len(fds) != 2 {
+		closeFDs(fds)
+		return fmt.Errorf("rnicd: CREATE_SRQ reply with %d descriptors: %w", len(fds), proto.ErrMalformed)
+	}
+	if err := rep.Ring.Validate(); err != nil {
+		closeFDs(fds)
+		return err
+	}
+	mem, err := mapRing(fds[0], rep.Ring.Size())
+	if err != nil {
+		closeFDs(fds[1:])
+		return err
+	}
+	rings, err := proto.NewWorkRings(mem.Bytes(), rep.Ring)
+	if err != nil {
+		mem.Close()
+		closeFDs(fds[1:])
+		return err
+	}
+	s.mem, s.rings, s.bell = mem, rings, fds[1]
+	return nil
+}
+
+// PostRecv posts receive WRs to the SRQ.
+func (s *SRQ) PostRecv(wrs ...*verbs.RecvWR) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.d.goneError(); err != nil {
+		return err
+	}
+	if s.dead.Load() {
+		return fmt.Errorf("rnicd: post SRQ recv: %w", nic.ErrDestroyed)
+	}
+	err := postRecv(&s.rings.RQ, &s.prod, s.maxSGE, wrs, s)
+	// QPs using the SRQ may be receiving now.
+	s.d.waitRecvs(s.rings, s.prod)
+	return err
+}
+
+// ring writes the doorbell if the daemon's drainer sleeps; the caller
+// holds mu.
+func (s *SRQ) ring() {
+	if s.rings.Sleeping.Load() != 0 {
+		unix.Write(s.bell, s.one[:])
+	}
+}
+
+// Destroy destroys the SRQ.
+func (s *SRQ) Destroy() error {
+	if s.dead.Load() {
+		return fmt.Errorf("rnicd: destroy SRQ: %w", nic.ErrDestroyed)
+	}
+	_, err := s.d.call(proto.OpDestroySRQ, &proto.Handle{H: s.h}, nil, &proto.Empty{})
+	if err != nil && s.d.goneError() == nil {
+		return err
+	}
+	s.d.mu.Lock()
+	delete(s.d.srqs, s.h)
+	s.d.mu.Unlock()
+	s.release()
+	return err
+}
+
+// retire ends the SRQ's use; its ring stays mapped.
+func (s *SRQ) retire() {
+	s.retired.Do(func() {
+		s.mu.Lock()
+		s.dead.Store(true)
+		s.mu.Unlock()
+		unix.Close(s.bell)
+	})
+}
+
+// release retires the SRQ and unmaps its ring.
+func (s *SRQ) release() {
+	s.retire()
+	s.released.Do(func() { s.mem.Close() })
+}

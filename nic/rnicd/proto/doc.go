@@ -1,0 +1,44 @@
+// Package proto is rnicd's wire: the control messages a client and the
+// daemon exchange over a Unix SOCK_SEQPACKET socket, and the layouts of the
+// shared-memory rings (send, receive and completion queues) that carry the
+// data plane without a system call per operation.
+//
+// # Control plane
+//
+// Every message is one datagram of the socket (message boundaries are the
+// socket's), at most MaxMessage bytes: a 16-byte header, then a body
+// whose layout the op defines, little-endian throughout. File descriptors
+// (memfds, eventfds) travel as SCM_RIGHTS with the message; the header
+// counts them so the receiver can tell a lost one from none.
+//
+//	 0                   1                   2                   3
+//	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+//	+-------------------------------+---------------+---------------+
+//	|              op               |     kind      |     nfds      |
+//	+-------------------------------+---------------+---------------+
+//	|                              seq                              |
+//	+---------------------------------------------------------------+
+//	|                     status (replies; else 0)                  |
+//	+---------------------------------------------------------------+
+//	|                          body length                          |
+//	+---------------------------------------------------------------+
+//	|                         body ...                              |
+//
+// A request (KindRequest) is answered by one reply (KindReply) with the
+// same seq; a notice (KindNotice) is a request that gets no reply. The
+// daemon sends events (KindEvent) unsolicited. A reply whose status is not
+// StatusOK has the error message as its body.
+//
+// Ops are numbered in ranges (see Op), one per concern, so that a new
+// concern adds its ops in a new file without touching the others.
+//
+// # Data plane
+//
+// The daemon creates every ring (a sealed memfd it sizes itself) and both
+// sides map it. Producer and consumer indices are free-running uint32s on
+// separate cache lines, accessed with sync/atomic; a slot is index & (slots
+// − 1). Each side keeps its own copy of the index it owns and never reads
+// it back from the shared page, so a peer scribbling on the header can
+// confuse only itself. See ring.go for the layouts, wqe.go and wc.go for
+// the slots.
+package proto

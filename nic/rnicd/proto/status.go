@@ -1,0 +1,150 @@
+// Status codes of replies: the verbs sentinel errors (nic's, which an
+// ibv.Device returns) as numbers, so that a client's errors.Is works as it
+// does on an in-process NIC, plus rnicd's own.
+
+package proto
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic"
+)
+
+// Status is a reply's outcome.
+type Status uint32
+
+// Statuses. The nic ones map to the sentinel of the same name.
+const (
+	StatusOK Status = iota
+	StatusInvalid
+	StatusBusy
+	StatusNoMemory
+	StatusQueueFull
+	StatusInvalidState
+	StatusNotSupported
+	StatusPermission
+	StatusDestroyed
+	StatusNoProvider
+	StatusClosed
+	StatusCQOverrun
+	// StatusLimit: a per-client limit of the daemon (ErrLimit, and
+	// nic.ErrNoMemory as a device limit would be).
+	StatusLimit
+	// StatusBadMessage: the request was malformed (ErrMalformed).
+	StatusBadMessage
+	// StatusUnknownOp: the daemon does not implement the op
+	// (nic.ErrNotSupported).
+	StatusUnknownOp
+	// StatusNoDevice: no device of that name, or none opened yet.
+	StatusNoDevice
+	// StatusBadHandle: no object of that kind with that handle in this
+	// connection (nic.ErrInvalid).
+	StatusBadHandle
+	// StatusVersion: the client speaks another protocol version.
+	StatusVersion
+	// StatusInternal: anything else; the message says what.
+	StatusInternal
+)
+
+// Errors of rnicd itself.
+var (
+	// ErrLimit: a per-client limit of the daemon was reached.
+	ErrLimit = errors.New("rnicd: per-client limit reached")
+	// ErrNoDevice: the daemon serves no device of that name.
+	ErrNoDevice = errors.New("rnicd: no such device")
+	// ErrBadHandle: the handle names no object of this connection.
+	ErrBadHandle = errors.New("rnicd: no such object")
+	// ErrVersion: client and daemon speak different protocol versions.
+	ErrVersion = errors.New("rnicd: protocol version mismatch")
+)
+
+// sentinels maps each status to the errors a client's error wraps.
+var sentinels = [...][]error{
+	StatusInvalid:      {nic.ErrInvalid},
+	StatusBusy:         {nic.ErrBusy},
+	StatusNoMemory:     {nic.ErrNoMemory},
+	StatusQueueFull:    {nic.ErrQueueFull},
+	StatusInvalidState: {nic.ErrInvalidState},
+	StatusNotSupported: {nic.ErrNotSupported},
+	StatusPermission:   {nic.ErrPermission},
+	StatusDestroyed:    {nic.ErrDestroyed},
+	StatusNoProvider:   {nic.ErrNoProvider},
+	StatusClosed:       {nic.ErrClosed},
+	StatusCQOverrun:    {nic.ErrCQOverrun},
+	StatusLimit:        {ErrLimit, nic.ErrNoMemory},
+	StatusBadMessage:   {ErrMalformed, nic.ErrInvalid},
+	StatusUnknownOp:    {nic.ErrNotSupported},
+	StatusNoDevice:     {ErrNoDevice},
+	StatusBadHandle:    {ErrBadHandle, nic.ErrInvalid},
+	StatusVersion:      {ErrVersion},
+	StatusInternal:     nil,
+}
+
+// StatusOf returns the status for err (StatusOK for nil): a RemoteError's
+// own, else that of the first sentinel err wraps, rnicd's own before
+// nic's, so an error wrapping both ErrLimit and nic.ErrNoMemory reports
+// StatusLimit.
+func StatusOf(err error) Status {
+	if err == nil {
+		return StatusOK
+	}
+	var re *RemoteError
+	if errors.As(err, &re) {
+		return re.Status
+	}
+	// rnicd's own first: they are the more specific.
+	for _, s := range []Status{StatusLimit, StatusBadHandle, StatusNoDevice, StatusVersion, StatusBadMessage} {
+		if errors.Is(err, sentinels[s][0]) {
+			return s
+		}
+	}
+	for s := StatusInvalid; s <= StatusCQOverrun; s++ {
+		if errors.Is(err, sentinels[s][0]) {
+			return s
+		}
+	}
+	// memory's errors reach an ibv caller wrapped in nic's except from
+	// paths that call memory directly (mapping a client's memfd).
+	switch {
+	case errors.Is(err, memory.ErrNoResources):
+		return StatusNoMemory
+	case errors.Is(err, memory.ErrBusy):
+		return StatusBusy
+	case errors.Is(err, memory.ErrInvalidArgument), errors.Is(err, memory.ErrInvalidAccess),
+		errors.Is(err, memory.ErrNotSealed), errors.Is(err, memory.ErrTooLarge), errors.Is(err, memory.ErrClosed):
+		return StatusInvalid
+	}
+	return StatusInternal
+}
+
+// RemoteError is an error the daemon replied with. It unwraps to the
+// sentinels of its status.
+type RemoteError struct {
+	Op     Op
+	Status Status
+	Msg    string
+}
+
+func (e *RemoteError) Error() string { return "rnicd: " + e.Msg }
+
+// Unwrap returns the sentinel errors of the status.
+func (e *RemoteError) Unwrap() []error {
+	if int(e.Status) < len(sentinels) {
+		return sentinels[e.Status]
+	}
+	return nil
+}
+
+// ErrorOf returns the error a reply with status s and message msg stands
+// for, nil for StatusOK.
+func ErrorOf(op Op, s Status, msg string) error {
+	if s == StatusOK {
+		return nil
+	}
+	if msg == "" {
+		msg = fmt.Sprintf("%v failed with status %d", op, s)
+	}
+	return &RemoteError{Op: op, Status: s, Msg: msg}
+}

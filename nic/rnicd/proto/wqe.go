@@ -1,0 +1,185 @@
+// Work queue entries in the rings' slots. The client writes them; the
+// daemon copies a slot once into memory of its own and decodes the copy,
+// because the client may scribble on the slot meanwhile. A WQE that does
+// not fit its slot is malformed; whether its fields make sense is nic's to
+// judge when the daemon posts it.
+//
+// Send WQE (a slot of SendSlotSize bytes):
+//
+//	 0  wr_id        u64
+//	 8  opcode u8, flags u8, num_sge u16
+//	12  inline_len   u32  bytes of inline data in the payload (INLINE WRs)
+//	16  imm          u32
+//	20  inv_rkey     u32
+//	24  remote_addr  u64
+//	32  rkey         u32
+//	36  ah           u32  address handle (UD), as the client's handle
+//	40  compare_add  u64
+//	48  swap         u64
+//	56  remote_qpn   u32
+//	60  remote_qkey  u32
+//	64  payload: num_sge × SGE, or inline_len bytes of data
+//
+// An INLINE WR carries its data (the client gathers it at post time, as
+// verbs requires) and no SGEs. SGE (16 bytes): addr u64, length u32, lkey
+// u32; addresses are the client's own (MRs are registered at them).
+//
+// Receive WQE:
+//
+//	 0  wr_id    u64
+//	 8  num_sge  u32
+//	12  reserved u32
+//	16  num_sge × SGE
+
+package proto
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/rnic/rnic/nic/verbs"
+)
+
+// WQE sizes.
+const (
+	SendWQEHeaderLen = 64
+	RecvWQEHeaderLen = 16
+	SGELen           = 16
+)
+
+var le = binary.LittleEndian
+
+// PutSendWQE writes wr into slot, with ah as its address handle. For an
+// INLINE WR the caller has written inlineLen bytes of data at
+// SendPayload(slot) and the SGEs are not written. It fails if the WR does
+// not fit.
+func PutSendWQE(slot []byte, wr *verbs.SendWR, ah uint32, inlineLen int) error {
+	if len(slot) < SendWQEHeaderLen {
+		return fmt.Errorf("%w: %d-byte send slot", ErrMalformed, len(slot))
+	}
+	room := len(slot) - SendWQEHeaderLen
+	nsge := len(wr.SGL)
+	inline := wr.Flags&verbs.SendInline != 0
+	if inline {
+		nsge = 0
+		if inlineLen < 0 || inlineLen > room {
+			return fmt.Errorf("%w: %d inline bytes in a slot of %d", ErrMalformed, inlineLen, room)
+		}
+	} else {
+		inlineLen = 0
+		if nsge > room/SGELen || nsge > 0xffff {
+			return fmt.Errorf("%w: %d SGEs in a slot of %d bytes", ErrMalformed, nsge, room)
+		}
+	}
+	le.PutUint64(slot[0:], wr.ID)
+	slot[8], slot[9] = byte(wr.Opcode), byte(wr.Flags)
+	le.PutUint16(slot[10:], uint16(nsge))
+	le.PutUint32(slot[12:], uint32(inlineLen))
+	le.PutUint32(slot[16:], wr.Imm)
+	le.PutUint32(slot[20:], wr.InvRKey)
+	le.PutUint64(slot[24:], wr.RemoteAddr)
+	le.PutUint32(slot[32:], wr.RKey)
+	le.PutUint32(slot[36:], ah)
+	le.PutUint64(slot[40:], wr.CompareAdd)
+	le.PutUint64(slot[48:], wr.Swap)
+	le.PutUint32(slot[56:], wr.RemoteQPN)
+	le.PutUint32(slot[60:], wr.RemoteQKey)
+	if !inline {
+		putSGL(slot[SendWQEHeaderLen:], wr.SGL)
+	}
+	return nil
+}
+
+// SendPayload returns the payload area of a send slot, where inline data
+// goes.
+func SendPayload(slot []byte) []byte { return slot[SendWQEHeaderLen:] }
+
+func putSGL(b []byte, sgl []verbs.SGE) {
+	for i := range sgl {
+		e := b[i*SGELen : i*SGELen+SGELen]
+		le.PutUint64(e[0:], sgl[i].Addr)
+		le.PutUint32(e[8:], sgl[i].Length)
+		le.PutUint32(e[12:], sgl[i].LKey)
+	}
+}
+
+func getSGL(b []byte, sgl []verbs.SGE) {
+	for i := range sgl {
+		e := b[i*SGELen : i*SGELen+SGELen]
+		sgl[i] = verbs.SGE{Addr: le.Uint64(e[0:]), Length: le.Uint32(e[8:]), LKey: le.Uint32(e[12:])}
+	}
+}
+
+// DecodeSendWQE decodes the send WQE in slot (the daemon's own copy) into
+// wr, using sgl and inline (whose capacities bound the SGEs and inline
+// bytes accepted) as wr's SGL and Inline storage. It returns the address
+// handle; wr.AH is left nil for the caller to resolve. It allocates
+// nothing and rejects a WQE that does not fit its slot or the buffers.
+func DecodeSendWQE(slot []byte, wr *verbs.SendWR, sgl []verbs.SGE, inline []byte) (ah uint32, err error) {
+	if len(slot) < SendWQEHeaderLen {
+		return 0, fmt.Errorf("%w: %d-byte send slot", ErrMalformed, len(slot))
+	}
+	room := len(slot) - SendWQEHeaderLen
+	nsge := int(le.Uint16(slot[10:]))
+	inlineLen := le.Uint32(slot[12:])
+	flags := verbs.SendFlags(slot[9])
+	switch {
+	case nsge > room/SGELen || nsge > cap(sgl):
+		return 0, fmt.Errorf("%w: send WQE with %d SGEs", ErrMalformed, nsge)
+	case uint64(inlineLen) > uint64(room) || uint64(inlineLen) > uint64(cap(inline)):
+		return 0, fmt.Errorf("%w: send WQE with %d inline bytes", ErrMalformed, inlineLen)
+	case flags&verbs.SendInline != 0 && nsge != 0:
+		return 0, fmt.Errorf("%w: INLINE send WQE with SGEs (inline data is gathered by the client)", ErrMalformed)
+	case flags&verbs.SendInline == 0 && inlineLen != 0:
+		return 0, fmt.Errorf("%w: %d inline bytes without the INLINE flag", ErrMalformed, inlineLen)
+	}
+	*wr = verbs.SendWR{
+		ID:         le.Uint64(slot[0:]),
+		Opcode:     verbs.WROpcode(slot[8]),
+		Flags:      flags,
+		Imm:        le.Uint32(slot[16:]),
+		InvRKey:    le.Uint32(slot[20:]),
+		RemoteAddr: le.Uint64(slot[24:]),
+		RKey:       le.Uint32(slot[32:]),
+		CompareAdd: le.Uint64(slot[40:]),
+		Swap:       le.Uint64(slot[48:]),
+		RemoteQPN:  le.Uint32(slot[56:]),
+		RemoteQKey: le.Uint32(slot[60:]),
+	}
+	if flags&verbs.SendInline != 0 {
+		wr.Inline = inline[:inlineLen]
+		copy(wr.Inline, slot[SendWQEHeaderLen:])
+	} else {
+		wr.SGL = sgl[:nsge]
+		getSGL(slot[SendWQEHeaderLen:], wr.SGL)
+	}
+	return le.Uint32(slot[36:]), nil
+}
+
+// PutRecvWQE writes wr into slot; it fails if the WR does not fit.
+func PutRecvWQE(slot []byte, wr *verbs.RecvWR) error {
+	if len(slot) < RecvWQEHeaderLen || len(wr.SGL) > (len(slot)-RecvWQEHeaderLen)/SGELen {
+		return fmt.Errorf("%w: %d SGEs in a %d-byte receive slot", ErrMalformed, len(wr.SGL), len(slot))
+	}
+	le.PutUint64(slot[0:], wr.ID)
+	le.PutUint32(slot[8:], uint32(len(wr.SGL)))
+	le.PutUint32(slot[12:], 0)
+	putSGL(slot[RecvWQEHeaderLen:], wr.SGL)
+	return nil
+}
+
+// DecodeRecvWQE decodes the receive WQE in slot into wr, with sgl as its
+// SGL storage. It allocates nothing.
+func DecodeRecvWQE(slot []byte, wr *verbs.RecvWR, sgl []verbs.SGE) error {
+	if len(slot) < RecvWQEHeaderLen {
+		return fmt.Errorf("%w: %d-byte receive slot", ErrMalformed, len(slot))
+	}
+	n := le.Uint32(slot[8:])
+	if uint64(n) > uint64((len(slot)-RecvWQEHeaderLen)/SGELen) || uint64(n) > uint64(cap(sgl)) {
+		return fmt.Errorf("%w: receive WQE with %d SGEs", ErrMalformed, n)
+	}
+	wr.ID = le.Uint64(slot[0:])
+	wr.SGL = sgl[:n]
+	getSGL(slot[RecvWQEHeaderLen:], wr.SGL)
+	return nil
+}

@@ -1,0 +1,126 @@
+// Package rnicdtest runs an rnicd in a test (or in a child process of
+// one): a server of embedded NICs on kernel UDP, on loopback addresses of
+// their own (no root), listening on a socket in a temporary directory.
+package rnicdtest
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"path/filepath"
+	"testing"
+
+	"github.com/rnic/rnic/nic/embedded"
+	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/rnicd/server"
+)
+
+// Options describe a test daemon.
+type Options struct {
+	// NICs is how many NICs it serves (1 if zero), named rnic0, rnic1, ...
+	NICs int
+	// MTU is their link MTU (loopback takes 9000; 1500 if zero).
+	MTU int
+	// Limits bound each client.
+	Limits server.Limits
+	// Logf, if set, receives the server's log.
+	Logf func(string, ...any)
+}
+
+// Daemon is a running test daemon.
+type Daemon struct {
+	Server *server.Server
+	// Socket is the control socket.
+	Socket string
+	NICs   []*embedded.NIC
+	// Devices are the NICs as the server serves them.
+	Devices []ibv.Device
+	served  chan struct{}
+}
+
+// LoopbackAddr returns a random address of 127/8 (not 127.0.0.1), so
+// that tests running in parallel, in this package or others, do not share
+// a RoCEv2 port.
+func LoopbackAddr() netip.Addr {
+	return netip.AddrFrom4([4]byte{127, byte(1 + rand.IntN(254)), byte(rand.IntN(256)), byte(1 + rand.IntN(254))})
+}
+
+// OpenNIC opens an embedded NIC named name on a fresh loopback address.
+func OpenNIC(name string, mtu int) (*embedded.NIC, error) {
+	var err error
+	for range 20 {
+		var n *embedded.NIC
+		if n, err = embedded.Open(embedded.UDPConfig{Name: name, Addr: LoopbackAddr(), MTU: mtu}); err == nil {
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("open embedded NIC: %w", err)
+}
+
+// Device wraps an embedded NIC as rnicd serves it: ibv.Local with its
+// counters and its Close.
+func Device(n *embedded.NIC) ibv.Device { return n.Verbs(ibv.LocalOptions{}) }
+
+// New starts a daemon listening on socket.
+func New(socket string, opt Options) (*Daemon, error) {
+	if opt.NICs == 0 {
+		opt.NICs = 1
+	}
+	d := &Daemon{Socket: socket, served: make(chan struct{})}
+	fail := func(err error) (*Daemon, error) {
+		for _, dev := range d.Devices {
+			dev.Close()
+		}
+		return nil, err
+	}
+	for i := range opt.NICs {
+		n, err := OpenNIC(fmt.Sprintf("rnic%d", i), opt.MTU)
+		if err != nil {
+			return fail(err)
+		}
+		d.NICs = append(d.NICs, n)
+		d.Devices = append(d.Devices, Device(n))
+	}
+	srv, err := server.New(server.Config{Devices: d.Devices, Limits: opt.Limits, Logf: opt.Logf})
+	if err != nil {
+		return fail(err)
+	}
+	d.Server = srv
+	l, err := server.Listen(socket)
+	if err != nil {
+		return fail(err)
+	}
+	go func() {
+		defer close(d.served)
+		srv.Serve(l)
+	}()
+	return d, nil
+}
+
+// Close stops the daemon: its clients are reaped, its NICs closed.
+func (d *Daemon) Close() error {
+	err := d.Server.Close()
+	<-d.served
+	for _, dev := range d.Devices {
+		err = errors.Join(err, dev.Close())
+	}
+	return err
+}
+
+// Start starts a daemon on a socket in t's temporary directory; it stops
+// when the test ends.
+func Start(t testing.TB, opt Options) *Daemon {
+	t.Helper()
+	d, err := New(filepath.Join(t.TempDir(), "rnicd.sock"), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// Spec returns the device string of NIC i.
+func (d *Daemon) Spec(i int) ibv.Spec {
+	return ibv.Spec{Backend: ibv.BackendDaemon, Name: d.NICs[i].Name(), Socket: d.Socket}
+}

@@ -1,0 +1,445 @@
+// Completion queues: the daemon's ibv CQ and the client's completion ring,
+// and the mover that carries completions from one to the other.
+//
+// The mover sleeps armed on the ibv CQ and, woken, moves what it holds into
+// the ring while the ring has room. A client that does not poll fills the
+// ring; completions then stay in the ibv CQ, which overruns as a local CQ
+// would (CQ_ERR, and the engine moves the QP to ERR).
+//
+// Completion events: the client's ReqNotify sets the ring's arm word. The
+// mover, having published completions, fires the notify eventfd if the arm
+// asks for them: any completion for ArmNext; for ArmSolicited an
+// unsuccessful one, or one the ibv CQ reported as solicited. Only the ibv
+// CQ knows solicitedness, through a solicited-only arm of its own, so the
+// mover arms it the way the client last armed (for any completion until
+// the client first arms for solicited ones): in solicited mode unsolicited
+// completions do not wake the mover, which polls on a backing-off timer so
+// that a client polling its ring still sees them.
+//
+// A client arming the other kind than the mover's state bit says asks for
+// the switch (OpArmCQ) and waits for it, so the arm is in force when
+// ReqNotify returns. An ibv CQ armed for any completion cannot be narrowed
+// to solicited ones until it fires; the mover fires it itself (an
+// in-process NIC's CQ has Solicited for that) and re-arms. Where that is
+// impossible, or a completion slipped in while the ibv CQ was not armed,
+// the completion cannot be classified and fires the event: a spurious
+// event is harmless, a lost one is not.
+
+package server
+
+import (
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/rnicd/proto"
+	"github.com/rnic/rnic/nic/verbs"
+)
+
+func init() {
+	Register(proto.OpCreateCQ, handleCreateCQ)
+	Register(proto.OpDestroyCQ, handleDestroy[*cqObj](kindCQ))
+	Register(proto.OpKickCQ, handleKickCQ)
+	Register(proto.OpArmCQ, handleArmCQ)
+}
+
+// Mover timing.
+const (
+	// moveBatch is how many completions the mover takes per Poll.
+	moveBatch = 64
+	// solPollMin and solPollMax bound the mover's polling period while
+	// armed for solicited completions only.
+	solPollMin = 100 * time.Microsecond
+	solPollMax = 10 * time.Millisecond
+	// spaceRetry is how often a mover waiting for ring space looks
+	// again if no kick comes.
+	spaceRetry = time.Millisecond
+	// armWait bounds how long OpArmCQ waits for the mover.
+	armWait = 100 * time.Millisecond
+)
+
+// What the ibv CQ is armed for, as far as the mover knows: an arm lasts
+// until it fires.
+const (
+	nicArmNone = iota
+	nicArmNext
+	nicArmSol
+)
+
+type cqObj struct {
+	s        *Session
+	h        uint32
+	cq       ibv.CQ
+	mem      *memory.Shared
+	ring     *proto.CQRing
+	ringSize uint64
+	notify   int // eventfd the client waits on
+
+	kick chan struct{}      // room was made
+	arm  chan chan struct{} // the client changed the kind of its arm; close when done
+	stop chan struct{}
+	done chan struct{}
+
+	// The mover's own state.
+	prod     uint32 // the producer index; never read back from the ring
+	wcs      [moveBatch]verbs.WC
+	nicArm   int  // nicArmNone, nicArmNext or nicArmSol
+	solMode  bool // the client arms for solicited completions
+	solSeen  bool // a solicited completion arrived since the last fire decision
+	unsorted bool // armed from unarmed: what the next move finds came unclassified
+	timer    *time.Timer
+}
+
+func (c *cqObj) kind() objKind     { return kindCQ }
+func (c *cqObj) handle() uint32    { return c.h }
+func (c *cqObj) session() *Session { return c.s }
+func (c *cqObj) event(e verbs.AsyncEvent) {
+	if e == verbs.EventCQErr {
+		c.ring.Flags.Or(proto.FlagOverrun)
+	}
+}
+
+func (c *cqObj) destroy(s *Session, _ bool) error {
+	c.halt()
+	if err := c.cq.Destroy(); err != nil {
+		// Still in use by QPs: the CQ lives on, and so must its mover.
+		c.start()
+		return err
+	}
+	s.dev.disown(c.cq)
+	c.mem.Close()
+	unix.Close(c.notify)
+	s.unreserve(kindCQ, c.ringSize)
+	return nil
+}
+
+func (c *cqObj) start() {
+	c.stop, c.done = make(chan struct{}), make(chan struct{})
+	go c.run()
+}
+
+// halt stops the mover and waits for it.
+func (c *cqObj) halt() {
+	close(c.stop)
+	<-c.done
+}
+
+func handleCreateCQ(s *Session, req *Request, rep *Reply) error {
+	var m proto.CreateCQReq
+	if err := req.Decode(&m); err != nil {
+		return err
+	}
+	if m.CQE == 0 || m.CQE > proto.MaxRingSlots {
+		return fmt.Errorf("rnicd: create CQ of %d entries: %w", m.CQE, nic.ErrInvalid)
+	}
+	layout := proto.CQLayout{Slots: proto.RingSlots(m.CQE), Cap: m.CQE}
+	size := layout.Size()
+	if err := s.reserve(kindCQ, size); err != nil {
+		return err
+	}
+	c := &cqObj{s: s, ringSize: size, notify: -1, kick: make(chan struct{}, 1), arm: make(chan chan struct{})}
+	err := func() error {
+		cq, err := s.dev.dev.CreateCQ(int(m.CQE))
+		if err != nil {
+			return err
+		}
+		c.cq = cq
+		if c.mem, err = memory.NewShared(int(size)); err != nil {
+			return err
+		}
+		if c.ring, err = proto.NewCQRing(c.mem.Bytes(), layout); err != nil {
+			return err
+		}
+		c.notify, err = newNotifyFD()
+		return err
+	}()
+	if err != nil {
+		if c.cq != nil {
+			c.cq.Destroy()
+		}
+		if c.mem != nil {
+			c.mem.Close()
+		}
+		s.unreserve(kindCQ, size)
+		return err
+	}
+	c.timer = time.NewTimer(time.Hour)
+	c.timer.Stop()
+	c.h = s.newHandle()
+	s.dev.own(c.cq, c)
+	s.insert(c)
+	c.start()
+	rep.Set(&proto.CreateCQReply{CQ: c.h, Ring: layout}, c.mem.Fd(), c.notify)
+	return nil
+}
+
+func handleKickCQ(s *Session, req *Request, _ *Reply) error {
+	var m proto.Handle
+	if err := req.Decode(&m); err != nil {
+		return err
+	}
+	c, err := lookup[*cqObj](s, m.H, kindCQ)
+	if err != nil {
+		return err
+	}
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// handleArmCQ has the mover re-arm the ibv CQ for what the client's arm
+// word now asks, and answers once it has (or after armWait: the mover is
+// busy moving, and will look at the arm word before it next sleeps).
+func handleArmCQ(s *Session, req *Request, rep *Reply) error {
+	var m proto.Handle
+	if err := req.Decode(&m); err != nil {
+		return err
+	}
+	c, err := lookup[*cqObj](s, m.H, kindCQ)
+	if err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	t := time.NewTimer(armWait)
+	defer t.Stop()
+	select {
+	case c.arm <- done:
+		select {
+		case <-done:
+		case <-t.C:
+		}
+	case <-t.C:
+	}
+	rep.Set(&proto.Empty{})
+	return nil
+}
+
+// run is the mover.
+func (c *cqObj) run() {
+	defer close(c.done)
+	solPoll := solPollMin
+	for {
+		moved, bad, full := c.move()
+		c.fire(moved, bad)
+		if full {
+			if !c.waitSpace() {
+				return
+			}
+			continue
+		}
+		if moved > 0 {
+			solPoll = solPollMin
+			continue
+		}
+		// Idle: arm the ibv CQ for what the client waits for, look
+		// once more (a completion may have come before the arm), sleep.
+		if err := c.rearm(); err != nil {
+			<-c.stop // the CQ is gone; only halt remains
+			return
+		}
+		if moved, bad, full = c.move(); moved > 0 || full {
+			c.fire(moved, bad)
+			continue
+		}
+		var tick <-chan time.Time
+		if c.solMode {
+			// Unsolicited completions do not wake the mover: look on
+			// a timer for a client that polls.
+			c.timer.Reset(solPoll)
+			tick = c.timer.C
+			solPoll = min(2*solPoll, solPollMax)
+		}
+		select {
+		case <-c.cq.Notify():
+			c.fired()
+		case <-c.kick:
+			solPoll = solPollMin
+		case done := <-c.arm:
+			c.rearm()
+			close(done)
+			solPoll = solPollMin
+		case <-tick:
+		case <-c.stop:
+			c.timer.Stop()
+			return
+		}
+		c.timer.Stop()
+	}
+}
+
+// rearm arms the ibv CQ for the client's current kind of arm, taking an
+// arm that fired into account first.
+func (c *cqObj) rearm() error {
+	select {
+	case <-c.cq.Notify():
+		c.fired()
+	default:
+	}
+	c.chooseMode()
+	if c.solMode && c.nicArm == nicArmNext {
+		c.disarm()
+	}
+	if c.nicArm == nicArmNone || c.nicArm == nicArmSol && !c.solMode {
+		if err := c.cq.ReqNotify(c.solMode); err != nil {
+			return err
+		}
+		fromNone := c.nicArm == nicArmNone
+		c.nicArm = nicArmNext
+		if c.solMode {
+			c.nicArm = nicArmSol
+		}
+		if c.solMode && fromNone {
+			// Completions that came since the last arm fired went
+			// unseen by any arm: move them now, as unclassified, so
+			// that whatever comes later is the new arm's to judge.
+			c.unsorted = true
+			moved, bad, _ := c.move()
+			c.fire(moved, bad)
+		}
+	}
+	return nil
+}
+
+// chooseMode sets solMode from the client's arm: a solicited-only arm
+// switches the mover to it, an arm for any completion switches it back;
+// no arm keeps the mode, so a client that re-arms for solicited
+// completions after each event finds the ibv CQ armed that way already.
+func (c *cqObj) chooseMode() {
+	switch c.ring.Arm.Load() {
+	case proto.ArmNext:
+		c.solMode = false
+	case proto.ArmSolicited:
+		c.solMode = true
+	}
+	if c.solMode {
+		c.ring.Mover.Or(proto.MoverSolicited)
+	} else {
+		c.ring.Mover.And(^uint32(proto.MoverSolicited))
+	}
+}
+
+// disarm consumes a pending arm for any completion, by firing it: an
+// in-process NIC's CQ fires its arm on Solicited, which the engines call
+// after a solicited completion and which otherwise only disarms. Other
+// CQs keep the arm; its firing is then unclassifiable.
+func (c *cqObj) disarm() {
+	n := ibv.LocalCQ(c.cq)
+	if n == nil {
+		return
+	}
+	n.Solicited()
+	select {
+	case <-c.cq.Notify(): // ours, or that of a completion that just came
+	default:
+	}
+	// Whatever completion came meanwhile is in the CQ unclassified;
+	// rearm, arming from none, marks it so.
+	c.nicArm = nicArmNone
+}
+
+// fired records that the ibv CQ's arm fired. A solicited-only arm firing
+// means a solicited (or unsuccessful) completion arrived. An arm for any
+// completion firing while the client waits for a solicited one cannot say
+// which it was: the event fires.
+func (c *cqObj) fired() {
+	switch c.nicArm {
+	case nicArmSol:
+		c.solSeen = true
+	case nicArmNext:
+		if c.ring.Arm.Load() == proto.ArmSolicited {
+			c.solSeen = true
+		}
+	}
+	c.nicArm = nicArmNone
+}
+
+// move moves completions from the ibv CQ into the ring while it has room.
+// full reports a ring without room.
+func (c *cqObj) move() (moved int, bad, full bool) {
+	defer func() {
+		if moved > 0 && c.unsorted {
+			c.solSeen = true
+		}
+		c.unsorted = false
+	}()
+	for {
+		used := c.prod - c.ring.Cons.Load()
+		if used > c.ring.Cap {
+			if used > c.ring.Slots() {
+				// The client published a consumer index ahead of
+				// the producer or far behind: it can only hurt its
+				// own completions. Treat the ring as full.
+				c.s.srv.stats.ringIndexErrors.Add(1)
+			}
+			return moved, bad, true
+		}
+		room := c.ring.Cap - used
+		if room == 0 {
+			return moved, bad, true
+		}
+		want := min(int(room), moveBatch)
+		n := c.cq.Poll(c.wcs[:want])
+		for i := range n {
+			if c.wcs[i].Status != verbs.WCSuccess {
+				bad = true
+			}
+			proto.PutWC(c.ring.Slot(c.prod), &c.wcs[i])
+			c.prod++
+		}
+		if n > 0 {
+			c.ring.Prod.Store(c.prod)
+		}
+		moved += n
+		if n < want {
+			return moved, bad, false
+		}
+	}
+}
+
+// fire signals the client's notify eventfd if its arm asks for what was
+// just published.
+func (c *cqObj) fire(moved int, bad bool) {
+	a := c.ring.Arm.Load()
+	var want bool
+	switch a {
+	case proto.ArmNext:
+		want = moved > 0
+	case proto.ArmSolicited:
+		want = bad || c.solSeen
+	}
+	if a != proto.ArmSolicited || want {
+		c.solSeen = false
+	}
+	if want && c.ring.Arm.CompareAndSwap(a, proto.ArmNone) {
+		signal(c.notify)
+	}
+}
+
+// waitSpace waits until the client polls room into the ring (it kicks
+// when it sees MoverWantsSpace) or a retry period passes. It returns false
+// when the mover must stop.
+func (c *cqObj) waitSpace() bool {
+	c.ring.Mover.Or(proto.MoverWantsSpace)
+	defer c.ring.Mover.And(^uint32(proto.MoverWantsSpace))
+	if used := c.prod - c.ring.Cons.Load(); used < c.ring.Cap {
+		return true
+	}
+	c.timer.Reset(spaceRetry)
+	defer c.timer.Stop()
+	select {
+	case <-c.kick:
+	case done := <-c.arm:
+		c.chooseMode() // re-armed for real once there is room to move
+		close(done)
+	case <-c.timer.C:
+	case <-c.stop:
+		return false
+	}
+	return true
+}

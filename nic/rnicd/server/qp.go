@@ -1,0 +1,245 @@
+// Queue pairs: the daemon's ibv QP, the client's work rings and their
+// drainer. A client error on the rings moves the QP to ERR and raises
+// QP_FATAL for the client, as a NIC does on a malformed WQE.
+
+package server
+
+import (
+	"fmt"
+
+	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/rnicd/proto"
+	"github.com/rnic/rnic/nic/verbs"
+)
+
+func init() {
+	Register(proto.OpCreateQP, handleCreateQP)
+	Register(proto.OpDestroyQP, handleDestroy[*qpObj](kindQP))
+	Register(proto.OpModifyQP, handleModifyQP)
+	Register(proto.OpQueryQP, handleQueryQP)
+	Register(proto.OpQPState, handleQPState)
+}
+
+type qpObj struct {
+	s        *Session
+	h        uint32
+	qp       ibv.QP
+	mem      *memory.Shared
+	rings    *proto.WorkRings
+	ringSize uint64
+	d        *drainer
+}
+
+func (q *qpObj) kind() objKind     { return kindQP }
+func (q *qpObj) handle() uint32    { return q.h }
+func (q *qpObj) session() *Session { return q.s }
+
+// event publishes the state an event may have changed.
+func (q *qpObj) event(verbs.AsyncEvent) { q.rings.State.Store(uint32(q.qp.State())) }
+
+func (q *qpObj) destroy(s *Session, reaping bool) error {
+	q.d.halt()
+	if reaping {
+		// As a dead host's QP: in ERR, so nothing more leaves it,
+		// before it goes.
+		q.qp.Modify(&verbs.QPAttr{State: verbs.QPSErr}, verbs.AttrState)
+	}
+	if err := q.qp.Destroy(); err != nil {
+		q.d.start()
+		return err
+	}
+	q.d.bell.close()
+	s.dev.disown(q.qp)
+	q.mem.Close()
+	s.unreserve(kindQP, q.ringSize)
+	return nil
+}
+
+// clientError moves the QP to ERR and tells the client (QP_FATAL). It runs
+// on the drainer with its lock held.
+func (q *qpObj) clientError(err error) {
+	q.s.complain("QP %#x: %v; QP moved to ERR", q.qp.QPN(), err)
+	if q.qp.State() != verbs.QPSErr {
+		q.qp.Modify(&verbs.QPAttr{State: verbs.QPSErr}, verbs.AttrState)
+	}
+	q.rings.State.Store(uint32(q.qp.State()))
+	q.s.SendEvent(proto.OpEvent, &proto.Event{Type: verbs.EventQPFatal, Object: proto.ObjectQP, Handle: q.h, Port: 1})
+}
+
+// addressVector returns the address vector of the session's AH h, for a
+// UD WQE.
+func (s *Session) addressVector(h uint32) (*verbs.AddressVector, error) {
+	a, err := lookup[*ahObj](s, h, kindAH)
+	if err != nil {
+		return nil, fmt.Errorf("%w: UD WQE: %w", proto.ErrMalformed, err)
+	}
+	return a.ah.AV(), nil
+}
+
+// qpLayout sizes the rings of a QP created with cap.
+func qpLayout(cap verbs.QPCap, srq bool) (proto.RingLayout, error) {
+	l := proto.RingLayout{SQSlots: proto.RingSlots(cap.MaxSendWR), SQCap: cap.MaxSendWR}
+	if l.SQSlots > 0 {
+		if l.SQSlotSize = proto.SendSlotSize(cap.MaxSendSGE, cap.MaxInlineData); l.SQSlotSize == 0 {
+			return l, fmt.Errorf("rnicd: send WQEs of %d SGEs or %d inline bytes exceed %d bytes: %w",
+				cap.MaxSendSGE, cap.MaxInlineData, proto.MaxSlotSize, nic.ErrInvalid)
+		}
+	}
+	if !srq {
+		l.RQSlots, l.RQCap = proto.RingSlots(cap.MaxRecvWR), cap.MaxRecvWR
+		if l.RQSlots > 0 {
+			if l.RQSlotSize = proto.RecvSlotSize(cap.MaxRecvSGE); l.RQSlotSize == 0 {
+				return l, fmt.Errorf("rnicd: receive WQEs of %d SGEs exceed %d bytes: %w",
+					cap.MaxRecvSGE, proto.MaxSlotSize, nic.ErrInvalid)
+			}
+		}
+	}
+	if l.SQSlots > proto.MaxRingSlots || l.RQSlots > proto.MaxRingSlots {
+		return l, fmt.Errorf("rnicd: queues of %d/%d WRs exceed the %d a ring holds: %w",
+			cap.MaxSendWR, cap.MaxRecvWR, proto.MaxRingSlots, nic.ErrInvalid)
+	}
+	return l, l.Validate()
+}
+
+func handleCreateQP(s *Session, req *Request, rep *Reply) error {
+	var m proto.CreateQPReq
+	if err := req.Decode(&m); err != nil {
+		return err
+	}
+	pd, err := lookup[*pdObj](s, m.PD, kindPD)
+	if err != nil {
+		return err
+	}
+	scq, err := lookup[*cqObj](s, m.SendCQ, kindCQ)
+	if err != nil {
+		return err
+	}
+	rcq, err := lookup[*cqObj](s, m.RecvCQ, kindCQ)
+	if err != nil {
+		return err
+	}
+	init := ibv.QPInit{Type: m.Type, SendCQ: scq.cq, RecvCQ: rcq.cq, Cap: m.Cap, SigAll: m.SigAll}
+	if m.SRQ != 0 {
+		srq, err := lookup[*srqObj](s, m.SRQ, kindSRQ)
+		if err != nil {
+			return err
+		}
+		init.SRQ = srq.srq
+	}
+	// The ring of the capabilities asked for bounds the work before the
+	// NIC judges them; the NIC's answer sizes the real one.
+	if m.Cap.MaxSendWR > proto.MaxRingSlots || m.Cap.MaxRecvWR > proto.MaxRingSlots {
+		return fmt.Errorf("rnicd: create QP: queues of %d/%d WRs exceed the %d a ring holds: %w",
+			m.Cap.MaxSendWR, m.Cap.MaxRecvWR, proto.MaxRingSlots, nic.ErrInvalid)
+	}
+	if l, err := qpLayout(m.Cap, init.SRQ != nil); err != nil {
+		return err
+	} else if err := s.reserve(kindQP, l.Size()); err != nil {
+		return err
+	} else {
+		s.unreserve(kindQP, l.Size())
+	}
+	qp, err := s.dev.dev.CreateQP(pd.pd, init)
+	if err != nil {
+		return err
+	}
+	layout, err := qpLayout(qp.Cap(), init.SRQ != nil)
+	if err == nil {
+		err = s.reserve(kindQP, layout.Size())
+	}
+	if err != nil {
+		qp.Destroy()
+		return err
+	}
+	q := &qpObj{s: s, qp: qp, ringSize: layout.Size()}
+	fail := func(err error) error {
+		qp.Destroy()
+		if q.mem != nil {
+			q.mem.Close()
+		}
+		s.unreserve(kindQP, layout.Size())
+		return err
+	}
+	if q.mem, err = memory.NewShared(int(layout.Size())); err != nil {
+		return fail(err)
+	}
+	if q.rings, err = proto.NewWorkRings(q.mem.Bytes(), layout); err != nil {
+		return fail(err)
+	}
+	bell, err := newEventfd()
+	if err != nil {
+		return fail(err)
+	}
+	q.d = newDrainer(s, q.rings, bell)
+	q.d.ud = m.Type == verbs.QPTypeUD
+	q.d.postSend = qp.PostSend
+	q.d.postRecv = qp.PostRecv
+	q.d.clientError = q.clientError
+	q.rings.State.Store(uint32(qp.State()))
+	q.h = s.newHandle()
+	s.dev.own(qp, q)
+	s.insert(q)
+	q.d.start()
+	rep.Set(&proto.CreateQPReply{QP: q.h, QPN: qp.QPN(), Cap: qp.Cap(), Ring: layout}, q.mem.Fd(), bell.fd)
+	return nil
+}
+
+func handleModifyQP(s *Session, req *Request, rep *Reply) error {
+	var m proto.ModifyQPReq
+	if err := req.Decode(&m); err != nil {
+		return err
+	}
+	q, err := lookup[*qpObj](s, m.QP, kindQP)
+	if err != nil {
+		return err
+	}
+	// WQEs the client posted before it asked come before the change.
+	q.d.mu.Lock()
+	defer q.d.mu.Unlock()
+	q.d.drain()
+	err = q.qp.Modify(&m.Attr, m.Mask)
+	if err == nil && m.Mask&verbs.AttrState != 0 && m.Attr.State == verbs.QPSReset {
+		q.d.discard()
+	}
+	st := q.qp.State()
+	q.rings.State.Store(uint32(st))
+	if err != nil {
+		return err
+	}
+	rep.Set(&proto.QPStateReply{State: st})
+	return nil
+}
+
+func handleQueryQP(s *Session, req *Request, rep *Reply) error {
+	var m proto.Handle
+	if err := req.Decode(&m); err != nil {
+		return err
+	}
+	q, err := lookup[*qpObj](s, m.H, kindQP)
+	if err != nil {
+		return err
+	}
+	a, err := q.qp.Query()
+	if err != nil {
+		return err
+	}
+	rep.Set(&proto.QueryQPReply{Attr: a})
+	return nil
+}
+
+func handleQPState(s *Session, req *Request, rep *Reply) error {
+	var m proto.Handle
+	if err := req.Decode(&m); err != nil {
+		return err
+	}
+	q, err := lookup[*qpObj](s, m.H, kindQP)
+	if err != nil {
+		return err
+	}
+	st := q.qp.State()
+	q.rings.State.Store(uint32(st))
+	rep.Set(&proto.QPStateReply{State: st})
+	return nil
+}

@@ -1,0 +1,224 @@
+// The server: the devices it serves, its per-client limits, the listeners
+// it accepts clients on, and its statistics.
+
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rnic/rnic/nic/ibv"
+)
+
+// Limits bound what one client (one connection) may hold. Zero fields take
+// DefaultLimits' values.
+type Limits struct {
+	// MaxQPs is the most QPs a client may have.
+	MaxQPs int
+	// MaxMRs is the most MRs a client may have.
+	MaxMRs int
+	// MaxMRBytes bounds the client memory the daemon maps for a
+	// client's MRs (the whole memfd of each registration counts).
+	MaxMRBytes uint64
+	// MaxRingBytes bounds the ring memory the daemon creates for a
+	// client's QPs, SRQs and CQs.
+	MaxRingBytes uint64
+	// MaxObjects is the most PDs, CQs, SRQs and AHs a client may have,
+	// together.
+	MaxObjects int
+}
+
+// DefaultLimits returns generous limits: a process with thousands of QPs
+// fits, a runaway one does not take the daemon down.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxQPs:       4096,
+		MaxMRs:       1 << 16,
+		MaxMRBytes:   1 << 40,
+		MaxRingBytes: 16 << 30,
+		MaxObjects:   1 << 16,
+	}
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.MaxQPs <= 0 {
+		l.MaxQPs = d.MaxQPs
+	}
+	if l.MaxMRs <= 0 {
+		l.MaxMRs = d.MaxMRs
+	}
+	if l.MaxMRBytes == 0 {
+		l.MaxMRBytes = d.MaxMRBytes
+	}
+	if l.MaxRingBytes == 0 {
+		l.MaxRingBytes = d.MaxRingBytes
+	}
+	if l.MaxObjects <= 0 {
+		l.MaxObjects = d.MaxObjects
+	}
+	return l
+}
+
+// Config describes a server.
+type Config struct {
+	// Devices are served by name; the server reads their event
+	// channels (nothing else may) but does not close them.
+	Devices []ibv.Device
+	// Limits bound each client.
+	Limits Limits
+	// Logf, if set, receives one line per client arrival, departure and
+	// client error.
+	Logf func(format string, args ...any)
+}
+
+// Server serves devices to clients.
+type Server struct {
+	limits Limits
+	logf   func(string, ...any)
+	devs   map[string]*device
+	stats  stats
+	nextID atomic.Uint64
+
+	mu        sync.Mutex
+	closed    bool
+	listeners map[*net.UnixListener]struct{}
+	sessions  map[*Session]struct{}
+	wg        sync.WaitGroup // sessions and accept loops
+}
+
+// ErrServerClosed is returned by Serve after Close.
+var ErrServerClosed = errors.New("rnicd: server closed")
+
+// New returns a server of cfg.Devices. It starts reading their events.
+func New(cfg Config) (*Server, error) {
+	s := &Server{
+		limits:    cfg.Limits.withDefaults(),
+		logf:      cfg.Logf,
+		devs:      make(map[string]*device),
+		listeners: make(map[*net.UnixListener]struct{}),
+		sessions:  make(map[*Session]struct{}),
+	}
+	if s.logf == nil {
+		s.logf = func(string, ...any) {}
+	}
+	for _, d := range cfg.Devices {
+		if _, dup := s.devs[d.Name()]; dup {
+			return nil, fmt.Errorf("rnicd: two devices named %s", d.Name())
+		}
+		s.devs[d.Name()] = newDevice(s, d)
+	}
+	for _, d := range s.devs {
+		go d.routeEvents()
+	}
+	return s, nil
+}
+
+// Serve accepts clients on l until l fails or Close; it closes l.
+func (s *Server) Serve(l *net.UnixListener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		l.Close()
+		return ErrServerClosed
+	}
+	s.listeners[l] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, l)
+		s.mu.Unlock()
+		l.Close()
+	}()
+	for {
+		c, err := l.AcceptUnix()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return fmt.Errorf("rnicd: accept: %w", err)
+		}
+		s.start(c)
+	}
+}
+
+// start runs a session for c.
+func (s *Server) start(c *net.UnixConn) {
+	sess := newSession(s, c)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		c.Close()
+		return
+	}
+	s.sessions[sess] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	s.stats.clientsAccepted.Add(1)
+	go func() {
+		defer s.wg.Done()
+		sess.serve()
+		s.mu.Lock()
+		delete(s.sessions, sess)
+		s.mu.Unlock()
+	}()
+}
+
+// Close stops accepting, ends every session (reaping its objects) and
+// waits for them. It does not close the devices.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrServerClosed
+	}
+	s.closed = true
+	for l := range s.listeners {
+		l.Close()
+	}
+	for sess := range s.sessions {
+		sess.conn.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+// Client describes a connected client.
+type Client struct {
+	ID       uint64
+	PID      int32
+	UID, GID uint32
+	// Device is the device it opened ("" before OPEN).
+	Device  string
+	QPs     int
+	MRs     int
+	MRBytes uint64
+}
+
+// Clients lists the connected clients.
+func (s *Server) Clients() []Client {
+	s.mu.Lock()
+	sessions := make([]*Session, 0, len(s.sessions))
+	for sess := range s.sessions {
+		sessions = append(sessions, sess)
+	}
+	s.mu.Unlock()
+	out := make([]Client, 0, len(sessions))
+	for _, sess := range sessions {
+		out = append(out, sess.info())
+	}
+	return out
+}
