@@ -17,6 +17,7 @@ import (
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/passthrough"
 )
 
 // cmdDeviceRDMAPort is the fake backend's NICs' RoCEv2 port.
@@ -32,7 +33,7 @@ func installFakeRnicd(t *testing.T) *fakeRnicd {
 	t.Helper()
 	f := &fakeRnicd{}
 	addrs := map[string]netip.Addr{"rnic2": netip.MustParseAddr("127.0.0.2"), "rnic3": netip.MustParseAddr("127.0.0.3")}
-	ibv.Register(ibv.BackendDaemon, func(s ibv.Spec) (ibv.Device, error) {
+	prev := ibv.Register(ibv.BackendDaemon, func(s ibv.Spec) (ibv.Device, error) {
 		a, ok := addrs[s.Name]
 		if !ok {
 			return nil, fmt.Errorf("fake rnicd: no device %s", s.Name)
@@ -44,7 +45,7 @@ func installFakeRnicd(t *testing.T) *fakeRnicd {
 		f.opens.Add(1)
 		return &fakeRnicdDevice{Device: ibv.Local(n.Device, ibv.LocalOptions{Close: n.Close}), f: f}, nil
 	})
-	t.Cleanup(func() { ibv.Register(ibv.BackendDaemon, nil) })
+	t.Cleanup(func() { ibv.Register(ibv.BackendDaemon, prev) })
 	return f
 }
 
@@ -133,8 +134,8 @@ func TestDemoOnDevice(t *testing.T) {
 
 // TestDeviceFlagErrors: flags for a NIC of this process are usage errors
 // with another backend's device, which owns its port; so are -R (for
-// now) and an unparsable device string. A backend not linked in fails
-// the run.
+// now) and an unparsable device string. A verbs: device fails the run
+// in the pure-Go build with the rebuild hint.
 func TestDeviceFlagErrors(t *testing.T) {
 	installFakeRnicd(t)
 	dev := "rnic2@/run/fake.sock"
@@ -152,11 +153,16 @@ func TestDeviceFlagErrors(t *testing.T) {
 		{[]string{"perf", "-d", dev, "--mtu", "4096"}, 2, "does not fit device rnic2@/run/fake.sock's port (at most 1024)"},
 		{[]string{"demo", "-d", dev, "--iwarp"}, 2, "--iwarp: not with -d"},
 		{[]string{"demo", "-d", dev, "--addr-a", "127.0.0.9"}, 2, "not in device rnic2's GID table"},
-		{[]string{"pingpong", "-d", "verbs:rxe0"}, 1, "backend not linked into this program"},
 	} {
 		_, errOut, code := rnic(t, c.args...)
 		if code != c.code || !strings.Contains(errOut, c.stderr) {
 			t.Errorf("%q: %d %q, want %d %q", c.args, code, errOut, c.code, c.stderr)
+		}
+	}
+	if !passthrough.Built {
+		_, errOut, code := rnic(t, "pingpong", "-d", "verbs:rxe0")
+		if code != 1 || !strings.Contains(errOut, "rebuild with -tags verbs") {
+			t.Errorf("pingpong -d verbs:rxe0: %d %q, want 1 and the rebuild hint", code, errOut)
 		}
 	}
 }

@@ -23,14 +23,17 @@ var openers struct {
 }
 
 // Register makes Open use open for backend b (BackendDaemon or
-// BackendVerbs); a later registration replaces an earlier one.
-func Register(b Backend, open Opener) {
+// BackendVerbs) and returns the opener it replaces (nil if none), so a
+// test that installs a fake can put the real one back.
+func Register(b Backend, open Opener) (previous Opener) {
 	openers.Lock()
 	defer openers.Unlock()
 	if openers.m == nil {
 		openers.m = make(map[Backend]Opener)
 	}
+	previous = openers.m[b]
 	openers.m[b] = open
+	return previous
 }
 
 // Open opens the device s names. A local device (no @, no verbs:) is the

@@ -48,8 +48,8 @@ func installFakeBackend(t *testing.T, withNet bool) *fakeBackend {
 	t.Helper()
 	f := &fakeBackend{net: withNet, addrs: map[string]netip.Addr{
 		"rnic2": netip.MustParseAddr("127.0.0.2"), "rnic3": netip.MustParseAddr("127.0.0.3")}}
-	ibv.Register(ibv.BackendDaemon, f.open)
-	t.Cleanup(func() { ibv.Register(ibv.BackendDaemon, nil) })
+	prev := ibv.Register(ibv.BackendDaemon, f.open)
+	t.Cleanup(func() { ibv.Register(ibv.BackendDaemon, prev) })
 	return f
 }
 

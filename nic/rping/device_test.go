@@ -32,7 +32,7 @@ type fakeBackend struct {
 
 func registerFake(t *testing.T, withCM bool) *fakeBackend {
 	f := &fakeBackend{}
-	ibv.Register(ibv.BackendDaemon, func(s ibv.Spec) (ibv.Device, error) {
+	prev := ibv.Register(ibv.BackendDaemon, func(s ibv.Spec) (ibv.Device, error) {
 		f.mu.Lock()
 		f.opened = append(f.opened, s)
 		f.mu.Unlock()
@@ -51,7 +51,7 @@ func registerFake(t *testing.T, withCM bool) *fakeBackend {
 		}
 		return rdmacm.LocalWith(n, rdmacm.Config{}, ibv.LocalOptions{Close: closeNIC})
 	})
-	t.Cleanup(func() { ibv.Register(ibv.BackendDaemon, nil) })
+	t.Cleanup(func() { ibv.Register(ibv.BackendDaemon, prev) })
 	return f
 }
 
