@@ -1,6 +1,7 @@
 // Command line → configuration: the flags of the first device, the
-// --device specs of the others, the control socket and the per-client
-// limits, and the checks that need no system call.
+// --device specs of the others (rnic NICs on a TAP or on UDP, or
+// libibverbs devices served as they are), the control socket and the
+// per-client limits, and the checks that need no system call.
 
 package main
 
@@ -29,7 +30,11 @@ type deviceSpec struct {
 	// UDP, if valid, makes the NIC an embedded one on kernel UDP at this
 	// address and port (no TAP, no root); Config then holds only Name
 	// and MTU.
-	UDP      netip.AddrPort
+	UDP netip.AddrPort
+	// Verbs, if set, is a libibverbs device (rxe0, mlx5_0) to serve
+	// instead of an rnic NIC; Config then holds only its Name, the
+	// same.
+	Verbs    string
 	PcapPath string
 }
 
@@ -46,7 +51,7 @@ var errHelp = pflag.ErrHelp
 
 // deviceKeys are the keys of a --device spec, which are also the flags of
 // the first device.
-var deviceKeys = []string{"name", "tap", "udp", "ip", "ip6", "mac", "mtu", "pcap", "netns", "bridge"}
+var deviceKeys = []string{"name", "tap", "udp", "verbs", "ip", "ip6", "mac", "mtu", "pcap", "netns", "bridge"}
 
 // tapOnlyKeys are the keys that mean nothing for a UDP NIC.
 var tapOnlyKeys = []string{"ip", "ip6", "mac", "netns", "bridge"}
@@ -62,6 +67,7 @@ func newFlagSet(first map[string]*string, devices *[]string, opts *options) *pfl
 		"name":   "RDMA device name of the first NIC (default rnic0)",
 		"tap":    "TAP interface of the first NIC: attached if it exists, created (and removed on exit) if not",
 		"udp":    "instead of a TAP, an embedded NIC on kernel UDP at ADDR[:PORT] (an address of this host, e.g. 127.0.0.2; port 4791): no root needed",
+		"verbs":  "instead of an rnic NIC, serve the libibverbs device NAME (rxe0, mlx5_0) under its own name, as clients would open it with verbs:NAME (rnicd built with -tags verbs)",
 		"ip":     "the NIC's IPv4 address with its on-link prefix, e.g. 10.77.0.50/24",
 		"ip6":    "the NIC's IPv6 address with its on-link prefix, e.g. fd00:77::50/64",
 		"mac":    "the NIC's MAC address (default: derived from its first address)",
@@ -74,7 +80,7 @@ func newFlagSet(first map[string]*string, devices *[]string, opts *options) *pfl
 		first[k] = fs.String(k, "", help[k])
 	}
 	fs.StringArrayVar(devices, "device", nil,
-		"another NIC: 'name=rnic1,tap=t1,ip=CIDR,ip6=CIDR,mac=MAC,mtu=N,pcap=FILE,netns=NS,bridge=BR' or 'name=rnic1,udp=ADDR[:PORT],mtu=N,pcap=FILE' (repeatable)")
+		"another NIC: 'name=rnic1,tap=t1,ip=CIDR,ip6=CIDR,mac=MAC,mtu=N,pcap=FILE,netns=NS,bridge=BR', 'name=rnic1,udp=ADDR[:PORT],mtu=N,pcap=FILE' or 'verbs=rxe0' (repeatable)")
 	d := server.DefaultLimits()
 	fs.StringVar(&opts.socket, "socket", ibv.DefaultSocket,
 		"serve the NICs to local processes on this Unix socket (mode 0600; its directory is created 0700); empty: serve none")
@@ -121,8 +127,9 @@ func parseArgs(args []string) (*options, error) {
 	if len(kv) > 0 {
 		_, isTAP := kv["tap"]
 		_, isUDP := kv["udp"]
-		if !isTAP && !isUDP {
-			return nil, errors.New("--tap or --udp is required with the first device's flags (--ip, --mac, ...)")
+		_, isVerbs := kv["verbs"]
+		if !isTAP && !isUDP && !isVerbs {
+			return nil, errors.New("--tap or --udp is required with the first device's flags (--ip, --mac, ...), or --verbs")
 		}
 		s, err := specFromKeys(kv, "rnic0", "--")
 		if err != nil {
@@ -142,7 +149,7 @@ func parseArgs(args []string) (*options, error) {
 		opts.devices = append(opts.devices, s)
 	}
 	if len(opts.devices) == 0 {
-		return nil, errors.New("no device: give --tap and --ip/--ip6, --udp, or --device")
+		return nil, errors.New("no device: give --tap and --ip/--ip6, --udp, --verbs, or --device")
 	}
 	if err := checkDistinct(opts.devices); err != nil {
 		return nil, err
@@ -172,8 +179,9 @@ func splitDeviceSpec(s string) (map[string]string, error) {
 	}
 	_, isTAP := kv["tap"]
 	_, isUDP := kv["udp"]
-	if !isTAP && !isUDP {
-		return nil, errors.New("tap= or udp= is required")
+	_, isVerbs := kv["verbs"]
+	if !isTAP && !isUDP && !isVerbs {
+		return nil, errors.New("tap= or udp= is required (or verbs=)")
 	}
 	return kv, nil
 }
@@ -196,6 +204,9 @@ func specFromKeys(kv map[string]string, defaultName, flagPrefix string) (deviceS
 			return flagPrefix + k
 		}
 		return k + "="
+	}
+	if v, ok := kv["verbs"]; ok {
+		return verbsSpecFromKeys(kv, v, key)
 	}
 	if v, ok := kv["udp"]; ok {
 		return udpSpecFromKeys(kv, v, defaultName, key)
@@ -356,6 +367,9 @@ func checkDistinct(specs []deviceSpec) error {
 			return fmt.Errorf("two NICs are named %s", s.Name)
 		}
 		names[s.Name] = true
+		if s.Verbs != "" {
+			continue // its name is the device's: one device, one name
+		}
 		if s.UDP.IsValid() {
 			if udps[s.UDP] {
 				return fmt.Errorf("two NICs on UDP %v", s.UDP)

@@ -172,6 +172,9 @@ type device struct {
 
 // openDevice creates the spec's pcap file, if any, and opens the NIC.
 func openDevice(s deviceSpec) (*device, error) {
+	if s.Verbs != "" {
+		return openVerbs(s)
+	}
 	d := &device{spec: s}
 	if s.PcapPath != "" {
 		pw, err := transport.CreatePcap(s.PcapPath)
@@ -210,7 +213,13 @@ func openDevice(s deviceSpec) (*device, error) {
 	if d.tap != nil {
 		closeNIC = d.tap.Close
 	}
-	d.dev = en.Verbs(ibv.LocalOptions{Close: closeNIC})
+	if d.dev, err = servedDevice(en, d.tap, closeNIC); err != nil {
+		closeNIC()
+		if d.pcap != nil {
+			d.pcap.Close()
+		}
+		return nil, err
+	}
 	return d, nil
 }
 

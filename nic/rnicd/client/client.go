@@ -33,7 +33,7 @@ func init() {
 		if err != nil {
 			return nil, err // not a typed nil in the interface
 		}
-		return d, nil
+		return d.WithCapabilities(), nil
 	})
 }
 

@@ -28,6 +28,11 @@ func fill(v reflect.Value, n *uint64) {
 			v.Set(reflect.ValueOf(netip.AddrFrom16([16]byte{0xfd, 15: byte(*n)})))
 		}
 		return
+	case reflect.TypeFor[netip.AddrPort]():
+		a := reflect.New(reflect.TypeFor[netip.Addr]()).Elem()
+		fill(a, n)
+		v.Set(reflect.ValueOf(netip.AddrPortFrom(a.Interface().(netip.Addr), uint16(*n))))
+		return
 	case reflect.TypeFor[ObjectKind]():
 		v.SetUint(*n%3 + 1)
 		return

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/ibv"
 )
 
 // Status is a reply's outcome.
@@ -46,6 +47,9 @@ const (
 	StatusVersion
 	// StatusInternal: anything else; the message says what.
 	StatusInternal
+	// StatusRejected: the peer rejected an rdma_cm connection
+	// (ibv.ErrRejected).
+	StatusRejected
 )
 
 // Errors of rnicd itself.
@@ -80,6 +84,7 @@ var sentinels = [...][]error{
 	StatusBadHandle:    {ErrBadHandle, nic.ErrInvalid},
 	StatusVersion:      {ErrVersion},
 	StatusInternal:     nil,
+	StatusRejected:     {ibv.ErrRejected},
 }
 
 // StatusOf returns the status for err (StatusOK for nil): a RemoteError's
@@ -95,7 +100,7 @@ func StatusOf(err error) Status {
 		return re.Status
 	}
 	// rnicd's own first: they are the more specific.
-	for _, s := range []Status{StatusLimit, StatusBadHandle, StatusNoDevice, StatusVersion, StatusBadMessage} {
+	for _, s := range []Status{StatusLimit, StatusBadHandle, StatusNoDevice, StatusVersion, StatusBadMessage, StatusRejected} {
 		if errors.Is(err, sentinels[s][0]) {
 			return s
 		}

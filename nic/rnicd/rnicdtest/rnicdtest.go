@@ -13,6 +13,7 @@ import (
 
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/rdmacm"
 	"github.com/rnic/rnic/nic/rnicd/server"
 )
 
@@ -62,7 +63,14 @@ func OpenNIC(name string, mtu int) (*embedded.NIC, error) {
 // counters and its Close.
 func Device(n *embedded.NIC) ibv.Device { return n.Verbs(ibv.LocalOptions{}) }
 
-// New starts a daemon listening on socket.
+// ServedDevice wraps an embedded NIC as rnicd serves it: Device, with
+// rdma_cm on its QP1 and the kernel's TCP on its address for side
+// channels. Closing it closes the CM, then the NIC.
+func ServedDevice(n *embedded.NIC) (ibv.Device, error) {
+	return rdmacm.LocalWith(n, rdmacm.Config{}, ibv.LocalOptions{Network: server.KernelNetwork(n.Addr)})
+}
+
+// New starts a daemon listening on socket: its devices are ServedDevices.
 func New(socket string, opt Options) (*Daemon, error) {
 	if opt.NICs == 0 {
 		opt.NICs = 1
@@ -80,7 +88,12 @@ func New(socket string, opt Options) (*Daemon, error) {
 			return fail(err)
 		}
 		d.NICs = append(d.NICs, n)
-		d.Devices = append(d.Devices, Device(n))
+		dev, err := ServedDevice(n)
+		if err != nil {
+			n.Close()
+			return fail(err)
+		}
+		d.Devices = append(d.Devices, dev)
 	}
 	srv, err := server.New(server.Config{Devices: d.Devices, Limits: opt.Limits, Logf: opt.Logf})
 	if err != nil {

@@ -33,9 +33,15 @@ func (r *Request) Decode(m proto.Message) error {
 
 // Reply is what a handler answers.
 type Reply struct {
-	msg proto.Message
-	fds []int
+	msg   proto.Message
+	fds   []int
+	after []func()
 }
+
+// After makes f run once the reply is sent (an error reply too), on the
+// session's goroutine: a handler closes descriptors it sent there, or
+// starts work whose outcome must reach the client after the reply.
+func (r *Reply) After(f func()) { r.after = append(r.after, f) }
 
 // Set sets the reply body and the descriptors sent with it. The
 // descriptors stay the server's: they are sent, not closed.

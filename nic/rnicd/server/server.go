@@ -29,6 +29,12 @@ type Limits struct {
 	// MaxObjects is the most PDs, CQs, SRQs and AHs a client may have,
 	// together.
 	MaxObjects int
+	// MaxSockets is the most side-channel listeners and connections
+	// (accepts and dials in progress included) a client may have.
+	MaxSockets int
+	// MaxCMIDs is the most rdma_cm listeners, requests and connections
+	// a client may have, together.
+	MaxCMIDs int
 }
 
 // DefaultLimits returns generous limits: a process with thousands of QPs
@@ -40,6 +46,8 @@ func DefaultLimits() Limits {
 		MaxMRBytes:   1 << 40,
 		MaxRingBytes: 16 << 30,
 		MaxObjects:   1 << 16,
+		MaxSockets:   1024,
+		MaxCMIDs:     4096,
 	}
 }
 
@@ -59,6 +67,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxObjects <= 0 {
 		l.MaxObjects = d.MaxObjects
+	}
+	if l.MaxSockets <= 0 {
+		l.MaxSockets = d.MaxSockets
+	}
+	if l.MaxCMIDs <= 0 {
+		l.MaxCMIDs = d.MaxCMIDs
 	}
 	return l
 }
@@ -201,10 +215,14 @@ type Client struct {
 	ID       uint64
 	PID      int32
 	UID, GID uint32
+	// Comm is the client's process name (/proc/PID/comm) when it
+	// connected.
+	Comm string
 	// Device is the device it opened ("" before OPEN).
 	Device  string
 	QPs     int
 	MRs     int
+	Objects int // PDs, CQs, SRQs and AHs
 	MRBytes uint64
 }
 

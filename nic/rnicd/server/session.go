@@ -26,6 +26,7 @@ type Session struct {
 	conn *net.UnixConn
 	id   uint64
 	cred unix.Ucred
+	comm string // /proc/PID/comm at connect
 
 	dev *device // set by OPEN
 
@@ -63,6 +64,7 @@ func newSession(srv *Server, c *net.UnixConn) *Session {
 			}
 		})
 	}
+	s.comm = readComm(s.cred.Pid)
 	return s
 }
 
@@ -100,7 +102,8 @@ func (s *Session) complain(format string, args ...any) {
 func (s *Session) info() Client {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	c := Client{ID: s.id, PID: s.cred.Pid, UID: s.cred.Uid, GID: s.cred.Gid, QPs: s.qps, MRs: s.mrs, MRBytes: s.mrBytes}
+	c := Client{ID: s.id, PID: s.cred.Pid, UID: s.cred.Uid, GID: s.cred.Gid, Comm: s.comm, QPs: s.qps, MRs: s.mrs,
+		Objects: s.objects, MRBytes: s.mrBytes}
 	if s.dev != nil {
 		c.Device = s.dev.dev.Name()
 	}
@@ -213,6 +216,9 @@ func (s *Session) handle(msg []byte, fds []int) {
 	if h.Kind == proto.KindRequest {
 		s.reply(h, &rep, err)
 	}
+	for _, f := range rep.after {
+		f()
+	}
 }
 
 func (s *Session) call(h proto.Header, body []byte, fds []int, rep *Reply) error {
@@ -220,7 +226,8 @@ func (s *Session) call(h proto.Header, body []byte, fds []int, rep *Reply) error
 	if hd == nil {
 		return fmt.Errorf("%w: op %v", errUnknownOp, h.Op)
 	}
-	if s.dev == nil && h.Op != proto.OpOpen {
+	// Administration (rnic stat) concerns the daemon, not a device.
+	if s.dev == nil && h.Op != proto.OpOpen && h.Op&0xff00 != proto.OpRangeAdmin {
 		return fmt.Errorf("%w: %v before OPEN", proto.ErrNoDevice, h.Op)
 	}
 	return hd(s, &Request{Op: h.Op, body: body, FDs: fds}, rep)

@@ -1,0 +1,343 @@
+// rdma_cm (ibv.ConnManager) through the daemon: the served device's CM,
+// one for all its clients, binding the client's QPs by handle. Requests a
+// listener queued, connections and their disconnects are the client's
+// handles; a connection going down reaches the client as CM_DISCONNECTED.
+// A client that goes closes its listeners, rejects its unanswered
+// requests and disconnects its connections, so peers see a DREQ (their
+// Done closes) rather than a dead host.
+
+package server
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/rnicd/proto"
+)
+
+func init() {
+	Register(proto.OpCMQuery, handleCMQuery)
+	Register(proto.OpCMListen, handleCMListen)
+	Register(proto.OpCMCloseListener, handleCMCloseListener)
+	Register(proto.OpCMGetRequest, handleCMGetRequest)
+	Register(proto.OpCMReject, handleCMReject)
+	Register(proto.OpCMAccept, handleCMAccept)
+	Register(proto.OpCMConnect, handleCMConnect)
+	Register(proto.OpCMDisconnect, handleCMDisconnect)
+	Register(proto.OpCMCancel, handleCMCancel)
+}
+
+type cmListener struct{ l ibv.CMListener }
+
+type cmRequest struct{ req ibv.CMRequest }
+
+type cmConn struct {
+	h    uint32
+	conn ibv.CMConn
+	qp   *qpObj
+}
+
+// abort disconnects without waiting for the peer: the DREQ goes, the CM
+// retries it on its own.
+func (c *cmConn) abort() {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	c.conn.Disconnect(ctx)
+	c.qp.publishState()
+}
+
+// connManagerOf returns the session's device's CM.
+func connManagerOf(s *Session) (ibv.ConnManager, error) {
+	cm, ok := s.dev.dev.(ibv.ConnManager)
+	if !ok {
+		return nil, fmt.Errorf("rnicd: %s offers no rdma_cm: %w", s.dev.dev.Name(), nic.ErrNotSupported)
+	}
+	return cm, nil
+}
+
+// publishState publishes the QP's state in its rings (the CM moves it
+// without the client asking), unless the QP is destroyed: destroy disowns
+// it, under the device's lock, before it unmaps the rings.
+func (q *qpObj) publishState() {
+	d := q.s.dev
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if t, ok := d.owners[q.qp]; ok && t == eventTarget(q) {
+		q.rings.State.Store(uint32(q.qp.State()))
+	}
+}
+
+// bindQP returns the session's QP h for the CM, with the receives the
+// client posted so far handed to the NIC: the CM moves the QP on from
+// INIT, and a message may arrive at once.
+func bindQP(s *Session, h uint32) (*qpObj, error) {
+	q, err := lookup[*qpObj](s, h, kindQP)
+	if err != nil {
+		return nil, err
+	}
+	q.d.mu.Lock()
+	q.d.drain()
+	q.d.mu.Unlock()
+	return q, nil
+}
+
+// reserveCMID counts one CM ID against the client's limit. Caller holds
+// x.mu.
+func (x *sessionExt) reserveCMID() error {
+	if x.closed {
+		return errSessionGone
+	}
+	if lim := x.s.srv.limits.MaxCMIDs; x.cmIDs >= lim {
+		return limitError(lim, "rdma_cm IDs", "MaxCMIDs")
+	}
+	x.cmIDs++
+	return nil
+}
+
+// addConn registers an established connection and returns its result and
+// the watcher to start once the result is sent.
+func (x *sessionExt) addConn(cn ibv.CMConn, q *qpObj) (proto.Message, func(), error) {
+	q.publishState()
+	x.mu.Lock()
+	if err := x.reserveCMID(); err != nil {
+		x.mu.Unlock()
+		c := &cmConn{conn: cn, qp: q}
+		c.abort()
+		return nil, nil, err
+	}
+	c := &cmConn{h: x.newHandle(), conn: cn, qp: q}
+	x.cmConns[c.h] = c
+	x.wg.Add(1)
+	x.mu.Unlock()
+	info := &proto.CMConnInfo{Conn: c.h, PrivateData: cn.PrivateData(), Local: cn.LocalAddr(), Remote: cn.RemoteAddr(),
+		RemoteQPN: cn.RemoteQPN()}
+	return info, func() { go x.watch(c) }, nil
+}
+
+// watch tells the client when c goes down.
+func (x *sessionExt) watch(c *cmConn) {
+	defer x.wg.Done()
+	select {
+	case <-c.conn.Done():
+	case <-x.ctx.Done():
+		return // close disconnects it
+	}
+	c.qp.publishState()
+	x.mu.Lock()
+	if _, ok := x.cmConns[c.h]; ok {
+		delete(x.cmConns, c.h)
+		x.cmIDs--
+	}
+	x.mu.Unlock()
+	x.s.sendNow(proto.OpCMDisconnected, &proto.Handle{H: c.h})
+}
+
+func handleCMQuery(s *Session, req *Request, rep *Reply) error {
+	if err := req.Decode(&proto.Empty{}); err != nil {
+		return err
+	}
+	_, ok := s.dev.dev.(ibv.ConnManager)
+	rep.Set(&proto.Available{Available: ok})
+	return nil
+}
+
+func handleCMListen(s *Session, req *Request, rep *Reply) error {
+	var m proto.CMListenReq
+	if err := req.Decode(&m); err != nil {
+		return err
+	}
+	cm, err := connManagerOf(s)
+	if err != nil {
+		return err
+	}
+	x := extOf(s)
+	x.mu.Lock()
+	err = x.reserveCMID()
+	x.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	l, err := cm.CMListen(m.Port)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if err == nil && x.closed {
+		l.Close()
+		err = errSessionGone
+	}
+	if err != nil {
+		x.cmIDs--
+		return err
+	}
+	h := x.newHandle()
+	x.cmListeners[h] = &cmListener{l}
+	rep.Set(&proto.CMListenReply{Listener: h, Port: l.Port()})
+	return nil
+}
+
+func handleCMCloseListener(s *Session, req *Request, rep *Reply) error {
+	var m proto.Handle
+	if err := req.Decode(&m); err != nil {
+		return err
+	}
+	x := extOf(s)
+	x.mu.Lock()
+	l, ok := x.cmListeners[m.H]
+	if ok {
+		delete(x.cmListeners, m.H)
+		x.cmIDs--
+	}
+	x.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: CM listener %d", proto.ErrBadHandle, m.H)
+	}
+	rep.Set(&proto.Empty{})
+	return l.l.Close()
+}
+
+func handleCMGetRequest(s *Session, req *Request, rep *Reply) error {
+	var m proto.CMGetRequestReq
+	if err := req.Decode(&m); err != nil {
+		return err
+	}
+	x := extOf(s)
+	x.mu.Lock()
+	l, ok := x.cmListeners[m.Listener]
+	x.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: CM listener %d", proto.ErrBadHandle, m.Listener)
+	}
+	rep.Set(&proto.Empty{})
+	return x.startAsync(rep, m.Token, proto.OpCMResult, func(ctx context.Context) (proto.Message, func(), error) {
+		r, err := l.l.Accept(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		x.mu.Lock()
+		defer x.mu.Unlock()
+		if err := x.reserveCMID(); err != nil {
+			r.Reject(nil)
+			return nil, nil, err
+		}
+		h := x.newHandle()
+		x.cmRequests[h] = &cmRequest{r}
+		return &proto.CMRequestInfo{Request: h, PrivateData: r.PrivateData(), Local: r.LocalAddr(), Remote: r.RemoteAddr()}, nil, nil
+	})
+}
+
+// takeRequest removes the session's request h: whoever takes it answers
+// it, once.
+func (x *sessionExt) takeRequest(h uint32) (*cmRequest, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	r, ok := x.cmRequests[h]
+	if !ok {
+		return nil, fmt.Errorf("%w: CM request %d (answered already?)", proto.ErrBadHandle, h)
+	}
+	delete(x.cmRequests, h)
+	x.cmIDs--
+	return r, nil
+}
+
+func handleCMReject(s *Session, req *Request, rep *Reply) error {
+	var m proto.CMRejectReq
+	if err := req.Decode(&m); err != nil {
+		return err
+	}
+	r, err := extOf(s).takeRequest(m.Request)
+	if err != nil {
+		return err
+	}
+	rep.Set(&proto.Empty{})
+	return r.req.Reject(m.PrivateData)
+}
+
+func handleCMAccept(s *Session, req *Request, rep *Reply) error {
+	var m proto.CMAcceptReq
+	if err := req.Decode(&m); err != nil {
+		return err
+	}
+	x := extOf(s)
+	q, err := bindQP(s, m.QP)
+	if err != nil {
+		return err
+	}
+	r, err := x.takeRequest(m.Request)
+	if err != nil {
+		return err
+	}
+	pd := bytes.Clone(m.PrivateData) // the body's buffer serves the next request
+	param := m.Param
+	rep.Set(&proto.Empty{})
+	err = x.startAsync(rep, m.Token, proto.OpCMResult, func(ctx context.Context) (proto.Message, func(), error) {
+		cn, err := r.req.Accept(ctx, q.qp, pd, &param)
+		if err != nil {
+			q.publishState()
+			return nil, nil, err
+		}
+		return x.addConn(cn, q)
+	})
+	if err != nil {
+		r.req.Reject(nil)
+	}
+	return err
+}
+
+func handleCMConnect(s *Session, req *Request, rep *Reply) error {
+	var m proto.CMConnectReq
+	if err := req.Decode(&m); err != nil {
+		return err
+	}
+	cm, err := connManagerOf(s)
+	if err != nil {
+		return err
+	}
+	x := extOf(s)
+	q, err := bindQP(s, m.QP)
+	if err != nil {
+		return err
+	}
+	pd := bytes.Clone(m.PrivateData)
+	param := m.Param
+	rep.Set(&proto.Empty{})
+	return x.startAsync(rep, m.Token, proto.OpCMResult, func(ctx context.Context) (proto.Message, func(), error) {
+		cn, err := cm.CMConnect(ctx, q.qp, m.Addr, m.Port, pd, &param)
+		if err != nil {
+			q.publishState()
+			return nil, nil, err
+		}
+		return x.addConn(cn, q)
+	})
+}
+
+func handleCMDisconnect(s *Session, req *Request, rep *Reply) error {
+	var m proto.CMDisconnectReq
+	if err := req.Decode(&m); err != nil {
+		return err
+	}
+	x := extOf(s)
+	x.mu.Lock()
+	c, ok := x.cmConns[m.Conn]
+	x.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: CM connection %d (down already?)", proto.ErrBadHandle, m.Conn)
+	}
+	rep.Set(&proto.Empty{})
+	return x.startAsync(rep, m.Token, proto.OpCMResult, func(ctx context.Context) (proto.Message, func(), error) {
+		err := c.conn.Disconnect(ctx)
+		c.qp.publishState()
+		return nil, nil, err
+	})
+}
+
+func handleCMCancel(s *Session, req *Request, rep *Reply) error {
+	var m proto.Token
+	if err := req.Decode(&m); err != nil {
+		return err
+	}
+	extOf(s).cancelAsync(m.Token)
+	rep.Set(&proto.Empty{})
+	return nil
+}
