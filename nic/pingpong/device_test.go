@@ -110,12 +110,12 @@ type fakeNetDevice struct{ *fakeDevice }
 
 func (d *fakeNetDevice) Listen(addr netip.AddrPort) (net.Listener, error) {
 	d.f.count(&d.f.listens)
-	return kernelNet{}.Listen(addr)
+	return ibv.KernelNetwork{}.Listen(addr)
 }
 
 func (d *fakeNetDevice) Dial(ctx context.Context, local netip.Addr, remote netip.AddrPort) (net.Conn, error) {
 	d.f.count(&d.f.dials)
-	return kernelNet{}.Dial(ctx, local, remote)
+	return ibv.KernelNetwork{}.Dial(ctx, local, remote)
 }
 
 // freeTCPPort is a TCP port of 127.0.0.2 that was free a moment ago.

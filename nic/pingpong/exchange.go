@@ -16,6 +16,8 @@ import (
 	"net"
 	"net/netip"
 	"time"
+
+	"github.com/rnic/rnic/nic/ibv"
 )
 
 // ClientExchange runs the client's half on conn: it writes local, reads the
@@ -85,7 +87,7 @@ func tcpIP(a net.Addr) net.IP {
 
 // sideChannel accepts the client (server) or connects to the server
 // (client), through the side's network.
-func sideChannel(ctx context.Context, r *resolved, h sideNet) (net.Conn, error) {
+func sideChannel(ctx context.Context, r *resolved, h ibv.Network) (net.Conn, error) {
 	if r.Server == "" {
 		l := r.Listener
 		if l == nil {
@@ -122,7 +124,7 @@ func sideChannel(ctx context.Context, r *resolved, h sideNet) (net.Conn, error) 
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if !h.Retryable(err) || r.DialRetry < 0 || time.Now().After(deadline) {
+		if !ibv.DialRetryable(h, err) || r.DialRetry < 0 || time.Now().After(deadline) {
 			return nil, fmt.Errorf("pingpong: couldn't connect to %s: %w", target, err)
 		}
 		select {

@@ -15,11 +15,9 @@ package pingpong
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
-	"syscall"
 
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
@@ -90,54 +88,4 @@ func (t tapNetwork) Listen(addr netip.AddrPort) (net.Listener, error) { return t
 
 func (t tapNetwork) Dial(ctx context.Context, _ netip.Addr, remote netip.AddrPort) (net.Conn, error) {
 	return t.n.Dial(ctx, remote)
-}
-
-// sideNet is the network a side channel runs on.
-type sideNet interface {
-	Listen(addr netip.AddrPort) (net.Listener, error)
-	// Dial connects from local (the NIC's address) to remote.
-	Dial(ctx context.Context, local netip.Addr, remote netip.AddrPort) (net.Conn, error)
-	// Retryable reports whether a failed Dial is worth repeating: the
-	// server may not be listening yet.
-	Retryable(err error) bool
-}
-
-// sideNetOf is the device's own network if it has one, else the kernel's.
-func sideNetOf(dev ibv.Device) sideNet {
-	if n, ok := dev.(ibv.Network); ok {
-		return deviceNet{n}
-	}
-	return kernelNet{}
-}
-
-// kernelNet is kernel TCP.
-type kernelNet struct{}
-
-// Listen on the zero address listens on every address of the host.
-func (kernelNet) Listen(addr netip.AddrPort) (net.Listener, error) {
-	if !addr.Addr().IsValid() {
-		return net.Listen("tcp", fmt.Sprintf(":%d", addr.Port()))
-	}
-	return net.Listen("tcp", addr.String())
-}
-
-// Dial binds the client's end to its NIC address, so the server sees the
-// address the client's NIC sends from (connect uses it when no GID is
-// given).
-func (kernelNet) Dial(ctx context.Context, local netip.Addr, remote netip.AddrPort) (net.Conn, error) {
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: local.AsSlice()}}
-	return d.DialContext(ctx, "tcp", remote.String())
-}
-
-func (kernelNet) Retryable(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
-
-// deviceNet is a device's own network (a TAP NIC's TCP, rnicd's stack).
-type deviceNet struct{ ibv.Network }
-
-// Retryable: any failure but a cancelled context. A device's TCP reports a
-// refused connection in its own words, and the first attempt may also
-// fail while the peer's TAP comes up and answers ARP/ND; DialRetry bounds
-// the attempts.
-func (deviceNet) Retryable(err error) bool {
-	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }

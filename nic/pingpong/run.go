@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/rnic/rnic/nic/ibv"
 )
 
 // Work request IDs, as rc_pingpong's: they double as the bits of the
@@ -74,7 +76,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	fmt.Fprintf(r.Out, "  local address:  %s\n", me)
 
-	conn, err := sideChannel(ctx, r, sideNetOf(p.dev))
+	conn, err := sideChannel(ctx, r, ibv.NetworkOf(p.dev))
 	if err != nil {
 		return nil, err
 	}

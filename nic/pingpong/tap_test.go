@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net"
 	"net/netip"
-	"syscall"
 	"testing"
 	"time"
 
@@ -193,33 +192,5 @@ func TestTAPConfigErrors(t *testing.T) {
 	r, err := Config{MTU: 4096, TAP: &tapnic.Config{TAP: "tapX", MTU: 9000, Prefixes: prefixes("10.77.0.1/24")}}.resolve(context.Background())
 	if err != nil || r.Addr != netip.MustParseAddr("10.77.0.1") || !r.anyAddr {
 		t.Errorf("jumbo TAP: %+v %v", r, err)
-	}
-}
-
-// TestKernelNet: kernel TCP, the embedded mode's side channel, dials from
-// the NIC's address and retries exactly a refused connection.
-func TestKernelNet(t *testing.T) {
-	var h kernelNet
-	l, err := h.Listen(netip.MustParseAddrPort("127.0.0.2:0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	target := l.Addr().(*net.TCPAddr).AddrPort()
-	c, err := h.Dial(context.Background(), netip.MustParseAddr("127.0.0.3"), target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if got := localIP(c).String(); got != "127.0.0.3" {
-		t.Errorf("dialled from %s, want the NIC's 127.0.0.3", got)
-	}
-	l.Close()
-	_, err = h.Dial(context.Background(), netip.MustParseAddr("127.0.0.3"), target)
-	if !errors.Is(err, syscall.ECONNREFUSED) || !h.Retryable(err) {
-		t.Errorf("dial to a closed port: %v", err)
-	}
-	if h.Retryable(errRefused) || !(deviceNet{}).Retryable(errRefused) || (deviceNet{}).Retryable(context.Canceled) {
-		t.Error("Retryable: the kernel retries ECONNREFUSED only, the NIC's TCP anything but cancellation")
 	}
 }
