@@ -12,50 +12,6 @@ import (
 	"github.com/rnic/rnic/nic/verbs"
 )
 
-// knownSendFlags are the send flags verbs defines.
-const knownSendFlags = verbs.SendFence | verbs.SendSignaled | verbs.SendSolicited | verbs.SendInline
-
-// opcodeSet is a set of WR opcodes.
-type opcodeSet uint32
-
-func ops(o ...verbs.WROpcode) opcodeSet {
-	var s opcodeSet
-	for _, x := range o {
-		s |= 1 << x
-	}
-	return s
-}
-
-func (s opcodeSet) has(o verbs.WROpcode) bool { return o < 32 && s&(1<<o) != 0 }
-
-// The operations each transport service supports (IBTA Vol 1 chapter 9,
-// the BTH opcode table): UC has no READ, atomics or SEND with Invalidate
-// (UC opcodes 0x36/0x37 are reserved); UD has only SEND, with or without
-// immediate.
-var (
-	rcOps = ops(verbs.WRSend, verbs.WRSendWithImm, verbs.WRSendWithInv, verbs.WRRDMAWrite,
-		verbs.WRRDMAWriteWithImm, verbs.WRRDMARead, verbs.WRAtomicCmpSwp, verbs.WRAtomicFetchAdd, verbs.WRLocalInv)
-	ucOps = ops(verbs.WRSend, verbs.WRSendWithImm, verbs.WRRDMAWrite, verbs.WRRDMAWriteWithImm, verbs.WRLocalInv)
-	udOps = ops(verbs.WRSend, verbs.WRSendWithImm)
-
-	// Valid verbs opcodes nic does not offer: memory-window binds need the
-	// MW verbs, FLUSH and ATOMIC_WRITE are IBTA 1.5 additions.
-	unsupportedOps = ops(verbs.WRBindMW, verbs.WRFlush, verbs.WRAtomicWrite)
-
-	atomicOps = ops(verbs.WRAtomicCmpSwp, verbs.WRAtomicFetchAdd)
-	inlineOps = ops(verbs.WRSend, verbs.WRSendWithImm, verbs.WRSendWithInv, verbs.WRRDMAWrite, verbs.WRRDMAWriteWithImm)
-)
-
-func (q *QP) opsAllowed() opcodeSet {
-	switch q.typ {
-	case verbs.QPTypeRC:
-		return rcOps
-	case verbs.QPTypeUC:
-		return ucOps
-	}
-	return udOps
-}
-
 // PostSend posts send WRs in order (ibv_post_send). Each is checked,
 // copied (SGE list, inline data), and passed to the engine; the caller may
 // reuse the WRs as soon as PostSend returns. On the first failure the error
@@ -134,18 +90,18 @@ func (q *QP) postSend(wr *verbs.SendWR) error {
 func (q *QP) checkSendWR(wr *verbs.SendWR) (uint64, error) {
 	op := wr.Opcode
 	switch {
-	case q.opsAllowed().has(op):
-	case unsupportedOps.has(op):
+	case verbs.OpcodesOf(q.typ).Has(op):
+	case verbs.UnsupportedOpcodes.Has(op):
 		return 0, errorf(ErrNotSupported, "%v WRs", op)
-	case rcOps.has(op):
+	case verbs.RCOpcodes.Has(op):
 		return 0, errorf(ErrInvalid, "%v is not a %v operation", op, q.typ)
 	default:
 		return 0, errorf(ErrInvalid, "unknown send opcode %d", op)
 	}
-	if atomicOps.has(op) && q.d.limits.NoAtomics {
+	if verbs.AtomicOpcodes.Has(op) && q.d.limits.NoAtomics {
 		return 0, errorf(ErrNotSupported, "%v on a device without atomics", op)
 	}
-	if bad := wr.Flags &^ knownSendFlags; bad != 0 {
+	if bad := wr.Flags &^ verbs.KnownSendFlags; bad != 0 {
 		return 0, errorf(ErrInvalid, "unknown send flags %#x", uint8(bad))
 	}
 	inline := wr.Flags&verbs.SendInline != 0
@@ -169,14 +125,14 @@ func (q *QP) checkSendWR(wr *verbs.SendWR) (uint64, error) {
 	}
 
 	if inline {
-		if !inlineOps.has(op) {
+		if !verbs.InlineOpcodes.Has(op) {
 			return 0, errorf(ErrInvalid, "INLINE with %v: only SEND and RDMA WRITE carry inline data", op)
 		}
 		if total > uint64(q.cap.MaxInlineData) {
 			return 0, errorf(ErrInvalid, "%d inline bytes, the QP allows %d", total, q.cap.MaxInlineData)
 		}
 	}
-	if atomicOps.has(op) {
+	if verbs.AtomicOpcodes.Has(op) {
 		// The local buffer receives the 8-byte original value, and the
 		// remote address must be naturally aligned for a 64-bit atomic;
 		// rxe refuses a misaligned one at post time too.

@@ -17,42 +17,6 @@ import (
 	"github.com/rnic/rnic/nic/verbs"
 )
 
-// opcodeSet is a set of WR opcodes.
-type opcodeSet uint32
-
-func ops(o ...verbs.WROpcode) opcodeSet {
-	var s opcodeSet
-	for _, x := range o {
-		s |= 1 << x
-	}
-	return s
-}
-
-func (s opcodeSet) has(o verbs.WROpcode) bool { return o < 32 && s&(1<<o) != 0 }
-
-// The operations of each service, as nic has them (nic/post.go).
-var (
-	rcOps = ops(verbs.WRSend, verbs.WRSendWithImm, verbs.WRSendWithInv, verbs.WRRDMAWrite,
-		verbs.WRRDMAWriteWithImm, verbs.WRRDMARead, verbs.WRAtomicCmpSwp, verbs.WRAtomicFetchAdd, verbs.WRLocalInv)
-	ucOps          = ops(verbs.WRSend, verbs.WRSendWithImm, verbs.WRRDMAWrite, verbs.WRRDMAWriteWithImm, verbs.WRLocalInv)
-	udOps          = ops(verbs.WRSend, verbs.WRSendWithImm)
-	unsupportedOps = ops(verbs.WRBindMW, verbs.WRFlush, verbs.WRAtomicWrite)
-	atomicOps      = ops(verbs.WRAtomicCmpSwp, verbs.WRAtomicFetchAdd)
-	inlineOps      = ops(verbs.WRSend, verbs.WRSendWithImm, verbs.WRSendWithInv, verbs.WRRDMAWrite, verbs.WRRDMAWriteWithImm)
-)
-
-const knownSendFlags = verbs.SendFence | verbs.SendSignaled | verbs.SendSolicited | verbs.SendInline
-
-func (q *QP) opsAllowed() opcodeSet {
-	switch q.typ {
-	case verbs.QPTypeRC:
-		return rcOps
-	case verbs.QPTypeUC:
-		return ucOps
-	}
-	return udOps
-}
-
 // usable fails once the QP is destroyed or the daemon gone.
 func (q *QP) usable() error {
 	if err := q.d.goneError(); err != nil {
@@ -131,18 +95,18 @@ func (q *QP) postSend(wr *verbs.SendWR) error {
 func (q *QP) checkSendWR(wr *verbs.SendWR) (uint32, error) {
 	op := wr.Opcode
 	switch {
-	case q.opsAllowed().has(op):
-	case unsupportedOps.has(op):
+	case verbs.OpcodesOf(q.typ).Has(op):
+	case verbs.UnsupportedOpcodes.Has(op):
 		return 0, fmt.Errorf("rnicd: %v WRs: %w", op, nic.ErrNotSupported)
-	case rcOps.has(op):
+	case verbs.RCOpcodes.Has(op):
 		return 0, fmt.Errorf("rnicd: %v is not a %v operation: %w", op, q.typ, nic.ErrInvalid)
 	default:
 		return 0, fmt.Errorf("rnicd: unknown send opcode %d: %w", op, nic.ErrInvalid)
 	}
-	if atomicOps.has(op) && q.d.attr.AtomicCap == nic.AtomicNone {
+	if verbs.AtomicOpcodes.Has(op) && q.d.attr.AtomicCap == nic.AtomicNone {
 		return 0, fmt.Errorf("rnicd: %v on a device without atomics: %w", op, nic.ErrNotSupported)
 	}
-	if bad := wr.Flags &^ knownSendFlags; bad != 0 {
+	if bad := wr.Flags &^ verbs.KnownSendFlags; bad != 0 {
 		return 0, fmt.Errorf("rnicd: unknown send flags %#x: %w", uint8(bad), nic.ErrInvalid)
 	}
 	inline := wr.Flags&verbs.SendInline != 0
@@ -164,14 +128,14 @@ func (q *QP) checkSendWR(wr *verbs.SendWR) (uint32, error) {
 		return 0, fmt.Errorf("rnicd: %d-byte message exceeds max_msg_sz %d: %w", total, nic.MaxMsgSize, nic.ErrInvalid)
 	}
 	if inline {
-		if !inlineOps.has(op) {
+		if !verbs.InlineOpcodes.Has(op) {
 			return 0, fmt.Errorf("rnicd: INLINE with %v: only SEND and RDMA WRITE carry inline data: %w", op, nic.ErrInvalid)
 		}
 		if total > uint64(q.cap.MaxInlineData) {
 			return 0, fmt.Errorf("rnicd: %d inline bytes, the QP allows %d: %w", total, q.cap.MaxInlineData, nic.ErrInvalid)
 		}
 	}
-	if atomicOps.has(op) {
+	if verbs.AtomicOpcodes.Has(op) {
 		if len(wr.SGL) != 1 || wr.SGL[0].Length != 8 {
 			return 0, fmt.Errorf("rnicd: %v needs exactly one 8-byte SGE: %w", op, nic.ErrInvalid)
 		}
