@@ -133,8 +133,8 @@ func TestDemoOnDevice(t *testing.T) {
 }
 
 // TestDeviceFlagErrors: flags for a NIC of this process are usage errors
-// with another backend's device, which owns its port; so are -R (for
-// now) and an unparsable device string. A verbs: device fails the run
+// with another backend's device, which owns its port; so are -R on a
+// device without rdma_cm and an unparsable device string. A verbs: device fails the run
 // in the pure-Go build with the rebuild hint.
 func TestDeviceFlagErrors(t *testing.T) {
 	installFakeRnicd(t)
@@ -149,7 +149,7 @@ func TestDeviceFlagErrors(t *testing.T) {
 		{[]string{"pingpong", "-d", "bad/name"}, 2, "-d: ibv: device string"},
 		{[]string{"perf", "-d", dev, "--trace"}, 2, "--trace is for a NIC of this process"},
 		{[]string{"perf", "-d", dev, "--rdma-port", "5000"}, 2, "--rdma-port is for a NIC of this process"},
-		{[]string{"perf", "-d", dev, "-R"}, 2, "rdma_cm (-R) is for a NIC of this process"},
+		{[]string{"perf", "-d", dev, "-R"}, 2, "-R needs rdma_cm, which device rnic2@/run/fake.sock does not offer"},
 		{[]string{"perf", "-d", dev, "--mtu", "4096"}, 2, "does not fit device rnic2@/run/fake.sock's port (at most 1024)"},
 		{[]string{"demo", "-d", dev, "--iwarp"}, 2, "--iwarp: not with -d"},
 		{[]string{"demo", "-d", dev, "--addr-a", "127.0.0.9"}, 2, "not in device rnic2's GID table"},

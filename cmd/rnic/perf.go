@@ -86,8 +86,8 @@ travel there as in the RoCEv2 test.
 process's own NIC, as above (named so in a role of two processes);
 NAME@SOCKET is a NIC rnicd serves (NAME@ for ` + ibv.DefaultSocket + `),
 verbs:NAME a libibverbs device. Those own their port: ` + deviceLocalFlagsHelp + `
-are for this process's NIC only, as are -R (until rdma_cm runs
-on every device) and --iwarp. The NIC's address is one of the device's GIDs
+are for this process's NIC only, as is --iwarp; -R runs on the device's
+rdma_cm (rnicd's, librdmacm's). The NIC's address is one of the device's GIDs
 (--addr picks one), the path MTU defaults to its port's active MTU, and the
 side channel runs on the device's own network if it has one (the raw
 baseline, the kernel's, is then skipped), else on kernel TCP. Both sides in

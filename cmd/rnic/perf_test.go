@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/rnic/rnic/nic/rnicd/rnicdtest"
 )
 
 var (
@@ -165,6 +167,30 @@ func TestPerfCommandRDMACMTwoProcesses(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPerfCommandRDMACMThroughRnicd: `rnic perf -R -d NAME@SOCKET`, the
+// QPs connected by the daemon's rdma_cm: write_bw as two processes would
+// run it, a server and a client each on a NIC of the daemon, and send_lat
+// with both sides in one process on one NIC.
+func TestPerfCommandRDMACMThroughRnicd(t *testing.T) {
+	d := rnicdtest.Start(t, rnicdtest.Options{NICs: 2, MTU: 9000})
+	flags := []string{"perf", "write_bw", "-R", "-s", "4096", "-n", "100"}
+	sOut, sErr, sCode, cOut, cErr, cCode := both(t,
+		append(append([]string{}, flags...), "--serve", "-d", d.Spec(0).String()),
+		append(append([]string{}, flags...), "-d", d.Spec(1).String(), d.NICs[0].Addr.String()))
+	if sCode != 0 || cCode != 0 {
+		t.Fatalf("server %d: %s%s\nclient %d: %s%s", sCode, sOut, sErr, cCode, cOut, cErr)
+	}
+	for _, out := range []string{sOut, cOut} {
+		if !bwRow.MatchString(out) || !strings.Contains(out, "Data ex. method : rdma_cm") {
+			t.Errorf("write_bw output:\n%s", out)
+		}
+	}
+	out, errOut, code := rnic(t, "perf", "send_lat", "-R", "-s", "8", "-n", "100", "-d", d.Spec(0).String())
+	if code != 0 || !latRow.MatchString(out) || !strings.Contains(out, "Data ex. method : rdma_cm") {
+		t.Errorf("send_lat: exit %d\n%s%s", code, out, errOut)
 	}
 }
 

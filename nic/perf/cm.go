@@ -1,6 +1,8 @@
 // perftest's rdma_cm mode (-R): both connections through the connection
-// manager (over RoCEv2 nic/rdmacm, the IB CM's MADs on QP1, service ID
-// 0x01064853 for TCP port 18515; over iWARP the iWARP CM, cm_iwarp.go),
+// manager (over RoCEv2 the device's ibv.ConnManager: a local NIC's
+// nic/rdmacm, the IB CM's MADs on QP1, service ID 0x01064853 for TCP port
+// 18515, or rnicd's or libibverbs' rdma_cm; over iWARP the iWARP CM,
+// cm_iwarp.go),
 // the side channel as SENDs on the first (cmchannel.go). The order, from
 // captures/rxe-write-bw-cm-4096.pcap (an rxe client and server, perftest
 // 4.5); the siw captures show the same messages over MPA:
@@ -35,7 +37,6 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/nic/ibv"
-	"github.com/rnic/rnic/nic/rdmacm"
 )
 
 // cmZeroSize is the size of perftest's two all-zero control messages and
@@ -80,8 +81,10 @@ func runCMBoth(ctx context.Context, r *resolved) (*Result, error) {
 	sr.role = roleServer
 	sr.Addr, sr.Link, sr.TAP, sr.ServerTAP, sr.anyAddr = r.server, r.ServerLink, r.ServerTAP, nil, false
 	sr.Pcap, sr.Out, sr.Progress, sr.IBDev = nil, io.Discard, io.Discard, ""
-	if r.IWARP && r.TAP == nil {
-		sr.Port = 0 // kernel TCP: a free port, not perftest's
+	if r.IWARP && r.TAP == nil || !r.IWARP && r.dev != nil {
+		// Kernel TCP, or one device's CM for both sides: a free port, not
+		// perftest's, which another run on the host or device may hold.
+		sr.Port = 0
 	}
 	cr := *r
 	cr.role = roleClient
@@ -136,9 +139,18 @@ func cmIRDORD(r *resolved, data bool) int {
 
 // cmParam is the rdma_cm parameters of a connection: retry and RNR retry
 // 7. (rdmacm takes IRD/ORD 0 for its default 1: perftest's REQs carry 0.)
-func cmParam(r *resolved, data bool) *rdmacm.ConnParam {
+func cmParam(r *resolved, data bool) *ibv.ConnParam {
 	n := uint8(cmIRDORD(r, data))
-	return &rdmacm.ConnParam{RetryCount: 7, RNRRetryCount: 7, ResponderResources: n, InitiatorDepth: n}
+	return &ibv.ConnParam{RetryCount: 7, RNRRetryCount: 7, ResponderResources: n, InitiatorDepth: n}
+}
+
+// connManager is dev's rdma_cm.
+func connManager(r *resolved, dev ibv.Device) (ibv.ConnManager, error) {
+	cm, ok := dev.(ibv.ConnManager)
+	if !ok {
+		return nil, fmt.Errorf("%w: device %s offers no rdma_cm (-R)", ErrConfig, r.spec)
+	}
+	return cm, nil
 }
 
 // cmLocal is the address a side's QPs send from: its own, or the NIC's
@@ -190,25 +202,25 @@ func retryConnect(ctx context.Context, r *resolved, connect func() error, retrya
 	}
 }
 
-// roceLink is rdma_cm over RoCEv2.
+// roceLink is rdma_cm over RoCEv2: the device's connection manager.
 type roceLink struct {
 	r     *resolved
-	cm    *rdmacm.CM
-	l     *rdmacm.Listener
-	conns []*rdmacm.Conn
+	cm    ibv.ConnManager
+	l     ibv.CMListener
+	conns []ibv.CMConn
 }
 
 func (l *roceLink) connect(ctx context.Context, qp ibv.QP, data bool) error {
 	var zero [cmZeroSize]byte
 	return retryConnect(ctx, l.r, func() error {
-		c, err := l.cm.Connect(ctx, ibv.LocalQP(qp), l.r.server, uint16(l.r.Port), zero[:], cmParam(l.r, data))
+		c, err := l.cm.CMConnect(ctx, qp, l.r.server, uint16(l.r.Port), zero[:], cmParam(l.r, data))
 		if err == nil {
 			l.conns = append(l.conns, c)
 		}
 		return err
 	}, func(err error) bool {
-		var rej *rdmacm.RejectError
-		return errors.As(err, &rej)
+		// A REJ (no listener yet, on every backend) is worth another try.
+		return errors.Is(err, ibv.ErrRejected)
 	})
 }
 
@@ -217,7 +229,7 @@ func (l *roceLink) accept(ctx context.Context, qp ibv.QP, data bool) error {
 	if err != nil {
 		return fmt.Errorf("perf: rdma_cm accept: %w", err)
 	}
-	c, err := req.Accept(ctx, ibv.LocalQP(qp), make([]byte, cmZeroSize), cmParam(l.r, data))
+	c, err := req.Accept(ctx, qp, make([]byte, cmZeroSize), cmParam(l.r, data))
 	if err != nil {
 		return fmt.Errorf("perf: rdma_cm accept: %w", err)
 	}
@@ -251,18 +263,17 @@ func runCMClient(ctx context.Context, r *resolved) (*Result, error) {
 	if r.IWARP {
 		return runCMClientIWARP(ctx, r)
 	}
-	h, err := openHost(r, hostSpec{name: r.nicName("rnic1"), tap: r.TAP, addr: r.Addr, link: r.Link, pcap: r.Pcap, trace: r.Trace})
+	h, err := openHost(r, hostSpec{name: r.nicName("rnic1"), tap: r.TAP, addr: r.Addr, link: r.Link, pcap: r.Pcap, trace: r.Trace, cm: true})
 	if err != nil {
 		return nil, err
 	}
-	defer h.Close()
-	n := h.NIC()
-	cmgr, err := rdmacm.New(n, rdmacm.Config{})
+	defer h.Close() // a local NIC's CM, then the NIC
+	dev := h.Device()
+	cmgr, err := connManager(r, dev)
 	if err != nil {
-		return nil, fmt.Errorf("perf: %w", err)
+		return nil, err
 	}
-	defer cmgr.Close()
-	s, err := openSide(r, h.Device(), cmLocal(n.GIDs(), r.Addr, r.server), sideSpec{name: "rnic1", seed: clientSeed})
+	s, err := openSide(r, dev, cmLocal(dev.GIDs(), r.Addr, r.server), sideSpec{name: "rnic1", seed: clientSeed})
 	if err != nil {
 		return nil, err
 	}
@@ -477,23 +488,22 @@ func runCMServer(ctx context.Context, r *resolved) (*Result, error) {
 	if r.IWARP {
 		return runCMServerIWARP(ctx, r)
 	}
-	h, err := openHost(r, hostSpec{name: r.nicName("rnic0"), tap: r.TAP, addr: r.Addr, link: r.Link, pcap: r.Pcap, trace: r.Trace})
+	h, err := openHost(r, hostSpec{name: r.nicName("rnic0"), tap: r.TAP, addr: r.Addr, link: r.Link, pcap: r.Pcap, trace: r.Trace, cm: true})
 	if err != nil {
 		return nil, err
 	}
-	defer h.Close()
-	n := h.NIC()
-	cmgr, err := rdmacm.New(n, rdmacm.Config{})
+	defer h.Close() // a local NIC's CM, then the NIC
+	dev := h.Device()
+	cmgr, err := connManager(r, dev)
 	if err != nil {
-		return nil, fmt.Errorf("perf: %w", err)
+		return nil, err
 	}
-	defer cmgr.Close()
-	l, err := cmgr.Listen(uint16(r.Port))
+	l, err := cmgr.CMListen(uint16(r.Port))
 	if err != nil {
 		return nil, fmt.Errorf("perf: rdma_cm listen on port %d: %w", r.Port, err)
 	}
 	defer l.Close()
-	s, err := openSide(r, h.Device(), cmLocal(n.GIDs(), r.Addr, netip.IPv4Unspecified()), sideSpec{name: "rnic0", seed: serverSeed})
+	s, err := openSide(r, dev, cmLocal(dev.GIDs(), r.Addr, netip.IPv4Unspecified()), sideSpec{name: "rnic0", seed: serverSeed})
 	if err != nil {
 		return nil, err
 	}
@@ -506,6 +516,7 @@ func runCMServer(ctx context.Context, r *resolved) (*Result, error) {
 	link := &roceLink{r: r, cm: cmgr, l: l}
 	defer link.disconnect()
 	if r.cmReady != nil {
+		r.cmListenPort = int(l.Port())
 		close(r.cmReady)
 	}
 	return cmServer(ctx, r, s, ch, link)

@@ -120,7 +120,9 @@ type Config struct {
 	IWARP bool
 	// RDMACM connects the QPs with rdma_cm, as perftest's -R: the IB CM
 	// over QP1 to the server's Port, whose first connection (a control
-	// QP) carries perftest's side channel as SENDs (cm.go).
+	// QP) carries perftest's side channel as SENDs (cm.go). It runs on
+	// the device's ibv.ConnManager: a local NIC's own, rnicd's or
+	// libibverbs' rdma_cm.
 	RDMACM bool
 	// IWARPPort is the TCP port a two-process iWARP server's connection
 	// manager listens on (DefaultIWARPPort if zero, any free port if
@@ -583,10 +585,6 @@ func (r *resolved) checkDevice() error {
 		what = "a trace"
 	case c.IWARP:
 		what = "iWARP (rnic's own iWARP stack)"
-	case c.RDMACM:
-		// TODO(rdmacm): use the device's ibv.ConnManager once a local
-		// NIC offers one too; rdma_cm runs on the embedded NIC until then.
-		what = "rdma_cm (-R)"
 	default:
 		return nil
 	}
@@ -596,10 +594,14 @@ func (r *resolved) checkDevice() error {
 
 // resolveDevice picks, for the device of another backend dev (r.dev),
 // the path MTU (the port's active MTU bounds it), the NICs' addresses
-// among the device's, and the test's defaults.
+// among the device's, and the test's defaults. -R needs the device's
+// rdma_cm (ibv.ConnManager).
 func (r *resolved) resolveDevice(ctx context.Context, dev ibv.Device) error {
 	c := &r.Config
 	r.dev = dev
+	if _, ok := dev.(ibv.ConnManager); c.RDMACM && !ok {
+		return fmt.Errorf("%w: -R needs rdma_cm, which device %s does not offer", ErrConfig, r.spec)
+	}
 	pa, err := dev.QueryPort(1)
 	if err != nil {
 		return fmt.Errorf("perf: query port 1 of %s: %w", r.spec, err)

@@ -221,7 +221,7 @@ func TestDeviceConfigErrors(t *testing.T) {
 	}{
 		{Config{IBDev: fakeDev2, Pcap: pw}, "a capture is for a NIC of this process"},
 		{Config{IBDev: fakeDev2, ServerLink: a}, "a link"},
-		{Config{IBDev: fakeDev2, RDMACM: true}, "rdma_cm (-R)"},
+		{Config{IBDev: fakeDev2, RDMACM: true}, "-R needs rdma_cm, which device rnic2@/run/fake.sock does not offer"},
 		{Config{IBDev: fakeDev2, IWARP: true}, "iWARP"},
 		{Config{IBDev: fakeDev2, MTU: 4096}, "path MTU 4096 does not fit device rnic2@/run/fake.sock's port (at most 2048)"},
 		{Config{IBDev: fakeDev2, Addr: netip.MustParseAddr("127.0.0.9")}, "not one of device rnic2@/run/fake.sock's"},

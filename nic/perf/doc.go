@@ -28,8 +28,8 @@
 // sides of one process then share that device. Such a device gives the
 // test's memory (Device.AllocBuffer), the NIC's address (its GID table)
 // and the path MTU's bound (its port); the side channel goes through its
-// ibv.Network if it has one, else kernel TCP. rdma_cm mode and iWARP run
-// on NICs of this process only.
+// ibv.Network if it has one, else kernel TCP, and rdma_cm mode through its
+// ibv.ConnManager. iWARP runs on NICs of this process only.
 //
 // # Semantics (perftest's)
 //
@@ -69,9 +69,11 @@
 // # rdma_cm mode
 //
 // With Config.RDMACM (perftest's -R) the side channel is no TCP
-// connection: both sides connect through the connection manager (rdma_cm
-// over RoCEv2, the iWARP CM over iWARP) and perftest's messages travel as
-// SENDs on a first, control connection (cm.go), on either transport, so
-// either role runs against perftest -R on rxe and on siw (where perftest
-// runs only so). Both sides then need the test's flags.
+// connection: both sides connect through the connection manager (over
+// RoCEv2 the device's rdma_cm, ibv.ConnManager: a local NIC gets
+// nic/rdmacm on its QP1; over iWARP the iWARP CM) and perftest's
+// messages travel as SENDs on a first, control connection (cm.go), on
+// either transport, so either role runs against perftest -R on rxe and on
+// siw (where perftest runs only so). Both sides then need the test's
+// flags.
 package perf

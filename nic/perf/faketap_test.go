@@ -18,13 +18,18 @@ func newFakeTAPs(t *testing.T, a, b string) *fakeTAPs {
 	t.Helper()
 	f := &fakeTAPs{tapnictest.New(a, b)}
 	old := openTAPHost
-	openTAPHost = func(cfg tapnic.Config) (*host, error) {
+	openTAPHost = func(cfg tapnic.Config, cm bool) (*host, error) {
 		h, err := f.Open(cfg)
 		if err != nil {
 			return nil, err
 		}
 		// The fake's TCP is the NIC's own network, as a TAP NIC's.
-		return tapHost(h.NIC(), h, h.Streams(), h.Close), nil
+		th, err := tapHost(h.NIC(), h, h.Streams(), h.Close, cm)
+		if err != nil {
+			h.Close()
+			return nil, err
+		}
+		return th, nil
 	}
 	t.Cleanup(func() { openTAPHost = old })
 	return f

@@ -25,6 +25,7 @@ import (
 
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/rdmacm"
 	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/stream"
@@ -41,8 +42,8 @@ type host struct {
 	// dev is the RoCEv2 verbs device; nil for an iWARP side on kernel
 	// TCP, which has no RoCE NIC (iwarp_host.go).
 	dev ibv.Device
-	// nic is the embedded NIC behind a local dev, for what only it offers
-	// (rdma_cm, cm.go); nil for a device of another backend.
+	// nic is the embedded NIC behind a local dev; nil for a device of
+	// another backend.
 	nic     *embedded.NIC
 	net     sideNet
 	streams stream.Network
@@ -91,6 +92,11 @@ type hostSpec struct {
 	link  transport.Endpoint
 	pcap  *transport.PcapWriter
 	trace io.Writer
+	// cm gives a local NIC rdma_cm on its QP1 (the device is then an
+	// ibv.ConnManager, as rnicd's and libibverbs' devices are). Only -R
+	// asks: a CM answers the MADs that reach QP1, which a NIC without
+	// one drops.
+	cm bool
 }
 
 // openHost opens the NIC spec describes; its peers listen on the same
@@ -111,7 +117,7 @@ func openHost(r *resolved, spec hostSpec) (*host, error) {
 		if tc.Trace == nil {
 			tc.Trace = spec.trace
 		}
-		h, err := openTAPHost(tc)
+		h, err := openTAPHost(tc, spec.cm)
 		if err != nil {
 			return nil, fmt.Errorf("perf: open NIC on TAP %s: %w", tc.TAP, err)
 		}
@@ -122,25 +128,51 @@ func openHost(r *resolved, spec hostSpec) (*host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("perf: open NIC on %v: %w", spec.addr, err)
 	}
-	dev := n.Verbs(ibv.LocalOptions{})
+	dev, err := localDevice(n, ibv.LocalOptions{}, spec.cm)
+	if err != nil {
+		n.Close()
+		return nil, err
+	}
 	return &host{dev: dev, nic: n, net: kernelNet{}, streams: &stream.TCP{}, close: dev.Close}, nil
 }
 
-// openTAPHost opens a NIC in the TAP mode; tests replace it.
-var openTAPHost = func(cfg tapnic.Config) (*host, error) {
+// localDevice is n as an ibv.Device, with rdma_cm if cm is set; closing
+// the device closes the CM, then the NIC (opt.Close, if set).
+func localDevice(n *embedded.NIC, opt ibv.LocalOptions, cm bool) (ibv.Device, error) {
+	if !cm {
+		return n.Verbs(opt), nil
+	}
+	dev, err := rdmacm.LocalWith(n, rdmacm.Config{}, opt)
+	if err != nil {
+		return nil, fmt.Errorf("perf: %w", err)
+	}
+	return dev, nil
+}
+
+// openTAPHost opens a NIC in the TAP mode, with rdma_cm if cm is set;
+// tests replace it.
+var openTAPHost = func(cfg tapnic.Config, cm bool) (*host, error) {
 	n, err := tapnic.Open(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return tapHost(n.NIC, tapNetwork{n}, n.Streams, n.Close), nil
+	h, err := tapHost(n.NIC, tapNetwork{n}, n.Streams, n.Close, cm)
+	if err != nil {
+		n.Close()
+		return nil, err
+	}
+	return h, nil
 }
 
 // tapHost is the TAP mode's host: the side channel goes through the NIC's
 // own TCP (network), which sends from the NIC's address, and so do the
 // iWARP streams.
-func tapHost(n *embedded.NIC, network ibv.Network, streams stream.Network, closeNIC func() error) *host {
-	dev := n.Verbs(ibv.LocalOptions{Network: network, Close: closeNIC})
-	return &host{dev: dev, nic: n, net: deviceNet{network}, streams: streams, close: dev.Close}
+func tapHost(n *embedded.NIC, network ibv.Network, streams stream.Network, closeNIC func() error, cm bool) (*host, error) {
+	dev, err := localDevice(n, ibv.LocalOptions{Network: network, Close: closeNIC}, cm)
+	if err != nil {
+		return nil, err
+	}
+	return &host{dev: dev, nic: n, net: deviceNet{network}, streams: streams, close: dev.Close}, nil
 }
 
 // tapNetwork is a TAP NIC's own TCP as an ibv.Network: it sends from the

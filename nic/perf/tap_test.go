@@ -82,6 +82,40 @@ func TestTAPTwoProcesses(t *testing.T) {
 	}
 }
 
+// TestTAPRDMACM runs rdma_cm mode (-R) between a TAP-mode server and
+// client, as two processes would: each NIC's device offers rdma_cm on its
+// QP1 (the CM's MADs cross the fake TAPs), and each NIC closes once.
+func TestTAPRDMACM(t *testing.T) {
+	noSettle(t)
+	f := newFakeTAPs(t, "tapS", "tapC")
+	ctx := testCtx(t)
+	var srvOut, cliOut bytes.Buffer
+	srvErr := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, Config{Serve: true, RDMACM: true, Op: OpWrite, Mode: ModeBW, Size: 3000, Iters: 100, Out: &srvOut,
+			TAP: &tapnic.Config{TAP: "tapS", Prefixes: prefixes("10.77.0.1/24")}})
+		srvErr <- err
+	}()
+	cfg := Config{RDMACM: true, Op: OpWrite, Mode: ModeBW, Size: 3000, Iters: 100, Server: "10.77.0.1", Out: &cliOut,
+		TAP: &tapnic.Config{TAP: "tapC", Prefixes: prefixes("10.77.0.2/24")}}
+	res, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("client: %v\n%s", err, cliOut.String())
+	}
+	if err := <-srvErr; err != nil {
+		t.Fatalf("server: %v\n%s", err, srvOut.String())
+	}
+	if !res.RDMACM || res.Check.Skipped != skippedCM || res.BW == nil || res.BW.Ops != int64(cfg.Iters) {
+		t.Errorf("result: rdma_cm %v, check %+v, figures %+v", res.RDMACM, res.Check, res.BW)
+	}
+	if g := netip.AddrFrom16(res.Server[0].GID).Unmap(); g != netip.MustParseAddr("10.77.0.1") {
+		t.Errorf("server record's GID %v", g)
+	}
+	if f.Closes("tapS") != 1 || f.Closes("tapC") != 1 {
+		t.Errorf("NICs closed %d and %d times", f.Closes("tapS"), f.Closes("tapC"))
+	}
+}
+
 // TestTAPOneProcess: both sides in one process need two TAPs; with
 // dual-stack NICs and the client's IPv6 address the QPs send from GID
 // index 1, and the client's pcap and the trace go to the TAP NICs.
