@@ -113,11 +113,11 @@ type fakeNetDevice struct{ *fakeDevice }
 
 func (d *fakeNetDevice) Listen(addr netip.AddrPort) (net.Listener, error) {
 	d.f.count(&d.f.listens)
-	return kernelNet{}.Listen(addr)
+	return ibv.KernelNetwork{}.Listen(addr)
 }
 
 func (d *fakeNetDevice) Dial(ctx context.Context, local netip.Addr, remote netip.AddrPort) (net.Conn, error) {
-	return kernelNet{}.Dial(ctx, local, remote)
+	return ibv.KernelNetwork{}.Dial(ctx, local, remote)
 }
 
 const fakeDev2, fakeDev3 = "rnic2@/run/fake.sock", "rnic3@/run/fake.sock"

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/rnic/rnic/iwarp"
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/transport/stream"
 )
 
@@ -22,7 +23,7 @@ func openIWARPHost(r *resolved, name string) (*host, error) {
 	if r.TAP != nil {
 		return openHost(r, hostSpec{name: name, tap: r.TAP, pcap: r.Pcap, trace: r.Trace})
 	}
-	return &host{net: kernelNet{}, streams: &stream.TCP{}}, nil
+	return &host{net: ibv.KernelNetwork{}, streams: &stream.TCP{}}, nil
 }
 
 // iwarpMSS is the MSS this side's FPDUs are sized for (RFC 5044 §4.5: one

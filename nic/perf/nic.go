@@ -16,12 +16,10 @@ package perf
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/netip"
-	"syscall"
 
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
@@ -45,7 +43,7 @@ type host struct {
 	// nic is the embedded NIC behind a local dev; nil for a device of
 	// another backend.
 	nic     *embedded.NIC
-	net     sideNet
+	net     ibv.Network
 	streams stream.Network
 	// close closes the NIC (and its TAP); nil when the host does not own
 	// its device.
@@ -69,7 +67,7 @@ func (h *host) Dial(ctx context.Context, local netip.Addr, remote netip.AddrPort
 
 // Retryable reports whether a failed Dial is worth repeating: the server
 // may not be listening yet.
-func (h *host) Retryable(err error) bool { return h.net.Retryable(err) }
+func (h *host) Retryable(err error) bool { return ibv.DialRetryable(h.net, err) }
 
 // Streams carries iWARP connections: kernel TCP in the embedded mode, the
 // NIC's own TCP in the TAP mode.
@@ -104,7 +102,7 @@ type hostSpec struct {
 // device, which Run closes.
 func openHost(r *resolved, spec hostSpec) (*host, error) {
 	if r.dev != nil {
-		return &host{dev: r.dev, net: sideNetOf(r.dev), streams: &stream.TCP{}}, nil
+		return &host{dev: r.dev, net: ibv.NetworkOf(r.dev), streams: &stream.TCP{}}, nil
 	}
 	if spec.tap != nil {
 		tc := *spec.tap
@@ -133,7 +131,7 @@ func openHost(r *resolved, spec hostSpec) (*host, error) {
 		n.Close()
 		return nil, err
 	}
-	return &host{dev: dev, nic: n, net: kernelNet{}, streams: &stream.TCP{}, close: dev.Close}, nil
+	return &host{dev: dev, nic: n, net: ibv.KernelNetwork{}, streams: &stream.TCP{}, close: dev.Close}, nil
 }
 
 // localDevice is n as an ibv.Device, with rdma_cm if cm is set; closing
@@ -172,7 +170,7 @@ func tapHost(n *embedded.NIC, network ibv.Network, streams stream.Network, close
 	if err != nil {
 		return nil, err
 	}
-	return &host{dev: dev, nic: n, net: deviceNet{network}, streams: streams, close: dev.Close}, nil
+	return &host{dev: dev, nic: n, net: network, streams: streams, close: dev.Close}, nil
 }
 
 // tapNetwork is a TAP NIC's own TCP as an ibv.Network: it sends from the
@@ -197,51 +195,4 @@ func openDevice(ctx context.Context, r *resolved) (ibv.Device, error) {
 		return nil, err
 	}
 	return dev, nil
-}
-
-// sideNet is the network a side channel runs on.
-type sideNet interface {
-	Listen(addr netip.AddrPort) (net.Listener, error)
-	Dial(ctx context.Context, local netip.Addr, remote netip.AddrPort) (net.Conn, error)
-	Retryable(err error) bool
-}
-
-// sideNetOf is the device's own network if it has one, else the kernel's.
-func sideNetOf(dev ibv.Device) sideNet {
-	if n, ok := dev.(ibv.Network); ok {
-		return deviceNet{n}
-	}
-	return kernelNet{}
-}
-
-// kernelNet is kernel TCP.
-type kernelNet struct{}
-
-// Listen on the zero address listens on every address of the host.
-func (kernelNet) Listen(addr netip.AddrPort) (net.Listener, error) {
-	if !addr.Addr().IsValid() {
-		return net.Listen("tcp", fmt.Sprintf(":%d", addr.Port()))
-	}
-	return net.Listen("tcp", addr.String())
-}
-
-// Dial binds the client's end to its NIC address, so the server sees the
-// address the client's NIC sends from (its QPs send from that address's
-// GID).
-func (kernelNet) Dial(ctx context.Context, local netip.Addr, remote netip.AddrPort) (net.Conn, error) {
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: local.AsSlice()}}
-	return d.DialContext(ctx, "tcp", remote.String())
-}
-
-func (kernelNet) Retryable(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
-
-// deviceNet is a device's own network (a TAP NIC's TCP, rnicd's stack).
-type deviceNet struct{ ibv.Network }
-
-// Retryable: any failure but a cancelled context. A device's TCP reports a
-// refused connection in its own words, and the first attempt may also
-// fail while the peer's TAP comes up and answers ARP/ND; DialRetry bounds
-// the attempts.
-func (deviceNet) Retryable(err error) bool {
-	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
