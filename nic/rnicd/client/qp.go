@@ -89,28 +89,35 @@ func (d *Device) CreateQP(pd ibv.PD, init ibv.QPInit) (ibv.QP, error) {
 	return q, nil
 }
 
-func (q *QP) setup(rep *proto.CreateQPReply, fds []int) error {
+func (q *QP) setup(rep *proto.CreateQPReply, fds []int) (err error) {
+	q.mem, q.rings, q.bell, err = mapWorkRings("CREATE_QP", rep.Ring, fds)
+	return err
+}
+
+// mapWorkRings maps the send/receive rings of a CREATE_QP or CREATE_SRQ
+// reply (descriptors: the ring memory, the doorbell eventfd) and returns
+// them with the doorbell, or closes every descriptor and fails.
+func mapWorkRings(op string, l proto.RingLayout, fds []int) (*memory.Shared, *proto.WorkRings, int, error) {
 	if len(fds) != 2 {
 		closeFDs(fds)
-		return fmt.Errorf("rnicd: CREATE_QP reply with %d descriptors: %w", len(fds), proto.ErrMalformed)
+		return nil, nil, -1, fmt.Errorf("rnicd: %s reply with %d descriptors: %w", op, len(fds), proto.ErrMalformed)
 	}
-	if err := rep.Ring.Validate(); err != nil {
+	if err := l.Validate(); err != nil {
 		closeFDs(fds)
-		return err
+		return nil, nil, -1, err
 	}
-	mem, err := mapRing(fds[0], rep.Ring.Size())
+	mem, err := mapRing(fds[0], l.Size())
 	if err != nil {
 		closeFDs(fds[1:])
-		return err
+		return nil, nil, -1, err
 	}
-	rings, err := proto.NewWorkRings(mem.Bytes(), rep.Ring)
+	rings, err := proto.NewWorkRings(mem.Bytes(), l)
 	if err != nil {
 		mem.Close()
 		closeFDs(fds[1:])
-		return err
+		return nil, nil, -1, err
 	}
-	q.mem, q.rings, q.bell = mem, rings, fds[1]
-	return nil
+	return mem, rings, fds[1], nil
 }
 
 func (q *QP) QPN() uint32        { return q.qpn }

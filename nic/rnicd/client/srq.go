@@ -65,28 +65,9 @@ func (d *Device) CreateSRQ(pd ibv.PD, maxWR, maxSGE int) (ibv.SRQ, error) {
 	return s, nil
 }
 
-func (s *SRQ) setup(rep *proto.CreateSRQReply, fds []int) error {
-	if len(fds) != 2 {
-		closeFDs(fds)
-		return fmt.Errorf("rnicd: CREATE_SRQ reply with %d descriptors: %w", len(fds), proto.ErrMalformed)
-	}
-	if err := rep.Ring.Validate(); err != nil {
-		closeFDs(fds)
-		return err
-	}
-	mem, err := mapRing(fds[0], rep.Ring.Size())
-	if err != nil {
-		closeFDs(fds[1:])
-		return err
-	}
-	rings, err := proto.NewWorkRings(mem.Bytes(), rep.Ring)
-	if err != nil {
-		mem.Close()
-		closeFDs(fds[1:])
-		return err
-	}
-	s.mem, s.rings, s.bell = mem, rings, fds[1]
-	return nil
+func (s *SRQ) setup(rep *proto.CreateSRQReply, fds []int) (err error) {
+	s.mem, s.rings, s.bell, err = mapWorkRings("CREATE_SRQ", rep.Ring, fds)
+	return err
 }
 
 // PostRecv posts receive WRs to the SRQ.
