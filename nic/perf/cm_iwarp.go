@@ -102,6 +102,10 @@ func (l *iwarpLink) accept(ctx context.Context, qp ibv.QP, data bool) error {
 // boundedly, for the server to close first.
 //
 // A server leaves the data connections to the client (see below).
+// peerClosed: an iWARP SEND completes once TCP has it, so a server's
+// last SEND is never flushed by the client's close; no need to know.
+func (l *iwarpLink) peerClosed() bool { return false }
+
 func (l *iwarpLink) disconnect() {
 	timer := time.NewTimer(disconnectWait)
 	defer timer.Stop()

@@ -10,6 +10,7 @@ package perf
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/rnic/rnic/memory"
@@ -123,6 +124,10 @@ func (c *cmChannel) close() {
 	}
 }
 
+// errSendFlushed: a control SEND completed with WR_FLUSH_ERR (the QP went
+// to ERR before its ACK came).
+var errSendFlushed = errors.New("flushed")
+
 // write SENDs b and waits for its completion (the peer's ACK), so the
 // send slot is free again.
 func (c *cmChannel) write(b []byte) error {
@@ -141,6 +146,9 @@ func (c *cmChannel) write(b []byte) error {
 		return err
 	}
 	if wc.Status != verbs.WCSuccess {
+		if wc.Status == verbs.WCWRFlushErr {
+			return fmt.Errorf("perf: control QP: send completed with %v: %w", wc.Status, errSendFlushed)
+		}
 		return fmt.Errorf("perf: control QP: send completed with %v", wc.Status)
 	}
 	return nil
