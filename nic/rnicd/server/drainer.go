@@ -229,6 +229,22 @@ func (d *drainer) drainSend() (full bool) {
 	}
 }
 
+// consumed says how many WQEs at the front a failed post took: those
+// the NIC posted before the failing one, plus the failing one if the NIC
+// refused it (a client error: counted, and skipped) rather than found its
+// queue full, which full reports.
+func (d *drainer) consumed(err error) (n int, full bool) {
+	var pe *nic.PostError
+	if errors.As(err, &pe) {
+		n = pe.Index
+	}
+	if errors.Is(err, nic.ErrQueueFull) {
+		return n, true
+	}
+	d.wqeError(err)
+	return n + 1, false
+}
+
 // postSends posts the decoded send WQEs; it returns an error if the NIC's
 // queue is full, keeping those not posted. A WQE the NIC refuses is a
 // client error, and skipped.
@@ -240,21 +256,12 @@ func (d *drainer) postSends() error {
 			q.n = 0
 			return nil
 		}
-		posted := 0
-		var pe *nic.PostError
-		if errors.As(err, &pe) {
-			posted = pe.Index
-		}
-		if !errors.Is(err, nic.ErrQueueFull) {
-			// Refused: skip it.
-			d.wqeError(err)
-			posted++
-		}
+		posted, full := d.consumed(err)
 		// Keep the WQEs not posted, in order, at the front.
 		copy(q.wr[:], q.wr[posted:q.n])
 		q.n -= posted
 		rebase(q.wr[:q.n], q.sgl, q.inline, q.maxSGE, q.maxData)
-		if errors.Is(err, nic.ErrQueueFull) {
+		if full {
 			return err
 		}
 	}
@@ -334,19 +341,11 @@ func (d *drainer) postRecvs() error {
 			q.n = 0
 			return nil
 		}
-		posted := 0
-		var pe *nic.PostError
-		if errors.As(err, &pe) {
-			posted = pe.Index
-		}
-		if !errors.Is(err, nic.ErrQueueFull) {
-			d.wqeError(err)
-			posted++
-		}
+		posted, full := d.consumed(err)
 		copy(q.wr[:], q.wr[posted:q.n])
 		q.n -= posted
 		rebaseRecv(q.wr[:q.n], q.sgl, q.maxSGE)
-		if errors.Is(err, nic.ErrQueueFull) {
+		if full {
 			return err
 		}
 	}
