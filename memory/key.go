@@ -53,18 +53,22 @@ func (h *keyHistory) add(b uint8) {
 	}
 }
 
-// keySource draws key bytes from ChaCha8 seeded from crypto/rand. It is not
-// safe for concurrent use; the Table calls it under its mutex.
+// keySource draws key bytes from ChaCha8, seeded from crypto/rand or, in a
+// simulation that must replay exactly, from Config.Seed. It is not safe for
+// concurrent use; the Table calls it under its mutex.
 type keySource struct {
 	rng *rand.ChaCha8
 }
 
-func newKeySource() (keySource, error) {
-	var seed [32]byte
-	if _, err := crand.Read(seed[:]); err != nil {
+func newKeySource(seed *[32]byte) (keySource, error) {
+	if seed != nil {
+		return keySource{rng: rand.NewChaCha8(*seed)}, nil
+	}
+	var s [32]byte
+	if _, err := crand.Read(s[:]); err != nil {
 		return keySource{}, fmt.Errorf("memory: seeding key source: %w", err)
 	}
-	return keySource{rng: rand.NewChaCha8(seed)}, nil
+	return keySource{rng: rand.NewChaCha8(s)}, nil
 }
 
 // fresh returns a uniformly random key byte not among h's recent bytes, and

@@ -118,7 +118,7 @@ func TestKeyHistory(t *testing.T) {
 			t.Errorf("has(%d) = %v, want %v", i, !want, want)
 		}
 	}
-	ks, err := newKeySource()
+	ks, err := newKeySource(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

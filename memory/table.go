@@ -29,6 +29,11 @@ type Config struct {
 	MaxRegions    int    // memory regions at once, fast-register MRs included
 	MaxWindows    int    // memory windows at once
 	MaxRegionSize uint64 // bytes in one region
+	// Seed, if set, seeds every random choice of the table (key bytes and
+	// the placement of key indices), so that a simulation replays exactly.
+	// Nil, as everywhere but in the simulated mode: seeded from crypto/rand,
+	// so keys are unpredictable.
+	Seed *[32]byte
 }
 
 const (
@@ -80,10 +85,11 @@ func NewTable(cfg Config) (*Table, error) {
 		return nil, fmt.Errorf("memory: %d regions + %d windows exceed the %d key indices: %w",
 			cfg.MaxRegions, cfg.MaxWindows, MaxKeyIndex, ErrInvalidArgument)
 	}
-	ks, err := newKeySource()
+	ks, err := newKeySource(cfg.Seed)
 	if err != nil {
 		return nil, err
 	}
+	cfg.Seed = nil // Config() does not hand the secret out
 	limit := uint32(cfg.MaxRegions+cfg.MaxWindows) + 1
 	return &Table{
 		cfg:   cfg,

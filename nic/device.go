@@ -39,6 +39,10 @@ type Config struct {
 	// which the IBTA reserves to privileged consumers; Linux requires
 	// CAP_NET_RAW for them.
 	PrivilegedQKey bool
+	// Seed, if set, seeds every random choice the device makes (QPNs, key
+	// bytes and key indices), so that a simulated run replays exactly from
+	// its seed. Nil everywhere else: QPNs and keys are then unpredictable.
+	Seed *[32]byte
 }
 
 // Device is an open RDMA device with one port. All its methods, and those of
@@ -65,7 +69,8 @@ type Device struct {
 	srqs      int
 	ahs       int
 	qps       map[uint32]*QP
-	resRdAtom int // sum of max_dest_rd_atomic over the QPs
+	qpnRand   *rand.Rand // nil: the unpredictable global source
+	resRdAtom int        // sum of max_dest_rd_atomic over the QPs
 }
 
 // Open opens a device as cfg describes.
@@ -86,7 +91,8 @@ func Open(cfg Config) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	mem, err := memory.NewTable(memory.Config{MaxRegions: limits.MaxMR, MaxRegionSize: limits.MaxMRSize})
+	qpnRand, memSeed := seeded(cfg.Seed)
+	mem, err := memory.NewTable(memory.Config{MaxRegions: limits.MaxMR, MaxRegionSize: limits.MaxMRSize, Seed: memSeed})
 	if err != nil {
 		return nil, errorf(ErrInvalid, "memory table: %v", err)
 	}
@@ -107,7 +113,20 @@ func Open(cfg Config) (*Device, error) {
 		events:   newEventQueue(cfg.EventQueueLen),
 		provider: cfg.Provider,
 		qps:      make(map[uint32]*QP),
+		qpnRand:  qpnRand,
 	}, nil
+}
+
+// seeded splits a device seed into the QPN source and the memory table's
+// seed; a nil seed gives nil for both (unpredictable sources).
+func seeded(seed *[32]byte) (*rand.Rand, *[32]byte) {
+	if seed == nil {
+		return nil, nil
+	}
+	src := rand.NewChaCha8(*seed)
+	var mem [32]byte
+	_, _ = src.Read(mem[:]) // ChaCha8.Read never fails
+	return rand.New(src), &mem
 }
 
 // Name returns the device name.
@@ -182,7 +201,12 @@ func (d *Device) release(count *int) {
 // always succeeds at once. Caller holds d.mu.
 func (d *Device) allocQPN() uint32 {
 	for {
-		qpn := 2 + rand.Uint32N(maxQPN-1)
+		var qpn uint32
+		if d.qpnRand != nil {
+			qpn = 2 + d.qpnRand.Uint32N(maxQPN-1)
+		} else {
+			qpn = 2 + rand.Uint32N(maxQPN-1)
+		}
 		if _, used := d.qps[qpn]; !used {
 			return qpn
 		}

@@ -105,7 +105,7 @@ func runIWARP(cfg Config) (*Result, error) {
 }
 
 func (w *world) newIWARPNode(name string, net stream.Network, n byte, pw *transport.PcapWriter) (*node, error) {
-	nd := &node{name: name, addr: netip.AddrFrom4([4]byte{10, 0, 0, n})}
+	nd := &node{name: name, nextVA: firstVA, addr: netip.AddrFrom4([4]byte{10, 0, 0, n})}
 	scfg := iwarp.Config{Clock: w.clk, Network: net, Addr: nd.addr}
 	if w.cfg.Trace != nil {
 		tw := w.cfg.Trace
@@ -121,7 +121,7 @@ func (w *world) newIWARPNode(name string, net stream.Network, n byte, pw *transp
 	if nd.iw, err = iwarp.NewStack(scfg); err != nil {
 		return nil, err
 	}
-	if nd.dev, err = nic.Open(nic.Config{Name: name, Provider: nd.iw, GIDs: []netip.Addr{nd.addr}}); err != nil {
+	if nd.dev, err = nic.Open(nic.Config{Name: name, Provider: nd.iw, GIDs: []netip.Addr{nd.addr}, Seed: deviceSeed(w.cfg.Seed, n)}); err != nil {
 		return nil, err
 	}
 	if nd.pd, err = nd.dev.AllocPD(); err != nil {

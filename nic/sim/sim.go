@@ -170,10 +170,18 @@ type node struct {
 	pd    *nic.PD
 	addr  netip.Addr
 	mac   [6]byte
+	// nextVA is the virtual address the next buffer is registered at: the
+	// addresses that go on the wire (RETH, AtomicETH, STag offsets) are the
+	// same in every run, unlike the Go heap's.
+	nextVA uint64
 }
 
+// firstVA is where a node's buffers start, in the style of a 64-bit Linux
+// process's mmap area.
+const firstVA = 0x7f5e_0000_0000
+
 func (w *world) newNode(name string, ep transport.Endpoint, n byte) (*node, error) {
-	nd := &node{name: name, mac: [6]byte{0x02, 0x52, 0x4e, 0x49, 0x43, n}, addr: netip.AddrFrom4([4]byte{10, 0, 0, n})}
+	nd := &node{name: name, nextVA: firstVA, mac: [6]byte{0x02, 0x52, 0x4e, 0x49, 0x43, n}, addr: netip.AddrFrom4([4]byte{10, 0, 0, n})}
 	scfg := roce.Config{Link: ep, Clock: w.clk, MAC: nd.mac, Addrs: []netip.Addr{nd.addr}, DeferAcks: true}
 	if w.cfg.Trace != nil {
 		tw := w.cfg.Trace
@@ -183,13 +191,25 @@ func (w *world) newNode(name string, ep transport.Endpoint, n byte) (*node, erro
 	if nd.stack, err = roce.NewStack(scfg); err != nil {
 		return nil, err
 	}
-	if nd.dev, err = nic.Open(nic.Config{Name: name, Provider: nd.stack, GIDs: []netip.Addr{nd.addr}, MAC: nd.mac, MTU: 9000}); err != nil {
+	if nd.dev, err = nic.Open(nic.Config{Name: name, Provider: nd.stack, GIDs: []netip.Addr{nd.addr}, MAC: nd.mac, MTU: 9000,
+		Seed: deviceSeed(w.cfg.Seed, n)}); err != nil {
 		return nil, err
 	}
 	if nd.pd, err = nd.dev.AllocPD(); err != nil {
 		return nil, err
 	}
 	return nd, nil
+}
+
+// deviceSeed derives device n's seed from the run's: its QPNs (hence UDP
+// source ports) and keys come from the seed, so a run replays byte for byte.
+func deviceSeed(seed uint64, n byte) *[32]byte {
+	src := rand.NewPCG(seed, 0x6465766963650000|uint64(n)) // "device" | n
+	var s [32]byte
+	for i := 0; i < len(s); i += 8 {
+		binary.LittleEndian.PutUint64(s[i:], src.Uint64())
+	}
+	return &s
 }
 
 // counters returns a device's engine counters.
@@ -300,10 +320,11 @@ func (w *world) newEnd(nd *node) (*end, error) {
 		return nil, err
 	}
 	all := memory.LocalWrite | memory.RemoteWrite | memory.RemoteRead | memory.RemoteAtomic
-	if e.mr, err = nd.dev.RegMR(nd.pd, e.buf, all); err != nil {
+	if e.mr, err = nd.dev.RegMRIOVA(nd.pd, e.buf, nd.nextVA, all); err != nil {
 		return nil, err
 	}
 	e.base = e.mr.Addr()
+	nd.nextVA += uint64(l.size+2*4096) &^ 4095 // a guard page between buffers
 	e.qp, err = nd.dev.CreateQP(nd.pd, nic.QPInit{Type: verbs.QPTypeRC, SendCQ: e.scq, RecvCQ: e.rcq,
 		Cap: verbs.QPCap{MaxSendWR: uint32(depth), MaxRecvWR: uint32(depth), MaxSendSGE: 2, MaxRecvSGE: 2}})
 	return e, err

@@ -3,6 +3,9 @@ package sim
 import (
 	"bytes"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -39,32 +42,88 @@ func TestLossyRuns(t *testing.T) {
 	}
 }
 
-// TestDeterministic: the same seed gives the same counters and line, and a
-// capture of the same frames (same count and sizes; QPNs, UDP source ports
-// and keys differ by design, since they come from unpredictable sources);
-// another seed does not.
+// TestDeterministic: the same seed gives the same counters, line and
+// capture, byte for byte: QPNs, UDP source ports, keys, workload and faults
+// all come from the seed, even with every core busy with other work (the
+// run must not depend on scheduling). Another seed gives another run.
 func TestDeterministic(t *testing.T) {
-	run := func(seed uint64) (string, []byte) {
-		var pcap bytes.Buffer
-		r, err := Run(Config{Ops: 300, QPs: 2, Seed: seed, MaxMsg: 3000, Loss: 0.1, Reorder: 0.1, Dup: 0.02, Corrupt: 0.01, Pcap: &pcap})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fmt.Sprint(r.Line(), r.CountersA, r.CountersB), pcap.Bytes()
-	}
-	a1, p1 := run(7)
-	a2, p2 := run(7)
-	b, _ := run(8)
-	if a1 != a2 {
-		t.Fatalf("same seed, different output:\n%s\n%s", a1, a2)
-	}
-	if len(p1) != len(p2) || len(p1) < 1000 {
-		t.Fatalf("same seed, captures of %d and %d bytes", len(p1), len(p2))
-	}
-	if a1 == b {
-		t.Fatal("different seeds, identical runs")
+	for _, iw := range []bool{false, true} {
+		t.Run(map[bool]string{false: "roce", true: "iwarp"}[iw], func(t *testing.T) {
+			run := func(seed uint64) (string, []byte) {
+				var pcap bytes.Buffer
+				cfg := Config{Ops: 300, QPs: 2, Seed: seed, MaxMsg: 3000, Loss: 0.1, Reorder: 0.1, Dup: 0.02, Corrupt: 0.01, Pcap: &pcap}
+				if iw {
+					cfg.Loss, cfg.Reorder, cfg.Dup, cfg.Corrupt = 0, 0, 0, 0
+					cfg.IWARP = true
+				}
+				r, err := Run(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return fmt.Sprint(r.Line(), r.CountersA, r.CountersB, r.Failures), pcap.Bytes()
+			}
+			a1, p1 := run(7)
+			stop := contend()
+			a2, p2 := run(7)
+			stop()
+			b, pb := run(8)
+			if a1 != a2 {
+				t.Fatalf("same seed, different output:\n%s\n%s", a1, a2)
+			}
+			if len(p1) < 1000 {
+				t.Fatalf("capture of only %d bytes", len(p1))
+			}
+			if i := firstDiff(p1, p2); i >= 0 {
+				t.Fatalf("same seed, captures of %d and %d bytes differ at byte %d", len(p1), len(p2), i)
+			}
+			if a1 == b || bytes.Equal(p1, pb) {
+				t.Fatal("different seeds, identical runs")
+			}
+		})
 	}
 }
+
+// firstDiff returns the offset of the first byte where a and b differ, or
+// -1 if they are equal.
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	if len(a) != len(b) {
+		return min(len(a), len(b))
+	}
+	return -1
+}
+
+// contend keeps every core busy until the returned stop is called, as a
+// shared CI machine would.
+func contend() (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				n := 0
+				for i := 0; i < 1e5; i++ {
+					n += i
+				}
+				spin.Add(int64(n))
+			}
+		}()
+	}
+	return func() { close(done); wg.Wait() }
+}
+
+var spin atomic.Int64 // keeps the busy loops from being optimised away
 
 func TestBadConfig(t *testing.T) {
 	for _, c := range []Config{{MTU: 1000}, {Loss: 1}, {Ops: -1}, {MaxMsg: 1 << 25}} {
