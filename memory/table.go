@@ -61,6 +61,8 @@ type Table struct {
 	limit uint32 // indices are 1 .. limit-1
 	pages []atomic.Pointer[page]
 
+	perm indexPerm // slot ↔ key index (perm.go); fixed at creation
+
 	mu       sync.Mutex
 	keys     keySource
 	next     uint32   // lowest never-used index
@@ -95,6 +97,7 @@ func NewTable(cfg Config) (*Table, error) {
 		cfg:   cfg,
 		limit: limit,
 		pages: make([]atomic.Pointer[page], (limit+pageMask)/pageSize),
+		perm:  newIndexPerm(&ks),
 		keys:  ks,
 		next:  1,
 	}, nil
@@ -113,8 +116,8 @@ func (t *Table) Counts() (regions, windows int) {
 // lookup returns what key resolves to, or nil when the index is unused or
 // the key byte does not match. It never blocks.
 func (t *Table) lookup(key uint32) *target {
-	idx := KeyIndex(key)
-	if idx >= t.limit { // idx 0 has no target: slot 0 is never filled
+	idx := t.perm.slot(KeyIndex(key))
+	if idx == 0 || idx >= t.limit {
 		return nil
 	}
 	p := t.pages[idx>>pageBits].Load()
@@ -159,7 +162,8 @@ func (t *Table) freeIndex(idx uint32) {
 	t.free = append(t.free, idx)
 }
 
-// newKey draws a fresh key for index idx. Caller holds t.mu.
+// newKey draws a fresh key for slot idx: the slot's key index and a fresh
+// key byte. Caller holds t.mu.
 func (t *Table) newKey(idx uint32) uint32 {
-	return makeKey(idx, t.keys.fresh(&t.slot(idx).hist))
+	return makeKey(t.perm.wire(idx), t.keys.fresh(&t.slot(idx).hist))
 }
