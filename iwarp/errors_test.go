@@ -238,6 +238,12 @@ func TestTerminates(t *testing.T) {
 			if te := h.b.termErr(); te == nil || !te.Sent || te.Code != c.code {
 				t.Fatalf("B's disconnect reason %v", te)
 			}
+			if c.counter == BadSTag { // counted against the peer that sent it
+				want := memory.Peer{Addr: h.a.qp.local.Addr(), ID: uint32(h.a.qp.local.Port())}
+				if peers, total := h.b.mem.KeyFailures(); total != 1 || len(peers) != 1 || peers[0].Peer != want {
+					t.Fatalf("key failures %+v (total %d), want one of %v", peers, total, want)
+				}
+			}
 			if te := h.a.termErr(); te == nil || te.Sent || te.Code != c.code {
 				t.Fatalf("A's disconnect reason %v", te)
 			}

@@ -226,6 +226,7 @@ func (qp *QP) receiveRTR(seg *wire.Segment) {
 // (RFC 5041 §7.2; siw_tagged_error: DDP has no access-rights code, so an
 // access violation is reported as an invalid STag).
 func (qp *QP) taggedFault(f memory.Fault) wire.TermCode {
+	qp.recordKeyFailure()
 	switch f {
 	case memory.OutOfBounds:
 		qp.s.ctr.inc(BaseBounds)
@@ -241,9 +242,16 @@ func (qp *QP) taggedFault(f memory.Fault) wire.TermCode {
 	return wire.TermDDPTaggedInvalidSTag
 }
 
+// recordKeyFailure counts a failed STag check against the peer at the other
+// end of the connection (memory.Table.KeyFailures).
+func (qp *QP) recordKeyFailure() {
+	qp.cfg.Memory.RecordKeyFailure(memory.Peer{Addr: qp.remote.Addr().Unmap(), ID: uint32(qp.remote.Port())})
+}
+
 // remoteFault maps a memory fault on a Read or Atomic Request's source to
 // its RDMAP remote protection code (RFC 5040 §4.8).
 func (qp *QP) remoteFault(f memory.Fault) wire.TermCode {
+	qp.recordKeyFailure()
 	switch f {
 	case memory.OutOfBounds, memory.Misaligned:
 		qp.s.ctr.inc(BaseBounds)

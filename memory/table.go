@@ -58,10 +58,12 @@ type page [pageSize]slot
 // safe for concurrent use; lookups never block.
 type Table struct {
 	cfg   Config
-	limit uint32 // indices are 1 .. limit-1
+	limit uint32 // slots are 1 .. limit-1
 	pages []atomic.Pointer[page]
 
 	perm indexPerm // slot ↔ key index (perm.go); fixed at creation
+
+	keyFails keyFailures // failed remote key checks per peer (keyfail.go)
 
 	mu       sync.Mutex
 	keys     keySource

@@ -600,6 +600,7 @@ func (rs *responder) rnrNak(psn uint32) {
 
 // accessError maps a memory fault on a remote access to its NAK.
 func (rs *responder) accessError(psn uint32, f memory.Fault) {
+	rs.qp.recordKeyFailure()
 	ctr := &rs.qp.s.ctr
 	switch f {
 	case memory.Misaligned:
@@ -612,6 +613,12 @@ func (rs *responder) accessError(psn uint32, f memory.Fault) {
 		rs.qp.s.ctr.inc(AccessViolation)
 	}
 	rs.fatal(psn, wire.NAKRemoteAccess, verbs.WCRemAccessErr, verbs.EventQPAccessErr)
+}
+
+// recordKeyFailure counts a failed rkey check against the connected peer,
+// the QP's destination (memory.Table.KeyFailures).
+func (qp *QP) recordKeyFailure() {
+	qp.cfg.Memory.RecordKeyFailure(memory.Peer{Addr: qp.attr.AV.DGID.Unmap(), ID: qp.attr.DestQPN})
 }
 
 // fatal NAKs a request with code and moves the QP to ERR (rxe's class A/C

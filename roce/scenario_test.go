@@ -316,6 +316,10 @@ func TestRemoteAccessErrors(t *testing.T) {
 			if len(b.events) != 1 || b.events[0] != verbs.EventQPAccessErr {
 				t.Fatalf("responder events %v, want QP_ACCESS_ERR", b.events)
 			}
+			want := memory.Peer{Addr: a.addr, ID: a.qp.cfg.QPN}
+			if peers, total := b.mem.KeyFailures(); total != 1 || len(peers) != 1 || peers[0].Peer != want {
+				t.Fatalf("key failures %+v (total %d), want one of %v", peers, total, want)
+			}
 		})
 	}
 }

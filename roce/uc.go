@@ -131,6 +131,7 @@ func (rs *responder) ucWrite(p *wire.Packet, info *wire.OpInfo) {
 			ref.Release()
 		}
 		if f != memory.Ok {
+			qp.recordKeyFailure()
 			if f == memory.BadKey || f == memory.BadPD || f == memory.Invalidated {
 				rs.drop(BadRKey, info)
 			} else {
