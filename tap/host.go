@@ -402,7 +402,7 @@ func (h *Host) handleFrame(b []byte) {
 	h.cnt.rxFrames.Add(1)
 	h.cnt.rxBytes.Add(uint64(len(b)))
 	if h.pcap != nil {
-		h.pcap.WriteFrame(h.stamp(), b) // errors are sticky and reported by the writer's Close
+		h.pcap.WriteFrameNow(h.stamp, b) // errors are sticky and reported by the writer's Close
 	}
 	if len(b) < ethHeaderLen {
 		h.cnt.malformed.Add(1)
@@ -592,7 +592,7 @@ func (h *Host) writeFrame(f []byte) error {
 		clear(f[n:])
 	}
 	if h.pcap != nil {
-		h.pcap.WriteFrame(h.stamp(), f)
+		h.pcap.WriteFrameNow(h.stamp, f)
 	}
 	// Counted before the write, so that whoever reads the frame off the
 	// wire already sees it counted (protocol counters do the same).

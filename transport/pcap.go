@@ -85,9 +85,41 @@ func CreatePcap(path string) (*PcapWriter, error) {
 
 // WriteFrame appends one frame captured at ts. A zero ts would make pcapgo
 // use the wall clock, so simulated runs always pass virtual timestamps.
+// Where frames are recorded as they happen, use WriteFrameNow: a timestamp
+// taken before the call may be older than a record another goroutine writes
+// in between.
 func (p *PcapWriter) WriteFrame(ts time.Time, frame []byte) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.writeLocked(ts, frame)
+}
+
+// WriteFrameNow appends one frame stamped now(), read under the writer's
+// lock: the order of the records is the order of their timestamps, whatever
+// the goroutines recording at once (a capture point records a frame at the
+// moment it leaves or arrives, so the file's order is causal and its
+// timestamps never decrease as long as now does not).
+func (p *PcapWriter) WriteFrameNow(now func() time.Time, frame []byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.writeLocked(now(), frame)
+}
+
+// WriteFramesNow appends frames that arrived or left together, all stamped
+// with one now() read under the lock.
+func (p *PcapWriter) WriteFramesNow(now func() time.Time, frames [][]byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ts := now()
+	for _, f := range frames {
+		if err := p.writeLocked(ts, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *PcapWriter) writeLocked(ts time.Time, frame []byte) error {
 	if p.err != nil {
 		return p.err
 	}

@@ -21,12 +21,19 @@ type teeEndpoint struct {
 }
 
 // Tee returns an Endpoint that behaves like ep and writes to w every frame
-// sent through it (stamped when Send accepted it) and every frame it
-// receives (stamped on arrival, before the receiver sees it). now supplies
-// the timestamps: time.Now on a real wire, VirtualTimestamps(clk) in a
-// simulation. Install receivers on the tee, not on ep, from then on.
-// Capture errors do not disturb traffic: they are sticky in w and reported
-// by its Close. Closing the tee closes ep but not w, which may be shared.
+// sent through it and every frame it receives, each recorded at the moment
+// it crosses the port and stamped under w's lock (PcapWriter.WriteFrameNow):
+// a frame sent is recorded before ep sees it, a frame received before the
+// receiver does. So nothing that answers a frame (an ACK, a READ response,
+// in this process or in a peer that sees the frame the instant ep sends it)
+// can be recorded before it, and the timestamps never decrease. A frame ep
+// then refuses (a full socket buffer, a frame a kernel socket cannot
+// reproduce) stays in the capture as a frame lost on the wire, as the
+// simulated link records its lost frames. now supplies the timestamps:
+// time.Now on a real wire, VirtualTimestamps(clk) in a simulation. Install
+// receivers on the tee, not on ep, from then on. Capture errors do not
+// disturb traffic: they are sticky in w and reported by its Close. Closing
+// the tee closes ep but not w, which may be shared.
 //
 // When ep delivers in batches (BatchEndpoint), so does the tee.
 func Tee(ep Endpoint, w *PcapWriter, now func() time.Time) Endpoint {
@@ -47,10 +54,7 @@ type batchTee struct {
 }
 
 func (t *batchTee) arriveBatch(frames [][]byte) {
-	ts := t.now()
-	for _, f := range frames {
-		_ = t.w.WriteFrame(ts, f)
-	}
+	_ = t.w.WriteFramesNow(t.now, frames)
 	if r := t.brecv.Load(); r != nil && *r != nil {
 		(*r)(frames)
 		return
@@ -65,17 +69,17 @@ func (t *batchTee) arriveBatch(frames [][]byte) {
 // SetBatchReceiver implements BatchEndpoint.
 func (t *batchTee) SetBatchReceiver(f func(frames [][]byte)) { t.brecv.Store(&f) }
 
-// Send implements Endpoint; a frame that ep refuses is not recorded.
+// Send implements Endpoint. The frame is recorded before ep gets it (see
+// Tee); an empty frame, which every Endpoint refuses, is not.
 func (t *teeEndpoint) Send(frame []byte) error {
-	if err := t.ep.Send(frame); err != nil {
-		return err
+	if len(frame) > 0 {
+		_ = t.w.WriteFrameNow(t.now, frame)
 	}
-	_ = t.w.WriteFrame(t.now(), frame)
-	return nil
+	return t.ep.Send(frame)
 }
 
 // SendBatch sends frames through ep's own SendBatch when it has one, else
-// one by one, and records them as Send does.
+// one by one, and records them first, as Send does.
 func (t *teeEndpoint) SendBatch(frames [][]byte) error {
 	bs, ok := t.ep.(BatchSender)
 	if !ok {
@@ -86,18 +90,12 @@ func (t *teeEndpoint) SendBatch(frames [][]byte) error {
 		}
 		return nil
 	}
-	if err := bs.SendBatch(frames); err != nil {
-		return err
-	}
-	ts := t.now()
-	for _, f := range frames {
-		_ = t.w.WriteFrame(ts, f)
-	}
-	return nil
+	_ = t.w.WriteFramesNow(t.now, frames)
+	return bs.SendBatch(frames)
 }
 
 func (t *teeEndpoint) arrive(frame []byte) {
-	_ = t.w.WriteFrame(t.now(), frame)
+	_ = t.w.WriteFrameNow(t.now, frame)
 	if r := t.recv.Load(); r != nil && *r != nil {
 		(*r)(frame)
 	}

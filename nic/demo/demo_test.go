@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rnic/rnic/roce/capcheck"
 	"github.com/rnic/rnic/roce/wire"
 	"github.com/rnic/rnic/transport"
 )
@@ -46,7 +47,21 @@ func TestDemoOverPipe(t *testing.T) {
 			t.Fatalf("frame %d: %v", i, err)
 		}
 	}
+	checkCausal(t, frames)
 	if testing.Verbose() {
 		t.Log(s)
+	}
+}
+
+// checkCausal fails t if a response in the capture precedes its request
+// or a timestamp goes back (roce/capcheck).
+func checkCausal(t *testing.T, frames []transport.Frame) {
+	t.Helper()
+	res := capcheck.Check(frames, 0)
+	if res.Responses == 0 {
+		t.Fatal("the causality check found no responses to check")
+	}
+	for _, v := range res.Violations {
+		t.Errorf("capture out of causal order: %v", v)
 	}
 }

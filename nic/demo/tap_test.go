@@ -134,6 +134,7 @@ func TestDemoTAP(t *testing.T) {
 			t.Fatalf("frame %d is not RoCEv2 over IPv6", i)
 		}
 	}
+	checkCausal(t, frames)
 	if f.opened["tapA"].Name != "rnic0" || f.opened["tapB"].Name != "rnic1" || f.closed["tapA"] != 1 || f.closed["tapB"] != 1 {
 		t.Errorf("opened %+v, closed %v", f.opened, f.closed)
 	}

@@ -225,20 +225,21 @@ func isn(from, to netip.AddrPort) uint32 {
 func (t *teeConn) handshake(active bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	ts := t.now()
 	client, server := local, remote
 	if !active {
 		client, server = remote, local
 	}
-	t.emit(ts, client, tcpFlags{syn: true}, nil)
-	t.emit(ts, server, tcpFlags{syn: true, ack: true}, nil)
-	t.emit(ts, client, tcpFlags{ack: true}, nil)
+	t.emit(client, tcpFlags{syn: true}, nil)
+	t.emit(server, tcpFlags{syn: true, ack: true}, nil)
+	t.emit(client, tcpFlags{ack: true}, nil)
 }
 
 type tcpFlags struct{ syn, ack, psh, fin, rst bool }
 
-// emit writes one segment from side `from`, advancing its sequence number.
-func (t *teeConn) emit(ts time.Time, from int, f tcpFlags, payload []byte) {
+// emit writes one segment from side `from`, advancing its sequence number,
+// stamped under the writer's lock (PcapWriter.WriteFrameNow) so that records
+// of other connections and links sharing the file keep time order.
+func (t *teeConn) emit(from int, f tcpFlags, payload []byte) {
 	s, peer := &t.side[from], &t.side[1-from]
 	t.tcp = layers.TCP{
 		SrcPort: layers.TCPPort(s.addr.Port()),
@@ -287,7 +288,7 @@ func (t *teeConn) emit(ts time.Time, from int, f tcpFlags, payload []byte) {
 	if err != nil {
 		panic(err) // lengths are bounded by the MSS: cannot fail
 	}
-	_ = t.w.WriteFrame(ts, t.sbuf.Bytes())
+	_ = t.w.WriteFrameNow(t.now, t.sbuf.Bytes())
 	s.nxt += uint32(len(payload))
 	if f.syn || f.fin {
 		s.nxt++
@@ -296,12 +297,12 @@ func (t *teeConn) emit(ts time.Time, from int, f tcpFlags, payload []byte) {
 
 // ackIfNew writes a pure ACK from side `from` if it acknowledges something
 // the side has not acknowledged yet.
-func (t *teeConn) ackIfNew(ts time.Time, from int) {
+func (t *teeConn) ackIfNew(from int) {
 	s := &t.side[from]
 	if s.acked && s.lastAck == t.side[1-from].nxt {
 		return
 	}
-	t.emit(ts, from, tcpFlags{ack: true}, nil)
+	t.emit(from, tcpFlags{ack: true}, nil)
 }
 
 // data records b, sent by side `from`, in segments that follow the
@@ -360,19 +361,18 @@ func (t *teeConn) segments(from int, b []byte) {
 	if t.reset || t.side[from].fin || len(b) == 0 {
 		return
 	}
-	ts := t.now()
 	mss := t.side[from].mss
 	unacked := 0
 	for len(b) > 0 {
 		n := min(len(b), mss)
-		t.emit(ts, from, tcpFlags{ack: true, psh: n == len(b)}, b[:n])
+		t.emit(from, tcpFlags{ack: true, psh: n == len(b)}, b[:n])
 		b = b[n:]
 		if unacked += n; unacked >= teeAckEvery {
-			t.ackIfNew(ts, 1-from)
+			t.ackIfNew(1 - from)
 			unacked = 0
 		}
 	}
-	t.ackIfNew(ts, 1-from)
+	t.ackIfNew(1 - from)
 }
 
 // fin writes side `from`'s FIN and the other side's ACK of it.
@@ -381,10 +381,9 @@ func (t *teeConn) fin(from int) {
 		return
 	}
 	t.flush(from)
-	ts := t.now()
 	t.side[from].fin = true
-	t.emit(ts, from, tcpFlags{fin: true, ack: true}, nil)
-	t.ackIfNew(ts, 1-from)
+	t.emit(from, tcpFlags{fin: true, ack: true}, nil)
+	t.ackIfNew(1 - from)
 }
 
 // rst writes side `from`'s RST; nothing follows it.
@@ -395,7 +394,7 @@ func (t *teeConn) rst(from int) {
 	t.flush(local)
 	t.flush(remote)
 	t.reset = true
-	t.emit(t.now(), from, tcpFlags{rst: true, ack: true}, nil)
+	t.emit(from, tcpFlags{rst: true, ack: true}, nil)
 }
 
 // Write implements Conn; refused bytes are not recorded.
