@@ -1,9 +1,12 @@
 package iwarp
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -281,7 +284,9 @@ func (s *Stack) lookup(qpn uint32) *QP {
 func (s *Stack) QP(qpn uint32) *QP { return s.lookup(qpn) }
 
 // Close stops the stack: listeners close, pending connection requests and
-// every QP's connection are reset (the QPs go to ERR).
+// every QP's connection are reset (the QPs go to ERR). It goes through them
+// in a fixed order (by address, by QPN), not the maps' random one, so a
+// simulated run's trace and capture end the same way every time.
 func (s *Stack) Close() {
 	s.mu.Lock()
 	if s.closed {
@@ -289,18 +294,11 @@ func (s *Stack) Close() {
 		return
 	}
 	s.closed = true
-	ls := make([]*Listener, 0, len(s.listeners))
-	for l := range s.listeners {
-		ls = append(ls, l)
-	}
-	ceps := make([]*cep, 0, len(s.pending))
-	for c := range s.pending {
-		ceps = append(ceps, c)
-	}
-	qps := make([]*QP, 0, len(s.qps))
-	for _, qp := range s.qps {
-		qps = append(qps, qp)
-	}
+	ls := slices.SortedFunc(maps.Keys(s.listeners), func(a, b *Listener) int { return a.Addr().Compare(b.Addr()) })
+	ceps := slices.SortedFunc(maps.Keys(s.pending), func(a, b *cep) int {
+		return a.conn.RemoteAddr().Compare(b.conn.RemoteAddr())
+	})
+	qps := slices.SortedFunc(maps.Values(s.qps), func(a, b *QP) int { return cmp.Compare(a.cfg.QPN, b.cfg.QPN) })
 	s.mu.Unlock()
 	for _, l := range ls {
 		l.Close()

@@ -42,16 +42,16 @@ func TestLossyRuns(t *testing.T) {
 	}
 }
 
-// TestDeterministic: the same seed gives the same counters, line and
-// capture, byte for byte: QPNs, UDP source ports, keys, workload and faults
+// TestDeterministic: the same seed gives the same counters, line, trace
+// and capture, byte for byte: QPNs, UDP source ports, keys, workload and faults
 // all come from the seed, even with every core busy with other work (the
 // run must not depend on scheduling). Another seed gives another run.
 func TestDeterministic(t *testing.T) {
 	for _, iw := range []bool{false, true} {
 		t.Run(map[bool]string{false: "roce", true: "iwarp"}[iw], func(t *testing.T) {
 			run := func(seed uint64) (string, []byte) {
-				var pcap bytes.Buffer
-				cfg := Config{Ops: 300, QPs: 2, Seed: seed, MaxMsg: 3000, Loss: 0.1, Reorder: 0.1, Dup: 0.02, Corrupt: 0.01, Pcap: &pcap}
+				var pcap, trace bytes.Buffer
+				cfg := Config{Ops: 300, QPs: 4, Seed: seed, MaxMsg: 3000, Loss: 0.1, Reorder: 0.1, Dup: 0.02, Corrupt: 0.01, Pcap: &pcap, Trace: &trace}
 				if iw {
 					cfg.Loss, cfg.Reorder, cfg.Dup, cfg.Corrupt = 0, 0, 0, 0
 					cfg.IWARP = true
@@ -60,7 +60,7 @@ func TestDeterministic(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				return fmt.Sprint(r.Line(), r.CountersA, r.CountersB, r.Failures), pcap.Bytes()
+				return fmt.Sprint(r.Line(), r.CountersA, r.CountersB, r.Failures, trace.String()), pcap.Bytes()
 			}
 			a1, p1 := run(7)
 			stop := contend()
