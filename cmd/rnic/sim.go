@@ -32,7 +32,9 @@ apply (FPDUs fit 1460-byte segments).
 
 Both forms exit 1 if any operation failed or any byte or atomic result differs
 (2 on bad usage). Time is virtual: retries and timeouts cost no wall time,
-and the same seed gives the same output.
+and a run replays exactly from its seed: QPNs, UDP source ports, keys,
+buffer addresses, workload and faults all come from it, so the same seed
+gives the same output, trace and --pcap file, byte for byte.
 
 flags:
 `
