@@ -139,7 +139,8 @@ func Run(cfg Config) (*Result, error) {
 		return nil, err
 	}
 	ea, eb := transport.NewSimLink(clk, link)
-	w := &world{cfg: cfg, clk: clk, rng: rand.New(rand.NewPCG(cfg.Seed, 0x73696d))}
+	w := &world{cfg: cfg, clk: clk, rng: rand.New(rand.NewPCG(cfg.Seed, 0x73696d)),
+		psns: rand.New(rand.NewPCG(cfg.Seed, 0x70736e))} // "psn"
 	var err error
 	if w.a, err = w.newNode("rnic0", ea, 1); err != nil {
 		return nil, err
@@ -265,6 +266,8 @@ type end struct {
 	// next slot of each area: WRITE targets, READ sinks, receive
 	// buffers (taken by the peer's SENDs), atomic results.
 	next [4]int
+	// psn is the QP's initial send PSN (RoCE).
+	psn uint32
 }
 
 type opKind uint8
@@ -288,9 +291,13 @@ type op struct {
 }
 
 type world struct {
-	cfg  Config
-	clk  *clock.Virtual
-	rng  *rand.Rand
+	cfg Config
+	clk *clock.Virtual
+	rng *rand.Rand
+	// psns draws each RC QP's initial send PSN, at random over the whole
+	// 24-bit space as real tools do (so runs cross the PSN wrap), from a
+	// stream of its own so the workload does not depend on it.
+	psns *rand.Rand
 	a, b *node
 	ends []*end
 	res  Result
@@ -347,6 +354,7 @@ func (w *world) newPair(i int) error {
 		w.ends = append(w.ends, x, y)
 		return nil
 	}
+	x.psn, y.psn = w.psns.Uint32()&0xFFFFFF, w.psns.Uint32()&0xFFFFFF
 	for _, e := range []*end{x, y} {
 		if err := w.connect(e); err != nil {
 			return fmt.Errorf("sim: connect QP pair %d: %w", i, err)
@@ -367,13 +375,13 @@ func (w *world) connect(e *end) error {
 	}
 	peer := e.peer
 	rtr := verbs.QPAttr{State: verbs.QPSRTR, PathMTU: verbs.MTUFromBytes(w.cfg.MTU), DestQPN: peer.qp.QPN(),
-		RQPSN: 0, MaxDestRdAtomic: uint8(min(w.cfg.Depth, 16)), MinRNRTimer: 1,
+		RQPSN: peer.psn, MaxDestRdAtomic: uint8(min(w.cfg.Depth, 16)), MinRNRTimer: 1,
 		AV: verbs.AddressVector{DGID: nic.GIDFromAddr(peer.nd.addr), HopLimit: 64, PortNum: 1, DMAC: peer.nd.mac}}
 	if err := e.qp.Modify(&rtr, verbs.AttrState|verbs.AttrAV|verbs.AttrPathMTU|verbs.AttrDestQPN|
 		verbs.AttrRQPSN|verbs.AttrMaxDestRdAtomic|verbs.AttrMinRNRTimer); err != nil {
 		return err
 	}
-	rts := verbs.QPAttr{State: verbs.QPSRTS, SQPSN: 0, Timeout: w.cfg.Timeout, RetryCnt: 7, RNRRetry: 7,
+	rts := verbs.QPAttr{State: verbs.QPSRTS, SQPSN: e.psn, Timeout: w.cfg.Timeout, RetryCnt: 7, RNRRetry: 7,
 		MaxRdAtomic: uint8(min(w.cfg.Depth, 16))}
 	return e.qp.Modify(&rts, verbs.AttrState|verbs.AttrSQPSN|verbs.AttrTimeout|verbs.AttrRetryCnt|
 		verbs.AttrRNRRetry|verbs.AttrMaxQPRdAtomic)
