@@ -18,9 +18,10 @@
 // An lkey or rkey is index<<8 | keyByte, as in Linux rxe. The index names a
 // slot in the Table through a keyed permutation of the 24-bit index space
 // (perm.go): slots are allocated densely, but their indices are scattered
-// over all 2^24 values with no relation between them, so a peer that saw one
-// rkey learns nothing about the others and guessing a live key takes on the
-// order of 2^32 / (live keys) tries. Index 0 is never used, so key 0 never
+// over all 2^24 values with no relation between them, and a slot's next
+// occupant gets another index, so a peer that saw one rkey learns nothing
+// about the others and guessing a live key takes on the order of
+// 2^32 / (live keys) tries. Index 0 is never used, so key 0 never
 // resolves. The key byte is drawn for every new registration or bind from a
 // ChaCha8 stream, and is never one of the last 32 key bytes used in that
 // slot, so a stale key cannot match the slot's new occupant and the next key

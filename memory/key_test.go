@@ -68,14 +68,16 @@ func TestKeyUnpredictable(t *testing.T) {
 
 func TestStaleKeyNeverMatchesOnReuse(t *testing.T) {
 	// One region slot and one window slot: every registration reuses one of
-	// two indices.
+	// two slots, and each new occupant gets a key index of its own.
 	tb := newTable(t, Config{MaxRegions: 1, MaxWindows: 1})
-	history := map[uint32][]uint32{} // index -> keys, oldest first
+	history := map[uint32][]uint32{} // slot -> keys, oldest first
+	indices := map[uint32]bool{}
 	mem := make([]byte, 16)
 	for i := 0; i < 1000; i++ {
 		r := mustRegister(t, tb, 1, mem, 0, RemoteRead)
 		key := r.RKey()
-		idx := KeyIndex(key)
+		idx := r.index
+		indices[KeyIndex(key)] = true
 		past := history[idx]
 		for j := len(past) - 1; j >= 0 && j >= len(past)-recentKeys; j-- {
 			if past[j] == key {
@@ -104,7 +106,12 @@ func TestStaleKeyNeverMatchesOnReuse(t *testing.T) {
 		}
 	}
 	if len(history) > 2 {
-		t.Errorf("%d indices used, want at most 2", len(history))
+		t.Errorf("%d slots used, want at most 2", len(history))
+	}
+	// 1000 occupants of one slot, 5592405 generations of its index: a
+	// repeat is a 1-in-11000 chance.
+	if len(indices) < 999 {
+		t.Errorf("1000 occupants of one slot had only %d key indices: a reused slot keeps its index", len(indices))
 	}
 }
 

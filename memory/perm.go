@@ -4,14 +4,24 @@
 // keeps the table small and lookups one array access. Were the dense slot
 // number the key index, one rkey seen would tell a peer its neighbours'
 // indices (0x104, 0x2c6, … then 0x2421, 0x2543), and guessing a live rkey
-// would take about 256 tries. So the index on the wire is the slot number
-// through a keyed permutation of the 24-bit index space: the live indices are
-// scattered over all 2^24 values, unrelated to each other, and guessing a
-// live key takes on the order of 2^32 / (live keys) tries. The permutation is
-// a balanced Feistel network (two 12-bit halves, 8 rounds, a keyed 64-bit
-// mixing function as round function), cycle-walked so that index 0 is never
-// produced and never accepted. A lookup inverts it: a few dozen arithmetic
-// operations, no memory, no allocation.
+// would take about 256 tries. So the index on the wire is
+//
+//	perm(generation × limit + slot)
+//
+// where perm is a keyed permutation of the 24-bit index space, limit the
+// number of slots, and generation counts the slot's occupants modulo the
+// (2^24 / limit) generations that fit: the live indices are scattered over
+// all 2^24 values with no relation between them, a region that takes over a
+// freed slot gets an index unrelated to its predecessor's, and guessing a
+// live key takes on the order of 2^32 / (live keys) tries. Re-keying an
+// occupant (fast register, bind) keeps its index, as the verbs require: only
+// the key byte changes.
+//
+// perm is a balanced Feistel network (two 12-bit halves, 8 rounds, a keyed
+// 64-bit mixing function as round function), cycle-walked so that index 0 is
+// never produced and never accepted. A lookup inverts it and splits the
+// result into slot and generation (the generation is checked with the whole
+// key): a few dozen arithmetic operations, no memory, no allocation.
 
 package memory
 

@@ -197,3 +197,41 @@ func BenchmarkLookup(b *testing.B) {
 		})
 	}
 }
+
+// TestReusedSlotGetsNewIndex: with the default limits (7 generations per
+// slot), a region that takes over a freed slot gets a key index unrelated
+// to its predecessor's, so an old rkey tells nothing about the new one.
+func TestReusedSlotGetsNewIndex(t *testing.T) {
+	tb := newTable(t, Config{})
+	if tb.gens != 7 {
+		t.Fatalf("%d generations with the default limits, want 7", tb.gens)
+	}
+	const n = 200 // more than reuseAfter, so that slots are reused
+	bySlot := map[uint32]uint32{}
+	var regs []*Region
+	for range n {
+		r := mustRegister(t, tb, 1, make([]byte, 8), 0, RemoteRead)
+		bySlot[r.index] = KeyIndex(r.RKey())
+		regs = append(regs, r)
+	}
+	for _, r := range regs {
+		if err := tb.Deregister(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reused := 0
+	for range n {
+		r := mustRegister(t, tb, 1, make([]byte, 8), 0, RemoteRead)
+		old, ok := bySlot[r.index]
+		if !ok {
+			continue
+		}
+		reused++
+		if KeyIndex(r.RKey()) == old {
+			t.Fatalf("slot %d reused with its previous key index %#x", r.index, old)
+		}
+	}
+	if reused < n/2 {
+		t.Fatalf("only %d of %d registrations reused a slot", reused, n)
+	}
+}

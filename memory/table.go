@@ -50,6 +50,7 @@ const (
 type slot struct {
 	cur  atomic.Pointer[target] // what the index resolves to; nil if nothing
 	hist keyHistory             // guarded by Table.mu
+	gen  uint32                 // occupant generation (perm.go); guarded by Table.mu
 }
 
 type page [pageSize]slot
@@ -59,6 +60,7 @@ type page [pageSize]slot
 type Table struct {
 	cfg   Config
 	limit uint32 // slots are 1 .. limit-1
+	gens  uint32 // generations of a slot's key index: (2^24) / limit, at least 1
 	pages []atomic.Pointer[page]
 
 	perm indexPerm // slot ↔ key index (perm.go); fixed at creation
@@ -98,6 +100,7 @@ func NewTable(cfg Config) (*Table, error) {
 	return &Table{
 		cfg:   cfg,
 		limit: limit,
+		gens:  (MaxKeyIndex + 1) / limit,
 		pages: make([]atomic.Pointer[page], (limit+pageMask)/pageSize),
 		perm:  newIndexPerm(&ks),
 		keys:  ks,
@@ -118,8 +121,9 @@ func (t *Table) Counts() (regions, windows int) {
 // lookup returns what key resolves to, or nil when the index is unused or
 // the key byte does not match. It never blocks.
 func (t *Table) lookup(key uint32) *target {
-	idx := t.perm.slot(KeyIndex(key))
-	if idx == 0 || idx >= t.limit {
+	v := t.perm.slot(KeyIndex(key))
+	idx := v % t.limit // the generation, v / limit, is checked with the whole key below
+	if idx == 0 || v/t.limit >= t.gens {
 		return nil
 	}
 	p := t.pages[idx>>pageBits].Load()
@@ -144,6 +148,8 @@ func (t *Table) allocIndex() uint32 {
 	if nfree := len(t.free) - t.freeHead; nfree > reuseAfter || (nfree > 0 && t.next >= t.limit) {
 		idx := t.free[t.freeHead]
 		t.freeHead++
+		s := t.slot(idx)
+		s.gen = (s.gen + 1) % t.gens // the new occupant's keys get another index
 		if t.freeHead > len(t.free)/2 && t.freeHead > 64 {
 			t.free = append(t.free[:0], t.free[t.freeHead:]...)
 			t.freeHead = 0
@@ -164,8 +170,9 @@ func (t *Table) freeIndex(idx uint32) {
 	t.free = append(t.free, idx)
 }
 
-// newKey draws a fresh key for slot idx: the slot's key index and a fresh
-// key byte. Caller holds t.mu.
+// newKey draws a fresh key for slot idx: the key index of the slot's
+// current occupant and a fresh key byte. Caller holds t.mu.
 func (t *Table) newKey(idx uint32) uint32 {
-	return makeKey(t.perm.wire(idx), t.keys.fresh(&t.slot(idx).hist))
+	s := t.slot(idx)
+	return makeKey(t.perm.wire(s.gen*t.limit+idx), t.keys.fresh(&s.hist))
 }
