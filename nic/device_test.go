@@ -362,3 +362,42 @@ func TestQPNs(t *testing.T) {
 		}
 	}
 }
+
+// TestSeededDevice: a device opened with a seed (the simulated mode) draws
+// the same QPNs and keys as another with that seed; without one (every
+// other mode) two devices draw different ones.
+func TestSeededDevice(t *testing.T) {
+	draw := func(seed *[32]byte) (qpns, keys []uint32) {
+		f := newFixture(t, func(c *Config) { c.Seed = seed })
+		for range 8 {
+			q, _ := f.qp(verbs.QPTypeUD)
+			qpns = append(qpns, q.QPN())
+			mr, err := f.d.RegMR(f.pd, make([]byte, 64), memory.RemoteRead)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, mr.RKey())
+		}
+		return qpns, keys
+	}
+	same := func(a, b []uint32) int {
+		n := 0
+		for i := range a {
+			if a[i] == b[i] {
+				n++
+			}
+		}
+		return n
+	}
+	seed := &[32]byte{42}
+	q1, k1 := draw(seed)
+	q2, k2 := draw(seed)
+	if same(q1, q2) != len(q1) || same(k1, k2) != len(k1) {
+		t.Fatalf("same seed: QPNs %x and %x, keys %x and %x", q1, q2, k1, k2)
+	}
+	q3, k3 := draw(nil)
+	q4, k4 := draw(nil)
+	if same(q3, q4) > 1 || same(k3, k4) > 1 || same(q1, q3) > 1 || same(k1, k3) > 1 {
+		t.Fatalf("unseeded devices repeat each other or the seeded one: QPNs %x, %x; keys %x, %x", q3, q4, k3, k4)
+	}
+}
