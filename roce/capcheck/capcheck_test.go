@@ -87,3 +87,17 @@ func TestAnswersBeforeQuestions(t *testing.T) {
 		t.Errorf("timestamp going back: %v", v)
 	}
 }
+
+// FuzzCheck: any bytes, as frames of a capture, give a result, never a
+// panic.
+func FuzzCheck(f *testing.F) {
+	ack := wire.ACKSyndrome(wire.CreditsUnlimited)
+	f.Add(req(wire.RCReadRequest, 13, 2048), resp(wire.RCReadResponseMiddle, 14, ack))
+	f.Add(resp(wire.RCAck, 16, wire.NAKSyndrome(wire.NAKPSNSeqError)), req(wire.RCSendOnly, 0xFFFFFF, 0))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		res := Check(capture(a, b, a), 0)
+		if len(res.Violations) > 3 || res.Requests+res.Responses > 3 {
+			t.Fatalf("%+v from 3 frames", res)
+		}
+	})
+}
