@@ -18,6 +18,9 @@ type teeEndpoint struct {
 	w    *PcapWriter
 	now  func() time.Time
 	recv atomic.Pointer[func([]byte)]
+	// closed stops recording sends once the tee is closed: they can only
+	// fail with ErrClosed, never reach a wire.
+	closed atomic.Bool
 }
 
 // Tee returns an Endpoint that behaves like ep and writes to w every frame
@@ -70,9 +73,10 @@ func (t *batchTee) arriveBatch(frames [][]byte) {
 func (t *batchTee) SetBatchReceiver(f func(frames [][]byte)) { t.brecv.Store(&f) }
 
 // Send implements Endpoint. The frame is recorded before ep gets it (see
-// Tee); an empty frame, which every Endpoint refuses, is not.
+// Tee); an empty frame, which every Endpoint refuses, and a frame sent after
+// Close are not.
 func (t *teeEndpoint) Send(frame []byte) error {
-	if len(frame) > 0 {
+	if len(frame) > 0 && !t.closed.Load() {
 		_ = t.w.WriteFrameNow(t.now, frame)
 	}
 	return t.ep.Send(frame)
@@ -90,7 +94,9 @@ func (t *teeEndpoint) SendBatch(frames [][]byte) error {
 		}
 		return nil
 	}
-	_ = t.w.WriteFramesNow(t.now, frames)
+	if !t.closed.Load() {
+		_ = t.w.WriteFramesNow(t.now, frames)
+	}
 	return bs.SendBatch(frames)
 }
 
@@ -105,4 +111,7 @@ func (t *teeEndpoint) arrive(frame []byte) {
 func (t *teeEndpoint) SetReceiver(f func(frame []byte)) { t.recv.Store(&f) }
 
 // Close implements Endpoint.
-func (t *teeEndpoint) Close() error { return t.ep.Close() }
+func (t *teeEndpoint) Close() error {
+	t.closed.Store(true)
+	return t.ep.Close()
+}

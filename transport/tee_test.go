@@ -107,3 +107,21 @@ func TestTeeTimestampsNeverDecrease(t *testing.T) {
 		t.Fatalf("%d of %d records stamped before the record ahead of them", back, len(recs))
 	}
 }
+
+// TestTeeClosedRecordsNothing: after Close, a send fails and leaves no
+// record.
+func TestTeeClosedRecordsNothing(t *testing.T) {
+	var buf bytes.Buffer
+	w, _ := transport.NewPcapWriter(&buf)
+	a, _ := transport.NewPipe()
+	tee := transport.Tee(a, w, time.Now)
+	if err := tee.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tee.Send(mkFrame(1, 64)); err == nil {
+		t.Fatal("send after close succeeded")
+	}
+	if n := w.Frames(); n != 0 {
+		t.Fatalf("%d frames recorded after close", n)
+	}
+}
