@@ -37,6 +37,15 @@ and the same seed gives the same output.
 flags:
 `
 
+// simBounds are the ranges of sim's integer flags; sim.Run checks what
+// they need together (the buffers of every QP).
+var simBounds = []bound{
+	{"ops", 0, 1 << 26},
+	{"qps", 1, sim.MaxQPs},
+	{"depth", 1, sim.MaxDepth},
+	{"max-msg", 1, sim.MaxMaxMsg},
+}
+
 func runSim(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("rnic sim", pflag.ContinueOnError)
 	// pflag prints the usage itself on --help before returning ErrHelp;
@@ -67,7 +76,16 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 			fs.Usage()
 			return 0
 		}
-		fmt.Fprintf(stderr, "rnic sim: %v (rnic help sim)\n", err)
+		fmt.Fprintf(stderr, "rnic %s (rnic help sim)\n", withPrefix("sim: ", err))
+		return 2
+	}
+	err := checkBounds(fs, simBounds...)
+	if err == nil {
+		err = checkProbabilities(fs, probability{"loss", false}, probability{"reorder", false},
+			probability{"dup", false}, probability{"corrupt", false}, probability{"chop", true})
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "rnic %s (rnic help sim)\n", withPrefix("sim: ", err))
 		return 2
 	}
 	if fs.NArg() != 0 {
@@ -80,7 +98,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	if *pcapPath != "" {
 		f, err := os.Create(*pcapPath)
 		if err != nil {
-			fmt.Fprintf(stderr, "rnic sim: %v\n", err)
+			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("sim: ", err))
 			return 2
 		}
 		defer f.Close()
@@ -91,7 +109,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	}
 	res, err := sim.Run(cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "rnic sim: %v\n", err)
+		fmt.Fprintf(stderr, "rnic %s\n", withPrefix("sim: ", err))
 		return 2
 	}
 	fmt.Fprintf(stdout, "%-24s %14s %14s\n", "counter", "rnic0", "rnic1")

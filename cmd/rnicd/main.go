@@ -81,7 +81,7 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 			printHelp(stdout)
 			return 0
 		}
-		fmt.Fprintf(stderr, "rnicd: %v (rnicd --help)\n", err)
+		fmt.Fprintf(stderr, "%s (rnicd --help)\n", prefixed(err))
 		return 2
 	}
 
@@ -102,9 +102,9 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 		return errors.Join(errs...)
 	}
 	fail := func(err error) int {
-		fmt.Fprintf(stderr, "rnicd: %v\n", err)
+		fmt.Fprintln(stderr, prefixed(err))
 		if cerr := closeAll(); cerr != nil {
-			fmt.Fprintf(stderr, "rnicd: %v\n", cerr)
+			fmt.Fprintln(stderr, prefixed(cerr))
 		}
 		return 1
 	}
@@ -147,12 +147,12 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 	case <-stop:
 	case err := <-served:
 		// The listener failed; nothing more can be served.
-		fmt.Fprintf(stderr, "rnicd: %v\n", err)
+		fmt.Fprintln(stderr, prefixed(err))
 		served <- err // closeAll waits for it
 		status = 1
 	}
 	if err := closeAll(); err != nil {
-		fmt.Fprintf(stderr, "rnicd: %v\n", err)
+		fmt.Fprintln(stderr, prefixed(err))
 		status = 1
 	}
 	fmt.Fprintln(stdout, "rnicd: stopped")
@@ -292,4 +292,10 @@ func printHelp(w io.Writer) {
 	fs := newFlagSet(first, &devices, &options{})
 	fs.SetOutput(w)
 	fs.PrintDefaults()
+}
+
+// prefixed is err's message after one "rnicd: ": the daemon's packages
+// start theirs with it already.
+func prefixed(err error) string {
+	return "rnicd: " + strings.TrimPrefix(err.Error(), "rnicd: ")
 }
