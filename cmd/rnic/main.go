@@ -25,6 +25,8 @@ var commands = []command{
 	{"pingpong", "ibv_rc_pingpong: bounce SENDs between two NICs, its output and side channel", runPingpong},
 	{"perf", "perftest: bandwidth and latency of WRITE/READ/SEND/atomics, against raw UDP", runPerf},
 	{"rping", "librdmacm rping: READ and WRITE a ping buffer steered by SENDs, rdma_cm over RoCEv2 or iWARP", runRping},
+	{"devices", "list the RDMA devices rnic can use: its own NIC, rnicd's, libibverbs' (ibv_devices)", runDevices},
+	{"devinfo", "a device's attributes, port, GID table and limits (ibv_devinfo [-v])", runDevinfo},
 	{"stat", "what an rnicd serves: links, clients, their QPs, counters (rdma link/resource/statistic show)", runStat},
 }
 
@@ -41,6 +43,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	name, rest := args[0], args[1:]
 	switch name {
+	case "--version", "version":
+		printVersion(stdout)
+		return 0
 	case "help", "-h", "--help":
 		if len(rest) == 0 {
 			usage(stdout)
@@ -79,4 +84,5 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, "  %-10s %s\n", "help", "show this, or rnic help COMMAND for a command's flags")
+	fmt.Fprintf(w, "  %-10s %s\n", "version", "rnic's version and build (also --version)")
 }
