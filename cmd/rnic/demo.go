@@ -159,8 +159,8 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 			tsharkPorts = fmt.Sprintf(" -d udp.port==%d,infiniband -d udp.port==%d,infiniband", cfg.PortA, cfg.PortB)
 			decodePorts = fmt.Sprintf(" --port %d,%d", cfg.PortA, cfg.PortB)
 		}
-		fmt.Fprintf(stdout, "\ncapture: %s (%d frames). View it with:\n  tshark -r %s%s -V -Y infiniband\n  wireshark %s\nand check every ICRC (which Wireshark does not) with:\n  rnic decode%s %s\n",
-			*pcapPath, pw.Frames(), *pcapPath, tsharkPorts, *pcapPath, decodePorts, *pcapPath)
+		fmt.Fprintf(stdout, "\ncapture: %s (%d frames). View it with:\n  tshark -r %s%s -V -Y infiniband\n  wireshark %s\nand check every ICRC (which Wireshark does not) with:\n  %s decode%s %s\n",
+			*pcapPath, pw.Frames(), *pcapPath, tsharkPorts, *pcapPath, self(), decodePorts, *pcapPath)
 	}
 	if runErr != nil {
 		if code, ok := signalStatus(ctx, stderr, "demo"); ok {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 )
 
 // command is one subcommand. run gets the arguments after the subcommand
@@ -65,6 +66,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "rnic: no such command %q\n", name)
 	usage(stderr)
 	return 2
+}
+
+// self is the program as the user ran it, for hints to paste: bin/rnic
+// when run as bin/rnic (the build's output), rnic when found on PATH.
+func self() string {
+	if len(os.Args) > 0 && filepath.Base(os.Args[0]) == "rnic" {
+		return os.Args[0]
+	}
+	return "rnic"
 }
 
 func lookup(name string) *command {
