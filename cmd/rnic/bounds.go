@@ -69,3 +69,18 @@ func checkProbabilities(fs *pflag.FlagSet, ps ...probability) error {
 	}
 	return nil
 }
+
+// checkPathMTU checks a path MTU flag the command line set: one of the
+// IB MTUs.
+func checkPathMTU(fs *pflag.FlagSet, name string) error {
+	f := fs.Lookup(name)
+	if f == nil || !f.Changed {
+		return nil
+	}
+	switch v, _ := fs.GetInt(name); v {
+	case 256, 512, 1024, 2048, 4096:
+		return nil
+	default:
+		return fmt.Errorf("%s %d: must be 256, 512, 1024, 2048 or 4096", flagName(f), v)
+	}
+}

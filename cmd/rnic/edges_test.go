@@ -99,7 +99,7 @@ func TestNoFlagPanics(t *testing.T) {
 // edgeRun runs one command line with a deadline and checks how it ended.
 func edgeRun(t *testing.T, name string, args []string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	rootContext = ctx
 	defer func() { rootContext = context.Background() }()

@@ -31,6 +31,9 @@ func TestInputsValidated(t *testing.T) {
 		{[]string{"sim", "--loss", "NaN"}, "--loss NaN: must be a probability in [0, 1)"},
 		{[]string{"rping", "-c", "-a", "127.0.0.1", "-C", "-1"}, "rnic rping: bad configuration: Invalid count -1"},
 		{[]string{"rping", "-c", "-a", "127.0.0.1", "-S", "1"}, "rnic rping: bad configuration: Invalid size 1"},
+		{[]string{"perf", "-m", "300"}, "rnic perf: -m/--mtu 300: must be 256, 512, 1024, 2048 or 4096 (rnic help perf)"},
+		{[]string{"pingpong", "-m", "0"}, "rnic pingpong: -m/--mtu 0: must be 256, 512, 1024, 2048 or 4096"},
+		{[]string{"sim", "--mtu", "9000"}, "rnic sim: --mtu 9000: must be 256, 512, 1024, 2048 or 4096"},
 		{[]string{"demo", "--timeout", "0s"}, "rnic demo: --timeout 0s: must be positive"},
 	} {
 		_, errOut, code := rnic(t, c.args...)

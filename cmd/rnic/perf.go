@@ -156,6 +156,9 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 	if err := checkBounds(fs, perfBounds...); err != nil {
 		return usageErr(err)
 	}
+	if err := checkPathMTU(fs, "mtu"); err != nil {
+		return usageErr(err)
+	}
 	if cfg.IBDev != "" {
 		spec, err := deviceFlag(fs, cfg.IBDev)
 		if err != nil {

@@ -99,7 +99,11 @@ func runPingpong(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rnic %s (rnic help pingpong)\n", withPrefix("pingpong: ", err))
 		return 2
 	}
-	if err := checkBounds(fs, pingpongBounds...); err != nil {
+	err := checkBounds(fs, pingpongBounds...)
+	if err == nil {
+		err = checkPathMTU(fs, "mtu")
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "rnic %s (rnic help pingpong)\n", withPrefix("pingpong: ", err))
 		return 2
 	}
@@ -150,7 +154,7 @@ func runPingpong(args []string, stdout, stderr io.Writer) int {
 	if *trace {
 		cfg.Trace = stderr
 	}
-	cfg.Out = stdout
+	cfg.Out, cfg.Err = stdout, stderr
 	ctx, stop := signalContext()
 	defer stop()
 	if _, err := pingpong.Run(ctx, cfg); err != nil {

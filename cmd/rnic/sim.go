@@ -81,6 +81,9 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	}
 	err := checkBounds(fs, simBounds...)
 	if err == nil {
+		err = checkPathMTU(fs, "mtu")
+	}
+	if err == nil {
 		err = checkProbabilities(fs, probability{"loss", false}, probability{"reorder", false},
 			probability{"dup", false}, probability{"corrupt", false}, probability{"chop", true})
 	}

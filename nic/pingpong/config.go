@@ -106,6 +106,9 @@ type Config struct {
 	Trace io.Writer
 	// Out receives rc_pingpong's lines (io.Discard if nil).
 	Out io.Writer
+	// Err, if set, is told what a client waits for when its server takes
+	// more than a second to answer.
+	Err io.Writer
 
 	// Link, if set, carries the NIC's frames instead of a UDP socket on
 	// Addr (tests, simulations); Run closes it with the NIC.
