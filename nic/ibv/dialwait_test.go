@@ -16,7 +16,9 @@ import (
 // host that never answers does on a device's own TCP stack.
 type silentNetwork struct{ dials int }
 
-func (n *silentNetwork) Listen(netip.AddrPort) (net.Listener, error) { return nil, errors.ErrUnsupported }
+func (n *silentNetwork) Listen(netip.AddrPort) (net.Listener, error) {
+	return nil, errors.ErrUnsupported
+}
 func (n *silentNetwork) Dial(ctx context.Context, _ netip.Addr, _ netip.AddrPort) (net.Conn, error) {
 	n.dials++
 	<-ctx.Done()
