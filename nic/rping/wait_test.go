@@ -67,3 +67,16 @@ func TestRoCENoAnswer(t *testing.T) {
 		t.Errorf("stderr %q, want one line saying what it waits for", got)
 	}
 }
+
+// withoutWaitNotice drops the line a client writes when its connection
+// takes more than waitNoticeAfter (a REQ lost or rejected on a busy
+// machine).
+func withoutWaitNotice(s string) string {
+	var out []string
+	for _, l := range strings.SplitAfter(s, "\n") {
+		if !strings.HasPrefix(l, "rping: waiting for ") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "")
+}
