@@ -45,11 +45,11 @@ func (n *notice) stop() {
 
 // connectRetries says how the connection manager retries an unanswered
 // connection request: rdma_cm's REQ (response timeout 20, packet life
-// time 18, 15 retries) as the kernel's; iWARP's TCP handshake as the
-// kernel's.
+// time 18, 15 retries) as the kernel's; iWARP's is a TCP connection (the
+// kernel's, or the TAP-mode NIC's own) and then the MPA Request.
 func (c *Config) connectRetries() string {
 	if c.IWARP {
-		return "TCP, then an MPA Request; TCP retries its SYN for about 2 minutes"
+		return "a TCP connection, then an MPA Request"
 	}
 	return "rdma_cm sends its REQ up to 16 times, about 6.4 s apart, then gives up"
 }
