@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rnic/rnic/internal/version"
 	"github.com/rnic/rnic/nic/rnicd/rnicdtest"
 )
 
@@ -77,7 +78,7 @@ func TestDevinfo(t *testing.T) {
 func TestVersion(t *testing.T) {
 	for _, arg := range []string{"--version", "version"} {
 		out, _, code := rnic(t, arg)
-		if code != 0 || !regexp.MustCompile(`^rnic `+regexp.QuoteMeta(version)+` \(module .*\) go1\.\S+ \w+/\w+\n$`).MatchString(out) {
+		if code != 0 || !regexp.MustCompile(`^rnic `+regexp.QuoteMeta(version.Release)+` \(module .*\) go1\.\S+ \w+/\w+\n$`).MatchString(out) {
 			t.Errorf("rnic %s: exit %d, %q", arg, code, out)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/rnic/rnic/internal/version"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/server"
@@ -30,6 +31,7 @@ const help = `usage: rnicd --tap NAME --ip CIDR [--ip6 CIDR] [--mac MAC] [--mtu 
              [--device 'name=rnic1,udp=ADDR[:PORT],...']...
        [--socket PATH] [--max-qps N] [--max-mrs N] [--max-mr-bytes N]
        [--max-ring-bytes N] [--max-objects N]
+       rnicd --version
 
 Runs software RDMA NICs until SIGINT or SIGTERM and serves them to local
 processes. A TAP-mode NIC owns a TAP device (a real Ethernet port: ARP,
@@ -75,6 +77,10 @@ func main() {
 // the control socket, waits for stop, closes everything and returns the
 // exit status.
 func run(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
+	if len(args) == 1 && args[0] == "--version" {
+		fmt.Fprintln(stdout, version.Line("rnicd"))
+		return 0
+	}
 	opts, err := parseArgs(args)
 	if err != nil {
 		if errors.Is(err, errHelp) {
