@@ -116,7 +116,7 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 	atomicType := fs.StringP("atomic-type", "A", string(perf.FetchAndAdd), "atomic operation: CMP_AND_SWAP or FETCH_AND_ADD")
 	fs.IntVarP(&cfg.Size, "size", "s", 0, "message size in bytes (default 65536 for bw, 2 for lat; atomics: 8)")
 	fs.IntVarP(&cfg.Iters, "iters", "n", 0, "operations per QP (default 5000 for bw, 1000 for lat)")
-	fs.IntVarP(&cfg.QPs, "qps", "q", perf.DefaultQPs, "number of QP pairs")
+	fs.IntVarP(&cfg.QPs, "qps", "q", perf.DefaultQPs, "number of QP pairs, 1..1024; their CQs must fit the device's max_cqe (rnic: 32767): qps × tx-depth, and for SEND qps × rx-depth")
 	fs.IntVarP(&cfg.MTU, "mtu", "m", perf.DefaultMTU, "path MTU: 256, 512, 1024, 2048 or 4096")
 	fs.IntVarP(&cfg.TxDepth, "tx-depth", "t", perf.DefaultTxDepth, "outstanding send WRs per QP (bw)")
 	fs.IntVarP(&cfg.RxDepth, "rx-depth", "r", perf.DefaultRxDepth, "receives kept posted per QP (send)")
