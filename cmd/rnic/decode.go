@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/pflag"
 
@@ -11,6 +12,8 @@ import (
 )
 
 const decodeHelp = `usage: rnic decode [--json] [--port N[,N...]] FILE...
+
+FILE "-" is the standard input (tcpdump -w - ... | rnic decode -).
 
 Prints one line per RoCEv2 frame and per iWARP MPA frame and FPDU of each
 capture (classic pcap, µs or ns, either byte order, or pcapng; Ethernet link
@@ -74,7 +77,7 @@ func runDecode(args []string, stdout, stderr io.Writer) int {
 			fs.Usage()
 			return 0
 		}
-		fmt.Fprintf(stderr, "rnic decode: %v (rnic help decode)\n", err)
+		fmt.Fprintf(stderr, "rnic %s (rnic help decode)\n", withPrefix("decode: ", err))
 		return 2
 	}
 	if fs.NArg() == 0 {
@@ -89,10 +92,10 @@ func runDecode(args []string, stdout, stderr io.Writer) int {
 		}
 		ps = append(ps, uint16(p))
 	}
-	sum, err := decode.Run(stdout, fs.Args(), decode.Options{JSON: *jsonOut, Ports: ps})
+	sum, err := decode.Run(stdout, fs.Args(), decode.Options{JSON: *jsonOut, Ports: ps, Stdin: stdin})
 	if err != nil {
 		for _, e := range unjoin(err) {
-			fmt.Fprintf(stderr, "rnic decode: %v\n", e)
+			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("decode: ", e))
 		}
 		return 2
 	}
@@ -101,6 +104,9 @@ func runDecode(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// stdin is the capture "-" names (tests set their own).
+var stdin io.Reader = os.Stdin
 
 // unjoin splits an errors.Join result so each file's error gets its line.
 func unjoin(err error) []error {

@@ -78,15 +78,18 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 			fs.Usage()
 			return 0
 		}
-		fmt.Fprintf(stderr, "rnic demo: %v (rnic help demo)\n", err)
+		fmt.Fprintf(stderr, "rnic %s (rnic help demo)\n", withPrefix("demo: ", err))
 		return 2
 	}
 	taps, err := tf.configs()
+	if err == nil && *timeout <= 0 {
+		err = fmt.Errorf("--timeout %v: must be positive", *timeout)
+	}
 	if err == nil && len(taps) != 0 && len(taps) != 2 {
 		err = fmt.Errorf("%w: the demo needs two NICs: --tap twice (rnic0's, then rnic1's), with one --ip each", errTAPFlags)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "rnic demo: %v (rnic help demo)\n", err)
+		fmt.Fprintf(stderr, "rnic %s (rnic help demo)\n", withPrefix("demo: ", err))
 		return 2
 	}
 	ctx, stop := signalContext()
@@ -113,7 +116,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 			cfg.AddrB, err = netip.ParseAddr(*addrB)
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "rnic demo: %v\n", err)
+			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("demo: ", err))
 			return 2
 		}
 	}
@@ -140,7 +143,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		if pw, err = transport.CreatePcap(*pcapPath); err != nil {
 			epA.Close()
 			epB.Close()
-			fmt.Fprintf(stderr, "rnic demo: %v\n", err)
+			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("demo: ", err))
 			return 2
 		}
 		cfg.Pcap = pw
@@ -156,11 +159,14 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 			tsharkPorts = fmt.Sprintf(" -d udp.port==%d,infiniband -d udp.port==%d,infiniband", cfg.PortA, cfg.PortB)
 			decodePorts = fmt.Sprintf(" --port %d,%d", cfg.PortA, cfg.PortB)
 		}
-		fmt.Fprintf(stdout, "\ncapture: %s (%d frames). View it with:\n  tshark -r %s%s -V -Y infiniband\n  wireshark %s\nand check every ICRC (which Wireshark does not) with:\n  rnic decode%s %s\n",
-			*pcapPath, pw.Frames(), *pcapPath, tsharkPorts, *pcapPath, decodePorts, *pcapPath)
+		fmt.Fprintf(stdout, "\ncapture: %s (%d frames). View it with:\n  tshark -r %s%s -V -Y infiniband\n  wireshark %s\nand check every ICRC (which Wireshark does not) with:\n  %s decode%s %s\n",
+			*pcapPath, pw.Frames(), *pcapPath, tsharkPorts, *pcapPath, self(), decodePorts, *pcapPath)
 	}
 	if runErr != nil {
-		fmt.Fprintf(stderr, "rnic demo: %v\n", runErr)
+		if code, ok := signalStatus(ctx, stderr, "demo"); ok {
+			return code
+		}
+		fmt.Fprintf(stderr, "rnic %s\n", withPrefix("demo: ", runErr))
 		return 1
 	}
 	return 0
@@ -181,14 +187,14 @@ func runDemoIWARP(ctx context.Context, addrA, addrB string, ipv6 bool, port uint
 			cfg.AddrB, err = netip.ParseAddr(addrB)
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "rnic demo: %v\n", err)
+			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("demo: ", err))
 			return 2
 		}
 	}
 	var pw *transport.PcapWriter
 	if pcapPath != "" {
 		if pw, err = transport.CreatePcap(pcapPath); err != nil {
-			fmt.Fprintf(stderr, "rnic demo: %v\n", err)
+			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("demo: ", err))
 			return 2
 		}
 		cfg.Pcap = pw
@@ -204,7 +210,10 @@ func runDemoIWARP(ctx context.Context, addrA, addrB string, ipv6 bool, port uint
 			pcapPath, pw.Frames(), pcapPath, pcapPath, pcapPath)
 	}
 	if runErr != nil {
-		fmt.Fprintf(stderr, "rnic demo: %v\n", runErr)
+		if code, ok := signalStatus(ctx, stderr, "demo"); ok {
+			return code
+		}
+		fmt.Fprintf(stderr, "rnic %s\n", withPrefix("demo: ", runErr))
 		return 1
 	}
 	return 0
@@ -217,7 +226,7 @@ func runDemoTAP(ctx context.Context, a, b *tapnic.Config, iwarp bool, pcapPath s
 	if pcapPath != "" {
 		var err error
 		if pw, err = transport.CreatePcap(pcapPath); err != nil {
-			fmt.Fprintf(stderr, "rnic demo: %v\n", err)
+			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("demo: ", err))
 			return 2
 		}
 	}
@@ -237,7 +246,10 @@ func runDemoTAP(ctx context.Context, a, b *tapnic.Config, iwarp bool, pcapPath s
 			pcapPath, pw.Frames(), "rnic0", pcapPath, pcapPath)
 	}
 	if runErr != nil {
-		fmt.Fprintf(stderr, "rnic demo: %v\n", runErr)
+		if code, ok := signalStatus(ctx, stderr, "demo"); ok {
+			return code
+		}
+		fmt.Fprintf(stderr, "rnic %s\n", withPrefix("demo: ", runErr))
 		if errors.Is(runErr, demo.ErrConfig) {
 			return 2
 		}
@@ -250,7 +262,7 @@ func runDemoTAP(ctx context.Context, a, b *tapnic.Config, iwarp bool, pcapPath s
 // of this process on --addr-a, or another backend's.
 func runDemoDevice(ctx context.Context, fs *pflag.FlagSet, dev, addrA string, port uint16, timeout time.Duration, stdout, stderr io.Writer) int {
 	usage := func(err error) int {
-		fmt.Fprintf(stderr, "rnic demo: %v (rnic help demo)\n", err)
+		fmt.Fprintf(stderr, "rnic %s (rnic help demo)\n", withPrefix("demo: ", err))
 		return 2
 	}
 	spec, err := deviceFlag(fs, dev)
@@ -279,13 +291,16 @@ func runDemoDevice(ctx context.Context, fs *pflag.FlagSet, dev, addrA string, po
 		fmt.Fprintf(stdout, "rnic demo: both sides on %s, a NIC on %v over loopback UDP (port %d)\n", spec, a, port)
 	} else {
 		if d, err = ibv.Open(spec); err != nil {
-			fmt.Fprintf(stderr, "rnic demo: %v\n", err)
+			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("demo: ", err))
 			return 1
 		}
 		fmt.Fprintf(stdout, "rnic demo: both sides on %s (%s)\n", spec, spec.Backend)
 	}
 	if err := demo.Run(ctx, demo.Config{Device: d, AddrA: a, Out: stdout, Timeout: timeout}); err != nil {
-		fmt.Fprintf(stderr, "rnic demo: %v\n", err)
+		if code, ok := signalStatus(ctx, stderr, "demo"); ok {
+			return code
+		}
+		fmt.Fprintf(stderr, "rnic %s\n", withPrefix("demo: ", err))
 		if errors.Is(err, demo.ErrConfig) {
 			return 2
 		}

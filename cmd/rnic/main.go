@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 )
 
 // command is one subcommand. run gets the arguments after the subcommand
@@ -25,6 +26,8 @@ var commands = []command{
 	{"pingpong", "ibv_rc_pingpong: bounce SENDs between two NICs, its output and side channel", runPingpong},
 	{"perf", "perftest: bandwidth and latency of WRITE/READ/SEND/atomics, against raw UDP", runPerf},
 	{"rping", "librdmacm rping: READ and WRITE a ping buffer steered by SENDs, rdma_cm over RoCEv2 or iWARP", runRping},
+	{"devices", "list the RDMA devices rnic can use: its own NIC, rnicd's, libibverbs' (ibv_devices)", runDevices},
+	{"devinfo", "a device's attributes, port, GID table and limits (ibv_devinfo [-v])", runDevinfo},
 	{"stat", "what an rnicd serves: links, clients, their QPs, counters (rdma link/resource/statistic show)", runStat},
 }
 
@@ -41,6 +44,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	name, rest := args[0], args[1:]
 	switch name {
+	case "--version", "version":
+		printVersion(stdout)
+		return 0
 	case "help", "-h", "--help":
 		if len(rest) == 0 {
 			usage(stdout)
@@ -62,6 +68,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
+// self is the program as the user ran it, for hints to paste: bin/rnic
+// when run as bin/rnic (the build's output), rnic when found on PATH.
+func self() string {
+	if len(os.Args) > 0 && filepath.Base(os.Args[0]) == "rnic" {
+		return os.Args[0]
+	}
+	return "rnic"
+}
+
 func lookup(name string) *command {
 	for i := range commands {
 		if commands[i].name == name {
@@ -79,4 +94,5 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, "  %-10s %s\n", "help", "show this, or rnic help COMMAND for a command's flags")
+	fmt.Fprintf(w, "  %-10s %s\n", "version", "rnic's version and build (also --version)")
 }

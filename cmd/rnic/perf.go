@@ -116,7 +116,7 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 	atomicType := fs.StringP("atomic-type", "A", string(perf.FetchAndAdd), "atomic operation: CMP_AND_SWAP or FETCH_AND_ADD")
 	fs.IntVarP(&cfg.Size, "size", "s", 0, "message size in bytes (default 65536 for bw, 2 for lat; atomics: 8)")
 	fs.IntVarP(&cfg.Iters, "iters", "n", 0, "operations per QP (default 5000 for bw, 1000 for lat)")
-	fs.IntVarP(&cfg.QPs, "qps", "q", perf.DefaultQPs, "number of QP pairs")
+	fs.IntVarP(&cfg.QPs, "qps", "q", perf.DefaultQPs, "number of QP pairs, 1..1024; their CQs must fit the device's max_cqe (rnic: 32767): qps × tx-depth, and for SEND qps × rx-depth")
 	fs.IntVarP(&cfg.MTU, "mtu", "m", perf.DefaultMTU, "path MTU: 256, 512, 1024, 2048 or 4096")
 	fs.IntVarP(&cfg.TxDepth, "tx-depth", "t", perf.DefaultTxDepth, "outstanding send WRs per QP (bw)")
 	fs.IntVarP(&cfg.RxDepth, "rx-depth", "r", perf.DefaultRxDepth, "receives kept posted per QP (send)")
@@ -153,6 +153,12 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 		}
 		return usageErr(err)
 	}
+	if err := checkBounds(fs, perfBounds...); err != nil {
+		return usageErr(err)
+	}
+	if err := checkPathMTU(fs, "mtu"); err != nil {
+		return usageErr(err)
+	}
 	if cfg.IBDev != "" {
 		spec, err := deviceFlag(fs, cfg.IBDev)
 		if err != nil {
@@ -167,6 +173,9 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 		if o, m, ok := perf.ParseTestName(pos[0]); ok {
 			*op, *mode = string(o), string(m)
 			pos = pos[1:]
+		} else if looksLikeTestName(pos[0]) {
+			// A host name has no underscore: this is a misspelt test.
+			return usageErr(fmt.Errorf("no test %q: %s", pos[0], strings.Join(perfTests, ", ")))
 		}
 	}
 	switch len(pos) {
@@ -235,7 +244,7 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 	if *pcapPath != "" {
 		pw, err := transport.CreatePcap(*pcapPath)
 		if err != nil {
-			fmt.Fprintf(stderr, "rnic perf: %v\n", err)
+			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("perf: ", err))
 			return 2
 		}
 		defer pw.Close()
@@ -248,6 +257,9 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signalContext()
 	defer stop()
 	if _, err := perf.Run(ctx, cfg); err != nil {
+		if code, ok := signalStatus(ctx, stderr, "perf"); ok {
+			return code
+		}
 		fmt.Fprintf(stderr, "rnic %s\n", withPrefix("perf: ", err))
 		if errors.Is(err, perf.ErrConfig) {
 			return 2
@@ -256,6 +268,27 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// perfBounds are the ranges of perf's integer flags; the device's own
+// limits (max_cqe, max_qp_wr, ...) are checked by perf once it is known.
+var perfBounds = []bound{
+	{"size", 1, 1 << 30},
+	{"iters", 1, 1 << 26},
+	{"qps", 1, 1024},
+	{"tx-depth", 1, 1 << 14},
+	{"rx-depth", 1, 1 << 14},
+	{"cq-mod", 1, 1 << 14},
+	{"port", 1, 65535},
+	{"iwarp-port", 0, 65535},
+	{"gid-index", 0, 255},
+}
+
+// perfTests are the test names perf accepts first (perftest's binaries).
+var perfTests = []string{"write_bw", "read_bw", "send_bw", "atomic_bw", "write_lat", "read_lat", "send_lat", "atomic_lat"}
+
+// looksLikeTestName: a perftest name has an underscore, which no host name
+// (RFC 952/1123) and no address has.
+func looksLikeTestName(s string) bool { return strings.Contains(s, "_") }
 
 // withPrefix returns err's message starting with prefix once: the
 // packages' errors start with their name already.

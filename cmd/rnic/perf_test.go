@@ -80,7 +80,7 @@ func TestPerfUsage(t *testing.T) {
 		{[]string{"perf", "--op", "flush"}, `op "flush"`},
 		{[]string{"perf", "--mode", "x"}, `mode "x"`},
 		{[]string{"perf", "--op", "atomic", "-A", "swap"}, `atomic type "swap"`},
-		{[]string{"perf", "--mtu", "9000"}, "MTU 9000"},
+		{[]string{"perf", "--mtu", "9000"}, "-m/--mtu 9000: must be 256, 512, 1024, 2048 or 4096"},
 		{[]string{"perf", "--serve", "127.0.0.2"}, "--serve and a server"},
 		{[]string{"perf", "a", "b"}, `unexpected argument "b"`},
 	} {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/pingpong"
 	"github.com/rnic/rnic/transport"
@@ -95,7 +96,15 @@ func runPingpong(args []string, stdout, stderr io.Writer) int {
 			fs.Usage()
 			return 0
 		}
-		fmt.Fprintf(stderr, "rnic pingpong: %v (rnic help pingpong)\n", err)
+		fmt.Fprintf(stderr, "rnic %s (rnic help pingpong)\n", withPrefix("pingpong: ", err))
+		return 2
+	}
+	err := checkBounds(fs, pingpongBounds...)
+	if err == nil {
+		err = checkPathMTU(fs, "mtu")
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "rnic %s (rnic help pingpong)\n", withPrefix("pingpong: ", err))
 		return 2
 	}
 	if cfg.UD && !fs.Changed("size") {
@@ -110,7 +119,7 @@ func runPingpong(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if _, err := deviceFlag(fs, cfg.IBDev); err != nil {
-		fmt.Fprintf(stderr, "rnic pingpong: %v (rnic help pingpong)\n", err)
+		fmt.Fprintf(stderr, "rnic %s (rnic help pingpong)\n", withPrefix("pingpong: ", err))
 		return 2
 	}
 	if *addr != "" {
@@ -130,13 +139,13 @@ func runPingpong(args []string, stdout, stderr io.Writer) int {
 		err = tf.tapPathMTU("mtu", &cfg.MTU)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "rnic pingpong: %v (rnic help pingpong)\n", err)
+		fmt.Fprintf(stderr, "rnic %s (rnic help pingpong)\n", withPrefix("pingpong: ", err))
 		return 2
 	}
 	if *pcapPath != "" {
 		pw, err := transport.CreatePcap(*pcapPath)
 		if err != nil {
-			fmt.Fprintf(stderr, "rnic pingpong: %v\n", err)
+			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("pingpong: ", err))
 			return 2
 		}
 		defer pw.Close()
@@ -145,10 +154,13 @@ func runPingpong(args []string, stdout, stderr io.Writer) int {
 	if *trace {
 		cfg.Trace = stderr
 	}
-	cfg.Out = stdout
+	cfg.Out, cfg.Err = stdout, stderr
 	ctx, stop := signalContext()
 	defer stop()
 	if _, err := pingpong.Run(ctx, cfg); err != nil {
+		if code, ok := signalStatus(ctx, stderr, "pingpong"); ok {
+			return code
+		}
 		var ce *pingpong.CompletionError
 		switch {
 		case errors.As(err, &ce):
@@ -162,6 +174,19 @@ func runPingpong(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// pingpongBounds are the ranges of pingpong's integer flags: the NIC's
+// max_msg_sz, its CQ's max_cqe (the CQ holds rx_depth + 1), the rest
+// ibv_rc_pingpong's own.
+var pingpongBounds = []bound{
+	{"port", 1, 65535},
+	{"ib-port", 1, 1},
+	{"size", 1, nic.MaxMsgSize},
+	{"rx-depth", 1, int64(nic.DefaultLimits().MaxCQE - 1)},
+	{"iters", 1, 1<<31 - 1},
+	{"sl", 0, 15},
+	{"gid-idx", -1, 255},
 }
 
 // deviceLocalFlags are the flags that configure a NIC of this process:

@@ -82,7 +82,7 @@ func TestPingpongUsage(t *testing.T) {
 		code   int
 		stderr string
 	}{
-		{[]string{"pingpong", "-m", "1500"}, 2, "MTU 1500"},
+		{[]string{"pingpong", "-m", "1500"}, 2, "-m/--mtu 1500: must be 256, 512, 1024, 2048 or 4096"},
 		{[]string{"pingpong", "--bogus"}, 2, "unknown flag: --bogus"},
 		{[]string{"pingpong", "a", "b"}, 2, `unexpected argument "b"`},
 		{[]string{"pingpong", "--addr", "nope"}, 2, "--addr"},

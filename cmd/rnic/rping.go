@@ -83,7 +83,7 @@ func runRping(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "rnic rping: "+format+" (rnic help rping)\n", a...)
+		fmt.Fprintf(stderr, "rnic %s (rnic help rping)\n", withPrefix("rping: ", fmt.Errorf(format, a...)))
 		return 2
 	}
 	if err := fs.Parse(args); err != nil {
@@ -128,7 +128,7 @@ func runRping(args []string, stdout, stderr io.Writer) int {
 	if *pcapPath != "" {
 		pw, err := transport.CreatePcap(*pcapPath)
 		if err != nil {
-			fmt.Fprintf(stderr, "rnic rping: %v\n", err)
+			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("rping: ", err))
 			return 2
 		}
 		defer pw.Close()
@@ -141,6 +141,9 @@ func runRping(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signalContext()
 	defer stop()
 	if err := rping.Run(ctx, cfg); err != nil {
+		if code, ok := signalStatus(ctx, stderr, "rping"); ok {
+			return code
+		}
 		if errors.Is(err, rping.ErrConfig) {
 			return usageErr("%v", err)
 		}

@@ -39,6 +39,15 @@ gives the same output, trace and --pcap file, byte for byte.
 flags:
 `
 
+// simBounds are the ranges of sim's integer flags; sim.Run checks what
+// they need together (the buffers of every QP).
+var simBounds = []bound{
+	{"ops", 0, 1 << 26},
+	{"qps", 1, sim.MaxQPs},
+	{"depth", 1, sim.MaxDepth},
+	{"max-msg", 1, sim.MaxMaxMsg},
+}
+
 func runSim(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("rnic sim", pflag.ContinueOnError)
 	// pflag prints the usage itself on --help before returning ErrHelp;
@@ -69,7 +78,19 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 			fs.Usage()
 			return 0
 		}
-		fmt.Fprintf(stderr, "rnic sim: %v (rnic help sim)\n", err)
+		fmt.Fprintf(stderr, "rnic %s (rnic help sim)\n", withPrefix("sim: ", err))
+		return 2
+	}
+	err := checkBounds(fs, simBounds...)
+	if err == nil {
+		err = checkPathMTU(fs, "mtu")
+	}
+	if err == nil {
+		err = checkProbabilities(fs, probability{"loss", false}, probability{"reorder", false},
+			probability{"dup", false}, probability{"corrupt", false}, probability{"chop", true})
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "rnic %s (rnic help sim)\n", withPrefix("sim: ", err))
 		return 2
 	}
 	if fs.NArg() != 0 {
@@ -82,7 +103,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	if *pcapPath != "" {
 		f, err := os.Create(*pcapPath)
 		if err != nil {
-			fmt.Fprintf(stderr, "rnic sim: %v\n", err)
+			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("sim: ", err))
 			return 2
 		}
 		defer f.Close()
@@ -93,7 +114,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	}
 	res, err := sim.Run(cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "rnic sim: %v\n", err)
+		fmt.Fprintf(stderr, "rnic %s\n", withPrefix("sim: ", err))
 		return 2
 	}
 	fmt.Fprintf(stdout, "%-24s %14s %14s\n", "counter", "rnic0", "rnic1")

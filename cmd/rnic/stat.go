@@ -66,7 +66,7 @@ func runStat(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	usageErr := func(err error) int {
-		fmt.Fprintf(stderr, "rnic stat: %v (rnic help stat)\n", err)
+		fmt.Fprintf(stderr, "rnic %s (rnic help stat)\n", withPrefix("stat: ", err))
 		return 2
 	}
 	if err := fs.Parse(args); err != nil {
@@ -111,12 +111,12 @@ func runStat(args []string, stdout, stderr io.Writer) int {
 
 	st, err := client.QueryStat(*socket)
 	if err != nil {
-		fmt.Fprintf(stderr, "rnic stat: %v\n", err)
+		fmt.Fprintf(stderr, "rnic %s\n", withPrefix("stat: ", err))
 		return 1
 	}
 	if only != "" {
 		if err := keepDevice(st, only); err != nil {
-			fmt.Fprintf(stderr, "rnic stat: %v\n", err)
+			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("stat: ", err))
 			return 1
 		}
 	}
@@ -125,7 +125,7 @@ func runStat(args []string, stdout, stderr io.Writer) int {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(r); err != nil {
-			fmt.Fprintf(stderr, "rnic stat: %v\n", err)
+			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("stat: ", err))
 			return 1
 		}
 		return 0

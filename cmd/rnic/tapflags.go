@@ -4,15 +4,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
-	"os/signal"
 	"slices"
-	"syscall"
 
 	"github.com/spf13/pflag"
 
@@ -137,10 +133,4 @@ func (f *tapFlags) tapPathMTU(flag string, v *int) error {
 		return fmt.Errorf("%w: path MTU %d does not fit --tap-mtu %d (at most %d)", errTAPFlags, *v, f.mtu, fit)
 	}
 	return nil
-}
-
-// signalContext is cancelled by SIGINT or SIGTERM, so that a command in
-// the TAP mode closes its NIC (and removes a TAP it created) on either.
-func signalContext() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/rnic/rnic/internal/version"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/server"
@@ -30,6 +31,7 @@ const help = `usage: rnicd --tap NAME --ip CIDR [--ip6 CIDR] [--mac MAC] [--mtu 
              [--device 'name=rnic1,udp=ADDR[:PORT],...']...
        [--socket PATH] [--max-qps N] [--max-mrs N] [--max-mr-bytes N]
        [--max-ring-bytes N] [--max-objects N]
+       rnicd --version
 
 Runs software RDMA NICs until SIGINT or SIGTERM and serves them to local
 processes. A TAP-mode NIC owns a TAP device (a real Ethernet port: ARP,
@@ -75,13 +77,17 @@ func main() {
 // the control socket, waits for stop, closes everything and returns the
 // exit status.
 func run(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
+	if len(args) == 1 && args[0] == "--version" {
+		fmt.Fprintln(stdout, version.Line("rnicd"))
+		return 0
+	}
 	opts, err := parseArgs(args)
 	if err != nil {
 		if errors.Is(err, errHelp) {
 			printHelp(stdout)
 			return 0
 		}
-		fmt.Fprintf(stderr, "rnicd: %v (rnicd --help)\n", err)
+		fmt.Fprintf(stderr, "%s (rnicd --help)\n", prefixed(err))
 		return 2
 	}
 
@@ -102,9 +108,9 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 		return errors.Join(errs...)
 	}
 	fail := func(err error) int {
-		fmt.Fprintf(stderr, "rnicd: %v\n", err)
+		fmt.Fprintln(stderr, prefixed(err))
 		if cerr := closeAll(); cerr != nil {
-			fmt.Fprintf(stderr, "rnicd: %v\n", cerr)
+			fmt.Fprintln(stderr, prefixed(cerr))
 		}
 		return 1
 	}
@@ -147,12 +153,12 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 	case <-stop:
 	case err := <-served:
 		// The listener failed; nothing more can be served.
-		fmt.Fprintf(stderr, "rnicd: %v\n", err)
+		fmt.Fprintln(stderr, prefixed(err))
 		served <- err // closeAll waits for it
 		status = 1
 	}
 	if err := closeAll(); err != nil {
-		fmt.Fprintf(stderr, "rnicd: %v\n", err)
+		fmt.Fprintln(stderr, prefixed(err))
 		status = 1
 	}
 	fmt.Fprintln(stdout, "rnicd: stopped")
@@ -292,4 +298,10 @@ func printHelp(w io.Writer) {
 	fs := newFlagSet(first, &devices, &options{})
 	fs.SetOutput(w)
 	fs.PrintDefaults()
+}
+
+// prefixed is err's message after one "rnicd: ": the daemon's packages
+// start theirs with it already.
+func prefixed(err error) string {
+	return "rnicd: " + strings.TrimPrefix(err.Error(), "rnicd: ")
 }

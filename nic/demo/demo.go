@@ -116,7 +116,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.MTU == 0 {
 		cfg.MTU = 1500
 	}
-	d := &demo{ctx: ctx, cfg: cfg, out: cfg.Out, rec: newRecorder()}
+	d := &demo{ctx: ctx, cfg: cfg, out: cfg.Out, rec: newRecorder(cfg.PortA, cfg.PortB)}
 	var err error
 	if cfg.Device != nil {
 		if err := d.openOnDevice(); err != nil {

@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -16,12 +17,17 @@ type recorder struct {
 	mu    sync.Mutex
 	lines []string
 	names map[[6]byte]string
+	// ports are the NICs' RoCEv2 ports besides 4791.
+	ports []uint16
 	// flush, if set, pushes buffered frames to add (the TAP mode's
 	// capture point) before take.
 	flush func() error
 }
 
-func newRecorder() *recorder { return &recorder{names: map[[6]byte]string{}} }
+// newRecorder records frames to the NICs' RoCEv2 ports (4791 if zero).
+func newRecorder(ports ...uint16) *recorder {
+	return &recorder{names: map[[6]byte]string{}, ports: ports}
+}
 
 // wrap returns an endpoint that records what name sends over ep.
 func (r *recorder) wrap(name string, mac [6]byte, ep transport.Endpoint) transport.Endpoint {
@@ -43,7 +49,7 @@ func (e *recordingEndpoint) Send(frame []byte) error {
 func (r *recorder) add(from string, frame []byte) {
 	var f wire.Frame
 	line := ""
-	if err := f.Decode(frame, 0); err != nil {
+	if err := r.decode(&f, frame); err != nil {
 		line = fmt.Sprintf("%s sent a frame that does not decode: %v", from, err)
 	} else {
 		line = describe(from, r.peer(frame), &f)
@@ -51,6 +57,18 @@ func (r *recorder) add(from string, frame []byte) {
 	r.mu.Lock()
 	r.lines = append(r.lines, line)
 	r.mu.Unlock()
+}
+
+// decode decodes a frame sent to one of the NICs' ports.
+func (r *recorder) decode(f *wire.Frame, frame []byte) error {
+	err := f.Decode(frame, 0)
+	for _, p := range r.ports {
+		if !errors.Is(err, wire.ErrNotRoCEPort) {
+			break
+		}
+		err = f.Decode(frame, p)
+	}
+	return err
 }
 
 // name names the NIC with the given MAC; in the TAP mode frames may be

@@ -58,11 +58,12 @@ type cmChannel struct {
 // newCMChannel creates the control QP on s's device and PD with its own CQs
 // (so its completions never mix with the test's), takes it to INIT and
 // posts its receives, which rdma_cm's INIT→INIT keeps.
-func newCMChannel(ctx context.Context, s *side) (c *cmChannel, err error) {
+func newCMChannel(ctx context.Context, s *side) (_ *cmChannel, err error) {
 	n := s.device()
 	// Shared memory, as the test's buffers (mem.go): the peer's credit
-	// writes land in it while the sender polls its words.
-	c = &cmChannel{ctx: ctx, dev: n}
+	// writes land in it while the sender polls its words. c is not the
+	// result, which is nil on failure: the deferred close needs it.
+	c := &cmChannel{ctx: ctx, dev: n}
 	defer func() {
 		if err != nil {
 			c.close()

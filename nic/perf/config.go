@@ -465,7 +465,10 @@ func (r *resolved) testDefaults() error {
 			return fmt.Errorf("%w: a UD message of %d bytes does not fit the path MTU %d", ErrConfig, c.Size, c.MTU)
 		}
 	}
-	return nil
+	if r.dev != nil {
+		return c.checkLimits(limitsOf("device "+r.spec.String(), r.dev.Query()))
+	}
+	return c.checkLimits(localLimits())
 }
 
 // tapPathMTU is the largest path MTU the TAPs of this process (or the

@@ -252,6 +252,9 @@ func openIWARPSide(r *resolved, addr netip.Addr, name string, seed byte, network
 	}
 	s.dev = ibv.Local(dev, ibv.LocalOptions{})
 	d := s.dev
+	if err := r.checkLimits(limitsOf("device "+name, d.Query())); err != nil {
+		return s, err
+	}
 	reg := region(r.Size)
 	if s.mem, err = newBuffer(d, 2*reg*r.QPs); err != nil {
 		return s, fmt.Errorf("perf: allocate %d bytes: %w", 2*reg*r.QPs, err)
@@ -263,13 +266,13 @@ func openIWARPSide(r *resolved, addr netip.Addr, name string, seed byte, network
 	if s.mr, err = d.RegMR(s.pd, s.mem.b, access); err != nil {
 		return s, fmt.Errorf("perf: register %d bytes: %w", len(s.mem.b), err)
 	}
-	if s.scq, err = d.CreateCQ(r.QPs*r.TxDepth + 1); err != nil {
+	if s.scq, err = d.CreateCQ(r.sendCQE()); err != nil {
 		return s, fmt.Errorf("perf: create send CQ: %w", err)
 	}
-	if s.rcq, err = d.CreateCQ(r.QPs*r.RxDepth + 1); err != nil {
+	if s.rcq, err = d.CreateCQ(r.recvCQE()); err != nil {
 		return s, fmt.Errorf("perf: create receive CQ: %w", err)
 	}
-	caps := verbs.QPCap{MaxSendWR: uint32(r.TxDepth), MaxRecvWR: uint32(r.RxDepth), MaxSendSGE: 1, MaxRecvSGE: 1}
+	caps := verbs.QPCap{MaxSendWR: uint32(r.TxDepth), MaxRecvWR: uint32(r.recvDepth()), MaxSendSGE: 1, MaxRecvSGE: 1}
 	for i := 0; i < r.QPs; i++ {
 		qp, err := d.CreateQP(s.pd, ibv.QPInit{Type: verbs.QPTypeRC, SendCQ: s.scq, RecvCQ: s.rcq, Cap: caps})
 		if err != nil {

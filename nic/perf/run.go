@@ -12,7 +12,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"time"
 
 	"github.com/rnic/rnic/nic/ibv"
 )
@@ -265,27 +264,16 @@ func gidAddr(dev ibv.Device, conn net.Conn, def netip.Addr) netip.Addr {
 }
 
 // dial connects to the server's side channel, from the client's NIC
-// address, retrying a refused connection for a moment.
+// address, retrying a refused connection for a moment and giving up on
+// one nothing answers (ibv.DialWait), saying so on Progress meanwhile.
 func dial(ctx context.Context, r *resolved, h *host) (net.Conn, error) {
 	target := netip.AddrPortFrom(r.server, uint16(r.Port))
-	deadline := time.Now().Add(r.DialRetry)
-	for {
-		conn, err := h.Dial(ctx, r.Addr, target)
-		if err == nil {
-			return conn, nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if !h.Retryable(err) || r.DialRetry < 0 || time.Now().After(deadline) {
-			return nil, fmt.Errorf("perf: connect to %s: %w", target, err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
+	conn, err := ibv.DialWait(ctx, h.net, r.Addr, target, ibv.DialOptions{
+		Retry: r.DialRetry, Notice: r.Progress, Who: "perf", What: "the side channel"})
+	if err != nil && ctx.Err() == nil {
+		return nil, fmt.Errorf("perf: connect to %s: %w", target, err)
 	}
+	return conn, err
 }
 
 // runClient runs the client's side against the server at r.server.

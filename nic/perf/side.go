@@ -97,8 +97,15 @@ type sideSpec struct {
 // openSide creates every object on the device n, whose QPs send from the
 // GID of addr; on failure all is released. The device stays its opener's
 // to close.
-func openSide(r *resolved, n ibv.Device, addr netip.Addr, spec sideSpec) (s *side, err error) {
-	s = &side{name: spec.name, cfg: r, dev: n, byQP: map[uint32]int{}, seed: spec.seed}
+func openSide(r *resolved, n ibv.Device, addr netip.Addr, spec sideSpec) (_ *side, err error) {
+	// s is not the result: a failure returns nil, and the deferred close
+	// must still see what was created.
+	// A server learns the test from its client: the device's limits are
+	// checked here, before anything is created.
+	if err := r.checkLimits(limitsOf("device "+n.Name(), n.Query())); err != nil {
+		return nil, err
+	}
+	s := &side{name: spec.name, cfg: r, dev: n, byQP: map[uint32]int{}, seed: spec.seed}
 	defer func() {
 		if err != nil {
 			s.close()
@@ -130,13 +137,13 @@ func openSide(r *resolved, n ibv.Device, addr netip.Addr, spec sideSpec) (s *sid
 	if s.mr, err = n.RegMR(s.pd, s.mem.b, access); err != nil {
 		return nil, fmt.Errorf("perf: register %d bytes: %w", len(s.mem.b), err)
 	}
-	if s.scq, err = n.CreateCQ(r.QPs*r.TxDepth + 1); err != nil {
+	if s.scq, err = n.CreateCQ(r.sendCQE()); err != nil {
 		return nil, fmt.Errorf("perf: create send CQ: %w", err)
 	}
-	if s.rcq, err = n.CreateCQ(r.QPs*r.RxDepth + 1); err != nil {
+	if s.rcq, err = n.CreateCQ(r.recvCQE()); err != nil {
 		return nil, fmt.Errorf("perf: create receive CQ: %w", err)
 	}
-	caps := verbs.QPCap{MaxSendWR: uint32(r.TxDepth), MaxRecvWR: uint32(r.RxDepth), MaxSendSGE: 1, MaxRecvSGE: 1}
+	caps := verbs.QPCap{MaxSendWR: uint32(r.TxDepth), MaxRecvWR: uint32(r.recvDepth()), MaxSendSGE: 1, MaxRecvSGE: 1}
 	for i := 0; i < r.QPs; i++ {
 		typ := verbs.QPTypeRC
 		if r.UD {

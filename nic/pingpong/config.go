@@ -15,6 +15,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/nic/verbs"
@@ -105,6 +106,9 @@ type Config struct {
 	Trace io.Writer
 	// Out receives rc_pingpong's lines (io.Discard if nil).
 	Out io.Writer
+	// Err, if set, is told what a client waits for when its server takes
+	// more than a second to answer.
+	Err io.Writer
 
 	// Link, if set, carries the NIC's frames instead of a UDP socket on
 	// Addr (tests, simulations); Run closes it with the NIC.
@@ -189,10 +193,11 @@ func (cfg Config) resolve(ctx context.Context) (*resolved, error) {
 		return nil, fmt.Errorf("%w: port %d", ErrConfig, c.Port)
 	case c.IBPort != 1:
 		return nil, fmt.Errorf("%w: IB port %d: the NIC has port 1 only", ErrConfig, c.IBPort)
-	case c.Size < 1:
-		return nil, fmt.Errorf("%w: size %d", ErrConfig, c.Size)
-	case c.RxDepth < 1:
-		return nil, fmt.Errorf("%w: rx depth %d", ErrConfig, c.RxDepth)
+	case c.Size < 1 || c.Size > nic.MaxMsgSize:
+		return nil, fmt.Errorf("%w: size %d, must be 1..%d (max_msg_sz)", ErrConfig, c.Size, nic.MaxMsgSize)
+	case c.RxDepth < 1 || c.RxDepth >= nic.DefaultLimits().MaxCQE:
+		// The CQ holds rx_depth + 1 entries, as ibv_rc_pingpong's.
+		return nil, fmt.Errorf("%w: rx depth %d, must be 1..%d (max_cqe − 1)", ErrConfig, c.RxDepth, nic.DefaultLimits().MaxCQE-1)
 	case c.Iters < 1:
 		return nil, fmt.Errorf("%w: iters %d", ErrConfig, c.Iters)
 	case c.SL < 0 || c.SL > 15:

@@ -115,24 +115,12 @@ func sideChannel(ctx context.Context, r *resolved, h ibv.Network) (net.Conn, err
 		return conn, nil
 	}
 	target := netip.AddrPortFrom(r.server, uint16(r.Port))
-	deadline := time.Now().Add(r.DialRetry)
-	for {
-		conn, err := h.Dial(ctx, r.Addr, target)
-		if err == nil {
-			return conn, nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if !ibv.DialRetryable(h, err) || r.DialRetry < 0 || time.Now().After(deadline) {
-			return nil, fmt.Errorf("pingpong: couldn't connect to %s: %w", target, err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
+	conn, err := ibv.DialWait(ctx, h, r.Addr, target, ibv.DialOptions{
+		Retry: r.DialRetry, Notice: r.Err, Who: "pingpong", What: "the side channel"})
+	if err != nil && ctx.Err() == nil {
+		return nil, fmt.Errorf("pingpong: couldn't connect to %s: %w", target, err)
 	}
+	return conn, err
 }
 
 // lingerMax bounds how long a side that has finished waits for its peer

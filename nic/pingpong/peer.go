@@ -41,12 +41,14 @@ type peer struct {
 
 // newPeer opens the device and creates the objects; on failure everything
 // created so far is released.
-func newPeer(ctx context.Context, r *resolved) (p *peer, err error) {
+func newPeer(ctx context.Context, r *resolved) (_ *peer, err error) {
 	dev, err := openDevice(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	p = &peer{cfg: r, dev: dev, psn: newPSN()}
+	// p is not the result, which is nil on failure: the deferred close
+	// needs what was created.
+	p := &peer{cfg: r, dev: dev, psn: newPSN()}
 	defer func() {
 		if err != nil {
 			p.close()

@@ -22,7 +22,11 @@ func ping(ctx context.Context, cfg *Config, cn Connector, remote netip.AddrPort)
 	if err != nil {
 		return fmt.Errorf("setup_qp failed: %w", err)
 	}
-	if s.conn, err = cn.Connect(ctx, s.qp, remote, rpingConnParam); err != nil {
+	wait := noticeAfter(cfg.Err, waitNoticeAfter, fmt.Sprintf(
+		"rping: waiting for %v to answer the connection request (%s); Ctrl-C gives up", remote, cfg.connectRetries()))
+	s.conn, err = cn.Connect(ctx, s.qp, remote, rpingConnParam)
+	wait.stop()
+	if err != nil {
 		return err
 	}
 	s.debugf("rdma_connect successful\n")

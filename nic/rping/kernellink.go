@@ -28,7 +28,7 @@ func openKernelNIC(addr netip.Addr, pcap *transport.PcapWriter, cfg *Config) (*e
 			}
 		}})
 	if err != nil {
-		return nil, fmt.Errorf("rping: %w", err)
+		return nil, fmt.Errorf("rping: open NIC on %v: %w", addr, err)
 	}
 	var link transport.Endpoint = ep
 	if pcap != nil {
@@ -38,7 +38,7 @@ func openKernelNIC(addr netip.Addr, pcap *transport.PcapWriter, cfg *Config) (*e
 	// Open closes the link if the NIC cannot be built.
 	n, err := embedded.Open(embedded.UDPConfig{Name: cfg.Device.Name, Addr: ep.Addr(), Link: link, Trace: cfg.Trace})
 	if err != nil {
-		return nil, fmt.Errorf("rping: %w", err)
+		return nil, fmt.Errorf("rping: open NIC on %v: %w", addr, err)
 	}
 	return n, nil
 }

@@ -38,7 +38,13 @@ type RoCE struct {
 	d   ibv.Device
 	cm  ibv.ConnManager
 	rcm *rdmacm.CM // the CM NewRoCE attached, or nil
+	// reqs is how many times the CM sends a REQ nothing answers.
+	reqs int
 }
+
+// rdmaCMRetries is rdma_cm's CMA_MAX_CM_RETRIES, which rnic's rdmacm
+// takes when its Config says 0.
+const rdmaCMRetries = 15
 
 var _ Connector = (*RoCE)(nil)
 
@@ -52,7 +58,11 @@ func NewRoCE(n *embedded.NIC, cfg rdmacm.Config) (*RoCE, error) {
 	}
 	// The device is the NIC's to close; Close here only detaches the CM.
 	d := ibv.Local(n.Device, ibv.LocalOptions{ConnManager: c.ConnManager(), Close: c.Close})
-	return &RoCE{d: d, cm: c.ConnManager(), rcm: c}, nil
+	retries := int(cfg.MaxRetries)
+	if retries == 0 {
+		retries = rdmaCMRetries
+	}
+	return &RoCE{d: d, cm: c.ConnManager(), rcm: c, reqs: 1 + retries}, nil
 }
 
 // NewRoCEDevice is the Connector on d, which must offer rdma_cm
@@ -62,7 +72,7 @@ func NewRoCEDevice(d ibv.Device) (*RoCE, error) {
 	if !ok {
 		return nil, fmt.Errorf("rping: device %s offers no rdma_cm", d.Name())
 	}
-	return &RoCE{d: d, cm: cm}, nil
+	return &RoCE{d: d, cm: cm, reqs: 1 + rdmaCMRetries}, nil
 }
 
 // Device implements Connector.
@@ -104,6 +114,10 @@ func (c *RoCE) Connect(ctx context.Context, qp ibv.QP, remote netip.AddrPort, p 
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return nil, err
+		}
+		if errors.Is(err, rdmacm.ErrTimeout) {
+			// rping's RDMA_CM_EVENT_UNREACHABLE (ETIMEDOUT), in words.
+			err = fmt.Errorf("no answer to the connection request (rdma_cm sent its REQ %d times): %w", c.reqs, err)
 		}
 		return nil, &ConnectError{Remote: remote, Err: err}
 	}

@@ -154,7 +154,7 @@ func openLocalRoCE(cfg *Config) (ibv.Device, error) {
 		}
 		en, err := openKernelNIC(local, cfg.Pcap, cfg)
 		if err != nil {
-			return nil, fmt.Errorf("rping: open NIC on %v: %w", local, err)
+			return nil, err
 		}
 		n, closeNIC = en, en.Close
 	}

@@ -110,10 +110,7 @@ func (c *Config) defaults() error {
 			return fmt.Errorf("sim: fault probability %v outside [0, 1)", p)
 		}
 	}
-	if c.MaxMsg > 1<<24 {
-		return fmt.Errorf("sim: max-msg %d too large for the simulation (at most 16 MiB)", c.MaxMsg)
-	}
-	return nil
+	return c.checkSize()
 }
 
 // Run performs a simulation.

@@ -19,6 +19,9 @@ type Options struct {
 	// Ports, if set, lists every UDP port that carries RoCEv2 (Port is
 	// then ignored).
 	Ports []uint16
+	// Stdin, if set, is the capture a file named "-" reads (a pipe:
+	// tcpdump -w - | rnic decode -).
+	Stdin io.Reader
 }
 
 // Run decodes every frame of every file, writes one line per RoCEv2 (or
@@ -57,8 +60,16 @@ func Run(w io.Writer, files []string, o Options) (Summary, error) {
 	return sum, errors.Join(errs...)
 }
 
+// open opens the capture path names: "-" is Stdin, if set.
+func (o Options) open(path string) (*Reader, error) {
+	if path != "-" || o.Stdin == nil {
+		return Open(path)
+	}
+	return NewReader(o.Stdin)
+}
+
 func runFile(w *bufio.Writer, path string, prefix bool, o Options, sum *Summary) error {
-	r, err := Open(path)
+	r, err := o.open(path)
 	if err != nil {
 		return err
 	}

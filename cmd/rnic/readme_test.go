@@ -1,0 +1,407 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The README's examples, checked so that they cannot drift:
+//
+//   - a ```go block is excerpts of an example in a _test.go file of the
+//     repository (go test compiles every Example, and runs those with an
+//     Output comment): its pieces between "// ..." lines appear in one
+//     such file, in order, line for line (indentation aside);
+//   - a sample session (a block whose lines start with "$ ") runs: each
+//     "$ rnic ..." command runs in process, on this test's ports, and its
+//     output must hold the sample's lines in order, numbers aside ("..."
+//     stands for anything); a command without output lines before the
+//     next "$" is a server the next one needs, run alongside;
+//   - every other rnic or rnicd command line of a block names a real
+//     command and real flags; the commands that need root, a lab or
+//     hardware are checked so, not run.
+
+const readmePath = "../../README.md"
+
+// readmeBlock is one fenced block of the README.
+type readmeBlock struct {
+	lang  string
+	line  int // of the opening fence
+	lines []string
+}
+
+func readmeBlocks(t *testing.T) []readmeBlock {
+	t.Helper()
+	f, err := os.Open(readmePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []readmeBlock
+	var cur *readmeBlock
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		l := sc.Text()
+		switch {
+		case cur == nil && strings.HasPrefix(l, "```"):
+			cur = &readmeBlock{lang: strings.TrimPrefix(l, "```"), line: n}
+		case cur != nil && l == "```":
+			out = append(out, *cur)
+			cur = nil
+		case cur != nil:
+			cur.lines = append(cur.lines, l)
+		}
+	}
+	if cur != nil {
+		t.Fatalf("README.md:%d: block never closed", cur.line)
+	}
+	return out
+}
+
+// TestReadmeGoBlocks: every Go block is excerpts of a tested example.
+func TestReadmeGoBlocks(t *testing.T) {
+	var tests []string // the repository's _test.go files, read
+	filepath.WalkDir("../..", func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && strings.HasPrefix(d.Name(), ".") && path != "../.." {
+			return filepath.SkipDir // .git, .ci
+		}
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, "_test.go") {
+			if b, err := os.ReadFile(path); err == nil {
+				tests = append(tests, string(b))
+			}
+		}
+		return nil
+	})
+	n := 0
+	for _, b := range readmeBlocks(t) {
+		if b.lang != "go" {
+			continue
+		}
+		n++
+		found := false
+		for _, src := range tests {
+			if holdsExcerpts(src, b.lines) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("README.md:%d: this Go block is not excerpts of any example test:\n%s", b.line, strings.Join(b.lines, "\n"))
+		}
+	}
+	if n == 0 {
+		t.Error("no Go block in the README")
+	}
+}
+
+// holdsExcerpts reports whether src holds the pieces of block (separated
+// by "// ..." lines) in order, each as consecutive lines, comparing lines
+// without their indentation.
+func holdsExcerpts(src string, block []string) bool {
+	var lines []string
+	for _, l := range strings.Split(src, "\n") {
+		lines = append(lines, strings.TrimSpace(l))
+	}
+	at := 0
+	var piece []string
+	flush := func() bool {
+		if len(piece) == 0 {
+			return true
+		}
+		for i := at; i+len(piece) <= len(lines); i++ {
+			if equalLines(lines[i:i+len(piece)], piece) {
+				at, piece = i+len(piece), nil
+				return true
+			}
+		}
+		return false
+	}
+	for _, l := range block {
+		l = strings.TrimSpace(l)
+		if l == "// ..." || l == "..." {
+			if !flush() {
+				return false
+			}
+			continue
+		}
+		piece = append(piece, l)
+	}
+	return flush()
+}
+
+func equalLines(a, b []string) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// readmeTestArgs are added to a sample's command when it runs here, so
+// that it uses this test's ports and writes no file into the tree.
+var readmeTestArgs = map[string][]string{
+	"pingpong": {"-p", "24841", "--rdma-port", "24842"},
+	"perf":     {"--rdma-port", "24843"},
+	"demo":     {"--port", "24844", "--pcap", filepath.Join(os.TempDir(), "rnic-readme-demo.pcap")},
+}
+
+// TestReadmeSessions runs every sample session and compares its output.
+func TestReadmeSessions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the README's sample commands (about 20 s)")
+	}
+	n := 0
+	for _, b := range readmeBlocks(t) {
+		if len(b.lines) == 0 || !strings.HasPrefix(b.lines[0], "$ ") {
+			continue
+		}
+		for _, s := range sessionSteps(b) {
+			if !s.runnable() {
+				checkCommandLine(t, b.line, s.cmd)
+				continue
+			}
+			n++
+			s.run(t, b.line)
+		}
+	}
+	if n == 0 {
+		t.Error("no runnable sample session in the README")
+	}
+}
+
+// sessionStep is one "$ command" of a sample and the output shown for it.
+type sessionStep struct {
+	cmd    string
+	output []string
+	server *sessionStep // a command to run alongside (a server)
+}
+
+func sessionSteps(b readmeBlock) []*sessionStep {
+	var steps []*sessionStep
+	for _, l := range b.lines {
+		if c, ok := strings.CutPrefix(l, "$ "); ok {
+			if i := strings.Index(c, " #"); i >= 0 {
+				c = c[:i] // a comment
+			}
+			steps = append(steps, &sessionStep{cmd: strings.TrimSpace(c)})
+			continue
+		}
+		if len(steps) > 0 {
+			steps[len(steps)-1].output = append(steps[len(steps)-1].output, l)
+		}
+	}
+	// A command with no output followed by another is that one's server.
+	var out []*sessionStep
+	for i, s := range steps {
+		if len(s.output) == 0 && i+1 < len(steps) && s.runnable() {
+			steps[i+1].server = s
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// runnable: an rnic command that needs no root, lab, daemon or device.
+func (s *sessionStep) runnable() bool {
+	f := strings.Fields(s.cmd)
+	if len(f) < 2 || (f[0] != "rnic" && f[0] != "bin/rnic") {
+		return false
+	}
+	for _, a := range f {
+		if strings.HasPrefix(a, "--tap") || a == "--netns" || strings.Contains(a, "@") || strings.HasPrefix(a, "verbs:") {
+			return false
+		}
+	}
+	return true
+}
+
+// args are the command's arguments for run, with this test's additions;
+// paths from the repository's root are made relative to this package.
+func (s *sessionStep) args() []string {
+	f := strings.Fields(s.cmd)[1:]
+	var out []string
+	for _, a := range f {
+		if _, err := os.Stat(filepath.Join("../..", a)); err == nil && !strings.HasPrefix(a, "-") {
+			a = filepath.Join("../..", a) // a path from the repository's root
+		}
+		out = append(out, a)
+	}
+	return append(out, readmeTestArgs[f[0]]...)
+}
+
+func (s *sessionStep) run(t *testing.T, line int) {
+	t.Helper()
+	args := s.args()
+	for _, a := range args {
+		if strings.Contains(a, "/shared/") {
+			if _, err := os.Stat(a); err != nil {
+				t.Logf("README.md:%d: %q not run: %s is not here", line, s.cmd, a)
+				return
+			}
+		}
+	}
+	if s.server != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		var sout, serr bytes.Buffer
+		done := make(chan int, 1)
+		sargs := s.server.args()
+		go func() { done <- runIn(ctx, sargs, &sout, &serr) }()
+		defer func() {
+			if code := <-done; code != 0 {
+				t.Errorf("README.md:%d: %q: exit %d\n%s%s", line, s.server.cmd, code, sout.String(), serr.String())
+			}
+		}()
+	}
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if code := runIn(ctx, args, &out, &errb); code != 0 {
+		t.Errorf("README.md:%d: %q: exit %d\n%s%s", line, s.cmd, code, out.String(), errb.String())
+		return
+	}
+	if missing := unmatched(s.output, out.String()+errb.String()); missing != "" {
+		t.Errorf("README.md:%d: %q: the sample's line\n  %s\nis not in its output (in order, numbers aside):\n%s%s",
+			line, s.cmd, missing, out.String(), errb.String())
+	}
+}
+
+// runIn runs a command line under ctx (instead of the signals').
+func runIn(ctx context.Context, args []string, stdout, stderr *bytes.Buffer) int {
+	prev := rootContext
+	rootContext = ctx
+	defer func() { rootContext = prev }()
+	return run(args, stdout, stderr)
+}
+
+var (
+	numberRun = regexp.MustCompile(`[0-9][0-9a-fA-Fx.:]*`)
+	spaceRun  = regexp.MustCompile(`\s+`)
+)
+
+// linePattern is a sample line as a pattern: numbers (decimal, hex, with
+// dots and colons: addresses, sizes, times) stand for any number, runs of
+// spaces for any spaces, "..." for anything.
+func linePattern(l string) *regexp.Regexp {
+	var b strings.Builder
+	b.WriteString(`^\s*`)
+	for _, part := range strings.Split(strings.TrimSpace(l), "...") {
+		if b.Len() > len(`^\s*`) {
+			b.WriteString(`.*`)
+		}
+		last := 0
+		for _, m := range numberRun.FindAllStringIndex(part, -1) {
+			b.WriteString(spaceRun.ReplaceAllString(regexp.QuoteMeta(part[last:m[0]]), `\s+`))
+			b.WriteString(`[0-9][0-9a-fA-Fx.:]*`)
+			last = m[1]
+		}
+		b.WriteString(spaceRun.ReplaceAllString(regexp.QuoteMeta(part[last:]), `\s+`))
+	}
+	b.WriteString(`\s*$`)
+	return regexp.MustCompile(b.String())
+}
+
+// unmatched returns the first sample line not found in output after the
+// previous one, or "".
+func unmatched(sample []string, output string) string {
+	out := strings.Split(output, "\n")
+	at := 0
+	for _, l := range sample {
+		if strings.TrimSpace(l) == "..." || strings.TrimSpace(l) == "" {
+			continue
+		}
+		p := linePattern(l)
+		for at < len(out) && !p.MatchString(out[at]) {
+			at++
+		}
+		if at == len(out) {
+			return l
+		}
+		at++
+	}
+	return ""
+}
+
+// TestReadmeCommandLines: every rnic and rnicd command line of the
+// README's shell blocks names a command and flags that exist.
+func TestReadmeCommandLines(t *testing.T) {
+	for _, b := range readmeBlocks(t) {
+		for _, l := range b.lines {
+			l = strings.TrimPrefix(strings.TrimSpace(l), "$ ")
+			if i := strings.Index(l, " #"); i >= 0 {
+				l = l[:i]
+			}
+			checkCommandLine(t, b.line, l)
+		}
+	}
+}
+
+// rnicdSource is cmd/rnicd's source, where its flags are declared.
+var rnicdSource = func() string {
+	var all []byte
+	files, _ := filepath.Glob("../rnicd/*.go")
+	for _, f := range files {
+		if !strings.HasSuffix(f, "_test.go") {
+			b, _ := os.ReadFile(f)
+			all = append(all, b...)
+		}
+	}
+	return string(all)
+}()
+
+// checkCommandLine checks one shell line if it runs rnic or rnicd.
+func checkCommandLine(t *testing.T, line int, l string) {
+	t.Helper()
+	f := strings.Fields(l)
+	if len(f) > 0 && f[0] == "sudo" {
+		f = f[1:]
+	}
+	if len(f) == 0 {
+		return
+	}
+	switch filepath.Base(f[0]) {
+	case "rnic":
+		if len(f) < 2 {
+			return
+		}
+		c := lookup(f[1])
+		if c == nil {
+			t.Errorf("README.md:%d: %q: no command %q", line, l, f[1])
+			return
+		}
+		help, _, _ := rnic(t, f[1], "--help")
+		for _, a := range f[2:] {
+			if flag, ok := flagOf(a); ok && !strings.Contains(help, flag) {
+				t.Errorf("README.md:%d: %q: rnic %s has no flag %s", line, l, f[1], a)
+			}
+		}
+	case "rnicd":
+		for _, a := range f[1:] {
+			if flag, ok := flagOf(a); ok && !strings.Contains(rnicdSource, `"`+strings.TrimLeft(flag, "-")+`"`) {
+				t.Errorf("README.md:%d: %q: rnicd has no flag %s", line, l, a)
+			}
+		}
+	}
+}
+
+// flagOf is how a command's help names the flag argument a is: "--name"
+// or "-x, " for a shorthand; ok is false for an argument that is not a
+// flag.
+func flagOf(a string) (string, bool) {
+	name, _, _ := strings.Cut(a, "=")
+	switch {
+	case strings.HasPrefix(name, "--") && len(name) > 2:
+		return name, true
+	case strings.HasPrefix(name, "-") && len(name) == 2 && name[1] != '-':
+		return name + ", ", true
+	}
+	return "", false
+}

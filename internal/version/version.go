@@ -1,0 +1,51 @@
+// Package version is rnic's release and the build's details, as the
+// programs' --version prints them.
+package version
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+)
+
+// Release is rnic's version.
+const Release = "0.1.0"
+
+// Line is what PROG --version prints: "PROG RELEASE (module VERSION,
+// REVISION[+modified] TIME[, tags TAGS]) GOVERSION OS/ARCH", the part in
+// parentheses from what the Go toolchain recorded in the binary.
+func Line(prog string) string {
+	return fmt.Sprintf("%s %s%s %s %s/%s", prog, Release, buildDetails(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// buildDetails is " (module VERSION, REVISION[+modified] TIME[, tags
+// TAGS])", or "" without build info.
+func buildDetails() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	var rev, when, modified, tags string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+			if len(rev) > 12 {
+				rev = rev[:12]
+			}
+		case "vcs.time":
+			when = " " + s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = "+modified"
+			}
+		case "-tags":
+			tags = ", tags " + s.Value
+		}
+	}
+	out := " (module " + bi.Main.Version
+	if rev != "" {
+		out += ", " + rev + modified + when
+	}
+	return out + tags + ")"
+}
