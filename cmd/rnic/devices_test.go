@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rnic/rnic/internal/version"
+	"github.com/rnic/rnic/cmd/internal/version"
 	"github.com/rnic/rnic/nic/rnicd/rnicdtest"
 )
 

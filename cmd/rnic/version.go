@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/rnic/rnic/internal/version"
+	"github.com/rnic/rnic/cmd/internal/version"
 )
 
 // printVersion prints rnic's version and the build's details in one line.

@@ -16,7 +16,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/rnic/rnic/internal/version"
+	"github.com/rnic/rnic/cmd/internal/version"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/server"

@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/rnic/rnic/internal/version"
+	"github.com/rnic/rnic/cmd/internal/version"
 )
 
 func TestVersion(t *testing.T) {
