@@ -1,14 +1,28 @@
-// Waiting for the NIC, as perftest busy-polls, with one Go-specific turn.
+// Waiting for the NIC, as perftest busy-polls, with Go-specific turns.
 //
 // A spinner first spins, yielding the processor on each idle turn (so the
 // NIC's goroutines run even with GOMAXPROCS=1). But a goroutine that only
 // yields keeps the Go scheduler from polling the network: runtime.Gosched
 // puts it back on the run queue, which the scheduler serves before it asks
 // epoll, and the UDP sockets' readiness then waits for sysmon, up to 10 ms.
-// So after spinTurns idle turns the spinner parks: on the CQ's completion
-// channel when it waits for a completion (the NIC's push wakes it at
-// once), or for parkSleep when it watches memory. A parked goroutine lets
-// its processor poll the network.
+// So after spinTurns idle turns the spinner parks, on what will wake it
+// when its wait is over:
+//
+//   - waiting for a completion: the CQ's completion channel (the NIC's
+//     push wakes it at once);
+//   - watching memory on a NIC in this process (a WRITE latency test):
+//     the MR's watch (memory.Region.Watch), which the engine's receive
+//     goroutine signals as it places the peer's WRITE;
+//   - watching memory that another process writes (rnicd's NICs, a
+//     libibverbs device): nothing in this process learns of the write, so
+//     the spinner spins for memSpin, then naps memNap at a time on a
+//     nap.Timer.
+//
+// Never on time.Sleep: the runtime rounds a sub-millisecond sleep up to a
+// whole millisecond unless a socket wakes it first. Through rnicd nothing
+// did, and a WRITE round trip took about half a millisecond; in-process an
+// iWARP WRITE (no RDMAP acknowledgement, so no second socket event per
+// round trip) took 13 times the raw TCP round trip while SEND took 1.04.
 //
 // A spinner also notices cancellation and gives up when nothing happened
 // for stallTimeout, which means the peer has gone: a run never hangs.
@@ -21,6 +35,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/rnic/rnic/internal/nap"
 	"github.com/rnic/rnic/nic/ibv"
 )
 
@@ -32,11 +47,16 @@ const (
 	// loopback, 64 turns gave 8-byte write latency 3.7x raw UDP, 1 turn
 	// 2.3x, at no cost in bandwidth.
 	spinTurns = 1
-	// parkMax bounds one park on a CQ (the stall and cancellation checks
-	// run between parks).
+	// parkMax bounds one park on a channel (the stall and cancellation
+	// checks run between parks).
 	parkMax = time.Millisecond
-	// parkSleep is one park while watching memory.
-	parkSleep = 5 * time.Microsecond
+	// memSpin is how long a watch of memory another process writes
+	// spins (yielding) after the last progress before it naps: about a
+	// round trip through rnicd, so that a ping-pong rarely naps.
+	memSpin = 50 * time.Microsecond
+	// memNap is one nap of such a watch. Shorter naps do not park: the
+	// timerfd has expired by the time it is read.
+	memNap = 20 * time.Microsecond
 	// stallTimeout is how long a loop waits without any progress. It is
 	// far above the RC retry budget (7 retries × 67 ms at timeout 14), so
 	// a lost peer shows as a completion error first when there is one.
@@ -46,9 +66,42 @@ const (
 // ErrStalled is returned when a loop made no progress for stallTimeout.
 var ErrStalled = errors.New("perf: no progress: the peer stopped responding")
 
+// memWatch is how a side waits for its memory to change: landed if the
+// NIC is in this process, else nap.
+type memWatch struct {
+	landed <-chan struct{}
+	nap    *nap.Timer
+}
+
+// openWatch gives a WRITE latency test's side the means to watch its
+// MR's memory.
+func (s *side) openWatch() error {
+	if s.cfg.Op != OpWrite || s.cfg.Mode != ModeLat {
+		return nil
+	}
+	if m := ibv.LocalMR(s.mr); m != nil {
+		s.watch = &memWatch{landed: m.Region().Watch()}
+		return nil
+	}
+	t, err := nap.New()
+	if err != nil {
+		return err
+	}
+	s.watch = &memWatch{nap: t}
+	return nil
+}
+
+// closeWatch releases what openWatch took.
+func (s *side) closeWatch() {
+	if s.watch != nil && s.watch.nap != nil {
+		s.watch.nap.Close()
+	}
+}
+
 // spinner counts idle turns of a polling loop.
 type spinner struct {
 	ctx   context.Context
+	mem   *memWatch // the memory watch's means, nil if not a WRITE latency test
 	idle  int
 	since time.Time
 	armed bool
@@ -81,8 +134,7 @@ func (s *spinner) wait(cq ibv.CQ) error {
 		return ErrStalled
 	}
 	if cq == nil {
-		time.Sleep(parkSleep)
-		return nil
+		return s.waitMemory()
 	}
 	if !s.armed {
 		// Arm, and let the caller poll once more: a completion that came
@@ -90,17 +142,37 @@ func (s *spinner) wait(cq ibv.CQ) error {
 		s.armed = true
 		return cq.ReqNotify(false)
 	}
+	s.park(cq.Notify())
+	s.armed = false
+	return nil
+}
+
+// waitMemory is an idle turn of a memory watch.
+func (s *spinner) waitMemory() error {
+	switch {
+	case s.mem == nil:
+		return errors.New("perf: memory watch without the means")
+	case s.mem.landed != nil:
+		s.park(s.mem.landed)
+		return nil
+	case time.Since(s.since) < memSpin:
+		runtime.Gosched()
+		return nil
+	}
+	return s.mem.nap.Nap(memNap)
+}
+
+// park waits for c, at most parkMax.
+func (s *spinner) park(c <-chan struct{}) {
 	if s.timer == nil {
 		s.timer = time.NewTimer(parkMax)
 	} else {
 		s.timer.Reset(parkMax)
 	}
 	select {
-	case <-cq.Notify():
+	case <-c:
 	case <-s.timer.C:
 	case <-s.ctx.Done():
 	}
 	s.timer.Stop()
-	s.armed = false
-	return nil
 }
