@@ -1,4 +1,5 @@
-// Package nap gives a goroutine short sleeps that end on time.
+// Package nap gives a goroutine short sleeps that end on time, and a yield
+// of its thread.
 //
 // A Go program that waits with time.Sleep (or any runtime timer) for less
 // than a millisecond often waits a whole one: when every processor is

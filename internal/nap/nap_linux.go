@@ -41,3 +41,8 @@ func (t *Timer) Nap(d time.Duration) error {
 
 // Close releases the descriptor.
 func (t *Timer) Close() error { return t.f.Close() }
+
+// Yield gives the processor to any other thread that wants it (one
+// sched_yield): a loop that spins on memory another process writes lets
+// that process run on a busy machine, which runtime.Gosched does not.
+func Yield() { unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }

@@ -2,7 +2,10 @@
 
 package nap
 
-import "time"
+import (
+	"runtime"
+	"time"
+)
 
 // Timer naps with time.Sleep where there is no timerfd.
 type Timer struct{}
@@ -18,3 +21,6 @@ func (t *Timer) Nap(d time.Duration) error {
 
 // Close does nothing.
 func (t *Timer) Close() error { return nil }
+
+// Yield yields the goroutine.
+func Yield() { runtime.Gosched() }
