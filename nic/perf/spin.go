@@ -12,11 +12,15 @@
 //     push wakes it at once);
 //   - watching memory on a NIC in this process (a WRITE latency test):
 //     the MR's watch (memory.Region.Watch), which the engine's receive
-//     goroutine signals as it places the peer's WRITE;
-//   - watching memory that another process writes (rnicd's NICs, a
-//     libibverbs device): nothing in this process learns of the write, so
-//     the spinner spins for memSpin, then naps memNap at a time on a
-//     nap.Timer.
+//     goroutine signals as it places the peer's WRITE.
+//
+// A NIC in another process (rnicd's, a libibverbs device) writes the
+// completion rings and the buffers in shared memory, and nothing in this
+// process needs the network meanwhile, so a latency loop on one spins as
+// perftest does, for up to remoteSpin after its last progress, yielding
+// its thread (nap.Yield) rather than only the goroutine so that the daemon
+// gets the processor on a busy machine. Then it parks as above, or, for a
+// memory watch, naps memNap at a time on a nap.Timer.
 //
 // Never on time.Sleep: the runtime rounds a sub-millisecond sleep up to a
 // whole millisecond unless a socket wakes it first. Through rnicd nothing
@@ -50,12 +54,14 @@ const (
 	// parkMax bounds one park on a channel (the stall and cancellation
 	// checks run between parks).
 	parkMax = time.Millisecond
-	// memSpin is how long a watch of memory another process writes
-	// spins (yielding) after the last progress before it naps: about a
-	// round trip through rnicd, so that a ping-pong rarely naps.
-	memSpin = 50 * time.Microsecond
-	// memNap is one nap of such a watch. Shorter naps do not park: the
-	// timerfd has expired by the time it is read.
+	// remoteSpin is how long a latency loop on a NIC in another process
+	// spins after its last progress: several round trips through rnicd
+	// on a loaded machine (measured there: 200 us left the 8-byte WRITE
+	// round trip at 1.0-1.5x the embedded one's only sometimes, 2 ms
+	// steadily). It costs a waiting side one busy (yielding) core.
+	remoteSpin = 2 * time.Millisecond
+	// memNap is one nap of a memory watch beyond remoteSpin. Shorter
+	// naps do not park: the timerfd has expired by the time it is read.
 	memNap = 20 * time.Microsecond
 	// stallTimeout is how long a loop waits without any progress. It is
 	// far above the RC retry budget (7 retries × 67 ms at timeout 14), so
@@ -66,17 +72,18 @@ const (
 // ErrStalled is returned when a loop made no progress for stallTimeout.
 var ErrStalled = errors.New("perf: no progress: the peer stopped responding")
 
-// memWatch is how a side waits for its memory to change: landed if the
-// NIC is in this process, else nap.
+// memWatch is how a latency loop waits: for a NIC in this process, landed
+// is its MR's watch; for one in another process, remote is set and nap
+// is the memory watch's timer.
 type memWatch struct {
 	landed <-chan struct{}
+	remote bool
 	nap    *nap.Timer
 }
 
-// openWatch gives a WRITE latency test's side the means to watch its
-// MR's memory.
+// openWatch gives a latency test's side the means to wait.
 func (s *side) openWatch() error {
-	if s.cfg.Op != OpWrite || s.cfg.Mode != ModeLat {
+	if s.cfg.Mode != ModeLat {
 		return nil
 	}
 	if m := ibv.LocalMR(s.mr); m != nil {
@@ -87,7 +94,7 @@ func (s *side) openWatch() error {
 	if err != nil {
 		return err
 	}
-	s.watch = &memWatch{nap: t}
+	s.watch = &memWatch{remote: true, nap: t}
 	return nil
 }
 
@@ -101,7 +108,7 @@ func (s *side) closeWatch() {
 // spinner counts idle turns of a polling loop.
 type spinner struct {
 	ctx   context.Context
-	mem   *memWatch // the memory watch's means, nil if not a WRITE latency test
+	w     *memWatch // a latency loop's, else nil
 	idle  int
 	since time.Time
 	armed bool
@@ -120,7 +127,7 @@ func (s *spinner) progressed() {
 
 // wait is called on a turn that found nothing to do; the caller polls
 // again after it returns. cq is what the loop waits for, or nil when it
-// watches memory.
+// watches memory (a latency loop's spinner has w).
 func (s *spinner) wait(cq ibv.CQ) error {
 	s.idle++
 	if s.idle < spinTurns {
@@ -132,6 +139,10 @@ func (s *spinner) wait(cq ibv.CQ) error {
 	}
 	if time.Since(s.since) > stallTimeout {
 		return ErrStalled
+	}
+	if s.w != nil && s.w.remote && time.Since(s.since) < remoteSpin {
+		nap.Yield()
+		return nil
 	}
 	if cq == nil {
 		return s.waitMemory()
@@ -147,19 +158,16 @@ func (s *spinner) wait(cq ibv.CQ) error {
 	return nil
 }
 
-// waitMemory is an idle turn of a memory watch.
+// waitMemory is an idle turn of a memory watch past its spinning.
 func (s *spinner) waitMemory() error {
 	switch {
-	case s.mem == nil:
+	case s.w == nil:
 		return errors.New("perf: memory watch without the means")
-	case s.mem.landed != nil:
-		s.park(s.mem.landed)
-		return nil
-	case time.Since(s.since) < memSpin:
-		runtime.Gosched()
+	case s.w.landed != nil:
+		s.park(s.w.landed)
 		return nil
 	}
-	return s.mem.nap.Nap(memNap)
+	return s.w.nap.Nap(memNap)
 }
 
 // park waits for c, at most parkMax.
