@@ -2,8 +2,9 @@
 // NIC (proto/ring.go: RQ done), so that a message arriving after PostRecv
 // returns finds them, as on an in-process NIC.
 //
-// The drainer usually takes them within microseconds, woken by the
-// doorbell, so the wait spins first, yielding. Then it naps on a timerfd
+// The drainer usually takes them within tens of microseconds, woken by
+// the doorbell, so the wait spins first, yielding its thread (nap.Yield)
+// so that the daemon gets the processor on a busy machine. Then it naps on a timerfd
 // (internal/nap), not time.Sleep: nothing in this process wakes the Go
 // runtime when the daemon writes RQ done, and a sub-millisecond sleep
 // then lasts a whole millisecond. That was most of the ~0.7 ms a SEND
@@ -13,7 +14,6 @@
 package client
 
 import (
-	"runtime"
 	"sync"
 	"time"
 
@@ -25,7 +25,7 @@ import (
 const (
 	// recvSpin is how long the wait spins before it naps: a wake-up of
 	// the daemon's drainer and its post, with room for a busy machine.
-	recvSpin = 50 * time.Microsecond
+	recvSpin = 200 * time.Microsecond
 	// recvNap is one nap; shorter naps do not park (the timerfd expires
 	// before it is read) and would spin.
 	recvNap  = 20 * time.Microsecond
@@ -40,7 +40,7 @@ func (d *Device) waitRecvs(r *proto.WorkRings, prod uint32) {
 	}
 	start := time.Now()
 	for time.Since(start) < recvSpin {
-		runtime.Gosched()
+		nap.Yield()
 		if taken() {
 			return
 		}
