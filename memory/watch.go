@@ -24,8 +24,9 @@ type regionWatch struct {
 // Watch returns a channel that receives a value after writes through a Ref
 // or Table.Scatter into the region's memory (by any key of the region or of a window bound
 // to it). Values coalesce: one may stand for several writes, and one may
-// be pending from before the call. Once called, the watch stays on for the
-// region's life.
+// be pending from before the call. It is meant for one waiting goroutine
+// at a time: of several, only one takes a given value. Once called, the
+// watch stays on for the region's life.
 func (r *Region) Watch() <-chan struct{} {
 	r.watch.once.Do(func() {
 		c := make(chan struct{}, 1)
