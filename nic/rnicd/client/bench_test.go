@@ -22,9 +22,11 @@ import (
 )
 
 // pollSpin polls cq until it returns one completion, for at most 10 s
-// (then it reports a GENERAL_ERR completion).
+// (then it reports a GENERAL_ERR completion), yielding the thread between
+// polls so that the daemon gets the processor on a busy machine.
 func pollSpin(cq ibv.CQ, wcs []verbs.WC) verbs.WC {
 	for i := 0; cq.Poll(wcs[:1]) == 0; i++ {
+		nap.Yield()
 		if i&0xfff == 0 && i > 0 {
 			if i == 0x1000 {
 				wcs[1].WRID = uint64(time.Now().Add(10 * time.Second).UnixNano())
