@@ -69,6 +69,9 @@ func (r *Ref) Write(va uint64, src []byte) Fault {
 		return f
 	}
 	copy(r.tg.mem[off:], src)
+	if rg := r.tg.region; rg != nil {
+		rg.written()
+	}
 	return Ok
 }
 

@@ -9,6 +9,7 @@ package memory
 import (
 	"fmt"
 	"math"
+	"sync/atomic"
 )
 
 // Region is a registered memory region. Its methods are safe for concurrent
@@ -19,6 +20,9 @@ type Region struct {
 	pd    PD
 	fast  bool
 	cur   atomicTarget // current or last registration; nil for a fast MR never registered
+
+	watch   regionWatch // Watch's channel
+	watched atomic.Bool // set once watch.c is made
 
 	// guarded by t.mu
 	windows int  // windows bound to this region

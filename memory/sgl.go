@@ -86,6 +86,9 @@ func (t *Table) Scatter(pd PD, sges []SGE, src []byte, offset int) Fault {
 		}
 		off, _ := tg.span(s.Addr, uint64(s.Length))
 		c := copy(tg.mem[off+skip:off+uint64(s.Length)], src)
+		if tg.region != nil {
+			tg.region.written()
+		}
 		tg.pin.release()
 		src = src[c:]
 		skip = 0

@@ -44,6 +44,11 @@
 //     SENDs; READ and atomics wait for their own completion. A sample is
 //     the time from one post to the next, halved for the ping-pongs;
 //     t_typical is the median, t_99 and t_99.9 nearest-rank percentiles.
+//     A side waits as spin.go says: on an in-process NIC parked on what
+//     the NIC signals (the CQ's channel, the MR's watch); on rnicd's or a
+//     libibverbs device busy-polling, as perftest does, for up to 2 ms at
+//     a time (the waiting side keeps a core busy, yielding it to whoever
+//     else wants it).
 //   - Atomics: FETCH_AND_ADD adds 1, CMP_AND_SWAP swaps i for i+1 on its
 //     i-th operation; either way the word ends at Iters, which the server
 //     checks.

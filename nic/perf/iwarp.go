@@ -266,6 +266,9 @@ func openIWARPSide(r *resolved, addr netip.Addr, name string, seed byte, network
 	if s.mr, err = d.RegMR(s.pd, s.mem.b, access); err != nil {
 		return s, fmt.Errorf("perf: register %d bytes: %w", len(s.mem.b), err)
 	}
+	if err = s.openWatch(); err != nil {
+		return s, err
+	}
 	if s.scq, err = d.CreateCQ(r.sendCQE()); err != nil {
 		return s, fmt.Errorf("perf: create send CQ: %w", err)
 	}
@@ -342,6 +345,7 @@ func (s *side) closeIWARP() {
 	if s.mr != nil {
 		s.mr.Dereg()
 	}
+	s.closeWatch()
 	if s.mem != nil {
 		s.mem.close()
 	}

@@ -144,6 +144,7 @@ func (s *side) awaitLat(ctx context.Context, i, seq int) error {
 	cfg := s.cfg
 	q := s.qps[i]
 	spin := newSpinner(ctx)
+	spin.w = s.watch
 	var waitOn ibv.CQ // nil: the WRITE test watches memory
 	switch cfg.Op {
 	case OpSend:

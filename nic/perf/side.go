@@ -75,6 +75,9 @@ type side struct {
 	serverFirst bool
 	// latPosts: when serveLat posted, from its start.
 	latPosts []int64
+	// watch is a WRITE latency test's memory watch (spin.go); nil in
+	// other tests.
+	watch *memWatch
 	// iWARP only (iwarp.go): the iWARP engine and device; sendCredit,
 	// if set, bounds the SENDs posted on QP i (the receives the peer has
 	// posted: an iWARP SEND completes before it arrives, and one that
@@ -137,6 +140,9 @@ func openSide(r *resolved, n ibv.Device, addr netip.Addr, spec sideSpec) (_ *sid
 	if s.mr, err = n.RegMR(s.pd, s.mem.b, access); err != nil {
 		return nil, fmt.Errorf("perf: register %d bytes: %w", len(s.mem.b), err)
 	}
+	if err = s.openWatch(); err != nil {
+		return nil, err
+	}
 	if s.scq, err = n.CreateCQ(r.sendCQE()); err != nil {
 		return nil, fmt.Errorf("perf: create send CQ: %w", err)
 	}
@@ -196,6 +202,7 @@ func (s *side) close() {
 	if s.pd != nil {
 		s.pd.Dealloc()
 	}
+	s.closeWatch()
 }
 
 // key is QP i's key message: its QPN and PSN, the rkey, and the address

@@ -1,14 +1,32 @@
-// Waiting for the NIC, as perftest busy-polls, with one Go-specific turn.
+// Waiting for the NIC, as perftest busy-polls, with Go-specific turns.
 //
 // A spinner first spins, yielding the processor on each idle turn (so the
 // NIC's goroutines run even with GOMAXPROCS=1). But a goroutine that only
 // yields keeps the Go scheduler from polling the network: runtime.Gosched
 // puts it back on the run queue, which the scheduler serves before it asks
 // epoll, and the UDP sockets' readiness then waits for sysmon, up to 10 ms.
-// So after spinTurns idle turns the spinner parks: on the CQ's completion
-// channel when it waits for a completion (the NIC's push wakes it at
-// once), or for parkSleep when it watches memory. A parked goroutine lets
-// its processor poll the network.
+// So after spinTurns idle turns the spinner parks, on what will wake it
+// when its wait is over:
+//
+//   - waiting for a completion: the CQ's completion channel (the NIC's
+//     push wakes it at once);
+//   - watching memory on a NIC in this process (a WRITE latency test):
+//     the MR's watch (memory.Region.Watch), which the engine's receive
+//     goroutine signals as it places the peer's WRITE.
+//
+// A NIC in another process (rnicd's, a libibverbs device) writes the
+// completion rings and the buffers in shared memory, and nothing in this
+// process needs the network meanwhile, so a latency loop on one spins as
+// perftest does, for up to remoteSpin after its last progress, yielding
+// its thread (nap.Yield) rather than only the goroutine so that the daemon
+// gets the processor on a busy machine. Then it parks as above, or, for a
+// memory watch, naps memNap at a time on a nap.Timer.
+//
+// Never on time.Sleep: the runtime rounds a sub-millisecond sleep up to a
+// whole millisecond unless a socket wakes it first. Through rnicd nothing
+// did, and a WRITE round trip took about half a millisecond; in-process an
+// iWARP WRITE (no RDMAP acknowledgement, so no second socket event per
+// round trip) took 13 times the raw TCP round trip while SEND took 1.04.
 //
 // A spinner also notices cancellation and gives up when nothing happened
 // for stallTimeout, which means the peer has gone: a run never hangs.
@@ -21,6 +39,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/rnic/rnic/transport/clock/nap"
 	"github.com/rnic/rnic/nic/ibv"
 )
 
@@ -32,11 +51,18 @@ const (
 	// loopback, 64 turns gave 8-byte write latency 3.7x raw UDP, 1 turn
 	// 2.3x, at no cost in bandwidth.
 	spinTurns = 1
-	// parkMax bounds one park on a CQ (the stall and cancellation checks
-	// run between parks).
+	// parkMax bounds one park on a channel (the stall and cancellation
+	// checks run between parks).
 	parkMax = time.Millisecond
-	// parkSleep is one park while watching memory.
-	parkSleep = 5 * time.Microsecond
+	// remoteSpin is how long a latency loop on a NIC in another process
+	// spins after its last progress: several round trips through rnicd
+	// on a loaded machine (measured there: 200 us left the 8-byte WRITE
+	// round trip at 1.0-1.5x the embedded one's only sometimes, 2 ms
+	// steadily). It costs a waiting side one busy (yielding) core.
+	remoteSpin = 2 * time.Millisecond
+	// memNap is one nap of a memory watch beyond remoteSpin. Shorter
+	// naps do not park: the timerfd has expired by the time it is read.
+	memNap = 20 * time.Microsecond
 	// stallTimeout is how long a loop waits without any progress. It is
 	// far above the RC retry budget (7 retries × 67 ms at timeout 14), so
 	// a lost peer shows as a completion error first when there is one.
@@ -46,9 +72,43 @@ const (
 // ErrStalled is returned when a loop made no progress for stallTimeout.
 var ErrStalled = errors.New("perf: no progress: the peer stopped responding")
 
+// memWatch is how a latency loop waits: for a NIC in this process, landed
+// is its MR's watch; for one in another process, remote is set and nap
+// is the memory watch's timer.
+type memWatch struct {
+	landed <-chan struct{}
+	remote bool
+	nap    *nap.Timer
+}
+
+// openWatch gives a latency test's side the means to wait.
+func (s *side) openWatch() error {
+	if s.cfg.Mode != ModeLat {
+		return nil
+	}
+	if m := ibv.LocalMR(s.mr); m != nil {
+		s.watch = &memWatch{landed: m.Region().Watch()}
+		return nil
+	}
+	t, err := nap.New()
+	if err != nil {
+		return err
+	}
+	s.watch = &memWatch{remote: true, nap: t}
+	return nil
+}
+
+// closeWatch releases what openWatch took.
+func (s *side) closeWatch() {
+	if s.watch != nil && s.watch.nap != nil {
+		s.watch.nap.Close()
+	}
+}
+
 // spinner counts idle turns of a polling loop.
 type spinner struct {
 	ctx   context.Context
+	w     *memWatch // a latency loop's, else nil
 	idle  int
 	since time.Time
 	armed bool
@@ -67,7 +127,7 @@ func (s *spinner) progressed() {
 
 // wait is called on a turn that found nothing to do; the caller polls
 // again after it returns. cq is what the loop waits for, or nil when it
-// watches memory.
+// watches memory (a latency loop's spinner has w).
 func (s *spinner) wait(cq ibv.CQ) error {
 	s.idle++
 	if s.idle < spinTurns {
@@ -80,9 +140,12 @@ func (s *spinner) wait(cq ibv.CQ) error {
 	if time.Since(s.since) > stallTimeout {
 		return ErrStalled
 	}
-	if cq == nil {
-		time.Sleep(parkSleep)
+	if s.w != nil && s.w.remote && time.Since(s.since) < remoteSpin {
+		nap.Yield()
 		return nil
+	}
+	if cq == nil {
+		return s.waitMemory()
 	}
 	if !s.armed {
 		// Arm, and let the caller poll once more: a completion that came
@@ -90,17 +153,34 @@ func (s *spinner) wait(cq ibv.CQ) error {
 		s.armed = true
 		return cq.ReqNotify(false)
 	}
+	s.park(cq.Notify())
+	s.armed = false
+	return nil
+}
+
+// waitMemory is an idle turn of a memory watch past its spinning.
+func (s *spinner) waitMemory() error {
+	switch {
+	case s.w == nil:
+		return errors.New("perf: memory watch without the means")
+	case s.w.landed != nil:
+		s.park(s.w.landed)
+		return nil
+	}
+	return s.w.nap.Nap(memNap)
+}
+
+// park waits for c, at most parkMax.
+func (s *spinner) park(c <-chan struct{}) {
 	if s.timer == nil {
 		s.timer = time.NewTimer(parkMax)
 	} else {
 		s.timer.Reset(parkMax)
 	}
 	select {
-	case <-cq.Notify():
+	case <-c:
 	case <-s.timer.C:
 	case <-s.ctx.Done():
 	}
 	s.timer.Stop()
-	s.armed = false
-	return nil
 }

@@ -67,6 +67,8 @@ type Device struct {
 	goneErr  error
 	closed   atomic.Bool
 	readDone chan struct{}
+
+	naps napPool // PostRecv's waits (recvwait.go)
 }
 
 var (
@@ -321,5 +323,6 @@ func (d *Device) Close() error {
 	d.conn.Close()
 	<-d.readDone
 	d.releaseAll()
+	d.naps.close()
 	return nil
 }

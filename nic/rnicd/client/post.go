@@ -8,8 +8,6 @@ package client
 
 import (
 	"fmt"
-	"runtime"
-	"time"
 
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic"
@@ -183,34 +181,6 @@ func (q *QP) PostRecv(wrs ...*verbs.RecvWR) error {
 		q.d.waitRecvs(q.rings, q.rqProd)
 	}
 	return err
-}
-
-// Waiting for the daemon to take receive WQEs: spins (yielding) first, as
-// the drainer is usually at it within microseconds, then sleeps a little
-// at a time; a daemon that does not come within recvWait is left to it.
-const (
-	recvSpins = 200
-	recvNap   = 20 * time.Microsecond
-	recvWait  = time.Second
-)
-
-// waitRecvs waits until the daemon has put the receive WQEs before prod
-// into the NIC (RQ done), so that a message arriving after PostRecv
-// returns finds them, as on an in-process NIC.
-func (d *Device) waitRecvs(r *proto.WorkRings, prod uint32) {
-	for i := 0; int32(r.RQDone.Load()-prod) < 0; i++ {
-		if d.isGone.Load() {
-			return
-		}
-		if i < recvSpins {
-			runtime.Gosched()
-			continue
-		}
-		if time.Duration(i-recvSpins)*recvNap > recvWait {
-			return
-		}
-		time.Sleep(recvNap)
-	}
 }
 
 // postRecv writes receive WRs into ring r (a QP's or an SRQ's), rings the
