@@ -15,7 +15,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/rnic/rnic/internal/nap"
+	"github.com/rnic/rnic/transport/clock/nap"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/rnicdtest"
 	"github.com/rnic/rnic/nic/verbs"

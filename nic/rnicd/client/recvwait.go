@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rnic/rnic/internal/nap"
+	"github.com/rnic/rnic/transport/clock/nap"
 	"github.com/rnic/rnic/nic/rnicd/proto"
 )
 
