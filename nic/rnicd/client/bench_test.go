@@ -15,10 +15,10 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/rnic/rnic/transport/clock/nap"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/rnicdtest"
 	"github.com/rnic/rnic/nic/verbs"
+	"github.com/rnic/rnic/transport/clock/nap"
 )
 
 // pollSpin polls cq until it returns one completion, for at most 10 s

@@ -17,8 +17,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rnic/rnic/transport/clock/nap"
 	"github.com/rnic/rnic/nic/rnicd/proto"
+	"github.com/rnic/rnic/transport/clock/nap"
 )
 
 // Receive wait timing.
