@@ -39,8 +39,8 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/rnic/rnic/transport/clock/nap"
 	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/transport/clock/nap"
 )
 
 // Spinning and parking.
