@@ -28,7 +28,8 @@ const help = `usage: rnicd --tap NAME --ip CIDR [--ip6 CIDR] [--mac MAC] [--mtu 
              [--device 'name=rnic1,tap=t1,ip=CIDR,...']...
        rnicd --udp ADDR[:PORT] [--mtu N] [--pcap FILE] [--name rnic0]
              [--device 'name=rnic1,udp=ADDR[:PORT],...']...
-       [--socket PATH] [--max-qps N] [--max-mrs N] [--max-mr-bytes N]
+       [--socket PATH] [--max-clients N] [--max-clients-per-uid N]
+       [--max-qps N] [--max-mrs N] [--max-mr-bytes N]
        [--max-ring-bytes N] [--max-objects N]
 
 Runs software RDMA NICs until SIGINT or SIGTERM and serves them to local
