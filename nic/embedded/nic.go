@@ -82,6 +82,9 @@ func NewNIC(cfg Config) (*NIC, error) {
 	}
 	scfg := roce.Config{Link: link, Clock: cfg.Clock, MAC: cfg.MAC, Addrs: addrs,
 		Resolve: cfg.Resolve, DeferAcks: cfg.DeferAcks, UDPPort: cfg.UDPPort, PeerPort: cfg.PeerPort}
+	// The embedded mode's link keeps a socket per source port: QPs hold
+	// theirs so that destroying a QP closes it.
+	scfg.SourcePorts, _ = cfg.Link.(transport.SourcePorts)
 	if cfg.Trace != nil {
 		var mu sync.Mutex
 		w, name := cfg.Trace, cfg.Name
