@@ -1,0 +1,5 @@
+//go:build !race
+
+package ibvtest_test
+
+const raceEnabled = false
