@@ -57,21 +57,18 @@ func (u Usage) Within(base, slack Usage) bool {
 }
 
 // Soak creates and destroys qps QPs on p (half on each side), RC and UD
-// alternately, each pair with its own CQs, buffers, MRs (and AH for UD) and
-// one message each way, checked byte for byte; then it checks that the
-// process's Usage came back to what it was after a warm-up, within Slack
-// (waiting up to a few seconds for asynchronous teardown).
+// alternately, each pair with one message each way, checked byte for
+// byte; every kitRounds pairs the CQs, buffers and MRs are made anew too
+// (and a UD pair has its AHs). Then it checks that the process's Usage came
+// back to what it was after a warm-up, within Slack (waiting up to a few
+// seconds for asynchronous teardown).
 func Soak(t *testing.T, p Pair, qps int) {
 	a, b := newSides(t, p)
 	const warmup = 32
-	for i := range warmup {
-		soakRound(t, a, b, i)
-	}
+	rounds(t, a, b, 0, warmup)
 	base := MeasureUsage()
 	start := time.Now()
-	for i := warmup; i < warmup+qps/2; i++ {
-		soakRound(t, a, b, i)
-	}
+	rounds(t, a, b, warmup, warmup+qps/2)
 	t.Logf("%d QPs created, used and destroyed in %v", qps, time.Since(start).Round(time.Millisecond))
 	var now Usage
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
@@ -86,14 +83,33 @@ func Soak(t *testing.T, p Pair, qps int) {
 	}
 }
 
+// kitRounds is how many QP pairs share one CQ, buffer and MR per side.
+const kitRounds = 8
+
+// rounds runs QP pairs from..to-1, with kits made and destroyed as they go.
+func rounds(t *testing.T, a, b *side, from, to int) {
+	t.Helper()
+	var ka, kb *soakKit
+	for i := from; i < to; i++ {
+		if (i-from)%kitRounds == 0 {
+			ka.destroy(t)
+			kb.destroy(t)
+			ka, kb = newSoakKit(t, a), newSoakKit(t, b)
+		}
+		soakRound(t, a, b, ka, kb, i)
+	}
+	ka.destroy(t)
+	kb.destroy(t)
+}
+
 // soakRound is one pair of QPs from creation to destruction.
-func soakRound(t *testing.T, a, b *side, i int) {
+func soakRound(t *testing.T, a, b *side, ka, kb *soakKit, i int) {
 	t.Helper()
 	typ := verbs.QPTypeRC
 	if i%2 == 1 {
 		typ = verbs.QPTypeUD
 	}
-	ea, eb := newSoakEnd(t, a, typ), newSoakEnd(t, b, typ)
+	ea, eb := newSoakEnd(t, a, ka, typ), newSoakEnd(t, b, kb, typ)
 	defer ea.destroy(t)
 	defer eb.destroy(t)
 	if typ == verbs.QPTypeRC {
@@ -108,12 +124,49 @@ func soakRound(t *testing.T, a, b *side, i int) {
 	eb.exchange(t, ea, i+1)
 }
 
-// soakEnd is one side's objects of one round.
+// soakKit is one side's CQ and registered buffer, shared by a few rounds.
+type soakKit struct {
+	cq  ibv.CQ
+	buf ibv.Buffer
+	mr  ibv.MR
+}
+
+func newSoakKit(t *testing.T, s *side) *soakKit {
+	t.Helper()
+	k := &soakKit{}
+	var err error
+	if k.cq, err = s.dev.CreateCQ(16); err != nil {
+		t.Fatalf("CreateCQ: %v", err)
+	}
+	if k.buf, err = s.dev.AllocBuffer(2 * soakRecvOff); err != nil {
+		t.Fatalf("AllocBuffer: %v", err)
+	}
+	if k.mr, err = s.dev.RegMR(s.pd, k.buf.Bytes(), memory.LocalWrite); err != nil {
+		t.Fatalf("RegMR: %v", err)
+	}
+	return k
+}
+
+// destroy destroys the kit's objects (nothing for a nil kit).
+func (k *soakKit) destroy(t *testing.T) {
+	t.Helper()
+	if k == nil {
+		return
+	}
+	for _, f := range []struct {
+		what string
+		do   func() error
+	}{{"destroy CQ", k.cq.Destroy}, {"dereg MR", k.mr.Dereg}, {"close buffer", k.buf.Close}} {
+		if err := f.do(); err != nil {
+			t.Fatalf("%s: %v", f.what, err)
+		}
+	}
+}
+
+// soakEnd is one side's QP of one round, on a kit.
 type soakEnd struct {
+	*soakKit
 	dev  ibv.Device
-	cq   ibv.CQ
-	buf  ibv.Buffer
-	mr   ibv.MR
 	qp   ibv.QP
 	ah   ibv.AH
 	peer uint32 // the peer QP's number (UD)
@@ -126,19 +179,10 @@ const (
 	soakRecvOff = 4096
 )
 
-func newSoakEnd(t *testing.T, s *side, typ verbs.QPType) *soakEnd {
+func newSoakEnd(t *testing.T, s *side, k *soakKit, typ verbs.QPType) *soakEnd {
 	t.Helper()
-	e := &soakEnd{dev: s.dev}
+	e := &soakEnd{soakKit: k, dev: s.dev}
 	var err error
-	if e.cq, err = s.dev.CreateCQ(16); err != nil {
-		t.Fatalf("CreateCQ: %v", err)
-	}
-	if e.buf, err = s.dev.AllocBuffer(2 * soakRecvOff); err != nil {
-		t.Fatalf("AllocBuffer: %v", err)
-	}
-	if e.mr, err = s.dev.RegMR(s.pd, e.buf.Bytes(), memory.LocalWrite); err != nil {
-		t.Fatalf("RegMR: %v", err)
-	}
 	e.qp, err = s.dev.CreateQP(s.pd, ibv.QPInit{Type: typ, SendCQ: e.cq, RecvCQ: e.cq,
 		Cap: verbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}})
 	if err != nil {
@@ -183,17 +227,14 @@ func (e *soakEnd) exchange(t *testing.T, peer *soakEnd, seed int) {
 	checkBytes(t, "soak message", peer.buf.Bytes()[soakRecvOff:soakRecvOff+soakLen], pattern(soakLen, seed))
 }
 
-// destroy destroys the end's objects, QP first.
+// destroy destroys the end's QP and AH.
 func (e *soakEnd) destroy(t *testing.T) {
 	t.Helper()
-	for _, f := range []struct {
-		what string
-		do   func() error
-	}{{"destroy QP", e.qp.Destroy}, {"destroy AH", e.destroyAH}, {"destroy CQ", e.cq.Destroy},
-		{"dereg MR", e.mr.Dereg}, {"close buffer", e.buf.Close}} {
-		if err := f.do(); err != nil {
-			t.Fatalf("%s: %v", f.what, err)
-		}
+	if err := e.qp.Destroy(); err != nil {
+		t.Fatalf("destroy QP: %v", err)
+	}
+	if err := e.destroyAH(); err != nil {
+		t.Fatalf("destroy AH: %v", err)
 	}
 }
 
