@@ -16,5 +16,5 @@ func TestSoakTAP(t *testing.T) {
 	b := openNIC(t, tn, "rnicb", nil, tn.Addr4(3))
 	p := ibvtest.Pair{A: a.Verbs(ibv.LocalOptions{}), B: b.Verbs(ibv.LocalOptions{}),
 		AddrA: tn.Addr4(2).Addr(), AddrB: tn.Addr4(3).Addr()}
-	ibvtest.Soak(t, p, 5000)
+	ibvtest.Soak(t, p, ibvtest.SoakQPs)
 }

@@ -82,16 +82,12 @@ func TestRunCMLoopback(t *testing.T) { ibvtest.RunCM(t, loopback(t, udpSelf)) }
 // sockets leave no socket, mapping, goroutine or memory behind.
 func TestSoakUDP(t *testing.T) {
 	p := udpPair(t, udpSoakA, udpSoakB)(t)
-	ibvtest.Soak(t, p, soakQPs)
+	ibvtest.Soak(t, p, ibvtest.SoakQPs)
 }
 
 // TestSoakPipe: the same on an in-memory link.
 func TestSoakPipe(t *testing.T) {
-	ibvtest.Soak(t, pipePair(pipe4A, pipe4B)(t), soakQPs)
+	ibvtest.Soak(t, pipePair(pipe4A, pipe4B)(t), ibvtest.SoakQPs)
 }
-
-// soakQPs is how many QPs a soak makes: fewer under the race detector,
-// still far more than the slack of any resource.
-var soakQPs = map[bool]int{false: 5000, true: 500}[raceEnabled]
 
 var udpSoakA, udpSoakB = netip.MustParseAddr("127.0.71.4"), netip.MustParseAddr("127.0.71.5")

@@ -47,6 +47,10 @@ func MeasureUsage() Usage {
 	return u
 }
 
+// SoakQPs is how many QPs a soak should make: 5000, or 500 under the race
+// detector (still far beyond any slack).
+var SoakQPs = map[bool]int{false: 5000, true: 500}[raceEnabled]
+
 // Slack is how far above a baseline Usage may end.
 var Slack = Usage{FDs: 24, Maps: 24, Goroutines: 16, HeapBytes: 16 << 20}
 

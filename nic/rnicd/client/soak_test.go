@@ -16,7 +16,7 @@ import (
 
 func TestSoakDaemon(t *testing.T) {
 	d := rnicdtest.Start(t, rnicdtest.Options{NICs: 2})
-	ibvtest.Soak(t, ibvtest.Pair{A: open(t, d, 0), B: open(t, d, 1), AddrA: d.NICs[0].Addr, AddrB: d.NICs[1].Addr}, soakQPs)
+	ibvtest.Soak(t, ibvtest.Pair{A: open(t, d, 0), B: open(t, d, 1), AddrA: d.NICs[0].Addr, AddrB: d.NICs[1].Addr}, ibvtest.SoakQPs)
 }
 
 // TestSoakClientsLeave: clients that exchange a message and close with
@@ -46,7 +46,7 @@ func TestSoakClientsLeave(t *testing.T) {
 		round()
 	}
 	base := ibvtest.MeasureUsage()
-	clients := max(soakQPs/16, 100)
+	clients := max(ibvtest.SoakQPs/16, 100)
 	for range clients / 2 {
 		round()
 	}
@@ -64,10 +64,6 @@ func TestSoakClientsLeave(t *testing.T) {
 		t.Errorf("reaped %d QPs, want %d", st.ReapedQPs, clients)
 	}
 }
-
-// soakQPs is how many QPs a soak makes: fewer under the race detector,
-// still far more than the slack of any resource.
-var soakQPs = map[bool]int{false: 5000, true: 500}[raceEnabled]
 
 // exchange sends one message from a to b and checks it.
 func exchange(t *testing.T, a, b *end) {

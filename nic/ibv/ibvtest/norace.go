@@ -1,5 +1,5 @@
 //go:build !race
 
-package ibvtest_test
+package ibvtest
 
 const raceEnabled = false

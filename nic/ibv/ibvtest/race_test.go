@@ -1,5 +1,0 @@
-//go:build race
-
-package ibvtest_test
-
-const raceEnabled = true
