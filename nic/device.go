@@ -89,7 +89,7 @@ func Open(cfg Config) (*Device, error) {
 	}
 	addrs := cfg.GIDs
 	if cfg.LinkLocal {
-		addrs = withLinkLocal(addrs, cfg.MAC)
+		addrs = WithLinkLocal(addrs, cfg.MAC)
 	}
 	gids, err := buildGIDTable(addrs, cfg.MAC)
 	if err != nil {

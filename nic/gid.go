@@ -80,9 +80,10 @@ func buildGIDTable(addrs []netip.Addr, mac [6]byte) ([]netip.Addr, error) {
 	return gids, nil
 }
 
-// withLinkLocal returns addrs with the link-local GID of mac first (if
-// addrs hold it already, it moves first).
-func withLinkLocal(addrs []netip.Addr, mac [6]byte) []netip.Addr {
+// WithLinkLocal returns addrs with the link-local GID of mac first (if
+// addrs hold it already, it moves first): the GID table order of a port
+// with Config.LinkLocal.
+func WithLinkLocal(addrs []netip.Addr, mac [6]byte) []netip.Addr {
 	ll := LinkLocalGID(mac)
 	out := []netip.Addr{ll}
 	for _, a := range addrs {

@@ -86,7 +86,7 @@ func NewNIC(cfg Config) (*NIC, error) {
 	}
 	if cfg.LinkLocal {
 		// The engine's source addresses are in GID table order.
-		addrs = append([]netip.Addr{nic.LinkLocalGID(cfg.MAC)}, addrs...)
+		addrs = nic.WithLinkLocal(addrs, cfg.MAC)
 	}
 	scfg := roce.Config{Link: link, Clock: cfg.Clock, MAC: cfg.MAC, Addrs: addrs,
 		Resolve: cfg.Resolve, DeferAcks: cfg.DeferAcks, UDPPort: cfg.UDPPort, PeerPort: cfg.PeerPort}
