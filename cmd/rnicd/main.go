@@ -54,8 +54,11 @@ then, serving them on the control socket,
     rnicd: serving rnic0 on /run/rnic/rnicd.sock
 
 Programs reach a NIC there by the device string NAME@SOCKET (rnic0@ for the
-default socket). Each client (connection) is limited by the --max-* flags;
-clients coming and going, and their errors, are logged on stderr.
+default socket). Each client (connection) is limited by the --max-* flags,
+and so are the clients served at once (--max-clients, and per user
+--max-clients-per-uid: one more is told so and disconnected); clients coming
+and going, and their errors, are logged on stderr. A client talks only to a
+daemon running as its own user or as root (it checks SO_PEERCRED first).
 
 TAP mode needs CAP_NET_ADMIN. Exits 0 after a signal, 1 when a NIC or the
 socket fails to open (whatever was open is closed), 2 on bad usage.
