@@ -25,6 +25,10 @@ type Config struct {
 	// becomes the IPv4-mapped GID ::ffff:a.b.c.d, an IPv6 address is used as
 	// is. With none, the table holds the link-local GID derived from MAC.
 	GIDs []netip.Addr
+	// LinkLocal puts the link-local GID derived from MAC at index 0,
+	// before GIDs, as Linux does on every RoCE port (see gid.go): for a
+	// device whose port owns MAC on the wire.
+	LinkLocal bool
 	// MAC is the port's Ethernet address; the node GUID is its EUI-64.
 	MAC [6]byte
 	// MTU is the Ethernet MTU (DefaultLinkMTU if 0). The port's active path
@@ -53,6 +57,7 @@ type Device struct {
 	linkMTU   int
 	mtu       verbs.MTU // the port's active MTU
 	gids      []netip.Addr
+	linkLocal bool // gids[0] is the link-local GID (Config.LinkLocal)
 	guid      uint64
 	limits    Limits
 	privQKey  bool
@@ -87,7 +92,11 @@ func Open(cfg Config) (*Device, error) {
 	if mtu == 0 {
 		return nil, errorf(ErrInvalid, "link MTU %d leaves no room for a 256-byte path MTU (needs ≥ %d)", linkMTU, 256+headerRoom)
 	}
-	gids, err := buildGIDTable(cfg.GIDs, cfg.MAC)
+	addrs := cfg.GIDs
+	if cfg.LinkLocal {
+		addrs = WithLinkLocal(addrs, cfg.MAC)
+	}
+	gids, err := buildGIDTable(addrs, cfg.MAC)
 	if err != nil {
 		return nil, err
 	}
@@ -101,19 +110,20 @@ func Open(cfg Config) (*Device, error) {
 		name = "rnic0"
 	}
 	return &Device{
-		name:     name,
-		mac:      cfg.MAC,
-		linkMTU:  linkMTU,
-		mtu:      mtu,
-		gids:     gids,
-		guid:     eui64(cfg.MAC),
-		limits:   limits,
-		privQKey: cfg.PrivilegedQKey,
-		mem:      mem,
-		events:   newEventQueue(cfg.EventQueueLen),
-		provider: cfg.Provider,
-		qps:      make(map[uint32]*QP),
-		qpnRand:  qpnRand,
+		name:      name,
+		mac:       cfg.MAC,
+		linkMTU:   linkMTU,
+		mtu:       mtu,
+		gids:      gids,
+		linkLocal: cfg.LinkLocal,
+		guid:      eui64(cfg.MAC),
+		limits:    limits,
+		privQKey:  cfg.PrivilegedQKey,
+		mem:       mem,
+		events:    newEventQueue(cfg.EventQueueLen),
+		provider:  cfg.Provider,
+		qps:       make(map[uint32]*QP),
+		qpnRand:   qpnRand,
 	}, nil
 }
 

@@ -2,6 +2,8 @@ package nic
 
 import (
 	"net/netip"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/rnic/rnic/memory"
@@ -98,6 +100,20 @@ func TestGIDTable(t *testing.T) {
 	wantIs(t, "QueryGID(2, 0)", err, ErrInvalid)
 	if pa, _ := d.QueryPort(1); pa.GIDTblLen != 3 {
 		t.Errorf("gid_tbl_len %d, want 3", pa.GIDTblLen)
+	}
+
+	// Linux's layout: the link-local GID first, then the addresses.
+	d, err = Open(Config{MAC: [6]byte{0x00, 0x11, 0x22, 0x33, 0x44, 0x55}, LinkLocal: true,
+		GIDs: []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("fe80::211:22ff:fe33:4455")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := d.GIDs(), []netip.Addr{netip.MustParseAddr("fe80::211:22ff:fe33:4455"),
+		netip.MustParseAddr("::ffff:10.0.0.1")}; !slices.Equal(got, want) {
+		t.Errorf("GIDs with the link-local one: %v, want %v", got, want)
+	}
+	if _, err := d.QueryGID(1, 2); err == nil || !strings.Contains(err.Error(), "0 is the link-local GID") {
+		t.Errorf("QueryGID(1, 2): %v, want an error saying what index 0 is", err)
 	}
 
 	// No addresses: the link-local EUI-64 GID, as Linux's default GID.

@@ -2,6 +2,16 @@
 // as is, an IPv4 address as its IPv4-mapped form ::ffff:a.b.c.d (IBTA Annex
 // A17, RoCEv2). The table is fixed when the device opens, so an index means
 // the same address for the device's lifetime.
+//
+// Linux gives every RoCE port on Ethernet the link-local GID fe80::/64 with
+// the MAC's EUI-64 at index 0, then one GID per address of the netdev, so
+// scripts for rxe say -g 1 (ibv_rc_pingpong) or -x 1 (perftest) for the
+// IPv4 address. A device that owns an Ethernet port (the TAP mode) does the
+// same (LinkLocalUsable); one that has no MAC of its own on the wire (the
+// embedded mode) keeps index 0 as a placeholder that address vectors may
+// not name (LinkLocalPlaceholder), so that index 1 still means the first
+// address. Every entry is a RoCEv2 GID: rxe lists each address twice, as a
+// RoCE v1 and a RoCE v2 GID; rnic speaks RoCEv2 only and lists it once.
 
 package nic
 
@@ -24,10 +34,11 @@ func GIDFromAddr(a netip.Addr) netip.Addr {
 	return netip.AddrFrom16(a.As16())
 }
 
-// linkLocalGID is the default GID a RoCE port has without any address:
-// fe80::/64 with the EUI-64 interface identifier of the MAC (RFC 4291
-// Appendix A), which Linux puts at index 0 of every RoCE GID table.
-func linkLocalGID(mac [6]byte) netip.Addr {
+// LinkLocalGID is the link-local GID of a RoCE port: fe80::/64 with the
+// EUI-64 interface identifier of the MAC (RFC 4291 Appendix A), which
+// Linux puts at index 0 of every RoCE GID table; also the default GID of a
+// port without any address.
+func LinkLocalGID(mac [6]byte) netip.Addr {
 	var b [16]byte
 	b[0], b[1] = 0xfe, 0x80
 	binary.BigEndian.PutUint64(b[8:], eui64(mac))
@@ -48,7 +59,7 @@ func eui64(mac [6]byte) uint64 {
 // source address.
 func buildGIDTable(addrs []netip.Addr, mac [6]byte) ([]netip.Addr, error) {
 	if len(addrs) == 0 {
-		return []netip.Addr{linkLocalGID(mac)}, nil
+		return []netip.Addr{LinkLocalGID(mac)}, nil
 	}
 	if len(addrs) > maxGIDs {
 		return nil, errorf(ErrInvalid, "%d GIDs, at most %d", len(addrs), maxGIDs)
@@ -69,15 +80,37 @@ func buildGIDTable(addrs []netip.Addr, mac [6]byte) ([]netip.Addr, error) {
 	return gids, nil
 }
 
+// WithLinkLocal returns addrs with the link-local GID of mac first (if
+// addrs hold it already, it moves first): the GID table order of a port
+// with Config.LinkLocal.
+func WithLinkLocal(addrs []netip.Addr, mac [6]byte) []netip.Addr {
+	ll := LinkLocalGID(mac)
+	out := []netip.Addr{ll}
+	for _, a := range addrs {
+		if GIDFromAddr(a) != ll {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // QueryGID returns the GID at index of port (ibv_query_gid).
 func (d *Device) QueryGID(port uint8, index int) (netip.Addr, error) {
 	if err := checkPort(port); err != nil {
 		return netip.Addr{}, err
 	}
 	if index < 0 || index >= len(d.gids) {
-		return netip.Addr{}, errorf(ErrInvalid, "GID index %d, table has %d", index, len(d.gids))
+		return netip.Addr{}, errorf(ErrInvalid, "GID index %d, table has %d (%s)", index, len(d.gids), d.gidLayout())
 	}
 	return d.gids[index], nil
+}
+
+// gidLayout says what the table holds, for errors.
+func (d *Device) gidLayout() string {
+	if d.linkLocal {
+		return "0 is the link-local GID, then the addresses, as on Linux"
+	}
+	return "the addresses from index 0: this port has no link-local GID"
 }
 
 // GIDs returns a copy of port 1's GID table.

@@ -31,6 +31,7 @@ type QP struct {
 	wc        verbs.WC
 	ackQueued bool // on the stack's list of QPs owing an ACK
 	destroyed bool
+	ports     []uint16 // UDP source ports held on the link (ports.go)
 
 	req  requester
 	resp responder
@@ -211,6 +212,8 @@ func (qp *QP) pathFor(av *verbs.AddressVector) (wire.Encap, netip.Addr, error) {
 	}
 	if e.SrcPort == 0 {
 		e.SrcPort = SourcePort(qp.cfg.QPN)
+	} else {
+		qp.holdPort(e.SrcPort)
 	}
 	if s.cfg.PeerPort != nil {
 		if p := s.cfg.PeerPort(dst); p != 0 {
@@ -285,6 +288,7 @@ func (qp *QP) Destroy() {
 	qp.req.rnr.Stop()
 	qp.mu.Unlock()
 	qp.s.removeQP(qp.cfg.QPN)
+	qp.releasePorts()
 }
 
 // enterError moves the QP to ERR: timers stop, every outstanding send WR

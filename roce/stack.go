@@ -47,6 +47,10 @@ type Config struct {
 	// once), which suits links that read frames in batches and keeps
 	// latency at its minimum.
 	DeferAcks bool
+	// SourcePorts, if set, is told which UDP source ports QPs send from
+	// while they live (the link keeps a socket per port); nil when the
+	// link keeps nothing per port.
+	SourcePorts transport.SourcePorts
 }
 
 // Stack is one device's RoCEv2 engine on one link.
@@ -101,6 +105,9 @@ func NewStack(cfg Config) (*Stack, error) {
 		cfg.AckEvery = 64
 	}
 	s := &Stack{cfg: cfg, qps: make(map[uint32]*QP)}
+	if cfg.SourcePorts != nil {
+		cfg.SourcePorts.HoldSourcePort(SourcePort(GSIQPN)) // QP1 lives as long as the stack
+	}
 	s.sender, _ = cfg.Link.(transport.BatchSender)
 	if be, ok := cfg.Link.(transport.BatchEndpoint); ok {
 		be.SetBatchReceiver(s.InputBatch)
@@ -204,6 +211,7 @@ func (s *Stack) CreateQP(cfg *verbs.QPConfig) (verbs.Engine, error) {
 		return nil, fmt.Errorf("roce: QPN %#x in use", cfg.QPN)
 	}
 	s.qps[cfg.QPN] = qp
+	qp.holdPort(SourcePort(cfg.QPN))
 	return qp, nil
 }
 

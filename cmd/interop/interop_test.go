@@ -199,26 +199,26 @@ func TestTable(t *testing.T) {
 	}
 	for _, c := range []struct{ label, guest, rnic string }{
 		{"rxe rc pingpong 64 / rnic server", "ibv_rc_pingpong -d rxe0 -g 1 -n 10 -s 64 10.77.0.61",
-			"pingpong --netns rnlab --bridge br0 --tap tap-i1 --ip 10.77.0.61/24 --pcap x.pcap -g 0 -n 10 -s 64"},
+			"pingpong --netns rnlab --bridge br0 --tap tap-i1 --ip 10.77.0.61/24 --pcap x.pcap -g 1 -n 10 -s 64"},
 		{"rxe rc pingpong 64 / rnic client", "ibv_rc_pingpong -d rxe0 -g 1 -n 10 -s 64",
-			"pingpong --netns rnlab --bridge br0 --tap tap-i1 --ip 10.77.0.61/24 --pcap x.pcap -g 0 -n 10 -s 64 10.77.0.21"},
+			"pingpong --netns rnlab --bridge br0 --tap tap-i1 --ip 10.77.0.61/24 --pcap x.pcap -g 1 -n 10 -s 64 10.77.0.21"},
 		{"siw rping / rnic server", "rping -c -a 10.77.0.62 -v -C 10",
 			"rping --netns rnlab --bridge br0 --tap tap-i2 --ip 10.77.0.62/24 --pcap x.pcap --iwarp -s -a 10.77.0.62 -C 10 -v -V"},
 		{"siw rping / rnic client", "rping -s -a 10.77.0.22 -v -C 10",
 			"rping --netns rnlab --bridge br0 --tap tap-i2 --ip 10.77.0.62/24 --pcap x.pcap --iwarp -c -a 10.77.0.22 -C 10 -v -V"},
 		{"rxe ib_send_bw -c UD 1024 / rnic client", "ib_send_bw -d rxe0 -x 1 -F -c UD -s 1024 -n 20",
-			"perf --netns rnlab --bridge br0 --tap tap-i1 --ip 10.77.0.61/24 --pcap x.pcap --op send --mode bw -x 0 -F -c UD -s 1024 -n 20 10.77.0.21"},
+			"perf --netns rnlab --bridge br0 --tap tap-i1 --ip 10.77.0.61/24 --pcap x.pcap --op send --mode bw -x 1 -F -c UD -s 1024 -n 20 10.77.0.21"},
 		{"rxe9000 ib_write_bw 65536 / rnic server", "ib_write_bw -d rxe0 -x 1 -F -s 65536 -n 5 10.77.0.63",
-			"perf --netns rnlab --bridge br0 --tap tap-i3 --ip 10.77.0.63/24 --pcap x.pcap --tap-mtu 9000 --op write --mode bw -x 0 -F -s 65536 -n 5 --serve"},
+			"perf --netns rnlab --bridge br0 --tap tap-i3 --ip 10.77.0.63/24 --pcap x.pcap --tap-mtu 9000 --op write --mode bw -x 1 -F -s 65536 -n 5 --serve"},
 		{"siwcrc ib_read_bw 4096 / rnic client", "ib_read_bw -d siw0 -R -F -s 4096 -n 20",
 			"perf --netns rnlab --bridge br0 --tap tap-i4 --ip 10.77.0.64/24 --pcap x.pcap --iwarp --op read --mode bw -R -F -s 4096 -n 20 10.77.0.24"},
 		{"rxe passthrough pingpong 64 / rnic client", "/lab/rnic-verbs pingpong -d verbs:rxe0 -g 1 -n 10 -s 64",
-			"pingpong --netns rnlab --bridge br0 --tap tap-i1 --ip 10.77.0.61/24 --pcap x.pcap -g 0 -n 10 -s 64 10.77.0.21"},
+			"pingpong --netns rnlab --bridge br0 --tap tap-i1 --ip 10.77.0.61/24 --pcap x.pcap -g 1 -n 10 -s 64 10.77.0.21"},
 		{"siw passthrough rping / rnic server", "/lab/rnic-verbs rping --ib-dev verbs:siw0 -c -a 10.77.0.62 -C 10 -v -V",
 			"rping --netns rnlab --bridge br0 --tap tap-i2 --ip 10.77.0.62/24 --pcap x.pcap --iwarp -s -a 10.77.0.62 -C 10 -v -V"},
 		{"rxe passthrough tests / tests -race", "cd /lab && ./passthrough.race.test -test.v -test.count 1 -test.timeout 290s", ""},
 		{"rxe ib_atomic_bw CMP_AND_SWAP / rnic server", "ib_atomic_bw -d rxe0 -x 1 -F -A CMP_AND_SWAP -n 50 10.77.0.61",
-			"perf --netns rnlab --bridge br0 --tap tap-i1 --ip 10.77.0.61/24 --pcap x.pcap --op atomic --mode bw -x 0 -F -A CMP_AND_SWAP -n 50 --serve"},
+			"perf --netns rnlab --bridge br0 --tap tap-i1 --ip 10.77.0.61/24 --pcap x.pcap --op atomic --mode bw -x 1 -F -A CMP_AND_SWAP -n 50 --serve"},
 	} {
 		r, ok := byLabel[c.label]
 		if !ok {

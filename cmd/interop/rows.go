@@ -182,22 +182,22 @@ func buildPairings() []*Pairing {
 		n := map[int]int{64: 10, 4096: 5, 65536: 5}[s]
 		pp("rxe", fmt.Sprintf("rc pingpong %d", s),
 			fmt.Sprintf("ibv_rc_pingpong -d rxe0 -g 1 -n %d -s %d", n, s),
-			fmt.Sprintf("pingpong -g 0 -n %d -s %d", n, s), 18515)
+			fmt.Sprintf("pingpong -g 1 -n %d -s %d", n, s), 18515)
 	}
 	for _, s := range []int{64, 512, 1024} {
 		pp("rxe", fmt.Sprintf("ud pingpong %d", s),
 			fmt.Sprintf("ibv_ud_pingpong -d rxe0 -g 1 -n 10 -s %d", s),
-			fmt.Sprintf("pingpong --ud -g 0 -n 10 -s %d", s), 18515)
+			fmt.Sprintf("pingpong --ud -g 1 -n 10 -s %d", s), 18515)
 	}
 	// perftest: the same flags on both sides, the client names the server
-	// last; rnic's side is rnic perf with perftest's flags. On rxe, GID
-	// index 1 is the guest's IPv4-mapped GID and rnic's index 0 its
-	// address; -R connects through rdma_cm (always on siw). extra is
+	// last; rnic's side is rnic perf with perftest's flags. GID index 1
+	// is the IPv4-mapped GID on both sides (index 0 is the link-local GID
+	// on rxe and on rnic's TAP alike); -R connects through rdma_cm (always on siw). extra is
 	// passed to both sides (-c UD, -A ...); size 0 is perftest's default
 	// (the atomics' 8 bytes).
 	perf := func(guest, tool, op, mode string, cm bool, extra string, size, n int) {
 		g := Guests[guest]
-		dev, flags, iw := "-d rxe0 -x 1 -F", "-x 0 -F", ""
+		dev, flags, iw := "-d rxe0 -x 1 -F", "-x 1 -F", ""
 		switch {
 		case g.IWARP:
 			dev, flags, iw = "-d siw0 -R -F", "-R -F", " --iwarp"
@@ -249,11 +249,11 @@ func buildPairings() []*Pairing {
 
 	// rxe, Ethernet MTU 9000: path MTU 4096.
 	pp("rxe9000", "rc pingpong 4096", "ibv_rc_pingpong -d rxe0 -g 1 -m 4096 -n 5 -s 4096",
-		"pingpong -g 0 -m 4096 -n 5 -s 4096", 18515)
+		"pingpong -g 1 -m 4096 -n 5 -s 4096", 18515)
 	pp("rxe9000", "rc pingpong 65536", "ibv_rc_pingpong -d rxe0 -g 1 -m 4096 -n 5 -s 65536",
-		"pingpong -g 0 -m 4096 -n 5 -s 65536", 18515)
+		"pingpong -g 1 -m 4096 -n 5 -s 65536", 18515)
 	pp("rxe9000", "ud pingpong 4096", "ibv_ud_pingpong -d rxe0 -g 1 -n 10 -s 4096",
-		"pingpong --ud -g 0 -n 10 -s 4096", 18515)
+		"pingpong --ud -g 1 -n 10 -s 4096", 18515)
 	for _, t := range tools[:3] {
 		for _, s := range []int{4096, 65536} {
 			perf("rxe9000", t.tool, t.op, t.mode, false, "", s, iters[s])
@@ -286,7 +286,7 @@ func buildPairings() []*Pairing {
 	add(&Pairing{Name: "rxe passthrough pingpong 64", Guest: "rxe", Verbs: true,
 		GuestServer: guestVerbsRnic + " pingpong -d verbs:rxe0 -g 1 -n 10 -s 64",
 		GuestClient: guestVerbsRnic + " pingpong -d verbs:rxe0 -g 1 -n 10 -s 64 {server}",
-		RnicServer:  "pingpong -g 0 -n 10 -s 64", RnicClient: "pingpong -g 0 -n 10 -s 64 {server}", ListenPort: 18515})
+		RnicServer:  "pingpong -g 1 -n 10 -s 64", RnicClient: "pingpong -g 1 -n 10 -s 64 {server}", ListenPort: 18515})
 	add(&Pairing{Name: "siw passthrough rping", Guest: "siw", Verbs: true,
 		GuestServer: guestVerbsRnic + " rping --ib-dev verbs:siw0 -s -a {self} -C 10 -v -V",
 		GuestClient: guestVerbsRnic + " rping --ib-dev verbs:siw0 -c -a {server} -C 10 -v -V",

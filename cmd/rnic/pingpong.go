@@ -33,15 +33,19 @@ other of 127.0.0.2/127.0.0.3, so two terminals on one host need no flags
 but the server's address; a client of a remote server uses the address the
 host reaches it from. The server's side channel listens on its address.
 
-rnic's GID table has one entry, index 0 (::ffff:ADDR). Without -g, as with
-ibv_rc_pingpong, no GID is sent; RoCEv2 needs one, so rnic then reaches the
-peer at the address its side channel connection came from.
+The embedded mode's GID table has one entry, index 0 (::ffff:ADDR): the NIC
+has no Ethernet port of its own, hence no link-local GID. Without -g, as
+with ibv_rc_pingpong, no GID is sent; RoCEv2 needs one, so rnic then reaches
+the peer at the address its side channel connection came from.
 
 In the TAP mode (--tap NAME --ip CIDR) each side's NIC owns a TAP device
 instead of a kernel socket, and the side channel runs on the NIC's own TCP:
 the server listens on every address of its NIC, a client connects from its
 address of the server's family (IPv6 works end to end), and --pcap records
-every frame on the TAP. GID index i is the i-th --ip.
+every frame on the TAP. The GID table is Linux's: index 0 the link-local
+GID of the NIC's MAC (fe80::/64, EUI-64; usable: the NIC answers ND for
+it), then the --ip addresses in order, so -g 1 is the first --ip, as on
+rxe. All entries are RoCEv2 GIDs (rxe also lists RoCE v1 ones).
 ` + tapModeHelp + `
 -d/--ib-dev names the device, as ibv_rc_pingpong's -d does: a plain name
 (default rnic0) is this process's own NIC, as above; NAME@SOCKET is a NIC
@@ -78,7 +82,7 @@ func runPingpong(args []string, stdout, stderr io.Writer) int {
 	fs.IntVarP(&cfg.Iters, "iters", "n", pingpong.DefaultIters, "number of exchanges")
 	fs.IntVarP(&cfg.SL, "sl", "l", 0, "service level value")
 	fs.BoolVarP(&cfg.Events, "events", "e", false, "sleep on CQ events (default poll)")
-	fs.IntVarP(&cfg.GIDIndex, "gid-idx", "g", -1, "local port GID index (0 is the NIC's address)")
+	fs.IntVarP(&cfg.GIDIndex, "gid-idx", "g", -1, "local port GID index (embedded mode: 0 is the NIC's address; TAP mode: 0 link-local, 1 the first --ip)")
 	fs.BoolVarP(&cfg.Check, "chk", "c", false, "validate received buffers")
 	fs.BoolVar(&cfg.UD, "ud", false, "ibv_ud_pingpong: UD QPs (default size 1024)")
 	addr := fs.String("addr", "", "the NIC's own IP address (default: see above)")

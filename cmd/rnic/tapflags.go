@@ -39,7 +39,7 @@ func addTAPFlags(fs *pflag.FlagSet, perNIC bool) *tapFlags {
 		fs.StringArrayVar(&f.macs, "mac", nil, "TAP mode: each NIC's MAC, rnic0's then rnic1's (default: derived from the address)")
 	} else {
 		fs.StringArrayVar(&f.taps, "tap", nil, "TAP mode: the NIC's TAP device (created if missing, removed on exit)")
-		fs.StringArrayVar(&f.ips, "ip", nil, "TAP mode: the NIC's address with its prefix (CIDR); repeat for IPv4 and IPv6 (GID index = order)")
+		fs.StringArrayVar(&f.ips, "ip", nil, "TAP mode: the NIC's address with its prefix (CIDR); repeat for IPv4 and IPv6 (GID index = order from 1; 0 is link-local)")
 		fs.StringArrayVar(&f.macs, "mac", nil, "TAP mode: the NIC's MAC (default: derived from the first address)")
 	}
 	fs.IntVar(&f.mtu, "tap-mtu", 1500, "TAP mode: the TAP's Ethernet MTU (the path MTU must fit: 1500 allows 1024)")

@@ -84,6 +84,8 @@ func newFlagSet(first map[string]*string, devices *[]string, opts *options) *pfl
 	d := server.DefaultLimits()
 	fs.StringVar(&opts.socket, "socket", ibv.DefaultSocket,
 		"serve the NICs to local processes on this Unix socket (mode 0600; its directory is created 0700); empty: serve none")
+	fs.IntVar(&opts.limits.MaxClients, "max-clients", d.MaxClients, "clients (connections) served at once; more are refused")
+	fs.IntVar(&opts.limits.MaxClientsPerUID, "max-clients-per-uid", d.MaxClientsPerUID, "clients (connections) of one user served at once; more are refused")
 	fs.IntVar(&opts.limits.MaxQPs, "max-qps", d.MaxQPs, "QPs one client may have")
 	fs.IntVar(&opts.limits.MaxMRs, "max-mrs", d.MaxMRs, "MRs one client may have")
 	fs.Uint64Var(&opts.limits.MaxMRBytes, "max-mr-bytes", d.MaxMRBytes, "bytes of memory one client may register (whole memfds count)")
@@ -110,7 +112,8 @@ func parseArgs(args []string) (*options, error) {
 	for _, l := range []struct {
 		flag string
 		v    uint64
-	}{{"--max-qps", uint64(opts.limits.MaxQPs)}, {"--max-mrs", uint64(opts.limits.MaxMRs)},
+	}{{"--max-clients", uint64(opts.limits.MaxClients)}, {"--max-clients-per-uid", uint64(opts.limits.MaxClientsPerUID)},
+		{"--max-qps", uint64(opts.limits.MaxQPs)}, {"--max-mrs", uint64(opts.limits.MaxMRs)},
 		{"--max-mr-bytes", opts.limits.MaxMRBytes}, {"--max-ring-bytes", opts.limits.MaxRingBytes},
 		{"--max-objects", uint64(opts.limits.MaxObjects)}} {
 		if l.v == 0 || l.v > 1<<62 {

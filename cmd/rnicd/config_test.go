@@ -113,6 +113,8 @@ func TestParseArgsErrors(t *testing.T) {
 		{"udp device with mac", []string{"--device", "udp=127.0.0.2,mac=02:00:00:00:00:01"}, "mac= is for TAP-mode"},
 		{"duplicate UDP", []string{"--udp", "127.0.0.2", "--device", "udp=127.0.0.2"}, "two NICs on UDP 127.0.0.2:0"},
 		{"zero limit", []string{"--udp", "127.0.0.2", "--max-qps", "0"}, "--max-qps must be positive"},
+		{"zero client cap", []string{"--udp", "127.0.0.2", "--max-clients", "0"}, "--max-clients must be positive"},
+		{"negative per-uid cap", []string{"--udp", "127.0.0.2", "--max-clients-per-uid", "-1"}, "--max-clients-per-uid must be positive"},
 		{"device without ip", []string{"--device", "tap=t1"}, "needs ip= and/or ip6="},
 		{"device bad CIDR", []string{"--device", "tap=t1,ip=10.0.0.3/33"}, "ip=: \"10.0.0.3/33\""},
 		{"device bad MAC", []string{"--device", "tap=t1,ip=10.0.0.3/24,mac=zz"}, "mac="},
@@ -146,7 +148,7 @@ func devices(args []string) ([]deviceSpec, error) {
 
 func TestParseArgsUDPAndDaemon(t *testing.T) {
 	o, err := parseArgs([]string{"--udp", "127.0.0.2", "--mtu", "9000", "--device", "name=x,udp=127.0.0.3:5000,pcap=x.pcap",
-		"--socket", "/tmp/s.sock", "--max-qps", "7", "--max-mr-bytes", "4096"})
+		"--socket", "/tmp/s.sock", "--max-qps", "7", "--max-mr-bytes", "4096", "--max-clients", "9", "--max-clients-per-uid", "3"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +159,8 @@ func TestParseArgsUDPAndDaemon(t *testing.T) {
 	if !reflect.DeepEqual(o.devices, want) {
 		t.Errorf("devices\n got %+v\nwant %+v", o.devices, want)
 	}
-	if o.socket != "/tmp/s.sock" || o.limits.MaxQPs != 7 || o.limits.MaxMRBytes != 4096 || o.limits.MaxMRs != server.DefaultLimits().MaxMRs {
+	if o.socket != "/tmp/s.sock" || o.limits.MaxQPs != 7 || o.limits.MaxMRBytes != 4096 || o.limits.MaxMRs != server.DefaultLimits().MaxMRs ||
+		o.limits.MaxClients != 9 || o.limits.MaxClientsPerUID != 3 {
 		t.Errorf("options %+v", o)
 	}
 	// The default socket.

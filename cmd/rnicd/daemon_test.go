@@ -207,8 +207,8 @@ func TestDaemonUDP(t *testing.T) {
 
 // TestDaemonsTAP: two rnicd processes, each with a NIC on a TAP on one
 // bridge of a namespace; RDMA between clients of the two daemons (RoCEv2
-// on the wire, IPv4 and IPv6 GIDs), and between two clients of one daemon
-// (the NIC loops its own traffic back).
+// on the wire, link-local, IPv4 and IPv6 GIDs), and between two clients of
+// one daemon (the NIC loops its own traffic back).
 func TestDaemonsTAP(t *testing.T) {
 	requireRoot(t)
 	bin := buildRnicd(t)
@@ -223,9 +223,12 @@ func TestDaemonsTAP(t *testing.T) {
 			"--socket", socks[i], "--tap", tap, "--ip", ip, "--ip6", ip6, "--netns", ns, "--bridge", "br0")
 	}
 	a, b := openDev(t, "rnic0@"+socks[0]), openDev(t, "rnic0@"+socks[1])
-	t.Run("across daemons IPv4", func(t *testing.T) { rcWrite(t, a, b, 0, 0) })
-	t.Run("across daemons IPv6", func(t *testing.T) { rcWrite(t, b, a, 1, 1) })
-	t.Run("one daemon", func(t *testing.T) { rcWrite(t, a, openDev(t, "rnic0@"+socks[0]), 0, 0) })
+	// A TAP-mode NIC's GID table is Linux's: 0 link-local, 1 --ip, 2 --ip6.
+	t.Run("across daemons link-local", func(t *testing.T) { rcWrite(t, a, b, 0, 0) })
+	t.Run("across daemons IPv4", func(t *testing.T) { rcWrite(t, a, b, 1, 1) })
+	t.Run("across daemons IPv6", func(t *testing.T) { rcWrite(t, b, a, 2, 2) })
+	t.Run("one daemon", func(t *testing.T) { rcWrite(t, a, openDev(t, "rnic0@"+socks[0]), 1, 1) })
+	t.Run("one daemon link-local", func(t *testing.T) { rcWrite(t, a, openDev(t, "rnic0@"+socks[0]), 0, 0) })
 	for _, d := range daemons {
 		d.stop(t)
 	}

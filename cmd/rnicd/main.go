@@ -29,7 +29,8 @@ const help = `usage: rnicd --tap NAME --ip CIDR [--ip6 CIDR] [--mac MAC] [--mtu 
              [--device 'name=rnic1,tap=t1,ip=CIDR,...']...
        rnicd --udp ADDR[:PORT] [--mtu N] [--pcap FILE] [--name rnic0]
              [--device 'name=rnic1,udp=ADDR[:PORT],...']...
-       [--socket PATH] [--max-qps N] [--max-mrs N] [--max-mr-bytes N]
+       [--socket PATH] [--max-clients N] [--max-clients-per-uid N]
+       [--max-qps N] [--max-mrs N] [--max-mr-bytes N]
        [--max-ring-bytes N] [--max-objects N]
        rnicd --version
 
@@ -55,8 +56,11 @@ then, serving them on the control socket,
     rnicd: serving rnic0 on /run/rnic/rnicd.sock
 
 Programs reach a NIC there by the device string NAME@SOCKET (rnic0@ for the
-default socket). Each client (connection) is limited by the --max-* flags;
-clients coming and going, and their errors, are logged on stderr.
+default socket). Each client (connection) is limited by the --max-* flags,
+and so are the clients served at once (--max-clients, and per user
+--max-clients-per-uid: one more is told so and disconnected); clients coming
+and going, and their errors, are logged on stderr. A client talks only to a
+daemon running as its own user or as root (it checks SO_PEERCRED first).
 
 TAP mode needs CAP_NET_ADMIN. Exits 0 after a signal, 1 when a NIC or the
 socket fails to open (whatever was open is closed), 2 on bad usage.

@@ -25,6 +25,10 @@ type Config struct {
 	Addrs []netip.Addr
 	// MAC is the NIC's Ethernet address.
 	MAC [6]byte
+	// LinkLocal puts the link-local GID of MAC at index 0 of the GID
+	// table, as Linux does, for a NIC that owns MAC on the wire (the TAP
+	// mode): the link must deliver frames to that address too.
+	LinkLocal bool
 	// MTU is the link MTU; the active path MTU follows it (1500 → 1024).
 	MTU int
 	// Link carries the NIC's frames.
@@ -80,8 +84,15 @@ func NewNIC(cfg Config) (*NIC, error) {
 	if len(addrs) == 0 {
 		addrs = []netip.Addr{cfg.Addr}
 	}
+	if cfg.LinkLocal {
+		// The engine's source addresses are in GID table order.
+		addrs = nic.WithLinkLocal(addrs, cfg.MAC)
+	}
 	scfg := roce.Config{Link: link, Clock: cfg.Clock, MAC: cfg.MAC, Addrs: addrs,
 		Resolve: cfg.Resolve, DeferAcks: cfg.DeferAcks, UDPPort: cfg.UDPPort, PeerPort: cfg.PeerPort}
+	// The embedded mode's link keeps a socket per source port: QPs hold
+	// theirs so that destroying a QP closes it.
+	scfg.SourcePorts, _ = cfg.Link.(transport.SourcePorts)
 	if cfg.Trace != nil {
 		var mu sync.Mutex
 		w, name := cfg.Trace, cfg.Name
@@ -95,7 +106,7 @@ func NewNIC(cfg Config) (*NIC, error) {
 	if err != nil {
 		return nil, err
 	}
-	dev, err := nic.Open(nic.Config{Name: cfg.Name, Provider: stack, GIDs: addrs, MAC: cfg.MAC, MTU: cfg.MTU})
+	dev, err := nic.Open(nic.Config{Name: cfg.Name, Provider: stack, GIDs: addrs, LinkLocal: cfg.LinkLocal, MAC: cfg.MAC, MTU: cfg.MTU})
 	if err != nil {
 		return nil, err
 	}

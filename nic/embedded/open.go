@@ -13,6 +13,11 @@ import (
 // UDPConfig describes a NIC in the embedded mode: it owns Addr (an address
 // of this host, e.g. 127.0.0.2 or ::1) and a UDP port through ordinary
 // kernel sockets; no root and no TAP are needed.
+//
+// Its GID table is Addr alone, at index 0: frames leave through kernel
+// sockets, so there is no Ethernet port whose link-local GID Linux would
+// put first (the TAP mode has one: there index 0 is link-local and the
+// addresses start at 1, as on rxe).
 type UDPConfig struct {
 	Name string
 	Addr netip.Addr

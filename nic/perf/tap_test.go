@@ -72,8 +72,9 @@ func TestTAPTwoProcesses(t *testing.T) {
 				t.Errorf("MTU %d", res.MTU)
 			}
 			v6 := netip.MustParseAddr("fd00:77::2").As16()
-			if res.Client[0].GID != v6 || res.GIDIndex != 0 {
-				t.Errorf("client key GID %v (index %d), want fd00:77::2", netip.AddrFrom16(res.Client[0].GID), res.GIDIndex)
+			// Index 0 is the link-local GID, as on Linux; the address is 1.
+			if res.Client[0].GID != v6 || res.GIDIndex != 1 {
+				t.Errorf("client key GID %v (index %d), want fd00:77::2 (index 1)", netip.AddrFrom16(res.Client[0].GID), res.GIDIndex)
 			}
 			if f.Closes("tapS") != 1 || f.Closes("tapC") != 1 {
 				t.Errorf("NICs closed %d and %d times", f.Closes("tapS"), f.Closes("tapC"))
@@ -136,7 +137,8 @@ func TestTAPOneProcess(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	checkTAPResult(t, cfg, res, out.String())
-	if res.GIDIndex != 1 || !strings.Contains(out.String(), "GID index       : 1\n") {
+	// Link-local, IPv4, IPv6: the IPv6 address is index 2.
+	if res.GIDIndex != 2 || !strings.Contains(out.String(), "GID index       : 2\n") {
 		t.Errorf("GID index %d\n%s", res.GIDIndex, out.String())
 	}
 	if res.Server[0].GID != netip.MustParseAddr("fd00:77::1").As16() {

@@ -123,7 +123,8 @@ type Config struct {
 
 	// TAP, if set, runs this side in the TAP mode (nil: the embedded
 	// mode): its NIC owns the TAP device TAP.TAP with TAP.Prefixes as its
-	// addresses (GID index i is Prefixes[i]), and the side channel goes
+	// addresses (GID index i+1 is Prefixes[i]; 0 is the link-local GID),
+	// and the side channel goes
 	// through the NIC's own IP and TCP stack, so the kernel needs no
 	// address on the TAP's network. Addr, if set, must be one of the
 	// prefixes' addresses; zero takes the first (a server then listens on

@@ -67,6 +67,13 @@ func newEnd(t *testing.T, n *tapnic.NIC) *end {
 // timeout and retry are the requester's retransmission settings.
 func connect(t *testing.T, me, peer *end, peerAddr netip.Addr, timeout, retry uint8) {
 	t.Helper()
+	connectAV(t, me, peer, verbs.AddressVector{DGID: nic.GIDFromAddr(peerAddr),
+		SGIDIndex: gidIndex(me.n, peerAddr), HopLimit: 64, PortNum: 1}, timeout, retry)
+}
+
+// connectAV brings me's QP to RTS toward peer's through av.
+func connectAV(t *testing.T, me, peer *end, av verbs.AddressVector, timeout, retry uint8) {
+	t.Helper()
 	access := memory.RemoteWrite | memory.RemoteRead | memory.RemoteAtomic
 	steps := []struct {
 		attr verbs.QPAttr
@@ -75,8 +82,7 @@ func connect(t *testing.T, me, peer *end, peerAddr netip.Addr, timeout, retry ui
 		{verbs.QPAttr{State: verbs.QPSInit, PortNum: 1, AccessFlags: access},
 			verbs.AttrState | verbs.AttrPKeyIndex | verbs.AttrPort | verbs.AttrAccessFlags},
 		{verbs.QPAttr{State: verbs.QPSRTR, PathMTU: verbs.MTU1024, DestQPN: peer.qp.QPN(), RQPSN: 100,
-			MaxDestRdAtomic: 4, MinRNRTimer: 12, AV: verbs.AddressVector{DGID: nic.GIDFromAddr(peerAddr),
-				SGIDIndex: gidIndex(me.n, peerAddr), HopLimit: 64, PortNum: 1}},
+			MaxDestRdAtomic: 4, MinRNRTimer: 12, AV: av},
 			verbs.AttrState | verbs.AttrAV | verbs.AttrPathMTU | verbs.AttrDestQPN | verbs.AttrRQPSN |
 				verbs.AttrMaxDestRdAtomic | verbs.AttrMinRNRTimer},
 		{verbs.QPAttr{State: verbs.QPSRTS, SQPSN: 100, Timeout: timeout, RetryCnt: retry, RNRRetry: 7, MaxRdAtomic: 4},
@@ -92,13 +98,11 @@ func connect(t *testing.T, me, peer *end, peerAddr netip.Addr, timeout, retry ui
 
 // gidIndex is the index of n's GID of peer's family.
 func gidIndex(n *tapnic.NIC, peer netip.Addr) uint8 {
-	src := n.AddrFor(peer)
-	for i, a := range n.Addrs {
-		if a == src {
-			return uint8(i)
-		}
+	i, err := n.GIDIndex(n.AddrFor(peer))
+	if err != nil {
+		panic(err)
 	}
-	return 0
+	return uint8(i)
 }
 
 // pair connects a fresh QP on a with a fresh QP on b (b reached at bAddr,

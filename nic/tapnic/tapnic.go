@@ -24,6 +24,7 @@ import (
 	"net/netip"
 	"sync"
 
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/tap"
 	"github.com/rnic/rnic/transport"
@@ -48,7 +49,9 @@ type Config struct {
 	// Bridge, if set, is a bridge (in Netns) the TAP is enslaved to.
 	Bridge string
 	// Prefixes are the NIC's own addresses with their on-link prefixes
-	// (IPv4 and/or IPv6), in GID table order.
+	// (IPv4 and/or IPv6), in GID table order after index 0, which is the
+	// link-local address fe80::/64 of MAC (EUI-64) as on every Linux RoCE
+	// port: the NIC answers ND for it and receives RoCEv2 sent to it.
 	Prefixes []netip.Prefix
 	// MAC is the NIC's Ethernet address; zero derives a locally administered
 	// one from the first address (the embedded mode's rule, so captures of
@@ -100,11 +103,12 @@ func Open(cfg Config) (*NIC, error) {
 	if cfg.MAC == ([6]byte{}) {
 		cfg.MAC = udp.SyntheticMAC(addrs[0])
 	}
+	hostPrefixes := withLinkLocal(cfg.Prefixes, cfg.MAC)
 	dev, err := tap.OpenDevice(tap.DeviceConfig{Name: cfg.TAP, Netns: cfg.Netns, Bridge: cfg.Bridge, MTU: cfg.MTU})
 	if err != nil {
 		return nil, fmt.Errorf("tapnic: %w", err)
 	}
-	host, err := tap.NewHost(tap.HostConfig{IO: dev, MAC: cfg.MAC, Prefixes: cfg.Prefixes, MTU: cfg.MTU, Pcap: cfg.Pcap})
+	host, err := tap.NewHost(tap.HostConfig{IO: dev, MAC: cfg.MAC, Prefixes: hostPrefixes, MTU: cfg.MTU, Pcap: cfg.Pcap})
 	if err != nil {
 		dev.Close()
 		return nil, fmt.Errorf("tapnic: %w", err)
@@ -116,7 +120,7 @@ func Open(cfg Config) (*NIC, error) {
 	}
 	host.SetTCP(tcp.Deliver)
 	en, err := embedded.NewNIC(embedded.Config{Name: cfg.Name, Addr: addrs[0], Addrs: addrs, MAC: cfg.MAC,
-		MTU: cfg.MTU, Link: host.RoCE(), Resolve: host.Lookup, Trace: cfg.Trace})
+		LinkLocal: true, MTU: cfg.MTU, Link: host.RoCE(), Resolve: host.Lookup, Trace: cfg.Trace})
 	if err != nil {
 		tcp.Close()
 		host.Close()
@@ -124,6 +128,20 @@ func Open(cfg Config) (*NIC, error) {
 	}
 	host.Start()
 	return &NIC{NIC: en, Addrs: addrs, Streams: tcp.Streams(stream.TCPConfig{}), dev: dev, host: host, tcp: tcp}, nil
+}
+
+// withLinkLocal returns the host stack's prefixes: the link-local address
+// of mac (fe80::/64, EUI-64: GID index 0, as on Linux) first, then the
+// configured ones (a configured link-local address of its own stays).
+func withLinkLocal(prefixes []netip.Prefix, mac [6]byte) []netip.Prefix {
+	ll := netip.PrefixFrom(nic.LinkLocalGID(mac), 64)
+	out := []netip.Prefix{ll}
+	for _, p := range prefixes {
+		if p.Addr() != ll.Addr() {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func (cfg *Config) check() error {

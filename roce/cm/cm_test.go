@@ -286,3 +286,58 @@ func TestParseAllocs(t *testing.T) {
 		t.Fatalf("%v allocations", n)
 	}
 }
+
+// TestTimeWaitDropsHandler: once both sides were told of the disconnect,
+// the IDs in TimeWait hold no handler (and so none of the application's
+// connection: its QP and buffers), while they still answer duplicates for
+// TimeWait.
+func TestTimeWaitDropsHandler(t *testing.T) {
+	clk := clock.NewVirtual()
+	a, b := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
+	var ma, mb *Manager
+	pa := &fakePort{clk: clk, self: a, peer: &mb}
+	pb := &fakePort{clk: clk, self: b, peer: &ma}
+	var passive *ID
+	var gotA, gotB []EventType
+	ma, _ = New(Config{Port: pa, Clock: clk, GUID: 1})
+	mb, _ = New(Config{Port: pb, Clock: clk, GUID: 2, OnREQ: func(id *ID, r *REQ) bool {
+		passive = id
+		id.SetHandler(func(e Event) error { gotB = append(gotB, e.Type); return nil })
+		return true
+	}})
+	id, err := ma.Connect(b, a, REQ{LocalQPN: 5}, func(e Event) error { gotA = append(gotA, e.Type); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.RunFor(time.Millisecond)
+	if passive == nil {
+		t.Fatal("no REQ arrived")
+	}
+	if err := passive.Accept(REP{LocalQPN: 6}); err != nil {
+		t.Fatal(err)
+	}
+	clk.RunFor(time.Millisecond)
+	if id.State() != StateEstablished {
+		t.Fatalf("state %v", id.State())
+	}
+	if id.handler == nil || passive.handler == nil {
+		t.Fatal("an established ID lost its handler")
+	}
+	id.Disconnect(nil)
+	clk.RunFor(time.Millisecond)
+	if id.State() != StateTimeWait || passive.State() != StateTimeWait {
+		t.Fatalf("states %v %v, want TimeWait", id.State(), passive.State())
+	}
+	if gotA[len(gotA)-1] != EventDisconnected || gotB[len(gotB)-1] != EventDisconnected {
+		t.Fatalf("events %v / %v, want both to end with Disconnected", gotA, gotB)
+	}
+	ma.mu.Lock()
+	ha := id.handler
+	ma.mu.Unlock()
+	mb.mu.Lock()
+	hb := passive.handler
+	mb.mu.Unlock()
+	if ha != nil || hb != nil {
+		t.Errorf("IDs in TimeWait still hold their handlers (active %v, passive %v)", ha != nil, hb != nil)
+	}
+}

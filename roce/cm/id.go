@@ -316,6 +316,18 @@ func (id *ID) forget() {
 	}
 }
 
+// dropHandlerIfDone lets go of the handler of an ID that will deliver no
+// more events: one in TimeWait only answers duplicates until it is
+// forgotten, and its handler holds the application's connection (QP,
+// buffers) for those seconds otherwise.
+func (id *ID) dropHandlerIfDone() {
+	id.m.mu.Lock()
+	if id.state == StateTimeWait || id.state == StateClosed {
+		id.handler = nil
+	}
+	id.m.mu.Unlock()
+}
+
 // pending is an event to deliver once the lock is released.
 type pending struct {
 	id  *ID
@@ -337,6 +349,7 @@ func (p pending) dispatch() {
 		err = h(p.ev)
 	}
 	if !p.rep {
+		id.dropHandlerIfDone()
 		return
 	}
 	if err != nil {

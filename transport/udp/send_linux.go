@@ -156,6 +156,7 @@ func (e *Endpoint) send(frame []byte) error {
 	if err != nil {
 		return err
 	}
+	defer ps.done()
 	m := e.sys.one.Get().(*msgs)
 	defer e.sys.one.Put(m)
 	payload := o.payload
@@ -219,7 +220,7 @@ func (e *Endpoint) sendBatch(frames [][]byte) error {
 			first = err
 		}
 	}
-	var run *sock // the socket of messages 0..k-1
+	var run portSock // the socket of messages 0..k-1, one use held
 	k := 0
 	for _, frame := range frames {
 		if len(frame) == 0 {
@@ -240,28 +241,38 @@ func (e *Endpoint) sendBatch(frames [][]byte) error {
 		}
 		if ps.fallback {
 			// Rare: send it on its own, through the resealing path.
-			if err := e.flush(m, run, k); err != nil {
+			if err := e.flush(m, run.s, k); err != nil {
 				note(err)
 			}
-			run, k = nil, 0
+			run.done()
+			run, k = portSock{}, 0
 			if err := e.send(frame); err != nil {
 				note(err)
 			}
 			continue
 		}
-		if k > 0 && (ps.s != run || k == len(m.hdrs)) {
-			if err := e.flush(m, run, k); err != nil {
+		if ps.s == run.s {
+			ps.done() // run holds a use already
+		} else {
+			if err := e.flush(m, run.s, k); err != nil {
+				note(err)
+			}
+			run.done()
+			run, k = ps, 0
+		}
+		if k == len(m.hdrs) {
+			if err := e.flush(m, run.s, k); err != nil {
 				note(err)
 			}
 			k = 0
 		}
-		run = ps.s
 		m.fill(k, &o, o.payload)
 		k++
 	}
-	if err := e.flush(m, run, k); err != nil {
+	if err := e.flush(m, run.s, k); err != nil {
 		note(err)
 	}
+	run.done()
 	return first
 }
 

@@ -18,11 +18,10 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/rnic/rnic/transport"
 )
 
 // ipv6FlowInfo is IPV6_FLOWINFO (linux/in6.h), which x/sys/unix lacks: as a
@@ -37,6 +36,10 @@ const sendRecvBuffer = 4096
 type sock struct {
 	f  *os.File
 	rc syscall.RawConn
+	// A per-port send socket counts its users (ports_linux.go); the
+	// main socket does not.
+	perPort bool
+	refs    atomic.Int32
 }
 
 // portSock is the socket frames with one source port leave from.
@@ -53,7 +56,8 @@ type sysState struct {
 
 	mu    sync.RWMutex
 	ports map[uint16]portSock // by UDP source port
-	socks []*sock             // the per-port sockets, for Close
+	holds map[uint16]int      // holders of each source port
+	idle  []uint16            // ports with a socket and no holder, oldest first
 
 	one   sync.Pool // *msgs of one message, for Send
 	batch sync.Pool // *msgs of BatchSize messages, for SendBatch
@@ -68,6 +72,7 @@ func (e *Endpoint) open() error {
 	v6 := e.cfg.Addr.Is6()
 	e.sys.main = main
 	e.sys.ports = make(map[uint16]portSock)
+	e.sys.holds = make(map[uint16]int)
 	e.sys.one.New = func() any { return newMsgs(1, v6) }
 	e.sys.batch.New = func() any { return newMsgs(e.cfg.BatchSize, v6) }
 	e.sys.reader = newReader(e, main)
@@ -154,7 +159,7 @@ func (e *Endpoint) openSock(port uint16, listen bool) (*sock, error) {
 		f.Close()
 		return nil, err
 	}
-	return &sock{f: f, rc: rc}, nil
+	return &sock{f: f, rc: rc, perPort: !listen}, nil
 }
 
 // sockaddr builds a unix.Sockaddr for bind (setup only: it allocates).
@@ -165,45 +170,22 @@ func sockaddr(ip []byte, port uint16) unix.Sockaddr {
 	return &unix.SockaddrInet6{Port: int(port), Addr: [16]byte(ip)}
 }
 
-// sockFor returns the socket frames from UDP source port port leave from,
-// opening it on first use. A port that cannot be bound is served by the
-// main socket from then on (portSock.fallback).
-func (e *Endpoint) sockFor(port uint16) (portSock, error) {
-	if port == e.cfg.Port {
-		return portSock{s: e.sys.main}, nil
-	}
-	e.sys.mu.RLock()
-	ps, ok := e.sys.ports[port]
-	e.sys.mu.RUnlock()
-	if ok {
-		return ps, nil
-	}
-	e.sys.mu.Lock()
-	defer e.sys.mu.Unlock()
-	if e.closed.Load() {
-		return portSock{}, transport.ErrClosed
-	}
-	if ps, ok := e.sys.ports[port]; ok {
-		return ps, nil
-	}
-	s, err := e.openSock(port, false)
-	if err != nil {
-		ps = portSock{s: e.sys.main, fallback: true}
-	} else {
-		ps = portSock{s: s}
-		e.sys.socks = append(e.sys.socks, s)
-	}
-	e.sys.ports[port] = ps
-	return ps, nil
-}
-
 // close closes every socket (which ends the receive loop) and waits for
 // the loop to return.
 func (e *Endpoint) close() error {
 	e.sys.mu.Lock()
-	socks := e.sys.socks
-	e.sys.socks = nil
+	var socks []*sock
+	for _, ps := range e.sys.ports {
+		if !ps.fallback {
+			socks = append(socks, ps.s)
+		}
+	}
+	clear(e.sys.ports)
+	clear(e.sys.holds)
+	e.sys.idle = nil
 	e.sys.mu.Unlock()
+	// Sends in flight fail with ErrClosed (the closed flag is set); their
+	// later unref closes the file again, which is harmless.
 	err := e.sys.main.f.Close()
 	for _, s := range socks {
 		if cerr := s.f.Close(); err == nil {

@@ -77,3 +77,17 @@ func TestRunCMPipeIPv4(t *testing.T) { ibvtest.RunCM(t, pipePair(pipe4A, pipe4B)
 func TestRunCMPipeIPv6(t *testing.T) { ibvtest.RunCM(t, pipePair(pipe6A, pipe6B)) }
 func TestRunCMUDP(t *testing.T)      { ibvtest.RunCM(t, udpPair(t, udpA, udpB)) }
 func TestRunCMLoopback(t *testing.T) { ibvtest.RunCM(t, loopback(t, udpSelf)) }
+
+// TestSoakUDP: 5000 QPs through two embedded-mode NICs on kernel UDP
+// sockets leave no socket, mapping, goroutine or memory behind.
+func TestSoakUDP(t *testing.T) {
+	p := udpPair(t, udpSoakA, udpSoakB)(t)
+	ibvtest.Soak(t, p, ibvtest.SoakQPs)
+}
+
+// TestSoakPipe: the same on an in-memory link.
+func TestSoakPipe(t *testing.T) {
+	ibvtest.Soak(t, pipePair(pipe4A, pipe4B)(t), ibvtest.SoakQPs)
+}
+
+var udpSoakA, udpSoakB = netip.MustParseAddr("127.0.71.4"), netip.MustParseAddr("127.0.71.5")

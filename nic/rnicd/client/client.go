@@ -88,9 +88,9 @@ func Open(spec ibv.Spec) (*Device, error) {
 	if spec.Socket == "" {
 		spec.Socket = ibv.DefaultSocket
 	}
-	conn, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: spec.Socket, Net: "unixpacket"})
+	conn, err := dial(spec.Socket)
 	if err != nil {
-		return nil, fmt.Errorf("rnicd at %s: %w", spec.Socket, err)
+		return nil, err
 	}
 	d := &Device{spec: spec, conn: conn, pending: make(map[uint32]chan reply),
 		qps: make(map[uint32]*QP), cqs: make(map[uint32]*CQ), srqs: make(map[uint32]*SRQ),

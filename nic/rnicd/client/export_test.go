@@ -24,3 +24,6 @@ var RegisterEvent = registerEvent
 
 // WorkRingsView is proto.WorkRings, for the tests.
 type WorkRingsView = proto.WorkRings
+
+// TrustDaemon is trustDaemon.
+var TrustDaemon = trustDaemon

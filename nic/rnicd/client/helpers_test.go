@@ -36,6 +36,7 @@ type end struct {
 	cq  ibv.CQ
 	qp  ibv.QP
 	buf []byte
+	mem ibv.Buffer // buf's, the program's to close
 	mr  ibv.MR
 }
 
@@ -52,7 +53,7 @@ func newEnd(t testing.TB, dev ibv.Device, typ verbs.QPType, size int) *end {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.buf = b.Bytes()
+	e.buf, e.mem = b.Bytes(), b
 	if e.mr, err = dev.RegMR(e.pd, e.buf, allAccess); err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,8 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	case "daemon":
 		roleDaemon()
+	case "squatter":
+		roleSquatter()
 	case "peer":
 		if err := rolePeer(); err != nil {
 			fmt.Println("error", err)

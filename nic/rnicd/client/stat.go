@@ -36,9 +36,9 @@ func QueryStat(socket string) (*Stat, error) {
 	if socket == "" {
 		socket = ibv.DefaultSocket
 	}
-	conn, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: socket, Net: "unixpacket"})
+	conn, err := dial(socket)
 	if err != nil {
-		return nil, fmt.Errorf("rnicd at %s: %w", socket, err)
+		return nil, err
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(statTimeout))

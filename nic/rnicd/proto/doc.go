@@ -32,6 +32,21 @@
 // Ops are numbered in ranges (see Op), one per concern, so that a new
 // concern adds its ops in a new file without touching the others.
 //
+// # Who serves the socket
+//
+// A client checks the daemon's identity before it sends anything: right
+// after connect(2) it reads SO_PEERCRED of its socket (getsockopt
+// SOL_SOCKET, SO_PEERCRED: the credentials the listener had when it called
+// listen(2)) and proceeds only if the uid is its own or 0 (root); otherwise
+// it closes the socket and fails. A socket in a world-writable directory
+// may be a squatter's, and the first messages carry the client's memory
+// (memfds) and intentions. The check costs one system call per connection.
+//
+// The daemon bounds its clients: a connection beyond its total (rnicd
+// --max-clients) or its uid's (--max-clients-per-uid) cap is accepted only
+// to answer its first request with StatusLimit, the message naming the
+// flag, and is then closed.
+//
 // # Data plane
 //
 // The daemon creates every ring (a sealed memfd it sizes itself) and both

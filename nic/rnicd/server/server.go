@@ -11,11 +11,17 @@ import (
 	"sync/atomic"
 
 	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/rnicd/proto"
 )
 
-// Limits bound what one client (one connection) may hold. Zero fields take
-// DefaultLimits' values.
+// Limits bound how many clients the server takes and what one client (one
+// connection) may hold. Zero fields take DefaultLimits' values.
 type Limits struct {
+	// MaxClients is the most connections the server serves at once.
+	MaxClients int
+	// MaxClientsPerUID is the most connections of one uid (SO_PEERCRED)
+	// the server serves at once.
+	MaxClientsPerUID int
 	// MaxQPs is the most QPs a client may have.
 	MaxQPs int
 	// MaxMRs is the most MRs a client may have.
@@ -41,18 +47,26 @@ type Limits struct {
 // fits, a runaway one does not take the daemon down.
 func DefaultLimits() Limits {
 	return Limits{
-		MaxQPs:       4096,
-		MaxMRs:       1 << 16,
-		MaxMRBytes:   1 << 40,
-		MaxRingBytes: 16 << 30,
-		MaxObjects:   1 << 16,
-		MaxSockets:   1024,
-		MaxCMIDs:     4096,
+		MaxClients:       1024,
+		MaxClientsPerUID: 256,
+		MaxQPs:           4096,
+		MaxMRs:           1 << 16,
+		MaxMRBytes:       1 << 40,
+		MaxRingBytes:     16 << 30,
+		MaxObjects:       1 << 16,
+		MaxSockets:       1024,
+		MaxCMIDs:         4096,
 	}
 }
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
+	if l.MaxClients <= 0 {
+		l.MaxClients = d.MaxClients
+	}
+	if l.MaxClientsPerUID <= 0 {
+		l.MaxClientsPerUID = d.MaxClientsPerUID
+	}
 	if l.MaxQPs <= 0 {
 		l.MaxQPs = d.MaxQPs
 	}
@@ -101,6 +115,7 @@ type Server struct {
 	closed    bool
 	listeners map[*net.UnixListener]struct{}
 	sessions  map[*Session]struct{}
+	perUID    map[uint32]int // sessions of each uid
 	wg        sync.WaitGroup // sessions and accept loops
 }
 
@@ -115,6 +130,7 @@ func New(cfg Config) (*Server, error) {
 		devs:      make(map[string]*device),
 		listeners: make(map[*net.UnixListener]struct{}),
 		sessions:  make(map[*Session]struct{}),
+		perUID:    make(map[uint32]int),
 	}
 	if s.logf == nil {
 		s.logf = func(string, ...any) {}
@@ -168,7 +184,7 @@ func (s *Server) Serve(l *net.UnixListener) error {
 	}
 }
 
-// start runs a session for c.
+// start runs a session for c, or refuses it beyond the client caps.
 func (s *Server) start(c *net.UnixConn) {
 	sess := newSession(s, c)
 	s.mu.Lock()
@@ -177,17 +193,46 @@ func (s *Server) start(c *net.UnixConn) {
 		c.Close()
 		return
 	}
-	s.sessions[sess] = struct{}{}
+	uid := sess.cred.Uid
+	refused := s.admit(uid)
+	if refused == nil {
+		s.sessions[sess] = struct{}{}
+		s.perUID[uid]++
+	}
 	s.wg.Add(1)
 	s.mu.Unlock()
+	if refused != nil {
+		s.stats.clientsRefused.Add(1)
+		sess.logf("refused: %v", refused)
+		go func() {
+			defer s.wg.Done()
+			refuse(c, refused)
+		}()
+		return
+	}
 	s.stats.clientsAccepted.Add(1)
 	go func() {
 		defer s.wg.Done()
 		sess.serve()
 		s.mu.Lock()
 		delete(s.sessions, sess)
+		if s.perUID[uid]--; s.perUID[uid] == 0 {
+			delete(s.perUID, uid)
+		}
 		s.mu.Unlock()
 	}()
+}
+
+// admit returns the error of a cap that one more client of uid would
+// exceed, or nil. s.mu is held.
+func (s *Server) admit(uid uint32) error {
+	if n := s.limits.MaxClients; len(s.sessions) >= n {
+		return fmt.Errorf("%w: %d clients (rnicd --max-clients)", proto.ErrLimit, n)
+	}
+	if n := s.limits.MaxClientsPerUID; s.perUID[uid] >= n {
+		return fmt.Errorf("%w: %d clients of uid %d (rnicd --max-clients-per-uid)", proto.ErrLimit, n, uid)
+	}
+	return nil
 }
 
 // Close stops accepting, ends every session (reaping its objects) and

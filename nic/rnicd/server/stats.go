@@ -13,6 +13,7 @@ import (
 type Stats struct {
 	ClientsAccepted uint64 // connections accepted
 	ClientsReaped   uint64 // sessions ended (client exit, kill, Close) and torn down
+	ClientsRefused  uint64 // connections beyond --max-clients or --max-clients-per-uid
 	// Objects a client left behind and the reaper freed.
 	ReapedQPs  uint64
 	ReapedSRQs uint64
@@ -34,7 +35,7 @@ type Stats struct {
 }
 
 type stats struct {
-	clientsAccepted, clientsReaped                                        atomic.Uint64
+	clientsAccepted, clientsReaped, clientsRefused                        atomic.Uint64
 	reapedQPs, reapedSRQs, reapedCQs, reapedAHs, reapedMRs, reapedPDs     atomic.Uint64
 	reapedBytes, bytesUnmapped                                            atomic.Uint64
 	badMessages, badWQEs, ringIndexErrors, limitRejections, eventsDropped atomic.Uint64
@@ -45,7 +46,8 @@ func (s *Server) Stats() Stats {
 	c := &s.stats
 	return Stats{
 		ClientsAccepted: c.clientsAccepted.Load(), ClientsReaped: c.clientsReaped.Load(),
-		ReapedQPs: c.reapedQPs.Load(), ReapedSRQs: c.reapedSRQs.Load(), ReapedCQs: c.reapedCQs.Load(),
+		ClientsRefused: c.clientsRefused.Load(),
+		ReapedQPs:      c.reapedQPs.Load(), ReapedSRQs: c.reapedSRQs.Load(), ReapedCQs: c.reapedCQs.Load(),
 		ReapedAHs: c.reapedAHs.Load(), ReapedMRs: c.reapedMRs.Load(), ReapedPDs: c.reapedPDs.Load(),
 		ReapedBytes: c.reapedBytes.Load(), BytesUnmapped: c.bytesUnmapped.Load(),
 		BadMessages: c.badMessages.Load(), BadWQEs: c.badWQEs.Load(), RingIndexErrors: c.ringIndexErrors.Load(),
@@ -56,7 +58,7 @@ func (s *Server) Stats() Stats {
 // statNames are the counter names, in snake case as rdma statistic has
 // them, in field order.
 var statNames = [...]string{
-	"clients_accepted", "clients_reaped", "reaped_qps", "reaped_srqs", "reaped_cqs", "reaped_ahs",
+	"clients_accepted", "clients_reaped", "clients_refused", "reaped_qps", "reaped_srqs", "reaped_cqs", "reaped_ahs",
 	"reaped_mrs", "reaped_pds", "reaped_bytes", "bytes_unmapped", "bad_messages", "bad_wqes",
 	"ring_index_errors", "limit_rejections", "events_dropped",
 }

@@ -69,7 +69,7 @@ func (f *TAPs) Open(cfg tapnic.Config) (*Host, error) {
 		addrs[i] = p.Addr()
 	}
 	n, err := embedded.NewNIC(embedded.Config{Name: cfg.Name, Addr: addrs[0], Addrs: addrs, MAC: udp.SyntheticMAC(addrs[0]),
-		MTU: cfg.MTU, Link: link, Pcap: cfg.Pcap, Trace: cfg.Trace, UDPPort: wire.UDPPort,
+		LinkLocal: true, MTU: cfg.MTU, Link: link, Pcap: cfg.Pcap, Trace: cfg.Trace, UDPPort: wire.UDPPort,
 		Resolve: func(a netip.Addr) ([6]byte, bool) { return udp.SyntheticMAC(a), true }})
 	if err != nil {
 		return nil, err

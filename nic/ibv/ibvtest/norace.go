@@ -1,0 +1,5 @@
+//go:build !race
+
+package ibvtest
+
+const raceEnabled = false

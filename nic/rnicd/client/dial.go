@@ -1,0 +1,65 @@
+// Connecting to rnicd: the socket is only trusted once the kernel says who
+// serves it.
+
+package client
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrUntrustedDaemon is wrapped by the error of a connection whose
+// listener belongs to neither the client's uid nor root.
+var ErrUntrustedDaemon = errors.New("rnicd: socket not served by this user or root")
+
+// dial connects to the daemon's socket and checks who listens on it before
+// anything is sent: a socket in a world-writable directory may belong to a
+// squatter waiting for the client's first messages and memory.
+func dial(socket string) (*net.UnixConn, error) {
+	conn, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: socket, Net: "unixpacket"})
+	if err != nil {
+		return nil, fmt.Errorf("rnicd at %s: %w", socket, err)
+	}
+	cred, err := peerCred(conn)
+	if err == nil {
+		err = trustDaemon(cred, uint32(os.Getuid()))
+	}
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("rnicd at %s: %w", socket, err)
+	}
+	return conn, nil
+}
+
+// peerCred returns the credentials the kernel recorded for the listener
+// of the socket conn is connected to (its uid when it called listen).
+func peerCred(conn *net.UnixConn) (*unix.Ucred, error) {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return nil, err
+	}
+	if cerr != nil {
+		return nil, fmt.Errorf("SO_PEERCRED: %w", cerr)
+	}
+	return cred, nil
+}
+
+// trustDaemon is the rule (proto's doc states it for every client): the
+// daemon runs as the client's own uid or as root.
+func trustDaemon(cred *unix.Ucred, self uint32) error {
+	if cred.Uid == self || cred.Uid == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: listener is pid %d uid %d, this process is uid %d", ErrUntrustedDaemon, cred.Pid, cred.Uid, self)
+}
