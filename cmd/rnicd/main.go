@@ -54,7 +54,9 @@ then, serving them on the control socket,
 
 Programs reach a NIC there by the device string NAME@SOCKET (rnic0@ for the
 default socket). Each client (connection) is limited by the --max-* flags;
-clients coming and going, and their errors, are logged on stderr.
+clients coming and going, and their errors, are logged on stderr. The
+socket defaults to ` + ibv.SocketRule + `,
+so an unprivileged rnicd and its clients meet without --socket.
 
 TAP mode needs CAP_NET_ADMIN. Exits 0 after a signal, 1 when a NIC or the
 socket fails to open (whatever was open is closed), 2 on bad usage.

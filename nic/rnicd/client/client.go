@@ -84,7 +84,7 @@ type reply struct {
 // spec.Name.
 func Open(spec ibv.Spec) (*Device, error) {
 	if spec.Socket == "" {
-		spec.Socket = ibv.DefaultSocket
+		spec.Socket = ibv.DefaultSocketPath()
 	}
 	conn, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: spec.Socket, Net: "unixpacket"})
 	if err != nil {
