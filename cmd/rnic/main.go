@@ -25,6 +25,7 @@ var commands = []command{
 	{"pingpong", "ibv_rc_pingpong: bounce SENDs between two NICs, its output and side channel", runPingpong},
 	{"perf", "perftest: bandwidth and latency of WRITE/READ/SEND/atomics, against raw UDP", runPerf},
 	{"rping", "librdmacm rping: READ and WRITE a ping buffer steered by SENDs, rdma_cm over RoCEv2 or iWARP", runRping},
+	{"exec", "run an unmodified libibverbs program (ibv_devinfo, ib_write_bw, ...) on rnicd's NICs", runExec},
 	{"stat", "what an rnicd serves: links, clients, their QPs, counters (rdma link/resource/statistic show)", runStat},
 }
 
