@@ -38,7 +38,8 @@ build:
 	$(GO) build -o $(BIN)/rnic ./cmd/rnic
 	$(GO) build -o $(BIN)/rnicd ./cmd/rnicd
 ifeq ($(HAVE_CC_VERBS),yes)
-	@$(MAKE) --no-print-directory lib
+	@if [ -e $(DROPIN_MAP) ]; then $(MAKE) --no-print-directory lib; \
+	else echo "build: $(LIBDIR)/libibverbs.so.1 not built: no $(DROPIN_MAP) in this checkout"; fi
 else
 	@echo "build: $(LIBDIR)/libibverbs.so.1 (the drop-in libibverbs for C programs) not built: apt-get install gcc libibverbs-dev"
 endif
