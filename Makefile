@@ -15,19 +15,13 @@ VERBS_HDRS  := /usr/include/infiniband/verbs.h /usr/include/rdma/rdma_cma.h
 
 # The drop-in libibverbs.so.1 (nic/rnicd/dropin): C against the system's
 # public verbs headers, the public symbols of rdma-core 44 with their
-# versions (the linker version script), so unmodified programs load it with
-# LD_LIBRARY_PATH=$(LIBDIR) (or rnic exec). Needs gcc and libibverbs-dev;
-# without them make build says so and builds the Go programs only.
+# versions, so unmodified programs load it with LD_LIBRARY_PATH=$(LIBDIR)
+# (or rnic exec). Its own Makefile (nic/rnicd/dropin/ibverbs) has the
+# flags. Needs gcc and libibverbs-dev; without them make build says so and
+# builds the Go programs only.
 CC          ?= gcc
 LIBDIR      ?= lib
-DROPIN      := nic/rnicd/dropin
-DROPIN_SRCS  = $(wildcard $(DROPIN)/ibverbs/*.c)
-DROPIN_DEPS  = $(DROPIN_SRCS) $(wildcard $(DROPIN)/ibverbs/*.h $(DROPIN)/include/*.h) $(DROPIN_MAP)
-DROPIN_MAP  := $(DROPIN)/ibverbs/libibverbs.map
-DROPIN_CFLAGS := -std=gnu11 -g -Wall -Wextra -Werror -fPIC -pthread -I$(DROPIN)/include
-DROPIN_LDFLAGS := -shared -Wl,--version-script=$(DROPIN_MAP) -Wl,-soname,libibverbs.so.1 -Wl,--no-undefined
-DROPIN_LIBS := -lpthread
-ASAN_FLAGS  := -O1 -fsanitize=address -fno-omit-frame-pointer
+DROPIN_LIB  := nic/rnicd/dropin/ibverbs
 HAVE_CC_VERBS := $(shell command -v $(CC) >/dev/null 2>&1 && [ -e /usr/include/infiniband/verbs.h ] && echo yes)
 
 .PHONY: all build lib lib-asan test test-race test-verbs demo bench fuzz lint interop clean
@@ -38,27 +32,19 @@ build:
 	$(GO) build -o $(BIN)/rnic ./cmd/rnic
 	$(GO) build -o $(BIN)/rnicd ./cmd/rnicd
 ifeq ($(HAVE_CC_VERBS),yes)
-	@if [ -e $(DROPIN_MAP) ]; then $(MAKE) --no-print-directory lib; \
-	else echo "build: $(LIBDIR)/libibverbs.so.1 not built: no $(DROPIN_MAP) in this checkout"; fi
+	@if [ -e $(DROPIN_LIB)/Makefile ]; then $(MAKE) --no-print-directory lib; \
+	else echo "build: $(LIBDIR)/libibverbs.so.1 not built: no $(DROPIN_LIB)/Makefile in this checkout"; fi
 else
 	@echo "build: $(LIBDIR)/libibverbs.so.1 (the drop-in libibverbs for C programs) not built: apt-get install gcc libibverbs-dev"
 endif
 
 # lib: the drop-in library; lib-asan: the same under AddressSanitizer, in
-# $(LIBDIR)/asan (for programs built with -fsanitize=address, or with
+# $(LIBDIR)/asan (for programs built with -fsanitize=address, or run with
 # LD_PRELOAD of the compiler's libasan.so).
-lib: $(LIBDIR)/libibverbs.so.1
-lib-asan: $(LIBDIR)/asan/libibverbs.so.1
-
-$(LIBDIR)/libibverbs.so.1: $(DROPIN_DEPS)
-	@mkdir -p $(@D)
-	$(CC) -O2 $(DROPIN_CFLAGS) $(DROPIN_LDFLAGS) -o $@ $(DROPIN_SRCS) $(DROPIN_LIBS)
-	ln -sf libibverbs.so.1 $(@D)/libibverbs.so
-
-$(LIBDIR)/asan/libibverbs.so.1: $(DROPIN_DEPS)
-	@mkdir -p $(@D)
-	$(CC) $(ASAN_FLAGS) $(DROPIN_CFLAGS) $(DROPIN_LDFLAGS) -o $@ $(DROPIN_SRCS) $(DROPIN_LIBS)
-	ln -sf libibverbs.so.1 $(@D)/libibverbs.so
+lib:
+	@$(MAKE) --no-print-directory -C $(DROPIN_LIB) CC=$(CC) OUT=$(abspath $(LIBDIR))
+lib-asan:
+	@$(MAKE) --no-print-directory -C $(DROPIN_LIB) CC=$(CC) OUT=$(abspath $(LIBDIR))/asan SAN=1
 
 # The whole test suite: vet, every package's tests, then the engine and
 # transport packages again under the race detector.
