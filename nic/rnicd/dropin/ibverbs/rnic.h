@@ -276,6 +276,7 @@ struct rnic_cq {
 	uint32_t slots, cap;
 	int notify_fd;
 	uint32_t cons;
+	uint32_t empty_polls;
 	pthread_spinlock_t lock;
 	/* the completion being read by the _ex API (start_poll/next_poll) */
 	uint8_t cur[48];
