@@ -75,7 +75,7 @@ static int cq_reply(struct rnic_cq *q, struct rnic_reply *rep)
 	return rnic_set_nonblock(q->notify_fd);
 }
 
-static struct rnic_cq *create_cq(struct rnic_context *c, int cqe, struct ibv_comp_channel *ch)
+struct rnic_cq *rnic_create_cq(struct rnic_context *c, int cqe, struct ibv_comp_channel *ch)
 {
 	struct rnic_reply rep;
 	struct rnic_cq *q;
@@ -130,7 +130,7 @@ RNIC_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, v
 	struct rnic_cq *q;
 	if (comp_vector < 0 || comp_vector >= context->num_comp_vectors)
 		return errno = EINVAL, NULL;
-	if (!(q = create_cq(to_rctx(context), cqe, channel)))
+	if (!(q = rnic_create_cq(to_rctx(context), cqe, channel)))
 		return NULL;
 	q->cq.cq_context = cq_context;
 	return (struct ibv_cq *)&q->cq;
@@ -165,7 +165,7 @@ static uint64_t get64(const uint8_t *p) { return get32(p) | (uint64_t)get32(p + 
 
 /* wc_from_slot decodes a completion slot (proto/wc.go) into wc. The
  * immediate is kept as the wire has it (network order), as ibv_wc wants. */
-static void wc_from_slot(const uint8_t *s, struct ibv_wc *wc)
+void rnic_wc_from_slot(const uint8_t *s, struct ibv_wc *wc)
 {
 	memset(wc, 0, sizeof(*wc));
 	wc->wr_id = get64(s);
@@ -184,7 +184,7 @@ static void wc_from_slot(const uint8_t *s, struct ibv_wc *wc)
 }
 
 /* kick tells the daemon there is room again, if it waits for it. */
-static void kick(struct rnic_cq *q)
+void rnic_cq_kick(struct rnic_cq *q)
 {
 	uint32_t m = ld32(q->ring, CQ_MOVER);
 	struct rnic_context *c;
@@ -223,14 +223,14 @@ int rnic_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 	if (avail > q->slots)
 		avail = 0; /* a daemon writing nonsense */
 	for (; k < n && (uint32_t)k < avail; k++) {
-		wc_from_slot(q->ring + RING_HDR + (size_t)(q->cons & (q->slots - 1)) * WC_SLOT, &wc[k]);
+		rnic_wc_from_slot(q->ring + RING_HDR + (size_t)(q->cons & (q->slots - 1)) * WC_SLOT, &wc[k]);
 		q->cons++;
 	}
 	if (k > 0)
 		st32(q->ring, CQ_CONS, q->cons);
 	pthread_spin_unlock(&q->lock);
 	if (k > 0)
-		kick(q);
+		rnic_cq_kick(q);
 	return k;
 }
 
@@ -302,11 +302,4 @@ RNIC_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 	cq->comp_events_completed += nevents;
 	pthread_cond_signal(&cq->cond);
 	pthread_mutex_unlock(&cq->mutex);
-}
-
-struct ibv_cq_ex *rnic_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr)
-{
-	(void)ctx, (void)attr;
-	errno = EOPNOTSUPP;
-	return NULL;
 }

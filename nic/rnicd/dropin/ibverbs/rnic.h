@@ -279,7 +279,8 @@ struct rnic_cq {
 	uint32_t empty_polls;
 	pthread_spinlock_t lock;
 	/* the completion being read by the _ex API (start_poll/next_poll) */
-	uint8_t cur[48];
+	struct ibv_wc cur;
+	int cur_valid;
 	int dead;
 };
 
@@ -345,6 +346,9 @@ static inline void st32(uint8_t *base, size_t off, uint32_t v)
 }
 
 int rnic_map_fd(int fd, size_t len, uint8_t **out);
+struct rnic_cq *rnic_create_cq(struct rnic_context *c, int cqe, struct ibv_comp_channel *ch);
+void rnic_wc_from_slot(const uint8_t *s, struct ibv_wc *wc);
+void rnic_cq_kick(struct rnic_cq *q);
 void rnic_close_fds(const int *fds, int n);
 int rnic_set_nonblock(int fd);
 
