@@ -88,6 +88,7 @@ enum rnic_op {
 	OP_DESTROY_AH = 0x001f,
 	OP_ARM_CQ = 0x0020,
 	OP_REG_MR_WINDOW = 0x0021,
+	OP_SRQ_LIMIT = 0x0022,
 	OP_STAT_DEVICES = 0x0302,
 	OP_EVENT = 0x8001,
 };
@@ -298,6 +299,7 @@ struct rnic_srq {
 	int bell;
 	uint32_t prod;
 	uint32_t max_sge;
+	uint32_t limit; /* armed limit, 0 once the event came */
 	pthread_spinlock_t lock;
 };
 
