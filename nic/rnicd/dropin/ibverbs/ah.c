@@ -28,7 +28,7 @@ RNIC_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *
 	struct ibv_ah_attr norm;
 	rnic_r_av(&r, &norm);
 	if ((err = r_done(&r))) {
-		rnic_destroy_handle(c, OP_DESTROY_AH, a->h);
+		rnic_handle_call(c, OP_DESTROY_AH, a->h);
 		free(a);
 		return errno = err, NULL;
 	}
@@ -42,7 +42,7 @@ RNIC_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 {
 	struct rnic_ah *a = (struct rnic_ah *)ah;
 	struct rnic_context *c = to_rctx(ah->context);
-	int err = rnic_destroy_handle(c, OP_DESTROY_AH, a->h);
+	int err = rnic_handle_call(c, OP_DESTROY_AH, a->h);
 	if (err && !c->conn.dead)
 		return err;
 	free(a);

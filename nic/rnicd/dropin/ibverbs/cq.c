@@ -104,7 +104,7 @@ struct rnic_cq *rnic_create_cq(struct rnic_context *c, int cqe, struct ibv_comp_
 			munmap(q->ring, q->ring_len);
 		if (q->notify_fd >= 0)
 			close(q->notify_fd);
-		rnic_destroy_handle(c, OP_DESTROY_CQ, q->h);
+		rnic_handle_call(c, OP_DESTROY_CQ, q->h);
 		free(q);
 		return errno = err, NULL;
 	}
@@ -140,7 +140,7 @@ RNIC_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 {
 	struct rnic_cq *q = (struct rnic_cq *)cq;
 	struct rnic_context *c = to_rctx(cq->context);
-	int err = rnic_destroy_handle(c, OP_DESTROY_CQ, q->h);
+	int err = rnic_handle_call(c, OP_DESTROY_CQ, q->h);
 	if (err && !c->conn.dead)
 		return err;
 	rnic_obj_del(c, OBJ_CQ, q->h);
@@ -251,7 +251,7 @@ int rnic_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 	if (want_sol != mover_sol)
 		/* the daemon's CQ is armed for the other kind: re-arm it
 		 * before returning, so the arm is in force */
-		return rnic_destroy_handle(to_rctx(cq->context), OP_ARM_CQ, q->h);
+		return rnic_handle_call(to_rctx(cq->context), OP_ARM_CQ, q->h);
 	return 0;
 }
 

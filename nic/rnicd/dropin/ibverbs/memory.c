@@ -216,8 +216,9 @@ RNIC_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	return &p->pd;
 }
 
-/* destroy sends a destroy op for handle h. */
-int rnic_destroy_handle(struct rnic_context *c, uint16_t op, uint32_t h)
+/* rnic_handle_call makes request op whose body is handle h alone (the
+ * destroy ops, ARM_CQ) and expects an empty reply. */
+int rnic_handle_call(struct rnic_context *c, uint16_t op, uint32_t h)
 {
 	struct rnic_reply rep;
 	struct wbuf w;
@@ -233,7 +234,7 @@ int rnic_destroy_handle(struct rnic_context *c, uint16_t op, uint32_t h)
 RNIC_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 {
 	struct rnic_pd *p = (struct rnic_pd *)pd;
-	int err = rnic_destroy_handle(to_rctx(pd->context), OP_DEALLOC_PD, p->h);
+	int err = rnic_handle_call(to_rctx(pd->context), OP_DEALLOC_PD, p->h);
 	if (err && err != EIO)
 		return err;
 	free(p);
@@ -308,7 +309,7 @@ RNIC_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t
 RNIC_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 {
 	struct rnic_mr *m = (struct rnic_mr *)mr;
-	int err = rnic_destroy_handle(to_rctx(mr->context), OP_DEREG_MR, m->h);
+	int err = rnic_handle_call(to_rctx(mr->context), OP_DEREG_MR, m->h);
 	if (err && err != EIO)
 		return err;
 	/* The pages stay on the arena: the application still uses them,
@@ -336,8 +337,8 @@ RNIC_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, vo
 		errno = err;
 		return IBV_REREG_MR_ERR_INPUT;
 	}
-	if (rnic_destroy_handle(to_rctx(mr->context), OP_DEREG_MR, m->h) && !to_rctx(mr->context)->conn.dead) {
-		rnic_destroy_handle(to_rctx(mr->context), OP_DEREG_MR, n.h);
+	if (rnic_handle_call(to_rctx(mr->context), OP_DEREG_MR, m->h) && !to_rctx(mr->context)->conn.dead) {
+		rnic_handle_call(to_rctx(mr->context), OP_DEREG_MR, n.h);
 		return IBV_REREG_MR_ERR_CMD;
 	}
 	*m = n;

@@ -375,7 +375,7 @@ void rnic_wait_recvs(struct rnic_context *c, uint8_t *mem, uint32_t prod);
 
 /* Memory: the arena (memory.c). */
 int rnic_arena_share(void *addr, size_t len, int *fd);
-int rnic_destroy_handle(struct rnic_context *c, uint16_t op, uint32_t h);
+int rnic_handle_call(struct rnic_context *c, uint16_t op, uint32_t h);
 extern int rnic_fork_safe;
 
 /* Events: the daemon's event, as ibv_async_event (async.c). */

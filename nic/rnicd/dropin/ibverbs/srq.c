@@ -51,7 +51,7 @@ RNIC_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_ini
 	if (err) {
 		if (s->mem)
 			munmap(s->mem, s->mem_len);
-		rnic_destroy_handle(c, OP_DESTROY_SRQ, s->h);
+		rnic_handle_call(c, OP_DESTROY_SRQ, s->h);
 		free(s);
 		return errno = err, NULL;
 	}
@@ -76,7 +76,7 @@ RNIC_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 {
 	struct rnic_srq *s = (struct rnic_srq *)srq;
 	struct rnic_context *c = to_rctx(srq->context);
-	int err = rnic_destroy_handle(c, OP_DESTROY_SRQ, s->h);
+	int err = rnic_handle_call(c, OP_DESTROY_SRQ, s->h);
 	if (err && !c->conn.dead)
 		return err;
 	rnic_obj_del(c, OBJ_SRQ, s->h);
