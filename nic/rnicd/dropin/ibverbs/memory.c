@@ -97,7 +97,7 @@ static int move_pages(uintptr_t s, size_t n, int prot)
 struct vma {
 	uintptr_t start, end;
 	uint64_t off;
-	int prot;
+	int prot, shared;
 	unsigned long ino;
 };
 
@@ -111,6 +111,7 @@ static int parse_vma(const char *line, struct vma *v)
 	v->start = start, v->end = end, v->off = off, v->ino = ino;
 	v->prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
 		  (perms[2] == 'x' ? PROT_EXEC : 0);
+	v->shared = perms[3] == 's';
 	return 1;
 }
 
@@ -165,7 +166,9 @@ static int share_range(uintptr_t a, uintptr_t b)
 		}
 		uintptr_t e = v.end < b ? v.end : b;
 		int moved = v.ino == arena_ino && strstr(line, ARENA_NAME) && v.off == v.start;
-		if (!moved)
+		if (!moved && v.shared)
+			err = EOPNOTSUPP; /* see MEMORY.md: shared mappings stay where they are */
+		else if (!moved)
 			err = move_pages(at, e - at, v.prot);
 		at = e;
 	}
