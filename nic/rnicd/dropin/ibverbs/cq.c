@@ -210,12 +210,7 @@ int rnic_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 	if (n <= 0)
 		return 0;
 	if (ld32(q->ring, CQ_PROD) == q->cons) {
-		/* A program spinning on an empty CQ competes for the CPU with
-		 * the daemon that would fill it (rxe's work runs in the
-		 * kernel instead): every so often give the CPU away. Polls
-		 * that find completions make no system call. */
-		if ((++q->empty_polls & 63) == 0)
-			sched_yield();
+		rnic_cq_idle(q);
 		return 0;
 	}
 	pthread_spin_lock(&q->lock);
@@ -228,6 +223,7 @@ int rnic_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 	}
 	if (k > 0)
 		st32(q->ring, CQ_CONS, q->cons);
+	q->empty_polls = 0;
 	pthread_spin_unlock(&q->lock);
 	if (k > 0)
 		rnic_cq_kick(q);

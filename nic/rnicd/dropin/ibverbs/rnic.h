@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <infiniband/verbs.h>
@@ -145,6 +146,11 @@ struct rnic_event {
 };
 
 #define RNIC_EVQ 256
+
+/* Empty polls of a CQ in a row before each further one yields the CPU. */
+#ifndef RNIC_SPIN_POLLS
+#define RNIC_SPIN_POLLS 16
+#endif
 
 /* The control connection of one context. Requests are serialised by mu
  * (one round trip at a time); events read meanwhile are queued and the
@@ -345,6 +351,16 @@ static inline uint32_t ld32(uint8_t *base, size_t off)
 static inline void st32(uint8_t *base, size_t off, uint32_t v)
 {
 	__atomic_store_n(ring_u32(base, off), v, __ATOMIC_SEQ_CST);
+}
+
+/* rnic_cq_idle: a poll found the CQ empty. A program spinning on an empty
+ * CQ competes for the CPU with the daemon that would fill it (rxe's work
+ * runs in the kernel instead): after a few empty polls in a row, each one
+ * gives the CPU away. Polls that find completions make no system call. */
+static inline void rnic_cq_idle(struct rnic_cq *q)
+{
+	if (++q->empty_polls > RNIC_SPIN_POLLS)
+		sched_yield();
 }
 
 int rnic_map_fd(int fd, size_t len, uint8_t **out);
