@@ -27,6 +27,7 @@
 static pthread_mutex_t arena_mu = PTHREAD_MUTEX_INITIALIZER;
 static int arena_fd = -1;
 static ino_t arena_ino;
+static pid_t arena_pid; /* the process the arena belongs to */
 int rnic_fork_safe;
 
 #define ARENA_NAME "rnic-arena"
@@ -35,8 +36,17 @@ static int arena_open(void)
 {
 	struct stat st;
 	int fd;
-	if (arena_fd >= 0)
+	if (arena_fd >= 0 && arena_pid == getpid())
 		return 0;
+	if (arena_fd >= 0) {
+		/* A child of fork(): the parent's arena is the parent's (its
+		 * pages at the same offsets would be overwritten by ours).
+		 * The child gets one of its own; pages it inherited on the
+		 * parent's arena count as not moved, so registering them
+		 * moves them onto the child's arena and unshares them. */
+		close(arena_fd);
+		arena_fd = -1;
+	}
 	ibv_is_fork_initialized(); /* reads RDMAV_FORK_SAFE */
 	fd = memfd_create(ARENA_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
@@ -49,6 +59,7 @@ static int arena_open(void)
 		goto fail;
 	arena_fd = fd;
 	arena_ino = st.st_ino;
+	arena_pid = getpid();
 	return 0;
 fail:;
 	int err = errno;
@@ -165,8 +176,9 @@ static int share_range(uintptr_t a, uintptr_t b)
 			break;
 		}
 		uintptr_t e = v.end < b ? v.end : b;
-		int moved = v.ino == arena_ino && strstr(line, ARENA_NAME) && v.off == v.start;
-		if (!moved && v.shared)
+		int ours = strstr(line, "/memfd:" ARENA_NAME) != NULL; /* this library's doing */
+		int moved = ours && v.ino == arena_ino && v.off == v.start;
+		if (!moved && v.shared && !ours) /* a parent's arena is ours to move away from */
 			err = EOPNOTSUPP; /* see MEMORY.md: shared mappings stay where they are */
 		else if (!moved)
 			err = move_pages(at, e - at, v.prot);
@@ -178,12 +190,78 @@ static int share_range(uintptr_t a, uintptr_t b)
 	return err;
 }
 
+/* After fork() the child would share the arena's pages with its parent
+ * (they are MAP_SHARED): its writes to its copy of the heap would land in
+ * the parent's memory, and the parent's DMA in the child's. The child
+ * therefore maps each of them MAP_PRIVATE from the same file offsets at
+ * once: no copy, and its writes stay its own (copy-on-write), as a
+ * child's do on a kernel that handles fork for pinned pages. It reads
+ * /proc/self/maps with plain system calls and static storage (the child
+ * of a threaded parent must not rely on locks another thread held). */
+enum { CHILD_BATCH = 1024 };
+static struct {
+	uintptr_t start, end;
+	int prot;
+} child_vmas[CHILD_BATCH];
+static char child_buf[1 << 16];
+
+/* collect_shared_arena fills child_vmas with the arena's shared mappings
+ * at their own offsets; it returns how many. */
+static int collect_shared_arena(void)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC), n = 0;
+	size_t have = 0;
+	ssize_t k;
+	if (fd < 0)
+		return 0;
+	while (n < CHILD_BATCH && (k = read(fd, child_buf + have, sizeof(child_buf) - 1 - have)) > 0) {
+		char *line = child_buf, *nl;
+		struct vma v;
+		have += (size_t)k;
+		child_buf[have] = 0;
+		while (n < CHILD_BATCH && (nl = strchr(line, '\n'))) {
+			*nl = 0;
+			if (parse_vma(line, &v) && v.shared && v.ino == arena_ino && v.off == v.start &&
+			    strstr(line, "/memfd:" ARENA_NAME))
+				child_vmas[n].start = v.start, child_vmas[n].end = v.end, child_vmas[n++].prot = v.prot;
+			line = nl + 1;
+		}
+		have = strlen(line);
+		memmove(child_buf, line, have);
+	}
+	close(fd);
+	return n;
+}
+
+static void privatize_in_child(void)
+{
+	int n;
+	if (arena_fd < 0)
+		return;
+	do {
+		n = collect_shared_arena();
+		for (int i = 0; i < n; i++)
+			if (mmap((void *)child_vmas[i].start, child_vmas[i].end - child_vmas[i].start, child_vmas[i].prot,
+				 MAP_PRIVATE | MAP_FIXED, arena_fd, (off_t)child_vmas[i].start) == MAP_FAILED)
+				n = 0; /* leave the rest shared rather than loop */
+	} while (n == CHILD_BATCH);
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void register_atfork(void)
+{
+	/* If this fails the child shares the pages (MEMORY.md). */
+	(void)pthread_atfork(NULL, NULL, privatize_in_child);
+}
+
 int rnic_arena_share(void *addr, size_t len, int *fd)
 {
 	long pg = sysconf(_SC_PAGESIZE);
 	uintptr_t a = (uintptr_t)addr & ~(uintptr_t)(pg - 1);
 	uintptr_t b = ((uintptr_t)addr + len + (uintptr_t)pg - 1) & ~(uintptr_t)(pg - 1);
 	int err;
+	pthread_once(&atfork_once, register_atfork);
 	pthread_mutex_lock(&arena_mu);
 	err = arena_open();
 	if (!err)
