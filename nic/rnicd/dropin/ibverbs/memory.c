@@ -157,6 +157,47 @@ static char *read_maps(void)
 	return b;
 }
 
+/* privatize makes [s, s+n), arena pages mapped away from their own
+ * offsets, private anonymous memory with the same contents. */
+static int privatize(uintptr_t s, size_t n, int prot)
+{
+	void *tmp = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (tmp == MAP_FAILED)
+		return errno;
+	copy_pages(tmp, (void *)s, n);
+	if (mmap((void *)s, n, prot | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
+		int err = errno;
+		munmap(tmp, n);
+		return err;
+	}
+	copy_pages((void *)s, tmp, n);
+	munmap(tmp, n);
+	if (!(prot & PROT_WRITE))
+		mprotect((void *)s, n, prot);
+	return 0;
+}
+
+/* evict_displaced: an arena mapping that mremap moved (glibc's realloc of
+ * a large block does) still shows the file at its old address's offsets.
+ * Before pages are moved onto [a, b) of the file, any such mapping of
+ * those offsets becomes private memory, or the move would change it. */
+static int evict_displaced(uintptr_t a, uintptr_t b)
+{
+	char *maps = read_maps(), *line, *save = NULL;
+	struct vma v;
+	int err = 0;
+	if (!maps)
+		return ENOMEM;
+	for (line = strtok_r(maps, "\n", &save); line && !err; line = strtok_r(NULL, "\n", &save)) {
+		if (!parse_vma(line, &v) || v.ino != arena_ino || v.off == v.start || !strstr(line, "/memfd:" ARENA_NAME))
+			continue;
+		if (v.off < b && v.off + (v.end - v.start) > a)
+			err = privatize(v.start, v.end - v.start, v.prot);
+	}
+	free(maps);
+	return err;
+}
+
 /* share_range moves the pages of [a, b) (page-aligned) onto the arena;
  * EFAULT if part of it is not mapped. Caller holds arena_mu. */
 static int share_range(uintptr_t a, uintptr_t b)
@@ -168,6 +209,10 @@ static int share_range(uintptr_t a, uintptr_t b)
 
 	if (!maps)
 		return ENOMEM;
+	if ((err = evict_displaced(a, b))) {
+		free(maps);
+		return err;
+	}
 	for (line = strtok_r(maps, "\n", &save); line && at < b && !err; line = strtok_r(NULL, "\n", &save)) {
 		if (!parse_vma(line, &v) || v.end <= at)
 			continue;
