@@ -22,18 +22,21 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 static pthread_mutex_t arena_mu = PTHREAD_MUTEX_INITIALIZER;
 static int arena_fd = -1;
 static ino_t arena_ino;
 static pid_t arena_pid; /* the process the arena belongs to */
+static off_t arena_size;
 int rnic_fork_safe;
 
 #define ARENA_NAME "rnic-arena"
 
 static int arena_open(void)
 {
+	struct rlimit rl;
 	struct stat st;
 	int fd;
 	if (arena_fd >= 0 && arena_pid == getpid())
@@ -52,8 +55,13 @@ static int arena_open(void)
 	if (fd < 0)
 		return errno;
 	/* The whole user address space (57 bits with 5-level paging, else
-	 * 47): sparse, so only moved pages take memory. */
-	if (ftruncate(fd, (off_t)1 << 57) < 0 && ftruncate(fd, (off_t)1 << 47) < 0)
+	 * 47): sparse, so only moved pages take memory. Never past
+	 * RLIMIT_FSIZE, which would raise SIGXFSZ; pages above the size
+	 * cannot be registered (share_range). */
+	arena_size = (off_t)1 << 57;
+	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (off_t)rl.rlim_cur < arena_size)
+		arena_size = (off_t)rl.rlim_cur & ~(off_t)0xfff;
+	if (ftruncate(fd, arena_size) < 0 && (arena_size = (off_t)1 << 47, ftruncate(fd, arena_size) < 0))
 		goto fail;
 	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) < 0 || fstat(fd, &st) < 0)
 		goto fail;
@@ -209,6 +217,10 @@ static int share_range(uintptr_t a, uintptr_t b)
 
 	if (!maps)
 		return ENOMEM;
+	if (b > (uintptr_t)arena_size) {
+		free(maps);
+		return EFAULT; /* beyond the arena (RLIMIT_FSIZE) */
+	}
 	if ((err = evict_displaced(a, b))) {
 		free(maps);
 		return err;
