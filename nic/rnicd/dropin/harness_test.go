@@ -41,6 +41,12 @@ var build struct {
 }
 
 func TestMain(m *testing.M) {
+	if raceEnabled {
+		// make test runs every package under -race a second time; the
+		// programs here are C, and the first run ran them.
+		fmt.Println("dropin: not run again under -race: its tests drive C programs, run by make test without -race")
+		os.Exit(0)
+	}
 	code, err := setUp()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "dropin: %v\n", err)
@@ -446,10 +452,20 @@ func (d *daemon) run(t testing.TB, name, lib string, stdin io.Reader, argv ...st
 	return start(t, name, env, stdin, append([]string{build.rnic, "exec", "-S", d.socket, "--"}, argv...)...)
 }
 
+// lineBuffered runs a Debian program with its stdout line-buffered
+// (coreutils' stdbuf), so that the output of one killed after a hang is
+// not lost in its stdio buffer.
+func lineBuffered(argv []string) []string {
+	if _, err := exec.LookPath("stdbuf"); err != nil {
+		return argv
+	}
+	return append([]string{"stdbuf", "-oL", "-eL"}, argv...)
+}
+
 // runOne runs one program to its end and returns it.
 func (d *daemon) runOne(t *testing.T, argv ...string) *proc {
 	t.Helper()
-	p := d.run(t, argv[0], "", nil, argv...)
+	p := d.run(t, argv[0], "", nil, lineBuffered(argv)...)
 	p.wait(time.After(programTimeout))
 	return p
 }
@@ -460,7 +476,7 @@ func (d *daemon) runOne(t *testing.T, argv ...string) *proc {
 func (d *daemon) runPair(t *testing.T, port int, server, client []string) (srv, cli *proc) {
 	t.Helper()
 	deadline := time.After(programTimeout)
-	srv = d.run(t, "server", "", nil, server...)
+	srv = d.run(t, "server", "", nil, lineBuffered(server)...)
 	for !listening(port) {
 		select {
 		case <-srv.done:
@@ -471,7 +487,7 @@ func (d *daemon) runPair(t *testing.T, port int, server, client []string) (srv, 
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	cli = d.run(t, "client", "", nil, client...)
+	cli = d.run(t, "client", "", nil, lineBuffered(client)...)
 	cli.wait(deadline)
 	if !cli.ok() {
 		// A failed client leaves the server waiting: end it now.
