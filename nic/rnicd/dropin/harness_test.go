@@ -318,14 +318,6 @@ func (p *proc) report() string {
 	return fmt.Sprintf("--- %s: %s: %s\n%s", p.name, strings.Join(p.cmd.Args, " "), p.status(), p.out.String())
 }
 
-// exitSignal is the signal that ended the program, if one did.
-func (p *proc) exitSignal() syscall.Signal {
-	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return ws.Signal()
-	}
-	return 0
-}
-
 // daemon is a running rnicd with two NICs.
 type daemon struct {
 	p      *proc
