@@ -99,8 +99,9 @@ static int check_send(struct rnic_qp *q, const struct ibv_send_wr *wr, uint64_t 
 		if (wr->num_sge != 1 || wr->sg_list[0].length != 8 || wr->wr.atomic.remote_addr & 7)
 			return EINVAL;
 	}
-	if (q->qpx.qp_base.qp_type == IBV_QPT_UD && (!wr->wr.ud.ah || wr->wr.ud.remote_qpn > 0xffffff))
-		return EINVAL;
+	if (q->qpx.qp_base.qp_type == IBV_QPT_UD &&
+	    (!wr->wr.ud.ah || wr->wr.ud.ah->pd != q->qpx.qp_base.pd || wr->wr.ud.remote_qpn > 0xffffff))
+		return EINVAL; /* an AH of another PD would move the QP to ERR in the daemon */
 	return 0;
 }
 
