@@ -88,6 +88,8 @@ static int check_send(struct rnic_qp *q, const struct ibv_send_wr *wr, uint64_t 
 	*total = 0;
 	for (int i = 0; i < wr->num_sge; i++)
 		*total += wr->sg_list[i].length;
+	if (*total > c->attr.max_msg_size)
+		return EINVAL;
 	if (inl && (*total > q->cap.max_inline_data || *total > q->sq.slot_size - SEND_WQE_HDR ||
 		    wr->opcode == IBV_WR_RDMA_READ || wr->opcode > IBV_WR_SEND_WITH_IMM))
 		return EINVAL;
