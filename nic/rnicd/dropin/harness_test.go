@@ -144,21 +144,22 @@ func dropTo() error {
 	if err != nil {
 		return fmt.Errorf("running as root needs user nobody: %w", err)
 	}
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		return errors.New("running as root needs setpriv (util-linux) to drop to nobody")
-	}
 	build.uid, _ = strconv.Atoi(u.Uid)
 	build.gid, _ = strconv.Atoi(u.Gid)
 	build.dropped = true
 	return nil
 }
 
-// asUser returns argv run as the test's programs' user.
-func asUser(argv []string) []string {
-	if !build.dropped {
-		return argv
+// userCommand is argv run as the programs' user (as setpriv --reuid
+// --regid --clear-groups would), killed if the test dies first.
+func userCommand(argv []string) *exec.Cmd {
+	c := exec.Command(argv[0], argv[1:]...)
+	// The credentials change before the death signal is set, so it holds.
+	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if build.dropped {
+		c.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(build.uid), Gid: uint32(build.gid), Groups: []uint32{}}
 	}
-	return append([]string{"setpriv", "--reuid=" + strconv.Itoa(build.uid), "--regid=" + strconv.Itoa(build.gid), "--clear-groups", "--"}, argv...)
+	return c
 }
 
 // userDir makes a directory owned by the programs' user, mode 0700.
@@ -267,8 +268,7 @@ func (s *syncBuffer) String() string {
 // test's environment; stdout and stderr go to one buffer.
 func start(t testing.TB, name string, env []string, stdin io.Reader, argv ...string) *proc {
 	t.Helper()
-	full := asUser(argv)
-	p := &proc{name: name, cmd: exec.Command(full[0], full[1:]...), out: new(syncBuffer), done: make(chan struct{})}
+	p := &proc{name: name, cmd: userCommand(argv), out: new(syncBuffer), done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr, p.cmd.Stdin = p.out, p.out, stdin
 	p.cmd.Dir = build.dir
@@ -280,7 +280,7 @@ func start(t testing.TB, name string, env []string, stdin io.Reader, argv ...str
 	return p
 }
 
-// kill ends the program if it still runs (by its PID: setpriv execs it).
+// kill ends the program if it still runs (by its PID: rnic exec execs it).
 func (p *proc) kill() {
 	select {
 	case <-p.done:
@@ -315,7 +315,7 @@ func (p *proc) ok() bool { return !p.killed && p.err == nil }
 
 // report is the program's command line, status and output.
 func (p *proc) report() string {
-	return fmt.Sprintf("--- %s: %s: %s\n%s", p.name, strings.Join(p.cmd.Args, " "), p.status(), p.out.String())
+	return fmt.Sprintf("--- %s (uid %d): %s: %s\n%s", p.name, build.uid, strings.Join(p.cmd.Args, " "), p.status(), p.out.String())
 }
 
 // daemon is a running rnicd with two NICs.
@@ -377,8 +377,8 @@ func tryDaemon(cleanup func(func())) (*daemon, error) {
 		return nil, errors.New("same address twice")
 	}
 	stdout, w := io.Pipe()
-	full := asUser([]string{build.rnicd, "--udp", d.addrs[0], "--device", "name=rnic1,udp=" + d.addrs[1]})
-	d.p = &proc{name: "rnicd", cmd: exec.Command(full[0], full[1:]...), out: new(syncBuffer), done: make(chan struct{})}
+	d.p = &proc{name: "rnicd", cmd: userCommand([]string{build.rnicd, "--udp", d.addrs[0], "--device", "name=rnic1,udp=" + d.addrs[1]}),
+		out: new(syncBuffer), done: make(chan struct{})}
 	env := []string{"XDG_RUNTIME_DIR=" + xdg}
 	if build.uid == 0 { // only when not dropping: root ignores XDG_RUNTIME_DIR
 		env = append(env, "RNIC_SOCKET="+d.socket)
