@@ -32,6 +32,11 @@ func needCorners(t *testing.T) string {
 			corners.err = "building the corner tests: " + err.Error() + "\n" + string(out)
 			return
 		}
+		if err := os.Chmod(bin, 0o755); err != nil { // whatever the umask
+
+			corners.err = err.Error()
+			return
+		}
 		corners.bin = bin
 	})
 	if corners.err != "" {

@@ -92,7 +92,26 @@ func setUp() (int, error) {
 		}
 	}
 	buildLibrary()
-	return 0, nil
+	return 0, readableByAll(dir)
+}
+
+// readableByAll lets the programs' user read and run what was built
+// under dir, whatever the umask the build ran with.
+func readableByAll(dir string) error {
+	return filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil || d.Type()&os.ModeSymlink != 0 {
+			return err
+		}
+		add := os.FileMode(0o044)
+		if d.IsDir() || fi.Mode()&0o100 != 0 {
+			add = 0o055
+		}
+		return os.Chmod(path, fi.Mode().Perm()|add)
+	})
 }
 
 // buildLibrary runs make lib and lib-asan into the temporary directory.
