@@ -17,6 +17,14 @@
  *
  * Each check prints "ok ..." or "FAIL ..."; the exit status is 0 when every
  * check passed, 1 when one failed, 2 when the setup itself failed.
+ *
+ * The Go tests of nic/rnicd/dropin build and run it; by hand, from the
+ * repository, with an rnicd serving rnic0 and rnic1:
+ *
+ *   make build lib-asan
+ *   (cd nic/rnicd/dropin/tests && gcc -std=gnu11 -g -O1 -Wall -Wextra -Werror
+ *       -fsanitize=address -fno-omit-frame-pointer -o /tmp/corners *.c -libverbs)
+ *   RNIC_LIBDIR=lib/asan bin/rnic exec -- /tmp/corners mr rnic0 rnic1
  */
 #include "corners.h"
 
