@@ -13,13 +13,38 @@ RACE_PKGS   ?= ./transport/... ./memory/... ./nic/... ./roce/... ./iwarp/... ./t
 VERBS_PKG   ?= ./nic/passthrough
 VERBS_HDRS  := /usr/include/infiniband/verbs.h /usr/include/rdma/rdma_cma.h
 
-.PHONY: all build test test-race test-verbs demo bench fuzz lint interop clean
+# The drop-in libibverbs.so.1 (nic/rnicd/dropin): C against the system's
+# public verbs headers, the public symbols of rdma-core 44 with their
+# versions, so unmodified programs load it with LD_LIBRARY_PATH=$(LIBDIR)
+# (or rnic exec). Its own Makefile (nic/rnicd/dropin/ibverbs) has the
+# flags. Needs gcc and libibverbs-dev; without them make build says so and
+# builds the Go programs only.
+CC          ?= gcc
+LIBDIR      ?= lib
+DROPIN_LIB  := nic/rnicd/dropin/ibverbs
+HAVE_CC_VERBS := $(shell command -v $(CC) >/dev/null 2>&1 && [ -e /usr/include/infiniband/verbs.h ] && echo yes)
+
+.PHONY: all build lib lib-asan test test-race test-verbs demo bench fuzz lint interop clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN)/rnic ./cmd/rnic
 	$(GO) build -o $(BIN)/rnicd ./cmd/rnicd
+ifeq ($(HAVE_CC_VERBS),yes)
+	@if [ -e $(DROPIN_LIB)/Makefile ]; then $(MAKE) --no-print-directory lib; \
+	else echo "build: $(LIBDIR)/libibverbs.so.1 not built: no $(DROPIN_LIB)/Makefile in this checkout"; fi
+else
+	@echo "build: $(LIBDIR)/libibverbs.so.1 (the drop-in libibverbs for C programs) not built: apt-get install gcc libibverbs-dev"
+endif
+
+# lib: the drop-in library; lib-asan: the same under AddressSanitizer, in
+# $(LIBDIR)/asan (for programs built with -fsanitize=address, or run with
+# LD_PRELOAD of the compiler's libasan.so).
+lib:
+	@$(MAKE) --no-print-directory -C $(DROPIN_LIB) CC=$(CC) OUT=$(abspath $(LIBDIR))
+lib-asan:
+	@$(MAKE) --no-print-directory -C $(DROPIN_LIB) CC=$(CC) OUT=$(abspath $(LIBDIR))/asan SAN=1
 
 # The whole test suite: vet, every package's tests, then the engine and
 # transport packages again under the race detector.
@@ -51,7 +76,8 @@ demo: build
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-# Runs every native fuzz target for FUZZTIME each.
+# Runs every native fuzz target for FUZZTIME each, then the drop-in
+# library's decoder fuzzer (C, ASan + UBSan) where gcc and the headers are.
 fuzz:
 	@set -e; for pkg in $$($(GO) list ./...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
@@ -59,6 +85,11 @@ fuzz:
 	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; \
 	done
+ifeq ($(HAVE_CC_VERBS),yes)
+	@$(MAKE) --no-print-directory -C $(DROPIN_LIB) fuzz OUT=$(abspath $(LIBDIR))/fuzz
+else
+	@echo "fuzz: the drop-in library's decoders not fuzzed: apt-get install gcc libibverbs-dev"
+endif
 
 # Interop with Linux rxe and siw (root; boots QEMU guests from ../shared/lab,
 # building the lab image first if needed): every pairing of issue 7 in both
@@ -82,4 +113,4 @@ lint:
 	fi
 
 clean:
-	rm -rf $(BIN) demo.pcap
+	rm -rf $(BIN) $(LIBDIR) demo.pcap

@@ -45,7 +45,7 @@ every frame on rnic0's TAP.
 With -d/--ib-dev DEVICE the RoCEv2 steps run with both sides on that one
 device, two sets of QPs talking to each other through its port: a plain
 name is a NIC of this process on --addr-a (port --port), NAME@SOCKET a NIC
-rnicd serves (NAME@ for ` + ibv.DefaultSocket + `), verbs:NAME a libibverbs
+rnicd serves (NAME@ for the default socket: ` + ibv.SocketRule + `), verbs:NAME a libibverbs
 device (--addr-a, if given, picks its address). The frames are then the
 device's own: the narration has no "wire:" lines and there is no capture.
 

@@ -28,6 +28,7 @@ var commands = []command{
 	{"rping", "librdmacm rping: READ and WRITE a ping buffer steered by SENDs, rdma_cm over RoCEv2 or iWARP", runRping},
 	{"devices", "list the RDMA devices rnic can use: its own NIC, rnicd's, libibverbs' (ibv_devices)", runDevices},
 	{"devinfo", "a device's attributes, port, GID table and limits (ibv_devinfo [-v])", runDevinfo},
+	{"exec", "run an unmodified libibverbs program (ibv_devinfo, ib_write_bw, ...) on rnicd's NICs", runExec},
 	{"stat", "what an rnicd serves: links, clients, their QPs, counters (rdma link/resource/statistic show)", runStat},
 }
 

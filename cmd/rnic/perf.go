@@ -84,7 +84,7 @@ travel there as in the RoCEv2 test.
 
 -d/--ib-dev names the device, as perftest's -d does: a plain name is this
 process's own NIC, as above (named so in a role of two processes);
-NAME@SOCKET is a NIC rnicd serves (NAME@ for ` + ibv.DefaultSocket + `),
+NAME@SOCKET is a NIC rnicd serves (NAME@ for the default socket: ` + ibv.SocketRule + `),
 verbs:NAME a libibverbs device. Those own their port: ` + deviceLocalFlagsHelp + `
 are for this process's NIC only, as is --iwarp; -R runs on the device's
 rdma_cm (rnicd's, librdmacm's). The NIC's address is one of the device's GIDs

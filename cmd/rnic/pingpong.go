@@ -49,7 +49,7 @@ rxe. All entries are RoCEv2 GIDs (rxe also lists RoCE v1 ones).
 ` + tapModeHelp + `
 -d/--ib-dev names the device, as ibv_rc_pingpong's -d does: a plain name
 (default rnic0) is this process's own NIC, as above; NAME@SOCKET is a NIC
-rnicd serves (NAME@ for ` + ibv.DefaultSocket + `), verbs:NAME a libibverbs
+rnicd serves (NAME@ for the default socket: ` + ibv.SocketRule + `), verbs:NAME a libibverbs
 device. Those own their port: ` + deviceLocalFlagsHelp + `
 are for this process's NIC only. The NIC's address is then one of the
 device's GIDs (--addr picks one; a server listens on every address), and the

@@ -46,7 +46,7 @@ line says which: view all, or view own.
 
 -d NAME@SOCKET limits the listing to device NAME (and its clients) of the
 rnicd on SOCKET; --socket PATH lists every device of the rnicd on PATH
-(default ` + ibv.DefaultSocket + `). --json prints one JSON object instead.
+(default ` + ibv.SocketRule + `). --json prints one JSON object instead.
 Exits 1 when the daemon cannot be reached, 2 on bad usage.
 
 flags:
@@ -59,7 +59,7 @@ func runStat(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("rnic stat", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	dev := fs.StringP("ib-dev", "d", "", "only device NAME of the rnicd on SOCKET (NAME@SOCKET; NAME@ for the default socket)")
-	socket := fs.String("socket", ibv.DefaultSocket, "the rnicd's control socket")
+	socket := fs.String("socket", ibv.DefaultSocketPath(), "the rnicd's control socket")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), statHelp)

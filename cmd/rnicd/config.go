@@ -82,7 +82,7 @@ func newFlagSet(first map[string]*string, devices *[]string, opts *options) *pfl
 	fs.StringArrayVar(devices, "device", nil,
 		"another NIC: 'name=rnic1,tap=t1,ip=CIDR,ip6=CIDR,mac=MAC,mtu=N,pcap=FILE,netns=NS,bridge=BR', 'name=rnic1,udp=ADDR[:PORT],mtu=N,pcap=FILE' or 'verbs=rxe0' (repeatable)")
 	d := server.DefaultLimits()
-	fs.StringVar(&opts.socket, "socket", ibv.DefaultSocket,
+	fs.StringVar(&opts.socket, "socket", ibv.DefaultSocketPath(),
 		"serve the NICs to local processes on this Unix socket (mode 0600; its directory is created 0700); empty: serve none")
 	fs.IntVar(&opts.limits.MaxClients, "max-clients", d.MaxClients, "clients (connections) served at once; more are refused")
 	fs.IntVar(&opts.limits.MaxClientsPerUID, "max-clients-per-uid", d.MaxClientsPerUID, "clients (connections) of one user served at once; more are refused")

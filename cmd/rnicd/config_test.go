@@ -164,7 +164,7 @@ func TestParseArgsUDPAndDaemon(t *testing.T) {
 		t.Errorf("options %+v", o)
 	}
 	// The default socket.
-	if o, err := parseArgs([]string{"--udp", "::1"}); err != nil || o.socket != ibv.DefaultSocket {
+	if o, err := parseArgs([]string{"--udp", "::1"}); err != nil || o.socket != ibv.DefaultSocketPath() {
 		t.Errorf("default socket: %+v, %v", o, err)
 	}
 }

@@ -61,6 +61,8 @@ and so are the clients served at once (--max-clients, and per user
 --max-clients-per-uid: one more is told so and disconnected); clients coming
 and going, and their errors, are logged on stderr. A client talks only to a
 daemon running as its own user or as root (it checks SO_PEERCRED first).
+The socket defaults to ` + ibv.SocketRule + `,
+so an unprivileged rnicd and its clients meet without --socket.
 
 TAP mode needs CAP_NET_ADMIN. Exits 0 after a signal, 1 when a NIC or the
 socket fails to open (whatever was open is closed), 2 on bad usage.

@@ -7,9 +7,6 @@ import (
 	"strings"
 )
 
-// DefaultSocket is where rnicd listens unless told otherwise.
-const DefaultSocket = "/run/rnic/rnicd.sock"
-
 // Backend is the kind of device a Spec names.
 type Backend uint8
 
@@ -57,7 +54,7 @@ func (s Spec) String() string {
 //
 //	NAME             a NIC in this process
 //	NAME@SOCKET      NAME served by the rnicd listening on SOCKET
-//	NAME@            NAME served by the rnicd on DefaultSocket
+//	NAME@            NAME served by the rnicd on DefaultSocketPath()
 //	verbs:NAME       the libibverbs device NAME
 func ParseSpec(s string) (Spec, error) {
 	if rest, ok := strings.CutPrefix(s, "verbs:"); ok {
@@ -74,7 +71,7 @@ func ParseSpec(s string) (Spec, error) {
 		return Spec{Backend: BackendLocal, Name: name}, nil
 	}
 	if sock == "" {
-		sock = DefaultSocket
+		sock = DefaultSocketPath()
 	}
 	return Spec{Backend: BackendDaemon, Name: name, Socket: sock}, nil
 }

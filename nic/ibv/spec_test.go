@@ -9,7 +9,7 @@ func TestParseSpec(t *testing.T) {
 	}{
 		{"rnic0", Spec{Backend: BackendLocal, Name: "rnic0"}},
 		{"rnic0@/tmp/r.sock", Spec{Backend: BackendDaemon, Name: "rnic0", Socket: "/tmp/r.sock"}},
-		{"rnic1@", Spec{Backend: BackendDaemon, Name: "rnic1", Socket: DefaultSocket}},
+		{"rnic1@", Spec{Backend: BackendDaemon, Name: "rnic1", Socket: DefaultSocketPath()}},
 		{"verbs:rxe0", Spec{Backend: BackendVerbs, Name: "rxe0"}},
 		{"verbs:mlx5_0", Spec{Backend: BackendVerbs, Name: "mlx5_0"}},
 	}

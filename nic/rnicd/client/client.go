@@ -86,7 +86,7 @@ type reply struct {
 // spec.Name.
 func Open(spec ibv.Spec) (*Device, error) {
 	if spec.Socket == "" {
-		spec.Socket = ibv.DefaultSocket
+		spec.Socket = ibv.DefaultSocketPath()
 	}
 	conn, err := dial(spec.Socket)
 	if err != nil {

@@ -30,11 +30,11 @@ type Stat struct {
 // monitoring tool.
 const statTimeout = 10 * time.Second
 
-// QueryStat asks the rnicd listening on socket (ibv.DefaultSocket if
+// QueryStat asks the rnicd listening on socket (ibv.DefaultSocketPath() if
 // empty) for its statistics.
 func QueryStat(socket string) (*Stat, error) {
 	if socket == "" {
-		socket = ibv.DefaultSocket
+		socket = ibv.DefaultSocketPath()
 	}
 	conn, err := dial(socket)
 	if err != nil {

@@ -1,0 +1,512 @@
+package dropin
+
+// The harness: builds rnicd, rnic and the library once (TestMain), runs
+// one unprivileged rnicd with two NICs on loopback addresses, and runs
+// programs on it through rnic exec, as nobody when the test runs as root.
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// programTimeout bounds one program (or a server/client pair): generous
+// for a contended CI machine, short enough that a hang fails fast.
+const programTimeout = 60 * time.Second
+
+// build is what TestMain prepared, shared by every test.
+var build struct {
+	root    string // the repository
+	dir     string // temporary: bin/, lib/, lib/asan/, corners, run/
+	rnic    string // bin/rnic (finds lib/ beside bin/)
+	rnicd   string // bin/rnicd
+	skip    string // why the library tests cannot run here, if they cannot
+	libErr  string // the library's build failed: its output
+	uid     int    // who the daemon and programs run as
+	gid     int
+	dropped bool // running as root: daemon and programs run as nobody
+}
+
+func TestMain(m *testing.M) {
+	if raceEnabled {
+		// make test runs every package under -race a second time; the
+		// programs here are C, and the first run ran them.
+		fmt.Println("dropin: not run again under -race: its tests drive C programs, run by make test without -race")
+		os.Exit(0)
+	}
+	code, err := setUp()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "dropin: %v\n", err)
+		os.Exit(1)
+	}
+	if code == 0 {
+		code = m.Run()
+	}
+	stopSharedDaemon()
+	if build.dir != "" {
+		os.RemoveAll(build.dir)
+	}
+	os.Exit(code)
+}
+
+// setUp builds everything into a temporary directory the programs' user
+// can read. Missing tools make build.skip say what to install; a library
+// that does not compile makes build.libErr hold why (every test fails).
+func setUp() (int, error) {
+	root, err := repoRoot()
+	if err != nil {
+		return 1, err
+	}
+	build.root = root
+	build.uid, build.gid = os.Getuid(), os.Getgid()
+	if build.uid == 0 {
+		if err := dropTo(); err != nil {
+			return 1, err
+		}
+	}
+	dir, err := os.MkdirTemp("", "rnic-dropin-")
+	if err != nil {
+		return 1, err
+	}
+	build.dir = dir
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return 1, err
+	}
+	build.rnic, build.rnicd = filepath.Join(dir, "bin", "rnic"), filepath.Join(dir, "bin", "rnicd")
+	for _, c := range [][2]string{{build.rnic, "./cmd/rnic"}, {build.rnicd, "./cmd/rnicd"}} {
+		if out, err := command(root, "go", "build", "-o", c[0], c[1]); err != nil {
+			return 1, fmt.Errorf("go build %s: %v\n%s", c[1], err, out)
+		}
+	}
+	buildLibrary()
+	return 0, readableByAll(dir)
+}
+
+// readableByAll lets the programs' user read and run what was built
+// under dir, whatever the umask the build ran with.
+func readableByAll(dir string) error {
+	return filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil || d.Type()&os.ModeSymlink != 0 {
+			return err
+		}
+		add := os.FileMode(0o044)
+		if d.IsDir() || fi.Mode()&0o100 != 0 {
+			add = 0o055
+		}
+		return os.Chmod(path, fi.Mode().Perm()|add)
+	})
+}
+
+// buildLibrary runs make lib and lib-asan into the temporary directory.
+func buildLibrary() {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		build.skip = "no gcc to build the drop-in libibverbs: apt-get install gcc libibverbs-dev"
+		return
+	}
+	if _, err := os.Stat("/usr/include/infiniband/verbs.h"); err != nil {
+		build.skip = "no <infiniband/verbs.h> to build the drop-in libibverbs: apt-get install libibverbs-dev"
+		return
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		build.skip = "no make to build the drop-in libibverbs: apt-get install make"
+		return
+	}
+	out, err := command(build.root, "make", "--no-print-directory", "-s", "lib", "lib-asan", "LIBDIR="+filepath.Join(build.dir, "lib"))
+	if err != nil {
+		build.libErr = fmt.Sprintf("make lib lib-asan: %v\n%s", err, out)
+	}
+}
+
+// needLibrary skips when the library cannot be built here, saying what to
+// install, and fails when it does not compile.
+func needLibrary(t *testing.T) {
+	t.Helper()
+	if build.skip != "" {
+		t.Skip(build.skip)
+	}
+	if build.libErr != "" {
+		t.Fatal(build.libErr)
+	}
+}
+
+// needPrograms skips when a Debian program is not installed.
+func needPrograms(t *testing.T, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		if _, err := exec.LookPath(n); err != nil {
+			t.Skipf("%s is not installed: apt-get install ibverbs-utils perftest", n)
+		}
+	}
+}
+
+// dropTo makes build.uid/gid nobody's (root runs everything as nobody, so
+// the library is tested as the unprivileged user it is for).
+func dropTo() error {
+	u, err := user.Lookup("nobody")
+	if err != nil {
+		return fmt.Errorf("running as root needs user nobody: %w", err)
+	}
+	build.uid, _ = strconv.Atoi(u.Uid)
+	build.gid, _ = strconv.Atoi(u.Gid)
+	build.dropped = true
+	return nil
+}
+
+// userCommand is argv run as the programs' user (as setpriv --reuid
+// --regid --clear-groups would), killed if the test dies first.
+func userCommand(argv []string) *exec.Cmd {
+	c := exec.Command(argv[0], argv[1:]...)
+	// The credentials change before the death signal is set, so it holds.
+	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if build.dropped {
+		c.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(build.uid), Gid: uint32(build.gid), Groups: []uint32{}}
+	}
+	return c
+}
+
+// userDir makes a directory owned by the programs' user, mode 0700.
+func userDir(parent, name string) (string, error) {
+	d := filepath.Join(parent, name)
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return "", err
+	}
+	return d, os.Chown(d, build.uid, build.gid)
+}
+
+// repoRoot is the directory holding go.mod, above this package.
+func repoRoot() (string, error) {
+	d, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+		up := filepath.Dir(d)
+		if up == d {
+			return "", errors.New("go.mod not found above the test's directory")
+		}
+		d = up
+	}
+}
+
+// command runs a build step in dir and returns its combined output.
+func command(dir, name string, args ...string) ([]byte, error) {
+	c := exec.Command(name, args...)
+	c.Dir = dir
+	return c.CombinedOutput()
+}
+
+// loopbackAddr returns a random address of 127/8 other than 127.0.0.1,
+// so parallel test runs do not share a RoCEv2 port.
+func loopbackAddr() string {
+	return fmt.Sprintf("127.%d.%d.%d", 1+rand.IntN(254), rand.IntN(256), 1+rand.IntN(254))
+}
+
+// freeTCPPort returns a TCP port nothing listened on a moment ago, for a
+// program's side channel (servers listen on every address).
+func freeTCPPort(t testing.TB) int {
+	t.Helper()
+	for range 50 {
+		p := 20000 + rand.IntN(30000)
+		if !listening(p) {
+			return p
+		}
+	}
+	t.Fatal("no free TCP port")
+	return 0
+}
+
+// listening reports whether a TCP socket listens on port (any address),
+// read from /proc so that no probe connection disturbs a one-client
+// server.
+func listening(port int) bool {
+	want := fmt.Sprintf(":%04X ", port)
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fields := strings.Fields(line)
+			if len(fields) > 3 && fields[3] == "0A" && strings.HasSuffix(fields[1]+" ", want) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// proc is a started program: its output, and its end.
+type proc struct {
+	name   string
+	cmd    *exec.Cmd
+	out    *syncBuffer
+	done   chan struct{}
+	err    error
+	killed bool
+}
+
+// syncBuffer is an output buffer safe to read while the program writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// start starts argv (as the programs' user) with env added to the
+// test's environment; stdout and stderr go to one buffer.
+func start(t testing.TB, name string, env []string, stdin io.Reader, argv ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, cmd: userCommand(argv), out: new(syncBuffer), done: make(chan struct{})}
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stdout, p.cmd.Stderr, p.cmd.Stdin = p.out, p.out, stdin
+	p.cmd.Dir = build.dir
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() { p.kill() })
+	return p
+}
+
+// kill ends the program if it still runs (by its PID: rnic exec execs it).
+func (p *proc) kill() {
+	select {
+	case <-p.done:
+	default:
+		p.killed = true
+		p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// wait waits for the program until deadline, killing it then.
+func (p *proc) wait(deadline <-chan time.Time) {
+	select {
+	case <-p.done:
+	case <-deadline:
+		p.kill()
+	}
+}
+
+// status describes how the program ended, for failure messages.
+func (p *proc) status() string {
+	switch {
+	case p.killed:
+		return "killed after the timeout (hung)"
+	case p.err == nil:
+		return "exit 0"
+	}
+	return p.err.Error()
+}
+
+func (p *proc) ok() bool { return !p.killed && p.err == nil }
+
+// report is the program's command line, status and output.
+func (p *proc) report() string {
+	return fmt.Sprintf("--- %s (uid %d): %s: %s\n%s", p.name, build.uid, strings.Join(p.cmd.Args, " "), p.status(), p.out.String())
+}
+
+// daemon is a running rnicd with two NICs.
+type daemon struct {
+	p      *proc
+	socket string
+	addrs  [2]string // rnic0's and rnic1's IPv4 addresses
+}
+
+var shared struct {
+	once     sync.Once
+	d        *daemon
+	err      error
+	cleanups []func()
+}
+
+// sharedDaemon is the daemon every program test uses, started on first
+// use and stopped after the last test.
+func sharedDaemon(t *testing.T) *daemon {
+	t.Helper()
+	shared.once.Do(func() {
+		shared.d, shared.err = startDaemon(func(f func()) { shared.cleanups = append(shared.cleanups, f) })
+	})
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	return shared.d
+}
+
+func stopSharedDaemon() {
+	for i := len(shared.cleanups) - 1; i >= 0; i-- {
+		shared.cleanups[i]()
+	}
+}
+
+// startDaemon starts rnicd --udp with NICs rnic0 and rnic1 on two fresh
+// loopback addresses, as the programs' user, with no --socket: the
+// default rule puts the socket in $XDG_RUNTIME_DIR/rnic/ (the rule an
+// unprivileged daemon follows), which is checked too.
+func startDaemon(cleanup func(func())) (*daemon, error) {
+	var last error
+	for range 5 { // an address in use by a parallel run: try others
+		d, err := tryDaemon(cleanup)
+		if err == nil {
+			return d, nil
+		}
+		last = err
+	}
+	return nil, last
+}
+
+func tryDaemon(cleanup func(func())) (*daemon, error) {
+	xdg, err := userDir(build.dir, fmt.Sprintf("run-%d", rand.Uint32()))
+	if err != nil {
+		return nil, err
+	}
+	d := &daemon{socket: filepath.Join(xdg, "rnic", "rnicd.sock"), addrs: [2]string{loopbackAddr(), loopbackAddr()}}
+	if d.addrs[0] == d.addrs[1] {
+		return nil, errors.New("same address twice")
+	}
+	stdout, w := io.Pipe()
+	d.p = &proc{name: "rnicd", cmd: userCommand([]string{build.rnicd, "--udp", d.addrs[0], "--device", "name=rnic1,udp=" + d.addrs[1]}),
+		out: new(syncBuffer), done: make(chan struct{})}
+	env := []string{"XDG_RUNTIME_DIR=" + xdg}
+	if build.uid == 0 { // only when not dropping: root ignores XDG_RUNTIME_DIR
+		env = append(env, "RNIC_SOCKET="+d.socket)
+	}
+	d.p.cmd.Env = append(withoutEnv(os.Environ(), "RNIC_SOCKET"), env...)
+	d.p.cmd.Stdout, d.p.cmd.Stderr = io.MultiWriter(d.p.out, w), d.p.out
+	if err := d.p.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { d.p.err = d.p.cmd.Wait(); w.Close(); close(d.p.done) }()
+	cleanup(d.stop)
+	served := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		found := false
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "rnicd: serving rnic0, rnic1 on "+d.socket) && !found {
+				found = true
+				served <- true
+			}
+		}
+		if !found {
+			served <- false
+		}
+	}()
+	select {
+	case ok := <-served:
+		if ok {
+			return d, nil
+		}
+	case <-time.After(programTimeout):
+		d.p.kill()
+	}
+	d.p.wait(time.After(programTimeout))
+	return nil, fmt.Errorf("rnicd did not serve on %s:\n%s", d.socket, d.p.report())
+}
+
+// stop ends the daemon with SIGTERM, as a user would, then SIGKILL.
+func (d *daemon) stop() {
+	d.p.cmd.Process.Signal(syscall.SIGTERM)
+	d.p.wait(time.After(10 * time.Second))
+}
+
+// withoutEnv returns env without key.
+func withoutEnv(env []string, key string) []string {
+	var out []string
+	for _, e := range env {
+		if !strings.HasPrefix(e, key+"=") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// run starts argv through rnic exec on the daemon; lib selects the
+// library's directory (empty: the one beside rnic, found by rnic exec).
+func (d *daemon) run(t testing.TB, name, lib string, stdin io.Reader, argv ...string) *proc {
+	t.Helper()
+	var env []string
+	if lib != "" {
+		env = append(env, "RNIC_LIBDIR="+lib)
+	}
+	return start(t, name, env, stdin, append([]string{build.rnic, "exec", "-S", d.socket, "--"}, argv...)...)
+}
+
+// lineBuffered runs a Debian program with its stdout line-buffered
+// (coreutils' stdbuf), so that the output of one killed after a hang is
+// not lost in its stdio buffer.
+func lineBuffered(argv []string) []string {
+	if _, err := exec.LookPath("stdbuf"); err != nil {
+		return argv
+	}
+	return append([]string{"stdbuf", "-oL", "-eL"}, argv...)
+}
+
+// runOne runs one program to its end and returns it.
+func (d *daemon) runOne(t *testing.T, argv ...string) *proc {
+	t.Helper()
+	p := d.run(t, argv[0], "", nil, lineBuffered(argv)...)
+	p.wait(time.After(programTimeout))
+	return p
+}
+
+// runPair runs a server (on rnic0) until it listens on port, then its
+// client (on rnic1), both bounded by one timeout; it fails the test with
+// both outputs unless both exit 0.
+func (d *daemon) runPair(t *testing.T, port int, server, client []string) (srv, cli *proc) {
+	t.Helper()
+	deadline := time.After(programTimeout)
+	srv = d.run(t, "server", "", nil, lineBuffered(server)...)
+	for !listening(port) {
+		select {
+		case <-srv.done:
+			t.Fatalf("the server ended before listening on port %d\n%s", port, srv.report())
+		case <-deadline:
+			srv.kill()
+			t.Fatalf("the server did not listen on port %d\n%s", port, srv.report())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	cli = d.run(t, "client", "", nil, lineBuffered(client)...)
+	cli.wait(deadline)
+	if !cli.ok() {
+		// A failed client leaves the server waiting: end it now.
+		srv.wait(time.After(2 * time.Second))
+	}
+	srv.wait(deadline)
+	if !srv.ok() || !cli.ok() {
+		t.Fatalf("server/client pair failed\n%s\n%s\n%s", srv.report(), cli.report(), d.p.report())
+	}
+	return srv, cli
+}

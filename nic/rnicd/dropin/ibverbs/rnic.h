@@ -1,0 +1,400 @@
+/* Internal declarations of rnic's drop-in libibverbs.so.1: the wire of
+ * rnicd's control protocol (nic/rnicd/proto), the connection, and the
+ * objects behind the public verbs structures. Nothing here is exported:
+ * the library is built with -fvisibility=hidden and exports only the
+ * symbols of libibverbs.map. */
+#ifndef RNIC_DROPIN_H
+#define RNIC_DROPIN_H
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <infiniband/verbs.h>
+
+#define RNIC_EXPORT __attribute__((visibility("default")))
+
+/* The 33 names that also have an IBVERBS_1.0 compat entry (compat.c):
+ * their definitions here are the default version, IBVERBS_1.1. "@@@"
+ * makes a name the default where it is defined and leaves other objects
+ * alone. */
+#define RNIC_V11(n) __asm__(".symver " #n "," #n "@@@IBVERBS_1.1");
+RNIC_V11(ibv_ack_async_event)
+RNIC_V11(ibv_ack_cq_events)
+RNIC_V11(ibv_alloc_pd)
+RNIC_V11(ibv_attach_mcast)
+RNIC_V11(ibv_close_device)
+RNIC_V11(ibv_create_ah)
+RNIC_V11(ibv_create_cq)
+RNIC_V11(ibv_create_qp)
+RNIC_V11(ibv_create_srq)
+RNIC_V11(ibv_dealloc_pd)
+RNIC_V11(ibv_dereg_mr)
+RNIC_V11(ibv_destroy_ah)
+RNIC_V11(ibv_destroy_cq)
+RNIC_V11(ibv_destroy_qp)
+RNIC_V11(ibv_destroy_srq)
+RNIC_V11(ibv_detach_mcast)
+RNIC_V11(ibv_free_device_list)
+RNIC_V11(ibv_get_async_event)
+RNIC_V11(ibv_get_cq_event)
+RNIC_V11(ibv_get_device_guid)
+RNIC_V11(ibv_get_device_list)
+RNIC_V11(ibv_get_device_name)
+RNIC_V11(ibv_modify_qp)
+RNIC_V11(ibv_modify_srq)
+RNIC_V11(ibv_open_device)
+RNIC_V11(ibv_query_device)
+RNIC_V11(ibv_query_gid)
+RNIC_V11(ibv_query_pkey)
+RNIC_V11(ibv_query_port)
+RNIC_V11(ibv_query_qp)
+RNIC_V11(ibv_query_srq)
+RNIC_V11(ibv_reg_mr)
+RNIC_V11(ibv_resize_cq)
+
+/* proto/header.go, proto/op.go */
+enum {
+	RNIC_HDR_LEN = 16,
+	RNIC_MAX_MSG = 64 << 10,
+	RNIC_MAX_FDS = 4,
+	RNIC_PROTO_VERSION = 1,
+	RNIC_KIND_REQUEST = 1,
+	RNIC_KIND_REPLY = 2,
+	RNIC_KIND_EVENT = 3,
+	RNIC_KIND_NOTICE = 4,
+};
+
+enum rnic_op {
+	OP_OPEN = 0x0001,
+	OP_QUERY_PORT = 0x0002,
+	OP_QUERY_GID = 0x0003,
+	OP_ALLOC_PD = 0x0010,
+	OP_DEALLOC_PD = 0x0011,
+	OP_REG_MR = 0x0012,
+	OP_DEREG_MR = 0x0013,
+	OP_CREATE_CQ = 0x0014,
+	OP_DESTROY_CQ = 0x0015,
+	OP_KICK_CQ = 0x0016,
+	OP_CREATE_SRQ = 0x0017,
+	OP_DESTROY_SRQ = 0x0018,
+	OP_CREATE_QP = 0x0019,
+	OP_DESTROY_QP = 0x001a,
+	OP_MODIFY_QP = 0x001b,
+	OP_QUERY_QP = 0x001c,
+	OP_QP_STATE = 0x001d,
+	OP_CREATE_AH = 0x001e,
+	OP_DESTROY_AH = 0x001f,
+	OP_ARM_CQ = 0x0020,
+	OP_REG_MR_WINDOW = 0x0021,
+	OP_SRQ_LIMIT = 0x0022,
+	OP_STAT_DEVICES = 0x0302,
+	OP_EVENT = 0x8001,
+};
+
+/* proto/status.go */
+enum rnic_status {
+	ST_OK, ST_INVALID, ST_BUSY, ST_NOMEM, ST_QUEUE_FULL, ST_INVALID_STATE,
+	ST_NOT_SUPPORTED, ST_PERMISSION, ST_DESTROYED, ST_NO_PROVIDER, ST_CLOSED,
+	ST_CQ_OVERRUN, ST_LIMIT, ST_BAD_MESSAGE, ST_UNKNOWN_OP, ST_NO_DEVICE,
+	ST_BAD_HANDLE, ST_VERSION, ST_INTERNAL, ST_REJECTED,
+};
+
+/* A body being written: fixed buffer, little-endian fields. */
+struct wbuf {
+	uint8_t b[4096]; /* every request body is far smaller */
+	size_t n;
+	int overflow;
+};
+
+/* A body being read: never reads past the end; the first short field
+ * sets err and every later one reads zero. */
+struct rbuf {
+	const uint8_t *b;
+	size_t n, off;
+	int err;
+};
+
+void w_init(struct wbuf *w);
+void w_u8(struct wbuf *w, uint8_t v);
+void w_u16(struct wbuf *w, uint16_t v);
+void w_u32(struct wbuf *w, uint32_t v);
+void w_u64(struct wbuf *w, uint64_t v);
+void w_str(struct wbuf *w, const char *s);
+void w_gid(struct wbuf *w, const uint8_t gid[16]);
+void w_raw(struct wbuf *w, const void *p, size_t n);
+
+void r_init(struct rbuf *r, const uint8_t *b, size_t n);
+uint8_t r_u8(struct rbuf *r);
+uint16_t r_u16(struct rbuf *r);
+uint32_t r_u32(struct rbuf *r);
+uint64_t r_u64(struct rbuf *r);
+uint64_t r_int(struct rbuf *r);
+/* r_str copies a length-prefixed string into out (cap bytes, NUL-ended). */
+void r_str(struct rbuf *r, char *out, size_t cap);
+void r_gid(struct rbuf *r, uint8_t gid[16]);
+void r_raw(struct rbuf *r, void *p, size_t n);
+/* r_done: 0 if every byte was read without error, else EPROTO. */
+int r_done(const struct rbuf *r);
+
+/* An asynchronous event as the daemon sent it (proto.Event). */
+struct rnic_event {
+	uint8_t type, object, port;
+	uint32_t handle;
+};
+
+#define RNIC_EVQ 256
+
+/* Empty polls of a CQ in a row before each further one yields the CPU. */
+#ifndef RNIC_SPIN_POLLS
+#define RNIC_SPIN_POLLS 16
+#endif
+
+/* The control connection of one context. Requests are serialised by mu
+ * (one round trip at a time); events read meanwhile are queued and the
+ * queue's eventfd made readable, so async_fd (an epoll set of the socket
+ * and that eventfd) polls readable whenever an event may be had. */
+struct rnic_conn {
+	int fd;
+	int evq_fd;
+	pthread_mutex_t mu;
+	uint32_t seq;
+	int dead;
+	int fatal_sent;
+	struct rnic_event evq[RNIC_EVQ];
+	unsigned evq_head, evq_len;
+	uint8_t rx[RNIC_MAX_MSG];
+	uint8_t txh[RNIC_HDR_LEN + 4096];
+};
+
+/* The socket path: $RNIC_SOCKET, else $XDG_RUNTIME_DIR/rnic/rnicd.sock for
+ * a user other than root, else /run/rnic/rnicd.sock (rnicd's own rule). */
+void rnic_socket_path(char *out, size_t cap);
+/* Connects and checks the daemon's credentials; fills errmsg on failure. */
+int rnic_connect(const char *path, int *fd, char *errmsg, size_t cap);
+int rnic_conn_init(struct rnic_conn *c, int fd);
+void rnic_conn_close(struct rnic_conn *c);
+
+/* rnic_call sends body w as a request op with fds, and waits for the
+ * reply: its body into reply (cap bytes; *len set), its descriptors into
+ * rfds (*nrfds, at most RNIC_MAX_FDS). Returns 0 or an errno value.
+ * Caller holds c->mu. */
+int rnic_call(struct rnic_conn *c, uint16_t op, const struct wbuf *w, const int *fds, int nfds,
+	      uint8_t *reply, size_t cap, size_t *len, int *rfds, int *nrfds);
+/* rnic_notice sends w as a notice (no reply). Caller holds c->mu. */
+int rnic_notice(struct rnic_conn *c, uint16_t op, const struct wbuf *w);
+/* rnic_poll_events reads whatever the socket holds without blocking,
+ * queueing events. Caller holds c->mu. */
+void rnic_poll_events(struct rnic_conn *c);
+int rnic_status_errno(uint32_t st);
+
+/* Device attributes (proto.PutDeviceAttr / PutPortAttr). */
+struct rnic_dev_attr {
+	char fw_ver[64];
+	uint64_t node_guid, sys_image_guid, max_mr_size, page_size_cap;
+	uint32_t vendor_id, vendor_part_id, hw_ver;
+	uint64_t max_qp, max_qp_wr;
+	uint32_t cap_flags;
+	uint64_t max_sge, max_sge_rd, max_cq, max_cqe, max_mr, max_pd,
+		max_qp_rd_atom, max_res_rd_atom, max_qp_init_rd_atom;
+	uint8_t atomic_cap;
+	uint64_t max_mw, max_ah, max_srq, max_srq_wr, max_srq_sge, max_pkeys;
+	uint8_t local_ca_ack_delay, phys_port_cnt;
+	uint64_t max_inline, max_msg_size;
+};
+
+struct rnic_port_attr {
+	uint8_t state, max_mtu, active_mtu;
+	uint64_t gid_tbl_len, max_msg_size, pkey_tbl_len;
+	uint8_t phys_state, link_layer;
+	uint64_t link_mtu;
+};
+
+void r_dev_attr(struct rbuf *r, struct rnic_dev_attr *a);
+void r_port_attr(struct rbuf *r, struct rnic_port_attr *a);
+
+struct rnic_device {
+	struct ibv_device dev;
+	char socket[108];
+};
+
+enum rnic_obj_kind { OBJ_QP = 1, OBJ_CQ = 2, OBJ_SRQ = 3 };
+
+struct rnic_obj_ref {
+	uint8_t kind;
+	uint32_t handle;
+	void *obj;
+};
+
+/* A context: the extended verbs_context (so the inline _ex verbs find
+ * their ops), its connection and what OPEN said about the device. */
+struct rnic_context {
+	struct verbs_context vctx;
+	struct rnic_conn conn;
+	struct rnic_dev_attr attr;
+	struct rnic_port_attr port;
+	uint8_t gids[256][16];
+	unsigned ngids;
+	/* handle → object, for events; under objs_mu */
+	pthread_mutex_t objs_mu;
+	struct rnic_obj_ref *objs;
+	size_t nobjs, capobjs;
+};
+
+static inline struct rnic_context *to_rctx(struct ibv_context *c)
+{
+	return (struct rnic_context *)((char *)c - offsetof(struct rnic_context, vctx.context));
+}
+
+void rnic_obj_add(struct rnic_context *c, uint8_t kind, uint32_t h, void *obj);
+void rnic_obj_del(struct rnic_context *c, uint8_t kind, uint32_t h);
+void *rnic_obj_find(struct rnic_context *c, uint8_t kind, uint32_t h);
+
+/* ctx_call: lock, run a request whose body fill() wrote to c->conn.tx,
+ * unlock. Convenience for the many one-shot requests. */
+struct rnic_reply {
+	uint8_t body[8192];
+	size_t len;
+	int fds[RNIC_MAX_FDS];
+	int nfds;
+};
+int ctx_call(struct rnic_context *c, uint16_t op, struct wbuf *body, const int *fds, int nfds,
+	     struct rnic_reply *rep);
+
+/* Objects. */
+struct rnic_pd {
+	struct ibv_pd pd;
+	uint32_t h;
+};
+
+struct rnic_mr {
+	struct ibv_mr mr;
+	uint32_t h;
+	unsigned access;
+};
+
+struct rnic_cq {
+	struct ibv_cq_ex cq; /* ibv_cq is its prefix */
+	uint32_t h;
+	uint8_t *ring;
+	size_t ring_len;
+	uint32_t slots, cap;
+	int notify_fd;
+	uint32_t cons;
+	uint32_t empty_polls;
+	pthread_spinlock_t lock;
+	/* the completion being read by the _ex API (start_poll/next_poll) */
+	struct ibv_wc cur;
+	int cur_valid;
+	int dead;
+};
+
+struct rnic_ring {
+	uint32_t slots, slot_size, cap;
+	uint8_t *base;
+};
+
+struct rnic_srq {
+	struct ibv_srq srq;
+	uint32_t h;
+	uint8_t *mem;
+	size_t mem_len;
+	struct rnic_ring rq;
+	int bell;
+	uint32_t prod;
+	uint32_t max_sge;
+	uint32_t limit; /* armed limit, 0 once the event came */
+	pthread_spinlock_t lock;
+};
+
+struct rnic_ah {
+	struct ibv_ah ah;
+	uint32_t h;
+};
+
+struct rnic_qp {
+	struct ibv_qp_ex qpx; /* ibv_qp is its prefix */
+	uint32_t h;
+	struct ibv_qp_cap cap;
+	uint8_t *mem;
+	size_t mem_len;
+	struct rnic_ring sq, rq;
+	int bell;
+	uint32_t sq_prod, rq_prod;
+	pthread_spinlock_t sq_lock, rq_lock;
+	/* ibv_wr_* state: WRs written since wr_start, the slot being built */
+	int sig_all;
+	uint32_t wr_first;
+	uint8_t *wr_slot;
+	enum ibv_wr_opcode wr_op;
+	int wr_err;
+};
+
+/* Ring header offsets (proto/ring.go). */
+enum {
+	RING_HDR = 512,
+	RING_SQ_PROD = 0, RING_RQ_PROD = 64, RING_SQ_CONS = 128, RING_RQ_CONS = 192,
+	RING_SLEEPING = 256, RING_STATE = 320, RING_RQ_DONE = 384,
+	CQ_PROD = 0, CQ_CONS = 64, CQ_ARM = 128, CQ_MOVER = 192, CQ_FLAGS = 256,
+	ARM_NONE = 0, ARM_NEXT = 1, ARM_SOLICITED = 2,
+	MOVER_SOLICITED = 1, MOVER_WANTS_SPACE = 2,
+	SEND_WQE_HDR = 64, RECV_WQE_HDR = 16, SGE_LEN = 16, WC_SLOT = 48,
+};
+
+static inline uint32_t *ring_u32(uint8_t *base, size_t off) { return (uint32_t *)(base + off); }
+static inline uint32_t ld32(uint8_t *base, size_t off)
+{
+	return __atomic_load_n(ring_u32(base, off), __ATOMIC_SEQ_CST);
+}
+static inline void st32(uint8_t *base, size_t off, uint32_t v)
+{
+	__atomic_store_n(ring_u32(base, off), v, __ATOMIC_SEQ_CST);
+}
+
+/* rnic_cq_idle: a poll found the CQ empty. A program spinning on an empty
+ * CQ competes for the CPU with the daemon that would fill it (rxe's work
+ * runs in the kernel instead): after a few empty polls in a row, each one
+ * gives the CPU away. Polls that find completions make no system call. */
+static inline void rnic_cq_idle(struct rnic_cq *q)
+{
+	if (++q->empty_polls > RNIC_SPIN_POLLS)
+		sched_yield();
+}
+
+int rnic_map_fd(int fd, size_t len, uint8_t **out);
+struct rnic_cq *rnic_create_cq(struct rnic_context *c, int cqe, struct ibv_comp_channel *ch);
+void rnic_wc_from_slot(const uint8_t *s, struct ibv_wc *wc);
+void rnic_cq_kick(struct rnic_cq *q);
+void rnic_close_fds(const int *fds, int n);
+int rnic_set_nonblock(int fd);
+
+/* context ops */
+int rnic_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+int rnic_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+int rnic_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int rnic_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int rnic_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+struct ibv_cq_ex *rnic_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr);
+int rnic_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_ex_input *in,
+			 struct ibv_device_attr_ex *attr, size_t size);
+int rnic_query_port_ex(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr, size_t len);
+struct ibv_qp *rnic_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
+void rnic_qp_ex_init(struct rnic_qp *q);
+int rnic_read_layout(struct rbuf *r, struct rnic_ring *sq, struct rnic_ring *rq);
+int rnic_map_rings(int fd, struct rnic_ring *sq, struct rnic_ring *rq, uint8_t **mem, size_t *len);
+void rnic_w_av(struct wbuf *w, const struct ibv_ah_attr *ah);
+void rnic_r_av(struct rbuf *r, struct ibv_ah_attr *ah);
+void rnic_ring_bell(uint8_t *mem, int bell);
+void rnic_wait_recvs(struct rnic_context *c, uint8_t *mem, uint32_t prod);
+
+/* Memory: the arena (memory.c). */
+int rnic_arena_share(void *addr, size_t len, int *fd);
+int rnic_handle_call(struct rnic_context *c, uint16_t op, uint32_t h);
+extern int rnic_fork_safe;
+
+/* Events: the daemon's event, as ibv_async_event (async.c). */
+void rnic_queue_event(struct rnic_conn *c, const struct rnic_event *e);
+
+#endif
