@@ -86,7 +86,8 @@ g.dim { opacity: 0.12; }
 
 // pageJS: click shows a frame's decode; bands expand and collapse (rows
 // below move down); the QP filter dims other frames; #frame=N in the URL
-// selects frame N when the page loads (and #expand=all expands bands).
+// selects frame N when the page loads, #click=N clicks its arrow, and
+// #expand=all expands every band.
 const pageJS = `(function () {
 var frames = JSON.parse(document.getElementById('frames').textContent);
 var svg = document.querySelector('#pic svg');
@@ -172,7 +173,16 @@ function fromHash() {
   if (/expand=all/.test(h)) { var bs = svg.querySelectorAll('g.band'); for (var i = 0; i < bs.length; i++) toggle(bs[i], true); }
   var m = /frame=([0-9]+)/.exec(h);
   if (m) show(m[1]);
+  // #click=N clicks frame N's arrow as a user would (a band member's
+  // band first), through the same handler: what the browser test uses.
+  var c = /click=([0-9]+)/.exec(h), g = c && document.getElementById('f' + c[1]);
+  if (g) {
+    var b = g.closest('g.band');
+    if (b && b.getAttribute('data-open') !== '1') click(b.querySelector('g.bandbox rect'));
+    click(g.querySelector('line, path'));
+  }
 }
+function click(el) { el.dispatchEvent(new MouseEvent('click', {bubbles: true, cancelable: true, view: window})); }
 window.addEventListener('hashchange', fromHash);
 fromHash();
 })();

@@ -18,7 +18,7 @@ const (
 	slant    = 10 // how far an arrow descends: it takes time to arrive
 	legendY  = 44
 	legendRH = 16
-	legendCW = 236
+	legendCW = 270
 	charW    = 6.1 // width of one character of the 10 px monospace font
 	minLane  = 250
 	maxLane  = 560
@@ -31,7 +31,7 @@ const NS = "https://github.com/rnic/rnic/ladder"
 var classColour = [numClasses]string{"#1f5fbf", "#1a7f37", "#555555", "#c62828", "#d9730d", "#6a3d9a", "#9e9e9e", "#000000"}
 
 var classLegend = [numClasses]string{
-	"request (SEND, WRITE, READ req, atomic)", "response (READ resp, atomic ACK)", "ACK", "NAK (code on label)",
+	"request (SEND, WRITE, READ req, atomics)", "response (READ resp, atomic ACK)", "ACK", "NAK (code on label)",
 	"RNR NAK (wait)", "setup: IB CM, MPA Req/Rep", "TCP segment (no FPDU done)", "undecodable",
 }
 

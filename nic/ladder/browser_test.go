@@ -1,0 +1,142 @@
+package ladder
+
+import (
+	"bytes"
+	"context"
+	"html"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// chromium finds a headless-capable Chromium, or skips the test saying how
+// to install one.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("no Chromium: apt-get install -y chromium (Debian) to run the browser test")
+	return ""
+}
+
+// runChromium runs headless Chromium with its own profile and returns its
+// standard output.
+func runChromium(t *testing.T, bin string, args ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+		"--user-data-dir=" + t.TempDir(), "--hide-scrollbars"}
+	cmd := exec.CommandContext(ctx, bin, append(base, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium %v: %v\n%s", args, err, errb.String())
+	}
+	return out.Bytes()
+}
+
+// TestBrowser opens the HTML page of the simulator's lossy run in a real
+// browser: a screenshot of the right size that is not blank and shows the
+// arrows' colours, and through the DOM, a click on an arrow (one plain,
+// one inside a collapsed band) shows that frame's decode.
+func TestBrowser(t *testing.T) {
+	bin := chromium(t)
+	o := Options{Gap: time.Millisecond, Title: "rnic sim: loss, duplication, corruption"}
+	evs, err := Load("testdata/sim-loss.pcap", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, evs, o); err != nil {
+		t.Fatal(err)
+	}
+	page := filepath.Join(t.TempDir(), "sim-loss.html")
+	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	url := "file://" + page
+
+	shot := filepath.Join(t.TempDir(), "shot.png")
+	runChromium(t, bin, "--window-size=1200,900", "--screenshot="+shot, url)
+	checkScreenshot(t, shot, 1200, 900)
+
+	plain, member := pickFrames(t, evs)
+	for _, e := range []*Event{plain, member} {
+		dom := string(runChromium(t, bin, "--virtual-time-budget=2000", "--dump-dom", url+"#click="+strconv.Itoa(e.Frame)))
+		n := strconv.Itoa(e.Frame)
+		if !strings.Contains(dom, `<div id="detail" data-frame="`+n+`">`) {
+			t.Errorf("click on frame %s: the detail panel does not show it", n)
+		}
+		first, _, _ := strings.Cut(e.Decode, "\n")
+		if !strings.Contains(dom, `<pre id="decode">`+html.EscapeString(first)) {
+			t.Errorf("click on frame %s: the decode %q is not shown", n, first)
+		}
+		if !strings.Contains(dom, `<td>psn</td>`) {
+			t.Errorf("click on frame %s: no field table", n)
+		}
+		if e == member && !strings.Contains(dom, `data-open="1"`) {
+			t.Errorf("click on frame %s, in a band: the band did not expand", n)
+		}
+	}
+}
+
+// pickFrames returns a RoCE frame drawn as its own arrow and one inside a
+// collapsed band.
+func pickFrames(t *testing.T, evs []Event) (plain, member *Event) {
+	rows := layout(evs, time.Millisecond)
+	for _, r := range rows {
+		switch {
+		case r.kind == rowArrow && plain == nil && r.events[0].psn >= 0:
+			plain = r.events[0]
+		case r.kind == rowBand && member == nil:
+			member = r.events[1]
+		}
+	}
+	if plain == nil || member == nil {
+		t.Fatal("the capture has no plain arrow or no band")
+	}
+	return plain, member
+}
+
+// checkScreenshot checks the PNG's size, that it is not blank (enough
+// non-white pixels) and that the request colour appears.
+func checkScreenshot(t *testing.T, path string, w, h int) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() != w || b.Dy() != h {
+		t.Fatalf("screenshot is %dx%d, want %dx%d", b.Dx(), b.Dy(), w, h)
+	}
+	ink, blue := 0, 0
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			r, g, b, _ := img.At(x, y).RGBA()
+			r, g, b = r>>8, g>>8, b>>8
+			if r < 200 || g < 200 || b < 200 {
+				ink++
+			}
+			if b > 150 && r < 80 && g < 130 { // #1f5fbf, the requests
+				blue++
+			}
+		}
+	}
+	if ink < w*h/100 || blue < 50 {
+		t.Errorf("screenshot looks blank: %d dark pixels, %d request-blue", ink, blue)
+	}
+}
