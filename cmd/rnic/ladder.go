@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rnic/rnic/nic/ladder"
+	"github.com/rnic/rnic/nic/sim"
+	"github.com/rnic/rnic/roce"
+	"github.com/rnic/rnic/transport"
 )
 
 const ladderHelp = `usage: rnic ladder [flags] CAPTURE -o OUT.svg|OUT.html
@@ -87,8 +91,8 @@ func ladderOptions(fs *pflag.FlagSet, out, from, to, qp string, ports []uint) (l
 	if fs.NArg() != 1 {
 		return o, errors.New("give exactly one capture file")
 	}
-	if !strings.HasSuffix(out, ".svg") && !strings.HasSuffix(out, ".html") {
-		return o, errors.New("-o OUT.svg or -o OUT.html is required")
+	if err := ladderOutput(out); err != nil {
+		return o, fmt.Errorf("-o: %w", err)
 	}
 	var err error
 	if o.From, o.FromTime, err = frameOrTime(from); err != nil {
@@ -111,6 +115,15 @@ func ladderOptions(fs *pflag.FlagSet, out, from, to, qp string, ports []uint) (l
 		o.Ports = append(o.Ports, uint16(p))
 	}
 	return o, nil
+}
+
+// ladderOutput checks the name of a diagram file: its suffix says the
+// format.
+func ladderOutput(path string) error {
+	if !strings.HasSuffix(path, ".svg") && !strings.HasSuffix(path, ".html") {
+		return fmt.Errorf("output %q: give FILE.svg or FILE.html", path)
+	}
+	return nil
 }
 
 // frameOrTime parses "123" (a frame number) or a duration ("1.5s").
@@ -142,4 +155,67 @@ func writeLadder(path string, evs []ladder.Event, o ladder.Options) error {
 		err = cerr
 	}
 	return err
+}
+
+// simLadder collects what `rnic sim --ladder` draws: the link's capture,
+// its notes (frames lost, duplicated, corrupted, delayed) and the engines'
+// timer expiries and RNR waits.
+type simLadder struct {
+	path  string
+	pcap  bytes.Buffer
+	truth ladder.Truth
+}
+
+// newSimLadder checks the output name and hooks the collection into cfg
+// (after --pcap, whose file still gets every frame).
+func newSimLadder(path string, cfg *sim.Config) (*simLadder, error) {
+	if err := ladderOutput(path); err != nil {
+		return nil, fmt.Errorf("--ladder: %w", err)
+	}
+	l := &simLadder{path: path, truth: ladder.Truth{Notes: map[int]transport.LinkNote{}}}
+	if cfg.Pcap != nil {
+		cfg.Pcap = io.MultiWriter(cfg.Pcap, &l.pcap)
+	} else {
+		cfg.Pcap = &l.pcap
+	}
+	cfg.LinkNotes = func(record int, n transport.LinkNote) { l.truth.Notes[record] |= n }
+	cfg.TraceEvents = func(node string, e roce.TraceEvent) {
+		if ladder.IsTimerOrRNR(e.Msg) {
+			l.truth.Marks = append(l.truth.Marks, ladder.Mark{At: transport.PcapEpoch.Add(e.Time),
+				Who: fmt.Sprintf("%s qp=%#06x", node, e.QPN), QP: int(e.QPN), What: e.Msg})
+		}
+	}
+	return l, nil
+}
+
+// write draws the run.
+func (l *simLadder) write(title string) error {
+	o := ladder.Options{Title: title, Gap: time.Millisecond}
+	evs, start, err := ladder.LoadReader(bytes.NewReader(l.pcap.Bytes()), "sim", o)
+	if err != nil {
+		return fmt.Errorf("ladder: %w", err)
+	}
+	return writeLadder(l.path, ladder.Annotate(evs, start, l.truth), o)
+}
+
+// demoLadder draws the capture of `rnic demo --ladder` once the demo has
+// run (status is the demo's; a usage error draws nothing).
+func demoLadder(status int, path, pcapPath string, port uint16, stderr io.Writer) int {
+	if status == 2 {
+		return status
+	}
+	if pcapPath == "" {
+		fmt.Fprintln(stderr, "rnic demo: --ladder draws the capture: give --pcap FILE too")
+		return 2
+	}
+	o := ladder.Options{Title: "rnic demo (" + pcapPath + ")", Ports: []uint16{port, port + 1}}
+	evs, err := ladder.Load(pcapPath, o)
+	if err == nil {
+		err = writeLadder(path, evs, o)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "rnic demo: ladder: %v\n", err)
+		return max(status, 2)
+	}
+	return status
 }

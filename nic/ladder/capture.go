@@ -39,6 +39,25 @@ func Load(path string, o Options) ([]Event, error) {
 		return nil, err
 	}
 	defer r.Close()
+	evs, _, err := load(r, path, o)
+	if err != nil {
+		err = fmt.Errorf("%s: %w", path, err)
+	}
+	return evs, err
+}
+
+// LoadReader decodes a capture read from r (name is what the JSON
+// decodes call the file). It also returns the first frame's timestamp,
+// the zero of the events' times.
+func LoadReader(rd io.Reader, name string, o Options) ([]Event, time.Time, error) {
+	r, err := decode.NewReader(rd)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	return load(r, name, o)
+}
+
+func load(r *decode.Reader, path string, o Options) ([]Event, time.Time, error) {
 	var evs []Event
 	var first time.Time
 	iw := iwdecode.New()
@@ -58,7 +77,7 @@ func Load(path string, o Options) ([]Event, error) {
 		}
 		if err != nil {
 			iw.Flush(emit)
-			return evs, fmt.Errorf("%s: %w", path, err)
+			return evs, first, err
 		}
 		if i == 1 {
 			first = ci.Timestamp
@@ -72,5 +91,5 @@ func Load(path string, o Options) ([]Event, error) {
 	}
 	iw.Flush(emit)
 	pairQPs(evs)
-	return evs, nil
+	return evs, first, nil
 }

@@ -45,7 +45,10 @@ type Event struct {
 	BadCRC bool // ICRC or MPA CRC does not verify
 	FPDU   bool // a TCP segment that completed at least one FPDU
 	Lost   bool // the link lost it (simulator ground truth)
-	Note   string
+	// Mark is true for an engine event (a timer expiry, an RNR wait)
+	// drawn between the frames: Frame is 0, Label says what happened.
+	Mark bool
+	Note string
 
 	// Label is the text above the arrow (the message), Sub the text
 	// below it (its header fields), both taken from the decode line;

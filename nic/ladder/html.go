@@ -27,6 +27,9 @@ func WriteHTML(w io.Writer, evs []Event, o Options) error {
 	qpSet := map[string]bool{}
 	for i := range evs {
 		e := &evs[i]
+		if e.Mark {
+			continue
+		}
 		info[strconv.Itoa(e.Frame)] = frameInfo{e.Decode, e.JSON, e.Spec, e.SpecURL, e.Class.String()}
 		for _, q := range strings.Fields(qps(e)) {
 			qpSet[q] = true

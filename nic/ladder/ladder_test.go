@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/roce/decode"
+	"github.com/rnic/rnic/transport"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -479,5 +480,46 @@ func TestGolden(t *testing.T) {
 				t.Errorf("%s differs from the golden file (go test -update to rewrite it after review)", c.name)
 			}
 		})
+	}
+}
+
+// TestTruth checks the simulator's ground truth on the diagram: a frame
+// the link lost ends in a cross, a link copy is dotted and says so, and an
+// engine mark is drawn between the frames around its time, without a
+// frame number.
+func TestTruth(t *testing.T) {
+	r, err := os.Open("testdata/sim-loss.pcap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	evs, start, err := LoadReader(r, "sim", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := start.Add(evs[33].Time) // frame 34's time: after the 4 ms pause
+	evs = Annotate(evs, start, Truth{
+		Notes: map[int]transport.LinkNote{1: transport.NoteLost, 5: transport.NoteDuplicate | transport.NoteCorrupted},
+		Marks: []Mark{{At: at.Add(-time.Nanosecond), Who: "rnic0 qp=0x000011", QP: 0x11, What: "local ACK timeout: psn 7 unacknowledged"}},
+	})
+	var b bytes.Buffer
+	if err := WriteSVG(&b, evs, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	p := parseSVG(t, b.Bytes())
+	m := byFrame(p)
+	if !m[1].lost || m[2].lost {
+		t.Errorf("lost marks: frame 1 %v, frame 2 %v; want true, false", m[1].lost, m[2].lost)
+	}
+	if !m[5].dotted || !strings.HasSuffix(m[5].label, "[link: duplicated,corrupted]") {
+		t.Errorf("frame 5: dotted %v, label %q", m[5].dotted, m[5].label)
+	}
+	if len(p.arrows) != countFrames(t, "testdata/sim-loss.pcap") {
+		t.Errorf("%d arrows: a mark must not count as a frame", len(p.arrows))
+	}
+	s := b.String()
+	i, j, k := strings.Index(s, `id="f33"`), strings.Index(s, "local ACK timeout: psn 7"), strings.Index(s, `id="f34"`)
+	if j < 0 || !(i < j && j < k) {
+		t.Errorf("the mark is at %d, want between frame 33 (%d) and 34 (%d)", j, i, k)
 	}
 }

@@ -81,6 +81,13 @@ func endpoint(a netip.AddrPort) string { return a.String() }
 func selectEvents(evs []Event, o Options) []Event {
 	var out []Event
 	for _, e := range evs {
+		if e.Mark {
+			if o.FromTime > 0 && e.Time < o.FromTime || o.ToTime > 0 && e.Time > o.ToTime || o.QP > 0 && e.DstQP != o.QP {
+				continue
+			}
+			out = append(out, e)
+			continue
+		}
 		if o.From > 0 && e.Frame < o.From || o.To > 0 && e.Frame > o.To {
 			continue
 		}

@@ -18,10 +18,10 @@ const (
 	slant    = 10 // how far an arrow descends: it takes time to arrive
 	legendY  = 44
 	legendRH = 16
-	legendCW = 270
+	legendCW = 290
 	charW    = 6.1 // width of one character of the 10 px monospace font
 	minLane  = 250
-	maxLane  = 560
+	maxLane  = 720
 )
 
 // NS is the XML namespace of the ladder's attributes in an SVG file
@@ -57,6 +57,9 @@ func newDiagram(evs []Event, o Options, attr string) *diagram {
 	d := &diagram{title: o.Title, laneX: map[string]float64{}, byQP: o.ByQP, attr: attr}
 	longest := 0
 	for i := range evs {
+		if evs[i].Mark {
+			continue
+		}
 		s, t := laneNames(&evs[i], o.ByQP)
 		for _, l := range []string{s, t} {
 			if _, ok := d.laneX[l]; !ok {
@@ -64,7 +67,7 @@ func newDiagram(evs []Event, o Options, attr string) *diagram {
 				d.lanes = append(d.lanes, l)
 			}
 		}
-		longest = max(longest, len(evs[i].Label)+len(evs[i].Note)+1, len(evs[i].Sub))
+		longest = max(longest, len(evs[i].Label)+len(evs[i].Note)+1, len(evs[i].Sub)*9/10)
 	}
 	d.laneW = min(max(float64(longest)*charW+40, minLane), maxLane)
 	for i, l := range d.lanes {
@@ -72,7 +75,7 @@ func newDiagram(evs []Event, o Options, attr string) *diagram {
 	}
 	d.rows = layout(evs, gap)
 	d.width = max(leftW+float64(len(d.lanes))*d.laneW, 4*legendCW+20)
-	d.top = legendY + 4*legendRH + 44
+	d.top = legendY + 5*legendRH + 44
 	y := d.top
 	for _, r := range d.rows {
 		y += r.height()
@@ -146,10 +149,11 @@ func (d *diagram) legend(b *bytes.Buffer) {
 		item(line(classColour[c], "")+fmt.Sprintf(`<path d="M26,-4 L32,0 L26,4 z" fill="%s"/>`, classColour[c]), classLegend[c])
 	}
 	item(line("#333333", "7 4"), "retransmission (PSN sent again)")
-	item(line("#333333", "2 3"), "duplicate (ACK/response again)")
+	item(line("#333333", "2 3"), "duplicate (sent again, or a link copy)")
 	item(line("#333333", "")+badMark(16, 0), "bad ICRC / MPA CRC")
 	item(line("#333333", "")+`<rect x="0" y="-3" width="6" height="6" fill="#333333"/>`, "TCP segment that completed an FPDU")
 	item(`<line x1="0" y1="0" x2="20" y2="0" stroke="#333333" stroke-width="2"/>`+crossMark(20, 0), "lost by the link (simulated)")
+	item(hourglass(10, 0), "timer expiry / RNR wait (sim trace)")
 	item(`<rect x="0" y="-5" width="32" height="10" fill="#1f5fbf" fill-opacity="0.15" stroke="#1f5fbf"/>`, "run of Middle packets (one band)")
 	item(`<path d="M0,-4 L8,4 L16,-4 L24,4 L32,-4" fill="none" stroke="#333333"/>`, "idle pause (length marked)")
 	b.WriteString("</g>\n")
@@ -184,9 +188,27 @@ func (d *diagram) row(b *bytes.Buffer, r *row, y float64) {
 	case rowBand:
 		d.band(b, r)
 	default:
-		d.arrow(b, r.events[0], false)
+		if r.events[0].Mark {
+			d.mark(b, r.events[0])
+		} else {
+			d.arrow(b, r.events[0], false)
+		}
 	}
 	b.WriteString("</g>\n")
+}
+
+// mark draws an engine event (timer expiry, RNR wait) across the lanes.
+func (d *diagram) mark(b *bytes.Buffer, e *Event) {
+	fmt.Fprintf(b, `<g class="mark" %sqps="%s"><title>%s</title>`, d.attr, qps(e), esc(e.Decode))
+	fmt.Fprintf(b, `<text x="54" y="24" fill="#555555">%s</text>`, seconds(e.Time))
+	fmt.Fprintf(b, `%s<text x="%s" y="24" font-style="italic" fill="%s">%s</text></g>`,
+		hourglass(leftW+4, 20), num(leftW+20), classColour[ClassRNR], esc(e.Label))
+}
+
+// hourglass is the shape of an engine timer or wait, centred at x, y.
+func hourglass(x, y float64) string {
+	return fmt.Sprintf(`<path d="M%s,%s h10 l-10,12 h10 z" fill="none" stroke="%s" stroke-width="1.5"/>`,
+		num(x), num(y-6), classColour[ClassRNR])
 }
 
 func (d *diagram) gapRow(b *bytes.Buffer, r *row) {
