@@ -511,7 +511,7 @@ func TestTruth(t *testing.T) {
 	if !m[1].lost || m[2].lost {
 		t.Errorf("lost marks: frame 1 %v, frame 2 %v; want true, false", m[1].lost, m[2].lost)
 	}
-	if !m[5].dotted || !strings.HasSuffix(m[5].label, "[link: duplicated,corrupted]") {
+	if !m[5].dotted || m[5].dashed || !strings.HasSuffix(m[5].label, "[link: duplicated,corrupted]") {
 		t.Errorf("frame 5: dotted %v, label %q", m[5].dotted, m[5].label)
 	}
 	if len(p.arrows) != countFrames(t, "testdata/sim-loss.pcap") {

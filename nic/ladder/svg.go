@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,7 +70,7 @@ func newDiagram(evs []Event, o Options, attr string) *diagram {
 		}
 		longest = max(longest, len(evs[i].Label)+len(evs[i].Note)+1, len(evs[i].Sub)*9/10)
 	}
-	d.laneW = min(max(float64(longest)*charW+40, minLane), maxLane)
+	d.laneW = math.Round(min(max(float64(longest)*charW+40, minLane), maxLane))
 	for i, l := range d.lanes {
 		d.laneX[l] = leftW + d.laneW/2 + float64(i)*d.laneW
 	}

@@ -51,7 +51,8 @@ func Annotate(evs []Event, start time.Time, t Truth) []Event {
 		e := &evs[i]
 		e.Lost = n&transport.NoteLost != 0
 		if n&transport.NoteDuplicate != 0 {
-			e.Dup = true
+			// The link's copy, not the sender's retransmission.
+			e.Dup, e.Retx = true, false
 		}
 		var words []string
 		for _, w := range strings.Split(n.String(), ",") {
