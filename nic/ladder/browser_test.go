@@ -3,11 +3,13 @@ package ladder
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"html"
 	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -86,6 +88,49 @@ func TestBrowser(t *testing.T) {
 		if e == member && !strings.Contains(dom, `data-open="1"`) {
 			t.Errorf("click on frame %s, in a band: the band did not expand", n)
 		}
+	}
+	checkQPFilter(t, bin)
+}
+
+// checkQPFilter sets the QP filter of the rxe rping page (CM MADs on QP 1,
+// then an RC QP pair) to the RC pair's QP, through the select element, and
+// checks that exactly the frames of other QPs are dimmed.
+func checkQPFilter(t *testing.T, bin string) {
+	t.Helper()
+	evs, err := Load("../../testdata/captures/rxe-rping.pcap", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var qp string
+	for i := range evs {
+		if evs[i].Class == ClassRequest && evs[i].DstQP > 1 {
+			qp = fmt.Sprintf("0x%06x", evs[i].DstQP)
+			break
+		}
+	}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, evs, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	page := filepath.Join(t.TempDir(), "rping.html")
+	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	url := "file://" + page
+	dom := string(runChromium(t, bin, "--virtual-time-budget=2000", "--dump-dom", url+"#qp="+qp))
+	tag := regexp.MustCompile(`<g class="frame ([a-z ]+)" id="f[0-9]+" data-frame="[0-9]+" data-class="[a-z]+" data-qps="([0-9a-fx ]*)"`)
+	dim, kept := 0, 0
+	for _, m := range tag.FindAllStringSubmatch(dom, -1) {
+		own := strings.Contains(" "+m[2]+" ", " "+qp+" ")
+		isDim := strings.Contains(m[1], "dim")
+		if own == isDim {
+			t.Errorf("QP filter %s: frame with qps %q dimmed=%v", qp, m[2], isDim)
+		}
+		dim += b2i(isDim)
+		kept += b2i(!isDim)
+	}
+	if dim == 0 || kept == 0 {
+		t.Errorf("QP filter %s: %d frames dimmed, %d kept; want some of each", qp, dim, kept)
 	}
 }
 

@@ -89,8 +89,8 @@ g.dim { opacity: 0.12; }
 
 // pageJS: click shows a frame's decode; bands expand and collapse (rows
 // below move down); the QP filter dims other frames; #frame=N in the URL
-// selects frame N when the page loads, #click=N clicks its arrow, and
-// #expand=all expands every band.
+// selects frame N when the page loads, #click=N clicks its arrow,
+// #qp=0xQQQQQQ sets the QP filter and #expand=all expands every band.
 const pageJS = `(function () {
 var frames = JSON.parse(document.getElementById('frames').textContent);
 var svg = document.querySelector('#pic svg');
@@ -174,6 +174,8 @@ document.getElementById('qp').addEventListener('change', function () {
 function fromHash() {
   var h = location.hash;
   if (/expand=all/.test(h)) { var bs = svg.querySelectorAll('g.band'); for (var i = 0; i < bs.length; i++) toggle(bs[i], true); }
+  var q = /qp=(0x[0-9a-f]+)/.exec(h), sel = document.getElementById('qp');
+  if (q) { sel.value = q[1]; sel.dispatchEvent(new Event('change')); }
   var m = /frame=([0-9]+)/.exec(h);
   if (m) show(m[1]);
   // #click=N clicks frame N's arrow as a user would (a band member's

@@ -98,7 +98,8 @@ func WriteSVG(w io.Writer, evs []Event, o Options) error {
 	d := newDiagram(evs, o, "rnic:")
 	var b bytes.Buffer
 	b.WriteString(`<?xml version="1.0" encoding="UTF-8" standalone="no"?>` + "\n")
-	b.WriteString(`<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd">` + "\n")
+	// No DOCTYPE: the rnic: attributes are in a namespace of their own,
+	// which SVG 1.1 allows but its DTD does not list.
 	d.svg(&b, ` xmlns:rnic="`+NS+`"`)
 	_, err := w.Write(b.Bytes())
 	return err
