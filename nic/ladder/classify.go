@@ -16,7 +16,7 @@ import (
 // duplicates from first sendings.
 type classifier struct {
 	requests  map[psnKey]bool // request PSNs sent, per direction and QP
-	responses map[psnKey]bool // response and ACK PSNs sent, per direction, QP and opcode
+	responses map[psnKey]bool // response and ACK PSNs sent, per direction, QP, opcode and syndrome
 }
 
 type psnKey struct {
@@ -78,6 +78,7 @@ func (c *classifier) roce(ev *Event, r *decode.Record) {
 	}
 	if info.Has(wire.HdrAETH) {
 		s := p.AETH().Syndrome()
+		ev.aeth = uint8(s)
 		switch s.Type() {
 		case wire.AckTypeNAK:
 			ev.Class = ClassNAK
@@ -114,7 +115,10 @@ func (c *classifier) repeat(ev *Event, src, dst netip.Addr, info *wire.OpInfo, b
 		return
 	}
 	if info.Response {
-		k.op = int(b[0])
+		k.op = int(b[0]) << 8 // an ACK after a NAK of the same PSN is news
+		if info.Has(wire.HdrAETH) {
+			k.op |= int(ev.aeth)
+		}
 		ev.Dup = c.responses[k]
 		c.responses[k] = true
 	}

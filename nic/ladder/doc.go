@@ -16,11 +16,16 @@
 //     TCP segments (light grey), undecodable frames (black);
 //   - a dashed line is a retransmission: a request whose PSN was already
 //     sent to that QP;
-//   - a dotted line is a duplicate: an ACK or response whose PSN and
-//     opcode were already sent to that QP;
+//   - a dotted line is a duplicate: an ACK or response whose PSN, opcode and
+//     syndrome were already sent to that QP, or (simulator) the link's copy
+//     of a frame;
 //   - a red ring with a cross on the arrow is a bad ICRC or MPA CRC;
 //   - a small square at the tail is a TCP segment that completed an FPDU;
-//   - an arrow ending in a cross is a frame the (simulated) link lost.
+//   - an arrow ending in a cross is a frame the simulated link lost, and
+//     "[link: ...]" names what else the link did to a frame (duplicated,
+//     corrupted, delayed);
+//   - an hourglass row is an engine event from the simulator's trace: a
+//     local ACK timeout, an RNR NAK sent or waited on.
 //
 // Rows are in frame order, one per frame; a pause longer than the gap
 // threshold is drawn as a break marked with its length. Runs of Middle

@@ -65,5 +65,6 @@ type Event struct {
 	// ("" when it is not a Middle packet).
 	run     string
 	psn     int64 // RoCE PSN, -1 otherwise
+	aeth    uint8 // RoCE AETH syndrome, when there is one
 	records int   // iWARP records the frame completed
 }
