@@ -465,6 +465,13 @@ func TestGolden(t *testing.T) {
 			if !bytes.Equal(out[0].Bytes(), out[1].Bytes()) {
 				t.Fatal("two renderings of the same capture differ")
 			}
+			// Self-contained: nothing is loaded from elsewhere (links to
+			// the specs are followed only when clicked).
+			for _, fetch := range []string{" src=", "<link", "@import", "url(http", "xlink:href=\"http", "fetch(", "XMLHttpRequest"} {
+				if bytes.Contains(out[0].Bytes(), []byte(fetch)) {
+					t.Errorf("%s contains %q: it would load something", c.name, fetch)
+				}
+			}
 			path := filepath.Join("testdata/golden", c.name)
 			if *update {
 				os.MkdirAll("testdata/golden", 0o755)

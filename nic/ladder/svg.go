@@ -97,7 +97,7 @@ func WriteSVG(w io.Writer, evs []Event, o Options) error {
 	evs = selectEvents(evs, o)
 	d := newDiagram(evs, o, "rnic:")
 	var b bytes.Buffer
-	b.WriteString(`<?xml version="1.0" encoding="UTF-8" standalone="no"?>` + "\n")
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
 	// No DOCTYPE: the rnic: attributes are in a namespace of their own,
 	// which SVG 1.1 allows but its DTD does not list.
 	d.svg(&b, ` xmlns:rnic="`+NS+`"`)
