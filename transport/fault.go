@@ -196,11 +196,12 @@ type copyOut struct {
 // arrival times: stall is order-preserving (frames behind it wait too), hold
 // applies to the copy alone (frames behind it may overtake).
 type fate struct {
-	lost   bool   // the frame never arrives
-	wire   []byte // what went onto the wire: the bytes a capture shows for a lost frame
-	stall  time.Duration
-	n      int // copies to deliver: 0 when lost, else 1 or 2
-	copies [2]copyOut
+	lost      bool   // the frame never arrives
+	corrupted bool   // a random bit was flipped
+	wire      []byte // what went onto the wire: the bytes a capture shows for a lost frame
+	stall     time.Duration
+	n         int // copies to deliver: 0 when lost, else 1 or 2
+	copies    [2]copyOut
 }
 
 // injector holds the per-direction fault state. It is not synchronised: the
@@ -316,6 +317,7 @@ func (in *injector) decide(dir Direction, frame []byte, v Verdict) fate {
 		bit := uniform(xBit, uint64(len(frame))*8)
 		frame[bit/8] ^= 1 << (bit % 8)
 		st.Corrupted++
+		out.corrupted = true
 	}
 	var hold time.Duration
 	if uReorder < f.Reorder {

@@ -50,6 +50,10 @@ type SimConfig struct {
 	Faults FaultConfig
 	// Pcap, if set, records what crosses the wire; see NewSimLink.
 	Pcap *PcapWriter
+	// Notes, if set (with Pcap), is told what the faults did to a frame
+	// the capture cannot show by itself: it gets the record's 1-based
+	// number in the capture and the notes, for every record that has any.
+	Notes func(record int, n LinkNote)
 }
 
 // Validate reports the first invalid field of c.
@@ -150,9 +154,10 @@ func (e *SimEndpoint) Send(frame []byte) error {
 	end := start + l.serialisation(len(f.wire))
 	l.free[e.dir] = end
 
+	note := f.notes()
 	if f.lost {
 		l.mu.Unlock()
-		l.record(now, f.wire)
+		l.record(now, f.wire, note|NoteLost)
 		return nil
 	}
 
@@ -167,8 +172,15 @@ func (e *SimEndpoint) Send(frame []byte) error {
 	// Copies of one frame, and frames with the same arrival time, are
 	// delivered in scheduling order: the virtual clock runs events due at
 	// the same instant first-in first-out.
-	for _, c := range f.copies[:f.n] {
-		l.clk.AfterFunc(arrive+c.hold-now, func() { l.deliver(e.dir, c.frame) })
+	for i, c := range f.copies[:f.n] {
+		n := note
+		if i == 1 {
+			n |= NoteDuplicate
+		}
+		if c.hold > 0 {
+			n |= NoteHeld
+		}
+		l.clk.AfterFunc(arrive+c.hold-now, func() { l.deliver(e.dir, c.frame, n) })
 	}
 	return nil
 }
@@ -186,15 +198,18 @@ func (l *simLink) serialisation(n int) time.Duration {
 
 // record writes one capture record stamped at virtual time t. Write errors
 // are sticky in the PcapWriter and surface from its Close.
-func (l *simLink) record(t time.Duration, frame []byte) {
+func (l *simLink) record(t time.Duration, frame []byte, n LinkNote) {
 	if l.cfg.Pcap != nil {
 		_ = l.cfg.Pcap.WriteFrame(PcapEpoch.Add(t), frame)
+		if n != 0 && l.cfg.Notes != nil {
+			l.cfg.Notes(l.cfg.Pcap.Frames(), n)
+		}
 	}
 }
 
 // deliver runs on the clock's event loop when a copy arrives.
-func (l *simLink) deliver(dir Direction, frame []byte) {
-	l.record(l.clk.Now(), frame)
+func (l *simLink) deliver(dir Direction, frame []byte, n LinkNote) {
+	l.record(l.clk.Now(), frame, n)
 	to := l.ends[1-dir]
 	l.mu.Lock()
 	r := to.recv

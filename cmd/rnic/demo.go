@@ -54,7 +54,7 @@ Exits 0 only if every step behaved as specified.
 flags:
 `
 
-func runDemo(args []string, stdout, stderr io.Writer) int {
+func runDemo(args []string, stdout, stderr io.Writer) (status int) {
 	fs := pflag.NewFlagSet("rnic demo", pflag.ContinueOnError)
 	// pflag prints the usage itself on --help before returning ErrHelp;
 	// it is printed once, below, on stdout, and errors once on stderr.
@@ -64,6 +64,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	ipv6 := fs.Bool("ipv6", false, "use ::1 for both NICs (on ports --port and --port+1)")
 	port := fs.Uint16("port", wire.UDPPort, "RoCEv2 UDP port")
 	pcapPath := fs.String("pcap", "demo.pcap", "capture file (empty: none)")
+	ladderPath := fs.String("ladder", "", "then draw the capture as a ladder diagram: FILE.svg or FILE.html")
 	timeout := fs.Duration("timeout", 2*time.Second, "time allowed for each step")
 	useIWARP := fs.Bool("iwarp", false, "iWARP over kernel TCP instead of RoCEv2 over UDP")
 	ibDev := fs.StringP("ib-dev", "d", "", "both sides on one device: NAME (this process's NIC), NAME@SOCKET (rnicd), verbs:NAME (libibverbs)")
@@ -80,6 +81,13 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "rnic %s (rnic help demo)\n", withPrefix("demo: ", err))
 		return 2
+	}
+	if *ladderPath != "" {
+		if err := ladderOutput(*ladderPath); err != nil {
+			fmt.Fprintf(stderr, "rnic demo: --ladder: %v (rnic help demo)\n", err)
+			return 2
+		}
+		defer func() { status = demoLadder(status, *ladderPath, *pcapPath, *port, stderr) }()
 	}
 	taps, err := tf.configs()
 	if err == nil && *timeout <= 0 {

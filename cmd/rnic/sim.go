@@ -68,6 +68,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.IWARP, "iwarp", false, "iWARP over simulated TCP instead of RoCEv2 over a simulated link")
 	fs.Float64Var(&cfg.Chop, "chop", sim.DefaultChop, "iWARP: probability that a stream segment or delivery is cut at a random point")
 	trace := fs.Bool("trace", false, "print every QP state change and PSN/ACK/NAK decision")
+	ladderPath := fs.String("ladder", "", "draw the run as a ladder diagram (FILE.svg or FILE.html): lost, duplicated, corrupted, delayed frames and timer expiries marked")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), simHelp)
 		fs.PrintDefaults()
@@ -112,10 +113,24 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	if *trace {
 		cfg.Trace = stdout
 	}
+	var lad *simLadder
+	if *ladderPath != "" {
+		var err error
+		if lad, err = newSimLadder(*ladderPath, &cfg); err != nil {
+			fmt.Fprintf(stderr, "rnic sim: %v (rnic help sim)\n", err)
+			return 2
+		}
+	}
 	res, err := sim.Run(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "rnic %s\n", withPrefix("sim: ", err))
 		return 2
+	}
+	if lad != nil {
+		if err := lad.write(fmt.Sprintf("rnic sim --seed %d --loss %g --dup %g --corrupt %g --reorder %g", cfg.Seed, cfg.Loss, cfg.Dup, cfg.Corrupt, cfg.Reorder)); err != nil {
+			fmt.Fprintf(stderr, "rnic sim: %v\n", err)
+			return 2
+		}
 	}
 	fmt.Fprintf(stdout, "%-24s %14s %14s\n", "counter", "rnic0", "rnic1")
 	for i, c := range res.CountersA {

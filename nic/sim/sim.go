@@ -37,6 +37,12 @@ type Config struct {
 	Pcap io.Writer
 	// Trace, if set, receives the engines' trace lines.
 	Trace io.Writer
+	// LinkNotes, if set with Pcap, is told which capture records the
+	// link lost, duplicated, corrupted or delayed (RoCEv2 runs).
+	LinkNotes func(record int, n transport.LinkNote)
+	// TraceEvents, if set, receives the engines' trace events (RoCEv2
+	// runs), node being the device's name.
+	TraceEvents func(node string, e roce.TraceEvent)
 
 	// IWARP runs the workload over iWARP on a simulated TCP network
 	// instead of RoCEv2 on a simulated link (see RunIWARP); Loss, Reorder,
@@ -130,7 +136,7 @@ func Run(cfg Config) (*Result, error) {
 		if pw, err = transport.NewPcapWriter(cfg.Pcap); err != nil {
 			return nil, err
 		}
-		link.Pcap = pw
+		link.Pcap, link.Notes = pw, cfg.LinkNotes
 	}
 	if err := link.Validate(); err != nil {
 		return nil, err
@@ -181,9 +187,15 @@ const firstVA = 0x7f5e_0000_0000
 func (w *world) newNode(name string, ep transport.Endpoint, n byte) (*node, error) {
 	nd := &node{name: name, nextVA: firstVA, mac: [6]byte{0x02, 0x52, 0x4e, 0x49, 0x43, n}, addr: netip.AddrFrom4([4]byte{10, 0, 0, n})}
 	scfg := roce.Config{Link: ep, Clock: w.clk, MAC: nd.mac, Addrs: []netip.Addr{nd.addr}, DeferAcks: true}
-	if w.cfg.Trace != nil {
-		tw := w.cfg.Trace
-		scfg.Trace = func(e roce.TraceEvent) { fmt.Fprintf(tw, "%s %v\n", name, e) }
+	if tw, te := w.cfg.Trace, w.cfg.TraceEvents; tw != nil || te != nil {
+		scfg.Trace = func(e roce.TraceEvent) {
+			if tw != nil {
+				fmt.Fprintf(tw, "%s %v\n", name, e)
+			}
+			if te != nil {
+				te(name, e)
+			}
+		}
 	}
 	var err error
 	if nd.stack, err = roce.NewStack(scfg); err != nil {
