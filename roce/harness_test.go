@@ -90,6 +90,7 @@ type qpOpts struct {
 	trace           bool
 	qpType          verbs.QPType // RC unless set
 	qkey            uint32       // UD
+	bandwidth       uint64       // the link's bits per second; 0: unlimited
 }
 
 func defaultOpts() qpOpts {
@@ -105,7 +106,7 @@ const bufSize = 1 << 20
 func newHarness(t testing.TB, o qpOpts) *harness {
 	t.Helper()
 	h := &harness{t: t, clk: clock.NewVirtual()}
-	ea, eb := transport.NewSimLink(h.clk, transport.SimConfig{Seed: o.seed, Faults: o.faults})
+	ea, eb := transport.NewSimLink(h.clk, transport.SimConfig{Seed: o.seed, Faults: o.faults, Bandwidth: o.bandwidth})
 	h.a = h.newNode("A", ea, 1, o)
 	h.b = h.newNode("B", eb, 2, o)
 	h.connect(h.a, h.b, o)
