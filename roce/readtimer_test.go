@@ -109,3 +109,41 @@ func TestRepeatedResponsesStillTimeOut(t *testing.T) {
 	}
 	wantWC(t, a.scq.take(), verbs.WC{WRID: 1, Status: verbs.WCRetryExcErr})
 }
+
+// A duplicate READ that arrives while the responder is still streaming the
+// original's responses makes it give up the rest of that stream and start
+// again from the PSN asked for: the requester went back N and discards
+// everything after that PSN anyway. Before, the duplicate waited until the
+// whole stream had been sent and then got a whole second copy.
+func TestDuplicateReadRestartsStream(t *testing.T) {
+	var req []byte
+	o := defaultOpts()
+	o.faults.Script = func(d transport.Direction, _ int, frame []byte) transport.Verdict {
+		if op, _, ok := opcodeOf(frame); ok && op == wire.RCReadRequest && req == nil {
+			req = bytes.Clone(frame)
+		}
+		return transport.Pass()
+	}
+	h := newHarness(t, o)
+	a, b := h.a, h.b
+	const n = 512 << 10
+	fill(b.buf[:n], 3)
+	a.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRRDMARead, SGL: []verbs.SGE{a.sge(0, n)}, RemoteAddr: b.va(0), RKey: b.mr.RKey()})
+	for b.stack.ctr.Get(ReadResponsesSent) == 0 {
+		if !h.clk.Step() {
+			t.Fatal("the READ never reached the responder")
+		}
+	}
+	if got := b.stack.ctr.Get(ReadResponsesSent); got != readBurst {
+		t.Fatalf("%d responses in the first burst, want %d", got, readBurst)
+	}
+	b.stack.Input(req) // the same READ again: a duplicate
+	h.run()
+	wantWC(t, a.scq.take(), verbs.WC{WRID: 1, Opcode: verbs.WCRDMARead, ByteLen: n})
+	if !bytes.Equal(a.buf[:n], b.buf[:n]) {
+		t.Fatal("data differs")
+	}
+	if got, want := b.stack.ctr.Get(ReadResponsesSent), uint64(readBurst+n/1024); got != want {
+		t.Fatalf("%d read responses sent, want %d: the first burst, then the whole READ once", got, want)
+	}
+}
