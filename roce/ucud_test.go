@@ -78,6 +78,35 @@ func TestUCBadRKeyDropped(t *testing.T) {
 	}
 }
 
+// UC: a SEND longer than the receive buffer is dropped silently and
+// counted (IBTA §9.9.3.2, class D; rxe resets the WQE for reuse); the QP
+// stays in RTS and the next message lands in the same receive WQE. With an
+// SRQ the WQE it took stays with the QP for its next message.
+func TestUCTooLongDropped(t *testing.T) {
+	for _, srq := range []bool{false, true} {
+		o := ucOpts()
+		o.useSRQ = srq
+		h := newHarness(t, o)
+		a, b := h.a, h.b
+		b.recv(9, 0, 100)
+		a.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRSend, SGL: []verbs.SGE{a.sge(0, 3000)}})
+		h.run()
+		if got := b.stack.ctr.Get(UCDroppedMsgs); got != 1 {
+			t.Fatalf("srq=%v: uc_dropped_msgs %d, want 1", srq, got)
+		}
+		if wcs := b.rcq.take(); len(wcs) != 0 || b.qp.State() != verbs.QPSRTS {
+			t.Fatalf("srq=%v: completions %v, state %v; want none and RTS", srq, wcs, b.qp.State())
+		}
+		copy(a.buf, "short")
+		a.post(t, verbs.SendWR{ID: 2, Opcode: verbs.WRSend, SGL: []verbs.SGE{a.sge(0, 5)}})
+		h.run()
+		wantWC(t, b.rcq.take(), verbs.WC{WRID: 9, Opcode: verbs.WCRecv, ByteLen: 5})
+		if string(b.buf[:5]) != "short" {
+			t.Fatalf("srq=%v: payload %q", srq, b.buf[:5])
+		}
+	}
+}
+
 func udOpts() qpOpts {
 	o := defaultOpts()
 	o.qpType, o.qkey = verbs.QPTypeUD, 0x11111111
