@@ -108,7 +108,7 @@ func (s *side) receiveAll(ctx context.Context, posted []int) error {
 		n := s.rcq.Poll(wcs[:])
 		if n == 0 {
 			if err := spin.wait(s.rcq); err != nil {
-				return err
+				return s.stalledReceiving(err, got, total)
 			}
 			continue
 		}
