@@ -75,11 +75,11 @@ func (qp *QP) handleResponse(p *wire.Packet) {
 // no progress: a duplicate, or a response the requester ignores because an
 // earlier one is missing and a retry is under way. If it answers a READ or
 // atomic still outstanding, the responder is alive and working through our
-// requests (the rest of a long READ stream queues ahead of the replay a
-// retry asked for), so the local ACK timer restarts, as rxe's completer
-// restarts it after every response it processes. Without this, a READ
-// streaming for longer than the timeout after one lost response times out
-// again and again behind its own old stream until RETRY_EXC_ERR. The
+// requests (the rest of a long READ stream may still be arriving ahead of
+// the replay a retry asked for), so the local ACK timer restarts, as rxe's
+// completer restarts it after every response it processes. Without this, a
+// READ streaming for longer than the timeout after one lost response times
+// out again and again behind its own old stream until RETRY_EXC_ERR. The
 // restarts are bounded: no more than twice the outstanding PSNs plus a
 // window of such responses between two retries, so a peer that only ever
 // repeats itself still meets the timeout.
