@@ -62,6 +62,23 @@ func (r *testRQ) Pop() (verbs.RecvWR, bool) {
 	r.q = r.q[1:]
 	return wr, true
 }
+
+func (r *testRQ) PopFit(n uint64) (verbs.RecvWR, bool, bool) {
+	if r.Len() == 0 {
+		return verbs.RecvWR{}, false, false
+	}
+	if r.headLen() < n {
+		return verbs.RecvWR{}, true, false
+	}
+	wr, _ := r.Pop()
+	return wr, true, true
+}
+
+func (r *testRQ) headLen() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return memory.TotalLength(r.q[0].SGL)
+}
 func (r *testRQ) Len() int { r.mu.Lock(); defer r.mu.Unlock(); return len(r.q) }
 
 type node struct {

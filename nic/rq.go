@@ -37,6 +37,16 @@ func (r *recvRing) push(wr *verbs.RecvWR) {
 	r.n++
 }
 
+// fits reports whether the oldest WQE's buffers hold n bytes. Caller holds
+// mu and has checked that the ring is not empty.
+func (r *recvRing) fits(n uint64) bool {
+	var total uint64
+	for _, s := range r.ring[r.head].SGL {
+		total += uint64(s.Length)
+	}
+	return total >= n
+}
+
 // pop removes the oldest WQE. Caller holds mu.
 func (r *recvRing) pop() (verbs.RecvWR, bool) {
 	if r.n == 0 {
@@ -82,6 +92,20 @@ func (q *rq) Pop() (verbs.RecvWR, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.pop()
+}
+
+// PopFit implements verbs.RecvQueue.
+func (q *rq) PopFit(n uint64) (verbs.RecvWR, bool, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.n == 0 {
+		return verbs.RecvWR{}, false, false
+	}
+	if !q.fits(n) {
+		return verbs.RecvWR{}, true, false
+	}
+	wr, _ := q.pop()
+	return wr, true, true
 }
 
 // Len implements verbs.RecvQueue.

@@ -153,9 +153,23 @@ func (s *SRQ) PostRecv(wrs ...*verbs.RecvWR) error {
 
 // Pop implements verbs.RecvQueue, raising the limit event when due.
 func (s *SRQ) Pop() (verbs.RecvWR, bool) {
+	wr, ok, _ := s.PopFit(0)
+	return wr, ok
+}
+
+// PopFit implements verbs.RecvQueue, raising the limit event when due.
+func (s *SRQ) PopFit(n uint64) (verbs.RecvWR, bool, bool) {
 	s.mu.Lock()
-	wr, ok := s.pop()
-	fire := ok && s.limit > 0 && s.n < s.limit
+	if s.n == 0 {
+		s.mu.Unlock()
+		return verbs.RecvWR{}, false, false
+	}
+	if !s.fits(n) {
+		s.mu.Unlock()
+		return verbs.RecvWR{}, true, false
+	}
+	wr, _ := s.pop()
+	fire := s.limit > 0 && s.n < s.limit
 	if fire {
 		s.limit = 0
 	}
@@ -163,7 +177,7 @@ func (s *SRQ) Pop() (verbs.RecvWR, bool) {
 	if fire {
 		s.d.events.raise(Event{Type: verbs.EventSRQLimitReached, SRQ: s})
 	}
-	return wr, ok
+	return wr, true, true
 }
 
 // Len implements verbs.RecvQueue.

@@ -208,3 +208,32 @@ func TestRecvQueueZeroAllocPop(t *testing.T) {
 		t.Errorf("Pop allocates %.1f", allocs)
 	}
 }
+
+// PopFit takes the oldest WQE only if its buffers hold the message: a
+// too-small one stays queued (a UD responder drops the datagram without
+// consuming it), and the limit event counts only WQEs actually taken.
+func TestSRQPopFit(t *testing.T) {
+	f := newFixture(t)
+	s := newSRQ(t, f, 16, 2)
+	for i, n := range []uint32{16, 64} {
+		wr := verbs.RecvWR{ID: uint64(i), SGL: []verbs.SGE{{Addr: 0x1000, Length: n / 2}, {Addr: 0x2000, Length: n / 2}}}
+		if err := s.PostRecv(&wr); err != nil {
+			t.Fatalf("PostRecv: %v", err)
+		}
+	}
+	wantIs(t, "arm 2", s.ModifySRQ(SRQAttr{Limit: 2}, SRQLimit), nil)
+	if _, ok, fits := s.PopFit(17); !ok || fits || s.Len() != 2 {
+		t.Fatalf("PopFit(17) of a 16-byte WQE: ok=%v fits=%v, %d left", ok, fits, s.Len())
+	}
+	noEvent(t, f.d)
+	if wr, ok, fits := s.PopFit(16); !ok || !fits || wr.ID != 0 || s.Len() != 1 {
+		t.Fatalf("PopFit(16): %+v ok=%v fits=%v, %d left", wr, ok, fits, s.Len())
+	}
+	if e := nextEvent(t, f.d); e.Type != verbs.EventSRQLimitReached {
+		t.Fatalf("event %v", e.Type)
+	}
+	s.Pop()
+	if _, ok, _ := s.PopFit(1); ok {
+		t.Fatal("PopFit of an empty SRQ reported a WQE")
+	}
+}

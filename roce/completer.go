@@ -61,12 +61,39 @@ func (qp *QP) handleResponse(p *wire.Packet) {
 		// Forward progress resets the retry counters (IBTA §9.7.6.1.3)
 		// and restarts the timer.
 		r.retryLeft, r.rnrLeft = qp.attr.RetryCnt, qp.attr.RNRRetry
-		r.retrying, r.stalls = false, 0
+		r.retrying, r.stalls, r.busy = false, 0, 0
 		r.retx.Stop()
+	} else if info.Kind == wire.KindReadResponse || info.Kind == wire.KindAtomicAck {
+		qp.responderBusy(psn)
 	}
 	r.retire()
 	r.progress()
 	qp.updateTimer()
+}
+
+// responderBusy handles a READ response or atomic acknowledgement that made
+// no progress: a duplicate, or a response the requester ignores because an
+// earlier one is missing and a retry is under way. If it answers a READ or
+// atomic still outstanding, the responder is alive and working through our
+// requests (the rest of a long READ stream may still be arriving ahead of
+// the replay a retry asked for), so the local ACK timer restarts, as rxe's
+// completer restarts it after every response it processes. Without this, a
+// READ streaming for longer than the timeout after one lost response times
+// out again and again behind its own old stream until RETRY_EXC_ERR. The
+// restarts are bounded: no more than twice the outstanding PSNs plus a
+// window of such responses between two retries, so a peer that only ever
+// repeats itself still meets the timeout.
+func (qp *QP) responderBusy(psn uint32) {
+	r := &qp.req
+	w, _ := r.wqeAt(psn)
+	if w == nil || !w.rdAtomic || w.done || !r.retx.Active() {
+		return
+	}
+	r.busy++
+	if r.busy > 2*int(wire.PSNDiff(r.maxSent, r.unacked))+qp.s.cfg.Window {
+		return
+	}
+	qp.armRetransmit()
 }
 
 // updateTimer keeps the ACK timer running exactly while PSNs are
@@ -246,7 +273,7 @@ func (qp *QP) retry(psn uint32) {
 	}
 	r.retryLeft--
 	qp.s.ctr.inc(CompleterRetryErr)
-	r.retrying = true
+	r.retrying, r.busy = true, 0
 	r.replayFloor = r.maxRespPSN
 	qp.rewind(psn)
 }

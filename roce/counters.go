@@ -51,7 +51,7 @@ const (
 	QKeyViolation                     // UD: Q_Key did not match
 	RcvNoBuf                          // UC/UD: no receive WQE, message dropped
 	UCDroppedMsgs                     // UC: message dropped (gap, length, access)
-	UDTooLong                         // UD: message longer than the receive buffer
+	UDTooLong                         // UD: message longer than the receive buffer or the MTU, dropped
 	GSIRcvdMADs                       // MADs delivered to the GSI agent on QP1
 	GSISentMADs                       // MADs sent from QP1
 	NumCounters

@@ -16,8 +16,11 @@
 // deterministic and instant.
 //
 // Files: stack.go (receive demux, transmit), qp.go (QP state and attributes),
-// requester.go (send queue → request packets), completer.go (ACKs, NAKs,
-// responses → completions, retries), responder.go (requests → memory,
-// receive completions, ACKs, NAKs, read and atomic responses), counters.go,
-// trace.go.
+// requester.go (send queue → request packets, §9.7.2), completer.go (ACKs,
+// NAKs, responses → completions, retries, the local ACK timer, §9.7.5.2,
+// §9.7.6.1.3), responder.go (requests → memory, receive completions, ACKs,
+// NAKs, read and atomic responses, §9.7.4, §9.7.5.1), readstream.go (READ
+// responses in bursts; a duplicate request abandons the stream, §9.7.5.1.4),
+// uc.go (UC responder, §9.8.2), ud.go (UD responder, §9.8.3: too-long
+// datagrams dropped, class D), gsi.go (QP1), counters.go, trace.go.
 package roce

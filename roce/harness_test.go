@@ -46,7 +46,20 @@ func (r *testRQ) Pop() (verbs.RecvWR, bool) {
 	r.q = r.q[1:]
 	return wr, true
 }
-func (r *testRQ) Len() int { return len(r.q) }
+
+func (r *testRQ) PopFit(n uint64) (verbs.RecvWR, bool, bool) {
+	if r.Len() == 0 {
+		return verbs.RecvWR{}, false, false
+	}
+	if r.headLen() < n {
+		return verbs.RecvWR{}, true, false
+	}
+	wr, _ := r.Pop()
+	return wr, true, true
+}
+
+func (r *testRQ) headLen() uint64 { return memory.TotalLength(r.q[0].SGL) }
+func (r *testRQ) Len() int        { return len(r.q) }
 
 type node struct {
 	name   string
@@ -90,6 +103,7 @@ type qpOpts struct {
 	trace           bool
 	qpType          verbs.QPType // RC unless set
 	qkey            uint32       // UD
+	bandwidth       uint64       // the link's bits per second; 0: unlimited
 }
 
 func defaultOpts() qpOpts {
@@ -105,7 +119,7 @@ const bufSize = 1 << 20
 func newHarness(t testing.TB, o qpOpts) *harness {
 	t.Helper()
 	h := &harness{t: t, clk: clock.NewVirtual()}
-	ea, eb := transport.NewSimLink(h.clk, transport.SimConfig{Seed: o.seed, Faults: o.faults})
+	ea, eb := transport.NewSimLink(h.clk, transport.SimConfig{Seed: o.seed, Faults: o.faults, Bandwidth: o.bandwidth})
 	h.a = h.newNode("A", ea, 1, o)
 	h.b = h.newNode("B", eb, 2, o)
 	h.connect(h.a, h.b, o)

@@ -286,6 +286,7 @@ func (qp *QP) Destroy() {
 	qp.state = verbs.QPSErr
 	qp.req.retx.Stop()
 	qp.req.rnr.Stop()
+	qp.resp.more.Stop()
 	qp.mu.Unlock()
 	qp.s.removeQP(qp.cfg.QPN)
 	qp.releasePorts()

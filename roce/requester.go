@@ -64,6 +64,7 @@ type requester struct {
 	maxRespPSN    uint32 // highest PSN answered by a READ response or atomic ACK
 	replayFloor   uint32 // while retrying, answers at or below it are replays
 	stalls        int    // retries answered by the peer without progress
+	busy          int    // responses without progress since the last retry
 	rnrPSN        uint32
 	drainNotified bool
 

@@ -4,6 +4,7 @@ import (
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/roce/wire"
+	"github.com/rnic/rnic/transport/clock"
 )
 
 // The responder executes requests in PSN order (IBTA Vol 1 §9.7.4, §9.7.5.1):
@@ -64,17 +65,23 @@ type responder struct {
 
 	res     []resource
 	resNext int
+	stream  readStream     // the READ responses being sent (readstream.go)
+	more    clock.Deadline // continues the stream after a burst
 
 	ackPending bool
 	ackPSN     uint32
 }
 
-func (rs *responder) init(qp *QP) { rs.qp = qp }
+func (rs *responder) init(qp *QP) {
+	rs.qp = qp
+	rs.more.Init(qp.s.cfg.Clock, qp.mu.Lock, qp.mu.Unlock, qp.unlessDestroyed(rs.streamMore))
+}
 
 func (rs *responder) reset() {
+	rs.more.Stop()
 	qp, res := rs.qp, rs.res
 	clear(res)
-	*rs = responder{qp: qp, res: res}
+	*rs = responder{qp: qp, res: res, more: rs.more}
 }
 
 // sizeResources sets the resource ring to max_dest_rd_atomic entries.
@@ -148,6 +155,13 @@ func (rs *responder) request(p *wire.Packet) {
 	qp := rs.qp
 	psn := p.BTH().PSN()
 	d := wire.PSNDiff(psn, rs.epsn)
+	if d >= 0 && rs.stream.active {
+		// Whatever this request brings follows the READ responses.
+		rs.finishStream()
+		if qp.state == verbs.QPSErr {
+			return
+		}
+	}
 	switch {
 	case d > 0:
 		qp.s.ctr.inc(OutOfSequence)
@@ -162,6 +176,7 @@ func (rs *responder) request(p *wire.Packet) {
 		return
 	case d < 0:
 		qp.s.ctr.inc(DuplicateRequest)
+		rs.abandonStream()
 		rs.duplicate(p, psn)
 		return
 	}
@@ -397,19 +412,20 @@ func (rs *responder) read(p *wire.Packet, psn uint32) {
 	rs.msn = wire.PSNAdd(rs.msn, 1) // C9-148: MSN moves when the READ executes
 	rs.advance(psn, npkts, false)
 	rs.flushAck()
-	rs.readResponses(res, 0)
+	rs.startStream(res, 0)
 }
 
-// readResponses sends the responses of a READ from packet k on. Each packet
+// readResponses sends the responses k to end-1 of a READ. Each packet
 // reads memory afresh through the rkey, so a region deregistered meanwhile
-// yields a remote access error NAK, never a stale byte.
-func (rs *responder) readResponses(res *resource, k int) {
+// yields a remote access error NAK, never a stale byte; it then reports
+// false.
+func (rs *responder) readResponses(res *resource, k, end int) bool {
 	qp := rs.qp
 	mtu := qp.mtu
 	qp.beginBatch()
 	defer qp.flushBatch()
 	npkts := int(wire.PSNDiff(res.last, res.first)) + 1
-	for ; k < npkts; k++ {
+	for ; k < end; k++ {
 		off := k * mtu
 		n := min(mtu, int(res.length)-off)
 		var h wire.Headers
@@ -436,7 +452,7 @@ func (rs *responder) readResponses(res *resource, k int) {
 			}
 			if f != memory.Ok {
 				rs.accessError(psn, f)
-				return
+				return false
 			}
 		}
 		if qp.s.tracing() {
@@ -445,6 +461,7 @@ func (rs *responder) readResponses(res *resource, k int) {
 		qp.emit(frame)
 		qp.s.ctr.inc(ReadResponsesSent)
 	}
+	return true
 }
 
 func (rs *responder) atomic(p *wire.Packet, psn uint32, info *wire.OpInfo) {
@@ -529,7 +546,7 @@ func (rs *responder) duplicate(p *wire.Packet, psn uint32) {
 			qp.s.tracef(qp.cfg.QPN, "resp", "duplicate READ psn=%d: replay responses %d..%d", psn, psn, res.last)
 		}
 		rs.flushAck()
-		rs.readResponses(res, k)
+		rs.startStream(res, k)
 	case wire.KindCmpSwap, wire.KindFetchAdd:
 		res := rs.findResource(psn, true)
 		if res == nil {
@@ -653,6 +670,8 @@ func (rs *responder) fatal(psn uint32, code wire.NAKCode, wqeStatus verbs.WCStat
 func (rs *responder) flush() {
 	qp := rs.qp
 	rs.ackPending = false
+	rs.stream.active = false
+	rs.more.Stop()
 	if rs.hasRWQE {
 		rs.hasRWQE = false
 		qp.pushRecv(verbs.WC{WRID: rs.rwqe.ID, Status: verbs.WCWRFlushErr, Opcode: verbs.WCRecv, QPN: qp.cfg.QPN})

@@ -81,6 +81,35 @@ func TestUCBadRKeyDropped(t *testing.T) {
 	}
 }
 
+// UC: a SEND longer than the receive buffer is dropped silently and
+// counted (IBTA §9.9.3.2, class D; rxe resets the WQE for reuse); the QP
+// stays in RTS and the next message lands in the same receive WQE. With an
+// SRQ the WQE it took stays with the QP for its next message.
+func TestUCTooLongDropped(t *testing.T) {
+	for _, srq := range []bool{false, true} {
+		o := ucOpts()
+		o.useSRQ = srq
+		h := newHarness(t, o)
+		a, b := h.a, h.b
+		b.recv(9, 0, 100)
+		a.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRSend, SGL: []verbs.SGE{a.sge(0, 3000)}})
+		h.run()
+		if got := b.stack.ctr.Get(UCDroppedMsgs); got != 1 {
+			t.Fatalf("srq=%v: uc_dropped_msgs %d, want 1", srq, got)
+		}
+		if wcs := b.rcq.take(); len(wcs) != 0 || b.qp.State() != verbs.QPSRTS {
+			t.Fatalf("srq=%v: completions %v, state %v; want none and RTS", srq, wcs, b.qp.State())
+		}
+		copy(a.buf, "short")
+		a.post(t, verbs.SendWR{ID: 2, Opcode: verbs.WRSend, SGL: []verbs.SGE{a.sge(0, 5)}})
+		h.run()
+		wantWC(t, b.rcq.take(), verbs.WC{WRID: 9, Opcode: verbs.WCRecv, ByteLen: 5})
+		if string(b.buf[:5]) != "short" {
+			t.Fatalf("srq=%v: payload %q", srq, b.buf[:5])
+		}
+	}
+}
+
 func udOpts() qpOpts {
 	o := defaultOpts()
 	o.qpType, o.qkey = verbs.QPTypeUD, 0x11111111
@@ -139,8 +168,7 @@ func TestUDQKey(t *testing.T) {
 
 // UD: a message longer than the MTU fails with LOC_LEN_ERR (rxe completes it
 // "successfully" without sending); the QP goes to SQE and recovers with
-// SQE→RTS. No receive WQE: dropped and counted. A receive buffer too small
-// for GRH + message: LOC_LEN_ERR on the receive side.
+// SQE→RTS. No receive WQE: dropped and counted.
 func TestUDErrors(t *testing.T) {
 	h := newHarness(t, udOpts())
 	a, b := h.a, h.b
@@ -160,8 +188,42 @@ func TestUDErrors(t *testing.T) {
 	if b.stack.ctr.Get(RcvNoBuf) != 1 {
 		t.Fatal("a message without a receive WQE was not counted")
 	}
-	b.recv(9, 0, 40+4)
-	a.post(t, verbs.SendWR{ID: 4, Opcode: verbs.WRSend, SGL: []verbs.SGE{a.sge(0, 8)}, AH: b.ah(), RemoteQPN: b.qp.QPN(), RemoteQKey: 0x11111111})
-	h.run()
-	wantWC(t, b.rcq.take(), verbs.WC{WRID: 9, Status: verbs.WCLocLenErr})
+}
+
+// UD: a datagram too long for the posted receive buffer (after the GRH
+// area), or longer than the receiver's MTU, is dropped silently and
+// counted; the receive WQE stays posted and the QP stays in RTS, so the
+// next datagram that fits is delivered into that same WQE (IBTA class D;
+// rxe f67ac0061c76). Before, the remote sender completed the WQE with
+// LOC_LEN_ERR and moved the QP to ERR. With and without an SRQ.
+func TestUDTooLongDropped(t *testing.T) {
+	for _, srq := range []bool{false, true} {
+		o := udOpts()
+		o.useSRQ = srq
+		h := newHarness(t, o)
+		a, b := h.a, h.b
+		send := func(id uint64, n int) {
+			a.post(t, verbs.SendWR{ID: id, Opcode: verbs.WRSend, SGL: []verbs.SGE{a.sge(0, n)}, AH: b.ah(), RemoteQPN: b.qp.QPN(), RemoteQKey: 0x11111111})
+			h.run()
+			wantWC(t, a.scq.take(), verbs.WC{WRID: id, Opcode: verbs.WCSend})
+		}
+		b.recv(9, 0, 40+4)
+		send(1, 8) // 8 bytes after a 40-byte GRH area do not fit 44
+		// The sender's MTU is raised past the receiver's, as a peer with a
+		// larger path MTU (or a hostile one) would send.
+		a.qp.mtu = 4096
+		send(2, 2000)
+		if got := b.stack.ctr.Get(UDTooLong); got != 2 {
+			t.Fatalf("srq=%v: ud_too_long %d, want 2", srq, got)
+		}
+		if wcs := b.rcq.take(); len(wcs) != 0 || b.qp.State() != verbs.QPSRTS || b.rq.Len() != 1 {
+			t.Fatalf("srq=%v: completions %v, state %v, %d receive WQEs posted: want none, RTS, 1", srq, wcs, b.qp.State(), b.rq.Len())
+		}
+		copy(a.buf, "fits")
+		send(3, 4)
+		wantWC(t, b.rcq.take(), verbs.WC{WRID: 9, Opcode: verbs.WCRecv, ByteLen: 44})
+		if string(b.buf[40:44]) != "fits" {
+			t.Fatalf("srq=%v: payload %q", srq, b.buf[40:44])
+		}
+	}
 }

@@ -13,6 +13,13 @@ import (
 // rxe the area holds the IPv6 header, or 20 zero bytes and the IPv4 header
 // (union rdma_network_hdr). The message must fit after it; no receive WQE
 // means the message is dropped (there is no RNR NAK on UD).
+//
+// A datagram longer than the path MTU, or than the receive buffer after the
+// GRH area, is dropped silently and counted (ud_too_long); the receive WQE
+// stays posted for the next datagram and the QP stays in RTS (IBTA class
+// D: a remote peer must not be able to take a UD QP down, as rxe fixed in
+// f67ac0061c76). Only a fault of the receive WQE itself (a bad lkey) is a
+// local error that completes it in error and moves the QP to ERR.
 
 // GRHLen is the receive-buffer area reserved for the GRH on UD.
 const GRHLen = 40
@@ -25,21 +32,23 @@ func (qp *QP) udReceive(f *wire.Frame) {
 		return
 	}
 	payload := p.Payload()
-	wr, ok := qp.cfg.RQ.Pop()
+	if len(payload) > qp.mtu {
+		qp.s.ctr.inc(UDTooLong)
+		return
+	}
+	wr, ok, fits := qp.cfg.RQ.PopFit(uint64(GRHLen + len(payload)))
 	if !ok {
 		qp.s.ctr.inc(RcvNoBuf)
 		return
 	}
-	wc := verbs.WC{WRID: wr.ID, QPN: qp.cfg.QPN, Opcode: verbs.WCRecv, SrcQP: deth.SrcQP(), Flags: verbs.WCFlagGRH}
-	if uint64(GRHLen+len(payload)) > memory.TotalLength(wr.SGL) {
-		// Local length error: the WR completes in error and, as for any
-		// receive-side error completion, the QP enters ERR.
+	if !fits {
 		qp.s.ctr.inc(UDTooLong)
-		wc.Status = verbs.WCLocLenErr
-		qp.pushRecv(wc)
-		qp.enterError()
+		if qp.s.tracing() {
+			qp.s.tracef(qp.cfg.QPN, "resp", "UD SEND of %d bytes does not fit the receive buffer: dropped", len(payload))
+		}
 		return
 	}
+	wc := verbs.WC{WRID: wr.ID, QPN: qp.cfg.QPN, Opcode: verbs.WCRecv, SrcQP: deth.SrcQP(), Flags: verbs.WCFlagGRH}
 	grh := qp.grh[:]
 	clear(grh)
 	ip := f.IP()

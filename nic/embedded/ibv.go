@@ -6,12 +6,22 @@ package embedded
 import "github.com/rnic/rnic/nic/ibv"
 
 // PortCounters returns the RoCE engine's counters (rdma statistic's
-// names) as the port's.
+// names) as the port's, and on a kernel UDP link the link's own losses:
+// datagrams the kernel dropped because the socket's receive buffer was
+// full (udp_rcvbuf_drops), datagrams too long to read whole
+// (udp_truncated) and failed sends and receives.
 func (n *NIC) PortCounters() []ibv.Counter {
 	snap := n.Stack.Counters().Snapshot()
-	out := make([]ibv.Counter, len(snap))
+	out := make([]ibv.Counter, len(snap), len(snap)+4)
 	for i, c := range snap {
 		out[i] = ibv.Counter{Name: c.Name, Value: c.Value}
+	}
+	if n.udp != nil {
+		st := n.udp.Stats()
+		out = append(out, ibv.Counter{Name: "udp_rcvbuf_drops", Value: st.KernelDrops},
+			ibv.Counter{Name: "udp_truncated", Value: st.Truncated},
+			ibv.Counter{Name: "udp_send_errors", Value: st.SendErrors},
+			ibv.Counter{Name: "udp_recv_errors", Value: st.RecvErrors})
 	}
 	return out
 }

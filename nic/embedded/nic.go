@@ -11,6 +11,7 @@ import (
 	"github.com/rnic/rnic/roce"
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/clock"
+	"github.com/rnic/rnic/transport/udp"
 )
 
 // Config describes a NIC.
@@ -57,6 +58,7 @@ type NIC struct {
 	Addr  netip.Addr
 	MAC   [6]byte
 	link  transport.Endpoint
+	udp   *udp.Endpoint // the kernel UDP link of Open, nil on other links
 	once  sync.Once
 }
 

@@ -80,5 +80,6 @@ func Open(cfg UDPConfig) (*NIC, error) {
 		ep.Close()
 		return nil, err
 	}
+	n.udp = ep
 	return n, nil
 }

@@ -34,7 +34,7 @@ func (s *side) runBW(ctx context.Context) (*bwTimes, error) {
 		wrs[i] = s.sendWR(i, 0, false)
 	}
 	prog := newProgress(cfg.Progress, string(cfg.Op)+" bw", total, cfg.Size)
-	spin := newSpinner(ctx)
+	spin := newSpinnerFor(ctx, cfg.Size)
 	var wcs [16]verbs.WC
 	totS, totC := 0, 0
 	start := time.Now()
@@ -101,14 +101,14 @@ func (s *side) runBW(ctx context.Context) (*bwTimes, error) {
 func (s *side) receiveAll(ctx context.Context, posted []int) error {
 	cfg := s.cfg
 	total := cfg.Iters * len(s.qps)
-	spin := newSpinner(ctx)
+	spin := newSpinnerFor(ctx, cfg.Size)
 	var wcs [16]verbs.WC
 	done := make([]int, len(s.qps))
 	for got := 0; got < total; {
 		n := s.rcq.Poll(wcs[:])
 		if n == 0 {
 			if err := spin.wait(s.rcq); err != nil {
-				return err
+				return s.stalledReceiving(err, got, total)
 			}
 			continue
 		}

@@ -62,7 +62,7 @@ const (
 	// the embedded NIC has a jumbo link, so 4096.
 	DefaultMTU      = 4096
 	DefaultTxDepth  = 128 // perftest's tx_depth for bw tests
-	DefaultRxDepth  = 512 // perftest's rx_depth for send tests
+	DefaultRxDepth  = 512 // perftest's rx_depth for send tests (UD: see udRxDepth)
 	DefaultCQMod    = 100 // perftest's CQ moderation
 	DefaultPort     = 18515
 	DefaultRDMAPort = 4791
@@ -434,6 +434,9 @@ func (r *resolved) testDefaults() error {
 	fill(&c.RxDepth, DefaultRxDepth, DefaultRxDepth)
 	fill(&c.CQMod, DefaultCQMod, DefaultCQMod)
 	c.CQMod = min(c.CQMod, c.TxDepth)
+	if c.UD && c.RxDepth == DefaultRxDepth {
+		c.RxDepth = udRxDepth(c.Iters, c.QPs)
+	}
 	if !bw {
 		c.CQMod = 1 // a latency test waits for each operation
 	}
@@ -746,4 +749,20 @@ func (c *Config) packets() int {
 		return 1
 	}
 	return (c.Size + c.MTU - 1) / c.MTU
+}
+
+// udMaxRx is perftest's UC_MAX_RX: the most receives a UD (or UC) test
+// posts up front.
+const udMaxRx = 16000
+
+// udRxDepth is the receive depth of a UD SEND test left at the default:
+// as perftest (force_dependecies), every receive of the run is posted
+// before the client starts, up to udMaxRx per QP, because a datagram that
+// finds no receive WQE is lost (UD has no RNR NAK) and a server that
+// re-posts receives as it polls falls behind a client whenever the CPU is
+// contended. The receive CQ of all QPs must stay within the device's
+// MaxCQE (rxe's 2^15-1).
+func udRxDepth(iters, qps int) int {
+	const maxCQE = 1<<15 - 1
+	return max(DefaultRxDepth, min(iters, udMaxRx, (maxCQE-1)/max(qps, 1)))
 }

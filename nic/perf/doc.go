@@ -38,7 +38,11 @@
 //     bytes over the time from the first post to the last completion, BW
 //     peak the best rate over any run of consecutive operations, the
 //     message rate in millions per second. MB is 2^20 bytes, as perftest's
-//     MB/sec. For SEND the server keeps RxDepth receives posted.
+//     MB/sec. For SEND the server keeps RxDepth receives posted; over UD
+//     a depth left at the default posts every receive of the run up front
+//     (up to 16000 per QP), as perftest does, since a datagram that finds
+//     no receive is lost. A receiver that stalls names the NIC's loss
+//     counters (rcv_no_buf, udp_rcvbuf_drops, ...).
 //   - lat: one operation at a time. WRITE is a ping-pong of RDMA WRITEs,
 //     each side polling the last byte of its buffer; SEND a ping-pong of
 //     SENDs; READ and atomics wait for their own completion. A sample is

@@ -29,7 +29,8 @@
 // round trip) took 13 times the raw TCP round trip while SEND took 1.04.
 //
 // A spinner also notices cancellation and gives up when nothing happened
-// for stallTimeout, which means the peer has gone: a run never hangs.
+// for stallTimeout (plus the time a large message may take at stallRate),
+// which means the peer has gone: a run never hangs.
 
 package perf
 
@@ -67,7 +68,18 @@ const (
 	// far above the RC retry budget (7 retries × 67 ms at timeout 14), so
 	// a lost peer shows as a completion error first when there is one.
 	stallTimeout = 10 * time.Second
+	// stallRate is the slowest transfer that still counts as progress:
+	// one message of n bytes may take n / stallRate on top of
+	// stallTimeout before the loop gives up (a 1 GiB READ on a busy
+	// machine takes tens of seconds, and completes only at its end).
+	stallRate = 8 << 20 // bytes per second
 )
+
+// stallFor is how long a loop waits for the completion of a message of
+// size bytes.
+func stallFor(size int) time.Duration {
+	return stallTimeout + time.Duration(int64(size)*int64(time.Second)/stallRate)
+}
 
 // ErrStalled is returned when a loop made no progress for stallTimeout.
 var ErrStalled = errors.New("perf: no progress: the peer stopped responding")
@@ -108,14 +120,25 @@ func (s *side) closeWatch() {
 // spinner counts idle turns of a polling loop.
 type spinner struct {
 	ctx   context.Context
-	w     *memWatch // a latency loop's, else nil
+	w     *memWatch     // a latency loop's, else nil
+	stall time.Duration // the wait without progress that ends the loop
 	idle  int
 	since time.Time
 	armed bool
 	timer *time.Timer
 }
 
-func newSpinner(ctx context.Context) *spinner { return &spinner{ctx: ctx, since: time.Now()} }
+func newSpinner(ctx context.Context) *spinner {
+	return &spinner{ctx: ctx, stall: stallTimeout, since: time.Now()}
+}
+
+// newSpinnerFor is a spinner for a loop whose every completion may wait
+// for a message of size bytes.
+func newSpinnerFor(ctx context.Context, size int) *spinner {
+	s := newSpinner(ctx)
+	s.stall = stallFor(size)
+	return s
+}
 
 // progressed resets the spinner after a turn that did something.
 func (s *spinner) progressed() {
@@ -137,7 +160,7 @@ func (s *spinner) wait(cq ibv.CQ) error {
 	if err := s.ctx.Err(); err != nil {
 		return err
 	}
-	if time.Since(s.since) > stallTimeout {
+	if time.Since(s.since) > s.stall {
 		return ErrStalled
 	}
 	if s.w != nil && s.w.remote && time.Since(s.since) < remoteSpin {

@@ -10,6 +10,13 @@ type RecvQueue interface {
 	// Pop removes and returns the oldest receive WQE. ok is false when the
 	// queue is empty (the responder answers with an RNR NAK).
 	Pop() (wr RecvWR, ok bool)
+	// PopFit removes and returns the oldest receive WQE only if its
+	// buffers hold at least n bytes: ok is false when the queue is empty,
+	// fits false when the oldest WQE is smaller, which then stays queued.
+	// A datagram service uses it to drop a message too long for the
+	// receive buffer without consuming the WQE (IBTA class D), atomically
+	// even on a shared receive queue.
+	PopFit(n uint64) (wr RecvWR, ok, fits bool)
 	// Len is the number of posted WQEs, used to compute AETH credits.
 	Len() int
 }
