@@ -25,6 +25,8 @@ var edgeBase = map[string][]string{
 	"stat":     {"stat", "--socket", "/nonexistent/rnicd.sock"},
 	"devices":  {"devices"},
 	"devinfo":  {"devinfo", "-v"},
+	"exec":     {"exec"},
+	"ladder":   {"ladder", "/nonexistent/x.pcap", "-o", "/nonexistent/x.svg"},
 }
 
 // heavy are in-range values left out because they would take gigabytes

@@ -379,6 +379,9 @@ func checkCommandLine(t *testing.T, line int, l string) {
 		}
 		help, _, _ := rnic(t, f[1], "--help")
 		for _, a := range f[2:] {
+			if a == "--" { // rnic exec: the rest is the program's
+				break
+			}
 			if flag, ok := flagOf(a); ok && !strings.Contains(help, flag) {
 				t.Errorf("README.md:%d: %q: rnic %s has no flag %s", line, l, f[1], a)
 			}
