@@ -13,7 +13,7 @@ RACE_PKGS   ?= ./transport/... ./memory/... ./nic/... ./roce/... ./iwarp/... ./t
 VERBS_PKG   ?= ./nic/passthrough
 VERBS_HDRS  := /usr/include/infiniband/verbs.h /usr/include/rdma/rdma_cma.h
 
-.PHONY: all build test test-race test-verbs demo bench fuzz lint interop clean
+.PHONY: all build test test-race test-verbs demo bench bench-go fuzz lint interop clean
 
 all: build
 
@@ -48,7 +48,14 @@ demo: build
 	$(BIN)/rnic demo --pcap demo.pcap
 	@out=$$($(BIN)/rnic decode demo.pcap) && echo "$$out" | tail -n 1
 
-bench:
+# One table of issue 19's workloads (rnic perf one and two processes,
+# through rnicd, rnic sim, QP setup), each against its baseline from the
+# same run: a couple of minutes. BENCH_FLAGS=-quick: a tenth of the work.
+bench: build
+	GO=$(GO) $(GO) run ./cmd/internal/benchtable -bin $(BIN) $(BENCH_FLAGS)
+
+# Every go test benchmark of every package.
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # Runs every native fuzz target for FUZZTIME each.
