@@ -21,7 +21,9 @@ type QP struct {
 	mtu   int
 	encap wire.Encap
 	peer  netip.Addr
-	txbuf []byte
+	// tx is the buffer a frame outside a burst is built in, borrowed from
+	// the stack from startFrame until emit sent it.
+	tx *txBuf
 	// A burst being built (see beginBatch): frames in the slots of a burst
 	// buffer borrowed from the stack's pool.
 	batching  bool
@@ -363,6 +365,11 @@ func (qp *QP) emit(frame []byte) {
 	if err := qp.s.cfg.Link.Send(frame); err == nil {
 		qp.s.ctr.inc(SentPkts)
 	}
+	// The link copied the frame (Endpoint.Send): the buffer goes back.
+	if qp.tx != nil {
+		qp.s.putTx(qp.tx)
+		qp.tx = nil
+	}
 }
 
 // maxBatch is the most frames a burst hands the link at once.
@@ -397,13 +404,14 @@ func (qp *QP) flushBatch() {
 
 // frameRoom returns the empty buffer the next frame is built in: the
 // transmit buffer, or inside a burst the next slot of the burst buffer.
-// Both are taken when first needed, so an idle QP holds neither.
+// Both are borrowed from the stack until the frame is sent, so a QP holds
+// no frame memory between sends.
 func (qp *QP) frameRoom() []byte {
 	if !qp.batching {
-		if qp.txbuf == nil {
-			qp.txbuf = make([]byte, 0, maxFrame)
+		if qp.tx == nil {
+			qp.tx = qp.s.getTx()
 		}
-		return qp.txbuf[:0]
+		return qp.tx[:0]
 	}
 	if qp.burst == nil {
 		qp.burst = qp.s.getBurst()
