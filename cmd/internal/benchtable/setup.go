@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -28,7 +29,7 @@ func (b *bench) setupRows() []row {
 		return []row{{workload: "QP setup (go test -bench)", err: err}}
 	}
 	var rows []row
-	if m, ok := res["BenchmarkCreateConnectQPs"]; ok {
+	if m, ok := res["embedded.BenchmarkCreateConnectQPs"]; ok {
 		sec := m["ns/op"] * setupPairs / 1e9
 		rows = append(rows, row{workload: "create+connect 10,000 RC QP pairs, embedded (one NIC each side)",
 			rnic:     fmt.Sprintf("%.2f s for 20,000 QPs (%.1f KiB/pair with queues of 8)", sec, m["heap-B/pair"]/1024),
@@ -36,7 +37,7 @@ func (b *bench) setupRows() []row {
 			ratio:    sec / setupTargetSec / 2, better: "per QP; lower is better"})
 	}
 	for _, d := range []string{"1", "128"} {
-		m, ok := res["BenchmarkCreateConnectQPs/depth="+d]
+		m, ok := res["roce.BenchmarkCreateConnectQPs/depth="+d]
 		if !ok {
 			continue
 		}
@@ -45,7 +46,30 @@ func (b *bench) setupRows() []row {
 			baseline: fmt.Sprintf("target %d B", idleTargetB),
 			ratio:    m["heap-B/QP"] / idleTargetB, better: "lower is better"})
 	}
-	return rows
+	return append(rows, b.rnicdSetupRow(res["embedded.BenchmarkCreateConnectQPs"]))
+}
+
+// rnicdPairs is how many QP pairs the daemon's setup benchmark creates:
+// every QP is a few round trips to the daemon.
+const rnicdPairs = 1000
+
+// rnicdSetupRow: QP setup through rnicd (one client, an in-process
+// daemon) against the embedded NIC's.
+func (b *bench) rnicdSetupRow(embedded map[string]float64) row {
+	r := row{workload: "create+connect RC QP pairs through rnicd (1,000 pairs)"}
+	res, err := goBench("BenchmarkCreateConnectQPs", rnicdPairs, "./nic/rnicd/client")
+	m, ok := res["client.BenchmarkCreateConnectQPs"]
+	switch {
+	case err != nil:
+		r.err = err
+	case !ok || embedded == nil:
+		r.err = fmt.Errorf("no result")
+	default:
+		r.rnic = fmt.Sprintf("%.0f µs/pair, %.1f goroutines/pair", m["ns/op"]/1e3, m["goroutines/pair"])
+		r.baseline = fmt.Sprintf("embedded %.0f µs/pair", embedded["ns/op"]/1e3)
+		r.ratio, r.better = m["ns/op"]/embedded["ns/op"], "lower is better"
+	}
+	return r
 }
 
 // benchLine is a line of go test -bench output: name-GOMAXPROCS, N, then
@@ -53,7 +77,7 @@ func (b *bench) setupRows() []row {
 var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+\d+\s+(.*)$`)
 
 // goBench runs one benchmark n times in pkgs and returns each result's
-// metrics by unit.
+// metrics by unit, by PACKAGE.Benchmark (the package's last element).
 func goBench(name string, n int, pkgs ...string) (map[string]map[string]float64, error) {
 	args := append([]string{"test", "-run", "^$", "-bench", "^" + name + "$", "-benchtime", strconv.Itoa(n) + "x"}, pkgs...)
 	var out, errOut bytes.Buffer
@@ -64,7 +88,11 @@ func goBench(name string, n int, pkgs ...string) (map[string]map[string]float64,
 	}
 	res := map[string]map[string]float64{}
 	sc := bufio.NewScanner(&out)
+	pkg := ""
 	for sc.Scan() {
+		if p, ok := strings.CutPrefix(sc.Text(), "pkg: "); ok {
+			pkg = path.Base(p)
+		}
 		m := benchLine.FindStringSubmatch(sc.Text())
 		if m == nil {
 			continue
@@ -76,7 +104,7 @@ func goBench(name string, n int, pkgs ...string) (map[string]map[string]float64,
 				metrics[f[i+1]] = v
 			}
 		}
-		res[m[1]] = metrics
+		res[pkg+"."+m[1]] = metrics
 	}
 	return res, nil
 }
