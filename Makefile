@@ -24,7 +24,7 @@ LIBDIR      ?= lib
 DROPIN_LIB  := nic/rnicd/dropin/ibverbs
 HAVE_CC_VERBS := $(shell command -v $(CC) >/dev/null 2>&1 && [ -e /usr/include/infiniband/verbs.h ] && echo yes)
 
-.PHONY: all build lib lib-asan test test-race test-verbs demo bench fuzz lint interop clean
+.PHONY: all build lib lib-asan test test-race test-verbs demo bench bench-go fuzz lint interop clean
 
 all: build
 
@@ -73,7 +73,14 @@ demo: build
 	$(BIN)/rnic demo --pcap demo.pcap
 	@out=$$($(BIN)/rnic decode demo.pcap) && echo "$$out" | tail -n 1
 
-bench:
+# One table of issue 19's workloads (rnic perf one and two processes,
+# through rnicd, rnic sim, QP setup), each against its baseline from the
+# same run: a couple of minutes. BENCH_FLAGS=-quick: a tenth of the work.
+bench: build
+	GO=$(GO) $(GO) run ./cmd/internal/benchtable -bin $(BIN) $(BENCH_FLAGS)
+
+# Every go test benchmark of every package.
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # Runs every native fuzz target for FUZZTIME each, then the drop-in

@@ -21,11 +21,13 @@ type QP struct {
 	mtu   int
 	encap wire.Encap
 	peer  netip.Addr
-	txbuf []byte
-	// A burst being built (see beginBatch): frames in arena slots.
+	// tx is the buffer a frame outside a burst is built in, borrowed from
+	// the stack from startFrame until emit sent it.
+	tx *txBuf
+	// A burst being built (see beginBatch): frames in the slots of a burst
+	// buffer borrowed from the stack's pool.
 	batching  bool
-	batch     [][]byte
-	arena     []byte
+	burst     *burstBuf
 	scratch   [8]byte
 	grh       [GRHLen]byte // UD: the GRH area written into receive buffers
 	wc        verbs.WC
@@ -47,7 +49,7 @@ var ErrStateChanged = fmt.Errorf("roce: QP state changed: %w", verbs.ErrInvalidS
 const maxFrame = wire.EthLen + wire.VLANLen + wire.IPv6Len + wire.UDPLen + wire.BTHLen + 32 + 4096 + 4 + wire.ICRCLen
 
 func newQP(s *Stack, cfg *verbs.QPConfig) *QP {
-	qp := &QP{s: s, cfg: *cfg, txbuf: make([]byte, 0, maxFrame)}
+	qp := &QP{s: s, cfg: *cfg}
 	if cfg.Type == verbs.QPTypeUD {
 		// UD has no path: its messages are one packet of at most the
 		// port's MTU (IBTA §9.8.3, C10-93.1.1 in rxe's reading).
@@ -358,8 +360,8 @@ func (qp *QP) startFrame(h *wire.Headers, n int) (frame, payload []byte) {
 func (qp *QP) emit(frame []byte) {
 	qp.encap.Seal(frame)
 	if qp.batching {
-		qp.batch = append(qp.batch, frame)
-		if len(qp.batch) == maxBatch {
+		qp.burst.frames = append(qp.burst.frames, frame)
+		if len(qp.burst.frames) == maxBatch {
 			qp.flushBatch()
 			qp.batching = true
 		}
@@ -367,6 +369,11 @@ func (qp *QP) emit(frame []byte) {
 	}
 	if err := qp.s.cfg.Link.Send(frame); err == nil {
 		qp.s.ctr.inc(SentPkts)
+	}
+	// The link copied the frame (Endpoint.Send): the buffer goes back.
+	if qp.tx != nil {
+		qp.s.putTx(qp.tx)
+		qp.tx = nil
 	}
 }
 
@@ -383,31 +390,39 @@ func (qp *QP) beginBatch() {
 	}
 }
 
-// flushBatch sends the burst and ends it.
+// flushBatch sends the burst and ends it, returning the burst buffer to
+// the stack's pool: the link reads the frames only during the call.
 func (qp *QP) flushBatch() {
 	qp.batching = false
-	if len(qp.batch) == 0 {
+	b := qp.burst
+	if b == nil {
 		return
 	}
-	if err := qp.s.sender.SendBatch(qp.batch); err == nil {
-		qp.s.ctr.add(SentPkts, len(qp.batch))
+	qp.burst = nil
+	if len(b.frames) > 0 {
+		if err := qp.s.sender.SendBatch(b.frames); err == nil {
+			qp.s.ctr.add(SentPkts, len(b.frames))
+		}
 	}
-	clear(qp.batch)
-	qp.batch = qp.batch[:0]
+	qp.s.putBurst(b)
 }
 
 // frameRoom returns the empty buffer the next frame is built in: the
-// transmit buffer, or inside a burst the next arena slot.
+// transmit buffer, or inside a burst the next slot of the burst buffer.
+// Both are borrowed from the stack until the frame is sent, so a QP holds
+// no frame memory between sends.
 func (qp *QP) frameRoom() []byte {
 	if !qp.batching {
-		return qp.txbuf[:0]
+		if qp.tx == nil {
+			qp.tx = qp.s.getTx()
+		}
+		return qp.tx[:0]
 	}
-	if qp.arena == nil {
-		qp.arena = make([]byte, maxBatch*maxFrame)
-		qp.batch = make([][]byte, 0, maxBatch)
+	if qp.burst == nil {
+		qp.burst = qp.s.getBurst()
 	}
-	i := len(qp.batch) * maxFrame
-	return qp.arena[i : i : i+maxFrame]
+	i := len(qp.burst.frames) * maxFrame
+	return qp.burst.arena[i : i : i+maxFrame]
 }
 
 // unlessDestroyed wraps a timer's expiry so that it does nothing once the

@@ -87,9 +87,13 @@ func (r *requester) init(qp *QP) {
 		n = 1
 	}
 	r.sq = make([]swqe, n)
+	// Every slot's SGL and inline room is a window of one array each: two
+	// allocations per QP, not two per slot.
+	nsge, ninl := max(int(qp.cfg.Cap.MaxSendSGE), 1), int(qp.cfg.Cap.MaxInlineData)
+	sges, inl := make([]verbs.SGE, n*nsge), make([]byte, n*ninl)
 	for i := range r.sq {
-		r.sq[i].sgl = make([]verbs.SGE, 0, max(int(qp.cfg.Cap.MaxSendSGE), 1))
-		r.sq[i].inline = make([]byte, 0, qp.cfg.Cap.MaxInlineData)
+		r.sq[i].sgl = sges[i*nsge : i*nsge : (i+1)*nsge]
+		r.sq[i].inline = inl[i*ninl : i*ninl : (i+1)*ninl]
 	}
 	r.unlimited = true // until the responder reports credits
 	clk := qp.s.cfg.Clock

@@ -60,6 +60,8 @@ type Stack struct {
 	// sender is the link's batch interface, nil if it has none: QPs then
 	// send frame by frame.
 	sender transport.BatchSender
+	// bursts lends QPs the buffers their bursts are built in (burst.go).
+	bursts burstPool
 
 	mu  sync.RWMutex
 	qps map[uint32]*QP

@@ -23,6 +23,12 @@ Prints both NICs' counters, then exactly one line:
 
   sim: ops=N ok=N failed=N bytes=N mismatched_bytes=N virtual_time=DURATION
 
+--timing adds, before it, the run's cost in real time:
+
+  timing: wall=DURATION cpu=DURATION packets=N packets_per_cpu_second=R
+
+(packets: RoCEv2 packets, or iWARP FPDUs, sent plus received by both NICs).
+
 With --iwarp the QP pairs are iWARP's instead, connected through the iWARP
 connection manager (MPA Request/Reply, RTR) over simulated TCP streams on the
 virtual clock, which split and coalesce bytes at random points (--chop). TCP
@@ -69,6 +75,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&cfg.Chop, "chop", sim.DefaultChop, "iWARP: probability that a stream segment or delivery is cut at a random point")
 	trace := fs.Bool("trace", false, "print every QP state change and PSN/ACK/NAK decision")
 	ladderPath := fs.String("ladder", "", "draw the run as a ladder diagram (FILE.svg or FILE.html): lost, duplicated, corrupted, delayed frames and timer expiries marked")
+	timing := fs.Bool("timing", false, "print the run's wall and CPU time and its packets per CPU-second before the sim line (the one line that differs between runs of a seed)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), simHelp)
 		fs.PrintDefaults()
@@ -121,6 +128,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	clk := startSimClock()
 	res, err := sim.Run(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "rnic %s\n", withPrefix("sim: ", err))
@@ -142,6 +150,9 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	}
 	for _, f := range res.Failures {
 		fmt.Fprintf(stdout, "failure: %s\n", f)
+	}
+	if *timing {
+		clk.printTiming(stdout, res)
 	}
 	fmt.Fprintln(stdout, res.Line())
 	if !res.Passed() {

@@ -174,6 +174,11 @@ type node struct {
 	pd    *nic.PD
 	addr  netip.Addr
 	mac   [6]byte
+	// groups are the node's shared CQs; byQPN finds a completion's end;
+	// ends counts the node's QPs.
+	groups []*cqGroup
+	byQPN  map[uint32]*end
+	ends   int
 	// nextVA is the virtual address the next buffer is registered at: the
 	// addresses that go on the wire (RETH, AtomicETH, STag offsets) are the
 	// same in every run, unlike the Go heap's.
@@ -277,6 +282,8 @@ type end struct {
 	next [4]int
 	// psn is the QP's initial send PSN (RoCE).
 	psn uint32
+	// queued: the end is on the world's hungry list.
+	queued bool
 }
 
 type opKind uint8
@@ -313,6 +320,11 @@ type world struct {
 	ids  uint64
 	// posted counts operations posted so far.
 	posted int
+	// hungry lists the ends whose send queue has room, in the order they
+	// get their next operation.
+	hungry []*end
+	// idleFrom: every end before it was seen idle (see idle).
+	idleFrom int
 	// iwarp: the QPs are iWARP's (READs take one SGE; a WRITE completes
 	// before it has landed).
 	iwarp bool
@@ -329,10 +341,7 @@ func (w *world) newEnd(nd *node) (*end, error) {
 	}
 	var err error
 	depth := w.cfg.Depth
-	if e.scq, err = nd.dev.CreateCQ(4 * depth); err != nil {
-		return nil, err
-	}
-	if e.rcq, err = nd.dev.CreateCQ(4 * depth); err != nil {
+	if err = w.joinGroup(nd, e); err != nil {
 		return nil, err
 	}
 	all := memory.LocalWrite | memory.RemoteWrite | memory.RemoteRead | memory.RemoteAtomic
@@ -343,7 +352,14 @@ func (w *world) newEnd(nd *node) (*end, error) {
 	nd.nextVA += uint64(l.size+2*4096) &^ 4095 // a guard page between buffers
 	e.qp, err = nd.dev.CreateQP(nd.pd, nic.QPInit{Type: verbs.QPTypeRC, SendCQ: e.scq, RecvCQ: e.rcq,
 		Cap: verbs.QPCap{MaxSendWR: uint32(depth), MaxRecvWR: uint32(depth), MaxSendSGE: 2, MaxRecvSGE: 2}})
-	return e, err
+	if err != nil {
+		return nil, err
+	}
+	if nd.byQPN == nil {
+		nd.byQPN = map[uint32]*end{}
+	}
+	nd.byQPN[e.qp.QPN()] = e
+	return e, nil
 }
 
 func (w *world) newPair(i int) error {
@@ -360,7 +376,7 @@ func (w *world) newPair(i int) error {
 		if err := w.connectIWARP(i, x, y); err != nil {
 			return fmt.Errorf("sim: connect QP pair %d: %w", i, err)
 		}
-		w.ends = append(w.ends, x, y)
+		w.addEnds(x, y)
 		return nil
 	}
 	x.psn, y.psn = w.psns.Uint32()&0xFFFFFF, w.psns.Uint32()&0xFFFFFF
@@ -369,7 +385,7 @@ func (w *world) newPair(i int) error {
 			return fmt.Errorf("sim: connect QP pair %d: %w", i, err)
 		}
 	}
-	w.ends = append(w.ends, x, y)
+	w.addEnds(x, y)
 	return nil
 }
 
@@ -407,21 +423,7 @@ func (w *world) run() *Result {
 		// Run the clock until a completion is waiting (or nothing is left
 		// to happen: then something is lost for good).
 		w.clk.Run(w.completionReady)
-		progressed := false
-		for _, e := range w.ends {
-			for n := e.scq.Poll(wcs); n > 0; n = e.scq.Poll(wcs) {
-				for _, wc := range wcs[:n] {
-					w.sendCompletion(e, &wc)
-				}
-				progressed = true
-			}
-			for n := e.rcq.Poll(wcs); n > 0; n = e.rcq.Poll(wcs) {
-				for _, wc := range wcs[:n] {
-					w.recvCompletion(e, &wc)
-				}
-				progressed = true
-			}
-		}
+		progressed := w.pollAll(wcs)
 		if !progressed && w.clk.Pending() == 0 {
 			w.failStuck()
 			break
@@ -438,18 +440,12 @@ func (w *world) run() *Result {
 	return &w.res
 }
 
-func (w *world) completionReady() bool {
-	for _, e := range w.ends {
-		if e.scq.Len() > 0 || e.rcq.Len() > 0 {
-			return true
-		}
-	}
-	return false
-}
-
+// idle reports whether no operation is outstanding. It is asked only once
+// every operation is posted, when an end that fell idle stays idle: the
+// ends before idleFrom need no second look.
 func (w *world) idle() bool {
-	for _, e := range w.ends {
-		if len(e.out) > 0 || len(e.recvs) > 0 {
+	for ; w.idleFrom < len(w.ends); w.idleFrom++ {
+		if e := w.ends[w.idleFrom]; len(e.out) > 0 || len(e.recvs) > 0 {
 			return false
 		}
 	}

@@ -9,23 +9,31 @@ import (
 )
 
 // postMore keeps every QP's send queue as full as Depth allows until Ops
-// operations have been posted, choosing each operation at random.
+// operations have been posted, choosing each operation at random. The ends
+// with room take turns, so a step costs the same whatever the QP count.
 func (w *world) postMore() {
-	for w.posted < w.cfg.Ops {
-		progress := false
-		for _, e := range w.ends {
-			if w.posted == w.cfg.Ops {
-				return
-			}
-			if len(e.out) >= w.cfg.Depth {
-				continue
-			}
-			w.postOne(e)
-			progress = true
-		}
-		if !progress {
-			return
-		}
+	for w.posted < w.cfg.Ops && len(w.hungry) > 0 {
+		e := w.hungry[0]
+		w.hungry[0] = nil
+		w.hungry = w.hungry[1:]
+		e.queued = false
+		w.postOne(e)
+		w.wantMore(e)
+	}
+}
+
+// addEnds adds a new QP pair's ends to the world, hungry.
+func (w *world) addEnds(x, y *end) {
+	w.ends = append(w.ends, x, y)
+	w.wantMore(x)
+	w.wantMore(y)
+}
+
+// wantMore puts e on the hungry list if its send queue has room.
+func (w *world) wantMore(e *end) {
+	if !e.queued && len(e.out) < w.cfg.Depth {
+		e.queued = true
+		w.hungry = append(w.hungry, e)
 	}
 }
 
@@ -124,6 +132,7 @@ func (w *world) sendCompletion(e *end, wc *verbs.WC) {
 	}
 	o := e.out[0]
 	e.out = e.out[1:]
+	w.wantMore(e)
 	if wc.Status != verbs.WCSuccess {
 		w.fail(o, fmt.Sprintf("%s QP %#x: wr %d (%v) completed with %v", e.nd.name, e.qp.QPN(), o.id, o.kind, wc.Status))
 		return

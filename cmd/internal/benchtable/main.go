@@ -1,0 +1,80 @@
+// Command benchtable is `make bench`: it runs the performance workloads of
+// issue 19 with short iteration counts, each beside its baseline measured
+// in the same run, and prints one table (workload, rnic, baseline, ratio)
+// so that the next change can be compared in one run. Timing never fails
+// anything: a workload that cannot run prints its error in its row.
+//
+// It drives the built binaries (bin/rnic, bin/rnicd) and `go test -bench`,
+// as a user would; it uses no package of rnic.
+//
+//	go run ./cmd/internal/benchtable [-bin DIR] [-quick]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+)
+
+// row is one line of the table. ratio is rnic/baseline; "better" says
+// which way is good (for a latency, lower).
+type row struct {
+	workload string
+	rnic     string
+	baseline string
+	ratio    float64
+	better   string
+	err      error
+}
+
+// bench is a run's settings.
+type bench struct {
+	bin   string // folder of rnic and rnicd
+	iters int    // scale of the perf runs (1: the default counts)
+	tmp   string
+}
+
+func main() {
+	bin := flag.String("bin", "bin", "folder holding the rnic and rnicd binaries")
+	quick := flag.Bool("quick", false, "a tenth of the iterations")
+	flag.Parse()
+	tmp, err := os.MkdirTemp("", "rnic-bench-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable:", err)
+		os.Exit(1)
+	}
+	defer os.RemoveAll(tmp)
+	b := &bench{bin: *bin, iters: 10, tmp: tmp}
+	if *quick {
+		b.iters = 1
+	}
+	var rows []row
+	for _, f := range []func() []row{b.perfRows, b.twoProcessRows, b.simRows, b.setupRows} {
+		got := f()
+		for _, r := range got {
+			fmt.Fprintf(os.Stderr, "benchtable: %s done\n", r.workload)
+		}
+		rows = append(rows, got...)
+	}
+	print(rows)
+}
+
+func (b *bench) rnic() string  { return filepath.Join(b.bin, "rnic") }
+func (b *bench) rnicd() string { return filepath.Join(b.bin, "rnicd") }
+
+// print writes the table to stdout.
+func print(rows []row) {
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "workload\trnic\tbaseline\trnic/baseline\t")
+	fmt.Fprintln(w, "--------\t----\t--------\t-------------\t")
+	for _, r := range rows {
+		if r.err != nil {
+			fmt.Fprintf(w, "%s\tfailed: %v\t\t\t\n", r.workload, r.err)
+			continue
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%.2f (%s)\t\n", r.workload, r.rnic, r.baseline, r.ratio, r.better)
+	}
+	w.Flush()
+}

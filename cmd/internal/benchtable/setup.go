@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Issue 19's goals for QP setup: 10,000 RC QPs created and connected in at
+// most a second, at most 8 KiB of engine state per idle QP.
+const (
+	setupPairs     = 10000
+	setupTargetSec = 1.0
+	idleTargetB    = 8 << 10
+)
+
+// setupRows runs the BenchmarkCreateConnectQPs of the embedded NIC and of
+// the RoCE engine for setupPairs iterations and puts them against the
+// goals.
+func (b *bench) setupRows() []row {
+	res, err := goBench("BenchmarkCreateConnectQPs", setupPairs, "./nic/embedded", "./roce")
+	if err != nil {
+		return []row{{workload: "QP setup (go test -bench)", err: err}}
+	}
+	var rows []row
+	if m, ok := res["embedded.BenchmarkCreateConnectQPs"]; ok {
+		sec := m["ns/op"] * setupPairs / 1e9
+		rows = append(rows, row{workload: "create+connect 10,000 RC QP pairs, embedded (one NIC each side)",
+			rnic:     fmt.Sprintf("%.2f s for 20,000 QPs (%.1f KiB/pair with queues of 8)", sec, m["heap-B/pair"]/1024),
+			baseline: fmt.Sprintf("target %.0f s per 10,000 QPs", setupTargetSec),
+			ratio:    sec / setupTargetSec / 2, better: "per QP; lower is better"})
+	}
+	for _, d := range []string{"1", "128"} {
+		m, ok := res["roce.BenchmarkCreateConnectQPs/depth="+d]
+		if !ok {
+			continue
+		}
+		rows = append(rows, row{workload: "roce engine heap per idle connected RC QP, queues of " + d,
+			rnic:     fmt.Sprintf("%.0f B (%.1f µs to create+connect)", m["heap-B/QP"], m["ns/op"]/1e3),
+			baseline: fmt.Sprintf("target %d B", idleTargetB),
+			ratio:    m["heap-B/QP"] / idleTargetB, better: "lower is better"})
+	}
+	return append(rows, b.rnicdSetupRow(res["embedded.BenchmarkCreateConnectQPs"]))
+}
+
+// rnicdPairs is how many QP pairs the daemon's setup benchmark creates:
+// every QP is a few round trips to the daemon.
+const rnicdPairs = 1000
+
+// rnicdSetupRow: QP setup through rnicd (one client, an in-process
+// daemon) against the embedded NIC's.
+func (b *bench) rnicdSetupRow(embedded map[string]float64) row {
+	r := row{workload: "create+connect RC QP pairs through rnicd (1,000 pairs)"}
+	res, err := goBench("BenchmarkCreateConnectQPs", rnicdPairs, "./nic/rnicd/client")
+	m, ok := res["client.BenchmarkCreateConnectQPs"]
+	switch {
+	case err != nil:
+		r.err = err
+	case !ok || embedded == nil:
+		r.err = fmt.Errorf("no result")
+	default:
+		r.rnic = fmt.Sprintf("%.0f µs/pair, %.1f goroutines/pair", m["ns/op"]/1e3, m["goroutines/pair"])
+		r.baseline = fmt.Sprintf("embedded %.0f µs/pair", embedded["ns/op"]/1e3)
+		r.ratio, r.better = m["ns/op"]/embedded["ns/op"], "lower is better"
+	}
+	return r
+}
+
+// benchLine is a line of go test -bench output: name-GOMAXPROCS, N, then
+// value-unit pairs.
+var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+\d+\s+(.*)$`)
+
+// goBench runs one benchmark n times in pkgs and returns each result's
+// metrics by unit, by PACKAGE.Benchmark (the package's last element).
+func goBench(name string, n int, pkgs ...string) (map[string]map[string]float64, error) {
+	args := append([]string{"test", "-run", "^$", "-bench", "^" + name + "$", "-benchtime", strconv.Itoa(n) + "x"}, pkgs...)
+	var out, errOut bytes.Buffer
+	cmd := exec.Command(goTool(), args...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("go %s: %v: %s", strings.Join(args, " "), err, lastLine(out.String()+errOut.String()))
+	}
+	res := map[string]map[string]float64{}
+	sc := bufio.NewScanner(&out)
+	pkg := ""
+	for sc.Scan() {
+		if p, ok := strings.CutPrefix(sc.Text(), "pkg: "); ok {
+			pkg = path.Base(p)
+		}
+		m := benchLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		f := strings.Fields(m[3])
+		metrics := map[string]float64{}
+		for i := 0; i+1 < len(f); i += 2 {
+			if v, err := strconv.ParseFloat(f[i], 64); err == nil {
+				metrics[f[i+1]] = v
+			}
+		}
+		res[pkg+"."+m[1]] = metrics
+	}
+	return res, nil
+}
+
+// goTool is the go command make runs with ($GO), else go.
+func goTool() string {
+	if g := os.Getenv("GO"); g != "" {
+		return g
+	}
+	return "go"
+}

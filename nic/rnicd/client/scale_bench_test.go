@@ -1,0 +1,57 @@
+package client_test
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/rnicd/rnicdtest"
+	"github.com/rnic/rnic/nic/verbs"
+)
+
+// BenchmarkCreateConnectQPs creates b.N RC QP pairs on one daemon NIC
+// (in-process daemon, one client) and connects each pair to RTS, aimed at
+// each other, as an application does after exchanging QPNs. It reports
+// time, client heap and goroutines (daemon and client, one process) per
+// pair; the CQs are shared by 1024 QPs.
+func BenchmarkCreateConnectQPs(b *testing.B) {
+	d := rnicdtest.Start(b, rnicdtest.Options{MTU: 9000})
+	dev, err := ibv.Open(d.Spec(0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { dev.Close() })
+	pd, err := dev.AllocPD()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var cq ibv.CQ
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	g0 := runtime.NumGoroutine()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%512 == 0 {
+			if cq, err = dev.CreateCQ(1024 * 16); err != nil {
+				b.Fatalf("pair %d: %v", i, err)
+			}
+		}
+		var pair [2]*end
+		for k := range pair {
+			qp, err := dev.CreateQP(pd, ibv.QPInit{Type: verbs.QPTypeRC, SendCQ: cq, RecvCQ: cq,
+				Cap: verbs.QPCap{MaxSendWR: 8, MaxRecvWR: 8, MaxSendSGE: 1, MaxRecvSGE: 1}})
+			if err != nil {
+				b.Fatalf("pair %d: %v", i, err)
+			}
+			pair[k] = &end{dev: dev, pd: pd, cq: cq, qp: qp}
+		}
+		connect(b, pair[0], pair[1], nil)
+	}
+	b.StopTimer()
+	g1 := runtime.NumGoroutine()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "heap-B/pair")
+	b.ReportMetric(float64(g1-g0)/float64(b.N), "goroutines/pair")
+}
