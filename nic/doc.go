@@ -73,6 +73,19 @@
 //     A UD message longer than that is the engine's to handle (IBTA
 //     C10-93.1.1 as rxe quotes it: send nothing, report no error).
 //
+// # Where nic stands among rnic's packages
+//
+// Bottom to top; each layer imports only layers below it:
+//
+//	model      memory, nic/verbs, nic (this package), nic/ibv (the API as interfaces)
+//	wire       roce/wire, roce/layers, iwarp/wire, roce/decode, iwarp/decode
+//	engines    roce, roce/cm, iwarp (they implement verbs.Engine)
+//	transports transport, transport/clock, transport/udp, transport/stream, tap
+//	backends   nic/embedded, nic/tapnic, nic/rdmacm, nic/passthrough, nic/rnicd/client
+//	server     nic/rnicd/proto, nic/rnicd/server, nic/rnicd/dropin (C drop-in libraries)
+//	programs   nic/tools/{perf,pingpong,rping,demo,sim,ladder}
+//	binaries   cmd/rnic, cmd/rnicd, cmd/interop
+//
 // # Concurrency
 //
 // Every method is safe for concurrent use. CQ.Push and CQ.Poll, and the

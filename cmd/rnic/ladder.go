@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/rnic/rnic/nic/ladder"
-	"github.com/rnic/rnic/nic/sim"
+	"github.com/rnic/rnic/nic/tools/ladder"
+	"github.com/rnic/rnic/nic/tools/sim"
 	"github.com/rnic/rnic/roce"
 	"github.com/rnic/rnic/transport"
 )

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rnic/rnic/nic/ibv"
-	"github.com/rnic/rnic/nic/perf"
+	"github.com/rnic/rnic/nic/tools/perf"
 	"github.com/rnic/rnic/transport"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
-	"github.com/rnic/rnic/nic/pingpong"
+	"github.com/rnic/rnic/nic/tools/pingpong"
 	"github.com/rnic/rnic/transport"
 )
 

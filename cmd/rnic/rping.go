@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rnic/rnic/nic/ibv"
-	"github.com/rnic/rnic/nic/rping"
+	"github.com/rnic/rnic/nic/tools/rping"
 	"github.com/rnic/rnic/transport"
 )
 

@@ -97,7 +97,7 @@ func TestBrowser(t *testing.T) {
 // checks that exactly the frames of other QPs are dimmed.
 func checkQPFilter(t *testing.T, bin string) {
 	t.Helper()
-	evs, err := Load("../../testdata/captures/rxe-rping.pcap", Options{})
+	evs, err := Load("../../../testdata/captures/rxe-rping.pcap", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -226,21 +226,21 @@ func TestCaptures(t *testing.T) {
 		file  string
 		check func(t *testing.T, m map[int]arrow)
 	}{
-		{"../../testdata/captures/rxe-read-lat-64.pcap", func(t *testing.T, m map[int]arrow) {
+		{"../../../testdata/captures/rxe-read-lat-64.pcap", func(t *testing.T, m map[int]arrow) {
 			want(t, m, "RC RDMA READ Request psn=", "reth va=0x", "request")
 			want(t, m, "RC RDMA READ Response Only psn=", "aeth ACK", "response")
 		}},
-		{"../../testdata/captures/rxe-send-bw-ud-1024.pcap", func(t *testing.T, m map[int]arrow) {
+		{"../../../testdata/captures/rxe-send-bw-ud-1024.pcap", func(t *testing.T, m map[int]arrow) {
 			want(t, m, "UD SEND Only psn=", "deth qkey=", "request")
 		}},
-		{"../../testdata/captures/rxe-rping.pcap", func(t *testing.T, m map[int]arrow) {
+		{"../../../testdata/captures/rxe-rping.pcap", func(t *testing.T, m map[int]arrow) {
 			for _, cmMsg := range []string{"CM REQ ", "CM REP ", "CM RTU ", "CM DREQ "} {
 				want(t, m, cmMsg, "deth qkey=", "setup")
 			}
 			want(t, m, "RC RDMA WRITE Only psn=", "reth va=0x", "request")
 			want(t, m, "RC Acknowledge psn=", "aeth ACK", "ack")
 		}},
-		{"../../testdata/captures/siw-rping-mpacrc.pcap", func(t *testing.T, m map[int]arrow) {
+		{"../../../testdata/captures/siw-rping-mpacrc.pcap", func(t *testing.T, m map[int]arrow) {
 			want(t, m, "MPA Request", "flags=CS", "setup")
 			want(t, m, "MPA Reply", "flags=CS", "setup")
 			want(t, m, "Send", "qn=0 msn=", "request")
@@ -374,7 +374,7 @@ func TestBands(t *testing.T) {
 
 // TestSelect checks --from/--to (frames and times) and --qp.
 func TestSelect(t *testing.T) {
-	const file = "../../testdata/captures/rxe-rping.pcap"
+	const file = "../../../testdata/captures/rxe-rping.pcap"
 	svg, evs := render(t, file, Options{From: 10, To: 20})
 	p := parseSVG(t, svg)
 	if len(p.arrows) != 11 || p.arrows[0].frame != 10 || p.arrows[10].frame != 20 {
@@ -415,7 +415,7 @@ func TestSelect(t *testing.T) {
 // TestByQP checks that --by-qp gives each RC QP its own lane, pairing the
 // source QP (not on the wire) from the ACKs.
 func TestByQP(t *testing.T) {
-	evs, err := Load("../../testdata/captures/rxe-read-lat-64.pcap", Options{ByQP: true})
+	evs, err := Load("../../../testdata/captures/rxe-read-lat-64.pcap", Options{ByQP: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +442,7 @@ func TestGolden(t *testing.T) {
 		o          Options
 		html       bool
 	}{
-		{"rxe-rping-1-40.svg", "../../testdata/captures/rxe-rping.pcap", Options{From: 1, To: 40, Title: "rxe rping: rdma_cm connect, then READ/WRITE/SEND"}, false},
+		{"rxe-rping-1-40.svg", "../../../testdata/captures/rxe-rping.pcap", Options{From: 1, To: 40, Title: "rxe rping: rdma_cm connect, then READ/WRITE/SEND"}, false},
 		{"sim-loss.svg", "testdata/sim-loss.pcap", Options{Gap: time.Millisecond, Title: "rnic sim: loss, duplication, corruption"}, false},
 		{"sim-loss.html", "testdata/sim-loss.pcap", Options{Gap: time.Millisecond, Title: "rnic sim: loss, duplication, corruption"}, true},
 	} {

@@ -12,7 +12,7 @@ import (
 // FuzzLadder feeds any bytes as a capture: Load and both renderers never
 // panic, and whatever is drawn is well-formed XML.
 func FuzzLadder(f *testing.F) {
-	for _, p := range []string{"testdata/sim-loss.pcap", "../../testdata/captures/siw-rping-mpacrc.pcap", "../../testdata/captures/rxe-rping.pcap"} {
+	for _, p := range []string{"testdata/sim-loss.pcap", "../../../testdata/captures/siw-rping-mpacrc.pcap", "../../../testdata/captures/rxe-rping.pcap"} {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)
