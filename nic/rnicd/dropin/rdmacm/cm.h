@@ -46,6 +46,10 @@ enum {
 	ST_REJECTED = 19,
 	CM_MAX_PRIVATE = 196,
 	CM_MAX_DEVS = 16,
+	/* requests pulled from the daemon's listener ahead of the program
+	 * (its own queue holds 16): rdma_listen's backlog, 0 taking this */
+	CM_DEFAULT_BACKLOG = 128,
+	CM_MAX_BACKLOG = 1024,
 };
 
 /* Body codec (proto/codec.go): little-endian, length-prefixed blobs. */
@@ -116,10 +120,10 @@ struct cm_id {
 	enum cm_state state;
 	int dev;                        /* index in cm_devs, -1: none yet */
 	uint32_t listener[CM_MAX_DEVS]; /* daemon listener handles, 0: none */
-	int rearm[CM_MAX_DEVS];         /* a CM_GET_REQUEST to send for that device */
+	int rearm[CM_MAX_DEVS];         /* CM_GET_REQUESTs to send for that device */
 	uint32_t req;                   /* the daemon's request handle (child ids) */
 	uint32_t conn;                  /* the daemon's connection handle */
-	int down_sent, removal_sent, destroyed;
+	int down_sent, timewait_sent, removal_sent, destroyed;
 	int refs;     /* events handed out or queued, async ops in flight */
 	uint8_t tos, ack_timeout;
 	int reuse;
@@ -156,6 +160,8 @@ void cm_rearm(void);
 /* cm_call sends a synchronous request on device dev (no lock held). */
 int cm_call(int dev, uint16_t op, struct cbuf *body, void *reply, size_t cap, size_t *len);
 void cm_close_listeners(struct cm_id *id);
+void timewait_exit(struct cm_id *c);
+void down_event(struct cm_id *c);
 
 /* errno + return -1, as librdmacm's calls do */
 static inline int cm_fail(int err)

@@ -137,7 +137,7 @@ static void on_established(struct cm_id *c, struct rdec *r)
 		cm_event_queue(e);
 }
 
-static void down_event(struct cm_id *c)
+void down_event(struct cm_id *c)
 {
 	struct cm_event *e;
 	if (c->down_sent)
@@ -145,6 +145,19 @@ static void down_event(struct cm_id *c)
 	c->down_sent = 1;
 	c->state = ST_DOWN;
 	if ((e = cm_event_new(c, RDMA_CM_EVENT_DISCONNECTED, 0)))
+		cm_event_queue(e);
+}
+
+/* timewait_exit: the local side's disconnect is through (the daemon's
+ * CM holds no timewait of its own to wait for); the kernel's rdma_cm says
+ * so with TIMEWAIT_EXIT after DISCONNECTED. Caller holds cm_mu. */
+void timewait_exit(struct cm_id *c)
+{
+	struct cm_event *e;
+	if (c->timewait_sent)
+		return;
+	c->timewait_sent = 1;
+	if ((e = cm_event_new(c, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0)))
 		cm_event_queue(e);
 }
 
@@ -166,6 +179,7 @@ static void failed(struct cm_async_op *a, uint32_t st)
 		break;
 	case AS_DISCONNECT:
 		down_event(c);
+		timewait_exit(c);
 		break;
 	case AS_GET_REQUEST:
 		break; /* the listener closed */
@@ -194,11 +208,13 @@ void cm_on_result(int dev, const uint8_t *body, size_t n)
 		failed(a, st);
 	else if (a->kind == AS_GET_REQUEST) {
 		on_request(a->id, dev, &res);
-		a->id->rearm[dev] = 1;
+		a->id->rearm[dev]++;
 	} else if (a->kind == AS_ACCEPT || a->kind == AS_CONNECT)
 		on_established(a->id, &res);
-	else if (a->kind == AS_DISCONNECT)
+	else if (a->kind == AS_DISCONNECT) {
 		down_event(a->id);
+		timewait_exit(a->id);
+	}
 	cm_id_unref(a->id);
 	free(a);
 }
@@ -237,7 +253,7 @@ void cm_rearm(void)
 				if (c->rearm[i] && !c->destroyed && c->listener[i] && !cm_devs[i].dead)
 					l = c, dev = i;
 		if (l) {
-			l->rearm[dev] = 0;
+			l->rearm[dev]--;
 			l->refs++;
 		}
 		pthread_mutex_unlock(&cm_mu);
@@ -290,11 +306,14 @@ CM_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	if (n == 0)
 		return cm_fail(ENODEV);
 	s->sin_port = htons(port);
-	c->backlog = backlog;
+	c->backlog = backlog <= 0 ? CM_DEFAULT_BACKLOG : backlog < CM_MAX_BACKLOG ? backlog : CM_MAX_BACKLOG;
 	c->state = ST_LISTEN;
+	pthread_mutex_lock(&cm_mu);
 	for (int i = 0; i < cm_ndevs; i++)
 		if (c->listener[i])
-			get_request(c, i);
+			c->rearm[i] = c->backlog;
+	pthread_mutex_unlock(&cm_mu);
+	cm_rearm();
 	return 0;
 }
 

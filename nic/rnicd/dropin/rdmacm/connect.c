@@ -117,6 +117,11 @@ CM_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 	if (!id)
 		return cm_fail(EINVAL);
 	pthread_mutex_lock(&cm_mu);
+	if (c->state == ST_DOWN && c->down_sent) { /* the peer's DREQ came first: answered */
+		timewait_exit(c);
+		pthread_mutex_unlock(&cm_mu);
+		return 0;
+	}
 	if (c->state != ST_ESTABLISHED) {
 		pthread_mutex_unlock(&cm_mu);
 		return cm_fail(EINVAL);
@@ -125,9 +130,15 @@ CM_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 	pthread_mutex_unlock(&cm_mu);
 	c_u32(&b, 0);
 	c_u32(&b, c->conn);
-	if ((err = cm_async(c, c->dev, AS_DISCONNECT, OP_CM_DISCONNECT, &b)))
-		return cm_fail(err);
-	return 0;
+	err = cm_async(c, c->dev, AS_DISCONNECT, OP_CM_DISCONNECT, &b);
+	if (err == EINVAL) { /* the peer's DREQ took the connection first */
+		pthread_mutex_lock(&cm_mu);
+		down_event(c);
+		timewait_exit(c);
+		pthread_mutex_unlock(&cm_mu);
+		return 0;
+	}
+	return err ? cm_fail(err) : 0;
 }
 
 /* rdma_establish: the daemon's CM sends the RTU itself and reports

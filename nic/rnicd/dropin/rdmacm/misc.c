@@ -136,6 +136,10 @@ CM_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, 
 		return cm_fail(EINVAL);
 	if (rdma_create_id(NULL, &cid, NULL, res->ai_port_space))
 		return -1;
+	if (res->ai_qp_type)
+		cid->qp_type = res->ai_qp_type;
+	if (qp_init_attr)
+		qp_init_attr->qp_type = cid->qp_type;
 	if (res->ai_flags & RAI_PASSIVE)
 		ret = ep_passive(to_cid(cid), res, pd, qp_init_attr);
 	else

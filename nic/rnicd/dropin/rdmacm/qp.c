@@ -8,6 +8,9 @@
 #include <string.h>
 
 static struct ibv_pd *default_pd[CM_MAX_DEVS];
+/* not cm_mu: allocating reads the context's socket, whose CM events the
+ * sink queues under cm_mu */
+static pthread_mutex_t pd_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static struct ibv_pd *pd_of(struct cm_id *c, struct ibv_pd *pd)
 {
@@ -15,11 +18,11 @@ static struct ibv_pd *pd_of(struct cm_id *c, struct ibv_pd *pd)
 		return pd;
 	if (c->id.pd)
 		return c->id.pd;
-	pthread_mutex_lock(&cm_mu);
+	pthread_mutex_lock(&pd_mu);
 	if (!default_pd[c->dev])
 		default_pd[c->dev] = ibv_alloc_pd(c->id.verbs);
 	pd = default_pd[c->dev];
-	pthread_mutex_unlock(&cm_mu);
+	pthread_mutex_unlock(&pd_mu);
 	return pd;
 }
 
