@@ -104,7 +104,7 @@ struct rnic_cq *rnic_create_cq(struct rnic_context *c, int cqe, struct ibv_comp_
 			munmap(q->ring, q->ring_len);
 		if (q->notify_fd >= 0)
 			close(q->notify_fd);
-		rnic_destroy_handle(c, OP_DESTROY_CQ, q->h);
+		rnic_handle_call(c, OP_DESTROY_CQ, q->h);
 		free(q);
 		return errno = err, NULL;
 	}
@@ -140,7 +140,7 @@ RNIC_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 {
 	struct rnic_cq *q = (struct rnic_cq *)cq;
 	struct rnic_context *c = to_rctx(cq->context);
-	int err = rnic_destroy_handle(c, OP_DESTROY_CQ, q->h);
+	int err = rnic_handle_call(c, OP_DESTROY_CQ, q->h);
 	if (err && !c->conn.dead)
 		return err;
 	rnic_obj_del(c, OBJ_CQ, q->h);
@@ -210,12 +210,7 @@ int rnic_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 	if (n <= 0)
 		return 0;
 	if (ld32(q->ring, CQ_PROD) == q->cons) {
-		/* A program spinning on an empty CQ competes for the CPU with
-		 * the daemon that would fill it (rxe's work runs in the
-		 * kernel instead): every so often give the CPU away. Polls
-		 * that find completions make no system call. */
-		if ((++q->empty_polls & 63) == 0)
-			sched_yield();
+		rnic_cq_idle(q);
 		return 0;
 	}
 	pthread_spin_lock(&q->lock);
@@ -228,6 +223,7 @@ int rnic_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 	}
 	if (k > 0)
 		st32(q->ring, CQ_CONS, q->cons);
+	q->empty_polls = 0;
 	pthread_spin_unlock(&q->lock);
 	if (k > 0)
 		rnic_cq_kick(q);
@@ -251,7 +247,7 @@ int rnic_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 	if (want_sol != mover_sol)
 		/* the daemon's CQ is armed for the other kind: re-arm it
 		 * before returning, so the arm is in force */
-		return rnic_destroy_handle(to_rctx(cq->context), OP_ARM_CQ, q->h);
+		return rnic_handle_call(to_rctx(cq->context), OP_ARM_CQ, q->h);
 	return 0;
 }
 

@@ -6,7 +6,6 @@
  * is refused with EOPNOTSUPP. */
 #include "rnic.h"
 
-#include <sched.h>
 
 static inline struct rnic_cq *to_q(struct ibv_cq_ex *x) { return (struct rnic_cq *)x; }
 
@@ -28,8 +27,7 @@ static int start_poll(struct ibv_cq_ex *x, struct ibv_poll_cq_attr *attr)
 	if (attr && attr->comp_mask)
 		return EINVAL;
 	if (ld32(q->ring, CQ_PROD) == q->cons) {
-		if ((++q->empty_polls & 63) == 0)
-			sched_yield(); /* see rnic_poll_cq */
+		rnic_cq_idle(q);
 		return ENOENT;
 	}
 	pthread_spin_lock(&q->lock);
@@ -38,6 +36,7 @@ static int start_poll(struct ibv_cq_ex *x, struct ibv_poll_cq_attr *attr)
 		return ENOENT;
 	}
 	q->cur_valid = 1;
+	q->empty_polls = 0;
 	return 0;
 }
 

@@ -97,7 +97,7 @@ static int move_pages(uintptr_t s, size_t n, int prot)
 struct vma {
 	uintptr_t start, end;
 	uint64_t off;
-	int prot;
+	int prot, shared;
 	unsigned long ino;
 };
 
@@ -111,6 +111,7 @@ static int parse_vma(const char *line, struct vma *v)
 	v->start = start, v->end = end, v->off = off, v->ino = ino;
 	v->prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
 		  (perms[2] == 'x' ? PROT_EXEC : 0);
+	v->shared = perms[3] == 's';
 	return 1;
 }
 
@@ -165,7 +166,9 @@ static int share_range(uintptr_t a, uintptr_t b)
 		}
 		uintptr_t e = v.end < b ? v.end : b;
 		int moved = v.ino == arena_ino && strstr(line, ARENA_NAME) && v.off == v.start;
-		if (!moved)
+		if (!moved && v.shared)
+			err = EOPNOTSUPP; /* see MEMORY.md: shared mappings stay where they are */
+		else if (!moved)
 			err = move_pages(at, e - at, v.prot);
 		at = e;
 	}
@@ -216,8 +219,9 @@ RNIC_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	return &p->pd;
 }
 
-/* destroy sends a destroy op for handle h. */
-int rnic_destroy_handle(struct rnic_context *c, uint16_t op, uint32_t h)
+/* rnic_handle_call makes request op whose body is handle h alone (the
+ * destroy ops, ARM_CQ) and expects an empty reply. */
+int rnic_handle_call(struct rnic_context *c, uint16_t op, uint32_t h)
 {
 	struct rnic_reply rep;
 	struct wbuf w;
@@ -233,7 +237,7 @@ int rnic_destroy_handle(struct rnic_context *c, uint16_t op, uint32_t h)
 RNIC_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 {
 	struct rnic_pd *p = (struct rnic_pd *)pd;
-	int err = rnic_destroy_handle(to_rctx(pd->context), OP_DEALLOC_PD, p->h);
+	int err = rnic_handle_call(to_rctx(pd->context), OP_DEALLOC_PD, p->h);
 	if (err && err != EIO)
 		return err;
 	free(p);
@@ -308,7 +312,7 @@ RNIC_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t
 RNIC_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 {
 	struct rnic_mr *m = (struct rnic_mr *)mr;
-	int err = rnic_destroy_handle(to_rctx(mr->context), OP_DEREG_MR, m->h);
+	int err = rnic_handle_call(to_rctx(mr->context), OP_DEREG_MR, m->h);
 	if (err && err != EIO)
 		return err;
 	/* The pages stay on the arena: the application still uses them,
@@ -336,8 +340,8 @@ RNIC_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, vo
 		errno = err;
 		return IBV_REREG_MR_ERR_INPUT;
 	}
-	if (rnic_destroy_handle(to_rctx(mr->context), OP_DEREG_MR, m->h) && !to_rctx(mr->context)->conn.dead) {
-		rnic_destroy_handle(to_rctx(mr->context), OP_DEREG_MR, n.h);
+	if (rnic_handle_call(to_rctx(mr->context), OP_DEREG_MR, m->h) && !to_rctx(mr->context)->conn.dead) {
+		rnic_handle_call(to_rctx(mr->context), OP_DEREG_MR, n.h);
 		return IBV_REREG_MR_ERR_CMD;
 	}
 	*m = n;

@@ -125,7 +125,7 @@ static struct rnic_qp *create_qp(struct rnic_context *c, struct ibv_qp_init_attr
 	if (err) {
 		if (q->mem)
 			munmap(q->mem, q->mem_len);
-		rnic_destroy_handle(c, OP_DESTROY_QP, q->h);
+		rnic_handle_call(c, OP_DESTROY_QP, q->h);
 		free(q);
 		return errno = err, NULL;
 	}
@@ -328,7 +328,7 @@ RNIC_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 {
 	struct rnic_qp *q = (struct rnic_qp *)qp;
 	struct rnic_context *c = to_rctx(qp->context);
-	int err = rnic_destroy_handle(c, OP_DESTROY_QP, q->h);
+	int err = rnic_handle_call(c, OP_DESTROY_QP, q->h);
 	if (err && !c->conn.dead)
 		return err;
 	rnic_obj_del(c, OBJ_QP, q->h);

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <infiniband/verbs.h>
@@ -88,6 +89,7 @@ enum rnic_op {
 	OP_DESTROY_AH = 0x001f,
 	OP_ARM_CQ = 0x0020,
 	OP_REG_MR_WINDOW = 0x0021,
+	OP_SRQ_LIMIT = 0x0022,
 	OP_STAT_DEVICES = 0x0302,
 	OP_EVENT = 0x8001,
 };
@@ -144,6 +146,11 @@ struct rnic_event {
 };
 
 #define RNIC_EVQ 256
+
+/* Empty polls of a CQ in a row before each further one yields the CPU. */
+#ifndef RNIC_SPIN_POLLS
+#define RNIC_SPIN_POLLS 16
+#endif
 
 /* The control connection of one context. Requests are serialised by mu
  * (one round trip at a time); events read meanwhile are queued and the
@@ -298,6 +305,7 @@ struct rnic_srq {
 	int bell;
 	uint32_t prod;
 	uint32_t max_sge;
+	uint32_t limit; /* armed limit, 0 once the event came */
 	pthread_spinlock_t lock;
 };
 
@@ -345,6 +353,16 @@ static inline void st32(uint8_t *base, size_t off, uint32_t v)
 	__atomic_store_n(ring_u32(base, off), v, __ATOMIC_SEQ_CST);
 }
 
+/* rnic_cq_idle: a poll found the CQ empty. A program spinning on an empty
+ * CQ competes for the CPU with the daemon that would fill it (rxe's work
+ * runs in the kernel instead): after a few empty polls in a row, each one
+ * gives the CPU away. Polls that find completions make no system call. */
+static inline void rnic_cq_idle(struct rnic_cq *q)
+{
+	if (++q->empty_polls > RNIC_SPIN_POLLS)
+		sched_yield();
+}
+
 int rnic_map_fd(int fd, size_t len, uint8_t **out);
 struct rnic_cq *rnic_create_cq(struct rnic_context *c, int cqe, struct ibv_comp_channel *ch);
 void rnic_wc_from_slot(const uint8_t *s, struct ibv_wc *wc);
@@ -373,7 +391,7 @@ void rnic_wait_recvs(struct rnic_context *c, uint8_t *mem, uint32_t prod);
 
 /* Memory: the arena (memory.c). */
 int rnic_arena_share(void *addr, size_t len, int *fd);
-int rnic_destroy_handle(struct rnic_context *c, uint16_t op, uint32_t h);
+int rnic_handle_call(struct rnic_context *c, uint16_t op, uint32_t h);
 extern int rnic_fork_safe;
 
 /* Events: the daemon's event, as ibv_async_event (async.c). */

@@ -51,7 +51,7 @@ RNIC_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_ini
 	if (err) {
 		if (s->mem)
 			munmap(s->mem, s->mem_len);
-		rnic_destroy_handle(c, OP_DESTROY_SRQ, s->h);
+		rnic_handle_call(c, OP_DESTROY_SRQ, s->h);
 		free(s);
 		return errno = err, NULL;
 	}
@@ -65,6 +65,10 @@ RNIC_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_ini
 	pthread_cond_init(&s->srq.cond, NULL);
 	pthread_spin_init(&s->lock, PTHREAD_PROCESS_PRIVATE);
 	rnic_obj_add(c, OBJ_SRQ, s->h, s);
+	if (attr->attr.srq_limit && (err = ibv_modify_srq(&s->srq, &attr->attr, IBV_SRQ_LIMIT))) {
+		ibv_destroy_srq(&s->srq);
+		return errno = err, NULL;
+	}
 	return &s->srq;
 }
 
@@ -72,7 +76,7 @@ RNIC_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 {
 	struct rnic_srq *s = (struct rnic_srq *)srq;
 	struct rnic_context *c = to_rctx(srq->context);
-	int err = rnic_destroy_handle(c, OP_DESTROY_SRQ, s->h);
+	int err = rnic_handle_call(c, OP_DESTROY_SRQ, s->h);
 	if (err && !c->conn.dead)
 		return err;
 	rnic_obj_del(c, OBJ_SRQ, s->h);
@@ -90,14 +94,30 @@ RNIC_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
 	struct rnic_srq *s = (struct rnic_srq *)srq;
 	attr->max_wr = s->rq.cap;
 	attr->max_sge = s->max_sge;
-	attr->srq_limit = 0;
+	attr->srq_limit = s->limit;
 	return 0;
 }
 
-/* The SRQ limit event needs the daemon to arm a limit, which it cannot
- * yet; resizing neither. */
+/* The limit is armed in the daemon (SRQ_LIMIT); the SRQ's size cannot
+ * change (its ring was sized at creation), which is why query_device
+ * does not claim IBV_DEVICE_SRQ_RESIZE. */
 RNIC_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int attr_mask)
 {
-	(void)srq, (void)attr, (void)attr_mask;
-	return EOPNOTSUPP;
+	struct rnic_srq *s = (struct rnic_srq *)srq;
+	struct rnic_reply rep;
+	struct wbuf w;
+	int err;
+
+	if (attr_mask & ~IBV_SRQ_LIMIT || attr->srq_limit > s->rq.cap)
+		return EINVAL;
+	if (!(attr_mask & IBV_SRQ_LIMIT))
+		return 0;
+	w_init(&w);
+	w_u32(&w, s->h);
+	w_u32(&w, attr->srq_limit);
+	if ((err = ctx_call(to_rctx(srq->context), OP_SRQ_LIMIT, &w, NULL, 0, &rep)))
+		return err;
+	rnic_close_fds(rep.fds, rep.nfds);
+	s->limit = attr->srq_limit;
+	return 0;
 }
