@@ -7,7 +7,6 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -197,8 +196,7 @@ CM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_
 		poll_devices();
 		cm_rearm();
 		if ((e = pop(ch))) {
-			if (getenv("RNIC_CM_DEBUG"))
-				fprintf(stderr, "rdmacm: %p %s %d\n", (void *)e->ev.id, rdma_event_str(e->ev.event), e->ev.status);
+			cm_trace("%s status %d id %p", rdma_event_str(e->ev.event), e->ev.status, (void *)e->ev.id);
 			*event = &e->ev;
 			return 0;
 		}

@@ -163,6 +163,9 @@ void cm_close_listeners(struct cm_id *id);
 void timewait_exit(struct cm_id *c);
 void down_event(struct cm_id *c);
 
+/* cm_trace: a line on stderr when RNIC_CM_TRACE is set (trace.c). */
+__attribute__((format(printf, 1, 2))) void cm_trace(const char *fmt, ...);
+
 /* errno + return -1, as librdmacm's calls do */
 static inline int cm_fail(int err)
 {

@@ -161,16 +161,33 @@ void timewait_exit(struct cm_id *c)
 		cm_event_queue(e);
 }
 
+/* rejected: REJECTED with the REJ's reason as the status and its private
+ * data (148 bytes, as the kernel hands them), from the result's
+ * CMRejectInfo; without one, a consumer reject (28) without data. */
+static struct cm_event *rejected(struct cm_id *c, struct rdec *r)
+{
+	uint8_t pd[CM_MAX_PRIVATE];
+	uint16_t reason = 28;
+	size_t pdn = 0;
+	if (r->n) {
+		reason = d_u16(r);
+		pdn = d_blob(r, pd, 148);
+		if (r->err)
+			reason = 28, pdn = 0;
+	}
+	return conn_event(c, RDMA_CM_EVENT_REJECTED, reason, pd, pdn);
+}
+
 /* failed: an async request's error as the kernel's event. */
-static void failed(struct cm_async_op *a, uint32_t st)
+static void failed(struct cm_async_op *a, uint32_t st, struct rdec *res)
 {
 	struct cm_event *e = NULL;
 	struct cm_id *c = a->id;
 	switch (a->kind) {
 	case AS_CONNECT:
 		c->state = ST_ROUTE_RESOLVED;
-		if (st == ST_REJECTED) /* IB_CM_REJ_CONSUMER_DEFINED */
-			e = conn_event(c, RDMA_CM_EVENT_REJECTED, 28, NULL, 0);
+		if (st == ST_REJECTED)
+			e = rejected(c, res);
 		else
 			e = cm_event_new(c, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
 		break;
@@ -205,7 +222,7 @@ void cm_on_result(int dev, const uint8_t *body, size_t n)
 	if (a->id->destroyed)
 		;
 	else if (st != ST_OK)
-		failed(a, st);
+		failed(a, st, &res);
 	else if (a->kind == AS_GET_REQUEST) {
 		on_request(a->id, dev, &res);
 		a->id->rearm[dev]++;
@@ -306,6 +323,7 @@ CM_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	if (n == 0)
 		return cm_fail(ENODEV);
 	s->sin_port = htons(port);
+	cm_trace("listening on port %u", port);
 	c->backlog = backlog <= 0 ? CM_DEFAULT_BACKLOG : backlog < CM_MAX_BACKLOG ? backlog : CM_MAX_BACKLOG;
 	c->state = ST_LISTEN;
 	pthread_mutex_lock(&cm_mu);
