@@ -2,10 +2,15 @@ package dropin
 
 import (
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -169,4 +174,95 @@ func TestPerftestRdmaCM(t *testing.T) {
 			mustMatch(t, cli, fmt.Sprintf(`(?m)^\s*%d\s+200\s+[\d.]+\s+[\d.]+`, c.size))
 		})
 	}
+}
+
+// The rdma_cm corner tests (tests/cm/cm_corners.c), built with -Wall
+// -Wextra -Werror and AddressSanitizer against the system's librdmacm.so
+// and run on the ASan build of the drop-in libraries. They are a program
+// of their own: the verbs corner tests (tests/*.c) link no librdmacm.
+var cmCorners struct {
+	once sync.Once
+	bin  string
+	err  string
+}
+
+func needCMCorners(t *testing.T) string {
+	t.Helper()
+	needLibrary(t)
+	if _, err := os.Stat("/usr/include/rdma/rdma_cma.h"); err != nil {
+		t.Skip("no <rdma/rdma_cma.h> to build the rdma_cm corner tests: apt-get install librdmacm-dev")
+	}
+	cmCorners.once.Do(func() {
+		bin := filepath.Join(build.dir, "cm_corners")
+		out, err := command(build.root, "gcc", "-std=gnu11", "-g", "-O1", "-Wall", "-Wextra", "-Werror",
+			"-fsanitize=address", "-fno-omit-frame-pointer", "-o", bin, "nic/rnicd/dropin/tests/cm/cm_corners.c",
+			"-lrdmacm", "-libverbs")
+		if err != nil {
+			cmCorners.err = "building the rdma_cm corner tests: " + err.Error() + "\n" + string(out)
+			return
+		}
+		cmCorners.bin = bin
+	})
+	if cmCorners.err != "" {
+		t.Fatal(cmCorners.err)
+	}
+	return cmCorners.bin
+}
+
+func runCMCorner(t *testing.T, d *daemon, stdin io.Reader, test string) *proc {
+	t.Helper()
+	bin := needCMCorners(t)
+	env := []string{"RNIC_LIBDIR=" + filepath.Join(build.dir, "lib", "asan"), asanOptions(test)}
+	return start(t, "cm_corners "+test, env, stdin, build.rnic, "exec", "-S", d.socket, "--", bin, test, d.addrs[0], d.addrs[1])
+}
+
+// TestCMCorners: reject with private data, no listener, ADDR_ERROR, a
+// non-blocking channel with poll(2), 64 connects pending on a listener.
+func TestCMCorners(t *testing.T) {
+	for _, c := range []string{"reject", "nolistener", "addrerror", "nonblock", "backlog"} {
+		t.Run(c, func(t *testing.T) {
+			needCMCorners(t)
+			d := sharedDaemon(t)
+			finish(t, runCMCorner(t, d, nil, c), d.p.report())
+		})
+	}
+}
+
+// TestCMCornersDaemonKilled: the daemon is killed (SIGKILL) while a
+// connect waits on an unanswered request: every id gets DEVICE_REMOVAL, a
+// route resolution ROUTE_ERROR, and nothing hangs.
+func TestCMCornersDaemonKilled(t *testing.T) {
+	needCMCorners(t)
+	var cleanups []func()
+	t.Cleanup(func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	})
+	d, err := startDaemon(func(f func()) { cleanups = append(cleanups, f) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdin, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	p := runCMCorner(t, d, stdin, "killed")
+	stdin.Close()
+	deadline := time.After(programTimeout)
+	for !strings.Contains(p.out.String(), "ready\n") {
+		select {
+		case <-p.done:
+			t.Fatalf("ended before it was ready\n%s", p.report())
+		case <-deadline:
+			p.kill()
+			t.Fatalf("not ready\n%s", p.report())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	d.p.cmd.Process.Signal(syscall.SIGKILL)
+	<-d.p.done
+	w.Close()
+	finish(t, p)
 }
