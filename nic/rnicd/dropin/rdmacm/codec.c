@@ -11,6 +11,8 @@ static void c_raw(struct cbuf *w, const void *p, size_t n)
 		w->err = 1;
 		return;
 	}
+	if (n == 0) /* p may be NULL: no private data */
+		return;
 	memcpy(w->b + w->n, p, n);
 	w->n += n;
 }

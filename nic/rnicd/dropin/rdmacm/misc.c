@@ -1,4 +1,4 @@
-/* rdma_event_str, rdma_getaddrinfo / rdma_freeaddrinfo, rdma_create_ep /
+/* rdma_getaddrinfo / rdma_freeaddrinfo, rdma_create_ep /
  * rdma_destroy_ep, and what rnicd's CM does not offer: multicast, ECE
  * (EOPNOTSUPP) and rdma_notify (nothing to do: the daemon sends the RTU). */
 #include "cm.h"
@@ -6,31 +6,6 @@
 #include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
-
-CM_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
-{
-	static const char *const names[] = {
-		[RDMA_CM_EVENT_ADDR_RESOLVED] = "RDMA_CM_EVENT_ADDR_RESOLVED",
-		[RDMA_CM_EVENT_ADDR_ERROR] = "RDMA_CM_EVENT_ADDR_ERROR",
-		[RDMA_CM_EVENT_ROUTE_RESOLVED] = "RDMA_CM_EVENT_ROUTE_RESOLVED",
-		[RDMA_CM_EVENT_ROUTE_ERROR] = "RDMA_CM_EVENT_ROUTE_ERROR",
-		[RDMA_CM_EVENT_CONNECT_REQUEST] = "RDMA_CM_EVENT_CONNECT_REQUEST",
-		[RDMA_CM_EVENT_CONNECT_RESPONSE] = "RDMA_CM_EVENT_CONNECT_RESPONSE",
-		[RDMA_CM_EVENT_CONNECT_ERROR] = "RDMA_CM_EVENT_CONNECT_ERROR",
-		[RDMA_CM_EVENT_UNREACHABLE] = "RDMA_CM_EVENT_UNREACHABLE",
-		[RDMA_CM_EVENT_REJECTED] = "RDMA_CM_EVENT_REJECTED",
-		[RDMA_CM_EVENT_ESTABLISHED] = "RDMA_CM_EVENT_ESTABLISHED",
-		[RDMA_CM_EVENT_DISCONNECTED] = "RDMA_CM_EVENT_DISCONNECTED",
-		[RDMA_CM_EVENT_DEVICE_REMOVAL] = "RDMA_CM_EVENT_DEVICE_REMOVAL",
-		[RDMA_CM_EVENT_MULTICAST_JOIN] = "RDMA_CM_EVENT_MULTICAST_JOIN",
-		[RDMA_CM_EVENT_MULTICAST_ERROR] = "RDMA_CM_EVENT_MULTICAST_ERROR",
-		[RDMA_CM_EVENT_ADDR_CHANGE] = "RDMA_CM_EVENT_ADDR_CHANGE",
-		[RDMA_CM_EVENT_TIMEWAIT_EXIT] = "RDMA_CM_EVENT_TIMEWAIT_EXIT",
-	};
-	if ((unsigned)event < sizeof(names) / sizeof(names[0]) && names[event])
-		return names[event];
-	return "UNKNOWN EVENT";
-}
 
 static int copy_addr(const struct addrinfo *ai, struct sockaddr **out, socklen_t *len)
 {
