@@ -28,8 +28,9 @@ int rnic_private_cm_call(struct ibv_context *ctx, uint16_t op, const void *body,
 			 size_t cap, size_t *len)
 {
 	const uint8_t *b = body;
-	(void)ctx, (void)op, (void)reply, (void)cap;
-	if (n >= 4) /* every async request starts with its token */
+	(void)ctx, (void)reply, (void)cap;
+	/* an async request starts with its token (the driver's own have op 0) */
+	if (n >= 4 && (op == 0 || op == OP_CM_GET_REQUEST || op == OP_CM_DISCONNECT))
 		last_token = b[0] | b[1] << 8 | b[2] << 16 | (uint32_t)b[3] << 24;
 	*len = 0;
 	return 0;
