@@ -83,7 +83,8 @@ demo: build
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-# Runs every native fuzz target for FUZZTIME each.
+# Runs every native fuzz target for FUZZTIME each, then the drop-in
+# library's decoder fuzzer (C, ASan + UBSan) where gcc and the headers are.
 fuzz:
 	@set -e; for pkg in $$($(GO) list ./...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
@@ -91,6 +92,11 @@ fuzz:
 	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; \
 	done
+ifeq ($(HAVE_CC_VERBS),yes)
+	@$(MAKE) --no-print-directory -C $(DROPIN_LIB) fuzz OUT=$(abspath $(LIBDIR))/fuzz
+else
+	@echo "fuzz: the drop-in library's decoders not fuzzed: apt-get install gcc libibverbs-dev"
+endif
 
 # Interop with Linux rxe and siw (root; boots QEMU guests from ../shared/lab,
 # building the lab image first if needed): every pairing of issue 7 in both

@@ -31,7 +31,9 @@ exit status are its own. The same by hand:
 
 The library is looked for in $RNIC_LIBDIR, else in ../lib beside the rnic
 binary (make build puts it there; it needs gcc and libibverbs-dev).
-SOCKET defaults to ` + ibv.SocketRule + `.
+SOCKET defaults to rnicd's own default:
+
+    ` + ibv.SocketRule + `
 
 Exits 2 on bad usage, 1 when the library is not built, 127 when PROGRAM is
 not found, 126 when it cannot be run; otherwise PROGRAM's status.
@@ -49,7 +51,7 @@ func runExec(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("rnic exec", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SetInterspersed(false) // everything from PROGRAM on is PROGRAM's
-	socket := fs.StringP("socket", "S", "", "the rnicd's control socket (default: "+ibv.SocketRule+")")
+	socket := fs.StringP("socket", "S", "", "the rnicd's control socket (default: rnicd's default, above)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fmt.Fprint(stdout, execHelp)

@@ -32,6 +32,11 @@ func needCorners(t *testing.T) string {
 			corners.err = "building the corner tests: " + err.Error() + "\n" + string(out)
 			return
 		}
+		if err := os.Chmod(bin, 0o755); err != nil { // whatever the umask
+
+			corners.err = err.Error()
+			return
+		}
 		corners.bin = bin
 	})
 	if corners.err != "" {
@@ -82,7 +87,7 @@ func finish(t *testing.T, p *proc, extra ...string) {
 
 // TestCorners: the corners on the shared daemon's two NICs.
 func TestCorners(t *testing.T) {
-	for _, c := range []string{"errors", "channel", "async", "fork", "mr"} {
+	for _, c := range []string{"errors", "channel", "async", "fork", "mr", "wr", "ud"} {
 		t.Run(c, func(t *testing.T) {
 			needCorners(t)
 			d := sharedDaemon(t)

@@ -41,6 +41,12 @@ var build struct {
 }
 
 func TestMain(m *testing.M) {
+	if raceEnabled {
+		// make test runs every package under -race a second time; the
+		// programs here are C, and the first run ran them.
+		fmt.Println("dropin: not run again under -race: its tests drive C programs, run by make test without -race")
+		os.Exit(0)
+	}
 	code, err := setUp()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "dropin: %v\n", err)
@@ -86,7 +92,26 @@ func setUp() (int, error) {
 		}
 	}
 	buildLibrary()
-	return 0, nil
+	return 0, readableByAll(dir)
+}
+
+// readableByAll lets the programs' user read and run what was built
+// under dir, whatever the umask the build ran with.
+func readableByAll(dir string) error {
+	return filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil || d.Type()&os.ModeSymlink != 0 {
+			return err
+		}
+		add := os.FileMode(0o044)
+		if d.IsDir() || fi.Mode()&0o100 != 0 {
+			add = 0o055
+		}
+		return os.Chmod(path, fi.Mode().Perm()|add)
+	})
 }
 
 // buildLibrary runs make lib and lib-asan into the temporary directory.
@@ -138,21 +163,22 @@ func dropTo() error {
 	if err != nil {
 		return fmt.Errorf("running as root needs user nobody: %w", err)
 	}
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		return errors.New("running as root needs setpriv (util-linux) to drop to nobody")
-	}
 	build.uid, _ = strconv.Atoi(u.Uid)
 	build.gid, _ = strconv.Atoi(u.Gid)
 	build.dropped = true
 	return nil
 }
 
-// asUser returns argv run as the test's programs' user.
-func asUser(argv []string) []string {
-	if !build.dropped {
-		return argv
+// userCommand is argv run as the programs' user (as setpriv --reuid
+// --regid --clear-groups would), killed if the test dies first.
+func userCommand(argv []string) *exec.Cmd {
+	c := exec.Command(argv[0], argv[1:]...)
+	// The credentials change before the death signal is set, so it holds.
+	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if build.dropped {
+		c.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(build.uid), Gid: uint32(build.gid), Groups: []uint32{}}
 	}
-	return append([]string{"setpriv", "--reuid=" + strconv.Itoa(build.uid), "--regid=" + strconv.Itoa(build.gid), "--clear-groups", "--"}, argv...)
+	return c
 }
 
 // userDir makes a directory owned by the programs' user, mode 0700.
@@ -261,8 +287,7 @@ func (s *syncBuffer) String() string {
 // test's environment; stdout and stderr go to one buffer.
 func start(t testing.TB, name string, env []string, stdin io.Reader, argv ...string) *proc {
 	t.Helper()
-	full := asUser(argv)
-	p := &proc{name: name, cmd: exec.Command(full[0], full[1:]...), out: new(syncBuffer), done: make(chan struct{})}
+	p := &proc{name: name, cmd: userCommand(argv), out: new(syncBuffer), done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr, p.cmd.Stdin = p.out, p.out, stdin
 	p.cmd.Dir = build.dir
@@ -274,7 +299,7 @@ func start(t testing.TB, name string, env []string, stdin io.Reader, argv ...str
 	return p
 }
 
-// kill ends the program if it still runs (by its PID: setpriv execs it).
+// kill ends the program if it still runs (by its PID: rnic exec execs it).
 func (p *proc) kill() {
 	select {
 	case <-p.done:
@@ -309,15 +334,7 @@ func (p *proc) ok() bool { return !p.killed && p.err == nil }
 
 // report is the program's command line, status and output.
 func (p *proc) report() string {
-	return fmt.Sprintf("--- %s: %s: %s\n%s", p.name, strings.Join(p.cmd.Args, " "), p.status(), p.out.String())
-}
-
-// exitSignal is the signal that ended the program, if one did.
-func (p *proc) exitSignal() syscall.Signal {
-	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return ws.Signal()
-	}
-	return 0
+	return fmt.Sprintf("--- %s (uid %d): %s: %s\n%s", p.name, build.uid, strings.Join(p.cmd.Args, " "), p.status(), p.out.String())
 }
 
 // daemon is a running rnicd with two NICs.
@@ -379,8 +396,8 @@ func tryDaemon(cleanup func(func())) (*daemon, error) {
 		return nil, errors.New("same address twice")
 	}
 	stdout, w := io.Pipe()
-	full := asUser([]string{build.rnicd, "--udp", d.addrs[0], "--device", "name=rnic1,udp=" + d.addrs[1]})
-	d.p = &proc{name: "rnicd", cmd: exec.Command(full[0], full[1:]...), out: new(syncBuffer), done: make(chan struct{})}
+	d.p = &proc{name: "rnicd", cmd: userCommand([]string{build.rnicd, "--udp", d.addrs[0], "--device", "name=rnic1,udp=" + d.addrs[1]}),
+		out: new(syncBuffer), done: make(chan struct{})}
 	env := []string{"XDG_RUNTIME_DIR=" + xdg}
 	if build.uid == 0 { // only when not dropping: root ignores XDG_RUNTIME_DIR
 		env = append(env, "RNIC_SOCKET="+d.socket)
@@ -446,10 +463,20 @@ func (d *daemon) run(t testing.TB, name, lib string, stdin io.Reader, argv ...st
 	return start(t, name, env, stdin, append([]string{build.rnic, "exec", "-S", d.socket, "--"}, argv...)...)
 }
 
+// lineBuffered runs a Debian program with its stdout line-buffered
+// (coreutils' stdbuf), so that the output of one killed after a hang is
+// not lost in its stdio buffer.
+func lineBuffered(argv []string) []string {
+	if _, err := exec.LookPath("stdbuf"); err != nil {
+		return argv
+	}
+	return append([]string{"stdbuf", "-oL", "-eL"}, argv...)
+}
+
 // runOne runs one program to its end and returns it.
 func (d *daemon) runOne(t *testing.T, argv ...string) *proc {
 	t.Helper()
-	p := d.run(t, argv[0], "", nil, argv...)
+	p := d.run(t, argv[0], "", nil, lineBuffered(argv)...)
 	p.wait(time.After(programTimeout))
 	return p
 }
@@ -460,7 +487,7 @@ func (d *daemon) runOne(t *testing.T, argv ...string) *proc {
 func (d *daemon) runPair(t *testing.T, port int, server, client []string) (srv, cli *proc) {
 	t.Helper()
 	deadline := time.After(programTimeout)
-	srv = d.run(t, "server", "", nil, server...)
+	srv = d.run(t, "server", "", nil, lineBuffered(server)...)
 	for !listening(port) {
 		select {
 		case <-srv.done:
@@ -471,7 +498,7 @@ func (d *daemon) runPair(t *testing.T, port int, server, client []string) (srv, 
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	cli = d.run(t, "client", "", nil, client...)
+	cli = d.run(t, "client", "", nil, lineBuffered(client)...)
 	cli.wait(deadline)
 	if !cli.ok() {
 		// A failed client leaves the server waiting: end it now.

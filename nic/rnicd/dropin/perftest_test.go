@@ -29,7 +29,7 @@ func TestPerftest(t *testing.T) {
 		{"ib_write_lat", []string{"-n", "100"}, []int{2}},
 		{"ib_read_lat", []string{"-n", "100"}, []int{2}},
 		{"ib_send_lat", []string{"-n", "100"}, []int{2}},
-		{"ib_write_lat", []string{"-n", "10", "-a"}, allSizes()},
+		{"ib_write_bw", []string{"-n", "5", "-a"}, allSizes()},
 	}
 	for _, c := range cases {
 		t.Run(c.prog+strings.Join(c.args, ""), func(t *testing.T) {

@@ -59,7 +59,7 @@ func checkPingpongOutput(t *testing.T, p *proc, size string, iters int, srq bool
 	bytes, _ := strconv.Atoi(size)
 	// srq_pingpong counts iterations over all its QPs together.
 	want := []string{
-		fmt.Sprintf(`(?m)^\d+ bytes in [\d.]+ seconds = [\d.]+ Mbit/sec$`),
+		`(?m)^\d+ bytes in [\d.]+ seconds = [\d.]+ Mbit/sec$`,
 		fmt.Sprintf(`(?m)^%d iters in [\d.]+ seconds = [\d.]+ usec/iter$`, iters),
 		`(?m)^\s+local address:\s+LID 0x[0-9a-f]+, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}`,
 		`(?m)^\s+remote address:\s+LID 0x[0-9a-f]+, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}`,

@@ -461,12 +461,12 @@ int rnic_query_port_ex(struct ibv_context *ctx, uint8_t port, struct ibv_port_at
 
 #undef ibv_query_port
 /* The exported ibv_query_port of binaries built before the verbs_context
- * path: the old structure ends with link_layer. */
+ * path: the old structure ends with flags (no port_cap_flags2). */
 RNIC_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
 			       struct _compat_ibv_port_attr *port_attr)
 {
 	return rnic_query_port_ex(context, port_num, (struct ibv_port_attr *)port_attr,
-				  offsetof(struct ibv_port_attr, link_layer) + 1);
+				  offsetof(struct ibv_port_attr, flags) + 1);
 }
 
 RNIC_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ibv_gid *gid)

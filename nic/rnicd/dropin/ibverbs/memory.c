@@ -22,33 +22,52 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 static pthread_mutex_t arena_mu = PTHREAD_MUTEX_INITIALIZER;
 static int arena_fd = -1;
 static ino_t arena_ino;
+static pid_t arena_pid; /* the process the arena belongs to */
+static off_t arena_size;
 int rnic_fork_safe;
 
 #define ARENA_NAME "rnic-arena"
 
 static int arena_open(void)
 {
+	struct rlimit rl;
 	struct stat st;
 	int fd;
-	if (arena_fd >= 0)
+	if (arena_fd >= 0 && arena_pid == getpid())
 		return 0;
+	if (arena_fd >= 0) {
+		/* A child of fork(): the parent's arena is the parent's (its
+		 * pages at the same offsets would be overwritten by ours).
+		 * The child gets one of its own; pages it inherited on the
+		 * parent's arena count as not moved, so registering them
+		 * moves them onto the child's arena and unshares them. */
+		close(arena_fd);
+		arena_fd = -1;
+	}
 	ibv_is_fork_initialized(); /* reads RDMAV_FORK_SAFE */
 	fd = memfd_create(ARENA_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return errno;
 	/* The whole user address space (57 bits with 5-level paging, else
-	 * 47): sparse, so only moved pages take memory. */
-	if (ftruncate(fd, (off_t)1 << 57) < 0 && ftruncate(fd, (off_t)1 << 47) < 0)
+	 * 47): sparse, so only moved pages take memory. Never past
+	 * RLIMIT_FSIZE, which would raise SIGXFSZ; pages above the size
+	 * cannot be registered (share_range). */
+	arena_size = (off_t)1 << 57;
+	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (off_t)rl.rlim_cur < arena_size)
+		arena_size = (off_t)rl.rlim_cur & ~(off_t)0xfff;
+	if (ftruncate(fd, arena_size) < 0 && (arena_size = (off_t)1 << 47, ftruncate(fd, arena_size) < 0))
 		goto fail;
 	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) < 0 || fstat(fd, &st) < 0)
 		goto fail;
 	arena_fd = fd;
 	arena_ino = st.st_ino;
+	arena_pid = getpid();
 	return 0;
 fail:;
 	int err = errno;
@@ -146,6 +165,47 @@ static char *read_maps(void)
 	return b;
 }
 
+/* privatize makes [s, s+n), arena pages mapped away from their own
+ * offsets, private anonymous memory with the same contents. */
+static int privatize(uintptr_t s, size_t n, int prot)
+{
+	void *tmp = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (tmp == MAP_FAILED)
+		return errno;
+	copy_pages(tmp, (void *)s, n);
+	if (mmap((void *)s, n, prot | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
+		int err = errno;
+		munmap(tmp, n);
+		return err;
+	}
+	copy_pages((void *)s, tmp, n);
+	munmap(tmp, n);
+	if (!(prot & PROT_WRITE))
+		mprotect((void *)s, n, prot);
+	return 0;
+}
+
+/* evict_displaced: an arena mapping that mremap moved (glibc's realloc of
+ * a large block does) still shows the file at its old address's offsets.
+ * Before pages are moved onto [a, b) of the file, any such mapping of
+ * those offsets becomes private memory, or the move would change it. */
+static int evict_displaced(uintptr_t a, uintptr_t b)
+{
+	char *maps = read_maps(), *line, *save = NULL;
+	struct vma v;
+	int err = 0;
+	if (!maps)
+		return ENOMEM;
+	for (line = strtok_r(maps, "\n", &save); line && !err; line = strtok_r(NULL, "\n", &save)) {
+		if (!parse_vma(line, &v) || v.ino != arena_ino || v.off == v.start || !strstr(line, "/memfd:" ARENA_NAME))
+			continue;
+		if (v.off < b && v.off + (v.end - v.start) > a)
+			err = privatize(v.start, v.end - v.start, v.prot);
+	}
+	free(maps);
+	return err;
+}
+
 /* share_range moves the pages of [a, b) (page-aligned) onto the arena;
  * EFAULT if part of it is not mapped. Caller holds arena_mu. */
 static int share_range(uintptr_t a, uintptr_t b)
@@ -157,6 +217,14 @@ static int share_range(uintptr_t a, uintptr_t b)
 
 	if (!maps)
 		return ENOMEM;
+	if (b > (uintptr_t)arena_size) {
+		free(maps);
+		return EFAULT; /* beyond the arena (RLIMIT_FSIZE) */
+	}
+	if ((err = evict_displaced(a, b))) {
+		free(maps);
+		return err;
+	}
 	for (line = strtok_r(maps, "\n", &save); line && at < b && !err; line = strtok_r(NULL, "\n", &save)) {
 		if (!parse_vma(line, &v) || v.end <= at)
 			continue;
@@ -165,8 +233,9 @@ static int share_range(uintptr_t a, uintptr_t b)
 			break;
 		}
 		uintptr_t e = v.end < b ? v.end : b;
-		int moved = v.ino == arena_ino && strstr(line, ARENA_NAME) && v.off == v.start;
-		if (!moved && v.shared)
+		int ours = strstr(line, "/memfd:" ARENA_NAME) != NULL; /* this library's doing */
+		int moved = ours && v.ino == arena_ino && v.off == v.start;
+		if (!moved && v.shared && !ours) /* a parent's arena is ours to move away from */
 			err = EOPNOTSUPP; /* see MEMORY.md: shared mappings stay where they are */
 		else if (!moved)
 			err = move_pages(at, e - at, v.prot);
@@ -178,12 +247,78 @@ static int share_range(uintptr_t a, uintptr_t b)
 	return err;
 }
 
+/* After fork() the child would share the arena's pages with its parent
+ * (they are MAP_SHARED): its writes to its copy of the heap would land in
+ * the parent's memory, and the parent's DMA in the child's. The child
+ * therefore maps each of them MAP_PRIVATE from the same file offsets at
+ * once: no copy, and its writes stay its own (copy-on-write), as a
+ * child's do on a kernel that handles fork for pinned pages. It reads
+ * /proc/self/maps with plain system calls and static storage (the child
+ * of a threaded parent must not rely on locks another thread held). */
+enum { CHILD_BATCH = 1024 };
+static struct {
+	uintptr_t start, end;
+	int prot;
+} child_vmas[CHILD_BATCH];
+static char child_buf[1 << 16];
+
+/* collect_shared_arena fills child_vmas with the arena's shared mappings
+ * at their own offsets; it returns how many. */
+static int collect_shared_arena(void)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC), n = 0;
+	size_t have = 0;
+	ssize_t k;
+	if (fd < 0)
+		return 0;
+	while (n < CHILD_BATCH && (k = read(fd, child_buf + have, sizeof(child_buf) - 1 - have)) > 0) {
+		char *line = child_buf, *nl;
+		struct vma v;
+		have += (size_t)k;
+		child_buf[have] = 0;
+		while (n < CHILD_BATCH && (nl = strchr(line, '\n'))) {
+			*nl = 0;
+			if (parse_vma(line, &v) && v.shared && v.ino == arena_ino && v.off == v.start &&
+			    strstr(line, "/memfd:" ARENA_NAME))
+				child_vmas[n].start = v.start, child_vmas[n].end = v.end, child_vmas[n++].prot = v.prot;
+			line = nl + 1;
+		}
+		have = strlen(line);
+		memmove(child_buf, line, have);
+	}
+	close(fd);
+	return n;
+}
+
+static void privatize_in_child(void)
+{
+	int n;
+	if (arena_fd < 0)
+		return;
+	do {
+		n = collect_shared_arena();
+		for (int i = 0; i < n; i++)
+			if (mmap((void *)child_vmas[i].start, child_vmas[i].end - child_vmas[i].start, child_vmas[i].prot,
+				 MAP_PRIVATE | MAP_FIXED, arena_fd, (off_t)child_vmas[i].start) == MAP_FAILED)
+				n = 0; /* leave the rest shared rather than loop */
+	} while (n == CHILD_BATCH);
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void register_atfork(void)
+{
+	/* If this fails the child shares the pages (MEMORY.md). */
+	(void)pthread_atfork(NULL, NULL, privatize_in_child);
+}
+
 int rnic_arena_share(void *addr, size_t len, int *fd)
 {
 	long pg = sysconf(_SC_PAGESIZE);
 	uintptr_t a = (uintptr_t)addr & ~(uintptr_t)(pg - 1);
 	uintptr_t b = ((uintptr_t)addr + len + (uintptr_t)pg - 1) & ~(uintptr_t)(pg - 1);
 	int err;
+	pthread_once(&atfork_once, register_atfork);
 	pthread_mutex_lock(&arena_mu);
 	err = arena_open();
 	if (!err)

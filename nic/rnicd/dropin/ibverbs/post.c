@@ -88,6 +88,8 @@ static int check_send(struct rnic_qp *q, const struct ibv_send_wr *wr, uint64_t 
 	*total = 0;
 	for (int i = 0; i < wr->num_sge; i++)
 		*total += wr->sg_list[i].length;
+	if (*total > c->attr.max_msg_size)
+		return EINVAL;
 	if (inl && (*total > q->cap.max_inline_data || *total > q->sq.slot_size - SEND_WQE_HDR ||
 		    wr->opcode == IBV_WR_RDMA_READ || wr->opcode > IBV_WR_SEND_WITH_IMM))
 		return EINVAL;
@@ -99,8 +101,9 @@ static int check_send(struct rnic_qp *q, const struct ibv_send_wr *wr, uint64_t 
 		if (wr->num_sge != 1 || wr->sg_list[0].length != 8 || wr->wr.atomic.remote_addr & 7)
 			return EINVAL;
 	}
-	if (q->qpx.qp_base.qp_type == IBV_QPT_UD && (!wr->wr.ud.ah || wr->wr.ud.remote_qpn > 0xffffff))
-		return EINVAL;
+	if (q->qpx.qp_base.qp_type == IBV_QPT_UD &&
+	    (!wr->wr.ud.ah || wr->wr.ud.ah->pd != q->qpx.qp_base.pd || wr->wr.ud.remote_qpn > 0xffffff))
+		return EINVAL; /* an AH of another PD would move the QP to ERR in the daemon */
 	return 0;
 }
 

@@ -149,7 +149,7 @@ static void wr_set_ud_addr(struct ibv_qp_ex *x, struct ibv_ah *ah, uint32_t qpn,
 	uint8_t *s = to_q(x)->wr_slot;
 	if (!s)
 		return;
-	if (x->qp_base.qp_type != IBV_QPT_UD || !ah || qpn > 0xffffff)
+	if (x->qp_base.qp_type != IBV_QPT_UD || !ah || ah->pd != x->qp_base.pd || qpn > 0xffffff)
 		return fail(x, EINVAL);
 	put32(s + 36, ((struct rnic_ah *)ah)->h);
 	put32(s + 56, qpn);

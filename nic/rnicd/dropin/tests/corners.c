@@ -10,11 +10,21 @@
  *   corners async    DEV0 DEV1   async events: SRQ limit, CQ overrun
  *   corners fork     DEV0 DEV1   fork() after ibv_fork_init(): RDMA still lands
  *   corners mr       DEV0 DEV1   unaligned and overlapping MRs: exact bytes, access checks
+ *   corners wr       DEV0 DEV1   ibv_create_qp_ex + ibv_wr_* batches, ibv_create_cq_ex polling
+ *   corners ud       DEV0 DEV1   UD: the GRH before the payload, an AH made from a completion
  *   corners killed   DEV0        the daemon dies under us: DEVICE_FATAL, errors, no hang
  *   corners nodaemon             no daemon: an empty device list
  *
  * Each check prints "ok ..." or "FAIL ..."; the exit status is 0 when every
  * check passed, 1 when one failed, 2 when the setup itself failed.
+ *
+ * The Go tests of nic/rnicd/dropin build and run it; by hand, from the
+ * repository, with an rnicd serving rnic0 and rnic1:
+ *
+ *   make build lib-asan
+ *   (cd nic/rnicd/dropin/tests && gcc -std=gnu11 -g -O1 -Wall -Wextra -Werror
+ *       -fsanitize=address -fno-omit-frame-pointer -o /tmp/corners *.c -libverbs)
+ *   RNIC_LIBDIR=lib/asan bin/rnic exec -- /tmp/corners mr rnic0 rnic1
  */
 #include "corners.h"
 
@@ -265,12 +275,16 @@ int main(int argc, char **argv)
 		test_fork(d0, d1);
 	else if (!strcmp(t, "mr"))
 		test_mr(d0, d1);
+	else if (!strcmp(t, "wr"))
+		test_wr(d0, d1);
+	else if (!strcmp(t, "ud"))
+		test_ud(d0, d1);
 	else if (!strcmp(t, "killed"))
 		test_killed(d0);
 	else if (!strcmp(t, "nodaemon"))
 		test_nodaemon();
 	else {
-		fprintf(stderr, "usage: corners errors|channel|async|fork|mr|killed|nodaemon [DEV0 [DEV1]]\n");
+		fprintf(stderr, "usage: corners errors|channel|async|fork|mr|wr|ud|killed|nodaemon [DEV0 [DEV1]]\n");
 		return 2;
 	}
 	printf("%d failed\n", failures);

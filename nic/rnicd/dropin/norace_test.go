@@ -1,0 +1,5 @@
+//go:build !race
+
+package dropin
+
+const raceEnabled = false
