@@ -196,7 +196,7 @@ func needCMCorners(t *testing.T) string {
 		bin := filepath.Join(build.dir, "cm_corners")
 		out, err := command(build.root, "gcc", "-std=gnu11", "-g", "-O1", "-Wall", "-Wextra", "-Werror",
 			"-fsanitize=address", "-fno-omit-frame-pointer", "-o", bin, "nic/rnicd/dropin/tests/cm/cm_corners.c",
-			"-lrdmacm", "-libverbs")
+			"-lrdmacm", "-libverbs", "-lpthread")
 		if err != nil {
 			cmCorners.err = "building the rdma_cm corner tests: " + err.Error() + "\n" + string(out)
 			return
@@ -217,9 +217,10 @@ func runCMCorner(t *testing.T, d *daemon, stdin io.Reader, test string) *proc {
 }
 
 // TestCMCorners: reject with private data, no listener, ADDR_ERROR, a
-// non-blocking channel with poll(2), 64 connects pending on a listener.
+// non-blocking channel with poll(2), 64 connects pending on a listener, a
+// channel destroyed under its waiting thread.
 func TestCMCorners(t *testing.T) {
-	for _, c := range []string{"reject", "nolistener", "addrerror", "nonblock", "backlog"} {
+	for _, c := range []string{"reject", "nolistener", "addrerror", "nonblock", "backlog", "orphan"} {
 		t.Run(c, func(t *testing.T) {
 			needCMCorners(t)
 			d := sharedDaemon(t)

@@ -53,9 +53,13 @@ fail:
 	return NULL;
 }
 
+/* rdma_destroy_event_channel: a thread still waiting in rdma_get_cm_event
+ * (rping's event thread, when main returns) stays blocked, as in the
+ * kernel's read(2) of a closed rdma_cm fd; it frees the channel. */
 CM_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
 	struct cm_channel *ch = to_cch(channel), **p;
+	int last;
 	if (!channel)
 		return;
 	pthread_mutex_lock(&cm_mu);
@@ -70,10 +74,13 @@ CM_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 		cm_id_unref(e->owner);
 		free(e);
 	}
-	pthread_mutex_unlock(&cm_mu);
+	ch->destroyed = 1;
 	close(ch->ch.fd);
 	close(ch->evfd);
-	free(ch);
+	last = ch->waiters == 0;
+	pthread_mutex_unlock(&cm_mu);
+	if (last)
+		free(ch);
 }
 
 /* cm_event_new makes an event of id (taking a reference). Caller holds
@@ -160,6 +167,7 @@ static void poll_devices(void)
 	}
 }
 
+/* pop takes the channel's next event. Caller holds cm_mu. */
 static struct cm_event *pop(struct cm_channel *ch)
 {
 	struct cm_event *e;
@@ -167,7 +175,6 @@ static struct cm_event *pop(struct cm_channel *ch)
 	if (read(ch->evfd, &v, sizeof(v)) < 0) {
 		/* empty: nothing was signalled since the last read */
 	}
-	pthread_mutex_lock(&cm_mu);
 	e = ch->head;
 	if (e) {
 		ch->head = e->next;
@@ -180,6 +187,31 @@ static struct cm_event *pop(struct cm_channel *ch)
 		if (write(ch->evfd, &v, sizeof(v)) < 0) {
 		}
 	}
+	return e;
+}
+
+/* orphaned: the channel was destroyed under its waiter, who frees it if
+ * last and then blocks for good (the kernel's reader of a closed fd
+ * does). Caller holds cm_mu, released here. */
+static void orphaned(struct cm_channel *ch)
+{
+	int last = --ch->waiters == 0;
+	pthread_mutex_unlock(&cm_mu);
+	if (last)
+		free(ch);
+	for (;;)
+		pause();
+}
+
+/* next_event: an event of ch, or NULL and *nonblock. Takes cm_mu. */
+static struct cm_event *next_event(struct cm_channel *ch, int *nonblock)
+{
+	struct cm_event *e;
+	pthread_mutex_lock(&cm_mu);
+	if (ch->destroyed)
+		orphaned(ch);
+	e = pop(ch);
+	*nonblock = !e && (fcntl(ch->ch.fd, F_GETFL) & O_NONBLOCK);
 	pthread_mutex_unlock(&cm_mu);
 	return e;
 }
@@ -189,22 +221,31 @@ CM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_
 	struct cm_channel *ch = to_cch(channel);
 	struct cm_event *e;
 	struct pollfd pfd = {.fd = channel ? channel->fd : -1, .events = POLLIN};
+	int nonblock, err = 0;
 
 	if (!channel || !event)
 		return cm_fail(EINVAL);
+	pthread_mutex_lock(&cm_mu);
+	ch->waiters++;
+	pthread_mutex_unlock(&cm_mu);
 	for (;;) {
 		poll_devices();
 		cm_rearm();
-		if ((e = pop(ch))) {
-			cm_trace("%s status %d id %p", rdma_event_str(e->ev.event), e->ev.status, (void *)e->ev.id);
-			*event = &e->ev;
-			return 0;
+		if ((e = next_event(ch, &nonblock)) || nonblock)
+			break;
+		if (poll(&pfd, 1, -1) < 0 && errno != EINTR) {
+			err = errno;
+			break;
 		}
-		if (fcntl(channel->fd, F_GETFL) & O_NONBLOCK)
-			return cm_fail(EAGAIN);
-		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
-			return -1;
 	}
+	pthread_mutex_lock(&cm_mu);
+	ch->waiters--;
+	pthread_mutex_unlock(&cm_mu);
+	if (!e)
+		return cm_fail(err ? err : EAGAIN);
+	cm_trace("%s status %d id %p", rdma_event_str(e->ev.event), e->ev.status, (void *)e->ev.id);
+	*event = &e->ev;
+	return 0;
 }
 
 CM_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)

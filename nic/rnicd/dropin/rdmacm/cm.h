@@ -105,7 +105,8 @@ struct cm_event {
 struct cm_channel {
 	struct rdma_event_channel ch; /* ch.fd: epoll set of evfd and the devices' sockets */
 	int evfd;
-	int ndevs_watched;
+	int waiters;   /* threads in rdma_get_cm_event */
+	int destroyed; /* by rdma_destroy_event_channel, under a waiter */
 	struct cm_event *head, *tail;
 	struct cm_channel *next;
 };

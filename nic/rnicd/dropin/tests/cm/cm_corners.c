@@ -11,6 +11,8 @@
  *   cm_corners addrerror   A0 A1   an address no device reaches: ADDR_ERROR
  *   cm_corners nonblock    A0 A1   a non-blocking channel, poll(2), EAGAIN
  *   cm_corners backlog     A0 A1   64 connects pending on a listener, then accepted
+ *   cm_corners orphan      A0 A1   a channel destroyed under a thread waiting on it:
+ *                                   the thread stays blocked (as on a closed rdma_cm fd)
  *   cm_corners killed      A0 A1   the daemon dies mid-connect: DEVICE_REMOVAL,
  *                                   ROUTE_ERROR, no hang (prints "ready", then
  *                                   reads stdin's end before going on)
@@ -27,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <pthread.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <rdma/rdma_cma.h>
@@ -355,6 +358,49 @@ static void test_backlog(void)
 	rdma_destroy_event_channel(cc);
 }
 
+static volatile int orphan_returned, orphan_errno;
+
+static void *orphan_wait(void *arg)
+{
+	struct rdma_cm_event *ev;
+	int r = rdma_get_cm_event(arg, &ev);
+	orphan_errno = r ? errno : 0;
+	orphan_returned = 1;
+	return NULL;
+}
+
+/* test_orphan: rping's event thread still waits in rdma_get_cm_event when
+ * main destroys the channel and returns; CM traffic on the device then
+ * must not make the waiter return an error (rping exits with it). */
+static void test_orphan(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel(), *other = rdma_create_event_channel();
+	struct rdma_cm_id *c;
+	struct rdma_cm_event *ev;
+	pthread_t th;
+	int port;
+
+	if (!ch || !other || pthread_create(&th, NULL, orphan_wait, ch))
+		die("setup");
+	usleep(100000);
+	rdma_destroy_event_channel(ch);
+	/* CM results on the devices' sockets: a connect nobody listens for */
+	rdma_destroy_id(listener(other, 1, &port));
+	if (rdma_create_id(other, &c, NULL, RDMA_PS_TCP))
+		die("rdma_create_id");
+	client_to(other, c, port);
+	if (rdma_connect(c, NULL))
+		die("rdma_connect");
+	ev = next_event(other);
+	rdma_ack_cm_event(ev);
+	usleep(300000);
+	check(!orphan_returned, "the orphaned waiter stays blocked (returned: errno %d)", orphan_errno);
+	rdma_destroy_qp(c);
+	rdma_destroy_id(c);
+	rdma_destroy_event_channel(other);
+	pthread_detach(th);
+}
+
 /* test_killed: a connect waits on a listener that does not answer; the
  * harness kills the daemon once we say ready (stdin closes then). */
 static void test_killed(void)
@@ -413,7 +459,8 @@ int main(int argc, char **argv)
 		const char *name;
 		void (*fn)(void);
 	} tests[] = {{"reject", test_reject},     {"nolistener", test_nolistener}, {"addrerror", test_addrerror},
-		     {"nonblock", test_nonblock}, {"backlog", test_backlog},       {"killed", test_killed}};
+		     {"nonblock", test_nonblock}, {"backlog", test_backlog},       {"orphan", test_orphan},
+		     {"killed", test_killed}};
 	if (argc != 4) {
 		fprintf(stderr, "usage: cm_corners TEST ADDR0 ADDR1\n");
 		return 2;
