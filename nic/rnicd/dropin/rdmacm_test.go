@@ -51,25 +51,29 @@ func (d *daemon) startCMServer(t *testing.T, deadline <-chan time.Time, argv ...
 // ended once the client is done: endless).
 func (d *daemon) runCMPair(t *testing.T, endless bool, server, client []string) (srv, cli *proc) {
 	t.Helper()
+	srv, cli, ok := d.tryCMPair(t, endless, server, client)
+	if !ok {
+		t.Fatalf("server/client pair failed\n%s\n%s\n%s", srv.report(), cli.report(), d.p.report())
+	}
+	return srv, cli
+}
+
+// tryCMPair is runCMPair, reporting failure rather than failing.
+func (d *daemon) tryCMPair(t *testing.T, endless bool, server, client []string) (srv, cli *proc, ok bool) {
+	t.Helper()
 	deadline := time.After(programTimeout)
 	srv = d.startCMServer(t, deadline, server...)
 	cli = d.run(t, "client", "", nil, client...)
 	cli.wait(deadline)
 	if endless {
 		srv.kill()
-		if !cli.ok() {
-			t.Fatalf("client failed\n%s\n%s\n%s", cli.report(), srv.report(), d.p.report())
-		}
-		return srv, cli
+		return srv, cli, cli.ok()
 	}
 	if !cli.ok() {
 		srv.wait(time.After(2 * time.Second))
 	}
 	srv.wait(deadline)
-	if !srv.ok() || !cli.ok() {
-		t.Fatalf("server/client pair failed\n%s\n%s\n%s", srv.report(), cli.report(), d.p.report())
-	}
-	return srv, cli
+	return srv, cli, srv.ok() && cli.ok()
 }
 
 // mustMatch fails unless p's output matches every pattern.
@@ -105,7 +109,9 @@ func TestRping(t *testing.T) {
 				client = append(client, "-I", d.addrs[1])
 			}
 			srv, cli := d.runCMPair(t, false, server, client)
-			mustMatch(t, cli, `(?m)^ping data: rdma-ping-99: `, `(?m)DISCONNECT EVENT`)
+			// (rping's client may exit before its event thread prints
+			// the DISCONNECTED it got: not checked)
+			mustMatch(t, cli, `(?m)^ping data: rdma-ping-99: `)
 			mustMatch(t, srv, `(?m)^server ping data: rdma-ping-99: `)
 		})
 	}
@@ -169,8 +175,25 @@ func TestPerftestRdmaCM(t *testing.T) {
 			d := sharedDaemon(t)
 			port := cmPort()
 			common := []string{c.prog, "-R", "-p", port, "-n", "200", "-F"}
-			_, cli := d.runCMPair(t, false, append(append([]string{}, common...), "-d", "rnic0"),
-				append(append([]string{}, common...), "-d", "rnic1", d.addrs[0]))
+			server := append(append([]string{}, common...), "-d", "rnic0")
+			client := append(append([]string{}, common...), "-d", "rnic1", d.addrs[0])
+			// perftest's own race: its server listens a second time for
+			// the data connection after the first, and its client connects
+			// without retrying; a client faster than the server (rdma_cm
+			// resolves at once here) is rejected for want of a listener
+			// (REJECTED 8). That, and only that, is tried again.
+			var cli *proc
+			for try := 1; ; try++ {
+				srv, c, ok := d.tryCMPair(t, false, server, client)
+				cli = c
+				if ok {
+					break
+				}
+				if try == 3 || !strings.Contains(c.out.String(), "RDMA_CM_EVENT_REJECTED; error: 8") {
+					t.Fatalf("server/client pair failed\n%s\n%s\n%s", srv.report(), c.report(), d.p.report())
+				}
+				t.Logf("try %d: the client overtook the server's second listen (perftest's race); again", try)
+			}
 			mustMatch(t, cli, fmt.Sprintf(`(?m)^\s*%d\s+200\s+[\d.]+\s+[\d.]+`, c.size))
 		})
 	}
