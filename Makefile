@@ -22,6 +22,7 @@ VERBS_HDRS  := /usr/include/infiniband/verbs.h /usr/include/rdma/rdma_cma.h
 CC          ?= gcc
 LIBDIR      ?= lib
 DROPIN_LIB  := nic/rnicd/dropin/ibverbs
+DROPIN_CM   := nic/rnicd/dropin/rdmacm
 HAVE_CC_VERBS := $(shell command -v $(CC) >/dev/null 2>&1 && [ -e /usr/include/infiniband/verbs.h ] && echo yes)
 
 .PHONY: all build lib lib-asan test test-race test-verbs demo bench bench-go fuzz lint interop clean
@@ -41,10 +42,16 @@ endif
 # lib: the drop-in library; lib-asan: the same under AddressSanitizer, in
 # $(LIBDIR)/asan (for programs built with -fsanitize=address, or run with
 # LD_PRELOAD of the compiler's libasan.so).
+# librdmacm.so.1 (nic/rnicd/dropin/rdmacm) links to that libibverbs.
 lib:
 	@$(MAKE) --no-print-directory -C $(DROPIN_LIB) CC=$(CC) OUT=$(abspath $(LIBDIR))
+	@if [ -e $(DROPIN_CM)/Makefile ] && [ -e /usr/include/rdma/rdma_cma.h ]; then \
+		$(MAKE) --no-print-directory -C $(DROPIN_CM) CC=$(CC) OUT=$(abspath $(LIBDIR)); \
+	else echo "lib: $(LIBDIR)/librdmacm.so.1 not built: apt-get install librdmacm-dev"; fi
 lib-asan:
 	@$(MAKE) --no-print-directory -C $(DROPIN_LIB) CC=$(CC) OUT=$(abspath $(LIBDIR))/asan SAN=1
+	@if [ -e $(DROPIN_CM)/Makefile ] && [ -e /usr/include/rdma/rdma_cma.h ]; then \
+		$(MAKE) --no-print-directory -C $(DROPIN_CM) CC=$(CC) OUT=$(abspath $(LIBDIR))/asan SAN=1; fi
 
 # The whole test suite: vet, every package's tests, then the engine and
 # transport packages again under the race detector.

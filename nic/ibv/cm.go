@@ -18,6 +18,14 @@ import (
 // connection (RDMA_CM_EVENT_REJECTED).
 var ErrRejected = errors.New("ibv: connection rejected by the peer")
 
+// RejectDetail is implemented by a CM's rejection error that knows the
+// REJ: its reason (IBTA table 112) and private data, which rdma_cm hands
+// to the program with RDMA_CM_EVENT_REJECTED.
+type RejectDetail interface {
+	RejectReason() uint16
+	RejectPrivateData() []byte
+}
+
 // ConnParam are the connection parameters (struct rdma_conn_param); zero
 // fields take rdma_cm's defaults (IRD/ORD 1, retries 7, remote
 // READ/WRITE/atomic access).

@@ -91,6 +91,10 @@ func (e *RejectError) Error() string { return fmt.Sprintf("rdmacm: rejected: %v"
 // Unwrap makes a rejection ibv.ErrRejected for callers of any backend.
 func (e *RejectError) Unwrap() error { return ibv.ErrRejected }
 
+// RejectReason and RejectPrivateData make it an ibv.RejectDetail.
+func (e *RejectError) RejectReason() uint16      { return uint16(e.Reason) }
+func (e *RejectError) RejectPrivateData() []byte { return e.PrivateData }
+
 // CM is the connection manager of one NIC.
 type CM struct {
 	n   *embedded.NIC

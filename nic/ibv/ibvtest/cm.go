@@ -246,6 +246,12 @@ func testCMReject(t *testing.T, p Pair) {
 	if !errors.Is(err, ibv.ErrRejected) {
 		t.Fatalf("CMConnect to a listener that rejects: %v, want ibv.ErrRejected", err)
 	}
+	// A backend that reports the REJ must report the rejecter's: reason
+	// consumer reject (IBTA table 112: 28), its private data first.
+	var d ibv.RejectDetail
+	if errors.As(err, &d) && (d.RejectReason() != 28 || !bytes.HasPrefix(d.RejectPrivateData(), []byte("ibvtest: no"))) {
+		t.Fatalf("rejection's detail: reason %d, private data %q; want 28, \"ibvtest: no\"...", d.RejectReason(), d.RejectPrivateData())
+	}
 	if rerr := <-rejected; rerr != nil {
 		t.Fatalf("passive side: %v", rerr)
 	}

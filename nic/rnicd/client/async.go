@@ -109,7 +109,7 @@ func (p *pending) wait(ctx context.Context, cancelOp proto.Op, body proto.Messag
 		if ctxErr != nil {
 			return ctxErr, ctxErr // the work failed because it was cancelled
 		}
-		return err, nil
+		return withRejectDetail(err, &m), nil
 	}
 	if err := m.DecodeResult(body); err != nil {
 		return fmt.Errorf("rnicd: %v result: %w", p.op, err), ctxErr

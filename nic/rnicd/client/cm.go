@@ -235,3 +235,27 @@ func (c *cmConn) Disconnect(ctx context.Context) error {
 	c.down()
 	return nil
 }
+
+// rejectedError is a rejected CM_CONNECT with the REJ the daemon reported
+// (CMRejectInfo): still ibv.ErrRejected, and an ibv.RejectDetail.
+type rejectedError struct {
+	err  error
+	info proto.CMRejectInfo
+}
+
+func (e *rejectedError) Error() string             { return e.err.Error() }
+func (e *rejectedError) Unwrap() error             { return e.err }
+func (e *rejectedError) RejectReason() uint16      { return e.info.Reason }
+func (e *rejectedError) RejectPrivateData() []byte { return e.info.PrivateData }
+
+// withRejectDetail adds a rejection's details, when the result has them.
+func withRejectDetail(err error, m *proto.AsyncResult) error {
+	if m.Status != proto.StatusRejected || len(m.Body) == 0 {
+		return err
+	}
+	e := &rejectedError{err: err}
+	if m.DecodeResult(&e.info) != nil {
+		return err
+	}
+	return e
+}

@@ -16,7 +16,9 @@
 //	CM_DISCONNECTED event Handle (the connection): it is down, its QP in
 //	                     ERR; the handle is gone
 //
-// A peer's reject fails CM_CONNECT with StatusRejected.
+// A peer's reject fails CM_CONNECT with StatusRejected; the result's body
+// is then a CMRejectInfo (the REJ's reason and private data), when the
+// device's CM reports them (ibv.RejectDetail).
 
 package proto
 
@@ -231,3 +233,20 @@ type CMDisconnectReq struct {
 
 func (m *CMDisconnectReq) Encode(w *Writer) { w.U32(m.Token); w.U32(m.Conn) }
 func (m *CMDisconnectReq) Decode(r *Reader) { m.Token = r.U32(); m.Conn = r.U32() }
+
+// MaxRejectPrivateData bounds a REJ's private data (IBTA 12.6.7: 148
+// bytes).
+const MaxRejectPrivateData = 148
+
+// CMRejectInfo is the body of a CM_CONNECT result with StatusRejected:
+// the REJ's reason (IBTA table 112) and private data.
+type CMRejectInfo struct {
+	Reason      uint16
+	PrivateData []byte
+}
+
+func (m *CMRejectInfo) Encode(w *Writer) { w.U16(m.Reason); w.Blob(m.PrivateData) }
+func (m *CMRejectInfo) Decode(r *Reader) {
+	m.Reason = r.U16()
+	m.PrivateData = r.Blob(MaxRejectPrivateData)
+}

@@ -138,7 +138,8 @@ func (x *sessionExt) result(op proto.Op, token uint32, body proto.Message, err e
 		if len(m.Msg) > proto.MaxErrorLen {
 			m.Msg = m.Msg[:proto.MaxErrorLen]
 		}
-	} else if body != nil {
+	}
+	if body != nil { // a failure's details (CMRejectInfo), or the result
 		w := proto.NewWriter(nil)
 		body.Encode(w)
 		m.Body = w.Bytes()

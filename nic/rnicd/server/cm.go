@@ -11,6 +11,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/rnic/rnic/nic"
@@ -306,10 +307,24 @@ func handleCMConnect(s *Session, req *Request, rep *Reply) error {
 		cn, err := cm.CMConnect(ctx, q.qp, m.Addr, m.Port, pd, &param)
 		if err != nil {
 			q.publishState()
-			return nil, nil, err
+			return rejectInfo(err), nil, err
 		}
 		return x.addConn(cn, q)
 	})
+}
+
+// rejectInfo is the body of a rejected CM_CONNECT's result: the REJ's
+// reason and private data, when the CM reports them; nil otherwise.
+func rejectInfo(err error) proto.Message {
+	var d ibv.RejectDetail
+	if !errors.As(err, &d) {
+		return nil
+	}
+	pd := d.RejectPrivateData()
+	if len(pd) > proto.MaxRejectPrivateData {
+		pd = pd[:proto.MaxRejectPrivateData]
+	}
+	return &proto.CMRejectInfo{Reason: d.RejectReason(), PrivateData: pd}
 }
 
 func handleCMDisconnect(s *Session, req *Request, rep *Reply) error {

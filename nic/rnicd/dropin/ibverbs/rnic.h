@@ -397,4 +397,8 @@ extern int rnic_fork_safe;
 /* Events: the daemon's event, as ibv_async_event (async.c). */
 void rnic_queue_event(struct rnic_conn *c, const struct rnic_event *e);
 
+/* rdma_cm events go to librdmacm's sink (private.c). */
+typedef void (*rnic_cm_sink_fn)(void *key, uint16_t op, const uint8_t *body, size_t n);
+void rnic_cm_deliver(struct rnic_conn *c, uint16_t op, const uint8_t *body, size_t n);
+
 #endif

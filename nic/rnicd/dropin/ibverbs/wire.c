@@ -283,8 +283,10 @@ static void on_event(struct rnic_conn *c, uint16_t op, const uint8_t *body, size
 {
 	struct rbuf r;
 	struct rnic_event e;
-	if (op != OP_EVENT)
-		return; /* events of other concerns (rdma_cm, side channel) */
+	if (op != OP_EVENT) { /* events of other concerns: rdma_cm's go to librdmacm */
+		rnic_cm_deliver(c, op, body, n);
+		return;
+	}
 	r_init(&r, body, n);
 	e.type = r_u8(&r);
 	e.object = r_u8(&r);

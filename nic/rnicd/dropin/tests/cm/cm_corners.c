@@ -1,0 +1,478 @@
+/*
+ * cm_corners: the corners of librdmacm that the unmodified Debian programs
+ * do not reach, checked against the documented semantics (rdma-core 44's
+ * man pages, <rdma/rdma_cma.h>) whatever library is loaded: rnic's drop-in
+ * librdmacm.so.1 in the tests (nic/rnicd/dropin/rdmacm_test.go), under
+ * AddressSanitizer. Server and client are ids of this one process, on two
+ * devices' addresses.
+ *
+ *   cm_corners reject      A0 A1   reject with private data: REJECTED carries it
+ *   cm_corners nolistener  A0 A1   connect to a port nobody listens on: REJECTED
+ *   cm_corners addrerror   A0 A1   an address no device reaches: ADDR_ERROR
+ *   cm_corners nonblock    A0 A1   a non-blocking channel, poll(2), EAGAIN
+ *   cm_corners backlog     A0 A1   64 connects pending on a listener, then accepted
+ *   cm_corners orphan      A0 A1   a channel destroyed under a thread waiting on it:
+ *                                   the thread stays blocked (as on a closed rdma_cm fd)
+ *   cm_corners killed      A0 A1   the daemon dies mid-connect: DEVICE_REMOVAL,
+ *                                   ROUTE_ERROR, no hang (prints "ready", then
+ *                                   reads stdin's end before going on)
+ *
+ * Each check prints "ok ..." or "FAIL ..."; exit 0 when all passed, 1 when
+ * one failed, 2 when the setup failed.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <pthread.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <rdma/rdma_cma.h>
+
+#define TIMEOUT_MS 20000
+
+static int failures;
+static const char *a0, *a1;
+
+__attribute__((format(printf, 2, 3))) static void check(int ok, const char *fmt, ...)
+{
+	va_list ap;
+	printf("%s ", ok ? "ok" : "FAIL");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+	if (!ok)
+		failures++;
+}
+
+__attribute__((format(printf, 1, 2), noreturn)) static void die(const char *fmt, ...)
+{
+	va_list ap;
+	int e = errno;
+	printf("SETUP FAILED: ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf(" (errno %d: %s)\n", e, strerror(e));
+	exit(2);
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static struct sockaddr_in addr(const char *ip, int port)
+{
+	struct sockaddr_in s = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	if (inet_pton(AF_INET, ip, &s.sin_addr) != 1)
+		die("bad address %s", ip);
+	return s;
+}
+
+/* next_event waits (poll(2), bounded) for ch's next event. */
+static struct rdma_cm_event *next_event(struct rdma_event_channel *ch)
+{
+	struct rdma_cm_event *ev;
+	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
+	long end = now_ms() + TIMEOUT_MS;
+	int fl = fcntl(ch->fd, F_GETFL);
+	fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK);
+	for (;;) {
+		if (rdma_get_cm_event(ch, &ev) == 0)
+			break;
+		if (errno != EAGAIN)
+			die("rdma_get_cm_event");
+		if (now_ms() > end) {
+			printf("FAIL no event within %d ms\n", TIMEOUT_MS);
+			exit(1);
+		}
+		poll(&p, 1, 100);
+	}
+	fcntl(ch->fd, F_SETFL, fl);
+	return ev;
+}
+
+/* expect waits for an event of type t on ch, checks it, and acks it
+ * unless keep (then the caller acks). Returns the event's id. */
+static struct rdma_cm_id *expect(struct rdma_event_channel *ch, enum rdma_cm_event_type t, const char *what)
+{
+	struct rdma_cm_event *ev = next_event(ch);
+	struct rdma_cm_id *id = ev->id;
+	check(ev->event == t, "%s: %s (got %s, status %d)", what, rdma_event_str(t), rdma_event_str(ev->event),
+	      ev->status);
+	rdma_ack_cm_event(ev);
+	return id;
+}
+
+static void make_qp(struct rdma_cm_id *id)
+{
+	struct ibv_qp_init_attr a = {.qp_type = IBV_QPT_RC,
+				     .cap = {.max_send_wr = 2, .max_recv_wr = 2, .max_send_sge = 1, .max_recv_sge = 1}};
+	if (rdma_create_qp(id, NULL, &a))
+		die("rdma_create_qp");
+}
+
+/* client_to resolves id toward a0:port from a1, with a QP. */
+static void client_to(struct rdma_event_channel *ch, struct rdma_cm_id *id, int port)
+{
+	struct sockaddr_in src = addr(a1, 0), dst = addr(a0, port);
+	if (rdma_resolve_addr(id, (struct sockaddr *)&src, (struct sockaddr *)&dst, 2000))
+		die("rdma_resolve_addr");
+	expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED, "client");
+	if (rdma_resolve_route(id, 2000))
+		die("rdma_resolve_route");
+	expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, "client");
+	make_qp(id);
+}
+
+static struct rdma_cm_id *listener(struct rdma_event_channel *ch, int backlog, int *port)
+{
+	struct rdma_cm_id *l;
+	struct sockaddr_in s = addr(a0, 0);
+	if (rdma_create_id(ch, &l, NULL, RDMA_PS_TCP) || rdma_bind_addr(l, (struct sockaddr *)&s) ||
+	    rdma_listen(l, backlog))
+		die("listen");
+	*port = ntohs(rdma_get_src_port(l));
+	check(*port != 0, "rdma_get_src_port after listening on port 0: %d", *port);
+	return l;
+}
+
+static void test_reject(void)
+{
+	struct rdma_event_channel *sc = rdma_create_event_channel(), *cc = rdma_create_event_channel();
+	struct rdma_cm_id *l, *c, *req;
+	struct rdma_cm_event *ev;
+	struct rdma_conn_param p = {.private_data = "hello", .private_data_len = 6, .retry_count = 7};
+	int port;
+
+	l = listener(sc, 1, &port);
+	if (rdma_create_id(cc, &c, NULL, RDMA_PS_TCP))
+		die("rdma_create_id");
+	client_to(cc, c, port);
+	if (rdma_connect(c, &p))
+		die("rdma_connect");
+	ev = next_event(sc);
+	check(ev->event == RDMA_CM_EVENT_CONNECT_REQUEST && ev->listen_id == l, "CONNECT_REQUEST on the listener");
+	check(ev->param.conn.private_data_len >= 6 && !memcmp(ev->param.conn.private_data, "hello", 6),
+	      "the request carries the client's private data");
+	req = ev->id;
+	check(req != l && req->verbs != NULL, "the request has an id of its own, on a device");
+	rdma_ack_cm_event(ev);
+	check(rdma_reject(req, "nope", 5) == 0, "rdma_reject with private data");
+	ev = next_event(cc);
+	check(ev->event == RDMA_CM_EVENT_REJECTED, "client: REJECTED (got %s)", rdma_event_str(ev->event));
+	check(ev->status == 28, "REJECTED's status is the consumer reject reason 28 (got %d)", ev->status);
+	check(ev->param.conn.private_data_len >= 5 && ev->param.conn.private_data &&
+		      !memcmp(ev->param.conn.private_data, "nope", 5),
+	      "REJECTED carries the rejecter's private data (%d bytes)", ev->param.conn.private_data_len);
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(req);
+	rdma_destroy_qp(c);
+	rdma_destroy_id(c);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(sc);
+	rdma_destroy_event_channel(cc);
+}
+
+static void test_nolistener(void)
+{
+	struct rdma_event_channel *cc = rdma_create_event_channel();
+	struct rdma_cm_id *c;
+	struct rdma_cm_event *ev;
+	int port;
+
+	/* a port that was listened on a moment ago, and no more */
+	rdma_destroy_id(listener(cc, 1, &port));
+	if (rdma_create_id(cc, &c, NULL, RDMA_PS_TCP))
+		die("rdma_create_id");
+	client_to(cc, c, port);
+	if (rdma_connect(c, NULL))
+		die("rdma_connect");
+	ev = next_event(cc);
+	check(ev->event == RDMA_CM_EVENT_REJECTED, "no listener: REJECTED (got %s)", rdma_event_str(ev->event));
+	check(ev->status == 8, "status: invalid service ID, 8 (got %d)", ev->status);
+	rdma_ack_cm_event(ev);
+	rdma_destroy_qp(c);
+	rdma_destroy_id(c);
+	rdma_destroy_event_channel(cc);
+}
+
+static void test_addrerror(void)
+{
+	struct rdma_event_channel *cc = rdma_create_event_channel();
+	struct rdma_cm_id *c;
+	struct sockaddr_in src = addr(a1, 0), dst = addr("192.0.2.1", 7471), other = addr("127.254.254.254", 0);
+	struct rdma_cm_event *ev;
+
+	if (rdma_create_id(cc, &c, NULL, RDMA_PS_TCP))
+		die("rdma_create_id");
+	check(rdma_bind_addr(c, (struct sockaddr *)&other) == -1 && errno == EADDRNOTAVAIL,
+	      "rdma_bind_addr to an address no device has: EADDRNOTAVAIL");
+	check(rdma_resolve_route(c, 1000) == -1 && errno == EINVAL, "rdma_resolve_route before the address: EINVAL");
+	check(rdma_resolve_addr(c, (struct sockaddr *)&src, (struct sockaddr *)&dst, 1000) == 0,
+	      "rdma_resolve_addr toward a network no device reaches is started");
+	ev = next_event(cc);
+	check(ev->event == RDMA_CM_EVENT_ADDR_ERROR && ev->status < 0, "ADDR_ERROR (got %s, status %d)",
+	      rdma_event_str(ev->event), ev->status);
+	rdma_ack_cm_event(ev);
+	check(rdma_connect(c, NULL) == -1 && errno == EINVAL, "rdma_connect without a route: EINVAL");
+	rdma_destroy_id(c);
+	rdma_destroy_event_channel(cc);
+}
+
+static void test_nonblock(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *l, *c, *req = NULL;
+	struct rdma_cm_event *ev;
+	struct pollfd p = {.events = POLLIN};
+	int port, established = 0, got_req = 0, down = 0;
+	long end;
+
+	p.fd = ch->fd;
+	fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
+	check(rdma_get_cm_event(ch, &ev) == -1 && errno == EAGAIN, "empty non-blocking channel: EAGAIN");
+	check(poll(&p, 1, 0) == 0, "empty channel: poll(2) says not readable");
+	l = listener(ch, 4, &port);
+	if (rdma_create_id(ch, &c, NULL, RDMA_PS_TCP))
+		die("rdma_create_id");
+	{
+		struct sockaddr_in src = addr(a1, 0), dst = addr(a0, port);
+		if (rdma_resolve_addr(c, (struct sockaddr *)&src, (struct sockaddr *)&dst, 2000))
+			die("rdma_resolve_addr");
+	}
+	check(poll(&p, 1, TIMEOUT_MS) == 1 && (p.revents & POLLIN), "poll(2) wakes for ADDR_RESOLVED");
+	check(rdma_get_cm_event(ch, &ev) == 0 && ev->event == RDMA_CM_EVENT_ADDR_RESOLVED, "ADDR_RESOLVED at once");
+	rdma_ack_cm_event(ev);
+	check(rdma_get_cm_event(ch, &ev) == -1 && errno == EAGAIN, "then EAGAIN again");
+	if (rdma_resolve_route(c, 2000))
+		die("rdma_resolve_route");
+	check(poll(&p, 1, TIMEOUT_MS) == 1, "poll(2) wakes for ROUTE_RESOLVED");
+	check(rdma_get_cm_event(ch, &ev) == 0 && ev->event == RDMA_CM_EVENT_ROUTE_RESOLVED, "ROUTE_RESOLVED");
+	rdma_ack_cm_event(ev);
+	make_qp(c);
+	if (rdma_connect(c, NULL))
+		die("rdma_connect");
+	/* the request, our accept, both ESTABLISHEDs: all through poll(2);
+	 * a wake-up without an event (EAGAIN) is allowed, a hang is not */
+	for (end = now_ms() + TIMEOUT_MS; established < 2 && now_ms() < end;) {
+		if (poll(&p, 1, 1000) != 1)
+			continue;
+		if (rdma_get_cm_event(ch, &ev)) {
+			check(errno == EAGAIN, "a failed get on a readable channel says EAGAIN (errno %d)", errno);
+			continue;
+		}
+		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			req = ev->id;
+			got_req = 1;
+			make_qp(req);
+			check(rdma_accept(req, NULL) == 0, "rdma_accept");
+		} else {
+			check(ev->event == RDMA_CM_EVENT_ESTABLISHED, "ESTABLISHED (got %s)", rdma_event_str(ev->event));
+			established++;
+		}
+		rdma_ack_cm_event(ev);
+	}
+	check(got_req && established == 2, "both sides established through poll(2)");
+	check(rdma_disconnect(c) == 0, "rdma_disconnect");
+	for (end = now_ms() + TIMEOUT_MS; down < 2 && now_ms() < end;) {
+		if (poll(&p, 1, 1000) == 1 && rdma_get_cm_event(ch, &ev) == 0) {
+			down += ev->event == RDMA_CM_EVENT_DISCONNECTED;
+			rdma_ack_cm_event(ev);
+		}
+	}
+	check(down == 2, "DISCONNECTED on both sides");
+	rdma_destroy_qp(req);
+	rdma_destroy_id(req);
+	rdma_destroy_qp(c);
+	rdma_destroy_id(c);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+}
+
+#define NBACK 64
+
+static void test_backlog(void)
+{
+	struct rdma_event_channel *sc = rdma_create_event_channel(), *cc = rdma_create_event_channel();
+	struct rdma_cm_id *l, *c[NBACK], *r[NBACK];
+	struct rdma_cm_event *ev;
+	int port, nreq = 0, est = 0;
+
+	l = listener(sc, NBACK, &port);
+	for (int i = 0; i < NBACK; i++) {
+		if (rdma_create_id(cc, &c[i], NULL, RDMA_PS_TCP))
+			die("rdma_create_id");
+		client_to(cc, c[i], port);
+		if (rdma_connect(c[i], NULL))
+			die("rdma_connect %d", i);
+	}
+	/* all 64 connects are pending before the listener looks at one */
+	usleep(300000);
+	while (nreq < NBACK) {
+		ev = next_event(sc);
+		if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+			check(0, "listener: %s instead of a request", rdma_event_str(ev->event));
+			rdma_ack_cm_event(ev);
+			break;
+		}
+		r[nreq] = ev->id;
+		rdma_ack_cm_event(ev);
+		make_qp(r[nreq]);
+		if (rdma_accept(r[nreq], NULL))
+			die("rdma_accept");
+		nreq++;
+	}
+	check(nreq == NBACK, "%d of %d pending connects reached the listener", nreq, NBACK);
+	while (est < NBACK) {
+		ev = next_event(cc);
+		if (ev->event != RDMA_CM_EVENT_ESTABLISHED) {
+			check(0, "client: %s, status %d", rdma_event_str(ev->event), ev->status);
+			rdma_ack_cm_event(ev);
+			break;
+		}
+		est++;
+		rdma_ack_cm_event(ev);
+	}
+	check(est == NBACK, "%d of %d clients established", est, NBACK);
+	for (int i = 0; i < NBACK; i++) {
+		rdma_destroy_qp(c[i]);
+		rdma_destroy_id(c[i]);
+	}
+	for (int i = 0; i < nreq; i++) {
+		rdma_destroy_qp(r[i]);
+		rdma_destroy_id(r[i]);
+	}
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(sc);
+	rdma_destroy_event_channel(cc);
+}
+
+static volatile int orphan_returned, orphan_errno;
+
+static void *orphan_wait(void *arg)
+{
+	struct rdma_cm_event *ev;
+	int r = rdma_get_cm_event(arg, &ev);
+	orphan_errno = r ? errno : 0;
+	orphan_returned = 1;
+	return NULL;
+}
+
+/* test_orphan: rping's event thread still waits in rdma_get_cm_event when
+ * main destroys the channel and returns; CM traffic on the device then
+ * must not make the waiter return an error (rping exits with it). */
+static void test_orphan(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel(), *other = rdma_create_event_channel();
+	struct rdma_cm_id *c;
+	struct rdma_cm_event *ev;
+	pthread_t th;
+	int port;
+
+	if (!ch || !other || pthread_create(&th, NULL, orphan_wait, ch))
+		die("setup");
+	usleep(100000);
+	rdma_destroy_event_channel(ch);
+	/* CM results on the devices' sockets: a connect nobody listens for */
+	rdma_destroy_id(listener(other, 1, &port));
+	if (rdma_create_id(other, &c, NULL, RDMA_PS_TCP))
+		die("rdma_create_id");
+	client_to(other, c, port);
+	if (rdma_connect(c, NULL))
+		die("rdma_connect");
+	ev = next_event(other);
+	rdma_ack_cm_event(ev);
+	usleep(300000);
+	check(!orphan_returned, "the orphaned waiter stays blocked (returned: errno %d)", orphan_errno);
+	rdma_destroy_qp(c);
+	rdma_destroy_id(c);
+	rdma_destroy_event_channel(other);
+	pthread_detach(th);
+}
+
+/* test_killed: a connect waits on a listener that does not answer; the
+ * harness kills the daemon once we say ready (stdin closes then). */
+static void test_killed(void)
+{
+	struct rdma_event_channel *sc = rdma_create_event_channel(), *cc = rdma_create_event_channel();
+	struct rdma_cm_id *l, *c, *c2, *req;
+	struct rdma_cm_event *ev;
+	struct sockaddr_in src = addr(a1, 0), dst = addr(a0, 1);
+	char b;
+	int port;
+
+	l = listener(sc, 1, &port);
+	if (rdma_create_id(cc, &c, NULL, RDMA_PS_TCP) || rdma_create_id(cc, &c2, NULL, RDMA_PS_TCP))
+		die("rdma_create_id");
+	client_to(cc, c, port);
+	if (rdma_resolve_addr(c2, (struct sockaddr *)&src, (struct sockaddr *)&dst, 2000))
+		die("rdma_resolve_addr");
+	expect(cc, RDMA_CM_EVENT_ADDR_RESOLVED, "second client");
+	if (rdma_connect(c, NULL))
+		die("rdma_connect");
+	req = expect(sc, RDMA_CM_EVENT_CONNECT_REQUEST, "listener"); /* not answered */
+	printf("ready\n");
+	fflush(stdout);
+	while (read(0, &b, 1) > 0) {
+	}
+	ev = next_event(cc);
+	check(ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL, "the connecting id: DEVICE_REMOVAL (got %s)",
+	      rdma_event_str(ev->event));
+	rdma_ack_cm_event(ev);
+	ev = next_event(cc);
+	check(ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL, "the resolved id: DEVICE_REMOVAL (got %s)",
+	      rdma_event_str(ev->event));
+	rdma_ack_cm_event(ev);
+	check(rdma_resolve_route(c2, 1000) == 0, "rdma_resolve_route on a removed device is started");
+	expect(cc, RDMA_CM_EVENT_ROUTE_ERROR, "removed device");
+	ev = next_event(sc);
+	check(ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL, "the listener's ids: DEVICE_REMOVAL (got %s)",
+	      rdma_event_str(ev->event));
+	rdma_ack_cm_event(ev);
+	{
+		int r = rdma_accept(req, NULL), e = errno;
+		check(r == -1, "rdma_accept on a removed device fails (errno %d)", e);
+	}
+	rdma_destroy_id(req);
+	rdma_destroy_qp(c);
+	rdma_destroy_id(c);
+	rdma_destroy_id(c2);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(sc);
+	rdma_destroy_event_channel(cc);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		void (*fn)(void);
+	} tests[] = {{"reject", test_reject},     {"nolistener", test_nolistener}, {"addrerror", test_addrerror},
+		     {"nonblock", test_nonblock}, {"backlog", test_backlog},       {"orphan", test_orphan},
+		     {"killed", test_killed}};
+	if (argc != 4) {
+		fprintf(stderr, "usage: cm_corners TEST ADDR0 ADDR1\n");
+		return 2;
+	}
+	a0 = argv[2];
+	a1 = argv[3];
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+		if (!strcmp(argv[1], tests[i].name)) {
+			tests[i].fn();
+			return failures ? 1 : 0;
+		}
+	fprintf(stderr, "cm_corners: no test %s\n", argv[1]);
+	return 2;
+}
