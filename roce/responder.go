@@ -155,6 +155,13 @@ func transportOf(t verbs.QPType) wire.Transport {
 // CHK_OP_SEQ → CHK_OP_VALID → CHK_RESOURCE, then the opcode's own
 // execution, which runs CHK_LENGTH and CHK_RKEY before a byte moves
 // (respchecks.go). A failed check is answered by its NAK (respnak.go).
+//
+// Two places differ from rxe's order, on purpose: a SEND's (or WRITE with
+// immediate's) receive WQE is taken after the length check, not at
+// CHK_RESOURCE, so a malformed packet consumes no WQE; and a WRITE First's
+// rkey is checked for the whole message before its packet length. Both
+// sides of each pair are fatal NAKs; only a packet with two faults sees a
+// different NAK code than rxe would send.
 func (rs *responder) request(p *wire.Packet) {
 	qp := rs.qp
 	psn := p.BTH().PSN()
