@@ -82,4 +82,65 @@
 // QP moves to ERR with its WRs flushed. A received Terminate completes the
 // oldest outstanding send WR with the matching verbs status and flushes
 // the rest.
+//
+// # Where the spec lives
+//
+// Sections as the code's comments cite them (RFC 5044 MPA, RFC 6581
+// enhanced MPA, RFC 5041 DDP, RFC 5040 RDMAP, RFC 7306 RDMAP extensions).
+// Files are in this package unless named wire/ (iwarp/wire, the formats).
+//
+//	Spec                           File              Function(s)
+//	RFC 5044 §4.1, §4.5 (FPDU,     wire/fpdu.go,     AppendFPDU, ParseFPDU,
+//	  MULPDU)                      stack.go          ulpduFor
+//	RFC 5044 §4.2, §4.3 (markers)  wire/marker.go,   Marker, MarkedLen,
+//	                               wire/fpdu.go      appendMarked
+//	RFC 5044 §4.4 (CRC-32C)        wire/crc.go,      CRC, Deframer.Next
+//	                               wire/deframe.go
+//	RFC 5044 §5, §6 (FPDU-aligned  cm.go,            QP.establish,
+//	  send, deframing on receive)  wire/deframe.go,  Deframer,
+//	                               responder.go      QP.input
+//	RFC 5044 §7.1, §7.1.1 (MPA     cm.go,            Stack.Connect,
+//	  Request/Reply, CRC and       wire/mpa.go       QP.handshake,
+//	  marker negotiation)                            Listener.accepted,
+//	                                                 cep.onData,
+//	                                                 ConnRequest.Accept,
+//	                                                 ConnRequest.Reject,
+//	                                                 ParseMPAFrame,
+//	                                                 AppendMPAFrame, Negotiate
+//	RFC 5044 §8 (LLP error codes)  wire/terminate.go TermCode
+//	RFC 6581 §9 (enhanced frame,   wire/mpa.go,      IRDORD, decodeIRDORD,
+//	  IRD/ORD words)               cm.go             cep.onData,
+//	                                                 ConnRequest.Accept,
+//	                                                 QP.handshake
+//	RFC 6581 §9.2 (RTR)            stack.go,         RTRMode,
+//	                               requester.go,     QP.sendRTR,
+//	                               responder.go      QP.receiveRTR
+//	RFC 5041 §4, §4.2, §4.3 (DDP   wire/ddp.go       DDPHeader
+//	  tagged/untagged headers)
+//	RFC 5041 §4.4, RFC 5040 §4     wire/segment.go   Segment.Decode,
+//	  (segment = DDP + RDMAP)                        AppendSegment
+//	RFC 5041 §7.2 (DDP errors)     responder.go      QP.taggedFault
+//	RFC 5040 §4.1, §4.2 (RDMAP     wire/opcode.go,   the opcode table,
+//	  control, opcodes)            responder.go      QP.receive (dispatch),
+//	                                                 QP.unexpected
+//	RFC 5040 §4.4 (Read Request)   responder.go      responder.readRequest,
+//	                                                 requester.readResponse
+//	RFC 5040 §4.8 (Terminate)      terminate.go,     QP.sendTerminate,
+//	                               responder.go      QP.receiveTerminate,
+//	                                                 QP.remoteFault
+//	RFC 7306 §4.2 (opcodes 8-11)   wire/opcode.go    the opcode table
+//	RFC 7306 §5, §5.1 (atomics)    responder.go,     responder.atomicRequest,
+//	                               wire/rdmap.go     atomicOp,
+//	                                                 requester.atomicResponse,
+//	                                                 AtomicRequest,
+//	                                                 AtomicResponse
+//	RFC 7306 §6.2 (Immediate Data) requester.go,     QP.immediateHeader,
+//	                               responder.go      immFlags, responder.send
+//
+// Files: stack.go (Config, the Stack, QP creation), qp.go (QP state, verbs
+// Modify, ERR), cm.go (MPA connection setup and teardown, the RTR hand-over),
+// requester.go (send queue → FPDUs, the ORQ, Read and Atomic Responses
+// placed), responder.go (FPDUs → placement, receive completions, Read and
+// Atomic Requests served), terminate.go (Terminates sent and received),
+// framer.go (the capture framer), counters.go, trace.go.
 package iwarp

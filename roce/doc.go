@@ -15,11 +15,64 @@
 // virtual clock and the simulated link every retry, RNR wait and timeout is
 // deterministic and instant.
 //
+// # Where the spec lives
+//
+// Section and rule numbers are IBTA Vol 1 (chapter 9 and Annex A17 for
+// RoCEv2) as the code's comments cite them; a rule marked "rxe" is cited
+// as Linux rxe's source cites or implements it.
+//
+//	Spec                          File            Function(s)
+//	A17.4 (frame, UDP 4791)       wire/frame.go   Frame.Decode
+//	A17.3.3 (ICRC)                wire/icrc.go,   ICRC, Frame.VerifyICRC,
+//	                              stack.go        Stack.input (drops)
+//	§9.2, §9.3 (BTH, ext. hdrs)   wire/*.go       BTH, RETH, AETH, DETH, ...
+//	C9-34 (malformed → dropped)   wire/packet.go  Packet.Decode
+//	§9.7.1 (PSN arithmetic)       wire/psn.go     PSNDiff, PSNAdd
+//	§9.7.2 (requester)            requester.go    PostSend, progress,
+//	                                              sendRequest, packets
+//	§9.7.4, §9.7.5.1 (responder   responder.go    QP.receive, request,
+//	  order of checks)                            execute
+//	§9.7.5.1.1 CHK_PSN, one seq.  respchecks.go,  checkPSN,
+//	  error NAK per gap           respnak.go      nakSequenceError
+//	§9.7.5.1.3 CHK_OP_SEQ (C)     respchecks.go   checkOpSeq
+//	CHK_OP_VALID (QP access)      respchecks.go   checkOpValid
+//	CHK_RESOURCE                  respchecks.go   checkResource
+//	  (max_dest_rd_atomic)
+//	§9.7.5.1.3 CHK_LENGTH,        respchecks.go   checkLength,
+//	  C9-94 (rxe: DMA ≤ 2^31)                     checkWriteLength,
+//	                                              checkDMALength
+//	CHK_RKEY (whole range first)  respchecks.go   checkRKey
+//	EXECUTE                       responder.go    send, write, read, atomic
+//	§9.7.5.1.4, C9-105 (rxe:      responder.go,   duplicate, findResource,
+//	  duplicates, READ replay)    readstream.go   startStream, abandonStream
+//	C9-148 (rxe: MSN at READ)     responder.go    read, finishMessage
+//	§9.7.5.2 (NAK codes)          respnak.go      nakInvalidRequest,
+//	                                              nakRemoteAccess,
+//	                                              nakRemoteOperational
+//	§9.7.5.2.3 (invalid request)  respnak.go      reject, nakAccess
+//	§9.7.5.2.8 (RNR NAK)          respnak.go      nakRNR
+//	§9.7.5.2, §9.9.2 (completer)  completer.go    handleResponse, handleAck,
+//	                                              handleReadResponse,
+//	                                              handleAtomicAck, retry
+//	§9.7.6.1.3 (local ACK timer,  completer.go,   ackTimeout, armRetransmit,
+//	  retry counters)             requester.go    retransmitTimeout
+//	§9.7.7.2 (credits)            completer.go,   updateCredits, credits
+//	                              responder.go
+//	§9.8.2, §9.9.3.2 (UC)         uc.go           ucRequest, ucSend, ucWrite
+//	§9.8.3, §11.4.1.1 (UD)        ud.go           udReceive
+//	C10-93.1.1 (rxe: UD > MTU)    qp.go           newQP
+//	§10.2.4 (privileged Q_Key)    requester.go    sendRequest
+//	§10.3.1, §10.3.1.3 (ERR, SQE) qp.go           enterError, enterSQE
+//	§11.4.2.1 (CQ overrun)        qp.go           raise
+//	§13.5.1, C13-13 (QP1, GSI)    gsi.go          gsiInput, SendGSI
+//	chapter 12 (CM)               cm/             see cm's doc.go
+//
 // Files: stack.go (receive demux, transmit), qp.go (QP state and attributes),
 // requester.go (send queue → request packets, §9.7.2), completer.go (ACKs,
 // NAKs, responses → completions, retries, the local ACK timer, §9.7.5.2,
 // §9.7.6.1.3), responder.go (requests → memory, receive completions, ACKs,
-// NAKs, read and atomic responses, §9.7.4, §9.7.5.1), readstream.go (READ
+// read and atomic responses, §9.7.4, §9.7.5.1), respchecks.go (the
+// responder's check steps), respnak.go (its NAKs), readstream.go (READ
 // responses in bursts; a duplicate request abandons the stream, §9.7.5.1.4),
 // uc.go (UC responder, §9.8.2), ud.go (UD responder, §9.8.3: too-long
 // datagrams dropped, class D), gsi.go (QP1), counters.go, trace.go.

@@ -296,7 +296,7 @@ func (qp *QP) Destroy() {
 
 // enterError moves the QP to ERR: timers stop, every outstanding send WR
 // and every receive WR of the QP's own queue completes with WR_FLUSH_ERR
-// (IBTA §10.3.1, o10-...: "all outstanding WRs are completed in error").
+// (IBTA §10.3.1: "all outstanding WRs are completed in error").
 // A WR that caused the error has already been completed with its status.
 func (qp *QP) enterError() {
 	if qp.state == verbs.QPSErr {

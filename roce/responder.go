@@ -150,42 +150,54 @@ func transportOf(t verbs.QPType) wire.Transport {
 	return wire.TransportRC
 }
 
-// request handles a request packet.
+// request walks a request packet through the responder's checks in the
+// order of IBTA Vol 1 §9.7.5.1 (and of rxe's responder states): CHK_PSN →
+// CHK_OP_SEQ → CHK_OP_VALID → CHK_RESOURCE, then the opcode's own
+// execution, which runs CHK_LENGTH and CHK_RKEY before a byte moves
+// (respchecks.go). A failed check is answered by its NAK (respnak.go).
+//
+// Two places differ from rxe's order, on purpose: a SEND's (or WRITE with
+// immediate's) receive WQE is taken after the length check, not at
+// CHK_RESOURCE, so a malformed packet consumes no WQE; and a WRITE First's
+// rkey is checked for the whole message before its packet length. Both
+// sides of each pair are fatal NAKs; only a packet with two faults sees a
+// different NAK code than rxe would send.
 func (rs *responder) request(p *wire.Packet) {
 	qp := rs.qp
 	psn := p.BTH().PSN()
-	d := wire.PSNDiff(psn, rs.epsn)
-	if d >= 0 && rs.stream.active {
+	c := rs.checkPSN(psn)
+	if c != checkDuplicate && rs.stream.active {
 		// Whatever this request brings follows the READ responses.
 		rs.finishStream()
 		if qp.state == verbs.QPSErr {
 			return
 		}
 	}
-	switch {
-	case d > 0:
-		qp.s.ctr.inc(OutOfSequence)
-		if !rs.nakSent {
-			rs.nakSent = true
-			if qp.s.tracing() {
-				qp.s.tracef(qp.cfg.QPN, "resp", "psn %d but expected %d: NAK sequence error (once for this gap)", psn, rs.epsn)
-			}
-			rs.sendAck(wire.NAKSyndrome(wire.NAKPSNSeqError), rs.epsn)
-			qp.s.ctr.inc(NaksSent)
-		}
+	switch c {
+	case checkPSNAhead:
+		rs.nakSequenceError(psn)
 		return
-	case d < 0:
+	case checkDuplicate:
 		qp.s.ctr.inc(DuplicateRequest)
 		rs.abandonStream()
 		rs.duplicate(p, psn)
 		return
 	}
 	info := p.Info()
-	if !rs.sequenceOK(info) {
-		qp.s.ctr.inc(UnexpectedOpcode)
-		rs.fatal(psn, wire.NAKInvalidRequest, verbs.WCRemInvReqErr, verbs.EventQPReqErr)
+	if c = rs.checkOpSeq(info); c == checkOK {
+		if c = rs.checkOpValid(info); c == checkOK {
+			c = rs.checkResource(info)
+		}
+	}
+	if c != checkOK {
+		rs.reject(psn, c)
 		return
 	}
+	rs.execute(p, psn, info)
+}
+
+// execute runs a request that passed the checks common to every opcode.
+func (rs *responder) execute(p *wire.Packet, psn uint32, info *wire.OpInfo) {
 	switch info.Kind {
 	case wire.KindSend:
 		rs.send(p, psn, info)
@@ -195,23 +207,7 @@ func (rs *responder) request(p *wire.Packet) {
 		rs.read(p, psn)
 	case wire.KindCmpSwap, wire.KindFetchAdd:
 		rs.atomic(p, psn, info)
-	default: // FLUSH and ATOMIC WRITE are not offered by this device
-		qp.s.ctr.inc(UnexpectedOpcode)
-		rs.fatal(psn, wire.NAKInvalidRequest, verbs.WCRemInvReqErr, verbs.EventQPReqErr)
 	}
-}
-
-// sequenceOK checks the opcode sequence: Middle and Last continue a message
-// of their own kind; anything else starts one (§9.7.5.1.3, class C).
-func (rs *responder) sequenceOK(info *wire.OpInfo) bool {
-	cont := info.Pos == wire.PosMiddle || info.Pos == wire.PosLast
-	switch rs.inMsg {
-	case msgSend:
-		return cont && info.Kind == wire.KindSend
-	case msgWrite:
-		return cont && info.Kind == wire.KindWrite
-	}
-	return !cont
 }
 
 // advance accepts the packet: the expected PSN moves on.
@@ -229,30 +225,17 @@ func (rs *responder) advance(psn uint32, n int, ackReq bool) {
 	}
 }
 
-// lengthOK checks a packet's payload against the path MTU: First and
-// Middle carry exactly one MTU, Last at least one byte (§9.7.5.1.3).
-func (rs *responder) lengthOK(info *wire.OpInfo, n int) bool {
-	mtu := rs.qp.mtu
-	switch info.Pos {
-	case wire.PosFirst, wire.PosMiddle:
-		return n == mtu
-	case wire.PosLast:
-		return n > 0 && n <= mtu
-	}
-	return n <= mtu
-}
-
 func (rs *responder) send(p *wire.Packet, psn uint32, info *wire.OpInfo) {
 	qp := rs.qp
 	payload := p.Payload()
-	if !rs.lengthOK(info, len(payload)) {
-		rs.fatal(psn, wire.NAKInvalidRequest, verbs.WCRemInvReqErr, verbs.EventQPReqErr)
+	if c := rs.checkLength(info, len(payload)); c != checkOK {
+		rs.reject(psn, c)
 		return
 	}
 	if info.First() {
 		wr, ok := qp.cfg.RQ.Pop()
 		if !ok {
-			rs.rnrNak(psn)
+			rs.nakRNR(psn)
 			return
 		}
 		rs.rwqe, rs.hasRWQE, rs.off = wr, true, 0
@@ -262,12 +245,12 @@ func (rs *responder) send(p *wire.Packet, psn uint32, info *wire.OpInfo) {
 		// The message is longer than the receive buffer: the receive WQE
 		// completes with LOC_LEN_ERR and the requester gets an invalid
 		// request NAK.
-		rs.fatal(psn, wire.NAKInvalidRequest, verbs.WCLocLenErr, verbs.EventQPReqErr)
+		rs.nakInvalidRequestWQE(psn, verbs.WCLocLenErr)
 		return
 	}
 	if len(payload) > 0 {
 		if f := qp.cfg.Memory.Scatter(qp.cfg.PD, rs.rwqe.SGL, payload, rs.off); f != memory.Ok {
-			rs.fatal(psn, wire.NAKRemoteOpError, verbs.WCLocProtErr, verbs.EventQPFatal)
+			rs.nakRemoteOperational(psn, verbs.WCLocProtErr)
 			return
 		}
 	}
@@ -285,7 +268,7 @@ func (rs *responder) send(p *wire.Packet, psn uint32, info *wire.OpInfo) {
 	if info.Inv {
 		key := p.IETH().RKey()
 		if f := qp.cfg.Memory.Invalidate(qp.cfg.PD, qp.cfg.QPN, key); f != memory.Ok {
-			rs.fatal(psn, wire.NAKInvalidRequest, verbs.WCLocProtErr, verbs.EventQPReqErr)
+			rs.nakInvalidRequestWQE(psn, verbs.WCLocProtErr)
 			return
 		}
 		wc.InvRKey, wc.Flags = key, wc.Flags|verbs.WCFlagWithInv
@@ -308,28 +291,19 @@ func (rs *responder) write(p *wire.Packet, psn uint32, info *wire.OpInfo) {
 	qp := rs.qp
 	payload := p.Payload()
 	if info.First() {
-		if qp.attr.AccessFlags&memory.RemoteWrite == 0 {
-			rs.fatal(psn, wire.NAKInvalidRequest, verbs.WCRemInvReqErr, verbs.EventQPReqErr)
-			return
-		}
 		reth := p.RETH()
 		rs.wva, rs.wrkey, rs.wlen, rs.off = reth.VA(), reth.RKey(), reth.DMALength(), 0
-		if rs.wlen > 1<<31 {
-			rs.fatal(psn, wire.NAKInvalidRequest, verbs.WCRemInvReqErr, verbs.EventQPReqErr)
+		if c := checkDMALength(rs.wlen); c != checkOK {
+			rs.reject(psn, c)
 			return
 		}
-		// The whole range is checked up front (C9-?): an access error
-		// must be detected before any byte of the message lands.
-		ref, f := qp.cfg.Memory.CheckRemote(qp.cfg.PD, qp.cfg.QPN, rs.wrkey, rs.wva, rs.wlen, memory.RemoteWrite)
-		if f != memory.Ok {
-			rs.accessError(psn, f)
+		if f := rs.checkRKey(rs.wrkey, rs.wva, rs.wlen, memory.RemoteWrite); f != memory.Ok {
+			rs.nakAccess(psn, f)
 			return
 		}
-		ref.Release()
 	}
-	if !rs.lengthOK(info, len(payload)) || uint64(rs.off)+uint64(len(payload)) > uint64(rs.wlen) ||
-		info.Last() && rs.off+len(payload) != int(rs.wlen) {
-		rs.fatal(psn, wire.NAKInvalidRequest, verbs.WCRemInvReqErr, verbs.EventQPReqErr)
+	if c := rs.checkWriteLength(info, len(payload)); c != checkOK {
+		rs.reject(psn, c)
 		return
 	}
 	var rwqe verbs.RecvWR
@@ -338,7 +312,7 @@ func (rs *responder) write(p *wire.Packet, psn uint32, info *wire.OpInfo) {
 		// placing data, so an RNR NAK leaves nothing half done.
 		wr, ok := qp.cfg.RQ.Pop()
 		if !ok {
-			rs.rnrNak(psn)
+			rs.nakRNR(psn)
 			return
 		}
 		rwqe = wr
@@ -354,7 +328,7 @@ func (rs *responder) write(p *wire.Packet, psn uint32, info *wire.OpInfo) {
 			if info.Imm {
 				rs.rwqe, rs.hasRWQE = rwqe, true
 			}
-			rs.accessError(psn, f)
+			rs.nakAccess(psn, f)
 			return
 		}
 	}
@@ -385,23 +359,16 @@ func (rs *responder) newResource() *resource {
 
 func (rs *responder) read(p *wire.Packet, psn uint32) {
 	qp := rs.qp
-	if len(rs.res) == 0 || qp.attr.AccessFlags&memory.RemoteRead == 0 {
-		// max_dest_rd_atomic 0, or the QP does not allow remote reads.
-		rs.fatal(psn, wire.NAKInvalidRequest, verbs.WCRemInvReqErr, verbs.EventQPReqErr)
-		return
-	}
 	reth := p.RETH()
 	va, rkey, n := reth.VA(), reth.RKey(), reth.DMALength()
-	if n > 1<<31 {
-		rs.fatal(psn, wire.NAKInvalidRequest, verbs.WCRemInvReqErr, verbs.EventQPReqErr)
+	if c := checkDMALength(n); c != checkOK {
+		rs.reject(psn, c)
 		return
 	}
-	ref, f := qp.cfg.Memory.CheckRemote(qp.cfg.PD, qp.cfg.QPN, rkey, va, n, memory.RemoteRead)
-	if f != memory.Ok {
-		rs.accessError(psn, f)
+	if f := rs.checkRKey(rkey, va, n, memory.RemoteRead); f != memory.Ok {
+		rs.nakAccess(psn, f)
 		return
 	}
-	ref.Release()
 	npkts := 1
 	if n > 0 {
 		npkts = (int(n) + qp.mtu - 1) / qp.mtu
@@ -451,7 +418,7 @@ func (rs *responder) readResponses(res *resource, k, end int) bool {
 				ref.Release()
 			}
 			if f != memory.Ok {
-				rs.accessError(psn, f)
+				rs.nakAccess(psn, f)
 				return false
 			}
 		}
@@ -466,15 +433,11 @@ func (rs *responder) readResponses(res *resource, k, end int) bool {
 
 func (rs *responder) atomic(p *wire.Packet, psn uint32, info *wire.OpInfo) {
 	qp := rs.qp
-	if len(rs.res) == 0 || qp.attr.AccessFlags&memory.RemoteAtomic == 0 {
-		rs.fatal(psn, wire.NAKInvalidRequest, verbs.WCRemInvReqErr, verbs.EventQPReqErr)
-		return
-	}
 	a := p.AtomicETH()
 	va := a.VA()
 	ref, f := qp.cfg.Memory.CheckRemote(qp.cfg.PD, qp.cfg.QPN, a.RKey(), va, 8, memory.RemoteAtomic)
 	if f != memory.Ok {
-		rs.accessError(psn, f)
+		rs.nakAccess(psn, f)
 		return
 	}
 	var orig uint64
@@ -485,7 +448,7 @@ func (rs *responder) atomic(p *wire.Packet, psn uint32, info *wire.OpInfo) {
 	}
 	ref.Release()
 	if f != memory.Ok {
-		rs.accessError(psn, f)
+		rs.nakAccess(psn, f)
 		return
 	}
 	res := rs.newResource()
@@ -604,65 +567,10 @@ func (rs *responder) sendAck(s wire.Syndrome, psn uint32) {
 	}
 }
 
-// rnrNak answers a request that needs a receive WQE when none is posted.
-func (rs *responder) rnrNak(psn uint32) {
-	qp := rs.qp
-	qp.s.ctr.inc(SendRNRErr)
-	if qp.s.tracing() {
-		qp.s.tracef(qp.cfg.QPN, "resp", "psn %d needs a receive WQE, none posted: RNR NAK timer=%d", psn, qp.attr.MinRNRTimer)
-	}
-	rs.flushAck()
-	rs.sendAck(wire.RNRNAKSyndrome(qp.attr.MinRNRTimer), psn)
-}
-
-// accessError maps a memory fault on a remote access to its NAK.
-func (rs *responder) accessError(psn uint32, f memory.Fault) {
-	rs.qp.recordKeyFailure()
-	ctr := &rs.qp.s.ctr
-	switch f {
-	case memory.Misaligned:
-		ctr.inc(MisalignedAtomic)
-		rs.fatal(psn, wire.NAKInvalidRequest, verbs.WCRemInvReqErr, verbs.EventQPReqErr)
-		return
-	case memory.BadKey, memory.BadPD, memory.BadQP, memory.Invalidated:
-		rs.qp.s.ctr.inc(BadRKey)
-	default:
-		rs.qp.s.ctr.inc(AccessViolation)
-	}
-	rs.fatal(psn, wire.NAKRemoteAccess, verbs.WCRemAccessErr, verbs.EventQPAccessErr)
-}
-
 // recordKeyFailure counts a failed rkey check against the connected peer,
 // the QP's destination (memory.Table.KeyFailures).
 func (qp *QP) recordKeyFailure() {
 	qp.cfg.Memory.RecordKeyFailure(memory.Peer{Addr: qp.attr.AV.DGID.Unmap(), ID: qp.attr.DestQPN})
-}
-
-// fatal NAKs a request with code and moves the QP to ERR (rxe's class A/C
-// handling). A receive WQE held for the current message completes with
-// wqeStatus.
-func (rs *responder) fatal(psn uint32, code wire.NAKCode, wqeStatus verbs.WCStatus, ev verbs.AsyncEvent) {
-	qp := rs.qp
-	switch code {
-	case wire.NAKInvalidRequest:
-		qp.s.ctr.inc(NakInvalidRequest)
-	case wire.NAKRemoteAccess:
-		qp.s.ctr.inc(NakRemoteAccess)
-	default:
-		qp.s.ctr.inc(NakRemoteOp)
-	}
-	qp.s.ctr.inc(NaksSent)
-	if qp.s.tracing() {
-		qp.s.tracef(qp.cfg.QPN, "resp", "psn %d: NAK %v, QP to ERR", psn, code)
-	}
-	rs.flushAck()
-	rs.sendAck(wire.NAKSyndrome(code), psn)
-	if rs.hasRWQE {
-		rs.hasRWQE = false
-		qp.pushRecv(verbs.WC{WRID: rs.rwqe.ID, Status: wqeStatus, Opcode: verbs.WCRecv, QPN: qp.cfg.QPN})
-	}
-	qp.raise(ev)
-	qp.enterError()
 }
 
 // flush completes every receive WQE of the QP's own queue with

@@ -47,7 +47,7 @@ func withScript(s transport.Script) qpOpts {
 	return o
 }
 
-// C9-?/§9.7.5.1.1: a lost middle packet makes the responder NAK the gap
+// §9.7.5.1.1: a lost middle packet makes the responder NAK the gap
 // once (PSN sequence error); the requester resends from the NAKed PSN and
 // the message arrives whole.
 func TestSequenceErrorRecovery(t *testing.T) {
@@ -76,7 +76,7 @@ func TestSequenceErrorRecovery(t *testing.T) {
 	}
 }
 
-// §9.7.5.2.8 / C9-?: no receive WQE → RNR NAK carrying min_rnr_timer; the
+// §9.7.5.2.8: no receive WQE → RNR NAK carrying min_rnr_timer; the
 // requester waits at least that long and resends; a WQE posted meanwhile
 // lets the SEND through.
 func TestRNRRecovers(t *testing.T) {
@@ -325,8 +325,8 @@ func TestRemoteAccessErrors(t *testing.T) {
 }
 
 // Invalid requests (§9.7.5.2.3): a misaligned atomic, a READ when
-// max_dest_rd_atomic is 0, a WRITE to a QP without remote write access, a
-// message longer than the receive buffer. Requester: REM_INV_REQ_ERR.
+// max_dest_rd_atomic is 0, a WRITE, READ or atomic to a QP without the
+// remote access right, a message longer than the receive buffer. Requester: REM_INV_REQ_ERR.
 func TestInvalidRequests(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -342,6 +342,15 @@ func TestInvalidRequests(t *testing.T) {
 		}, 0},
 		{"write without QP access", func(o *qpOpts) { o.access = memory.RemoteRead }, func(h *harness) verbs.SendWR {
 			return verbs.SendWR{Opcode: verbs.WRRDMAWrite, SGL: []verbs.SGE{h.a.sge(0, 8)}, RemoteAddr: h.b.va(0), RKey: h.b.mr.RKey()}
+		}, 0},
+		{"read without QP access", func(o *qpOpts) { o.access = memory.RemoteWrite }, func(h *harness) verbs.SendWR {
+			return verbs.SendWR{Opcode: verbs.WRRDMARead, SGL: []verbs.SGE{h.a.sge(0, 8)}, RemoteAddr: h.b.va(0), RKey: h.b.mr.RKey()}
+		}, 0},
+		{"atomic without QP access", func(o *qpOpts) { o.access = memory.RemoteRead | memory.RemoteWrite }, func(h *harness) verbs.SendWR {
+			return verbs.SendWR{Opcode: verbs.WRAtomicFetchAdd, SGL: []verbs.SGE{h.a.sge(0, 8)}, RemoteAddr: h.b.va(0), RKey: h.b.mr.RKey()}
+		}, 0},
+		{"atomic with max_dest_rd_atomic 0", func(o *qpOpts) { o.maxDestRdAtomic = 0 }, func(h *harness) verbs.SendWR {
+			return verbs.SendWR{Opcode: verbs.WRAtomicFetchAdd, SGL: []verbs.SGE{h.a.sge(0, 8)}, RemoteAddr: h.b.va(0), RKey: h.b.mr.RKey()}
 		}, 0},
 		{"message too long", nil, func(h *harness) verbs.SendWR {
 			h.b.recv(9, 0, 100)

@@ -38,7 +38,7 @@ func (rs *responder) ucRequest(p *wire.Packet) {
 		qp.s.ctr.inc(UnexpectedOpcode) // Middle or Last without a First
 		return
 	}
-	if !rs.lengthOK(info, len(p.Payload())) {
+	if rs.checkLength(info, len(p.Payload())) != checkOK {
 		rs.drop(UCDroppedMsgs, info)
 		return
 	}

@@ -7,12 +7,13 @@ import (
 )
 
 // The UD responder (IBTA Vol 1 §9.8.3, §11.4.1.1): every message is one
-// SEND packet with a DETH. Its Q_Key must match the QP's (C9-?; a mismatch
-// is dropped silently and counted). Each receive buffer starts with a
-// 40-byte area for the GRH, as verbs requires: RoCEv2 has no GRH, so like
-// rxe the area holds the IPv6 header, or 20 zero bytes and the IPv4 header
-// (union rdma_network_hdr). The message must fit after it; no receive WQE
-// means the message is dropped (there is no RNR NAK on UD).
+// SEND packet with a DETH. Its Q_Key must match the QP's; a mismatch is
+// dropped silently and counted, as rxe's check_keys drops it and counts a
+// Q_Key violation. Each receive buffer starts with a 40-byte area for the
+// GRH, as verbs requires: RoCEv2 has no GRH, so like rxe the area holds
+// the IPv6 header, or 20 zero bytes and the IPv4 header (union
+// rdma_network_hdr). The message must fit after it; no receive WQE means
+// the message is dropped (there is no RNR NAK on UD).
 //
 // A datagram longer than the path MTU, or than the receive buffer after the
 // GRH area, is dropped silently and counted (ud_too_long); the receive WQE

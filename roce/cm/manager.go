@@ -439,7 +439,9 @@ func (m *Manager) onDREQ(src, dst netip.Addr, mad MAD) pending {
 		return pending{}
 	}
 	if dreq.RemoteQPN != id.qpn && id.qpn != 0 {
-		m.ctr.dropped.Add(1) // C12-?: a DREQ naming another QP is invalid
+		// A DREQ whose Remote QPN is not this connection's QP is not for
+		// it: dropped, as ib_cm's cm_dreq_handler does.
+		m.ctr.dropped.Add(1)
 		return pending{}
 	}
 	switch id.state {
