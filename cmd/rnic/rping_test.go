@@ -1,8 +1,9 @@
 package main
 
 import (
-	"net"
+	"fmt"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -98,12 +99,12 @@ func rpingRoCE(t *testing.T, cliFlags []string) {
 	}()
 	// Wait for the server's NIC (its UDP port 4791 taken), then connect;
 	// a REQ that comes before the listener is rejected and retried.
+	// Look, do not bind: a probe that binds the port itself can take it
+	// in the instant the server tries, and the server then fails.
 	for range 500 {
-		c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 9, 5), Port: 4791})
-		if err != nil {
+		if udpBound(t, netip.MustParseAddrPort("127.0.9.5:4791")) {
 			break
 		}
-		c.Close()
 		time.Sleep(10 * time.Millisecond)
 	}
 	var out, errOut string
@@ -200,4 +201,23 @@ func withoutWaitNotice(s string) string {
 		}
 	}
 	return strings.Join(out, "")
+}
+
+// udpBound reports whether a UDP socket of this network namespace is bound
+// to ap (IPv4), by /proc/net/udp, whose local address column is the
+// address in the kernel's byte order and the port, both in hex.
+func udpBound(t *testing.T, ap netip.AddrPort) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/net/udp")
+	if err != nil {
+		t.Fatalf("read /proc/net/udp: %v", err)
+	}
+	a := ap.Addr().As4()
+	want := fmt.Sprintf("%02X%02X%02X%02X:%04X", a[3], a[2], a[1], a[0], ap.Port())
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		if f := strings.Fields(line); len(f) > 1 && f[1] == want {
+			return true
+		}
+	}
+	return false
 }
