@@ -82,12 +82,14 @@ func runDemo(args []string, stdout, stderr io.Writer) (status int) {
 		fmt.Fprintf(stderr, "rnic %s (rnic help demo)\n", withPrefix("demo: ", err))
 		return 2
 	}
+	var marks *demoMarks // the engines' timer expiries and RNR waits, for --ladder
 	if *ladderPath != "" {
 		if err := ladderOutput(*ladderPath); err != nil {
 			fmt.Fprintf(stderr, "rnic demo: --ladder: %v (rnic help demo)\n", err)
 			return 2
 		}
-		defer func() { status = demoLadder(status, *ladderPath, *pcapPath, *port, stderr) }()
+		marks = &demoMarks{}
+		defer func() { status = demoLadder(status, *ladderPath, *pcapPath, *port, marks, stderr) }()
 	}
 	taps, err := tf.configs()
 	if err == nil && *timeout <= 0 {
@@ -116,6 +118,9 @@ func runDemo(args []string, stdout, stderr io.Writer) (status int) {
 		return runDemoIWARP(ctx, *addrA, *addrB, *ipv6, p, *pcapPath, *timeout, stdout, stderr)
 	}
 	cfg := demo.Config{Out: stdout, Timeout: *timeout, PortA: *port, PortB: *port}
+	if marks != nil {
+		cfg.TraceEvents = marks.event
+	}
 	if *ipv6 {
 		cfg.AddrA, cfg.AddrB = netip.IPv6Loopback(), netip.IPv6Loopback()
 		cfg.PortB = *port + 1
@@ -146,6 +151,9 @@ func runDemo(args []string, stdout, stderr io.Writer) (status int) {
 		return 2
 	}
 	cfg.LinkA, cfg.LinkB, cfg.MACA, cfg.MACB = epA, epB, epA.MAC(), epB.MAC()
+	if demoFault != nil {
+		cfg.LinkA = demoFault(cfg.LinkA)
+	}
 	var pw *transport.PcapWriter
 	if *pcapPath != "" {
 		if pw, err = transport.CreatePcap(*pcapPath); err != nil {
@@ -179,6 +187,11 @@ func runDemo(args []string, stdout, stderr io.Writer) (status int) {
 	}
 	return 0
 }
+
+// demoFault, set only by tests, wraps rnic0's link (below its capture) in
+// the loopback RoCEv2 demo: a test loses frames with it to make the engines
+// retransmit.
+var demoFault func(transport.Endpoint) transport.Endpoint
 
 // iwarpDemoPort is the TCP port of `rnic demo --iwarp`: perftest's default
 // port, on which Wireshark has no dissector that would keep its MPA
