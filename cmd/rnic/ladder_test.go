@@ -155,8 +155,10 @@ func TestDemoLadderMarks(t *testing.T) {
 	if len(seen) != frames {
 		t.Errorf("arrows for %d frames, the capture has %d", len(seen), frames)
 	}
-	if timeouts != 1 || markAt < 1 || markAt+1 >= len(rows) {
-		t.Fatalf("%d local ACK timeout marks (want 1), first at row %d of %d", timeouts, markAt, len(rows))
+	// A busy host may delay an ACK past the timeout too: more marks are
+	// allowed, the first is the lost SEND's.
+	if timeouts == 0 || markAt < 1 || markAt+1 >= len(rows) {
+		t.Fatalf("%d local ACK timeout marks (want at least 1), the first at row %d of %d", timeouts, markAt, len(rows))
 	}
 	lost, resent := rows[markAt-1], rows[markAt+1]
 	if lost[2] != "1" || !strings.Contains(lost[3], "SEND Only") || strings.Contains(lost[3], `stroke-dasharray="7 4"`) {
