@@ -304,7 +304,9 @@ func runDemoDevice(ctx context.Context, fs *pflag.FlagSet, dev, addrA string, po
 	if err != nil {
 		return usage(err)
 	}
-	for _, name := range []string{"iwarp", "addr-b", "ipv6", "pcap", "tap", "ip", "mac"} {
+	// --ladder too: there is no capture to draw (and a demo.pcap of an
+	// earlier run must not be drawn as this one's).
+	for _, name := range []string{"iwarp", "addr-b", "ipv6", "pcap", "ladder", "tap", "ip", "mac"} {
 		if fs.Changed(name) {
 			return usage(fmt.Errorf("--%s: not with -d, which puts both sides of the RoCEv2 demo on one device, whose frames are its own", name))
 		}

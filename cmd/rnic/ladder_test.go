@@ -171,3 +171,17 @@ func TestDemoLadderMarks(t *testing.T) {
 		t.Errorf("the mark does not name rnic0's QP: %s", rows[markAt][1])
 	}
 }
+
+// TestDemoLadderDevice: with -d the frames are the device's own and there
+// is no capture, so --ladder is a usage error, not a drawing of whatever
+// demo.pcap an earlier run left.
+func TestDemoLadderDevice(t *testing.T) {
+	svg := filepath.Join(t.TempDir(), "d.svg")
+	var o, e bytes.Buffer
+	if st := run([]string{"demo", "-d", "rnic9", "--addr-a", "127.0.0.63", "--ladder", svg}, &o, &e); st != 2 || !strings.Contains(e.String(), "--ladder: not with -d") {
+		t.Errorf("demo -d --ladder: status %d, stderr %q; want 2 and --ladder: not with -d", st, e.String())
+	}
+	if _, err := os.Stat(svg); err == nil {
+		t.Error("demo -d --ladder drew a diagram")
+	}
+}
