@@ -146,6 +146,22 @@ func TestRdmaServerClient(t *testing.T) {
 	mustMatch(t, cli, `(?m)^rdma_client: end 0$`)
 }
 
+// TestRdmaXServerClient: rdma_xserver / rdma_xclient over RC (their XRC
+// mode needs XRC QPs, which rnic does not have). The client posts a
+// 16-byte inline SEND on a QP it created with max_inline_data 0 and one
+// SGE: it works because ibv_create_qp grants the WQE's SGE space as inline
+// bytes, as rxe and mlx5 do.
+func TestRdmaXServerClient(t *testing.T) {
+	needLibrary(t)
+	needPrograms(t, "rdma_xserver", "rdma_xclient")
+	d := sharedDaemon(t)
+	port := cmPort()
+	srv, cli := d.runCMPair(t, false, []string{"rdma_xserver", "-p", port, "-c", "r"},
+		[]string{"rdma_xclient", "-s", d.addrs[0], "-p", port, "-c", "r"})
+	mustMatch(t, srv, `(?m)^rdma_xserver: end 0$`)
+	mustMatch(t, cli, `(?m)^rdma_xclient: end 0$`)
+}
+
 // TestCmtime: cmtime's 100 connections set up and torn down at once (its
 // server never ends by itself). The figures go to the log.
 func TestCmtime(t *testing.T) {
