@@ -60,8 +60,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *list {
 		for _, r := range rows {
 			rnic := "rnic " + joinArgs(r.RnicArgs("CAPTURE.pcap"))
-			if r.Tests {
+			switch {
+			case r.Tests:
 				rnic = "none"
+			case r.Dropin:
+				rnic = "rnicd " + joinArgs(r.RnicdArgs("CAPTURE.pcap", "SOCK")) +
+					"\n  program: ip netns exec " + labNetns + " rnic exec -S SOCK -- " + joinArgs(r.ProgramArgs())
 			}
 			fmt.Fprintf(stdout, "%s\n  guest %s: %s\n  rnic: %s\n", r.Label(), Guests[r.Guest].Name, r.GuestCommand(), rnic)
 		}
@@ -123,6 +127,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 
 	rn := &Runner{Lab: l, Rnic: bin, Out: *out, Guest: guestFiles}
+	if needDropin(rows) {
+		fmt.Fprintln(stdout, "building rnicd and the drop-in libibverbs.so.1")
+		if rn.Rnicd, rn.LibDir, rn.DropinErr = buildDropin(ctx, root, filepath.Dir(bin)); rn.DropinErr != nil {
+			fmt.Fprintf(stdout, "interop: %v\n", rn.DropinErr)
+		}
+	}
 	var results []Result
 	for i, r := range rows {
 		if ctx.Err() != nil {
@@ -231,6 +241,16 @@ func buildGuestFiles(ctx context.Context, root, dir string, rows []Row, log io.W
 		files[b.name] = GuestFile{Path: filepath.Join(dir, b.name)}
 	}
 	return files
+}
+
+// needDropin says whether a row runs a program through the drop-in library.
+func needDropin(rows []Row) bool {
+	for _, r := range rows {
+		if r.Dropin {
+			return true
+		}
+	}
+	return false
 }
 
 // joinArgs prints a command line.
