@@ -130,7 +130,8 @@ func TestSelect(t *testing.T) {
 	want := []string{"rxe rc pingpong 64 / rnic server", "rxe rc pingpong 64 / rnic client",
 		"siw rping / rnic server", "siw rping / rnic client", "rxe passthrough pingpong 64 / rnic server",
 		"rxe passthrough tests / tests", "rxe passthrough tests / tests -race",
-		"siw passthrough tests / tests", "siw passthrough tests / tests -race"}
+		"siw passthrough tests / tests", "siw passthrough tests / tests -race",
+		"rxe drop-in rc pingpong 64 / rnic server", "rxe drop-in rc pingpong 64 / rnic client"}
 	if got := labels(smoke); !slices.Equal(got, want) {
 		t.Errorf("smoke: %q, want %q", got, want)
 	}

@@ -373,9 +373,11 @@ func Rows(ps []*Pairing) []Row {
 
 // smokeRows are the CI subset: pairings (every role) or single rows by
 // label. The passthrough tests in both guests and one passthrough
-// interop row add about a minute and a half to the smoke.
+// interop row add about a minute and a half to the smoke; the drop-in
+// rc pingpong's two rows about 6 s, and building rnicd and the library
+// about 10 s more.
 var smokeRows = []string{"rxe rc pingpong 64", "siw rping", "rxe passthrough tests", "siw passthrough tests",
-	"rxe passthrough pingpong 64 / rnic server"}
+	"rxe passthrough pingpong 64 / rnic server", "rxe drop-in rc pingpong 64"}
 
 // Select returns the rows to run: with smoke the CI subset, then those
 // whose Label matches only (all if only is empty).
