@@ -9,9 +9,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -22,7 +25,7 @@ func (rn *Runner) startDaemon(ctx context.Context, row Row, base, pcap string) (
 	if rn.Rnicd == "" || rn.LibDir == "" {
 		return nil, "", fmt.Errorf("drop-in row: %v", rn.DropinErr)
 	}
-	sock := base + ".sock"
+	sock := filepath.Join(rn.SockDir, "rnicd.sock")
 	os.Remove(sock)
 	p, err := startProc(ctx, "rnicd", append([]string{rn.Rnicd}, row.RnicdArgs(pcap, sock)...), nil, base+".rnicd.log")
 	if err != nil {
@@ -31,6 +34,12 @@ func (rn *Runner) startDaemon(ctx context.Context, row Row, base, pcap string) (
 	deadline := time.Now().Add(tapLimit * time.Second)
 	for time.Now().Before(deadline) && !p.exited() && ctx.Err() == nil {
 		if _, err := os.Stat(sock); err == nil {
+			// rnicd makes it 0600, its own (root's): the program's.
+			if err := os.Chown(sock, rn.User.UID, rn.User.GID); err != nil {
+				p.cmd.Process.Signal(os.Interrupt)
+				p.wait(rnicStopDelay)
+				return nil, "", fmt.Errorf("drop-in row: %w", err)
+			}
 			return p, sock, nil
 		}
 		sleepCtx(ctx, 100*time.Millisecond)
@@ -40,10 +49,58 @@ func (rn *Runner) startDaemon(ctx context.Context, row Row, base, pcap string) (
 }
 
 // startProgram starts the row's program on rnicd's NIC: rnic exec -S sock
-// in the lab's namespace, its output to logPath.
+// in the lab's namespace, as rn.User, its output to logPath.
 func (rn *Runner) startProgram(ctx context.Context, row Row, sock, logPath string) (*proc, error) {
-	argv := append([]string{"ip", "netns", "exec", labNetns, rn.Rnic, "exec", "-S", sock, "--"}, row.ProgramArgs()...)
-	return startProc(ctx, "ip", argv, []string{"RNIC_LIBDIR=" + rn.LibDir}, logPath)
+	argv := []string{"ip", "netns", "exec", labNetns}
+	if rn.User.UID != 0 {
+		argv = append(argv, "setpriv", fmt.Sprintf("--reuid=%d", rn.User.UID), fmt.Sprintf("--regid=%d", rn.User.GID),
+			"--clear-groups", "--")
+	}
+	argv = append(argv, rn.Rnic, "exec", "-S", sock, "--")
+	return startProc(ctx, "ip", append(argv, row.ProgramArgs()...), []string{"RNIC_LIBDIR=" + rn.LibDir}, logPath)
+}
+
+// DropinUser is who runs the drop-in rows' programs: nobody, so that the
+// rows show an unprivileged program on a root rnicd (the TAP needs root);
+// root if the system has no nobody.
+type DropinUser struct {
+	Name     string
+	UID, GID int
+}
+
+// dropinUser looks nobody up.
+func dropinUser() (DropinUser, error) {
+	u, err := user.Lookup("nobody")
+	if err != nil {
+		return DropinUser{Name: "root"}, fmt.Errorf("the drop-in programs run as root: %w", err)
+	}
+	uid, err1 := strconv.Atoi(u.Uid)
+	gid, err2 := strconv.Atoi(u.Gid)
+	if err1 != nil || err2 != nil {
+		return DropinUser{Name: "root"}, fmt.Errorf("the drop-in programs run as root: nobody's uid %q gid %q", u.Uid, u.Gid)
+	}
+	return DropinUser{Name: u.Username, UID: uid, GID: gid}, nil
+}
+
+// prepareDropin builds rnicd and the library into binDir, lets the user
+// run rnic and the library from there, and makes the directory of rnicd's
+// socket, the user's own.
+func (rn *Runner) prepareDropin(ctx context.Context, root, binDir string, log io.Writer) error {
+	var err error
+	if rn.User, err = dropinUser(); err != nil {
+		fmt.Fprintf(log, "interop: %v\n", err)
+	}
+	if rn.Rnicd, rn.LibDir, err = buildDropin(ctx, root, binDir); err != nil {
+		return err
+	}
+	// MkdirTemp made binDir 0700.
+	if err := os.Chmod(binDir, 0o755); err != nil {
+		return err
+	}
+	if rn.SockDir, err = os.MkdirTemp("", "rnic-interop-sock-"); err != nil {
+		return err
+	}
+	return os.Chown(rn.SockDir, rn.User.UID, rn.User.GID)
 }
 
 // NetnsListening reports whether a TCP socket listens on port in the

@@ -132,8 +132,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	rn := &Runner{Lab: l, Rnic: bin, Out: *out, Guest: guestFiles}
 	if needDropin(rows) {
 		fmt.Fprintln(stdout, "building rnicd and the drop-in libibverbs.so.1")
-		if rn.Rnicd, rn.LibDir, rn.DropinErr = buildDropin(ctx, root, filepath.Dir(bin)); rn.DropinErr != nil {
+		if rn.DropinErr = rn.prepareDropin(ctx, root, filepath.Dir(bin), stdout); rn.DropinErr != nil {
+			rn.Rnicd = ""
 			fmt.Fprintf(stdout, "interop: %v\n", rn.DropinErr)
+		}
+		if rn.SockDir != "" {
+			defer os.RemoveAll(rn.SockDir)
 		}
 	}
 	var results []Result

@@ -26,9 +26,11 @@ type Runner struct {
 	// error that kept one from being built.
 	Guest map[string]GuestFile
 	// Rnicd and LibDir are rnicd and the drop-in library's directory for
-	// the drop-in rows, or DropinErr says why they were not built.
-	Rnicd, LibDir string
-	DropinErr     error
+	// the drop-in rows, or DropinErr says why they were not built;
+	// SockDir holds rnicd's socket, User runs the programs.
+	Rnicd, LibDir, SockDir string
+	DropinErr              error
+	User                   DropinUser
 }
 
 // GuestFile is a file built for the guests, or why it could not be.
