@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -62,6 +63,28 @@ func (l *Lab) Prepare(ctx context.Context) error {
 	}
 	if out, err := l.vm(ctx, "net-up"); err != nil {
 		return fmt.Errorf("%w\n%s", err, out)
+	}
+	return pinBridgeMAC(ctx)
+}
+
+// pinBridgeMAC sets the bridge's MAC to the one it has. A Linux bridge
+// whose address was never set takes the lowest of its ports', so it
+// changes whenever a row adds or removes rnic's TAP (a new random MAC);
+// a guest that cached the bridge's old MAC then sends its side channel's
+// SYNs to nobody, and the drop-in rows, whose programs listen on the
+// bridge's address, fail. An address once set stays.
+func pinBridgeMAC(ctx context.Context) error {
+	out, err := exec.CommandContext(ctx, "ip", "-n", labNetns, "-o", "link", "show", labBridge).Output()
+	if err != nil {
+		return fmt.Errorf("ip link show %s: %w", labBridge, err)
+	}
+	f := strings.Fields(string(out))
+	i := slices.Index(f, "link/ether")
+	if i < 0 || i+1 >= len(f) {
+		return fmt.Errorf("no MAC for %s in %q", labBridge, out)
+	}
+	if out, err := exec.CommandContext(ctx, "ip", "-n", labNetns, "link", "set", labBridge, "address", f[i+1]).CombinedOutput(); err != nil {
+		return fmt.Errorf("pin %s's MAC: %w: %s", labBridge, err, out)
 	}
 	return nil
 }
