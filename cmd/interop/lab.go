@@ -64,7 +64,7 @@ func (l *Lab) Prepare(ctx context.Context) error {
 	if out, err := l.vm(ctx, "net-up"); err != nil {
 		return fmt.Errorf("%w\n%s", err, out)
 	}
-	return pinBridgeMAC(ctx)
+	return pinBridgeMAC(ctx, labNetns, labBridge)
 }
 
 // pinBridgeMAC sets the bridge's MAC to the one it has. A Linux bridge
@@ -73,20 +73,29 @@ func (l *Lab) Prepare(ctx context.Context) error {
 // a guest that cached the bridge's old MAC then sends its side channel's
 // SYNs to nobody, and the drop-in rows, whose programs listen on the
 // bridge's address, fail. An address once set stays.
-func pinBridgeMAC(ctx context.Context) error {
-	out, err := exec.CommandContext(ctx, "ip", "-n", labNetns, "-o", "link", "show", labBridge).Output()
+func pinBridgeMAC(ctx context.Context, netns, bridge string) error {
+	mac, err := linkMAC(ctx, netns, bridge)
 	if err != nil {
-		return fmt.Errorf("ip link show %s: %w", labBridge, err)
+		return err
+	}
+	if out, err := exec.CommandContext(ctx, "ip", "-n", netns, "link", "set", bridge, "address", mac).CombinedOutput(); err != nil {
+		return fmt.Errorf("pin %s's MAC: %w: %s", bridge, err, out)
+	}
+	return nil
+}
+
+// linkMAC is the MAC of link in netns.
+func linkMAC(ctx context.Context, netns, link string) (string, error) {
+	out, err := exec.CommandContext(ctx, "ip", "-n", netns, "-o", "link", "show", link).Output()
+	if err != nil {
+		return "", fmt.Errorf("ip link show %s: %w", link, err)
 	}
 	f := strings.Fields(string(out))
 	i := slices.Index(f, "link/ether")
 	if i < 0 || i+1 >= len(f) {
-		return fmt.Errorf("no MAC for %s in %q", labBridge, out)
+		return "", fmt.Errorf("no MAC for %s in %q", link, out)
 	}
-	if out, err := exec.CommandContext(ctx, "ip", "-n", labNetns, "link", "set", labBridge, "address", f[i+1]).CombinedOutput(); err != nil {
-		return fmt.Errorf("pin %s's MAC: %w: %s", labBridge, err, out)
-	}
-	return nil
+	return f[i+1], nil
 }
 
 // running lists the lab's running guests (vm.sh list).
