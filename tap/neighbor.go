@@ -27,13 +27,16 @@ import (
 )
 
 // NeighborConfig tunes the neighbour cache. Zero fields take the defaults
-// of RFC 4861 §10 (and Linux's unres_qlen spirit for QueueLen).
+// of RFC 4861 §10, and Linux's for QueueLen: unres_qlen is 101 since
+// Linux 3.3 (derived from unres_qlen_bytes); its old default of 3 cut the
+// head off any message of more than 3 packets sent to a neighbour not yet
+// resolved, and the peer NAKed the rest (PSN sequence error).
 type NeighborConfig struct {
 	RetransTimer    time.Duration // between solicitations, 1 s (RETRANS_TIMER)
 	MaxProbes       int           // 3 (MAX_MULTICAST_SOLICIT / MAX_UNICAST_SOLICIT)
 	ReachableTime   time.Duration // 30 s (REACHABLE_TIME), then STALE
 	DelayFirstProbe time.Duration // 5 s (DELAY_FIRST_PROBE_TIME)
-	QueueLen        int           // frames held per unresolved neighbour, 3; older dropped, counted
+	QueueLen        int           // frames held per unresolved neighbour, 101; older dropped, counted
 }
 
 func (c NeighborConfig) withDefaults() NeighborConfig {
@@ -50,10 +53,14 @@ func (c NeighborConfig) withDefaults() NeighborConfig {
 		c.DelayFirstProbe = 5 * time.Second
 	}
 	if c.QueueLen <= 0 {
-		c.QueueLen = 3
+		c.QueueLen = defaultQueueLen
 	}
 	return c
 }
+
+// defaultQueueLen is Linux's unres_qlen (Documentation/networking/
+// ip-sysctl.rst): a 64 KiB message at path MTU 1024 is 64 frames.
+const defaultQueueLen = 101
 
 // nudState is a neighbour's state (RFC 4861 §7.3.2).
 type nudState uint8

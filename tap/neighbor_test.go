@@ -123,7 +123,7 @@ func TestResolveFailure(t *testing.T) {
 
 func TestQueueOverflowDropsOldest(t *testing.T) {
 	clk := clock.NewVirtual()
-	h, w := newTestHost(t, false, withClock(clk))
+	h, w := newTestHost(t, false, withClock(clk), func(c *HostConfig) { c.Neighbor = NeighborConfig{QueueLen: 3} })
 	var frames [][]byte
 	for i := range 5 {
 		f := roceFrame(t, hostMAC, broadcastMAC, host4, peer4, 0, []byte{byte(i), 1, 2, 3})
@@ -139,6 +139,35 @@ func TestQueueOverflowDropsOldest(t *testing.T) {
 	}
 	if c := h.Counters(); c.QueueDropped != 2 {
 		t.Errorf("queue_dropped %d, want 2", c.QueueDropped)
+	}
+}
+
+// TestQueueHoldsMessageBurst: the first RC message to a neighbour not yet
+// resolved goes out whole once the ARP reply comes. With the pre-3.3 Linux
+// default of 3 queued frames, a 4-packet SEND (4 KiB at path MTU 1024,
+// Debian's ibv_rc_pingpong -s 4096 in the lab) lost its First packet, and
+// the peer NAKed the rest with a PSN sequence error; Linux queues 101 by
+// default (unres_qlen from unres_qlen_bytes), and so does the cache now.
+func TestQueueHoldsMessageBurst(t *testing.T) {
+	clk := clock.NewVirtual()
+	h, w := newTestHost(t, false, withClock(clk))
+	var frames [][]byte
+	for i := range 64 { // a 64 KiB message at path MTU 1024
+		f := roceFrame(t, hostMAC, broadcastMAC, host4, peer4, 0, append(make([]byte, 1020), byte(i), 1, 2, 3))
+		frames = append(frames, f)
+		if err := h.RoCE().Send(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.next() // the ARP request
+	w.send(arpFrame(t, peerMAC, hostMAC, arpReply, peerMAC, peer4, hostMAC, host4))
+	for i, f := range frames {
+		if checkHeld(t, w.next(), f, peerMAC); t.Failed() {
+			t.Fatalf("frame %d of %d", i, len(frames))
+		}
+	}
+	if c := h.Counters(); c.QueueDropped != 0 {
+		t.Errorf("queue_dropped %d, want 0", c.QueueDropped)
 	}
 }
 

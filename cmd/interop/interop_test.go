@@ -130,7 +130,8 @@ func TestSelect(t *testing.T) {
 	want := []string{"rxe rc pingpong 64 / rnic server", "rxe rc pingpong 64 / rnic client",
 		"siw rping / rnic server", "siw rping / rnic client", "rxe passthrough pingpong 64 / rnic server",
 		"rxe passthrough tests / tests", "rxe passthrough tests / tests -race",
-		"siw passthrough tests / tests", "siw passthrough tests / tests -race"}
+		"siw passthrough tests / tests", "siw passthrough tests / tests -race",
+		"rxe drop-in rc pingpong 64 / rnic server", "rxe drop-in rc pingpong 64 / rnic client"}
 	if got := labels(smoke); !slices.Equal(got, want) {
 		t.Errorf("smoke: %q, want %q", got, want)
 	}
@@ -176,7 +177,8 @@ func TestTable(t *testing.T) {
 			t.Fatalf("%s: unknown guest %q", r.Name, r.Guest)
 		}
 		if r.GuestCommand() == "" || strings.Contains(r.GuestCommand(), "{") ||
-			r.Tests != (len(r.RnicArgs("x.pcap")) == 0) || !r.Tests && len(r.RnicArgs("x.pcap")) < 2 {
+			(r.Tests || r.Dropin) != (len(r.RnicArgs("x.pcap")) == 0) || !r.Tests && !r.Dropin && len(r.RnicArgs("x.pcap")) < 2 ||
+			r.Dropin && len(r.ProgramArgs()) < 2 {
 			t.Errorf("%s: incomplete commands", r.Label())
 		}
 	}
@@ -230,6 +232,44 @@ func TestTable(t *testing.T) {
 		}
 		if got := strings.Join(r.RnicArgs("x.pcap"), " "); got != c.rnic {
 			t.Errorf("%s rnic:\n got %s\nwant %s", c.label, got, c.rnic)
+		}
+	}
+}
+
+// TestDropinRows: issue 14's rows run Debian's own tools on rnic, in both
+// roles: rnicd on the guest's TAP with its capture, the program on rnicd's
+// rnic0 with the guest's GID index, and the guest's client dialing the
+// side channel on the namespace's address (rnicd's TAP address is for
+// RoCE only).
+func TestDropinRows(t *testing.T) {
+	byLabel := map[string]Row{}
+	for _, r := range Rows(Pairings) {
+		byLabel[r.Label()] = r
+	}
+	for _, c := range []struct{ label, guest, program string }{
+		{"rxe drop-in rc pingpong 64 / rnic server", "ibv_rc_pingpong -d rxe0 -g 1 -n 10 -s 64 10.77.0.1",
+			"ibv_rc_pingpong -d rnic0 -g 1 -n 10 -s 64"},
+		{"rxe drop-in rc pingpong 64 / rnic client", "ibv_rc_pingpong -d rxe0 -g 1 -n 10 -s 64",
+			"ibv_rc_pingpong -d rnic0 -g 1 -n 10 -s 64 10.77.0.21"},
+		{"rxe drop-in ib_write_bw 65536 / rnic server", "ib_write_bw -d rxe0 -x 1 -F -s 65536 -n 5 10.77.0.1",
+			"ib_write_bw -d rnic0 -x 1 -F -s 65536 -n 5"},
+		{"rxe drop-in ib_write_bw 65536 / rnic client", "ib_write_bw -d rxe0 -x 1 -F -s 65536 -n 5",
+			"ib_write_bw -d rnic0 -x 1 -F -s 65536 -n 5 10.77.0.21"},
+	} {
+		r, ok := byLabel[c.label]
+		if !ok {
+			t.Errorf("no row %q", c.label)
+			continue
+		}
+		if got := r.GuestCommand(); got != c.guest {
+			t.Errorf("%s guest:\n got %s\nwant %s", c.label, got, c.guest)
+		}
+		if got := strings.Join(r.ProgramArgs(), " "); got != c.program {
+			t.Errorf("%s program:\n got %s\nwant %s", c.label, got, c.program)
+		}
+		want := "--name rnic0 --tap tap-i1 --ip 10.77.0.61/24 --netns rnlab --bridge br0 --pcap x.pcap --socket x.sock"
+		if got := strings.Join(r.RnicdArgs("x.pcap", "x.sock"), " "); got != want {
+			t.Errorf("%s rnicd:\n got %s\nwant %s", c.label, got, want)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -63,7 +64,38 @@ func (l *Lab) Prepare(ctx context.Context) error {
 	if out, err := l.vm(ctx, "net-up"); err != nil {
 		return fmt.Errorf("%w\n%s", err, out)
 	}
+	return pinBridgeMAC(ctx, labNetns, labBridge)
+}
+
+// pinBridgeMAC sets the bridge's MAC to the one it has. A Linux bridge
+// whose address was never set takes the lowest of its ports', so it
+// changes whenever a row adds or removes rnic's TAP (a new random MAC);
+// a guest that cached the bridge's old MAC then sends its side channel's
+// SYNs to nobody, and the drop-in rows, whose programs listen on the
+// bridge's address, fail. An address once set stays.
+func pinBridgeMAC(ctx context.Context, netns, bridge string) error {
+	mac, err := linkMAC(ctx, netns, bridge)
+	if err != nil {
+		return err
+	}
+	if out, err := exec.CommandContext(ctx, "ip", "-n", netns, "link", "set", bridge, "address", mac).CombinedOutput(); err != nil {
+		return fmt.Errorf("pin %s's MAC: %w: %s", bridge, err, out)
+	}
 	return nil
+}
+
+// linkMAC is the MAC of link in netns.
+func linkMAC(ctx context.Context, netns, link string) (string, error) {
+	out, err := exec.CommandContext(ctx, "ip", "-n", netns, "-o", "link", "show", link).Output()
+	if err != nil {
+		return "", fmt.Errorf("ip link show %s: %w", link, err)
+	}
+	f := strings.Fields(string(out))
+	i := slices.Index(f, "link/ether")
+	if i < 0 || i+1 >= len(f) {
+		return "", fmt.Errorf("no MAC for %s in %q", link, out)
+	}
+	return f[i+1], nil
 }
 
 // running lists the lab's running guests (vm.sh list).

@@ -9,7 +9,10 @@
 // (reusing ones already running), builds rnic into a temporary directory
 // (and, for the passthrough rows, rnic and nic/passthrough's test binaries
 // with -tags verbs, which need libibverbs-dev and librdmacm-dev; the
-// guests run them, having the host's Debian release), runs the rows one
+// guests run them, having the host's Debian release; for the drop-in rows,
+// rnicd and the drop-in libibverbs.so.1, which need gcc and
+// libibverbs-dev, and Debian's ibverbs-utils and perftest on the host,
+// whose unmodified programs they run), runs the rows one
 // after the other, and prints a table: pairing, role, result (PASS, or
 // FAIL and why), packets on rnic's TAP, retransmissions.
 // It exits 1 if any row failed. On exit, also after SIGINT, it stops the
@@ -38,7 +41,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	lab := fs.String("lab", "", "the lab directory (default ../shared/lab from the repository root)")
 	only := fs.String("only", "", "run only the rows whose \"pairing / role\" matches this regular expression")
-	smoke := fs.Bool("smoke", false, "the CI subset: rxe rc pingpong and siw rping, both roles; the passthrough tests in both guests; rnic -d verbs:rxe0 pingpong as client")
+	smoke := fs.Bool("smoke", false, "the CI subset: rxe rc pingpong and siw rping, both roles; the passthrough tests in both guests; rnic -d verbs:rxe0 pingpong as client; Debian's ibv_rc_pingpong on rnicd through the drop-in library, both roles")
 	keep := fs.Bool("keep", false, "leave the guests running (a later run reuses them)")
 	out := fs.String("out", "", "directory for captures and logs (default: a new temporary directory)")
 	list := fs.Bool("list", false, "print the selected rows' commands and exit")
@@ -60,8 +63,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *list {
 		for _, r := range rows {
 			rnic := "rnic " + joinArgs(r.RnicArgs("CAPTURE.pcap"))
-			if r.Tests {
+			switch {
+			case r.Tests:
 				rnic = "none"
+			case r.Dropin:
+				rnic = "rnicd " + joinArgs(r.RnicdArgs("CAPTURE.pcap", "SOCK")) +
+					"\n  program: ip netns exec " + labNetns + " rnic exec -S SOCK -- " + joinArgs(r.ProgramArgs())
 			}
 			fmt.Fprintf(stdout, "%s\n  guest %s: %s\n  rnic: %s\n", r.Label(), Guests[r.Guest].Name, r.GuestCommand(), rnic)
 		}
@@ -123,6 +130,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 
 	rn := &Runner{Lab: l, Rnic: bin, Out: *out, Guest: guestFiles}
+	if needDropin(rows) {
+		fmt.Fprintln(stdout, "building rnicd and the drop-in libibverbs.so.1")
+		if rn.DropinErr = rn.prepareDropin(ctx, root, filepath.Dir(bin), stdout); rn.DropinErr != nil {
+			rn.Rnicd = ""
+			fmt.Fprintf(stdout, "interop: %v\n", rn.DropinErr)
+		}
+		if rn.SockDir != "" {
+			defer os.RemoveAll(rn.SockDir)
+		}
+	}
 	var results []Result
 	for i, r := range rows {
 		if ctx.Err() != nil {
@@ -231,6 +248,16 @@ func buildGuestFiles(ctx context.Context, root, dir string, rows []Row, log io.W
 		files[b.name] = GuestFile{Path: filepath.Join(dir, b.name)}
 	}
 	return files
+}
+
+// needDropin says whether a row runs a program through the drop-in library.
+func needDropin(rows []Row) bool {
+	for _, r := range rows {
+		if r.Dropin {
+			return true
+		}
+	}
+	return false
 }
 
 // joinArgs prints a command line.

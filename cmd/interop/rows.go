@@ -82,6 +82,12 @@ type Pairing struct {
 	// Verbs says the guest's tool is rnic built with -tags verbs
 	// (guestVerbsRnic), on the guest's device through libibverbs.
 	Verbs bool
+	// Dropin says rnic's side is an unmodified C program (Debian's
+	// ibv_rc_pingpong, ib_write_bw) on rnicd's TAP NIC through the drop-in
+	// libibverbs.so.1: RnicServer and RnicClient are then that program's
+	// command lines, run with rnic exec in the lab's namespace (its side
+	// channel is a kernel socket on the bridge's address, labBridgeIP).
+	Dropin bool
 	// Tests makes the pairing a test run instead: nic/passthrough's test
 	// binary (-tags verbs) in the guest, on its rxe or siw device, with no
 	// rnic on the bridge. Its rows are the plain and the -race binary.
@@ -129,13 +135,18 @@ func (r Row) GuestCommand() string {
 	if r.Role == RnicClient {
 		return expand(r.GuestServer, g.Addr, g.Addr)
 	}
+	if r.Dropin {
+		// The program's side channel listens on the kernel's address
+		// in the lab namespace; its GID is rnicd's TAP address.
+		return expand(r.GuestClient, g.Addr, labBridgeIP)
+	}
 	return expand(r.GuestClient, g.Addr, g.RnicIP)
 }
 
 // RnicArgs is rnic's command line in this row, TAP flags and capture
 // included; nil for a Tests row, which runs no rnic.
 func (r Row) RnicArgs(pcap string) []string {
-	if r.Tests {
+	if r.Tests || r.Dropin {
 		return nil
 	}
 	g := Guests[r.Guest]
@@ -156,10 +167,37 @@ func (r Row) RnicArgs(pcap string) []string {
 	return append(args[:1:1], append(tap, args[1:]...)...)
 }
 
-// Lab network names (../shared/lab/vm.sh defaults).
+// RnicdArgs is the command line of the rnicd a Dropin row runs: one rnic
+// NIC, rnic0, on the row's TAP, serving sock and capturing into pcap.
+func (r Row) RnicdArgs(pcap, sock string) []string {
+	g := Guests[r.Guest]
+	args := []string{"--name", dropinDevice, "--tap", g.TAP, "--ip", g.RnicIP + "/24",
+		"--netns", labNetns, "--bridge", labBridge, "--pcap", pcap, "--socket", sock}
+	if g.EthMTU != 1500 {
+		args = append(args, "--mtu", fmt.Sprint(g.EthMTU))
+	}
+	return args
+}
+
+// ProgramArgs is a Dropin row's program with its arguments, as rnic exec
+// runs it.
+func (r Row) ProgramArgs() []string {
+	g := Guests[r.Guest]
+	if r.Role == RnicServer {
+		return strings.Fields(expand(r.RnicServer, labBridgeIP, labBridgeIP))
+	}
+	return strings.Fields(expand(r.RnicClient, labBridgeIP, g.Addr))
+}
+
+// Lab network names (../shared/lab/vm.sh defaults): the namespace, its
+// bridge and the namespace's own address on it, where the side channels
+// of programs run in the namespace listen (vm.sh's LAB_BR_IP).
 const (
-	labNetns  = "rnlab"
-	labBridge = "br0"
+	labNetns    = "rnlab"
+	labBridge   = "br0"
+	labBridgeIP = "10.77.0.1"
+	// dropinDevice is the RDMA device name of rnicd's NIC in Dropin rows.
+	dropinDevice = "rnic0"
 )
 
 // Pairings is the whole table (issue 7's list).
@@ -295,7 +333,28 @@ func buildPairings() []*Pairing {
 	for _, g := range []string{"rxe", "siw"} {
 		add(&Pairing{Name: g + " passthrough tests", Guest: g, Tests: true})
 	}
+	addDropin(add)
 	return ps
+}
+
+// addDropin adds issue 14's rows: Debian's unmodified ibv_rc_pingpong and
+// ib_write_bw on rnic (rnicd on its TAP, the program through the drop-in
+// libibverbs.so.1) against the same tool on rxe. GID index 1 is the
+// IPv4-mapped GID on both (rnicd's TAP NIC has Linux's GID table).
+func addDropin(add func(*Pairing)) {
+	for _, s := range []int{64, 4096} {
+		n := map[int]int{64: 10, 4096: 5}[s]
+		guest := fmt.Sprintf("ibv_rc_pingpong -d rxe0 -g 1 -n %d -s %d", n, s)
+		rnic := fmt.Sprintf("ibv_rc_pingpong -d %s -g 1 -n %d -s %d", dropinDevice, n, s)
+		add(&Pairing{Name: fmt.Sprintf("rxe drop-in rc pingpong %d", s), Guest: "rxe", Dropin: true,
+			GuestServer: guest, GuestClient: guest + " {server}",
+			RnicServer: rnic, RnicClient: rnic + " {server}", ListenPort: 18515})
+	}
+	guest := "ib_write_bw -d rxe0 -x 1 -F -s 65536 -n 5"
+	rnic := "ib_write_bw -d " + dropinDevice + " -x 1 -F -s 65536 -n 5"
+	add(&Pairing{Name: "rxe drop-in ib_write_bw 65536", Guest: "rxe", Dropin: true,
+		GuestServer: guest, GuestClient: guest + " {server}",
+		RnicServer: rnic, RnicClient: rnic + " {server}", ListenPort: 18515})
 }
 
 // Rows expands pairings into rows, rnic as server first (a Tests
@@ -314,9 +373,11 @@ func Rows(ps []*Pairing) []Row {
 
 // smokeRows are the CI subset: pairings (every role) or single rows by
 // label. The passthrough tests in both guests and one passthrough
-// interop row add about a minute and a half to the smoke.
+// interop row add about a minute and a half to the smoke; the drop-in
+// rc pingpong's two rows about 6 s, and building rnicd and the library
+// about 10 s more.
 var smokeRows = []string{"rxe rc pingpong 64", "siw rping", "rxe passthrough tests", "siw passthrough tests",
-	"rxe passthrough pingpong 64 / rnic server"}
+	"rxe passthrough pingpong 64 / rnic server", "rxe drop-in rc pingpong 64"}
 
 // Select returns the rows to run: with smoke the CI subset, then those
 // whose Label matches only (all if only is empty).

@@ -25,6 +25,12 @@ type Runner struct {
 	// by name (verbsRnicFile, testFile, raceTestFile): host paths, or the
 	// error that kept one from being built.
 	Guest map[string]GuestFile
+	// Rnicd and LibDir are rnicd and the drop-in library's directory for
+	// the drop-in rows, or DropinErr says why they were not built;
+	// SockDir holds rnicd's socket, User runs the programs.
+	Rnicd, LibDir, SockDir string
+	DropinErr              error
+	User                   DropinUser
 }
 
 // GuestFile is a file built for the guests, or why it could not be.
@@ -81,14 +87,33 @@ func (rn *Runner) Run(ctx context.Context, row Row) Result {
 	DeleteTAP(g.TAP)
 	defer DeleteTAP(g.TAP)
 
+	var why []string
+	startSide := func(ctx context.Context) (*proc, error) {
+		return rn.startRnic(ctx, row.RnicArgs(pcap), base+".rnic.log")
+	}
+	var daemon *proc
+	if row.Dropin {
+		var sock string
+		var err error
+		if daemon, sock, err = rn.startDaemon(ctx, row, base, pcap); err != nil {
+			return Result{Row: row, Packets: -1, Retrans: -1, Reason: err.Error(), Seconds: time.Since(start).Seconds()}
+		}
+		startSide = func(ctx context.Context) (*proc, error) { return rn.startProgram(ctx, row, sock, base+".rnic.log") }
+	}
 	var rnic, guest sideRC
 	if row.Role == RnicServer {
-		rnic, guest = rn.rnicServes(ctx, row, g, base, pcap)
+		rnic, guest = rn.rnicServes(ctx, row, g, base, startSide)
 	} else {
-		rnic, guest = rn.guestServes(ctx, row, g, base, pcap)
+		rnic, guest = rn.guestServes(ctx, row, g, base, startSide)
+	}
+	if daemon != nil {
+		// Interrupted, it closes its capture and removes its TAP.
+		daemon.cmd.Process.Signal(os.Interrupt)
+		if d := daemon.wait(rnicStopDelay); d.rc != 0 {
+			why = append(why, fmt.Sprintf("rnicd rc=%d: %s", d.rc, d.tail))
+		}
 	}
 	res := Result{Row: row, Packets: -1, Retrans: -1}
-	var why []string
 	if rnic.rc != 0 {
 		why = append(why, fmt.Sprintf("rnic rc=%d: %s", rnic.rc, rnic.tail))
 	}
@@ -103,16 +128,21 @@ func (rn *Runner) Run(ctx context.Context, row Row) Result {
 }
 
 // rnicServes: rnic serves on its TAP, the guest's tool connects to it.
-func (rn *Runner) rnicServes(ctx context.Context, row Row, g *Guest, base, pcap string) (rnic, guest sideRC) {
+func (rn *Runner) rnicServes(ctx context.Context, row Row, g *Guest, base string, start startFunc) (rnic, guest sideRC) {
 	ctx, cancel := context.WithTimeout(ctx, (clientLimit+serverLinger)*time.Second)
 	defer cancel()
-	p, err := rn.startRnic(ctx, row.RnicArgs(pcap), base+".rnic.log")
+	p, err := start(ctx)
 	if err != nil {
 		return sideRC{-1, err.Error()}, sideRC{-1, "not started"}
 	}
-	// Ready when its TAP is on the bridge (it listens right after).
+	// Ready when its TAP is on the bridge (it listens right after); a
+	// drop-in program, when its side channel listens in the namespace.
 	deadline := time.Now().Add(tapLimit * time.Second)
-	for !TAPExists(ctx, g.TAP) && time.Now().Before(deadline) && !p.exited() {
+	ready := func() bool { return TAPExists(ctx, g.TAP) }
+	if row.Dropin {
+		ready = func() bool { return NetnsListening(ctx, row.ListenPort) }
+	}
+	for !ready() && time.Now().Before(deadline) && !p.exited() {
 		sleepCtx(ctx, 100*time.Millisecond)
 	}
 	sleepCtx(ctx, serverSettle)
@@ -130,7 +160,7 @@ func (rn *Runner) rnicServes(ctx context.Context, row Row, g *Guest, base, pcap 
 }
 
 // guestServes: the guest's tool serves, rnic connects to it.
-func (rn *Runner) guestServes(ctx context.Context, row Row, g *Guest, base, pcap string) (rnic, guest sideRC) {
+func (rn *Runner) guestServes(ctx context.Context, row Row, g *Guest, base string, start startFunc) (rnic, guest sideRC) {
 	cmd := row.GuestCommand()
 	id, err := rn.Lab.Start(ctx, g, fmt.Sprintf("timeout %d %s", clientLimit+serverLinger, cmd))
 	if err != nil {
@@ -141,7 +171,7 @@ func (rn *Runner) guestServes(ctx context.Context, row Row, g *Guest, base, pcap
 	}
 	cctx, cancel := context.WithTimeout(ctx, clientLimit*time.Second)
 	defer cancel()
-	if p, err := rn.startRnic(cctx, row.RnicArgs(pcap), base+".rnic.log"); err != nil {
+	if p, err := start(cctx); err != nil {
 		rnic = sideRC{-1, err.Error()}
 	} else {
 		rnic = p.wait(clientLimit * time.Second)
@@ -174,21 +204,34 @@ type proc struct {
 	done chan error
 }
 
+// startFunc starts rnic's side of a row.
+type startFunc func(ctx context.Context) (*proc, error)
+
 // startRnic starts rnic with args, its output to logPath. Cancelling ctx
 // interrupts it (SIGINT, so it removes its TAP), then kills it.
 func (rn *Runner) startRnic(ctx context.Context, args []string, logPath string) (*proc, error) {
+	return startProc(ctx, "rnic", append([]string{rn.Rnic}, args...), nil, logPath)
+}
+
+// startProc starts argv (logged as name and the arguments) with env added
+// to the environment, its output to logPath. Cancelling ctx interrupts it,
+// then kills it.
+func startProc(ctx context.Context, name string, argv, env []string, logPath string) (*proc, error) {
 	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(f, "$ rnic %s\n", strings.Join(args, " "))
-	cmd := exec.CommandContext(ctx, rn.Rnic, args...)
+	fmt.Fprintf(f, "$ %s %s\n", name, strings.Join(argv[1:], " "))
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = rnicStopDelay
 	if err := cmd.Start(); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("start rnic: %w", err)
+		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	p := &proc{cmd: cmd, log: f, path: logPath, done: make(chan error, 1)}
 	go func() { p.done <- cmd.Wait() }()

@@ -36,6 +36,15 @@ with invalidate, and one error (an RDMA READ with a bad STag, answered by a
 Terminate). The capture holds the TCP conversation from SYN to FIN, which
 Wireshark's MPA heuristic decodes.
 
+With --ladder FILE.svg|FILE.html the capture is then drawn as a ladder
+diagram (rnic help ladder), with what a capture cannot show marked between
+the frames, from both RoCE engines' traces: a timer expiry (a local ACK
+timeout, in the row before the frames it makes rnic resend; retry_cnt
+exhausted) and an RNR wait (an RNR NAK sent, and waited on before the
+resend). A demo on an idle host has none; they appear when a frame is lost
+or late. With --iwarp there are none to mark: TCP, below the iWARP
+engine, resends lost segments, and RDMAP has no RNR NAK.
+
 In the TAP mode (--tap A --tap B --ip CIDR_A --ip CIDR_B, --mac twice
 optional) rnic0 and rnic1 each own a TAP device, which must share an
 Ethernet: put them on one bridge, or --bridge BR enslaves them; every step,
@@ -64,7 +73,7 @@ func runDemo(args []string, stdout, stderr io.Writer) (status int) {
 	ipv6 := fs.Bool("ipv6", false, "use ::1 for both NICs (on ports --port and --port+1)")
 	port := fs.Uint16("port", wire.UDPPort, "RoCEv2 UDP port")
 	pcapPath := fs.String("pcap", "demo.pcap", "capture file (empty: none)")
-	ladderPath := fs.String("ladder", "", "then draw the capture as a ladder diagram: FILE.svg or FILE.html")
+	ladderPath := fs.String("ladder", "", "then draw the capture as a ladder diagram, FILE.svg or FILE.html, with the engines' timer expiries and RNR waits marked")
 	timeout := fs.Duration("timeout", 2*time.Second, "time allowed for each step")
 	useIWARP := fs.Bool("iwarp", false, "iWARP over kernel TCP instead of RoCEv2 over UDP")
 	ibDev := fs.StringP("ib-dev", "d", "", "both sides on one device: NAME (this process's NIC), NAME@SOCKET (rnicd), verbs:NAME (libibverbs)")
@@ -82,12 +91,14 @@ func runDemo(args []string, stdout, stderr io.Writer) (status int) {
 		fmt.Fprintf(stderr, "rnic %s (rnic help demo)\n", withPrefix("demo: ", err))
 		return 2
 	}
+	var marks *demoMarks // the engines' timer expiries and RNR waits, for --ladder
 	if *ladderPath != "" {
 		if err := ladderOutput(*ladderPath); err != nil {
 			fmt.Fprintf(stderr, "rnic demo: --ladder: %v (rnic help demo)\n", err)
 			return 2
 		}
-		defer func() { status = demoLadder(status, *ladderPath, *pcapPath, *port, stderr) }()
+		marks = &demoMarks{}
+		defer func() { status = demoLadder(status, *ladderPath, *pcapPath, *port, marks, stderr) }()
 	}
 	taps, err := tf.configs()
 	if err == nil && *timeout <= 0 {
@@ -106,7 +117,7 @@ func runDemo(args []string, stdout, stderr io.Writer) (status int) {
 		return runDemoDevice(ctx, fs, *ibDev, *addrA, *port, *timeout, stdout, stderr)
 	}
 	if len(taps) == 2 {
-		return runDemoTAP(ctx, &taps[0], &taps[1], *useIWARP, *pcapPath, *timeout, stdout, stderr)
+		return runDemoTAP(ctx, &taps[0], &taps[1], *useIWARP, *pcapPath, *timeout, marks, stdout, stderr)
 	}
 	if *useIWARP {
 		p := *port
@@ -116,6 +127,9 @@ func runDemo(args []string, stdout, stderr io.Writer) (status int) {
 		return runDemoIWARP(ctx, *addrA, *addrB, *ipv6, p, *pcapPath, *timeout, stdout, stderr)
 	}
 	cfg := demo.Config{Out: stdout, Timeout: *timeout, PortA: *port, PortB: *port}
+	if marks != nil {
+		cfg.TraceEvents = marks.event
+	}
 	if *ipv6 {
 		cfg.AddrA, cfg.AddrB = netip.IPv6Loopback(), netip.IPv6Loopback()
 		cfg.PortB = *port + 1
@@ -146,6 +160,9 @@ func runDemo(args []string, stdout, stderr io.Writer) (status int) {
 		return 2
 	}
 	cfg.LinkA, cfg.LinkB, cfg.MACA, cfg.MACB = epA, epB, epA.MAC(), epB.MAC()
+	if demoFault != nil {
+		cfg.LinkA = demoFault(cfg.LinkA)
+	}
 	var pw *transport.PcapWriter
 	if *pcapPath != "" {
 		if pw, err = transport.CreatePcap(*pcapPath); err != nil {
@@ -179,6 +196,11 @@ func runDemo(args []string, stdout, stderr io.Writer) (status int) {
 	}
 	return 0
 }
+
+// demoFault, set only by tests, wraps rnic0's link (below its capture) in
+// the loopback RoCEv2 demo: a test loses frames with it to make the engines
+// retransmit.
+var demoFault func(transport.Endpoint) transport.Endpoint
 
 // iwarpDemoPort is the TCP port of `rnic demo --iwarp`: perftest's default
 // port, on which Wireshark has no dissector that would keep its MPA
@@ -228,8 +250,9 @@ func runDemoIWARP(ctx context.Context, addrA, addrB string, ipv6 bool, port uint
 }
 
 // runDemoTAP runs the demo (RoCE, or with iwarp the iWARP one) between two
-// TAP-mode NICs.
-func runDemoTAP(ctx context.Context, a, b *tapnic.Config, iwarp bool, pcapPath string, timeout time.Duration, stdout, stderr io.Writer) int {
+// TAP-mode NICs; marks, if set, collects the RoCE engines' timer expiries
+// and RNR waits.
+func runDemoTAP(ctx context.Context, a, b *tapnic.Config, iwarp bool, pcapPath string, timeout time.Duration, marks *demoMarks, stdout, stderr io.Writer) int {
 	var pw *transport.PcapWriter
 	if pcapPath != "" {
 		var err error
@@ -244,7 +267,11 @@ func runDemoTAP(ctx context.Context, a, b *tapnic.Config, iwarp bool, pcapPath s
 		runErr = demo.RunIWARP(ctx, demo.IWARPConfig{Out: stdout, Timeout: timeout, Port: iwarpDemoPort, Pcap: pw, TAPA: a, TAPB: b})
 	} else {
 		fmt.Fprintf(stdout, "rnic demo: two NICs on TAPs %s and %s (RoCEv2 on a real Ethernet)\n", a.TAP, b.TAP)
-		runErr = demo.Run(ctx, demo.Config{Out: stdout, Timeout: timeout, Pcap: pw, TAPA: a, TAPB: b})
+		cfg := demo.Config{Out: stdout, Timeout: timeout, Pcap: pw, TAPA: a, TAPB: b}
+		if marks != nil {
+			cfg.TraceEvents = marks.event
+		}
+		runErr = demo.Run(ctx, cfg)
 	}
 	if pw != nil {
 		if err := pw.Close(); err != nil && runErr == nil {
@@ -277,7 +304,9 @@ func runDemoDevice(ctx context.Context, fs *pflag.FlagSet, dev, addrA string, po
 	if err != nil {
 		return usage(err)
 	}
-	for _, name := range []string{"iwarp", "addr-b", "ipv6", "pcap", "tap", "ip", "mac"} {
+	// --ladder too: there is no capture to draw (and a demo.pcap of an
+	// earlier run must not be drawn as this one's).
+	for _, name := range []string{"iwarp", "addr-b", "ipv6", "pcap", "ladder", "tap", "ip", "mac"} {
 		if fs.Changed(name) {
 			return usage(fmt.Errorf("--%s: not with -d, which puts both sides of the RoCEv2 demo on one device, whose frames are its own", name))
 		}

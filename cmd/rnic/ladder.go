@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -198,9 +199,41 @@ func (l *simLadder) write(title string) error {
 	return writeLadder(l.path, ladder.Annotate(evs, start, l.truth), o)
 }
 
+// demoMarks collects the timer expiries and RNR waits of `rnic demo
+// --ladder` from both engines' traces. The demo runs on the real clock and
+// its capture is stamped with the wall clock, so a mark is stamped with the
+// wall clock as the engine reports it: before the frames it causes (a
+// resend is sent after its timer's event is traced).
+type demoMarks struct {
+	mu    sync.Mutex
+	marks []ladder.Mark
+}
+
+// event is the demo's Config.TraceEvents.
+func (m *demoMarks) event(node string, e roce.TraceEvent) {
+	if !ladder.IsTimerOrRNR(e.Msg) {
+		return
+	}
+	at := time.Now()
+	m.mu.Lock()
+	m.marks = append(m.marks, ladder.Mark{At: at, Who: fmt.Sprintf("%s qp=%#06x", node, e.QPN), QP: int(e.QPN), What: e.Msg})
+	m.mu.Unlock()
+}
+
+// truth is what the engines reported (nil m: nothing).
+func (m *demoMarks) truth() ladder.Truth {
+	if m == nil {
+		return ladder.Truth{}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return ladder.Truth{Marks: append([]ladder.Mark(nil), m.marks...)}
+}
+
 // demoLadder draws the capture of `rnic demo --ladder` once the demo has
-// run (status is the demo's; a usage error draws nothing).
-func demoLadder(status int, path, pcapPath string, port uint16, stderr io.Writer) int {
+// run (status is the demo's; a usage error draws nothing), with the marks
+// the engines reported (nil: none).
+func demoLadder(status int, path, pcapPath string, port uint16, marks *demoMarks, stderr io.Writer) int {
 	if status == 2 {
 		return status
 	}
@@ -209,13 +242,24 @@ func demoLadder(status int, path, pcapPath string, port uint16, stderr io.Writer
 		return 2
 	}
 	o := ladder.Options{Title: "rnic demo (" + pcapPath + ")", Ports: []uint16{port, port + 1}}
-	evs, err := ladder.Load(pcapPath, o)
-	if err == nil {
-		err = writeLadder(path, evs, o)
-	}
+	err := drawDemo(path, pcapPath, marks.truth(), o)
 	if err != nil {
 		fmt.Fprintf(stderr, "rnic demo: ladder: %v\n", err)
 		return max(status, 2)
 	}
 	return status
+}
+
+// drawDemo draws the capture at pcapPath with t's marks.
+func drawDemo(path, pcapPath string, t ladder.Truth, o ladder.Options) error {
+	f, err := os.Open(pcapPath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	evs, start, err := ladder.LoadReader(f, pcapPath, o)
+	if err != nil {
+		return fmt.Errorf("%s: %w", pcapPath, err)
+	}
+	return writeLadder(path, ladder.Annotate(evs, start, t), o)
 }

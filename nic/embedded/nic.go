@@ -42,6 +42,10 @@ type Config struct {
 	Pcap *transport.PcapWriter
 	// Trace, if set, receives the engine's trace, one line per event.
 	Trace io.Writer
+	// TraceEvents, if set, receives the engine's trace events themselves
+	// (from the engine's goroutines, as they happen), e.g. for a ladder
+	// diagram's timer marks.
+	TraceEvents func(roce.TraceEvent)
 	// DeferAcks coalesces ACKs across frames delivered one by one (see
 	// roce.Config.DeferAcks); for the simulated link.
 	DeferAcks bool
@@ -95,13 +99,18 @@ func NewNIC(cfg Config) (*NIC, error) {
 	// The embedded mode's link keeps a socket per source port: QPs hold
 	// theirs so that destroying a QP closes it.
 	scfg.SourcePorts, _ = cfg.Link.(transport.SourcePorts)
-	if cfg.Trace != nil {
+	if cfg.Trace != nil || cfg.TraceEvents != nil {
 		var mu sync.Mutex
-		w, name := cfg.Trace, cfg.Name
+		w, te, name := cfg.Trace, cfg.TraceEvents, cfg.Name
 		scfg.Trace = func(e roce.TraceEvent) {
-			mu.Lock()
-			fmt.Fprintf(w, "%s %v\n", name, e)
-			mu.Unlock()
+			if te != nil {
+				te(e)
+			}
+			if w != nil {
+				mu.Lock()
+				fmt.Fprintf(w, "%s %v\n", name, e)
+				mu.Unlock()
+			}
 		}
 	}
 	stack, err := roce.NewStack(scfg)

@@ -26,6 +26,7 @@ import (
 
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
+	"github.com/rnic/rnic/roce"
 	"github.com/rnic/rnic/tap"
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/stream"
@@ -65,6 +66,9 @@ type Config struct {
 	Pcap *transport.PcapWriter
 	// Trace, if set, receives the RoCE engine's trace.
 	Trace io.Writer
+	// TraceEvents, if set, receives the RoCE engine's trace events (see
+	// embedded.Config.TraceEvents).
+	TraceEvents func(roce.TraceEvent)
 }
 
 // ErrConfig is wrapped by configuration errors.
@@ -120,7 +124,8 @@ func Open(cfg Config) (*NIC, error) {
 	}
 	host.SetTCP(tcp.Deliver)
 	en, err := embedded.NewNIC(embedded.Config{Name: cfg.Name, Addr: addrs[0], Addrs: addrs, MAC: cfg.MAC,
-		LinkLocal: true, MTU: cfg.MTU, Link: host.RoCE(), Resolve: host.Lookup, Trace: cfg.Trace})
+		LinkLocal: true, MTU: cfg.MTU, Link: host.RoCE(), Resolve: host.Lookup, Trace: cfg.Trace,
+		TraceEvents: cfg.TraceEvents})
 	if err != nil {
 		tcp.Close()
 		host.Close()

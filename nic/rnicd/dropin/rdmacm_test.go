@@ -146,6 +146,45 @@ func TestRdmaServerClient(t *testing.T) {
 	mustMatch(t, cli, `(?m)^rdma_client: end 0$`)
 }
 
+// TestRdmaXServerClient: rdma_xserver / rdma_xclient over RC (their XRC
+// mode needs XRC QPs, which rnic does not have). The client posts a
+// 16-byte inline SEND on a QP it created with max_inline_data 0 and one
+// SGE: it works because ibv_create_qp grants the WQE's SGE space as inline
+// bytes, as rxe and mlx5 do.
+func TestRdmaXServerClient(t *testing.T) {
+	needLibrary(t)
+	needPrograms(t, "rdma_xserver", "rdma_xclient")
+	d := sharedDaemon(t)
+	port := cmPort()
+	srv, cli := d.runCMPair(t, false, []string{"rdma_xserver", "-p", port, "-c", "r"},
+		[]string{"rdma_xclient", "-s", d.addrs[0], "-p", port, "-c", "r"})
+	mustMatch(t, srv, `(?m)^rdma_xserver: end 0$`)
+	mustMatch(t, cli, `(?m)^rdma_xclient: end 0$`)
+}
+
+// TestUdaddyRefused: udaddy's UD ids need SIDR (SIDR_REQ/SIDR_REP MADs
+// resolving a QPN and Q_Key), which rnicd's CM lacks; both of its
+// processes must end at once, non-zero, with EOPNOTSUPP (rdma_listen and
+// rdma_connect on a UD id), not wait forever. When SIDR comes, this
+// becomes a pass test.
+func TestUdaddyRefused(t *testing.T) {
+	needLibrary(t)
+	needPrograms(t, "udaddy")
+	d := sharedDaemon(t)
+	deadline := time.After(programTimeout)
+	srv := d.run(t, "server", "", nil, "udaddy", "-b", d.addrs[0])
+	cli := d.run(t, "client", "", nil, "udaddy", "-s", d.addrs[0], "-b", d.addrs[1])
+	for _, c := range []struct {
+		p    *proc
+		want string
+	}{{srv, "udaddy: failure trying to listen: Operation not supported"}, {cli, "udaddy: failure connecting: Operation not supported"}} {
+		c.p.wait(deadline)
+		if c.p.killed || c.p.ok() || !strings.Contains(c.p.out.String(), c.want) {
+			t.Errorf("%s: want a non-zero exit with %q\n%s", c.p.name, c.want, c.p.report())
+		}
+	}
+}
+
 // TestCmtime: cmtime's 100 connections set up and torn down at once (its
 // server never ends by itself). The figures go to the log.
 func TestCmtime(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/nic/verbs"
+	"github.com/rnic/rnic/roce"
 	"github.com/rnic/rnic/transport"
 )
 
@@ -38,6 +39,11 @@ type Config struct {
 	Out io.Writer
 	// Timeout bounds each step (2s if zero).
 	Timeout time.Duration
+	// TraceEvents, if set, receives both engines' trace events as they
+	// happen (node is "rnic0" or "rnic1"), on the links above or the
+	// TAPs; e.g. the timer expiries and RNR waits a ladder diagram marks.
+	// It must be safe for concurrent use.
+	TraceEvents func(node string, e roce.TraceEvent)
 
 	// TAPA and TAPB, if set, run the demo in the TAP mode (nil: the
 	// links above): rnic0 and rnic1 each own a TAP device, which the
@@ -189,15 +195,25 @@ func Run(ctx context.Context, cfg Config) error {
 func (d *demo) open(name string, link transport.Endpoint, addr netip.Addr, mac [6]byte, port, peerPort uint16, pcap *transport.PcapWriter) (*side, error) {
 	macs := map[netip.Addr][6]byte{d.cfg.AddrA: d.cfg.MACA, d.cfg.AddrB: d.cfg.MACB}
 	n, err := embedded.NewNIC(embedded.Config{Name: name, Addr: addr, MAC: mac, MTU: d.cfg.MTU, Pcap: pcap,
-		Link:     d.rec.wrap(name, mac, link),
-		Resolve:  func(a netip.Addr) ([6]byte, bool) { m, ok := macs[a]; return m, ok },
-		UDPPort:  port,
-		PeerPort: func(netip.Addr) uint16 { return peerPort }})
+		Link:        d.rec.wrap(name, mac, link),
+		Resolve:     func(a netip.Addr) ([6]byte, bool) { m, ok := macs[a]; return m, ok },
+		UDPPort:     port,
+		PeerPort:    func(netip.Addr) uint16 { return peerPort },
+		TraceEvents: d.traceEvents(name)})
 	if err != nil {
 		return nil, err
 	}
 	dev := n.Verbs(ibv.LocalOptions{})
 	return d.objects(name, dev, dev, addr)
+}
+
+// traceEvents is the NIC name's hook for Config.TraceEvents (nil: none).
+func (d *demo) traceEvents(name string) func(roce.TraceEvent) {
+	te := d.cfg.TraceEvents
+	if te == nil {
+		return nil
+	}
+	return func(e roce.TraceEvent) { te(name, e) }
 }
 
 // openOnDevice puts both sides on Config.Device, at its address AddrA or

@@ -114,6 +114,9 @@ func (d *demo) openTAPs() error {
 		}
 	}
 	ta.Name, tb.Name = "rnic0", "rnic1"
+	if cfg.TraceEvents != nil {
+		ta.TraceEvents, tb.TraceEvents = d.traceEvents("rnic0"), d.traceEvents("rnic1")
+	}
 	// rnic0's capture point feeds the narration, and the user's capture.
 	cap := &frameLog{rec: d.rec, out: cfg.Pcap}
 	if ta.Pcap, err = transport.NewPcapWriter(cap); err != nil {

@@ -96,8 +96,28 @@ static int check_init(struct rnic_context *c, struct ibv_qp_init_attr_ex *a)
 	return 0;
 }
 
+/* grant_send_cap asks for the send queue rxe would grant: one WQE holds
+ * max_send_sge SGEs or max_inline_data bytes, whichever is larger, so
+ * both are raised to that space (rxe_qp_init_req; mlx5 rounds up too).
+ * Programs rely on it: rdma_xclient posts a 16-byte inline SEND on a QP
+ * created with max_inline_data 0 and one SGE. A raise stops at the
+ * device's limit; a value asked beyond it is sent as asked, for the
+ * daemon to refuse (EINVAL). */
+static struct ibv_qp_cap grant_send_cap(const struct rnic_context *c, struct ibv_qp_cap cap)
+{
+	uint64_t wqe = (uint64_t)cap.max_send_sge * SGE_LEN;
+	if (wqe < cap.max_inline_data)
+		wqe = cap.max_inline_data;
+	if (cap.max_send_sge < c->attr.max_sge)
+		cap.max_send_sge = (uint32_t)(wqe / SGE_LEN < c->attr.max_sge ? wqe / SGE_LEN : c->attr.max_sge);
+	if (cap.max_inline_data < c->attr.max_inline)
+		cap.max_inline_data = (uint32_t)(wqe < c->attr.max_inline ? wqe : c->attr.max_inline);
+	return cap;
+}
+
 static struct rnic_qp *create_qp(struct rnic_context *c, struct ibv_qp_init_attr_ex *a)
 {
+	struct ibv_qp_cap cap;
 	struct rnic_reply rep;
 	struct rnic_qp *q;
 	struct wbuf w;
@@ -114,7 +134,8 @@ static struct rnic_qp *create_qp(struct rnic_context *c, struct ibv_qp_init_attr
 	w_u32(&w, a->srq ? ((struct rnic_srq *)a->srq)->h : 0);
 	w_u8(&w, (uint8_t)a->qp_type);
 	w_u8(&w, a->sq_sig_all ? 1 : 0);
-	w_qp_cap(&w, &a->cap);
+	cap = grant_send_cap(c, a->cap);
+	w_qp_cap(&w, &cap);
 	if ((err = ctx_call(c, OP_CREATE_QP, &w, NULL, 0, &rep))) {
 		free(q);
 		return errno = err, NULL;

@@ -307,6 +307,8 @@ CM_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	int err = 0, n = 0;
 	if (!id)
 		return cm_fail(EINVAL);
+	if (id->qp_type != IBV_QPT_RC)
+		return cm_fail(EOPNOTSUPP); /* UD ids: no SIDR in rnicd's CM, a listener would wait forever */
 	if (c->state != ST_BOUND)
 		return cm_fail(EINVAL);
 	port = ntohs(s->sin_port);

@@ -52,6 +52,7 @@ void test_fork(const char *d0, const char *d1);
 void test_mr(const char *d0, const char *d1);
 void test_wr(const char *d0, const char *d1);
 void test_ud(const char *d0, const char *d1);
+void test_cap(const char *d0, const char *d1);
 void test_killed(const char *dev);
 void test_nodaemon(void);
 

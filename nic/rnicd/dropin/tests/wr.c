@@ -47,7 +47,7 @@ static struct ibv_qp *create_qp_ex(struct side *s, int max_sge)
 	qa.cap.max_send_wr = qa.cap.max_recv_wr = 16;
 	qa.cap.max_send_sge = max_sge;
 	qa.cap.max_recv_sge = 1;
-	qa.cap.max_inline_data = 64;
+	qa.cap.max_inline_data = 32; /* the space of 2 SGEs: more would raise max_send_sge, as rxe does */
 	qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	qa.pd = s->pd;
 	qa.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_READ |

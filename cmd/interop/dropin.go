@@ -1,0 +1,130 @@
+// Drop-in rows (issue 14): rnicd serves one NIC on the row's TAP, and an
+// unmodified C program (Debian's ibv_rc_pingpong, ib_write_bw) runs on it
+// through the drop-in libibverbs.so.1, started with rnic exec inside the
+// lab's namespace so that its side channel (a kernel TCP socket) reaches
+// the guest over the bridge.
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// startDaemon starts the row's rnicd and waits for its control socket;
+// its output goes to base.rnicd.log.
+func (rn *Runner) startDaemon(ctx context.Context, row Row, base, pcap string) (*proc, string, error) {
+	if rn.Rnicd == "" || rn.LibDir == "" {
+		return nil, "", fmt.Errorf("drop-in row: %v", rn.DropinErr)
+	}
+	sock := filepath.Join(rn.SockDir, "rnicd.sock")
+	os.Remove(sock)
+	p, err := startProc(ctx, "rnicd", append([]string{rn.Rnicd}, row.RnicdArgs(pcap, sock)...), nil, base+".rnicd.log")
+	if err != nil {
+		return nil, "", err
+	}
+	deadline := time.Now().Add(tapLimit * time.Second)
+	for time.Now().Before(deadline) && !p.exited() && ctx.Err() == nil {
+		if _, err := os.Stat(sock); err == nil {
+			// rnicd makes it 0600, its own (root's): the program's.
+			if err := os.Chown(sock, rn.User.UID, rn.User.GID); err != nil {
+				p.cmd.Process.Signal(os.Interrupt)
+				p.wait(rnicStopDelay)
+				return nil, "", fmt.Errorf("drop-in row: %w", err)
+			}
+			return p, sock, nil
+		}
+		sleepCtx(ctx, 100*time.Millisecond)
+	}
+	d := p.wait(rnicStopDelay)
+	return nil, "", fmt.Errorf("rnicd did not serve %s within %ds (rc=%d: %s)", sock, tapLimit, d.rc, d.tail)
+}
+
+// startProgram starts the row's program on rnicd's NIC: rnic exec -S sock
+// in the lab's namespace, as rn.User, its output to logPath.
+func (rn *Runner) startProgram(ctx context.Context, row Row, sock, logPath string) (*proc, error) {
+	argv := []string{"ip", "netns", "exec", labNetns}
+	if rn.User.UID != 0 {
+		argv = append(argv, "setpriv", fmt.Sprintf("--reuid=%d", rn.User.UID), fmt.Sprintf("--regid=%d", rn.User.GID),
+			"--clear-groups", "--")
+	}
+	argv = append(argv, rn.Rnic, "exec", "-S", sock, "--")
+	return startProc(ctx, "ip", append(argv, row.ProgramArgs()...), []string{"RNIC_LIBDIR=" + rn.LibDir}, logPath)
+}
+
+// DropinUser is who runs the drop-in rows' programs: nobody, so that the
+// rows show an unprivileged program on a root rnicd (the TAP needs root);
+// root if the system has no nobody.
+type DropinUser struct {
+	Name     string
+	UID, GID int
+}
+
+// dropinUser looks nobody up.
+func dropinUser() (DropinUser, error) {
+	u, err := user.Lookup("nobody")
+	if err != nil {
+		return DropinUser{Name: "root"}, fmt.Errorf("the drop-in programs run as root: %w", err)
+	}
+	uid, err1 := strconv.Atoi(u.Uid)
+	gid, err2 := strconv.Atoi(u.Gid)
+	if err1 != nil || err2 != nil {
+		return DropinUser{Name: "root"}, fmt.Errorf("the drop-in programs run as root: nobody's uid %q gid %q", u.Uid, u.Gid)
+	}
+	return DropinUser{Name: u.Username, UID: uid, GID: gid}, nil
+}
+
+// prepareDropin builds rnicd and the library into binDir, lets the user
+// run rnic and the library from there, and makes the directory of rnicd's
+// socket, the user's own.
+func (rn *Runner) prepareDropin(ctx context.Context, root, binDir string, log io.Writer) error {
+	var err error
+	if rn.User, err = dropinUser(); err != nil {
+		fmt.Fprintf(log, "interop: %v\n", err)
+	}
+	if rn.Rnicd, rn.LibDir, err = buildDropin(ctx, root, binDir); err != nil {
+		return err
+	}
+	// MkdirTemp made binDir 0700.
+	if err := os.Chmod(binDir, 0o755); err != nil {
+		return err
+	}
+	if rn.SockDir, err = os.MkdirTemp("", "rnic-interop-sock-"); err != nil {
+		return err
+	}
+	return os.Chown(rn.SockDir, rn.User.UID, rn.User.GID)
+}
+
+// NetnsListening reports whether a TCP socket listens on port in the
+// lab's namespace.
+func NetnsListening(ctx context.Context, port int) bool {
+	out, err := exec.CommandContext(ctx, "ip", "netns", "exec", labNetns,
+		"ss", "-Hltn", fmt.Sprintf("sport = :%d", port)).Output()
+	return err == nil && strings.TrimSpace(string(out)) != ""
+}
+
+// buildDropin builds, into dir, rnicd and the drop-in library (dir/lib)
+// for the drop-in rows: rnicd's path and the library's directory.
+func buildDropin(ctx context.Context, root, dir string) (rnicd, lib string, err error) {
+	rnicd = filepath.Join(dir, "rnicd")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", rnicd, "./cmd/rnicd")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", "", fmt.Errorf("build rnicd: %w: %s", err, lastLine(string(out)))
+	}
+	lib = filepath.Join(dir, "lib")
+	cmd = exec.CommandContext(ctx, "make", "--no-print-directory", "-C", "nic/rnicd/dropin/ibverbs", "OUT="+lib)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", "", fmt.Errorf("build the drop-in library (needs gcc and libibverbs-dev): %w: %s", err, lastLine(string(out)))
+	}
+	return rnicd, lib, nil
+}
