@@ -1,12 +1,16 @@
 package embedded
 
 import (
+	"context"
+	"errors"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/ibv/ibvtest"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 // openIWARPPair opens two iWARP NICs on loopback kernel TCP as ibv
@@ -48,5 +52,48 @@ func TestTransportReported(t *testing.T) {
 	defer r.Close()
 	if a := r.Query(); a.Transport != nic.TransportIB || a.NodeType != nic.NodeCA {
 		t.Errorf("RoCEv2 device: transport %v, node type %v; want InfiniBand, CA", a.Transport, a.NodeType)
+	}
+}
+
+// A listener closed with a request nobody accepted rejects it: the
+// connector's CMConnect fails with ibv.ErrRejected at once, not after the
+// MPA timeout.
+func TestIWARPListenerCloseRejectsPending(t *testing.T) {
+	p := openIWARPPair(t)
+	l, err := p.B.(ibv.ConnManager).CMListen(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pd, err := p.A.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := p.A.CreateCQ(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qp, err := p.A.CreateQP(pd, ibv.QPInit{Type: verbs.QPTypeRC, SendCQ: cq, RecvCQ: cq,
+		Cap: verbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second) // under the 10 s MPA timeout
+	defer cancel()
+	res := make(chan error, 1)
+	go func() {
+		_, err := p.A.(ibv.ConnManager).CMConnect(ctx, qp, p.AddrB, l.Port(), nil, nil)
+		res <- err
+	}()
+	for len(l.(*iwarpListener).reqs) == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("the request never reached the listener")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-res; !errors.Is(err, ibv.ErrRejected) {
+		t.Fatalf("CMConnect to a listener closed before Accept: %v, want ibv.ErrRejected", err)
 	}
 }
