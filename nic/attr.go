@@ -223,6 +223,10 @@ type DeviceAttr struct {
 	PhysPortCnt     uint8
 	MaxInlineData   int
 	MaxMsgSize      uint64
+	// Transport and NodeType are struct ibv_device's transport_type and
+	// node_type.
+	Transport Transport
+	NodeType  NodeType
 }
 
 // Query returns the device attributes (ibv_query_device).
@@ -258,6 +262,8 @@ func (d *Device) Query() DeviceAttr {
 		PhysPortCnt:     1,
 		MaxInlineData:   l.MaxInlineData,
 		MaxMsgSize:      MaxMsgSize,
+		Transport:       d.transport,
+		NodeType:        d.transport.NodeType(),
 	}
 }
 

@@ -31,6 +31,9 @@ type Config struct {
 	LinkLocal bool
 	// MAC is the port's Ethernet address; the node GUID is its EUI-64.
 	MAC [6]byte
+	// Transport is what the Provider's QPs speak (TransportIB, RoCEv2, if
+	// zero); Query reports it with its node type.
+	Transport Transport
 	// MTU is the Ethernet MTU (DefaultLinkMTU if 0). The port's active path
 	// MTU is the largest IB MTU ≤ MTU − 80, as in rxe: 1500 gives 1024.
 	MTU int
@@ -61,6 +64,7 @@ type Device struct {
 	guid      uint64
 	limits    Limits
 	privQKey  bool
+	transport Transport
 	mem       *memory.Table
 	events    *eventQueue
 	addrHands sync.Map // *verbs.AddressVector → *AH, for PostSend's AH checks
@@ -119,6 +123,7 @@ func Open(cfg Config) (*Device, error) {
 		guid:      eui64(cfg.MAC),
 		limits:    limits,
 		privQKey:  cfg.PrivilegedQKey,
+		transport: cfg.Transport,
 		mem:       mem,
 		events:    newEventQueue(cfg.EventQueueLen),
 		provider:  cfg.Provider,

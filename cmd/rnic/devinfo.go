@@ -113,7 +113,7 @@ func printDevinfo(w io.Writer, e deviceEntry, d ibv.Device, verbose bool) error 
 	}
 	const dev, port = "\t", "\t\t\t"
 	field(dev, "backend", "%s", e.backend)
-	field(dev, "transport", "InfiniBand (0)")
+	field(dev, "transport", "%s (%d)", a.Transport, a.Transport)
 	field(dev, "fw_ver", "%s", a.FwVer)
 	field(dev, "node_guid", "%s", guidString(a.NodeGUID))
 	field(dev, "sys_image_guid", "%s", guidString(a.SysImageGUID))
@@ -144,8 +144,8 @@ func printDevinfo(w io.Writer, e deviceEntry, d ibv.Device, verbose bool) error 
 		field(port, "phys_state", "%s", physState(pa.PhysState))
 	}
 	typ := ", RoCE v2"
-	if e.spec.Backend == ibv.BackendVerbs {
-		typ = ""
+	if e.spec.Backend == ibv.BackendVerbs || a.Transport == nic.TransportIWARP {
+		typ = "" // ibv_devinfo names the GID type of RoCE ports only
 	}
 	for i, g := range d.GIDs() {
 		if !g.IsValid() || g.IsUnspecified() {

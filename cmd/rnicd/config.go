@@ -31,6 +31,10 @@ type deviceSpec struct {
 	// address and port (no TAP, no root); Config then holds only Name
 	// and MTU.
 	UDP netip.AddrPort
+	// TCP, if valid, makes the NIC an iWARP one on kernel TCP at this
+	// address (no TAP, no root), its rdma_cm MPA; Config then holds only
+	// Name.
+	TCP netip.Addr
 	// Verbs, if set, is a libibverbs device (rxe0, mlx5_0) to serve
 	// instead of an rnic NIC; Config then holds only its Name, the
 	// same.
@@ -51,7 +55,7 @@ var errHelp = pflag.ErrHelp
 
 // deviceKeys are the keys of a --device spec, which are also the flags of
 // the first device.
-var deviceKeys = []string{"name", "tap", "udp", "verbs", "ip", "ip6", "mac", "mtu", "pcap", "netns", "bridge"}
+var deviceKeys = []string{"name", "tap", "udp", "tcp", "verbs", "ip", "ip6", "mac", "mtu", "pcap", "netns", "bridge"}
 
 // tapOnlyKeys are the keys that mean nothing for a UDP NIC.
 var tapOnlyKeys = []string{"ip", "ip6", "mac", "netns", "bridge"}
@@ -67,6 +71,7 @@ func newFlagSet(first map[string]*string, devices *[]string, opts *options) *pfl
 		"name":   "RDMA device name of the first NIC (default rnic0)",
 		"tap":    "TAP interface of the first NIC: attached if it exists, created (and removed on exit) if not",
 		"udp":    "instead of a TAP, an embedded NIC on kernel UDP at ADDR[:PORT] (an address of this host, e.g. 127.0.0.2; port 4791): no root needed",
+		"tcp":    "instead of a TAP, an iWARP NIC on kernel TCP at ADDR (an address of this host, e.g. 127.0.0.2; its listeners take the ports programs ask for): no root needed",
 		"verbs":  "instead of an rnic NIC, serve the libibverbs device NAME (rxe0, mlx5_0) under its own name, as clients would open it with verbs:NAME (rnicd built with -tags verbs)",
 		"ip":     "the NIC's IPv4 address with its on-link prefix, e.g. 10.77.0.50/24",
 		"ip6":    "the NIC's IPv6 address with its on-link prefix, e.g. fd00:77::50/64",
@@ -80,7 +85,7 @@ func newFlagSet(first map[string]*string, devices *[]string, opts *options) *pfl
 		first[k] = fs.String(k, "", help[k])
 	}
 	fs.StringArrayVar(devices, "device", nil,
-		"another NIC: 'name=rnic1,tap=t1,ip=CIDR,ip6=CIDR,mac=MAC,mtu=N,pcap=FILE,netns=NS,bridge=BR', 'name=rnic1,udp=ADDR[:PORT],mtu=N,pcap=FILE' or 'verbs=rxe0' (repeatable)")
+		"another NIC: 'name=rnic1,tap=t1,ip=CIDR,ip6=CIDR,mac=MAC,mtu=N,pcap=FILE,netns=NS,bridge=BR', 'name=rnic1,udp=ADDR[:PORT],mtu=N,pcap=FILE', 'name=rnic1,tcp=ADDR,pcap=FILE' (iWARP) or 'verbs=rxe0' (repeatable)")
 	d := server.DefaultLimits()
 	fs.StringVar(&opts.socket, "socket", ibv.DefaultSocketPath(),
 		"serve the NICs to local processes on this Unix socket (mode 0600; its directory is created 0700); empty: serve none")
@@ -130,9 +135,10 @@ func parseArgs(args []string) (*options, error) {
 	if len(kv) > 0 {
 		_, isTAP := kv["tap"]
 		_, isUDP := kv["udp"]
+		_, isTCP := kv["tcp"]
 		_, isVerbs := kv["verbs"]
-		if !isTAP && !isUDP && !isVerbs {
-			return nil, errors.New("--tap or --udp is required with the first device's flags (--ip, --mac, ...), or --verbs")
+		if !isTAP && !isUDP && !isTCP && !isVerbs {
+			return nil, errors.New("--tap, --udp or --tcp is required with the first device's flags (--ip, --mac, ...), or --verbs")
 		}
 		s, err := specFromKeys(kv, "rnic0", "--")
 		if err != nil {
@@ -152,7 +158,7 @@ func parseArgs(args []string) (*options, error) {
 		opts.devices = append(opts.devices, s)
 	}
 	if len(opts.devices) == 0 {
-		return nil, errors.New("no device: give --tap and --ip/--ip6, --udp, --verbs, or --device")
+		return nil, errors.New("no device: give --tap and --ip/--ip6, --udp, --tcp, --verbs, or --device")
 	}
 	if err := checkDistinct(opts.devices); err != nil {
 		return nil, err
@@ -182,9 +188,10 @@ func splitDeviceSpec(s string) (map[string]string, error) {
 	}
 	_, isTAP := kv["tap"]
 	_, isUDP := kv["udp"]
+	_, isTCP := kv["tcp"]
 	_, isVerbs := kv["verbs"]
-	if !isTAP && !isUDP && !isVerbs {
-		return nil, errors.New("tap= or udp= is required (or verbs=)")
+	if !isTAP && !isUDP && !isTCP && !isVerbs {
+		return nil, errors.New("tap=, udp= or tcp= is required (or verbs=)")
 	}
 	return kv, nil
 }
@@ -210,6 +217,9 @@ func specFromKeys(kv map[string]string, defaultName, flagPrefix string) (deviceS
 	}
 	if v, ok := kv["verbs"]; ok {
 		return verbsSpecFromKeys(kv, v, key)
+	}
+	if v, ok := kv["tcp"]; ok {
+		return tcpSpecFromKeys(kv, v, defaultName, key)
 	}
 	if v, ok := kv["udp"]; ok {
 		return udpSpecFromKeys(kv, v, defaultName, key)
@@ -301,6 +311,30 @@ func udpSpecFromKeys(kv map[string]string, addr, defaultName string, key func(st
 	return s, nil
 }
 
+// tcpSpecFromKeys builds the spec of an iWARP NIC on kernel TCP: a name,
+// an address and a pcap file are all it takes (the kernel sizes its
+// segments).
+func tcpSpecFromKeys(kv map[string]string, addr, defaultName string, key func(string) string) (deviceSpec, error) {
+	s := deviceSpec{Config: tapnic.Config{Name: kv["name"]}, PcapPath: kv["pcap"]}
+	if s.Name == "" {
+		s.Name = defaultName
+	}
+	for k := range kv {
+		if k != "name" && k != "tcp" && k != "pcap" {
+			return s, fmt.Errorf("%s does not apply to an iWARP NIC on %s (name, tcp and pcap do)", key(k), key("tcp"))
+		}
+	}
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return s, fmt.Errorf("%s: %q is not an address (its listeners choose their ports)", key("tcp"), addr)
+	}
+	if a.IsUnspecified() || a.IsMulticast() || a.Zone() != "" || a.Is4In6() {
+		return s, fmt.Errorf("%s: %v cannot be a NIC's address", key("tcp"), a)
+	}
+	s.TCP = a
+	return s, nil
+}
+
 // parseHostPrefix parses the NIC's own address with its on-link prefix:
 // IPv4 for --ip, IPv6 for --ip6, and an address a host can have.
 func parseHostPrefix(v string, want6 bool) (netip.Prefix, error) {
@@ -364,6 +398,7 @@ func checkDistinct(specs []deviceSpec) error {
 	names := map[string]bool{}
 	taps := map[[2]string]bool{}
 	udps := map[netip.AddrPort]bool{}
+	tcps := map[netip.Addr]bool{}
 	pcaps := map[string]bool{}
 	for _, s := range specs {
 		if names[s.Name] {
@@ -373,7 +408,12 @@ func checkDistinct(specs []deviceSpec) error {
 		if s.Verbs != "" {
 			continue // its name is the device's: one device, one name
 		}
-		if s.UDP.IsValid() {
+		if s.TCP.IsValid() {
+			if tcps[s.TCP] {
+				return fmt.Errorf("two iWARP NICs on TCP %v", s.TCP)
+			}
+			tcps[s.TCP] = true
+		} else if s.UDP.IsValid() {
 			if udps[s.UDP] {
 				return fmt.Errorf("two NICs on UDP %v", s.UDP)
 			}

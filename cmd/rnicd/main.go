@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
@@ -29,6 +30,8 @@ const help = `usage: rnicd --tap NAME --ip CIDR [--ip6 CIDR] [--mac MAC] [--mtu 
              [--device 'name=rnic1,tap=t1,ip=CIDR,...']...
        rnicd --udp ADDR[:PORT] [--mtu N] [--pcap FILE] [--name rnic0]
              [--device 'name=rnic1,udp=ADDR[:PORT],...']...
+       rnicd --tcp ADDR [--pcap FILE] [--name rnic0]
+             [--device 'name=rnic1,tcp=ADDR,...']...
        [--socket PATH] [--max-clients N] [--max-clients-per-uid N]
        [--max-qps N] [--max-mrs N] [--max-mr-bytes N]
        [--max-ring-bytes N] [--max-objects N]
@@ -41,15 +44,19 @@ not exist is created and removed on exit, an existing one is attached to
 and left in place. The NIC's addresses are its own, not the kernel's: put
 the TAP on a bridge (--bridge) or give the kernel side an address of its
 own to reach it. A UDP NIC (--udp) is the embedded mode's: RoCEv2 over
-kernel UDP sockets on an address of this host; it needs no privilege.
+kernel UDP sockets on an address of this host; it needs no privilege. A
+TCP NIC (--tcp) is an iWARP one (transport iWARP, node type RNIC): RDMAP,
+DDP and MPA over kernel TCP on an address of this host, connected only
+through rdma_cm; it needs no privilege either.
 
 The flags describe the first NIC; every --device adds one more, with the
-same keys as the flags (name, tap, udp, ip, ip6, mac, mtu, pcap, netns,
-bridge; tap and ip or ip6, or udp, required; names default to rnic0, rnic1,
+same keys as the flags (name, tap, udp, tcp, ip, ip6, mac, mtu, pcap, netns,
+bridge; tap and ip or ip6, or udp, or tcp, required; names default to rnic0, rnic1,
 ... in order). Once a NIC is up rnicd prints
 
     rnic0: tap t0 mac 02:00:0a:4d:00:32 ip 10.77.0.50/24 mtu 1500 ready
     rnic0: udp 127.0.0.2:4791 mtu 1500 ready
+    rnic0: iwarp tcp 127.0.0.2 ready
 
 then, serving them on the control socket,
 
@@ -175,8 +182,9 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 // server serves it.
 type device struct {
 	spec  deviceSpec
-	tap   *tapnic.NIC   // TAP mode
-	udp   *embedded.NIC // UDP mode
+	tap   *tapnic.NIC        // TAP mode
+	udp   *embedded.NIC      // UDP mode
+	iw    *embedded.IWARPNIC // TCP (iWARP) mode
 	dev   ibv.Device
 	pcap  *transport.PcapWriter
 	ready string
@@ -195,6 +203,9 @@ func openDevice(s deviceSpec) (*device, error) {
 		}
 		d.pcap = pw
 		d.spec.Pcap = pw
+	}
+	if s.TCP.IsValid() {
+		return openIWARP(d)
 	}
 	var err error
 	var en *embedded.NIC
@@ -233,6 +244,33 @@ func openDevice(s deviceSpec) (*device, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// openIWARP opens d's iWARP NIC on kernel TCP, served with its own
+// rdma_cm and the kernel's TCP on its address for side channels.
+func openIWARP(d *device) (*device, error) {
+	s := d.spec
+	n, err := embedded.OpenIWARP(embedded.IWARPConfig{Name: s.Name, Addr: s.TCP, MSS: iwarpLoopbackMSS(s.TCP), Pcap: d.pcap})
+	if err != nil {
+		if d.pcap != nil {
+			d.pcap.Close()
+			os.Remove(s.PcapPath)
+		}
+		return nil, fmt.Errorf("%s on tcp %v: %w", s.Name, s.TCP, err)
+	}
+	d.iw = n
+	d.ready = fmt.Sprintf("%s: iwarp tcp %v ready", s.Name, s.TCP)
+	d.dev = n.Verbs(ibv.LocalOptions{Network: server.KernelNetwork(n.Addr)})
+	return d, nil
+}
+
+// iwarpLoopbackMSS sizes FPDUs for the path: loopback's MSS (65483) on a
+// loopback address, Ethernet's (iwarp.DefaultMSS) elsewhere.
+func iwarpLoopbackMSS(a netip.Addr) int {
+	if a.IsLoopback() {
+		return 65483
+	}
+	return 0
 }
 
 func wrapOpen(err error, format string, args ...any) error {

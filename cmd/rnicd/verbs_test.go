@@ -33,7 +33,7 @@ func TestParseArgsVerbs(t *testing.T) {
 		{[]string{"--verbs", "rxe0", "--device", "verbs=rxe0"}, "two NICs are named rxe0"},
 		{[]string{"--udp", "127.0.0.2", "--name", "rxe0", "--device", "verbs=rxe0"}, "two NICs are named rxe0"},
 		{[]string{"--verbs", "a/b"}, `--verbs: "a/b" is not a device name`},
-		{[]string{"--device", "ip=10.0.0.3/24"}, "tap= or udp= is required (or verbs=)"},
+		{[]string{"--device", "ip=10.0.0.3/24"}, "tap=, udp= or tcp= is required (or verbs=)"},
 	} {
 		if specs, err := devices(tc.args); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("parseArgs(%q) = %+v, %v; want an error containing %q", tc.args, specs, err, tc.want)

@@ -251,6 +251,12 @@ func (d *device) queryDevice() error {
 		MaxMsgSize:      uint64(p.max_msg_sz),
 	}
 	d.attr.MaxInlineData = d.probeInline()
+	// struct ibv_device's, which ibv_query_device does not report.
+	d.attr.Transport = nic.TransportIB
+	if d.iwarp {
+		d.attr.Transport = nic.TransportIWARP
+	}
+	d.attr.NodeType = nic.NodeType(d.ctx.device.node_type)
 	return nil
 }
 

@@ -49,6 +49,10 @@ func TestQuery(t *testing.T) {
 	if a.MaxQP <= 0 || a.MaxCQE <= 0 || a.MaxSGE <= 0 || a.MaxMR <= 0 || a.PhysPortCnt < 1 || a.MaxMsgSize == 0 {
 		t.Errorf("implausible device attributes %+v", a)
 	}
+	if want := map[bool]nic.Transport{false: nic.TransportIB, true: nic.TransportIWARP}[d.iwarp]; a.Transport != want ||
+		a.NodeType != want.NodeType() {
+		t.Errorf("transport %v, node type %v; want %v, %v (rxe: IB, CA; siw: iWARP, RNIC)", a.Transport, a.NodeType, want, want.NodeType())
+	}
 	if a.MaxInlineData < 16 {
 		t.Errorf("MaxInlineData %d: the probe found no inline size", a.MaxInlineData)
 	}

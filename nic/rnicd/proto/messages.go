@@ -13,8 +13,19 @@ import (
 	"github.com/rnic/rnic/nic/verbs"
 )
 
-// Version is the protocol version a client announces in OpOpen.
-const Version = 1
+// Version is the newest protocol version, the one a client announces in
+// OpOpen; the daemon answers in the client's version, from MinVersion on.
+// Version 2 adds the device's transport and node type to OpenReply (an
+// iWARP NIC is an RNIC on iWARP transport); version 1 clients (the C
+// libraries so far) get the reply without them.
+const (
+	Version    = 2
+	MinVersion = 1
+)
+
+// VersionTransport is the first version whose OpenReply carries the
+// transport.
+const VersionTransport = 2
 
 // MaxGIDs bounds the GID table sent with OpOpen.
 const MaxGIDs = 256
@@ -68,6 +79,10 @@ func (m *OpenReply) Encode(w *Writer) {
 	for _, g := range m.GIDs {
 		w.Addr(g)
 	}
+	if m.Version >= VersionTransport {
+		w.U8(uint8(m.Attr.Transport))
+		w.U8(uint8(m.Attr.NodeType))
+	}
 }
 
 func (m *OpenReply) Decode(r *Reader) {
@@ -83,6 +98,10 @@ func (m *OpenReply) Decode(r *Reader) {
 	m.GIDs = make([]netip.Addr, 0, n)
 	for range n {
 		m.GIDs = append(m.GIDs, r.Addr())
+	}
+	if m.Version >= VersionTransport {
+		m.Attr.Transport = nic.Transport(r.U8())
+		m.Attr.NodeType = nic.NodeType(r.U8())
 	}
 }
 

@@ -27,6 +27,9 @@ type Options struct {
 	Limits server.Limits
 	// Logf, if set, receives the server's log.
 	Logf func(string, ...any)
+	// IWARP makes them iWARP NICs on kernel TCP (IWARPNICs), each with
+	// its own rdma_cm (MPA), in place of RoCEv2 NICs.
+	IWARP bool
 }
 
 // Daemon is a running test daemon.
@@ -35,6 +38,8 @@ type Daemon struct {
 	// Socket is the control socket.
 	Socket string
 	NICs   []*embedded.NIC
+	// IWARPNICs are the NICs of Options.IWARP (NICs is then empty).
+	IWARPNICs []*embedded.IWARPNIC
 	// Devices are the NICs as the server serves them.
 	Devices []ibv.Device
 	served  chan struct{}
@@ -70,6 +75,23 @@ func ServedDevice(n *embedded.NIC) (ibv.Device, error) {
 	return rdmacm.LocalWith(n, rdmacm.Config{}, ibv.LocalOptions{Network: server.KernelNetwork(n.Addr)})
 }
 
+// OpenIWARPNIC opens an iWARP NIC named name on kernel TCP at a fresh
+// loopback address (its listeners take free ports of their own).
+func OpenIWARPNIC(name string) (*embedded.IWARPNIC, error) {
+	n, err := embedded.OpenIWARP(embedded.IWARPConfig{Name: name, Addr: LoopbackAddr(), MSS: 65483})
+	if err != nil {
+		return nil, fmt.Errorf("open iWARP NIC: %w", err)
+	}
+	return n, nil
+}
+
+// ServedIWARPDevice wraps an iWARP NIC as rnicd serves it: its ibv
+// device with its own rdma_cm, and the kernel's TCP on its address for
+// side channels.
+func ServedIWARPDevice(n *embedded.IWARPNIC) ibv.Device {
+	return n.Verbs(ibv.LocalOptions{Network: server.KernelNetwork(n.Addr)})
+}
+
 // New starts a daemon listening on socket: its devices are ServedDevices.
 func New(socket string, opt Options) (*Daemon, error) {
 	if opt.NICs == 0 {
@@ -83,6 +105,15 @@ func New(socket string, opt Options) (*Daemon, error) {
 		return nil, err
 	}
 	for i := range opt.NICs {
+		if opt.IWARP {
+			n, err := OpenIWARPNIC(fmt.Sprintf("rnic%d", i))
+			if err != nil {
+				return fail(err)
+			}
+			d.IWARPNICs = append(d.IWARPNICs, n)
+			d.Devices = append(d.Devices, ServedIWARPDevice(n))
+			continue
+		}
 		n, err := OpenNIC(fmt.Sprintf("rnic%d", i), opt.MTU)
 		if err != nil {
 			return fail(err)
@@ -135,5 +166,13 @@ func Start(t testing.TB, opt Options) *Daemon {
 
 // Spec returns the device string of NIC i.
 func (d *Daemon) Spec(i int) ibv.Spec {
-	return ibv.Spec{Backend: ibv.BackendDaemon, Name: d.NICs[i].Name(), Socket: d.Socket}
+	return ibv.Spec{Backend: ibv.BackendDaemon, Name: d.Devices[i].Name(), Socket: d.Socket}
+}
+
+// Addr returns the address of NIC i, RoCEv2 or iWARP.
+func (d *Daemon) Addr(i int) netip.Addr {
+	if len(d.IWARPNICs) > 0 {
+		return d.IWARPNICs[i].Addr
+	}
+	return d.NICs[i].Addr
 }

@@ -24,8 +24,8 @@ func handleOpen(s *Session, req *Request, rep *Reply) error {
 	if err := req.Decode(&m); err != nil {
 		return err
 	}
-	if m.Version != proto.Version {
-		return fmt.Errorf("%w: client speaks version %d, daemon %d", proto.ErrVersion, m.Version, proto.Version)
+	if m.Version < proto.MinVersion || m.Version > proto.Version {
+		return fmt.Errorf("%w: client speaks version %d, daemon %d..%d", proto.ErrVersion, m.Version, proto.MinVersion, proto.Version)
 	}
 	if s.dev != nil {
 		return fmt.Errorf("rnicd: open %s: this connection has %s open: %w", m.Name, s.dev.dev.Name(), nic.ErrInvalid)
@@ -47,7 +47,7 @@ func handleOpen(s *Session, req *Request, rep *Reply) error {
 	s.mu.Unlock()
 	d.attach(s)
 	s.logf("opened %s", m.Name)
-	rep.Set(&proto.OpenReply{Version: proto.Version, Name: d.dev.Name(), Attr: d.dev.Query(), Port: port, GIDs: gids})
+	rep.Set(&proto.OpenReply{Version: m.Version, Name: d.dev.Name(), Attr: d.dev.Query(), Port: port, GIDs: gids})
 	return nil
 }
 

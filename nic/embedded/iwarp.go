@@ -1,0 +1,151 @@
+// An iWARP NIC: the iWARP engine (RDMAP/DDP/MPA over TCP streams, by
+// default the kernel's: no root) under the verbs device, with the engine's
+// MPA connection manager as the device's rdma_cm. iWARP QPs are RC only and
+// connect only through the CM, so the device always offers it.
+
+package embedded
+
+import (
+	"fmt"
+	"io"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/rnic/rnic/iwarp"
+	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/clock"
+	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/udp"
+)
+
+// IWARPConfig describes an iWARP NIC.
+type IWARPConfig struct {
+	// Name is the device name (rnic0 if empty).
+	Name string
+	// Addr is the NIC's address: its GID, the address its listeners bind
+	// and its connections leave from (e.g. 127.0.0.2 or ::1).
+	Addr netip.Addr
+	// Network carries the streams: kernel TCP if nil (the embedded mode),
+	// a TAP-mode NIC's own TCP, or a stream.SimNetwork on a virtual Clock.
+	Network stream.Network
+	// Clock drives the engine (a real clock if nil).
+	Clock clock.Clock
+	// MSS sizes the FPDUs (iwarp.DefaultMSS if 0; loopback allows 65483).
+	MSS int
+	// CRC asks peers for MPA CRCs (C=1); a peer that asks gets them anyway.
+	CRC bool
+	// RTR selects the Ready-to-Receive messages offered and accepted
+	// (iwarp.RTRAuto if zero; iwarp.RTRNone as Linux siw initiates).
+	RTR iwarp.RTRMode
+	// Pcap, if set, records every connection as Ethernet/IP/TCP frames.
+	Pcap *transport.PcapWriter
+	// Trace, if set, receives the engine's connection and QP trace.
+	Trace io.Writer
+}
+
+// IWARPNIC is an assembled iWARP NIC.
+type IWARPNIC struct {
+	*nic.Device
+	Stack *iwarp.Stack
+	Addr  netip.Addr
+	cm    *iwarpCM
+	once  sync.Once
+}
+
+// OpenIWARP opens an iWARP NIC. Its device reports TransportIWARP and node
+// type RNIC; Verbs gives it as an ibv.Device with its ConnManager.
+func OpenIWARP(cfg IWARPConfig) (*IWARPNIC, error) {
+	if !cfg.Addr.IsValid() || cfg.Addr.IsUnspecified() {
+		return nil, fmt.Errorf("embedded: an iWARP NIC needs an address, not %v", cfg.Addr)
+	}
+	if cfg.Network == nil {
+		cfg.Network = &stream.TCP{}
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.NewReal()
+	}
+	n := &IWARPNIC{Addr: cfg.Addr.Unmap()}
+	n.cm = newIWARPCM(n)
+	scfg := iwarp.Config{Clock: cfg.Clock, Network: cfg.Network, Addr: n.Addr, MSS: cfg.MSS,
+		NoCRC: !cfg.CRC, RTR: cfg.RTR, OnConnEvent: n.cm.event}
+	if cfg.Pcap != nil {
+		scfg.Tee = pcapTee(cfg.Pcap, cfg.Clock)
+	}
+	if cfg.Trace != nil {
+		var mu sync.Mutex
+		w, name := cfg.Trace, cfg.Name
+		scfg.Trace = func(e iwarp.TraceEvent) {
+			mu.Lock()
+			fmt.Fprintf(w, "%s %v\n", name, e)
+			mu.Unlock()
+		}
+	}
+	stack, err := iwarp.NewStack(scfg)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: %w", err)
+	}
+	// The MAC only names the node (its GUID): the kernel's TCP hides the
+	// real one, as the embedded RoCE mode's UDP does.
+	dev, err := nic.Open(nic.Config{Name: cfg.Name, Provider: stack, GIDs: []netip.Addr{n.Addr},
+		MAC: udp.SyntheticMAC(n.Addr), Transport: nic.TransportIWARP})
+	if err != nil {
+		stack.Close()
+		return nil, fmt.Errorf("embedded: %w", err)
+	}
+	n.Device, n.Stack = dev, stack
+	return n, nil
+}
+
+// pcapTee records each connection in w with the clock's timestamps.
+func pcapTee(w *transport.PcapWriter, clk clock.Clock) func(stream.Conn) stream.Conn {
+	now := time.Now
+	if v, ok := clk.(*clock.Virtual); ok {
+		now = transport.VirtualTimestamps(v)
+	}
+	return func(s stream.Conn) stream.Conn {
+		return stream.TeeConnWith(s, w, stream.TeeConfig{Now: now, Framer: iwarp.CaptureFramer})
+	}
+}
+
+// PortCounters returns the iWARP engine's counters as the port's.
+func (n *IWARPNIC) PortCounters() []ibv.Counter {
+	snap := n.Stack.Counters().Snapshot()
+	out := make([]ibv.Counter, len(snap))
+	for i, c := range snap {
+		out[i] = ibv.Counter{Name: c.Name, Value: c.Value}
+	}
+	return out
+}
+
+// ConnManager returns the NIC's rdma_cm: MPA over the NIC's streams. It
+// binds QPs of the NIC given as Local QPs (ibv.Local of n.Device).
+func (n *IWARPNIC) ConnManager() ibv.ConnManager { return n.cm }
+
+// Verbs returns n as an ibv.Device that offers rdma_cm (ibv.ConnManager):
+// the NIC's own, which replaces any opt.ConnManager, since no other CM can
+// connect its QPs. opt's Counters default to PortCounters and its Close
+// to n.Close.
+func (n *IWARPNIC) Verbs(opt ibv.LocalOptions) ibv.Device {
+	if opt.Counters == nil {
+		opt.Counters = n.PortCounters
+	}
+	if opt.Close == nil {
+		opt.Close = n.Close
+	}
+	opt.ConnManager = n.cm
+	return ibv.Local(n.Device, opt)
+}
+
+// Close closes the listeners and connections (the QPs go to ERR), then
+// the device.
+func (n *IWARPNIC) Close() error {
+	var err error
+	n.once.Do(func() {
+		n.Stack.Close()
+		err = n.Device.Close()
+	})
+	return err
+}
