@@ -116,8 +116,7 @@ func edgeRun(t *testing.T, name string, args []string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	rootContext = ctx
-	defer func() { rootContext = context.Background() }()
+	defer setRootContext(ctx)()
 	var out, errb bytes.Buffer
 	type result struct {
 		code  int

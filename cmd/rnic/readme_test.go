@@ -276,9 +276,7 @@ func (s *sessionStep) run(t *testing.T, line int) {
 
 // runIn runs a command line under ctx (instead of the signals').
 func runIn(ctx context.Context, args []string, stdout, stderr *bytes.Buffer) int {
-	prev := rootContext
-	rootContext = ctx
-	defer func() { rootContext = prev }()
+	defer setRootContext(ctx)()
 	return run(args, stdout, stderr)
 }
 

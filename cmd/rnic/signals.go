@@ -12,12 +12,31 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 )
 
 // rootContext is what every command's context derives from; tests bound
-// it with a deadline.
-var rootContext = context.Background()
+// it with a deadline (setRootContext). A command reads it once, as it
+// starts, under rootMu: tests may start commands from several goroutines.
+var (
+	rootMu      sync.Mutex
+	rootContext = context.Background()
+)
+
+// setRootContext makes ctx the root of the commands started from now on;
+// restore makes it context.Background() again — never an earlier
+// context, which an overlapping caller may have cancelled meanwhile.
+func setRootContext(ctx context.Context) (restore func()) {
+	rootMu.Lock()
+	rootContext = ctx
+	rootMu.Unlock()
+	return func() {
+		rootMu.Lock()
+		rootContext = context.Background()
+		rootMu.Unlock()
+	}
+}
 
 // interrupted is the cause of a context a signal cancelled.
 type interrupted struct{ sig syscall.Signal }
@@ -37,7 +56,10 @@ func signalName(s syscall.Signal) string {
 // signalContext is cancelled by SIGINT or SIGTERM with an interrupted
 // cause. Its stop function restores the signals' default action.
 func signalContext() (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancelCause(rootContext)
+	rootMu.Lock()
+	root := rootContext
+	rootMu.Unlock()
+	ctx, cancel := context.WithCancelCause(root)
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	done := make(chan struct{})
