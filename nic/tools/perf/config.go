@@ -18,6 +18,7 @@ import (
 
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
+	"github.com/rnic/rnic/nic/tools/loopback"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
 )
@@ -74,13 +75,6 @@ const (
 	// maxOutReads is the READ/atomic depth of a QP (perftest uses the
 	// device's max_qp_rd_atom; rnic's is 128).
 	maxOutReads = 128
-)
-
-// Loopback addresses of the two NICs when none are given: the server's and
-// the client's (the same convention as rnic pingpong).
-var (
-	ServerLoopback = netip.MustParseAddr("127.0.0.2")
-	ClientLoopback = netip.MustParseAddr("127.0.0.3")
 )
 
 // Config describes a run.
@@ -347,15 +341,15 @@ func (cfg Config) resolve(ctx context.Context) (*resolved, error) {
 	switch r.role {
 	case roleServer:
 		if !c.Addr.IsValid() {
-			c.Addr = ServerLoopback
+			c.Addr = loopback.Server
 		}
 	case roleBoth:
 		if !c.ServerAddr.IsValid() {
-			c.ServerAddr = ServerLoopback
+			c.ServerAddr = loopback.Server
 		}
 		r.server = c.ServerAddr.Unmap()
 		if !c.Addr.IsValid() {
-			c.Addr = otherLoopback(r.server)
+			c.Addr = loopback.Other(r.server)
 		}
 	case roleClient:
 		a, err := lookup(ctx, c.Server, nil)
@@ -681,30 +675,16 @@ func addrOfFamily(own []netip.Addr, peer netip.Addr) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-// otherLoopback is the client's loopback address given the server's.
-func otherLoopback(server netip.Addr) netip.Addr {
-	if server == ClientLoopback {
-		return ServerLoopback
-	}
-	return ClientLoopback
-}
-
 // clientAddr picks a client's address for a server at server.
 func clientAddr(server netip.Addr) (netip.Addr, error) {
+	a, err := loopback.ClientAddr(server, DefaultRDMAPort)
 	switch {
-	case server.IsLoopback() && server.Is4():
-		return otherLoopback(server), nil
-	case server.IsLoopback():
-		return netip.Addr{}, fmt.Errorf("%w: server %v is IPv6 loopback, which has one address: give --addr", ErrConfig, server)
+	case errors.Is(err, loopback.ErrOneAddress):
+		return a, fmt.Errorf("%w: %w", ErrConfig, err)
+	case err != nil:
+		return a, fmt.Errorf("perf: %w", err)
 	}
-	// The address the host routes from; a UDP "connection" picks it
-	// without sending anything.
-	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(server, DefaultRDMAPort)))
-	if err != nil {
-		return netip.Addr{}, fmt.Errorf("perf: no local address reaches %v: %w", server, err)
-	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap(), nil
+	return a, nil
 }
 
 // lookup resolves host, IPv4 first; with own set (the TAP mode), the

@@ -18,6 +18,7 @@ import (
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
+	"github.com/rnic/rnic/nic/tools/loopback"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
 )
@@ -40,15 +41,6 @@ const (
 	// the NIC writes the 40-byte GRH (for RoCEv2 over IPv4: 20 zero bytes
 	// and the IPv4 header); the payload follows it.
 	GRHSpace = 40
-)
-
-// Loopback addresses the embedded mode uses when none is given: a server
-// takes ServerLoopback, a client of a loopback server the other one, so
-// both ends run on one host without configuration (all of 127.0.0.0/8 is
-// local on Linux).
-var (
-	ServerLoopback = netip.MustParseAddr("127.0.0.2")
-	ClientLoopback = netip.MustParseAddr("127.0.0.3")
 )
 
 // Config describes one side of a ping-pong run.
@@ -94,7 +86,7 @@ type Config struct {
 	UD bool
 
 	// Addr is the NIC's own IP address. Zero picks by the loopback
-	// convention (ServerLoopback for a server; for a client of a loopback
+	// convention (loopback.Server for a server; for a client of a loopback
 	// server the other loopback address, otherwise the local address the
 	// host routes to the server from).
 	Addr netip.Addr
@@ -404,23 +396,15 @@ func lookup(ctx context.Context, host string, own []netip.Addr) (netip.Addr, err
 // defaultAddr applies the address convention (Config.Addr). server is
 // invalid for a server.
 func defaultAddr(server netip.Addr) (netip.Addr, error) {
+	if !server.IsValid() {
+		return loopback.Server, nil
+	}
+	a, err := loopback.ClientAddr(server, DefaultRDMAPort)
 	switch {
-	case !server.IsValid():
-		return ServerLoopback, nil
-	case server.IsLoopback() && server.Is4():
-		if server == ClientLoopback {
-			return ServerLoopback, nil
-		}
-		return ClientLoopback, nil
-	case server.IsLoopback():
-		return netip.Addr{}, fmt.Errorf("%w: server %v is IPv6 loopback, which has one address: give --addr", ErrConfig, server)
+	case errors.Is(err, loopback.ErrOneAddress):
+		return a, fmt.Errorf("%w: %w", ErrConfig, err)
+	case err != nil:
+		return a, fmt.Errorf("pingpong: %w", err)
 	}
-	// The address the host would send from to reach the server; a UDP
-	// "connection" picks it without sending anything.
-	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(server, DefaultRDMAPort)))
-	if err != nil {
-		return netip.Addr{}, fmt.Errorf("pingpong: no local address reaches %v: %w", server, err)
-	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap(), nil
+	return a, nil
 }
