@@ -282,28 +282,9 @@ func isTemporaryAccept(err error) bool {
 // TCPConn is a kernel TCP connection. It implements Conn; see the file
 // comment for its goroutines.
 type TCPConn struct {
-	c             *net.TCPConn
-	raw           syscall.RawConn
-	cfg           TCPConfig
-	local, remote netip.AddrPort
-	active        bool
-	onData        atomic.Pointer[func([]byte)]
-	onClose       atomic.Pointer[func(error)]
-	onWritable    atomic.Pointer[func()]
-	cbMu          sync.Mutex // serialises the callbacks
-	wake          chan struct{}
-	mu            sync.Mutex
-	queue, spare  []byte // bytes waiting for the writer; the writer's spare buffer
-	writing       int    // bytes the writer is writing now
-	blocked       bool   // a Write was refused since the last writable callback
-	closing       bool   // Close was called: FIN after the queue
-	werr          error  // what Write returns (ErrClosed after Close or Abort)
-	cause         error  // why the connection died (nil while alive)
-	readerStarted bool
-	readerDone    bool
-	writerStarted bool
-	writerDone    bool // FIN sent, or the writer gave up
-	released      bool // the socket is closed
+	connBase
+	c   *net.TCPConn
+	raw syscall.RawConn
 }
 
 var _ Conn = (*TCPConn)(nil)
@@ -318,60 +299,28 @@ func newTCPConn(c *net.TCPConn, cfg TCPConfig, active bool) (*TCPConn, error) {
 		c.Close()
 		return nil, err
 	}
-	return &TCPConn{
-		c: c, raw: raw, cfg: cfg, active: active,
-		local: tcpAddrPort(c.LocalAddr()), remote: tcpAddrPort(c.RemoteAddr()),
-		wake: make(chan struct{}, 1),
-	}, nil
+	tc := &TCPConn{c: c, raw: raw}
+	tc.init(cfg, active)
+	tc.local, tc.remote = tcpAddrPort(c.LocalAddr()), tcpAddrPort(c.RemoteAddr())
+	return tc, nil
 }
-
-// LocalAddr implements Conn.
-func (c *TCPConn) LocalAddr() netip.AddrPort { return c.local }
-
-// RemoteAddr implements Conn.
-func (c *TCPConn) RemoteAddr() netip.AddrPort { return c.remote }
-
-// Active implements Conn.
-func (c *TCPConn) Active() bool { return c.active }
 
 // SetReceiver implements Conn. The first call starts the reader goroutine.
 func (c *TCPConn) SetReceiver(onData func(p []byte), onClose func(err error)) {
-	c.onData.Store(&onData)
-	c.onClose.Store(&onClose)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.readerStarted {
-		return
-	}
-	c.readerStarted = true
-	go c.readLoop()
-}
-
-// SetWritable implements Conn. The function runs on the writer goroutine.
-func (c *TCPConn) SetWritable(f func()) { c.onWritable.Store(&f) }
-
-// Buffered implements Conn: bytes queued or being written into the socket.
-func (c *TCPConn) Buffered() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.queue) + c.writing
+	c.setReceiver(onData, onClose, c.readLoop)
 }
 
 // Write implements Conn.
 func (c *TCPConn) Write(b []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.werr != nil {
-		return 0, c.werr
-	}
-	if len(b) == 0 {
+	if c.werr == nil && len(b) == 0 {
 		return 0, nil
 	}
 	total := len(b)
-	buffered := len(c.queue) + c.writing
-	if refuse(buffered, len(b), c.cfg.SendBuffer) {
-		c.blocked = true
-		return 0, ErrWouldBlock
+	buffered, err := c.admitLocked(len(b))
+	if err != nil {
+		return 0, err
 	}
 	if buffered == 0 {
 		// Nothing ahead of b: try the socket directly, without waiting.
@@ -386,7 +335,7 @@ func (c *TCPConn) Write(b []byte) (int, error) {
 		}
 	}
 	c.queue = append(c.queue, b...)
-	c.startWriterLocked()
+	c.startWriterLocked(c.writeLoop)
 	c.signal()
 	return total, nil
 }
@@ -395,22 +344,13 @@ func (c *TCPConn) Write(b []byte) (int, error) {
 func (c *TCPConn) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closing || c.cause != nil || c.released {
+	if !c.beginCloseLocked() {
 		return nil
 	}
-	c.closing = true
-	c.werr = ErrClosed
 	if c.cfg.Linger > 0 {
 		c.c.SetDeadline(time.Now().Add(c.cfg.Linger))
 	}
-	if len(c.queue) == 0 && c.writing == 0 && !c.writerStarted {
-		// Nothing to send: the FIN goes now, with no writer goroutine.
-		c.writerStarted = true
-		c.finLocked()
-		return nil
-	}
-	c.startWriterLocked()
-	c.signal()
+	c.finishCloseLocked(c.finLocked, c.writeLoop)
 	return nil
 }
 
@@ -428,21 +368,6 @@ func (c *TCPConn) Abort() error {
 	c.releaseLocked()
 	c.signal()
 	return nil
-}
-
-// signal wakes the writer.
-func (c *TCPConn) signal() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (c *TCPConn) startWriterLocked() {
-	if !c.writerStarted {
-		c.writerStarted = true
-		go c.writeLoop()
-	}
 }
 
 // failLocked records the connection's death and closes the socket (with
@@ -472,7 +397,7 @@ func (c *TCPConn) releaseLocked() {
 
 // maybeReleaseLocked closes the socket once both directions are over.
 func (c *TCPConn) maybeReleaseLocked() {
-	if c.writerDone && (c.readerDone || !c.readerStarted) {
+	if c.bothDoneLocked() {
 		c.releaseLocked()
 	}
 }
@@ -519,17 +444,10 @@ func (c *TCPConn) writeLoop() {
 		if err != nil {
 			c.failLocked(mapErr(err))
 		}
-		notify := c.blocked && c.cause == nil && len(c.queue) <= c.cfg.SendBuffer/2
-		if notify {
-			c.blocked = false
-		}
+		notify := c.writableLocked(len(c.queue))
 		c.mu.Unlock()
 		if notify {
-			c.cbMu.Lock()
-			if f := c.onWritable.Load(); f != nil && *f != nil {
-				(*f)()
-			}
-			c.cbMu.Unlock()
+			c.notifyWritable()
 		}
 	}
 }
@@ -539,24 +457,10 @@ func (c *TCPConn) readLoop() {
 	for {
 		n, err := c.c.Read(buf)
 		if n > 0 {
-			c.mu.Lock()
-			dead := c.cause != nil
-			c.mu.Unlock()
-			if !dead {
-				c.cbMu.Lock()
-				if f := c.onData.Load(); f != nil && *f != nil {
-					(*f)(buf[:n])
-				}
-				c.cbMu.Unlock()
-			}
+			c.deliver(buf[:n])
 		}
 		if err != nil {
-			reason := c.readEnded(err)
-			c.cbMu.Lock()
-			if f := c.onClose.Load(); f != nil && *f != nil {
-				(*f)(reason)
-			}
-			c.cbMu.Unlock()
+			c.notifyClosed(c.readEnded(err))
 			return
 		}
 	}
