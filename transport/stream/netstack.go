@@ -50,8 +50,6 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/buffer"
@@ -124,43 +122,21 @@ func (n *Netstack) ListenNetstack(addr netip.AddrPort) (*NetstackListener, error
 		return nil, fmt.Errorf("stream: netstack listen %v: %w", addr, netstackErr(terr))
 	}
 	bound := netip.AddrPortFrom(addr.Addr(), la.Port)
-	return &NetstackListener{n: n, ep: ep, wq: wq, addr: bound, stop: make(chan struct{})}, nil
+	l := &NetstackListener{n: n, ep: ep, wq: wq, stop: make(chan struct{})}
+	l.addr = bound
+	return l, nil
 }
 
 // Dial implements Dialer: the connection is made on a goroutine, which
 // then calls done.
 func (n *Netstack) Dial(local netip.Addr, remote netip.AddrPort, done func(Conn, error)) (cancel func()) {
-	ctx, stop := context.WithCancel(context.Background())
-	var (
-		mu                 sync.Mutex
-		canceled, finished bool
-	)
-	go func() {
+	return dialAsync(func(ctx context.Context) (Conn, error) {
 		c, err := n.DialContext(ctx, local, remote)
-		mu.Lock()
-		if canceled {
-			if c != nil {
-				c.Abort()
-			}
-			c, err = nil, ErrCanceled
-		}
-		finished = true
-		mu.Unlock()
-		stop()
 		if err != nil {
-			done(nil, err)
-			return
+			return nil, err
 		}
-		done(c, nil)
-	}()
-	return func() {
-		mu.Lock()
-		if !finished {
-			canceled = true
-		}
-		mu.Unlock()
-		stop()
-	}
+		return c, nil
+	}, done)
 }
 
 // DialContext connects from local (zero: chosen by netstack) to remote,
@@ -274,47 +250,30 @@ func netstackErr(e tcpip.Error) error {
 // Listener: an accept goroutine, started by the first SetAcceptor, calls
 // the acceptor with each connection.
 type NetstackListener struct {
-	n        *Netstack
-	ep       tcpip.Endpoint
-	wq       *waiter.Queue
-	addr     netip.AddrPort
-	acceptor atomic.Pointer[func(Conn)]
-	stop     chan struct{} // closed by Close: ends the accept goroutine
-	mu       sync.Mutex
-	started  bool
-	closed   bool
+	listenerBase
+	n    *Netstack
+	ep   tcpip.Endpoint
+	wq   *waiter.Queue
+	stop chan struct{} // closed by Close: ends the accept goroutine
 }
 
 var _ Listener = (*NetstackListener)(nil)
 
-// Addr implements Listener.
-func (l *NetstackListener) Addr() netip.AddrPort { return l.addr }
-
 // SetAcceptor implements Listener. A connection accepted while the
 // acceptor is nil is reset.
 func (l *NetstackListener) SetAcceptor(onConn func(Conn)) {
-	l.acceptor.Store(&onConn)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.started && !l.closed {
-		l.started = true
-		go l.acceptLoop()
-	}
+	l.setAcceptor(onConn, l.acceptLoop)
 }
 
 // Close implements Listener: netstack resets the connections still in the
 // backlog. It does not wait for the accept goroutine (Close may be called
 // from the acceptor).
 func (l *NetstackListener) Close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
+	return l.closeOnce(func() error {
+		close(l.stop)
+		l.ep.Close()
 		return nil
-	}
-	l.closed = true
-	close(l.stop)
-	l.ep.Close()
-	return nil
+	})
 }
 
 func (l *NetstackListener) acceptLoop() {
@@ -341,11 +300,7 @@ func (l *NetstackListener) acceptLoop() {
 		}
 		ep.SocketOptions().SetDelayOption(false)
 		c := newNetstackConn(l.n, ep, wq, false)
-		if f := l.acceptor.Load(); f != nil && *f != nil {
-			(*f)(c)
-		} else {
-			c.Abort()
-		}
+		l.hand(c)
 	}
 }
 

@@ -33,8 +33,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -118,43 +116,21 @@ func (n *TCP) ListenTCP(addr netip.AddrPort) (*TCPListener, error) {
 		}
 		return nil, err
 	}
-	return &TCPListener{l: l, cfg: n.Config.withDefaults(), addr: tcpAddrPort(l.Addr())}, nil
+	tl := &TCPListener{l: l, cfg: n.Config.withDefaults()}
+	tl.addr = tcpAddrPort(l.Addr())
+	return tl, nil
 }
 
 // Dial implements Dialer: the connection is made on a goroutine, which
 // then calls done.
 func (n *TCP) Dial(local netip.Addr, remote netip.AddrPort, done func(Conn, error)) (cancel func()) {
-	ctx, stop := context.WithCancel(context.Background())
-	var (
-		mu                 sync.Mutex
-		canceled, finished bool
-	)
-	go func() {
+	return dialAsync(func(ctx context.Context) (Conn, error) {
 		c, err := n.DialContext(ctx, local, remote)
-		mu.Lock()
-		if canceled {
-			if c != nil {
-				c.Abort()
-			}
-			c, err = nil, ErrCanceled
-		}
-		finished = true
-		mu.Unlock()
-		stop()
 		if err != nil {
-			done(nil, err)
-			return
+			return nil, err
 		}
-		done(c, nil)
-	}()
-	return func() {
-		mu.Lock()
-		if !finished {
-			canceled = true
-		}
-		mu.Unlock()
-		stop()
-	}
+		return c, nil
+	}, done)
 }
 
 // DialContext connects from local (zero: chosen by the kernel) to remote,
@@ -208,43 +184,22 @@ func tcpAddrPort(a net.Addr) netip.AddrPort {
 // accept goroutine, started by the first SetAcceptor, calls the acceptor
 // with each connection.
 type TCPListener struct {
-	l        *net.TCPListener
-	cfg      TCPConfig
-	addr     netip.AddrPort
-	acceptor atomic.Pointer[func(Conn)]
-	mu       sync.Mutex
-	started  bool
-	closed   bool
+	listenerBase
+	l   *net.TCPListener
+	cfg TCPConfig
 }
 
 var _ Listener = (*TCPListener)(nil)
 
-// Addr implements Listener.
-func (l *TCPListener) Addr() netip.AddrPort { return l.addr }
-
 // SetAcceptor implements Listener. A connection accepted while the
 // acceptor is nil is reset.
 func (l *TCPListener) SetAcceptor(onConn func(Conn)) {
-	l.acceptor.Store(&onConn)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.started && !l.closed {
-		l.started = true
-		go l.acceptLoop()
-	}
+	l.setAcceptor(onConn, l.acceptLoop)
 }
 
 // Close implements Listener. It does not wait for the accept goroutine,
 // which ends at once (Close may be called from the acceptor).
-func (l *TCPListener) Close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return nil
-	}
-	l.closed = true
-	return l.l.Close()
-}
+func (l *TCPListener) Close() error { return l.closeOnce(l.l.Close) }
 
 func (l *TCPListener) acceptLoop() {
 	backoff := 5 * time.Millisecond
@@ -264,11 +219,7 @@ func (l *TCPListener) acceptLoop() {
 		if err != nil {
 			continue
 		}
-		if f := l.acceptor.Load(); f != nil && *f != nil {
-			(*f)(conn)
-		} else {
-			conn.Abort()
-		}
+		l.hand(conn)
 	}
 }
 
