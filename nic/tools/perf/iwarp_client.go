@@ -117,20 +117,7 @@ func iwarpClient(ctx context.Context, r *resolved, s *side, ch *channel) (*Resul
 	} else {
 		credits <- nil
 	}
-	var err error
-	if r.Mode == ModeBW {
-		var t *bwTimes
-		if t, err = s.runBW(lctx); err == nil {
-			st := bwStats(r.Size, t.posted, t.completed, r.CQMod)
-			res.BW = &st
-		}
-	} else {
-		var samples []int64
-		if samples, err = s.runLat(lctx); err == nil {
-			st := latStats(samples, r.rttFactor())
-			res.Lat = &st
-		}
-	}
+	err := s.measure(lctx, r, res)
 	stopped := lctx.Err() != nil // by the credits' reader, or ctx
 	if err != nil && !stopped {
 		// The loop failed on its own: tell the server, which then ends
