@@ -11,7 +11,6 @@ import (
 
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tools/perf"
-	"github.com/rnic/rnic/transport"
 )
 
 const perfHelp = `usage: rnic perf [TEST] [flags]                        both sides in this process
@@ -112,23 +111,22 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rnic %s (rnic help perf)\n", withPrefix("perf: ", err))
 		return 2
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fs.Usage()
-			return 0
-		}
+	help, err := parseFlags(fs, args, stdout)
+	switch {
+	case help:
+		return 0
+	case err == nil:
+		err = f.resolve(fs, &cfg)
+	}
+	if err != nil {
 		return usageErr(err)
 	}
-	if err := f.resolve(fs, &cfg); err != nil {
-		return usageErr(err)
+	pw, err := openPcap(f.pcapPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "rnic %s\n", withPrefix("perf: ", err))
+		return 2
 	}
-	if f.pcapPath != "" {
-		pw, err := transport.CreatePcap(f.pcapPath)
-		if err != nil {
-			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("perf: ", err))
-			return 2
-		}
+	if pw != nil {
 		defer pw.Close()
 		cfg.Pcap = pw
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tools/pingpong"
-	"github.com/rnic/rnic/transport"
 )
 
 const pingpongHelp = `usage: rnic pingpong [flags]            start a server and wait for connection
@@ -74,15 +73,14 @@ func runPingpong(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rnic %s (rnic help pingpong)\n", withPrefix("pingpong: ", err))
 		return 2
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fs.Usage()
-			return 0
-		}
-		return usageErr(err)
+	help, err := parseFlags(fs, args, stdout)
+	switch {
+	case help:
+		return 0
+	case err == nil:
+		err = f.resolve(fs, &cfg)
 	}
-	if err := f.resolve(fs, &cfg); err != nil {
+	if err != nil {
 		return usageErr(err)
 	}
 	if f.addr != "" {
@@ -96,12 +94,12 @@ func runPingpong(args []string, stdout, stderr io.Writer) int {
 	if err := f.taps(&cfg); err != nil {
 		return usageErr(err)
 	}
-	if f.pcapPath != "" {
-		pw, err := transport.CreatePcap(f.pcapPath)
-		if err != nil {
-			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("pingpong: ", err))
-			return 2
-		}
+	pw, err := openPcap(f.pcapPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "rnic %s\n", withPrefix("pingpong: ", err))
+		return 2
+	}
+	if pw != nil {
 		defer pw.Close()
 		cfg.Pcap = pw
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tools/rping"
-	"github.com/rnic/rnic/transport"
 )
 
 const rpingHelp = `usage: rnic rping -s [-vVd] [-S size] [-C count] [-a addr] [-p port] [--iwarp] [--ib-dev DEV]
@@ -65,23 +64,22 @@ func runRping(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rnic %s (rnic help rping)\n", withPrefix("rping: ", err))
 		return 2
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fs.Usage()
-			return 0
-		}
+	help, err := parseFlags(fs, args, stdout)
+	switch {
+	case help:
+		return 0
+	case err == nil:
+		err = f.resolve(fs, &cfg)
+	}
+	if err != nil {
 		return usageErr(err)
 	}
-	if err := f.resolve(fs, &cfg); err != nil {
-		return usageErr(err)
+	pw, err := openPcap(f.pcapPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "rnic %s\n", withPrefix("rping: ", err))
+		return 2
 	}
-	if f.pcapPath != "" {
-		pw, err := transport.CreatePcap(f.pcapPath)
-		if err != nil {
-			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("rping: ", err))
-			return 2
-		}
+	if pw != nil {
 		defer pw.Close()
 		cfg.Pcap = pw
 	}
