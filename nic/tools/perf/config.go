@@ -292,6 +292,40 @@ func (cfg Config) resolve(ctx context.Context) (*resolved, error) {
 	default:
 		r.role = roleBoth
 	}
+	if err := c.fillPorts(); err != nil {
+		return nil, err
+	}
+	var err error
+	if r.spec, err = ibv.ParseSpec(cmp.Or(c.IBDev, "rnic0")); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	if r.spec.Backend != ibv.BackendLocal {
+		// Addresses and test defaults wait for the device's GID table
+		// and port (resolveDevice).
+		return r, r.checkDevice()
+	}
+	if c.TAP != nil || c.ServerTAP != nil {
+		if err := r.resolveTAP(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if r.role != roleServer {
+		if err := r.testDefaults(); err != nil {
+			return nil, err
+		}
+	}
+	if c.TAP != nil || c.ServerTAP != nil {
+		return r, nil
+	}
+	if err := r.resolveAddrs(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// fillPorts gives the ports, the dial retry and the outputs their
+// defaults and checks the ports.
+func (c *Config) fillPorts() error {
 	if c.Port == 0 {
 		c.Port = DefaultPort
 	}
@@ -308,36 +342,18 @@ func (cfg Config) resolve(ctx context.Context) (*resolved, error) {
 		c.Progress = io.Discard
 	}
 	if c.Port < 0 || c.Port > 65535 {
-		return nil, fmt.Errorf("%w: port %d", ErrConfig, c.Port)
+		return fmt.Errorf("%w: port %d", ErrConfig, c.Port)
 	}
 	if c.IWARPPort > 65535 {
-		return nil, fmt.Errorf("%w: iWARP port %d", ErrConfig, c.IWARPPort)
+		return fmt.Errorf("%w: iWARP port %d", ErrConfig, c.IWARPPort)
 	}
-	var err error
-	if r.spec, err = ibv.ParseSpec(cmp.Or(c.IBDev, "rnic0")); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
-	}
-	if r.spec.Backend != ibv.BackendLocal {
-		// Addresses and test defaults wait for the device's GID table
-		// and port (resolveDevice).
-		return r, r.checkDevice()
-	}
-	if c.TAP != nil || c.ServerTAP != nil {
-		if err := r.resolveTAP(ctx); err != nil {
-			return nil, err
-		}
-		if r.role != roleServer {
-			if err := r.testDefaults(); err != nil {
-				return nil, err
-			}
-		}
-		return r, nil
-	}
-	if r.role != roleServer {
-		if err := r.testDefaults(); err != nil {
-			return nil, err
-		}
-	}
+	return nil
+}
+
+// resolveAddrs picks the embedded mode's addresses: the loopback
+// convention where none are given, the server's by name for a client.
+func (r *resolved) resolveAddrs(ctx context.Context) error {
+	c := &r.Config
 	switch r.role {
 	case roleServer:
 		if !c.Addr.IsValid() {
@@ -354,20 +370,20 @@ func (cfg Config) resolve(ctx context.Context) (*resolved, error) {
 	case roleClient:
 		a, err := lookup(ctx, c.Server, nil)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		r.server = a
 		if !c.Addr.IsValid() {
 			if c.Addr, err = clientAddr(a); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
 	c.Addr = c.Addr.Unmap()
 	if r.role == roleBoth && c.Addr == r.server {
-		return nil, fmt.Errorf("%w: both NICs on %v: they need two addresses", ErrConfig, c.Addr)
+		return fmt.Errorf("%w: both NICs on %v: they need two addresses", ErrConfig, c.Addr)
 	}
-	return r, nil
+	return nil
 }
 
 // testDefaults fills and checks the test parameters.
