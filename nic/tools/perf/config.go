@@ -389,6 +389,38 @@ func (r *resolved) resolveAddrs(ctx context.Context) error {
 // testDefaults fills and checks the test parameters.
 func (r *resolved) testDefaults() error {
 	c := &r.Config
+	if err := c.testKind(); err != nil {
+		return err
+	}
+	if err := r.fitTAPPathMTU(); err != nil {
+		return err
+	}
+	c.fillNumbers()
+	if err := c.checkNumbers(); err != nil {
+		return err
+	}
+	if r.mtu = verbs.MTUFromBytes(c.MTU); r.mtu == 0 {
+		return fmt.Errorf("%w: MTU %d, must be 256, 512, 1024, 2048 or 4096", ErrConfig, c.MTU)
+	}
+	if c.UD {
+		switch {
+		case c.Op != OpSend:
+			return fmt.Errorf("%w: UD carries SENDs only, not %s", ErrConfig, c.Op)
+		case c.IWARP:
+			return fmt.Errorf("%w: iWARP has no UD", ErrConfig)
+		case c.Size > c.MTU:
+			return fmt.Errorf("%w: a UD message of %d bytes does not fit the path MTU %d", ErrConfig, c.Size, c.MTU)
+		}
+	}
+	if r.dev != nil {
+		return c.checkLimits(limitsOf("device "+r.spec.String(), r.dev.Query()))
+	}
+	return c.checkLimits(localLimits())
+}
+
+// testKind fills and checks the operation, the mode and the atomic type
+// (an atomic moves 8 bytes).
+func (c *Config) testKind() error {
 	if c.Op == "" {
 		c.Op = OpWrite
 	}
@@ -413,15 +445,13 @@ func (r *resolved) testDefaults() error {
 		}
 		c.Size = atomicSize
 	}
-	bw := c.Mode == ModeBW
-	fill := func(v *int, bwDef, latDef int) {
-		if *v == 0 {
-			*v = latDef
-			if bw {
-				*v = bwDef
-			}
-		}
-	}
+	return nil
+}
+
+// fitTAPPathMTU bounds the path MTU by the TAP's Ethernet MTU (or the
+// device's port).
+func (r *resolved) fitTAPPathMTU() error {
+	c := &r.Config
 	if fit := r.tapPathMTU(); fit != 0 {
 		// The TAP's Ethernet MTU bounds the path MTU; without one asked
 		// for, the largest that fits (as perftest takes the port's
@@ -434,6 +464,21 @@ func (r *resolved) testDefaults() error {
 				return fmt.Errorf("%w: path MTU %d does not fit device %s's port (at most %d)", ErrConfig, c.MTU, r.spec, fit)
 			}
 			return fmt.Errorf("%w: path MTU %d does not fit the TAP's Ethernet MTU (at most %d)", ErrConfig, c.MTU, fit)
+		}
+	}
+	return nil
+}
+
+// fillNumbers gives the sizes, counts and depths left zero the defaults of
+// the test's mode.
+func (c *Config) fillNumbers() {
+	bw := c.Mode == ModeBW
+	fill := func(v *int, bwDef, latDef int) {
+		if *v == 0 {
+			*v = latDef
+			if bw {
+				*v = bwDef
+			}
 		}
 	}
 	fill(&c.Size, DefaultSizeBW, DefaultSizeLat)
@@ -450,6 +495,10 @@ func (r *resolved) testDefaults() error {
 	if !bw {
 		c.CQMod = 1 // a latency test waits for each operation
 	}
+}
+
+// checkNumbers checks the sizes, counts and depths against perf's ranges.
+func (c *Config) checkNumbers() error {
 	switch {
 	case c.Size < 1 || c.Size > 1<<30:
 		return fmt.Errorf("%w: size %d, must be 1..2^30", ErrConfig, c.Size)
@@ -466,23 +515,7 @@ func (r *resolved) testDefaults() error {
 	case int64(c.QPs)*2*int64(region(c.Size)) > 4<<30:
 		return fmt.Errorf("%w: %d QPs × %d bytes need more than 4 GiB of buffers", ErrConfig, c.QPs, c.Size)
 	}
-	if r.mtu = verbs.MTUFromBytes(c.MTU); r.mtu == 0 {
-		return fmt.Errorf("%w: MTU %d, must be 256, 512, 1024, 2048 or 4096", ErrConfig, c.MTU)
-	}
-	if c.UD {
-		switch {
-		case c.Op != OpSend:
-			return fmt.Errorf("%w: UD carries SENDs only, not %s", ErrConfig, c.Op)
-		case c.IWARP:
-			return fmt.Errorf("%w: iWARP has no UD", ErrConfig)
-		case c.Size > c.MTU:
-			return fmt.Errorf("%w: a UD message of %d bytes does not fit the path MTU %d", ErrConfig, c.Size, c.MTU)
-		}
-	}
-	if r.dev != nil {
-		return c.checkLimits(limitsOf("device "+r.spec.String(), r.dev.Query()))
-	}
-	return c.checkLimits(localLimits())
+	return nil
 }
 
 // tapPathMTU is the largest path MTU the TAPs of this process (or the
