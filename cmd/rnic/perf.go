@@ -107,24 +107,13 @@ flags:
 func runPerf(args []string, stdout, stderr io.Writer) int {
 	var cfg perf.Config
 	fs, f := newPerfFlags(&cfg)
-	usageErr := func(err error) int {
-		fmt.Fprintf(stderr, "rnic %s (rnic help perf)\n", withPrefix("perf: ", err))
-		return 2
+	cmd := toolCommand{name: "perf", stdout: stdout, stderr: stderr}
+	if code, ok := cmd.parse(fs, args, func() error { return f.resolve(fs, &cfg) }); !ok {
+		return code
 	}
-	help, err := parseFlags(fs, args, stdout)
-	switch {
-	case help:
-		return 0
-	case err == nil:
-		err = f.resolve(fs, &cfg)
-	}
-	if err != nil {
-		return usageErr(err)
-	}
-	pw, err := openPcap(f.pcapPath)
-	if err != nil {
-		fmt.Fprintf(stderr, "rnic %s\n", withPrefix("perf: ", err))
-		return 2
+	pw, code, ok := cmd.pcap(f.pcapPath)
+	if !ok {
+		return code
 	}
 	if pw != nil {
 		defer pw.Close()

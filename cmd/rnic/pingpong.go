@@ -69,19 +69,9 @@ flags:
 func runPingpong(args []string, stdout, stderr io.Writer) int {
 	var cfg pingpong.Config
 	fs, f := newPingpongFlags(&cfg)
-	usageErr := func(err error) int {
-		fmt.Fprintf(stderr, "rnic %s (rnic help pingpong)\n", withPrefix("pingpong: ", err))
-		return 2
-	}
-	help, err := parseFlags(fs, args, stdout)
-	switch {
-	case help:
-		return 0
-	case err == nil:
-		err = f.resolve(fs, &cfg)
-	}
-	if err != nil {
-		return usageErr(err)
+	cmd := toolCommand{name: "pingpong", stdout: stdout, stderr: stderr}
+	if code, ok := cmd.parse(fs, args, func() error { return f.resolve(fs, &cfg) }); !ok {
+		return code
 	}
 	if f.addr != "" {
 		a, err := netip.ParseAddr(f.addr)
@@ -92,12 +82,11 @@ func runPingpong(args []string, stdout, stderr io.Writer) int {
 		cfg.Addr = a
 	}
 	if err := f.taps(&cfg); err != nil {
-		return usageErr(err)
+		return cmd.usage(err)
 	}
-	pw, err := openPcap(f.pcapPath)
-	if err != nil {
-		fmt.Fprintf(stderr, "rnic %s\n", withPrefix("pingpong: ", err))
-		return 2
+	pw, code, ok := cmd.pcap(f.pcapPath)
+	if !ok {
+		return code
 	}
 	if pw != nil {
 		defer pw.Close()

@@ -60,24 +60,13 @@ flags:
 func runRping(args []string, stdout, stderr io.Writer) int {
 	var cfg rping.Config
 	fs, f := newRpingFlags(&cfg)
-	usageErr := func(err error) int {
-		fmt.Fprintf(stderr, "rnic %s (rnic help rping)\n", withPrefix("rping: ", err))
-		return 2
+	cmd := toolCommand{name: "rping", stdout: stdout, stderr: stderr}
+	if code, ok := cmd.parse(fs, args, func() error { return f.resolve(fs, &cfg) }); !ok {
+		return code
 	}
-	help, err := parseFlags(fs, args, stdout)
-	switch {
-	case help:
-		return 0
-	case err == nil:
-		err = f.resolve(fs, &cfg)
-	}
-	if err != nil {
-		return usageErr(err)
-	}
-	pw, err := openPcap(f.pcapPath)
-	if err != nil {
-		fmt.Fprintf(stderr, "rnic %s\n", withPrefix("rping: ", err))
-		return 2
+	pw, code, ok := cmd.pcap(f.pcapPath)
+	if !ok {
+		return code
 	}
 	if pw != nil {
 		defer pw.Close()
@@ -94,7 +83,7 @@ func runRping(args []string, stdout, stderr io.Writer) int {
 			return code
 		}
 		if errors.Is(err, rping.ErrConfig) {
-			return usageErr(err)
+			return cmd.usage(err)
 		}
 		if !errors.Is(err, rping.ErrMismatch) { // already said
 			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("rping: ", err))
