@@ -4,7 +4,11 @@
 
 package nic
 
-import "github.com/rnic/rnic/nic/verbs"
+import (
+	"fmt"
+
+	"github.com/rnic/rnic/nic/verbs"
+)
 
 // PortState is a port's logical state (enum ibv_port_state).
 type PortState uint8
@@ -16,6 +20,22 @@ const (
 	PortArmed  PortState = 3
 	PortActive PortState = 4
 )
+
+// String names the state as iproute2's rdma link show does (DOWN, INIT,
+// ARMED, ACTIVE).
+func (s PortState) String() string {
+	switch s {
+	case PortDown:
+		return "DOWN"
+	case PortInit:
+		return "INIT"
+	case PortArmed:
+		return "ARMED"
+	case PortActive:
+		return "ACTIVE"
+	}
+	return fmt.Sprintf("UNKNOWN(%d)", uint8(s))
+}
 
 // LinkLayer is a port's link layer (IBV_LINK_LAYER_*).
 type LinkLayer uint8

@@ -28,6 +28,7 @@ import (
 
 	"github.com/songgao/water"
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -128,7 +129,29 @@ func OpenDevice(cfg DeviceConfig) (*Device, error) {
 			return nil, err
 		}
 	}
+	file, err := openTAPFile(ns, cfg, existing)
+	if err != nil {
+		return nil, err
+	}
+	d := &Device{name: cfg.Name, created: existing == nil, file: file}
+	c := &tapConfigurer{h: h, cfg: cfg, created: d.created}
+	if err := c.configure(d, bridge); err != nil {
+		// Closing the fd removes a TAP we created; an attached one gets
+		// its configuration back.
+		return nil, errors.Join(err, file.Close(), c.undoAll())
+	}
+	if len(c.undo) > 0 {
+		keepHandle = true
+		d.undo = func() error {
+			defer h.Close()
+			return c.undoAll()
+		}
+	}
+	return d, nil
+}
 
+// openTAPFile creates the TAP, or attaches to the existing one, in ns.
+func openTAPFile(ns netns.NsHandle, cfg DeviceConfig, existing *netlink.Tuntap) (*os.File, error) {
 	wcfg := water.Config{DeviceType: water.TAP}
 	wcfg.Name = cfg.Name
 	if existing != nil {
@@ -139,7 +162,7 @@ func OpenDevice(cfg DeviceConfig) (*Device, error) {
 		wcfg.MultiQueue = existing.Flags&netlink.TUNTAP_MULTI_QUEUE != 0
 	}
 	var file *os.File
-	err = inNetns(ns, func() error {
+	err := inNetns(ns, func() error {
 		var err error
 		file, err = openTUN(wcfg)
 		return err
@@ -150,114 +173,138 @@ func OpenDevice(cfg DeviceConfig) (*Device, error) {
 		}
 		return nil, fmt.Errorf("tap: open %s in %s: %w", cfg.Name, cfg.where(), err)
 	}
+	return file, nil
+}
 
-	d := &Device{name: cfg.Name, created: existing == nil, file: file}
-	var undo []func() error
-	fail := func(err error) (*Device, error) {
-		// Closing the fd removes a TAP we created; an attached one gets
-		// its configuration back.
-		errs := []error{err, file.Close()}
-		for _, u := range slices.Backward(undo) {
-			errs = append(errs, u())
-		}
-		return nil, errors.Join(errs...)
-	}
+// tapConfigurer applies a DeviceConfig to an open TAP and keeps, for an
+// attached TAP, how to put each change back (undo, in the order made).
+type tapConfigurer struct {
+	h       *netlink.Handle
+	cfg     DeviceConfig
+	created bool
+	link    netlink.Link
+	undo    []func() error
+}
 
-	link, err := h.LinkByName(cfg.Name)
-	if err != nil {
-		return fail(fmt.Errorf("tap: look up %s after opening it: %w", cfg.Name, err))
+// configure sets the MTU, the bridge, the kernel-side addresses, the
+// transmit queue and the link up, then reads back the MTU and the
+// kernel's MAC into d.
+func (c *tapConfigurer) configure(d *Device, bridge netlink.Link) error {
+	var err error
+	if c.link, err = c.h.LinkByName(c.cfg.Name); err != nil {
+		return fmt.Errorf("tap: look up %s after opening it: %w", c.cfg.Name, err)
 	}
-	attrs := link.Attrs()
-	if cfg.MTU != 0 && cfg.MTU != attrs.MTU {
-		if err := h.LinkSetMTU(link, cfg.MTU); err != nil {
-			return fail(fmt.Errorf("tap: set MTU of %s to %d: %w", cfg.Name, cfg.MTU, err))
-		}
-		if !d.created {
-			oldMTU := attrs.MTU
-			undo = append(undo, func() error {
-				if err := h.LinkSetMTU(link, oldMTU); err != nil {
-					return fmt.Errorf("tap: restore MTU of %s to %d: %w", cfg.Name, oldMTU, err)
-				}
-				return nil
-			})
-		}
+	attrs := c.link.Attrs()
+	if err := c.setMTU(attrs.MTU); err != nil {
+		return err
 	}
 	if bridge != nil && attrs.MasterIndex != bridge.Attrs().Index {
-		if err := h.LinkSetMaster(link, bridge); err != nil {
-			return fail(fmt.Errorf("tap: enslave %s to bridge %s: %w", cfg.Name, cfg.Bridge, err))
-		}
-		if !d.created {
-			oldMaster := attrs.MasterIndex
-			undo = append(undo, func() error {
-				var err error
-				if oldMaster == 0 {
-					err = h.LinkSetNoMaster(link)
-				} else {
-					err = h.LinkSetMasterByIndex(link, oldMaster)
-				}
-				if err != nil {
-					return fmt.Errorf("tap: restore master of %s: %w", cfg.Name, err)
-				}
-				return nil
-			})
+		if err := c.setMaster(bridge, attrs.MasterIndex); err != nil {
+			return err
 		}
 	}
-	if len(cfg.Addrs) > 0 {
-		have, err := h.AddrList(link, netlink.FAMILY_ALL)
-		if err != nil {
-			return fail(fmt.Errorf("tap: list addresses of %s: %w", cfg.Name, err))
-		}
-		for _, p := range cfg.Addrs {
-			if hasAddr(have, p) {
-				continue
-			}
-			addr := &netlink.Addr{IPNet: prefixIPNet(p)}
-			if err := h.AddrAdd(link, addr); err != nil {
-				return fail(fmt.Errorf("tap: add address %s to %s: %w", p, cfg.Name, err))
-			}
-			if !d.created {
-				undo = append(undo, func() error {
-					if err := h.AddrDel(link, addr); err != nil {
-						return fmt.Errorf("tap: remove address %s from %s: %w", p, cfg.Name, err)
-					}
-					return nil
-				})
-			}
-		}
+	if err := c.addAddrs(); err != nil {
+		return err
 	}
-	if d.created && attrs.TxQLen < createdTxQLen {
+	if c.created && attrs.TxQLen < createdTxQLen {
 		// The kernel's queue toward the NIC is the NIC's receive ring:
 		// frames wait there while the NIC's reader is off the CPU (a busy
 		// host), and beyond it they are dropped. A new TAP's default (500
 		// or 1000 frames) overflows under a 64 KiB burst at a scheduling
 		// hiccup; a real RNIC has rings of a few thousand descriptors.
-		if err := h.LinkSetTxQLen(link, createdTxQLen); err != nil {
-			return fail(fmt.Errorf("tap: set txqueuelen of %s to %d: %w", cfg.Name, createdTxQLen, err))
+		if err := c.h.LinkSetTxQLen(c.link, createdTxQLen); err != nil {
+			return fmt.Errorf("tap: set txqueuelen of %s to %d: %w", c.cfg.Name, createdTxQLen, err)
 		}
 	}
-	if err := h.LinkSetUp(link); err != nil {
-		return fail(fmt.Errorf("tap: set %s up: %w", cfg.Name, err))
+	if err := c.h.LinkSetUp(c.link); err != nil {
+		return fmt.Errorf("tap: set %s up: %w", c.cfg.Name, err)
 	}
-
 	// Read back what the kernel now says rather than trusting our requests.
-	link, err = h.LinkByName(cfg.Name)
+	link, err := c.h.LinkByName(c.cfg.Name)
 	if err != nil {
-		return fail(fmt.Errorf("tap: look up %s after configuring it: %w", cfg.Name, err))
+		return fmt.Errorf("tap: look up %s after configuring it: %w", c.cfg.Name, err)
 	}
 	d.mtu = link.Attrs().MTU
 	copy(d.kernelMAC[:], link.Attrs().HardwareAddr)
-	if len(undo) > 0 {
-		keepHandle = true
-		d.undo = func() error {
-			defer h.Close()
-			var errs []error
-			for _, u := range slices.Backward(undo) {
-				errs = append(errs, u())
-			}
-			return errors.Join(errs...)
-		}
+	return nil
+}
+
+// onUndo records how to undo a change to an attached TAP.
+func (c *tapConfigurer) onUndo(f func() error) {
+	if !c.created {
+		c.undo = append(c.undo, f)
 	}
-	return d, nil
+}
+
+// undoAll puts back the changes, last first.
+func (c *tapConfigurer) undoAll() error {
+	var errs []error
+	for _, u := range slices.Backward(c.undo) {
+		errs = append(errs, u())
+	}
+	return errors.Join(errs...)
+}
+
+func (c *tapConfigurer) setMTU(oldMTU int) error {
+	if c.cfg.MTU == 0 || c.cfg.MTU == oldMTU {
+		return nil
+	}
+	if err := c.h.LinkSetMTU(c.link, c.cfg.MTU); err != nil {
+		return fmt.Errorf("tap: set MTU of %s to %d: %w", c.cfg.Name, c.cfg.MTU, err)
+	}
+	c.onUndo(func() error {
+		if err := c.h.LinkSetMTU(c.link, oldMTU); err != nil {
+			return fmt.Errorf("tap: restore MTU of %s to %d: %w", c.cfg.Name, oldMTU, err)
+		}
+		return nil
+	})
+	return nil
+}
+
+func (c *tapConfigurer) setMaster(bridge netlink.Link, oldMaster int) error {
+	if err := c.h.LinkSetMaster(c.link, bridge); err != nil {
+		return fmt.Errorf("tap: enslave %s to bridge %s: %w", c.cfg.Name, c.cfg.Bridge, err)
+	}
+	c.onUndo(func() error {
+		var err error
+		if oldMaster == 0 {
+			err = c.h.LinkSetNoMaster(c.link)
+		} else {
+			err = c.h.LinkSetMasterByIndex(c.link, oldMaster)
+		}
+		if err != nil {
+			return fmt.Errorf("tap: restore master of %s: %w", c.cfg.Name, err)
+		}
+		return nil
+	})
+	return nil
+}
+
+// addAddrs adds the kernel-side addresses the TAP does not have yet.
+func (c *tapConfigurer) addAddrs() error {
+	if len(c.cfg.Addrs) == 0 {
+		return nil
+	}
+	have, err := c.h.AddrList(c.link, netlink.FAMILY_ALL)
+	if err != nil {
+		return fmt.Errorf("tap: list addresses of %s: %w", c.cfg.Name, err)
+	}
+	for _, p := range c.cfg.Addrs {
+		if hasAddr(have, p) {
+			continue
+		}
+		addr := &netlink.Addr{IPNet: prefixIPNet(p)}
+		if err := c.h.AddrAdd(c.link, addr); err != nil {
+			return fmt.Errorf("tap: add address %s to %s: %w", p, c.cfg.Name, err)
+		}
+		c.onUndo(func() error {
+			if err := c.h.AddrDel(c.link, addr); err != nil {
+				return fmt.Errorf("tap: remove address %s from %s: %w", p, c.cfg.Name, err)
+			}
+			return nil
+		})
+	}
+	return nil
 }
 
 // Name returns the TAP's interface name.

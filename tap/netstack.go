@@ -131,58 +131,13 @@ func NewTCPStack(cfg TCPStackConfig) (*TCPStack, error) {
 	if mtu < header.IPv4MinimumMTU || mtu > 65535 {
 		return nil, fmt.Errorf("tap: MTU %d out of range", mtu)
 	}
-	sndBuf, rcvBuf := cfg.SendBuffer, cfg.ReceiveBuffer
-	if sndBuf <= 0 {
-		sndBuf = DefaultTCPBuffer
-	}
-	if rcvBuf <= 0 {
-		rcvBuf = DefaultTCPBuffer
-	}
-
-	s := stack.New(stack.Options{
-		NetworkProtocols: []stack.NetworkProtocolFactory{
-			ipv4.NewProtocolWithOptions(ipv4.Options{}), // IGMP off
-			ipv6.NewProtocolWithOptions(ipv6.Options{
-				// The zero NDP configuration sends no router solicitation and
-				// handles no router advertisement; no SLAAC, no link-local
-				// address, no MLD: netstack sends nothing but TCP.
-				NDPConfigs: ipv6.NDPConfigurations{},
-				// DAD off: the Host owns the address on the wire and answers ND.
-				DADConfigs: stack.DADConfigurations{DupAddrDetectTransmits: 0},
-			}),
-		},
-		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol},
-		// A connection to one of the NIC's own addresses stays inside the
-		// stack instead of going out to the Host.
-		HandleLocal: true,
-	})
+	s := newNetstack()
 	fail := func(err error) (*TCPStack, error) {
 		s.Close()
 		s.Wait()
 		return nil, err
 	}
-
-	opts := []tcpip.SettableTransportProtocolOption{
-		new(tcpip.TCPSACKEnabled(true)),
-		// Nagle off for every endpoint, including accepted ones (the
-		// option is not inherited from a listener): iWARP sends whole FPDUs
-		// and wants them on the wire at once (TCP_NODELAY, as siw sets).
-		new(tcpip.TCPDelayEnabled(false)),
-		new(tcpip.TCPModerateReceiveBufferOption(true)),
-		&tcpip.TCPSendBufferSizeRangeOption{Min: 4096, Default: sndBuf, Max: sndBuf},
-		&tcpip.TCPReceiveBufferSizeRangeOption{Min: 4096, Default: rcvBuf, Max: rcvBuf},
-		// Linux's default congestion control.
-		new(tcpip.CongestionControlOption("cubic")),
-		// RACK, and with it the tail loss probe, off. netstack fires its
-		// probe after 2×SRTT with no floor (Linux waits at least 10 ms), so
-		// on a LAN with a sub-millisecond RTT a peer that merely delays its
-		// ACK (a busy guest, siw behind a delayed ACK) gets the last segment
-		// again: a spurious retransmission Wireshark flags as D-SACK, seen
-		// against siw in the interop lab. Duplicate-ACK fast retransmit and
-		// the RTO still recover real losses.
-		new(tcpip.TCPRecovery(0)),
-	}
-	for _, o := range opts {
+	for _, o := range tcpOptions(cfg) {
 		if err := s.SetTransportProtocolOption(tcp.ProtocolNumber, o); err != nil {
 			return fail(fmt.Errorf("tap: netstack TCP option %T: %s", o, err))
 		}
@@ -205,6 +160,60 @@ func NewTCPStack(cfg TCPStackConfig) (*TCPStack, error) {
 	}
 	s.SetRouteTable(routes)
 	return &TCPStack{s: s, link: link}, nil
+}
+
+// newNetstack is a netstack with IPv4, IPv6 and TCP that sends nothing but
+// TCP.
+func newNetstack() *stack.Stack {
+	return stack.New(stack.Options{
+		NetworkProtocols: []stack.NetworkProtocolFactory{
+			ipv4.NewProtocolWithOptions(ipv4.Options{}), // IGMP off
+			ipv6.NewProtocolWithOptions(ipv6.Options{
+				// The zero NDP configuration sends no router solicitation and
+				// handles no router advertisement; no SLAAC, no link-local
+				// address, no MLD: netstack sends nothing but TCP.
+				NDPConfigs: ipv6.NDPConfigurations{},
+				// DAD off: the Host owns the address on the wire and answers ND.
+				DADConfigs: stack.DADConfigurations{DupAddrDetectTransmits: 0},
+			}),
+		},
+		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol},
+		// A connection to one of the NIC's own addresses stays inside the
+		// stack instead of going out to the Host.
+		HandleLocal: true,
+	})
+}
+
+// tcpOptions are the stack's TCP options: SACK on, Nagle off, buffers per
+// cfg.
+func tcpOptions(cfg TCPStackConfig) []tcpip.SettableTransportProtocolOption {
+	sndBuf, rcvBuf := cfg.SendBuffer, cfg.ReceiveBuffer
+	if sndBuf <= 0 {
+		sndBuf = DefaultTCPBuffer
+	}
+	if rcvBuf <= 0 {
+		rcvBuf = DefaultTCPBuffer
+	}
+	return []tcpip.SettableTransportProtocolOption{
+		new(tcpip.TCPSACKEnabled(true)),
+		// Nagle off for every endpoint, including accepted ones (the
+		// option is not inherited from a listener): iWARP sends whole FPDUs
+		// and wants them on the wire at once (TCP_NODELAY, as siw sets).
+		new(tcpip.TCPDelayEnabled(false)),
+		new(tcpip.TCPModerateReceiveBufferOption(true)),
+		&tcpip.TCPSendBufferSizeRangeOption{Min: 4096, Default: sndBuf, Max: sndBuf},
+		&tcpip.TCPReceiveBufferSizeRangeOption{Min: 4096, Default: rcvBuf, Max: rcvBuf},
+		// Linux's default congestion control.
+		new(tcpip.CongestionControlOption("cubic")),
+		// RACK, and with it the tail loss probe, off. netstack fires its
+		// probe after 2×SRTT with no floor (Linux waits at least 10 ms), so
+		// on a LAN with a sub-millisecond RTT a peer that merely delays its
+		// ACK (a busy guest, siw behind a delayed ACK) gets the last segment
+		// again: a spurious retransmission Wireshark flags as D-SACK, seen
+		// against siw in the interop lab. Duplicate-ACK fast retransmit and
+		// the RTO still recover real losses.
+		new(tcpip.TCPRecovery(0)),
+	}
 }
 
 // protocolAddress converts a prefix (an address with its prefix length) to

@@ -11,7 +11,6 @@ import (
 
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tools/perf"
-	"github.com/rnic/rnic/transport"
 )
 
 const perfHelp = `usage: rnic perf [TEST] [flags]                        both sides in this process
@@ -106,151 +105,21 @@ flags:
 `
 
 func runPerf(args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("rnic perf", pflag.ContinueOnError)
-	// pflag prints the usage itself on --help before returning ErrHelp;
-	// it is printed once, below, on stdout.
-	fs.SetOutput(io.Discard)
 	var cfg perf.Config
-	op := fs.String("op", "write", "operation: write, read, send or atomic")
-	mode := fs.String("mode", "bw", "bw (bandwidth) or lat (latency)")
-	atomicType := fs.StringP("atomic-type", "A", string(perf.FetchAndAdd), "atomic operation: CMP_AND_SWAP or FETCH_AND_ADD")
-	fs.IntVarP(&cfg.Size, "size", "s", 0, "message size in bytes (default 65536 for bw, 2 for lat; atomics: 8)")
-	fs.IntVarP(&cfg.Iters, "iters", "n", 0, "operations per QP (default 5000 for bw, 1000 for lat)")
-	fs.IntVarP(&cfg.QPs, "qps", "q", perf.DefaultQPs, "number of QP pairs, 1..1024; their CQs must fit the device's max_cqe (rnic: 32767): qps × tx-depth, and for SEND qps × rx-depth")
-	fs.IntVarP(&cfg.MTU, "mtu", "m", perf.DefaultMTU, "path MTU: 256, 512, 1024, 2048 or 4096")
-	fs.IntVarP(&cfg.TxDepth, "tx-depth", "t", perf.DefaultTxDepth, "outstanding send WRs per QP (bw)")
-	fs.IntVarP(&cfg.RxDepth, "rx-depth", "r", perf.DefaultRxDepth, "receives kept posted per QP (send)")
-	fs.IntVarP(&cfg.CQMod, "cq-mod", "Q", perf.DefaultCQMod, "signal one send WR in this many (bw)")
-	fs.BoolVar(&cfg.JSON, "json", false, "print one JSON object instead of the table")
-	fs.BoolVar(&cfg.NoRaw, "no-raw", false, "skip the raw UDP (with --iwarp: TCP) measurement")
-	fs.BoolVar(&cfg.IWARP, "iwarp", false, "iWARP over TCP instead of RoCEv2 over UDP (server and client alike)")
-	fs.IntVar(&cfg.IWARPPort, "iwarp-port", perf.DefaultIWARPPort, "TCP port of an --iwarp server's connection manager (0: any free port)")
-	fs.BoolVar(&cfg.Serve, "serve", false, "serve one test (as perftest without a server name)")
-	addr := fs.String("addr", "", "this side's NIC address (server default 127.0.0.2; client: see above)")
-	fs.IntVarP(&cfg.Port, "port", "p", perf.DefaultPort, "TCP port of the side channel")
-	fs.Uint16Var(&cfg.RDMAPort, "rdma-port", perf.DefaultRDMAPort, "RoCEv2 UDP port (the same on both sides)")
-	pcapPath := fs.String("pcap", "", "write every frame the (client's) NIC sends and receives to this pcap file")
-	trace := fs.Bool("trace", false, "print every QP state change and PSN/ACK/NAK decision on stderr")
-	gidIndex := fs.IntP("gid-index", "x", 0, "source GID index (default: the index of this side's address)")
-	fs.BoolP("cpu-freq-off", "F", false, "accepted for perftest's -F (rnic does not read the CPU frequency)")
-	conn := fs.StringP("connection", "c", "RC", "connection type: RC, or UD (SEND tests)")
-	rdmaCM := fs.BoolP("rdma-cm", "R", false, "connect the QPs with rdma_cm, as perftest's -R (RoCEv2)")
-	fs.StringVarP(&cfg.IBDev, "ib-dev", "d", "", "device: NAME (this process's NIC), NAME@SOCKET (rnicd), verbs:NAME (libibverbs)")
-	tf := addTAPFlags(fs, false)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), perfHelp)
-		fs.PrintDefaults()
+	fs, f := newPerfFlags(&cfg)
+	cmd := toolCommand{name: "perf", stdout: stdout, stderr: stderr}
+	if code, ok := cmd.parse(fs, args, func() error { return f.resolve(fs, &cfg) }); !ok {
+		return code
 	}
-	usageErr := func(err error) int {
-		fmt.Fprintf(stderr, "rnic %s (rnic help perf)\n", withPrefix("perf: ", err))
-		return 2
+	pw, code, ok := cmd.pcap(f.pcapPath)
+	if !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fs.Usage()
-			return 0
-		}
-		return usageErr(err)
-	}
-	if err := checkBounds(fs, perfBounds...); err != nil {
-		return usageErr(err)
-	}
-	if err := checkPathMTU(fs, "mtu"); err != nil {
-		return usageErr(err)
-	}
-	if cfg.IBDev != "" {
-		spec, err := deviceFlag(fs, cfg.IBDev)
-		if err != nil {
-			return usageErr(err)
-		}
-		if spec.Backend != ibv.BackendLocal && !fs.Changed("mtu") {
-			cfg.MTU = 0 // the device's port's active MTU
-		}
-	}
-	pos := fs.Args()
-	if len(pos) > 0 {
-		if o, m, ok := perf.ParseTestName(pos[0]); ok {
-			*op, *mode = string(o), string(m)
-			pos = pos[1:]
-		} else if looksLikeTestName(pos[0]) {
-			// A host name has no underscore: this is a misspelt test.
-			return usageErr(fmt.Errorf("no test %q: %s", pos[0], strings.Join(perfTests, ", ")))
-		}
-	}
-	switch len(pos) {
-	case 0:
-		cfg.Serve = cfg.Serve || *addr != ""
-	case 1:
-		if cfg.Serve {
-			return usageErr(fmt.Errorf("--serve and a server to connect to"))
-		}
-		cfg.Server = pos[0]
-	default:
-		return usageErr(fmt.Errorf("unexpected argument %q", pos[1]))
-	}
-	if fs.Changed("gid-index") {
-		cfg.GIDIndex, cfg.HasGIDIndex = *gidIndex, true
-	}
-	switch strings.ToUpper(*conn) {
-	case "RC":
-	case "UD":
-		cfg.UD = true
-	default:
-		return usageErr(fmt.Errorf("-c %q: RC or UD", *conn))
-	}
-	cfg.RDMACM = *rdmaCM
-	switch {
-	case cfg.IWARPPort < 0 || cfg.IWARPPort > 65535:
-		return usageErr(fmt.Errorf("--iwarp-port %d", cfg.IWARPPort))
-	case cfg.IWARPPort == 0:
-		cfg.IWARPPort = -1 // perf's "any free port"
-	}
-	var err error
-	if cfg.Op, err = perf.ParseOp(*op); err != nil {
-		return usageErr(err)
-	}
-	if cfg.Mode, err = perf.ParseMode(*mode); err != nil {
-		return usageErr(err)
-	}
-	if cfg.Op == perf.OpAtomic {
-		if cfg.AtomicType, err = perf.ParseAtomicType(*atomicType); err != nil {
-			return usageErr(err)
-		}
-	}
-	if *addr != "" {
-		if cfg.Addr, err = netip.ParseAddr(*addr); err != nil {
-			return usageErr(fmt.Errorf("--addr: %w", err))
-		}
-	}
-	taps, err := tf.configs()
-	if err != nil {
-		return usageErr(err)
-	}
-	switch len(taps) {
-	case 0:
-	case 1:
-		cfg.TAP = &taps[0]
-	case 2:
-		cfg.ServerTAP, cfg.TAP = &taps[0], &taps[1]
-	default:
-		return usageErr(fmt.Errorf("%w: at most two --tap (the server's and the client's)", errTAPFlags))
-	}
-	if len(taps) > 0 {
-		if err := tf.tapPathMTU("mtu", &cfg.MTU); err != nil {
-			return usageErr(err)
-		}
-	}
-	if *pcapPath != "" {
-		pw, err := transport.CreatePcap(*pcapPath)
-		if err != nil {
-			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("perf: ", err))
-			return 2
-		}
+	if pw != nil {
 		defer pw.Close()
 		cfg.Pcap = pw
 	}
-	if *trace {
+	if f.trace {
 		cfg.Trace = stderr
 	}
 	cfg.Out, cfg.Progress = stdout, stderr
@@ -267,6 +136,168 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// perfFlags are rnic perf's flags that perf.Config does not hold as they
+// are given.
+type perfFlags struct {
+	op, mode, atomicType, addr, pcapPath, conn string
+	trace, rdmaCM                              bool
+	gidIndex                                   int
+	tf                                         *tapFlags
+}
+
+// newPerfFlags defines rnic perf's flags, into cfg where they map one to
+// one.
+func newPerfFlags(cfg *perf.Config) (*pflag.FlagSet, *perfFlags) {
+	fs := pflag.NewFlagSet("rnic perf", pflag.ContinueOnError)
+	// pflag prints the usage itself on --help before returning ErrHelp;
+	// it is printed once, by runPerf, on stdout.
+	fs.SetOutput(io.Discard)
+	f := &perfFlags{}
+	fs.StringVar(&f.op, "op", "write", "operation: write, read, send or atomic")
+	fs.StringVar(&f.mode, "mode", "bw", "bw (bandwidth) or lat (latency)")
+	fs.StringVarP(&f.atomicType, "atomic-type", "A", string(perf.FetchAndAdd), "atomic operation: CMP_AND_SWAP or FETCH_AND_ADD")
+	fs.IntVarP(&cfg.Size, "size", "s", 0, "message size in bytes (default 65536 for bw, 2 for lat; atomics: 8)")
+	fs.IntVarP(&cfg.Iters, "iters", "n", 0, "operations per QP (default 5000 for bw, 1000 for lat)")
+	fs.IntVarP(&cfg.QPs, "qps", "q", perf.DefaultQPs, "number of QP pairs, 1..1024; their CQs must fit the device's max_cqe (rnic: 32767): qps × tx-depth, and for SEND qps × rx-depth")
+	fs.IntVarP(&cfg.MTU, "mtu", "m", perf.DefaultMTU, "path MTU: 256, 512, 1024, 2048 or 4096")
+	fs.IntVarP(&cfg.TxDepth, "tx-depth", "t", perf.DefaultTxDepth, "outstanding send WRs per QP (bw)")
+	fs.IntVarP(&cfg.RxDepth, "rx-depth", "r", perf.DefaultRxDepth, "receives kept posted per QP (send)")
+	fs.IntVarP(&cfg.CQMod, "cq-mod", "Q", perf.DefaultCQMod, "signal one send WR in this many (bw)")
+	fs.BoolVar(&cfg.JSON, "json", false, "print one JSON object instead of the table")
+	fs.BoolVar(&cfg.NoRaw, "no-raw", false, "skip the raw UDP (with --iwarp: TCP) measurement")
+	fs.BoolVar(&cfg.IWARP, "iwarp", false, "iWARP over TCP instead of RoCEv2 over UDP (server and client alike)")
+	fs.IntVar(&cfg.IWARPPort, "iwarp-port", perf.DefaultIWARPPort, "TCP port of an --iwarp server's connection manager (0: any free port)")
+	fs.BoolVar(&cfg.Serve, "serve", false, "serve one test (as perftest without a server name)")
+	fs.StringVar(&f.addr, "addr", "", "this side's NIC address (server default 127.0.0.2; client: see above)")
+	fs.IntVarP(&cfg.Port, "port", "p", perf.DefaultPort, "TCP port of the side channel")
+	fs.Uint16Var(&cfg.RDMAPort, "rdma-port", perf.DefaultRDMAPort, "RoCEv2 UDP port (the same on both sides)")
+	fs.StringVar(&f.pcapPath, "pcap", "", "write every frame the (client's) NIC sends and receives to this pcap file")
+	fs.BoolVar(&f.trace, "trace", false, "print every QP state change and PSN/ACK/NAK decision on stderr")
+	fs.IntVarP(&f.gidIndex, "gid-index", "x", 0, "source GID index (default: the index of this side's address)")
+	fs.BoolP("cpu-freq-off", "F", false, "accepted for perftest's -F (rnic does not read the CPU frequency)")
+	fs.StringVarP(&f.conn, "connection", "c", "RC", "connection type: RC, or UD (SEND tests)")
+	fs.BoolVarP(&f.rdmaCM, "rdma-cm", "R", false, "connect the QPs with rdma_cm, as perftest's -R (RoCEv2)")
+	fs.StringVarP(&cfg.IBDev, "ib-dev", "d", "", "device: NAME (this process's NIC), NAME@SOCKET (rnicd), verbs:NAME (libibverbs)")
+	f.tf = addTAPFlags(fs, false)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), perfHelp)
+		fs.PrintDefaults()
+	}
+	return fs, f
+}
+
+// resolve checks the parsed flags and arguments and completes cfg.
+func (f *perfFlags) resolve(fs *pflag.FlagSet, cfg *perf.Config) error {
+	if err := checkBounds(fs, perfBounds...); err != nil {
+		return err
+	}
+	if err := checkPathMTU(fs, "mtu"); err != nil {
+		return err
+	}
+	if cfg.IBDev != "" {
+		spec, err := deviceFlag(fs, cfg.IBDev)
+		if err != nil {
+			return err
+		}
+		if spec.Backend != ibv.BackendLocal && !fs.Changed("mtu") {
+			cfg.MTU = 0 // the device's port's active MTU
+		}
+	}
+	if err := f.positional(fs.Args(), cfg); err != nil {
+		return err
+	}
+	if fs.Changed("gid-index") {
+		cfg.GIDIndex, cfg.HasGIDIndex = f.gidIndex, true
+	}
+	if err := f.test(cfg); err != nil {
+		return err
+	}
+	return f.taps(cfg)
+}
+
+// positional takes the test's name (if given) and the server to connect
+// to (none: serve).
+func (f *perfFlags) positional(pos []string, cfg *perf.Config) error {
+	if len(pos) > 0 {
+		if o, m, ok := perf.ParseTestName(pos[0]); ok {
+			f.op, f.mode = string(o), string(m)
+			pos = pos[1:]
+		} else if looksLikeTestName(pos[0]) {
+			// A host name has no underscore: this is a misspelt test.
+			return fmt.Errorf("no test %q: %s", pos[0], strings.Join(perfTests, ", "))
+		}
+	}
+	switch len(pos) {
+	case 0:
+		cfg.Serve = cfg.Serve || f.addr != ""
+	case 1:
+		if cfg.Serve {
+			return fmt.Errorf("--serve and a server to connect to")
+		}
+		cfg.Server = pos[0]
+	default:
+		return fmt.Errorf("unexpected argument %q", pos[1])
+	}
+	return nil
+}
+
+// test parses the test's kind: connection type, CM, operation, mode,
+// atomic type, and this side's address.
+func (f *perfFlags) test(cfg *perf.Config) error {
+	switch strings.ToUpper(f.conn) {
+	case "RC":
+	case "UD":
+		cfg.UD = true
+	default:
+		return fmt.Errorf("-c %q: RC or UD", f.conn)
+	}
+	cfg.RDMACM = f.rdmaCM
+	switch {
+	case cfg.IWARPPort < 0 || cfg.IWARPPort > 65535:
+		return fmt.Errorf("--iwarp-port %d", cfg.IWARPPort)
+	case cfg.IWARPPort == 0:
+		cfg.IWARPPort = -1 // perf's "any free port"
+	}
+	var err error
+	if cfg.Op, err = perf.ParseOp(f.op); err != nil {
+		return err
+	}
+	if cfg.Mode, err = perf.ParseMode(f.mode); err != nil {
+		return err
+	}
+	if cfg.Op == perf.OpAtomic {
+		if cfg.AtomicType, err = perf.ParseAtomicType(f.atomicType); err != nil {
+			return err
+		}
+	}
+	if f.addr != "" {
+		if cfg.Addr, err = netip.ParseAddr(f.addr); err != nil {
+			return fmt.Errorf("--addr: %w", err)
+		}
+	}
+	return nil
+}
+
+// taps takes the --tap flags: the client's TAP, or the server's and the
+// client's.
+func (f *perfFlags) taps(cfg *perf.Config) error {
+	taps, err := f.tf.configs()
+	if err != nil {
+		return err
+	}
+	switch len(taps) {
+	case 0:
+		return nil
+	case 1:
+		cfg.TAP = &taps[0]
+	case 2:
+		cfg.ServerTAP, cfg.TAP = &taps[0], &taps[1]
+	default:
+		return fmt.Errorf("%w: at most two --tap (the server's and the client's)", errTAPFlags)
+	}
+	return f.tf.tapPathMTU("mtu", &cfg.MTU)
 }
 
 // perfBounds are the ranges of perf's integer flags; the device's own

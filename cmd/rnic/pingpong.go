@@ -11,7 +11,6 @@ import (
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tools/pingpong"
-	"github.com/rnic/rnic/transport"
 )
 
 const pingpongHelp = `usage: rnic pingpong [flags]            start a server and wait for connection
@@ -68,97 +67,40 @@ flags:
 `
 
 func runPingpong(args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("rnic pingpong", pflag.ContinueOnError)
-	// pflag prints the usage itself on --help before returning ErrHelp;
-	// it is printed once, below, on stdout.
-	fs.SetOutput(io.Discard)
 	var cfg pingpong.Config
-	fs.IntVarP(&cfg.Port, "port", "p", pingpong.DefaultPort, "TCP port of the side channel (listen on / connect to)")
-	fs.StringVarP(&cfg.IBDev, "ib-dev", "d", "rnic0", "device: NAME (this process's NIC), NAME@SOCKET (rnicd), verbs:NAME (libibverbs)")
-	fs.IntVarP(&cfg.IBPort, "ib-port", "i", pingpong.DefaultIBPort, "port of the NIC to use (it has port 1 only)")
-	fs.IntVarP(&cfg.Size, "size", "s", pingpong.DefaultSize, "size of message to exchange")
-	fs.IntVarP(&cfg.MTU, "mtu", "m", pingpong.DefaultMTU, "path MTU: 256, 512, 1024, 2048 or 4096")
-	fs.IntVarP(&cfg.RxDepth, "rx-depth", "r", pingpong.DefaultRxDepth, "number of receives to post at a time")
-	fs.IntVarP(&cfg.Iters, "iters", "n", pingpong.DefaultIters, "number of exchanges")
-	fs.IntVarP(&cfg.SL, "sl", "l", 0, "service level value")
-	fs.BoolVarP(&cfg.Events, "events", "e", false, "sleep on CQ events (default poll)")
-	fs.IntVarP(&cfg.GIDIndex, "gid-idx", "g", -1, "local port GID index (embedded mode: 0 is the NIC's address; TAP mode: 0 link-local, 1 the first --ip)")
-	fs.BoolVarP(&cfg.Check, "chk", "c", false, "validate received buffers")
-	fs.BoolVar(&cfg.UD, "ud", false, "ibv_ud_pingpong: UD QPs (default size 1024)")
-	addr := fs.String("addr", "", "the NIC's own IP address (default: see above)")
-	fs.Uint16Var(&cfg.RDMAPort, "rdma-port", pingpong.DefaultRDMAPort, "RoCEv2 UDP port (the same on both sides)")
-	pcapPath := fs.String("pcap", "", "write every frame the NIC sends and receives (TAP mode: every frame on the TAP) to this pcap file")
-	trace := fs.Bool("trace", false, "print every QP state change and PSN/ACK/NAK decision on stderr")
-	tf := addTAPFlags(fs, false)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), pingpongHelp)
-		fs.PrintDefaults()
+	fs, f := newPingpongFlags(&cfg)
+	cmd := toolCommand{name: "pingpong", stdout: stdout, stderr: stderr}
+	if code, ok := cmd.parse(fs, args, func() error { return f.resolve(fs, &cfg) }); !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fs.Usage()
-			return 0
-		}
-		fmt.Fprintf(stderr, "rnic %s (rnic help pingpong)\n", withPrefix("pingpong: ", err))
-		return 2
-	}
-	err := checkBounds(fs, pingpongBounds...)
-	if err == nil {
-		err = checkPathMTU(fs, "mtu")
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "rnic %s (rnic help pingpong)\n", withPrefix("pingpong: ", err))
-		return 2
-	}
-	if cfg.UD && !fs.Changed("size") {
-		cfg.Size = pingpong.DefaultUDSize
-	}
-	switch fs.NArg() {
-	case 0:
-	case 1:
-		cfg.Server = fs.Arg(0)
-	default:
-		fmt.Fprintf(stderr, "rnic pingpong: unexpected argument %q (rnic help pingpong)\n", fs.Arg(1))
-		return 2
-	}
-	if _, err := deviceFlag(fs, cfg.IBDev); err != nil {
-		fmt.Fprintf(stderr, "rnic %s (rnic help pingpong)\n", withPrefix("pingpong: ", err))
-		return 2
-	}
-	if *addr != "" {
-		a, err := netip.ParseAddr(*addr)
+	if f.addr != "" {
+		a, err := netip.ParseAddr(f.addr)
 		if err != nil {
 			fmt.Fprintf(stderr, "rnic pingpong: --addr: %v\n", err)
 			return 2
 		}
 		cfg.Addr = a
 	}
-	taps, err := tf.configs()
-	if err == nil && len(taps) > 1 {
-		err = fmt.Errorf("%w: one --tap: pingpong runs one side per process", errTAPFlags)
+	if err := f.taps(&cfg); err != nil {
+		return cmd.usage(err)
 	}
-	if err == nil && len(taps) == 1 {
-		cfg.TAP = &taps[0]
-		err = tf.tapPathMTU("mtu", &cfg.MTU)
+	pw, code, ok := cmd.pcap(f.pcapPath)
+	if !ok {
+		return code
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "rnic %s (rnic help pingpong)\n", withPrefix("pingpong: ", err))
-		return 2
-	}
-	if *pcapPath != "" {
-		pw, err := transport.CreatePcap(*pcapPath)
-		if err != nil {
-			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("pingpong: ", err))
-			return 2
-		}
+	if pw != nil {
 		defer pw.Close()
 		cfg.Pcap = pw
 	}
-	if *trace {
+	if f.trace {
 		cfg.Trace = stderr
 	}
 	cfg.Out, cfg.Err = stdout, stderr
+	return pingpongExit(cfg, stderr)
+}
+
+// pingpongExit runs the tool and turns its error into the exit status.
+func pingpongExit(cfg pingpong.Config, stderr io.Writer) int {
 	ctx, stop := signalContext()
 	defer stop()
 	if _, err := pingpong.Run(ctx, cfg); err != nil {
@@ -178,6 +120,82 @@ func runPingpong(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// pingpongFlags are rnic pingpong's flags that pingpong.Config does not
+// hold as they are given.
+type pingpongFlags struct {
+	addr, pcapPath string
+	trace          bool
+	tf             *tapFlags
+}
+
+// newPingpongFlags defines rnic pingpong's flags, into cfg where they map
+// one to one.
+func newPingpongFlags(cfg *pingpong.Config) (*pflag.FlagSet, *pingpongFlags) {
+	fs := pflag.NewFlagSet("rnic pingpong", pflag.ContinueOnError)
+	// pflag prints the usage itself on --help before returning ErrHelp;
+	// it is printed once, by runPingpong, on stdout.
+	fs.SetOutput(io.Discard)
+	f := &pingpongFlags{}
+	fs.IntVarP(&cfg.Port, "port", "p", pingpong.DefaultPort, "TCP port of the side channel (listen on / connect to)")
+	fs.StringVarP(&cfg.IBDev, "ib-dev", "d", "rnic0", "device: NAME (this process's NIC), NAME@SOCKET (rnicd), verbs:NAME (libibverbs)")
+	fs.IntVarP(&cfg.IBPort, "ib-port", "i", pingpong.DefaultIBPort, "port of the NIC to use (it has port 1 only)")
+	fs.IntVarP(&cfg.Size, "size", "s", pingpong.DefaultSize, "size of message to exchange")
+	fs.IntVarP(&cfg.MTU, "mtu", "m", pingpong.DefaultMTU, "path MTU: 256, 512, 1024, 2048 or 4096")
+	fs.IntVarP(&cfg.RxDepth, "rx-depth", "r", pingpong.DefaultRxDepth, "number of receives to post at a time")
+	fs.IntVarP(&cfg.Iters, "iters", "n", pingpong.DefaultIters, "number of exchanges")
+	fs.IntVarP(&cfg.SL, "sl", "l", 0, "service level value")
+	fs.BoolVarP(&cfg.Events, "events", "e", false, "sleep on CQ events (default poll)")
+	fs.IntVarP(&cfg.GIDIndex, "gid-idx", "g", -1, "local port GID index (embedded mode: 0 is the NIC's address; TAP mode: 0 link-local, 1 the first --ip)")
+	fs.BoolVarP(&cfg.Check, "chk", "c", false, "validate received buffers")
+	fs.BoolVar(&cfg.UD, "ud", false, "ibv_ud_pingpong: UD QPs (default size 1024)")
+	fs.StringVar(&f.addr, "addr", "", "the NIC's own IP address (default: see above)")
+	fs.Uint16Var(&cfg.RDMAPort, "rdma-port", pingpong.DefaultRDMAPort, "RoCEv2 UDP port (the same on both sides)")
+	fs.StringVar(&f.pcapPath, "pcap", "", "write every frame the NIC sends and receives (TAP mode: every frame on the TAP) to this pcap file")
+	fs.BoolVar(&f.trace, "trace", false, "print every QP state change and PSN/ACK/NAK decision on stderr")
+	f.tf = addTAPFlags(fs, false)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), pingpongHelp)
+		fs.PrintDefaults()
+	}
+	return fs, f
+}
+
+// resolve checks the parsed flags and the argument (the server) and
+// completes cfg.
+func (f *pingpongFlags) resolve(fs *pflag.FlagSet, cfg *pingpong.Config) error {
+	if err := checkBounds(fs, pingpongBounds...); err != nil {
+		return err
+	}
+	if err := checkPathMTU(fs, "mtu"); err != nil {
+		return err
+	}
+	if cfg.UD && !fs.Changed("size") {
+		cfg.Size = pingpong.DefaultUDSize
+	}
+	switch fs.NArg() {
+	case 0:
+	case 1:
+		cfg.Server = fs.Arg(0)
+	default:
+		return fmt.Errorf("unexpected argument %q", fs.Arg(1))
+	}
+	_, err := deviceFlag(fs, cfg.IBDev)
+	return err
+}
+
+// taps takes the --tap flag: one, pingpong runs one side per process.
+func (f *pingpongFlags) taps(cfg *pingpong.Config) error {
+	taps, err := f.tf.configs()
+	if err == nil && len(taps) > 1 {
+		err = fmt.Errorf("%w: one --tap: pingpong runs one side per process", errTAPFlags)
+	}
+	if err == nil && len(taps) == 1 {
+		cfg.TAP = &taps[0]
+		err = f.tf.tapPathMTU("mtu", &cfg.MTU)
+	}
+	return err
 }
 
 // pingpongBounds are the ranges of pingpong's integer flags: the NIC's

@@ -11,7 +11,6 @@ import (
 
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tools/rping"
-	"github.com/rnic/rnic/transport"
 )
 
 const rpingHelp = `usage: rnic rping -s [-vVd] [-S size] [-C count] [-a addr] [-p port] [--iwarp] [--ib-dev DEV]
@@ -59,82 +58,21 @@ flags:
 `
 
 func runRping(args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("rnic rping", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var cfg rping.Config
-	server := fs.BoolP("server", "s", false, "server side")
-	client := fs.BoolP("client", "c", false, "client side")
-	addr := fs.StringP("addr", "a", "", "server: the address to listen on (default: every address); client: the server's address")
-	source := fs.StringP("source", "I", "", "client: the source address to bind to")
-	port := fs.Uint16P("port", "p", rping.DefaultPort, "port")
-	fs.IntVarP(&cfg.Size, "size", "S", rping.DefaultSize, fmt.Sprintf("ping data size (%d..%d)", rping.MinSize, rping.MaxSize))
-	fs.IntVarP(&cfg.Count, "count", "C", 0, "ping count times (0: until interrupted)")
-	fs.BoolVarP(&cfg.Verbose, "verbose", "v", false, "display ping data to stdout")
-	fs.BoolVarP(&cfg.Validate, "validate", "V", false, "validate ping data")
-	fs.BoolVarP(&cfg.Debug, "debug", "d", false, "debug printfs")
-	fs.BoolVar(&cfg.IWARP, "iwarp", false, "run over iWARP (TCP + MPA), as rping on siw")
-	fs.BoolVar(&cfg.MPACRC, "mpa-crc", false, "iWARP: ask the peer for MPA CRCs (siw's mpa_crc_required)")
-	pcapPath := fs.String("pcap", "", "write the frames to this pcap file (TAP mode: every frame on the TAP; embedded: the NIC's RoCEv2 frames, or the iWARP TCP connection)")
-	trace := fs.Bool("trace", false, "print the engine's connection and QP trace on stderr")
-	ibDev := fs.String("ib-dev", "rnic0", "the RDMA device: NAME (this process's NIC), NAME@SOCKET (rnicd) or verbs:NAME (libibverbs)")
-	tf := addTAPFlags(fs, false)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), rpingHelp)
-		fs.PrintDefaults()
+	fs, f := newRpingFlags(&cfg)
+	cmd := toolCommand{name: "rping", stdout: stdout, stderr: stderr}
+	if code, ok := cmd.parse(fs, args, func() error { return f.resolve(fs, &cfg) }); !ok {
+		return code
 	}
-	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "rnic %s (rnic help rping)\n", withPrefix("rping: ", fmt.Errorf(format, a...)))
-		return 2
+	pw, code, ok := cmd.pcap(f.pcapPath)
+	if !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fs.Usage()
-			return 0
-		}
-		return usageErr("%v", err)
-	}
-	if fs.NArg() > 0 {
-		return usageErr("unexpected argument %q", fs.Arg(0))
-	}
-	// rping takes the last of -s and -c; both are more likely a mistake.
-	switch {
-	case *server && *client:
-		return usageErr("give -s or -c, not both")
-	case !*server && !*client:
-		return usageErr("give -s (server) or -c (client)")
-	}
-	cfg.Server, cfg.Port = *server, *port
-	var err error
-	if cfg.Addr, err = parseHost(*addr); err != nil {
-		return usageErr("-a %q: %v", *addr, err)
-	}
-	if cfg.Source, err = parseHost(*source); err != nil {
-		return usageErr("-I %q: %v", *source, err)
-	}
-	if cfg.Device, err = ibv.ParseSpec(*ibDev); err != nil {
-		return usageErr("--ib-dev: %v", err)
-	}
-	taps, err := tf.configs()
-	if err == nil && len(taps) > 1 {
-		err = fmt.Errorf("%w: one --tap: rping runs one side per process", errTAPFlags)
-	}
-	if err != nil {
-		return usageErr("%v", err)
-	}
-	if len(taps) == 1 {
-		cfg.TAP = &taps[0]
-	}
-	if *pcapPath != "" {
-		pw, err := transport.CreatePcap(*pcapPath)
-		if err != nil {
-			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("rping: ", err))
-			return 2
-		}
+	if pw != nil {
 		defer pw.Close()
 		cfg.Pcap = pw
 	}
-	if *trace {
+	if f.trace {
 		cfg.Trace = stderr
 	}
 	cfg.Out, cfg.Err = stdout, stderr
@@ -145,7 +83,7 @@ func runRping(args []string, stdout, stderr io.Writer) int {
 			return code
 		}
 		if errors.Is(err, rping.ErrConfig) {
-			return usageErr("%v", err)
+			return cmd.usage(err)
 		}
 		if !errors.Is(err, rping.ErrMismatch) { // already said
 			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("rping: ", err))
@@ -153,6 +91,80 @@ func runRping(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// rpingFlags are rnic rping's flags that rping.Config does not hold as
+// they are given.
+type rpingFlags struct {
+	server, client, trace         bool
+	addr, source, pcapPath, ibDev string
+	port                          uint16
+	tf                            *tapFlags
+}
+
+// newRpingFlags defines rnic rping's flags, into cfg where they map one to
+// one.
+func newRpingFlags(cfg *rping.Config) (*pflag.FlagSet, *rpingFlags) {
+	fs := pflag.NewFlagSet("rnic rping", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f := &rpingFlags{}
+	fs.BoolVarP(&f.server, "server", "s", false, "server side")
+	fs.BoolVarP(&f.client, "client", "c", false, "client side")
+	fs.StringVarP(&f.addr, "addr", "a", "", "server: the address to listen on (default: every address); client: the server's address")
+	fs.StringVarP(&f.source, "source", "I", "", "client: the source address to bind to")
+	fs.Uint16VarP(&f.port, "port", "p", rping.DefaultPort, "port")
+	fs.IntVarP(&cfg.Size, "size", "S", rping.DefaultSize, fmt.Sprintf("ping data size (%d..%d)", rping.MinSize, rping.MaxSize))
+	fs.IntVarP(&cfg.Count, "count", "C", 0, "ping count times (0: until interrupted)")
+	fs.BoolVarP(&cfg.Verbose, "verbose", "v", false, "display ping data to stdout")
+	fs.BoolVarP(&cfg.Validate, "validate", "V", false, "validate ping data")
+	fs.BoolVarP(&cfg.Debug, "debug", "d", false, "debug printfs")
+	fs.BoolVar(&cfg.IWARP, "iwarp", false, "run over iWARP (TCP + MPA), as rping on siw")
+	fs.BoolVar(&cfg.MPACRC, "mpa-crc", false, "iWARP: ask the peer for MPA CRCs (siw's mpa_crc_required)")
+	fs.StringVar(&f.pcapPath, "pcap", "", "write the frames to this pcap file (TAP mode: every frame on the TAP; embedded: the NIC's RoCEv2 frames, or the iWARP TCP connection)")
+	fs.BoolVar(&f.trace, "trace", false, "print the engine's connection and QP trace on stderr")
+	fs.StringVar(&f.ibDev, "ib-dev", "rnic0", "the RDMA device: NAME (this process's NIC), NAME@SOCKET (rnicd) or verbs:NAME (libibverbs)")
+	f.tf = addTAPFlags(fs, false)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), rpingHelp)
+		fs.PrintDefaults()
+	}
+	return fs, f
+}
+
+// resolve checks the parsed flags and completes cfg.
+func (f *rpingFlags) resolve(fs *pflag.FlagSet, cfg *rping.Config) error {
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	// rping takes the last of -s and -c; both are more likely a mistake.
+	switch {
+	case f.server && f.client:
+		return fmt.Errorf("give -s or -c, not both")
+	case !f.server && !f.client:
+		return fmt.Errorf("give -s (server) or -c (client)")
+	}
+	cfg.Server, cfg.Port = f.server, f.port
+	var err error
+	if cfg.Addr, err = parseHost(f.addr); err != nil {
+		return fmt.Errorf("-a %q: %v", f.addr, err)
+	}
+	if cfg.Source, err = parseHost(f.source); err != nil {
+		return fmt.Errorf("-I %q: %v", f.source, err)
+	}
+	if cfg.Device, err = ibv.ParseSpec(f.ibDev); err != nil {
+		return fmt.Errorf("--ib-dev: %v", err)
+	}
+	taps, err := f.tf.configs()
+	if err == nil && len(taps) > 1 {
+		err = fmt.Errorf("%w: one --tap: rping runs one side per process", errTAPFlags)
+	}
+	if err != nil {
+		return err
+	}
+	if len(taps) == 1 {
+		cfg.TAP = &taps[0]
+	}
+	return nil
 }
 
 // parseHost parses an address or resolves a host name, as rping's

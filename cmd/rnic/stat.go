@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/client"
 	"github.com/rnic/rnic/nic/rnicd/proto"
@@ -253,7 +252,7 @@ func newStatReport(st *client.Stat, show map[string]bool) *statReport {
 	if show["link"] {
 		r.Links = []statLink{}
 		for _, d := range st.Devices {
-			l := statLink{Dev: d.Name, Port: 1, State: portStateName(d.State), MTU: d.ActiveMTU.Bytes(), LinkMTU: d.LinkMTU, GIDs: []string{}}
+			l := statLink{Dev: d.Name, Port: 1, State: d.State.String(), MTU: d.ActiveMTU.Bytes(), LinkMTU: d.LinkMTU, GIDs: []string{}}
 			for _, g := range d.GIDs {
 				l.GIDs = append(l.GIDs, g.String())
 			}
@@ -342,19 +341,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// portStateName names a port state as rdma link show does.
-func portStateName(s nic.PortState) string {
-	switch s {
-	case nic.PortDown:
-		return "DOWN"
-	case nic.PortInit:
-		return "INIT"
-	case nic.PortArmed:
-		return "ARMED"
-	case nic.PortActive:
-		return "ACTIVE"
-	}
-	return fmt.Sprintf("UNKNOWN(%d)", uint8(s))
 }

@@ -103,79 +103,93 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 		fmt.Fprintf(stderr, "%s (rnicd --help)\n", prefixed(err))
 		return 2
 	}
-
-	var running []*device
-	var srv *server.Server
-	served := make(chan error, 1)
-	closeAll := func() error {
-		var errs []error
-		if srv != nil {
-			// Clients first: their objects go before the NICs.
-			srv.Close()
-			<-served
-		}
-		// Last opened, first closed.
-		for i := len(running) - 1; i >= 0; i-- {
-			errs = append(errs, running[i].close())
-		}
-		return errors.Join(errs...)
-	}
+	d := &daemon{served: make(chan error, 1)}
 	fail := func(err error) int {
 		fmt.Fprintln(stderr, prefixed(err))
-		if cerr := closeAll(); cerr != nil {
+		if cerr := d.closeAll(); cerr != nil {
 			fmt.Fprintln(stderr, prefixed(cerr))
 		}
 		return 1
 	}
 	for _, s := range opts.devices {
-		d, err := openDevice(s)
+		dev, err := openDevice(s)
 		if err != nil {
 			return fail(err)
 		}
-		running = append(running, d)
-		fmt.Fprintln(stdout, d.readyLine())
+		d.running = append(d.running, dev)
+		fmt.Fprintln(stdout, dev.readyLine())
 	}
-
 	if opts.socket != "" {
-		devs := make([]ibv.Device, len(running))
-		names := make([]string, len(running))
-		for i, d := range running {
-			devs[i], names[i] = d.dev, d.spec.Name
-		}
-		var logMu sync.Mutex // sessions log from their own goroutines
-		logf := func(format string, args ...any) {
-			logMu.Lock()
-			defer logMu.Unlock()
-			fmt.Fprintf(stderr, "rnicd: "+format+"\n", args...)
-		}
-		if srv, err = server.New(server.Config{Devices: devs, Limits: opts.limits, Logf: logf}); err != nil {
+		if err := d.serve(opts, stdout, stderr); err != nil {
 			return fail(err)
 		}
-		l, err := server.Listen(opts.socket)
-		if err != nil {
-			srv.Close()
-			srv = nil
-			return fail(err)
-		}
-		go func() { served <- srv.Serve(l) }()
-		fmt.Fprintf(stdout, "rnicd: serving %s on %s\n", strings.Join(names, ", "), opts.socket)
 	}
 
 	var status int
 	select {
 	case <-stop:
-	case err := <-served:
+	case err := <-d.served:
 		// The listener failed; nothing more can be served.
 		fmt.Fprintln(stderr, prefixed(err))
-		served <- err // closeAll waits for it
+		d.served <- err // closeAll waits for it
 		status = 1
 	}
-	if err := closeAll(); err != nil {
+	if err := d.closeAll(); err != nil {
 		fmt.Fprintln(stderr, prefixed(err))
 		status = 1
 	}
 	fmt.Fprintln(stdout, "rnicd: stopped")
 	return status
+}
+
+// daemon is what run opened: the NICs, and the server of them once it
+// serves (Serve's end on served).
+type daemon struct {
+	running []*device
+	srv     *server.Server
+	served  chan error
+}
+
+// serve starts serving the running NICs on opts.socket.
+func (d *daemon) serve(opts *options, stdout, stderr io.Writer) error {
+	devs := make([]ibv.Device, len(d.running))
+	names := make([]string, len(d.running))
+	for i, dev := range d.running {
+		devs[i], names[i] = dev.dev, dev.spec.Name
+	}
+	var logMu sync.Mutex // sessions log from their own goroutines
+	logf := func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		fmt.Fprintf(stderr, "rnicd: "+format+"\n", args...)
+	}
+	srv, err := server.New(server.Config{Devices: devs, Limits: opts.limits, Logf: logf})
+	if err != nil {
+		return err
+	}
+	l, err := server.Listen(opts.socket)
+	if err != nil {
+		srv.Close()
+		return err
+	}
+	d.srv = srv
+	go func() { d.served <- srv.Serve(l) }()
+	fmt.Fprintf(stdout, "rnicd: serving %s on %s\n", strings.Join(names, ", "), opts.socket)
+	return nil
+}
+
+// closeAll closes the server, its clients first (their objects go before
+// the NICs), then the NICs, last opened first.
+func (d *daemon) closeAll() error {
+	var errs []error
+	if d.srv != nil {
+		d.srv.Close()
+		<-d.served
+	}
+	for i := len(d.running) - 1; i >= 0; i-- {
+		errs = append(errs, d.running[i].close())
+	}
+	return errors.Join(errs...)
 }
 
 // device is one running NIC, the pcap file it writes, and the NIC as the

@@ -6,10 +6,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"net"
-	"net/netip"
 
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
@@ -18,23 +15,12 @@ import (
 	"github.com/rnic/rnic/nic/tapnic"
 )
 
-// tapNetwork is a TAP NIC's own TCP as an ibv.Network. Its stack sends
-// from the NIC's address of the peer's family, so Dial's local address
-// (one of those, or none) changes nothing.
-type tapNetwork struct{ n *tapnic.NIC }
-
-func (t tapNetwork) Listen(addr netip.AddrPort) (net.Listener, error) { return t.n.Listen(addr) }
-
-func (t tapNetwork) Dial(ctx context.Context, _ netip.Addr, remote netip.AddrPort) (net.Conn, error) {
-	return t.n.Dial(ctx, remote)
-}
-
 // servedDevice returns the NIC as the server serves it: verbs, its
 // network, rdma_cm. Closing it closes the CM, then the NIC with closeNIC.
 func servedDevice(en *embedded.NIC, tap *tapnic.NIC, closeNIC func() error) (ibv.Device, error) {
 	var network ibv.Network = server.KernelNetwork(en.Addr)
 	if tap != nil {
-		network = tapNetwork{tap}
+		network = tap.Network()
 	}
 	dev, err := rdmacm.LocalWith(en, rdmacm.Config{}, ibv.LocalOptions{Network: network, Close: closeNIC})
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	_ "github.com/rnic/rnic/nic/passthrough" // verbs: devices (or the rebuild hint)
 	"github.com/rnic/rnic/nic/tapnic"
@@ -54,26 +53,11 @@ func verbsReadyLine(dev ibv.Device) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: verbs", dev.Name())
 	if a, err := dev.QueryPort(1); err == nil {
-		fmt.Fprintf(&b, " port %s mtu %d", portState(a.State), a.ActiveMTU.Bytes())
+		fmt.Fprintf(&b, " port %s mtu %d", a.State.String(), a.ActiveMTU.Bytes())
 	}
 	for _, g := range dev.GIDs() {
 		fmt.Fprintf(&b, " gid %s", g)
 	}
 	b.WriteString(" ready")
 	return b.String()
-}
-
-// portState names a port state as rdma link show does.
-func portState(s nic.PortState) string {
-	switch s {
-	case nic.PortDown:
-		return "DOWN"
-	case nic.PortInit:
-		return "INIT"
-	case nic.PortArmed:
-		return "ARMED"
-	case nic.PortActive:
-		return "ACTIVE"
-	}
-	return fmt.Sprintf("UNKNOWN(%d)", uint8(s))
 }

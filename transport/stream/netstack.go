@@ -50,8 +50,6 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/buffer"
@@ -124,43 +122,21 @@ func (n *Netstack) ListenNetstack(addr netip.AddrPort) (*NetstackListener, error
 		return nil, fmt.Errorf("stream: netstack listen %v: %w", addr, netstackErr(terr))
 	}
 	bound := netip.AddrPortFrom(addr.Addr(), la.Port)
-	return &NetstackListener{n: n, ep: ep, wq: wq, addr: bound, stop: make(chan struct{})}, nil
+	l := &NetstackListener{n: n, ep: ep, wq: wq, stop: make(chan struct{})}
+	l.addr = bound
+	return l, nil
 }
 
 // Dial implements Dialer: the connection is made on a goroutine, which
 // then calls done.
 func (n *Netstack) Dial(local netip.Addr, remote netip.AddrPort, done func(Conn, error)) (cancel func()) {
-	ctx, stop := context.WithCancel(context.Background())
-	var (
-		mu                 sync.Mutex
-		canceled, finished bool
-	)
-	go func() {
+	return dialAsync(func(ctx context.Context) (Conn, error) {
 		c, err := n.DialContext(ctx, local, remote)
-		mu.Lock()
-		if canceled {
-			if c != nil {
-				c.Abort()
-			}
-			c, err = nil, ErrCanceled
-		}
-		finished = true
-		mu.Unlock()
-		stop()
 		if err != nil {
-			done(nil, err)
-			return
+			return nil, err
 		}
-		done(c, nil)
-	}()
-	return func() {
-		mu.Lock()
-		if !finished {
-			canceled = true
-		}
-		mu.Unlock()
-		stop()
-	}
+		return c, nil
+	}, done)
 }
 
 // DialContext connects from local (zero: chosen by netstack) to remote,
@@ -274,47 +250,30 @@ func netstackErr(e tcpip.Error) error {
 // Listener: an accept goroutine, started by the first SetAcceptor, calls
 // the acceptor with each connection.
 type NetstackListener struct {
-	n        *Netstack
-	ep       tcpip.Endpoint
-	wq       *waiter.Queue
-	addr     netip.AddrPort
-	acceptor atomic.Pointer[func(Conn)]
-	stop     chan struct{} // closed by Close: ends the accept goroutine
-	mu       sync.Mutex
-	started  bool
-	closed   bool
+	listenerBase
+	n    *Netstack
+	ep   tcpip.Endpoint
+	wq   *waiter.Queue
+	stop chan struct{} // closed by Close: ends the accept goroutine
 }
 
 var _ Listener = (*NetstackListener)(nil)
 
-// Addr implements Listener.
-func (l *NetstackListener) Addr() netip.AddrPort { return l.addr }
-
 // SetAcceptor implements Listener. A connection accepted while the
 // acceptor is nil is reset.
 func (l *NetstackListener) SetAcceptor(onConn func(Conn)) {
-	l.acceptor.Store(&onConn)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.started && !l.closed {
-		l.started = true
-		go l.acceptLoop()
-	}
+	l.setAcceptor(onConn, l.acceptLoop)
 }
 
 // Close implements Listener: netstack resets the connections still in the
 // backlog. It does not wait for the accept goroutine (Close may be called
 // from the acceptor).
 func (l *NetstackListener) Close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
+	return l.closeOnce(func() error {
+		close(l.stop)
+		l.ep.Close()
 		return nil
-	}
-	l.closed = true
-	close(l.stop)
-	l.ep.Close()
-	return nil
+	})
 }
 
 func (l *NetstackListener) acceptLoop() {
@@ -341,45 +300,22 @@ func (l *NetstackListener) acceptLoop() {
 		}
 		ep.SocketOptions().SetDelayOption(false)
 		c := newNetstackConn(l.n, ep, wq, false)
-		if f := l.acceptor.Load(); f != nil && *f != nil {
-			(*f)(c)
-		} else {
-			c.Abort()
-		}
+		l.hand(c)
 	}
 }
 
 // NetstackConn is a netstack TCP connection. It implements Conn; see the
 // file comment for its goroutines.
 type NetstackConn struct {
+	connBase
 	ep              tcpip.Endpoint
 	wq              *waiter.Queue
-	cfg             TCPConfig
-	local, remote   netip.AddrPort
-	active          bool
-	onData          atomic.Pointer[func([]byte)]
-	onClose         atomic.Pointer[func(error)]
-	onWritable      atomic.Pointer[func()]
-	cbMu            sync.Mutex    // serialises the callbacks
-	wake            chan struct{} // wakes the writer: bytes queued, Close
-	stop            chan struct{} // closed when the endpoint is released
-	mu              sync.Mutex
-	queue, spare    []byte         // bytes waiting for the writer; the writer's spare buffer
-	recs, spareRecs []queuedRecord // how queue divides into records; the writer's spare
+	stop            chan struct{}  // closed when the endpoint is released
+	recs, spareRecs []queuedRecord // how queue divides into records; the writer's spare (under mu)
 	fastRR          recordReader   // Write's and WriteRecords' reader (under mu)
 	writerRR        recordReader   // the writer goroutine's reader
 	segPayload      int            // SegmentPayload
-	writing         int            // bytes the writer holds and the endpoint has not taken yet
-	blocked         bool           // a Write was refused since the last writable callback
-	closing         bool           // Close was called: FIN after the queue
-	werr            error          // what Write returns (ErrClosed after Close or Abort)
-	cause           error          // why the connection died (nil while alive)
 	linger          *time.Timer
-	readerStarted   bool
-	readerDone      bool
-	writerStarted   bool
-	writerDone      bool // FIN sent, or the writer gave up
-	released        bool // the endpoint is closed
 }
 
 var (
@@ -394,10 +330,8 @@ type queuedRecord struct {
 }
 
 func newNetstackConn(n *Netstack, ep tcpip.Endpoint, wq *waiter.Queue, active bool) *NetstackConn {
-	c := &NetstackConn{
-		ep: ep, wq: wq, cfg: n.cfg, active: active,
-		wake: make(chan struct{}, 1), stop: make(chan struct{}),
-	}
+	c := &NetstackConn{ep: ep, wq: wq, stop: make(chan struct{})}
+	c.init(n.cfg, active)
 	if a, err := ep.GetLocalAddress(); err == nil {
 		c.local = netstackAddrPort(a)
 	}
@@ -510,54 +444,22 @@ func (c *NetstackConn) wholeLimit() int {
 // SegmentPayload implements RecordWriter.
 func (c *NetstackConn) SegmentPayload() int { return c.segPayload }
 
-// LocalAddr implements Conn.
-func (c *NetstackConn) LocalAddr() netip.AddrPort { return c.local }
-
-// RemoteAddr implements Conn.
-func (c *NetstackConn) RemoteAddr() netip.AddrPort { return c.remote }
-
-// Active implements Conn.
-func (c *NetstackConn) Active() bool { return c.active }
-
 // SetReceiver implements Conn. The first call starts the reader goroutine.
 func (c *NetstackConn) SetReceiver(onData func(p []byte), onClose func(err error)) {
-	c.onData.Store(&onData)
-	c.onClose.Store(&onClose)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.readerStarted {
-		return
-	}
-	c.readerStarted = true
-	go c.readLoop()
-}
-
-// SetWritable implements Conn. The function runs on the writer goroutine.
-func (c *NetstackConn) SetWritable(f func()) { c.onWritable.Store(&f) }
-
-// Buffered implements Conn: bytes queued or held by the writer that the
-// endpoint has not taken yet.
-func (c *NetstackConn) Buffered() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.queue) + c.writing
+	c.setReceiver(onData, onClose, c.readLoop)
 }
 
 // Write implements Conn.
 func (c *NetstackConn) Write(b []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.werr != nil {
-		return 0, c.werr
-	}
-	if len(b) == 0 {
+	if c.werr == nil && len(b) == 0 {
 		return 0, nil
 	}
 	total := len(b)
-	buffered := len(c.queue) + c.writing
-	if refuse(buffered, len(b), c.cfg.SendBuffer) {
-		c.blocked = true
-		return 0, ErrWouldBlock
+	buffered, err := c.admitLocked(len(b))
+	if err != nil {
+		return 0, err
 	}
 	if buffered == 0 {
 		// Nothing ahead of b: offer it to the endpoint, which takes what
@@ -572,7 +474,7 @@ func (c *NetstackConn) Write(b []byte) (int, error) {
 		}
 	}
 	c.enqueueLocked(b, false)
-	c.startWriterLocked()
+	c.startWriterLocked(c.writeLoop)
 	c.signal()
 	return total, nil
 }
@@ -592,10 +494,9 @@ func (c *NetstackConn) WriteRecords(b []byte, ends []int) (int, error) {
 	if !validRecords(ends, len(b)) {
 		return 0, fmt.Errorf("%w: %d ends for %d bytes", ErrBadRecords, len(ends), len(b))
 	}
-	buffered := len(c.queue) + c.writing
-	if refuse(buffered, len(b), c.cfg.SendBuffer) {
-		c.blocked = true
-		return 0, ErrWouldBlock
+	buffered, err := c.admitLocked(len(b))
+	if err != nil {
+		return 0, err
 	}
 	start, taken := 0, 0 // the next record's first byte; bytes of it the endpoint took
 	if buffered == 0 {
@@ -624,7 +525,7 @@ func (c *NetstackConn) WriteRecords(b []byte, ends []int) (int, error) {
 		c.enqueueLocked(b[start:e], true)
 		start = e
 	}
-	c.startWriterLocked()
+	c.startWriterLocked(c.writeLoop)
 	c.signal()
 	return len(b), nil
 }
@@ -660,22 +561,13 @@ func (c *NetstackConn) offerFailedLocked(terr tcpip.Error) bool {
 func (c *NetstackConn) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closing || c.cause != nil || c.released {
+	if !c.beginCloseLocked() {
 		return nil
 	}
-	c.closing = true
-	c.werr = ErrClosed
 	if c.cfg.Linger > 0 {
 		c.linger = time.AfterFunc(c.cfg.Linger, c.lingerExpired)
 	}
-	if len(c.queue) == 0 && c.writing == 0 && !c.writerStarted {
-		// Nothing to send: the FIN goes now, with no writer goroutine.
-		c.writerStarted = true
-		c.finLocked()
-		return nil
-	}
-	c.startWriterLocked()
-	c.signal()
+	c.finishCloseLocked(c.finLocked, c.writeLoop)
 	return nil
 }
 
@@ -703,21 +595,6 @@ func (c *NetstackConn) lingerExpired() {
 		return
 	}
 	c.failLocked(fmt.Errorf("%w: the peer did not close within %v", ErrTimeout, c.cfg.Linger))
-}
-
-// signal wakes the writer.
-func (c *NetstackConn) signal() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (c *NetstackConn) startWriterLocked() {
-	if !c.writerStarted {
-		c.writerStarted = true
-		go c.writeLoop()
-	}
 }
 
 // failLocked records the connection's death and resets and releases the
@@ -752,7 +629,7 @@ func (c *NetstackConn) releaseLocked() {
 
 // maybeReleaseLocked closes the endpoint once both directions are over.
 func (c *NetstackConn) maybeReleaseLocked() {
-	if c.writerDone && (c.readerDone || !c.readerStarted) {
+	if c.bothDoneLocked() {
 		c.releaseLocked()
 	}
 }
@@ -871,17 +748,10 @@ func (c *NetstackConn) writeLoop() {
 func (c *NetstackConn) progress(n int) {
 	c.mu.Lock()
 	c.writing -= n
-	notify := c.blocked && c.cause == nil && len(c.queue)+c.writing <= c.cfg.SendBuffer/2
-	if notify {
-		c.blocked = false
-	}
+	notify := c.writableLocked(len(c.queue) + c.writing)
 	c.mu.Unlock()
 	if notify {
-		c.cbMu.Lock()
-		if f := c.onWritable.Load(); f != nil && *f != nil {
-			(*f)()
-		}
-		c.cbMu.Unlock()
+		c.notifyWritable()
 	}
 }
 
@@ -896,16 +766,7 @@ func (c *NetstackConn) readLoop() {
 		res, terr := c.ep.Read(&w, tcpip.ReadOptions{})
 		if n := res.Count; n > 0 {
 			c.ep.ModerateRecvBuf(n)
-			c.mu.Lock()
-			dead := c.cause != nil
-			c.mu.Unlock()
-			if !dead {
-				c.cbMu.Lock()
-				if f := c.onData.Load(); f != nil && *f != nil {
-					(*f)(buf[:n])
-				}
-				c.cbMu.Unlock()
-			}
+			c.deliver(buf[:n])
 		}
 		var reason error
 		switch terr.(type) {
@@ -929,11 +790,7 @@ func (c *NetstackConn) readLoop() {
 		default:
 			reason = c.readEnded(netstackErr(terr))
 		}
-		c.cbMu.Lock()
-		if f := c.onClose.Load(); f != nil && *f != nil {
-			(*f)(reason)
-		}
-		c.cbMu.Unlock()
+		c.notifyClosed(reason)
 		return
 	}
 }

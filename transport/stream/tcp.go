@@ -33,8 +33,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -118,43 +116,21 @@ func (n *TCP) ListenTCP(addr netip.AddrPort) (*TCPListener, error) {
 		}
 		return nil, err
 	}
-	return &TCPListener{l: l, cfg: n.Config.withDefaults(), addr: tcpAddrPort(l.Addr())}, nil
+	tl := &TCPListener{l: l, cfg: n.Config.withDefaults()}
+	tl.addr = tcpAddrPort(l.Addr())
+	return tl, nil
 }
 
 // Dial implements Dialer: the connection is made on a goroutine, which
 // then calls done.
 func (n *TCP) Dial(local netip.Addr, remote netip.AddrPort, done func(Conn, error)) (cancel func()) {
-	ctx, stop := context.WithCancel(context.Background())
-	var (
-		mu                 sync.Mutex
-		canceled, finished bool
-	)
-	go func() {
+	return dialAsync(func(ctx context.Context) (Conn, error) {
 		c, err := n.DialContext(ctx, local, remote)
-		mu.Lock()
-		if canceled {
-			if c != nil {
-				c.Abort()
-			}
-			c, err = nil, ErrCanceled
-		}
-		finished = true
-		mu.Unlock()
-		stop()
 		if err != nil {
-			done(nil, err)
-			return
+			return nil, err
 		}
-		done(c, nil)
-	}()
-	return func() {
-		mu.Lock()
-		if !finished {
-			canceled = true
-		}
-		mu.Unlock()
-		stop()
-	}
+		return c, nil
+	}, done)
 }
 
 // DialContext connects from local (zero: chosen by the kernel) to remote,
@@ -208,43 +184,22 @@ func tcpAddrPort(a net.Addr) netip.AddrPort {
 // accept goroutine, started by the first SetAcceptor, calls the acceptor
 // with each connection.
 type TCPListener struct {
-	l        *net.TCPListener
-	cfg      TCPConfig
-	addr     netip.AddrPort
-	acceptor atomic.Pointer[func(Conn)]
-	mu       sync.Mutex
-	started  bool
-	closed   bool
+	listenerBase
+	l   *net.TCPListener
+	cfg TCPConfig
 }
 
 var _ Listener = (*TCPListener)(nil)
 
-// Addr implements Listener.
-func (l *TCPListener) Addr() netip.AddrPort { return l.addr }
-
 // SetAcceptor implements Listener. A connection accepted while the
 // acceptor is nil is reset.
 func (l *TCPListener) SetAcceptor(onConn func(Conn)) {
-	l.acceptor.Store(&onConn)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.started && !l.closed {
-		l.started = true
-		go l.acceptLoop()
-	}
+	l.setAcceptor(onConn, l.acceptLoop)
 }
 
 // Close implements Listener. It does not wait for the accept goroutine,
 // which ends at once (Close may be called from the acceptor).
-func (l *TCPListener) Close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return nil
-	}
-	l.closed = true
-	return l.l.Close()
-}
+func (l *TCPListener) Close() error { return l.closeOnce(l.l.Close) }
 
 func (l *TCPListener) acceptLoop() {
 	backoff := 5 * time.Millisecond
@@ -264,11 +219,7 @@ func (l *TCPListener) acceptLoop() {
 		if err != nil {
 			continue
 		}
-		if f := l.acceptor.Load(); f != nil && *f != nil {
-			(*f)(conn)
-		} else {
-			conn.Abort()
-		}
+		l.hand(conn)
 	}
 }
 
@@ -282,28 +233,9 @@ func isTemporaryAccept(err error) bool {
 // TCPConn is a kernel TCP connection. It implements Conn; see the file
 // comment for its goroutines.
 type TCPConn struct {
-	c             *net.TCPConn
-	raw           syscall.RawConn
-	cfg           TCPConfig
-	local, remote netip.AddrPort
-	active        bool
-	onData        atomic.Pointer[func([]byte)]
-	onClose       atomic.Pointer[func(error)]
-	onWritable    atomic.Pointer[func()]
-	cbMu          sync.Mutex // serialises the callbacks
-	wake          chan struct{}
-	mu            sync.Mutex
-	queue, spare  []byte // bytes waiting for the writer; the writer's spare buffer
-	writing       int    // bytes the writer is writing now
-	blocked       bool   // a Write was refused since the last writable callback
-	closing       bool   // Close was called: FIN after the queue
-	werr          error  // what Write returns (ErrClosed after Close or Abort)
-	cause         error  // why the connection died (nil while alive)
-	readerStarted bool
-	readerDone    bool
-	writerStarted bool
-	writerDone    bool // FIN sent, or the writer gave up
-	released      bool // the socket is closed
+	connBase
+	c   *net.TCPConn
+	raw syscall.RawConn
 }
 
 var _ Conn = (*TCPConn)(nil)
@@ -318,60 +250,28 @@ func newTCPConn(c *net.TCPConn, cfg TCPConfig, active bool) (*TCPConn, error) {
 		c.Close()
 		return nil, err
 	}
-	return &TCPConn{
-		c: c, raw: raw, cfg: cfg, active: active,
-		local: tcpAddrPort(c.LocalAddr()), remote: tcpAddrPort(c.RemoteAddr()),
-		wake: make(chan struct{}, 1),
-	}, nil
+	tc := &TCPConn{c: c, raw: raw}
+	tc.init(cfg, active)
+	tc.local, tc.remote = tcpAddrPort(c.LocalAddr()), tcpAddrPort(c.RemoteAddr())
+	return tc, nil
 }
-
-// LocalAddr implements Conn.
-func (c *TCPConn) LocalAddr() netip.AddrPort { return c.local }
-
-// RemoteAddr implements Conn.
-func (c *TCPConn) RemoteAddr() netip.AddrPort { return c.remote }
-
-// Active implements Conn.
-func (c *TCPConn) Active() bool { return c.active }
 
 // SetReceiver implements Conn. The first call starts the reader goroutine.
 func (c *TCPConn) SetReceiver(onData func(p []byte), onClose func(err error)) {
-	c.onData.Store(&onData)
-	c.onClose.Store(&onClose)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.readerStarted {
-		return
-	}
-	c.readerStarted = true
-	go c.readLoop()
-}
-
-// SetWritable implements Conn. The function runs on the writer goroutine.
-func (c *TCPConn) SetWritable(f func()) { c.onWritable.Store(&f) }
-
-// Buffered implements Conn: bytes queued or being written into the socket.
-func (c *TCPConn) Buffered() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.queue) + c.writing
+	c.setReceiver(onData, onClose, c.readLoop)
 }
 
 // Write implements Conn.
 func (c *TCPConn) Write(b []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.werr != nil {
-		return 0, c.werr
-	}
-	if len(b) == 0 {
+	if c.werr == nil && len(b) == 0 {
 		return 0, nil
 	}
 	total := len(b)
-	buffered := len(c.queue) + c.writing
-	if refuse(buffered, len(b), c.cfg.SendBuffer) {
-		c.blocked = true
-		return 0, ErrWouldBlock
+	buffered, err := c.admitLocked(len(b))
+	if err != nil {
+		return 0, err
 	}
 	if buffered == 0 {
 		// Nothing ahead of b: try the socket directly, without waiting.
@@ -386,7 +286,7 @@ func (c *TCPConn) Write(b []byte) (int, error) {
 		}
 	}
 	c.queue = append(c.queue, b...)
-	c.startWriterLocked()
+	c.startWriterLocked(c.writeLoop)
 	c.signal()
 	return total, nil
 }
@@ -395,22 +295,13 @@ func (c *TCPConn) Write(b []byte) (int, error) {
 func (c *TCPConn) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closing || c.cause != nil || c.released {
+	if !c.beginCloseLocked() {
 		return nil
 	}
-	c.closing = true
-	c.werr = ErrClosed
 	if c.cfg.Linger > 0 {
 		c.c.SetDeadline(time.Now().Add(c.cfg.Linger))
 	}
-	if len(c.queue) == 0 && c.writing == 0 && !c.writerStarted {
-		// Nothing to send: the FIN goes now, with no writer goroutine.
-		c.writerStarted = true
-		c.finLocked()
-		return nil
-	}
-	c.startWriterLocked()
-	c.signal()
+	c.finishCloseLocked(c.finLocked, c.writeLoop)
 	return nil
 }
 
@@ -428,21 +319,6 @@ func (c *TCPConn) Abort() error {
 	c.releaseLocked()
 	c.signal()
 	return nil
-}
-
-// signal wakes the writer.
-func (c *TCPConn) signal() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (c *TCPConn) startWriterLocked() {
-	if !c.writerStarted {
-		c.writerStarted = true
-		go c.writeLoop()
-	}
 }
 
 // failLocked records the connection's death and closes the socket (with
@@ -472,7 +348,7 @@ func (c *TCPConn) releaseLocked() {
 
 // maybeReleaseLocked closes the socket once both directions are over.
 func (c *TCPConn) maybeReleaseLocked() {
-	if c.writerDone && (c.readerDone || !c.readerStarted) {
+	if c.bothDoneLocked() {
 		c.releaseLocked()
 	}
 }
@@ -519,17 +395,10 @@ func (c *TCPConn) writeLoop() {
 		if err != nil {
 			c.failLocked(mapErr(err))
 		}
-		notify := c.blocked && c.cause == nil && len(c.queue) <= c.cfg.SendBuffer/2
-		if notify {
-			c.blocked = false
-		}
+		notify := c.writableLocked(len(c.queue))
 		c.mu.Unlock()
 		if notify {
-			c.cbMu.Lock()
-			if f := c.onWritable.Load(); f != nil && *f != nil {
-				(*f)()
-			}
-			c.cbMu.Unlock()
+			c.notifyWritable()
 		}
 	}
 }
@@ -539,24 +408,10 @@ func (c *TCPConn) readLoop() {
 	for {
 		n, err := c.c.Read(buf)
 		if n > 0 {
-			c.mu.Lock()
-			dead := c.cause != nil
-			c.mu.Unlock()
-			if !dead {
-				c.cbMu.Lock()
-				if f := c.onData.Load(); f != nil && *f != nil {
-					(*f)(buf[:n])
-				}
-				c.cbMu.Unlock()
-			}
+			c.deliver(buf[:n])
 		}
 		if err != nil {
-			reason := c.readEnded(err)
-			c.cbMu.Lock()
-			if f := c.onClose.Load(); f != nil && *f != nil {
-				(*f)(reason)
-			}
-			c.cbMu.Unlock()
+			c.notifyClosed(c.readEnded(err))
 			return
 		}
 	}

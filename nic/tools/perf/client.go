@@ -25,66 +25,25 @@ func client(ctx context.Context, r *resolved, s *side, ch *channel) (*Result, er
 
 func clientSteps(ctx context.Context, r *resolved, s *side, ch *channel, res *Result) (*Result, error) {
 	res.GIDIndex = s.gid
-	rnic, err := ch.xchgVersions(true)
+	rnic, err := clientPreamble(r, ch)
 	if err != nil {
 		return nil, err
 	}
-	if rnic {
-		// rnic's server needs no flags: it is told the test.
-		if err := ch.send(helloOf(&r.Config)); err != nil {
-			return nil, err
-		}
-		var a ack
-		if err := ch.recv(&a); err != nil {
-			return nil, err
-		}
-	}
 	s.serverFirst = !rnic
-	if err := ch.xchgSysData(true); err != nil {
-		return nil, err
-	}
-	if r.mtu, err = ch.xchgMTU(true, r.mtu); err != nil {
-		return nil, err
-	}
 	res.MTU = r.mtu.Bytes()
-	for i := range s.qps {
-		k := s.key(i)
-		peer, err := ch.xchgKey(true, k)
-		if err != nil {
-			return nil, err
-		}
-		if err := s.connect(i, peer); err != nil {
-			return nil, err
-		}
-		res.Client, res.Server = append(res.Client, k), append(res.Server, peer)
+	if err := s.clientConnect(ch, res); err != nil {
+		return nil, err
 	}
-	if r.Op == OpSend && r.Mode == ModeLat {
-		for i := range s.qps {
-			if err := s.postRecv(i, min(r.RxDepth, r.Iters)); err != nil {
-				return nil, err
-			}
-		}
+	if err := s.postClientRecvs(r); err != nil {
+		return nil, err
 	}
 	for range r.handShakes() { // the last one: the server is ready
 		if _, err := ch.xchgKey(true, s.key(0)); err != nil {
 			return nil, err
 		}
 	}
-
-	if r.Mode == ModeBW {
-		t, err := s.runBW(ctx)
-		if err != nil {
-			return nil, err
-		}
-		st := bwStats(r.Size, t.posted, t.completed, r.CQMod)
-		res.BW = &st
-	} else {
-		samples, err := s.runLat(ctx)
-		if err != nil {
-			return nil, err
-		}
-		st := latStats(samples, r.rttFactor())
-		res.Lat = &st
+	if err := s.measure(ctx, r, res); err != nil {
+		return nil, err
 	}
 	if r.endHandShake() {
 		if _, err := ch.xchgKey(true, s.key(0)); err != nil { // the test is over
@@ -92,9 +51,7 @@ func clientSteps(ctx context.Context, r *resolved, s *side, ch *channel, res *Re
 		}
 	}
 	if r.tradesReports() {
-		own := BWReport{Size: uint64(r.Size), Iters: uint64(r.Iters),
-			PeakMBps: res.BW.PeakMBps, AvgMBps: res.BW.AvgMBps, MsgRateMpps: res.BW.MsgRateMpps}
-		if _, err := ch.xchgReports(true, own); err != nil {
+		if _, err := ch.xchgReports(true, clientReport(r, res)); err != nil {
 			return nil, err
 		}
 		if _, err := ch.xchgKey(true, s.key(0)); err != nil {
@@ -109,7 +66,55 @@ func clientSteps(ctx context.Context, r *resolved, s *side, ch *channel, res *Re
 		}
 		return res, ch.sayDone()
 	}
+	return clientEnd(ctx, r, s, ch, res)
+}
 
+// clientPreamble trades the versions (rnic says whether the server is
+// rnic's, which is then told the test), the system data and the MTUs,
+// setting r.mtu to the smaller.
+func clientPreamble(r *resolved, ch *channel) (rnic bool, err error) {
+	if rnic, err = ch.xchgVersions(true); err != nil {
+		return false, err
+	}
+	if rnic {
+		// rnic's server needs no flags: it is told the test.
+		if err := ch.send(helloOf(&r.Config)); err != nil {
+			return false, err
+		}
+		var a ack
+		if err := ch.recv(&a); err != nil {
+			return false, err
+		}
+	}
+	if err := ch.xchgSysData(true); err != nil {
+		return false, err
+	}
+	if r.mtu, err = ch.xchgMTU(true, r.mtu); err != nil {
+		return false, err
+	}
+	return rnic, nil
+}
+
+// clientConnect trades each QP's key with the server and connects it.
+func (s *side) clientConnect(ch *channel, res *Result) error {
+	for i := range s.qps {
+		k := s.key(i)
+		peer, err := ch.xchgKey(true, k)
+		if err != nil {
+			return err
+		}
+		if err := s.connect(i, peer); err != nil {
+			return err
+		}
+		res.Client, res.Server = append(res.Client, k), append(res.Server, peer)
+	}
+	return nil
+}
+
+// clientEnd is the end of a run against rnic's server: its report (its
+// check of this side's writes), the raw transports' run, and the result,
+// which the server returns as its own.
+func clientEnd(ctx context.Context, r *resolved, s *side, ch *channel, res *Result) (*Result, error) {
 	var rep serverReport
 	if err := ch.recv(&rep); err != nil {
 		return nil, err

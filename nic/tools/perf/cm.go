@@ -385,32 +385,16 @@ func cmClient(ctx context.Context, r *resolved, s *side, ch *cmChannel, link cmL
 	if r.usesCredits() {
 		s.sendCredit = ch.sendCredits(r)
 	}
-	if r.Op == OpSend && r.Mode == ModeLat {
-		for i := range s.qps {
-			if err := s.postRecv(i, min(r.RxDepth, r.Iters)); err != nil {
-				return nil, err
-			}
-		}
+	if err := s.postClientRecvs(r); err != nil {
+		return nil, err
 	}
 	for range r.handShakes() {
 		if _, err := ch.xchgRecord(true, s.cmKey(ch, 0), s.gid); err != nil {
 			return nil, err
 		}
 	}
-	if r.Mode == ModeBW {
-		t, err := s.runBW(ctx)
-		if err != nil {
-			return nil, err
-		}
-		st := bwStats(r.Size, t.posted, t.completed, r.CQMod)
-		res.BW = &st
-	} else {
-		samples, err := s.runLat(ctx)
-		if err != nil {
-			return nil, err
-		}
-		st := latStats(samples, r.rttFactor())
-		res.Lat = &st
+	if err := s.measure(ctx, r, res); err != nil {
+		return nil, err
 	}
 	if r.endHandShake() {
 		if _, err := ch.xchgRecord(true, s.cmKey(ch, 0), s.gid); err != nil {
@@ -418,9 +402,7 @@ func cmClient(ctx context.Context, r *resolved, s *side, ch *cmChannel, link cmL
 		}
 	}
 	if r.tradesReports() {
-		own := BWReport{Size: uint64(r.Size), Iters: uint64(r.Iters),
-			PeakMBps: res.BW.PeakMBps, AvgMBps: res.BW.AvgMBps, MsgRateMpps: res.BW.MsgRateMpps}
-		if _, err := cmXchgReports(ch, true, own); err != nil {
+		if _, err := cmXchgReports(ch, true, clientReport(r, res)); err != nil {
 			return nil, err
 		}
 		if _, err := ch.xchgRecord(true, s.cmKey(ch, 0), s.gid); err != nil {
@@ -581,42 +563,24 @@ func cmServer(ctx context.Context, r *resolved, s *side, ch *cmChannel, link cmL
 	if r.usesCredits() {
 		s.recvDone = ch.creditWriter(s)
 	}
-	posted := make([]int, len(s.qps))
-	if r.Op == OpSend {
-		for i := range s.qps {
-			posted[i] = min(r.RxDepth, r.Iters)
-			if err := s.postRecv(i, posted[i]); err != nil {
-				return nil, err
-			}
-		}
+	posted, err := s.postServerRecvs(r)
+	if err != nil {
+		return nil, err
 	}
 	for range r.handShakes() {
 		if _, err := ch.xchgRecord(false, s.cmKey(ch, 0), s.gid); err != nil {
 			return nil, err
 		}
 	}
-	roleCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	roleErr := make(chan error, 1)
-	go func() {
-		switch {
-		case r.Op == OpSend && r.Mode == ModeBW:
-			roleErr <- s.receiveAll(roleCtx, posted)
-		case (r.Op == OpSend || r.Op == OpWrite) && r.Mode == ModeLat:
-			roleErr <- s.serveLat(roleCtx)
-		default:
-			roleErr <- nil
-		}
-	}()
+	loop := s.startServerLoop(ctx, r, posted)
 	if r.endHandShake() {
 		var hs [cmRecordSize]byte
 		if err := ch.readFixed(hs[:]); err != nil {
-			cancel()
-			<-roleErr
+			loop.stop()
 			return nil, err
 		}
 	}
-	if err := <-roleErr; err != nil {
+	if err := loop.wait(); err != nil {
 		return nil, err
 	}
 	if r.endHandShake() {
@@ -641,13 +605,6 @@ func cmServer(ctx context.Context, r *resolved, s *side, ch *cmChannel, link cmL
 	}
 	own.Check.Skipped = skippedCM
 	own.RawSkipped = "rdma_cm mode"
-	switch {
-	case r.tradesReports():
-		own.BW = &BWStats{PeakMBps: peerRep.PeakMBps, AvgMBps: peerRep.AvgMBps, MsgRateMpps: peerRep.MsgRateMpps}
-	case r.Op == OpSend && r.Mode == ModeBW:
-		own.BW = s.recvStats()
-	case r.Mode == ModeLat:
-		own.Lat = s.serverLatStats()
-	}
+	s.serverFigures(r, own, peerRep)
 	return own, nil
 }

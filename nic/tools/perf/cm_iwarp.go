@@ -110,80 +110,85 @@ func (l *iwarpLink) disconnect() {
 	timer := time.NewTimer(disconnectWait)
 	defer timer.Stop()
 	left := len(l.qpns)
-	if l.client && l.r.endHandShake() && left > 1 {
-		// As Linux perftest's client does (siw-write-bw-4096.pcap): close
-		// the data connections, and let the server close the control
-		// connection, on which it may still be sending its last message.
-		// Closing the control connection first made siw's server fail that
-		// SEND ("Bad wc status", "Failed to close connection").
-		ctrl := l.qpns[0]
-		for _, q := range l.qpns[1:] {
-			l.s.iw.stack.Disconnect(q)
-		}
-	wait:
-		for left > 0 {
-			select {
-			case q := <-l.s.iw.ended:
-				left--
-				if q == ctrl {
-					break wait
-				}
-			case <-timer.C:
-				timer.Reset(disconnectWait)
+	switch {
+	case l.client && l.r.endHandShake() && left > 1:
+		left = l.clientCloseData(timer, left)
+	case !l.client && left > 1:
+		left = l.serverCloseControl(timer, left)
+	default:
+		left = l.closeAll(timer, left)
+	}
+	if l.awaitEnded(timer, left) {
+		l.qpns = nil
+	}
+}
+
+// clientCloseData is a client's close when more than the control
+// connection is up and the test ends with a hand shake. As Linux
+// perftest's client does (siw-write-bw-4096.pcap): close the data
+// connections, and let the server close the control connection, on which
+// it may still be sending its last message. Closing the control connection
+// first made siw's server fail that SEND ("Bad wc status", "Failed to
+// close connection"). It returns how many connections have not ended.
+func (l *iwarpLink) clientCloseData(timer *time.Timer, left int) int {
+	ctrl := l.qpns[0]
+	for _, q := range l.qpns[1:] {
+		l.s.iw.stack.Disconnect(q)
+	}
+wait:
+	for left > 0 {
+		select {
+		case q := <-l.s.iw.ended:
+			left--
+			if q == ctrl {
 				break wait
 			}
+		case <-timer.C:
+			timer.Reset(disconnectWait)
+			break wait
 		}
-		l.s.iw.stack.Disconnect(ctrl) // nothing if it has ended
-		for ; left > 0; left-- {
-			select {
-			case <-l.s.iw.ended:
-			case <-timer.C:
-				return
-			}
-		}
-		l.qpns = nil
-		return
 	}
-	if !l.client && left > 1 {
-		// As Linux perftest's server does (siw-write-bw-4096.pcap,
-		// siw-read-bw-4096.pcap, siw-write-lat-64.pcap): the client
-		// closes the data connections; the server closes only the
-		// control connection, at once in a latency test and once the data
-		// connections have ended in a test that ends with the report
-		// exchange. A server closing a data connection first made siw's
-		// client fail ("Bad wc status 2", "Unable to write to
-		// socket/rdma_cm"), its last message possibly still unconsumed.
-		ctrl := l.qpns[0]
-		if !l.r.endHandShake() {
-			l.s.iw.stack.Disconnect(ctrl)
-		}
-		data := left - 1
-	waitData:
-		for data > 0 {
-			select {
-			case q := <-l.s.iw.ended:
-				left--
-				if q != ctrl {
-					data--
-				}
-			case <-timer.C:
-				timer.Reset(disconnectWait)
-				break waitData
-			}
-		}
-		for _, q := range l.qpns {
-			l.s.iw.stack.Disconnect(q) // nothing for one that has ended
-		}
-		for ; left > 0; left-- {
-			select {
-			case <-l.s.iw.ended:
-			case <-timer.C:
-				return
-			}
-		}
-		l.qpns = nil
-		return
+	l.s.iw.stack.Disconnect(ctrl) // nothing if it has ended
+	return left
+}
+
+// serverCloseControl is a server's close when more than the control
+// connection is up. As Linux perftest's server does
+// (siw-write-bw-4096.pcap, siw-read-bw-4096.pcap, siw-write-lat-64.pcap):
+// the client closes the data connections; the server closes only the
+// control connection, at once in a latency test and once the data
+// connections have ended in a test that ends with the report exchange. A
+// server closing a data connection first made siw's client fail ("Bad wc
+// status 2", "Unable to write to socket/rdma_cm"), its last message
+// possibly still unconsumed.
+func (l *iwarpLink) serverCloseControl(timer *time.Timer, left int) int {
+	ctrl := l.qpns[0]
+	if !l.r.endHandShake() {
+		l.s.iw.stack.Disconnect(ctrl)
 	}
+	data := left - 1
+waitData:
+	for data > 0 {
+		select {
+		case q := <-l.s.iw.ended:
+			left--
+			if q != ctrl {
+				data--
+			}
+		case <-timer.C:
+			timer.Reset(disconnectWait)
+			break waitData
+		}
+	}
+	for _, q := range l.qpns {
+		l.s.iw.stack.Disconnect(q) // nothing for one that has ended
+	}
+	return left
+}
+
+// closeAll closes every connection; a client of a test without a final
+// hand shake first waits, boundedly, for the server to close.
+func (l *iwarpLink) closeAll(timer *time.Timer, left int) int {
 	if l.client && !l.r.endHandShake() && left > 0 {
 		select {
 		case <-l.s.iw.ended:
@@ -195,14 +200,20 @@ func (l *iwarpLink) disconnect() {
 	for _, q := range l.qpns {
 		l.s.iw.stack.Disconnect(q)
 	}
+	return left
+}
+
+// awaitEnded waits, until the timer fires, for the left connections to
+// end: true if they all did.
+func (l *iwarpLink) awaitEnded(timer *time.Timer, left int) bool {
 	for ; left > 0; left-- {
 		select {
 		case <-l.s.iw.ended:
 		case <-timer.C:
-			return
+			return false
 		}
 	}
-	l.qpns = nil
+	return true
 }
 
 // iwarpCMSide opens an iWARP side for rdma_cm mode: its address (peer's

@@ -18,6 +18,7 @@ import (
 
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
+	"github.com/rnic/rnic/nic/tools/loopback"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
 )
@@ -74,13 +75,6 @@ const (
 	// maxOutReads is the READ/atomic depth of a QP (perftest uses the
 	// device's max_qp_rd_atom; rnic's is 128).
 	maxOutReads = 128
-)
-
-// Loopback addresses of the two NICs when none are given: the server's and
-// the client's (the same convention as rnic pingpong).
-var (
-	ServerLoopback = netip.MustParseAddr("127.0.0.2")
-	ClientLoopback = netip.MustParseAddr("127.0.0.3")
 )
 
 // Config describes a run.
@@ -298,6 +292,40 @@ func (cfg Config) resolve(ctx context.Context) (*resolved, error) {
 	default:
 		r.role = roleBoth
 	}
+	if err := c.fillPorts(); err != nil {
+		return nil, err
+	}
+	var err error
+	if r.spec, err = ibv.ParseSpec(cmp.Or(c.IBDev, "rnic0")); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	if r.spec.Backend != ibv.BackendLocal {
+		// Addresses and test defaults wait for the device's GID table
+		// and port (resolveDevice).
+		return r, r.checkDevice()
+	}
+	if c.TAP != nil || c.ServerTAP != nil {
+		if err := r.resolveTAP(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if r.role != roleServer {
+		if err := r.testDefaults(); err != nil {
+			return nil, err
+		}
+	}
+	if c.TAP != nil || c.ServerTAP != nil {
+		return r, nil
+	}
+	if err := r.resolveAddrs(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// fillPorts gives the ports, the dial retry and the outputs their
+// defaults and checks the ports.
+func (c *Config) fillPorts() error {
 	if c.Port == 0 {
 		c.Port = DefaultPort
 	}
@@ -314,71 +342,85 @@ func (cfg Config) resolve(ctx context.Context) (*resolved, error) {
 		c.Progress = io.Discard
 	}
 	if c.Port < 0 || c.Port > 65535 {
-		return nil, fmt.Errorf("%w: port %d", ErrConfig, c.Port)
+		return fmt.Errorf("%w: port %d", ErrConfig, c.Port)
 	}
 	if c.IWARPPort > 65535 {
-		return nil, fmt.Errorf("%w: iWARP port %d", ErrConfig, c.IWARPPort)
+		return fmt.Errorf("%w: iWARP port %d", ErrConfig, c.IWARPPort)
 	}
-	var err error
-	if r.spec, err = ibv.ParseSpec(cmp.Or(c.IBDev, "rnic0")); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
-	}
-	if r.spec.Backend != ibv.BackendLocal {
-		// Addresses and test defaults wait for the device's GID table
-		// and port (resolveDevice).
-		return r, r.checkDevice()
-	}
-	if c.TAP != nil || c.ServerTAP != nil {
-		if err := r.resolveTAP(ctx); err != nil {
-			return nil, err
-		}
-		if r.role != roleServer {
-			if err := r.testDefaults(); err != nil {
-				return nil, err
-			}
-		}
-		return r, nil
-	}
-	if r.role != roleServer {
-		if err := r.testDefaults(); err != nil {
-			return nil, err
-		}
-	}
+	return nil
+}
+
+// resolveAddrs picks the embedded mode's addresses: the loopback
+// convention where none are given, the server's by name for a client.
+func (r *resolved) resolveAddrs(ctx context.Context) error {
+	c := &r.Config
 	switch r.role {
 	case roleServer:
 		if !c.Addr.IsValid() {
-			c.Addr = ServerLoopback
+			c.Addr = loopback.Server
 		}
 	case roleBoth:
 		if !c.ServerAddr.IsValid() {
-			c.ServerAddr = ServerLoopback
+			c.ServerAddr = loopback.Server
 		}
 		r.server = c.ServerAddr.Unmap()
 		if !c.Addr.IsValid() {
-			c.Addr = otherLoopback(r.server)
+			c.Addr = loopback.Other(r.server)
 		}
 	case roleClient:
 		a, err := lookup(ctx, c.Server, nil)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		r.server = a
 		if !c.Addr.IsValid() {
 			if c.Addr, err = clientAddr(a); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
 	c.Addr = c.Addr.Unmap()
 	if r.role == roleBoth && c.Addr == r.server {
-		return nil, fmt.Errorf("%w: both NICs on %v: they need two addresses", ErrConfig, c.Addr)
+		return fmt.Errorf("%w: both NICs on %v: they need two addresses", ErrConfig, c.Addr)
 	}
-	return r, nil
+	return nil
 }
 
 // testDefaults fills and checks the test parameters.
 func (r *resolved) testDefaults() error {
 	c := &r.Config
+	if err := c.testKind(); err != nil {
+		return err
+	}
+	if err := r.fitTAPPathMTU(); err != nil {
+		return err
+	}
+	c.fillNumbers()
+	if err := c.checkNumbers(); err != nil {
+		return err
+	}
+	if r.mtu = verbs.MTUFromBytes(c.MTU); r.mtu == 0 {
+		return fmt.Errorf("%w: MTU %d, must be 256, 512, 1024, 2048 or 4096", ErrConfig, c.MTU)
+	}
+	if c.UD {
+		switch {
+		case c.Op != OpSend:
+			return fmt.Errorf("%w: UD carries SENDs only, not %s", ErrConfig, c.Op)
+		case c.IWARP:
+			return fmt.Errorf("%w: iWARP has no UD", ErrConfig)
+		case c.Size > c.MTU:
+			return fmt.Errorf("%w: a UD message of %d bytes does not fit the path MTU %d", ErrConfig, c.Size, c.MTU)
+		}
+	}
+	if r.dev != nil {
+		return c.checkLimits(limitsOf("device "+r.spec.String(), r.dev.Query()))
+	}
+	return c.checkLimits(localLimits())
+}
+
+// testKind fills and checks the operation, the mode and the atomic type
+// (an atomic moves 8 bytes).
+func (c *Config) testKind() error {
 	if c.Op == "" {
 		c.Op = OpWrite
 	}
@@ -403,15 +445,13 @@ func (r *resolved) testDefaults() error {
 		}
 		c.Size = atomicSize
 	}
-	bw := c.Mode == ModeBW
-	fill := func(v *int, bwDef, latDef int) {
-		if *v == 0 {
-			*v = latDef
-			if bw {
-				*v = bwDef
-			}
-		}
-	}
+	return nil
+}
+
+// fitTAPPathMTU bounds the path MTU by the TAP's Ethernet MTU (or the
+// device's port).
+func (r *resolved) fitTAPPathMTU() error {
+	c := &r.Config
 	if fit := r.tapPathMTU(); fit != 0 {
 		// The TAP's Ethernet MTU bounds the path MTU; without one asked
 		// for, the largest that fits (as perftest takes the port's
@@ -424,6 +464,21 @@ func (r *resolved) testDefaults() error {
 				return fmt.Errorf("%w: path MTU %d does not fit device %s's port (at most %d)", ErrConfig, c.MTU, r.spec, fit)
 			}
 			return fmt.Errorf("%w: path MTU %d does not fit the TAP's Ethernet MTU (at most %d)", ErrConfig, c.MTU, fit)
+		}
+	}
+	return nil
+}
+
+// fillNumbers gives the sizes, counts and depths left zero the defaults of
+// the test's mode.
+func (c *Config) fillNumbers() {
+	bw := c.Mode == ModeBW
+	fill := func(v *int, bwDef, latDef int) {
+		if *v == 0 {
+			*v = latDef
+			if bw {
+				*v = bwDef
+			}
 		}
 	}
 	fill(&c.Size, DefaultSizeBW, DefaultSizeLat)
@@ -440,6 +495,10 @@ func (r *resolved) testDefaults() error {
 	if !bw {
 		c.CQMod = 1 // a latency test waits for each operation
 	}
+}
+
+// checkNumbers checks the sizes, counts and depths against perf's ranges.
+func (c *Config) checkNumbers() error {
 	switch {
 	case c.Size < 1 || c.Size > 1<<30:
 		return fmt.Errorf("%w: size %d, must be 1..2^30", ErrConfig, c.Size)
@@ -456,23 +515,7 @@ func (r *resolved) testDefaults() error {
 	case int64(c.QPs)*2*int64(region(c.Size)) > 4<<30:
 		return fmt.Errorf("%w: %d QPs × %d bytes need more than 4 GiB of buffers", ErrConfig, c.QPs, c.Size)
 	}
-	if r.mtu = verbs.MTUFromBytes(c.MTU); r.mtu == 0 {
-		return fmt.Errorf("%w: MTU %d, must be 256, 512, 1024, 2048 or 4096", ErrConfig, c.MTU)
-	}
-	if c.UD {
-		switch {
-		case c.Op != OpSend:
-			return fmt.Errorf("%w: UD carries SENDs only, not %s", ErrConfig, c.Op)
-		case c.IWARP:
-			return fmt.Errorf("%w: iWARP has no UD", ErrConfig)
-		case c.Size > c.MTU:
-			return fmt.Errorf("%w: a UD message of %d bytes does not fit the path MTU %d", ErrConfig, c.Size, c.MTU)
-		}
-	}
-	if r.dev != nil {
-		return c.checkLimits(limitsOf("device "+r.spec.String(), r.dev.Query()))
-	}
-	return c.checkLimits(localLimits())
+	return nil
 }
 
 // tapPathMTU is the largest path MTU the TAPs of this process (or the
@@ -681,30 +724,16 @@ func addrOfFamily(own []netip.Addr, peer netip.Addr) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-// otherLoopback is the client's loopback address given the server's.
-func otherLoopback(server netip.Addr) netip.Addr {
-	if server == ClientLoopback {
-		return ServerLoopback
-	}
-	return ClientLoopback
-}
-
 // clientAddr picks a client's address for a server at server.
 func clientAddr(server netip.Addr) (netip.Addr, error) {
+	a, err := loopback.ClientAddr(server, DefaultRDMAPort)
 	switch {
-	case server.IsLoopback() && server.Is4():
-		return otherLoopback(server), nil
-	case server.IsLoopback():
-		return netip.Addr{}, fmt.Errorf("%w: server %v is IPv6 loopback, which has one address: give --addr", ErrConfig, server)
+	case errors.Is(err, loopback.ErrOneAddress):
+		return a, fmt.Errorf("%w: %w", ErrConfig, err)
+	case err != nil:
+		return a, fmt.Errorf("perf: %w", err)
 	}
-	// The address the host routes from; a UDP "connection" picks it
-	// without sending anything.
-	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(server, DefaultRDMAPort)))
-	if err != nil {
-		return netip.Addr{}, fmt.Errorf("perf: no local address reaches %v: %w", server, err)
-	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap(), nil
+	return a, nil
 }
 
 // lookup resolves host, IPv4 first; with own set (the TAP mode), the

@@ -8,32 +8,17 @@ package perf
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/rnic/rnic/memory"
-	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/rnicd/rnicdtest"
 	"github.com/rnic/rnic/transport"
 )
-
-// fakeBackend opens the devices of ibv.BackendDaemon for a test.
-type fakeBackend struct {
-	addrs map[string]netip.Addr // device name → its NIC's address
-	net   bool                  // the devices have an ibv.Network
-
-	mu      sync.Mutex
-	opens   int
-	allocs  int // AllocBuffer calls
-	listens int // Listen calls on the devices' network
-	closes  int // device Close calls
-}
 
 // deviceTestPort is the RoCEv2 port of the fake backend's NICs.
 const deviceTestPort = 24796
@@ -44,80 +29,9 @@ const deviceLinkMTU = 2200
 
 // installFakeBackend registers a fake rnicd backend serving rnic2 on
 // 127.0.0.2 and rnic3 on 127.0.0.3, until the test ends.
-func installFakeBackend(t *testing.T, withNet bool) *fakeBackend {
+func installFakeBackend(t *testing.T, withNet bool) *rnicdtest.FakeBackend {
 	t.Helper()
-	f := &fakeBackend{net: withNet, addrs: map[string]netip.Addr{
-		"rnic2": netip.MustParseAddr("127.0.0.2"), "rnic3": netip.MustParseAddr("127.0.0.3")}}
-	prev := ibv.Register(ibv.BackendDaemon, f.open)
-	t.Cleanup(func() { ibv.Register(ibv.BackendDaemon, prev) })
-	return f
-}
-
-func (f *fakeBackend) open(s ibv.Spec) (ibv.Device, error) {
-	a, ok := f.addrs[s.Name]
-	if !ok {
-		return nil, fmt.Errorf("fake rnicd: no device %s", s.Name)
-	}
-	n, err := embedded.Open(embedded.UDPConfig{Name: s.Name, Addr: a, Port: deviceTestPort, MTU: deviceLinkMTU})
-	if err != nil {
-		return nil, err
-	}
-	f.count(&f.opens)
-	d := &fakeDevice{Device: ibv.Local(n.Device, ibv.LocalOptions{Close: n.Close}), f: f}
-	if f.net {
-		return &fakeNetDevice{d}, nil
-	}
-	return d, nil
-}
-
-func (f *fakeBackend) count(c *int) {
-	f.mu.Lock()
-	*c++
-	f.mu.Unlock()
-}
-
-func (f *fakeBackend) counts() (opens, allocs, listens, closes int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.opens, f.allocs, f.listens, f.closes
-}
-
-// fakeDevice hides the local NIC behind its own type.
-type fakeDevice struct {
-	ibv.Device
-	f *fakeBackend
-}
-
-// AllocBuffer gives shared memory, as rnicd does.
-func (d *fakeDevice) AllocBuffer(n int) (ibv.Buffer, error) {
-	d.f.count(&d.f.allocs)
-	sh, err := memory.NewShared(n)
-	if err != nil {
-		return nil, err
-	}
-	return sharedBuffer{sh}, nil
-}
-
-func (d *fakeDevice) Close() error {
-	d.f.count(&d.f.closes)
-	return d.Device.Close()
-}
-
-type sharedBuffer struct{ sh *memory.Shared }
-
-func (b sharedBuffer) Bytes() []byte { return b.sh.Bytes() }
-func (b sharedBuffer) Close() error  { return b.sh.Close() }
-
-// fakeNetDevice has a network of its own: kernel TCP, counted.
-type fakeNetDevice struct{ *fakeDevice }
-
-func (d *fakeNetDevice) Listen(addr netip.AddrPort) (net.Listener, error) {
-	d.f.count(&d.f.listens)
-	return ibv.KernelNetwork{}.Listen(addr)
-}
-
-func (d *fakeNetDevice) Dial(ctx context.Context, local netip.Addr, remote netip.AddrPort) (net.Conn, error) {
-	return ibv.KernelNetwork{}.Dial(ctx, local, remote)
+	return rnicdtest.InstallFakeBackend(t, rnicdtest.FakeConfig{Port: deviceTestPort, MTU: deviceLinkMTU, Net: withNet})
 }
 
 const fakeDev2, fakeDev3 = "rnic2@/run/fake.sock", "rnic3@/run/fake.sock"
@@ -152,7 +66,8 @@ func TestOnOneDevice(t *testing.T) {
 			if g := res.Client[0].GID; netip.AddrFrom16(g).Unmap() != netip.MustParseAddr("127.0.0.2") || res.Server[0].GID != g {
 				t.Errorf("GIDs %v and %v, want both the device's", res.Client[0].GID, res.Server[0].GID)
 			}
-			opens, allocs, _, closes := f.counts()
+			c := f.Counts()
+			opens, allocs, closes := c.Opens, c.Allocs, c.Closes
 			if opens != 1 || closes != 1 || allocs != 2 {
 				t.Errorf("device opened %d times, closed %d, %d buffers from it; want 1, 1, 2", opens, closes, allocs)
 			}
@@ -199,7 +114,8 @@ func TestOnTwoDevices(t *testing.T) {
 	if got := netip.AddrFrom16(res.Client[0].GID).Unmap().String(); got != "127.0.0.3" {
 		t.Errorf("client GID %s, want its device's 127.0.0.3", got)
 	}
-	opens, allocs, listens, closes := f.counts()
+	c := f.Counts()
+	opens, allocs, listens, closes := c.Opens, c.Allocs, c.Listens, c.Closes
 	if opens != 2 || closes != 2 || allocs != 2 || listens != 1 {
 		t.Errorf("%d opens, %d closes, %d buffers, %d listens; want 2, 2, 2, 1", opens, closes, allocs, listens)
 	}

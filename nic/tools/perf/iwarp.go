@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,97 +71,46 @@ func runIWARP(ctx context.Context, r *resolved) (*Result, error) {
 
 // runIWARPBoth runs both sides in this process.
 func runIWARPBoth(ctx context.Context, r *resolved) (*Result, error) {
-	tapMode := r.TAP != nil
-	// The streams: kernel TCP, or in the TAP mode each NIC's own TCP on
-	// its TAP (the pcap then holds the real frames).
-	srvNet, cliNet := stream.Network(&stream.TCP{}), stream.Network(&stream.TCP{})
-	mss := IWARPMSS
-	if tapMode {
-		// FPDUs sized for one TCP segment on the TAPs' Ethernet.
-		mss = min(tapMSS(r.TAP.MTU, r.server), tapMSS(r.ServerTAP.MTU, r.server))
-		sh, err := openHost(r, hostSpec{name: "rnic0", tap: r.ServerTAP, trace: r.Trace})
-		if err != nil {
-			return nil, err
-		}
-		defer sh.Close()
-		ch, err := openHost(r, hostSpec{name: "rnic1", tap: r.TAP, pcap: r.Pcap, trace: r.Trace})
-		if err != nil {
-			return nil, err
-		}
-		defer ch.Close()
-		srvNet, cliNet = sh.Streams(), ch.Streams()
+	nets, err := openIWARPNets(r)
+	if err != nil {
+		return nil, err
 	}
-	srv, err := openIWARPSide(r, r.server, "rnic0", serverSeed, srvNet, mss)
+	defer nets.close()
+	srv, err := openIWARPSide(r, r.server, "rnic0", serverSeed, nets.srv, nets.mss)
 	if err != nil {
 		return nil, err
 	}
 	defer srv.closeIWARP()
-	cli, err := openIWARPSide(r, r.Addr, "rnic1", clientSeed, cliNet, mss)
+	cli, err := openIWARPSide(r, r.Addr, "rnic1", clientSeed, nets.cli, nets.mss)
 	if err != nil {
 		return nil, err
 	}
 	defer cli.closeIWARP()
 	res := newResult(r)
-	res.IWARP, res.MTU = true, mss
+	res.IWARP, res.MTU = true, nets.mss
 	if err := connectIWARP(ctx, srv, cli, res); err != nil {
 		return nil, err
 	}
-
 	// Receives go up before the client may send.
-	posted := make([]int, len(srv.qps))
-	if r.Op == OpSend {
-		for i := range srv.qps {
-			posted[i] = min(r.RxDepth, r.Iters)
-			if err := srv.postRecv(i, posted[i]); err != nil {
-				return nil, err
-			}
-		}
-		if r.Mode == ModeLat {
-			for i := range cli.qps {
-				if err := cli.postRecv(i, min(r.RxDepth, r.Iters)); err != nil {
-					return nil, err
-				}
-			}
-		} else {
-			// Credit: the receives the server has posted on QP i.
-			reposted := make([]atomic.Int64, len(srv.qps))
-			srv.onRecv = func(i int) error { reposted[i].Add(1); return nil }
-			cli.sendCredit = func(i int) int { return posted[i] + int(reposted[i].Load()) }
-		}
-	}
-
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	srvErr := make(chan error, 1)
-	go func() {
-		switch {
-		case r.Op == OpSend && r.Mode == ModeBW:
-			srvErr <- srv.receiveAll(sctx, append([]int(nil), posted...))
-		case (r.Op == OpSend || r.Op == OpWrite) && r.Mode == ModeLat:
-			srvErr <- srv.serveLat(sctx)
-		default:
-			srvErr <- nil
-		}
-	}()
-	if r.Mode == ModeBW {
-		var t *bwTimes
-		if t, err = cli.runBW(ctx); err == nil {
-			st := bwStats(r.Size, t.posted, t.completed, r.CQMod)
-			res.BW = &st
-		}
-	} else {
-		var samples []int64
-		if samples, err = cli.runLat(ctx); err == nil {
-			st := latStats(samples, r.rttFactor())
-			res.Lat = &st
-		}
-	}
+	posted, err := srv.postServerRecvs(r)
 	if err != nil {
-		cancel()
-		<-srvErr
 		return nil, err
 	}
-	if err := <-srvErr; err != nil {
+	if err := cli.postClientRecvs(r); err != nil {
+		return nil, err
+	}
+	if r.Op == OpSend && r.Mode == ModeBW {
+		// Credit: the receives the server has posted on QP i.
+		reposted := make([]atomic.Int64, len(srv.qps))
+		srv.onRecv = func(i int) error { reposted[i].Add(1); return nil }
+		cli.sendCredit = func(i int) int { return posted[i] + int(reposted[i].Load()) }
+	}
+	loop := srv.startServerLoop(ctx, r, slices.Clone(posted))
+	if err := cli.measure(ctx, r, res); err != nil {
+		loop.stop()
+		return nil, err
+	}
+	if err := loop.wait(); err != nil {
 		return nil, fmt.Errorf("perf: server: %w", err)
 	}
 	if r.clientChecks() {
@@ -170,12 +120,45 @@ func runIWARPBoth(ctx context.Context, r *resolved) (*Result, error) {
 	}
 	disconnectIWARP(cli, srv)
 	switch {
-	case tapMode:
+	case r.TAP != nil:
 		res.RawSkipped = "TAP mode"
 	case !r.NoRaw:
 		rawTCP(ctx, r, res)
 	}
 	return res, nil
+}
+
+// iwarpNets are the two sides' streams in one process, and the FPDU size.
+type iwarpNets struct {
+	srv, cli stream.Network
+	mss      int
+	close    func()
+}
+
+// openIWARPNets opens the streams: kernel TCP, or in the TAP mode each
+// NIC's own TCP on its TAP (the pcap then holds the real frames).
+func openIWARPNets(r *resolved) (*iwarpNets, error) {
+	n := &iwarpNets{srv: &stream.TCP{}, cli: &stream.TCP{}, mss: IWARPMSS, close: func() {}}
+	if r.TAP == nil {
+		return n, nil
+	}
+	// FPDUs sized for one TCP segment on the TAPs' Ethernet.
+	n.mss = min(tapMSS(r.TAP.MTU, r.server), tapMSS(r.ServerTAP.MTU, r.server))
+	sh, err := openHost(r, hostSpec{name: "rnic0", tap: r.ServerTAP, trace: r.Trace})
+	if err != nil {
+		return nil, err
+	}
+	ch, err := openHost(r, hostSpec{name: "rnic1", tap: r.TAP, pcap: r.Pcap, trace: r.Trace})
+	if err != nil {
+		sh.Close()
+		return nil, err
+	}
+	n.srv, n.cli = sh.Streams(), ch.Streams()
+	n.close = func() {
+		ch.Close()
+		sh.Close()
+	}
+	return n, nil
 }
 
 // landTimeout bounds the wait of the data check for data in flight.

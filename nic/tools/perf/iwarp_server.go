@@ -94,60 +94,88 @@ func serveIWARP(ctx context.Context, r *resolved, h *host, conn net.Conn) (*Resu
 		return nil, err
 	}
 	defer s.closeIWARP()
-	l, accepted, err := s.listenIWARP(netip.AddrPortFrom(local, r.cmPort()))
+	if err := s.acceptIWARP(ctx, r, ch, local); err != nil {
+		return nil, err
+	}
+	// Receives go up before the client may send.
+	posted, err := s.postServerRecvs(r)
 	if err != nil {
 		ch.fail(err)
 		return nil, err
 	}
+	if err := s.iwarpServerRun(ctx, r, ch, posted); err != nil {
+		return nil, err
+	}
+	var rep serverReport
+	if !r.clientChecks() {
+		rep.Check = s.awaitTargets(ctx, clientSeed)
+	}
+	if err := ch.send(rep); err != nil {
+		return nil, err
+	}
+	var rq rawRequest
+	if err := ch.recv(&rq); err != nil {
+		return nil, err
+	}
+	if err := serverRawTCP(r, local, ch, rq); err != nil {
+		return nil, err
+	}
+	var res Result
+	if err := ch.recv(&res); err != nil {
+		return nil, err
+	}
+	disconnectIWARP(s) // the client does the same
+	return &res, nil
+}
+
+// acceptIWARP listens on the CM port at local, tells the client the port,
+// trades the QPs' keys and accepts the client's connection of every QP.
+func (s *side) acceptIWARP(ctx context.Context, r *resolved, ch *channel, local netip.Addr) error {
+	l, accepted, err := s.listenIWARP(netip.AddrPortFrom(local, r.cmPort()))
+	if err != nil {
+		ch.fail(err)
+		return err
+	}
 	defer l.Close()
 	if err := ch.send(ack{OK: true, IWARPPort: int(l.Addr().Port())}); err != nil {
-		return nil, err
+		return err
 	}
 	for i := range s.qps {
 		peer, err := ch.recvKey()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := ch.sendKey(s.iwKey(i)); err != nil {
-			return nil, err
+			return err
 		}
 		s.qps[i].peer = peer
 	}
 	var a ack
 	if err := ch.recv(&a); err != nil { // the client's QPs are connected
 		if aerr := failedAccept(accepted); aerr != nil {
-			return nil, aerr // why the client's connection failed
+			return aerr // why the client's connection failed
 		}
-		return nil, err
+		return err
 	}
 	if err := waitAccepted(ctx, accepted, len(s.qps)); err != nil {
 		ch.fail(err)
-		return nil, err
+		return err
 	}
-	l.Close()
+	return nil
+}
 
-	// Receives go up before the client may send.
-	posted := make([]int, len(s.qps))
-	if r.Op == OpSend {
-		for i := range s.qps {
-			posted[i] = min(r.RxDepth, r.Iters)
-			if err := s.postRecv(i, posted[i]); err != nil {
-				ch.fail(err)
-				return nil, err
-			}
-		}
-	}
+// iwarpServerRun tells the client this side is ready and runs the
+// server's own loop, if it has one, while the side channel waits for the
+// client's end. Its SEND bw loop writes on the side channel meanwhile:
+// the credits, then their end (or its failure).
+func (s *side) iwarpServerRun(ctx context.Context, r *resolved, ch *channel, posted []int) error {
 	sendBW := r.Op == OpSend && r.Mode == ModeBW
 	if sendBW {
 		s.onRecv = creditSender(r, ch, posted)
 	}
 	if err := ch.send(ack{OK: true}); err != nil {
-		return nil, err
+		return err
 	}
-
-	// The server's own loop, if it has one, runs while the side channel
-	// waits for the client's end. Its SEND bw loop writes on the side
-	// channel meanwhile: the credits, then their end (or its failure).
 	roleCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	roleErr := make(chan error, 1)
@@ -171,37 +199,17 @@ func serveIWARP(ctx context.Context, r *resolved, h *host, conn net.Conn) (*Resu
 	if err := ch.recv(&f); err != nil {
 		cancel()
 		if rerr := <-roleErr; rerr != nil && !errors.Is(rerr, context.Canceled) {
-			return nil, rerr
+			return rerr
 		}
-		return nil, err
+		return err
 	}
 	if err := <-roleErr; err != nil {
 		if !sendBW { // (the SEND bw loop told the client itself)
 			ch.fail(err)
 		}
-		return nil, err
+		return err
 	}
-	var rep serverReport
-	if !r.clientChecks() {
-		rep.Check = s.awaitTargets(ctx, clientSeed)
-	}
-	if err := ch.send(rep); err != nil {
-		return nil, err
-	}
-
-	var rq rawRequest
-	if err := ch.recv(&rq); err != nil {
-		return nil, err
-	}
-	if err := serverRawTCP(r, local, ch, rq); err != nil {
-		return nil, err
-	}
-	var res Result
-	if err := ch.recv(&res); err != nil {
-		return nil, err
-	}
-	disconnectIWARP(s) // the client does the same
-	return &res, nil
+	return nil
 }
 
 // creditSender is the server's onRecv in a SEND bw test: it tells the

@@ -154,7 +154,7 @@ var openTAPHost = func(cfg tapnic.Config, cm bool) (*host, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := tapHost(n.NIC, tapNetwork{n}, n.Streams, n.Close, cm)
+	h, err := tapHost(n.NIC, n.Network(), n.Streams, n.Close, cm)
 	if err != nil {
 		n.Close()
 		return nil, err
@@ -171,16 +171,6 @@ func tapHost(n *embedded.NIC, network ibv.Network, streams stream.Network, close
 		return nil, err
 	}
 	return &host{dev: dev, nic: n, net: network, streams: streams, close: dev.Close}, nil
-}
-
-// tapNetwork is a TAP NIC's own TCP as an ibv.Network: it sends from the
-// NIC's address of the peer's family, whatever local says.
-type tapNetwork struct{ n *tapnic.NIC }
-
-func (t tapNetwork) Listen(addr netip.AddrPort) (net.Listener, error) { return t.n.Listen(addr) }
-
-func (t tapNetwork) Dial(ctx context.Context, _ netip.Addr, remote netip.AddrPort) (net.Conn, error) {
-	return t.n.Dial(ctx, remote)
 }
 
 // openDevice opens the device of another backend r names and picks the

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rnic/rnic/nic/tools/loopback"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
 )
@@ -243,12 +244,12 @@ func TestAgainstFakePerftestServer(t *testing.T) {
 	if err := sr.testDefaults(); err != nil {
 		t.Fatal(err)
 	}
-	h, err := openHost(sr, hostSpec{name: "perftest", addr: ServerLoopback, link: a})
+	h, err := openHost(sr, hostSpec{name: "perftest", addr: loopback.Server, link: a})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	s, err := openSide(sr, h.Device(), ServerLoopback, sideSpec{name: "perftest", seed: serverSeed})
+	s, err := openSide(sr, h.Device(), loopback.Server, sideSpec{name: "perftest", seed: serverSeed})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rnic/rnic/nic/tools/loopback"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
 )
@@ -183,7 +184,7 @@ func TestConfigErrors(t *testing.T) {
 	for _, cfg := range []Config{
 		{Op: "flush"}, {Mode: "both"}, {Op: OpAtomic, Size: 16}, {Op: OpAtomic, AtomicType: "SWAP"},
 		{MTU: 1500}, {Size: -1}, {QPs: 5000}, {Iters: -3}, {Port: 1 << 17},
-		{Addr: ServerLoopback}, // both NICs on one address
+		{Addr: loopback.Server}, // both NICs on one address
 		{Server: "::1"},
 	} {
 		if _, err := Run(context.Background(), cfg); !errors.Is(err, ErrConfig) {

@@ -69,69 +69,21 @@ func serveSteps(ctx context.Context, r *resolved, n ibv.Device, local netip.Addr
 	s.serverFirst = !rnic
 	own := newResult(r)
 	own.GIDIndex, own.MTU = s.gid, r.mtu.Bytes()
-	for i := range s.qps {
-		k := s.key(i)
-		peer, err := ch.xchgKey(false, k)
-		if err != nil {
-			return nil, err
-		}
-		if err := s.connect(i, peer); err != nil {
-			return nil, err
-		}
-		own.Client, own.Server = append(own.Client, peer), append(own.Server, k)
+	if err := s.serverConnect(ch, own); err != nil {
+		return nil, err
 	}
 	// Receives go up before the client may send.
-	posted := make([]int, len(s.qps))
-	if r.Op == OpSend {
-		for i := range s.qps {
-			posted[i] = min(r.RxDepth, r.Iters)
-			if err := s.postRecv(i, posted[i]); err != nil {
-				return nil, err
-			}
-		}
+	posted, err := s.postServerRecvs(r)
+	if err != nil {
+		return nil, err
 	}
 	for range r.handShakes() { // the last one: this side is ready
 		if _, err := ch.xchgKey(false, s.key(0)); err != nil {
 			return nil, err
 		}
 	}
-
-	// The server's own loop, if it has one, runs while the side channel
-	// waits for the client's end: the hand shake it sends then.
-	roleCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	roleErr := make(chan error, 1)
-	go func() {
-		switch {
-		case r.Op == OpSend && r.Mode == ModeBW:
-			roleErr <- s.receiveAll(roleCtx, posted)
-		case (r.Op == OpSend || r.Op == OpWrite) && r.Mode == ModeLat:
-			roleErr <- s.serveLat(roleCtx)
-		default:
-			roleErr <- nil
-		}
-	}()
-	if r.endHandShake() {
-		var hs [KeyMsgSizeGID]byte
-		if err := ch.readFixed(hs[:]); err != nil {
-			cancel()
-			<-roleErr
-			return nil, err
-		}
-		if _, err := ParseKey(hs[:]); err != nil {
-			cancel()
-			<-roleErr
-			return nil, err
-		}
-	}
-	if err := <-roleErr; err != nil {
+	if err := s.serverRun(ctx, r, ch, posted); err != nil {
 		return nil, err
-	}
-	if r.endHandShake() {
-		k := s.key(0).MarshalGID()
-		if err := ch.write(k[:]); err != nil {
-			return nil, err
-		}
 	}
 	var peerRep BWReport
 	if r.tradesReports() {
@@ -147,21 +99,62 @@ func serveSteps(ctx context.Context, r *resolved, n ibv.Device, local netip.Addr
 	if !rnic {
 		own.Check.Skipped = skippedPerftest
 		own.RawSkipped = "a run against perftest"
-		switch {
-		case r.tradesReports():
-			// The client's figures, as perftest's server prints them.
-			own.BW = &BWStats{PeakMBps: peerRep.PeakMBps, AvgMBps: peerRep.AvgMBps, MsgRateMpps: peerRep.MsgRateMpps}
-		case r.Op == OpSend && r.Mode == ModeBW:
-			own.BW = s.recvStats()
-		case r.Mode == ModeLat:
-			own.Lat = s.serverLatStats() // nil for READ: the server's CPU took no part
-		}
+		s.serverFigures(r, own, peerRep)
 		if !r.endHandShake() {
 			return own, nil
 		}
 		return own, ch.sayDone()
 	}
+	return serverEnd(r, s, ch)
+}
 
+// serverConnect trades each QP's key with the client and connects it.
+func (s *side) serverConnect(ch *channel, own *Result) error {
+	for i := range s.qps {
+		k := s.key(i)
+		peer, err := ch.xchgKey(false, k)
+		if err != nil {
+			return err
+		}
+		if err := s.connect(i, peer); err != nil {
+			return err
+		}
+		own.Client, own.Server = append(own.Client, peer), append(own.Server, k)
+	}
+	return nil
+}
+
+// serverRun runs the server's own loop, if it has one, while the side
+// channel waits for the client's end: the hand shake it sends then.
+func (s *side) serverRun(ctx context.Context, r *resolved, ch *channel, posted []int) error {
+	loop := s.startServerLoop(ctx, r, posted)
+	if r.endHandShake() {
+		var hs [KeyMsgSizeGID]byte
+		if err := ch.readFixed(hs[:]); err != nil {
+			loop.stop()
+			return err
+		}
+		if _, err := ParseKey(hs[:]); err != nil {
+			loop.stop()
+			return err
+		}
+	}
+	if err := loop.wait(); err != nil {
+		return err
+	}
+	if r.endHandShake() {
+		k := s.key(0).MarshalGID()
+		if err := ch.write(k[:]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serverEnd is the end of a run against rnic's client: the server's
+// report (its check of the client's writes), the raw transports' run the
+// client asks for, and the client's result, which the server returns.
+func serverEnd(r *resolved, s *side, ch *channel) (*Result, error) {
 	var rep serverReport
 	if !r.clientChecks() {
 		rep.Check = s.checkTargets(clientSeed, r.Iters)

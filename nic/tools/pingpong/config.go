@@ -18,6 +18,7 @@ import (
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
+	"github.com/rnic/rnic/nic/tools/loopback"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
 )
@@ -40,15 +41,6 @@ const (
 	// the NIC writes the 40-byte GRH (for RoCEv2 over IPv4: 20 zero bytes
 	// and the IPv4 header); the payload follows it.
 	GRHSpace = 40
-)
-
-// Loopback addresses the embedded mode uses when none is given: a server
-// takes ServerLoopback, a client of a loopback server the other one, so
-// both ends run on one host without configuration (all of 127.0.0.0/8 is
-// local on Linux).
-var (
-	ServerLoopback = netip.MustParseAddr("127.0.0.2")
-	ClientLoopback = netip.MustParseAddr("127.0.0.3")
 )
 
 // Config describes one side of a ping-pong run.
@@ -94,7 +86,7 @@ type Config struct {
 	UD bool
 
 	// Addr is the NIC's own IP address. Zero picks by the loopback
-	// convention (ServerLoopback for a server; for a client of a loopback
+	// convention (loopback.Server for a server; for a client of a loopback
 	// server the other loopback address, otherwise the local address the
 	// host routes to the server from).
 	Addr netip.Addr
@@ -159,6 +151,53 @@ type resolved struct {
 func (cfg Config) resolve(ctx context.Context) (*resolved, error) {
 	r := &resolved{Config: cfg}
 	c := &r.Config
+	c.fillDefaults()
+	if err := c.checkRanges(); err != nil {
+		return nil, err
+	}
+	if r.mtu = verbs.MTUFromBytes(c.MTU); r.mtu == 0 {
+		return nil, fmt.Errorf("%w: MTU %d, must be 256, 512, 1024, 2048 or 4096", ErrConfig, c.MTU)
+	}
+	var err error
+	if r.spec, err = ibv.ParseSpec(cmp.Or(c.IBDev, "rnic0")); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	if r.spec.Backend != ibv.BackendLocal {
+		// The rest waits for the device's GID table and port
+		// (resolveDevice).
+		return r, r.checkDevice()
+	}
+	if c.UD {
+		if err := c.fitUDSize(); err != nil {
+			return nil, err
+		}
+	}
+	if c.TAP != nil {
+		if err := r.resolveTAP(ctx); err != nil {
+			return nil, err
+		}
+		return r, nil
+	}
+	if c.Server != "" {
+		a, err := lookup(ctx, c.Server, nil)
+		if err != nil {
+			return nil, err
+		}
+		r.server = a
+	}
+	if !c.Addr.IsValid() {
+		a, err := defaultAddr(r.server)
+		if err != nil {
+			return nil, err
+		}
+		c.Addr = a
+	}
+	c.Addr = c.Addr.Unmap()
+	return r, nil
+}
+
+// fillDefaults gives the fields left zero their defaults.
+func (c *Config) fillDefaults() {
 	if c.Port == 0 {
 		c.Port = DefaultPort
 	}
@@ -189,68 +228,43 @@ func (cfg Config) resolve(ctx context.Context) (*resolved, error) {
 	if c.Out == nil {
 		c.Out = io.Discard
 	}
+}
+
+// checkRanges checks the numbers against the NIC's limits and
+// ibv_rc_pingpong's.
+func (c *Config) checkRanges() error {
 	switch {
 	case c.Port < 0 || c.Port > 65535:
-		return nil, fmt.Errorf("%w: port %d", ErrConfig, c.Port)
+		return fmt.Errorf("%w: port %d", ErrConfig, c.Port)
 	case c.IBPort != 1:
-		return nil, fmt.Errorf("%w: IB port %d: the NIC has port 1 only", ErrConfig, c.IBPort)
+		return fmt.Errorf("%w: IB port %d: the NIC has port 1 only", ErrConfig, c.IBPort)
 	case c.Size < 1 || c.Size > nic.MaxMsgSize:
-		return nil, fmt.Errorf("%w: size %d, must be 1..%d (max_msg_sz)", ErrConfig, c.Size, nic.MaxMsgSize)
+		return fmt.Errorf("%w: size %d, must be 1..%d (max_msg_sz)", ErrConfig, c.Size, nic.MaxMsgSize)
 	case c.RxDepth < 1 || c.RxDepth >= nic.DefaultLimits().MaxCQE:
 		// The CQ holds rx_depth + 1 entries, as ibv_rc_pingpong's.
-		return nil, fmt.Errorf("%w: rx depth %d, must be 1..%d (max_cqe − 1)", ErrConfig, c.RxDepth, nic.DefaultLimits().MaxCQE-1)
+		return fmt.Errorf("%w: rx depth %d, must be 1..%d (max_cqe − 1)", ErrConfig, c.RxDepth, nic.DefaultLimits().MaxCQE-1)
 	case c.Iters < 1:
-		return nil, fmt.Errorf("%w: iters %d", ErrConfig, c.Iters)
+		return fmt.Errorf("%w: iters %d", ErrConfig, c.Iters)
 	case c.SL < 0 || c.SL > 15:
-		return nil, fmt.Errorf("%w: SL %d, must be 0..15", ErrConfig, c.SL)
+		return fmt.Errorf("%w: SL %d, must be 0..15", ErrConfig, c.SL)
 	}
-	if r.mtu = verbs.MTUFromBytes(c.MTU); r.mtu == 0 {
-		return nil, fmt.Errorf("%w: MTU %d, must be 256, 512, 1024, 2048 or 4096", ErrConfig, c.MTU)
-	}
-	var err error
-	if r.spec, err = ibv.ParseSpec(cmp.Or(c.IBDev, "rnic0")); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
-	}
-	if r.spec.Backend != ibv.BackendLocal {
-		// The rest waits for the device's GID table and port
-		// (resolveDevice).
-		return r, r.checkDevice()
-	}
-	if c.UD {
-		// ud_pingpong: "Requested size larger than port MTU".
-		port := tapnic.PathMTU(linkMTU)
-		if c.TAP != nil {
-			port = tapnic.PathMTU(c.TAP.MTU)
-		}
-		if c.Size > port {
-			return nil, fmt.Errorf("%w: requested size %d larger than port MTU (%d)", ErrConfig, c.Size, port)
-		}
-		// UD has no path MTU attribute; keep the check below from
-		// refusing a -m the run does not use.
-		c.MTU = min(c.MTU, port)
-	}
+	return nil
+}
+
+// fitUDSize checks a UD message against the port's MTU, as ud_pingpong
+// does ("Requested size larger than port MTU").
+func (c *Config) fitUDSize() error {
+	port := tapnic.PathMTU(linkMTU)
 	if c.TAP != nil {
-		if err := r.resolveTAP(ctx); err != nil {
-			return nil, err
-		}
-		return r, nil
+		port = tapnic.PathMTU(c.TAP.MTU)
 	}
-	if c.Server != "" {
-		a, err := lookup(ctx, c.Server, nil)
-		if err != nil {
-			return nil, err
-		}
-		r.server = a
+	if c.Size > port {
+		return fmt.Errorf("%w: requested size %d larger than port MTU (%d)", ErrConfig, c.Size, port)
 	}
-	if !c.Addr.IsValid() {
-		a, err := defaultAddr(r.server)
-		if err != nil {
-			return nil, err
-		}
-		c.Addr = a
-	}
-	c.Addr = c.Addr.Unmap()
-	return r, nil
+	// UD has no path MTU attribute; keep the check below from refusing a
+	// -m the run does not use.
+	c.MTU = min(c.MTU, port)
+	return nil
 }
 
 // resolveTAP checks the TAP mode's settings and picks the NIC's address.
@@ -404,23 +418,15 @@ func lookup(ctx context.Context, host string, own []netip.Addr) (netip.Addr, err
 // defaultAddr applies the address convention (Config.Addr). server is
 // invalid for a server.
 func defaultAddr(server netip.Addr) (netip.Addr, error) {
+	if !server.IsValid() {
+		return loopback.Server, nil
+	}
+	a, err := loopback.ClientAddr(server, DefaultRDMAPort)
 	switch {
-	case !server.IsValid():
-		return ServerLoopback, nil
-	case server.IsLoopback() && server.Is4():
-		if server == ClientLoopback {
-			return ServerLoopback, nil
-		}
-		return ClientLoopback, nil
-	case server.IsLoopback():
-		return netip.Addr{}, fmt.Errorf("%w: server %v is IPv6 loopback, which has one address: give --addr", ErrConfig, server)
+	case errors.Is(err, loopback.ErrOneAddress):
+		return a, fmt.Errorf("%w: %w", ErrConfig, err)
+	case err != nil:
+		return a, fmt.Errorf("pingpong: %w", err)
 	}
-	// The address the host would send from to reach the server; a UDP
-	// "connection" picks it without sending anything.
-	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(server, DefaultRDMAPort)))
-	if err != nil {
-		return netip.Addr{}, fmt.Errorf("pingpong: no local address reaches %v: %w", server, err)
-	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap(), nil
+	return a, nil
 }

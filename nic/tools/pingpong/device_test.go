@@ -10,113 +10,26 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/rnic/rnic/memory"
-	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/rnicd/rnicdtest"
 	"github.com/rnic/rnic/transport"
 )
 
-// fakeBackend opens the devices of ibv.BackendDaemon for a test.
-type fakeBackend struct {
-	addrs map[string]netip.Addr // device name → its NIC's address
-	port  uint16                // the NICs' RoCEv2 port
-	net   bool                  // the devices have an ibv.Network
-
-	mu      sync.Mutex
-	allocs  int // AllocBuffer calls
-	listens int // Listen calls on the devices' network
-	dials   int // Dial calls on it
-	closes  int // device Close calls
-}
-
 // installFakeBackend registers a fake rnicd backend serving rnic2 on
 // 127.0.0.2 and rnic3 on 127.0.0.3, until the test ends.
-func installFakeBackend(t *testing.T, withNet bool) *fakeBackend {
+func installFakeBackend(t *testing.T, withNet bool) *rnicdtest.FakeBackend {
 	t.Helper()
-	f := &fakeBackend{port: deviceTestPort, net: withNet, addrs: map[string]netip.Addr{
-		"rnic2": netip.MustParseAddr("127.0.0.2"), "rnic3": netip.MustParseAddr("127.0.0.3")}}
-	prev := ibv.Register(ibv.BackendDaemon, f.open)
-	t.Cleanup(func() { ibv.Register(ibv.BackendDaemon, prev) })
-	return f
+	return rnicdtest.InstallFakeBackend(t, rnicdtest.FakeConfig{Port: deviceTestPort, MTU: 1500, Net: withNet})
 }
 
 // deviceTestPort is the RoCEv2 port of the fake backend's NICs.
 const deviceTestPort = 24795
-
-func (f *fakeBackend) open(s ibv.Spec) (ibv.Device, error) {
-	a, ok := f.addrs[s.Name]
-	if !ok {
-		return nil, fmt.Errorf("fake rnicd: no device %s", s.Name)
-	}
-	n, err := embedded.Open(embedded.UDPConfig{Name: s.Name, Addr: a, Port: f.port, MTU: 1500})
-	if err != nil {
-		return nil, err
-	}
-	d := &fakeDevice{Device: ibv.Local(n.Device, ibv.LocalOptions{Close: n.Close}), f: f}
-	if f.net {
-		return &fakeNetDevice{d}, nil
-	}
-	return d, nil
-}
-
-func (f *fakeBackend) count(c *int) {
-	f.mu.Lock()
-	*c++
-	f.mu.Unlock()
-}
-
-func (f *fakeBackend) counts() (allocs, listens, dials, closes int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.allocs, f.listens, f.dials, f.closes
-}
-
-// fakeDevice hides the local NIC behind its own type.
-type fakeDevice struct {
-	ibv.Device
-	f *fakeBackend
-}
-
-// AllocBuffer gives shared memory, as rnicd does.
-func (d *fakeDevice) AllocBuffer(n int) (ibv.Buffer, error) {
-	d.f.count(&d.f.allocs)
-	sh, err := memory.NewShared(n)
-	if err != nil {
-		return nil, err
-	}
-	return sharedBuffer{sh}, nil
-}
-
-func (d *fakeDevice) Close() error {
-	d.f.count(&d.f.closes)
-	return d.Device.Close()
-}
-
-type sharedBuffer struct{ sh *memory.Shared }
-
-func (b sharedBuffer) Bytes() []byte { return b.sh.Bytes() }
-func (b sharedBuffer) Close() error  { return b.sh.Close() }
-
-// fakeNetDevice has a network of its own: kernel TCP, counted.
-type fakeNetDevice struct{ *fakeDevice }
-
-func (d *fakeNetDevice) Listen(addr netip.AddrPort) (net.Listener, error) {
-	d.f.count(&d.f.listens)
-	return ibv.KernelNetwork{}.Listen(addr)
-}
-
-func (d *fakeNetDevice) Dial(ctx context.Context, local netip.Addr, remote netip.AddrPort) (net.Conn, error) {
-	d.f.count(&d.f.dials)
-	return ibv.KernelNetwork{}.Dial(ctx, local, remote)
-}
 
 // freeTCPPort is a TCP port of 127.0.0.2 that was free a moment ago.
 func freeTCPPort(t *testing.T) int {
@@ -178,7 +91,8 @@ func TestRunOnDevice(t *testing.T) {
 			} else {
 				checkPairOf(t, c.cfg.UD, srv, cli, c.cfg.Size, c.cfg.Iters)
 			}
-			allocs, listens, dials, closes := f.counts()
+			n := f.Counts()
+			allocs, listens, dials, closes := n.Allocs, n.Listens, n.Dials, n.Closes
 			if allocs != 2 || closes != 2 {
 				t.Errorf("%d buffers allocated on the devices and %d closes, want 2 and 2", allocs, closes)
 			}

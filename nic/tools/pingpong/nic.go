@@ -16,8 +16,6 @@ package pingpong
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/netip"
 
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
@@ -77,15 +75,5 @@ var openTAPHost = func(cfg tapnic.Config) (ibv.Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	return n.NIC.Verbs(ibv.LocalOptions{Network: tapNetwork{n}, Close: n.Close}), nil
-}
-
-// tapNetwork is a TAP NIC's own TCP as an ibv.Network: it sends from the
-// NIC's address of the peer's family, whatever local says.
-type tapNetwork struct{ n *tapnic.NIC }
-
-func (t tapNetwork) Listen(addr netip.AddrPort) (net.Listener, error) { return t.n.Listen(addr) }
-
-func (t tapNetwork) Dial(ctx context.Context, _ netip.Addr, remote netip.AddrPort) (net.Conn, error) {
-	return t.n.Dial(ctx, remote)
+	return n.NIC.Verbs(ibv.LocalOptions{Network: n.Network(), Close: n.Close}), nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rnic/rnic/nic/tools/loopback"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
 )
@@ -39,7 +40,7 @@ func (p pair) run(t *testing.T) (srv, cli *sideResult) {
 	}
 	srv, cli = &sideResult{}, &sideResult{}
 	s := p.server
-	s.Addr, s.Listener, s.Link, s.Out = ServerLoopback, l, p.serverLink, &srv.out
+	s.Addr, s.Listener, s.Link, s.Out = loopback.Server, l, p.serverLink, &srv.out
 	c := p.client
 	c.Server, c.Port, c.Link, c.Out = "127.0.0.2", l.Addr().(*net.TCPAddr).Port, p.clientLnk, &cli.out
 	done := make(chan struct{})
