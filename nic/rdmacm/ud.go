@@ -8,6 +8,7 @@ import (
 	"net/netip"
 
 	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/roce/cm"
 )
@@ -37,6 +38,9 @@ type UnreachableError struct {
 }
 
 func (e *UnreachableError) Error() string { return fmt.Sprintf("rdmacm: unreachable: %v", e.Status) }
+
+// Unwrap makes it ibv.ErrUnreachable for callers of any backend.
+func (e *UnreachableError) Unwrap() error { return ibv.ErrUnreachable }
 
 // ErrQKey: the SIDR_REP's Q_Key is not rdma_cm's (RDMA_CM_EVENT_ADDR_ERROR
 // in Linux's cma).
