@@ -257,3 +257,8 @@ func udPeer(r cm.SIDRResult, addr netip.Addr, sgid uint8, local, remote netip.Ad
 	av := verbs.AddressVector{DGID: nic.GIDFromAddr(addr), SGIDIndex: sgid, HopLimit: 64, PortNum: 1}
 	return &UDPeer{QPN: r.QPN, QKey: r.QKey, AV: av, PrivateData: r.PrivateData, Local: local, Remote: remote}, nil
 }
+
+// RejectReason and RejectPrivateData give the SIDR status and the
+// SIDR_REP's private data to the daemon's clients (ibv.RejectDetail).
+func (e *UnreachableError) RejectReason() uint16      { return uint16(e.Status) }
+func (e *UnreachableError) RejectPrivateData() []byte { return e.PrivateData }
