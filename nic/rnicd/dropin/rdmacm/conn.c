@@ -378,8 +378,8 @@ CM_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	int err = 0, n = 0;
 	if (!id)
 		return cm_fail(EINVAL);
-	if (id->qp_type != IBV_QPT_RC && id->qp_type != IBV_QPT_UD)
-		return cm_fail(EOPNOTSUPP);
+	if (id->qp_type != IBV_QPT_RC && id->ps != RDMA_PS_UDP)
+		return cm_fail(EOPNOTSUPP); /* RDMA_PS_IPOIB: its Q_Key is a multicast group's; not served */
 	if (c->state != ST_BOUND)
 		return cm_fail(EINVAL);
 	port = ntohs(s->sin_port);

@@ -70,7 +70,7 @@ CM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	struct cbuf b = {0};
 	const struct sockaddr_in *d = (const struct sockaddr_in *)&id->route.addr.dst_addr;
 	int err;
-	if (id && c->state == ST_ROUTE_RESOLVED && id->qp_type == IBV_QPT_UD)
+	if (id && c->state == ST_ROUTE_RESOLVED && id->ps == RDMA_PS_UDP)
 		return connect_ud(c, param);
 	if (!id || c->state != ST_ROUTE_RESOLVED || !id->qp)
 		return cm_fail(EINVAL);
