@@ -272,9 +272,10 @@ func runCMCorner(t *testing.T, d *daemon, stdin io.Reader, test string) *proc {
 
 // TestCMCorners: reject with private data, no listener, ADDR_ERROR, a
 // non-blocking channel with poll(2), 64 connects pending on a listener, a
-// channel destroyed under its waiting thread.
+// channel destroyed under its waiting thread, UD ids (SIDR: rejected,
+// accepted, no listener).
 func TestCMCorners(t *testing.T) {
-	for _, c := range []string{"reject", "nolistener", "addrerror", "nonblock", "backlog", "orphan"} {
+	for _, c := range []string{"reject", "nolistener", "addrerror", "nonblock", "backlog", "orphan", "ud"} {
 		t.Run(c, func(t *testing.T) {
 			needCMCorners(t)
 			d := sharedDaemon(t)
