@@ -48,6 +48,10 @@ type SIDRRequest struct {
 	reply     [MADLen]byte
 }
 
+// maxSIDRRequests bounds the request table: pending requests and the
+// answers kept for retransmissions.
+const maxSIDRRequests = 4096
+
 // sidrKey identifies a client's request: its address and Request ID.
 type sidrKey struct {
 	peer  netip.Addr
@@ -158,6 +162,13 @@ func (m *Manager) onSIDRREQ(src, dst netip.Addr, mad MAD) {
 		}
 		m.mu.Unlock()
 		return // still pending: the consumer's answer will come
+	}
+	if len(m.sidrIn) >= maxSIDRRequests {
+		// A flood of requests (answered ones are kept for sidrKeep):
+		// drop, the client retries.
+		m.ctr.dropped.Add(1)
+		m.mu.Unlock()
+		return
 	}
 	r := &SIDRRequest{m: m, key: key, local: dst, tid: mad.TID(), serviceID: req.ServiceID}
 	m.sidrIn[key] = r

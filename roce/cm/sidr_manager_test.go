@@ -141,3 +141,19 @@ func TestSIDRStrayREP(t *testing.T) {
 		t.Fatalf("the right SIDR_REP did not end the query: %+v", got)
 	}
 }
+
+// TestSIDRTableBounded: a peer's flood of distinct SIDR_REQs fills the
+// request table to its bound; further ones are dropped and counted, not
+// offered.
+func TestSIDRTableBounded(t *testing.T) {
+	offered := 0
+	_, _, mb, _, _ := sidrPair(t, func(*SIDRRequest, *SIDRREQ) bool { offered++; return true })
+	b := make(MAD, MADLen)
+	for i := range maxSIDRRequests + 10 {
+		(&SIDRREQ{RequestID: uint32(i), ServiceID: 1}).Encode(b, uint64(i))
+		mb.Deliver(netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2"), b)
+	}
+	if offered != maxSIDRRequests || len(mb.sidrIn) != maxSIDRRequests || mb.Counters().DroppedMADs != 10 {
+		t.Fatalf("offered %d, table %d, counters %+v", offered, len(mb.sidrIn), mb.Counters())
+	}
+}
