@@ -135,3 +135,53 @@ var (
 	_ ibv.CMRequest   = ibvRequest{}
 	_ ibv.CMConn      = ibvConn{}
 )
+
+// The UD ids in ibv's terms.
+
+func (a ibvCM) CMListenUD(port uint16) (ibv.CMUDListener, error) {
+	l, err := a.c.ListenUD(port)
+	if err != nil {
+		return nil, err
+	}
+	return ibvUDListener{l, a}, nil
+}
+
+func (a ibvCM) CMResolveUD(ctx context.Context, addr netip.Addr, port uint16, privateData []byte) (ibv.UDPeer, error) {
+	p, err := a.c.ResolveUD(ctx, addr, port, privateData)
+	if err != nil {
+		return ibv.UDPeer{}, err
+	}
+	return ibv.UDPeer{QPN: p.QPN, QKey: p.QKey, AV: p.AV, PrivateData: p.PrivateData, Local: p.Local, Remote: p.Remote}, nil
+}
+
+type ibvUDListener struct {
+	*UDListener
+	a ibvCM
+}
+
+func (l ibvUDListener) Accept(ctx context.Context) (ibv.CMUDRequest, error) {
+	r, err := l.UDListener.Accept(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return ibvUDRequest{r, l.a}, nil
+}
+
+type ibvUDRequest struct {
+	*UDRequest
+	a ibvCM
+}
+
+func (r ibvUDRequest) Accept(qp ibv.QP, privateData []byte) error {
+	q, err := r.a.qp(qp)
+	if err != nil {
+		return err
+	}
+	return r.UDRequest.Accept(q, privateData)
+}
+
+var (
+	_ ibv.UDConnManager = ibvCM{}
+	_ ibv.CMUDListener  = ibvUDListener{}
+	_ ibv.CMUDRequest   = ibvUDRequest{}
+)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
 )
@@ -122,3 +123,48 @@ func TestIBVConnParam(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestIBVUD: UD ids through ibv.Local's wrappers: a resolve reaches the
+// listener's request, its Accept answers with the ibv QP's number and
+// Q_Key; a request without a listener wraps ibv.ErrUnreachable; a Local
+// device whose CM has no UD ids refuses them with ErrNotSupported.
+func TestIBVUD(t *testing.T) {
+	a, b := newPair(t, nil, nil)
+	ctx := ctxT(t)
+	da := ibv.Local(a.n.Device, ibv.LocalOptions{ConnManager: a.cm.ConnManager(), Close: func() error { return nil }})
+	db := ibv.Local(b.n.Device, ibv.LocalOptions{ConnManager: b.cm.ConnManager(), Close: func() error { return nil }})
+	l, err := db.(ibv.UDConnManager).CMListenUD(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	qb := b.udQP(t)
+	res := make(chan error, 1)
+	go func() {
+		r, err := l.Accept(ctx)
+		if err == nil {
+			err = r.Accept(ibv.WrapQP(db, qb), []byte("ud ok"))
+		}
+		res <- err
+	}()
+	p, err := da.(ibv.UDConnManager).CMResolveUD(ctx, addrB, l.Port(), []byte("hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-res; err != nil {
+		t.Fatal(err)
+	}
+	if p.QPN != qb.QPN() || p.QKey != UDPQKey || p.Remote.Port() != l.Port() || p.AV.DGID.Unmap() != addrB {
+		t.Fatalf("peer %+v", p)
+	}
+	if _, err := da.(ibv.UDConnManager).CMResolveUD(ctx, addrB, l.Port()+1, nil); !errors.Is(err, ibv.ErrUnreachable) {
+		t.Fatalf("no listener: %v, want ErrUnreachable", err)
+	}
+	plain := ibv.Local(a.n.Device, ibv.LocalOptions{ConnManager: rcOnly{a.cm.ConnManager()}, Close: func() error { return nil }})
+	if _, err := plain.(ibv.UDConnManager).CMListenUD(0); !errors.Is(err, nic.ErrNotSupported) {
+		t.Fatalf("CM without UD ids: %v, want ErrNotSupported", err)
+	}
+}
+
+// rcOnly hides the UD methods of a ConnManager.
+type rcOnly struct{ ibv.ConnManager }

@@ -103,7 +103,9 @@ type CM struct {
 
 	mu        sync.Mutex
 	listeners map[uint16]*Listener
-	closed    bool
+	// udListeners are the UD (RDMA_PS_UDP) listeners: another port space.
+	udListeners map[uint16]*UDListener
+	closed      bool
 }
 
 // New attaches a CM to the NIC's QP1. Close detaches it.
@@ -111,10 +113,10 @@ func New(n *embedded.NIC, cfg Config) (*CM, error) {
 	if cfg.Backlog <= 0 {
 		cfg.Backlog = 16
 	}
-	c := &CM{n: n, cfg: cfg, listeners: make(map[uint16]*Listener)}
+	c := &CM{n: n, cfg: cfg, listeners: make(map[uint16]*Listener), udListeners: make(map[uint16]*UDListener)}
 	m, err := cm.New(cm.Config{Port: n.Stack, Clock: n.Stack.Clock(), GUID: n.Query().NodeGUID,
 		ResponseTimeout: cfg.ResponseTimeout, PacketLifeTime: cfg.PacketLifeTime, MaxRetries: cfg.MaxRetries,
-		TimeWait: cfg.TimeWait, OnREQ: c.onREQ})
+		TimeWait: cfg.TimeWait, OnREQ: c.onREQ, OnSIDR: c.onSIDR})
 	if err != nil {
 		return nil, fmt.Errorf("rdmacm: %w", err)
 	}
@@ -135,10 +137,13 @@ func (c *CM) Close() error {
 		return nil
 	}
 	c.closed = true
-	ls := c.listeners
-	c.listeners = nil
+	ls, uls := c.listeners, c.udListeners
+	c.listeners, c.udListeners = nil, nil
 	c.mu.Unlock()
 	for _, l := range ls {
+		l.close()
+	}
+	for _, l := range uls {
 		l.close()
 	}
 	c.n.Stack.SetGSIHandler(nil)

@@ -176,6 +176,8 @@ func FuzzDecode(f *testing.F) {
 			d  DREQ
 			dp DREP
 			h  CMAHeader
+			sq SIDRREQ
+			sp SIDRREP
 		)
 		q.Decode(m)
 		h.Decode(q.PrivateData)
@@ -185,6 +187,9 @@ func FuzzDecode(f *testing.F) {
 		a.Decode(m)
 		d.Decode(m)
 		dp.Decode(m)
+		sq.Decode(m)
+		h.Decode(sq.PrivateData)
+		sp.Decode(m)
 	})
 }
 

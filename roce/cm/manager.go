@@ -45,6 +45,11 @@ type Config struct {
 	// with "invalid service ID". req's PrivateData is only valid during
 	// the call.
 	OnREQ func(id *ID, req *REQ) bool
+	// OnSIDR is offered every new SIDR_REQ, as OnREQ every REQ: it keeps
+	// r (answering later with r.Reply) or returns false, and the request
+	// is answered "service ID not supported". req's PrivateData is only
+	// valid during the call.
+	OnSIDR func(r *SIDRRequest, req *SIDRREQ) bool
 }
 
 // Counters are a Manager's counters (a snapshot).
@@ -69,8 +74,10 @@ type Manager struct {
 	ctr   counters
 
 	mu       sync.Mutex
-	ids      map[uint32]*ID    // by local communication ID
-	byRemote map[remoteKey]*ID // by the peer's communication ID and CA GUID
+	ids      map[uint32]*ID           // by local communication ID
+	byRemote map[remoteKey]*ID        // by the peer's communication ID and CA GUID
+	sidrOut  map[uint32]*SIDRQuery    // our SIDR_REQs by Request ID
+	sidrIn   map[sidrKey]*SIDRRequest // peers' SIDR_REQs, until TimeWait after the answer
 	closed   bool
 
 	queue chan *inbound
@@ -117,6 +124,7 @@ func New(cfg Config) (*Manager, error) {
 	cfg.MaxRetries = min(cfg.MaxRetries, 15)
 	m := &Manager{cfg: cfg, hiTID: uint64(rand.Uint32()) << 32,
 		ids: make(map[uint32]*ID), byRemote: make(map[remoteKey]*ID),
+		sidrOut: make(map[uint32]*SIDRQuery), sidrIn: make(map[sidrKey]*SIDRRequest),
 		queue: make(chan *inbound, 64), done: make(chan struct{})}
 	m.pool.New = func() any { return new(inbound) }
 	if m.cfg.TimeWait == 0 {
@@ -174,6 +182,9 @@ func (m *Manager) Close() {
 	m.closed = true
 	for _, id := range m.ids {
 		id.stopTimer()
+	}
+	for _, q := range m.sidrOut {
+		q.finish()
 	}
 	m.mu.Unlock()
 	close(m.done)
@@ -273,8 +284,18 @@ func (m *Manager) Deliver(src, dst netip.Addr, b []byte) {
 		ev = m.onDREQ(src.Unmap(), dst.Unmap(), mad)
 	case AttrDREP:
 		ev = m.onDREP(mad)
+	case AttrSIDRREQ:
+		m.mu.Unlock()
+		m.onSIDRREQ(src.Unmap(), dst.Unmap(), mad)
+		return
+	case AttrSIDRREP:
+		if done := m.onSIDRREP(src.Unmap(), mad); done != nil {
+			m.mu.Unlock()
+			done()
+			return
+		}
 	default:
-		m.ctr.dropped.Add(1) // LAP/APR/SIDR: not supported; the peer times out
+		m.ctr.dropped.Add(1) // LAP/APR: not supported; the peer times out
 	}
 	m.mu.Unlock()
 	ev.dispatch()

@@ -162,26 +162,18 @@ func TestRdmaXServerClient(t *testing.T) {
 	mustMatch(t, cli, `(?m)^rdma_xclient: end 0$`)
 }
 
-// TestUdaddyRefused: udaddy's UD ids need SIDR (SIDR_REQ/SIDR_REP MADs
-// resolving a QPN and Q_Key), which rnicd's CM lacks; both of its
-// processes must end at once, non-zero, with EOPNOTSUPP (rdma_listen and
-// rdma_connect on a UD id), not wait forever. When SIDR comes, this
-// becomes a pass test.
-func TestUdaddyRefused(t *testing.T) {
+// TestUdaddy: udaddy's UD ids resolve each other over SIDR (SIDR_REQ /
+// SIDR_REP through rnicd's CM): the server's CONNECT_REQUEST, the
+// client's ESTABLISHED with param.ud's QPN, Q_Key and AH attributes, then
+// UD sends both ways on two "connections". Its port is fixed (7174).
+func TestUdaddy(t *testing.T) {
 	needLibrary(t)
 	needPrograms(t, "udaddy")
 	d := sharedDaemon(t)
-	deadline := time.After(programTimeout)
-	srv := d.run(t, "server", "", nil, "udaddy", "-b", d.addrs[0])
-	cli := d.run(t, "client", "", nil, "udaddy", "-s", d.addrs[0], "-b", d.addrs[1])
-	for _, c := range []struct {
-		p    *proc
-		want string
-	}{{srv, "udaddy: failure trying to listen: Operation not supported"}, {cli, "udaddy: failure connecting: Operation not supported"}} {
-		c.p.wait(deadline)
-		if c.p.killed || c.p.ok() || !strings.Contains(c.p.out.String(), c.want) {
-			t.Errorf("%s: want a non-zero exit with %q\n%s", c.p.name, c.want, c.p.report())
-		}
+	srv, cli := d.runCMPair(t, false, []string{"udaddy", "-b", d.addrs[0], "-c", "2", "-C", "10"},
+		[]string{"udaddy", "-s", d.addrs[0], "-b", d.addrs[1], "-c", "2", "-C", "10"})
+	for _, p := range []*proc{srv, cli} {
+		mustMatch(t, p, `(?m)^data transfers complete$`, `(?m)^test complete$`)
 	}
 }
 
@@ -280,9 +272,10 @@ func runCMCorner(t *testing.T, d *daemon, stdin io.Reader, test string) *proc {
 
 // TestCMCorners: reject with private data, no listener, ADDR_ERROR, a
 // non-blocking channel with poll(2), 64 connects pending on a listener, a
-// channel destroyed under its waiting thread.
+// channel destroyed under its waiting thread, UD ids (SIDR: rejected,
+// accepted, no listener).
 func TestCMCorners(t *testing.T) {
-	for _, c := range []string{"reject", "nolistener", "addrerror", "nonblock", "backlog", "orphan"} {
+	for _, c := range []string{"reject", "nolistener", "addrerror", "nonblock", "backlog", "orphan", "ud"} {
 		t.Run(c, func(t *testing.T) {
 			needCMCorners(t)
 			d := sharedDaemon(t)

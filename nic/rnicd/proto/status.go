@@ -50,6 +50,9 @@ const (
 	// StatusRejected: the peer rejected an rdma_cm connection
 	// (ibv.ErrRejected).
 	StatusRejected
+	// StatusUnreachable: a UD rdma_cm resolve got a negative SIDR_REP
+	// (ibv.ErrUnreachable).
+	StatusUnreachable
 )
 
 // Errors of rnicd itself.
@@ -85,6 +88,7 @@ var sentinels = [...][]error{
 	StatusVersion:      {ErrVersion},
 	StatusInternal:     nil,
 	StatusRejected:     {ibv.ErrRejected},
+	StatusUnreachable:  {ibv.ErrUnreachable},
 }
 
 // StatusOf returns the status for err (StatusOK for nil): a RemoteError's
@@ -100,7 +104,7 @@ func StatusOf(err error) Status {
 		return re.Status
 	}
 	// rnicd's own first: they are the more specific.
-	for _, s := range []Status{StatusLimit, StatusBadHandle, StatusNoDevice, StatusVersion, StatusBadMessage, StatusRejected} {
+	for _, s := range []Status{StatusLimit, StatusBadHandle, StatusNoDevice, StatusVersion, StatusBadMessage, StatusRejected, StatusUnreachable} {
 		if errors.Is(err, sentinels[s][0]) {
 			return s
 		}

@@ -178,10 +178,10 @@ func (x *sessionExt) close() {
 		p.close()
 	}
 	for _, l := range cls {
-		l.l.Close()
+		l.close()
 	}
 	for _, r := range reqs {
-		r.req.Reject(nil)
+		r.reject(nil)
 	}
 	for _, c := range conns {
 		c.abort()

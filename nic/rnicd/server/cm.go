@@ -31,9 +31,31 @@ func init() {
 	Register(proto.OpCMCancel, handleCMCancel)
 }
 
-type cmListener struct{ l ibv.CMListener }
+// cmListener and cmRequest are a connected (RDMA_PS_TCP) id's, or with
+// ud set a UD id's (cm_ud.go).
+type cmListener struct {
+	l  ibv.CMListener
+	ud ibv.CMUDListener
+}
 
-type cmRequest struct{ req ibv.CMRequest }
+type cmRequest struct {
+	req ibv.CMRequest
+	ud  ibv.CMUDRequest
+}
+
+func (l *cmListener) close() error {
+	if l.ud != nil {
+		return l.ud.Close()
+	}
+	return l.l.Close()
+}
+
+func (r *cmRequest) reject(privateData []byte) error {
+	if r.ud != nil {
+		return r.ud.Reject(privateData)
+	}
+	return r.req.Reject(privateData)
+}
 
 type cmConn struct {
 	h    uint32
@@ -173,7 +195,7 @@ func handleCMListen(s *Session, req *Request, rep *Reply) error {
 		return err
 	}
 	h := x.newHandle()
-	x.cmListeners[h] = &cmListener{l}
+	x.cmListeners[h] = &cmListener{l: l}
 	rep.Set(&proto.CMListenReply{Listener: h, Port: l.Port()})
 	return nil
 }
@@ -195,7 +217,7 @@ func handleCMCloseListener(s *Session, req *Request, rep *Reply) error {
 		return fmt.Errorf("%w: CM listener %d", proto.ErrBadHandle, m.H)
 	}
 	rep.Set(&proto.Empty{})
-	return l.l.Close()
+	return l.close()
 }
 
 func handleCMGetRequest(s *Session, req *Request, rep *Reply) error {
@@ -211,6 +233,9 @@ func handleCMGetRequest(s *Session, req *Request, rep *Reply) error {
 		return fmt.Errorf("%w: CM listener %d", proto.ErrBadHandle, m.Listener)
 	}
 	rep.Set(&proto.Empty{})
+	if l.ud != nil {
+		return x.getUDRequest(rep, m.Token, l.ud)
+	}
 	return x.startAsync(rep, m.Token, proto.OpCMResult, func(ctx context.Context) (proto.Message, func(), error) {
 		r, err := l.l.Accept(ctx)
 		if err != nil {
@@ -223,7 +248,7 @@ func handleCMGetRequest(s *Session, req *Request, rep *Reply) error {
 			return nil, nil, err
 		}
 		h := x.newHandle()
-		x.cmRequests[h] = &cmRequest{r}
+		x.cmRequests[h] = &cmRequest{req: r}
 		return &proto.CMRequestInfo{Request: h, PrivateData: r.PrivateData(), Local: r.LocalAddr(), Remote: r.RemoteAddr()}, nil, nil
 	})
 }
@@ -252,7 +277,7 @@ func handleCMReject(s *Session, req *Request, rep *Reply) error {
 		return err
 	}
 	rep.Set(&proto.Empty{})
-	return r.req.Reject(m.PrivateData)
+	return r.reject(m.PrivateData)
 }
 
 func handleCMAccept(s *Session, req *Request, rep *Reply) error {
@@ -272,6 +297,9 @@ func handleCMAccept(s *Session, req *Request, rep *Reply) error {
 	pd := bytes.Clone(m.PrivateData) // the body's buffer serves the next request
 	param := m.Param
 	rep.Set(&proto.Empty{})
+	if r.ud != nil {
+		return x.acceptUD(rep, m.Token, r.ud, q, pd)
+	}
 	err = x.startAsync(rep, m.Token, proto.OpCMResult, func(ctx context.Context) (proto.Message, func(), error) {
 		cn, err := r.req.Accept(ctx, q.qp, pd, &param)
 		if err != nil {

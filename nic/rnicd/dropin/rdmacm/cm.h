@@ -40,10 +40,13 @@ enum {
 	OP_CM_CONNECT = 0x0206,
 	OP_CM_DISCONNECT = 0x0207,
 	OP_CM_CANCEL = 0x0208,
+	OP_CM_LISTEN_UD = 0x0209, /* proto/cm_ud.go */
+	OP_CM_RESOLVE_UD = 0x020A,
 	OP_CM_RESULT = 0x8200,
 	OP_CM_DISCONNECTED = 0x8201,
 	ST_OK = 0,
 	ST_REJECTED = 19,
+	ST_UNREACHABLE = 20,
 	CM_MAX_PRIVATE = 196,
 	CM_MAX_DEVS = 16,
 	/* requests pulled from the daemon's listener ahead of the program
@@ -153,7 +156,7 @@ void cm_sink(void *key, uint16_t op, const uint8_t *body, size_t n);
 int cm_channel_watch(struct cm_channel *ch);
 
 /* Asynchronous requests (conn.c). */
-enum cm_async_kind { AS_GET_REQUEST = 1, AS_ACCEPT, AS_CONNECT, AS_DISCONNECT };
+enum cm_async_kind { AS_GET_REQUEST = 1, AS_ACCEPT, AS_CONNECT, AS_DISCONNECT, AS_RESOLVE_UD };
 int cm_async(struct cm_id *id, int dev, enum cm_async_kind kind, uint16_t op, struct cbuf *body);
 void cm_on_result(int dev, const uint8_t *body, size_t n);
 void cm_on_disconnected(int dev, const uint8_t *body, size_t n);

@@ -92,11 +92,26 @@ static struct cm_event *conn_event(struct cm_id *id, enum rdma_cm_event_type t, 
 	return e;
 }
 
+/* ud_event: an event of a UD id, its private data in param.ud (the
+ * kernel's cma hands a SIDR_REQ's 180 bytes after its header, a SIDR_REP's
+ * 136). */
+static struct cm_event *ud_event(struct cm_id *id, enum rdma_cm_event_type t, int status,
+				 const uint8_t *pd, size_t pdn)
+{
+	struct cm_event *e = cm_event_new(id, t, status);
+	if (!e)
+		return NULL;
+	memcpy(e->pd, pd, pdn);
+	e->ev.param.ud.private_data = pdn ? e->pd : NULL;
+	e->ev.param.ud.private_data_len = (uint8_t)pdn;
+	return e;
+}
+
 /* on_request: a connection request for listener l on device dev. */
 static void on_request(struct cm_id *l, int dev, struct rdec *r)
 {
 	struct cm_id *c;
-	struct cm_event *e;
+	struct cm_event *e = NULL;
 	uint8_t pd[CM_MAX_PRIVATE];
 	size_t pdn;
 	uint32_t req = d_u32(r);
@@ -113,7 +128,10 @@ static void on_request(struct cm_id *l, int dev, struct rdec *r)
 	d_addrport(r, &c->id.route.addr.src_storage);
 	d_addrport(r, &c->id.route.addr.dst_storage);
 	c->id.route.num_paths = 1;
-	if (r->err || !(e = conn_event(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0, pd, pdn))) {
+	if (!r->err)
+		e = l->id.qp_type == IBV_QPT_UD ? ud_event(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0, pd, pdn)
+						: conn_event(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0, pd, pdn);
+	if (r->err || !e) {
 		cm_id_unref(c);
 		return;
 	}
@@ -135,6 +153,45 @@ static void on_established(struct cm_id *c, struct rdec *r)
 	c->state = ST_ESTABLISHED;
 	if ((e = conn_event(c, RDMA_CM_EVENT_ESTABLISHED, 0, pd, pdn)))
 		cm_event_queue(e);
+}
+
+/* on_resolved: CM_RESOLVE_UD's result (CMUDPeerInfo): ESTABLISHED with
+ * the peer's QPN, Q_Key and the address handle attributes toward it. */
+static void on_resolved(struct cm_id *c, struct rdec *r)
+{
+	uint8_t pd[CM_MAX_PRIVATE];
+	struct sockaddr_storage ss;
+	struct ibv_ah_attr ah = {0};
+	const uint8_t *gid;
+	uint8_t fam;
+	uint32_t qpn = d_u32(r), qkey = d_u32(r);
+	size_t pdn = d_blob(r, pd, sizeof(pd));
+	struct cm_event *e;
+	d_addrport(r, &ss); /* local, remote: the id's route has them */
+	d_addrport(r, &ss);
+	fam = d_u8(r); /* the DGID: family 4 (its IPv4 address) or 6 */
+	gid = r->err || r->n - r->off < 16 ? NULL : r->b + r->off;
+	r->off += gid ? 16 : 0;
+	ah.grh.sgid_index = d_u8(r);
+	ah.grh.hop_limit = d_u8(r);
+	ah.grh.traffic_class = d_u8(r);
+	ah.grh.flow_label = d_u32(r);
+	if (r->err || !gid)
+		return;
+	if (fam == 4) { /* ::ffff:a.b.c.d */
+		ah.grh.dgid.raw[10] = ah.grh.dgid.raw[11] = 0xff;
+		memcpy(ah.grh.dgid.raw + 12, gid, 4);
+	} else
+		memcpy(ah.grh.dgid.raw, gid, 16);
+	ah.is_global = 1;
+	ah.port_num = 1;
+	c->state = ST_ESTABLISHED;
+	if (!(e = ud_event(c, RDMA_CM_EVENT_ESTABLISHED, 0, pd, pdn)))
+		return;
+	e->ev.param.ud.ah_attr = ah;
+	e->ev.param.ud.qp_num = qpn;
+	e->ev.param.ud.qkey = qkey;
+	cm_event_queue(e);
 }
 
 void down_event(struct cm_id *c)
@@ -194,6 +251,16 @@ static void failed(struct cm_async_op *a, uint32_t st, struct rdec *res)
 	case AS_ACCEPT:
 		e = cm_event_new(c, RDMA_CM_EVENT_CONNECT_ERROR, -ECONNRESET);
 		break;
+	case AS_RESOLVE_UD:
+		/* as cma_sidr_rep_handler: a negative SIDR_REP's status, or a
+		 * timeout */
+		c->state = ST_ROUTE_RESOLVED;
+		if (st == ST_UNREACHABLE) {
+			uint16_t status = d_u16(res);
+			e = cm_event_new(c, RDMA_CM_EVENT_UNREACHABLE, res->err ? 1 : status);
+		} else
+			e = cm_event_new(c, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
+		break;
 	case AS_DISCONNECT:
 		down_event(c);
 		timewait_exit(c);
@@ -226,8 +293,12 @@ void cm_on_result(int dev, const uint8_t *body, size_t n)
 	else if (a->kind == AS_GET_REQUEST) {
 		on_request(a->id, dev, &res);
 		a->id->rearm[dev]++;
-	} else if (a->kind == AS_ACCEPT || a->kind == AS_CONNECT)
+	} else if (a->kind == AS_ACCEPT && a->id->id.qp_type == IBV_QPT_UD)
+		a->id->state = ST_ESTABLISHED; /* the SIDR_REP went: no event */
+	else if (a->kind == AS_ACCEPT || a->kind == AS_CONNECT)
 		on_established(a->id, &res);
+	else if (a->kind == AS_RESOLVE_UD)
+		on_resolved(a->id, &res);
 	else if (a->kind == AS_DISCONNECT) {
 		down_event(a->id);
 		timewait_exit(a->id);
@@ -291,7 +362,7 @@ static int listen_dev(struct cm_id *c, int i, uint16_t *port)
 	int err;
 	struct rdec r = {.b = rep};
 	c_u16(&b, *port);
-	if ((err = cm_call(i, OP_CM_LISTEN, &b, rep, sizeof(rep), &n)))
+	if ((err = cm_call(i, c->id.qp_type == IBV_QPT_UD ? OP_CM_LISTEN_UD : OP_CM_LISTEN, &b, rep, sizeof(rep), &n)))
 		return err;
 	r.n = n;
 	c->listener[i] = d_u32(&r);
@@ -307,8 +378,8 @@ CM_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	int err = 0, n = 0;
 	if (!id)
 		return cm_fail(EINVAL);
-	if (id->qp_type != IBV_QPT_RC)
-		return cm_fail(EOPNOTSUPP); /* UD ids: no SIDR in rnicd's CM, a listener would wait forever */
+	if (id->qp_type != IBV_QPT_RC && id->ps != RDMA_PS_UDP)
+		return cm_fail(EOPNOTSUPP); /* RDMA_PS_IPOIB: its Q_Key is a multicast group's; not served */
 	if (c->state != ST_BOUND)
 		return cm_fail(EINVAL);
 	port = ntohs(s->sin_port);

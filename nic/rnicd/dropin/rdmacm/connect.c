@@ -43,16 +43,39 @@ static void put_param(struct cbuf *b, const struct rdma_conn_param *p)
 	c_u32(b, 0); /* access: rdma_cm's default */
 }
 
+/* connect_ud: rdma_connect on a UD id resolves the listener's QP
+ * (SIDR); ESTABLISHED carries it in param.ud. No QP is needed. */
+static int connect_ud(struct cm_id *c, const struct rdma_conn_param *param)
+{
+	struct cbuf b = {0};
+	const struct sockaddr_in *d = (const struct sockaddr_in *)&c->id.route.addr.dst_addr;
+	int err;
+	if (param && param->private_data_len > 216 - 36) /* a SIDR_REQ's 180 after the CM header */
+		return cm_fail(EINVAL);
+	c_u32(&b, 0);
+	c_addr4(&b, &c->id.route.addr.dst_addr);
+	c_u16(&b, ntohs(d->sin_family == AF_INET6 ? ((const struct sockaddr_in6 *)d)->sin6_port : d->sin_port));
+	c_blob(&b, param ? param->private_data : NULL, param && param->private_data ? param->private_data_len : 0);
+	c->state = ST_CONNECT;
+	if ((err = cm_async(c, c->dev, AS_RESOLVE_UD, OP_CM_RESOLVE_UD, &b))) {
+		c->state = ST_ROUTE_RESOLVED;
+		return cm_fail(err);
+	}
+	return cm_complete(c);
+}
+
 CM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 {
 	struct cm_id *c = to_cid(id);
 	struct cbuf b = {0};
 	const struct sockaddr_in *d = (const struct sockaddr_in *)&id->route.addr.dst_addr;
 	int err;
+	if (id && c->state == ST_ROUTE_RESOLVED && id->ps == RDMA_PS_UDP)
+		return connect_ud(c, param);
 	if (!id || c->state != ST_ROUTE_RESOLVED || !id->qp)
 		return cm_fail(EINVAL);
 	if (id->qp_type != IBV_QPT_RC)
-		return cm_fail(EOPNOTSUPP); /* UD ids: SIDR is not in rnicd's CM */
+		return cm_fail(EOPNOTSUPP);
 	if (param && param->private_data_len > CM_MAX_PRIVATE - 140) /* a REQ's 56 after the CM header */
 		return cm_fail(EINVAL);
 	c_u32(&b, 0);
@@ -87,6 +110,8 @@ CM_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	put_param(&b, param);
 	if ((err = cm_async(c, c->dev, AS_ACCEPT, OP_CM_ACCEPT, &b)))
 		return cm_fail(err);
+	if (id->qp_type == IBV_QPT_UD)
+		return 0; /* the SIDR_REP is sent; the server gets no ESTABLISHED */
 	return cm_complete(c);
 }
 

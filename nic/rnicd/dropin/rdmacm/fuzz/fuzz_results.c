@@ -1,6 +1,6 @@
 /* A fuzz driver for the library's decoders of what rnicd sends on the CM
  * ops: CM_RESULT (AsyncResult and its bodies: CMRequestInfo, CMConnInfo,
- * CMRejectInfo) and CM_DISCONNECTED, fed to the sink with requests of
+ * CMRejectInfo, CMUDPeerInfo) and CM_DISCONNECTED, for connected and UD ids, fed to the sink with requests of
  * every kind in flight, so each body decoder is reached; the events they
  * make are then taken and acknowledged, the ids destroyed. gcc has no
  * libFuzzer: valid seeds, then random flips, truncations and extensions,
@@ -57,7 +57,7 @@ static void result(uint32_t token, uint32_t st, const uint8_t *b, size_t n)
 static void one(const uint8_t *in, size_t n)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
-	struct rdma_cm_id *l, *c;
+	struct rdma_cm_id *l, *c, *u;
 	struct rdma_cm_event *ev;
 	struct cbuf b;
 	uint32_t first = 0;
@@ -65,13 +65,16 @@ static void one(const uint8_t *in, size_t n)
 	fcntl(ch->fd, F_SETFL, O_NONBLOCK);
 	rdma_create_id(ch, &l, NULL, RDMA_PS_TCP);
 	rdma_create_id(ch, &c, NULL, RDMA_PS_TCP);
+	rdma_create_id(ch, &u, NULL, RDMA_PS_UDP); /* a UD listener */
 	to_cid(l)->listener[0] = 7;
+	to_cid(u)->listener[0] = 8;
 	to_cid(c)->dev = 0;
-	/* the input as the body of each kind's result: a success, then a
-	 * failure (a rejected connect's body is a CMRejectInfo) */
-	for (int round = 0; round < 2; round++) {
+	/* the input as the body of each kind's result: a success, then
+	 * failures (a rejected connect's or unreachable UD resolve's body is
+	 * a CMRejectInfo); a UD listener's request too */
+	for (int round = 0; round < 3; round++) {
 		uint32_t from = 0;
-		for (int k = AS_GET_REQUEST; k <= AS_DISCONNECT; k++) {
+		for (int k = AS_GET_REQUEST; k <= AS_RESOLVE_UD; k++) {
 			memset(&b, 0, sizeof(b));
 			c_u32(&b, 0);
 			cm_async(to_cid(k == AS_GET_REQUEST ? l : c), 0, k, 0, &b);
@@ -80,8 +83,11 @@ static void one(const uint8_t *in, size_t n)
 			if (round == 0 && k == AS_GET_REQUEST)
 				first = last_token;
 		}
+		memset(&b, 0, sizeof(b));
+		c_u32(&b, 0);
+		cm_async(to_cid(u), 0, AS_GET_REQUEST, 0, &b);
 		for (uint32_t t = from; t <= last_token; t++)
-			result(t, round ? ST_REJECTED : ST_OK, in, n);
+			result(t, round == 2 ? ST_UNREACHABLE : round ? ST_REJECTED : ST_OK, in, n);
 	}
 	cm_sink(&key, OP_CM_DISCONNECTED, in, n);
 	cm_sink(&key, OP_CM_RESULT, in, n); /* and as a whole message */
@@ -101,6 +107,8 @@ static void one(const uint8_t *in, size_t n)
 	while (rdma_get_cm_event(ch, &ev) == 0)
 		rdma_ack_cm_event(ev);
 	to_cid(l)->listener[0] = 0;
+	to_cid(u)->listener[0] = 0;
+	rdma_destroy_id(u);
 	rdma_destroy_id(c);
 	rdma_destroy_id(l);
 	rdma_destroy_event_channel(ch);
@@ -121,6 +129,12 @@ static size_t seed(uint8_t *out, int which)
 		c_addr4(&w, (const struct sockaddr *)&a), c_u16(&w, 1);
 		c_addr4(&w, (const struct sockaddr *)&a), c_u16(&w, 2), c_u32(&w, 0x11);
 		break;
+	case 2: /* CMUDPeerInfo */
+		c_u32(&w, 0x123), c_u32(&w, 0x01234567), c_blob(&w, "ud", 2);
+		c_addr4(&w, (const struct sockaddr *)&a), c_u16(&w, 1);
+		c_addr4(&w, (const struct sockaddr *)&a), c_u16(&w, 7174);
+		c_addr4(&w, (const struct sockaddr *)&a), c_u8(&w, 1), c_u8(&w, 64), c_u8(&w, 0), c_u32(&w, 0);
+		break;
 	default: /* CMRejectInfo, as a failure (odd first byte) */
 		c_u16(&w, 0x1c01), c_blob(&w, "nope", 4);
 		break;
@@ -140,7 +154,7 @@ int main(int argc, char **argv)
 	cm_devs[0].fd = -1;
 	cm_devs[0].dead = 1; /* no socket to watch or read */
 	for (long i = 0; i < iters; i++) {
-		size_t n = seed(buf, (int)(i % 3));
+		size_t n = seed(buf, (int)(i % 4));
 		memcpy(in, buf, n);
 		for (int m = rand_r(&s) % 8; m > 0; m--) {
 			switch (rand_r(&s) % 3) {

@@ -184,6 +184,96 @@ static void test_reject(void)
 	rdma_destroy_event_channel(cc);
 }
 
+/* ud_connect resolves the new UD id c toward a0:port and starts its
+ * rdma_connect (SIDR) with private data "ud hi". */
+static void ud_connect(struct rdma_event_channel *cc, struct rdma_cm_id *c, int port)
+{
+	struct sockaddr_in src = addr(a1, 0), dst = addr(a0, port);
+	struct rdma_conn_param p = {.private_data = "ud hi", .private_data_len = 6};
+	if (rdma_resolve_addr(c, (struct sockaddr *)&src, (struct sockaddr *)&dst, 2000))
+		die("rdma_resolve_addr");
+	expect(cc, RDMA_CM_EVENT_ADDR_RESOLVED, "UD client");
+	if (rdma_resolve_route(c, 2000))
+		die("rdma_resolve_route");
+	expect(cc, RDMA_CM_EVENT_ROUTE_RESOLVED, "UD client");
+	if (rdma_connect(c, &p))
+		die("rdma_connect (UD)");
+}
+
+/* ud_request takes the UD listener l's next CONNECT_REQUEST and returns
+ * its id. */
+static struct rdma_cm_id *ud_request(struct rdma_event_channel *sc, struct rdma_cm_id *l)
+{
+	struct rdma_cm_event *ev = next_event(sc);
+	struct rdma_cm_id *req = ev->id;
+	check(ev->event == RDMA_CM_EVENT_CONNECT_REQUEST && ev->listen_id == l, "UD: CONNECT_REQUEST on the listener");
+	check(ev->param.ud.private_data_len == 180 && !memcmp(ev->param.ud.private_data, "ud hi", 6),
+	      "UD request: the SIDR_REQ's 180 bytes of private data (%d)", ev->param.ud.private_data_len);
+	rdma_ack_cm_event(ev);
+	return req;
+}
+
+/* test_ud: UD ids over SIDR: a rejected request is UNREACHABLE with the
+ * SIDR status 2, an accepted one ESTABLISHED with the server QP's number,
+ * RDMA_UDP_QKEY and a global AH; no listener is UNREACHABLE with 1. */
+static void test_ud(void)
+{
+	struct rdma_event_channel *sc = rdma_create_event_channel(), *cc = rdma_create_event_channel();
+	struct rdma_cm_id *l, *c, *req;
+	struct rdma_cm_event *ev;
+	struct sockaddr_in s = addr(a0, 0);
+	struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_UD,
+				      .cap = {.max_send_wr = 2, .max_recv_wr = 2, .max_send_sge = 1, .max_recv_sge = 1}};
+	int port;
+
+	if (rdma_create_id(sc, &l, NULL, RDMA_PS_UDP) || rdma_bind_addr(l, (struct sockaddr *)&s) || rdma_listen(l, 4))
+		die("UD listen");
+	port = ntohs(rdma_get_src_port(l));
+	/* rejected */
+	if (rdma_create_id(cc, &c, NULL, RDMA_PS_UDP))
+		die("rdma_create_id");
+	ud_connect(cc, c, port);
+	req = ud_request(sc, l);
+	check(rdma_reject(req, "nope", 5) == 0, "rdma_reject on a UD request");
+	ev = next_event(cc);
+	check(ev->event == RDMA_CM_EVENT_UNREACHABLE && ev->status == 2,
+	      "rejected UD request: UNREACHABLE, SIDR status 2 (got %s, %d)", rdma_event_str(ev->event), ev->status);
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(req);
+	rdma_destroy_id(c);
+	/* accepted */
+	if (rdma_create_id(cc, &c, NULL, RDMA_PS_UDP))
+		die("rdma_create_id");
+	ud_connect(cc, c, port);
+	req = ud_request(sc, l);
+	if (rdma_create_qp(req, NULL, &qa))
+		die("rdma_create_qp (UD)");
+	check(rdma_accept(req, NULL) == 0, "rdma_accept on a UD request");
+	ev = next_event(cc);
+	check(ev->event == RDMA_CM_EVENT_ESTABLISHED, "accepted UD request: ESTABLISHED (got %s, %d)",
+	      rdma_event_str(ev->event), ev->status);
+	check(ev->param.ud.qp_num == req->qp->qp_num && ev->param.ud.qkey == 0x01234567,
+	      "param.ud: the server QP %#x and RDMA_UDP_QKEY (got %#x, %#x)", req->qp->qp_num, ev->param.ud.qp_num,
+	      ev->param.ud.qkey);
+	check(ev->param.ud.ah_attr.is_global && ev->param.ud.ah_attr.port_num == 1, "param.ud.ah_attr: global, port 1");
+	rdma_ack_cm_event(ev);
+	rdma_destroy_qp(req);
+	rdma_destroy_id(req);
+	rdma_destroy_id(c);
+	/* no listener */
+	rdma_destroy_id(l);
+	if (rdma_create_id(cc, &c, NULL, RDMA_PS_UDP))
+		die("rdma_create_id");
+	ud_connect(cc, c, port);
+	ev = next_event(cc);
+	check(ev->event == RDMA_CM_EVENT_UNREACHABLE && ev->status == 1,
+	      "no UD listener: UNREACHABLE, SIDR status 1 (got %s, %d)", rdma_event_str(ev->event), ev->status);
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(c);
+	rdma_destroy_event_channel(sc);
+	rdma_destroy_event_channel(cc);
+}
+
 static void test_nolistener(void)
 {
 	struct rdma_event_channel *cc = rdma_create_event_channel();
@@ -460,7 +550,7 @@ int main(int argc, char **argv)
 		void (*fn)(void);
 	} tests[] = {{"reject", test_reject},     {"nolistener", test_nolistener}, {"addrerror", test_addrerror},
 		     {"nonblock", test_nonblock}, {"backlog", test_backlog},       {"orphan", test_orphan},
-		     {"killed", test_killed}};
+		     {"killed", test_killed}, {"ud", test_ud}};
 	if (argc != 4) {
 		fprintf(stderr, "usage: cm_corners TEST ADDR0 ADDR1\n");
 		return 2;
