@@ -107,7 +107,7 @@ func TestCornersDaemonKilled(t *testing.T) {
 			cleanups[i]()
 		}
 	})
-	d, err := startDaemon(func(f func()) { cleanups = append(cleanups, f) })
+	d, err := startDaemon(func(f func()) { cleanups = append(cleanups, f) }, nicUDP)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,6 +37,7 @@ func TestIbvDevinfo(t *testing.T) {
 		out := p.out.String()
 		for _, want := range []*regexp.Regexp{
 			regexp.MustCompile(`(?m)^hca_id:\s+` + name + `$`),
+			regexp.MustCompile(`(?m)^\s+transport:\s+InfiniBand \(0\)$`),
 			regexp.MustCompile(`(?m)^\s+port:\s+1$`),
 			regexp.MustCompile(`(?m)^\s+state:\s+PORT_ACTIVE \(4\)$`),
 			regexp.MustCompile(`(?m)^\s+link_layer:\s+Ethernet$`),

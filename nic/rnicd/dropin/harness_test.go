@@ -356,7 +356,7 @@ var shared struct {
 func sharedDaemon(t *testing.T) *daemon {
 	t.Helper()
 	shared.once.Do(func() {
-		shared.d, shared.err = startDaemon(func(f func()) { shared.cleanups = append(shared.cleanups, f) })
+		shared.d, shared.err = startDaemon(func(f func()) { shared.cleanups = append(shared.cleanups, f) }, nicUDP)
 	})
 	if shared.err != nil {
 		t.Fatal(shared.err)
@@ -370,14 +370,21 @@ func stopSharedDaemon() {
 	}
 }
 
-// startDaemon starts rnicd --udp with NICs rnic0 and rnic1 on two fresh
-// loopback addresses, as the programs' user, with no --socket: the
-// default rule puts the socket in $XDG_RUNTIME_DIR/rnic/ (the rule an
-// unprivileged daemon follows), which is checked too.
-func startDaemon(cleanup func(func())) (*daemon, error) {
+// The kinds of NIC a test daemon serves: the flag (and --device key) that
+// makes one.
+const (
+	nicUDP = "udp" // RoCEv2 over kernel UDP
+	nicTCP = "tcp" // iWARP over kernel TCP
+)
+
+// startDaemon starts rnicd --udp (or --tcp: kind) with NICs rnic0 and
+// rnic1 on two fresh loopback addresses, as the programs' user, with no
+// --socket: the default rule puts the socket in $XDG_RUNTIME_DIR/rnic/
+// (the rule an unprivileged daemon follows), which is checked too.
+func startDaemon(cleanup func(func()), kind string) (*daemon, error) {
 	var last error
 	for range 5 { // an address in use by a parallel run: try others
-		d, err := tryDaemon(cleanup)
+		d, err := tryDaemon(cleanup, kind)
 		if err == nil {
 			return d, nil
 		}
@@ -386,7 +393,7 @@ func startDaemon(cleanup func(func())) (*daemon, error) {
 	return nil, last
 }
 
-func tryDaemon(cleanup func(func())) (*daemon, error) {
+func tryDaemon(cleanup func(func()), kind string) (*daemon, error) {
 	xdg, err := userDir(build.dir, fmt.Sprintf("run-%d", rand.Uint32()))
 	if err != nil {
 		return nil, err
@@ -396,7 +403,7 @@ func tryDaemon(cleanup func(func())) (*daemon, error) {
 		return nil, errors.New("same address twice")
 	}
 	stdout, w := io.Pipe()
-	d.p = &proc{name: "rnicd", cmd: userCommand([]string{build.rnicd, "--udp", d.addrs[0], "--device", "name=rnic1,udp=" + d.addrs[1]}),
+	d.p = &proc{name: "rnicd", cmd: userCommand([]string{build.rnicd, "--" + kind, d.addrs[0], "--device", "name=rnic1," + kind + "=" + d.addrs[1]}),
 		out: new(syncBuffer), done: make(chan struct{})}
 	env := []string{"XDG_RUNTIME_DIR=" + xdg}
 	if build.uid == 0 { // only when not dropping: root ignores XDG_RUNTIME_DIR

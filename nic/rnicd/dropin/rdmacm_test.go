@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -115,6 +116,68 @@ func TestRping(t *testing.T) {
 			mustMatch(t, srv, `(?m)^server ping data: rdma-ping-99: `)
 		})
 	}
+}
+
+// TestRpingIWARP: rping on a daemon whose NICs are iWARP ones (--tcp):
+// the library learns the transport from OPEN (ibv_devinfo shows iWARP and
+// no RoCE v2 GID), librdmacm finds the iWARP NICs by their addresses, and
+// the daemon's CM sets the connection up through MPA; the pings' RDMA READs
+// and WRITEs go over RDMAP/DDP/MPA on kernel TCP.
+func TestRpingIWARP(t *testing.T) {
+	needLibrary(t)
+	needPrograms(t, "rping", "ibv_devinfo")
+	d := iwarpDaemon(t)
+	for i, name := range []string{"rnic0", "rnic1"} {
+		p := d.runOne(t, "ibv_devinfo", "-v", "-d", name)
+		if !p.ok() {
+			t.Fatal(p.report())
+		}
+		mustMatch(t, p, `(?m)^\s+transport:\s+iWARP \(1\)$`,
+			`(?m)^\s+GID\[\s*0\]:\s+0000:0000:0000:0000:0000:ffff:`+ipv4Hex(t, d.addrs[i])+`, RoCE v1$`)
+		if strings.Contains(p.out.String(), "RoCE v2") {
+			t.Errorf("%s: an iWARP NIC with a RoCE v2 GID\n%s", name, p.report())
+		}
+	}
+	port := cmPort()
+	srv, cli := d.runCMPair(t, false,
+		[]string{"rping", "-s", "-v", "-C", "10", "-p", port, "-a", d.addrs[0]},
+		[]string{"rping", "-c", "-v", "-C", "10", "-p", port, "-a", d.addrs[0], "-I", d.addrs[1]})
+	mustMatch(t, cli, `(?m)^ping data: rdma-ping-9: `)
+	mustMatch(t, srv, `(?m)^server ping data: rdma-ping-9: `)
+	for _, p := range []*proc{srv, cli} {
+		// the kernel's iWARP CM has no timewait: no TIMEWAIT_EXIT
+		if strings.Contains(p.out.String(), "RDMA_CM_EVENT_TIMEWAIT_EXIT") {
+			t.Errorf("%s got TIMEWAIT_EXIT on iWARP\n%s", p.name, p.report())
+		}
+	}
+}
+
+// iwarpDaemon starts a daemon of the test's own with two iWARP NICs.
+func iwarpDaemon(t *testing.T) *daemon {
+	t.Helper()
+	var cleanups []func()
+	t.Cleanup(func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	})
+	d, err := startDaemon(func(f func()) { cleanups = append(cleanups, f) }, nicTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// ipv4Hex is addr as ibv_devinfo prints the last 32 bits of a GID it
+// does not show as an address: "7f00:0901".
+func ipv4Hex(t *testing.T, addr string) string {
+	t.Helper()
+	a, err := netip.ParseAddr(addr)
+	if err != nil || !a.Is4() {
+		t.Fatalf("%q: not an IPv4 address", addr)
+	}
+	b := a.As4()
+	return fmt.Sprintf("%02x%02x:%02x%02x", b[0], b[1], b[2], b[3])
 }
 
 // TestUcmatose: ucmatose, several connections at once, each sending
@@ -295,7 +358,7 @@ func TestCMCornersDaemonKilled(t *testing.T) {
 			cleanups[i]()
 		}
 	})
-	d, err := startDaemon(func(f func()) { cleanups = append(cleanups, f) })
+	d, err := startDaemon(func(f func()) { cleanups = append(cleanups, f) }, nicUDP)
 	if err != nil {
 		t.Fatal(err)
 	}

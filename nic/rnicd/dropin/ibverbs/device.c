@@ -203,12 +203,31 @@ void r_port_attr(struct rbuf *r, struct rnic_port_attr *a)
 	a->link_mtu = r_int(r);
 }
 
-/* open_reply reads OPEN's reply into the context. */
-static int open_reply(struct rnic_context *c, const struct rnic_reply *rep)
+/* set_transport records the transport and node type OPEN reported on
+ * the device (STAT_DEVICES, which made it, does not carry them; the real
+ * library reads them from sysfs before any open). */
+static int set_transport(struct rnic_context *c, struct rnic_device *d, uint8_t transport, uint8_t node)
+{
+	if (transport != IBV_TRANSPORT_IB && transport != IBV_TRANSPORT_IWARP)
+		return EPROTO;
+	if (node != IBV_NODE_CA && node != IBV_NODE_RNIC)
+		return EPROTO;
+	c->iwarp = transport == IBV_TRANSPORT_IWARP;
+	pthread_mutex_lock(&devs_mu);
+	d->dev.transport_type = (enum ibv_transport_type)transport;
+	d->dev.node_type = (enum ibv_node_type)node;
+	pthread_mutex_unlock(&devs_mu);
+	return 0;
+}
+
+/* open_reply reads OPEN's reply (version 2) into the context. */
+static int open_reply(struct rnic_context *c, struct rnic_device *d, const struct rnic_reply *rep)
 {
 	struct rbuf r;
 	char name[65];
+	uint8_t transport, node;
 	uint32_t n;
+	int err;
 	r_init(&r, rep->body, rep->len);
 	if (r_u32(&r) != RNIC_PROTO_VERSION)
 		return EPROTO;
@@ -221,7 +240,11 @@ static int open_reply(struct rnic_context *c, const struct rnic_reply *rep)
 	for (uint32_t i = 0; i < n; i++)
 		r_gid(&r, c->gids[i]);
 	c->ngids = n;
-	return r_done(&r);
+	transport = r_u8(&r);
+	node = r_u8(&r);
+	if ((err = r_done(&r)))
+		return err;
+	return set_transport(c, d, transport, node);
 }
 
 static int open_conn(struct rnic_context *c, struct rnic_device *d)
@@ -249,7 +272,7 @@ static int open_conn(struct rnic_context *c, struct rnic_device *d)
 	err = ctx_call(c, OP_OPEN, &w, NULL, 0, rep);
 	if (!err) {
 		rnic_close_fds(rep->fds, rep->nfds);
-		err = open_reply(c, rep);
+		err = open_reply(c, d, rep);
 	}
 	free(rep);
 	if (err)
@@ -487,13 +510,15 @@ RNIC_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num
 	struct rnic_context *c = to_rctx(context);
 	if (port_num != 1 || index >= c->ngids)
 		return errno = EINVAL, -1;
-	*type = GID_TYPE_SYSFS_ROCE_V2;
+	/* an iWARP port's GIDs are plain ones, as siw's sysfs says ("IB/RoCE v1") */
+	*type = c->iwarp ? GID_TYPE_SYSFS_IB_ROCE_V1 : GID_TYPE_SYSFS_ROCE_V2;
 	return 0;
 }
 
 static void fill_gid_entry(struct rnic_context *c, uint32_t i, struct ibv_gid_entry *e, size_t size)
 {
-	struct ibv_gid_entry g = {.gid_index = i, .port_num = 1, .gid_type = IBV_GID_TYPE_ROCE_V2};
+	struct ibv_gid_entry g = {.gid_index = i, .port_num = 1,
+				  .gid_type = c->iwarp ? IBV_GID_TYPE_IB : IBV_GID_TYPE_ROCE_V2};
 	memcpy(g.gid.raw, c->gids[i], 16);
 	memcpy(e, &g, size < sizeof(g) ? size : sizeof(g));
 }

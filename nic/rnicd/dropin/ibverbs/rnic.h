@@ -60,7 +60,7 @@ enum {
 	RNIC_HDR_LEN = 16,
 	RNIC_MAX_MSG = 64 << 10,
 	RNIC_MAX_FDS = 4,
-	RNIC_PROTO_VERSION = 1,
+	RNIC_PROTO_VERSION = 2, /* 2: OPEN's reply ends with transport and node type */
 	RNIC_KIND_REQUEST = 1,
 	RNIC_KIND_REPLY = 2,
 	RNIC_KIND_EVENT = 3,
@@ -237,6 +237,7 @@ struct rnic_context {
 	struct rnic_port_attr port;
 	uint8_t gids[256][16];
 	unsigned ngids;
+	int iwarp; /* the device's transport is iWARP: its GIDs are no RoCE GIDs */
 	/* handle → object, for events; under objs_mu */
 	pthread_mutex_t objs_mu;
 	struct rnic_obj_ref *objs;

@@ -85,7 +85,7 @@ struct cm_dev {
 	struct ibv_context *verbs;
 	void *key;
 	int fd;
-	struct in_addr addr; /* its RoCEv2 GID's IPv4 address */
+	struct in_addr addr; /* its GID 0's IPv4 address (RoCEv2 or iWARP) */
 	int dead;
 };
 

@@ -207,13 +207,16 @@ void down_event(struct cm_id *c)
 
 /* timewait_exit: the local side's disconnect is through (the daemon's
  * CM holds no timewait of its own to wait for); the kernel's rdma_cm says
- * so with TIMEWAIT_EXIT after DISCONNECTED. Caller holds cm_mu. */
+ * so with TIMEWAIT_EXIT after DISCONNECTED, on IB transport only: its
+ * iWARP handler has no timewait and never sends one. Caller holds cm_mu. */
 void timewait_exit(struct cm_id *c)
 {
 	struct cm_event *e;
 	if (c->timewait_sent)
 		return;
 	c->timewait_sent = 1;
+	if (c->dev >= 0 && cm_devs[c->dev].verbs->device->transport_type == IBV_TRANSPORT_IWARP)
+		return;
 	if ((e = cm_event_new(c, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0)))
 		cm_event_queue(e);
 }

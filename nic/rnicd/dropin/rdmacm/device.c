@@ -1,5 +1,7 @@
 /* The devices: every rnic device opened once, on first use, with its
- * address (the IPv4 address of its RoCEv2 GID 0); rdma_get_devices. */
+ * address (the IPv4 address of its GID 0: a RoCEv2 NIC's IPv4-mapped
+ * GID, an iWARP NIC's TCP address the daemon reports the same way);
+ * rdma_get_devices. */
 #include "cm.h"
 
 #include <stdlib.h>
