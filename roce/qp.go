@@ -158,8 +158,10 @@ func (qp *QP) Modify(cur verbs.QPState, attr *verbs.QPAttr, mask verbs.QPAttrMas
 	next := attr.State
 	switch next {
 	case verbs.QPSReset:
+		qp.sendOwedAck()
 		qp.reset()
 	case verbs.QPSErr:
+		qp.sendOwedAck()
 		qp.enterError()
 		return nil
 	case verbs.QPSSQD:
@@ -281,9 +283,7 @@ func (qp *QP) RecvPosted() {}
 // is sent first: otherwise the peer would retry into a QP that is gone.
 func (qp *QP) Destroy() {
 	qp.mu.Lock()
-	if qp.state != verbs.QPSErr && qp.state != verbs.QPSReset {
-		qp.resp.flushAck()
-	}
+	qp.sendOwedAck()
 	qp.destroyed = true
 	qp.state = verbs.QPSErr
 	qp.req.retx.Stop()
@@ -292,6 +292,19 @@ func (qp *QP) Destroy() {
 	qp.mu.Unlock()
 	qp.s.removeQP(qp.cfg.QPN)
 	qp.releasePorts()
+}
+
+// sendOwedAck sends the ACK the responder still owes before the
+// application takes the QP out of service: the receive path sends ACKs
+// after the consumers it woke have run (Stack.InputBatch), so a consumer
+// may move the QP to ERR (rdma_disconnect) in answer to a message whose
+// ACK has not gone out, and the peer would retry a request that was
+// executed and completed.
+func (qp *QP) sendOwedAck() {
+	switch qp.state {
+	case verbs.QPSRTR, verbs.QPSRTS, verbs.QPSSQD, verbs.QPSSQE:
+		qp.resp.flushAck()
+	}
 }
 
 // enterError moves the QP to ERR: timers stop, every outstanding send WR

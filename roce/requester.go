@@ -179,8 +179,25 @@ func (qp *QP) PostSend(wr *verbs.SendWR) error {
 		w.ssn = r.ssn
 	}
 	r.tail++
-	r.progress()
+	r.postProgress()
 	return nil
+}
+
+// postProgress is progress after a post. An ACK the responder owes but has
+// not sent yet (the receive path lets a woken consumer post first, see
+// Stack.InputBatch) rides in the same burst as the new requests: one
+// sendmmsg instead of two on the round trip of a ping-pong.
+func (r *requester) postProgress() {
+	qp := r.qp
+	if !r.canSend() {
+		return
+	}
+	qp.beginBatch()
+	defer qp.flushBatch()
+	r.send()
+	if qp.batching && qp.burst != nil && len(qp.burst.frames) > 0 {
+		qp.resp.flushAck()
+	}
 }
 
 // opAllowed is the transport's table of send opcodes (IBTA Table 36): UC
@@ -208,12 +225,22 @@ func (qp *QP) packets(w *swqe) int {
 // progress sends whatever the send queue, the window, the credits, ORD and
 // fences allow. It runs after every event that could unblock it.
 func (r *requester) progress() {
-	qp := r.qp
-	if qp.state != verbs.QPSRTS && qp.state != verbs.QPSSQD {
+	if !r.canSend() {
 		return
 	}
-	qp.beginBatch()
-	defer qp.flushBatch()
+	r.qp.beginBatch()
+	defer r.qp.flushBatch()
+	r.send()
+}
+
+// canSend reports whether the QP's state lets the requester send.
+func (r *requester) canSend() bool {
+	return r.qp.state == verbs.QPSRTS || r.qp.state == verbs.QPSSQD
+}
+
+// send is progress's work inside a burst.
+func (r *requester) send() {
+	qp := r.qp
 	for r.next < r.tail && !r.rnrWait {
 		w := r.slot(r.next)
 		if w.failed {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"runtime"
 	"sync"
 
 	"github.com/rnic/rnic/nic/verbs"
@@ -144,7 +145,23 @@ func (s *Stack) InputBatch(frames [][]byte) {
 	for _, f := range frames {
 		s.input(f)
 	}
+	if s.acksOwed() {
+		// A consumer this batch woke (a landed WRITE, a receive
+		// completion) runs now, before the ACKs' syscall: on a free core
+		// it answers while this goroutine sends them, and a request it
+		// posts carries its QP's ACK in the same sendmmsg
+		// (requester.postProgress). A ping-pong's round trip thus waits
+		// for neither.
+		runtime.Gosched()
+	}
 	s.flushAcks()
+}
+
+// acksOwed reports whether some QP owes an ACK.
+func (s *Stack) acksOwed() bool {
+	s.ackMu.Lock()
+	defer s.ackMu.Unlock()
+	return len(s.ackDirty) > 0
 }
 
 // Close stops the stack before its link closes: it waits for receives in
