@@ -19,9 +19,13 @@ func TestIndexPermIsBijection(t *testing.T) {
 	p := newIndexPerm(&ks)
 	// The slot the bare network maps to 0 is cycle-walked to another index.
 	zero := p.decrypt(0)
-	slots := []uint32{zero, 1, MaxKeyIndex}
+	slots := []uint32{1, MaxKeyIndex}
 	for s := uint32(2); s <= 1<<20; s++ { // a sixteenth of the space
 		slots = append(slots, s)
+	}
+	// Each slot once: the walked slot is in the range above one time in 16.
+	if zero > 1<<20 && zero != MaxKeyIndex {
+		slots = append(slots, zero)
 	}
 	seen := make([]uint64, (MaxKeyIndex+1)/64)
 	for _, s := range slots {
