@@ -176,18 +176,30 @@ func handleCMListen(s *Session, req *Request, rep *Reply) error {
 	if err != nil {
 		return err
 	}
-	x := extOf(s)
+	return extOf(s).addListener(rep, func() (*cmListener, uint16, error) {
+		l, err := cm.CMListen(m.Port)
+		if err != nil {
+			return nil, 0, err
+		}
+		return &cmListener{l: l}, l.Port(), nil
+	})
+}
+
+// addListener reserves a CM id, opens a listener (RC or UD) with open and
+// files it under a new handle; a session that closed meanwhile closes it
+// again and gives the id back.
+func (x *sessionExt) addListener(rep *Reply, open func() (*cmListener, uint16, error)) error {
 	x.mu.Lock()
-	err = x.reserveCMID()
+	err := x.reserveCMID()
 	x.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	l, err := cm.CMListen(m.Port)
+	l, port, err := open()
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if err == nil && x.closed {
-		l.Close()
+		l.close()
 		err = errSessionGone
 	}
 	if err != nil {
@@ -195,8 +207,8 @@ func handleCMListen(s *Session, req *Request, rep *Reply) error {
 		return err
 	}
 	h := x.newHandle()
-	x.cmListeners[h] = &cmListener{l: l}
-	rep.Set(&proto.CMListenReply{Listener: h, Port: l.Port()})
+	x.cmListeners[h] = l
+	rep.Set(&proto.CMListenReply{Listener: h, Port: port})
 	return nil
 }
 

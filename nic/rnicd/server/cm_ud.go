@@ -37,28 +37,13 @@ func handleCMListenUD(s *Session, req *Request, rep *Reply) error {
 	if err != nil {
 		return err
 	}
-	x := extOf(s)
-	x.mu.Lock()
-	err = x.reserveCMID()
-	x.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	l, err := cm.CMListenUD(m.Port)
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if err == nil && x.closed {
-		l.Close()
-		err = errSessionGone
-	}
-	if err != nil {
-		x.cmIDs--
-		return err
-	}
-	h := x.newHandle()
-	x.cmListeners[h] = &cmListener{ud: l}
-	rep.Set(&proto.CMListenReply{Listener: h, Port: l.Port()})
-	return nil
+	return extOf(s).addListener(rep, func() (*cmListener, uint16, error) {
+		l, err := cm.CMListenUD(m.Port)
+		if err != nil {
+			return nil, 0, err
+		}
+		return &cmListener{ud: l}, l.Port(), nil
+	})
 }
 
 // getUDRequest is CM_GET_REQUEST on a UD listener.
