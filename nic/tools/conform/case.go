@@ -67,6 +67,9 @@ type Break struct {
 	Name  string
 	Out   FrameFault
 	In    FrameFault
+	// Fresh, for faults with state (the n-th frame of a kind), returns a
+	// new pair for each run; they apply after Out and In.
+	Fresh func() (out, in FrameFault)
 	Apply func(d *SelfDUT) (restore func())
 }
 

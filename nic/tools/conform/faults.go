@@ -91,3 +91,74 @@ func EditIn(edit func(pkt []byte)) FrameFault {
 // ResealIn re-seals every frame the DUT receives: a DUT that does not
 // check the ICRC.
 func ResealIn() FrameFault { return EditIn(func([]byte) {}) }
+
+// chain applies a, then b (either may be nil).
+func chain(a, b FrameFault) FrameFault {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return func(f []byte) []byte {
+		if f = a(f); f == nil {
+			return nil
+		}
+		return b(f)
+	}
+}
+
+// opOf returns the BTH opcode of a RoCEv2 frame, without judging the
+// rest of it.
+func opOf(b []byte) (wire.Opcode, bool) {
+	l3, n, ok := ipHeader(b)
+	if !ok || len(b) < l3+n+wire.UDPLen+wire.BTHLen {
+		return 0, false
+	}
+	return wire.Opcode(b[l3+n+wire.UDPLen]), true
+}
+
+// Nth applies f to the n-th frame (1-based) with opcode op only; the
+// count is the fault's state, so use it from Break.Fresh.
+func Nth(n int, op wire.Opcode, f FrameFault) FrameFault {
+	seen := 0
+	return func(b []byte) []byte {
+		if o, ok := opOf(b); ok && o == op {
+			if seen++; seen == n {
+				return f(b)
+			}
+		}
+		return b
+	}
+}
+
+// Drop drops the frame.
+func Drop(b []byte) []byte { return nil }
+
+// SetInPSN adds delta to the PSN of a received frame: with Nth, a DUT
+// that takes a duplicate for a new request.
+func SetInPSN(delta int) FrameFault {
+	return EditIn(func(pkt []byte) {
+		bth := wire.BTH(pkt)
+		bth.SetPSN(wire.PSNAdd(bth.PSN(), delta))
+	})
+}
+
+// OutFresh and InFresh wrap one stateful fault as a Break.Fresh.
+func OutFresh(mk func() FrameFault) func() (FrameFault, FrameFault) {
+	return func() (FrameFault, FrameFault) { return mk(), nil }
+}
+
+func InFresh(mk func() FrameFault) func() (FrameFault, FrameFault) {
+	return func() (FrameFault, FrameFault) { return nil, mk() }
+}
+
+// RewriteNAK turns NAKs with code from into code to.
+func RewriteNAK(from, to wire.NAKCode) FrameFault {
+	return RewriteAETH(func(s wire.Syndrome, msn uint32) (wire.Syndrome, uint32) {
+		if s.Type() == wire.AckTypeNAK && s.NAK() == from {
+			return wire.NAKSyndrome(to), msn
+		}
+		return s, msn
+	})
+}

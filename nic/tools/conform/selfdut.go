@@ -7,7 +7,6 @@ package conform
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/netip"
@@ -108,7 +107,12 @@ func (d *SelfDUT) Config() (*Config, error) {
 
 // Breaker applies b to the DUT and returns its undo.
 func (d *SelfDUT) Breaker(b *Break) (restore func()) {
-	d.Link.Set(b.Out, b.In)
+	out, in := b.Out, b.In
+	if b.Fresh != nil {
+		fo, fi := b.Fresh()
+		out, in = chain(out, fo), chain(in, fi)
+	}
+	d.Link.Set(out, in)
 	var undo func()
 	if b.Apply != nil {
 		undo = b.Apply(d)
@@ -199,4 +203,3 @@ func (l *FaultLink) ReleaseSourcePort(port uint16) {
 	}
 }
 
-var _ = fmt.Sprint
