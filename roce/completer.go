@@ -382,6 +382,13 @@ func (qp *QP) handleReadResponse(p *wire.Packet, psn uint32) {
 	case k == w.npkts-1:
 		want = wire.PosLast
 	}
+	if k > 0 && k == w.readFrom && (want == wire.PosMiddle && info.Pos == wire.PosFirst ||
+		want == wire.PosLast && info.Pos == wire.PosOnly) {
+		// A retried READ asked for the rest from packet k as a request
+		// of its own: the responder may answer it as a new message,
+		// First or Only (rxe does), or continue the old one.
+		want = info.Pos
+	}
 	payload := p.Payload()
 	wantLen := min(qp.mtu, w.length-k*qp.mtu)
 	if info.Pos != want || len(payload) != wantLen {

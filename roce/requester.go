@@ -33,6 +33,7 @@ type swqe struct {
 	done     bool   // acknowledged or fully answered
 	rdAtomic bool   // READ or atomic: completed by a response
 	rcvd     int    // READ response packets placed so far
+	readFrom int    // the packet the last READ request asked from (> 0: a retry)
 	credit   bool   // consumes a receive WQE at the responder
 	local    bool   // LOCAL_INV: never on the wire
 	errSt    verbs.WCStatus
@@ -431,6 +432,9 @@ func (qp *QP) sendRequest(w *swqe, k int) bool {
 	}
 	info := op.Info()
 	psn := wire.PSNAdd(w.firstPSN, k)
+	if w.wr.Opcode == verbs.WRRDMARead {
+		w.readFrom = k
+	}
 	var h wire.Headers
 	h.BTH.Opcode = op
 	h.BTH.PSN = psn

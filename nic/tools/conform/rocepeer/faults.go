@@ -105,3 +105,33 @@ func (r *Repeats) Fault(b []byte) []byte {
 	r.seen[k] = true
 	return b
 }
+
+// Once passes the first frame match accepts and drops every later one: a
+// DUT that never asks again. Reset starts over (a Break's Apply calls it).
+type Once struct {
+	Match func(p *wire.Packet) bool
+	mu    sync.Mutex
+	seen  bool
+}
+
+// Reset forgets the frame passed.
+func (o *Once) Reset() {
+	o.mu.Lock()
+	o.seen = false
+	o.mu.Unlock()
+}
+
+// Fault is the frame fault.
+func (o *Once) Fault(b []byte) []byte {
+	var f wire.Frame
+	if f.Decode(b, 0) != nil || !o.Match(&f.Packet) {
+		return b
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.seen {
+		return nil
+	}
+	o.seen = true
+	return b
+}
