@@ -32,7 +32,21 @@ type mrObj struct {
 	buf ibv.Buffer
 }
 
-type qpObj struct{ qp ibv.QP }
+type qpObj struct {
+	qp  ibv.QP
+	pd  ibv.PD
+	ahs []ibv.AH // address handles of the QP's UD sends, destroyed with it
+}
+
+// destroy destroys the QP, then its address handles.
+func (o *qpObj) destroy() error {
+	err := o.qp.Destroy()
+	for _, ah := range o.ahs {
+		ah.Destroy()
+	}
+	o.ahs = nil
+	return err
+}
 
 func newSession(s *Server, c net.Conn) *session {
 	_, at := s.events.since(1<<62, 0) // only events from now on
@@ -207,7 +221,7 @@ func destroy(o any) {
 	case ibv.CMListener:
 		o.Close()
 	case *qpObj:
-		o.qp.Destroy()
+		o.destroy()
 	case ibv.CQ:
 		o.Destroy()
 	case *mrObj:

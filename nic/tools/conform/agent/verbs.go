@@ -106,7 +106,7 @@ func (s *session) opCreateQP(req agentproto.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return agentproto.QPInfo{H: s.add(&qpObj{qp}), QPN: qp.QPN(), Cap: capOf(qp.Cap())}, nil
+	return agentproto.QPInfo{H: s.add(&qpObj{qp: qp, pd: pd.pd}), QPN: qp.QPN(), Cap: capOf(qp.Cap())}, nil
 }
 
 func (s *session) qp(h uint32) (ibv.QP, error) {
@@ -156,11 +156,11 @@ func (s *session) opDestroyQP(req agentproto.Request) (any, error) {
 	if err := args(req, &a); err != nil {
 		return nil, err
 	}
-	qp, err := s.qp(a.H)
+	o, err := get[*qpObj](s, a.H, "QP")
 	if err != nil {
 		return nil, err
 	}
-	if err := qp.Destroy(); err != nil {
+	if err := o.destroy(); err != nil {
 		return nil, err
 	}
 	delete(s.objs, a.H)
@@ -180,7 +180,7 @@ func (s *session) opPostSend(req agentproto.Request) (any, error) {
 	if err := args(req, &a); err != nil {
 		return nil, err
 	}
-	qp, err := s.qp(a.QP)
+	o, err := get[*qpObj](s, a.QP, "QP")
 	if err != nil {
 		return nil, err
 	}
@@ -194,11 +194,18 @@ func (s *session) opPostSend(req agentproto.Request) (any, error) {
 			if err != nil {
 				return nil, fail(agentproto.CodeBadRequest, err)
 			}
-			wr.AH = &av
+			// A UD send names its destination by an address handle
+			// of the device (ibv_create_ah), not a bare vector.
+			ah, err := s.dev.CreateAH(o.pd, av)
+			if err != nil {
+				return nil, err
+			}
+			o.ahs = append(o.ahs, ah)
+			wr.AH = ah.AV()
 		}
 		wrs[i] = wr
 	}
-	return nil, qp.PostSend(wrs...)
+	return nil, o.qp.PostSend(wrs...)
 }
 
 func (s *session) opPostRecv(req agentproto.Request) (any, error) {

@@ -135,3 +135,38 @@ func (o *Once) Fault(b []byte) []byte {
 	o.seen = true
 	return b
 }
+
+// SetTTL rewrites the IPv4 TTL (or IPv6 hop limit) of every RoCEv2 frame
+// and fixes the IPv4 header checksum; the ICRC does not cover the field.
+func SetTTL(ttl uint8) func([]byte) []byte {
+	return func(b []byte) []byte {
+		var f wire.Frame
+		if f.Decode(b, 0) != nil {
+			return b
+		}
+		ip := f.IP()
+		if f.IPv6 {
+			ip[7] = ttl
+			return b
+		}
+		ip[8] = ttl
+		ip[10], ip[11] = 0, 0
+		s := ^ipSum(ip)
+		ip[10], ip[11] = byte(s>>8), byte(s)
+		return b
+	}
+}
+
+// CutUD shortens the payload of UD SENDs longer than n bytes to n (the
+// lengths and the ICRC follow): a DUT that truncates instead of dropping.
+func CutUD(n int) func([]byte) []byte {
+	return func(b []byte) []byte {
+		var f wire.Frame
+		if f.Decode(b, 0) != nil || f.Packet.Opcode().Transport() != wire.TransportUD || len(f.Packet.Payload()) <= n {
+			return b
+		}
+		e := f.Encap()
+		h := f.Packet.Headers()
+		return wire.AppendFrame(nil, &e, &h, f.Packet.Payload()[:n])
+	}
+}
