@@ -149,8 +149,8 @@ func udPost(r *Run, n int, qkey uint32) error {
 		return err
 	}
 	return r.Agent.PostSend(r.QP.H, agentproto.SendWR{ID: 1, Opcode: uint8(verbs.WRSend), Flags: uint8(verbs.SendSignaled),
-		SGL: []agentproto.SGE{{Addr: mr.Addr, Len: uint32(n), LKey: mr.LKey}},
-		AH:  &agentproto.AV{DGID: r.Cfg.TesterAddr.String(), SGIDIndex: sgid, HopLimit: 64},
+		SGL:       []agentproto.SGE{{Addr: mr.Addr, Len: uint32(n), LKey: mr.LKey}},
+		AH:        &agentproto.AV{DGID: r.Cfg.TesterAddr.String(), SGIDIndex: sgid, HopLimit: 64},
 		RemoteQPN: r.TesterQPN, RemoteQKey: qkey})
 }
 
