@@ -275,11 +275,11 @@ func (o Opt[T]) ok(v T) bool { return !o.Set || o.V == v }
 type WCWant struct {
 	Status   verbs.WCStatus
 	AnyError bool
-	ID     Opt[uint64]
-	Opcode Opt[verbs.WCOpcode]
-	Len    Opt[uint32]
-	Imm    Opt[uint32]
-	Flags  Opt[verbs.WCFlags]
+	ID       Opt[uint64]
+	Opcode   Opt[verbs.WCOpcode]
+	Len      Opt[uint32]
+	Imm      Opt[uint32]
+	Flags    Opt[verbs.WCFlags]
 	// InvRKey wants the invalidated rkey of the named MR.
 	InvMR string
 }
