@@ -64,9 +64,9 @@ type Deviation struct {
 // returns how to undo it.
 type Break struct {
 	// Name says what the broken DUT does wrong.
-	Name  string
-	Out   FrameFault
-	In    FrameFault
+	Name string
+	Out  FrameFault
+	In   FrameFault
 	// Fresh, for faults with state (the n-th frame of a kind), returns a
 	// new pair for each run; they apply after Out and In.
 	Fresh func() (out, in FrameFault)

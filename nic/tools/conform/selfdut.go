@@ -202,4 +202,3 @@ func (l *FaultLink) ReleaseSourcePort(port uint16) {
 		sp.ReleaseSourcePort(port)
 	}
 }
-
