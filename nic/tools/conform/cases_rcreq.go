@@ -32,7 +32,7 @@ func reqAttrs(timeout, retry, rnrRetry uint8) func(a *QPAttrs) {
 // ackAt acknowledges the DUT's requests up to rel.
 func ackAt(rel int) Step {
 	return Func{Name: "ACK", F: func(r *Run) error {
-		_, err := sendPeer(r, responder(r).ACK(r.DUTPSN(rel)))
+		_, err := sendPeer(r, peerResponder(r).ACK(r.DUTPSN(rel)))
 		return err
 	}}
 }
@@ -46,13 +46,13 @@ func ackTimerCases() []Case {
 			Steps: []Step{
 				Post{wrSend(1, 0, 64)},
 				Func{Name: "retransmission within the timeout's window", F: func(r *Run) error {
-					f0, err := requestAt(r, "SEND", DefaultWithin, 0, wire.RCSendOnly)
+					f0, err := dutRequestAt(r, "SEND", DefaultWithin, 0, wire.RCSendOnly)
 					if err != nil {
 						return err
 					}
 					w := rocepeer.AckTimeoutWindow(r.Attrs.Timeout)
 					w.Hi = r.Bound(w.Hi)
-					f1, err := requestAt(r, "retransmission", w.Hi, 0, wire.RCSendOnly)
+					f1, err := dutRequestAt(r, "retransmission", w.Hi, 0, wire.RCSendOnly)
 					if err != nil {
 						return err
 					}
@@ -60,7 +60,7 @@ func ackTimerCases() []Case {
 					return w.Check("retransmission", f1.At.Sub(f0.At))
 				}},
 				ackAt(0),
-				Poll{Want: []WCWant{ok(1)}},
+				Poll{Want: []WCWant{wcOK(1)}},
 			},
 			Break: repeatsBreak(),
 		},
@@ -84,7 +84,7 @@ func retryExhausted(id string, retry uint8, dev []Deviation) Case {
 			Func{Name: "count transmissions", F: func(r *Run) error {
 				quiet := rocepeer.AckTimeoutWindow(r.Attrs.Timeout).Hi
 				// The second SEND (psn+1) rides along; count the first.
-				n, err := transmissions(r, 0, 1, quiet, int(r.Attrs.RetryCnt)+4, nil)
+				n, err := dutTransmissions(r, 0, 1, quiet, int(r.Attrs.RetryCnt)+4, nil)
 				if err != nil {
 					return err
 				}
@@ -93,7 +93,7 @@ func retryExhausted(id string, retry uint8, dev []Deviation) Case {
 				}
 				return nil
 			}},
-			Poll{Want: []WCWant{failed(1, verbs.WCRetryExcErr), failed(2, verbs.WCWRFlushErr)}},
+			Poll{Want: []WCWant{wcFailed(1, verbs.WCRetryExcErr), wcFailed(2, verbs.WCWRFlushErr)}},
 			QPState(verbs.QPSErr),
 		},
 		Break: repeatsBreak(),
@@ -113,8 +113,8 @@ func rnrCases() []Case {
 			Steps: []Step{
 				Post{wrSend(1, 0, 64)},
 				Func{Name: "RNR NAK every transmission", F: func(r *Run) error {
-					n, err := transmissions(r, 0, 0, DefaultQuiet, 8, func(f *Frame) error {
-						_, err := sendPeer(r, responder(r).RNRNAK(f.H.BTH.PSN, 1))
+					n, err := dutTransmissions(r, 0, 0, DefaultQuiet, 8, func(f *Frame) error {
+						_, err := sendPeer(r, peerResponder(r).RNRNAK(f.H.BTH.PSN, 1))
 						return err
 					})
 					if err == nil && n != int(r.Attrs.RNRRetry)+1 {
@@ -122,7 +122,7 @@ func rnrCases() []Case {
 					}
 					return err
 				}},
-				Poll{Want: []WCWant{failed(1, verbs.WCRNRRetryExcErr)}},
+				Poll{Want: []WCWant{wcFailed(1, verbs.WCRNRRetryExcErr)}},
 				QPState(verbs.QPSErr),
 			},
 			Break: repeatsBreak(),
@@ -135,11 +135,11 @@ func rnrCases() []Case {
 				Post{wrSend(1, 0, 64)},
 				Func{Name: "nine RNR NAKs, then an ACK", F: func(r *Run) error {
 					k := 0
-					n, err := transmissions(r, 0, 0, DefaultQuiet, 12, func(f *Frame) error {
+					n, err := dutTransmissions(r, 0, 0, DefaultQuiet, 12, func(f *Frame) error {
 						k++
-						p := responder(r).RNRNAK(f.H.BTH.PSN, 1)
+						p := peerResponder(r).RNRNAK(f.H.BTH.PSN, 1)
 						if k == 10 {
-							p = responder(r).ACK(f.H.BTH.PSN)
+							p = peerResponder(r).ACK(f.H.BTH.PSN)
 						}
 						_, err := sendPeer(r, p)
 						return err
@@ -149,7 +149,7 @@ func rnrCases() []Case {
 					}
 					return err
 				}},
-				Poll{Want: []WCWant{ok(1)}},
+				Poll{Want: []WCWant{wcOK(1)}},
 				QPState(verbs.QPSRTS),
 			},
 			Break: repeatsBreak(),
@@ -161,22 +161,22 @@ func rnrCases() []Case {
 			Steps: []Step{
 				Post{wrSend(1, 0, 64), wrSend(2, 64, 64)},
 				Func{Name: "both SENDs, RNR NAK the second", F: func(r *Run) error {
-					if _, err := requestAt(r, "first SEND", DefaultWithin, 0, wire.RCSendOnly); err != nil {
+					if _, err := dutRequestAt(r, "first SEND", DefaultWithin, 0, wire.RCSendOnly); err != nil {
 						return err
 					}
-					if _, err := requestAt(r, "second SEND", DefaultWithin, 1, wire.RCSendOnly); err != nil {
+					if _, err := dutRequestAt(r, "second SEND", DefaultWithin, 1, wire.RCSendOnly); err != nil {
 						return err
 					}
-					_, err := sendPeer(r, responder(r).RNRNAK(r.DUTPSN(1), 18))
+					_, err := sendPeer(r, peerResponder(r).RNRNAK(r.DUTPSN(1), 18))
 					return err
 				}},
-				Poll{Want: []WCWant{ok(1)}, Within: 500 * time.Millisecond},
+				Poll{Want: []WCWant{wcOK(1)}, Within: 500 * time.Millisecond},
 				Func{Name: "the second SEND again", F: func(r *Run) error {
-					_, err := requestAt(r, "resent SEND", DefaultWithin, 1, wire.RCSendOnly)
+					_, err := dutRequestAt(r, "resent SEND", DefaultWithin, 1, wire.RCSendOnly)
 					return err
 				}},
 				ackAt(1),
-				Poll{Want: []WCWant{ok(2)}},
+				Poll{Want: []WCWant{wcOK(2)}},
 			},
 			Break: inBreak("reads an RNR NAK's PSN one lower", rocepeer.Syndromes(wire.AckTypeRNRNAK), shiftPSN(-1)),
 		},
@@ -193,16 +193,16 @@ func rnrWait(code uint8) Case {
 		Steps: []Step{
 			Post{wrSend(1, 0, 64)},
 			Func{Name: "RNR NAK, then time the resend", F: func(r *Run) error {
-				if _, err := requestAt(r, "SEND", DefaultWithin, 0, wire.RCSendOnly); err != nil {
+				if _, err := dutRequestAt(r, "SEND", DefaultWithin, 0, wire.RCSendOnly); err != nil {
 					return err
 				}
-				at, err := sendPeer(r, responder(r).RNRNAK(r.DUTPSN(0), code))
+				at, err := sendPeer(r, peerResponder(r).RNRNAK(r.DUTPSN(0), code))
 				if err != nil {
 					return err
 				}
 				w := rocepeer.RNRWindow(code)
 				w.Hi = r.Bound(w.Hi)
-				f, err := requestAt(r, "resent SEND", w.Hi, 0, wire.RCSendOnly)
+				f, err := dutRequestAt(r, "resent SEND", w.Hi, 0, wire.RCSendOnly)
 				if err != nil {
 					return err
 				}
@@ -211,7 +211,7 @@ func rnrWait(code uint8) Case {
 				return w.Check("resend", d)
 			}},
 			ackAt(0),
-			Poll{Want: []WCWant{ok(1)}},
+			Poll{Want: []WCWant{wcOK(1)}},
 		},
 		Break: inBreak("reads every RNR NAK as timer code 1 (0.01 ms)", rocepeer.Syndromes(wire.AckTypeRNRNAK),
 			rocepeer.SetSyndrome(wire.RNRNAKSyndrome(1))),
@@ -230,16 +230,16 @@ func nakCases() []Case {
 			Steps: []Step{
 				Post{wrSend(1, 0, 64), wrSend(2, 64, 64)},
 				Func{Name: "both SENDs, NAK the second", F: func(r *Run) error {
-					if _, err := requestAt(r, "first SEND", DefaultWithin, 0, wire.RCSendOnly); err != nil {
+					if _, err := dutRequestAt(r, "first SEND", DefaultWithin, 0, wire.RCSendOnly); err != nil {
 						return err
 					}
-					if _, err := requestAt(r, "second SEND", DefaultWithin, 1, wire.RCSendOnly); err != nil {
+					if _, err := dutRequestAt(r, "second SEND", DefaultWithin, 1, wire.RCSendOnly); err != nil {
 						return err
 					}
-					_, err := sendPeer(r, responder(r).NAK(r.DUTPSN(1), wire.NAKRemoteAccess))
+					_, err := sendPeer(r, peerResponder(r).NAK(r.DUTPSN(1), wire.NAKRemoteAccess))
 					return err
 				}},
-				Poll{Want: []WCWant{ok(1), failed(2, verbs.WCRemAccessErr)}},
+				Poll{Want: []WCWant{wcOK(1), wcFailed(2, verbs.WCRemAccessErr)}},
 				QPState(verbs.QPSErr),
 			},
 			Break: inBreak("reads a NAK's PSN one lower", rocepeer.Syndromes(wire.AckTypeNAK), shiftPSN(-1)),
@@ -252,25 +252,25 @@ func nakCases() []Case {
 				Post{wrSend(1, 0, 64), wrSend(2, 64, 64), wrSend(3, 128, 64)},
 				Func{Name: "three SENDs, NAK sequence error at the second", F: func(r *Run) error {
 					for i := range 3 {
-						if _, err := requestAt(r, "SEND", DefaultWithin, i, wire.RCSendOnly); err != nil {
+						if _, err := dutRequestAt(r, "SEND", DefaultWithin, i, wire.RCSendOnly); err != nil {
 							return err
 						}
 					}
-					_, err := sendPeer(r, responder(r).NAK(r.DUTPSN(1), wire.NAKPSNSeqError))
+					_, err := sendPeer(r, peerResponder(r).NAK(r.DUTPSN(1), wire.NAKPSNSeqError))
 					return err
 				}},
-				Poll{Want: []WCWant{ok(1)}, Within: 500 * time.Millisecond},
+				Poll{Want: []WCWant{wcOK(1)}, Within: 500 * time.Millisecond},
 				Func{Name: "resent from the NAKed PSN before the ACK timeout", F: func(r *Run) error {
 					// timeout 18 is 1.07 s: a resend this soon answers the NAK.
 					for i := 1; i < 3; i++ {
-						if _, err := requestAt(r, "resent SEND", 500*time.Millisecond, i, wire.RCSendOnly); err != nil {
+						if _, err := dutRequestAt(r, "resent SEND", 500*time.Millisecond, i, wire.RCSendOnly); err != nil {
 							return err
 						}
 					}
 					return nil
 				}},
 				ackAt(2),
-				Poll{Want: []WCWant{ok(2), ok(3)}},
+				Poll{Want: []WCWant{wcOK(2), wcOK(3)}},
 			},
 			Break: repeatsBreak(),
 		},
@@ -289,18 +289,18 @@ func nakError(id, sec string, c wire.NAKCode, st verbs.WCStatus, other wire.NAKC
 			Post{{ID: 1, Op: verbs.WRRDMAWrite, Local: []Seg{{MR: DefaultMR, Len: 64}}, Remote: 0x10000, RKey: 0x1234},
 				wrSend(2, 64, 64)},
 			Func{Name: "NAK the WRITE", F: func(r *Run) error {
-				if _, err := requestAt(r, "WRITE", DefaultWithin, 0, wire.RCWriteOnly); err != nil {
+				if _, err := dutRequestAt(r, "WRITE", DefaultWithin, 0, wire.RCWriteOnly); err != nil {
 					return err
 				}
-				_, err := sendPeer(r, responder(r).NAK(r.DUTPSN(0), c))
+				_, err := sendPeer(r, peerResponder(r).NAK(r.DUTPSN(0), c))
 				return err
 			}},
-			Poll{Want: []WCWant{failed(1, st), failed(2, verbs.WCWRFlushErr)}},
+			Poll{Want: []WCWant{wcFailed(1, st), wcFailed(2, verbs.WCWRFlushErr)}},
 			QPState(verbs.QPSErr),
 			Func{Name: "no retransmission", F: func(r *Run) error {
 				// The SEND may have left before the NAK arrived; after it,
 				// neither request may come again (timeout 12: 17 ms).
-				_, err := transmissions(r, 0, 1, 200*time.Millisecond, 0, nil)
+				_, err := dutTransmissions(r, 0, 1, 200*time.Millisecond, 0, nil)
 				return err
 			}},
 		},
@@ -317,7 +317,7 @@ const (
 )
 
 // readPattern is what the tester's "memory" returns to a READ.
-func readPattern(n int) []byte {
+func peerReadData(n int) []byte {
 	b := make([]byte, n)
 	for i := range b {
 		b[i] = byte(0xA0 + i%61)
@@ -334,16 +334,6 @@ func wrFetchAdd(id uint64, off uint64, add uint64) WR {
 		Remote: peerVA + 0x100, RKey: peerRKey, CompareAdd: add}
 }
 
-// le64 is an atomic's original value as the DUT stores it in its local
-// buffer (host order; the DUTs conform meets are little-endian).
-func le64(v uint64) []byte {
-	b := make([]byte, 8)
-	for i := range b {
-		b[i] = byte(v >> (8 * i))
-	}
-	return b
-}
-
 // answerAll answers every DUT request still arriving for d: READs with
 // readPattern, atomics with orig (a replay: the saved result), SENDs and
 // WRITEs with an ACK.
@@ -357,11 +347,11 @@ func answerAll(r *Run, d time.Duration, orig uint64) error {
 			return err
 		}
 		r.Note("%s", describeRequest(r, &f))
-		resp := responder(r)
+		resp := peerResponder(r)
 		var ps []rocepeer.Packet
 		switch f.Op().Info().Kind {
 		case wire.KindReadRequest:
-			ps = resp.ReadResponses(f.H.BTH.PSN, readPattern(int(f.H.RETH.Length)), r.Attrs.PathMTU.Bytes())
+			ps = resp.ReadResponses(f.H.BTH.PSN, peerReadData(int(f.H.RETH.Length)), r.Attrs.PathMTU.Bytes())
 		case wire.KindFetchAdd, wire.KindCmpSwap:
 			ps = []rocepeer.Packet{resp.AtomicAck(f.H.BTH.PSN, orig)}
 		default:
@@ -385,27 +375,27 @@ func impliedCases() []Case {
 			Steps: []Step{
 				Post{wrRead(1, 0, 64), wrFetchAdd(2, 128, 5)},
 				Func{Name: "answer only the atomic", F: func(r *Run) error {
-					if _, err := requestAt(r, "READ", DefaultWithin, 0, wire.RCReadRequest); err != nil {
+					if _, err := dutRequestAt(r, "READ", DefaultWithin, 0, wire.RCReadRequest); err != nil {
 						return err
 					}
-					if _, err := requestAt(r, "FetchAdd", DefaultWithin, 1, wire.RCFetchAdd); err != nil {
+					if _, err := dutRequestAt(r, "FetchAdd", DefaultWithin, 1, wire.RCFetchAdd); err != nil {
 						return err
 					}
-					_, err := sendPeer(r, responder(r).AtomicAck(r.DUTPSN(1), orig))
+					_, err := sendPeer(r, peerResponder(r).AtomicAck(r.DUTPSN(1), orig))
 					return err
 				}},
 				Func{Name: "the READ again, before the ACK timeout", F: func(r *Run) error {
-					_, err := requestAt(r, "resent READ", 500*time.Millisecond, 0, wire.RCReadRequest)
+					_, err := dutRequestAt(r, "resent READ", 500*time.Millisecond, 0, wire.RCReadRequest)
 					if err == nil {
-						_, err = sendPeer(r, responder(r).ReadResponses(r.DUTPSN(0), readPattern(64), r.Attrs.PathMTU.Bytes())...)
+						_, err = sendPeer(r, peerResponder(r).ReadResponses(r.DUTPSN(0), peerReadData(64), r.Attrs.PathMTU.Bytes())...)
 					}
 					if err == nil {
 						err = answerAll(r, 100*time.Millisecond, orig)
 					}
 					return err
 				}},
-				Poll{Want: []WCWant{ok(1), ok(2)}},
-				Memory{MR: DefaultMR, Off: 0, Want: readPattern(64)},
+				Poll{Want: []WCWant{wcOK(1), wcOK(2)}},
+				Memory{MR: DefaultMR, Off: 0, Want: peerReadData(64)},
 				Memory{MR: DefaultMR, Off: 128, Want: le64(orig)},
 			},
 			Break: repeatsBreak(),
@@ -417,28 +407,28 @@ func impliedCases() []Case {
 			Steps: []Step{
 				Post{wrFetchAdd(1, 128, 5), wrRead(2, 0, 64)},
 				Func{Name: "answer only the READ", F: func(r *Run) error {
-					if _, err := requestAt(r, "FetchAdd", DefaultWithin, 0, wire.RCFetchAdd); err != nil {
+					if _, err := dutRequestAt(r, "FetchAdd", DefaultWithin, 0, wire.RCFetchAdd); err != nil {
 						return err
 					}
-					if _, err := requestAt(r, "READ", DefaultWithin, 1, wire.RCReadRequest); err != nil {
+					if _, err := dutRequestAt(r, "READ", DefaultWithin, 1, wire.RCReadRequest); err != nil {
 						return err
 					}
-					_, err := sendPeer(r, responder(r).ReadResponses(r.DUTPSN(1), readPattern(64), r.Attrs.PathMTU.Bytes())...)
+					_, err := sendPeer(r, peerResponder(r).ReadResponses(r.DUTPSN(1), peerReadData(64), r.Attrs.PathMTU.Bytes())...)
 					return err
 				}},
 				Func{Name: "the atomic again, before the ACK timeout", F: func(r *Run) error {
-					_, err := requestAt(r, "resent FetchAdd", 500*time.Millisecond, 0, wire.RCFetchAdd)
+					_, err := dutRequestAt(r, "resent FetchAdd", 500*time.Millisecond, 0, wire.RCFetchAdd)
 					if err == nil {
-						_, err = sendPeer(r, responder(r).AtomicAck(r.DUTPSN(0), orig))
+						_, err = sendPeer(r, peerResponder(r).AtomicAck(r.DUTPSN(0), orig))
 					}
 					if err == nil {
 						err = answerAll(r, 100*time.Millisecond, orig)
 					}
 					return err
 				}},
-				Poll{Want: []WCWant{ok(1), ok(2)}},
+				Poll{Want: []WCWant{wcOK(1), wcOK(2)}},
 				Memory{MR: DefaultMR, Off: 128, Want: le64(orig)},
-				Memory{MR: DefaultMR, Off: 0, Want: readPattern(64)},
+				Memory{MR: DefaultMR, Off: 0, Want: peerReadData(64)},
 			},
 			Break: repeatsBreak(),
 		},
@@ -449,17 +439,17 @@ func impliedCases() []Case {
 			Steps: []Step{
 				Post{wrSend(1, 256, 64), wrRead(2, 0, 64)},
 				Func{Name: "answer only the READ", F: func(r *Run) error {
-					if _, err := requestAt(r, "SEND", DefaultWithin, 0, wire.RCSendOnly); err != nil {
+					if _, err := dutRequestAt(r, "SEND", DefaultWithin, 0, wire.RCSendOnly); err != nil {
 						return err
 					}
-					if _, err := requestAt(r, "READ", DefaultWithin, 1, wire.RCReadRequest); err != nil {
+					if _, err := dutRequestAt(r, "READ", DefaultWithin, 1, wire.RCReadRequest); err != nil {
 						return err
 					}
-					_, err := sendPeer(r, responder(r).ReadResponses(r.DUTPSN(1), readPattern(64), r.Attrs.PathMTU.Bytes())...)
+					_, err := sendPeer(r, peerResponder(r).ReadResponses(r.DUTPSN(1), peerReadData(64), r.Attrs.PathMTU.Bytes())...)
 					return err
 				}},
-				Poll{Want: []WCWant{ok(1), ok(2)}, Within: time.Second},
-				Memory{MR: DefaultMR, Off: 0, Want: readPattern(64)},
+				Poll{Want: []WCWant{wcOK(1), wcOK(2)}, Within: time.Second},
+				Memory{MR: DefaultMR, Off: 0, Want: peerReadData(64)},
 				ExpectNone{What: "a retransmission", For: 200 * time.Millisecond},
 			},
 			Break: &Break{Name: "loses READ responses", In: rocepeer.Drop(rocepeer.Opcodes(wire.RCReadResponseOnly))},
@@ -472,14 +462,14 @@ func impliedCases() []Case {
 				Post{wrSend(1, 0, 64), wrSend(2, 64, 64), wrSend(3, 128, 64)},
 				Func{Name: "three SENDs, one ACK", F: func(r *Run) error {
 					for i := range 3 {
-						if _, err := requestAt(r, "SEND", DefaultWithin, i, wire.RCSendOnly); err != nil {
+						if _, err := dutRequestAt(r, "SEND", DefaultWithin, i, wire.RCSendOnly); err != nil {
 							return err
 						}
 					}
-					_, err := sendPeer(r, responder(r).ACK(r.DUTPSN(2)))
+					_, err := sendPeer(r, peerResponder(r).ACK(r.DUTPSN(2)))
 					return err
 				}},
-				Poll{Want: []WCWant{ok(1), ok(2), ok(3)}, Within: 50 * time.Millisecond},
+				Poll{Want: []WCWant{wcOK(1), wcOK(2), wcOK(3)}, Within: 50 * time.Millisecond},
 			},
 			Break: inBreak("reads an ACK's PSN two lower", rocepeer.Opcodes(wire.RCAck), shiftPSN(-2)),
 		},
@@ -490,16 +480,16 @@ func impliedCases() []Case {
 			Steps: []Step{
 				Post{wrSend(1, 0, 64)},
 				Func{Name: "ACK psn+5 (never sent)", F: func(r *Run) error {
-					if _, err := requestAt(r, "SEND", DefaultWithin, 0, wire.RCSendOnly); err != nil {
+					if _, err := dutRequestAt(r, "SEND", DefaultWithin, 0, wire.RCSendOnly); err != nil {
 						return err
 					}
-					_, err := sendPeer(r, responder(r).ACK(r.DUTPSN(5)))
+					_, err := sendPeer(r, peerResponder(r).ACK(r.DUTPSN(5)))
 					return err
 				}},
 				PollNone{For: 100 * time.Millisecond},
 				QPState(verbs.QPSRTS),
 				ackAt(0),
-				Poll{Want: []WCWant{ok(1)}},
+				Poll{Want: []WCWant{wcOK(1)}},
 			},
 			Break: inBreak("reads an ACK's PSN five lower", rocepeer.Opcodes(wire.RCAck), shiftPSN(-5)),
 		},
@@ -511,19 +501,19 @@ func impliedCases() []Case {
 				Post{wrSend(1, 0, 64), wrSend(2, 64, 64)},
 				Func{Name: "ACK the first SEND", F: func(r *Run) error {
 					for i := range 2 {
-						if _, err := requestAt(r, "SEND", DefaultWithin, i, wire.RCSendOnly); err != nil {
+						if _, err := dutRequestAt(r, "SEND", DefaultWithin, i, wire.RCSendOnly); err != nil {
 							return err
 						}
 					}
-					_, err := sendPeer(r, responder(r).ACK(r.DUTPSN(0)))
+					_, err := sendPeer(r, peerResponder(r).ACK(r.DUTPSN(0)))
 					return err
 				}},
-				Poll{Want: []WCWant{ok(1)}},
+				Poll{Want: []WCWant{wcOK(1)}},
 				ackAt(0),
 				PollNone{For: 100 * time.Millisecond},
 				ExpectNone{What: "a retransmission", For: 50 * time.Millisecond},
 				ackAt(1),
-				Poll{Want: []WCWant{ok(2)}},
+				Poll{Want: []WCWant{wcOK(2)}},
 			},
 			Break: inBreak("reads an ACK's PSN one higher", rocepeer.Opcodes(wire.RCAck), shiftPSN(1)),
 		},
@@ -556,15 +546,15 @@ func readOutOfOrder() Case {
 			}},
 			Func{Name: "First and Last, no Middle; the READ again from the Middle", F: func(r *Run) error {
 				mtu := r.Attrs.PathMTU.Bytes()
-				if _, err := requestAt(r, "READ", DefaultWithin, 0, wire.RCReadRequest); err != nil {
+				if _, err := dutRequestAt(r, "READ", DefaultWithin, 0, wire.RCReadRequest); err != nil {
 					return err
 				}
-				data := readPattern(3 * mtu)
-				ps := responder(r).ReadResponses(r.DUTPSN(0), data, mtu)
+				data := peerReadData(3 * mtu)
+				ps := peerResponder(r).ReadResponses(r.DUTPSN(0), data, mtu)
 				if _, err := sendPeer(r, ps[0], ps[2]); err != nil {
 					return err
 				}
-				f, err := requestAt(r, "READ for the rest", 500*time.Millisecond, 1, wire.RCReadRequest)
+				f, err := dutRequestAt(r, "READ for the rest", 500*time.Millisecond, 1, wire.RCReadRequest)
 				if err != nil {
 					return err
 				}
@@ -572,15 +562,15 @@ func readOutOfOrder() Case {
 					return fmt.Errorf("frame %d: RETH va %#x len %d rkey %#x, want va %#x len %d rkey %#x", f.No,
 						got.VA, got.Length, got.RKey, peerVA+uint64(mtu), 2*mtu, peerRKey)
 				}
-				resp := responder(r)
+				resp := peerResponder(r)
 				resp.Completed(-1) // the retry is the same READ: its MSN was counted
 				_, err = sendPeer(r, resp.ReadResponses(r.DUTPSN(1), data[mtu:], mtu)...)
 				return err
 			}},
-			Poll{Want: []WCWant{ok(1)}},
+			Poll{Want: []WCWant{wcOK(1)}},
 			Func{Name: "the data in order", F: func(r *Run) error {
 				mtu := r.Attrs.PathMTU.Bytes()
-				return Memory{MR: DefaultMR, Want: readPattern(3 * mtu)}.Do(r)
+				return Memory{MR: DefaultMR, Want: peerReadData(3 * mtu)}.Do(r)
 			}},
 		},
 		Break: &Break{Name: "never asks for a READ again", Fresh: OutFresh(func() FrameFault {
@@ -602,40 +592,40 @@ func credits() Case {
 		Steps: []Step{
 			Post{wrSend(1, 0, 64)},
 			Func{Name: "ACK with MSN 1 and no credits", F: func(r *Run) error {
-				if _, err := requestAt(r, "SEND", DefaultWithin, 0, wire.RCSendOnly); err != nil {
+				if _, err := dutRequestAt(r, "SEND", DefaultWithin, 0, wire.RCSendOnly); err != nil {
 					return err
 				}
-				resp := responder(r)
+				resp := peerResponder(r)
 				resp.Completed(1)
 				resp.Credit = 0
 				_, err := sendPeer(r, resp.ACK(r.DUTPSN(0)))
 				return err
 			}},
-			Poll{Want: []WCWant{ok(1)}},
+			Poll{Want: []WCWant{wcOK(1)}},
 			Post{wrSend(2, 64, 64), wrSend(3, 128, 64)},
 			Func{Name: "one SEND only (the limited one)", F: func(r *Run) error {
-				_, err := requestAt(r, "second SEND", DefaultWithin, 1, wire.RCSendOnly)
+				_, err := dutRequestAt(r, "second SEND", DefaultWithin, 1, wire.RCSendOnly)
 				return err
 			}},
 			ExpectNone{What: "the third SEND without a credit", For: 200 * time.Millisecond},
 			Func{Name: "ACK with MSN 2 and one credit", F: func(r *Run) error {
-				resp := responder(r)
+				resp := peerResponder(r)
 				resp.Completed(1)
 				resp.Credit = 1
 				_, err := sendPeer(r, resp.ACK(r.DUTPSN(1)))
 				return err
 			}},
 			Func{Name: "now the third SEND", F: func(r *Run) error {
-				_, err := requestAt(r, "third SEND", DefaultWithin, 2, wire.RCSendOnly)
+				_, err := dutRequestAt(r, "third SEND", DefaultWithin, 2, wire.RCSendOnly)
 				return err
 			}},
 			Func{Name: "ACK", F: func(r *Run) error {
-				resp := responder(r)
+				resp := peerResponder(r)
 				resp.Completed(1)
 				_, err := sendPeer(r, resp.ACK(r.DUTPSN(2)))
 				return err
 			}},
-			Poll{Want: []WCWant{ok(2), ok(3)}},
+			Poll{Want: []WCWant{wcOK(2), wcOK(3)}},
 		},
 		Break: inBreak("ignores credit counts", rocepeer.Opcodes(wire.RCAck),
 			rocepeer.SetSyndrome(wire.ACKSyndrome(wire.CreditsUnlimited))),
@@ -643,7 +633,7 @@ func credits() Case {
 }
 
 // fill is the DUT's outgoing data: a pattern written into DefaultMR.
-func fill(n int) []byte {
+func outData(n int) []byte {
 	b := make([]byte, n)
 	for i := range b {
 		b[i] = byte(0x30 + i%47)
@@ -670,7 +660,7 @@ func sendSegments() Case {
 				if n > int(mr.Len) {
 					return fmt.Errorf("%w: needs %d bytes", ErrNotApplicable, n)
 				}
-				if err := r.Agent.WriteMR(mr.H, 0, fill(n)); err != nil {
+				if err := r.Agent.WriteMR(mr.H, 0, outData(n)); err != nil {
 					return err
 				}
 				return r.Agent.PostSend(r.QP.H, agentproto.SendWR{ID: 1, Opcode: uint8(verbs.WRSend),
@@ -679,21 +669,21 @@ func sendSegments() Case {
 			}},
 			Func{Name: "three packets", F: func(r *Run) error {
 				mtu := r.Attrs.PathMTU.Bytes()
-				data := fill(2*mtu + 1)
+				data := outData(2*mtu + 1)
 				ops := []wire.Opcode{wire.RCSendFirst, wire.RCSendMiddle, wire.RCSendLast}
 				for i, op := range ops {
-					f, err := requestAt(r, op.String(), DefaultWithin, i, op)
+					f, err := dutRequestAt(r, op.String(), DefaultWithin, i, op)
 					if err != nil {
 						return err
 					}
-					if err := checkSegment(&f, data[i*mtu:min((i+1)*mtu, len(data))], i == 2); err != nil {
+					if err := checkDUTSegment(&f, data[i*mtu:min((i+1)*mtu, len(data))], i == 2); err != nil {
 						return err
 					}
 				}
 				return nil
 			}},
 			ackAt(2),
-			Poll{Want: []WCWant{ok(1)}},
+			Poll{Want: []WCWant{wcOK(1)}},
 		},
 		Break: outBreak("sets SE on every packet", rocepeer.Opcodes(wire.RCSendFirst, wire.RCSendMiddle),
 			func(f *wire.Frame) { f.Packet.Bytes()[1] |= 0x80 }),
@@ -702,7 +692,7 @@ func sendSegments() Case {
 
 // checkSegment checks one packet of a message: payload, pad count and
 // zero pad bytes, SE (last packet only), TVer 0, the default P_Key.
-func checkSegment(f *Frame, want []byte, last bool) error {
+func checkDUTSegment(f *Frame, want []byte, last bool) error {
 	p := &f.F.Packet
 	switch {
 	case string(p.Payload()) != string(want):
@@ -734,7 +724,7 @@ func writeHeaders() Case {
 			Func{Name: "DUT posts a WRITE with immediate of 2 MTU", F: func(r *Run) error {
 				n := 2 * r.Attrs.PathMTU.Bytes()
 				mr := r.MR(DefaultMR)
-				if err := r.Agent.WriteMR(mr.H, 0, fill(n)); err != nil {
+				if err := r.Agent.WriteMR(mr.H, 0, outData(n)); err != nil {
 					return err
 				}
 				return r.Agent.PostSend(r.QP.H, agentproto.SendWR{ID: 1, Opcode: uint8(verbs.WRRDMAWriteWithImm),
@@ -743,8 +733,8 @@ func writeHeaders() Case {
 			}},
 			Func{Name: "First with RETH, Last with ImmDt", F: func(r *Run) error {
 				mtu := r.Attrs.PathMTU.Bytes()
-				data := fill(2 * mtu)
-				f, err := requestAt(r, "WRITE First", DefaultWithin, 0, wire.RCWriteFirst)
+				data := outData(2 * mtu)
+				f, err := dutRequestAt(r, "WRITE First", DefaultWithin, 0, wire.RCWriteFirst)
 				if err != nil {
 					return err
 				}
@@ -752,16 +742,16 @@ func writeHeaders() Case {
 					return fmt.Errorf("frame %d: RETH va %#x rkey %#x len %d, want va %#x rkey %#x len %d", f.No,
 						got.VA, got.RKey, got.Length, peerVA+0x40, peerRKey, 2*mtu)
 				}
-				if err := checkSegment(&f, data[:mtu], false); err != nil {
+				if err := checkDUTSegment(&f, data[:mtu], false); err != nil {
 					return err
 				}
-				if f, err = requestAt(r, "WRITE Last with Immediate", DefaultWithin, 1, wire.RCWriteLastImm); err != nil {
+				if f, err = dutRequestAt(r, "WRITE Last with Immediate", DefaultWithin, 1, wire.RCWriteLastImm); err != nil {
 					return err
 				}
 				if f.H.Imm != imm {
 					return fmt.Errorf("frame %d: ImmDt %#x, want %#x", f.No, f.H.Imm, uint32(imm))
 				}
-				return checkSegment(&f, data[mtu:], false)
+				return checkDUTSegment(&f, data[mtu:], false)
 			}},
 			ackAt(1),
 			Poll{Want: []WCWant{{Status: verbs.WCSuccess, ID: Is[uint64](1), Opcode: Is(verbs.WCRDMAWrite)}}},
@@ -786,7 +776,7 @@ func atomicHeaders() Case {
 			Post{{ID: 1, Op: verbs.WRAtomicCmpSwp, Local: []Seg{{MR: DefaultMR, Off: 256, Len: 8}},
 				Remote: peerVA + 0x18, RKey: peerRKey, CompareAdd: cmp, Swap: swap}},
 			Func{Name: "the AtomicETH", F: func(r *Run) error {
-				f, err := requestAt(r, "CmpSwap", DefaultWithin, 0, wire.RCCmpSwap)
+				f, err := dutRequestAt(r, "CmpSwap", DefaultWithin, 0, wire.RCCmpSwap)
 				if err != nil {
 					return err
 				}
@@ -795,7 +785,7 @@ func atomicHeaders() Case {
 					return fmt.Errorf("frame %d: AtomicETH va %#x rkey %#x swap %#x compare %#x, want %#x %#x %#x %#x",
 						f.No, a.VA, a.RKey, a.SwapAdd, a.Compare, uint64(peerVA+0x18), peerRKey, uint64(swap), uint64(cmp))
 				}
-				_, err = sendPeer(r, responder(r).AtomicAck(r.DUTPSN(0), orig))
+				_, err = sendPeer(r, peerResponder(r).AtomicAck(r.DUTPSN(0), orig))
 				return err
 			}},
 			Poll{Want: []WCWant{{Status: verbs.WCSuccess, ID: Is[uint64](1), Opcode: Is(verbs.WCCompSwap)}}},

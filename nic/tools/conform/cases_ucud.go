@@ -22,7 +22,7 @@ func init() {
 }
 
 // sender is the run's requester state towards the DUT's UC or UD QP.
-func sender(r *Run) *rocepeer.Requester {
+func peerSender(r *Run) *rocepeer.Requester {
 	if q, ok := r.Vars["peer.requester"].(*rocepeer.Requester); ok {
 		return q
 	}
@@ -54,7 +54,7 @@ func ucCases() []Case {
 					if 3*mtu > 4096 {
 						return fmt.Errorf("%w: path MTU %d", ErrNotApplicable, mtu)
 					}
-					q := sender(r)
+					q := peerSender(r)
 					ps := q.UCSend(datagram(3*mtu, 1), mtu)
 					_, err := sendPeer(r, ps[0], ps[2])
 					if err == nil {
@@ -76,7 +76,7 @@ func ucCases() []Case {
 			Steps: []Step{
 				Func{Name: "WRITE Only with a bad R_Key", F: func(r *Run) error {
 					mr := r.MR(DefaultMR)
-					_, err := sendPeer(r, sender(r).UCWrite(mr.Addr, mr.RKey^badRKeyXOR, datagram(64, 3), r.Attrs.PathMTU.Bytes())...)
+					_, err := sendPeer(r, peerSender(r).UCWrite(mr.Addr, mr.RKey^badRKeyXOR, datagram(64, 3), r.Attrs.PathMTU.Bytes())...)
 					return err
 				}},
 				ExpectNone{What: "any answer to a UC request"},
@@ -84,7 +84,7 @@ func ucCases() []Case {
 				QPState(verbs.QPSRTS),
 				Func{Name: "WRITE Only with immediate and the right R_Key", F: func(r *Run) error {
 					mr := r.MR(DefaultMR)
-					q := sender(r)
+					q := peerSender(r)
 					p := q.UCWrite(mr.Addr+128, mr.RKey, datagram(32, 9), r.Attrs.PathMTU.Bytes())[0]
 					p.H.BTH.Opcode, p.H.Imm = wire.UCWriteOnlyImm, 0xC0FFEE
 					_, err := sendPeer(r, p)
@@ -116,12 +116,12 @@ func udQKeyViolation() Case {
 		Setup: Setup{QPType: verbs.QPTypeUD, Recvs: 2},
 		Steps: []Step{
 			Func{Name: "SEND with a wrong Q_Key", F: func(r *Run) error {
-				_, err := sendPeer(r, sender(r).UDSend(r.Attrs.QKey^wrong, datagram(32, 1)))
+				_, err := sendPeer(r, peerSender(r).UDSend(r.Attrs.QKey^wrong, datagram(32, 1)))
 				return err
 			}},
 			PollNone{For: 150 * time.Millisecond},
 			Func{Name: "SEND with immediate and the QP's Q_Key", F: func(r *Run) error {
-				_, err := sendPeer(r, sender(r).UDSendImm(r.Attrs.QKey, datagram(32, 2), 0x5150))
+				_, err := sendPeer(r, peerSender(r).UDSendImm(r.Attrs.QKey, datagram(32, 2), 0x5150))
 				return err
 			}},
 			Poll{Want: []WCWant{{Status: verbs.WCSuccess, ID: Is[uint64](1), Imm: Is[uint32](0x5150)}}},
@@ -156,7 +156,7 @@ func udPost(r *Run, n int, qkey uint32) error {
 
 // udDatagram takes the DUT's UD SEND and checks its DETH and payload.
 func udDatagram(r *Run, qkey uint32, n int) error {
-	f, err := request(r, "UD SEND", DefaultWithin)
+	f, err := dutRequest(r, "UD SEND", DefaultWithin)
 	if err != nil {
 		return err
 	}
@@ -169,7 +169,7 @@ func udDatagram(r *Run, qkey uint32, n int) error {
 	case d.SrcQP != r.QP.QPN:
 		return fmt.Errorf("frame %d: DETH SrcQP %#x, want the DUT's QPN %#x", f.No, d.SrcQP, r.QP.QPN)
 	}
-	return checkSegment(&f, datagram(n, 0x41), false)
+	return checkDUTSegment(&f, datagram(n, 0x41), false)
 }
 
 func udPrivilegedQKey() Case {
@@ -181,7 +181,7 @@ func udPrivilegedQKey() Case {
 		Steps: []Step{
 			Func{Name: "DUT posts a UD SEND with Q_Key 0x80000005", F: func(r *Run) error { return udPost(r, 48, controlled) }},
 			Func{Name: "the datagram carries the QP's Q_Key", F: func(r *Run) error { return udDatagram(r, r.Attrs.QKey, 48) }},
-			Poll{Want: []WCWant{ok(1)}},
+			Poll{Want: []WCWant{wcOK(1)}},
 		},
 		Break: outBreak("sends the controlled Q_Key as given", rocepeer.Opcodes(wire.UDSendOnly), func(f *wire.Frame) {
 			d := f.Packet.DETH()
@@ -201,7 +201,7 @@ func udSendFields() Case {
 		Steps: []Step{
 			Func{Name: "DUT posts a UD SEND of 61 bytes", F: func(r *Run) error { return udPost(r, 61, qkey) }},
 			Func{Name: "BTH, DETH, payload and pad", F: func(r *Run) error { return udDatagram(r, qkey, 61) }},
-			Poll{Want: []WCWant{ok(1)}},
+			Poll{Want: []WCWant{wcOK(1)}},
 		},
 		Break: outBreak("puts another QPN in the DETH's SrcQP", rocepeer.Opcodes(wire.UDSendOnly), func(f *wire.Frame) {
 			d := f.Packet.DETH()
@@ -222,13 +222,13 @@ func udTooLong() Case {
 		Setup: Setup{QPType: verbs.QPTypeUD, Recvs: 1, RecvLen: 256},
 		Steps: []Step{
 			Func{Name: "a 600-byte datagram into 256 bytes", F: func(r *Run) error {
-				_, err := sendPeer(r, sender(r).UDSend(r.Attrs.QKey, datagram(600, 5)))
+				_, err := sendPeer(r, peerSender(r).UDSend(r.Attrs.QKey, datagram(600, 5)))
 				return err
 			}},
 			PollNone{For: 150 * time.Millisecond},
 			QPState(verbs.QPSRTS),
 			Func{Name: "a 100-byte datagram", F: func(r *Run) error {
-				_, err := sendPeer(r, sender(r).UDSend(r.Attrs.QKey, datagram(100, 6)))
+				_, err := sendPeer(r, peerSender(r).UDSend(r.Attrs.QKey, datagram(100, 6)))
 				return err
 			}},
 			Poll{Want: []WCWant{{Status: verbs.WCSuccess, ID: Is[uint64](1), Len: Is[uint32](rocepeer.GRHLen + 100)}}},
@@ -251,7 +251,7 @@ func udGRH() Case {
 				if !r.DUTAddr.Unmap().Is4() {
 					return fmt.Errorf("%w: the tester and the DUT speak IPv6 (the GRH is then the IPv6 header)", ErrNotApplicable)
 				}
-				p := sender(r).UDSend(r.Attrs.QKey, datagram(64, 8))
+				p := peerSender(r).UDSend(r.Attrs.QKey, datagram(64, 8))
 				e := r.Port.Encap(r.DUTAddr)
 				b := wire.AppendFrame(nil, &e, &p.H, p.Payload)
 				var f wire.Frame
@@ -291,7 +291,7 @@ func udWCFields() Case {
 		Setup: Setup{QPType: verbs.QPTypeUD, Recvs: 1},
 		Steps: []Step{
 			Func{Name: "SEND with immediate", F: func(r *Run) error {
-				_, err := sendPeer(r, sender(r).UDSendImm(r.Attrs.QKey, datagram(20, 4), 0xABCD1234))
+				_, err := sendPeer(r, peerSender(r).UDSendImm(r.Attrs.QKey, datagram(20, 4), 0xABCD1234))
 				return err
 			}},
 			Func{Name: "the completion", F: func(r *Run) error {

@@ -15,7 +15,7 @@ import (
 
 // responder is the run's RC responder state (the tester answering the
 // DUT's requests), created on first use.
-func responder(r *Run) *rocepeer.Responder {
+func peerResponder(r *Run) *rocepeer.Responder {
 	if p, ok := r.Vars["peer.responder"].(*rocepeer.Responder); ok {
 		return p
 	}
@@ -64,7 +64,7 @@ func describeRequest(r *Run, f *Frame) string {
 
 // request takes the DUT's next frame, which must come within d (scaled)
 // and be a well-formed frame for the tester's QP.
-func request(r *Run, what string, d time.Duration) (Frame, error) {
+func dutRequest(r *Run, what string, d time.Duration) (Frame, error) {
 	f, ok := r.next(r.Bound(d))
 	if !ok {
 		return f, fmt.Errorf("no %s from the DUT within %v", what, r.Bound(d))
@@ -75,15 +75,15 @@ func request(r *Run, what string, d time.Duration) (Frame, error) {
 
 // requestAt takes the DUT's next frame and wants it to be packet rel of
 // its requests with one of the opcodes.
-func requestAt(r *Run, what string, d time.Duration, rel int, ops ...wire.Opcode) (Frame, error) {
-	f, err := request(r, what, d)
+func dutRequestAt(r *Run, what string, d time.Duration, rel int, ops ...wire.Opcode) (Frame, error) {
+	f, err := dutRequest(r, what, d)
 	if err != nil {
 		return f, err
 	}
-	return f, isRequest(r, &f, rel, ops...)
+	return f, isDUTRequest(r, &f, rel, ops...)
 }
 
-func isRequest(r *Run, f *Frame, rel int, ops ...wire.Opcode) error {
+func isDUTRequest(r *Run, f *Frame, rel int, ops ...wire.Opcode) error {
 	if got, want := f.H.BTH.PSN, r.DUTPSN(rel); got != want {
 		return fmt.Errorf("frame %d: %v at psn%+d, want psn%+d", f.No, f.Op(), wire.PSNDiff(got, r.DUTPSN(0)), rel)
 	}
@@ -100,7 +100,7 @@ func isRequest(r *Run, f *Frame, rel int, ops ...wire.Opcode) error {
 // requests (sent along, go-back-N) are allowed and not counted. reply runs
 // after each frame. More than limit transmissions is an error (a DUT that
 // retries forever).
-func transmissions(r *Run, rel, span int, quiet time.Duration, limit int, reply func(f *Frame) error) (int, error) {
+func dutTransmissions(r *Run, rel, span int, quiet time.Duration, limit int, reply func(f *Frame) error) (int, error) {
 	n := 0
 	for {
 		f, ok := r.next(r.Bound(quiet))
@@ -137,10 +137,10 @@ func wrSend(id uint64, off uint64, n uint32) WR {
 }
 
 // ok wants a successful completion of wr_id id.
-func ok(id uint64) WCWant { return WCWant{Status: verbs.WCSuccess, ID: Is(id)} }
+func wcOK(id uint64) WCWant { return WCWant{Status: verbs.WCSuccess, ID: Is(id)} }
 
 // failed wants a completion of wr_id id with status st.
-func failed(id uint64, st verbs.WCStatus) WCWant { return WCWant{Status: st, ID: Is(id)} }
+func wcFailed(id uint64, st verbs.WCStatus) WCWant { return WCWant{Status: st, ID: Is(id)} }
 
 // repeatsBreak is the Break of a requester that never sends a PSN twice.
 func repeatsBreak() *Break {
