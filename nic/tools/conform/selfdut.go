@@ -14,6 +14,7 @@ import (
 
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/rdmacm"
 	"github.com/rnic/rnic/nic/tools/conform/agent"
 	"github.com/rnic/rnic/nic/tools/conform/agentproto"
 	"github.com/rnic/rnic/transport"
@@ -76,7 +77,13 @@ func startSelf(opt SelfOptions, dutA, testA netip.Addr) (*SelfDUT, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &SelfDUT{NIC: n, Device: n.Verbs(ibv.LocalOptions{}), Link: link, Tester: testA}
+	// rdma_cm over RoCEv2 (nic/rdmacm on QP1), as rnic's tools open it.
+	dev, err := rdmacm.LocalWith(n, rdmacm.Config{}, ibv.LocalOptions{})
+	if err != nil {
+		n.Close()
+		return nil, err
+	}
+	d := &SelfDUT{NIC: n, Device: dev, Link: link, Tester: testA}
 	if err := d.start(opt, testA); err != nil {
 		d.Close()
 		return nil, err

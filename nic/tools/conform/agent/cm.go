@@ -33,10 +33,18 @@ func waitCtx(ms int) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), d)
 }
 
-// cmErr marks a wait that ran out.
+// cmErr marks a wait that ran out, and a rejection with what it said.
 func cmErr(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fail(agentproto.CodeTimeout, err)
+	}
+	if errors.Is(err, ibv.ErrRejected) {
+		e := fail(agentproto.CodeRejected, err)
+		var d ibv.RejectDetail
+		if errors.As(err, &d) {
+			e.Reject = &agentproto.Reject{Reason: d.RejectReason(), PrivateData: d.RejectPrivateData()}
+		}
+		return e
 	}
 	return err
 }

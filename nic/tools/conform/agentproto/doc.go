@@ -75,8 +75,10 @@
 // not hold), "verbs" (the device refused the verb; Message is its error
 // text, so a FAIL can quote it), "unsupported" (the device lacks the
 // capability, e.g. no rdma_cm: a case becomes not-applicable),
-// "timeout" (a cm wait ran out). The connection stays usable after any
-// error but "version".
+// "timeout" (a cm wait ran out), "rejected" (cm_connect: the peer
+// rejected the connection; Error.Reject carries the REJ's reason and
+// private data when the device reports them). The connection stays usable
+// after any error but "version".
 //
 // # Trust
 //

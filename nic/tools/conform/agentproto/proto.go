@@ -37,12 +37,22 @@ const (
 	CodeVerbs       = "verbs"
 	CodeUnsupported = "unsupported"
 	CodeTimeout     = "timeout"
+	CodeRejected    = "rejected"
 )
 
 // Error is a failed request.
 type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Reject is the peer's rejection (code "rejected"), if known.
+	Reject *Reject `json:"reject,omitempty"`
+}
+
+// Reject is what a rejection said (IBTA Table 112 reason; 28 is a
+// consumer's reject) and its private data.
+type Reject struct {
+	Reason      uint16 `json:"reason"`
+	PrivateData []byte `json:"private_data,omitempty"`
 }
 
 func (e *Error) Error() string { return "agent: " + e.Code + ": " + e.Message }
