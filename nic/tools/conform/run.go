@@ -155,8 +155,8 @@ type Result struct {
 
 // RunCase runs c once; with broken set its Break is applied first
 // (Config.Breaker must be set).
-func RunCase(cfg *Config, c Case, broken bool) Result {
-	res := Result{ID: c.ID, Section: c.Section, Title: c.Title, Transport: c.Transport}
+func RunCase(cfg *Config, c Case, broken bool) (res Result) {
+	res = Result{ID: c.ID, Section: c.Section, Title: c.Title, Transport: c.Transport}
 	start := time.Now()
 	defer func() { res.Duration = time.Since(start) }()
 	if c.Needs != nil {
