@@ -66,15 +66,11 @@ func Main(ctx context.Context, opt Options) (*Report, error) {
 	}
 	defer client.Close()
 	cfg := &Config{Agent: client, DUTAddr: opt.DUTAddr, Slow: opt.Slow}
-	if opt.Transport == IWARP {
-		return nil, fmt.Errorf("conform: the iWARP port is not in this build yet")
-	}
-	port, tester, err := openPort(opt)
+	closePort, err := openTesterSide(opt, cfg)
 	if err != nil {
 		return nil, err
 	}
-	defer port.Close()
-	cfg.Port, cfg.TesterAddr = port, tester
+	defer closePort()
 	if err := cfg.Prepare(); err != nil {
 		return nil, err
 	}
@@ -94,6 +90,31 @@ func Main(ctx context.Context, opt Options) (*Report, error) {
 	}
 	client.Reset()
 	return rep, nil
+}
+
+// StreamPortOpener opens the tester's iWARP side for Main and returns the
+// tester's address and how to close it; the iWARP port's file sets it.
+var StreamPortOpener func(opt Options) (StreamPort, netip.Addr, func() error, error)
+
+// openTesterSide opens the tester's port for the transport into cfg.
+func openTesterSide(opt Options, cfg *Config) (closer func() error, err error) {
+	if opt.Transport == IWARP {
+		if StreamPortOpener == nil {
+			return nil, ErrNoStreamPort
+		}
+		sp, tester, closer, err := StreamPortOpener(opt)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Streams, cfg.TesterAddr = sp, tester
+		return closer, nil
+	}
+	port, tester, err := openPort(opt)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Port, cfg.TesterAddr = port, tester
+	return port.Close, nil
 }
 
 // openPort opens the tester's RoCEv2 port: a TAP, or UDP sockets.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/rdmacm"
 	"github.com/rnic/rnic/transport"
 )
 
@@ -42,5 +43,12 @@ func OpenDevice(o DeviceOptions) (ibv.Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	return n.Verbs(ibv.LocalOptions{}), nil
+	// rdma_cm on the NIC's QP1, as on rxe: the rdma_cm cases connect
+	// through it.
+	d, err := rdmacm.Local(n, rdmacm.Config{})
+	if err != nil {
+		n.Close()
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	return d, nil
 }
