@@ -61,8 +61,8 @@ func TestCasesSelection(t *testing.T) {
 func TestRegisterRefuses(t *testing.T) {
 	for _, c := range []Case{
 		{ID: Cases(RoCE, "")[0].ID, Break: &Break{}}, // a duplicate
-		{ID: "X-1"},                                  // no Break
-		{Break: &Break{}},                            // no ID
+		{ID: "X-1"},       // no Break
+		{Break: &Break{}}, // no ID
 	} {
 		func() {
 			defer func() {
