@@ -7,6 +7,7 @@ package conform
 import (
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic/tools/conform/agentproto"
+	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/roce/wire"
 )
 
@@ -28,6 +29,8 @@ var errorCases = []Case{
 			Send{{Op: wire.RCWriteMiddle, PSN: 0, AckReq: true, Payload: pattern(256, 1)}},
 			nak(0, wire.NAKInvalidRequest),
 			PollNone{},
+			qpErr,
+			Event{Type: verbs.EventQPReqErr},
 		},
 		Break: &Break{Name: "opcode sequence errors NAKed as remote access errors",
 			Out: RewriteNAK(wire.NAKInvalidRequest, wire.NAKRemoteAccess)},
@@ -70,6 +73,9 @@ var errorCases = []Case{
 			nak(0, wire.NAKRemoteAccess),
 			Memory{MR: DefaultMR, Want: make([]byte, 16)},
 			qpErr,
+			// §11.6.3.1: a responder's access violation is the QP's
+			// affiliated asynchronous error.
+			Event{Type: verbs.EventQPAccessErr},
 		},
 		Break: &Break{Name: "access errors NAKed as invalid requests", Out: RewriteNAK(wire.NAKRemoteAccess, wire.NAKInvalidRequest)},
 	},

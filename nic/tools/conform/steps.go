@@ -441,3 +441,39 @@ var (
 	// Acks are the plain acknowledgements (ACK, NAK, RNR NAK).
 	Acks = []wire.Opcode{wire.RCAck}
 )
+
+// Event wants an asynchronous event of this type for the case's QP within
+// Within (DefaultWithin if zero); events of other types or objects are
+// passed over.
+type Event struct {
+	Type   verbs.AsyncEvent
+	Within time.Duration
+}
+
+func (e Event) Do(r *Run) error {
+	within := e.Within
+	if within == 0 {
+		within = DefaultWithin
+	}
+	deadline := time.Now().Add(r.Bound(within))
+	var seen []string
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fmt.Errorf("no %v event for the QP within %v (seen: %v)", e.Type, r.Bound(within), seen)
+		}
+		evs, err := r.Agent.Events(left)
+		if err != nil {
+			return err
+		}
+		for _, ev := range evs {
+			if ev.QP == r.QP.H && verbs.AsyncEvent(ev.Type) == e.Type {
+				r.Note("event %s", ev.Name)
+				return nil
+			}
+			seen = append(seen, ev.Name)
+		}
+	}
+}
+
+func (e Event) String() string { return "async event " + e.Type.String() }
