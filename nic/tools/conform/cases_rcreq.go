@@ -469,7 +469,7 @@ func impliedCases() []Case {
 					_, err := sendPeer(r, peerResponder(r).ACK(r.DUTPSN(2)))
 					return err
 				}},
-				Poll{Want: []WCWant{wcOK(1), wcOK(2), wcOK(3)}, Within: 50 * time.Millisecond},
+				Poll{Want: []WCWant{wcOK(1), wcOK(2), wcOK(3)}, Within: time.Second},
 			},
 			Break: inBreak("reads an ACK's PSN two lower", rocepeer.Opcodes(wire.RCAck), shiftPSN(-2)),
 		},

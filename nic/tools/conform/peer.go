@@ -105,7 +105,7 @@ func dutTransmissions(r *Run, rel, span int, quiet time.Duration, limit int, rep
 	for {
 		f, ok := r.next(r.Bound(quiet))
 		if !ok {
-			r.Note("%d transmissions of psn%+d, then none for %v", n, rel, r.Bound(quiet))
+			r.Note("%d transmissions of psn%+d, then none for %v", n, rel, r.Bound(quiet).Round(time.Millisecond))
 			return n, nil
 		}
 		if err := wellFormed(r, &f); err != nil {

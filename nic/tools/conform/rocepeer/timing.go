@@ -33,7 +33,9 @@ type Window struct{ Lo, Hi time.Duration }
 // Contains reports whether d lies in the window.
 func (w Window) Contains(d time.Duration) bool { return d >= w.Lo && d <= w.Hi }
 
-func (w Window) String() string { return fmt.Sprintf("[%v, %v]", w.Lo, w.Hi) }
+func (w Window) String() string {
+	return fmt.Sprintf("[%v, %v]", w.Lo.Round(10*time.Microsecond), w.Hi.Round(10*time.Microsecond))
+}
 
 // Check returns an error saying how d misses the window.
 func (w Window) Check(what string, d time.Duration) error {
