@@ -799,3 +799,76 @@ func atomicHeaders() Case {
 		}),
 	}
 }
+
+func init() { Register(progressCases()...) }
+
+// progressCases: forward progress restores the retry counters (IBTA
+// §9.7.6.1.3, §9.7.6.1.4): an ACK that acknowledges new PSNs gives the
+// next request its full retry_cnt and rnr_retry again.
+func progressCases() []Case {
+	return []Case{
+		{
+			ID: "9.7.6.1.3/retry-cnt-restored", Section: "IBTA Vol 1 §9.7.6.1.3", Transport: RoCE,
+			Title: "retry_cnt 1: a retry used on one SEND, an ACK, and the next SEND still gets its retry",
+			Setup: Setup{Attr: reqAttrs(10, 1, 7)},
+			Steps: []Step{
+				Post{wrSend(1, 0, 64)},
+				Func{Name: "the first SEND twice, then its ACK", F: func(r *Run) error {
+					if _, err := dutRequestAt(r, "SEND", DefaultWithin, 0, wire.RCSendOnly); err != nil {
+						return err
+					}
+					w := rocepeer.AckTimeoutWindow(r.Attrs.Timeout)
+					if _, err := dutRequestAt(r, "retransmission", w.Hi, 0, wire.RCSendOnly); err != nil {
+						return err
+					}
+					_, err := sendPeer(r, peerResponder(r).ACK(r.DUTPSN(0)))
+					return err
+				}},
+				Poll{Want: []WCWant{wcOK(1)}},
+				Post{wrSend(2, 64, 64)},
+				Func{Name: "the second SEND twice as well", F: func(r *Run) error {
+					quiet := rocepeer.AckTimeoutWindow(r.Attrs.Timeout).Hi
+					n, err := dutTransmissions(r, 1, 0, quiet, 4, nil)
+					if err == nil && n != 2 {
+						err = fmt.Errorf("%d transmissions of the second SEND, want 2 (retry_cnt 1, restored by the ACK)", n)
+					}
+					return err
+				}},
+				Poll{Want: []WCWant{wcFailed(2, verbs.WCRetryExcErr)}},
+			},
+			Break: repeatsBreak(),
+		},
+		{
+			ID: "9.7.6.1.4/rnr-retry-restored", Section: "IBTA Vol 1 §9.7.6.1.4", Transport: RoCE,
+			Title: "rnr_retry 1: an RNR NAK on one SEND, its ACK, and the next SEND may be RNR NAKed once as well",
+			Setup: Setup{Attr: reqAttrs(18, 7, 1)},
+			Steps: []Step{
+				Post{wrSend(1, 0, 64)},
+				rnrOnceThenACK(0),
+				Poll{Want: []WCWant{wcOK(1)}},
+				Post{wrSend(2, 64, 64)},
+				rnrOnceThenACK(1),
+				Poll{Want: []WCWant{wcOK(2)}},
+			},
+			Break: repeatsBreak(),
+		},
+	}
+}
+
+// rnrOnceThenACK RNR NAKs the DUT's request at rel once, takes the resend
+// and acknowledges it.
+func rnrOnceThenACK(rel int) Step {
+	return Func{Name: "RNR NAK once, then ACK", F: func(r *Run) error {
+		if _, err := dutRequestAt(r, "SEND", DefaultWithin, rel, wire.RCSendOnly); err != nil {
+			return err
+		}
+		if _, err := sendPeer(r, peerResponder(r).RNRNAK(r.DUTPSN(rel), 1)); err != nil {
+			return err
+		}
+		if _, err := dutRequestAt(r, "resent SEND", DefaultWithin, rel, wire.RCSendOnly); err != nil {
+			return err
+		}
+		_, err := sendPeer(r, peerResponder(r).ACK(r.DUTPSN(rel)))
+		return err
+	}}
+}

@@ -70,6 +70,32 @@ func ucCases() []Case {
 			Break: inBreak("ignores a PSN gap (reads the Last as the next packet)", rocepeer.Opcodes(wire.UCSendLast), shiftPSN(-1)),
 		},
 		{
+			ID: "9.8.2/uc-no-first", Section: "IBTA Vol 1 §9.8.2, §9.9.3.2", Transport: RoCE,
+			Title: "UC: a Middle and a Last whose First was lost are dropped; the next SEND Only is delivered",
+			Setup: Setup{QPType: verbs.QPTypeUC, Recvs: 1, RecvLen: 4096},
+			Steps: []Step{
+				Func{Name: "Middle and Last of a 3-packet SEND, then a SEND Only", F: func(r *Run) error {
+					mtu := r.Attrs.PathMTU.Bytes()
+					if 3*mtu > 4096 {
+						return fmt.Errorf("%w: path MTU %d", ErrNotApplicable, mtu)
+					}
+					q := peerSender(r)
+					ps := q.UCSend(datagram(3*mtu, 1), mtu)
+					_, err := sendPeer(r, ps[1], ps[2])
+					if err == nil {
+						_, err = sendPeer(r, q.UCSend(datagram(64, 7), mtu)...)
+					}
+					return err
+				}},
+				Poll{Want: []WCWant{{Status: verbs.WCSuccess, ID: Is[uint64](1), Opcode: Is(verbs.WCRecv), Len: Is[uint32](64)}}},
+				Memory{MR: DefaultMR, Want: datagram(64, 7)},
+				PollNone{For: 100 * time.Millisecond},
+			},
+			Break: inBreak("starts a message on a Middle", rocepeer.Opcodes(wire.UCSendMiddle), func(f *wire.Frame) {
+				f.Packet.Bytes()[0] = byte(wire.UCSendFirst)
+			}),
+		},
+		{
 			ID: "9.8.2/uc-write-bad-rkey", Section: "IBTA Vol 1 §9.8.2, §9.9.3.2 (class D: silently dropped)", Transport: RoCE,
 			Title: "UC: an RDMA WRITE with a bad R_Key is dropped without a word, memory untouched, the QP stays RTS",
 			Setup: Setup{QPType: verbs.QPTypeUC, Recvs: 1},
