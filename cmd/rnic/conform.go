@@ -14,7 +14,7 @@ import (
 	"github.com/rnic/rnic/nic/tools/conform/agent"
 )
 
-const conformHelp = `usage: rnic conform agent [-d DEVICE] [--addr IP] [--listen ADDR:PORT] [--tester IP]
+const conformHelp = `usage: rnic conform agent [-d DEVICE] [--addr IP | --tap NAME --ip CIDR] [--listen ADDR:PORT] [--tester IP]
        rnic conform run --agent HOST:PORT [--udp IP | --tap NAME --ip CIDR] [--transport roce]
                         [--only PATTERN] [--pcap FILE] [--json | --junit FILE] [--list]
 
@@ -25,9 +25,10 @@ The agent runs beside the DUT and does what an application there would do
 (create QPs, post work requests, poll completions, read its memory) when
 the tester asks, over a TCP connection it accepts from the tester's
 address only (--tester; loopback by default). -d is any device rnic
-opens: NAME (default rnic0) is a NIC of the agent's own process in the
-embedded mode on --addr, NAME@SOCKET a NIC of rnicd, verbs:NAME a
-libibverbs device (rxe0, siw0, mlx5_0) in a build with -tags verbs.
+opens: NAME (default rnic0) is a NIC of the agent's own process, in the
+embedded mode on --addr or on a TAP (--tap, --ip: root), NAME@SOCKET a NIC
+of rnicd, verbs:NAME a libibverbs device (rxe0, siw0, mlx5_0) in a build
+with -tags verbs.
 
 The tester (run) owns a raw port on the DUT's wire — its own UDP socket on
 --udp (RoCEv2 port 4791 of that address), or a TAP device (--tap, root) —
@@ -75,6 +76,7 @@ func runConform(args []string, stdout, stderr io.Writer) int {
 type conformAgentFlags struct {
 	dev, addr, listen, tester, pcap string
 	port                            uint16
+	tf                              *tapFlags
 }
 
 func newConformAgentFlags() (*pflag.FlagSet, *conformAgentFlags) {
@@ -87,6 +89,7 @@ func newConformAgentFlags() (*pflag.FlagSet, *conformAgentFlags) {
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:7471", "the address and port the agent listens on")
 	fs.StringVar(&f.tester, "tester", "", "the only address the tester may connect from (default: loopback addresses)")
 	fs.StringVar(&f.pcap, "pcap", "", "record this process's NIC's frames to this pcap file")
+	f.tf = addTAPFlags(fs, false)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), conformHelp) }
 	return fs, f
 }
@@ -113,6 +116,13 @@ func runConformAgent(args []string, stdout, stderr io.Writer) int {
 			return fmt.Errorf("--listen: %w", err)
 		}
 		opt.Device, opt.Port = f.dev, f.port
+		cfgs, err := f.tf.configs()
+		if err != nil {
+			return err
+		}
+		if len(cfgs) > 0 {
+			opt.TAP = &cfgs[0]
+		}
 		return nil
 	})
 	if !ok {
