@@ -164,6 +164,7 @@ type conformRunFlags struct {
 	agent, udp, transport, only, pcap, junit, dutAddr string
 	json, list                                        bool
 	slow                                              float64
+	dutPort                                           uint16
 	tf                                                *tapFlags
 }
 
@@ -179,6 +180,7 @@ func newConformRunFlags() (*pflag.FlagSet, *conformRunFlags) {
 	fs.BoolVar(&f.json, "json", false, "print the report as JSON")
 	fs.StringVar(&f.junit, "junit", "", "also write the report as JUnit XML to this file")
 	fs.StringVar(&f.dutAddr, "dut-addr", "", "the DUT's address (default: its GID of the tester's address family)")
+	fs.Uint16Var(&f.dutPort, "port", 4791, "the RoCEv2 UDP port of the DUT and of the tester's socket (--udp)")
 	fs.Float64Var(&f.slow, "slow", 1, "scale every wait bound (a slow DUT or a busy machine)")
 	fs.BoolVar(&f.list, "list", false, "list the cases and exit")
 	f.tf = addTAPFlags(fs, false)
@@ -203,7 +205,7 @@ func (f *conformRunFlags) resolve(fs *pflag.FlagSet, opt *conform.Options) error
 	if !(f.slow >= 0.01 && f.slow <= 100) {
 		return fmt.Errorf("--slow %v: between 0.01 and 100", f.slow)
 	}
-	opt.Only, opt.Slow = f.only, f.slow
+	opt.Only, opt.Slow, opt.DUTPort, opt.UDPPort = f.only, f.slow, f.dutPort, f.dutPort
 	if f.list {
 		return nil
 	}
