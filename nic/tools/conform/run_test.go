@@ -146,3 +146,25 @@ func TestTesterAnswersDUT(t *testing.T) {
 		}
 	}
 }
+
+// TestSetupBringsUpEveryType: the default setup brings RC, UC and UD QPs
+// to RTS (and RC to INIT or RTR when asked, or leaves it in RESET).
+func TestSetupBringsUpEveryType(t *testing.T) {
+	_, cfg := startSelfTest(t, SelfOptions{})
+	for _, tc := range []struct {
+		setup Setup
+		want  verbs.QPState
+	}{
+		{Setup{QPType: verbs.QPTypeRC}, verbs.QPSRTS},
+		{Setup{QPType: verbs.QPTypeUC}, verbs.QPSRTS},
+		{Setup{QPType: verbs.QPTypeUD}, verbs.QPSRTS},
+		{Setup{State: verbs.QPSInit}, verbs.QPSInit},
+		{Setup{State: verbs.QPSRTR}, verbs.QPSRTR},
+		{Setup{Reset: true}, verbs.QPSReset},
+	} {
+		c := Case{ID: "test/setup", Transport: RoCE, Setup: tc.setup, Steps: []Step{QPState(tc.want)}}
+		if res := RunCase(cfg, c, false); res.Verdict != Pass {
+			t.Errorf("%+v: %s %s", tc.setup, res.Verdict, res.Detail)
+		}
+	}
+}
