@@ -17,6 +17,7 @@ import (
 
 	"github.com/rnic/rnic/nic/tools/conform"
 	"github.com/rnic/rnic/roce/decode"
+	"github.com/rnic/rnic/tap/taptest"
 )
 
 // TestConformTwoProcesses runs the agent and the tester as the README
@@ -30,17 +31,7 @@ func TestConformTwoProcesses(t *testing.T) {
 	dut := netip.AddrFrom4([4]byte{net3[0], net3[1], net3[2], 2})
 	tester := netip.AddrFrom4([4]byte{net3[0], net3[1], net3[2], 3})
 	agent := start(t, "agent", "conform", "agent", "--addr", dut.String(), "--listen", "127.0.0.1:0")
-	listen := regexp.MustCompile(`listening on (\S+)`)
-	var addr string
-	for deadline := time.Now().Add(20 * time.Second); addr == "" && time.Now().Before(deadline); {
-		if m := listen.FindStringSubmatch(agent.out.String()); m != nil {
-			addr = m[1]
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if addr == "" {
-		t.Fatalf("the agent did not say where it listens:\n%s", agent.out.String())
-	}
+	addr := agentAddr(t, agent)
 	junit, pcap := filepath.Join(dir, "conform.xml"), filepath.Join(dir, "conform.pcap")
 	run := start(t, "run", "conform", "run", "--agent", addr, "--udp", tester.String(), "--json",
 		"--junit", junit, "--pcap", pcap)
@@ -126,4 +117,39 @@ func TestConformUsage(t *testing.T) {
 			t.Errorf("rnic %q: exit %d, want %d with %q:\n%s", c.args, code, c.code, c.out, all)
 		}
 	}
+}
+
+// TestConformTAP: the agent's NIC and the tester's port each on a TAP of
+// one bridge, in a namespace of the test's own (root): the suite runs over
+// real Ethernet frames, ARP included, and passes.
+func TestConformTAP(t *testing.T) {
+	tn := taptest.New(t, 79)
+	agent := start(t, "agent", append([]string{"conform", "agent", "--listen", "127.0.0.1:0"},
+		tapNIC{"t-dut", []netip.Prefix{tn.Addr4(2)}}.flags(tn)...)...)
+	addr := agentAddr(t, agent)
+	pcap := filepath.Join(t.TempDir(), "conform-tap.pcap")
+	run := start(t, "run", append([]string{"conform", "run", "--agent", addr, "--json", "--pcap", pcap,
+		"--only", "in-order,C9-105,icrc,credits"}, tapNIC{"t-tester", []netip.Prefix{tn.Addr4(3)}}.flags(tn)...)...)
+	out := run.wait(t, 2*time.Minute)
+	var rep conform.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("the JSON report: %v\n%s", err, out)
+	}
+	if s := rep.Summary; s.Cases < 7 || s.Pass != s.Cases {
+		t.Fatalf("summary %+v\n%s\nagent: %s", s, out, agent.out.String())
+	}
+	checkConformCapture(t, pcap, rep)
+}
+
+// agentAddr waits for the agent to say where it listens.
+func agentAddr(t *testing.T, agent *proc) string {
+	t.Helper()
+	listen := regexp.MustCompile(`listening on (\S+)`)
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := listen.FindStringSubmatch(agent.out.String()); m != nil {
+			return m[1]
+		}
+	}
+	t.Fatalf("the agent did not say where it listens:\n%s", agent.out.String())
+	return ""
 }

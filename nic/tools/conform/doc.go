@@ -46,7 +46,9 @@
 //	                      PSN, flags, payload, RETH/Atomic/DETH/Imm/IETH
 //	                      with keys and addresses of named MRs — RKeyOf,
 //	                      AddrOf, BadRKey, Val32 —, Edit for header fields,
-//	                      Raw for encoded bytes, BadICRC)
+//	                      Raw for encoded bytes, BadICRC; responses to the
+//	                      DUT's requests: Resp (PSN from the DUT's first),
+//	                      AETH, AtomicAck)
 //	Expect{Want: checks}  the DUT's next frame, within a bound, passing
 //	                      every Check (IsOp, PSNIs, DUTPSNIs, IsACK, IsNAK,
 //	                      IsRNRNAK, MSNIs, CreditsValid, PayloadIs,

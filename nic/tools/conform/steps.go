@@ -32,7 +32,7 @@ func (s Send) Do(r *Run) error {
 		if err != nil {
 			return err
 		}
-		r.Note("#%d→%v psn%+d", no, s[i].Op, s[i].PSN)
+		r.Note("#%d→%v", no, s[i].String())
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rdmacm"
+	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/transport"
 )
 
@@ -21,6 +22,9 @@ type DeviceOptions struct {
 	Port uint16
 	// Pcap, if set, records the frames of a NIC of this process.
 	Pcap *transport.PcapWriter
+	// TAP, if set, puts the NIC of this process on a TAP device (root)
+	// instead of UDP sockets.
+	TAP *tapnic.Config
 }
 
 // localLinkMTU is the link MTU of the agent's own NIC: jumbo frames on
@@ -36,6 +40,9 @@ func OpenDevice(o DeviceOptions) (ibv.Device, error) {
 	if spec.Backend != ibv.BackendLocal {
 		return ibv.Open(spec)
 	}
+	if o.TAP != nil {
+		return openTAP(spec.Name, o)
+	}
 	if !o.Addr.IsValid() {
 		return nil, fmt.Errorf("agent: the NIC %s needs an address", spec.Name)
 	}
@@ -46,6 +53,26 @@ func OpenDevice(o DeviceOptions) (ibv.Device, error) {
 	// rdma_cm on the NIC's QP1, as on rxe: the rdma_cm cases connect
 	// through it.
 	d, err := rdmacm.Local(n, rdmacm.Config{})
+	if err != nil {
+		n.Close()
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	return d, nil
+}
+
+func openTAP(name string, o DeviceOptions) (ibv.Device, error) {
+	cfg := *o.TAP
+	if cfg.Name == "" {
+		cfg.Name = name
+	}
+	if cfg.Pcap == nil {
+		cfg.Pcap = o.Pcap
+	}
+	n, err := tapnic.Open(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	d, err := rdmacm.LocalWith(n.NIC, rdmacm.Config{}, ibv.LocalOptions{Network: n.Network(), Close: n.Close})
 	if err != nil {
 		n.Close()
 		return nil, fmt.Errorf("agent: %w", err)
