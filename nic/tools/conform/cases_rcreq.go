@@ -42,7 +42,7 @@ func ackTimerCases() []Case {
 		{
 			ID: "9.7.6.1.3/ack-timeout", Section: "IBTA Vol 1 §9.7.6.1.3", Transport: RoCE,
 			Title: "an unanswered request is sent again after the local ACK timeout (4.096 µs × 2^timeout), not before",
-			Setup: Setup{Attr: reqAttrs(12, 3, 7)},
+			Setup: Setup{Attr: reqAttrs(12, 7, 7)},
 			Steps: []Step{
 				Post{wrSend(1, 0, 64)},
 				Func{Name: "retransmission within the timeout's window", F: func(r *Run) error {
@@ -435,7 +435,7 @@ func impliedCases() []Case {
 		{
 			ID: "9.7.5.2/implied-ack", Section: "IBTA Vol 1 §9.7.5.2 (implied ACK)", Transport: RoCE,
 			Title: "a READ response acknowledges the SEND before it: both complete, the SEND is not resent",
-			Setup: Setup{Attr: reqAttrs(14, 7, 7)},
+			Setup: Setup{Attr: reqAttrs(16, 7, 7)},
 			Steps: []Step{
 				Post{wrSend(1, 256, 64), wrRead(2, 0, 64)},
 				Func{Name: "answer only the READ", F: func(r *Run) error {
@@ -810,7 +810,7 @@ func progressCases() []Case {
 		{
 			ID: "9.7.6.1.3/retry-cnt-restored", Section: "IBTA Vol 1 §9.7.6.1.3", Transport: RoCE,
 			Title: "retry_cnt 1: a retry used on one SEND, an ACK, and the next SEND still gets its retry",
-			Setup: Setup{Attr: reqAttrs(10, 1, 7)},
+			Setup: Setup{Attr: reqAttrs(14, 1, 7)},
 			Steps: []Step{
 				Post{wrSend(1, 0, 64)},
 				Func{Name: "the first SEND twice, then its ACK", F: func(r *Run) error {

@@ -30,7 +30,7 @@ func sendPeer(r *Run, ps ...rocepeer.Packet) (time.Time, error) {
 	var at time.Time
 	for _, p := range ps {
 		b := wire.AppendFrame(nil, &e, &p.H, p.Payload)
-		at = time.Now()
+		at = r.Port.Now()
 		no, err := r.Port.Send(b)
 		if err != nil {
 			return at, err

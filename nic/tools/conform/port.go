@@ -29,6 +29,11 @@ type PortConfig struct {
 	// Pcap, if set, records every frame both ways, in the order of their
 	// numbers.
 	Pcap *transport.PcapWriter
+	// Clock, if set, is the time of the frames and the capture: a
+	// simulated link's virtual clock, so that a case timing the DUT
+	// measures the DUT's time, not how late the link's pacing ran
+	// (time.Now if nil).
+	Clock func() time.Time
 }
 
 // Frame is one frame on the tester's port.
@@ -90,11 +95,19 @@ func (p *FramePort) record(b []byte) (int, time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.no++
-	now := time.Now()
+	now := p.Now()
 	if p.cfg.Pcap != nil {
 		p.cfg.Pcap.WriteFrame(now, b)
 	}
 	return p.no, now
+}
+
+// Now is the port's time (PortConfig.Clock).
+func (p *FramePort) Now() time.Time {
+	if p.cfg.Clock != nil {
+		return p.cfg.Clock()
+	}
+	return time.Now()
 }
 
 func (p *FramePort) arrive(b []byte) {

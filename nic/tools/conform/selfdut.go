@@ -50,6 +50,8 @@ type SelfDUT struct {
 	// stop ends the simulated clock's pacer.
 	stop chan struct{}
 	done chan struct{}
+	// clock is the tester port's time on a simulated link (nil: wall).
+	clock func() time.Time
 }
 
 // StartSelf builds the DUT, its agent and the tester's port.
@@ -126,6 +128,8 @@ func startSim(opt SelfOptions, dutA, testA netip.Addr) (*SelfDUT, error) {
 		return nil, err
 	}
 	d := &SelfDUT{NIC: n, Device: dev, Link: link, Tester: testA, stop: make(chan struct{}), done: make(chan struct{})}
+	epoch := time.Now()
+	d.clock = func() time.Time { return epoch.Add(clk.Now()) }
 	go d.pace(clk)
 	if err := d.start(opt, testA, b, udp.SyntheticMAC(testA)); err != nil {
 		d.Close()
@@ -157,7 +161,7 @@ func (d *SelfDUT) start(opt SelfOptions, testA netip.Addr, tep transport.Endpoin
 		return err
 	}
 	go d.Agent.Serve()
-	d.Port = NewFramePort(tep, PortConfig{Addr: testA, MAC: testMAC, DUTMAC: d.NIC.MAC, Pcap: opt.Pcap})
+	d.Port = NewFramePort(tep, PortConfig{Addr: testA, MAC: testMAC, DUTMAC: d.NIC.MAC, Pcap: opt.Pcap, Clock: d.clock})
 	d.Client, err = agentproto.Dial(context.Background(), d.Agent.Addr().String())
 	return err
 }
