@@ -104,4 +104,15 @@
 // pkt.go (crafting frames), port.go (FramePort, StreamPort), setup.go
 // (the DUT's bring-up), run.go (Run, verdicts), report.go (text, JSON,
 // JUnit), selfdut.go, faults.go; roce_*.go are the RoCEv2 cases.
+//
+// Where the DUT is the requester, the tester plays its responder:
+// cases_rcreq.go (ACK timer and retry counters, RNR, NAKs, implied
+// ACK/NAK, ghost and duplicate ACKs, credits, request headers) answers
+// with packets from nic/tools/conform/rocepeer or stays silent, and times
+// retransmissions against rocepeer's windows (timing.go: never before the
+// nominal time, at most 4× it plus a scheduling allowance); the port's
+// time is the link's (PortConfig.Clock: the virtual clock on a simulated
+// link). cases_ucud.go has the UC and UD cases, cases_cm.go rdma_cm on
+// QP1 (the agent's cm_* calls run in the background while the tester
+// answers on the wire); peer.go their helpers.
 package conform
