@@ -102,7 +102,8 @@ func retryExhausted(id string, retry uint8, dev []Deviation) Case {
 
 func rnrCases() []Case {
 	cs := []Case{}
-	for _, code := range []uint8{22, 24, 26} {
+	// 0 is the longest wait of the table (655.36 ms), not none.
+	for _, code := range []uint8{22, 24, 26, 0} {
 		cs = append(cs, rnrWait(code))
 	}
 	return append(cs,
@@ -339,7 +340,7 @@ func wrFetchAdd(id uint64, off uint64, add uint64) WR {
 // WRITEs with an ACK.
 func answerAll(r *Run, d time.Duration, orig uint64) error {
 	for {
-		f, ok := r.next(r.Bound(d))
+		f, ok := nextBy(r, r.Bound(d))
 		if !ok {
 			return nil
 		}

@@ -129,7 +129,7 @@ func ucCases() []Case {
 }
 
 func udCases() []Case {
-	return []Case{udQKeyViolation(), udPrivilegedQKey(), udSendFields(), udTooLong(), udGRH(), udWCFields()}
+	return []Case{udQKeyViolation(), udPrivilegedQKey(), udSendFields(), udTooLong(), udOverMTU(), udGRH(), udWCFields()}
 }
 
 // udQKeyViolation: a datagram whose Q_Key is not the QP's is dropped
@@ -262,6 +262,38 @@ func udTooLong() Case {
 			QPState(verbs.QPSRTS),
 		},
 		Break: &Break{Name: "truncates a long datagram instead of dropping it", In: rocepeer.CutUD(100)},
+	}
+}
+
+// udOverMTU: a UD message is one packet of at most the path MTU (the
+// port's active MTU for UD); a longer datagram is dropped even when the
+// receive buffer would hold it, and the QP carries on (§9.8.3, class D).
+func udOverMTU() Case {
+	return Case{
+		ID: "9.8.3/ud-over-mtu", Section: "IBTA Vol 1 §9.8.3, §9.6.1 (packet length)", Transport: RoCE,
+		Title: "UD: a datagram longer than the MTU is dropped though the buffer would hold it; the next one arrives",
+		Setup: Setup{QPType: verbs.QPTypeUD, MRs: []MR{{Name: DefaultMR, Len: 16384, Access: allRemote}}, Recvs: 1, RecvLen: 16384},
+		Steps: []Step{
+			Func{Name: "a datagram of MTU + 64 bytes", F: func(r *Run) error {
+				n := r.Info.ActiveMTU + 64
+				if n+rocepeer.GRHLen > 16384 {
+					return fmt.Errorf("%w: active MTU %d", ErrNotApplicable, r.Info.ActiveMTU)
+				}
+				if _, err := sendPeer(r, peerSender(r).UDSend(r.Attrs.QKey, datagram(n, 5))); err != nil {
+					return fmt.Errorf("%w: the tester's port cannot send %d bytes: %v", ErrNotApplicable, n, err)
+				}
+				return nil
+			}},
+			PollNone{For: 150 * time.Millisecond},
+			QPState(verbs.QPSRTS),
+			Func{Name: "a datagram of 100 bytes", F: func(r *Run) error {
+				_, err := sendPeer(r, peerSender(r).UDSend(r.Attrs.QKey, datagram(100, 6)))
+				return err
+			}},
+			Poll{Want: []WCWant{{Status: verbs.WCSuccess, ID: Is[uint64](1), Len: Is[uint32](rocepeer.GRHLen + 100)}}},
+			Memory{MR: DefaultMR, Off: rocepeer.GRHLen, Want: datagram(100, 6)},
+		},
+		Break: &Break{Name: "truncates a datagram over the MTU instead of dropping it", In: rocepeer.CutUD(100)},
 	}
 }
 

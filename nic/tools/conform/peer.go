@@ -62,10 +62,27 @@ func describeRequest(r *Run, f *Frame) string {
 	return fmt.Sprintf("#%d←%v psn%+d", f.No, f.Op(), wire.PSNDiff(f.H.BTH.PSN, r.DUTPSN(0)))
 }
 
-// request takes the DUT's next frame, which must come within d (scaled)
+// nextBy waits for the DUT's next frame until the port's clock has moved
+// d on: the DUT's own time on a simulated link (whose pacing may lag the
+// wall clock on a busy machine), the wall clock otherwise. A wall-clock
+// cap of 4d + 2 s still ends the wait if the link's clock stalls.
+func nextBy(r *Run, d time.Duration) (Frame, bool) {
+	start, wall := r.Port.Now(), time.Now()
+	for {
+		left := d - r.Port.Now().Sub(start)
+		if left <= 0 || time.Since(wall) > 4*d+2*time.Second {
+			return r.next(0)
+		}
+		if f, ok := r.next(min(left, 20*time.Millisecond)); ok {
+			return f, true
+		}
+	}
+}
+
+// dutRequest takes the DUT's next frame, which must come within d (scaled)
 // and be a well-formed frame for the tester's QP.
 func dutRequest(r *Run, what string, d time.Duration) (Frame, error) {
-	f, ok := r.next(r.Bound(d))
+	f, ok := nextBy(r, r.Bound(d))
 	if !ok {
 		return f, fmt.Errorf("no %s from the DUT within %v", what, r.Bound(d))
 	}
@@ -103,7 +120,7 @@ func isDUTRequest(r *Run, f *Frame, rel int, ops ...wire.Opcode) error {
 func dutTransmissions(r *Run, rel, span int, quiet time.Duration, limit int, reply func(f *Frame) error) (int, error) {
 	n := 0
 	for {
-		f, ok := r.next(r.Bound(quiet))
+		f, ok := nextBy(r, r.Bound(quiet))
 		if !ok {
 			r.Note("%d transmissions of psn%+d, then none for %v", n, rel, r.Bound(quiet).Round(time.Millisecond))
 			return n, nil
