@@ -477,3 +477,6 @@ func (e Event) Do(r *Run) error {
 }
 
 func (e Event) String() string { return "async event " + e.Type.String() }
+
+// Acks are the plain acknowledgements (ACK, NAK, RNR NAK): SkipOps(Acks...).
+var Acks = []wire.Opcode{wire.RCAck}
