@@ -97,8 +97,12 @@
 // case's Break rewrites or drops the frames the DUT sends (Out) or
 // receives (In: a DUT that skipped a check), or Apply sets anything else
 // on the DUT. The package test runs every case plain (must pass) and
-// broken (must FAIL). Faults in faults.go: DropOps, EditOut, RewriteAETH,
-// ShiftPSN, EditIn, ResealIn.
+// broken (must FAIL, in a step, not the setup). Faults in faults.go:
+// DropOps, EditOut, RewriteAETH, RewriteNAK, ShiftPSN on what the DUT
+// sends; EditIn, ResealIn, SetInPSN on what it receives (a DUT that skips
+// a check or takes a duplicate for a new request); Nth picks one frame of
+// an opcode, Drop drops it. Faults with state (Nth) go in Break.Fresh
+// (OutFresh, InFresh) so that each broken run starts afresh.
 //
 // Files: case.go (Case, Setup, Break, registry), steps.go, checks.go,
 // pkt.go (crafting frames), port.go (FramePort, StreamPort), setup.go
