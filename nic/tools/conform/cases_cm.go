@@ -606,6 +606,32 @@ func established() Step {
 	})
 }
 
+// drepCrossing takes the DUT's DREP. The DUT's own DREQ may cross ours
+// (its application disconnected at the same time): the tester answers it
+// with a DREP, as §12.9.7 has both sides do, and waits on.
+func drepCrossing(r *Run) (cm.MAD, error) {
+	for range 2 {
+		f, ok := nextGSI(r, r.Bound(DefaultWithin))
+		if !ok {
+			break
+		}
+		r.pending = append([]Frame{f}, r.pending...)
+		if m := rocepeer.CMFrom(&f.F.Packet); f.Err != nil || m == nil || m.AttrID() != cm.AttrDREQ {
+			return cmExpect(r, cm.AttrDREP, DefaultWithin)
+		}
+		m, err := cmExpect(r, cm.AttrDREQ, DefaultWithin)
+		if err != nil {
+			return nil, err
+		}
+		var q cm.DREQ
+		q.Decode(m)
+		if err := cmSend(r, &cm.DREP{LocalCommID: testerCommID(r), RemoteCommID: q.LocalCommID}, m.TID()); err != nil {
+			return nil, err
+		}
+	}
+	return cmExpect(r, cm.AttrDREP, DefaultWithin)
+}
+
 func cmDREQFromTester() Case {
 	return Case{
 		ID: "12.6.11/drep", Section: "IBTA Vol 1 §12.6.10, §12.6.11, §12.9.7", Transport: RoCE,
@@ -619,7 +645,12 @@ func cmDREQFromTester() Case {
 				if err := cmSend(r, &cm.DREQ{LocalCommID: testerCommID(r), RemoteCommID: s.req.LocalCommID, RemoteQPN: r.QP.QPN}, tid); err != nil {
 					return err
 				}
-				m, err := cmExpect(r, cm.AttrDREP, DefaultWithin)
+				// The application answers RDMA_CM_EVENT_DISCONNECTED with
+				// rdma_disconnect, as rping and perftest do: Linux's CM
+				// sends the DREP then, rnic's at once.
+				h, _ := r.Vars["peer.conn"].(uint32)
+				background(r, func() (agentproto.CMConnInfo, error) { return agentproto.CMConnInfo{}, r.Agent.CMDisconnect(h) })
+				m, err := drepCrossing(r)
 				if err != nil {
 					return err
 				}
