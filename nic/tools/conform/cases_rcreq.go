@@ -29,10 +29,16 @@ func reqAttrs(timeout, retry, rnrRetry uint8) func(a *QPAttrs) {
 	return func(a *QPAttrs) { a.Timeout, a.RetryCnt, a.RNRRetry = timeout, retry, rnrRetry }
 }
 
-// ackAt acknowledges the DUT's requests up to rel.
-func ackAt(rel int) Step {
+// ackAt acknowledges the DUT's requests up to rel, each a one-packet
+// message: the AETH's MSN counts them (§9.7.5.1.5).
+func ackAt(rel int) Step { return ackMsgs(rel, rel+1) }
+
+// ackMsgs acknowledges the DUT's requests up to rel, msgs messages in all.
+func ackMsgs(rel, msgs int) Step {
 	return Func{Name: "ACK", F: func(r *Run) error {
-		_, err := sendPeer(r, peerResponder(r).ACK(r.DUTPSN(rel)))
+		resp := peerResponder(r)
+		resp.MSN = uint32(msgs) & wire.PSNMask
+		_, err := sendPeer(r, resp.ACK(r.DUTPSN(rel)))
 		return err
 	}}
 }
@@ -683,7 +689,7 @@ func sendSegments() Case {
 				}
 				return nil
 			}},
-			ackAt(2),
+			ackMsgs(2, 1), // one SEND of three packets
 			Poll{Want: []WCWant{wcOK(1)}},
 		},
 		Break: outBreak("sets SE on every packet", rocepeer.Opcodes(wire.RCSendFirst, wire.RCSendMiddle),
@@ -754,7 +760,7 @@ func writeHeaders() Case {
 				}
 				return checkDUTSegment(&f, data[mtu:], false)
 			}},
-			ackAt(1),
+			ackMsgs(1, 1), // one WRITE of two packets
 			Poll{Want: []WCWant{{Status: verbs.WCSuccess, ID: Is[uint64](1), Opcode: Is(verbs.WCRDMAWrite)}}},
 		},
 		Break: outBreak("counts the DMA length one short", rocepeer.Opcodes(wire.RCWriteFirst), func(f *wire.Frame) {
