@@ -113,81 +113,93 @@ func rnrCases() []Case {
 		cs = append(cs, rnrWait(code))
 	}
 	return append(cs,
-		Case{
-			ID: "9.7.5.2.8/rnr-retry-exhausted", Section: "IBTA Vol 1 §9.7.5.2.8, §9.7.6.1.4", Transport: RoCE,
-			Title: "RNR NAKs for every try: rnr_retry+1 transmissions, then RNR_RETRY_EXC_ERR and the QP in ERR",
-			Setup: Setup{Attr: reqAttrs(18, 7, 2)},
-			Steps: []Step{
-				Post{wrSend(1, 0, 64)},
-				Func{Name: "RNR NAK every transmission", F: func(r *Run) error {
-					n, err := dutTransmissions(r, 0, 0, DefaultQuiet, 8, func(f *Frame) error {
-						_, err := sendPeer(r, peerResponder(r).RNRNAK(f.H.BTH.PSN, 1))
-						return err
-					})
-					if err == nil && n != int(r.Attrs.RNRRetry)+1 {
-						err = fmt.Errorf("%d transmissions, want rnr_retry+1 = %d", n, r.Attrs.RNRRetry+1)
-					}
-					return err
-				}},
-				Poll{Want: []WCWant{wcFailed(1, verbs.WCRNRRetryExcErr)}},
-				QPState(verbs.QPSErr),
-			},
-			Break: repeatsBreak(),
-		},
-		Case{
-			ID: "9.7.6.1.4/rnr-retry-7", Section: "IBTA Vol 1 §9.7.6.1.4, §11.2.4.2 (rnr_retry 7: infinite)", Transport: RoCE,
-			Title: "rnr_retry 7 retries for ever: ten RNR NAKs, then an ACK, and the SEND succeeds",
-			Setup: Setup{Attr: reqAttrs(18, 7, 7)},
-			Steps: []Step{
-				Post{wrSend(1, 0, 64)},
-				Func{Name: "nine RNR NAKs, then an ACK", F: func(r *Run) error {
-					k := 0
-					n, err := dutTransmissions(r, 0, 0, DefaultQuiet, 12, func(f *Frame) error {
-						k++
-						p := peerResponder(r).RNRNAK(f.H.BTH.PSN, 1)
-						if k == 10 {
-							p = peerResponder(r).ACK(f.H.BTH.PSN)
-						}
-						_, err := sendPeer(r, p)
-						return err
-					})
-					if err == nil && n != 10 {
-						err = fmt.Errorf("%d transmissions, want 10 (nine RNR NAKs, then the ACK)", n)
-					}
-					return err
-				}},
-				Poll{Want: []WCWant{wcOK(1)}},
-				QPState(verbs.QPSRTS),
-			},
-			Break: repeatsBreak(),
-		},
-		Case{
-			ID: "9.7.5.2.8/rnr-nak-acks-earlier", Section: "IBTA Vol 1 §9.7.5.2.8", Transport: RoCE,
-			Title: "an RNR NAK acknowledges the PSNs before it: the earlier SEND completes, the NAKed one is resent",
-			Setup: Setup{Attr: reqAttrs(18, 7, 7)},
-			Steps: []Step{
-				Post{wrSend(1, 0, 64), wrSend(2, 64, 64)},
-				Func{Name: "both SENDs, RNR NAK the second", F: func(r *Run) error {
-					if _, err := dutRequestAt(r, "first SEND", DefaultWithin, 0, wire.RCSendOnly); err != nil {
-						return err
-					}
-					if _, err := dutRequestAt(r, "second SEND", DefaultWithin, 1, wire.RCSendOnly); err != nil {
-						return err
-					}
-					_, err := sendPeer(r, peerResponder(r).RNRNAK(r.DUTPSN(1), 18))
-					return err
-				}},
-				Poll{Want: []WCWant{wcOK(1)}, Within: 500 * time.Millisecond},
-				Func{Name: "the second SEND again", F: func(r *Run) error {
-					_, err := dutRequestAt(r, "resent SEND", DefaultWithin, 1, wire.RCSendOnly)
-					return err
-				}},
-				ackAt(1),
-				Poll{Want: []WCWant{wcOK(2)}},
-			},
-			Break: inBreak("reads an RNR NAK's PSN one lower", rocepeer.Syndromes(wire.AckTypeRNRNAK), shiftPSN(-1)),
-		},
+		rnrRetryExhausted(),
+		rnrRetry7(),
+		rnrNAKAcksEarlier(),
 	)
+}
+
+func rnrRetryExhausted() Case {
+	return Case{
+		ID: "9.7.5.2.8/rnr-retry-exhausted", Section: "IBTA Vol 1 §9.7.5.2.8, §9.7.6.1.4", Transport: RoCE,
+		Title: "RNR NAKs for every try: rnr_retry+1 transmissions, then RNR_RETRY_EXC_ERR and the QP in ERR",
+		Setup: Setup{Attr: reqAttrs(18, 7, 2)},
+		Steps: []Step{
+			Post{wrSend(1, 0, 64)},
+			Func{Name: "RNR NAK every transmission", F: func(r *Run) error {
+				n, err := dutTransmissions(r, 0, 0, DefaultQuiet, 8, func(f *Frame) error {
+					_, err := sendPeer(r, peerResponder(r).RNRNAK(f.H.BTH.PSN, 1))
+					return err
+				})
+				if err == nil && n != int(r.Attrs.RNRRetry)+1 {
+					err = fmt.Errorf("%d transmissions, want rnr_retry+1 = %d", n, r.Attrs.RNRRetry+1)
+				}
+				return err
+			}},
+			Poll{Want: []WCWant{wcFailed(1, verbs.WCRNRRetryExcErr)}},
+			QPState(verbs.QPSErr),
+		},
+		Break: repeatsBreak(),
+	}
+}
+
+func rnrRetry7() Case {
+	return Case{
+		ID: "9.7.6.1.4/rnr-retry-7", Section: "IBTA Vol 1 §9.7.6.1.4, §11.2.4.2 (rnr_retry 7: infinite)", Transport: RoCE,
+		Title: "rnr_retry 7 retries for ever: ten RNR NAKs, then an ACK, and the SEND succeeds",
+		Setup: Setup{Attr: reqAttrs(18, 7, 7)},
+		Steps: []Step{
+			Post{wrSend(1, 0, 64)},
+			Func{Name: "nine RNR NAKs, then an ACK", F: func(r *Run) error {
+				k := 0
+				n, err := dutTransmissions(r, 0, 0, DefaultQuiet, 12, func(f *Frame) error {
+					k++
+					p := peerResponder(r).RNRNAK(f.H.BTH.PSN, 1)
+					if k == 10 {
+						p = peerResponder(r).ACK(f.H.BTH.PSN)
+					}
+					_, err := sendPeer(r, p)
+					return err
+				})
+				if err == nil && n != 10 {
+					err = fmt.Errorf("%d transmissions, want 10 (nine RNR NAKs, then the ACK)", n)
+				}
+				return err
+			}},
+			Poll{Want: []WCWant{wcOK(1)}},
+			QPState(verbs.QPSRTS),
+		},
+		Break: repeatsBreak(),
+	}
+}
+
+func rnrNAKAcksEarlier() Case {
+	return Case{
+		ID: "9.7.5.2.8/rnr-nak-acks-earlier", Section: "IBTA Vol 1 §9.7.5.2.8", Transport: RoCE,
+		Title: "an RNR NAK acknowledges the PSNs before it: the earlier SEND completes, the NAKed one is resent",
+		Setup: Setup{Attr: reqAttrs(18, 7, 7)},
+		Steps: []Step{
+			Post{wrSend(1, 0, 64), wrSend(2, 64, 64)},
+			Func{Name: "both SENDs, RNR NAK the second", F: func(r *Run) error {
+				if _, err := dutRequestAt(r, "first SEND", DefaultWithin, 0, wire.RCSendOnly); err != nil {
+					return err
+				}
+				if _, err := dutRequestAt(r, "second SEND", DefaultWithin, 1, wire.RCSendOnly); err != nil {
+					return err
+				}
+				_, err := sendPeer(r, peerResponder(r).RNRNAK(r.DUTPSN(1), 18))
+				return err
+			}},
+			Poll{Want: []WCWant{wcOK(1)}, Within: 500 * time.Millisecond},
+			Func{Name: "the second SEND again", F: func(r *Run) error {
+				_, err := dutRequestAt(r, "resent SEND", DefaultWithin, 1, wire.RCSendOnly)
+				return err
+			}},
+			ackAt(1),
+			Poll{Want: []WCWant{wcOK(2)}},
+		},
+		Break: inBreak("reads an RNR NAK's PSN one lower", rocepeer.Syndromes(wire.AckTypeRNRNAK), shiftPSN(-1)),
+	}
 }
 
 // rnrWait: after an RNR NAK with timer code c the DUT resends no sooner
@@ -372,160 +384,186 @@ func answerAll(r *Run, d time.Duration, orig uint64) error {
 	}
 }
 
+// impliedOrig is the original value the tester's atomic ACKs return.
+const impliedOrig = 0x1111_2222_3333_4444
+
 func impliedCases() []Case {
-	const orig = 0x1111_2222_3333_4444
 	return []Case{
-		{
-			ID: "9.7.5.2/implied-nak-read", Section: "IBTA Vol 1 §9.7.5.2 (implied NAK), §9.9.2", Transport: RoCE,
-			Title: "an atomic ACK beyond an unanswered READ: the DUT resends the READ at once, then both complete",
-			Setup: Setup{Attr: reqAttrs(18, 7, 7)},
-			Steps: []Step{
-				Post{wrRead(1, 0, 64), wrFetchAdd(2, 128, 5)},
-				Func{Name: "answer only the atomic", F: func(r *Run) error {
-					if _, err := dutRequestAt(r, "READ", DefaultWithin, 0, wire.RCReadRequest); err != nil {
-						return err
-					}
-					if _, err := dutRequestAt(r, "FetchAdd", DefaultWithin, 1, wire.RCFetchAdd); err != nil {
-						return err
-					}
-					_, err := sendPeer(r, peerResponder(r).AtomicAck(r.DUTPSN(1), orig))
-					return err
-				}},
-				Func{Name: "the READ again, before the ACK timeout", F: func(r *Run) error {
-					_, err := dutRequestAt(r, "resent READ", 500*time.Millisecond, 0, wire.RCReadRequest)
-					if err == nil {
-						_, err = sendPeer(r, peerResponder(r).ReadResponses(r.DUTPSN(0), peerReadData(64), r.Attrs.PathMTU.Bytes())...)
-					}
-					if err == nil {
-						err = answerAll(r, 100*time.Millisecond, orig)
-					}
-					return err
-				}},
-				Poll{Want: []WCWant{wcOK(1), wcOK(2)}},
-				Memory{MR: DefaultMR, Off: 0, Want: peerReadData(64)},
-				Memory{MR: DefaultMR, Off: 128, Want: le64(orig)},
-			},
-			Break: repeatsBreak(),
-		},
-		{
-			ID: "9.7.5.2/implied-nak-atomic", Section: "IBTA Vol 1 §9.7.5.2 (implied NAK), §9.9.2", Transport: RoCE,
-			Title: "a READ response beyond an unanswered atomic: the DUT resends the atomic at once, then both complete",
-			Setup: Setup{Attr: reqAttrs(18, 7, 7)},
-			Steps: []Step{
-				Post{wrFetchAdd(1, 128, 5), wrRead(2, 0, 64)},
-				Func{Name: "answer only the READ", F: func(r *Run) error {
-					if _, err := dutRequestAt(r, "FetchAdd", DefaultWithin, 0, wire.RCFetchAdd); err != nil {
-						return err
-					}
-					if _, err := dutRequestAt(r, "READ", DefaultWithin, 1, wire.RCReadRequest); err != nil {
-						return err
-					}
-					_, err := sendPeer(r, peerResponder(r).ReadResponses(r.DUTPSN(1), peerReadData(64), r.Attrs.PathMTU.Bytes())...)
-					return err
-				}},
-				Func{Name: "the atomic again, before the ACK timeout", F: func(r *Run) error {
-					_, err := dutRequestAt(r, "resent FetchAdd", 500*time.Millisecond, 0, wire.RCFetchAdd)
-					if err == nil {
-						_, err = sendPeer(r, peerResponder(r).AtomicAck(r.DUTPSN(0), orig))
-					}
-					if err == nil {
-						err = answerAll(r, 100*time.Millisecond, orig)
-					}
-					return err
-				}},
-				Poll{Want: []WCWant{wcOK(1), wcOK(2)}},
-				Memory{MR: DefaultMR, Off: 128, Want: le64(orig)},
-				Memory{MR: DefaultMR, Off: 0, Want: peerReadData(64)},
-			},
-			Break: repeatsBreak(),
-		},
-		{
-			ID: "9.7.5.2/implied-ack", Section: "IBTA Vol 1 §9.7.5.2 (implied ACK)", Transport: RoCE,
-			Title: "a READ response acknowledges the SEND before it: both complete, the SEND is not resent",
-			Setup: Setup{Attr: reqAttrs(16, 7, 7)},
-			Steps: []Step{
-				Post{wrSend(1, 256, 64), wrRead(2, 0, 64)},
-				Func{Name: "answer only the READ", F: func(r *Run) error {
-					if _, err := dutRequestAt(r, "SEND", DefaultWithin, 0, wire.RCSendOnly); err != nil {
-						return err
-					}
-					if _, err := dutRequestAt(r, "READ", DefaultWithin, 1, wire.RCReadRequest); err != nil {
-						return err
-					}
-					_, err := sendPeer(r, peerResponder(r).ReadResponses(r.DUTPSN(1), peerReadData(64), r.Attrs.PathMTU.Bytes())...)
-					return err
-				}},
-				Poll{Want: []WCWant{wcOK(1), wcOK(2)}, Within: time.Second},
-				Memory{MR: DefaultMR, Off: 0, Want: peerReadData(64)},
-				ExpectNone{What: "a retransmission", For: 200 * time.Millisecond},
-			},
-			Break: &Break{Name: "loses READ responses", In: rocepeer.Drop(rocepeer.Opcodes(wire.RCReadResponseOnly))},
-		},
-		{
-			ID: "9.7.5.1.2/coalesced-ack", Section: "IBTA Vol 1 §9.7.5.1.2 (coalesced ACK)", Transport: RoCE,
-			Title: "one ACK for the last of three SENDs completes all three",
-			Setup: Setup{Attr: reqAttrs(14, 7, 7)},
-			Steps: []Step{
-				Post{wrSend(1, 0, 64), wrSend(2, 64, 64), wrSend(3, 128, 64)},
-				Func{Name: "three SENDs, one ACK", F: func(r *Run) error {
-					for i := range 3 {
-						if _, err := dutRequestAt(r, "SEND", DefaultWithin, i, wire.RCSendOnly); err != nil {
-							return err
-						}
-					}
-					_, err := sendPeer(r, peerResponder(r).ACK(r.DUTPSN(2)))
-					return err
-				}},
-				Poll{Want: []WCWant{wcOK(1), wcOK(2), wcOK(3)}, Within: time.Second},
-			},
-			Break: inBreak("reads an ACK's PSN two lower", rocepeer.Opcodes(wire.RCAck), shiftPSN(-2)),
-		},
-		{
-			ID: "9.7.5.2/ghost-ack", Section: "IBTA Vol 1 §9.7.5.2 (ghost acknowledge)", Transport: RoCE,
-			Title: "an ACK for a PSN never sent is ignored: nothing completes, the QP stays RTS, the real ACK then works",
-			Setup: Setup{Attr: reqAttrs(18, 7, 7)},
-			Steps: []Step{
-				Post{wrSend(1, 0, 64)},
-				Func{Name: "ACK psn+5 (never sent)", F: func(r *Run) error {
-					if _, err := dutRequestAt(r, "SEND", DefaultWithin, 0, wire.RCSendOnly); err != nil {
-						return err
-					}
-					_, err := sendPeer(r, peerResponder(r).ACK(r.DUTPSN(5)))
-					return err
-				}},
-				PollNone{For: 100 * time.Millisecond},
-				QPState(verbs.QPSRTS),
-				ackAt(0),
-				Poll{Want: []WCWant{wcOK(1)}},
-			},
-			Break: inBreak("reads an ACK's PSN five lower", rocepeer.Opcodes(wire.RCAck), shiftPSN(-5)),
-		},
-		{
-			ID: "9.7.5.2/duplicate-ack", Section: "IBTA Vol 1 §9.7.5.2 (duplicate ACK)", Transport: RoCE,
-			Title: "an ACK repeated is ignored: one completion per SEND, no retransmission",
-			Setup: Setup{Attr: reqAttrs(18, 7, 7)},
-			Steps: []Step{
-				Post{wrSend(1, 0, 64), wrSend(2, 64, 64)},
-				Func{Name: "ACK the first SEND", F: func(r *Run) error {
-					for i := range 2 {
-						if _, err := dutRequestAt(r, "SEND", DefaultWithin, i, wire.RCSendOnly); err != nil {
-							return err
-						}
-					}
-					_, err := sendPeer(r, peerResponder(r).ACK(r.DUTPSN(0)))
-					return err
-				}},
-				Poll{Want: []WCWant{wcOK(1)}},
-				ackAt(0),
-				PollNone{For: 100 * time.Millisecond},
-				ExpectNone{What: "a retransmission", For: 50 * time.Millisecond},
-				ackAt(1),
-				Poll{Want: []WCWant{wcOK(2)}},
-			},
-			Break: inBreak("reads an ACK's PSN one higher", rocepeer.Opcodes(wire.RCAck), shiftPSN(1)),
-		},
+		impliedNAKRead(),
+		impliedNAKAtomic(),
+		impliedACK(),
+		coalescedACK(),
+		ghostACK(),
+		duplicateACK(),
 		readOutOfOrder(),
 		credits(),
+	}
+}
+
+func impliedNAKRead() Case {
+	return Case{
+		ID: "9.7.5.2/implied-nak-read", Section: "IBTA Vol 1 §9.7.5.2 (implied NAK), §9.9.2", Transport: RoCE,
+		Title: "an atomic ACK beyond an unanswered READ: the DUT resends the READ at once, then both complete",
+		Setup: Setup{Attr: reqAttrs(18, 7, 7)},
+		Steps: []Step{
+			Post{wrRead(1, 0, 64), wrFetchAdd(2, 128, 5)},
+			Func{Name: "answer only the atomic", F: func(r *Run) error {
+				if _, err := dutRequestAt(r, "READ", DefaultWithin, 0, wire.RCReadRequest); err != nil {
+					return err
+				}
+				if _, err := dutRequestAt(r, "FetchAdd", DefaultWithin, 1, wire.RCFetchAdd); err != nil {
+					return err
+				}
+				_, err := sendPeer(r, peerResponder(r).AtomicAck(r.DUTPSN(1), impliedOrig))
+				return err
+			}},
+			Func{Name: "the READ again, before the ACK timeout", F: func(r *Run) error {
+				_, err := dutRequestAt(r, "resent READ", 500*time.Millisecond, 0, wire.RCReadRequest)
+				if err == nil {
+					_, err = sendPeer(r, peerResponder(r).ReadResponses(r.DUTPSN(0), peerReadData(64), r.Attrs.PathMTU.Bytes())...)
+				}
+				if err == nil {
+					err = answerAll(r, 100*time.Millisecond, impliedOrig)
+				}
+				return err
+			}},
+			Poll{Want: []WCWant{wcOK(1), wcOK(2)}},
+			Memory{MR: DefaultMR, Off: 0, Want: peerReadData(64)},
+			Memory{MR: DefaultMR, Off: 128, Want: le64(impliedOrig)},
+		},
+		Break: repeatsBreak(),
+	}
+}
+
+func impliedNAKAtomic() Case {
+	return Case{
+		ID: "9.7.5.2/implied-nak-atomic", Section: "IBTA Vol 1 §9.7.5.2 (implied NAK), §9.9.2", Transport: RoCE,
+		Title: "a READ response beyond an unanswered atomic: the DUT resends the atomic at once, then both complete",
+		Setup: Setup{Attr: reqAttrs(18, 7, 7)},
+		Steps: []Step{
+			Post{wrFetchAdd(1, 128, 5), wrRead(2, 0, 64)},
+			Func{Name: "answer only the READ", F: func(r *Run) error {
+				if _, err := dutRequestAt(r, "FetchAdd", DefaultWithin, 0, wire.RCFetchAdd); err != nil {
+					return err
+				}
+				if _, err := dutRequestAt(r, "READ", DefaultWithin, 1, wire.RCReadRequest); err != nil {
+					return err
+				}
+				_, err := sendPeer(r, peerResponder(r).ReadResponses(r.DUTPSN(1), peerReadData(64), r.Attrs.PathMTU.Bytes())...)
+				return err
+			}},
+			Func{Name: "the atomic again, before the ACK timeout", F: func(r *Run) error {
+				_, err := dutRequestAt(r, "resent FetchAdd", 500*time.Millisecond, 0, wire.RCFetchAdd)
+				if err == nil {
+					_, err = sendPeer(r, peerResponder(r).AtomicAck(r.DUTPSN(0), impliedOrig))
+				}
+				if err == nil {
+					err = answerAll(r, 100*time.Millisecond, impliedOrig)
+				}
+				return err
+			}},
+			Poll{Want: []WCWant{wcOK(1), wcOK(2)}},
+			Memory{MR: DefaultMR, Off: 128, Want: le64(impliedOrig)},
+			Memory{MR: DefaultMR, Off: 0, Want: peerReadData(64)},
+		},
+		Break: repeatsBreak(),
+	}
+}
+
+func impliedACK() Case {
+	return Case{
+		ID: "9.7.5.2/implied-ack", Section: "IBTA Vol 1 §9.7.5.2 (implied ACK)", Transport: RoCE,
+		Title: "a READ response acknowledges the SEND before it: both complete, the SEND is not resent",
+		Setup: Setup{Attr: reqAttrs(16, 7, 7)},
+		Steps: []Step{
+			Post{wrSend(1, 256, 64), wrRead(2, 0, 64)},
+			Func{Name: "answer only the READ", F: func(r *Run) error {
+				if _, err := dutRequestAt(r, "SEND", DefaultWithin, 0, wire.RCSendOnly); err != nil {
+					return err
+				}
+				if _, err := dutRequestAt(r, "READ", DefaultWithin, 1, wire.RCReadRequest); err != nil {
+					return err
+				}
+				_, err := sendPeer(r, peerResponder(r).ReadResponses(r.DUTPSN(1), peerReadData(64), r.Attrs.PathMTU.Bytes())...)
+				return err
+			}},
+			Poll{Want: []WCWant{wcOK(1), wcOK(2)}, Within: time.Second},
+			Memory{MR: DefaultMR, Off: 0, Want: peerReadData(64)},
+			ExpectNone{What: "a retransmission", For: 200 * time.Millisecond},
+		},
+		Break: &Break{Name: "loses READ responses", In: rocepeer.Drop(rocepeer.Opcodes(wire.RCReadResponseOnly))},
+	}
+}
+
+func coalescedACK() Case {
+	return Case{
+		ID: "9.7.5.1.2/coalesced-ack", Section: "IBTA Vol 1 §9.7.5.1.2 (coalesced ACK)", Transport: RoCE,
+		Title: "one ACK for the last of three SENDs completes all three",
+		Setup: Setup{Attr: reqAttrs(14, 7, 7)},
+		Steps: []Step{
+			Post{wrSend(1, 0, 64), wrSend(2, 64, 64), wrSend(3, 128, 64)},
+			Func{Name: "three SENDs, one ACK", F: func(r *Run) error {
+				for i := range 3 {
+					if _, err := dutRequestAt(r, "SEND", DefaultWithin, i, wire.RCSendOnly); err != nil {
+						return err
+					}
+				}
+				_, err := sendPeer(r, peerResponder(r).ACK(r.DUTPSN(2)))
+				return err
+			}},
+			Poll{Want: []WCWant{wcOK(1), wcOK(2), wcOK(3)}, Within: time.Second},
+		},
+		Break: inBreak("reads an ACK's PSN two lower", rocepeer.Opcodes(wire.RCAck), shiftPSN(-2)),
+	}
+}
+
+func ghostACK() Case {
+	return Case{
+		ID: "9.7.5.2/ghost-ack", Section: "IBTA Vol 1 §9.7.5.2 (ghost acknowledge)", Transport: RoCE,
+		Title: "an ACK for a PSN never sent is ignored: nothing completes, the QP stays RTS, the real ACK then works",
+		Setup: Setup{Attr: reqAttrs(18, 7, 7)},
+		Steps: []Step{
+			Post{wrSend(1, 0, 64)},
+			Func{Name: "ACK psn+5 (never sent)", F: func(r *Run) error {
+				if _, err := dutRequestAt(r, "SEND", DefaultWithin, 0, wire.RCSendOnly); err != nil {
+					return err
+				}
+				_, err := sendPeer(r, peerResponder(r).ACK(r.DUTPSN(5)))
+				return err
+			}},
+			PollNone{For: 100 * time.Millisecond},
+			QPState(verbs.QPSRTS),
+			ackAt(0),
+			Poll{Want: []WCWant{wcOK(1)}},
+		},
+		Break: inBreak("reads an ACK's PSN five lower", rocepeer.Opcodes(wire.RCAck), shiftPSN(-5)),
+	}
+}
+
+func duplicateACK() Case {
+	return Case{
+		ID: "9.7.5.2/duplicate-ack", Section: "IBTA Vol 1 §9.7.5.2 (duplicate ACK)", Transport: RoCE,
+		Title: "an ACK repeated is ignored: one completion per SEND, no retransmission",
+		Setup: Setup{Attr: reqAttrs(18, 7, 7)},
+		Steps: []Step{
+			Post{wrSend(1, 0, 64), wrSend(2, 64, 64)},
+			Func{Name: "ACK the first SEND", F: func(r *Run) error {
+				for i := range 2 {
+					if _, err := dutRequestAt(r, "SEND", DefaultWithin, i, wire.RCSendOnly); err != nil {
+						return err
+					}
+				}
+				_, err := sendPeer(r, peerResponder(r).ACK(r.DUTPSN(0)))
+				return err
+			}},
+			Poll{Want: []WCWant{wcOK(1)}},
+			ackAt(0),
+			PollNone{For: 100 * time.Millisecond},
+			ExpectNone{What: "a retransmission", For: 50 * time.Millisecond},
+			ackAt(1),
+			Poll{Want: []WCWant{wcOK(2)}},
+		},
+		Break: inBreak("reads an ACK's PSN one higher", rocepeer.Opcodes(wire.RCAck), shiftPSN(1)),
 	}
 }
 

@@ -44,90 +44,102 @@ const badRKeyXOR = 0x5A0000A5
 
 func ucCases() []Case {
 	return []Case{
-		{
-			ID: "9.8.2/uc-gap", Section: "IBTA Vol 1 §9.8.2, §9.9.3.2", Transport: RoCE,
-			Title: "UC: a SEND missing its middle packet is dropped, the next message is delivered",
-			Setup: Setup{QPType: verbs.QPTypeUC, Recvs: 2, RecvLen: 4096},
-			Steps: []Step{
-				Func{Name: "First and Last of a 3-packet SEND, then a SEND Only", F: func(r *Run) error {
-					mtu := r.Attrs.PathMTU.Bytes()
-					if 3*mtu > 4096 {
-						return fmt.Errorf("%w: path MTU %d", ErrNotApplicable, mtu)
-					}
-					q := peerSender(r)
-					ps := q.UCSend(datagram(3*mtu, 1), mtu)
-					_, err := sendPeer(r, ps[0], ps[2])
-					if err == nil {
-						_, err = sendPeer(r, q.UCSend(datagram(64, 7), mtu)...)
-					}
-					return err
-				}},
-				// Whether the dropped message's receive is reused (rnic,
-				// rxe) or used up is the DUT's choice: the wr_id is not
-				// checked.
-				Poll{Want: []WCWant{{Status: verbs.WCSuccess, Opcode: Is(verbs.WCRecv), Len: Is[uint32](64)}}},
-				Memory{MR: DefaultMR, Want: datagram(64, 7)},
-				PollNone{For: 100 * time.Millisecond},
-				QPState(verbs.QPSRTS),
-			},
-			Break: inBreak("ignores a PSN gap (reads the Last as the next packet)", rocepeer.Opcodes(wire.UCSendLast), shiftPSN(-1)),
+		ucGap(),
+		ucNoFirst(),
+		ucWriteBadRKey(),
+	}
+}
+
+func ucGap() Case {
+	return Case{
+		ID: "9.8.2/uc-gap", Section: "IBTA Vol 1 §9.8.2, §9.9.3.2", Transport: RoCE,
+		Title: "UC: a SEND missing its middle packet is dropped, the next message is delivered",
+		Setup: Setup{QPType: verbs.QPTypeUC, Recvs: 2, RecvLen: 4096},
+		Steps: []Step{
+			Func{Name: "First and Last of a 3-packet SEND, then a SEND Only", F: func(r *Run) error {
+				mtu := r.Attrs.PathMTU.Bytes()
+				if 3*mtu > 4096 {
+					return fmt.Errorf("%w: path MTU %d", ErrNotApplicable, mtu)
+				}
+				q := peerSender(r)
+				ps := q.UCSend(datagram(3*mtu, 1), mtu)
+				_, err := sendPeer(r, ps[0], ps[2])
+				if err == nil {
+					_, err = sendPeer(r, q.UCSend(datagram(64, 7), mtu)...)
+				}
+				return err
+			}},
+			// Whether the dropped message's receive is reused (rnic,
+			// rxe) or used up is the DUT's choice: the wr_id is not
+			// checked.
+			Poll{Want: []WCWant{{Status: verbs.WCSuccess, Opcode: Is(verbs.WCRecv), Len: Is[uint32](64)}}},
+			Memory{MR: DefaultMR, Want: datagram(64, 7)},
+			PollNone{For: 100 * time.Millisecond},
+			QPState(verbs.QPSRTS),
 		},
-		{
-			ID: "9.8.2/uc-no-first", Section: "IBTA Vol 1 §9.8.2, §9.9.3.2", Transport: RoCE,
-			Title: "UC: a Middle and a Last whose First was lost are dropped; the next SEND Only is delivered",
-			Setup: Setup{QPType: verbs.QPTypeUC, Recvs: 1, RecvLen: 4096},
-			Steps: []Step{
-				Func{Name: "Middle and Last of a 3-packet SEND, then a SEND Only", F: func(r *Run) error {
-					mtu := r.Attrs.PathMTU.Bytes()
-					if 3*mtu > 4096 {
-						return fmt.Errorf("%w: path MTU %d", ErrNotApplicable, mtu)
-					}
-					q := peerSender(r)
-					ps := q.UCSend(datagram(3*mtu, 1), mtu)
-					_, err := sendPeer(r, ps[1], ps[2])
-					if err == nil {
-						_, err = sendPeer(r, q.UCSend(datagram(64, 7), mtu)...)
-					}
-					return err
-				}},
-				Poll{Want: []WCWant{{Status: verbs.WCSuccess, ID: Is[uint64](1), Opcode: Is(verbs.WCRecv), Len: Is[uint32](64)}}},
-				Memory{MR: DefaultMR, Want: datagram(64, 7)},
-				PollNone{For: 100 * time.Millisecond},
-			},
-			Break: inBreak("starts a message on a Middle", rocepeer.Opcodes(wire.UCSendMiddle), func(f *wire.Frame) {
-				f.Packet.Bytes()[0] = byte(wire.UCSendFirst)
-			}),
+		Break: inBreak("ignores a PSN gap (reads the Last as the next packet)", rocepeer.Opcodes(wire.UCSendLast), shiftPSN(-1)),
+	}
+}
+
+func ucNoFirst() Case {
+	return Case{
+		ID: "9.8.2/uc-no-first", Section: "IBTA Vol 1 §9.8.2, §9.9.3.2", Transport: RoCE,
+		Title: "UC: a Middle and a Last whose First was lost are dropped; the next SEND Only is delivered",
+		Setup: Setup{QPType: verbs.QPTypeUC, Recvs: 1, RecvLen: 4096},
+		Steps: []Step{
+			Func{Name: "Middle and Last of a 3-packet SEND, then a SEND Only", F: func(r *Run) error {
+				mtu := r.Attrs.PathMTU.Bytes()
+				if 3*mtu > 4096 {
+					return fmt.Errorf("%w: path MTU %d", ErrNotApplicable, mtu)
+				}
+				q := peerSender(r)
+				ps := q.UCSend(datagram(3*mtu, 1), mtu)
+				_, err := sendPeer(r, ps[1], ps[2])
+				if err == nil {
+					_, err = sendPeer(r, q.UCSend(datagram(64, 7), mtu)...)
+				}
+				return err
+			}},
+			Poll{Want: []WCWant{{Status: verbs.WCSuccess, ID: Is[uint64](1), Opcode: Is(verbs.WCRecv), Len: Is[uint32](64)}}},
+			Memory{MR: DefaultMR, Want: datagram(64, 7)},
+			PollNone{For: 100 * time.Millisecond},
 		},
-		{
-			ID: "9.8.2/uc-write-bad-rkey", Section: "IBTA Vol 1 §9.8.2, §9.9.3.2 (class D: silently dropped)", Transport: RoCE,
-			Title: "UC: an RDMA WRITE with a bad R_Key is dropped without a word, memory untouched, the QP stays RTS",
-			Setup: Setup{QPType: verbs.QPTypeUC, Recvs: 1},
-			Steps: []Step{
-				Func{Name: "WRITE Only with a bad R_Key", F: func(r *Run) error {
-					mr := r.MR(DefaultMR)
-					_, err := sendPeer(r, peerSender(r).UCWrite(mr.Addr, mr.RKey^badRKeyXOR, datagram(64, 3), r.Attrs.PathMTU.Bytes())...)
-					return err
-				}},
-				ExpectNone{What: "any answer to a UC request"},
-				Memory{MR: DefaultMR, Want: make([]byte, 64)},
-				QPState(verbs.QPSRTS),
-				Func{Name: "WRITE Only with immediate and the right R_Key", F: func(r *Run) error {
-					mr := r.MR(DefaultMR)
-					q := peerSender(r)
-					p := q.UCWrite(mr.Addr+128, mr.RKey, datagram(32, 9), r.Attrs.PathMTU.Bytes())[0]
-					p.H.BTH.Opcode, p.H.Imm = wire.UCWriteOnlyImm, 0xC0FFEE
-					_, err := sendPeer(r, p)
-					return err
-				}},
-				Poll{Want: []WCWant{{Status: verbs.WCSuccess, ID: Is[uint64](1), Opcode: Is(verbs.WCRecvRDMAWithImm), Imm: Is[uint32](0xC0FFEE)}}},
-				Memory{MR: DefaultMR, Off: 128, Want: datagram(32, 9)},
-			},
-			Break: &Break{Name: "takes a bad R_Key for a good one", In: rocepeer.Rewrite(rocepeer.Opcodes(wire.UCWriteOnly),
-				func(f *wire.Frame) {
-					reth := f.Packet.RETH()
-					reth.Encode(&wire.RETHFields{VA: reth.VA(), RKey: reth.RKey() ^ badRKeyXOR, Length: reth.DMALength()})
-				})},
+		Break: inBreak("starts a message on a Middle", rocepeer.Opcodes(wire.UCSendMiddle), func(f *wire.Frame) {
+			f.Packet.Bytes()[0] = byte(wire.UCSendFirst)
+		}),
+	}
+}
+
+func ucWriteBadRKey() Case {
+	return Case{
+		ID: "9.8.2/uc-write-bad-rkey", Section: "IBTA Vol 1 §9.8.2, §9.9.3.2 (class D: silently dropped)", Transport: RoCE,
+		Title: "UC: an RDMA WRITE with a bad R_Key is dropped without a word, memory untouched, the QP stays RTS",
+		Setup: Setup{QPType: verbs.QPTypeUC, Recvs: 1},
+		Steps: []Step{
+			Func{Name: "WRITE Only with a bad R_Key", F: func(r *Run) error {
+				mr := r.MR(DefaultMR)
+				_, err := sendPeer(r, peerSender(r).UCWrite(mr.Addr, mr.RKey^badRKeyXOR, datagram(64, 3), r.Attrs.PathMTU.Bytes())...)
+				return err
+			}},
+			ExpectNone{What: "any answer to a UC request"},
+			Memory{MR: DefaultMR, Want: make([]byte, 64)},
+			QPState(verbs.QPSRTS),
+			Func{Name: "WRITE Only with immediate and the right R_Key", F: func(r *Run) error {
+				mr := r.MR(DefaultMR)
+				q := peerSender(r)
+				p := q.UCWrite(mr.Addr+128, mr.RKey, datagram(32, 9), r.Attrs.PathMTU.Bytes())[0]
+				p.H.BTH.Opcode, p.H.Imm = wire.UCWriteOnlyImm, 0xC0FFEE
+				_, err := sendPeer(r, p)
+				return err
+			}},
+			Poll{Want: []WCWant{{Status: verbs.WCSuccess, ID: Is[uint64](1), Opcode: Is(verbs.WCRecvRDMAWithImm), Imm: Is[uint32](0xC0FFEE)}}},
+			Memory{MR: DefaultMR, Off: 128, Want: datagram(32, 9)},
 		},
+		Break: &Break{Name: "takes a bad R_Key for a good one", In: rocepeer.Rewrite(rocepeer.Opcodes(wire.UCWriteOnly),
+			func(f *wire.Frame) {
+				reth := f.Packet.RETH()
+				reth.Encode(&wire.RETHFields{VA: reth.VA(), RKey: reth.RKey() ^ badRKeyXOR, Length: reth.DMALength()})
+			})},
 	}
 }
 
