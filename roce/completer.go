@@ -384,9 +384,11 @@ func (qp *QP) handleReadResponse(p *wire.Packet, psn uint32) {
 	}
 	if k > 0 && k == w.readFrom && (want == wire.PosMiddle && info.Pos == wire.PosFirst ||
 		want == wire.PosLast && info.Pos == wire.PosOnly) {
-		// A retried READ asked for the rest from packet k as a request
-		// of its own: the responder may answer it as a new message,
-		// First or Only (rxe does), or continue the old one.
+		// A retried READ asked for the rest from packet k: responders
+		// (rxe, rnic) resume the original response with Middle or Last;
+		// one that answers the retry as a new request, First or Only, is
+		// accepted too, as the spec text leaves the replay's first
+		// opcode open.
 		want = info.Pos
 	}
 	payload := p.Payload()

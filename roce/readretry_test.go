@@ -11,8 +11,8 @@ import (
 
 // A responder may answer a retried READ (one that asks for the rest of a
 // READ from a middle PSN) as a new request, starting with READ Response
-// First, as rxe does; the requester must take that as it takes the
-// continuation (Middle). Here the first Middle of a 3-packet READ is lost,
+// First, where rxe's and rnic's responders resume with Middle; the spec
+// text leaves it open, so the requester takes either. Here the first Middle of a 3-packet READ is lost,
 // the requester asks again from it, and its replay is rewritten from
 // Middle into First. Before, the requester completed the READ with
 // BAD_RESP_ERR.
