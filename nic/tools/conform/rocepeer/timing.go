@@ -56,8 +56,10 @@ func AckTimeoutWindow(t uint8) Window {
 }
 
 // RNRWindow is when the resend after an RNR NAK with timer code c may
-// come: not before the table's delay (§9.7.5.2.8, Table 45), and within
-// the same late margin as the ACK timer.
+// come, timed from when the tester sent the NAK: not before the table's
+// delay (§9.7.5.2.8, Table 45; less 0.1 ms for timestamp granularity —
+// the NAK's and the resend's transit only add to the measured time), and
+// within the same late margin as the ACK timer.
 func RNRWindow(c uint8) Window {
 	n := wire.RNRDelay(c)
 	return Window{Lo: n - EarlyJitter/10, Hi: LateFactor*n + LateSlack}
