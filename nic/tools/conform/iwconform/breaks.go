@@ -1,0 +1,66 @@
+package iwconform
+
+import (
+	"encoding/binary"
+
+	"github.com/rnic/rnic/iwarp/wire"
+	"github.com/rnic/rnic/nic/tools/conform/iwport"
+)
+
+// The faults that break an in-process rnic NIC for the self-test: each
+// rewrites or drops MPA frames or FPDUs on their way out of or into the
+// NIC (iwport.Fault).
+
+// editMPA edits the MPA frame of direction d.
+func editMPA(d iwport.Dir, edit func(b []byte)) iwport.Fault {
+	return func(u *iwport.Unit) [][]byte {
+		if u.MPA && u.Dir == d {
+			edit(u.Bytes)
+		}
+		return [][]byte{u.Bytes}
+	}
+}
+
+// editFPDU edits the ULPDU of every FPDU of direction d with opcode op.
+func editFPDU(d iwport.Dir, op wire.Opcode, edit func(ulpdu []byte)) iwport.Fault {
+	return func(u *iwport.Unit) [][]byte {
+		if !u.MPA && u.Dir == d && u.Opcode() == op {
+			edit(u.ULPDU())
+		}
+		return [][]byte{u.Bytes}
+	}
+}
+
+// dropFPDU drops every FPDU of direction d with opcode op.
+func dropFPDU(d iwport.Dir, op wire.Opcode) iwport.Fault {
+	return func(u *iwport.Unit) [][]byte {
+		if !u.MPA && u.Dir == d && u.Opcode() == op {
+			return nil
+		}
+		return [][]byte{u.Bytes}
+	}
+}
+
+// termCode makes the NIC's Terminates carry code instead.
+func termCode(code wire.TermCode) iwport.Fault {
+	return editFPDU(iwport.Out, wire.OpTerminate, func(b []byte) {
+		binary.BigEndian.PutUint16(b[wire.DDPUntaggedLen:], uint16(code))
+	})
+}
+
+// termNoHeaders makes the NIC's Terminates carry no offending headers
+// (M, D and R clear; the FPDU shrinks to the control word).
+func termNoHeaders() iwport.Fault {
+	return func(u *iwport.Unit) [][]byte {
+		if u.MPA || u.Dir != iwport.Out || u.Opcode() != wire.OpTerminate {
+			return [][]byte{u.Bytes}
+		}
+		seg := append([]byte(nil), u.ULPDU()[:wire.DDPUntaggedLen+wire.TermControlLen]...)
+		seg[wire.DDPUntaggedLen+2] &^= 0xE0
+		crc := wire.FPDU(u.Bytes).WireCRC() != 0
+		return [][]byte{wire.AppendFPDU(nil, wire.Framing{CRC: crc}, 0, seg, nil)}
+	}
+}
+
+// dropTerminate makes the NIC close without its Terminate.
+func dropTerminate() iwport.Fault { return dropFPDU(iwport.Out, wire.OpTerminate) }

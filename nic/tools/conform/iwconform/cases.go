@@ -1,0 +1,11 @@
+package iwconform
+
+// Cases returns the iWARP suite in order: MPA setup, DDP tagged and
+// untagged, RDMAP, atomics.
+func Cases() []Case {
+	var all []Case
+	for _, f := range []func() []Case{mpaCases} {
+		all = append(all, f()...)
+	}
+	return all
+}
