@@ -106,7 +106,8 @@ type Session struct {
 	notes    []string
 	listener *iwport.Listener
 	wcs      []verbs.WC
-	RTR      *iwport.Frame // the DUT's RTR, when it connected in peer-to-peer mode
+	lastRR   wire.ReadRequestFields // the DUT's last Read Request
+	RTR      *iwport.Frame          // the DUT's RTR, when it connected in peer-to-peer mode
 }
 
 // MRSize is the size of the DUT's buffer.

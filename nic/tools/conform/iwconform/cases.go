@@ -4,7 +4,7 @@ package iwconform
 // untagged, RDMAP, atomics.
 func Cases() []Case {
 	var all []Case
-	for _, f := range []func() []Case{mpaCases} {
+	for _, f := range []func() []Case{mpaCases, rtrCases, crcCases, taggedCases, untaggedCases, readCases, readSinkCases, terminateCases, atomicCases} {
 		all = append(all, f()...)
 	}
 	return all

@@ -122,7 +122,7 @@ func mpaCases() []Case {
 		Setup: Setup{Request: &wire.MPAFields{CRC: true, Rev: wire.MPARev1, PrivateData: pattern(512, 3)}},
 		Steps: []Step{Do("check the private data the DUT's ULP got", func(s *Session) error {
 			if !bytes.Equal(s.AcceptPD, pattern(512, 3)) {
-				return fmt.Errorf("the DUT's ULP got %d octets of private data, not the 512 sent", len(s.AcceptPD))
+				return fmt.Errorf("the DUT's ULP got %d octets of private data that differ from the 512 sent", len(s.AcceptPD))
 			}
 			s.Note("ULP got 512 octets")
 			return nil

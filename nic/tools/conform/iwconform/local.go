@@ -76,6 +76,15 @@ func (d *LocalDUT) NewQP(context.Context) (QP, error) {
 		cq.Destroy()
 		return QP{}, fmt.Errorf("iwconform: %w", err)
 	}
+	// rdma_create_qp leaves the QP in INIT, where receives may be posted
+	// before the connection.
+	all := memory.LocalWrite | memory.RemoteWrite | memory.RemoteRead | memory.RemoteAtomic
+	if err := qp.Modify(&verbs.QPAttr{State: verbs.QPSInit, PortNum: 1, AccessFlags: all},
+		verbs.AttrState|verbs.AttrPKeyIndex|verbs.AttrPort|verbs.AttrAccessFlags); err != nil {
+		qp.Destroy()
+		cq.Destroy()
+		return QP{}, fmt.Errorf("iwconform: QP to INIT: %w", err)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	id := d.id()
