@@ -1,0 +1,49 @@
+package agent
+
+import (
+	"net"
+	"strings"
+
+	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/tools/conform/agentproto"
+)
+
+// deviceInfo answers device_info.
+func deviceInfo(d ibv.Device, kind string) agentproto.DeviceInfo {
+	a := d.Query()
+	info := agentproto.DeviceInfo{Name: d.Name(), Kind: kind, Transport: "roce", GIDs: []string{},
+		MaxQPWR: a.MaxQPWR, MaxSGE: a.MaxSGE, MaxCQE: a.MaxCQE, MaxMRSize: a.MaxMRSize,
+		MaxQPRdAtom: a.MaxQPRdAtom, MaxQPInitRdAtom: a.MaxQPInitRdAtom, Atomics: a.AtomicCap != nic.AtomicNone}
+	if a.Transport == nic.TransportIWARP {
+		info.Transport = "iwarp"
+	}
+	if info.Kind == "" {
+		info.Kind = kindOf(d)
+	}
+	if p, err := d.QueryPort(1); err == nil {
+		info.ActiveMTU = p.ActiveMTU.Bytes()
+	}
+	for _, g := range d.GIDs() {
+		info.GIDs = append(info.GIDs, g.String())
+		// A link-local GID is the port's EUI-64: it gives the MAC.
+		if b := g.As16(); g.Is6() && g.IsLinkLocalUnicast() && b[11] == 0xff && b[12] == 0xfe && info.MAC == "" {
+			info.MAC = net.HardwareAddr{b[8] ^ 2, b[9], b[10], b[13], b[14], b[15]}.String()
+		}
+	}
+	_, info.CM = d.(ibv.ConnManager)
+	return info
+}
+
+// kindOf names the DUT for known deviations: rnic's own NICs, or the
+// libibverbs device's driver as its name tells (rxe0 → rxe).
+func kindOf(d ibv.Device) string {
+	if ibv.LocalNIC(d) != nil {
+		return "rnic"
+	}
+	name := d.Name()
+	if strings.HasPrefix(name, "rnic") {
+		return "rnic"
+	}
+	return strings.TrimRight(name, "0123456789_")
+}

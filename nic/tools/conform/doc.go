@@ -1,0 +1,93 @@
+// Package conform is `rnic conform run`: a protocol conformance tester
+// that checks a device under test (DUT) against named spec rules, on the
+// wire. The tester owns a raw port on the DUT's wire (FramePort: RoCEv2
+// frames over its own UDP socket, a TAP device or a simulated link;
+// StreamPort: its own TCP connection for iWARP), crafts the frames a
+// case needs, reads the DUT's, and drives the DUT's application side
+// through the agent (nic/tools/conform/agent, protocol in agentproto).
+//
+// # Writing a case (the stable API)
+//
+// A case is a Case value registered from an init function of the file
+// that holds it (Register); IDs are unique, and every case has a Break:
+//
+//	func init() {
+//		Register(Case{
+//			ID: "C9-105/send", Section: "IBTA Vol 1 §9.7.5.1.4", Transport: RoCE,
+//			Title: "a duplicate SEND is ACKed again, not executed again",
+//			Setup: Setup{Recvs: 2},
+//			Steps: []Step{
+//				Send{{Op: wire.RCSendOnly, PSN: 0, AckReq: true, Payload: pattern(8, 1)}},
+//				Expect{Want: []Check{IsOp(wire.RCAck), PSNIs(0), IsACK(), MSNIs(1)}},
+//				Send{{Op: wire.RCSendOnly, PSN: 0, AckReq: true, Payload: pattern(8, 1)}},
+//				Expect{Want: []Check{IsOp(wire.RCAck), PSNIs(0), IsACK(), MSNIs(1)}},
+//				Poll{Want: []WCWant{recvOK(8)}},
+//				PollNone{},
+//			},
+//			Break: &Break{Name: "duplicates are not ACKed", Out: ...},
+//		})
+//	}
+//
+// Setup prepares the DUT through the agent before the steps: a PD, one CQ
+// (r.CQ, the QP's send and receive CQ), the MRs (DefaultMR, 4 KiB, every
+// remote access, if none are named), a QP of Setup.QPType (RC) brought to
+// RTS (or Setup.State; Setup.Reset leaves it in RESET) facing the tester's
+// QP (Run.TesterQPN at Config.TesterAddr), with the attributes QPAttrs
+// (Setup.Attr adjusts them) and Setup.Recvs receives posted. Setup.Custom
+// replaces the bring-up (iWARP and rdma_cm cases connect through the CM).
+// PSNs are chosen per case a few packets below the 24-bit wrap, so every
+// case crosses it: write PSNs relative — Pkt.PSN and PSNIs(n) count from
+// the DUT's first expected PSN (Run.PSN), DUTPSNIs(n) from the DUT's
+// first request PSN (Run.DUTPSN).
+//
+// Steps run in order; the first error is the case's FAIL and its detail:
+//
+//	Send{pkts...}         crafted packets to the DUT's QP (Pkt: opcode,
+//	                      PSN, flags, payload, RETH/Atomic/DETH/Imm/IETH
+//	                      with keys and addresses of named MRs — RKeyOf,
+//	                      AddrOf, BadRKey, Val32 —, Edit for header fields,
+//	                      Raw for encoded bytes, BadICRC)
+//	Expect{Want: checks}  the DUT's next frame, within a bound, passing
+//	                      every Check (IsOp, PSNIs, DUTPSNIs, IsACK, IsNAK,
+//	                      IsRNRNAK, MSNIs, CreditsValid, PayloadIs,
+//	                      PayloadLen, OrigIs, FrameFunc); it must also be
+//	                      well formed (ICRC) and for the tester's QP
+//	ExpectNone{Match}     no such frame for a while (class D silent drops)
+//	Drain{For}            discard the DUT's frames for a while
+//	Post{WRs}             the DUT posts send WRs (signaled)
+//	PostRecv{}            the DUT posts a receive
+//	Poll{Want}            the DUT's next completions (WCWant: status
+//	                      always, opcode/len/imm/flags when Is(...) set)
+//	PollNone{}            no completion for a while
+//	QPState(s)            the DUT's QP is in state s
+//	Memory{MR, Off, Want} the DUT's memory holds these bytes
+//	WriteMem{...}         write the DUT's memory
+//	Sleep(d), Func{Name, F}
+//
+// Step is an interface: a case file may define steps of its own (a Func
+// for one-offs). Run is what steps work with: the agent client, the
+// port, the DUT's objects and attributes, Vars for values between steps,
+// Note for the evidence line, Bound to scale a wait by Config.Slow.
+//
+// Verdicts: pass; FAIL; deviation-known (the case fails on a DUT whose
+// DeviceInfo.Kind a Deviation names, citing ../shared/reference/
+// protocols.md); not-applicable (Case.Needs says why, a step wraps
+// ErrNotApplicable, or the agent answers "unsupported"). The evidence is
+// one line: frame numbers in the tester's capture (#n→ sent, #n← from
+// the DUT) with what they carried, and the completions seen.
+//
+// # The self-test
+//
+// SelfDUT is an in-process rnic DUT (embedded mode on a loopback address)
+// with its agent and a tester port beside it. Its link is a FaultLink: a
+// case's Break rewrites or drops the frames the DUT sends (Out) or
+// receives (In: a DUT that skipped a check), or Apply sets anything else
+// on the DUT. The package test runs every case plain (must pass) and
+// broken (must FAIL). Faults in faults.go: DropOps, EditOut, RewriteAETH,
+// ShiftPSN, EditIn, ResealIn.
+//
+// Files: case.go (Case, Setup, Break, registry), steps.go, checks.go,
+// pkt.go (crafting frames), port.go (FramePort, StreamPort), setup.go
+// (the DUT's bring-up), run.go (Run, verdicts), report.go (text, JSON,
+// JUnit), selfdut.go, faults.go; roce_*.go are the RoCEv2 cases.
+package conform

@@ -1,0 +1,41 @@
+package conform
+
+import (
+	"testing"
+)
+
+// startSelf starts an in-process DUT for a test.
+func startSelfTest(t *testing.T) (*SelfDUT, *Config) {
+	t.Helper()
+	d, err := StartSelf(SelfOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	cfg, err := d.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, cfg
+}
+
+// TestSuiteSelf runs every RoCEv2 case against rnic itself: each must
+// pass, and each must FAIL with its Break applied, so no case passes
+// vacuously.
+func TestSuiteSelf(t *testing.T) {
+	_, cfg := startSelfTest(t)
+	for _, c := range Cases(RoCE, "") {
+		t.Run(c.ID, func(t *testing.T) {
+			res := RunCase(cfg, c, false)
+			if res.Verdict != Pass {
+				t.Fatalf("plain: %s: %s [%s]", res.Verdict, res.Detail, res.Evidence)
+			}
+			t.Logf("plain: %s", res.Evidence)
+			broken := RunCase(cfg, c, true)
+			if broken.Verdict != Fail {
+				t.Fatalf("broken (%s): %s, want FAIL [%s]", c.Break.Name, broken.Verdict, broken.Evidence)
+			}
+			t.Logf("broken (%s): %s", c.Break.Name, broken.Detail)
+		})
+	}
+}
