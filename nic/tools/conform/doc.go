@@ -2,7 +2,7 @@
 // that checks a device under test (DUT) against named spec rules, on the
 // wire. The tester owns a raw port on the DUT's wire (FramePort: RoCEv2
 // frames over its own UDP socket, a TAP device or a simulated link;
-// StreamPort: its own TCP connection for iWARP), crafts the frames a
+// IWARPPort: its own TCP connections for iWARP, iwport), crafts the frames a
 // case needs, reads the DUT's, and drives the DUT's application side
 // through the agent (nic/tools/conform/agent, protocol in agentproto).
 //
@@ -87,7 +87,7 @@
 // ShiftPSN, EditIn, ResealIn.
 //
 // Files: case.go (Case, Setup, Break, registry), steps.go, checks.go,
-// pkt.go (crafting frames), port.go (FramePort, StreamPort), setup.go
+// pkt.go (crafting frames), port.go (FramePort), iwarp.go (IWARPPort), setup.go
 // (the DUT's bring-up), run.go (Run, verdicts), report.go (text, JSON,
 // JUnit), selfdut.go, faults.go; roce_*.go are the RoCEv2 cases.
 package conform

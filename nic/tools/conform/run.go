@@ -22,9 +22,9 @@ type Config struct {
 	Agent *agentproto.Client
 	// Info is the DUT's device_info (fetched by Prepare if empty).
 	Info agentproto.DeviceInfo
-	// Port is the tester's RoCEv2 port; Streams its iWARP side.
-	Port    *FramePort
-	Streams StreamPort
+	// Port is the tester's RoCEv2 port; IWARP its iWARP side.
+	Port  *FramePort
+	IWARP *IWARPPort
 	// TesterAddr is the tester's IP; DUTAddr the DUT's (zero: the DUT's
 	// first GID of the tester's address family).
 	TesterAddr netip.Addr
@@ -174,6 +174,9 @@ func RunCase(cfg *Config, c Case, broken bool) Result {
 		err = fmt.Errorf("setup: %w", err)
 	} else {
 		err = r.steps()
+	}
+	if s, ok := r.Vars[iwVar].(*iwSession); ok {
+		s.close()
 	}
 	if cfg.Port != nil {
 		cfg.Port.Drain()

@@ -59,7 +59,8 @@ func (p *Port) SendULPDU(ulpdu []byte, tx Tx) (Sent, error) {
 	return Sent{ULPDU: ulpdu, Frame: frame}, err
 }
 
-// Frame is one FPDU the DUT sent, decoded.
+// Frame is one FPDU the DUT sent, decoded. String gives it as an evidence
+// line names it: "#n←" and its fields.
 type Frame struct {
 	Frame int    // capture frame (0 without a capture)
 	ULPDU []byte // the DDP segment, markers removed
@@ -85,16 +86,16 @@ func (f *Frame) Opcode() wire.Opcode {
 
 func (f *Frame) String() string {
 	if f.Err != nil {
-		return fmt.Sprintf("frame %d: undecodable segment (%v)", f.Frame, f.Err)
+		return fmt.Sprintf("#%d← undecodable segment (%v)", f.Frame, f.Err)
 	}
 	if f.Term != nil {
-		return fmt.Sprintf("frame %d: Terminate %v (%#04x) M=%v D=%v R=%v", f.Frame, f.Term.Code, uint16(f.Term.Code), f.Term.M, f.Term.D, f.Term.R)
+		return fmt.Sprintf("#%d← Terminate %#04x (%v) M=%v D=%v R=%v", f.Frame, uint16(f.Term.Code), f.Term.Code, f.Term.M, f.Term.D, f.Term.R)
 	}
 	d := f.Hdr.DDP
 	if d.Tagged {
-		return fmt.Sprintf("frame %d: %v STag %#x TO %#x L=%v %dB", f.Frame, d.Opcode, d.STag, d.TO, d.Last, len(f.Seg.Payload()))
+		return fmt.Sprintf("#%d← %v STag %#x TO %#x L=%v %dB", f.Frame, d.Opcode, d.STag, d.TO, d.Last, len(f.Seg.Payload()))
 	}
-	return fmt.Sprintf("frame %d: %v QN %d MSN %d MO %d L=%v %dB", f.Frame, d.Opcode, d.QN, d.MSN, d.MO, d.Last, len(f.Seg.Payload()))
+	return fmt.Sprintf("#%d← %v QN %d MSN %d MO %d L=%v %dB", f.Frame, d.Opcode, d.QN, d.MSN, d.MO, d.Last, len(f.Seg.Payload()))
 }
 
 // Recv waits up to d for the DUT's next FPDU. A framing error (a ULPDU

@@ -1,4 +1,8 @@
-package iwconform
+// The faults that break an in-process rnic iWARP DUT for the self-test
+// (Break.Stream): each rewrites or drops MPA frames or FPDUs on their way
+// out of or into the DUT (iwport.Fault).
+
+package conform
 
 import (
 	"encoding/binary"
@@ -7,9 +11,10 @@ import (
 	"github.com/rnic/rnic/nic/tools/conform/iwport"
 )
 
-// The faults that break an in-process rnic NIC for the self-test: each
-// rewrites or drops MPA frames or FPDUs on their way out of or into the
-// NIC (iwport.Fault).
+// iwBreak is a Break with a stateless stream fault.
+func iwBreak(name string, f iwport.Fault) *Break {
+	return &Break{Name: name, Stream: func() iwport.Fault { return f }}
+}
 
 // editMPA edits the MPA frame of direction d.
 func editMPA(d iwport.Dir, edit func(b []byte)) iwport.Fault {

@@ -1,0 +1,111 @@
+// iWARP cases: enhanced connection setup, RFC 6581 §9.2: the
+// peer-to-peer flag A and the Ready-to-Receive (RTR) message.
+
+package conform
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/rnic/rnic/iwarp/wire"
+	"github.com/rnic/rnic/nic/tools/conform/iwport"
+)
+
+// p2pRequest is an enhanced Request asking for peer-to-peer mode with the
+// RTR kinds given.
+func p2pRequest(write, read, send bool) *wire.MPAFields {
+	r := iwDefaultRequest()
+	r.IRDORD.PeerToPeer, r.IRDORD.WriteRTR, r.IRDORD.ReadRTR, r.IRDORD.SendRTR = true, write, read, send
+	return &r
+}
+
+// mpaIRD and mpaORD are the offsets of the IRD word (A, B) and the ORD
+// word (C, D) in an enhanced MPA frame.
+const (
+	mpaIRD = wire.MPAHeaderLen
+	mpaORD = wire.MPAHeaderLen + 2
+)
+
+// oneRTR checks that a Reply echoes A and picks exactly the kind want.
+func oneRTR(want string) func(r wire.MPAFields) error {
+	return func(r wire.MPAFields) error {
+		v := r.IRDORD
+		if !r.Enhanced || !v.PeerToPeer {
+			return fmt.Errorf("the Reply S=%v A=%v to a peer-to-peer Request: A not echoed", r.Enhanced, v.PeerToPeer)
+		}
+		got := map[string]bool{"write": v.WriteRTR, "read": v.ReadRTR, "send": v.SendRTR}
+		for k, on := range got {
+			if on != (k == want) {
+				return fmt.Errorf("the Reply RTR flags write=%v read=%v send=%v, want %s alone", v.WriteRTR, v.ReadRTR, v.SendRTR, want)
+			}
+		}
+		return nil
+	}
+}
+
+// checkRTR checks the DUT's first FPDU against the RTR the tester's Reply
+// chose.
+func checkRTR(s *iwSession) error {
+	if !s.req.HasIRDORD() || !s.req.IRDORD().PeerToPeer {
+		return fmt.Errorf("%w: the DUT's Request does not ask for peer-to-peer mode", ErrNotApplicable)
+	}
+	rep, f := s.rep.IRDORD(), s.rtr
+	if f == nil || f.Err != nil {
+		return errors.New("no RTR from the DUT")
+	}
+	d := f.Hdr.DDP
+	ok := len(f.Seg.Payload()) == 0 && d.Last
+	switch {
+	case rep.WriteRTR:
+		ok = ok && d.Opcode == wire.OpWrite
+	case rep.ReadRTR:
+		ok = d.Opcode == wire.OpReadRequest && f.Hdr.ReadRequest.Size == 0
+	case rep.SendRTR:
+		ok = ok && d.Opcode == wire.OpSend
+	}
+	if !ok {
+		return fmt.Errorf("the DUT's first FPDU %v is not the chosen RTR", f)
+	}
+	return nil
+}
+
+func init() {
+	Register(Case{
+		ID: "RFC6581-9.2/rtr-write", Section: "RFC 6581 §9.2", Title: "A is echoed and the zero-length Write RTR chosen when it is the only one offered",
+		Transport: IWARP, Setup: iwSetup(IWConn{Request: p2pRequest(true, false, false)}, 0, 0),
+		Steps: []Step{CheckReply("A and RTR", oneRTR("write"))},
+		Break: iwBreak("chooses the Read RTR", editMPA(iwport.Out, func(b []byte) {
+			if len(b) > mpaORD {
+				b[mpaORD] ^= 0xC0
+			}
+		})),
+	}, Case{
+		ID: "RFC6581-9.2/rtr-read", Section: "RFC 6581 §9.2", Title: "the zero-length Read RTR is answered with a zero-length Read Response",
+		Transport: IWARP, Setup: iwSetup(IWConn{Request: p2pRequest(false, true, false)}, 0, 0),
+		Steps: []Step{
+			CheckReply("A and RTR", oneRTR("read")),
+			ExpectFPDU("zero-length Read Response", func(_ *iwSession, f *iwport.Frame) error {
+				d := f.Hdr.DDP
+				if d.Opcode != wire.OpReadResponse || !d.Last || len(f.Seg.Payload()) != 0 || d.STag != 1 {
+					return fmt.Errorf("want a zero-length Read Response to STag 1 with L=1, got %v", f)
+				}
+				return nil
+			}),
+		},
+		Break: iwBreak("does not answer the Read RTR", dropFPDU(iwport.Out, wire.OpReadResponse)),
+	}, Case{
+		ID: "RFC6581-9.2/no-rtr", Section: "RFC 6581 §9.2", Title: "a peer-to-peer Request offering no RTR kind is refused",
+		Transport: IWARP, Setup: iwSetup(IWConn{Manual: true}, 0, 0),
+		Steps: []Step{SendRequest(*p2pRequest(false, false, false)), ExpectRefused},
+		Break: iwBreak("assumes a Write RTR", editMPA(iwport.In, func(b []byte) {
+			if len(b) > mpaORD {
+				b[mpaORD] |= 0x80
+			}
+		})),
+	}, Case{
+		ID: "RFC6581-9.2/rtr-first", Section: "RFC 6581 §9.2", Title: "an initiator in peer-to-peer mode sends the chosen RTR as its first FPDU",
+		Transport: IWARP, Setup: iwSetup(IWConn{DUTConnects: true}, 0, 0),
+		Steps: []Step{IW{"check the DUT's RTR", checkRTR}},
+		Break: iwBreak("sends no RTR", dropFPDU(iwport.Out, wire.OpWrite)),
+	})
+}
