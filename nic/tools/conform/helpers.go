@@ -52,3 +52,13 @@ func nthNAK(n int) FrameFault {
 		return b
 	}
 }
+
+// editInOp edits the transport packet of frames with opcode op on their
+// way into the DUT (re-sealed).
+func editInOp(op wire.Opcode, edit func(pkt []byte)) FrameFault {
+	return EditIn(func(pkt []byte) {
+		if wire.Opcode(pkt[0]) == op {
+			edit(pkt)
+		}
+	})
+}

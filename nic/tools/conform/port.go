@@ -60,6 +60,8 @@ type FramePort struct {
 	mu   sync.Mutex // numbers frames and orders the capture
 	no   int
 	drop int // arrivals lost because nobody read them
+	// closer, if set, closes what the endpoint lives on (a TAP host).
+	closer func() error
 }
 
 // portQueue bounds the DUT frames waiting to be read; a DUT that floods
@@ -153,7 +155,15 @@ func (p *FramePort) Frames() int {
 }
 
 // Close closes the endpoint.
-func (p *FramePort) Close() error { return p.ep.Close() }
+func (p *FramePort) Close() error {
+	err := p.ep.Close()
+	if p.closer != nil {
+		if e := p.closer(); err == nil {
+			err = e
+		}
+	}
+	return err
+}
 
 // Encap returns the encapsulation of the tester's frames to the DUT at
 // dut, as a kernel socket would send them (IPv4 with DF and ID 0).

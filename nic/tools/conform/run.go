@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/rnic/rnic/memory"
@@ -80,6 +81,10 @@ func pickGID(gids []string, tester netip.Addr) (netip.Addr, error) {
 	return netip.Addr{}, fmt.Errorf("conform: the DUT has no GID of the tester's address family (%v): %v", tester, gids)
 }
 
+// runs counts the cases run: each run's tester QPN differs, so frames
+// a previous case's QP still had on the way are told apart.
+var runs atomic.Uint32
+
 // Run is one case's run: what its steps work with.
 type Run struct {
 	Case  *Case
@@ -150,8 +155,8 @@ type Result struct {
 
 // RunCase runs c once; with broken set its Break is applied first
 // (Config.Breaker must be set).
-func RunCase(cfg *Config, c Case, broken bool) Result {
-	res := Result{ID: c.ID, Section: c.Section, Title: c.Title, Transport: c.Transport}
+func RunCase(cfg *Config, c Case, broken bool) (res Result) {
+	res = Result{ID: c.ID, Section: c.Section, Title: c.Title, Transport: c.Transport}
 	start := time.Now()
 	defer func() { res.Duration = time.Since(start) }()
 	if c.Needs != nil {
@@ -187,8 +192,9 @@ func RunCase(cfg *Config, c Case, broken bool) Result {
 }
 
 func newRun(cfg *Config, c *Case) *Run {
+	qpn := (cfg.TesterQPN + runs.Add(1)%0x1000) & wire.PSNMask
 	return &Run{Case: c, Cfg: cfg, Agent: cfg.Agent, Info: cfg.Info, Port: cfg.Port,
-		TesterQPN: cfg.TesterQPN, DUTAddr: cfg.DUTAddr, MRs: map[string]agentproto.MRInfo{}, Vars: map[string]any{}}
+		TesterQPN: qpn, DUTAddr: cfg.DUTAddr, MRs: map[string]agentproto.MRInfo{}, Vars: map[string]any{}}
 }
 
 func (r *Run) steps() error {

@@ -5,9 +5,9 @@ import (
 )
 
 // startSelf starts an in-process DUT for a test.
-func startSelfTest(t *testing.T) (*SelfDUT, *Config) {
+func startSelfTest(t *testing.T, opt SelfOptions) (*SelfDUT, *Config) {
 	t.Helper()
-	d, err := StartSelf(SelfOptions{})
+	d, err := StartSelf(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,12 @@ func startSelfTest(t *testing.T) (*SelfDUT, *Config) {
 // pass, and each must FAIL with its Break applied, so no case passes
 // vacuously.
 func TestSuiteSelf(t *testing.T) {
-	_, cfg := startSelfTest(t)
+	t.Run("embedded", func(t *testing.T) { t.Parallel(); suiteSelf(t, SelfOptions{}) })
+	t.Run("simulated", func(t *testing.T) { t.Parallel(); suiteSelf(t, SelfOptions{Sim: true}) })
+}
+
+func suiteSelf(t *testing.T, opt SelfOptions) {
+	_, cfg := startSelfTest(t, opt)
 	for _, c := range Cases(RoCE, "") {
 		t.Run(c.ID, func(t *testing.T) {
 			res := RunCase(cfg, c, false)
@@ -31,7 +36,10 @@ func TestSuiteSelf(t *testing.T) {
 				t.Fatalf("plain: %s: %s [%s]", res.Verdict, res.Detail, res.Evidence)
 			}
 			t.Logf("plain: %s", res.Evidence)
-			broken := RunCase(cfg, c, true)
+			// A broken DUT only has to fail: shorter waits.
+			fast := *cfg
+			fast.Slow = 0.25
+			broken := RunCase(&fast, c, true)
 			if broken.Verdict != Fail {
 				t.Fatalf("broken (%s): %s, want FAIL [%s]", c.Break.Name, broken.Verdict, broken.Evidence)
 			}

@@ -11,12 +11,14 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"sync/atomic"
+	"time"
 
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tools/conform/agent"
 	"github.com/rnic/rnic/nic/tools/conform/agentproto"
 	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/clock"
 	"github.com/rnic/rnic/transport/udp"
 )
 
@@ -29,6 +31,10 @@ type SelfOptions struct {
 	Pcap *transport.PcapWriter
 	// Trace, if set, gets the DUT engine's trace.
 	Trace io.Writer
+	// Sim puts the DUT and the tester on a simulated link (the simulated
+	// mode) instead of kernel UDP sockets: its virtual clock is paced by
+	// the wall clock, as the agent's waits are.
+	Sim bool
 }
 
 // SelfDUT is an in-process rnic DUT with its agent and a tester port.
@@ -40,6 +46,9 @@ type SelfDUT struct {
 	Port   *FramePort
 	Link   *FaultLink
 	Tester netip.Addr
+	// stop ends the simulated clock's pacer.
+	stop chan struct{}
+	done chan struct{}
 }
 
 // StartSelf builds the DUT, its agent and the tester's port.
@@ -67,6 +76,9 @@ func StartSelf(opt SelfOptions) (*SelfDUT, error) {
 }
 
 func startSelf(opt SelfOptions, dutA, testA netip.Addr) (*SelfDUT, error) {
+	if opt.Sim {
+		return startSim(opt, dutA, testA)
+	}
 	ep, err := udp.Open(udp.Config{Addr: dutA, Reseal: Reseal})
 	if err != nil {
 		return nil, err
@@ -77,24 +89,65 @@ func startSelf(opt SelfOptions, dutA, testA netip.Addr) (*SelfDUT, error) {
 		return nil, err
 	}
 	d := &SelfDUT{NIC: n, Device: n.Verbs(ibv.LocalOptions{}), Link: link, Tester: testA}
-	if err := d.start(opt, testA); err != nil {
+	tep, err := udp.Open(udp.Config{Addr: testA, Reseal: Reseal})
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	if err := d.start(opt, testA, tep, tep.MAC()); err != nil {
+		tep.Close()
 		d.Close()
 		return nil, err
 	}
 	return d, nil
 }
 
-func (d *SelfDUT) start(opt SelfOptions, testA netip.Addr) error {
+// startSim builds the DUT on one end of a simulated link and the tester's
+// port on the other.
+func startSim(opt SelfOptions, dutA, testA netip.Addr) (*SelfDUT, error) {
+	clk := clock.NewVirtual()
+	a, b := transport.NewSimLink(clk, transport.SimConfig{Seed: 1, Latency: time.Microsecond})
+	link := NewFaultLink(a)
+	synthetic := func(x netip.Addr) ([6]byte, bool) { return udp.SyntheticMAC(x), true }
+	n, err := embedded.NewNIC(embedded.Config{Name: "rnic0", Addr: dutA, MAC: udp.SyntheticMAC(dutA), Link: link,
+		Clock: clk, Resolve: synthetic, Trace: opt.Trace})
+	if err != nil {
+		return nil, err
+	}
+	d := &SelfDUT{NIC: n, Device: n.Verbs(ibv.LocalOptions{}), Link: link, Tester: testA,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go d.pace(clk)
+	if err := d.start(opt, testA, b, udp.SyntheticMAC(testA)); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// pace runs the virtual clock's events as wall time passes.
+func (d *SelfDUT) pace(clk *clock.Virtual) {
+	defer close(d.done)
+	t := time.NewTicker(100 * time.Microsecond)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case now := <-t.C:
+			clk.RunFor(now.Sub(last))
+			last = now
+		}
+	}
+}
+
+func (d *SelfDUT) start(opt SelfOptions, testA netip.Addr, tep transport.Endpoint, testMAC [6]byte) error {
 	var err error
 	if d.Agent, err = agent.Listen(agent.Config{Device: d.Device}); err != nil {
 		return err
 	}
 	go d.Agent.Serve()
-	tep, err := udp.Open(udp.Config{Addr: testA, Reseal: Reseal})
-	if err != nil {
-		return err
-	}
-	d.Port = NewFramePort(tep, PortConfig{Addr: testA, MAC: tep.MAC(), DUTMAC: d.NIC.MAC, Pcap: opt.Pcap})
+	d.Port = NewFramePort(tep, PortConfig{Addr: testA, MAC: testMAC, DUTMAC: d.NIC.MAC, Pcap: opt.Pcap})
 	d.Client, err = agentproto.Dial(context.Background(), d.Agent.Addr().String())
 	return err
 }
@@ -138,6 +191,10 @@ func (d *SelfDUT) Close() {
 	}
 	if d.Device != nil {
 		d.Device.Close()
+	}
+	if d.stop != nil {
+		close(d.stop)
+		<-d.done
 	}
 }
 

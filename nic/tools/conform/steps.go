@@ -144,17 +144,25 @@ func matchAll(r *Run, f *Frame, cs []Check) bool {
 }
 
 // next returns the next DUT frame: one an ExpectNone passed over, else a
-// new one.
+// new one. Frames for another tester QPN (an earlier case's QP, still
+// sending as it was destroyed) are passed over.
 func (r *Run) next(d time.Duration) (Frame, bool) {
 	if len(r.pending) > 0 {
 		f := r.pending[0]
 		r.pending = r.pending[1:]
 		return f, true
 	}
-	if d <= 0 {
-		return Frame{}, false
+	deadline := time.Now().Add(d)
+	for {
+		d := time.Until(deadline)
+		if d <= 0 {
+			return Frame{}, false
+		}
+		f, ok := r.Port.Recv(d)
+		if !ok || f.Err != nil || f.H.BTH.DestQP == r.TesterQPN || f.Op() == wire.CNP {
+			return f, ok
+		}
 	}
-	return r.Port.Recv(d)
 }
 
 // Drain discards the DUT's frames for For (nothing is asserted).
@@ -262,20 +270,23 @@ func Is[T comparable](v T) Opt[T] { return Opt[T]{v, true} }
 
 func (o Opt[T]) ok(v T) bool { return !o.Set || o.V == v }
 
-// WCWant is an expected completion: Status always, the rest when set.
+// WCWant is an expected completion: Status always (or, with AnyError,
+// any status but SUCCESS), the rest when set.
 type WCWant struct {
-	Status verbs.WCStatus
-	ID     Opt[uint64]
-	Opcode Opt[verbs.WCOpcode]
-	Len    Opt[uint32]
-	Imm    Opt[uint32]
-	Flags  Opt[verbs.WCFlags]
+	Status   verbs.WCStatus
+	AnyError bool
+	ID       Opt[uint64]
+	Opcode   Opt[verbs.WCOpcode]
+	Len      Opt[uint32]
+	Imm      Opt[uint32]
+	Flags    Opt[verbs.WCFlags]
 	// InvRKey wants the invalidated rkey of the named MR.
 	InvMR string
 }
 
 func (w WCWant) match(r *Run, wc agentproto.WC) error {
-	ok := verbs.WCStatus(wc.Status) == w.Status && w.ID.ok(wc.ID) && w.Opcode.ok(verbs.WCOpcode(wc.Opcode)) &&
+	st := verbs.WCStatus(wc.Status)
+	ok := (st == w.Status || w.AnyError && st != verbs.WCSuccess) && w.ID.ok(wc.ID) && w.Opcode.ok(verbs.WCOpcode(wc.Opcode)) &&
 		w.Len.ok(wc.ByteLen) && w.Imm.ok(wc.Imm) && w.Flags.ok(verbs.WCFlags(wc.Flags))
 	if w.InvMR != "" && wc.InvRKey != r.MR(w.InvMR).RKey {
 		ok = false
@@ -288,6 +299,9 @@ func (w WCWant) match(r *Run, wc agentproto.WC) error {
 
 func (w WCWant) String() string {
 	s := w.Status.String()
+	if w.AnyError {
+		s = "an error"
+	}
 	if w.Opcode.Set {
 		s += " " + w.Opcode.V.String()
 	}
@@ -427,3 +441,39 @@ var (
 	// Acks are the plain acknowledgements (ACK, NAK, RNR NAK).
 	Acks = []wire.Opcode{wire.RCAck}
 )
+
+// Event wants an asynchronous event of this type for the case's QP within
+// Within (DefaultWithin if zero); events of other types or objects are
+// passed over.
+type Event struct {
+	Type   verbs.AsyncEvent
+	Within time.Duration
+}
+
+func (e Event) Do(r *Run) error {
+	within := e.Within
+	if within == 0 {
+		within = DefaultWithin
+	}
+	deadline := time.Now().Add(r.Bound(within))
+	var seen []string
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fmt.Errorf("no %v event for the QP within %v (seen: %v)", e.Type, r.Bound(within), seen)
+		}
+		evs, err := r.Agent.Events(left)
+		if err != nil {
+			return err
+		}
+		for _, ev := range evs {
+			if ev.QP == r.QP.H && verbs.AsyncEvent(ev.Type) == e.Type {
+				r.Note("event %s", ev.Name)
+				return nil
+			}
+			seen = append(seen, ev.Name)
+		}
+	}
+}
+
+func (e Event) String() string { return "async event " + e.Type.String() }

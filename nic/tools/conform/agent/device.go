@@ -1,0 +1,46 @@
+package agent
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/rnic/rnic/nic/embedded"
+	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/transport"
+)
+
+// DeviceOptions say which device the agent drives.
+type DeviceOptions struct {
+	// Device is a device string (ibv.ParseSpec): NAME for a NIC of this
+	// process, NAME@SOCKET for rnicd's, verbs:NAME for libibverbs'.
+	Device string
+	// Addr and Port place a NIC of this process (the embedded mode:
+	// kernel UDP sockets on Addr, RoCEv2 on Port, 4791 if zero).
+	Addr netip.Addr
+	Port uint16
+	// Pcap, if set, records the frames of a NIC of this process.
+	Pcap *transport.PcapWriter
+}
+
+// localLinkMTU is the link MTU of the agent's own NIC: jumbo frames on
+// loopback, so path MTUs up to 4096 are available.
+const localLinkMTU = 9000
+
+// OpenDevice opens the DUT.
+func OpenDevice(o DeviceOptions) (ibv.Device, error) {
+	spec, err := ibv.ParseSpec(o.Device)
+	if err != nil {
+		return nil, err
+	}
+	if spec.Backend != ibv.BackendLocal {
+		return ibv.Open(spec)
+	}
+	if !o.Addr.IsValid() {
+		return nil, fmt.Errorf("agent: the NIC %s needs an address", spec.Name)
+	}
+	n, err := embedded.Open(embedded.UDPConfig{Name: spec.Name, Addr: o.Addr, Port: o.Port, MTU: localLinkMTU, Pcap: o.Pcap})
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	return n.Verbs(ibv.LocalOptions{}), nil
+}
