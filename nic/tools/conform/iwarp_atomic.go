@@ -9,16 +9,8 @@ import (
 	"fmt"
 
 	"github.com/rnic/rnic/iwarp/wire"
-	"github.com/rnic/rnic/nic/tools/conform/agentproto"
 	"github.com/rnic/rnic/nic/tools/conform/iwport"
 )
-
-func needAtomics(info agentproto.DeviceInfo) string {
-	if !info.Atomics {
-		return "the DUT offers no RFC 7306 atomics"
-	}
-	return ""
-}
 
 // atomicReq sends an Atomic Request on the word at the DUT buffer's
 // offset off.
