@@ -8,6 +8,7 @@ package conform
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"time"
 
@@ -215,6 +216,7 @@ func (s *iwSession) dutListens(c *IWConn) error {
 	if rep.Reject || !rep.Reply {
 		return fmt.Errorf("the DUT refused the connection (#%d←: reply=%v R=%v)", rep.Frame, rep.Reply, rep.Reject)
 	}
+	s.r.Note("#%d← %s", rep.Frame, mpaString(rep))
 	s.rep = rep.Raw
 	s.startFPDUs()
 	if v := rep.IRDORD; rep.Enhanced && v.PeerToPeer {
@@ -223,6 +225,19 @@ func (s *iwSession) dutListens(c *IWConn) error {
 		}
 	}
 	return s.established()
+}
+
+// mpaString is an MPA frame's fields for the evidence.
+func mpaString(m *iwport.MPA) string {
+	kind := "Request"
+	if m.Reply {
+		kind = "Reply"
+	}
+	s := fmt.Sprintf("MPA %s rev %d M=%v C=%v R=%v S=%v", kind, m.Rev, m.Markers, m.CRC, m.Reject, m.Enhanced)
+	if v := m.IRDORD; m.Enhanced && m.Rev >= wire.MPARev2 {
+		s += fmt.Sprintf(" IRD %d ORD %d A=%v RTR(B,C,D)=%v,%v,%v", v.IRD, v.ORD, v.PeerToPeer, v.SendRTR, v.WriteRTR, v.ReadRTR)
+	}
+	return s + fmt.Sprintf(" PD %dB", len(m.PrivateData))
 }
 
 // sendRequest sends the tester's MPA Request and keeps it.
@@ -311,6 +326,7 @@ func (s *iwSession) dutConnects(c *IWConn) error {
 	if err != nil {
 		return fmt.Errorf("MPA Request: %w", err)
 	}
+	s.r.Note("#%d← %s", req.Frame, mpaString(req))
 	s.req = req.Raw
 	mk := iwDefaultReply
 	if c.Reply != nil {
@@ -335,4 +351,23 @@ func (s *iwSession) dutConnects(c *IWConn) error {
 		r.Note("RTR %v", fr)
 	}
 	return s.established()
+}
+
+// openIWARP gives a run its iWARP port: TCP from and to the tester's
+// address (Options.UDP, the address flag of both transports; no TAP:
+// the kernel's TCP carries the streams), recorded in Options.Pcap or
+// numbered into io.Discard.
+func openIWARP(cfg *Config, opt Options) error {
+	if opt.TAP != "" {
+		return errors.New("conform: the iWARP port uses the host's TCP: give --udp ADDR, not --tap")
+	}
+	if !opt.UDP.IsValid() {
+		return errors.New("conform: the tester needs its address (--udp ADDR)")
+	}
+	pw := opt.Pcap
+	if pw == nil {
+		pw, _ = transport.NewPcapWriter(io.Discard)
+	}
+	cfg.TesterAddr, cfg.IWARP = opt.UDP, &IWARPPort{Addr: opt.UDP, Pcap: pw}
+	return nil
 }

@@ -39,7 +39,7 @@ var ExpectRefused = IW{"expect the connection refused", func(s *iwSession) error
 	m, err := s.port.RecvMPA(s.wait())
 	switch {
 	case err == nil && m.Reject:
-		s.r.Note("#%d← MPA Reply R=1", m.Frame)
+		s.r.Note("#%d← %s", m.Frame, mpaString(m))
 	case err == nil:
 		return fmt.Errorf("the DUT accepted: MPA Reply R=0 (#%d←)", m.Frame)
 	case errors.Is(err, iwport.ErrClosed):

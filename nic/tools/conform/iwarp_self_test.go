@@ -1,8 +1,13 @@
 package conform
 
 import (
+	"bytes"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/rnic/rnic/transport"
 )
 
 // TestIWARPSuiteSelf runs every iWARP case against rnic itself, each on a
@@ -57,4 +62,55 @@ func TestIWARPSuiteSelf(t *testing.T) {
 			t.Logf("broken (%s): %s", c.Break.Name, o.broken.Detail)
 		})
 	}
+}
+
+// TestIWARPEvidenceFrames: the frame numbers an iWARP case's evidence
+// cites are the frames of the capture that carry what it says.
+func TestIWARPEvidenceFrames(t *testing.T) {
+	var buf bytes.Buffer
+	pw, err := transport.NewPcapWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := StartSelfIWARP(SelfOptions{Pcap: pw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	cfg, err := d.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := Cases(IWARP, "RFC5041-7.2/tagged-stag")
+	if len(cases) != 1 {
+		t.Fatalf("%d cases", len(cases))
+	}
+	res := RunCase(cfg, cases[0], false)
+	if res.Verdict != Pass {
+		t.Fatalf("%s: %s", res.Verdict, res.Detail)
+	}
+	pw.Flush()
+	frames, err := transport.ReadPcapFrom(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "#n→ RDMA Write …": a tagged Write (DDP control T|L|DV=1, RDMAP
+	// RV=1 opcode 0); "#m← Terminate …": untagged (L|DV=1), RV=1 opcode 7,
+	// QN 2, MSN 1.
+	want := map[string][]byte{"→ RDMA Write": {0xC1, 0x40}, "← Terminate": {0x41, 0x47}}
+	for what, hdr := range want {
+		var n int
+		i := strings.Index(res.Evidence, what)
+		if i < 0 {
+			t.Fatalf("no %q in %q", what, res.Evidence)
+		}
+		j := strings.LastIndex(res.Evidence[:i], "#")
+		if _, err := fmt.Sscanf(res.Evidence[j:i], "#%d", &n); err != nil || n < 1 || n > len(frames) {
+			t.Fatalf("%q: frame %q of %d", what, res.Evidence[j:i], len(frames))
+		}
+		if !bytes.Contains(frames[n-1].Data, hdr) {
+			t.Errorf("frame %d (%s) does not hold % x: % x", n, what, hdr, frames[n-1].Data)
+		}
+	}
+	t.Log(res.Evidence)
 }

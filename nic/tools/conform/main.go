@@ -67,14 +67,17 @@ func Main(ctx context.Context, opt Options) (*Report, error) {
 	defer client.Close()
 	cfg := &Config{Agent: client, DUTAddr: opt.DUTAddr, Slow: opt.Slow}
 	if opt.Transport == IWARP {
-		return nil, fmt.Errorf("conform: the iWARP port is not in this build yet")
+		if err := openIWARP(cfg, opt); err != nil {
+			return nil, err
+		}
+	} else {
+		port, tester, err := openPort(opt)
+		if err != nil {
+			return nil, err
+		}
+		defer port.Close()
+		cfg.Port, cfg.TesterAddr = port, tester
 	}
-	port, tester, err := openPort(opt)
-	if err != nil {
-		return nil, err
-	}
-	defer port.Close()
-	cfg.Port, cfg.TesterAddr = port, tester
 	if err := cfg.Prepare(); err != nil {
 		return nil, err
 	}
