@@ -4,6 +4,7 @@
 package conform
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/rnic/rnic/iwarp/wire"
@@ -51,6 +52,27 @@ func init() {
 			return nil
 		}}},
 		Break: iwBreak("numbers its Terminate MSN 0", editFPDU(iwport.Out, wire.OpTerminate, func(b []byte) { b[13] = 0 })),
+	}, Case{
+		ID: "RFC5040-4.8/term-seglen", Section: "RFC 5040 §4.8", Title: "the Terminate's DDP Segment Length is the offending segment's length (M set)",
+		Transport: IWARP, Setup: iwSetup(IWConn{}, 0, 0),
+		Steps: []Step{writeAt("RDMA Write to an invalid STag", (*iwSession).badKey, 0, 40), IW{"check the DDP Segment Length", func(s *iwSession) error {
+			fr, err := s.recvTerminate()
+			if err != nil {
+				return err
+			}
+			t, n := fr.Term, len(s.lastSent.ULPDU)
+			if !t.M || !t.D || int(t.DDPSegLen) != n {
+				return fmt.Errorf("the Terminate has M=%v D=%v DDP Segment Length %d, want M=1 D=1 and %d (the segment #%d→)", t.M, t.D, t.DDPSegLen, n, s.lastSent.Frame)
+			}
+			return nil
+		}}},
+		Deviations: []Deviation{{Kind: "siw", Ref: "iwarp/wire/terminate.go (Terminate)", Note: "siw sends the payload length, not the segment's"}},
+		Break: iwBreak("sends the payload length", editFPDU(iwport.Out, wire.OpTerminate, func(b []byte) {
+			if len(b) >= wire.DDPUntaggedLen+wire.TermControlLen+2 {
+				at := b[wire.DDPUntaggedLen+wire.TermControlLen:]
+				binary.BigEndian.PutUint16(at, binary.BigEndian.Uint16(at)-wire.DDPTaggedLen)
+			}
+		})),
 	}, Case{
 		ID: "RFC5040-4.8/term-last", Section: "RFC 5040 §4.8", Title: "the Terminate is the last message: nothing follows it, even after more requests",
 		Transport: IWARP, Setup: iwSetup(IWConn{}, 0, 0),
