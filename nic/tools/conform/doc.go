@@ -76,6 +76,35 @@
 // one line: frame numbers in the tester's capture (#n→ sent, #n← from
 // the DUT) with what they carried, and the completions seen.
 //
+// # iWARP cases
+//
+// An iWARP case (Transport IWARP) has the Setup iwSetup(IWConn{...},
+// access, recvs): one 4 KiB MR, receives of 256 bytes (wr_ids 1, 2, …),
+// the QP brought to INIT, then a connection through the DUT's rdma_cm
+// (the agent's cm_accept or cm_connect) with the tester's side done by
+// hand on its own TCP connection (iwport.Port): by default the DUT
+// listens and the tester sends an MPA Rev 2 Request with the RFC 6581
+// words and C=1; IWConn.DUTConnects reverses the roles, IWConn.Manual
+// leaves the MPA exchange to the steps. Steps of their own (IW, with the
+// case's session: the port, both MPA frames, the tester's MSNs):
+//
+//	IWSend(name, mk, tx)       a crafted segment (any DDP/RDMAP header,
+//	                           iwport.Tx{BadCRC} for a wrong CRC)
+//	IWSendRaw(name, mk)        a ULPDU given as octets
+//	ExpectFPDU(what, check)    the DUT's next FPDU, decoded (iwport.Frame)
+//	ExpectTerminate(rule, codes...)  the DUT's Terminate: one of the codes,
+//	                           with the offending headers rule demands
+//	                           (HdrDDP, HdrDDPRDMA: RFC 5040 §4.8)
+//	ExpectClosed, ExpectSilence, ExpectRefused, SendRequest,
+//	CheckReply, CheckRequest   the stream's end, no FPDU, the MPA exchange
+//
+// and the common DUT steps (Post, PostRecv, Poll, QPState, Memory,
+// WriteMem). Their Break is Break.Stream: a fresh iwport.Fault that sees
+// the MPA frames and FPDUs the in-process iWARP DUT (SelfIWARP) sends and
+// receives (iwarp_breaks.go: editMPA, editFPDU, dropFPDU, termCode,
+// termNoHeaders, dropTerminate). Config.IWARP is the tester's address
+// and capture; iwarp_*.go are the iWARP cases.
+//
 // # The self-test
 //
 // SelfDUT is an in-process rnic DUT (embedded mode on a loopback address)
@@ -89,5 +118,7 @@
 // Files: case.go (Case, Setup, Break, registry), steps.go, checks.go,
 // pkt.go (crafting frames), port.go (FramePort), iwarp.go (IWARPPort), setup.go
 // (the DUT's bring-up), run.go (Run, verdicts), report.go (text, JSON,
-// JUnit), selfdut.go, faults.go; roce_*.go are the RoCEv2 cases.
+// JUnit), selfdut.go, faults.go; roce_*.go are the RoCEv2 cases;
+// iwarp.go, iwarp_steps.go, iwarp_breaks.go, selfdut_iwarp.go and the
+// iwarp_*.go cases the iWARP side.
 package conform
