@@ -194,7 +194,7 @@ func (s *iwSession) dutListens(c *IWConn) error {
 	if local == r.DUTAddr {
 		local = netip.Addr{}
 	}
-	ctx, cancel := contextFor(s.wait())
+	ctx, cancel := iwContext(s.wait())
 	defer cancel()
 	if s.port, err = iwport.Dial(ctx, local, netip.AddrPortFrom(r.DUTAddr, l.Port), r.Cfg.IWARP.Pcap); err != nil {
 		return err
@@ -216,7 +216,7 @@ func (s *iwSession) dutListens(c *IWConn) error {
 	if rep.Reject || !rep.Reply {
 		return fmt.Errorf("the DUT refused the connection (#%d←: reply=%v R=%v)", rep.Frame, rep.Reply, rep.Reject)
 	}
-	s.r.Note("#%d← %s", rep.Frame, mpaString(rep))
+	s.r.Note("#%d← %s", rep.Frame, iwMPAString(rep))
 	s.rep = rep.Raw
 	s.startFPDUs()
 	if v := rep.IRDORD; rep.Enhanced && v.PeerToPeer {
@@ -227,8 +227,8 @@ func (s *iwSession) dutListens(c *IWConn) error {
 	return s.established()
 }
 
-// mpaString is an MPA frame's fields for the evidence.
-func mpaString(m *iwport.MPA) string {
+// iwMPAString is an MPA frame's fields for the evidence.
+func iwMPAString(m *iwport.MPA) string {
 	kind := "Request"
 	if m.Reply {
 		kind = "Reply"
@@ -265,7 +265,7 @@ func (s *iwSession) sendRTR(v wire.IRDORD) error {
 	case v.WriteRTR:
 		h.DDP = wire.DDPFields{Opcode: wire.OpWrite, Last: true, STag: 1}
 	case v.ReadRTR:
-		h = sendHdr(wire.OpReadRequest, wire.QNReadRequest, s.nextMSN(wire.QNReadRequest), 0, true)
+		h = iwSendHdr(wire.OpReadRequest, wire.QNReadRequest, s.nextMSN(wire.QNReadRequest), 0, true)
 		h.ReadRequest = wire.ReadRequestFields{SinkSTag: 1, SourceSTag: 1}
 	case v.SendRTR:
 		h = s.send(wire.OpSend)
@@ -314,7 +314,7 @@ func (s *iwSession) dutConnects(c *IWConn) error {
 			PrivateData: c.PrivateData, Param: c.param(), WaitMS: s.cmWait(c)})
 		s.accepted <- iwCM{info, err}
 	}()
-	ctx, cancel := contextFor(s.wait())
+	ctx, cancel := iwContext(s.wait())
 	defer cancel()
 	if s.port, err = s.lis.Accept(ctx); err != nil {
 		return err
@@ -326,7 +326,7 @@ func (s *iwSession) dutConnects(c *IWConn) error {
 	if err != nil {
 		return fmt.Errorf("MPA Request: %w", err)
 	}
-	s.r.Note("#%d← %s", req.Frame, mpaString(req))
+	s.r.Note("#%d← %s", req.Frame, iwMPAString(req))
 	s.req = req.Raw
 	mk := iwDefaultReply
 	if c.Reply != nil {

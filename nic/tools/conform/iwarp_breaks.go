@@ -16,8 +16,8 @@ func iwBreak(name string, f iwport.Fault) *Break {
 	return &Break{Name: name, Stream: func() iwport.Fault { return f }}
 }
 
-// editMPA edits the MPA frame of direction d.
-func editMPA(d iwport.Dir, edit func(b []byte)) iwport.Fault {
+// iwEditMPA edits the MPA frame of direction d.
+func iwEditMPA(d iwport.Dir, edit func(b []byte)) iwport.Fault {
 	return func(u *iwport.Unit) [][]byte {
 		if u.MPA && u.Dir == d {
 			edit(u.Bytes)
@@ -26,8 +26,8 @@ func editMPA(d iwport.Dir, edit func(b []byte)) iwport.Fault {
 	}
 }
 
-// editFPDU edits the ULPDU of every FPDU of direction d with opcode op.
-func editFPDU(d iwport.Dir, op wire.Opcode, edit func(ulpdu []byte)) iwport.Fault {
+// iwEditFPDU edits the ULPDU of every FPDU of direction d with opcode op.
+func iwEditFPDU(d iwport.Dir, op wire.Opcode, edit func(ulpdu []byte)) iwport.Fault {
 	return func(u *iwport.Unit) [][]byte {
 		if !u.MPA && u.Dir == d && u.Opcode() == op {
 			edit(u.ULPDU())
@@ -36,8 +36,8 @@ func editFPDU(d iwport.Dir, op wire.Opcode, edit func(ulpdu []byte)) iwport.Faul
 	}
 }
 
-// dropFPDU drops every FPDU of direction d with opcode op.
-func dropFPDU(d iwport.Dir, op wire.Opcode) iwport.Fault {
+// iwDropFPDU drops every FPDU of direction d with opcode op.
+func iwDropFPDU(d iwport.Dir, op wire.Opcode) iwport.Fault {
 	return func(u *iwport.Unit) [][]byte {
 		if !u.MPA && u.Dir == d && u.Opcode() == op {
 			return nil
@@ -46,16 +46,16 @@ func dropFPDU(d iwport.Dir, op wire.Opcode) iwport.Fault {
 	}
 }
 
-// termCode makes the NIC's Terminates carry code instead.
-func termCode(code wire.TermCode) iwport.Fault {
-	return editFPDU(iwport.Out, wire.OpTerminate, func(b []byte) {
+// iwTermCode makes the NIC's Terminates carry code instead.
+func iwTermCode(code wire.TermCode) iwport.Fault {
+	return iwEditFPDU(iwport.Out, wire.OpTerminate, func(b []byte) {
 		binary.BigEndian.PutUint16(b[wire.DDPUntaggedLen:], uint16(code))
 	})
 }
 
-// termNoHeaders makes the NIC's Terminates carry no offending headers
+// iwTermNoHeaders makes the NIC's Terminates carry no offending headers
 // (M, D and R clear; the FPDU shrinks to the control word).
-func termNoHeaders() iwport.Fault {
+func iwTermNoHeaders() iwport.Fault {
 	return func(u *iwport.Unit) [][]byte {
 		if u.MPA || u.Dir != iwport.Out || u.Opcode() != wire.OpTerminate {
 			return [][]byte{u.Bytes}
@@ -67,5 +67,5 @@ func termNoHeaders() iwport.Fault {
 	}
 }
 
-// dropTerminate makes the NIC close without its Terminate.
-func dropTerminate() iwport.Fault { return dropFPDU(iwport.Out, wire.OpTerminate) }
+// iwDropTerminate makes the NIC close without its Terminate.
+func iwDropTerminate() iwport.Fault { return iwDropFPDU(iwport.Out, wire.OpTerminate) }

@@ -39,7 +39,7 @@ var ExpectRefused = IW{"expect the connection refused", func(s *iwSession) error
 	m, err := s.port.RecvMPA(s.wait())
 	switch {
 	case err == nil && m.Reject:
-		s.r.Note("#%d← %s", m.Frame, mpaString(m))
+		s.r.Note("#%d← %s", m.Frame, iwMPAString(m))
 	case err == nil:
 		return fmt.Errorf("the DUT accepted: MPA Reply R=0 (#%d←)", m.Frame)
 	case errors.Is(err, iwport.ErrClosed):
@@ -57,92 +57,92 @@ var ExpectRefused = IW{"expect the connection refused", func(s *iwSession) error
 	return nil
 }}
 
-func init() {
-	rev1 := wire.MPAFields{CRC: true, Rev: wire.MPARev1}
-	Register(Case{
-		ID: "RFC5044-7.1.1/reply", Section: "RFC 5044 §7.1.1", Title: "MPA Reply: the Reply key, R=0 on accept, reserved bits zero",
-		Transport: IWARP, Setup: iwSetup(IWConn{}, 0, 0),
-		Steps: []Step{CheckReply("key and flags", func(r wire.MPAFields) error {
-			if !r.Reply || r.Reject || r.Reserved != 0 {
-				return fmt.Errorf("the Reply key=%v R=%v Res=%#x", r.Reply, r.Reject, r.Reserved)
-			}
-			return nil
-		})},
-		Break: iwBreak("sets a reserved bit in its Reply", editMPA(iwport.Out, func(b []byte) { b[16] |= 0x01 })),
-	}, Case{
-		ID: "RFC5044-7.1.1/request", Section: "RFC 5044 §7.1.1", Title: "MPA Request: the Request key, revision 1 or 2, R=0, reserved bits zero",
-		Transport: IWARP, Setup: iwSetup(IWConn{DUTConnects: true}, 0, 0),
-		Steps: []Step{CheckRequest("key and flags", func(r wire.MPAFields) error {
-			if r.Reply || r.Reject || r.Reserved != 0 || r.Rev < wire.MPARev1 || r.Rev > wire.MPARev2 {
-				return fmt.Errorf("the Request key=%v R=%v Res=%#x Rev=%d", !r.Reply, r.Reject, r.Reserved, r.Rev)
-			}
-			return nil
-		})},
-		Break: iwBreak("sets a reserved bit in its Request", editMPA(iwport.Out, func(b []byte) { b[16] |= 0x02 })),
-	}, Case{
-		ID: "RFC5044-7.1.1/rev1", Section: "RFC 5044 §7.1.1, RFC 6581 §9", Title: "a Rev 1 Request gets a Rev 1 Reply without S",
-		Transport: IWARP, Setup: iwSetup(IWConn{Request: &rev1}, 0, 0),
-		Steps: []Step{CheckReply("revision", func(r wire.MPAFields) error {
-			if r.Rev != wire.MPARev1 || r.Enhanced {
-				return fmt.Errorf("the Reply Rev %d S=%v to a Rev 1 Request", r.Rev, r.Enhanced)
-			}
-			return nil
-		})},
-		Break: iwBreak("answers Rev 2 to Rev 1", editMPA(iwport.Out, func(b []byte) { b[17] = wire.MPARev2 })),
-	}, Case{
-		ID: "RFC5044-7.1.1/rev-unknown", Section: "RFC 5044 §7.1.1", Title: "a Request of an unknown revision (3) is refused",
-		Transport: IWARP, Setup: iwSetup(IWConn{Manual: true}, 0, 0),
-		Steps: []Step{SendRequest(wire.MPAFields{CRC: true, Rev: 3}), ExpectRefused},
-		Break: iwBreak("takes Rev 3 for Rev 1", editMPA(iwport.In, func(b []byte) { b[17] = wire.MPARev1 })),
-	}, Case{
-		ID: "RFC5044-7.1.1/pd-512", Section: "RFC 5044 §7.1.1", Title: "512 octets of private data reach the ULP intact",
-		Transport: IWARP, Setup: iwSetup(IWConn{Request: &wire.MPAFields{CRC: true, Rev: wire.MPARev1, PrivateData: iwPattern(512, 3)}}, 0, 0),
-		Steps: []Step{IW{"check the private data the DUT's ULP got", func(s *iwSession) error {
-			res := <-s.accepted
-			if !bytes.Equal(res.info.PrivateData, iwPattern(512, 3)) {
-				return fmt.Errorf("the DUT's ULP got %d octets of private data that differ from the 512 sent", len(res.info.PrivateData))
-			}
-			s.r.Note("the ULP got 512 octets")
-			return nil
-		}}},
-		Deviations: []Deviation{{Kind: "siw", Ref: "reference/protocols.md §2.2", Note: "private data ≤ RDMA_MAX_PRIVATE_DATA (256)"}},
-		Break:      iwBreak("corrupts private data", editMPA(iwport.In, func(b []byte) { b[len(b)-1] ^= 0xFF })),
-	}, Case{
-		ID: "RFC5044-7.1.1/pd-513", Section: "RFC 5044 §7.1.1", Title: "a PD_Length above 512 is refused",
-		Transport: IWARP, Setup: iwSetup(IWConn{Manual: true}, 0, 0),
-		Steps: []Step{SendRequest(wire.MPAFields{CRC: true, Rev: wire.MPARev1, PrivateData: iwPattern(513, 1)}), ExpectRefused},
-		Break: iwBreak("accepts 513 octets of private data", editMPA(iwport.In, func(b []byte) {
-			binary.BigEndian.PutUint16(b[18:], 512)
-		})),
-	}, Case{
-		ID: "RFC5044-7.1.1/crc-reply", Section: "RFC 5044 §7.1.1", Title: "a Request with C=1 gets a Reply with C=1",
-		Transport: IWARP, Setup: iwSetup(IWConn{}, 0, 0),
-		Steps: []Step{CheckReply("C bit", func(r wire.MPAFields) error {
-			if !r.CRC {
-				return errors.New("the Reply C=0 to a Request with C=1")
-			}
-			return nil
-		})},
-		Break: iwBreak("clears C in its Reply", editMPA(iwport.Out, func(b []byte) { b[16] &^= wire.MPAFlagCRC })),
-	}, markersCase(), Case{
-		ID: "RFC6581-9/words", Section: "RFC 6581 §9", Title: "an enhanced Request gets an enhanced Reply: Rev 2, S, the IRD/ORD words",
-		Transport: IWARP, Setup: iwSetup(IWConn{IRD: 3, ORD: 2}, 0, 0),
-		Steps: []Step{CheckReply("IRD/ORD words", func(r wire.MPAFields) error {
-			if r.Rev != wire.MPARev2 || !r.Enhanced {
-				return fmt.Errorf("the Reply Rev %d S=%v to an enhanced Request", r.Rev, r.Enhanced)
-			}
-			if r.IRDORD.IRD == 0 {
-				return errors.New("the Reply IRD 0: the DUT serves no RDMA Read")
-			}
-			return nil
-		})},
-		Break: iwBreak("clears S in its Reply", editMPA(iwport.Out, func(b []byte) { b[16] &^= wire.MPAFlagEnhanced })),
-	})
-}
+// iwRev1 is an MPA Rev 1 Request.
+var iwRev1 = wire.MPAFields{CRC: true, Rev: wire.MPARev1}
 
-// markersCase: RFC 5044 §7.1.1 M and §4.3: a DUT refuses markers (a Reply
+var iwMPACases = []Case{{
+	ID: "RFC5044-7.1.1/reply", Section: "RFC 5044 §7.1.1", Title: "MPA Reply: the Reply key, R=0 on accept, reserved bits zero",
+	Transport: IWARP, Setup: iwSetup(IWConn{}, 0, 0),
+	Steps: []Step{CheckReply("key and flags", func(r wire.MPAFields) error {
+		if !r.Reply || r.Reject || r.Reserved != 0 {
+			return fmt.Errorf("the Reply key=%v R=%v Res=%#x", r.Reply, r.Reject, r.Reserved)
+		}
+		return nil
+	})},
+	Break: iwBreak("sets a reserved bit in its Reply", iwEditMPA(iwport.Out, func(b []byte) { b[16] |= 0x01 })),
+}, {
+	ID: "RFC5044-7.1.1/request", Section: "RFC 5044 §7.1.1", Title: "MPA Request: the Request key, revision 1 or 2, R=0, reserved bits zero",
+	Transport: IWARP, Setup: iwSetup(IWConn{DUTConnects: true}, 0, 0),
+	Steps: []Step{CheckRequest("key and flags", func(r wire.MPAFields) error {
+		if r.Reply || r.Reject || r.Reserved != 0 || r.Rev < wire.MPARev1 || r.Rev > wire.MPARev2 {
+			return fmt.Errorf("the Request key=%v R=%v Res=%#x Rev=%d", !r.Reply, r.Reject, r.Reserved, r.Rev)
+		}
+		return nil
+	})},
+	Break: iwBreak("sets a reserved bit in its Request", iwEditMPA(iwport.Out, func(b []byte) { b[16] |= 0x02 })),
+}, {
+	ID: "RFC5044-7.1.1/rev1", Section: "RFC 5044 §7.1.1, RFC 6581 §9", Title: "a Rev 1 Request gets a Rev 1 Reply without S",
+	Transport: IWARP, Setup: iwSetup(IWConn{Request: &iwRev1}, 0, 0),
+	Steps: []Step{CheckReply("revision", func(r wire.MPAFields) error {
+		if r.Rev != wire.MPARev1 || r.Enhanced {
+			return fmt.Errorf("the Reply Rev %d S=%v to a Rev 1 Request", r.Rev, r.Enhanced)
+		}
+		return nil
+	})},
+	Break: iwBreak("answers Rev 2 to Rev 1", iwEditMPA(iwport.Out, func(b []byte) { b[17] = wire.MPARev2 })),
+}, {
+	ID: "RFC5044-7.1.1/rev-unknown", Section: "RFC 5044 §7.1.1", Title: "a Request of an unknown revision (3) is refused",
+	Transport: IWARP, Setup: iwSetup(IWConn{Manual: true}, 0, 0),
+	Steps: []Step{SendRequest(wire.MPAFields{CRC: true, Rev: 3}), ExpectRefused},
+	Break: iwBreak("takes Rev 3 for Rev 1", iwEditMPA(iwport.In, func(b []byte) { b[17] = wire.MPARev1 })),
+}, {
+	ID: "RFC5044-7.1.1/pd-512", Section: "RFC 5044 §7.1.1", Title: "512 octets of private data reach the ULP intact",
+	Transport: IWARP, Setup: iwSetup(IWConn{Request: &wire.MPAFields{CRC: true, Rev: wire.MPARev1, PrivateData: iwPattern(512, 3)}}, 0, 0),
+	Steps: []Step{IW{"check the private data the DUT's ULP got", func(s *iwSession) error {
+		res := <-s.accepted
+		if !bytes.Equal(res.info.PrivateData, iwPattern(512, 3)) {
+			return fmt.Errorf("the DUT's ULP got %d octets of private data that differ from the 512 sent", len(res.info.PrivateData))
+		}
+		s.r.Note("the ULP got 512 octets")
+		return nil
+	}}},
+	Deviations: []Deviation{{Kind: "siw", Ref: "reference/protocols.md §2.2", Note: "private data ≤ RDMA_MAX_PRIVATE_DATA (256)"}},
+	Break:      iwBreak("corrupts private data", iwEditMPA(iwport.In, func(b []byte) { b[len(b)-1] ^= 0xFF })),
+}, {
+	ID: "RFC5044-7.1.1/pd-513", Section: "RFC 5044 §7.1.1", Title: "a PD_Length above 512 is refused",
+	Transport: IWARP, Setup: iwSetup(IWConn{Manual: true}, 0, 0),
+	Steps: []Step{SendRequest(wire.MPAFields{CRC: true, Rev: wire.MPARev1, PrivateData: iwPattern(513, 1)}), ExpectRefused},
+	Break: iwBreak("accepts 513 octets of private data", iwEditMPA(iwport.In, func(b []byte) {
+		binary.BigEndian.PutUint16(b[18:], 512)
+	})),
+}, {
+	ID: "RFC5044-7.1.1/crc-reply", Section: "RFC 5044 §7.1.1", Title: "a Request with C=1 gets a Reply with C=1",
+	Transport: IWARP, Setup: iwSetup(IWConn{}, 0, 0),
+	Steps: []Step{CheckReply("C bit", func(r wire.MPAFields) error {
+		if !r.CRC {
+			return errors.New("the Reply C=0 to a Request with C=1")
+		}
+		return nil
+	})},
+	Break: iwBreak("clears C in its Reply", iwEditMPA(iwport.Out, func(b []byte) { b[16] &^= wire.MPAFlagCRC })),
+}, iwMarkersCase(), Case{
+	ID: "RFC6581-9/words", Section: "RFC 6581 §9", Title: "an enhanced Request gets an enhanced Reply: Rev 2, S, the IRD/ORD words",
+	Transport: IWARP, Setup: iwSetup(IWConn{IRD: 3, ORD: 2}, 0, 0),
+	Steps: []Step{CheckReply("IRD/ORD words", func(r wire.MPAFields) error {
+		if r.Rev != wire.MPARev2 || !r.Enhanced {
+			return fmt.Errorf("the Reply Rev %d S=%v to an enhanced Request", r.Rev, r.Enhanced)
+		}
+		if r.IRDORD.IRD == 0 {
+			return errors.New("the Reply IRD 0: the DUT serves no RDMA Read")
+		}
+		return nil
+	})},
+	Break: iwBreak("clears S in its Reply", iwEditMPA(iwport.Out, func(b []byte) { b[16] &^= wire.MPAFlagEnhanced })),
+}}
+
+// iwMarkersCase: RFC 5044 §7.1.1 M and §4.3: a DUT refuses markers (a Reply
 // with R=1, as siw does) or inserts them where §4.3 puts them.
-func markersCase() Case {
+func iwMarkersCase() Case {
 	req := iwDefaultRequest()
 	req.Markers = true
 	return Case{
@@ -176,6 +176,10 @@ func markersCase() Case {
 			}
 			return nil
 		}}},
-		Break: iwBreak("sends no markers", editMPA(iwport.In, func(b []byte) { b[16] &^= wire.MPAFlagMarkers })),
+		Break: iwBreak("sends no markers", iwEditMPA(iwport.In, func(b []byte) { b[16] &^= wire.MPAFlagMarkers })),
 	}
+}
+
+func init() {
+	Register(iwMPACases...)
 }

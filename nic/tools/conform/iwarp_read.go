@@ -16,24 +16,24 @@ import (
 )
 
 // The tester's (made up) Data Sink STag and TO.
-const sinkSTag, sinkTO = 0x7E57_0001, 0x10_0000
+const iwSinkSTag, iwSinkTO = 0x7E57_0001, 0x10_0000
 
-// readOf sends a Read Request for n octets at the DUT buffer's offset off
+// iwReadOf sends a Read Request for n octets at the DUT buffer's offset off
 // under stag.
-func readOf(name string, stag func(s *iwSession) uint32, off uint64, n uint32) IW {
+func iwReadOf(name string, stag func(s *iwSession) uint32, off uint64, n uint32) IW {
 	return IWSend(name, func(s *iwSession) (wire.Headers, []byte) {
 		_, addr := s.mr()
-		return s.readReqHdr(sinkSTag, sinkTO, n, stag(s), addr+off), nil
+		return s.readReqHdr(iwSinkSTag, iwSinkTO, n, stag(s), addr+off), nil
 	}, iwport.Tx{})
 }
 
-// readResponse wants one Read Response to the tester's sink, with L and
+// iwReadResponse wants one Read Response to the tester's sink, with L and
 // the n octets the DUT's buffer holds (iwPattern(n, 11)).
-func readResponse(n int) IW {
+func iwReadResponse(n int) IW {
 	return ExpectFPDU("Read Response", func(_ *iwSession, f *iwport.Frame) error {
 		d := f.Hdr.DDP
-		if d.Opcode != wire.OpReadResponse || d.STag != sinkSTag || d.TO != sinkTO || !d.Last {
-			return fmt.Errorf("want one Read Response to STag %#x TO %#x with L=1, got %v", sinkSTag, sinkTO, f)
+		if d.Opcode != wire.OpReadResponse || d.STag != iwSinkSTag || d.TO != iwSinkTO || !d.Last {
+			return fmt.Errorf("want one Read Response to STag %#x TO %#x with L=1, got %v", iwSinkSTag, iwSinkTO, f)
 		}
 		if p, want := f.Seg.Payload(), iwPattern(n, 11); !bytes.Equal(p, want) {
 			return fmt.Errorf("the Read Response payload %s, want %s", short(p), short(want))
@@ -42,13 +42,13 @@ func readResponse(n int) IW {
 	})
 }
 
-// twoReads sends two Read Requests in one segment, so that the DUT has
+// iwTwoReads sends two Read Requests in one segment, so that the DUT has
 // both before it answers either.
-var twoReads = IW{"send 2 Read Requests at once", func(s *iwSession) error {
+var iwTwoReads = IW{"send 2 Read Requests at once", func(s *iwSession) error {
 	k, addr := s.mr()
 	var b []byte
 	for i := range 2 {
-		h := s.readReqHdr(sinkSTag, sinkTO+uint64(i)*2048, 2048, k, addr)
+		h := s.readReqHdr(iwSinkSTag, iwSinkTO+uint64(i)*2048, 2048, k, addr)
 		b = wire.AppendFPDU(b, s.port.Framing(), 0, wire.AppendSegment(nil, &h, nil), nil)
 	}
 	frame, err := s.port.SendRaw(b)
@@ -56,8 +56,8 @@ var twoReads = IW{"send 2 Read Requests at once", func(s *iwSession) error {
 	return err
 }}
 
-// rdmapTerminate wants a Terminate of the RDMAP layer, any code.
-var rdmapTerminate = IW{"expect an RDMAP Terminate", func(s *iwSession) error {
+// iwRDMAPTerminate wants a Terminate of the RDMAP layer, any code.
+var iwRDMAPTerminate = IW{"expect an RDMAP Terminate", func(s *iwSession) error {
 	fr, err := s.recvTerminate()
 	if err != nil {
 		return err
@@ -68,67 +68,64 @@ var rdmapTerminate = IW{"expect an RDMAP Terminate", func(s *iwSession) error {
 	return nil
 }}
 
-func init() {
-	Register(Case{
-		ID: "RFC5040-4.4/read", Section: "RFC 5040 §4.4, §5.2", Title: "a Read Request is answered with a Read Response to the sink STag and TO",
-		Transport: IWARP, Setup: iwSetup(IWConn{}, 0, 0),
-		Steps: []Step{WriteMem{MR: DefaultMR, Off: 64, Data: iwPattern(100, 11)}, readOf("Read Request 100B", rkeyOf, 64, 100), readResponse(100)},
-		Break: iwBreak("corrupts Read Responses", editFPDU(iwport.Out, wire.OpReadResponse, func(b []byte) { b[len(b)-1] ^= 0xFF })),
-	}, Case{
-		ID: "RFC5040-4.8/read-stag", Section: "RFC 5040 §4.8, §5.2", Title: "a Read Request with an invalid source STag: Terminate RDMAP 'invalid STag' with the DDP and RDMAP headers",
-		Transport: IWARP, Setup: iwSetup(IWConn{}, 0, 0),
-		Steps: steps([]Step{readOf("Read Request, invalid source STag", (*iwSession).badKey, 0, 32)},
-			terminated(HdrDDPRDMA, wire.TermRDMAPInvalidSTag)),
-		Break: iwBreak("sends Terminates without headers", termNoHeaders()),
-	}, Case{
-		ID: "RFC5040-4.8/read-bounds", Section: "RFC 5040 §4.8, §5.2", Title: "a Read Request past the source's end: Terminate RDMAP 'base or bounds violation'",
-		Transport: IWARP, Setup: iwSetup(IWConn{}, 0, 0),
-		Steps: steps([]Step{readOf("Read Request across the end", rkeyOf, iwMRSize-8, 64)},
-			terminated(HdrDDPRDMA, wire.TermRDMAPBaseBounds)),
-		Break: iwBreak("reports an invalid STag", termCode(wire.TermRDMAPInvalidSTag)),
-	}, Case{
-		ID: "RFC5040-4.8/read-access", Section: "RFC 5040 §4.8, §5.2", Title: "a Read Request of a buffer without remote read access: Terminate RDMAP 'access rights violation'",
-		Transport: IWARP, Setup: iwSetup(IWConn{}, memory.LocalWrite|memory.RemoteWrite, 0),
-		Steps: steps([]Step{readOf("Read Request of a write-only buffer", rkeyOf, 0, 32)},
-			terminated(HdrDDPRDMA, wire.TermRDMAPAccessRights)),
-		Break: iwBreak("reports an invalid STag", termCode(wire.TermRDMAPInvalidSTag)),
-	}, Case{
-		ID: "RFC5040-4.4/read-msn", Section: "RFC 5041 §5.3, RFC 5040 §4.4", Title: "a Read Request with the wrong MSN on queue 1: Terminate DDP untagged 'MSN range'",
-		Transport: IWARP, Setup: iwSetup(IWConn{}, 0, 0),
-		Steps: steps([]Step{IWSend("Read Request with MSN 7", func(s *iwSession) (wire.Headers, []byte) {
-			k, addr := s.mr()
-			h := s.readReqHdr(sinkSTag, sinkTO, 8, k, addr)
-			h.DDP.MSN = 7
-			return h, nil
-		}, iwport.Tx{})}, terminated(HdrDDP, wire.TermDDPUntaggedMSNRange)),
-		Break: iwBreak("reports 'invalid MO'", termCode(wire.TermDDPUntaggedInvalidMO)),
-	}, Case{
-		ID: "RFC5040-5.2/ird", Section: "RFC 5040 §5.2, RFC 6581 §9.1", Title: "more Read Requests outstanding than the IRD the DUT announced: an RDMAP Terminate",
-		Transport: IWARP, Setup: iwSetup(IWConn{IRD: 1}, 0, 0),
-		Steps: []Step{twoReads, rdmapTerminate, ExpectClosed, QPState(verbs.QPSErr)},
-		Break: &Break{Name: "sees only the first Read Request", Stream: func() iwport.Fault {
-			n := 0
-			return func(u *iwport.Unit) [][]byte {
-				if !u.MPA && u.Dir == iwport.In && u.Opcode() == wire.OpReadRequest {
-					if n++; n > 1 {
-						return nil
-					}
+var iwReadCases = []Case{{
+	ID: "RFC5040-4.4/read", Section: "RFC 5040 §4.4, §5.2", Title: "a Read Request is answered with a Read Response to the sink STag and TO",
+	Transport: IWARP, Setup: iwSetup(IWConn{}, 0, 0),
+	Steps: []Step{WriteMem{MR: DefaultMR, Off: 64, Data: iwPattern(100, 11)}, iwReadOf("Read Request 100B", iwRKeyOf, 64, 100), iwReadResponse(100)},
+	Break: iwBreak("corrupts Read Responses", iwEditFPDU(iwport.Out, wire.OpReadResponse, func(b []byte) { b[len(b)-1] ^= 0xFF })),
+}, {
+	ID: "RFC5040-4.8/read-stag", Section: "RFC 5040 §4.8, §5.2", Title: "a Read Request with an invalid source STag: Terminate RDMAP 'invalid STag' with the DDP and RDMAP headers",
+	Transport: IWARP, Setup: iwSetup(IWConn{}, 0, 0),
+	Steps: iwSteps([]Step{iwReadOf("Read Request, invalid source STag", (*iwSession).badKey, 0, 32)},
+		iwTerminated(HdrDDPRDMA, wire.TermRDMAPInvalidSTag)),
+	Break: iwBreak("sends Terminates without headers", iwTermNoHeaders()),
+}, {
+	ID: "RFC5040-4.8/read-bounds", Section: "RFC 5040 §4.8, §5.2", Title: "a Read Request past the source's end: Terminate RDMAP 'base or bounds violation'",
+	Transport: IWARP, Setup: iwSetup(IWConn{}, 0, 0),
+	Steps: iwSteps([]Step{iwReadOf("Read Request across the end", iwRKeyOf, iwMRSize-8, 64)},
+		iwTerminated(HdrDDPRDMA, wire.TermRDMAPBaseBounds)),
+	Break: iwBreak("reports an invalid STag", iwTermCode(wire.TermRDMAPInvalidSTag)),
+}, {
+	ID: "RFC5040-4.8/read-access", Section: "RFC 5040 §4.8, §5.2", Title: "a Read Request of a buffer without remote read access: Terminate RDMAP 'access rights violation'",
+	Transport: IWARP, Setup: iwSetup(IWConn{}, memory.LocalWrite|memory.RemoteWrite, 0),
+	Steps: iwSteps([]Step{iwReadOf("Read Request of a write-only buffer", iwRKeyOf, 0, 32)},
+		iwTerminated(HdrDDPRDMA, wire.TermRDMAPAccessRights)),
+	Break: iwBreak("reports an invalid STag", iwTermCode(wire.TermRDMAPInvalidSTag)),
+}, {
+	ID: "RFC5040-4.4/read-msn", Section: "RFC 5041 §5.3, RFC 5040 §4.4", Title: "a Read Request with the wrong MSN on queue 1: Terminate DDP untagged 'MSN range'",
+	Transport: IWARP, Setup: iwSetup(IWConn{}, 0, 0),
+	Steps: iwSteps([]Step{IWSend("Read Request with MSN 7", func(s *iwSession) (wire.Headers, []byte) {
+		k, addr := s.mr()
+		h := s.readReqHdr(iwSinkSTag, iwSinkTO, 8, k, addr)
+		h.DDP.MSN = 7
+		return h, nil
+	}, iwport.Tx{})}, iwTerminated(HdrDDP, wire.TermDDPUntaggedMSNRange)),
+	Break: iwBreak("reports 'invalid MO'", iwTermCode(wire.TermDDPUntaggedInvalidMO)),
+}, {
+	ID: "RFC5040-5.2/ird", Section: "RFC 5040 §5.2, RFC 6581 §9.1", Title: "more Read Requests outstanding than the IRD the DUT announced: an RDMAP Terminate",
+	Transport: IWARP, Setup: iwSetup(IWConn{IRD: 1}, 0, 0),
+	Steps: []Step{iwTwoReads, iwRDMAPTerminate, ExpectClosed, QPState(verbs.QPSErr)},
+	Break: &Break{Name: "sees only the first Read Request", Stream: func() iwport.Fault {
+		n := 0
+		return func(u *iwport.Unit) [][]byte {
+			if !u.MPA && u.Dir == iwport.In && u.Opcode() == wire.OpReadRequest {
+				if n++; n > 1 {
+					return nil
 				}
-				return [][]byte{u.Bytes}
 			}
-		}},
-	})
-	registerReadSink()
-}
+			return [][]byte{u.Bytes}
+		}
+	}},
+}}
 
-// dutRead has the DUT post an RDMA READ of n octets from the tester's
+// iwDUTRead has the DUT post an RDMA READ of n octets from the tester's
 // (made up) buffer into its own at off.
-func dutRead(id uint64, off uint64, n uint32) Post {
+func iwDUTRead(id uint64, off uint64, n uint32) Post {
 	return Post{{ID: id, Op: verbs.WRRDMARead, Local: []Seg{{MR: DefaultMR, Off: off, Len: n}}, Remote: 0xA000 + id*0x100, RKey: 0x1234}}
 }
 
-// expectReadRequest wants the DUT's Read Request of WR id and keeps it.
-func expectReadRequest(id uint64, off uint64, n uint32) IW {
+// iwExpectReadRequest wants the DUT's Read Request of WR id and keeps it.
+func iwExpectReadRequest(id uint64, off uint64, n uint32) IW {
 	return ExpectFPDU(fmt.Sprintf("Read Request of WR %d", id), func(s *iwSession, f *iwport.Frame) error {
 		d, rr := f.Hdr.DDP, f.Hdr.ReadRequest
 		_, addr := s.mr()
@@ -144,9 +141,9 @@ func expectReadRequest(id uint64, off uint64, n uint32) IW {
 	})
 }
 
-// answerRead sends the Read Response to the DUT's last Read Request, to
+// iwAnswerRead sends the Read Response to the DUT's last Read Request, to
 // its sink STag changed by stagXor.
-func answerRead(n int, stagXor uint32) IW {
+func iwAnswerRead(n int, stagXor uint32) IW {
 	return IWSend("Read Response", func(s *iwSession) (wire.Headers, []byte) {
 		rr := s.lastRR
 		h := wire.Headers{DDP: wire.DDPFields{Opcode: wire.OpReadResponse, Tagged: true, Last: true, STag: rr.SinkSTag ^ stagXor, TO: rr.SinkTO}}
@@ -154,55 +151,54 @@ func answerRead(n int, stagXor uint32) IW {
 	}, iwport.Tx{})
 }
 
-func registerReadSink() {
-	lowIRD := iwDefaultRequest()
-	lowIRD.IRDORD.IRD = 1
-	Register(Case{
-		ID: "RFC5040-4.4/read-request", Section: "RFC 5040 §4.4", Title: "the DUT's Read Request: QN 1, MO 0, L, sink, size and source as posted; the response completes the READ",
-		Transport: IWARP, Setup: iwSetup(IWConn{}, 0, 0),
-		Steps: []Step{dutRead(1, 512, 64), expectReadRequest(1, 512, 64), answerRead(64, 0),
-			Poll{Want: []WCWant{{Status: verbs.WCSuccess, ID: Is[uint64](1), Opcode: Is(verbs.WCRDMARead), Len: Is[uint32](64)}}},
-			Memory{MR: DefaultMR, Off: 512, Want: iwPattern(64, 13)}},
-		Break: iwBreak("asks one octet too many", editFPDU(iwport.Out, wire.OpReadRequest, func(b []byte) { b[wire.DDPUntaggedLen+15]++ })),
-	}, Case{
-		ID: "RFC5040-4.4/read-msn-seq", Section: "RFC 5041 §5.3, RFC 5040 §4.4", Title: "the DUT's Read Requests carry MSN 1, 2, … on queue 1",
-		Transport: IWARP, Setup: iwSetup(IWConn{ORD: 2}, 0, 0),
-		Steps: []Step{dutRead(1, 0, 8), dutRead(2, 8, 8), IW{"expect MSN 1 then 2", func(s *iwSession) error {
-			for want := uint32(1); want <= 2; want++ {
-				f, err := s.port.Recv(s.wait())
-				if err != nil {
-					return err
-				}
-				s.r.Note("%v", f)
-				if f.Err != nil || f.Opcode() != wire.OpReadRequest || f.Hdr.DDP.MSN != want {
-					return fmt.Errorf("want a Read Request with MSN %d, got %v", want, f)
-				}
-			}
-			return nil
-		}}},
-		Break: iwBreak("numbers every Read Request 1", editFPDU(iwport.Out, wire.OpReadRequest, func(b []byte) { b[13] = 1 })),
-	}, Case{
-		ID: "RFC6581-9.1/ord", Section: "RFC 6581 §9.1, RFC 5040 §5.2", Title: "the DUT keeps no more Read Requests outstanding than the tester's IRD (1)",
-		Transport: IWARP, Setup: iwSetup(IWConn{Request: &lowIRD, ORD: 4}, 0, 0),
-		Steps: []Step{dutRead(1, 0, 16), dutRead(2, 16, 16), dutRead(3, 32, 16),
-			expectReadRequest(1, 0, 16), ExpectSilence, answerRead(16, 0), expectReadRequest(2, 16, 16)},
-		Break: iwBreak("reads the tester's IRD as 8", editMPA(iwport.In, func(b []byte) {
-			if len(b) >= mpaORD {
-				binary.BigEndian.PutUint16(b[mpaIRD:], binary.BigEndian.Uint16(b[mpaIRD:])&0xC000|8)
-			}
-		})),
-	}, Case{
-		ID: "RFC5041-7.2/read-sink-stag", Section: "RFC 5041 §7.2, RFC 5040 §4.4", Title: "a Read Response to the wrong sink STag: Terminate DDP tagged 'invalid STag', the READ fails",
-		Transport: IWARP, Setup: iwSetup(IWConn{}, 0, 0),
-		Steps: steps([]Step{dutRead(1, 0, 32), expectReadRequest(1, 0, 32), answerRead(32, 0x00FF_0000)},
-			terminated(HdrDDP, wire.TermDDPTaggedInvalidSTag), []Step{NoWCSuccess}),
-		Break: &Break{Name: "takes any STag for its sink", Stream: fixSinkSTag},
-	})
-}
+// iwLowIRD is the default Request with IRD 1.
+var iwLowIRD = func() wire.MPAFields { r := iwDefaultRequest(); r.IRDORD.IRD = 1; return r }()
 
-// fixSinkSTag makes the DUT take a Read Response to any STag as one to
+var iwReadSinkCases = []Case{{
+	ID: "RFC5040-4.4/read-request", Section: "RFC 5040 §4.4", Title: "the DUT's Read Request: QN 1, MO 0, L, sink, size and source as posted; the response completes the READ",
+	Transport: IWARP, Setup: iwSetup(IWConn{}, 0, 0),
+	Steps: []Step{iwDUTRead(1, 512, 64), iwExpectReadRequest(1, 512, 64), iwAnswerRead(64, 0),
+		Poll{Want: []WCWant{{Status: verbs.WCSuccess, ID: Is[uint64](1), Opcode: Is(verbs.WCRDMARead), Len: Is[uint32](64)}}},
+		Memory{MR: DefaultMR, Off: 512, Want: iwPattern(64, 13)}},
+	Break: iwBreak("asks one octet too many", iwEditFPDU(iwport.Out, wire.OpReadRequest, func(b []byte) { b[wire.DDPUntaggedLen+15]++ })),
+}, {
+	ID: "RFC5040-4.4/read-msn-seq", Section: "RFC 5041 §5.3, RFC 5040 §4.4", Title: "the DUT's Read Requests carry MSN 1, 2, … on queue 1",
+	Transport: IWARP, Setup: iwSetup(IWConn{ORD: 2}, 0, 0),
+	Steps: []Step{iwDUTRead(1, 0, 8), iwDUTRead(2, 8, 8), IW{"expect MSN 1 then 2", func(s *iwSession) error {
+		for want := uint32(1); want <= 2; want++ {
+			f, err := s.port.Recv(s.wait())
+			if err != nil {
+				return err
+			}
+			s.r.Note("%v", f)
+			if f.Err != nil || f.Opcode() != wire.OpReadRequest || f.Hdr.DDP.MSN != want {
+				return fmt.Errorf("want a Read Request with MSN %d, got %v", want, f)
+			}
+		}
+		return nil
+	}}},
+	Break: iwBreak("numbers every Read Request 1", iwEditFPDU(iwport.Out, wire.OpReadRequest, func(b []byte) { b[13] = 1 })),
+}, {
+	ID: "RFC6581-9.1/ord", Section: "RFC 6581 §9.1, RFC 5040 §5.2", Title: "the DUT keeps no more Read Requests outstanding than the tester's IRD (1)",
+	Transport: IWARP, Setup: iwSetup(IWConn{Request: &iwLowIRD, ORD: 4}, 0, 0),
+	Steps: []Step{iwDUTRead(1, 0, 16), iwDUTRead(2, 16, 16), iwDUTRead(3, 32, 16),
+		iwExpectReadRequest(1, 0, 16), ExpectSilence, iwAnswerRead(16, 0), iwExpectReadRequest(2, 16, 16)},
+	Break: iwBreak("reads the tester's IRD as 8", iwEditMPA(iwport.In, func(b []byte) {
+		if len(b) >= iwMPAORD {
+			binary.BigEndian.PutUint16(b[iwMPAIRD:], binary.BigEndian.Uint16(b[iwMPAIRD:])&0xC000|8)
+		}
+	})),
+}, {
+	ID: "RFC5041-7.2/read-sink-stag", Section: "RFC 5041 §7.2, RFC 5040 §4.4", Title: "a Read Response to the wrong sink STag: Terminate DDP tagged 'invalid STag', the READ fails",
+	Transport: IWARP, Setup: iwSetup(IWConn{}, 0, 0),
+	Steps: iwSteps([]Step{iwDUTRead(1, 0, 32), iwExpectReadRequest(1, 0, 32), iwAnswerRead(32, 0x00FF_0000)},
+		iwTerminated(HdrDDP, wire.TermDDPTaggedInvalidSTag), []Step{NoWCSuccess}),
+	Break: &Break{Name: "takes any STag for its sink", Stream: iwFixSinkSTag},
+}}
+
+// iwFixSinkSTag makes the DUT take a Read Response to any STag as one to
 // the sink of its Read Request.
-func fixSinkSTag() iwport.Fault {
+func iwFixSinkSTag() iwport.Fault {
 	var stag [4]byte
 	return func(u *iwport.Unit) [][]byte {
 		b := u.ULPDU()
@@ -215,4 +211,9 @@ func fixSinkSTag() iwport.Fault {
 		}
 		return [][]byte{u.Bytes}
 	}
+}
+
+func init() {
+	Register(iwReadCases...)
+	Register(iwReadSinkCases...)
 }

@@ -11,23 +11,23 @@ import (
 	"github.com/rnic/rnic/nic/tools/conform/iwport"
 )
 
-// p2pRequest is an enhanced Request asking for peer-to-peer mode with the
+// iwP2PRequest is an enhanced Request asking for peer-to-peer mode with the
 // RTR kinds given.
-func p2pRequest(write, read, send bool) *wire.MPAFields {
+func iwP2PRequest(write, read, send bool) *wire.MPAFields {
 	r := iwDefaultRequest()
 	r.IRDORD.PeerToPeer, r.IRDORD.WriteRTR, r.IRDORD.ReadRTR, r.IRDORD.SendRTR = true, write, read, send
 	return &r
 }
 
-// mpaIRD and mpaORD are the offsets of the IRD word (A, B) and the ORD
-// word (C, D) in an enhanced MPA frame.
+// iwMPAIRD and iwMPAORD are the offsets of the IRD word (A, B) and the ORD
+// iwWord (C, D) in an enhanced MPA frame.
 const (
-	mpaIRD = wire.MPAHeaderLen
-	mpaORD = wire.MPAHeaderLen + 2
+	iwMPAIRD = wire.MPAHeaderLen
+	iwMPAORD = wire.MPAHeaderLen + 2
 )
 
-// oneRTR checks that a Reply echoes A and picks exactly the kind want.
-func oneRTR(want string) func(r wire.MPAFields) error {
+// iwOneRTR checks that a Reply echoes A and picks exactly the kind want.
+func iwOneRTR(want string) func(r wire.MPAFields) error {
 	return func(r wire.MPAFields) error {
 		v := r.IRDORD
 		if !r.Enhanced || !v.PeerToPeer {
@@ -43,9 +43,9 @@ func oneRTR(want string) func(r wire.MPAFields) error {
 	}
 }
 
-// checkRTR checks the DUT's first FPDU against the RTR the tester's Reply
+// iwCheckRTR checks the DUT's first FPDU against the RTR the tester's Reply
 // chose.
-func checkRTR(s *iwSession) error {
+func iwCheckRTR(s *iwSession) error {
 	if !s.req.HasIRDORD() || !s.req.IRDORD().PeerToPeer {
 		return fmt.Errorf("%w: the DUT's Request does not ask for peer-to-peer mode", ErrNotApplicable)
 	}
@@ -69,10 +69,10 @@ func checkRTR(s *iwSession) error {
 	return nil
 }
 
-// refusedOrNoRTR wants a Request without a usable RTR refused: a Reply
+// iwRefusedOrNoRTR wants a Request without a usable RTR refused: a Reply
 // with R, or a close; a DUT that accepts anyway must end the connection
 // with the LLP Terminate "no matching RTR option" (RFC 6581 §9, 0x07).
-var refusedOrNoRTR = IW{"expect the connection refused, or ended with 'no matching RTR'", func(s *iwSession) error {
+var iwRefusedOrNoRTR = IW{"expect the connection refused, or ended with 'no matching RTR'", func(s *iwSession) error {
 	m, err := s.port.RecvMPA(s.wait())
 	switch {
 	case errors.Is(err, iwport.ErrClosed):
@@ -81,7 +81,7 @@ var refusedOrNoRTR = IW{"expect the connection refused, or ended with 'no matchi
 	case err != nil:
 		return fmt.Errorf("neither a reject nor a close: %w", err)
 	}
-	s.r.Note("#%d← %s", m.Frame, mpaString(m))
+	s.r.Note("#%d← %s", m.Frame, iwMPAString(m))
 	if m.Reject {
 		return nil
 	}
@@ -97,43 +97,45 @@ var refusedOrNoRTR = IW{"expect the connection refused, or ended with 'no matchi
 	return nil
 }}
 
+var iwRTRCases = []Case{{
+	ID: "RFC6581-9.2/rtr-write", Section: "RFC 6581 §9.2", Title: "A is echoed and the zero-length Write RTR chosen when it is the only one offered",
+	Transport: IWARP, Setup: iwSetup(IWConn{Request: iwP2PRequest(true, false, false)}, 0, 0),
+	Steps: []Step{CheckReply("A and RTR", iwOneRTR("write"))},
+	Break: iwBreak("chooses the Read RTR", iwEditMPA(iwport.Out, func(b []byte) {
+		if len(b) > iwMPAORD {
+			b[iwMPAORD] ^= 0xC0
+		}
+	})),
+}, {
+	ID: "RFC6581-9.2/rtr-read", Section: "RFC 6581 §9.2", Title: "the zero-length Read RTR is answered with a zero-length Read Response",
+	Transport: IWARP, Setup: iwSetup(IWConn{Request: iwP2PRequest(false, true, false)}, 0, 0),
+	Steps: []Step{
+		CheckReply("A and RTR", iwOneRTR("read")),
+		ExpectFPDU("zero-length Read Response", func(_ *iwSession, f *iwport.Frame) error {
+			d := f.Hdr.DDP
+			if d.Opcode != wire.OpReadResponse || !d.Last || len(f.Seg.Payload()) != 0 || d.STag != 1 {
+				return fmt.Errorf("want a zero-length Read Response to STag 1 with L=1, got %v", f)
+			}
+			return nil
+		}),
+	},
+	Break: iwBreak("does not answer the Read RTR", iwDropFPDU(iwport.Out, wire.OpReadResponse)),
+}, {
+	ID: "RFC6581-9.2/no-rtr", Section: "RFC 6581 §9.2", Title: "a peer-to-peer Request offering no RTR kind is refused",
+	Transport: IWARP, Setup: iwSetup(IWConn{Manual: true}, 0, 0),
+	Steps: []Step{SendRequest(*iwP2PRequest(false, false, false)), iwRefusedOrNoRTR},
+	Break: iwBreak("assumes a Write RTR", iwEditMPA(iwport.In, func(b []byte) {
+		if len(b) > iwMPAORD {
+			b[iwMPAORD] |= 0x80
+		}
+	})),
+}, {
+	ID: "RFC6581-9.2/rtr-first", Section: "RFC 6581 §9.2", Title: "an initiator in peer-to-peer mode sends the chosen RTR as its first FPDU",
+	Transport: IWARP, Setup: iwSetup(IWConn{DUTConnects: true}, 0, 0),
+	Steps: []Step{IW{"check the DUT's RTR", iwCheckRTR}},
+	Break: iwBreak("sends no RTR", iwDropFPDU(iwport.Out, wire.OpWrite)),
+}}
+
 func init() {
-	Register(Case{
-		ID: "RFC6581-9.2/rtr-write", Section: "RFC 6581 §9.2", Title: "A is echoed and the zero-length Write RTR chosen when it is the only one offered",
-		Transport: IWARP, Setup: iwSetup(IWConn{Request: p2pRequest(true, false, false)}, 0, 0),
-		Steps: []Step{CheckReply("A and RTR", oneRTR("write"))},
-		Break: iwBreak("chooses the Read RTR", editMPA(iwport.Out, func(b []byte) {
-			if len(b) > mpaORD {
-				b[mpaORD] ^= 0xC0
-			}
-		})),
-	}, Case{
-		ID: "RFC6581-9.2/rtr-read", Section: "RFC 6581 §9.2", Title: "the zero-length Read RTR is answered with a zero-length Read Response",
-		Transport: IWARP, Setup: iwSetup(IWConn{Request: p2pRequest(false, true, false)}, 0, 0),
-		Steps: []Step{
-			CheckReply("A and RTR", oneRTR("read")),
-			ExpectFPDU("zero-length Read Response", func(_ *iwSession, f *iwport.Frame) error {
-				d := f.Hdr.DDP
-				if d.Opcode != wire.OpReadResponse || !d.Last || len(f.Seg.Payload()) != 0 || d.STag != 1 {
-					return fmt.Errorf("want a zero-length Read Response to STag 1 with L=1, got %v", f)
-				}
-				return nil
-			}),
-		},
-		Break: iwBreak("does not answer the Read RTR", dropFPDU(iwport.Out, wire.OpReadResponse)),
-	}, Case{
-		ID: "RFC6581-9.2/no-rtr", Section: "RFC 6581 §9.2", Title: "a peer-to-peer Request offering no RTR kind is refused",
-		Transport: IWARP, Setup: iwSetup(IWConn{Manual: true}, 0, 0),
-		Steps: []Step{SendRequest(*p2pRequest(false, false, false)), refusedOrNoRTR},
-		Break: iwBreak("assumes a Write RTR", editMPA(iwport.In, func(b []byte) {
-			if len(b) > mpaORD {
-				b[mpaORD] |= 0x80
-			}
-		})),
-	}, Case{
-		ID: "RFC6581-9.2/rtr-first", Section: "RFC 6581 §9.2", Title: "an initiator in peer-to-peer mode sends the chosen RTR as its first FPDU",
-		Transport: IWARP, Setup: iwSetup(IWConn{DUTConnects: true}, 0, 0),
-		Steps: []Step{IW{"check the DUT's RTR", checkRTR}},
-		Break: iwBreak("sends no RTR", dropFPDU(iwport.Out, wire.OpWrite)),
-	})
+	Register(iwRTRCases...)
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/rnic/rnic/nic/verbs"
 )
 
-func contextFor(d time.Duration) (context.Context, context.CancelFunc) {
+func iwContext(d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), d)
 }
 
@@ -40,23 +40,23 @@ func (w IW) String() string { return w.Name }
 
 // Header builders for the tester's segments.
 
-func writeHdr(stag uint32, to uint64, last bool) wire.Headers {
+func iwWriteHdr(stag uint32, to uint64, last bool) wire.Headers {
 	return wire.Headers{DDP: wire.DDPFields{Opcode: wire.OpWrite, Tagged: true, Last: last, STag: stag, TO: to}}
 }
 
-func sendHdr(op wire.Opcode, qn, msn, mo uint32, last bool) wire.Headers {
+func iwSendHdr(op wire.Opcode, qn, msn, mo uint32, last bool) wire.Headers {
 	return wire.Headers{DDP: wire.DDPFields{Opcode: op, Last: last, QN: qn, MSN: msn, MO: mo}}
 }
 
 // send is a one-segment message of op on queue 0 with the next MSN.
 func (s *iwSession) send(op wire.Opcode) wire.Headers {
-	return sendHdr(op, wire.QNSend, s.nextMSN(wire.QNSend), 0, true)
+	return iwSendHdr(op, wire.QNSend, s.nextMSN(wire.QNSend), 0, true)
 }
 
 // readReqHdr is an RDMA Read Request with the next queue-1 MSN.
-func (s *iwSession) readReqHdr(sinkSTag uint32, sinkTO uint64, size uint32, srcSTag uint32, srcTO uint64) wire.Headers {
-	h := sendHdr(wire.OpReadRequest, wire.QNReadRequest, s.nextMSN(wire.QNReadRequest), 0, true)
-	h.ReadRequest = wire.ReadRequestFields{SinkSTag: sinkSTag, SinkTO: sinkTO, Size: size, SourceSTag: srcSTag, SourceTO: srcTO}
+func (s *iwSession) readReqHdr(iwSinkSTag uint32, iwSinkTO uint64, size uint32, srcSTag uint32, srcTO uint64) wire.Headers {
+	h := iwSendHdr(wire.OpReadRequest, wire.QNReadRequest, s.nextMSN(wire.QNReadRequest), 0, true)
+	h.ReadRequest = wire.ReadRequestFields{SinkSTag: iwSinkSTag, SinkTO: iwSinkTO, Size: size, SourceSTag: srcSTag, SourceTO: srcTO}
 	return h
 }
 
@@ -69,7 +69,7 @@ func (s *iwSession) mr() (rkey uint32, addr uint64) {
 // badKey is an STag the DUT never handed out.
 func (s *iwSession) badKey() uint32 { k, _ := s.mr(); return k ^ 0x5A5A5A00 }
 
-func rkeyOf(s *iwSession) uint32 { k, _ := s.mr(); return k }
+func iwRKeyOf(s *iwSession) uint32 { k, _ := s.mr(); return k }
 
 // IWSend sends the segment mk builds, misframed as tx says.
 func IWSend(name string, mk func(s *iwSession) (wire.Headers, []byte), tx iwport.Tx) IW {
@@ -117,7 +117,7 @@ const (
 // ExpectTerminate waits for the DUT's Terminate and checks its code (one
 // of codes) and the headers rule demands.
 func ExpectTerminate(rule HdrRule, codes ...wire.TermCode) IW {
-	return IW{"expect Terminate " + codeList(codes), func(s *iwSession) error {
+	return IW{"expect Terminate " + iwCodeList(codes), func(s *iwSession) error {
 		fr, err := s.recvTerminate()
 		if err != nil {
 			return err
@@ -149,7 +149,7 @@ func (s *iwSession) checkTerminate(fr *iwport.Frame, rule HdrRule, codes []wire.
 		ok = ok || t.Code == c
 	}
 	if !ok {
-		return fmt.Errorf("the Terminate code %#04x (%v), want %s", uint16(t.Code), t.Code, codeList(codes))
+		return fmt.Errorf("the Terminate code %#04x (%v), want %s", uint16(t.Code), t.Code, iwCodeList(codes))
 	}
 	sent := s.lastSent.ULPDU
 	if rule == HdrAny || len(sent) < 2 {
@@ -169,7 +169,7 @@ func (s *iwSession) checkTerminate(fr *iwport.Frame, rule HdrRule, codes []wire.
 	return nil
 }
 
-func codeList(codes []wire.TermCode) string {
+func iwCodeList(codes []wire.TermCode) string {
 	var b bytes.Buffer
 	for i, c := range codes {
 		if i > 0 {
@@ -242,7 +242,7 @@ var NoWCSuccess = Func{"no successful completion", func(r *Run) error {
 	return nil
 }}
 
-// pattern returns n recognisable octets.
+// iwPattern returns n recognisable octets.
 func iwPattern(n int, seed byte) []byte {
 	b := make([]byte, n)
 	for i := range b {
