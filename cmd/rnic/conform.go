@@ -14,7 +14,7 @@ import (
 	"github.com/rnic/rnic/nic/tools/conform/agent"
 )
 
-const conformHelp = `usage: rnic conform agent [-d DEVICE] [--addr IP] [--transport roce|iwarp] [--listen ADDR:PORT] [--tester IP]
+const conformHelp = `usage: rnic conform agent [-d DEVICE] [--addr IP | --tap NAME --ip CIDR] [--transport roce|iwarp] [--listen ADDR:PORT] [--tester IP]
        rnic conform run --agent HOST:PORT [--udp IP | --tap NAME --ip CIDR] [--transport roce|iwarp]
                         [--only PATTERN] [--pcap FILE] [--json | --junit FILE] [--list]
 
@@ -25,9 +25,10 @@ The agent runs beside the DUT and does what an application there would do
 (create QPs, post work requests, poll completions, read its memory) when
 the tester asks, over a TCP connection it accepts from the tester's
 address only (--tester; loopback by default). -d is any device rnic
-opens: NAME (default rnic0) is a NIC of the agent's own process in the
-embedded mode on --addr, NAME@SOCKET a NIC of rnicd, verbs:NAME a
-libibverbs device (rxe0, siw0, mlx5_0) in a build with -tags verbs.
+opens: NAME (default rnic0) is a NIC of the agent's own process, in the
+embedded mode on --addr or on a TAP (--tap, --ip: root), NAME@SOCKET a NIC
+of rnicd, verbs:NAME a libibverbs device (rxe0, siw0, mlx5_0) in a build
+with -tags verbs.
 
 The tester (run) owns a raw port on the DUT's wire — its own UDP socket on
 --udp (RoCEv2 port 4791 of that address), or a TAP device (--tap, root);
@@ -80,6 +81,7 @@ func runConform(args []string, stdout, stderr io.Writer) int {
 type conformAgentFlags struct {
 	dev, addr, listen, tester, pcap, transport string
 	port                                       uint16
+	tf                                         *tapFlags
 }
 
 func newConformAgentFlags() (*pflag.FlagSet, *conformAgentFlags) {
@@ -93,6 +95,7 @@ func newConformAgentFlags() (*pflag.FlagSet, *conformAgentFlags) {
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:7471", "the address and port the agent listens on")
 	fs.StringVar(&f.tester, "tester", "", "the only address the tester may connect from (default: loopback addresses)")
 	fs.StringVar(&f.pcap, "pcap", "", "record this process's NIC's frames to this pcap file")
+	f.tf = addTAPFlags(fs, false)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), conformHelp) }
 	return fs, f
 }
@@ -126,6 +129,16 @@ func runConformAgent(args []string, stdout, stderr io.Writer) int {
 			return fmt.Errorf("--transport %q: roce or iwarp", f.transport)
 		}
 		opt.Device, opt.Port = f.dev, f.port
+		cfgs, err := f.tf.configs()
+		if err != nil {
+			return err
+		}
+		if len(cfgs) > 0 {
+			if opt.IWARP {
+				return errors.New("--transport iwarp: the agent's iWARP NIC runs on kernel TCP at --addr, not on a TAP")
+			}
+			opt.TAP = &cfgs[0]
+		}
 		return nil
 	})
 	if !ok {
@@ -167,6 +180,7 @@ type conformRunFlags struct {
 	agent, udp, transport, only, pcap, junit, dutAddr string
 	json, list                                        bool
 	slow                                              float64
+	dutPort                                           uint16
 	tf                                                *tapFlags
 }
 
@@ -182,6 +196,7 @@ func newConformRunFlags() (*pflag.FlagSet, *conformRunFlags) {
 	fs.BoolVar(&f.json, "json", false, "print the report as JSON")
 	fs.StringVar(&f.junit, "junit", "", "also write the report as JUnit XML to this file")
 	fs.StringVar(&f.dutAddr, "dut-addr", "", "the DUT's address (default: its GID of the tester's address family)")
+	fs.Uint16Var(&f.dutPort, "port", 4791, "the RoCEv2 UDP port of the DUT and of the tester's socket (--udp)")
 	fs.Float64Var(&f.slow, "slow", 1, "scale every wait bound (a slow DUT or a busy machine)")
 	fs.BoolVar(&f.list, "list", false, "list the cases and exit")
 	f.tf = addTAPFlags(fs, false)
@@ -206,7 +221,7 @@ func (f *conformRunFlags) resolve(fs *pflag.FlagSet, opt *conform.Options) error
 	if !(f.slow >= 0.01 && f.slow <= 100) {
 		return fmt.Errorf("--slow %v: between 0.01 and 100", f.slow)
 	}
-	opt.Only, opt.Slow = f.only, f.slow
+	opt.Only, opt.Slow, opt.DUTPort, opt.UDPPort = f.only, f.slow, f.dutPort, f.dutPort
 	if f.list {
 		return nil
 	}

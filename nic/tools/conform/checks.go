@@ -176,7 +176,15 @@ func describe(r *Run, f *Frame) string {
 	if f.Err != nil {
 		return fmt.Sprintf("#%d←undecodable (%v)", f.No, f.Err)
 	}
-	s := fmt.Sprintf("#%d←%v psn%+d", f.No, f.Op(), wire.PSNDiff(f.H.BTH.PSN, r.PSN(0)))
+	// Responses count from the tester's first request, the DUT's own
+	// requests from its first.
+	base, tag := r.PSN(0), "psn"
+	switch f.Op().Info().Kind {
+	case wire.KindAck, wire.KindAtomicAck, wire.KindReadResponse:
+	default:
+		base, tag = r.DUTPSN(0), "dut psn"
+	}
+	s := fmt.Sprintf("#%d←%v %s%+d", f.No, f.Op(), tag, wire.PSNDiff(f.H.BTH.PSN, base))
 	if f.Op().Info().Has(wire.HdrAETH) {
 		s += fmt.Sprintf(" %v msn %d", f.H.AETH.Syndrome, f.H.AETH.MSN)
 	}

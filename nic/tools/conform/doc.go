@@ -60,6 +60,7 @@
 //	                      always, opcode/len/imm/flags when Is(...) set)
 //	PollNone{}            no completion for a while
 //	QPState(s)            the DUT's QP is in state s
+//	Event{Type}           an async event for the DUT's QP (QP_ACCESS_ERR...)
 //	Memory{MR, Off, Want} the DUT's memory holds these bytes
 //	WriteMem{...}         write the DUT's memory
 //	Sleep(d), Func{Name, F}
@@ -67,7 +68,18 @@
 // Step is an interface: a case file may define steps of its own (a Func
 // for one-offs). Run is what steps work with: the agent client, the
 // port, the DUT's objects and attributes, Vars for values between steps,
-// Note for the evidence line, Bound to scale a wait by Config.Slow.
+// Note for the evidence line, Bound to scale a wait by Config.Slow,
+// Cleanup for what must end with the case (a TCP stream).
+//
+// Frames a previous case's QP still had on the way never reach a step:
+// each case's run plays another tester QPN, and frames for others are
+// passed over. ExpectNone keeps the frames that do not match for the next
+// Expect; Expect.Skip passes over frames a case does not care about.
+//
+// iWARP: Config.IWARP is the tester's iWARP port (its own TCP
+// connections, iwport) and Main opens it; an iWARP case
+// connects in Setup.Custom through the agent's cm_* operations and its
+// steps read and write the stream.
 //
 // Verdicts: pass; FAIL; deviation-known (the case fails on a DUT whose
 // DeviceInfo.Kind a Deviation names, citing ../shared/reference/

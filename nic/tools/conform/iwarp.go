@@ -108,6 +108,7 @@ func iwStart(r *Run, c *IWConn) error {
 	}
 	s := &iwSession{r: r, accepted: make(chan iwCM, 1), msn: [4]uint32{1, 1, 1, 1}}
 	r.Vars[iwVar] = s
+	r.Cleanup(s.close)
 	if c.DUTConnects {
 		return s.dutConnects(c)
 	}

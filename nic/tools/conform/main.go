@@ -66,18 +66,11 @@ func Main(ctx context.Context, opt Options) (*Report, error) {
 	}
 	defer client.Close()
 	cfg := &Config{Agent: client, DUTAddr: opt.DUTAddr, Slow: opt.Slow}
-	if opt.Transport == IWARP {
-		if err := openIWARP(cfg, opt); err != nil {
-			return nil, err
-		}
-	} else {
-		port, tester, err := openPort(opt)
-		if err != nil {
-			return nil, err
-		}
-		defer port.Close()
-		cfg.Port, cfg.TesterAddr = port, tester
+	closePort, err := openTesterSide(opt, cfg)
+	if err != nil {
+		return nil, err
 	}
+	defer closePort()
 	if err := cfg.Prepare(); err != nil {
 		return nil, err
 	}
@@ -97,6 +90,19 @@ func Main(ctx context.Context, opt Options) (*Report, error) {
 	}
 	client.Reset()
 	return rep, nil
+}
+
+// openTesterSide opens the tester's port for the transport into cfg.
+func openTesterSide(opt Options, cfg *Config) (closer func() error, err error) {
+	if opt.Transport == IWARP {
+		return func() error { return nil }, openIWARP(cfg, opt)
+	}
+	port, tester, err := openPort(opt)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Port, cfg.TesterAddr = port, tester
+	return port.Close, nil
 }
 
 // openPort opens the tester's RoCEv2 port: a TAP, or UDP sockets.

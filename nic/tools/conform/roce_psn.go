@@ -165,7 +165,7 @@ var psnCases = []Case{
 		})},
 	},
 	{
-		ID: "C9-105/atomic", Section: sec9754, Transport: RoCE,
+		ID: "C9-105/atomic", Section: sec9754, Transport: RoCE, Needs: needAtomics,
 		Title: "a duplicate FetchAdd returns the saved original value and does not add again",
 		Setup: Setup{MRs: []MR{{Name: DefaultMR, Len: 64, Access: allRemote}}},
 		Steps: []Step{

@@ -103,9 +103,10 @@ type Run struct {
 	DUTAddr   netip.Addr
 	MRs       map[string]agentproto.MRInfo
 	// Vars is for steps to hand values to later steps.
-	Vars    map[string]any
-	notes   []string
-	pending []Frame
+	Vars     map[string]any
+	notes    []string
+	cleanups []func()
+	pending  []Frame
 	// Last is the last frame an Expect matched.
 	Last Frame
 }
@@ -180,12 +181,10 @@ func RunCase(cfg *Config, c Case, broken bool) (res Result) {
 	} else {
 		err = r.steps()
 	}
-	if s, ok := r.Vars[iwVar].(*iwSession); ok {
-		s.close()
-	}
 	if cfg.Port != nil {
 		cfg.Port.Drain()
 	}
+	r.teardown()
 	res.Evidence = strings.Join(r.notes, "; ")
 	res.Verdict, res.Detail, res.Ref = judge(cfg.Info, &c, err)
 	return res
@@ -195,6 +194,16 @@ func newRun(cfg *Config, c *Case) *Run {
 	qpn := (cfg.TesterQPN + runs.Add(1)%0x1000) & wire.PSNMask
 	return &Run{Case: c, Cfg: cfg, Agent: cfg.Agent, Info: cfg.Info, Port: cfg.Port,
 		TesterQPN: qpn, DUTAddr: cfg.DUTAddr, MRs: map[string]agentproto.MRInfo{}, Vars: map[string]any{}}
+}
+
+// Cleanup registers f to run when the case ends, whatever its verdict
+// (closing a stream the case opened, say); last registered runs first.
+func (r *Run) Cleanup(f func()) { r.cleanups = append(r.cleanups, f) }
+
+func (r *Run) teardown() {
+	for i := len(r.cleanups) - 1; i >= 0; i-- {
+		r.cleanups[i]()
+	}
 }
 
 func (r *Run) steps() error {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/rdmacm"
 	"github.com/rnic/rnic/nic/tools/conform/agent"
 	"github.com/rnic/rnic/nic/tools/conform/agentproto"
 	"github.com/rnic/rnic/transport"
@@ -88,7 +89,12 @@ func startSelf(opt SelfOptions, dutA, testA netip.Addr) (*SelfDUT, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &SelfDUT{NIC: n, Device: n.Verbs(ibv.LocalOptions{}), Link: link, Tester: testA}
+	dev, err := rdmacm.Local(n, rdmacm.Config{})
+	if err != nil {
+		n.Close()
+		return nil, err
+	}
+	d := &SelfDUT{NIC: n, Device: dev, Link: link, Tester: testA}
 	tep, err := udp.Open(udp.Config{Addr: testA, Reseal: Reseal})
 	if err != nil {
 		d.Close()
@@ -114,8 +120,12 @@ func startSim(opt SelfOptions, dutA, testA netip.Addr) (*SelfDUT, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &SelfDUT{NIC: n, Device: n.Verbs(ibv.LocalOptions{}), Link: link, Tester: testA,
-		stop: make(chan struct{}), done: make(chan struct{})}
+	dev, err := rdmacm.Local(n, rdmacm.Config{})
+	if err != nil {
+		n.Close()
+		return nil, err
+	}
+	d := &SelfDUT{NIC: n, Device: dev, Link: link, Tester: testA, stop: make(chan struct{}), done: make(chan struct{})}
 	go d.pace(clk)
 	if err := d.start(opt, testA, b, udp.SyntheticMAC(testA)); err != nil {
 		d.Close()

@@ -6,6 +6,8 @@ import (
 
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/rdmacm"
+	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/transport"
 )
 
@@ -23,6 +25,9 @@ type DeviceOptions struct {
 	// IWARP makes a NIC of this process an iWARP NIC (MPA over kernel
 	// TCP on Addr) instead of RoCEv2.
 	IWARP bool
+	// TAP, if set, puts the NIC of this process on a TAP device (root)
+	// instead of UDP sockets.
+	TAP *tapnic.Config
 }
 
 // localLinkMTU is the link MTU of the agent's own NIC: jumbo frames on
@@ -38,6 +43,9 @@ func OpenDevice(o DeviceOptions) (ibv.Device, error) {
 	if spec.Backend != ibv.BackendLocal {
 		return ibv.Open(spec)
 	}
+	if o.TAP != nil {
+		return openTAP(spec.Name, o)
+	}
 	if !o.Addr.IsValid() {
 		return nil, fmt.Errorf("agent: the NIC %s needs an address", spec.Name)
 	}
@@ -52,5 +60,32 @@ func OpenDevice(o DeviceOptions) (ibv.Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	return n.Verbs(ibv.LocalOptions{}), nil
+	// rdma_cm on the NIC's QP1, as on rxe: the rdma_cm cases connect
+	// through it.
+	d, err := rdmacm.Local(n, rdmacm.Config{})
+	if err != nil {
+		n.Close()
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	return d, nil
+}
+
+func openTAP(name string, o DeviceOptions) (ibv.Device, error) {
+	cfg := *o.TAP
+	if cfg.Name == "" {
+		cfg.Name = name
+	}
+	if cfg.Pcap == nil {
+		cfg.Pcap = o.Pcap
+	}
+	n, err := tapnic.Open(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	d, err := rdmacm.LocalWith(n.NIC, rdmacm.Config{}, ibv.LocalOptions{Network: n.Network(), Close: n.Close})
+	if err != nil {
+		n.Close()
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	return d, nil
 }

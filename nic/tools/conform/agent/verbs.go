@@ -217,11 +217,10 @@ func (s *session) opPostRecv(req agentproto.Request) (any, error) {
 	return nil, qp.PostRecv(wrs...)
 }
 
-// maxPoll bounds one poll_cq's count and wait.
-const (
-	maxPoll     = 1024
-	maxPollWait = 30 * time.Second
-)
+// maxPoll and maxPollWait bound one poll_cq's count and a request's wait.
+const maxPoll = 1024
+
+var maxPollWait = 30 * time.Second
 
 func (s *session) opPollCQ(req agentproto.Request) (any, error) {
 	var a agentproto.PollCQ

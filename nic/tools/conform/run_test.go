@@ -1,0 +1,119 @@
+package conform
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/rnic/rnic/nic/tools/conform/agentproto"
+)
+
+func TestJudge(t *testing.T) {
+	c := &Case{Deviations: []Deviation{{Kind: "rxe", Ref: "reference/protocols.md §1.11 item 3"}}}
+	fail := errors.New("step 2: AETH ACK, want ACK credits=3")
+	for _, tc := range []struct {
+		kind string
+		err  error
+		want Verdict
+	}{
+		{"rnic", nil, Pass},
+		{"rnic", fail, Fail},
+		{"rxe", fail, DeviationSeen},
+		{"rxe", nil, Pass},
+		{"siw", fmt.Errorf("step 1: %w", ErrNotApplicable), NotApplicable},
+		{"siw", fmt.Errorf("setup: %w", &agentproto.Error{Code: agentproto.CodeUnsupported, Message: "no rdma_cm"}), NotApplicable},
+		{"siw", fmt.Errorf("setup: %w", &agentproto.Error{Code: agentproto.CodeVerbs, Message: "EINVAL"}), Fail},
+	} {
+		v, _, ref := judge(agentproto.DeviceInfo{Kind: tc.kind}, c, tc.err)
+		if v != tc.want || (v == DeviationSeen) != (ref != "") {
+			t.Errorf("%s, %v: %s (ref %q), want %s", tc.kind, tc.err, v, ref, tc.want)
+		}
+	}
+}
+
+func TestCasesSelection(t *testing.T) {
+	all := Cases(RoCE, "")
+	if len(all) < 25 {
+		t.Fatalf("%d RoCEv2 cases, want at least 25", len(all))
+	}
+	for i := 1; i < len(all); i++ {
+		if all[i-1].ID >= all[i].ID {
+			t.Errorf("cases out of order: %s before %s", all[i-1].ID, all[i].ID)
+		}
+	}
+	some := Cases(RoCE, "c9-105, CREDITS")
+	for _, c := range some {
+		if !strings.Contains(c.ID, "C9-105") && !strings.Contains(c.ID, "credits") {
+			t.Errorf("%s selected by c9-105,credits", c.ID)
+		}
+	}
+	if len(some) < 6 {
+		t.Errorf("%d cases for c9-105,credits, want the 6 of this file and any others", len(some))
+	}
+	if n := len(Cases(IWARP, "C9-105")); n != 0 {
+		t.Errorf("%d iWARP cases named C9-105", n)
+	}
+}
+
+func TestRegisterRefuses(t *testing.T) {
+	for _, c := range []Case{
+		{ID: Cases(RoCE, "")[0].ID, Break: &Break{}}, // a duplicate
+		{ID: "X-1"},       // no Break
+		{Break: &Break{}}, // no ID
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Register(%q) did not panic", c.ID)
+				}
+			}()
+			Register(c)
+		}()
+	}
+}
+
+func TestReportFormats(t *testing.T) {
+	rep := &Report{DUT: agentproto.DeviceInfo{Name: "rxe0", Kind: "rxe"}, Results: []Result{}}
+	rep.add(Result{ID: "A-1", Section: "§1", Title: "one", Transport: RoCE, Verdict: Pass, Evidence: "#1→x; #2←y"})
+	rep.add(Result{ID: "A-2", Section: "§2", Title: "two", Transport: RoCE, Verdict: Fail, Detail: "step 2: wrong", Evidence: "#3→x"})
+	rep.add(Result{ID: "A-3", Section: "§3", Title: "three", Transport: RoCE, Verdict: DeviationSeen, Ref: "ref", Detail: "d"})
+	rep.add(Result{ID: "A-4", Section: "§4", Title: "four", Transport: RoCE, Verdict: NotApplicable, Detail: "no atomics"})
+	if !rep.Failed() {
+		t.Error("a report with a FAIL did not fail")
+	}
+	var text bytes.Buffer
+	rep.WriteText(&text)
+	if !strings.Contains(text.String(), "4 cases: 1 pass, 1 FAIL, 1 deviation-known, 1 not-applicable") ||
+		!strings.Contains(text.String(), "step 2: wrong [#3→x]") {
+		t.Errorf("text report:\n%s", text.String())
+	}
+	var js bytes.Buffer
+	rep.WriteJSON(&js)
+	var back Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.Summary != rep.Summary || back.Results[2].Ref != "ref" {
+		t.Errorf("JSON round trip: %+v %v", back.Summary, err)
+	}
+	var ju bytes.Buffer
+	rep.WriteJUnit(&ju)
+	for _, want := range []string{`tests="4" failures="1" skipped="1"`, `<failure message="step 2: wrong">`, `<skipped message="no atomics">`} {
+		if !strings.Contains(ju.String(), want) {
+			t.Errorf("JUnit lacks %s:\n%s", want, ju.String())
+		}
+	}
+}
+
+// TestSelfDUTOffersCM: the in-process DUT runs rdma_cm, for the rdma_cm
+// cases.
+func TestSelfDUTOffersCM(t *testing.T) {
+	d, cfg := startSelfTest(t, SelfOptions{})
+	if !cfg.Info.CM {
+		t.Fatal("device_info says the DUT has no rdma_cm")
+	}
+	l, err := d.Client.CMListen(0)
+	if err != nil || l.Port == 0 {
+		t.Fatalf("cm_listen: %+v %v", l, err)
+	}
+}
