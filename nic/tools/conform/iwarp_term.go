@@ -137,6 +137,24 @@ func iwSendWR(n uint32) Post {
 }
 
 var iwCRCCases = []Case{{
+	ID: "RFC5044-4.1/pad-zero", Section: "RFC 5044 §4.1", Title: "the DUT's FPDU pad octets are zero",
+	Transport: IWARP, Setup: iwSetup(IWConn{}, 0, 0),
+	Steps: []Step{iwSendWR(17), ExpectFPDU("Send with a 3-octet pad", func(_ *iwSession, f *iwport.Frame) error {
+		if len(f.Pad) != 3 || f.Pad[0]|f.Pad[1]|f.Pad[2] != 0 {
+			return fmt.Errorf("pad % x after a %d-octet ULPDU, want 3 zero octets", f.Pad, len(f.ULPDU))
+		}
+		return nil
+	})},
+	Deviations: []Deviation{{Kind: "siw", Ref: "iwarp/wire/fpdu.go (FPDU pad)", Note: "siw sends whatever its buffer held in the pad"}},
+	Break: iwBreak("leaks octets into the pad", func(u *iwport.Unit) [][]byte {
+		if n := len(u.ULPDU()); !u.MPA && u.Dir == iwport.Out && n > 0 {
+			for i := wire.LengthFieldLen + n; i < len(u.Bytes)-wire.CRCLen; i++ {
+				u.Bytes[i] = 0xA5
+			}
+		}
+		return [][]byte{u.Bytes}
+	}),
+}, {
 	ID: "RFC5044-4.4/crc-sent", Section: "RFC 5044 §4.4", Title: "with CRCs negotiated, the DUT's FPDUs carry the CRC-32C",
 	Transport: IWARP, Setup: iwSetup(IWConn{}, 0, 0),
 	Steps: []Step{iwSendWR(64), ExpectFPDU("Send with a valid CRC", func(_ *iwSession, f *iwport.Frame) error {
