@@ -18,15 +18,18 @@ import (
 	"github.com/rnic/rnic/nic/tools/conform/iwport"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/stream"
 )
 
-// IWARPPort is the tester's iWARP side (Config.IWARP): its own kernel TCP
+// IWARPPort is the tester's iWARP side (Config.IWARP): its own TCP
 // connections from or to Addr (the tester's address; the DUT's when
-// invalid), recorded in Pcap, which numbers the frames of the evidence
-// (a capture to io.Discard numbers them too).
+// invalid) on Network (nil: the host's kernel TCP; a stream.SimNetwork in
+// the simulated mode), recorded in Pcap, which numbers the frames of the
+// evidence (a capture to io.Discard numbers them too).
 type IWARPPort struct {
-	Addr netip.Addr
-	Pcap *transport.PcapWriter
+	Addr    netip.Addr
+	Network stream.Network
+	Pcap    *transport.PcapWriter
 }
 
 // iwSession is one iWARP case's state, kept in Run.Vars.
@@ -197,7 +200,7 @@ func (s *iwSession) dutListens(c *IWConn) error {
 	}
 	ctx, cancel := iwContext(s.wait())
 	defer cancel()
-	if s.port, err = iwport.Dial(ctx, local, netip.AddrPortFrom(r.DUTAddr, l.Port), r.Cfg.IWARP.Pcap); err != nil {
+	if s.port, err = iwport.Dial(ctx, r.Cfg.IWARP.Network, local, netip.AddrPortFrom(r.DUTAddr, l.Port), r.Cfg.IWARP.Pcap); err != nil {
 		return err
 	}
 	if c.Manual {
@@ -306,7 +309,7 @@ func (s *iwSession) nextMSN(qn uint32) uint32 {
 func (s *iwSession) dutConnects(c *IWConn) error {
 	r := s.r
 	var err error
-	if s.lis, err = iwport.Listen(netip.AddrPortFrom(s.testerAddr(), 0), r.Cfg.IWARP.Pcap); err != nil {
+	if s.lis, err = iwport.Listen(r.Cfg.IWARP.Network, netip.AddrPortFrom(s.testerAddr(), 0), r.Cfg.IWARP.Pcap); err != nil {
 		return err
 	}
 	go func() {

@@ -10,28 +10,57 @@ import (
 	"github.com/rnic/rnic/transport"
 )
 
-// TestIWARPSuiteSelf runs every iWARP case against rnic itself, each on a
-// DUT of its own so that they run side by side: each must pass, and each
-// must FAIL with its Break applied, so no case passes vacuously.
+// TestIWARPSuiteSelf runs every iWARP case against rnic itself, over the
+// host's TCP and over the simulated network, each on a DUT of its own so
+// that they run side by side: each must pass, and each must FAIL with its
+// Break applied, so no case passes vacuously.
 func TestIWARPSuiteSelf(t *testing.T) {
 	cases := Cases(IWARP, "")
 	if len(cases) < 30 {
 		t.Errorf("%d iWARP cases, want at least 30", len(cases))
 	}
-	type outcome struct {
-		plain, broken Result
-		err           error
+	for _, mode := range []struct {
+		name string
+		sim  bool
+	}{{"embedded", false}, {"sim", true}} {
+		out := runIWARPSelf(cases, mode.sim)
+		for i, c := range cases {
+			o := out[i]
+			t.Run(mode.name+"/"+c.ID, func(t *testing.T) {
+				if o.err != nil {
+					t.Fatal(o.err)
+				}
+				if o.plain.Verdict != Pass {
+					t.Errorf("plain: %s: %s [%s]", o.plain.Verdict, o.plain.Detail, o.plain.Evidence)
+				}
+				if o.broken.Verdict != Fail {
+					t.Errorf("broken (%s): %s, want FAIL [%s]", c.Break.Name, o.broken.Verdict, o.broken.Evidence)
+				}
+				t.Logf("plain: %s", o.plain.Evidence)
+				t.Logf("broken (%s): %s", c.Break.Name, o.broken.Detail)
+			})
+		}
 	}
-	out := make([]outcome, len(cases))
+}
+
+type iwOutcome struct {
+	plain, broken Result
+	err           error
+}
+
+// runIWARPSelf runs each case plain and broken on a DUT of its own, a
+// few at a time.
+func runIWARPSelf(cases []Case, sim bool) []iwOutcome {
+	out := make([]iwOutcome, len(cases))
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 12)
+	sem := make(chan struct{}, 8)
 	for i, c := range cases {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			d, err := StartSelfIWARP(SelfOptions{})
+			d, err := StartSelfIWARP(SelfOptions{Sim: sim})
 			if err != nil {
 				out[i].err = err
 				return
@@ -42,26 +71,11 @@ func TestIWARPSuiteSelf(t *testing.T) {
 				out[i].err = err
 				return
 			}
-			out[i] = outcome{plain: RunCase(cfg, c, false), broken: RunCase(cfg, c, true)}
+			out[i] = iwOutcome{plain: RunCase(cfg, c, false), broken: RunCase(cfg, c, true)}
 		}()
 	}
 	wg.Wait()
-	for i, c := range cases {
-		o := out[i]
-		t.Run(c.ID, func(t *testing.T) {
-			if o.err != nil {
-				t.Fatal(o.err)
-			}
-			if o.plain.Verdict != Pass {
-				t.Errorf("plain: %s: %s [%s]", o.plain.Verdict, o.plain.Detail, o.plain.Evidence)
-			}
-			if o.broken.Verdict != Fail {
-				t.Errorf("broken (%s): %s, want FAIL [%s]", c.Break.Name, o.broken.Verdict, o.broken.Evidence)
-			}
-			t.Logf("plain: %s", o.plain.Evidence)
-			t.Logf("broken (%s): %s", c.Break.Name, o.broken.Detail)
-		})
-	}
+	return out
 }
 
 // TestIWARPEvidenceFrames: the frame numbers an iWARP case's evidence

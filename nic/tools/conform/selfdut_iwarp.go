@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"sync/atomic"
+	"time"
 
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
@@ -18,6 +19,7 @@ import (
 	"github.com/rnic/rnic/nic/tools/conform/agentproto"
 	"github.com/rnic/rnic/nic/tools/conform/iwport"
 	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/clock"
 	"github.com/rnic/rnic/transport/stream"
 )
 
@@ -29,11 +31,17 @@ type SelfIWARP struct {
 	Client *agentproto.Client
 	Tester netip.Addr
 	Pcap   *transport.PcapWriter
-	fault  atomic.Pointer[iwport.Fault]
+	// Network is the simulated network of the simulated mode (nil: the
+	// host's TCP).
+	Network    stream.Network
+	fault      atomic.Pointer[iwport.Fault]
+	stop, done chan struct{}
 }
 
 // StartSelfIWARP builds the DUT and its agent. opt.Pcap, if set, records
 // the tester's connections (else they are numbered into io.Discard).
+// opt.Sim puts the DUT and the tester on a simulated network (the
+// simulated mode) whose virtual clock is paced by the wall clock.
 func StartSelfIWARP(opt SelfOptions) (*SelfIWARP, error) {
 	dutA, testA := opt.DUTAddr, opt.TesterAddr
 	if !dutA.IsValid() || !testA.IsValid() {
@@ -46,9 +54,17 @@ func StartSelfIWARP(opt SelfOptions) (*SelfIWARP, error) {
 	if d.Pcap == nil {
 		d.Pcap, _ = transport.NewPcapWriter(io.Discard)
 	}
-	n, err := embedded.OpenIWARP(embedded.IWARPConfig{Name: "rnic0", Addr: dutA, Trace: opt.Trace,
-		Network: iwport.Network(&stream.TCP{}, d.stream)})
+	cfg := embedded.IWARPConfig{Name: "rnic0", Addr: dutA, Trace: opt.Trace, Network: iwport.Network(&stream.TCP{}, d.stream)}
+	if opt.Sim {
+		clk := clock.NewVirtual()
+		d.Network = stream.NewSimNetwork(clk, stream.SimNetConfig{Conn: stream.SimConfig{Seed: 1, Latency: time.Microsecond}})
+		cfg.Network, cfg.Clock = iwport.Network(d.Network, d.stream), clk
+		d.stop, d.done = make(chan struct{}), make(chan struct{})
+		go paceClock(clk, d.stop, d.done)
+	}
+	n, err := embedded.OpenIWARP(cfg)
 	if err != nil {
+		d.Close()
 		return nil, err
 	}
 	d.NIC, d.Device = n, n.Verbs(ibv.LocalOptions{})
@@ -80,7 +96,7 @@ func (d *SelfIWARP) stream(u *iwport.Unit) [][]byte {
 // Config returns a run configuration for this DUT, with its Breaker.
 func (d *SelfIWARP) Config() (*Config, error) {
 	cfg := &Config{Agent: d.Client, TesterAddr: d.Tester, DUTAddr: d.NIC.Addr, Breaker: d.Breaker,
-		IWARP: &IWARPPort{Addr: d.Tester, Pcap: d.Pcap}}
+		IWARP: &IWARPPort{Addr: d.Tester, Network: d.Network, Pcap: d.Pcap}}
 	return cfg, cfg.Prepare()
 }
 
@@ -103,5 +119,9 @@ func (d *SelfIWARP) Close() {
 	}
 	if d.Device != nil {
 		d.Device.Close()
+	}
+	if d.stop != nil {
+		close(d.stop)
+		<-d.done
 	}
 }

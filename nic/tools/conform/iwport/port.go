@@ -50,14 +50,37 @@ type chunk struct {
 	frame int
 }
 
-// Dial connects from local (invalid: any) to the DUT listening at remote.
-// pcap, if not nil, records the conversation.
-func Dial(ctx context.Context, local netip.Addr, remote netip.AddrPort, pcap *transport.PcapWriter) (*Port, error) {
-	c, err := (&stream.TCP{}).DialContext(ctx, local, remote)
-	if err != nil {
-		return nil, fmt.Errorf("iwport: connect to the DUT at %v: %w", remote, err)
+// Dial connects from local (invalid: any) to the DUT listening at remote,
+// over n (nil: the host's TCP). pcap, if not nil, records the
+// conversation.
+func Dial(ctx context.Context, n stream.Network, local netip.Addr, remote netip.AddrPort, pcap *transport.PcapWriter) (*Port, error) {
+	type dialed struct {
+		c   stream.Conn
+		err error
 	}
-	return newPort(c, pcap), nil
+	ch := make(chan dialed, 1)
+	cancel := network(n).Dial(local, remote, func(c stream.Conn, err error) { ch <- dialed{c, err} })
+	var d dialed
+	select {
+	case d = <-ch:
+	case <-ctx.Done():
+		cancel()
+		if d = <-ch; d.c != nil {
+			d.c.Abort()
+		}
+		d.err = ctx.Err()
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("iwport: connect to the DUT at %v: %w", remote, d.err)
+	}
+	return newPort(d.c, pcap), nil
+}
+
+func network(n stream.Network) stream.Network {
+	if n == nil {
+		return &stream.TCP{}
+	}
+	return n
 }
 
 // Listener waits for the DUT's connection.
@@ -67,9 +90,10 @@ type Listener struct {
 	conns chan stream.Conn
 }
 
-// Listen listens on addr (port 0: any free port) for the DUT.
-func Listen(addr netip.AddrPort, pcap *transport.PcapWriter) (*Listener, error) {
-	sl, err := (&stream.TCP{}).Listen(addr)
+// Listen listens on addr (port 0: any free port) of n (nil: the host's
+// TCP) for the DUT.
+func Listen(n stream.Network, addr netip.AddrPort, pcap *transport.PcapWriter) (*Listener, error) {
+	sl, err := network(n).Listen(addr)
 	if err != nil {
 		return nil, fmt.Errorf("iwport: listen on %v: %w", addr, err)
 	}
