@@ -182,4 +182,41 @@ func iwMarkersCase() Case {
 
 func init() {
 	Register(iwMPACases...)
+	Register(iwMPAMalformedCases...)
 }
+
+// SendRawMPA sends an MPA frame given as octets (a malformed one).
+func SendRawMPA(name string, b []byte) IW {
+	return IW{"send " + name, func(s *iwSession) error {
+		frame, err := s.port.SendRaw(b)
+		s.r.Note("#%d→ %s", frame, name)
+		return err
+	}}
+}
+
+// iwMPABytes is the frame f describes, edited.
+func iwMPABytes(f wire.MPAFields, edit func(b []byte)) []byte {
+	b, _ := wire.AppendMPAFrame(nil, &f)
+	edit(b)
+	return b
+}
+
+var iwMPAMalformedCases = []Case{{
+	ID: "RFC5044-7.1.1/bad-key", Section: "RFC 5044 §7.1.1", Title: "a Request whose key is not \"MPA ID Req Frame\" is refused",
+	Transport: IWARP, Setup: iwSetup(IWConn{Manual: true}, 0, 0),
+	Steps: []Step{SendRawMPA("MPA Request keyed \"MPA ID Rex Frame\"", iwMPABytes(iwDefaultRequest(), func(b []byte) { b[9] = 'x' })),
+		ExpectRefused},
+	Break: iwBreak("takes any key", iwEditMPA(iwport.In, func(b []byte) { copy(b, wire.MPAKeyRequest) })),
+}, {
+	ID: "RFC5044-7.1.1/reply-key", Section: "RFC 5044 §7.1.1", Title: "a Reply sent where the Request belongs is refused",
+	Transport: IWARP, Setup: iwSetup(IWConn{Manual: true}, 0, 0),
+	Steps: []Step{SendRawMPA("MPA Reply as the first frame", iwMPABytes(iwDefaultRequest(), func(b []byte) { copy(b, wire.MPAKeyReply) })),
+		ExpectRefused},
+	Break: iwBreak("takes a Reply for a Request", iwEditMPA(iwport.In, func(b []byte) { copy(b, wire.MPAKeyRequest) })),
+}, {
+	ID: "RFC6581-9/short-words", Section: "RFC 6581 §9", Title: "an enhanced Request (Rev 2, S) with fewer than 4 octets of private data is refused",
+	Transport: IWARP, Setup: iwSetup(IWConn{Manual: true}, 0, 0),
+	Steps: []Step{SendRawMPA("MPA Request Rev 2, S, PD_Length 2", iwMPABytes(wire.MPAFields{CRC: true, Rev: wire.MPARev2, PrivateData: []byte{0, 1}},
+		func(b []byte) { b[16] |= wire.MPAFlagEnhanced })), ExpectRefused},
+	Break: iwBreak("ignores S without the words", iwEditMPA(iwport.In, func(b []byte) { b[16] &^= wire.MPAFlagEnhanced })),
+}}

@@ -155,6 +155,20 @@ func iwAnswerRead(n int, stagXor uint32) IW {
 var iwLowIRD = func() wire.MPAFields { r := iwDefaultRequest(); r.IRDORD.IRD = 1; return r }()
 
 var iwReadSinkCases = []Case{{
+	ID: "RFC5041-7.2/read-sink-bounds", Section: "RFC 5041 §7.2, RFC 5040 §4.4", Title: "a Read Response longer than the READ's sink: Terminate DDP tagged 'base or bounds violation', the READ fails",
+	Transport: IWARP, Setup: iwSetup(IWConn{}, 0, 0),
+	Steps: iwSteps([]Step{iwDUTRead(1, 0, 32), iwExpectReadRequest(1, 0, 32), iwAnswerRead(64, 0)},
+		iwTerminated(HdrDDP, wire.TermDDPTaggedBaseBounds), []Step{NoWCSuccess}),
+	Break: iwBreak("reports an invalid STag", iwTermCode(wire.TermDDPTaggedInvalidSTag)),
+}, {
+	ID: "RFC5040-4.4/read-unsolicited", Section: "RFC 5040 §4.4, §4.8", Title: "a Read Response to no READ: a Terminate (RDMAP 'unexpected opcode' or DDP 'invalid STag')",
+	Transport: IWARP, Setup: iwSetup(IWConn{}, 0, 0),
+	Steps: iwSteps([]Step{IWSend("Read Response to nothing", func(s *iwSession) (wire.Headers, []byte) {
+		k, addr := s.mr()
+		return wire.Headers{DDP: wire.DDPFields{Opcode: wire.OpReadResponse, Tagged: true, Last: true, STag: k, TO: addr}}, iwPattern(16, 3)
+	}, iwport.Tx{})}, iwTerminated(HdrAny, wire.TermRDMAPUnexpectedOpcode, wire.TermDDPTaggedInvalidSTag)),
+	Break: iwBreak("closes without a Terminate", iwDropTerminate()),
+}, {
 	ID: "RFC5040-4.4/read-request", Section: "RFC 5040 §4.4", Title: "the DUT's Read Request: QN 1, MO 0, L, sink, size and source as posted; the response completes the READ",
 	Transport: IWARP, Setup: iwSetup(IWConn{}, 0, 0),
 	Steps: []Step{iwDUTRead(1, 512, 64), iwExpectReadRequest(1, 512, 64), iwAnswerRead(64, 0),
