@@ -46,7 +46,9 @@
 //	                      PSN, flags, payload, RETH/Atomic/DETH/Imm/IETH
 //	                      with keys and addresses of named MRs — RKeyOf,
 //	                      AddrOf, BadRKey, Val32 —, Edit for header fields,
-//	                      Raw for encoded bytes, BadICRC)
+//	                      Raw for encoded bytes, BadICRC; responses to the
+//	                      DUT's requests: Resp (PSN from the DUT's first),
+//	                      AETH, AtomicAck)
 //	Expect{Want: checks}  the DUT's next frame, within a bound, passing
 //	                      every Check (IsOp, PSNIs, DUTPSNIs, IsACK, IsNAK,
 //	                      IsRNRNAK, MSNIs, CreditsValid, PayloadIs,
@@ -124,8 +126,12 @@
 // case's Break rewrites or drops the frames the DUT sends (Out) or
 // receives (In: a DUT that skipped a check), or Apply sets anything else
 // on the DUT. The package test runs every case plain (must pass) and
-// broken (must FAIL). Faults in faults.go: DropOps, EditOut, RewriteAETH,
-// ShiftPSN, EditIn, ResealIn.
+// broken (must FAIL, in a step, not the setup). Faults in faults.go:
+// DropOps, EditOut, RewriteAETH, RewriteNAK, ShiftPSN on what the DUT
+// sends; EditIn, ResealIn, SetInPSN on what it receives (a DUT that skips
+// a check or takes a duplicate for a new request); Nth picks one frame of
+// an opcode, Drop drops it. Faults with state (Nth) go in Break.Fresh
+// (OutFresh, InFresh) so that each broken run starts afresh.
 //
 // Files: case.go (Case, Setup, Break, registry), steps.go, checks.go,
 // pkt.go (crafting frames), port.go (FramePort), iwarp.go (IWARPPort), setup.go

@@ -58,18 +58,30 @@ type DETH struct {
 	SrcQP uint32
 }
 
+// AETH is a crafted AETH (the tester answering the DUT's requests).
+type AETH struct {
+	Syndrome wire.Syndrome
+	MSN      uint32
+}
+
 // Pkt is a packet the tester sends to the DUT's QP.
 type Pkt struct {
 	Op wire.Opcode
-	// PSN is relative to the DUT's first expected PSN (Run.PSN).
+	// PSN is relative to the DUT's first expected PSN (Run.PSN), or with
+	// Resp to the DUT's first request PSN (Run.DUTPSN): a response to a
+	// request of the DUT's.
 	PSN     int
+	Resp    bool
 	AckReq  bool
 	SE      bool
 	Payload []byte
 	RETH    *RETH
 	Atomic  *Atomic
 	DETH    *DETH
-	Imm     uint32
+	AETH    *AETH
+	// AtomicAck is an ATOMIC Acknowledge's original remote data.
+	AtomicAck uint64
+	Imm       uint32
 	// Inv is the IETH's rkey (nil: DefaultMR's).
 	Inv U32
 	// Edit, if set, changes the headers before they are encoded (TVer,
@@ -83,8 +95,15 @@ type Pkt struct {
 }
 
 func (p *Pkt) headers(r *Run) wire.Headers {
+	psn := r.PSN(p.PSN)
+	if p.Resp {
+		psn = r.DUTPSN(p.PSN)
+	}
 	h := wire.Headers{BTH: wire.BTHFields{Opcode: p.Op, SE: p.SE, PKey: wire.DefaultPKey,
-		DestQP: r.QP.QPN, AckReq: p.AckReq, PSN: r.PSN(p.PSN)}}
+		DestQP: r.QP.QPN, AckReq: p.AckReq, PSN: psn}, AtomicAck: p.AtomicAck}
+	if p.AETH != nil {
+		h.AETH = wire.AETHFields{Syndrome: p.AETH.Syndrome, MSN: p.AETH.MSN}
+	}
 	if p.RETH != nil {
 		h.RETH = wire.RETHFields{VA: or64(p.RETH.VA, AddrOf(DefaultMR, 0))(r),
 			RKey: or32(p.RETH.RKey, RKeyOf(DefaultMR))(r), Length: p.RETH.Len}
@@ -135,7 +154,12 @@ func (p *Pkt) Build(r *Run) []byte {
 }
 
 // String names the packet in evidence.
-func (p *Pkt) String() string { return fmt.Sprintf("%v psn+%d", p.Op, p.PSN) }
+func (p *Pkt) String() string {
+	if p.Resp {
+		return fmt.Sprintf("%v dut psn%+d", p.Op, p.PSN)
+	}
+	return fmt.Sprintf("%v psn%+d", p.Op, p.PSN)
+}
 
 // Reseal recomputes the ICRC (and clears the UDP checksum over IPv4, or
 // recomputes it over IPv6) of a RoCEv2 frame in place, without judging

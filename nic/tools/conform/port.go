@@ -154,6 +154,14 @@ func (p *FramePort) Frames() int {
 	return p.no
 }
 
+// Dropped returns how many DUT frames arrived while the port's queue was
+// full (a DUT flooding the tester) and were lost to the cases.
+func (p *FramePort) Dropped() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.drop
+}
+
 // Close closes the endpoint.
 func (p *FramePort) Close() error {
 	err := p.ep.Close()

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rnic/rnic/nic/tools/conform/agentproto"
+	"github.com/rnic/rnic/nic/verbs"
+	"github.com/rnic/rnic/roce/wire"
 )
 
 func TestJudge(t *testing.T) {
@@ -115,5 +118,53 @@ func TestSelfDUTOffersCM(t *testing.T) {
 	l, err := d.Client.CMListen(0)
 	if err != nil || l.Port == 0 {
 		t.Fatalf("cm_listen: %+v %v", l, err)
+	}
+}
+
+// TestTesterAnswersDUT: the machinery for requester cases — the DUT posts
+// a SEND, the tester sees it at the DUT's first PSN and answers with a
+// crafted ACK (Pkt.Resp, Pkt.AETH); the DUT completes the WR. Without the
+// ACK it does not.
+func TestTesterAnswersDUT(t *testing.T) {
+	_, cfg := startSelfTest(t, SelfOptions{})
+	steps := func(answer bool) []Step {
+		s := []Step{
+			WriteMem{MR: DefaultMR, Data: pattern(24, 9)},
+			Post{{ID: 5, Op: verbs.WRSend, Local: []Seg{{MR: DefaultMR, Len: 24}}}},
+			Expect{Want: []Check{IsOp(wire.RCSendOnly), DUTPSNIs(0), PayloadIs(pattern(24, 9))}},
+		}
+		if answer {
+			s = append(s, Send{{Op: wire.RCAck, PSN: 0, Resp: true, AETH: &AETH{Syndrome: wire.ACKSyndrome(wire.CreditsUnlimited), MSN: 1}}})
+		}
+		return append(s, Poll{Want: []WCWant{{Status: verbs.WCSuccess, ID: Is(uint64(5)), Opcode: Is(verbs.WCSend)}}, Within: 300 * time.Millisecond})
+	}
+	for _, answer := range []bool{true, false} {
+		c := Case{ID: "test/answer", Transport: RoCE, Steps: steps(answer), Setup: Setup{Attr: func(a *QPAttrs) { a.Timeout = 20 }}}
+		res := RunCase(cfg, c, false)
+		if (res.Verdict == Pass) != answer {
+			t.Errorf("answered %v: %s %s [%s]", answer, res.Verdict, res.Detail, res.Evidence)
+		}
+	}
+}
+
+// TestSetupBringsUpEveryType: the default setup brings RC, UC and UD QPs
+// to RTS (and RC to INIT or RTR when asked, or leaves it in RESET).
+func TestSetupBringsUpEveryType(t *testing.T) {
+	_, cfg := startSelfTest(t, SelfOptions{})
+	for _, tc := range []struct {
+		setup Setup
+		want  verbs.QPState
+	}{
+		{Setup{QPType: verbs.QPTypeRC}, verbs.QPSRTS},
+		{Setup{QPType: verbs.QPTypeUC}, verbs.QPSRTS},
+		{Setup{QPType: verbs.QPTypeUD}, verbs.QPSRTS},
+		{Setup{State: verbs.QPSInit}, verbs.QPSInit},
+		{Setup{State: verbs.QPSRTR}, verbs.QPSRTR},
+		{Setup{Reset: true}, verbs.QPSReset},
+	} {
+		c := Case{ID: "test/setup", Transport: RoCE, Setup: tc.setup, Steps: []Step{QPState(tc.want)}}
+		if res := RunCase(cfg, c, false); res.Verdict != Pass {
+			t.Errorf("%+v: %s %s", tc.setup, res.Verdict, res.Detail)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package conform
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -42,6 +43,10 @@ func suiteSelf(t *testing.T, opt SelfOptions) {
 			broken := RunCase(&fast, c, true)
 			if broken.Verdict != Fail {
 				t.Fatalf("broken (%s): %s, want FAIL [%s]", c.Break.Name, broken.Verdict, broken.Evidence)
+			}
+			// The fault must fail a step of the case, not its setup.
+			if strings.HasPrefix(broken.Detail, "setup:") {
+				t.Fatalf("broken (%s) failed in the setup: %s", c.Break.Name, broken.Detail)
 			}
 			t.Logf("broken (%s): %s", c.Break.Name, broken.Detail)
 		})

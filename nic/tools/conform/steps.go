@@ -32,7 +32,7 @@ func (s Send) Do(r *Run) error {
 		if err != nil {
 			return err
 		}
-		r.Note("#%d→%v psn%+d", no, s[i].Op, s[i].PSN)
+		r.Note("#%d→%v", no, s[i].String())
 	}
 	return nil
 }
@@ -436,11 +436,11 @@ func (f Func) Do(r *Run) error { return f.F(r) }
 
 func (f Func) String() string { return f.Name }
 
-// Opcode sets for Expect's Skip.
-var (
-	// Acks are the plain acknowledgements (ACK, NAK, RNR NAK).
-	Acks = []wire.Opcode{wire.RCAck}
-)
+// SkipOps is an Expect.Skip passing over frames with these opcodes (an
+// ACK the DUT may or may not coalesce, say).
+func SkipOps(ops ...wire.Opcode) func(r *Run, f *Frame) bool {
+	return func(r *Run, f *Frame) bool { return containsOp(ops, f.Op()) }
+}
 
 // Event wants an asynchronous event of this type for the case's QP within
 // Within (DefaultWithin if zero); events of other types or objects are
@@ -477,3 +477,6 @@ func (e Event) Do(r *Run) error {
 }
 
 func (e Event) String() string { return "async event " + e.Type.String() }
+
+// Acks are the plain acknowledgements (ACK, NAK, RNR NAK): SkipOps(Acks...).
+var Acks = []wire.Opcode{wire.RCAck}
