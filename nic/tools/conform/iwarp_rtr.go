@@ -101,9 +101,9 @@ var iwRTRCases = []Case{{
 	ID: "RFC6581-9.2/rtr-write", Section: "RFC 6581 §9.2", Title: "A is echoed and the zero-length Write RTR chosen when it is the only one offered",
 	Transport: IWARP, Setup: iwSetup(IWConn{Request: iwP2PRequest(true, false, false)}, 0, 0),
 	Steps: []Step{CheckReply("A and RTR", iwOneRTR("write"))},
-	Break: iwBreak("chooses the Read RTR", iwEditMPA(iwport.Out, func(b []byte) {
+	Break: iwBreak("chooses the Write and the Read RTR", iwEditMPA(iwport.Out, func(b []byte) {
 		if len(b) > iwMPAORD {
-			b[iwMPAORD] ^= 0xC0
+			b[iwMPAORD] |= 0x40
 		}
 	})),
 }, {

@@ -36,6 +36,10 @@ func TestIWARPSuiteSelf(t *testing.T) {
 				if o.broken.Verdict != Fail {
 					t.Errorf("broken (%s): %s, want FAIL [%s]", c.Break.Name, o.broken.Verdict, o.broken.Evidence)
 				}
+				// The fault must fail a step of the case, not its setup.
+				if strings.HasPrefix(o.broken.Detail, "setup:") {
+					t.Errorf("broken (%s) failed in the setup: %s", c.Break.Name, o.broken.Detail)
+				}
 				t.Logf("plain: %s", o.plain.Evidence)
 				t.Logf("broken (%s): %s", c.Break.Name, o.broken.Detail)
 			})
