@@ -125,20 +125,7 @@ var iwMPACases = []Case{{
 		return nil
 	})},
 	Break: iwBreak("clears C in its Reply", iwEditMPA(iwport.Out, func(b []byte) { b[16] &^= wire.MPAFlagCRC })),
-}, iwMarkersCase(), Case{
-	ID: "RFC6581-9/words", Section: "RFC 6581 §9", Title: "an enhanced Request gets an enhanced Reply: Rev 2, S, the IRD/ORD words",
-	Transport: IWARP, Setup: iwSetup(IWConn{IRD: 3, ORD: 2}, 0, 0),
-	Steps: []Step{CheckReply("IRD/ORD words", func(r wire.MPAFields) error {
-		if r.Rev != wire.MPARev2 || !r.Enhanced {
-			return fmt.Errorf("the Reply Rev %d S=%v to an enhanced Request", r.Rev, r.Enhanced)
-		}
-		if r.IRDORD.IRD == 0 {
-			return errors.New("the Reply IRD 0: the DUT serves no RDMA Read")
-		}
-		return nil
-	})},
-	Break: iwBreak("clears S in its Reply", iwEditMPA(iwport.Out, func(b []byte) { b[16] &^= wire.MPAFlagEnhanced })),
-}}
+}, iwMarkersCase()}
 
 // iwMarkersCase: RFC 5044 §7.1.1 M and §4.3: a DUT refuses markers (a Reply
 // with R=1, as siw does) or inserts them where §4.3 puts them.

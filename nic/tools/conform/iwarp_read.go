@@ -56,6 +56,37 @@ var iwTwoReads = IW{"send 2 Read Requests at once", func(s *iwSession) error {
 	return err
 }}
 
+// iwReadsUpToIRD sends as many Read Requests at once as the IRD the
+// DUT's Reply announced (at most 8) and wants every one answered.
+var iwReadsUpToIRD = IW{"Read Requests up to the announced IRD, all answered", func(s *iwSession) error {
+	if !s.rep.HasIRDORD() || s.rep.IRDORD().IRD == 0 {
+		return fmt.Errorf("%w: the DUT's Reply announces no IRD", ErrNotApplicable)
+	}
+	n := min(int(s.rep.IRDORD().IRD), 8)
+	k, addr := s.mr()
+	var b []byte
+	for i := range n {
+		h := s.readReqHdr(iwSinkSTag, iwSinkTO+uint64(i)*64, 64, k, addr)
+		b = wire.AppendFPDU(b, s.port.Framing(), 0, wire.AppendSegment(nil, &h, nil), nil)
+	}
+	frame, err := s.port.SendRaw(b)
+	if err != nil {
+		return err
+	}
+	s.r.Note("#%d→ %d Read Requests (the DUT's IRD %d)", frame, n, s.rep.IRDORD().IRD)
+	for i := range n {
+		f, err := s.port.Recv(s.wait())
+		if err != nil {
+			return fmt.Errorf("the Read Response %d of %d: %w", i+1, n, err)
+		}
+		if f.Err != nil || f.Opcode() != wire.OpReadResponse || f.Hdr.DDP.TO != iwSinkTO+uint64(i)*64 || !f.Hdr.DDP.Last {
+			return fmt.Errorf("want the Read Response to request %d of %d, got %v", i+1, n, f)
+		}
+	}
+	s.r.Note("%d Read Responses", n)
+	return nil
+}}
+
 // iwRDMAPTerminate wants a Terminate of the RDMAP layer, any code.
 var iwRDMAPTerminate = IW{"expect an RDMAP Terminate", func(s *iwSession) error {
 	fr, err := s.recvTerminate()
@@ -69,6 +100,15 @@ var iwRDMAPTerminate = IW{"expect an RDMAP Terminate", func(s *iwSession) error 
 }}
 
 var iwReadCases = []Case{{
+	ID: "RFC6581-9.1/ird", Section: "RFC 6581 §9.1, RFC 5040 §5.2", Title: "the DUT serves as many outstanding Read Requests as the IRD its Reply announced",
+	Transport: IWARP, Setup: iwSetup(IWConn{IRD: 3, ORD: 2}, 0, 0),
+	Steps: []Step{iwReadsUpToIRD, ExpectSilence, QPState(verbs.QPSRTS)},
+	Break: iwBreak("announces one more IRD than it serves", iwEditMPA(iwport.Out, func(b []byte) {
+		if len(b) >= iwMPAORD {
+			binary.BigEndian.PutUint16(b[iwMPAIRD:], binary.BigEndian.Uint16(b[iwMPAIRD:])+1)
+		}
+	})),
+}, {
 	ID: "RFC5040-4.4/read", Section: "RFC 5040 §4.4, §5.2", Title: "a Read Request is answered with a Read Response to the sink STag and TO",
 	Transport: IWARP, Setup: iwSetup(IWConn{}, 0, 0),
 	Steps: []Step{WriteMem{MR: DefaultMR, Off: 64, Data: iwPattern(100, 11)}, iwReadOf("Read Request 100B", iwRKeyOf, 64, 100), iwReadResponse(100)},
