@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tools/conform/agentproto"
@@ -238,4 +239,42 @@ func FuzzSession(f *testing.F) {
 			}
 		}
 	})
+}
+
+// namedDevice is a device with another name and vendor, for kindOf.
+type namedDevice struct {
+	ibv.Device
+	name   string
+	vendor uint32
+}
+
+func (d namedDevice) Name() string { return d.name }
+
+func (d namedDevice) Query() nic.DeviceAttr {
+	a := d.Device.Query()
+	a.VendorID = d.vendor
+	return a
+}
+
+func TestKindOf(t *testing.T) {
+	base := pipeDevice(t)
+	if k := kindOf(base); k != "rnic" {
+		t.Errorf("an in-process NIC is %q", k)
+	}
+	for _, c := range []struct {
+		name   string
+		vendor uint32
+		want   string
+	}{
+		{"rnic0", vendorRXE, "rnic"}, // an rnicd NIC: rnic's name, rxe's vendor ID
+		{"rxe0", vendorRXE, "rxe"},
+		{"rxe_eth0", vendorRXE, "rxe"},
+		{"siw_lo", vendorSIW, "siw"},
+		{"mlx5_0", 0x02c9, "mlx5"},
+		{"irdma1", 0x8086, "irdma"},
+	} {
+		if k := kindOf(namedDevice{base, c.name, c.vendor}); k != c.want {
+			t.Errorf("%s (vendor %#x) is %q, want %q", c.name, c.vendor, k, c.want)
+		}
+	}
 }

@@ -35,15 +35,29 @@ func deviceInfo(d ibv.Device, kind string) agentproto.DeviceInfo {
 	return info
 }
 
-// kindOf names the DUT for known deviations: rnic's own NICs, or the
-// libibverbs device's driver as its name tells (rxe0 → rxe).
+// Vendor IDs of the software devices (ibv_query_device's vendor_id):
+// Linux rxe's (which rnic's own NICs report too) and siw's ("bmt").
+const (
+	vendorRXE = 0xFFFFFF
+	vendorSIW = 0x626d74
+)
+
+// kindOf names the DUT for known deviations: rnic's own NICs, rxe and siw
+// by their vendor IDs (rnic's NICs are named rnic*, whatever the backend),
+// other devices by their name without its number (mlx5_0 → mlx5).
 func kindOf(d ibv.Device) string {
-	if ibv.LocalNIC(d) != nil {
-		return "rnic"
-	}
 	name := d.Name()
-	if strings.HasPrefix(name, "rnic") {
+	if ibv.LocalNIC(d) != nil || strings.HasPrefix(name, "rnic") {
 		return "rnic"
 	}
-	return strings.TrimRight(name, "0123456789_")
+	switch d.Query().VendorID {
+	case vendorRXE:
+		return "rxe"
+	case vendorSIW:
+		return "siw"
+	}
+	if i := strings.LastIndexAny(name, "_"); i > 0 {
+		return name[:i]
+	}
+	return strings.TrimRight(name, "0123456789")
 }
