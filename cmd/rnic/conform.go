@@ -14,8 +14,8 @@ import (
 	"github.com/rnic/rnic/nic/tools/conform/agent"
 )
 
-const conformHelp = `usage: rnic conform agent [-d DEVICE] [--addr IP | --tap NAME --ip CIDR] [--listen ADDR:PORT] [--tester IP]
-       rnic conform run --agent HOST:PORT [--udp IP | --tap NAME --ip CIDR] [--transport roce]
+const conformHelp = `usage: rnic conform agent [-d DEVICE] [--addr IP | --tap NAME --ip CIDR] [--transport roce|iwarp] [--listen ADDR:PORT] [--tester IP]
+       rnic conform run --agent HOST:PORT [--udp IP | --tap NAME --ip CIDR] [--transport roce|iwarp]
                         [--only PATTERN] [--pcap FILE] [--json | --junit FILE] [--list]
 
 Protocol conformance: checks a device under test (DUT) against named spec
@@ -31,8 +31,10 @@ of rnicd, verbs:NAME a libibverbs device (rxe0, siw0, mlx5_0) in a build
 with -tags verbs.
 
 The tester (run) owns a raw port on the DUT's wire — its own UDP socket on
---udp (RoCEv2 port 4791 of that address), or a TAP device (--tap, root) —
-crafts each case's frames there, checks the DUT's answers and drives the
+--udp (RoCEv2 port 4791 of that address), or a TAP device (--tap, root);
+for --transport iwarp its own kernel TCP connections from and to --udp,
+where it speaks MPA, DDP and RDMAP by hand (RFC 5044, 5041, 5040, 6581,
+7306) — crafts each case's frames there, checks the DUT's answers and drives the
 DUT through the agent. Each case is named after the rule it checks
 (IBTA Vol 1 chapter 9, its C9-nn rule where it has one) and ends pass,
 FAIL, deviation-known (a departure documented for the DUT's kind) or
@@ -40,6 +42,9 @@ not-applicable. The evidence names frames by their number in --pcap.
 
     rnic conform agent --addr 127.0.0.2 --listen 127.0.0.1:7471 &
     rnic conform run --agent 127.0.0.1:7471 --udp 127.0.0.3
+
+    rnic conform agent --addr 127.0.0.2 --transport iwarp --listen 127.0.0.1:7472 &
+    rnic conform run --agent 127.0.0.1:7472 --udp 127.0.0.3 --transport iwarp
 
 Exits 1 when a case FAILs or the run cannot start, 2 on bad usage.
 
@@ -74,9 +79,9 @@ func runConform(args []string, stdout, stderr io.Writer) int {
 }
 
 type conformAgentFlags struct {
-	dev, addr, listen, tester, pcap string
-	port                            uint16
-	tf                              *tapFlags
+	dev, addr, listen, tester, pcap, transport string
+	port                                       uint16
+	tf                                         *tapFlags
 }
 
 func newConformAgentFlags() (*pflag.FlagSet, *conformAgentFlags) {
@@ -86,6 +91,7 @@ func newConformAgentFlags() (*pflag.FlagSet, *conformAgentFlags) {
 	fs.StringVarP(&f.dev, "ib-dev", "d", "rnic0", "the DUT: NAME (a NIC of this process), NAME@SOCKET (rnicd) or verbs:NAME (libibverbs)")
 	fs.StringVar(&f.addr, "addr", "127.0.0.2", "the address of this process's NIC (embedded mode)")
 	fs.Uint16Var(&f.port, "port", 4791, "the RoCEv2 UDP port of this process's NIC")
+	fs.StringVar(&f.transport, "transport", "roce", "what this process's NIC speaks: roce, or iwarp (MPA over kernel TCP on --addr)")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:7471", "the address and port the agent listens on")
 	fs.StringVar(&f.tester, "tester", "", "the only address the tester may connect from (default: loopback addresses)")
 	fs.StringVar(&f.pcap, "pcap", "", "record this process's NIC's frames to this pcap file")
@@ -115,12 +121,22 @@ func runConformAgent(args []string, stdout, stderr io.Writer) int {
 		if _, _, err := net.SplitHostPort(f.listen); err != nil {
 			return fmt.Errorf("--listen: %w", err)
 		}
+		switch f.transport {
+		case "roce":
+		case "iwarp":
+			opt.IWARP = true
+		default:
+			return fmt.Errorf("--transport %q: roce or iwarp", f.transport)
+		}
 		opt.Device, opt.Port = f.dev, f.port
 		cfgs, err := f.tf.configs()
 		if err != nil {
 			return err
 		}
 		if len(cfgs) > 0 {
+			if opt.IWARP {
+				return errors.New("--transport iwarp: the agent's iWARP NIC runs on kernel TCP at --addr, not on a TAP")
+			}
 			opt.TAP = &cfgs[0]
 		}
 		return nil
@@ -173,7 +189,7 @@ func newConformRunFlags() (*pflag.FlagSet, *conformRunFlags) {
 	fs.SetOutput(io.Discard)
 	f := &conformRunFlags{}
 	fs.StringVar(&f.agent, "agent", "", "the agent's HOST:PORT")
-	fs.StringVar(&f.udp, "udp", "127.0.0.3", "the tester's address: its RoCEv2 port is UDP 4791 there")
+	fs.StringVar(&f.udp, "udp", "127.0.0.3", "the tester's address: its RoCEv2 port is UDP 4791 there; iWARP: its TCP connections")
 	fs.StringVar(&f.transport, "transport", "roce", "the cases: roce or iwarp")
 	fs.StringVar(&f.only, "only", "", "run only the cases whose rule id, section or title contains this (comma-separated alternatives)")
 	fs.StringVar(&f.pcap, "pcap", "", "record every frame of the tester's port, numbered as the evidence cites them")

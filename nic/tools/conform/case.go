@@ -8,6 +8,7 @@ import (
 
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic/tools/conform/agentproto"
+	"github.com/rnic/rnic/nic/tools/conform/iwport"
 	"github.com/rnic/rnic/nic/verbs"
 )
 
@@ -71,6 +72,10 @@ type Break struct {
 	// new pair for each run; they apply after Out and In.
 	Fresh func() (out, in FrameFault)
 	Apply func(d *SelfDUT) (restore func())
+	// Stream, for iWARP cases, returns a fresh fault for the in-process
+	// iWARP DUT's TCP streams (SelfIWARP): it sees the MPA frames and
+	// FPDUs the DUT sends (iwport.Out) and receives (iwport.In).
+	Stream func() iwport.Fault
 }
 
 // FrameFault rewrites one frame: it returns the frame to pass on (frame

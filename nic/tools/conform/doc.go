@@ -2,7 +2,7 @@
 // that checks a device under test (DUT) against named spec rules, on the
 // wire. The tester owns a raw port on the DUT's wire (FramePort: RoCEv2
 // frames over its own UDP socket, a TAP device or a simulated link;
-// StreamPort: its own TCP connection for iWARP), crafts the frames a
+// IWARPPort: its own TCP connections for iWARP, iwport), crafts the frames a
 // case needs, reads the DUT's, and drives the DUT's application side
 // through the agent (nic/tools/conform/agent, protocol in agentproto).
 //
@@ -78,8 +78,8 @@
 // passed over. ExpectNone keeps the frames that do not match for the next
 // Expect; Expect.Skip passes over frames a case does not care about.
 //
-// iWARP: Config.Streams is the tester's StreamPort (its own TCP
-// connections) and StreamPortOpener opens it for Main; an iWARP case
+// iWARP: Config.IWARP is the tester's iWARP port (its own TCP
+// connections, iwport) and Main opens it; an iWARP case
 // connects in Setup.Custom through the agent's cm_* operations and its
 // steps read and write the stream.
 //
@@ -89,6 +89,35 @@
 // ErrNotApplicable, or the agent answers "unsupported"). The evidence is
 // one line: frame numbers in the tester's capture (#n→ sent, #n← from
 // the DUT) with what they carried, and the completions seen.
+//
+// # iWARP cases
+//
+// An iWARP case (Transport IWARP) has the Setup iwSetup(IWConn{...},
+// access, recvs): one 4 KiB MR, receives of 256 bytes (wr_ids 1, 2, …),
+// the QP brought to INIT, then a connection through the DUT's rdma_cm
+// (the agent's cm_accept or cm_connect) with the tester's side done by
+// hand on its own TCP connection (iwport.Port): by default the DUT
+// listens and the tester sends an MPA Rev 2 Request with the RFC 6581
+// words and C=1; IWConn.DUTConnects reverses the roles, IWConn.Manual
+// leaves the MPA exchange to the steps. Steps of their own (IW, with the
+// case's session: the port, both MPA frames, the tester's MSNs):
+//
+//	IWSend(name, mk, tx)       a crafted segment (any DDP/RDMAP header,
+//	                           iwport.Tx{BadCRC} for a wrong CRC)
+//	IWSendRaw(name, mk)        a ULPDU given as octets
+//	ExpectFPDU(what, check)    the DUT's next FPDU, decoded (iwport.Frame)
+//	ExpectTerminate(rule, codes...)  the DUT's Terminate: one of the codes,
+//	                           with the offending headers rule demands
+//	                           (HdrDDP, HdrDDPRDMA: RFC 5040 §4.8)
+//	ExpectClosed, ExpectSilence, ExpectRefused, SendRequest,
+//	CheckReply, CheckRequest   the stream's end, no FPDU, the MPA exchange
+//
+// and the common DUT steps (Post, PostRecv, Poll, QPState, Memory,
+// WriteMem). Their Break is Break.Stream: a fresh iwport.Fault that sees
+// the MPA frames and FPDUs the in-process iWARP DUT (SelfIWARP) sends and
+// receives (iwarp_breaks.go: editMPA, editFPDU, dropFPDU, termCode,
+// termNoHeaders, dropTerminate). Config.IWARP is the tester's address
+// and capture; iwarp_*.go are the iWARP cases.
 //
 // # The self-test
 //
@@ -105,9 +134,11 @@
 // (OutFresh, InFresh) so that each broken run starts afresh.
 //
 // Files: case.go (Case, Setup, Break, registry), steps.go, checks.go,
-// pkt.go (crafting frames), port.go (FramePort, StreamPort), setup.go
+// pkt.go (crafting frames), port.go (FramePort), iwarp.go (IWARPPort), setup.go
 // (the DUT's bring-up), run.go (Run, verdicts), report.go (text, JSON,
-// JUnit), selfdut.go, faults.go; roce_*.go are the RoCEv2 cases.
+// JUnit), selfdut.go, faults.go; roce_*.go are the RoCEv2 cases;
+// iwarp.go, iwarp_steps.go, iwarp_breaks.go, selfdut_iwarp.go and the
+// iwarp_*.go cases the iWARP side.
 //
 // Where the DUT is the requester, the tester plays its responder:
 // cases_rcreq.go (ACK timer and retry counters, RNR, NAKs, implied

@@ -92,22 +92,10 @@ func Main(ctx context.Context, opt Options) (*Report, error) {
 	return rep, nil
 }
 
-// StreamPortOpener opens the tester's iWARP side for Main and returns the
-// tester's address and how to close it; the iWARP port's file sets it.
-var StreamPortOpener func(opt Options) (StreamPort, netip.Addr, func() error, error)
-
 // openTesterSide opens the tester's port for the transport into cfg.
 func openTesterSide(opt Options, cfg *Config) (closer func() error, err error) {
 	if opt.Transport == IWARP {
-		if StreamPortOpener == nil {
-			return nil, ErrNoStreamPort
-		}
-		sp, tester, closer, err := StreamPortOpener(opt)
-		if err != nil {
-			return nil, err
-		}
-		cfg.Streams, cfg.TesterAddr = sp, tester
-		return closer, nil
+		return func() error { return nil }, openIWARP(cfg, opt)
 	}
 	port, tester, err := openPort(opt)
 	if err != nil {

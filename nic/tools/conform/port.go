@@ -7,7 +7,6 @@ package conform
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net/netip"
 	"sync"
 	"time"
@@ -198,33 +197,6 @@ func (p *FramePort) Encap(dut netip.Addr) wire.Encap {
 		SrcPort: p.cfg.SrcPort, DstPort: p.cfg.DUTPort}
 }
 
-// StreamPort is the tester's iWARP side: its own TCP connection to (or
-// from) the DUT, carrying MPA/DDP/RDMAP bytes the case crafts. Writes and
-// reads are numbered in the capture like frames (one number per segment
-// the port records).
-type StreamPort interface {
-	// Dial connects to the DUT's listener at addr.
-	Dial(addr netip.AddrPort, timeout time.Duration) (Stream, error)
-	// Listen accepts the DUT's connection on the tester's address.
-	Listen() (StreamListener, error)
-}
-
-// Stream is one TCP connection of the tester.
-type Stream interface {
-	io.ReadWriteCloser
-	SetReadDeadline(t time.Time) error
-	// LastFrame is the capture number of the last segment sent or
-	// received (0 without a capture).
-	LastFrame() int
-}
-
-// StreamListener accepts one connection from the DUT.
-type StreamListener interface {
-	Addr() netip.AddrPort
-	Accept(timeout time.Duration) (Stream, error)
-	Close() error
-}
-
-// ErrNoStreamPort is what an iWARP case's step wraps when the run has no
-// StreamPort.
+// ErrNoStreamPort is what an iWARP case's setup wraps when the run has no
+// iWARP port (Config.IWARP, iwarp.go).
 var ErrNoStreamPort = errors.New("conform: no iWARP stream port in this run")

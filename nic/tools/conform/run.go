@@ -23,9 +23,9 @@ type Config struct {
 	Agent *agentproto.Client
 	// Info is the DUT's device_info (fetched by Prepare if empty).
 	Info agentproto.DeviceInfo
-	// Port is the tester's RoCEv2 port; Streams its iWARP side.
-	Port    *FramePort
-	Streams StreamPort
+	// Port is the tester's RoCEv2 port; IWARP its iWARP side.
+	Port  *FramePort
+	IWARP *IWARPPort
 	// TesterAddr is the tester's IP; DUTAddr the DUT's (zero: the DUT's
 	// first GID of the tester's address family).
 	TesterAddr netip.Addr

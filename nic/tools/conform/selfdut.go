@@ -139,14 +139,18 @@ func startSim(opt SelfOptions, dutA, testA netip.Addr) (*SelfDUT, error) {
 }
 
 // pace runs the virtual clock's events as wall time passes.
-func (d *SelfDUT) pace(clk *clock.Virtual) {
-	defer close(d.done)
+func (d *SelfDUT) pace(clk *clock.Virtual) { paceClock(clk, d.stop, d.done) }
+
+// paceClock runs clk's events as wall time passes until stop is closed,
+// then closes done.
+func paceClock(clk *clock.Virtual, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
 	t := time.NewTicker(100 * time.Microsecond)
 	defer t.Stop()
 	last := time.Now()
 	for {
 		select {
-		case <-d.stop:
+		case <-stop:
 			return
 		case now := <-t.C:
 			clk.RunFor(now.Sub(last))

@@ -22,6 +22,9 @@ type DeviceOptions struct {
 	Port uint16
 	// Pcap, if set, records the frames of a NIC of this process.
 	Pcap *transport.PcapWriter
+	// IWARP makes a NIC of this process an iWARP NIC (MPA over kernel
+	// TCP on Addr) instead of RoCEv2.
+	IWARP bool
 	// TAP, if set, puts the NIC of this process on a TAP device (root)
 	// instead of UDP sockets.
 	TAP *tapnic.Config
@@ -45,6 +48,13 @@ func OpenDevice(o DeviceOptions) (ibv.Device, error) {
 	}
 	if !o.Addr.IsValid() {
 		return nil, fmt.Errorf("agent: the NIC %s needs an address", spec.Name)
+	}
+	if o.IWARP {
+		n, err := embedded.OpenIWARP(embedded.IWARPConfig{Name: spec.Name, Addr: o.Addr, Pcap: o.Pcap})
+		if err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+		return n.Verbs(ibv.LocalOptions{}), nil
 	}
 	n, err := embedded.Open(embedded.UDPConfig{Name: spec.Name, Addr: o.Addr, Port: o.Port, MTU: localLinkMTU, Pcap: o.Pcap})
 	if err != nil {
