@@ -2,9 +2,11 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/ibv/ibvtest"
 	"github.com/rnic/rnic/nic/verbs"
@@ -130,6 +132,52 @@ func TestIWARPDisconnectThenDestroy(t *testing.T) {
 		waitEnded(t, "passive side", c.cb)
 		if err := c.qb.Destroy(); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// A connect to a port nobody listens on (the TCP connection refused) is a
+// rejection, as the kernel's iWARP CM reports it (RDMA_CM_EVENT_REJECTED),
+// with the reason of a REJ for an unknown service ID, not a failure to
+// reach the peer.
+func TestIWARPConnectNoListener(t *testing.T) {
+	p := openIWARPPair(t)
+	l, err := p.B.(ibv.ConnManager).CMListen(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Port()
+	l.Close() // nobody listens there now
+	ctx, cancel := context.WithTimeout(context.Background(), cmEndTimeout)
+	defer cancel()
+	_, err = p.A.(ibv.ConnManager).CMConnect(ctx, rcQP(t, p.A), p.AddrB, port, nil, nil)
+	var d ibv.RejectDetail
+	if !errors.Is(err, ibv.ErrRejected) || !errors.As(err, &d) {
+		t.Fatalf("CMConnect to a port nobody listens on: %v; want ibv.ErrRejected with its detail", err)
+	}
+	if d.RejectReason() != rejectNoListener || len(d.RejectPrivateData()) != 0 {
+		t.Errorf("reject reason %d with %d bytes of private data; want %d (no listener), none",
+			d.RejectReason(), len(d.RejectPrivateData()), rejectNoListener)
+	}
+}
+
+// iWARP has RC QPs only: any other type is refused as not supported
+// (EOPNOTSUPP through rnicd, as siw refuses it), not as an internal error.
+func TestIWARPOnlyRC(t *testing.T) {
+	p := openIWARPPair(t)
+	pd, err := p.A.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := p.A.CreateCQ(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range []verbs.QPType{verbs.QPTypeUD, verbs.QPTypeUC} {
+		_, err := p.A.CreateQP(pd, ibv.QPInit{Type: typ, SendCQ: cq, RecvCQ: cq,
+			Cap: verbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}})
+		if !errors.Is(err, nic.ErrNotSupported) {
+			t.Errorf("%v QP on iWARP: %v; want nic.ErrNotSupported", typ, err)
 		}
 	}
 }
