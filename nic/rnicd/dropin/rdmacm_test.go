@@ -395,13 +395,20 @@ func runCMCorner(t *testing.T, d *daemon, stdin io.Reader, test string) *proc {
 // non-blocking channel with poll(2), 64 connects pending on a listener, a
 // channel destroyed under its waiting thread, UD ids (SIDR: rejected,
 // accepted, no listener).
+//
+// Over iWARP too, all but the UD one (iWARP has no UD).
 func TestCMCorners(t *testing.T) {
-	for _, c := range []string{"reject", "nolistener", "addrerror", "nonblock", "backlog", "orphan", "ud"} {
-		t.Run(c, func(t *testing.T) {
-			needCMCorners(t)
-			d := sharedDaemon(t)
-			finish(t, runCMCorner(t, d, nil, c), d.p.report())
-		})
+	for _, tr := range transports {
+		for _, c := range []string{"reject", "nolistener", "addrerror", "nonblock", "backlog", "orphan", "ud"} {
+			if c == "ud" && tr.kind == nicTCP {
+				continue
+			}
+			t.Run(tr.name+"/"+c, func(t *testing.T) {
+				needCMCorners(t)
+				d := sharedDaemonOf(t, tr.kind)
+				finish(t, runCMCorner(t, d, nil, c), d.p.report())
+			})
+		}
 	}
 }
 

@@ -8,6 +8,8 @@
  *
  *   cm_corners reject      A0 A1   reject with private data: REJECTED carries it
  *   cm_corners nolistener  A0 A1   connect to a port nobody listens on: REJECTED
+ *                                   (the statuses of both: IB's REJ reason on RoCEv2,
+ *                                   the kernel's errno on iWARP)
  *   cm_corners addrerror   A0 A1   an address no device reaches: ADDR_ERROR
  *   cm_corners nonblock    A0 A1   a non-blocking channel, poll(2), EAGAIN
  *   cm_corners backlog     A0 A1   64 connects pending on a listener, then accepted
@@ -147,6 +149,13 @@ static struct rdma_cm_id *listener(struct rdma_event_channel *ch, int backlog, i
 	return l;
 }
 
+/* on_iwarp: id is bound to an iWARP device, whose CM reports a rejection
+ * with the kernel's errno rather than IB's REJ reason. */
+static int on_iwarp(const struct rdma_cm_id *id)
+{
+	return id->verbs && id->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
+}
+
 static void test_reject(void)
 {
 	struct rdma_event_channel *sc = rdma_create_event_channel(), *cc = rdma_create_event_channel();
@@ -171,7 +180,11 @@ static void test_reject(void)
 	check(rdma_reject(req, "nope", 5) == 0, "rdma_reject with private data");
 	ev = next_event(cc);
 	check(ev->event == RDMA_CM_EVENT_REJECTED, "client: REJECTED (got %s)", rdma_event_str(ev->event));
-	check(ev->status == 28, "REJECTED's status is the consumer reject reason 28 (got %d)", ev->status);
+	if (on_iwarp(c))
+		check(ev->status == -ECONNRESET, "iWARP: REJECTED's status is siw's -ECONNRESET for an MPA reject (got %d)",
+		      ev->status);
+	else
+		check(ev->status == 28, "REJECTED's status is the consumer reject reason 28 (got %d)", ev->status);
 	check(ev->param.conn.private_data_len >= 5 && ev->param.conn.private_data &&
 		      !memcmp(ev->param.conn.private_data, "nope", 5),
 	      "REJECTED carries the rejecter's private data (%d bytes)", ev->param.conn.private_data_len);
@@ -290,7 +303,11 @@ static void test_nolistener(void)
 		die("rdma_connect");
 	ev = next_event(cc);
 	check(ev->event == RDMA_CM_EVENT_REJECTED, "no listener: REJECTED (got %s)", rdma_event_str(ev->event));
-	check(ev->status == 8, "status: invalid service ID, 8 (got %d)", ev->status);
+	if (on_iwarp(c))
+		check(ev->status == -ECONNREFUSED, "iWARP: status -ECONNREFUSED, the TCP connection refused (got %d)",
+		      ev->status);
+	else
+		check(ev->status == 8, "status: invalid service ID, 8 (got %d)", ev->status);
 	rdma_ack_cm_event(ev);
 	rdma_destroy_qp(c);
 	rdma_destroy_id(c);
