@@ -181,3 +181,55 @@ func TestIWARPOnlyRC(t *testing.T) {
 		}
 	}
 }
+
+// An iWARP device reports what its engine does: IRD and ORD up to what
+// the verbs API can carry (a byte; the engine takes up to MPA's 14 bits),
+// RFC 7306 atomics executed with one atomic instruction on host memory
+// (ATOMIC_GLOB, as nic's RoCE devices), and no UD port checks or RNR NAKs
+// (iWARP has neither). A connection asking for the maximum IRD and ORD
+// gets them.
+func TestIWARPDeviceAttrs(t *testing.T) {
+	p := openIWARPPair(t)
+	a := p.A.Query()
+	if a.MaxQPRdAtom != 255 || a.MaxQPInitRdAtom != 255 {
+		t.Errorf("max_qp_rd_atom %d, max_qp_init_rd_atom %d; want 255, 255", a.MaxQPRdAtom, a.MaxQPInitRdAtom)
+	}
+	if a.AtomicCap != nic.AtomicGlob {
+		t.Errorf("atomic_cap %v, want %v", a.AtomicCap, nic.AtomicGlob)
+	}
+	if no := nic.DeviceRCRNRNAKGen | nic.DeviceUDAVPortEnforce; a.DeviceCapFlags&no != 0 {
+		t.Errorf("device_cap_flags %#x claim RNR NAKs or UD port checks", uint32(a.DeviceCapFlags))
+	}
+
+	l, err := p.B.(ibv.ConnManager).CMListen(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), cmEndTimeout)
+	defer cancel()
+	most := &ibv.ConnParam{ResponderResources: uint8(a.MaxQPRdAtom), InitiatorDepth: uint8(a.MaxQPInitRdAtom)}
+	qa, qb := rcQP(t, p.A), rcQP(t, p.B)
+	accepted := make(chan error, 1)
+	go func() {
+		req, err := l.Accept(ctx)
+		if err == nil {
+			_, err = req.Accept(ctx, qb, nil, most)
+		}
+		accepted <- err
+	}()
+	_, err = p.A.(ibv.ConnManager).CMConnect(ctx, qa, p.AddrB, l.Port(), nil, most)
+	if aerr := <-accepted; err != nil || aerr != nil {
+		t.Fatalf("connect with IRD/ORD %d/%d: active side %v, passive side %v", most.ResponderResources, most.InitiatorDepth, err, aerr)
+	}
+	for _, q := range []ibv.QP{qa, qb} {
+		got, err := q.Query()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int(got.MaxDestRdAtomic) != a.MaxQPRdAtom || int(got.MaxRdAtomic) != a.MaxQPInitRdAtom {
+			t.Errorf("QP %#x: max_dest_rd_atomic %d, max_rd_atomic %d; want %d, %d", q.QPN(),
+				got.MaxDestRdAtomic, got.MaxRdAtomic, a.MaxQPRdAtom, a.MaxQPInitRdAtom)
+		}
+	}
+}

@@ -152,10 +152,16 @@ func TestRpingIWARP(t *testing.T) {
 		if !p.ok() {
 			t.Fatal(p.report())
 		}
+		// The engine's limits: IRD/ORD as large as a byte holds, RFC 7306
+		// atomics on host memory with atomic instructions; no RNR, no UD.
 		mustMatch(t, p, `(?m)^\s+transport:\s+iWARP \(1\)$`,
-			`(?m)^\s+GID\[\s*0\]:\s+0000:0000:0000:0000:0000:ffff:`+ipv4Hex(t, d.addrs[i])+`, RoCE v1$`)
-		if strings.Contains(p.out.String(), "RoCE v2") {
-			t.Errorf("%s: an iWARP NIC with a RoCE v2 GID\n%s", name, p.report())
+			`(?m)^\s+GID\[\s*0\]:\s+0000:0000:0000:0000:0000:ffff:`+ipv4Hex(t, d.addrs[i])+`, RoCE v1$`,
+			`(?m)^\s+max_qp_rd_atom:\s+255$`, `(?m)^\s+max_qp_init_rd_atom:\s+255$`,
+			`(?m)^\s+atomic_cap:\s+ATOMIC_GLOB \(2\)$`)
+		for _, no := range []string{"RoCE v2", "RC_RNR_NAK_GEN", "UD_AV_PORT_ENFORCE"} {
+			if strings.Contains(p.out.String(), no) {
+				t.Errorf("%s: an iWARP NIC with %s\n%s", name, no, p.report())
+			}
 		}
 	}
 	port := cmPort()
@@ -312,14 +318,15 @@ var perftestRefused = map[string]string{
 }
 
 // TestPerftestRdmaCM: perftest with -R: connections through rdma_cm
-// rather than its TCP side channel, over RoCEv2 and iWARP.
+// rather than its TCP side channel, over RoCEv2 and iWARP (its atomics
+// RFC 7306's there).
 func TestPerftestRdmaCM(t *testing.T) {
 	needLibrary(t)
 	for _, tr := range transports {
 		for _, c := range []struct {
 			prog string
 			size int
-		}{{"ib_write_bw", 65536}, {"ib_read_bw", 65536}, {"ib_send_bw", 65536}, {"ib_write_lat", 2}} {
+		}{{"ib_write_bw", 65536}, {"ib_read_bw", 65536}, {"ib_send_bw", 65536}, {"ib_atomic_bw", 8}, {"ib_write_lat", 2}} {
 			t.Run(tr.name+"/"+c.prog, func(t *testing.T) {
 				needPrograms(t, c.prog)
 				d := sharedDaemonOf(t, tr.kind)
@@ -391,7 +398,8 @@ func runCMCorner(t *testing.T, d *daemon, stdin io.Reader, test string) *proc {
 	return start(t, "cm_corners "+test, env, stdin, build.rnic, "exec", "-S", d.socket, "--", bin, test, d.addrs[0], d.addrs[1])
 }
 
-// TestCMCorners: reject with private data, no listener, ADDR_ERROR, a
+// TestCMCorners: reject with private data, no listener, the IRD/ORD
+// parameters against the device's limits, ADDR_ERROR, a
 // non-blocking channel with poll(2), 64 connects pending on a listener, a
 // channel destroyed under its waiting thread, UD ids (SIDR: rejected,
 // accepted, no listener).
@@ -399,7 +407,7 @@ func runCMCorner(t *testing.T, d *daemon, stdin io.Reader, test string) *proc {
 // Over iWARP too, all but the UD one (iWARP has no UD).
 func TestCMCorners(t *testing.T) {
 	for _, tr := range transports {
-		for _, c := range []string{"reject", "nolistener", "addrerror", "nonblock", "backlog", "orphan", "ud"} {
+		for _, c := range []string{"reject", "nolistener", "params", "addrerror", "nonblock", "backlog", "orphan", "ud"} {
 			if c == "ud" && tr.kind == nicTCP {
 				continue
 			}
