@@ -96,6 +96,14 @@ func TestIWARPDestroyEndsConnection(t *testing.T) {
 	}
 	waitEnded(t, "active side, its QP destroyed", c.ca)
 	waitEnded(t, "passive side, the peer's QP destroyed", c.cb)
+	// rdma_disconnect after that has nothing left to do.
+	ctx, cancel := context.WithTimeout(context.Background(), cmEndTimeout)
+	defer cancel()
+	for _, cn := range []ibv.CMConn{c.ca, c.cb} {
+		if err := cn.Disconnect(ctx); err != nil {
+			t.Errorf("Disconnect of a connection already down: %v", err)
+		}
+	}
 }
 
 // cmtime's disconnect, many times: rdma_disconnect, and at once
