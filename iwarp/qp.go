@@ -1,6 +1,7 @@
 package iwarp
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -231,7 +232,12 @@ func (qp *QP) reset() {
 // Send that finds none is a Terminate (iWARP has no RNR).
 func (qp *QP) RecvPosted() {}
 
-// Destroy implements verbs.Engine: the connection is reset.
+// Destroy implements verbs.Engine: the connection is reset. Of the QP's
+// callbacks only the EventDisconnected of a connection Destroy ended still
+// reaches Config.OnConnEvent: its owner (the CM) must learn that the
+// connection is over, as rdma_cm reports DISCONNECTED to an id whose QP was
+// destroyed; without it a Disconnect waiting for the peer's close, which
+// the reset now prevents, would wait forever.
 func (qp *QP) Destroy() {
 	qp.mu.Lock()
 	if qp.destroyed {
@@ -239,21 +245,30 @@ func (qp *QP) Destroy() {
 		return
 	}
 	cancel := qp.cancelDial
-	qp.cancelDial, qp.onConnect = nil, nil
+	qp.cancelDial, qp.onConnect = nil, nil // nothing of the attempt's is called
+	qp.deferred = nil
 	if qp.conn != nil || qp.cm == cmDialing {
-		qp.teardown(fmt.Errorf("iwarp: QP destroyed"), true)
+		qp.teardown(errQPDestroyed, true) // may queue EventDisconnected
 	}
+	ended := qp.deferred
+	qp.deferred = nil
 	qp.destroyed = true
 	qp.state = verbs.QPSErr
 	qp.mpaTimer.Stop()
 	qp.closeTimer.Stop()
-	qp.deferred = nil // no application callback after Destroy
 	qp.mu.Unlock()
 	if cancel != nil {
 		cancel()
 	}
 	qp.s.removeQP(qp.cfg.QPN)
+	for _, f := range ended {
+		f()
+	}
 }
+
+// errQPDestroyed is why a connection Destroy ended, in its
+// EventDisconnected.
+var errQPDestroyed = errors.New("iwarp: QP destroyed")
 
 // enterError moves the QP to ERR: every outstanding send WR completes
 // (a WR marked failed with its status, the others with WR_FLUSH_ERR), then

@@ -150,6 +150,13 @@ const (
 	MaxIRDORD = wire.IRDORDMask
 )
 
+// unsupported is ErrUnsupported: it reads as iWARP's and is
+// verbs.ErrNotSupported.
+type unsupported struct{}
+
+func (unsupported) Error() string { return "iwarp: unsupported" }
+func (unsupported) Unwrap() error { return verbs.ErrNotSupported }
+
 // Stack is one device's iWARP engine and connection manager.
 type Stack struct {
 	cfg Config
@@ -167,8 +174,9 @@ type Stack struct {
 
 // Errors.
 var (
-	// ErrUnsupported: a QP type or operation iWARP does not have.
-	ErrUnsupported = errors.New("iwarp: unsupported")
+	// ErrUnsupported: a QP type or operation iWARP does not have; it is
+	// verbs.ErrNotSupported (EOPNOTSUPP through the verbs API).
+	ErrUnsupported error = unsupported{}
 	// ErrNotConnected: the operation needs an established connection.
 	ErrNotConnected = fmt.Errorf("iwarp: QP not connected: %w", verbs.ErrInvalidState)
 	// ErrStateChanged: Modify found the QP in another state than nic saw.

@@ -30,8 +30,9 @@ var (
 	// verbs.ErrInvalidState.
 	ErrInvalidState = verbs.ErrInvalidState
 	// ErrNotSupported: a valid verbs feature rnic does not implement
-	// (EOPNOTSUPP), e.g. alternate paths or memory-window binds.
-	ErrNotSupported = errors.New("not supported")
+	// (EOPNOTSUPP), e.g. alternate paths or memory-window binds. The same
+	// value as verbs.ErrNotSupported, which engines return.
+	ErrNotSupported = verbs.ErrNotSupported
 	// ErrPermission: the operation needs a privilege the device was not
 	// given, e.g. a controlled Q_Key (EPERM).
 	ErrPermission = errors.New("permission denied")

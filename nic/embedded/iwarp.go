@@ -8,6 +8,7 @@ package embedded
 import (
 	"fmt"
 	"io"
+	"math"
 	"net/netip"
 	"sync"
 	"time"
@@ -90,13 +91,30 @@ func OpenIWARP(cfg IWARPConfig) (*IWARPNIC, error) {
 	// The MAC only names the node (its GUID): the kernel's TCP hides the
 	// real one, as the embedded RoCE mode's UDP does.
 	dev, err := nic.Open(nic.Config{Name: cfg.Name, Provider: stack, GIDs: []netip.Addr{n.Addr},
-		MAC: udp.SyntheticMAC(n.Addr), Transport: nic.TransportIWARP})
+		MAC: udp.SyntheticMAC(n.Addr), Transport: nic.TransportIWARP, Limits: iwarpLimits()})
 	if err != nil {
 		stack.Close()
 		return nil, fmt.Errorf("embedded: %w", err)
 	}
 	n.Device, n.Stack = dev, stack
 	return n, nil
+}
+
+// iwarpCaps are the capability flags of an iWARP device: nic's own, less
+// UD address-vector port checks (iWARP has no UD) and RNR NAK generation
+// (iWARP has no RNR: a SEND that finds no receive WQE is a Terminate).
+const iwarpCaps = nic.DeviceCurrQPStateMod | nic.DeviceSysImageGUID | nic.DeviceSRQResize
+
+// iwarpMaxRdAtom is the largest IRD (max_qp_rd_atom) and ORD
+// (max_qp_init_rd_atom) of an iWARP QP: the engine takes up to
+// iwarp.MaxIRDORD (the MPA field's 14 bits), the verbs API carries them in
+// a byte (rdma_conn_param, ibv_qp_attr).
+const iwarpMaxRdAtom = min(iwarp.MaxIRDORD, math.MaxUint8)
+
+// iwarpLimits are the device limits an iWARP NIC reports: nic's defaults
+// but for what the iWARP engine decides.
+func iwarpLimits() nic.Limits {
+	return nic.Limits{MaxQPRdAtom: iwarpMaxRdAtom, MaxQPInitRdAtom: iwarpMaxRdAtom, DeviceCap: iwarpCaps}
 }
 
 // pcapTee records each connection in w with the clock's timestamps.

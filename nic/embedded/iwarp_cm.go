@@ -301,8 +301,15 @@ func (cn *iwarpConn) endErr() error {
 }
 
 // Disconnect closes our side of the stream (the QP goes to ERR, its WRs
-// flushed) and waits for the peer's close or ctx.
+// flushed) and waits for the peer's close or ctx. A connection already
+// down (the peer closed, or its QP was destroyed) is nothing to do, as on
+// RoCE.
 func (cn *iwarpConn) Disconnect(ctx context.Context) error {
+	select {
+	case <-cn.done:
+		return nil
+	default:
+	}
 	err := cn.c.n.Stack.Disconnect(cn.qpn)
 	if err != nil && !errors.Is(err, iwarp.ErrNotConnected) { // not connected: the peer went first
 		return fmt.Errorf("embedded: iWARP disconnect: %w", err)

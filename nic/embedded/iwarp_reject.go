@@ -10,19 +10,31 @@ import (
 
 	"github.com/rnic/rnic/iwarp"
 	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/transport/stream"
 )
 
-// rejectConsumer is the reason an MPA reject reports: MPA has no reason
-// field, and a Reply with R is always the listening consumer's refusal,
-// which IB's REJ calls "consumer reject" (IBTA Vol 1 table 112: 28).
-const rejectConsumer = 28
+// The reasons an iWARP rejection reports, in the terms of IB's REJ (IBTA
+// Vol 1 table 112), which ibv.RejectDetail speaks:
+const (
+	// rejectConsumer: an MPA Reply with R. MPA has no reason field, and
+	// such a Reply is always the listening consumer's refusal: "consumer
+	// reject".
+	rejectConsumer = 28
+	// rejectNoListener: the TCP connection was refused (nobody listens on
+	// the port), as a REJ for an unknown service ID: "invalid service ID".
+	rejectNoListener = 8
+)
 
-// IWARPRejectError is a connection the peer refused with an MPA Reply
-// carrying R (RFC 5044 §7.1.3). It is ibv.ErrRejected and the engine's
-// iwarp.ErrRejected, and an ibv.RejectDetail.
+// IWARPRejectError is a connection the peer refused: with an MPA Reply
+// carrying R (RFC 5044 §7.1.3), or by refusing the TCP connection (no
+// listener; the kernel's iWARP CM reports both as
+// RDMA_CM_EVENT_REJECTED). It is ibv.ErrRejected and the engine's error
+// (iwarp.ErrRejected, or the stream's ErrRefused), and an
+// ibv.RejectDetail.
 type IWARPRejectError struct {
 	Remote      netip.AddrPort
 	PrivateData []byte // the rejecter's
+	Reason      uint16 // rejectConsumer or rejectNoListener
 	err         error  // the engine's
 }
 
@@ -35,13 +47,16 @@ func (e *IWARPRejectError) Error() string {
 func (e *IWARPRejectError) Unwrap() []error { return []error{ibv.ErrRejected, e.err} }
 
 // RejectReason and RejectPrivateData make it an ibv.RejectDetail.
-func (e *IWARPRejectError) RejectReason() uint16      { return rejectConsumer }
+func (e *IWARPRejectError) RejectReason() uint16      { return e.Reason }
 func (e *IWARPRejectError) RejectPrivateData() []byte { return e.PrivateData }
 
 // connectError is r's failure as CMConnect returns it.
 func connectError(remote netip.AddrPort, r iwarp.ConnectResult) error {
-	if errors.Is(r.Err, iwarp.ErrRejected) {
-		return &IWARPRejectError{Remote: remote, PrivateData: r.PrivateData, err: r.Err}
+	switch {
+	case errors.Is(r.Err, iwarp.ErrRejected):
+		return &IWARPRejectError{Remote: remote, PrivateData: r.PrivateData, Reason: rejectConsumer, err: r.Err}
+	case errors.Is(r.Err, stream.ErrRefused):
+		return &IWARPRejectError{Remote: remote, Reason: rejectNoListener, err: r.Err}
 	}
 	return fmt.Errorf("embedded: iWARP connect to %v: %w", remote, r.Err)
 }

@@ -12,4 +12,7 @@ var (
 	// ErrInvalidState: the QP is not in a state that allows the operation,
 	// or it left the state nic validated a transition from.
 	ErrInvalidState = errors.New("invalid QP state")
+	// ErrNotSupported: a valid verbs feature the engine does not have
+	// (EOPNOTSUPP), e.g. a QP type its transport lacks.
+	ErrNotSupported = errors.New("not supported")
 )

@@ -344,24 +344,34 @@ type daemon struct {
 	addrs  [2]string // rnic0's and rnic1's IPv4 addresses
 }
 
+// shared holds the daemons the program tests share, one per kind of NIC.
 var shared struct {
-	once     sync.Once
-	d        *daemon
-	err      error
+	mu       sync.Mutex
+	d        map[string]*daemon
+	err      map[string]error
 	cleanups []func()
 }
 
-// sharedDaemon is the daemon every program test uses, started on first
-// use and stopped after the last test.
-func sharedDaemon(t *testing.T) *daemon {
+// sharedDaemon is the RoCEv2 daemon every program test uses, started on
+// first use and stopped after the last test.
+func sharedDaemon(t *testing.T) *daemon { return sharedDaemonOf(t, nicUDP) }
+
+// sharedDaemonOf is the shared daemon whose NICs are of kind (nicUDP,
+// nicTCP), started on first use.
+func sharedDaemonOf(t *testing.T, kind string) *daemon {
 	t.Helper()
-	shared.once.Do(func() {
-		shared.d, shared.err = startDaemon(func(f func()) { shared.cleanups = append(shared.cleanups, f) }, nicUDP)
-	})
-	if shared.err != nil {
-		t.Fatal(shared.err)
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.d == nil {
+		shared.d, shared.err = map[string]*daemon{}, map[string]error{}
 	}
-	return shared.d
+	if shared.d[kind] == nil && shared.err[kind] == nil {
+		shared.d[kind], shared.err[kind] = startDaemon(func(f func()) { shared.cleanups = append(shared.cleanups, f) }, kind)
+	}
+	if err := shared.err[kind]; err != nil {
+		t.Fatal(err)
+	}
+	return shared.d[kind]
 }
 
 func stopSharedDaemon() {
@@ -369,6 +379,10 @@ func stopSharedDaemon() {
 		shared.cleanups[i]()
 	}
 }
+
+// transports are the kinds of NIC the rdma_cm programs run over, by the
+// name their subtests take.
+var transports = []struct{ name, kind string }{{"roce", nicUDP}, {"iwarp", nicTCP}}
 
 // The kinds of NIC a test daemon serves: the flag (and --device key) that
 // makes one.

@@ -21,8 +21,28 @@ import (
 // shared daemon (rdma_cm ports are the daemon's CM's, so each test takes
 // a random one).
 
-// cmPort is a random rdma_cm port (the daemon's CM port space, not TCP's).
-func cmPort() string { return strconv.Itoa(20000 + rand.IntN(30000)) }
+// cmPort is a random rdma_cm port. On RoCEv2 it is the daemon's CM's port
+// space; on iWARP a real TCP port of the NIC's address, so it is taken
+// below the kernel's ephemeral range: a connection of an earlier test may
+// still hold an ephemeral port there (the listen would fail, EADDRINUSE).
+func cmPort() string {
+	low := 32768 // Linux's default ip_local_port_range
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				low = n
+			}
+		}
+	}
+	if low < 21000 {
+		return strconv.Itoa(20000 + rand.IntN(30000)) // no room below: hope
+	}
+	for {
+		if p := 20000 + rand.IntN(low-20000); !listening(p) {
+			return strconv.Itoa(p)
+		}
+	}
+}
 
 // cmTraceListening is the line RNIC_CM_TRACE=1 makes the library print
 // once rdma_listen succeeded: no socket shows that an rdma_cm server is
@@ -37,7 +57,7 @@ func (d *daemon) startCMServer(t *testing.T, deadline <-chan time.Time, argv ...
 	for !strings.Contains(srv.out.String(), cmTraceListening) {
 		select {
 		case <-srv.done:
-			t.Fatalf("the server ended before listening\n%s", srv.report())
+			t.Fatalf("the server ended before listening\n%s\n%s", srv.report(), d.p.report())
 		case <-deadline:
 			srv.kill()
 			t.Fatalf("the server did not listen\n%s", srv.report())
@@ -126,16 +146,22 @@ func TestRping(t *testing.T) {
 func TestRpingIWARP(t *testing.T) {
 	needLibrary(t)
 	needPrograms(t, "rping", "ibv_devinfo")
-	d := iwarpDaemon(t)
+	d := sharedDaemonOf(t, nicTCP)
 	for i, name := range []string{"rnic0", "rnic1"} {
 		p := d.runOne(t, "ibv_devinfo", "-v", "-d", name)
 		if !p.ok() {
 			t.Fatal(p.report())
 		}
+		// The engine's limits: IRD/ORD as large as a byte holds, RFC 7306
+		// atomics on host memory with atomic instructions; no RNR, no UD.
 		mustMatch(t, p, `(?m)^\s+transport:\s+iWARP \(1\)$`,
-			`(?m)^\s+GID\[\s*0\]:\s+0000:0000:0000:0000:0000:ffff:`+ipv4Hex(t, d.addrs[i])+`, RoCE v1$`)
-		if strings.Contains(p.out.String(), "RoCE v2") {
-			t.Errorf("%s: an iWARP NIC with a RoCE v2 GID\n%s", name, p.report())
+			`(?m)^\s+GID\[\s*0\]:\s+0000:0000:0000:0000:0000:ffff:`+ipv4Hex(t, d.addrs[i])+`, RoCE v1$`,
+			`(?m)^\s+max_qp_rd_atom:\s+255$`, `(?m)^\s+max_qp_init_rd_atom:\s+255$`,
+			`(?m)^\s+atomic_cap:\s+ATOMIC_GLOB \(2\)$`)
+		for _, no := range []string{"RoCE v2", "RC_RNR_NAK_GEN", "UD_AV_PORT_ENFORCE"} {
+			if strings.Contains(p.out.String(), no) {
+				t.Errorf("%s: an iWARP NIC with %s\n%s", name, no, p.report())
+			}
 		}
 	}
 	port := cmPort()
@@ -152,22 +178,6 @@ func TestRpingIWARP(t *testing.T) {
 	}
 }
 
-// iwarpDaemon starts a daemon of the test's own with two iWARP NICs.
-func iwarpDaemon(t *testing.T) *daemon {
-	t.Helper()
-	var cleanups []func()
-	t.Cleanup(func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	})
-	d, err := startDaemon(func(f func()) { cleanups = append(cleanups, f) }, nicTCP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
 // ipv4Hex is addr as ibv_devinfo prints the last 32 bits of a GID it
 // does not show as an address: "7f00:0901".
 func ipv4Hex(t *testing.T, addr string) string {
@@ -181,48 +191,62 @@ func ipv4Hex(t *testing.T, addr string) string {
 }
 
 // TestUcmatose: ucmatose, several connections at once, each sending
-// messages both ways, then disconnecting.
+// messages both ways, then disconnecting; over RoCEv2 and iWARP.
 func TestUcmatose(t *testing.T) {
 	needLibrary(t)
 	needPrograms(t, "ucmatose")
-	d := sharedDaemon(t)
-	port := cmPort()
-	srv, cli := d.runCMPair(t, false,
-		[]string{"ucmatose", "-p", port, "-c", "8", "-C", "20"},
-		[]string{"ucmatose", "-s", d.addrs[0], "-b", d.addrs[1], "-p", port, "-c", "8", "-C", "20"})
-	for _, p := range []*proc{srv, cli} {
-		mustMatch(t, p, `(?m)^data transfers complete$`, `(?m)^return status 0$`)
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			d := sharedDaemonOf(t, tr.kind)
+			port := cmPort()
+			srv, cli := d.runCMPair(t, false,
+				[]string{"ucmatose", "-p", port, "-c", "8", "-C", "20"},
+				[]string{"ucmatose", "-s", d.addrs[0], "-b", d.addrs[1], "-p", port, "-c", "8", "-C", "20"})
+			for _, p := range []*proc{srv, cli} {
+				mustMatch(t, p, `(?m)^data transfers complete$`, `(?m)^return status 0$`)
+			}
+		})
 	}
 }
 
 // TestRdmaServerClient: rdma_server / rdma_client, the synchronous API
 // (no event channel: rdma_create_ep, rdma_get_request, rdma_connect that
-// return once done) and the <rdma/rdma_verbs.h> inlines.
+// return once done) and the <rdma/rdma_verbs.h> inlines; over RoCEv2 and
+// iWARP.
 func TestRdmaServerClient(t *testing.T) {
 	needLibrary(t)
 	needPrograms(t, "rdma_server", "rdma_client")
-	d := sharedDaemon(t)
-	port := cmPort()
-	srv, cli := d.runCMPair(t, false, []string{"rdma_server", "-p", port},
-		[]string{"rdma_client", "-s", d.addrs[0], "-p", port})
-	mustMatch(t, srv, `(?m)^rdma_server: end 0$`)
-	mustMatch(t, cli, `(?m)^rdma_client: end 0$`)
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			d := sharedDaemonOf(t, tr.kind)
+			port := cmPort()
+			srv, cli := d.runCMPair(t, false, []string{"rdma_server", "-p", port},
+				[]string{"rdma_client", "-s", d.addrs[0], "-p", port})
+			mustMatch(t, srv, `(?m)^rdma_server: end 0$`)
+			mustMatch(t, cli, `(?m)^rdma_client: end 0$`)
+		})
+	}
 }
 
-// TestRdmaXServerClient: rdma_xserver / rdma_xclient over RC (their XRC
-// mode needs XRC QPs, which rnic does not have). The client posts a
-// 16-byte inline SEND on a QP it created with max_inline_data 0 and one
-// SGE: it works because ibv_create_qp grants the WQE's SGE space as inline
-// bytes, as rxe and mlx5 do.
+// TestRdmaXServerClient: rdma_xserver / rdma_xclient over RC, RoCEv2 and
+// iWARP (their XRC mode needs XRC QPs, which rnic does not have, and iWARP
+// has none at all). The client posts a 16-byte inline SEND on a QP it
+// created with max_inline_data 0 and one SGE: it works because
+// ibv_create_qp grants the WQE's SGE space as inline bytes, as rxe and
+// mlx5 do.
 func TestRdmaXServerClient(t *testing.T) {
 	needLibrary(t)
 	needPrograms(t, "rdma_xserver", "rdma_xclient")
-	d := sharedDaemon(t)
-	port := cmPort()
-	srv, cli := d.runCMPair(t, false, []string{"rdma_xserver", "-p", port, "-c", "r"},
-		[]string{"rdma_xclient", "-s", d.addrs[0], "-p", port, "-c", "r"})
-	mustMatch(t, srv, `(?m)^rdma_xserver: end 0$`)
-	mustMatch(t, cli, `(?m)^rdma_xclient: end 0$`)
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			d := sharedDaemonOf(t, tr.kind)
+			port := cmPort()
+			srv, cli := d.runCMPair(t, false, []string{"rdma_xserver", "-p", port, "-c", "r"},
+				[]string{"rdma_xclient", "-s", d.addrs[0], "-p", port, "-c", "r"})
+			mustMatch(t, srv, `(?m)^rdma_xserver: end 0$`)
+			mustMatch(t, cli, `(?m)^rdma_xclient: end 0$`)
+		})
+	}
 }
 
 // TestUdaddy: udaddy's UD ids resolve each other over SIDR (SIDR_REQ /
@@ -240,56 +264,97 @@ func TestUdaddy(t *testing.T) {
 	}
 }
 
+// TestUdaddyIWARP: iWARP has no UD QPs (nor SIDR): udaddy's server fails
+// to listen and its client to create its QP, both with EOPNOTSUPP, as on
+// Linux siw, and both end at once.
+func TestUdaddyIWARP(t *testing.T) {
+	needLibrary(t)
+	needPrograms(t, "udaddy")
+	d := sharedDaemonOf(t, nicTCP)
+	deadline := time.After(programTimeout)
+	srv := d.run(t, "server", "", nil, lineBuffered([]string{"udaddy", "-b", d.addrs[0], "-c", "1", "-C", "1"})...)
+	cli := d.run(t, "client", "", nil, lineBuffered([]string{"udaddy", "-s", d.addrs[0], "-b", d.addrs[1], "-c", "1", "-C", "1"})...)
+	for _, p := range []*proc{srv, cli} {
+		if p.wait(deadline); p.killed {
+			t.Fatalf("%s hung\n%s", p.name, p.report())
+		}
+	}
+	mustMatch(t, srv, `failure trying to listen: Operation not supported`)
+	mustMatch(t, cli, `unable to create QP: Operation not supported`)
+}
+
 // TestCmtime: cmtime's 100 connections set up and torn down at once (its
-// server never ends by itself). The figures go to the log.
+// server never ends by itself), over RoCEv2 and iWARP. Over iWARP its
+// client destroys each QP right after rdma_disconnect, before the peer's
+// close: the connection must still end (it hung there half the runs).
+// The figures go to the log.
 func TestCmtime(t *testing.T) {
 	needLibrary(t)
 	needPrograms(t, "cmtime")
-	d := sharedDaemon(t)
-	port := cmPort()
-	_, cli := d.runCMPair(t, true, []string{"cmtime", "-b", d.addrs[0], "-p", port, "-c", "100"},
-		[]string{"cmtime", "-s", d.addrs[0], "-b", d.addrs[1], "-p", port, "-c", "100"})
-	mustMatch(t, cli, `(?m)^connect\s*:\s+[\d.]+`, `(?m)^disconnect\s*:\s+[\d.]+`)
-	if strings.Contains(cli.out.String(), "RDMA_CM_EVENT_") {
-		t.Errorf("a connection failed\n%s", cli.report())
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			d := sharedDaemonOf(t, tr.kind)
+			port := cmPort()
+			_, cli := d.runCMPair(t, true, []string{"cmtime", "-b", d.addrs[0], "-p", port, "-c", "100"},
+				[]string{"cmtime", "-s", d.addrs[0], "-b", d.addrs[1], "-p", port, "-c", "100"})
+			mustMatch(t, cli, `(?m)^connect\s*:\s+[\d.]+`, `(?m)^disconnect\s*:\s+[\d.]+`)
+			if strings.Contains(cli.out.String(), "RDMA_CM_EVENT_") {
+				t.Errorf("a connection failed\n%s", cli.report())
+			}
+			t.Log(cli.out.String())
+		})
 	}
-	t.Log(cli.out.String())
+}
+
+// perftestRefused is how each transport's client reports perftest's own
+// race: its server listens a second time for the data connection after
+// the first, and its client connects without retrying; a client faster
+// than the server (rdma_cm resolves at once here) finds no listener:
+// RoCEv2 gets a REJ with reason 8 (invalid service ID), iWARP a refused
+// TCP connection (REJECTED with -ECONNREFUSED, as the kernel's iWARP CM).
+var perftestRefused = map[string]string{
+	nicUDP: "RDMA_CM_EVENT_REJECTED; error: 8.",
+	nicTCP: "RDMA_CM_EVENT_REJECTED; error: -111.",
 }
 
 // TestPerftestRdmaCM: perftest with -R: connections through rdma_cm
-// rather than its TCP side channel.
+// rather than its TCP side channel, over RoCEv2 and iWARP (its atomics
+// RFC 7306's there).
 func TestPerftestRdmaCM(t *testing.T) {
 	needLibrary(t)
-	for _, c := range []struct {
-		prog string
-		size int
-	}{{"ib_write_bw", 65536}, {"ib_read_bw", 65536}, {"ib_send_bw", 65536}, {"ib_write_lat", 2}} {
-		t.Run(c.prog, func(t *testing.T) {
-			needPrograms(t, c.prog)
-			d := sharedDaemon(t)
-			port := cmPort()
-			common := []string{c.prog, "-R", "-p", port, "-n", "200", "-F"}
-			server := append(append([]string{}, common...), "-d", "rnic0")
-			client := append(append([]string{}, common...), "-d", "rnic1", d.addrs[0])
-			// perftest's own race: its server listens a second time for
-			// the data connection after the first, and its client connects
-			// without retrying; a client faster than the server (rdma_cm
-			// resolves at once here) is rejected for want of a listener
-			// (REJECTED 8). That, and only that, is tried again.
-			var cli *proc
-			for try := 1; ; try++ {
-				srv, c, ok := d.tryCMPair(t, false, server, client)
-				cli = c
-				if ok {
-					break
-				}
-				if try == 3 || !strings.Contains(c.out.String(), "RDMA_CM_EVENT_REJECTED; error: 8") {
-					t.Fatalf("server/client pair failed\n%s\n%s\n%s", srv.report(), c.report(), d.p.report())
-				}
-				t.Logf("try %d: the client overtook the server's second listen (perftest's race); again", try)
-			}
-			mustMatch(t, cli, fmt.Sprintf(`(?m)^\s*%d\s+200\s+[\d.]+\s+[\d.]+`, c.size))
-		})
+	for _, tr := range transports {
+		for _, c := range []struct {
+			prog string
+			size int
+		}{{"ib_write_bw", 65536}, {"ib_read_bw", 65536}, {"ib_send_bw", 65536}, {"ib_atomic_bw", 8}, {"ib_write_lat", 2}} {
+			t.Run(tr.name+"/"+c.prog, func(t *testing.T) {
+				needPrograms(t, c.prog)
+				d := sharedDaemonOf(t, tr.kind)
+				cli := runPerftestRdmaCM(t, d, perftestRefused[tr.kind], c.prog, "-n", "200")
+				mustMatch(t, cli, fmt.Sprintf(`(?m)^\s*%d\s+200\s+[\d.]+\s+[\d.]+`, c.size))
+			})
+		}
+	}
+}
+
+// runPerftestRdmaCM runs prog -R with args, server on rnic0 and client on
+// rnic1, trying again (up to three times) only when the client lost
+// perftest's race (refused: how it shows). It returns the client.
+func runPerftestRdmaCM(t *testing.T, d *daemon, refused, prog string, args ...string) *proc {
+	t.Helper()
+	port := cmPort()
+	common := append([]string{prog, "-R", "-p", port, "-F"}, args...)
+	server := append(append([]string{}, common...), "-d", "rnic0")
+	client := append(append([]string{}, common...), "-d", "rnic1", d.addrs[0])
+	for try := 1; ; try++ {
+		srv, cli, ok := d.tryCMPair(t, false, server, client)
+		if ok {
+			return cli
+		}
+		if try == 3 || !strings.Contains(cli.out.String(), refused) {
+			t.Fatalf("server/client pair failed\n%s\n%s\n%s", srv.report(), cli.report(), d.p.report())
+		}
+		t.Logf("try %d: the client overtook the server's second listen (perftest's race); again", try)
 	}
 }
 
@@ -333,17 +398,25 @@ func runCMCorner(t *testing.T, d *daemon, stdin io.Reader, test string) *proc {
 	return start(t, "cm_corners "+test, env, stdin, build.rnic, "exec", "-S", d.socket, "--", bin, test, d.addrs[0], d.addrs[1])
 }
 
-// TestCMCorners: reject with private data, no listener, ADDR_ERROR, a
+// TestCMCorners: reject with private data, no listener, the IRD/ORD
+// parameters against the device's limits, ADDR_ERROR, a
 // non-blocking channel with poll(2), 64 connects pending on a listener, a
 // channel destroyed under its waiting thread, UD ids (SIDR: rejected,
 // accepted, no listener).
+//
+// Over iWARP too, all but the UD one (iWARP has no UD).
 func TestCMCorners(t *testing.T) {
-	for _, c := range []string{"reject", "nolistener", "addrerror", "nonblock", "backlog", "orphan", "ud"} {
-		t.Run(c, func(t *testing.T) {
-			needCMCorners(t)
-			d := sharedDaemon(t)
-			finish(t, runCMCorner(t, d, nil, c), d.p.report())
-		})
+	for _, tr := range transports {
+		for _, c := range []string{"reject", "nolistener", "params", "addrerror", "nonblock", "backlog", "orphan", "ud"} {
+			if c == "ud" && tr.kind == nicTCP {
+				continue
+			}
+			t.Run(tr.name+"/"+c, func(t *testing.T) {
+				needCMCorners(t)
+				d := sharedDaemonOf(t, tr.kind)
+				finish(t, runCMCorner(t, d, nil, c), d.p.report())
+			})
+		}
 	}
 }
 

@@ -205,6 +205,12 @@ void down_event(struct cm_id *c)
 		cm_event_queue(e);
 }
 
+/* on_iwarp: the id is bound to an iWARP device. */
+static int on_iwarp(const struct cm_id *c)
+{
+	return c->dev >= 0 && cm_devs[c->dev].verbs->device->transport_type == IBV_TRANSPORT_IWARP;
+}
+
 /* timewait_exit: the local side's disconnect is through (the daemon's
  * CM holds no timewait of its own to wait for); the kernel's rdma_cm says
  * so with TIMEWAIT_EXIT after DISCONNECTED, on IB transport only: its
@@ -215,15 +221,25 @@ void timewait_exit(struct cm_id *c)
 	if (c->timewait_sent)
 		return;
 	c->timewait_sent = 1;
-	if (c->dev >= 0 && cm_devs[c->dev].verbs->device->transport_type == IBV_TRANSPORT_IWARP)
+	if (on_iwarp(c))
 		return;
 	if ((e = cm_event_new(c, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0)))
 		cm_event_queue(e);
 }
 
+/* iw_reject_status: REJECTED's status on an iWARP id, as the kernel's
+ * cma_iw_handler passes the driver's: -ECONNREFUSED when nobody listened
+ * (the TCP connection was refused; the daemon says "invalid service ID",
+ * 8), else -ECONNRESET (siw's for an MPA Reply with R). */
+static int iw_reject_status(uint16_t reason)
+{
+	return reason == 8 ? -ECONNREFUSED : -ECONNRESET;
+}
+
 /* rejected: REJECTED with the REJ's reason as the status and its private
- * data (148 bytes, as the kernel hands them), from the result's
- * CMRejectInfo; without one, a consumer reject (28) without data. */
+ * data (148 bytes, as the kernel hands them; an MPA reject's own length),
+ * from the result's CMRejectInfo; without one, a consumer reject (28)
+ * without data. On iWARP the status is the kernel's errno instead. */
 static struct cm_event *rejected(struct cm_id *c, struct rdec *r)
 {
 	uint8_t pd[CM_MAX_PRIVATE];
@@ -235,7 +251,7 @@ static struct cm_event *rejected(struct cm_id *c, struct rdec *r)
 		if (r->err)
 			reason = 28, pdn = 0;
 	}
-	return conn_event(c, RDMA_CM_EVENT_REJECTED, reason, pd, pdn);
+	return conn_event(c, RDMA_CM_EVENT_REJECTED, on_iwarp(c) ? iw_reject_status(reason) : reason, pd, pdn);
 }
 
 /* failed: an async request's error as the kernel's event. */

@@ -43,6 +43,33 @@ static void put_param(struct cbuf *b, const struct rdma_conn_param *p)
 	c_u32(b, 0); /* access: rdma_cm's default */
 }
 
+/* conn_param: *param for the daemon, with responder_resources and
+ * initiator_depth checked against the device's max_qp_rd_atom and
+ * max_qp_init_rd_atom (EINVAL beyond them) and RDMA_MAX_RESP_RES /
+ * RDMA_MAX_INIT_DEPTH replaced by those maxima, as librdmacm does before
+ * the kernel sees them. NULL stays NULL (the daemon's defaults). */
+static int conn_param(struct rdma_cm_id *id, const struct rdma_conn_param *param, struct rdma_conn_param *out,
+		      const struct rdma_conn_param **use)
+{
+	struct ibv_device_attr a;
+	*use = param;
+	if (!param)
+		return 0;
+	if (!id->verbs || ibv_query_device(id->verbs, &a))
+		return EINVAL;
+	*out = *param;
+	if (param->responder_resources == RDMA_MAX_RESP_RES)
+		out->responder_resources = (uint8_t)(a.max_qp_rd_atom < 255 ? a.max_qp_rd_atom : 255);
+	else if (param->responder_resources > a.max_qp_rd_atom)
+		return EINVAL;
+	if (param->initiator_depth == RDMA_MAX_INIT_DEPTH)
+		out->initiator_depth = (uint8_t)(a.max_qp_init_rd_atom < 255 ? a.max_qp_init_rd_atom : 255);
+	else if (param->initiator_depth > a.max_qp_init_rd_atom)
+		return EINVAL;
+	*use = out;
+	return 0;
+}
+
 /* connect_ud: rdma_connect on a UD id resolves the listener's QP
  * (SIDR); ESTABLISHED carries it in param.ud. No QP is needed. */
 static int connect_ud(struct cm_id *c, const struct rdma_conn_param *param)
@@ -68,6 +95,8 @@ CM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 {
 	struct cm_id *c = to_cid(id);
 	struct cbuf b = {0};
+	struct rdma_conn_param fixed;
+	const struct rdma_conn_param *param_used;
 	const struct sockaddr_in *d = (const struct sockaddr_in *)&id->route.addr.dst_addr;
 	int err;
 	if (id && c->state == ST_ROUTE_RESOLVED && id->ps == RDMA_PS_UDP)
@@ -78,11 +107,13 @@ CM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 		return cm_fail(EOPNOTSUPP);
 	if (param && param->private_data_len > CM_MAX_PRIVATE - 140) /* a REQ's 56 after the CM header */
 		return cm_fail(EINVAL);
+	if ((err = conn_param(id, param, &fixed, &param_used)))
+		return cm_fail(err);
 	c_u32(&b, 0);
 	c_u32(&b, rnic_private_qp_handle(id->qp));
 	c_addr4(&b, &id->route.addr.dst_addr);
 	c_u16(&b, ntohs(d->sin_family == AF_INET6 ? ((const struct sockaddr_in6 *)d)->sin6_port : d->sin_port));
-	put_param(&b, param);
+	put_param(&b, param_used);
 	c->state = ST_CONNECT;
 	if ((err = cm_async(c, c->dev, AS_CONNECT, OP_CM_CONNECT, &b))) {
 		c->state = ST_ROUTE_RESOLVED;
@@ -95,10 +126,14 @@ CM_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 {
 	struct cm_id *c = to_cid(id);
 	struct cbuf b = {0};
+	struct rdma_conn_param fixed;
+	const struct rdma_conn_param *param_used = param;
 	uint32_t req;
 	int err;
 	if (!id || c->state != ST_REQ_RCVD || !id->qp)
 		return cm_fail(EINVAL);
+	if (id->qp_type != IBV_QPT_UD && (err = conn_param(id, param, &fixed, &param_used)))
+		return cm_fail(err);
 	pthread_mutex_lock(&cm_mu);
 	req = c->req;
 	c->req = 0;
@@ -107,7 +142,7 @@ CM_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	c_u32(&b, 0);
 	c_u32(&b, req);
 	c_u32(&b, rnic_private_qp_handle(id->qp));
-	put_param(&b, param);
+	put_param(&b, param_used);
 	if ((err = cm_async(c, c->dev, AS_ACCEPT, OP_CM_ACCEPT, &b)))
 		return cm_fail(err);
 	if (id->qp_type == IBV_QPT_UD)

@@ -8,6 +8,10 @@
  *
  *   cm_corners reject      A0 A1   reject with private data: REJECTED carries it
  *   cm_corners nolistener  A0 A1   connect to a port nobody listens on: REJECTED
+ *                                   (the statuses of both: IB's REJ reason on RoCEv2,
+ *                                   the kernel's errno on iWARP)
+ *   cm_corners params      A0 A1   responder_resources/initiator_depth against the
+ *                                   device's limits; RDMA_MAX_RESP_RES/RDMA_MAX_INIT_DEPTH
  *   cm_corners addrerror   A0 A1   an address no device reaches: ADDR_ERROR
  *   cm_corners nonblock    A0 A1   a non-blocking channel, poll(2), EAGAIN
  *   cm_corners backlog     A0 A1   64 connects pending on a listener, then accepted
@@ -147,6 +151,13 @@ static struct rdma_cm_id *listener(struct rdma_event_channel *ch, int backlog, i
 	return l;
 }
 
+/* on_iwarp: id is bound to an iWARP device, whose CM reports a rejection
+ * with the kernel's errno rather than IB's REJ reason. */
+static int on_iwarp(const struct rdma_cm_id *id)
+{
+	return id->verbs && id->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
+}
+
 static void test_reject(void)
 {
 	struct rdma_event_channel *sc = rdma_create_event_channel(), *cc = rdma_create_event_channel();
@@ -171,7 +182,11 @@ static void test_reject(void)
 	check(rdma_reject(req, "nope", 5) == 0, "rdma_reject with private data");
 	ev = next_event(cc);
 	check(ev->event == RDMA_CM_EVENT_REJECTED, "client: REJECTED (got %s)", rdma_event_str(ev->event));
-	check(ev->status == 28, "REJECTED's status is the consumer reject reason 28 (got %d)", ev->status);
+	if (on_iwarp(c))
+		check(ev->status == -ECONNRESET, "iWARP: REJECTED's status is siw's -ECONNRESET for an MPA reject (got %d)",
+		      ev->status);
+	else
+		check(ev->status == 28, "REJECTED's status is the consumer reject reason 28 (got %d)", ev->status);
 	check(ev->param.conn.private_data_len >= 5 && ev->param.conn.private_data &&
 		      !memcmp(ev->param.conn.private_data, "nope", 5),
 	      "REJECTED carries the rejecter's private data (%d bytes)", ev->param.conn.private_data_len);
@@ -290,7 +305,11 @@ static void test_nolistener(void)
 		die("rdma_connect");
 	ev = next_event(cc);
 	check(ev->event == RDMA_CM_EVENT_REJECTED, "no listener: REJECTED (got %s)", rdma_event_str(ev->event));
-	check(ev->status == 8, "status: invalid service ID, 8 (got %d)", ev->status);
+	if (on_iwarp(c))
+		check(ev->status == -ECONNREFUSED, "iWARP: status -ECONNREFUSED, the TCP connection refused (got %d)",
+		      ev->status);
+	else
+		check(ev->status == 8, "status: invalid service ID, 8 (got %d)", ev->status);
 	rdma_ack_cm_event(ev);
 	rdma_destroy_qp(c);
 	rdma_destroy_id(c);
@@ -543,6 +562,76 @@ static void test_killed(void)
 	rdma_destroy_event_channel(cc);
 }
 
+/* test_params: responder_resources and initiator_depth against the
+ * device's max_qp_rd_atom and max_qp_init_rd_atom: one more is EINVAL (when
+ * a byte holds it), RDMA_MAX_RESP_RES and RDMA_MAX_INIT_DEPTH mean the
+ * maxima (librdmacm's rules), and a connection made with them on both
+ * sides has them in its QPs' max_dest_rd_atomic and max_rd_atomic. */
+static void test_params(void)
+{
+	struct rdma_event_channel *sc = rdma_create_event_channel(), *cc = rdma_create_event_channel();
+	struct rdma_conn_param most = {.responder_resources = RDMA_MAX_RESP_RES,
+				       .initiator_depth = RDMA_MAX_INIT_DEPTH,
+				       .retry_count = 7,
+				       .rnr_retry_count = 7};
+	struct rdma_cm_id *l, *c, *req;
+	struct rdma_cm_event *ev;
+	struct ibv_device_attr a;
+	int port, ird, ord;
+
+	l = listener(sc, 1, &port);
+	if (rdma_create_id(cc, &c, NULL, RDMA_PS_TCP))
+		die("rdma_create_id");
+	client_to(cc, c, port);
+	if (ibv_query_device(c->verbs, &a))
+		die("ibv_query_device");
+	ird = a.max_qp_rd_atom < 255 ? a.max_qp_rd_atom : 255;
+	ord = a.max_qp_init_rd_atom < 255 ? a.max_qp_init_rd_atom : 255;
+	check(ird >= 1 && ord >= 1, "max_qp_rd_atom %d, max_qp_init_rd_atom %d", a.max_qp_rd_atom, a.max_qp_init_rd_atom);
+	if (ird < 255) {
+		struct rdma_conn_param p = {.responder_resources = (uint8_t)(ird + 1), .initiator_depth = 1};
+		int r = rdma_connect(c, &p), e = errno;
+		check(r == -1 && e == EINVAL, "responder_resources %d > max_qp_rd_atom: EINVAL (got %d, errno %d)", ird + 1,
+		      r, e);
+	}
+	if (ord < 255) {
+		struct rdma_conn_param p = {.responder_resources = 1, .initiator_depth = (uint8_t)(ord + 1)};
+		int r = rdma_connect(c, &p), e = errno;
+		check(r == -1 && e == EINVAL, "initiator_depth %d > max_qp_init_rd_atom: EINVAL (got %d, errno %d)", ord + 1,
+		      r, e);
+	}
+	if (rdma_connect(c, &most))
+		die("rdma_connect with RDMA_MAX_RESP_RES, RDMA_MAX_INIT_DEPTH");
+	ev = next_event(sc);
+	check(ev->event == RDMA_CM_EVENT_CONNECT_REQUEST, "CONNECT_REQUEST (got %s)", rdma_event_str(ev->event));
+	req = ev->id;
+	rdma_ack_cm_event(ev);
+	make_qp(req);
+	check(rdma_accept(req, &most) == 0, "rdma_accept with RDMA_MAX_RESP_RES, RDMA_MAX_INIT_DEPTH");
+	expect(cc, RDMA_CM_EVENT_ESTABLISHED, "client");
+	expect(sc, RDMA_CM_EVENT_ESTABLISHED, "server");
+	for (int i = 0; i < 2; i++) {
+		struct ibv_qp *qp = i ? req->qp : c->qp;
+		struct ibv_qp_attr qa;
+		struct ibv_qp_init_attr qi;
+		if (ibv_query_qp(qp, &qa, IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC, &qi))
+			die("ibv_query_qp");
+		check(qa.max_dest_rd_atomic == ird && qa.max_rd_atomic == ord,
+		      "%s QP: max_dest_rd_atomic %d, max_rd_atomic %d (want %d, %d)", i ? "server" : "client",
+		      qa.max_dest_rd_atomic, qa.max_rd_atomic, ird, ord);
+	}
+	check(rdma_disconnect(c) == 0, "rdma_disconnect");
+	expect(cc, RDMA_CM_EVENT_DISCONNECTED, "client");
+	expect(sc, RDMA_CM_EVENT_DISCONNECTED, "server");
+	rdma_destroy_qp(req);
+	rdma_destroy_id(req);
+	rdma_destroy_qp(c);
+	rdma_destroy_id(c);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(sc);
+	rdma_destroy_event_channel(cc);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -550,7 +639,7 @@ int main(int argc, char **argv)
 		void (*fn)(void);
 	} tests[] = {{"reject", test_reject},     {"nolistener", test_nolistener}, {"addrerror", test_addrerror},
 		     {"nonblock", test_nonblock}, {"backlog", test_backlog},       {"orphan", test_orphan},
-		     {"killed", test_killed}, {"ud", test_ud}};
+		     {"killed", test_killed}, {"ud", test_ud},             {"params", test_params}};
 	if (argc != 4) {
 		fprintf(stderr, "usage: cm_corners TEST ADDR0 ADDR1\n");
 		return 2;
