@@ -1,7 +1,9 @@
 // iWARP NICs on a TAP (--transport iwarp, transport=iwarp): the TAP-mode
 // NIC's host stack and its own TCP (gVisor) carry the iWARP engine, so the
 // NIC's rdma_cm speaks MPA on the bridge as Linux siw does, from the TAP's
-// address, and its side channels use the same TCP.
+// address, and its side channels use the same TCP. It connects as siw does
+// under rdma_cm (no peer-to-peer RTR) and lets siw's QP take its socket
+// before the first FPDU (embedded.IWARPConfig.Settle).
 
 package main
 
@@ -13,6 +15,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/rnic/rnic/iwarp"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
@@ -28,8 +31,12 @@ func openTAPIWARP(d *device) (*device, error) {
 	if err != nil {
 		return nil, d.openFailed(fmt.Errorf("%s on tap %s: %w", s.Name, s.TAP, err))
 	}
+	// As siw under rdma_cm: no peer-to-peer RTR offered (siw's
+	// peer_to_peer is off; siw reads only the RTR's FPDU before its QP
+	// takes the socket), and a first FPDU that waits for siw's QP.
 	iw, err := embedded.OpenIWARP(embedded.IWARPConfig{Name: s.Name, Addr: tn.Addrs[0],
-		Network: tn.Streams, MSS: tapMSS(tn.TAP().MTU(), tn.Addrs[0])})
+		Network: tn.Streams, MSS: tapMSS(tn.TAP().MTU(), tn.Addrs[0]),
+		RTR: iwarp.RTRNone, Settle: embedded.DefaultSettle})
 	if err != nil {
 		tn.Close()
 		return nil, d.openFailed(fmt.Errorf("%s on tap %s: %w", s.Name, s.TAP, err))

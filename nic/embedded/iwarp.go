@@ -40,11 +40,26 @@ type IWARPConfig struct {
 	// RTR selects the Ready-to-Receive messages offered and accepted
 	// (iwarp.RTRAuto if zero; iwarp.RTRNone as Linux siw initiates).
 	RTR iwarp.RTRMode
+	// Settle is how long a connect waits after the MPA Reply before it
+	// reports the connection established, so the first FPDU does not
+	// follow the Reply at once (none if 0). Linux siw, on the passive
+	// side, hands its socket to the QP's receive path only after it has
+	// sent the Reply (and after the RTR, whose first FPDU alone it reads);
+	// an FPDU arriving in between sits in the socket unread until more
+	// data comes, and a ping-pong program then waits forever (seen in the
+	// lab: rping's first SEND, 0.4 ms after the Reply). A Linux initiator,
+	// slower, sends milliseconds later; nic/tools/rping waits
+	// DefaultSettle.
+	Settle time.Duration
 	// Pcap, if set, records every connection as Ethernet/IP/TCP frames.
 	Pcap *transport.PcapWriter
 	// Trace, if set, receives the engine's connection and QP trace.
 	Trace io.Writer
 }
+
+// DefaultSettle is a Settle that covers a siw peer in a slow (TCG) guest
+// under load, as nic/tools/rping measured it.
+const DefaultSettle = 100 * time.Millisecond
 
 // IWARPNIC is an assembled iWARP NIC.
 type IWARPNIC struct {
@@ -53,6 +68,8 @@ type IWARPNIC struct {
 	Addr  netip.Addr
 	cm    *iwarpCM
 	once  sync.Once
+	// settle is IWARPConfig.Settle.
+	settle time.Duration
 }
 
 // OpenIWARP opens an iWARP NIC. Its device reports TransportIWARP and node
@@ -67,7 +84,7 @@ func OpenIWARP(cfg IWARPConfig) (*IWARPNIC, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.NewReal()
 	}
-	n := &IWARPNIC{Addr: cfg.Addr.Unmap()}
+	n := &IWARPNIC{Addr: cfg.Addr.Unmap(), settle: cfg.Settle}
 	n.cm = newIWARPCM(n)
 	scfg := iwarp.Config{Clock: cfg.Clock, Network: cfg.Network, Addr: n.Addr, MSS: cfg.MSS,
 		NoCRC: !cfg.CRC, RTR: cfg.RTR, OnConnEvent: n.cm.event}

@@ -15,6 +15,7 @@ import (
 	"io"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/rnic/rnic/iwarp"
 	"github.com/rnic/rnic/memory"
@@ -143,11 +144,32 @@ func (c *iwarpCM) CMConnect(ctx context.Context, qp ibv.QP, addr netip.Addr, por
 			return nil, connectError(remote, r)
 		}
 		cn.local, cn.remote, cn.privateData = r.Local, r.Remote, r.PrivateData
+		if err := c.settle(ctx); err != nil {
+			c.n.Stack.Disconnect(q.QPN())
+			c.untrack(cn)
+			return nil, err
+		}
 		return cn, nil
 	case <-ctx.Done():
 		c.n.Stack.Disconnect(q.QPN()) // abandons the attempt
 		c.untrack(cn)
 		return nil, ctx.Err()
+	}
+}
+
+// settle waits the NIC's Settle after an MPA Reply (IWARPConfig.Settle),
+// or until ctx ends.
+func (c *iwarpCM) settle(ctx context.Context) error {
+	if c.n.settle <= 0 {
+		return nil
+	}
+	t := time.NewTimer(c.n.settle)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
