@@ -121,10 +121,16 @@ func buildDropin(ctx context.Context, root, dir string) (rnicd, lib string, err 
 		return "", "", fmt.Errorf("build rnicd: %w: %s", err, lastLine(string(out)))
 	}
 	lib = filepath.Join(dir, "lib")
-	cmd = exec.CommandContext(ctx, "make", "--no-print-directory", "-C", "nic/rnicd/dropin/ibverbs", "OUT="+lib)
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", "", fmt.Errorf("build the drop-in library (needs gcc and libibverbs-dev): %w: %s", err, lastLine(string(out)))
+	// librdmacm.so.1 links to the libibverbs.so.1 built first.
+	for _, l := range []struct{ dir, needs string }{
+		{"nic/rnicd/dropin/ibverbs", "gcc and libibverbs-dev"},
+		{"nic/rnicd/dropin/rdmacm", "gcc and librdmacm-dev"},
+	} {
+		cmd = exec.CommandContext(ctx, "make", "--no-print-directory", "-C", l.dir, "OUT="+lib)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", "", fmt.Errorf("build the drop-in library %s (needs %s): %w: %s", l.dir, l.needs, err, lastLine(string(out)))
+		}
 	}
 	return rnicd, lib, nil
 }
