@@ -412,9 +412,10 @@ func Rows(ps []*Pairing) []Row {
 // label. The passthrough tests in both guests and one passthrough
 // interop row add about a minute and a half to the smoke; the drop-in
 // rc pingpong's two rows about 6 s, and building rnicd and the library
-// about 10 s more.
+// about 10 s more; the drop-in rping rows (rdma_cm over RoCEv2 and
+// iWARP) 3-6 s each.
 var smokeRows = []string{"rxe rc pingpong 64", "siw rping", "rxe passthrough tests", "siw passthrough tests",
-	"rxe passthrough pingpong 64 / rnic server", "rxe drop-in rc pingpong 64"}
+	"rxe passthrough pingpong 64 / rnic server", "rxe drop-in rc pingpong 64", "rxe drop-in rping", "siw drop-in rping"}
 
 // Select returns the rows to run: with smoke the CI subset, then those
 // whose Label matches only (all if only is empty).
