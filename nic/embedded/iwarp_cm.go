@@ -22,6 +22,7 @@ import (
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
+	"github.com/rnic/rnic/transport/stream"
 )
 
 // iwarpCM is an iWARP NIC's ibv.ConnManager.
@@ -179,6 +180,10 @@ func (c *iwarpCM) CMListen(port uint16) (ibv.CMListener, error) {
 	l := &iwarpListener{c: c, reqs: make(chan *iwarp.ConnRequest, listenBacklog)}
 	var err error
 	l.l, err = c.n.Stack.Listen(netip.AddrPortFrom(c.n.Addr, port), l.request)
+	if errors.Is(err, stream.ErrAddrInUse) {
+		// ibv's contract: EADDRINUSE, not an internal error.
+		return nil, fmt.Errorf("embedded: %w: %w", nic.ErrBusy, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("embedded: %w", err)
 	}

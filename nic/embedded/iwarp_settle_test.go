@@ -2,11 +2,13 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/rnic/rnic/iwarp"
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
 )
@@ -85,4 +87,20 @@ func rcQP(t *testing.T, d ibv.Device) ibv.QP {
 		t.Fatal(err)
 	}
 	return qp
+}
+
+// A second listener on a port says it is busy (nic.ErrBusy: rnicd answers
+// StatusBusy, the drop-in library EADDRINUSE), not an internal error (the
+// library's EIO).
+func TestIWARPListenInUse(t *testing.T) {
+	p := openIWARPPair(t)
+	cm := p.B.(ibv.ConnManager)
+	l, err := cm.CMListen(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := cm.CMListen(l.Port()); !errors.Is(err, nic.ErrBusy) {
+		t.Fatalf("a second CMListen on port %d: %v, want nic.ErrBusy", l.Port(), err)
+	}
 }
