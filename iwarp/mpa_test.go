@@ -424,3 +424,25 @@ func TestSendRTRMismatch(t *testing.T) {
 		t.Fatalf("Terminate %x", []byte(tb))
 	}
 }
+
+// TestDestroyWhileClosing: a QP destroyed right after its Disconnect (a
+// program's rdma_disconnect, then its QP destroyed) lets the orderly close
+// finish, as Linux releases a siw socket: the peer sees our FIN, not a
+// reset, and its own FIN ends the stream.
+func TestDestroyWhileClosing(t *testing.T) {
+	h := newHarness(t, defaultOpts())
+	a, b := h.a, h.b
+	if err := a.stack.Disconnect(a.qp.QPN()); err != nil {
+		t.Fatal(err)
+	}
+	a.qp.Destroy()
+	h.run()
+	h.wantState(b, verbs.QPSErr)
+	b.mu.Lock()
+	events := append([]ConnEvent(nil), b.conn...)
+	b.mu.Unlock()
+	last := events[len(events)-1]
+	if last.Type != EventDisconnected || errors.Is(last.Err, stream.ErrReset) {
+		t.Fatalf("B's connection ended with %+v, want an orderly close (no reset)", last)
+	}
+}

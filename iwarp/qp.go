@@ -231,7 +231,8 @@ func (qp *QP) reset() {
 // Send that finds none is a Terminate (iWARP has no RNR).
 func (qp *QP) RecvPosted() {}
 
-// Destroy implements verbs.Engine: the connection is reset.
+// Destroy implements verbs.Engine: the connection is reset, unless it is
+// closing in order already (orphan).
 func (qp *QP) Destroy() {
 	qp.mu.Lock()
 	if qp.destroyed {
@@ -240,7 +241,10 @@ func (qp *QP) Destroy() {
 	}
 	cancel := qp.cancelDial
 	qp.cancelDial, qp.onConnect = nil, nil
-	if qp.conn != nil || qp.cm == cmDialing {
+	switch {
+	case qp.cm == cmClosing && qp.conn != nil:
+		qp.orphan()
+	case qp.conn != nil || qp.cm == cmDialing:
 		qp.teardown(fmt.Errorf("iwarp: QP destroyed"), true)
 	}
 	qp.destroyed = true
