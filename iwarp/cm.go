@@ -849,13 +849,14 @@ func (qp *QP) closeExpired() {
 	}
 }
 
-// orphan lets a stream that is closing in order (our FIN queued or sent)
-// finish without its QP, as Linux releases a siw QP's socket destroyed
-// after rdma_disconnect: the FIN follows what the stream has taken (FPDUs
-// the QP still holds go with it), the peer's FIN ends the stream, and
-// CloseTimeout resets it if none comes. A reset here instead reached the
-// peer before its own FIN (rping over siw: the server's rping saw its
-// connection reset, and once exited on a stale event channel).
+// orphan closes an established stream (or lets one closing in order
+// finish) without its QP, as Linux releases the socket of a siw QP that is
+// destroyed, after rdma_disconnect or not (sock_release: an orderly
+// close): the FIN follows what the stream has taken (FPDUs the QP still
+// holds go with it), the peer's FIN ends the stream, and CloseTimeout
+// resets it if none comes. A reset here instead reached the peer before
+// its own FIN (rping over siw: the server's rping saw its connection
+// reset, and once exited on a stale event channel).
 func (qp *QP) orphan() {
 	c := qp.conn
 	t := qp.s.cfg.Clock.AfterFunc(qp.s.cfg.CloseTimeout, func() { c.Abort() })

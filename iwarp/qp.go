@@ -231,8 +231,8 @@ func (qp *QP) reset() {
 // Send that finds none is a Terminate (iWARP has no RNR).
 func (qp *QP) RecvPosted() {}
 
-// Destroy implements verbs.Engine: the connection is reset, unless it is
-// closing in order already (orphan).
+// Destroy implements verbs.Engine: an established connection is closed
+// in order without the QP (orphan), one being set up is reset.
 func (qp *QP) Destroy() {
 	qp.mu.Lock()
 	if qp.destroyed {
@@ -242,7 +242,7 @@ func (qp *QP) Destroy() {
 	cancel := qp.cancelDial
 	qp.cancelDial, qp.onConnect = nil, nil
 	switch {
-	case qp.cm == cmClosing && qp.conn != nil:
+	case qp.conn != nil && (qp.cm == cmConnected || qp.cm == cmClosing):
 		qp.orphan()
 	case qp.conn != nil || qp.cm == cmDialing:
 		qp.teardown(fmt.Errorf("iwarp: QP destroyed"), true)
