@@ -57,7 +57,22 @@ func (rn *Runner) startProgram(ctx context.Context, row Row, sock, logPath strin
 			"--clear-groups", "--")
 	}
 	argv = append(argv, rn.Rnic, "exec", "-S", sock, "--")
-	return startProc(ctx, "ip", append(argv, row.ProgramArgs()...), []string{"RNIC_LIBDIR=" + rn.LibDir}, logPath)
+	env := []string{"RNIC_LIBDIR=" + rn.LibDir}
+	if row.CM {
+		env = append(env, "RNIC_CM_TRACE=1") // its listen, for rnicServes
+	}
+	return startProc(ctx, "ip", append(argv, row.ProgramArgs()...), env, logPath)
+}
+
+// cmTraceListening is what the drop-in librdmacm prints with
+// RNIC_CM_TRACE=1 once rdma_listen succeeded: an rdma_cm server on rnicd's
+// NIC listens on no socket the kernel shows.
+const cmTraceListening = "rnic rdmacm: listening on port "
+
+// logSays reports whether the log at path contains s.
+func logSays(path, s string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && strings.Contains(string(b), s)
 }
 
 // DropinUser is who runs the drop-in rows' programs: nobody, so that the

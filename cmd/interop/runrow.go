@@ -139,19 +139,18 @@ func (rn *Runner) rnicServes(ctx context.Context, row Row, g *Guest, base string
 	// drop-in program, when its side channel listens in the namespace.
 	deadline := time.Now().Add(tapLimit * time.Second)
 	ready := func() bool { return TAPExists(ctx, g.TAP) }
-	settle := serverSettle
 	switch {
 	case row.Dropin && row.CM:
 		// rdma_cm listens in rnicd's NIC (on its QP1, or on its own
-		// TCP): nothing the kernel shows. rnicd's TAP is up already.
-		settle = fixedSettle
+		// TCP): nothing the kernel shows; the library's trace says it.
+		ready = func() bool { return logSays(p.path, cmTraceListening) }
 	case row.Dropin:
 		ready = func() bool { return NetnsListening(ctx, row.ListenPort) }
 	}
 	for !ready() && time.Now().Before(deadline) && !p.exited() {
 		sleepCtx(ctx, 100*time.Millisecond)
 	}
-	sleepCtx(ctx, settle)
+	sleepCtx(ctx, serverSettle)
 	cmd := row.GuestCommand()
 	if p.exited() {
 		// Nothing to connect to: the client would only time out.
