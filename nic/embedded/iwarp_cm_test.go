@@ -1,3 +1,6 @@
+// The iWARP NIC's rdma_cm: a connect's Settle after the MPA Reply, and a
+// listener on a busy port.
+
 package embedded
 
 import (
