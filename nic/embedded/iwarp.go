@@ -44,12 +44,14 @@ type IWARPConfig struct {
 	// reports the connection established, so the first FPDU does not
 	// follow the Reply at once (none if 0). Linux siw, on the passive
 	// side, hands its socket to the QP's receive path only after it has
-	// sent the Reply (and after the RTR, whose first FPDU alone it reads);
-	// an FPDU arriving in between sits in the socket unread until more
-	// data comes, and a ping-pong program then waits forever (seen in the
-	// lab: rping's first SEND, 0.4 ms after the Reply). A Linux initiator,
-	// slower, sends milliseconds later; nic/tools/rping waits
-	// DefaultSettle.
+	// sent the Reply (with an RTR, it reads the RTR's FPDU alone and
+	// then hands it over); an FPDU arriving in between sits in the
+	// socket unread until more data comes, and a ping-pong program then
+	// waits forever. Seen in the lab with an RTR (rping's first SEND
+	// 0.3 ms after the RTR: every time) and, by nic/tools/rping, without
+	// one under load (about one run in five; not reproduced through
+	// rnicd, whose first SEND comes 0.4-10 ms after the Reply). A Linux
+	// initiator, slower, sends milliseconds later.
 	Settle time.Duration
 	// Pcap, if set, records every connection as Ethernet/IP/TCP frames.
 	Pcap *transport.PcapWriter
