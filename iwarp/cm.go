@@ -849,6 +849,22 @@ func (qp *QP) closeExpired() {
 	}
 }
 
+// orphan closes an established stream (or lets one closing in order
+// finish) without its QP, as Linux releases the socket of a siw QP that is
+// destroyed, after rdma_disconnect or not (sock_release: an orderly
+// close): the FIN follows what the stream has taken (FPDUs the QP still
+// holds go with it), the peer's FIN ends the stream, and CloseTimeout
+// resets it if none comes. A reset here instead reached the peer before
+// its own FIN (rping over siw: the server's rping saw its connection
+// reset, and once exited on a stale event channel).
+func (qp *QP) orphan() {
+	c := qp.conn
+	t := qp.s.cfg.Clock.AfterFunc(qp.s.cfg.CloseTimeout, func() { c.Abort() })
+	c.SetReceiver(nil, func(error) { t.Stop() })
+	c.Close()
+	qp.detach(qp.connErr)
+}
+
 // teardown ends the connection at once (abort) or in order.
 func (qp *QP) teardown(err error, abort bool) {
 	switch qp.cm {

@@ -3,6 +3,7 @@ package iwarp
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -422,5 +423,33 @@ func TestSendRTRMismatch(t *testing.T) {
 	tb := h.terminateOn(transport.BtoA, b.qp.txFraming)
 	if tb == nil || tb.Code() != wire.TermLLPNoMatchingRTR {
 		t.Fatalf("Terminate %x", []byte(tb))
+	}
+}
+
+// TestDestroyCloses: a QP destroyed right after its Disconnect (a
+// program's rdma_disconnect, then its QP destroyed), or destroyed while
+// connected, closes the stream in order, as Linux releases a siw socket:
+// the peer sees our FIN, not a reset, and its own FIN ends the stream.
+func TestDestroyCloses(t *testing.T) {
+	for _, disconnect := range []bool{true, false} {
+		t.Run(fmt.Sprintf("disconnect=%v", disconnect), func(t *testing.T) {
+			h := newHarness(t, defaultOpts())
+			a, b := h.a, h.b
+			if disconnect {
+				if err := a.stack.Disconnect(a.qp.QPN()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			a.qp.Destroy()
+			h.run()
+			h.wantState(b, verbs.QPSErr)
+			b.mu.Lock()
+			events := append([]ConnEvent(nil), b.conn...)
+			b.mu.Unlock()
+			last := events[len(events)-1]
+			if last.Type != EventDisconnected || errors.Is(last.Err, stream.ErrReset) {
+				t.Fatalf("B's connection ended with %+v, want an orderly close (no reset)", last)
+			}
+		})
 	}
 }

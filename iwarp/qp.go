@@ -232,12 +232,13 @@ func (qp *QP) reset() {
 // Send that finds none is a Terminate (iWARP has no RNR).
 func (qp *QP) RecvPosted() {}
 
-// Destroy implements verbs.Engine: the connection is reset. Of the QP's
-// callbacks only the EventDisconnected of a connection Destroy ended still
-// reaches Config.OnConnEvent: its owner (the CM) must learn that the
-// connection is over, as rdma_cm reports DISCONNECTED to an id whose QP was
-// destroyed; without it a Disconnect waiting for the peer's close, which
-// the reset now prevents, would wait forever.
+// Destroy implements verbs.Engine: an established connection is closed
+// in order without the QP (orphan: Linux closes a destroyed QP's socket
+// with a FIN, not a RST), one being set up is reset. Of the QP's callbacks
+// only the EventDisconnected of the connection Destroy ended still reaches
+// Config.OnConnEvent: its owner (the CM) must learn that the connection is
+// over, as rdma_cm reports DISCONNECTED to an id whose QP was destroyed;
+// without it a Disconnect waiting for the peer's close would wait forever.
 func (qp *QP) Destroy() {
 	qp.mu.Lock()
 	if qp.destroyed {
@@ -247,7 +248,10 @@ func (qp *QP) Destroy() {
 	cancel := qp.cancelDial
 	qp.cancelDial, qp.onConnect = nil, nil // nothing of the attempt's is called
 	qp.deferred = nil
-	if qp.conn != nil || qp.cm == cmDialing {
+	switch {
+	case qp.conn != nil && (qp.cm == cmConnected || qp.cm == cmClosing):
+		qp.orphan() // queues EventDisconnected
+	case qp.conn != nil || qp.cm == cmDialing:
 		qp.teardown(errQPDestroyed, true) // may queue EventDisconnected
 	}
 	ended := qp.deferred

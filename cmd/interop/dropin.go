@@ -57,7 +57,22 @@ func (rn *Runner) startProgram(ctx context.Context, row Row, sock, logPath strin
 			"--clear-groups", "--")
 	}
 	argv = append(argv, rn.Rnic, "exec", "-S", sock, "--")
-	return startProc(ctx, "ip", append(argv, row.ProgramArgs()...), []string{"RNIC_LIBDIR=" + rn.LibDir}, logPath)
+	env := []string{"RNIC_LIBDIR=" + rn.LibDir}
+	if row.CM {
+		env = append(env, "RNIC_CM_TRACE=1") // its listen, for rnicServes
+	}
+	return startProc(ctx, "ip", append(argv, row.ProgramArgs()...), env, logPath)
+}
+
+// cmTraceListening is what the drop-in librdmacm prints with
+// RNIC_CM_TRACE=1 once rdma_listen succeeded: an rdma_cm server on rnicd's
+// NIC listens on no socket the kernel shows.
+const cmTraceListening = "rnic rdmacm: listening on port "
+
+// logSays reports whether the log at path contains s.
+func logSays(path, s string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && strings.Contains(string(b), s)
 }
 
 // DropinUser is who runs the drop-in rows' programs: nobody, so that the
@@ -121,10 +136,16 @@ func buildDropin(ctx context.Context, root, dir string) (rnicd, lib string, err 
 		return "", "", fmt.Errorf("build rnicd: %w: %s", err, lastLine(string(out)))
 	}
 	lib = filepath.Join(dir, "lib")
-	cmd = exec.CommandContext(ctx, "make", "--no-print-directory", "-C", "nic/rnicd/dropin/ibverbs", "OUT="+lib)
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", "", fmt.Errorf("build the drop-in library (needs gcc and libibverbs-dev): %w: %s", err, lastLine(string(out)))
+	// librdmacm.so.1 links to the libibverbs.so.1 built first.
+	for _, l := range []struct{ dir, needs string }{
+		{"nic/rnicd/dropin/ibverbs", "gcc and libibverbs-dev"},
+		{"nic/rnicd/dropin/rdmacm", "gcc and librdmacm-dev"},
+	} {
+		cmd = exec.CommandContext(ctx, "make", "--no-print-directory", "-C", l.dir, "OUT="+lib)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", "", fmt.Errorf("build the drop-in library %s (needs %s): %w: %s", l.dir, l.needs, err, lastLine(string(out)))
+		}
 	}
 	return rnicd, lib, nil
 }

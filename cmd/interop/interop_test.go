@@ -131,7 +131,9 @@ func TestSelect(t *testing.T) {
 		"siw rping / rnic server", "siw rping / rnic client", "rxe passthrough pingpong 64 / rnic server",
 		"rxe passthrough tests / tests", "rxe passthrough tests / tests -race",
 		"siw passthrough tests / tests", "siw passthrough tests / tests -race",
-		"rxe drop-in rc pingpong 64 / rnic server", "rxe drop-in rc pingpong 64 / rnic client"}
+		"rxe drop-in rc pingpong 64 / rnic server", "rxe drop-in rc pingpong 64 / rnic client",
+		"rxe drop-in rping / rnic server", "rxe drop-in rping / rnic client",
+		"siw drop-in rping / rnic server", "siw drop-in rping / rnic client"}
 	if got := labels(smoke); !slices.Equal(got, want) {
 		t.Errorf("smoke: %q, want %q", got, want)
 	}
@@ -270,6 +272,48 @@ func TestDropinRows(t *testing.T) {
 		want := "--name rnic0 --tap tap-i1 --ip 10.77.0.61/24 --netns rnlab --bridge br0 --pcap x.pcap --socket x.sock"
 		if got := strings.Join(r.RnicdArgs("x.pcap", "x.sock"), " "); got != want {
 			t.Errorf("%s rnicd:\n got %s\nwant %s", c.label, got, want)
+		}
+	}
+}
+
+// TestDropinCMRows: issue 15's rows, programs connecting through rdma_cm:
+// the guest's client and the program's server address rnicd's NIC (its
+// TAP address), not the namespace's; for siw guests rnicd's NIC is an
+// iWARP one.
+func TestDropinCMRows(t *testing.T) {
+	byLabel := map[string]Row{}
+	for _, r := range Rows(Pairings) {
+		byLabel[r.Label()] = r
+	}
+	for _, c := range []struct{ label, guest, program, rnicd string }{
+		{"rxe drop-in rping / rnic server", "rping -c -a 10.77.0.61 -v -C 10", "rping -s -a 10.77.0.61 -v -C 10",
+			"--name rnic0 --tap tap-i1 --ip 10.77.0.61/24 --netns rnlab --bridge br0 --pcap x.pcap --socket x.sock"},
+		{"rxe drop-in rping / rnic client", "rping -s -a 10.77.0.21 -v -C 10", "rping -c -a 10.77.0.21 -v -C 10",
+			"--name rnic0 --tap tap-i1 --ip 10.77.0.61/24 --netns rnlab --bridge br0 --pcap x.pcap --socket x.sock"},
+		{"siw drop-in rping / rnic server", "rping -c -a 10.77.0.62 -v -C 10", "rping -s -a 10.77.0.62 -v -C 10",
+			"--name rnic0 --tap tap-i2 --ip 10.77.0.62/24 --netns rnlab --bridge br0 --pcap x.pcap --socket x.sock --transport iwarp"},
+		{"siwcrc drop-in rping / rnic client", "rping -s -a 10.77.0.24 -v -C 10", "rping -c -a 10.77.0.24 -v -C 10",
+			"--name rnic0 --tap tap-i4 --ip 10.77.0.64/24 --netns rnlab --bridge br0 --pcap x.pcap --socket x.sock --transport iwarp"},
+		{"siw drop-in ib_write_bw -R 65536 / rnic server", "ib_write_bw -d siw0 -R -F -s 65536 -n 5 10.77.0.62",
+			"ib_write_bw -d rnic0 -R -F -s 65536 -n 5",
+			"--name rnic0 --tap tap-i2 --ip 10.77.0.62/24 --netns rnlab --bridge br0 --pcap x.pcap --socket x.sock --transport iwarp"},
+		{"siw drop-in ib_write_bw -R 65536 / rnic client", "ib_write_bw -d siw0 -R -F -s 65536 -n 5",
+			"ib_write_bw -d rnic0 -R -F -s 65536 -n 5 10.77.0.22",
+			"--name rnic0 --tap tap-i2 --ip 10.77.0.62/24 --netns rnlab --bridge br0 --pcap x.pcap --socket x.sock --transport iwarp"},
+	} {
+		r, ok := byLabel[c.label]
+		if !ok {
+			t.Errorf("no row %q", c.label)
+			continue
+		}
+		if got := r.GuestCommand(); got != c.guest {
+			t.Errorf("%s guest:\n got %s\nwant %s", c.label, got, c.guest)
+		}
+		if got := strings.Join(r.ProgramArgs(), " "); got != c.program {
+			t.Errorf("%s program:\n got %s\nwant %s", c.label, got, c.program)
+		}
+		if got := strings.Join(r.RnicdArgs("x.pcap", "x.sock"), " "); got != c.rnicd {
+			t.Errorf("%s rnicd:\n got %s\nwant %s", c.label, got, c.rnicd)
 		}
 	}
 }

@@ -41,7 +41,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	lab := fs.String("lab", "", "the lab directory (default ../shared/lab from the repository root)")
 	only := fs.String("only", "", "run only the rows whose \"pairing / role\" matches this regular expression")
-	smoke := fs.Bool("smoke", false, "the CI subset: rxe rc pingpong and siw rping, both roles; the passthrough tests in both guests; rnic -d verbs:rxe0 pingpong as client; Debian's ibv_rc_pingpong on rnicd through the drop-in library, both roles")
+	smoke := fs.Bool("smoke", false, "the CI subset: rxe rc pingpong and siw rping, both roles; the passthrough tests in both guests; rnic -d verbs:rxe0 pingpong as client; Debian's ibv_rc_pingpong and rping (rxe, siw) on rnicd through the drop-in libraries, both roles")
 	keep := fs.Bool("keep", false, "leave the guests running (a later run reuses them)")
 	out := fs.String("out", "", "directory for captures and logs (default: a new temporary directory)")
 	list := fs.Bool("list", false, "print the selected rows' commands and exit")

@@ -88,6 +88,11 @@ type Pairing struct {
 	// command lines, run with rnic exec in the lab's namespace (its side
 	// channel is a kernel socket on the bridge's address, labBridgeIP).
 	Dropin bool
+	// CM says a Dropin row's program connects through rdma_cm (the
+	// drop-in librdmacm.so.1): it addresses rnicd's NIC by the NIC's own
+	// address (RnicIP), where its listener is, and rnicd's NIC speaks the
+	// guest's transport (iWARP on its TAP's own TCP for siw).
+	CM bool
 	// Tests makes the pairing a test run instead: nic/passthrough's test
 	// binary (-tags verbs) in the guest, on its rxe or siw device, with no
 	// rnic on the bridge. Its rows are the plain and the -race binary.
@@ -135,7 +140,7 @@ func (r Row) GuestCommand() string {
 	if r.Role == RnicClient {
 		return expand(r.GuestServer, g.Addr, g.Addr)
 	}
-	if r.Dropin {
+	if r.Dropin && !r.CM {
 		// The program's side channel listens on the kernel's address
 		// in the lab namespace; its GID is rnicd's TAP address.
 		return expand(r.GuestClient, g.Addr, labBridgeIP)
@@ -176,6 +181,9 @@ func (r Row) RnicdArgs(pcap, sock string) []string {
 	if g.EthMTU != 1500 {
 		args = append(args, "--mtu", fmt.Sprint(g.EthMTU))
 	}
+	if g.IWARP {
+		args = append(args, "--transport", "iwarp")
+	}
 	return args
 }
 
@@ -183,10 +191,14 @@ func (r Row) RnicdArgs(pcap, sock string) []string {
 // runs it.
 func (r Row) ProgramArgs() []string {
 	g := Guests[r.Guest]
-	if r.Role == RnicServer {
-		return strings.Fields(expand(r.RnicServer, labBridgeIP, labBridgeIP))
+	self := labBridgeIP // the side channel's kernel socket
+	if r.CM {
+		self = g.RnicIP // rdma_cm binds rnicd's NIC's address
 	}
-	return strings.Fields(expand(r.RnicClient, labBridgeIP, g.Addr))
+	if r.Role == RnicServer {
+		return strings.Fields(expand(r.RnicServer, self, self))
+	}
+	return strings.Fields(expand(r.RnicClient, self, g.Addr))
 }
 
 // Lab network names (../shared/lab/vm.sh defaults): the namespace, its
@@ -355,6 +367,31 @@ func addDropin(add func(*Pairing)) {
 	add(&Pairing{Name: "rxe drop-in ib_write_bw 65536", Guest: "rxe", Dropin: true,
 		GuestServer: guest, GuestClient: guest + " {server}",
 		RnicServer: rnic, RnicClient: rnic + " {server}", ListenPort: 18515})
+	addDropinCM(add)
+}
+
+// addDropinCM adds issue 15's lab rows: Debian's unmodified rping and
+// ib_write_bw -R through the drop-in librdmacm.so.1 on rnicd's TAP NIC
+// against the same tool in the guest: rping over RoCEv2 (rxe, IB CM on
+// QP1) and over iWARP (siw, MPA over the NIC's own TCP; siwcrc asks for
+// MPA CRCs), ib_write_bw -R over iWARP. The guest's server listens on
+// kernel TCP on siw (iw_cm), on nothing the kernel shows on rxe.
+func addDropinCM(add func(*Pairing)) {
+	rping := "rping -s -a {self} -v -C 10"
+	for _, g := range []string{"rxe", "siw", "siwcrc"} {
+		port := 7174 // rping's default port
+		if !Guests[g].IWARP {
+			port = 0
+		}
+		add(&Pairing{Name: g + " drop-in rping", Guest: g, Dropin: true, CM: true,
+			GuestServer: rping, GuestClient: "rping -c -a {server} -v -C 10",
+			RnicServer: rping, RnicClient: "rping -c -a {server} -v -C 10", ListenPort: port})
+	}
+	guest := "ib_write_bw -d siw0 -R -F -s 65536 -n 5"
+	rnic := "ib_write_bw -d " + dropinDevice + " -R -F -s 65536 -n 5"
+	add(&Pairing{Name: "siw drop-in ib_write_bw -R 65536", Guest: "siw", Dropin: true, CM: true,
+		GuestServer: guest, GuestClient: guest + " {server}",
+		RnicServer: rnic, RnicClient: rnic + " {server}", ListenPort: 18515})
 }
 
 // Rows expands pairings into rows, rnic as server first (a Tests
@@ -375,9 +412,10 @@ func Rows(ps []*Pairing) []Row {
 // label. The passthrough tests in both guests and one passthrough
 // interop row add about a minute and a half to the smoke; the drop-in
 // rc pingpong's two rows about 6 s, and building rnicd and the library
-// about 10 s more.
+// about 10 s more; the drop-in rping rows (rdma_cm over RoCEv2 and
+// iWARP) 3-6 s each.
 var smokeRows = []string{"rxe rc pingpong 64", "siw rping", "rxe passthrough tests", "siw passthrough tests",
-	"rxe passthrough pingpong 64 / rnic server", "rxe drop-in rc pingpong 64"}
+	"rxe passthrough pingpong 64 / rnic server", "rxe drop-in rc pingpong 64", "rxe drop-in rping", "siw drop-in rping"}
 
 // Select returns the rows to run: with smoke the CI subset, then those
 // whose Label matches only (all if only is empty).

@@ -35,6 +35,10 @@ type deviceSpec struct {
 	// address (no TAP, no root), its rdma_cm MPA; Config then holds only
 	// Name.
 	TCP netip.Addr
+	// IWARP makes a TAP-mode NIC an iWARP one (transport=iwarp): RDMAP,
+	// DDP and MPA over the NIC's own TCP on the TAP, connected through
+	// its rdma_cm. A TCP NIC is always iWARP; a UDP NIC never.
+	IWARP bool
 	// Verbs, if set, is a libibverbs device (rxe0, mlx5_0) to serve
 	// instead of an rnic NIC; Config then holds only its Name, the
 	// same.
@@ -55,7 +59,7 @@ var errHelp = pflag.ErrHelp
 
 // deviceKeys are the keys of a --device spec, which are also the flags of
 // the first device.
-var deviceKeys = []string{"name", "tap", "udp", "tcp", "verbs", "ip", "ip6", "mac", "mtu", "pcap", "netns", "bridge"}
+var deviceKeys = []string{"name", "tap", "udp", "tcp", "verbs", "transport", "ip", "ip6", "mac", "mtu", "pcap", "netns", "bridge"}
 
 // tapOnlyKeys are the keys that mean nothing for a UDP NIC.
 var tapOnlyKeys = []string{"ip", "ip6", "mac", "netns", "bridge"}
@@ -68,24 +72,25 @@ func newFlagSet(first map[string]*string, devices *[]string, opts *options) *pfl
 	// run prints it once, on stdout.
 	fs.SetOutput(io.Discard)
 	help := map[string]string{
-		"name":   "RDMA device name of the first NIC (default rnic0)",
-		"tap":    "TAP interface of the first NIC: attached if it exists, created (and removed on exit) if not",
-		"udp":    "instead of a TAP, an embedded NIC on kernel UDP at ADDR[:PORT] (an address of this host, e.g. 127.0.0.2; port 4791): no root needed",
-		"tcp":    "instead of a TAP, an iWARP NIC on kernel TCP at ADDR (an address of this host, e.g. 127.0.0.2; its listeners take the ports programs ask for): no root needed",
-		"verbs":  "instead of an rnic NIC, serve the libibverbs device NAME (rxe0, mlx5_0) under its own name, as clients would open it with verbs:NAME (rnicd built with -tags verbs)",
-		"ip":     "the NIC's IPv4 address with its on-link prefix, e.g. 10.77.0.50/24",
-		"ip6":    "the NIC's IPv6 address with its on-link prefix, e.g. fd00:77::50/64",
-		"mac":    "the NIC's MAC address (default: derived from its first address)",
-		"mtu":    "Ethernet MTU of the NIC and its TAP, 576..9000 (default 1500)",
-		"pcap":   "write every frame in and out of the TAP to this pcap file",
-		"netns":  "network namespace (ip netns name) the TAP lives in",
-		"bridge": "bridge (in --netns) to enslave the TAP to",
+		"name":      "RDMA device name of the first NIC (default rnic0)",
+		"tap":       "TAP interface of the first NIC: attached if it exists, created (and removed on exit) if not",
+		"udp":       "instead of a TAP, an embedded NIC on kernel UDP at ADDR[:PORT] (an address of this host, e.g. 127.0.0.2; port 4791): no root needed",
+		"tcp":       "instead of a TAP, an iWARP NIC on kernel TCP at ADDR (an address of this host, e.g. 127.0.0.2; its listeners take the ports programs ask for): no root needed",
+		"verbs":     "instead of an rnic NIC, serve the libibverbs device NAME (rxe0, mlx5_0) under its own name, as clients would open it with verbs:NAME (rnicd built with -tags verbs)",
+		"transport": "the TAP NIC's transport: roce (RoCEv2 on UDP 4791, the default) or iwarp (RDMAP/DDP/MPA over the NIC's own TCP, transport iWARP, node type RNIC, connected only through rdma_cm)",
+		"ip":        "the NIC's IPv4 address with its on-link prefix, e.g. 10.77.0.50/24",
+		"ip6":       "the NIC's IPv6 address with its on-link prefix, e.g. fd00:77::50/64",
+		"mac":       "the NIC's MAC address (default: derived from its first address)",
+		"mtu":       "Ethernet MTU of the NIC and its TAP, 576..9000 (default 1500)",
+		"pcap":      "write every frame in and out of the TAP to this pcap file",
+		"netns":     "network namespace (ip netns name) the TAP lives in",
+		"bridge":    "bridge (in --netns) to enslave the TAP to",
 	}
 	for _, k := range deviceKeys {
 		first[k] = fs.String(k, "", help[k])
 	}
 	fs.StringArrayVar(devices, "device", nil,
-		"another NIC: 'name=rnic1,tap=t1,ip=CIDR,ip6=CIDR,mac=MAC,mtu=N,pcap=FILE,netns=NS,bridge=BR', 'name=rnic1,udp=ADDR[:PORT],mtu=N,pcap=FILE', 'name=rnic1,tcp=ADDR,pcap=FILE' (iWARP) or 'verbs=rxe0' (repeatable)")
+		"another NIC: 'name=rnic1,tap=t1,ip=CIDR,ip6=CIDR,mac=MAC,mtu=N,pcap=FILE,netns=NS,bridge=BR,transport=roce|iwarp', 'name=rnic1,udp=ADDR[:PORT],mtu=N,pcap=FILE', 'name=rnic1,tcp=ADDR,pcap=FILE' (iWARP) or 'verbs=rxe0' (repeatable)")
 	d := server.DefaultLimits()
 	fs.StringVar(&opts.socket, "socket", ibv.DefaultSocketPath(),
 		"serve the NICs to local processes on this Unix socket (mode 0600; its directory is created 0700); empty: serve none")
@@ -218,10 +223,21 @@ func specFromKeys(kv map[string]string, defaultName, flagPrefix string) (deviceS
 	if v, ok := kv["verbs"]; ok {
 		return verbsSpecFromKeys(kv, v, key)
 	}
+	tr, err := transportOf(kv, key)
+	if err != nil {
+		return deviceSpec{}, err
+	}
 	if v, ok := kv["tcp"]; ok {
+		if tr == transportRoCE {
+			return deviceSpec{}, fmt.Errorf("%s: a NIC on %s is an iWARP one", key("transport"), key("tcp"))
+		}
 		return tcpSpecFromKeys(kv, v, defaultName, key)
 	}
 	if v, ok := kv["udp"]; ok {
+		if tr == transportIWARP {
+			return deviceSpec{}, fmt.Errorf("%s: a NIC on %s is a RoCEv2 one (iWARP: %s, or %s with transport iwarp)",
+				key("transport"), key("udp"), key("tcp"), key("tap"))
+		}
 		return udpSpecFromKeys(kv, v, defaultName, key)
 	}
 	s := deviceSpec{Config: tapnic.Config{
@@ -229,7 +245,7 @@ func specFromKeys(kv map[string]string, defaultName, flagPrefix string) (deviceS
 		TAP:    kv["tap"],
 		Netns:  kv["netns"],
 		Bridge: kv["bridge"],
-	}, PcapPath: kv["pcap"]}
+	}, PcapPath: kv["pcap"], IWARP: tr == transportIWARP}
 	if s.Name == "" {
 		s.Name = defaultName
 	}
@@ -273,6 +289,26 @@ func specFromKeys(kv map[string]string, defaultName, flagPrefix string) (deviceS
 		s.MTU = mtu
 	}
 	return s, nil
+}
+
+// The values of the transport key.
+const (
+	transportRoCE  = "roce"
+	transportIWARP = "iwarp"
+)
+
+// transportOf returns the spec's transport key: transportRoCE,
+// transportIWARP, or "" when it is not given.
+func transportOf(kv map[string]string, key func(string) string) (string, error) {
+	v, ok := kv["transport"]
+	if !ok {
+		return "", nil
+	}
+	switch t := strings.ToLower(v); t {
+	case transportRoCE, transportIWARP:
+		return t, nil
+	}
+	return "", fmt.Errorf("%s: %q is not a transport (roce or iwarp)", key("transport"), v)
 }
 
 // udpSpecFromKeys builds the spec of an embedded NIC on kernel UDP.
@@ -320,7 +356,7 @@ func tcpSpecFromKeys(kv map[string]string, addr, defaultName string, key func(st
 		s.Name = defaultName
 	}
 	for k := range kv {
-		if k != "name" && k != "tcp" && k != "pcap" {
+		if k != "name" && k != "tcp" && k != "pcap" && k != "transport" {
 			return s, fmt.Errorf("%s does not apply to an iWARP NIC on %s (name, tcp and pcap do)", key(k), key("tcp"))
 		}
 	}

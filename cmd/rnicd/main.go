@@ -27,6 +27,7 @@ import (
 
 const help = `usage: rnicd --tap NAME --ip CIDR [--ip6 CIDR] [--mac MAC] [--mtu N]
              [--pcap FILE] [--name rnic0] [--netns NS] [--bridge BR]
+             [--transport roce|iwarp]
              [--device 'name=rnic1,tap=t1,ip=CIDR,...']...
        rnicd --udp ADDR[:PORT] [--mtu N] [--pcap FILE] [--name rnic0]
              [--device 'name=rnic1,udp=ADDR[:PORT],...']...
@@ -47,14 +48,17 @@ own to reach it. A UDP NIC (--udp) is the embedded mode's: RoCEv2 over
 kernel UDP sockets on an address of this host; it needs no privilege. A
 TCP NIC (--tcp) is an iWARP one (transport iWARP, node type RNIC): RDMAP,
 DDP and MPA over kernel TCP on an address of this host, connected only
-through rdma_cm; it needs no privilege either.
+through rdma_cm; it needs no privilege either. A TAP-mode NIC is a RoCEv2
+one unless --transport iwarp (transport=iwarp) makes it an iWARP one on its
+own TCP: on a bridge it meets Linux siw.
 
 The flags describe the first NIC; every --device adds one more, with the
-same keys as the flags (name, tap, udp, tcp, ip, ip6, mac, mtu, pcap, netns,
-bridge; tap and ip or ip6, or udp, or tcp, required; names default to rnic0, rnic1,
+same keys as the flags (name, tap, udp, tcp, transport, ip, ip6, mac, mtu,
+pcap, netns, bridge; tap and ip or ip6, or udp, or tcp, required; names default to rnic0, rnic1,
 ... in order). Once a NIC is up rnicd prints
 
     rnic0: tap t0 mac 02:00:0a:4d:00:32 ip 10.77.0.50/24 mtu 1500 ready
+    rnic0: iwarp tap t0 mac 02:00:0a:4d:00:32 ip 10.77.0.50/24 mtu 1500 ready
     rnic0: udp 127.0.0.2:4791 mtu 1500 ready
     rnic0: iwarp tcp 127.0.0.2 ready
 
@@ -221,6 +225,9 @@ func openDevice(s deviceSpec) (*device, error) {
 	if s.TCP.IsValid() {
 		return openIWARP(d)
 	}
+	if s.IWARP {
+		return openTAPIWARP(d)
+	}
 	var err error
 	var en *embedded.NIC
 	if s.UDP.IsValid() {
@@ -238,12 +245,7 @@ func openDevice(s deviceSpec) (*device, error) {
 		err = wrapOpen(err, "%s on tap %s", s.Name, s.TAP)
 	}
 	if err != nil {
-		if d.pcap != nil {
-			d.pcap.Close()
-			// An empty capture of a NIC that never ran would only mislead.
-			os.Remove(s.PcapPath)
-		}
-		return nil, err
+		return nil, d.openFailed(err)
 	}
 	d.ready = d.readyLine()
 	closeNIC := en.Close
@@ -266,11 +268,7 @@ func openIWARP(d *device) (*device, error) {
 	s := d.spec
 	n, err := embedded.OpenIWARP(embedded.IWARPConfig{Name: s.Name, Addr: s.TCP, MSS: iwarpLoopbackMSS(s.TCP), Pcap: d.pcap})
 	if err != nil {
-		if d.pcap != nil {
-			d.pcap.Close()
-			os.Remove(s.PcapPath)
-		}
-		return nil, fmt.Errorf("%s on tcp %v: %w", s.Name, s.TCP, err)
+		return nil, d.openFailed(fmt.Errorf("%s on tcp %v: %w", s.Name, s.TCP, err))
 	}
 	d.iw = n
 	d.ready = fmt.Sprintf("%s: iwarp tcp %v ready", s.Name, s.TCP)
@@ -329,24 +327,7 @@ func (d *device) readyLine() string {
 		fmt.Fprintf(&b, "%s: udp %v mtu %d ready", d.spec.Name, net.JoinHostPort(d.udp.Addr.String(), fmt.Sprint(port)), mtu)
 		return b.String()
 	}
-	mac := d.tap.MAC
-	fmt.Fprintf(&b, "%s: tap %s", d.spec.Name, d.spec.TAP)
-	if d.spec.Netns != "" {
-		fmt.Fprintf(&b, " netns %s", d.spec.Netns)
-	}
-	if d.spec.Bridge != "" {
-		fmt.Fprintf(&b, " bridge %s", d.spec.Bridge)
-	}
-	fmt.Fprintf(&b, " mac %s", net.HardwareAddr(mac[:]))
-	for _, p := range d.spec.Prefixes {
-		key := "ip"
-		if p.Addr().Is6() {
-			key = "ip6"
-		}
-		fmt.Fprintf(&b, " %s %s", key, p)
-	}
-	fmt.Fprintf(&b, " mtu %d ready", d.tap.TAP().MTU())
-	return b.String()
+	return d.tapReadyLine("tap")
 }
 
 func printHelp(w io.Writer) {

@@ -41,11 +41,28 @@ type IWARPConfig struct {
 	// RTR selects the Ready-to-Receive messages offered and accepted
 	// (iwarp.RTRAuto if zero; iwarp.RTRNone as Linux siw initiates).
 	RTR iwarp.RTRMode
+	// Settle is how long a connect waits after the MPA Reply before it
+	// reports the connection established, so the first FPDU does not
+	// follow the Reply at once (none if 0). Linux siw, on the passive
+	// side, hands its socket to the QP's receive path only after it has
+	// sent the Reply (with an RTR, it reads the RTR's FPDU alone and
+	// then hands it over); an FPDU arriving in between sits in the
+	// socket unread until more data comes, and a ping-pong program then
+	// waits forever. Seen in the lab with an RTR (rping's first SEND
+	// 0.3 ms after the RTR: every time) and, by nic/tools/rping, without
+	// one under load (about one run in five; not reproduced through
+	// rnicd, whose first SEND comes 0.4-10 ms after the Reply). A Linux
+	// initiator, slower, sends milliseconds later.
+	Settle time.Duration
 	// Pcap, if set, records every connection as Ethernet/IP/TCP frames.
 	Pcap *transport.PcapWriter
 	// Trace, if set, receives the engine's connection and QP trace.
 	Trace io.Writer
 }
+
+// DefaultSettle is a Settle that covers a siw peer in a slow (TCG) guest
+// under load, as nic/tools/rping measured it.
+const DefaultSettle = 100 * time.Millisecond
 
 // IWARPNIC is an assembled iWARP NIC.
 type IWARPNIC struct {
@@ -54,6 +71,8 @@ type IWARPNIC struct {
 	Addr  netip.Addr
 	cm    *iwarpCM
 	once  sync.Once
+	// settle is IWARPConfig.Settle.
+	settle time.Duration
 }
 
 // OpenIWARP opens an iWARP NIC. Its device reports TransportIWARP and node
@@ -68,7 +87,7 @@ func OpenIWARP(cfg IWARPConfig) (*IWARPNIC, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.NewReal()
 	}
-	n := &IWARPNIC{Addr: cfg.Addr.Unmap()}
+	n := &IWARPNIC{Addr: cfg.Addr.Unmap(), settle: cfg.Settle}
 	n.cm = newIWARPCM(n)
 	scfg := iwarp.Config{Clock: cfg.Clock, Network: cfg.Network, Addr: n.Addr, MSS: cfg.MSS,
 		NoCRC: !cfg.CRC, RTR: cfg.RTR, OnConnEvent: n.cm.event}

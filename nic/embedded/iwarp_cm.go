@@ -15,12 +15,14 @@ import (
 	"io"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/rnic/rnic/iwarp"
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
+	"github.com/rnic/rnic/transport/stream"
 )
 
 // iwarpCM is an iWARP NIC's ibv.ConnManager.
@@ -143,11 +145,32 @@ func (c *iwarpCM) CMConnect(ctx context.Context, qp ibv.QP, addr netip.Addr, por
 			return nil, connectError(remote, r)
 		}
 		cn.local, cn.remote, cn.privateData = r.Local, r.Remote, r.PrivateData
+		if err := c.settle(ctx); err != nil {
+			c.n.Stack.Disconnect(q.QPN())
+			c.untrack(cn)
+			return nil, err
+		}
 		return cn, nil
 	case <-ctx.Done():
 		c.n.Stack.Disconnect(q.QPN()) // abandons the attempt
 		c.untrack(cn)
 		return nil, ctx.Err()
+	}
+}
+
+// settle waits the NIC's Settle after an MPA Reply (IWARPConfig.Settle),
+// or until ctx ends.
+func (c *iwarpCM) settle(ctx context.Context) error {
+	if c.n.settle <= 0 {
+		return nil
+	}
+	t := time.NewTimer(c.n.settle)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -157,6 +180,10 @@ func (c *iwarpCM) CMListen(port uint16) (ibv.CMListener, error) {
 	l := &iwarpListener{c: c, reqs: make(chan *iwarp.ConnRequest, listenBacklog)}
 	var err error
 	l.l, err = c.n.Stack.Listen(netip.AddrPortFrom(c.n.Addr, port), l.request)
+	if errors.Is(err, stream.ErrAddrInUse) {
+		// ibv's contract: EADDRINUSE, not an internal error.
+		return nil, fmt.Errorf("embedded: %w: %w", nic.ErrBusy, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("embedded: %w", err)
 	}

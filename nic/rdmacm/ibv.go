@@ -6,6 +6,7 @@ package rdmacm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 
@@ -72,6 +73,9 @@ func param(p *ibv.ConnParam) *ConnParam {
 
 func (a ibvCM) CMListen(port uint16) (ibv.CMListener, error) {
 	l, err := a.c.Listen(port)
+	if errors.Is(err, ErrInUse) {
+		return nil, fmt.Errorf("%w: %w", nic.ErrBusy, err) // ibv's contract: EADDRINUSE
+	}
 	if err != nil {
 		return nil, err
 	}

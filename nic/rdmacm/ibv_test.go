@@ -168,3 +168,30 @@ func TestIBVUD(t *testing.T) {
 
 // rcOnly hides the UD methods of a ConnManager.
 type rcOnly struct{ ibv.ConnManager }
+
+// TestIBVListenInUse: a second listener on a port says it is busy
+// (nic.ErrBusy: rnicd answers StatusBusy, the drop-in library EADDRINUSE),
+// not an internal error; the port is free again once the first closes.
+func TestIBVListenInUse(t *testing.T) {
+	a, _ := newPair(t, nil, nil)
+	a.cm.Close()
+	d, err := Local(a.n, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	cm := d.(ibv.ConnManager)
+	l, err := cm.CMListen(7174)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cm.CMListen(7174); !errors.Is(err, nic.ErrBusy) {
+		t.Fatalf("a second CMListen on port 7174: %v, want nic.ErrBusy", err)
+	}
+	l.Close()
+	l, err = cm.CMListen(7174)
+	if err != nil {
+		t.Fatalf("CMListen after the first listener closed: %v", err)
+	}
+	l.Close()
+}

@@ -108,6 +108,9 @@ func (n *Netstack) ListenNetstack(addr netip.AddrPort) (*NetstackListener, error
 		return nil, fmt.Errorf("stream: netstack listen %v: %w", addr, netstackErr(terr))
 	}
 	ep.SocketOptions().SetDelayOption(false)
+	// SO_REUSEADDR, as siw's listeners and Go's kernel ones: a port
+	// can be listened on again while connections it accepted live on.
+	ep.SocketOptions().SetReuseAddress(true)
 	if terr := ep.Bind(n.fullAddress(addr, false)); terr != nil {
 		ep.Close()
 		return nil, fmt.Errorf("stream: netstack listen %v: %w", addr, netstackErr(terr))

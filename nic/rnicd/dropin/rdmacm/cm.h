@@ -85,7 +85,7 @@ struct cm_dev {
 	struct ibv_context *verbs;
 	void *key;
 	int fd;
-	struct in_addr addr; /* its GID 0's IPv4 address (RoCEv2 or iWARP) */
+	struct in_addr addr; /* its first IPv4-mapped GID's address (RoCEv2 or iWARP) */
 	int dead;
 };
 

@@ -1,7 +1,7 @@
 /* The devices: every rnic device opened once, on first use, with its
- * address (the IPv4 address of its GID 0: a RoCEv2 NIC's IPv4-mapped
- * GID, an iWARP NIC's TCP address the daemon reports the same way);
- * rdma_get_devices. */
+ * address (the IPv4 address of its first IPv4-mapped GID: a RoCEv2 NIC's,
+ * after the link-local GID 0 of a NIC on a TAP, or an iWARP NIC's TCP
+ * address the daemon reports the same way); rdma_get_devices. */
 #include "cm.h"
 
 #include <stdlib.h>
@@ -12,10 +12,34 @@ struct cm_dev cm_devs[CM_MAX_DEVS];
 int cm_ndevs;
 static int cm_inited, cm_init_err;
 
+static int is_v4_mapped(const union ibv_gid *g)
+{
+	static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	return memcmp(g->raw, prefix, sizeof(prefix)) == 0;
+}
+
+/* dev_addr: the IPv4 address of v's first IPv4-mapped GID (port 1), as
+ * the kernel's rdma_cm finds a RoCE device by its netdev's address;
+ * 0.0.0.0 if it has none. */
+static struct in_addr dev_addr(struct ibv_context *v)
+{
+	struct ibv_port_attr pa;
+	union ibv_gid gid;
+	struct in_addr a = {0};
+	int n = 1;
+	if (ibv_query_port(v, 1, &pa) == 0 && pa.gid_tbl_len > 0)
+		n = pa.gid_tbl_len;
+	for (int i = 0; i < n; i++)
+		if (ibv_query_gid(v, 1, i, &gid) == 0 && is_v4_mapped(&gid)) {
+			memcpy(&a, gid.raw + 12, 4);
+			break;
+		}
+	return a;
+}
+
 static void open_devs(void)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
-	union ibv_gid gid;
 
 	if (!list) {
 		cm_init_err = errno ? errno : ENODEV;
@@ -29,8 +53,7 @@ static void open_devs(void)
 		d->verbs = v;
 		d->key = rnic_private_cm_key(v);
 		d->fd = rnic_private_cm_fd(v);
-		if (ibv_query_gid(v, 1, 0, &gid) == 0)
-			memcpy(&d->addr, gid.raw + 12, 4);
+		d->addr = dev_addr(v);
 		cm_ndevs++;
 	}
 	ibv_free_device_list(list);
