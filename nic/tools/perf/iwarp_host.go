@@ -11,20 +11,8 @@ import (
 	"net/netip"
 	"syscall"
 
-	"github.com/rnic/rnic/iwarp"
-	"github.com/rnic/rnic/nic/ibv"
-	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/nic/embedded"
 )
-
-// openIWARPHost opens the side's host: the TAP NIC in the TAP mode, the
-// kernel's TCP otherwise (the side channel and the streams, without a
-// RoCE NIC: Device is nil).
-func openIWARPHost(r *resolved, name string) (*host, error) {
-	if r.TAP != nil {
-		return openHost(r, hostSpec{name: name, tap: r.TAP, pcap: r.Pcap, trace: r.Trace})
-	}
-	return &host{net: ibv.KernelNetwork{}, streams: &stream.TCP{}}, nil
-}
 
 // iwarpMSS is the MSS this side's FPDUs are sized for (RFC 5044 §4.5: one
 // FPDU per TCP segment), given the side channel conn, which runs between
@@ -43,7 +31,7 @@ func iwarpMSS(r *resolved, conn net.Conn) int {
 	if m := kernelMSS(conn); m >= 536 { // RFC 9293's default MSS is the floor
 		return m
 	}
-	return iwarp.DefaultMSS
+	return embedded.IWARPDefaultMSS
 }
 
 // kernelMSS is a kernel TCP connection's current MSS (TCP_MAXSEG), or 0.

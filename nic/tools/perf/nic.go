@@ -104,6 +104,12 @@ func openHost(r *resolved, spec hostSpec) (*host, error) {
 	if r.dev != nil {
 		return &host{dev: r.dev, net: ibv.NetworkOf(r.dev), streams: &stream.TCP{}}, nil
 	}
+	if r.IWARP && spec.tap == nil {
+		// The host's kernel TCP alone (the side channel and the iWARP
+		// streams; no RoCE NIC): each side opens its iWARP NIC once it
+		// knows its address (iwarp_host.go).
+		return &host{net: ibv.KernelNetwork{}, streams: &stream.TCP{}}, nil
+	}
 	if spec.tap != nil {
 		tc := *spec.tap
 		if tc.Name == "" {

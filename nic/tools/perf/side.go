@@ -78,7 +78,7 @@ type side struct {
 	// watch is a WRITE latency test's memory watch (spin.go); nil in
 	// other tests.
 	watch *memWatch
-	// iWARP only (iwarp.go): the iWARP engine and device; sendCredit,
+	// iWARP only (iwarp.go): the iWARP NIC and connections; sendCredit,
 	// if set, bounds the SENDs posted on QP i (the receives the peer has
 	// posted: an iWARP SEND completes before it arrives, and one that
 	// finds no receive ends the connection); onRecv is told of each
@@ -180,7 +180,8 @@ func openSide(r *resolved, n ibv.Device, addr netip.Addr, spec sideSpec) (_ *sid
 	return s, nil
 }
 
-// close destroys everything (the NIC stays open).
+// close destroys everything; the NIC stays open unless it is an iWARP
+// side's own.
 func (s *side) close() {
 	for _, q := range s.qps {
 		q.qp.Destroy()
@@ -203,19 +204,28 @@ func (s *side) close() {
 		s.pd.Dealloc()
 	}
 	s.closeWatch()
+	if s.iw != nil {
+		s.iw.dev.Close() // (resetting the connections still open)
+	}
 }
 
 // key is QP i's key message: its QPN and PSN, the rkey, and the address
 // the peer's operations target — the source region for a READ, the target
 // region otherwise.
+//
+// Over iWARP a QP has no PSN (MPA starts the stream), and the key offers
+// every READ whatever the test.
 func (s *side) key(i int) Key {
 	q := s.qps[i]
 	k := Key{OutReads: maxOutReads, QPN: q.qp.QPN(), PSN: q.psn, RKey: s.mr.RKey(), VAddr: q.dva}
-	switch s.cfg.Op {
-	case OpRead:
-		k.VAddr = q.sva
-	case OpWrite, OpSend:
+	switch {
+	case s.iw != nil:
+		k.PSN = 0
+	case s.cfg.Op == OpWrite, s.cfg.Op == OpSend:
 		k.OutReads = 1 // as perftest, which counts READs only where they are made
+	}
+	if s.cfg.Op == OpRead {
+		k.VAddr = q.sva
 	}
 	if g, err := s.dev.QueryGID(1, s.gid); err == nil {
 		k.GID = g.As16()
