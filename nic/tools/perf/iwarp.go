@@ -70,6 +70,15 @@ func (s *side) awaitTargets(ctx context.Context, peerSeed byte) Check {
 	}
 }
 
+// landedCheck is the data check of the side whose targets receive the
+// data from the peer with peerSeed: over iWARP once it has landed.
+func (s *side) landedCheck(ctx context.Context, peerSeed byte) Check {
+	if s.iw != nil {
+		return s.awaitTargets(ctx, peerSeed)
+	}
+	return s.checkTargets(peerSeed, s.cfg.Iters)
+}
+
 // tcpOptionsLen is the room for TCP options the NICs' TCP (gVisor's, with
 // timestamps and SACK on) keeps in every segment, the most options may
 // take (RFC 9293 §3.1): its data segments carry the MSS less 40 bytes

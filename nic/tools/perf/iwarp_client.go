@@ -44,30 +44,7 @@ func iwarpClient(ctx context.Context, r *resolved, s *side, ch *channel) (*Resul
 	if err := ch.send(finished{Done: true}); err != nil {
 		return nil, err
 	}
-	var rep serverReport
-	if err := ch.recv(&rep); err != nil {
-		return nil, err
-	}
-	res.Check = rep.Check
-	if r.clientChecks() {
-		res.Check = s.awaitTargets(ctx, serverSeed)
-	}
-
-	if r.NoRaw || r.TAP != nil {
-		if r.TAP != nil {
-			res.RawSkipped = "TAP mode"
-		}
-		if err := ch.send(rawRequest{}); err != nil {
-			return nil, err
-		}
-	} else if err := clientRawTCP(ctx, r, ch, res); err != nil {
-		return nil, err
-	}
-	if err := ch.send(res); err != nil {
-		return nil, err
-	}
-	s.disconnectIWARP() // the server does the same
-	return res, nil
+	return clientEnd(ctx, r, s, ch, res)
 }
 
 // connectIWARPClient tells the server the test, trades the QPs' keys and

@@ -74,26 +74,7 @@ func serveIWARP(ctx context.Context, r *resolved, h *host, conn net.Conn) (*Resu
 	if err := s.iwarpServerRun(ctx, r, ch, posted); err != nil {
 		return nil, err
 	}
-	var rep serverReport
-	if !r.clientChecks() {
-		rep.Check = s.awaitTargets(ctx, clientSeed)
-	}
-	if err := ch.send(rep); err != nil {
-		return nil, err
-	}
-	var rq rawRequest
-	if err := ch.recv(&rq); err != nil {
-		return nil, err
-	}
-	if err := serverRawTCP(r, local, ch, rq); err != nil {
-		return nil, err
-	}
-	var res Result
-	if err := ch.recv(&res); err != nil {
-		return nil, err
-	}
-	s.disconnectIWARP() // the client does the same
-	return &res, nil
+	return serverEnd(ctx, r, s, ch, local)
 }
 
 // acceptIWARP listens on the CM port of the NIC's address, tells the
