@@ -1,8 +1,7 @@
-// Where one side of a two-process iWARP test lives, and the MSS its FPDUs
-// are sized for. In the embedded mode that is the host's kernel TCP alone
-// (the side channel and the iWARP streams; no RoCE NIC, no UDP socket);
-// in the TAP mode the NIC on its TAP (nic.go's host), whose own TCP
-// carries both.
+// The MSS an iWARP side's FPDUs are sized for, from the side channel,
+// which runs between the same two addresses as the iWARP streams: in the
+// embedded mode on the host's kernel TCP (nic.go's host without a RoCE
+// NIC), in the TAP mode on the NIC's own TCP.
 
 package perf
 
