@@ -405,10 +405,7 @@ func cmClient(ctx context.Context, r *resolved, s *side, ch *cmChannel, link cmL
 	if err := cmPreamble(ch, true, r); err != nil {
 		return nil, err
 	}
-	res.MTU = r.mtu.Bytes()
-	if r.IWARP {
-		res.MTU = s.iw.mss
-	}
+	res.MTU = s.mtuFigure()
 	for i := range s.qps {
 		if err := link.connect(ctx, s.qps[i].qp, true); err != nil {
 			return nil, fmt.Errorf("perf: QP %d: %w", i, err)
@@ -543,10 +540,7 @@ func cmServer(ctx context.Context, r *resolved, s *side, ch *cmChannel, link cmL
 		return nil, err
 	}
 	own := newResult(r)
-	own.GIDIndex, own.MTU, own.IWARP = s.gid, r.mtu.Bytes(), r.IWARP
-	if r.IWARP {
-		own.MTU = s.iw.mss
-	}
+	own.GIDIndex, own.MTU, own.IWARP = s.gid, s.mtuFigure(), r.IWARP
 	for i := range s.qps {
 		if err := link.accept(ctx, s.qps[i].qp, true); err != nil {
 			return nil, fmt.Errorf("perf: QP %d: %w", i, err)

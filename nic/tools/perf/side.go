@@ -209,6 +209,15 @@ func (s *side) close() {
 	}
 }
 
+// mtuFigure is the MTU a result reports: the path MTU's bytes, or over
+// iWARP the MSS the FPDUs are sized for.
+func (s *side) mtuFigure() int {
+	if s.iw != nil {
+		return s.iw.mss
+	}
+	return s.cfg.mtu.Bytes()
+}
+
 // key is QP i's key message: its QPN and PSN, the rkey, and the address
 // the peer's operations target — the source region for a READ, the target
 // region otherwise.
