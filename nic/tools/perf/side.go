@@ -149,6 +149,17 @@ func openSide(r *resolved, n ibv.Device, addr netip.Addr, spec sideSpec) (_ *sid
 	if s.rcq, err = n.CreateCQ(r.recvCQE()); err != nil {
 		return nil, fmt.Errorf("perf: create receive CQ: %w", err)
 	}
+	if err = s.createQPs(reg, grh); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// createQPs creates the QPs in INIT, each with its source and target
+// region (of reg bytes, a UD target with grh bytes of room in front) and
+// its source filled with the side's pattern.
+func (s *side) createQPs(reg, grh int) error {
+	r, n := s.cfg, s.dev
 	caps := verbs.QPCap{MaxSendWR: uint32(r.TxDepth), MaxRecvWR: uint32(r.recvDepth()), MaxSendSGE: 1, MaxRecvSGE: 1}
 	for i := 0; i < r.QPs; i++ {
 		typ := verbs.QPTypeRC
@@ -157,7 +168,7 @@ func openSide(r *resolved, n ibv.Device, addr netip.Addr, spec sideSpec) (_ *sid
 		}
 		qp, err := n.CreateQP(s.pd, ibv.QPInit{Type: typ, SendCQ: s.scq, RecvCQ: s.rcq, Cap: caps})
 		if err != nil {
-			return nil, fmt.Errorf("perf: create QP %d: %w", i, err)
+			return fmt.Errorf("perf: create QP %d: %w", i, err)
 		}
 		off := 2 * reg * i
 		q := &qpSide{qp: qp, psn: rand.Uint32() & 0xFFFFFF,
@@ -173,11 +184,11 @@ func openSide(r *resolved, n ibv.Device, addr netip.Addr, spec sideSpec) (_ *sid
 			mask = verbs.AttrState | verbs.AttrPKeyIndex | verbs.AttrPort | verbs.AttrQKey
 		}
 		if err := qp.Modify(&init, mask); err != nil {
-			return nil, fmt.Errorf("perf: QP %d to INIT: %w", i, err)
+			return fmt.Errorf("perf: QP %d to INIT: %w", i, err)
 		}
-		fillPattern(q.src, spec.seed, i)
+		fillPattern(q.src, s.seed, i)
 	}
-	return s, nil
+	return nil
 }
 
 // close destroys everything; the NIC stays open unless it is an iWARP
