@@ -36,7 +36,8 @@ const linkMTU = 9000
 // host is one side's device and its side channel's network.
 type host struct {
 	// dev is the RoCEv2 verbs device; nil for an iWARP side on kernel
-	// TCP, which has no RoCE NIC (iwarp_host.go).
+	// TCP, which has no RoCE NIC (its iWARP NIC is the side's own,
+	// iwarp.go).
 	dev ibv.Device
 	// nic is the embedded NIC behind a local dev; nil for a device of
 	// another backend.
@@ -105,7 +106,7 @@ func openHost(r *resolved, spec hostSpec) (*host, error) {
 	if r.IWARP && spec.tap == nil {
 		// The host's kernel TCP alone (the side channel and the iWARP
 		// streams; no RoCE NIC): each side opens its iWARP NIC once it
-		// knows its address (iwarp_host.go).
+		// knows its address and MSS (iwarp.go, iwarp_host.go).
 		return &host{net: ibv.KernelNetwork{}}, nil
 	}
 	if spec.tap != nil {

@@ -1,7 +1,8 @@
 // One side's verbs objects: a device, a PD, one buffer with two regions
 // per QP under one MR, a send CQ and a receive CQ shared by all QPs (as
 // perftest shares them), and the RC QPs. The device is an ibv.Device,
-// whatever the backend (over iWARP the iWARP device, as a local one).
+// whatever the backend (over iWARP the side's own iWARP NIC, from
+// embedded.OpenIWARP).
 //
 // Each QP's memory is a source region, whose bytes the side's own SENDs,
 // WRITEs and READ responses carry, and a target region, where the peer's
