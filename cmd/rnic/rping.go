@@ -38,7 +38,9 @@ frames.
 --iwarp runs it over iWARP: the connection is TCP and MPA as Linux iw_cm
 and siw make it (MPA revision 2, IRD = ORD = 1, no RTR, CRCs when the peer
 asks or with --mpa-crc), so it interoperates with rping on siw. In the
-embedded mode the connection is kernel TCP (no root).
+embedded mode the NIC's streams are kernel TCP (no root) from its own
+address, as over RoCEv2: the server's is -a, the client's -I (or the
+kernel's source address toward the server).
 
 In the TAP mode (--tap NAME --ip CIDR) both run on the NIC on the TAP from
 its address (RoCEv2 on its engine, iWARP on its own TCP), and --pcap

@@ -64,6 +64,18 @@ type IWARPConfig struct {
 // under load, as nic/tools/rping measured it.
 const DefaultSettle = 100 * time.Millisecond
 
+// The engine's figures a program sizes its iWARP use by, so that it needs
+// only this package.
+const (
+	// IWARPDefaultMSS is the MSS FPDUs are sized for when none is given.
+	IWARPDefaultMSS = iwarp.DefaultMSS
+	// IWARPMaxIRDORD is the largest IRD or ORD MPA can carry (RFC 6581 §3).
+	IWARPMaxIRDORD = iwarp.MaxIRDORD
+	// RTRNone offers no peer-to-peer RTR, as Linux siw initiates
+	// (IWARPConfig.RTR; the zero value offers Write and Read RTRs).
+	RTRNone = iwarp.RTRNone
+)
+
 // IWARPNIC is an assembled iWARP NIC.
 type IWARPNIC struct {
 	*nic.Device

@@ -57,10 +57,10 @@ func iwarpParamOf(p *ibv.ConnParam) iwarpParam {
 	if p == nil {
 		return q
 	}
-	if p.ResponderResources != 0 {
+	if p.ResponderResources != 0 || p.ExactIRDORD {
 		q.ird = uint16(p.ResponderResources)
 	}
-	if p.InitiatorDepth != 0 {
+	if p.InitiatorDepth != 0 || p.ExactIRDORD {
 		q.ord = uint16(p.InitiatorDepth)
 	}
 	if p.Access != 0 {

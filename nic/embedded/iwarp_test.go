@@ -97,3 +97,23 @@ func TestIWARPListenerCloseRejectsPending(t *testing.T) {
 		t.Fatalf("CMConnect to a listener closed before Accept: %v, want ibv.ErrRejected", err)
 	}
 }
+
+// TestIWARPParamExactIRDORD: zero IRD/ORD take rdma_cm's default 1, unless
+// ExactIRDORD asks for them as given (perftest's -R: 0 on connections
+// that make no READs, as siw's MPA frames carry them).
+func TestIWARPParamExactIRDORD(t *testing.T) {
+	for _, c := range []struct {
+		p        *ibv.ConnParam
+		ird, ord uint16
+	}{
+		{nil, 1, 1},
+		{&ibv.ConnParam{}, 1, 1},
+		{&ibv.ConnParam{ExactIRDORD: true}, 0, 0},
+		{&ibv.ConnParam{ResponderResources: 128, ExactIRDORD: true}, 128, 0},
+		{&ibv.ConnParam{ResponderResources: 4, InitiatorDepth: 2}, 4, 2},
+	} {
+		if q := iwarpParamOf(c.p); q.ird != c.ird || q.ord != c.ord {
+			t.Errorf("%+v: IRD %d ORD %d, want %d %d", c.p, q.ird, q.ord, c.ird, c.ord)
+		}
+	}
+}

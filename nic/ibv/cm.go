@@ -35,6 +35,12 @@ type ConnParam struct {
 	RetryCount         uint8
 	RNRRetryCount      uint8
 	Access             memory.Access
+	// ExactIRDORD takes ResponderResources and InitiatorDepth as given,
+	// 0 included, as rdma_cm does with a program's conn_param: perftest's
+	// rdma_cm mode asks for 0 on connections that make no READs, and
+	// siw's MPA frames carry 0 (captures/siw-*-bw-4096.pcap). The iWARP
+	// CM honours it.
+	ExactIRDORD bool
 }
 
 // ConnManager is implemented by a Device that offers rdma_cm.

@@ -111,9 +111,11 @@ func (s *side) clientConnect(ch *channel, res *Result) error {
 	return nil
 }
 
-// clientEnd is the end of a run against rnic's server: its report (its
-// check of this side's writes), the raw transports' run, and the result,
-// which the server returns as its own.
+// clientEnd is the end of a run against rnic's server, over either
+// transport: its report (its check of this side's writes), the raw
+// transport's run (UDP; iWARP: TCP), and the result, which the server
+// returns as its own. Over RoCEv2 the channel then says "done", as
+// perftest's; over iWARP the QPs disconnect.
 func clientEnd(ctx context.Context, r *resolved, s *side, ch *channel, res *Result) (*Result, error) {
 	var rep serverReport
 	if err := ch.recv(&rep); err != nil {
@@ -121,7 +123,7 @@ func clientEnd(ctx context.Context, r *resolved, s *side, ch *channel, res *Resu
 	}
 	res.Check = rep.Check
 	if r.clientChecks() {
-		res.Check = s.checkTargets(serverSeed, r.Iters)
+		res.Check = s.landedCheck(ctx, serverSeed)
 	}
 	_, ownNet := r.dev.(ibv.Network)
 	if r.NoRaw || r.TAP != nil || ownNet {
@@ -137,16 +139,29 @@ func clientEnd(ctx context.Context, r *resolved, s *side, ch *channel, res *Resu
 		if err := ch.send(rawRequest{}); err != nil {
 			return nil, err
 		}
-	} else if err := clientRaw(ctx, r, ch, res); err != nil {
+	} else if err := s.clientRaw(ctx, r, ch, res); err != nil {
 		return nil, err
 	}
 	if err := ch.send(res); err != nil {
 		return nil, err
 	}
+	if s.iw != nil {
+		s.disconnectIWARP() // the server does the same
+		return res, nil
+	}
 	if err := ch.sayDone(); err != nil {
 		return nil, fmt.Errorf("perf: side channel: %w", err)
 	}
 	return res, nil
+}
+
+// clientRaw runs the raw transport's measurement: UDP's, or over iWARP
+// TCP's.
+func (s *side) clientRaw(ctx context.Context, r *resolved, ch *channel, res *Result) error {
+	if s.iw != nil {
+		return clientRawTCP(ctx, r, ch, res)
+	}
+	return clientRaw(ctx, r, ch, res)
 }
 
 // skippedPerftest is Check.Skipped against a perftest peer, whose buffers

@@ -279,49 +279,87 @@ func (l *roceLink) disconnect() {
 
 // runCMClient opens the client's side and runs its steps.
 func runCMClient(ctx context.Context, r *resolved) (*Result, error) {
-	if r.IWARP {
-		return runCMClientIWARP(ctx, r)
-	}
-	h, err := openHost(r, hostSpec{name: r.nicName("rnic1"), tap: r.TAP, addr: r.Addr, link: r.Link, pcap: r.Pcap, trace: r.Trace, cm: true})
+	return runCMSide(ctx, r, sideSpec{name: "rnic1", seed: clientSeed}, cmClient)
+}
+
+// runCMServer listens on r.Port (any free port if 0; cmReady then learns
+// it), opens the server's side and serves the test of its own flags.
+func runCMServer(ctx context.Context, r *resolved) (*Result, error) {
+	return runCMSide(ctx, r, sideSpec{name: "rnic0", seed: serverSeed}, cmServer)
+}
+
+// cmSteps is a side's sequence of steps in rdma_cm mode.
+type cmSteps func(ctx context.Context, r *resolved, s *side, ch *cmChannel, link cmLink) (*Result, error)
+
+// runCMSide opens a side (the server's listens too), its control channel
+// and its connection manager, and runs its steps.
+func runCMSide(ctx context.Context, r *resolved, spec sideSpec, steps cmSteps) (*Result, error) {
+	server := r.role == roleServer
+	// A local RoCEv2 NIC gets rdma_cm on its QP1; an iWARP NIC has its own.
+	h, err := openHost(r, hostSpec{name: r.nicName(spec.name), tap: r.TAP, addr: r.Addr, link: r.Link, pcap: r.Pcap, trace: r.Trace, cm: !r.IWARP})
 	if err != nil {
 		return nil, err
 	}
 	defer h.Close() // a local NIC's CM, then the NIC
-	dev := h.Device()
-	cmgr, err := connManager(r, dev)
-	if err != nil {
-		return nil, err
-	}
-	s, err := openSide(r, dev, cmLocal(dev.GIDs(), r.Addr, r.server), sideSpec{name: "rnic1", seed: clientSeed})
+	s, err := openCMSide(r, h, spec, server)
 	if err != nil {
 		return nil, err
 	}
 	defer s.close()
+	cmgr, err := connManager(r, s.dev)
+	if err != nil {
+		return nil, err
+	}
+	var l ibv.CMListener
+	if server {
+		if l, err = cmgr.CMListen(uint16(r.Port)); err != nil {
+			return nil, fmt.Errorf("perf: rdma_cm listen on port %d: %w", r.Port, err)
+		}
+		defer l.Close()
+	}
 	ch, err := newCMChannel(ctx, s)
 	if err != nil {
 		return nil, err
 	}
 	defer ch.close()
-	link := &roceLink{r: r, cm: cmgr}
+	link := newCMLink(r, cmgr, l, !server)
 	defer link.disconnect()
-	return cmClient(ctx, r, s, ch, link)
+	if server && r.cmReady != nil {
+		r.cmListenPort = int(l.Port())
+		close(r.cmReady)
+	}
+	return steps(ctx, r, s, ch, link)
+}
+
+// openCMSide opens a side for rdma_cm mode on h: its QPs send from its
+// address (the NIC's first of the peer's family if it was told none).
+func openCMSide(r *resolved, h *host, spec sideSpec, server bool) (*side, error) {
+	peer := r.server
+	if server {
+		peer = netip.IPv4Unspecified()
+	}
+	if r.IWARP {
+		return iwarpCMSide(r, h, spec, peer)
+	}
+	dev := h.Device()
+	return openSide(r, dev, cmLocal(dev.GIDs(), r.Addr, peer), spec)
+}
+
+// newCMLink is the connection manager's link for r's transport.
+func newCMLink(r *resolved, cm ibv.ConnManager, l ibv.CMListener, client bool) cmLink {
+	if r.IWARP {
+		return &iwarpLink{r: r, cm: cm, l: l, client: client, ended: make(chan int, r.QPs+1)}
+	}
+	return &roceLink{r: r, cm: cm, l: l}
 }
 
 // device is the side's verbs device.
 func (s *side) device() ibv.Device { return s.dev }
 
-// anyKey is QP i's key on either transport.
-func (s *side) anyKey(i int) Key {
-	if s.iw != nil {
-		return s.iwKey(i)
-	}
-	return s.key(i)
-}
-
 // cmKey is QP i's record: its key, naming the credit word in a test with
 // credits.
 func (s *side) cmKey(ch *cmChannel, i int) Key {
-	k := s.anyKey(i)
+	k := s.key(i)
 	if s.cfg.usesCredits() {
 		k = ch.creditKey(k, i)
 	}
@@ -367,10 +405,7 @@ func cmClient(ctx context.Context, r *resolved, s *side, ch *cmChannel, link cmL
 	if err := cmPreamble(ch, true, r); err != nil {
 		return nil, err
 	}
-	res.MTU = r.mtu.Bytes()
-	if r.IWARP {
-		res.MTU = s.iw.mss
-	}
+	res.MTU = s.mtuFigure()
 	for i := range s.qps {
 		if err := link.connect(ctx, s.qps[i].qp, true); err != nil {
 			return nil, fmt.Errorf("perf: QP %d: %w", i, err)
@@ -496,46 +531,6 @@ func cmXchgReports(ch *cmChannel, client bool, own BWReport) (BWReport, error) {
 	return ParseBWReport(in[:])
 }
 
-// runCMServer listens on r.Port, opens the server's side and serves the
-// test of its own flags.
-func runCMServer(ctx context.Context, r *resolved) (*Result, error) {
-	if r.IWARP {
-		return runCMServerIWARP(ctx, r)
-	}
-	h, err := openHost(r, hostSpec{name: r.nicName("rnic0"), tap: r.TAP, addr: r.Addr, link: r.Link, pcap: r.Pcap, trace: r.Trace, cm: true})
-	if err != nil {
-		return nil, err
-	}
-	defer h.Close() // a local NIC's CM, then the NIC
-	dev := h.Device()
-	cmgr, err := connManager(r, dev)
-	if err != nil {
-		return nil, err
-	}
-	l, err := cmgr.CMListen(uint16(r.Port))
-	if err != nil {
-		return nil, fmt.Errorf("perf: rdma_cm listen on port %d: %w", r.Port, err)
-	}
-	defer l.Close()
-	s, err := openSide(r, dev, cmLocal(dev.GIDs(), r.Addr, netip.IPv4Unspecified()), sideSpec{name: "rnic0", seed: serverSeed})
-	if err != nil {
-		return nil, err
-	}
-	defer s.close()
-	ch, err := newCMChannel(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	defer ch.close()
-	link := &roceLink{r: r, cm: cmgr, l: l}
-	defer link.disconnect()
-	if r.cmReady != nil {
-		r.cmListenPort = int(l.Port())
-		close(r.cmReady)
-	}
-	return cmServer(ctx, r, s, ch, link)
-}
-
 // cmServer is the server's sequence of steps.
 func cmServer(ctx context.Context, r *resolved, s *side, ch *cmChannel, link cmLink) (*Result, error) {
 	if err := link.accept(ctx, ch.qp, false); err != nil {
@@ -545,10 +540,7 @@ func cmServer(ctx context.Context, r *resolved, s *side, ch *cmChannel, link cmL
 		return nil, err
 	}
 	own := newResult(r)
-	own.GIDIndex, own.MTU, own.IWARP = s.gid, r.mtu.Bytes(), r.IWARP
-	if r.IWARP {
-		own.MTU = s.iw.mss
-	}
+	own.GIDIndex, own.MTU, own.IWARP = s.gid, s.mtuFigure(), r.IWARP
 	for i := range s.qps {
 		if err := link.accept(ctx, s.qps[i].qp, true); err != nil {
 			return nil, fmt.Errorf("perf: QP %d: %w", i, err)

@@ -4,8 +4,8 @@
 // IRD and ORD as the only private data: 0 and 0 on the control
 // connection and on a WRITE or SEND test's data QPs, 128 each on a READ
 // test's, as captures/siw-*-bw-4096.pcap show), then the same SENDs as
-// over RoCEv2 (cm.go). A disconnect is TCP's FIN, as siw closes an RTS
-// QP.
+// over RoCEv2 (cm.go), all through the iWARP NIC's connection manager
+// (ibv.ConnManager). A disconnect is TCP's FIN, as siw closes an RTS QP.
 
 package perf
 
@@ -16,78 +16,88 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/rnic/rnic/iwarp"
+	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 )
 
 // iwarpLink is the iWARP connection manager of one side.
 type iwarpLink struct {
-	r    *resolved
-	s    *side
-	l    *iwarp.Listener
-	reqs chan *iwarp.ConnRequest
-	qpns []uint32 // the QPs connected, control QP first
+	r     *resolved
+	cm    ibv.ConnManager
+	l     ibv.CMListener // the server's
+	conns []ibv.CMConn   // the QPs connected, control QP first
+	ended chan int       // the index in conns of each connection that ended
 	// client: this side connected (disconnect lingers in write_lat).
 	client bool
 }
 
-func cmIRDORDIWARP(r *resolved, data bool) uint16 {
-	return uint16(min(cmIRDORD(r, data), int(iwarpIRDORD)))
+// iwarpCMParam is a connection's parameters: its IRD and ORD as given,
+// 0 included, as perftest's MPA frames carry them.
+func iwarpCMParam(r *resolved, data bool) *ibv.ConnParam {
+	n := uint8(min(cmIRDORD(r, data), int(iwarpIRDORD)))
+	return &ibv.ConnParam{ResponderResources: n, InitiatorDepth: n, ExactIRDORD: true}
+}
+
+// add notes a connection, and its end on ended when it comes.
+func (l *iwarpLink) add(c ibv.CMConn) {
+	i := len(l.conns)
+	l.conns = append(l.conns, c)
+	go func() {
+		<-c.Done()
+		l.ended <- i
+	}()
 }
 
 func (l *iwarpLink) connect(ctx context.Context, qp ibv.QP, data bool) error {
-	n := cmIRDORDIWARP(l.r, data)
-	to := netip.AddrPortFrom(l.r.server, uint16(l.r.Port))
+	p := iwarpCMParam(l.r, data)
 	return retryConnect(ctx, l.r, func() error {
-		done := make(chan iwarp.ConnectResult, 1)
-		if err := l.s.iw.stack.Connect(qp.QPN(), to, nil, n, n, func(res iwarp.ConnectResult) { done <- res }); err != nil {
+		cctx, cancel := context.WithTimeout(ctx, cmTimeout)
+		defer cancel()
+		c, err := l.cm.CMConnect(cctx, qp, l.r.server, uint16(l.r.Port), nil, p)
+		if err != nil {
+			if cctx.Err() != nil && ctx.Err() == nil {
+				return fmt.Errorf("perf: iWARP connection setup to %v timed out", netip.AddrPortFrom(l.r.server, uint16(l.r.Port)))
+			}
 			return err
 		}
-		timer := time.NewTimer(cmTimeout)
-		defer timer.Stop()
-		select {
-		case res := <-done:
-			if res.Err != nil {
-				return res.Err
-			}
-			l.qpns = append(l.qpns, qp.QPN())
-			return nil
-		case <-timer.C:
-			l.s.iw.stack.Disconnect(qp.QPN())
-			return fmt.Errorf("perf: iWARP connection setup to %v timed out", to)
-		case <-ctx.Done():
-			l.s.iw.stack.Disconnect(qp.QPN())
-			return ctx.Err()
-		}
-	}, func(err error) bool { return !errors.Is(err, iwarp.ErrRejected) })
+		l.add(c)
+		return nil
+	}, func(err error) bool { return !errors.Is(err, ibv.ErrRejected) })
 }
 
 func (l *iwarpLink) accept(ctx context.Context, qp ibv.QP, data bool) error {
-	timer := time.NewTimer(cmTimeout)
-	defer timer.Stop()
-	var req *iwarp.ConnRequest
-	if len(l.qpns) == 0 {
-		// The first request: the client comes when it comes.
-		select {
-		case req = <-l.reqs:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	} else {
-		select {
-		case req = <-l.reqs:
-		case <-timer.C:
-			return errors.New("perf: iWARP connection setup timed out: the client's QP did not connect")
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	actx := ctx
+	if len(l.conns) > 0 {
+		// Not the first request, for which the client comes when it
+		// comes.
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(ctx, cmTimeout)
+		defer cancel()
 	}
-	n := cmIRDORDIWARP(l.r, data)
-	if err := req.Accept(qp.QPN(), nil, n, n); err != nil {
+	req, err := l.l.Accept(actx)
+	if err != nil {
+		if ctx.Err() == nil {
+			return errors.New("perf: iWARP connection setup timed out: the client's QP did not connect")
+		}
+		return err
+	}
+	c, err := req.Accept(ctx, qp, nil, iwarpCMParam(l.r, data))
+	if err != nil {
 		return fmt.Errorf("perf: iWARP accept: %w", err)
 	}
-	l.qpns = append(l.qpns, qp.QPN())
+	l.add(c)
 	return nil
+}
+
+// close starts closing connection i (a FIN after what it queued); the
+// end comes on ended.
+func (l *iwarpLink) close(i int) {
+	c := l.conns[i]
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), disconnectWait)
+		defer cancel()
+		c.Disconnect(ctx) // (nothing for one that has ended)
+	}()
 }
 
 // disconnect closes every connection after what it queued and waits,
@@ -109,7 +119,7 @@ func (l *iwarpLink) peerClosed() bool { return false }
 func (l *iwarpLink) disconnect() {
 	timer := time.NewTimer(disconnectWait)
 	defer timer.Stop()
-	left := len(l.qpns)
+	left := len(l.conns)
 	switch {
 	case l.client && l.r.endHandShake() && left > 1:
 		left = l.clientCloseData(timer, left)
@@ -119,7 +129,7 @@ func (l *iwarpLink) disconnect() {
 		left = l.closeAll(timer, left)
 	}
 	if l.awaitEnded(timer, left) {
-		l.qpns = nil
+		l.conns = nil
 	}
 }
 
@@ -131,16 +141,15 @@ func (l *iwarpLink) disconnect() {
 // first made siw's server fail that SEND ("Bad wc status", "Failed to
 // close connection"). It returns how many connections have not ended.
 func (l *iwarpLink) clientCloseData(timer *time.Timer, left int) int {
-	ctrl := l.qpns[0]
-	for _, q := range l.qpns[1:] {
-		l.s.iw.stack.Disconnect(q)
+	for i := 1; i < len(l.conns); i++ {
+		l.close(i)
 	}
 wait:
 	for left > 0 {
 		select {
-		case q := <-l.s.iw.ended:
+		case i := <-l.ended:
 			left--
-			if q == ctrl {
+			if i == 0 {
 				break wait
 			}
 		case <-timer.C:
@@ -148,7 +157,7 @@ wait:
 			break wait
 		}
 	}
-	l.s.iw.stack.Disconnect(ctrl) // nothing if it has ended
+	l.close(0) // nothing if it has ended
 	return left
 }
 
@@ -162,17 +171,16 @@ wait:
 // status 2", "Unable to write to socket/rdma_cm"), its last message
 // possibly still unconsumed.
 func (l *iwarpLink) serverCloseControl(timer *time.Timer, left int) int {
-	ctrl := l.qpns[0]
 	if !l.r.endHandShake() {
-		l.s.iw.stack.Disconnect(ctrl)
+		l.close(0)
 	}
 	data := left - 1
 waitData:
 	for data > 0 {
 		select {
-		case q := <-l.s.iw.ended:
+		case i := <-l.ended:
 			left--
-			if q != ctrl {
+			if i != 0 {
 				data--
 			}
 		case <-timer.C:
@@ -180,8 +188,8 @@ waitData:
 			break waitData
 		}
 	}
-	for _, q := range l.qpns {
-		l.s.iw.stack.Disconnect(q) // nothing for one that has ended
+	for i := range l.conns {
+		l.close(i) // nothing for one that has ended
 	}
 	return left
 }
@@ -191,14 +199,14 @@ waitData:
 func (l *iwarpLink) closeAll(timer *time.Timer, left int) int {
 	if l.client && !l.r.endHandShake() && left > 0 {
 		select {
-		case <-l.s.iw.ended:
+		case <-l.ended:
 			left--
 		case <-timer.C:
 			timer.Reset(disconnectWait)
 		}
 	}
-	for _, q := range l.qpns {
-		l.s.iw.stack.Disconnect(q)
+	for i := range l.conns {
+		l.close(i)
 	}
 	return left
 }
@@ -208,7 +216,7 @@ func (l *iwarpLink) closeAll(timer *time.Timer, left int) int {
 func (l *iwarpLink) awaitEnded(timer *time.Timer, left int) bool {
 	for ; left > 0; left-- {
 		select {
-		case <-l.s.iw.ended:
+		case <-l.ended:
 		case <-timer.C:
 			return false
 		}
@@ -218,7 +226,7 @@ func (l *iwarpLink) awaitEnded(timer *time.Timer, left int) bool {
 
 // iwarpCMSide opens an iWARP side for rdma_cm mode: its address (peer's
 // family for a TAP NIC told none), and the MSS of its FPDUs.
-func iwarpCMSide(r *resolved, h *host, name string, seed byte, peer netip.Addr) (*side, error) {
+func iwarpCMSide(r *resolved, h *host, spec sideSpec, peer netip.Addr) (*side, error) {
 	local, mss := r.Addr, IWARPMSS
 	if r.TAP != nil {
 		var own []netip.Addr
@@ -228,77 +236,7 @@ func iwarpCMSide(r *resolved, h *host, name string, seed byte, peer netip.Addr) 
 		local = cmLocal(own, r.Addr, peer)
 		mss = tapMSS(r.TAP.MTU, local)
 	} else if !local.IsLoopback() {
-		mss = iwarp.DefaultMSS
+		mss = embedded.IWARPDefaultMSS
 	}
-	s, err := openIWARPSide(r, local, name, seed, h.Streams(), mss)
-	if err != nil {
-		return nil, err
-	}
-	// The control QP's end comes on the same channel.
-	s.iw.ended = make(chan uint32, r.QPs+1)
-	return s, nil
-}
-
-// runCMClientIWARP opens the client's iWARP side and runs its steps.
-func runCMClientIWARP(ctx context.Context, r *resolved) (*Result, error) {
-	h, err := openIWARPHost(r, "rnic1")
-	if err != nil {
-		return nil, err
-	}
-	defer h.Close()
-	s, err := iwarpCMSide(r, h, "rnic1", clientSeed, r.server)
-	if err != nil {
-		return nil, err
-	}
-	defer s.closeIWARP()
-	ch, err := newCMChannel(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	defer ch.close()
-	link := &iwarpLink{r: r, s: s, client: true}
-	defer link.disconnect()
-	return cmClient(ctx, r, s, ch, link)
-}
-
-// runCMServerIWARP listens on r.Port (any free port if 0; cmReady then
-// learns it through r.Port) and serves.
-func runCMServerIWARP(ctx context.Context, r *resolved) (*Result, error) {
-	h, err := openIWARPHost(r, "rnic0")
-	if err != nil {
-		return nil, err
-	}
-	defer h.Close()
-	s, err := iwarpCMSide(r, h, "rnic0", serverSeed, netip.IPv4Unspecified())
-	if err != nil {
-		return nil, err
-	}
-	defer s.closeIWARP()
-	ch, err := newCMChannel(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	defer ch.close()
-	link := &iwarpLink{r: r, s: s, reqs: make(chan *iwarp.ConnRequest, 4)}
-	at := r.Addr
-	if r.anyAddr || !at.IsValid() {
-		at = netip.IPv4Unspecified()
-	}
-	link.l, err = s.iw.stack.Listen(netip.AddrPortFrom(at, uint16(r.Port)), func(req *iwarp.ConnRequest) {
-		select {
-		case link.reqs <- req:
-		default:
-			req.Reject(nil)
-		}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("perf: iWARP listen on port %d: %w", r.Port, err)
-	}
-	defer link.l.Close()
-	defer link.disconnect()
-	if r.cmReady != nil {
-		r.cmListenPort = int(link.l.Addr().Port())
-		close(r.cmReady)
-	}
-	return cmServer(ctx, r, s, ch, link)
+	return openIWARPSide(r, h, local, spec, mss)
 }

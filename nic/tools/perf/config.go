@@ -16,11 +16,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/nic/tools/loopback"
 	"github.com/rnic/rnic/nic/verbs"
-	"github.com/rnic/rnic/transport"
 )
 
 // Op is the operation measured.
@@ -164,14 +164,14 @@ type Config struct {
 	JSON bool
 	// Pcap records the frames of this side's NIC (the client's in one
 	// process; its tee sees both directions).
-	Pcap *transport.PcapWriter
+	Pcap *embedded.PcapWriter
 	// Trace receives both NICs' engine traces.
 	Trace io.Writer
 
 	// Link (and ServerLink in one process) carry the NICs' frames instead
 	// of UDP sockets: tests use an in-process link. Run closes them with
 	// the NICs.
-	Link, ServerLink transport.Endpoint
+	Link, ServerLink embedded.Link
 	// Listener is the server's side channel instead of a TCP listener on
 	// Addr:Port (tests, and one-process runs, use an ephemeral port).
 	Listener net.Listener

@@ -13,11 +13,12 @@
 // drives: it sends the test's parameters, so a server needs no flags but
 // its address (and Config.IWARP for an iWARP test).
 //
-// Over iWARP (Config.IWARP) the roles are the same, on kernel TCP (in the
-// TAP mode on the NICs' own TCP): the keys still travel on the side
-// channel, and each QP pair connects through the iWARP connection manager
-// (MPA Request and Reply) to the server's port 18516, which the server
-// names on the side channel (iwarp_server.go draws the exchange).
+// Over iWARP (Config.IWARP) the roles are the same, each side an iWARP
+// NIC (embedded.OpenIWARP) on kernel TCP (in the TAP mode on the NICs' own
+// TCP): the keys still travel on the side channel, and each QP pair
+// connects through the NIC's connection manager (ibv.ConnManager: MPA
+// Request and Reply) to the server's port 18516, which the server names
+// on the side channel (iwarp_server.go draws the exchange).
 //
 // # Devices
 //

@@ -14,34 +14,6 @@ import (
 	"time"
 )
 
-// runIWARPClient runs the client's side against the server at r.server.
-func runIWARPClient(ctx context.Context, r *resolved) (*Result, error) {
-	h, err := openIWARPHost(r, "rnic1")
-	if err != nil {
-		return nil, err
-	}
-	defer h.Close()
-	conn, err := dial(ctx, r, h)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	defer context.AfterFunc(ctx, func() { conn.Close() })()
-	s, err := openIWARPSide(r, localAddr(conn, r.Addr), "rnic1", clientSeed, h.Streams(), iwarpMSS(r, conn))
-	if err != nil {
-		return nil, err
-	}
-	defer s.closeIWARP()
-	res, err := iwarpClient(ctx, r, s, newChannel(conn))
-	if err != nil && ctx.Err() != nil {
-		return res, ctx.Err()
-	}
-	if err == nil {
-		closeSideChannel(conn)
-	}
-	return res, err
-}
-
 // iwarpClient is the client's sequence of steps.
 func iwarpClient(ctx context.Context, r *resolved, s *side, ch *channel) (*Result, error) {
 	res := newResult(r)
@@ -72,30 +44,7 @@ func iwarpClient(ctx context.Context, r *resolved, s *side, ch *channel) (*Resul
 	if err := ch.send(finished{Done: true}); err != nil {
 		return nil, err
 	}
-	var rep serverReport
-	if err := ch.recv(&rep); err != nil {
-		return nil, err
-	}
-	res.Check = rep.Check
-	if r.clientChecks() {
-		res.Check = s.awaitTargets(ctx, serverSeed)
-	}
-
-	if r.NoRaw || r.TAP != nil {
-		if r.TAP != nil {
-			res.RawSkipped = "TAP mode"
-		}
-		if err := ch.send(rawRequest{}); err != nil {
-			return nil, err
-		}
-	} else if err := clientRawTCP(ctx, r, ch, res); err != nil {
-		return nil, err
-	}
-	if err := ch.send(res); err != nil {
-		return nil, err
-	}
-	disconnectIWARP(s) // the server does the same
-	return res, nil
+	return clientEnd(ctx, r, s, ch, res)
 }
 
 // connectIWARPClient tells the server the test, trades the QPs' keys and
@@ -114,7 +63,7 @@ func (s *side) connectIWARPClient(ctx context.Context, r *resolved, ch *channel,
 		return err
 	}
 	for i := range s.qps {
-		k := s.iwKey(i)
+		k := s.key(i)
 		if err := ch.sendKey(k); err != nil {
 			return err
 		}

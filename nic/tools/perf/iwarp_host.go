@@ -1,8 +1,7 @@
-// Where one side of a two-process iWARP test lives, and the MSS its FPDUs
-// are sized for. In the embedded mode that is the host's kernel TCP alone
-// (the side channel and the iWARP streams; no RoCE NIC, no UDP socket);
-// in the TAP mode the NIC on its TAP (nic.go's host), whose own TCP
-// carries both.
+// The MSS an iWARP side's FPDUs are sized for, from the side channel,
+// which runs between the same two addresses as the iWARP streams: in the
+// embedded mode on the host's kernel TCP (nic.go's host without a RoCE
+// NIC), in the TAP mode on the NIC's own TCP.
 
 package perf
 
@@ -11,20 +10,8 @@ import (
 	"net/netip"
 	"syscall"
 
-	"github.com/rnic/rnic/iwarp"
-	"github.com/rnic/rnic/nic/ibv"
-	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/nic/embedded"
 )
-
-// openIWARPHost opens the side's host: the TAP NIC in the TAP mode, the
-// kernel's TCP otherwise (the side channel and the streams, without a
-// RoCE NIC: Device is nil).
-func openIWARPHost(r *resolved, name string) (*host, error) {
-	if r.TAP != nil {
-		return openHost(r, hostSpec{name: name, tap: r.TAP, pcap: r.Pcap, trace: r.Trace})
-	}
-	return &host{net: ibv.KernelNetwork{}, streams: &stream.TCP{}}, nil
-}
 
 // iwarpMSS is the MSS this side's FPDUs are sized for (RFC 5044 §4.5: one
 // FPDU per TCP segment), given the side channel conn, which runs between
@@ -43,7 +30,7 @@ func iwarpMSS(r *resolved, conn net.Conn) int {
 	if m := kernelMSS(conn); m >= 536 { // RFC 9293's default MSS is the floor
 		return m
 	}
-	return iwarp.DefaultMSS
+	return embedded.IWARPDefaultMSS
 }
 
 // kernelMSS is a kernel TCP connection's current MSS (TCP_MAXSEG), or 0.

@@ -25,41 +25,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/netip"
 	"slices"
 )
-
-// runIWARPServer accepts one client and serves its iWARP test.
-func runIWARPServer(ctx context.Context, r *resolved) (*Result, error) {
-	h, err := openIWARPHost(r, "rnic0")
-	if err != nil {
-		return nil, err
-	}
-	defer h.Close()
-	srv, err := listenServer(r, h)
-	if err != nil {
-		return nil, err
-	}
-	if !r.JSON {
-		io.WriteString(r.Out, waitBanner)
-	}
-	conn, err := srv.accept(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	defer context.AfterFunc(ctx, func() { conn.Close() })()
-	res, err := serveIWARP(ctx, r, h, conn)
-	if err != nil && ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	if err == nil {
-		closeSideChannel(conn)
-	}
-	return res, err
-}
 
 // cmPort is the port the server's connection manager listens on.
 func (c *Config) cmPort() uint16 {
@@ -88,13 +56,13 @@ func serveIWARP(ctx context.Context, r *resolved, h *host, conn net.Conn) (*Resu
 	// The address the client reached: the device's GID, where the CM
 	// listens.
 	local := localAddr(conn, r.Addr)
-	s, err := openIWARPSide(r, local, "rnic0", serverSeed, h.Streams(), iwarpMSS(r, conn))
+	s, err := openIWARPSide(r, h, local, sideSpec{name: "rnic0", seed: serverSeed}, iwarpMSS(r, conn))
 	if err != nil {
 		ch.fail(err)
 		return nil, err
 	}
-	defer s.closeIWARP()
-	if err := s.acceptIWARP(ctx, r, ch, local); err != nil {
+	defer s.close()
+	if err := s.acceptIWARP(ctx, r, ch); err != nil {
 		return nil, err
 	}
 	// Receives go up before the client may send.
@@ -106,38 +74,20 @@ func serveIWARP(ctx context.Context, r *resolved, h *host, conn net.Conn) (*Resu
 	if err := s.iwarpServerRun(ctx, r, ch, posted); err != nil {
 		return nil, err
 	}
-	var rep serverReport
-	if !r.clientChecks() {
-		rep.Check = s.awaitTargets(ctx, clientSeed)
-	}
-	if err := ch.send(rep); err != nil {
-		return nil, err
-	}
-	var rq rawRequest
-	if err := ch.recv(&rq); err != nil {
-		return nil, err
-	}
-	if err := serverRawTCP(r, local, ch, rq); err != nil {
-		return nil, err
-	}
-	var res Result
-	if err := ch.recv(&res); err != nil {
-		return nil, err
-	}
-	disconnectIWARP(s) // the client does the same
-	return &res, nil
+	return serverEnd(ctx, r, s, ch, local)
 }
 
-// acceptIWARP listens on the CM port at local, tells the client the port,
-// trades the QPs' keys and accepts the client's connection of every QP.
-func (s *side) acceptIWARP(ctx context.Context, r *resolved, ch *channel, local netip.Addr) error {
-	l, accepted, err := s.listenIWARP(netip.AddrPortFrom(local, r.cmPort()))
+// acceptIWARP listens on the CM port of the NIC's address, tells the
+// client the port, trades the QPs' keys and accepts the client's
+// connection of every QP.
+func (s *side) acceptIWARP(ctx context.Context, r *resolved, ch *channel) error {
+	l, accepted, err := s.listenIWARP(r.cmPort())
 	if err != nil {
 		ch.fail(err)
 		return err
 	}
 	defer l.Close()
-	if err := ch.send(ack{OK: true, IWARPPort: int(l.Addr().Port())}); err != nil {
+	if err := ch.send(ack{OK: true, IWARPPort: int(l.Port())}); err != nil {
 		return err
 	}
 	for i := range s.qps {
@@ -145,7 +95,7 @@ func (s *side) acceptIWARP(ctx context.Context, r *resolved, ch *channel, local 
 		if err != nil {
 			return err
 		}
-		if err := ch.sendKey(s.iwKey(i)); err != nil {
+		if err := ch.sendKey(s.key(i)); err != nil {
 			return err
 		}
 		s.qps[i].peer = peer

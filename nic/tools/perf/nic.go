@@ -25,8 +25,6 @@ import (
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rdmacm"
 	"github.com/rnic/rnic/nic/tapnic"
-	"github.com/rnic/rnic/transport"
-	"github.com/rnic/rnic/transport/stream"
 )
 
 // linkMTU is the Ethernet MTU the embedded NIC is given: jumbo frames, so
@@ -38,13 +36,14 @@ const linkMTU = 9000
 // host is one side's device and its side channel's network.
 type host struct {
 	// dev is the RoCEv2 verbs device; nil for an iWARP side on kernel
-	// TCP, which has no RoCE NIC (iwarp_host.go).
+	// TCP, which has no RoCE NIC (its iWARP NIC is the side's own,
+	// iwarp.go).
 	dev ibv.Device
 	// nic is the embedded NIC behind a local dev; nil for a device of
 	// another backend.
 	nic     *embedded.NIC
 	net     ibv.Network
-	streams stream.Network
+	streams embedded.StreamNetwork
 	// close closes the NIC (and its TAP); nil when the host does not own
 	// its device.
 	close func() error
@@ -69,9 +68,9 @@ func (h *host) Dial(ctx context.Context, local netip.Addr, remote netip.AddrPort
 // may not be listening yet.
 func (h *host) Retryable(err error) bool { return ibv.DialRetryable(h.net, err) }
 
-// Streams carries iWARP connections: kernel TCP in the embedded mode, the
-// NIC's own TCP in the TAP mode.
-func (h *host) Streams() stream.Network { return h.streams }
+// Streams carries iWARP connections: the NIC's own TCP in the TAP mode;
+// nil, kernel TCP, otherwise.
+func (h *host) Streams() embedded.StreamNetwork { return h.streams }
 
 // Close closes what the host owns.
 func (h *host) Close() error {
@@ -87,8 +86,8 @@ type hostSpec struct {
 	name  string
 	tap   *tapnic.Config
 	addr  netip.Addr
-	link  transport.Endpoint
-	pcap  *transport.PcapWriter
+	link  embedded.Link
+	pcap  *embedded.PcapWriter
 	trace io.Writer
 	// cm gives a local NIC rdma_cm on its QP1 (the device is then an
 	// ibv.ConnManager, as rnicd's and libibverbs' devices are). Only -R
@@ -102,7 +101,13 @@ type hostSpec struct {
 // device, which Run closes.
 func openHost(r *resolved, spec hostSpec) (*host, error) {
 	if r.dev != nil {
-		return &host{dev: r.dev, net: ibv.NetworkOf(r.dev), streams: &stream.TCP{}}, nil
+		return &host{dev: r.dev, net: ibv.NetworkOf(r.dev)}, nil
+	}
+	if r.IWARP && spec.tap == nil {
+		// The host's kernel TCP alone (the side channel and the iWARP
+		// streams; no RoCE NIC): each side opens its iWARP NIC once it
+		// knows its address and MSS (iwarp.go, iwarp_host.go).
+		return &host{net: ibv.KernelNetwork{}}, nil
 	}
 	if spec.tap != nil {
 		tc := *spec.tap
@@ -131,7 +136,7 @@ func openHost(r *resolved, spec hostSpec) (*host, error) {
 		n.Close()
 		return nil, err
 	}
-	return &host{dev: dev, nic: n, net: ibv.KernelNetwork{}, streams: &stream.TCP{}, close: dev.Close}, nil
+	return &host{dev: dev, nic: n, net: ibv.KernelNetwork{}, close: dev.Close}, nil
 }
 
 // localDevice is n as an ibv.Device, with rdma_cm if cm is set; closing
@@ -165,7 +170,7 @@ var openTAPHost = func(cfg tapnic.Config, cm bool) (*host, error) {
 // tapHost is the TAP mode's host: the side channel goes through the NIC's
 // own TCP (network), which sends from the NIC's address, and so do the
 // iWARP streams.
-func tapHost(n *embedded.NIC, network ibv.Network, streams stream.Network, closeNIC func() error, cm bool) (*host, error) {
+func tapHost(n *embedded.NIC, network ibv.Network, streams embedded.StreamNetwork, closeNIC func() error, cm bool) (*host, error) {
 	dev, err := localDevice(n, ibv.LocalOptions{Network: network, Close: closeNIC}, cm)
 	if err != nil {
 		return nil, err

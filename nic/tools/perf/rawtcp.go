@@ -10,9 +10,9 @@
 //     rnic made, each sample divided by the same round-trip factor as
 //     rnic's.
 //
-// In one process both ends run here; in two the server's end listens on
-// an ephemeral port of its address, which it tells the client over the
-// side channel (the choreography of the raw UDP figure, rawphase.go).
+// The server's end listens on an ephemeral port of its address, which it
+// tells the client over the side channel (the choreography of the raw UDP
+// figure, rawphase.go), in one process as in two.
 
 package perf
 
@@ -24,13 +24,6 @@ import (
 	"net/netip"
 	"time"
 )
-
-// rawTCP measures kernel TCP with both ends in this process and fills
-// res.Raw, or res.RawError.
-func rawTCP(ctx context.Context, r *resolved, res *Result) {
-	raw, err := rawTCPMeasure(ctx, r)
-	setRawTCP(res, raw, err)
-}
 
 // setRawTCP records a raw TCP measurement and rnic's ratio to it.
 func setRawTCP(res *Result, raw *RawStats, err error) {
@@ -44,36 +37,6 @@ func setRawTCP(res *Result, raw *RawStats, err error) {
 		raw.Ratio = res.BW.AvgMBps / raw.MBps
 	}
 	res.Raw = raw
-}
-
-func rawTCPMeasure(ctx context.Context, r *resolved) (*RawStats, error) {
-	l, err := listenRawTCP(r.server)
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
-	served := make(chan error, 1)
-	go func() {
-		c, err := l.Accept()
-		if err != nil {
-			served <- err
-			return
-		}
-		defer c.Close()
-		stop := context.AfterFunc(ctx, func() { c.Close() })
-		defer stop()
-		served <- rawTCPServe(c, r.Mode, r.Size, r.Iters*r.QPs)
-	}()
-	raw, err := rawTCPClient(ctx, r, l.Addr().(*net.TCPAddr).AddrPort())
-	if err != nil {
-		l.Close()
-		<-served
-		return nil, err
-	}
-	if err := <-served; err != nil {
-		return nil, fmt.Errorf("raw TCP: server: %w", err)
-	}
-	return raw, nil
 }
 
 // listenRawTCP listens on an ephemeral port of addr.

@@ -1,7 +1,8 @@
 // Running a test: both sides in one process (the server on a goroutine),
-// or one side of two; the connection between them; the result. The steps
-// of each side are in client.go and server.go (over iWARP in
-// iwarp_client.go and iwarp_server.go).
+// or one side of two; the connection between them; the result. The roles
+// are the same for both transports; the steps of each side are in
+// client.go and server.go (perftest's exchange, RoCEv2), or
+// iwarp_client.go and iwarp_server.go (rnic's, iWARP).
 
 package perf
 
@@ -89,8 +90,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	switch {
 	case r.RDMACM:
 		res, err = runCM(ctx, r)
-	case r.IWARP:
-		res, err = runIWARP(ctx, r)
 	case r.role == roleBoth:
 		res, err = runBoth(ctx, r)
 	case r.role == roleServer:
@@ -117,6 +116,7 @@ func runBoth(ctx context.Context, r *resolved) (*Result, error) {
 	sr.role = roleServer
 	sr.Addr, sr.Link, sr.TAP, sr.ServerTAP, sr.anyAddr = r.server, r.ServerLink, r.ServerTAP, nil, false
 	sr.Port, sr.IBDev = 0, ""
+	sr.IWARPPort = -1 // the iWARP CM's: any free port
 	sr.Pcap, sr.Out, sr.Progress = nil, io.Discard, io.Discard
 	srv, err := startServer(&sr)
 	if err != nil {
@@ -228,8 +228,13 @@ func (srv *server) serve(ctx context.Context, r *resolved) (*Result, error) {
 	}
 	defer conn.Close()
 	defer context.AfterFunc(ctx, func() { conn.Close() })()
-	dev := srv.h.Device()
-	res, err := serve(ctx, r, dev, gidAddr(dev, conn, r.Addr), newChannel(conn))
+	var res *Result
+	if r.IWARP {
+		res, err = serveIWARP(ctx, r, srv.h, conn)
+	} else {
+		dev := srv.h.Device()
+		res, err = serve(ctx, r, dev, gidAddr(dev, conn, r.Addr), newChannel(conn))
+	}
 	if err != nil && ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -289,12 +294,16 @@ func runClient(ctx context.Context, r *resolved) (*Result, error) {
 	}
 	defer conn.Close()
 	defer context.AfterFunc(ctx, func() { conn.Close() })()
-	s, err := openSide(r, h.Device(), gidAddr(h.Device(), conn, r.Addr), sideSpec{name: "rnic1", seed: clientSeed})
+	s, err := openClientSide(r, h, conn)
 	if err != nil {
 		return nil, err
 	}
 	defer s.close()
-	res, err := client(ctx, r, s, newChannel(conn))
+	steps := client
+	if r.IWARP {
+		steps = iwarpClient
+	}
+	res, err := steps(ctx, r, s, newChannel(conn))
 	if err != nil && ctx.Err() != nil {
 		return res, ctx.Err()
 	}
@@ -302,6 +311,17 @@ func runClient(ctx context.Context, r *resolved) (*Result, error) {
 		closeSideChannel(conn)
 	}
 	return res, err
+}
+
+// openClientSide opens the client's side: on h's device (RoCEv2), or on
+// an iWARP NIC of its own on h's streams, at the address the side channel
+// conn runs on and with FPDUs sized for its path.
+func openClientSide(r *resolved, h *host, conn net.Conn) (*side, error) {
+	spec := sideSpec{name: "rnic1", seed: clientSeed}
+	if r.IWARP {
+		return openIWARPSide(r, h, localAddr(conn, r.Addr), spec, iwarpMSS(r, conn))
+	}
+	return openSide(r, h.Device(), gidAddr(h.Device(), conn, r.Addr), spec)
 }
 
 // newResult is a result for r with no figures yet.

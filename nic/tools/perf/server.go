@@ -105,7 +105,7 @@ func serveSteps(ctx context.Context, r *resolved, n ibv.Device, local netip.Addr
 		}
 		return own, ch.sayDone()
 	}
-	return serverEnd(r, s, ch)
+	return serverEnd(ctx, r, s, ch, local)
 }
 
 // serverConnect trades each QP's key with the client and connects it.
@@ -151,13 +151,15 @@ func (s *side) serverRun(ctx context.Context, r *resolved, ch *channel, posted [
 	return nil
 }
 
-// serverEnd is the end of a run against rnic's client: the server's
-// report (its check of the client's writes), the raw transports' run the
-// client asks for, and the client's result, which the server returns.
-func serverEnd(r *resolved, s *side, ch *channel) (*Result, error) {
+// serverEnd is the end of a run against rnic's client, over either
+// transport: the server's report (its check of the client's writes), the
+// raw transport's run the client asks for (UDP; iWARP: TCP from local),
+// and the client's result, which the server returns. Over RoCEv2 the
+// channel then says "done", as perftest's; over iWARP the QPs disconnect.
+func serverEnd(ctx context.Context, r *resolved, s *side, ch *channel, local netip.Addr) (*Result, error) {
 	var rep serverReport
 	if !r.clientChecks() {
-		rep.Check = s.checkTargets(clientSeed, r.Iters)
+		rep.Check = s.landedCheck(ctx, clientSeed)
 	}
 	if err := ch.send(rep); err != nil {
 		return nil, err
@@ -166,12 +168,20 @@ func serverEnd(r *resolved, s *side, ch *channel) (*Result, error) {
 	if err := ch.recv(&rq); err != nil {
 		return nil, err
 	}
-	if err := serverRaw(r, ch, rq); err != nil {
+	raw := serverRaw
+	if s.iw != nil {
+		raw = func(r *resolved, ch *channel, rq rawRequest) error { return serverRawTCP(r, local, ch, rq) }
+	}
+	if err := raw(r, ch, rq); err != nil {
 		return nil, err
 	}
 	var res Result
 	if err := ch.recv(&res); err != nil {
 		return nil, err
+	}
+	if s.iw != nil {
+		s.disconnectIWARP() // the client does the same
+		return &res, nil
 	}
 	if err := ch.sayDone(); err != nil {
 		return nil, err

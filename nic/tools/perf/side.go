@@ -1,7 +1,8 @@
 // One side's verbs objects: a device, a PD, one buffer with two regions
 // per QP under one MR, a send CQ and a receive CQ shared by all QPs (as
 // perftest shares them), and the RC QPs. The device is an ibv.Device,
-// whatever the backend (over iWARP the iWARP device, as a local one).
+// whatever the backend (over iWARP the side's own iWARP NIC, from
+// embedded.OpenIWARP).
 //
 // Each QP's memory is a source region, whose bytes the side's own SENDs,
 // WRITEs and READ responses carry, and a target region, where the peer's
@@ -78,7 +79,7 @@ type side struct {
 	// watch is a WRITE latency test's memory watch (spin.go); nil in
 	// other tests.
 	watch *memWatch
-	// iWARP only (iwarp.go): the iWARP engine and device; sendCredit,
+	// iWARP only (iwarp.go): the iWARP NIC and connections; sendCredit,
 	// if set, bounds the SENDs posted on QP i (the receives the peer has
 	// posted: an iWARP SEND completes before it arrives, and one that
 	// finds no receive ends the connection); onRecv is told of each
@@ -149,6 +150,17 @@ func openSide(r *resolved, n ibv.Device, addr netip.Addr, spec sideSpec) (_ *sid
 	if s.rcq, err = n.CreateCQ(r.recvCQE()); err != nil {
 		return nil, fmt.Errorf("perf: create receive CQ: %w", err)
 	}
+	if err = s.createQPs(reg, grh); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// createQPs creates the QPs in INIT, each with its source and target
+// region (of reg bytes, a UD target with grh bytes of room in front) and
+// its source filled with the side's pattern.
+func (s *side) createQPs(reg, grh int) error {
+	r, n := s.cfg, s.dev
 	caps := verbs.QPCap{MaxSendWR: uint32(r.TxDepth), MaxRecvWR: uint32(r.recvDepth()), MaxSendSGE: 1, MaxRecvSGE: 1}
 	for i := 0; i < r.QPs; i++ {
 		typ := verbs.QPTypeRC
@@ -157,7 +169,7 @@ func openSide(r *resolved, n ibv.Device, addr netip.Addr, spec sideSpec) (_ *sid
 		}
 		qp, err := n.CreateQP(s.pd, ibv.QPInit{Type: typ, SendCQ: s.scq, RecvCQ: s.rcq, Cap: caps})
 		if err != nil {
-			return nil, fmt.Errorf("perf: create QP %d: %w", i, err)
+			return fmt.Errorf("perf: create QP %d: %w", i, err)
 		}
 		off := 2 * reg * i
 		q := &qpSide{qp: qp, psn: rand.Uint32() & 0xFFFFFF,
@@ -173,14 +185,15 @@ func openSide(r *resolved, n ibv.Device, addr netip.Addr, spec sideSpec) (_ *sid
 			mask = verbs.AttrState | verbs.AttrPKeyIndex | verbs.AttrPort | verbs.AttrQKey
 		}
 		if err := qp.Modify(&init, mask); err != nil {
-			return nil, fmt.Errorf("perf: QP %d to INIT: %w", i, err)
+			return fmt.Errorf("perf: QP %d to INIT: %w", i, err)
 		}
-		fillPattern(q.src, spec.seed, i)
+		fillPattern(q.src, s.seed, i)
 	}
-	return s, nil
+	return nil
 }
 
-// close destroys everything (the NIC stays open).
+// close destroys everything; the NIC stays open unless it is an iWARP
+// side's own.
 func (s *side) close() {
 	for _, q := range s.qps {
 		q.qp.Destroy()
@@ -203,19 +216,37 @@ func (s *side) close() {
 		s.pd.Dealloc()
 	}
 	s.closeWatch()
+	if s.iw != nil {
+		s.iw.dev.Close() // (resetting the connections still open)
+	}
+}
+
+// mtuFigure is the MTU a result reports: the path MTU's bytes, or over
+// iWARP the MSS the FPDUs are sized for.
+func (s *side) mtuFigure() int {
+	if s.iw != nil {
+		return s.iw.mss
+	}
+	return s.cfg.mtu.Bytes()
 }
 
 // key is QP i's key message: its QPN and PSN, the rkey, and the address
 // the peer's operations target — the source region for a READ, the target
 // region otherwise.
+//
+// Over iWARP a QP has no PSN (MPA starts the stream), and the key offers
+// every READ whatever the test.
 func (s *side) key(i int) Key {
 	q := s.qps[i]
 	k := Key{OutReads: maxOutReads, QPN: q.qp.QPN(), PSN: q.psn, RKey: s.mr.RKey(), VAddr: q.dva}
-	switch s.cfg.Op {
-	case OpRead:
-		k.VAddr = q.sva
-	case OpWrite, OpSend:
+	switch {
+	case s.iw != nil:
+		k.PSN = 0
+	case s.cfg.Op == OpWrite, s.cfg.Op == OpSend:
 		k.OutReads = 1 // as perftest, which counts READs only where they are made
+	}
+	if s.cfg.Op == OpRead {
+		k.VAddr = q.sva
 	}
 	if g, err := s.dev.QueryGID(1, s.gid); err == nil {
 		k.GID = g.As16()

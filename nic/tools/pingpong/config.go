@@ -16,11 +16,11 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/nic/tools/loopback"
 	"github.com/rnic/rnic/nic/verbs"
-	"github.com/rnic/rnic/transport"
 )
 
 // Defaults, as ibv_rc_pingpong's.
@@ -93,7 +93,7 @@ type Config struct {
 	// RDMAPort is the RoCEv2 UDP port (DefaultRDMAPort if 0).
 	RDMAPort uint16
 	// Pcap, if set, records every frame the NIC sends and receives.
-	Pcap *transport.PcapWriter
+	Pcap *embedded.PcapWriter
 	// Trace, if set, receives the engine's trace.
 	Trace io.Writer
 	// Out receives rc_pingpong's lines (io.Discard if nil).
@@ -104,7 +104,7 @@ type Config struct {
 
 	// Link, if set, carries the NIC's frames instead of a UDP socket on
 	// Addr (tests, simulations); Run closes it with the NIC.
-	Link transport.Endpoint
+	Link embedded.Link
 	// Listener, if set, is the server's side channel instead of a TCP
 	// listener on Addr:Port (tests use one on an ephemeral port).
 	Listener net.Listener

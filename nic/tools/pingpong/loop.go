@@ -16,39 +16,36 @@ import (
 	"github.com/rnic/rnic/nic/verbs"
 )
 
+// ppLoop is the loop's state: messages sent and received, receives
+// posted, the pending mask, and the pages that failed the check.
+type ppLoop struct {
+	p          *peer
+	scnt, rcnt int
+	routs      int
+	pending    int
+	bad        map[int]bool
+}
+
 // pingpong runs the exchange and fills res's Elapsed, CQEvents and
 // InvalidPages.
 func (p *peer) pingpong(ctx context.Context, res *Result) error {
 	cfg := p.cfg
-	client := cfg.Server != ""
-	pending := recvWRID
-	if client {
+	l := &ppLoop{p: p, routs: cfg.RxDepth, pending: recvWRID, bad: map[int]bool{}}
+	if cfg.Server != "" { // the client sends first
 		if cfg.Check {
 			fillPattern(p.message())
 		}
 		if err := p.postSend(); err != nil {
 			return err
 		}
-		pending |= sendWRID
+		l.pending |= sendWRID
 	}
-	routs := cfg.RxDepth
-	scnt, rcnt := 0, 0
-	bad := map[int]bool{}
 	var wcs [2]verbs.WC
-
 	start := time.Now()
-	for rcnt < cfg.Iters || scnt < cfg.Iters {
+	for l.rcnt < cfg.Iters || l.scnt < cfg.Iters {
 		if cfg.Events {
-			// ibv_get_cq_event, then re-arm before polling, so that a
-			// completion arriving after the poll fires the next event.
-			select {
-			case <-p.cq.Notify():
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			res.CQEvents++
-			if err := p.cq.ReqNotify(false); err != nil {
-				return fmt.Errorf("pingpong: couldn't request CQ notification: %w", err)
+			if err := p.awaitEvent(ctx, res); err != nil {
+				return err
 			}
 		}
 		for {
@@ -57,32 +54,8 @@ func (p *peer) pingpong(ctx context.Context, res *Result) error {
 				return err
 			}
 			for _, wc := range wcs[:n] {
-				if wc.Status != verbs.WCSuccess {
-					return &CompletionError{Status: wc.Status, WRID: wc.WRID}
-				}
-				switch wc.WRID {
-				case sendWRID:
-					scnt++
-				case recvWRID:
-					if routs--; routs <= 1 {
-						if err := p.postRecv(cfg.RxDepth - routs); err != nil {
-							return err
-						}
-						routs = cfg.RxDepth
-					}
-					rcnt++
-					if cfg.Check {
-						checkPattern(p.message(), bad)
-					}
-				default:
-					return fmt.Errorf("pingpong: completion for unknown wr_id %d", int(wc.WRID))
-				}
-				pending &^= int(wc.WRID)
-				if scnt < cfg.Iters && pending == 0 {
-					if err := p.postSend(); err != nil {
-						return err
-					}
-					pending = recvWRID | sendWRID
+				if err := l.complete(wc); err != nil {
+					return err
 				}
 			}
 			// rc_pingpong takes at most two completions per event; taking
@@ -96,10 +69,60 @@ func (p *peer) pingpong(ctx context.Context, res *Result) error {
 	// gettimeofday's resolution, so the printed figures are computed from
 	// what rc_pingpong would have measured.
 	res.Elapsed = time.Since(start).Truncate(time.Microsecond)
-	for page := range bad {
+	for page := range l.bad {
 		res.InvalidPages = append(res.InvalidPages, page)
 	}
 	sort.Ints(res.InvalidPages)
+	return nil
+}
+
+// awaitEvent is ibv_get_cq_event, then the re-arm before polling, so that
+// a completion arriving after the poll fires the next event.
+func (p *peer) awaitEvent(ctx context.Context, res *Result) error {
+	select {
+	case <-p.cq.Notify():
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	res.CQEvents++
+	if err := p.cq.ReqNotify(false); err != nil {
+		return fmt.Errorf("pingpong: couldn't request CQ notification: %w", err)
+	}
+	return nil
+}
+
+// complete takes one completion: it counts it, re-posts the receives
+// when one is left, checks a message, and sends the next one once both
+// the last send and the peer's message are in.
+func (l *ppLoop) complete(wc verbs.WC) error {
+	p, cfg := l.p, l.p.cfg
+	if wc.Status != verbs.WCSuccess {
+		return &CompletionError{Status: wc.Status, WRID: wc.WRID}
+	}
+	switch wc.WRID {
+	case sendWRID:
+		l.scnt++
+	case recvWRID:
+		if l.routs--; l.routs <= 1 {
+			if err := p.postRecv(cfg.RxDepth - l.routs); err != nil {
+				return err
+			}
+			l.routs = cfg.RxDepth
+		}
+		l.rcnt++
+		if cfg.Check {
+			checkPattern(p.message(), l.bad)
+		}
+	default:
+		return fmt.Errorf("pingpong: completion for unknown wr_id %d", int(wc.WRID))
+	}
+	l.pending &^= int(wc.WRID)
+	if l.scnt < cfg.Iters && l.pending == 0 {
+		if err := p.postSend(); err != nil {
+			return err
+		}
+		l.pending = recvWRID | sendWRID
+	}
 	return nil
 }
 

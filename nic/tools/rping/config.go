@@ -8,9 +8,9 @@ import (
 	"io"
 	"net/netip"
 
+	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
-	"github.com/rnic/rnic/transport"
 )
 
 // rping's defaults and limits.
@@ -63,7 +63,7 @@ type Config struct {
 	TAP *tapnic.Config
 	// Pcap, if set, records the frames: every frame on the TAP, or in the
 	// embedded mode the connection as Ethernet/IP/TCP frames.
-	Pcap *transport.PcapWriter
+	Pcap *embedded.PcapWriter
 	// Trace, if set, receives the engine's trace.
 	Trace io.Writer
 	// Out gets what rping prints on stdout (the ping data), Err what it

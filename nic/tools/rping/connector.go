@@ -1,6 +1,6 @@
 // The seam between rping and its connection manager (rdma_cm's place in
-// the real tool), so that iWARP (iw_cm's MPA exchange) and RoCEv2 (the IB
-// CM's MADs on QP1) can each plug in.
+// the real tool): a device's rdma_cm (cm.go) for iWARP (iw_cm's MPA
+// exchange) and RoCEv2 (the IB CM's MADs on QP1) alike, or a test's.
 
 package rping
 
@@ -71,8 +71,6 @@ type Conn interface {
 	// moves to ERR, its WRs are flushed, the peer is told.
 	Disconnect() error
 	// Done is closed when the connection has ended, by either side
-	// (RDMA_CM_EVENT_DISCONNECTED); Err then says why (nil after our own
-	// Disconnect or the peer's orderly close).
+	// (RDMA_CM_EVENT_DISCONNECTED).
 	Done() <-chan struct{}
-	Err() error
 }

@@ -30,7 +30,7 @@ var (
 // rocePair runs a server on an embedded NIC at 127.0.9.1 (rdma_cm port
 // chosen by the listener) and, through Run, a client whose NIC Run opens at
 // 127.0.9.2 (or, for a device cli.Device names, the device Run opens).
-func rocePair(t *testing.T, srv, cli Config) (*side, *side, *RoCE) {
+func rocePair(t *testing.T, srv, cli Config) (*side, *side, *CM) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)

@@ -44,44 +44,18 @@ func Run(ctx context.Context, cfg Config) error {
 	return ping(ctx, &cfg, cn, netip.AddrPortFrom(cfg.Addr, cfg.Port))
 }
 
-// openIWARP opens the iWARP connection manager: on kernel TCP in the
-// embedded mode, on the NIC's own TCP in the TAP mode. closeNIC closes the
-// TAP-mode NIC after the Connector.
+// openIWARP opens the iWARP NIC and its connection manager: on kernel
+// TCP in the embedded mode, on the NIC's own TCP in the TAP mode.
+// closeNIC closes the TAP-mode NIC after the Connector.
 func openIWARP(cfg *Config) (c Connector, closeNIC func(), err error) {
 	closeNIC = func() {}
-	icfg := IWARPConfig{Name: cfg.Device.Name, Addr: cfg.Source, CRC: cfg.MPACRC, Pcap: cfg.Pcap, Trace: cfg.Trace}
+	icfg := embedded.IWARPConfig{Name: cfg.Device.Name, CRC: cfg.MPACRC, Pcap: cfg.Pcap, Trace: cfg.Trace}
 	if cfg.TAP != nil {
-		tc := *cfg.TAP
-		if tc.Pcap == nil {
-			tc.Pcap = cfg.Pcap
+		if closeNIC, err = iwarpOnTAP(cfg, &icfg); err != nil {
+			return nil, nil, err
 		}
-		n, err := tapnic.Open(tc)
-		if err != nil {
-			return nil, nil, fmt.Errorf("rping: open NIC on TAP %s: %w", tc.TAP, err)
-		}
-		closeNIC = func() {
-			// A server closes second: its FIN waits in LAST_ACK for the
-			// peer's ACK, and closing the TCP stack now would abort it with
-			// a RST (the kernel would finish the close on its own). Give
-			// the ACK a round trip's time.
-			if cfg.Server {
-				time.Sleep(lastACKLinger)
-			}
-			n.Close()
-		}
-		icfg.Network, icfg.Pcap = n.Streams, nil
-		if tc.Name != "" {
-			icfg.Name = tc.Name
-		}
-		icfg.Addr = n.Addrs[0]
-		if cfg.Addr.IsValid() {
-			icfg.Addr = n.AddrFor(cfg.Addr)
-		}
-		if cfg.Server && cfg.Addr.IsValid() && !cfg.Addr.IsUnspecified() && !ownAddr(n.Addrs, cfg.Addr) {
-			n.Close()
-			return nil, nil, fmt.Errorf("%w: -a %v is not one of the NIC's addresses %v", ErrConfig, cfg.Addr, n.Addrs)
-		}
-		icfg.MSS = mssFor(tc.MTU, icfg.Addr)
+	} else if icfg.Addr, err = embeddedAddr(cfg, "iWARP"); err != nil {
+		return nil, nil, err
 	}
 	ic, err := NewIWARP(icfg)
 	if err != nil {
@@ -89,6 +63,57 @@ func openIWARP(cfg *Config) (c Connector, closeNIC func(), err error) {
 		return nil, nil, err
 	}
 	return ic, closeNIC, nil
+}
+
+// iwarpOnTAP opens the TAP-mode NIC whose own TCP carries the iWARP NIC
+// icfg describes, and fills in its address and MSS. closeNIC closes it.
+func iwarpOnTAP(cfg *Config, icfg *embedded.IWARPConfig) (closeNIC func(), err error) {
+	tc := *cfg.TAP
+	if tc.Pcap == nil {
+		tc.Pcap = cfg.Pcap
+	}
+	n, err := tapnic.Open(tc)
+	if err != nil {
+		return nil, fmt.Errorf("rping: open NIC on TAP %s: %w", tc.TAP, err)
+	}
+	if cfg.Server && cfg.Addr.IsValid() && !cfg.Addr.IsUnspecified() && !ownAddr(n.Addrs, cfg.Addr) {
+		n.Close()
+		return nil, fmt.Errorf("%w: -a %v is not one of the NIC's addresses %v", ErrConfig, cfg.Addr, n.Addrs)
+	}
+	icfg.Network, icfg.Pcap = n.Streams, nil
+	if tc.Name != "" {
+		icfg.Name = tc.Name
+	}
+	icfg.Addr = n.Addrs[0]
+	if cfg.Addr.IsValid() {
+		icfg.Addr = n.AddrFor(cfg.Addr)
+	}
+	icfg.MSS = mssFor(tc.MTU, icfg.Addr)
+	return func() {
+		// A server closes second: its FIN waits in LAST_ACK for the
+		// peer's ACK, and closing the TCP stack now would abort it with
+		// a RST (the kernel would finish the close on its own). Give
+		// the ACK a round trip's time.
+		if cfg.Server {
+			time.Sleep(lastACKLinger)
+		}
+		n.Close()
+	}, nil
+}
+
+// embeddedAddr is the address of an embedded-mode NIC: a server's own
+// (-a), a client's -I, or the kernel's source toward the server.
+func embeddedAddr(cfg *Config, transport string) (netip.Addr, error) {
+	if cfg.Server {
+		if !cfg.Addr.IsValid() || cfg.Addr.IsUnspecified() {
+			return netip.Addr{}, fmt.Errorf("%w: over %s in the embedded mode the server's NIC needs an address of its own (-a)", ErrConfig, transport)
+		}
+		return cfg.Addr, nil
+	}
+	if cfg.Source.IsValid() {
+		return cfg.Source, nil
+	}
+	return sourceToward(cfg.Addr, cfg.Port)
 }
 
 // openRoCE opens the RoCEv2 device and its rdma_cm. A local device is a NIC
@@ -107,7 +132,7 @@ func openRoCE(cfg *Config) (c Connector, closeNIC func(), err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	rc, err := NewRoCEDevice(d)
+	rc, err := NewCM(d)
 	if err != nil {
 		d.Close()
 		return nil, nil, err
@@ -140,17 +165,9 @@ func openLocalRoCE(cfg *Config) (ibv.Device, error) {
 		}
 		n, closeNIC = tn, closeTAP
 	} else {
-		local := cfg.Source
-		if cfg.Server {
-			local = cfg.Addr
-			if !local.IsValid() || local.IsUnspecified() {
-				return nil, fmt.Errorf("%w: over RoCEv2 in the embedded mode the server's NIC needs an address of its own (-a)", ErrConfig)
-			}
-		} else if !local.IsValid() {
-			var err error
-			if local, err = sourceToward(cfg.Addr, cfg.Port); err != nil {
-				return nil, err
-			}
+		local, err := embeddedAddr(cfg, "RoCEv2")
+		if err != nil {
+			return nil, err
 		}
 		en, err := openKernelNIC(local, cfg.Pcap, cfg)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
 )
@@ -53,7 +54,7 @@ func pair(t *testing.T, srv, cli Config) (*side, *side) {
 	srv.Out, srv.Err, srv.Ready = &s.out, &s.err, func(a netip.AddrPort) { ready <- a }
 	// Port 0 asks for any free port; check() would make it 7174, so the
 	// server gets a Connector whose listener takes the port as given.
-	cn, err := NewIWARP(IWARPConfig{Addr: srv.Addr})
+	cn, err := NewIWARP(embedded.IWARPConfig{Addr: srv.Addr})
 	if err != nil {
 		t.Fatal(err)
 	}

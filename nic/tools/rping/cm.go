@@ -1,4 +1,6 @@
-// The RoCEv2 Connector: rdma_cm over RoCEv2 (nic/rdmacm), the IB CM's
+// The Connector: a verbs device's rdma_cm (ibv.ConnManager), whatever its
+// transport. Over RoCEv2 that is nic/rdmacm (or rnicd's or libibverbs'
+// rdma_cm): the IB CM's
 // REQ/REP/RTU and DREQ/DREP MADs on QP1 with rdma_cm's header and TCP port
 // space service ID, in the role the kernel's rdma_cm and ib_cm play under
 // rping on rxe. What goes on the wire is what rping over rxe sends
@@ -16,7 +18,8 @@
 // (ibv.ConnManager): the in-process NIC's own RoCEv2 engine with
 // nic/rdmacm (a NIC on a kernel UDP socket in the embedded mode, the
 // TAP-mode NIC's in the TAP mode), or a device opened by its string (rnicd,
-// libibverbs), whose rdma_cm does the same.
+// libibverbs), whose rdma_cm does the same. Over iWARP it is the iWARP
+// NIC's own CM (iwarp.go).
 
 package rping
 
@@ -33,25 +36,27 @@ import (
 	"github.com/rnic/rnic/nic/rdmacm"
 )
 
-// RoCE is a Connector on rdma_cm over RoCEv2.
-type RoCE struct {
+// CM is a Connector on a device's rdma_cm.
+type CM struct {
 	d   ibv.Device
 	cm  ibv.ConnManager
 	rcm *rdmacm.CM // the CM NewRoCE attached, or nil
-	// reqs is how many times the CM sends a REQ nothing answers.
+	// reqs is how many times the CM sends a REQ nothing answers (RoCEv2).
 	reqs int
+	// closeDev, if set, is what Close closes (a device NewIWARP opened).
+	closeDev func() error
 }
 
 // rdmaCMRetries is rdma_cm's CMA_MAX_CM_RETRIES, which rnic's rdmacm
 // takes when its Config says 0.
 const rdmaCMRetries = 15
 
-var _ Connector = (*RoCE)(nil)
+var _ Connector = (*CM)(nil)
 
 // NewRoCE attaches rdma_cm to the QP1 of n, a RoCEv2 NIC the caller owns
 // (embedded.Open, or a tapnic.NIC's NIC); Close detaches it and leaves
 // the NIC open.
-func NewRoCE(n *embedded.NIC, cfg rdmacm.Config) (*RoCE, error) {
+func NewRoCE(n *embedded.NIC, cfg rdmacm.Config) (*CM, error) {
 	c, err := rdmacm.New(n, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("rping: %w", err)
@@ -62,31 +67,35 @@ func NewRoCE(n *embedded.NIC, cfg rdmacm.Config) (*RoCE, error) {
 	if retries == 0 {
 		retries = rdmaCMRetries
 	}
-	return &RoCE{d: d, cm: c.ConnManager(), rcm: c, reqs: 1 + retries}, nil
+	return &CM{d: d, cm: c.ConnManager(), rcm: c, reqs: 1 + retries}, nil
 }
 
-// NewRoCEDevice is the Connector on d, which must offer rdma_cm
+// NewCM is the Connector on d, which must offer rdma_cm
 // (ibv.ConnManager); Close leaves d open.
-func NewRoCEDevice(d ibv.Device) (*RoCE, error) {
+func NewCM(d ibv.Device) (*CM, error) {
 	cm, ok := d.(ibv.ConnManager)
 	if !ok {
 		return nil, fmt.Errorf("rping: device %s offers no rdma_cm", d.Name())
 	}
-	return &RoCE{d: d, cm: cm, reqs: 1 + rdmaCMRetries}, nil
+	return &CM{d: d, cm: cm, reqs: 1 + rdmaCMRetries}, nil
 }
 
 // Device implements Connector.
-func (c *RoCE) Device() ibv.Device { return c.d }
+func (c *CM) Device() ibv.Device { return c.d }
 
 // CM returns the connection manager NewRoCE attached (its counters), or
-// nil for a device of NewRoCEDevice.
-func (c *RoCE) CM() *rdmacm.CM { return c.rcm }
+// nil.
+func (c *CM) CM() *rdmacm.CM { return c.rcm }
 
 // Close detaches the connection manager NewRoCE attached from QP1 (not
-// the NIC); for a device of NewRoCEDevice it does nothing.
-func (c *RoCE) Close() error {
-	if c.rcm != nil {
+// the NIC), closes the NIC NewIWARP opened, and for a device of NewCM
+// does nothing.
+func (c *CM) Close() error {
+	switch {
+	case c.rcm != nil:
 		return c.rcm.Close()
+	case c.closeDev != nil:
+		return c.closeDev()
 	}
 	return nil
 }
@@ -109,7 +118,7 @@ func cmParam(p ConnParam) *ibv.ConnParam {
 }
 
 // Connect implements Connector.
-func (c *RoCE) Connect(ctx context.Context, qp ibv.QP, remote netip.AddrPort, p ConnParam) (Conn, error) {
+func (c *CM) Connect(ctx context.Context, qp ibv.QP, remote netip.AddrPort, p ConnParam) (Conn, error) {
 	cn, err := c.cm.CMConnect(ctx, qp, remote.Addr(), remote.Port(), p.PrivateData, cmParam(p))
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -121,13 +130,26 @@ func (c *RoCE) Connect(ctx context.Context, qp ibv.QP, remote netip.AddrPort, p 
 		}
 		return nil, &ConnectError{Remote: remote, Err: err}
 	}
-	return roceConn{cn}, nil
+	return cmConn{cn}, nil
 }
+
+// ConnectError is a failed connection attempt: refused, rejected, timed
+// out (rping's RDMA_CM_EVENT_REJECTED / CONNECT_ERROR / UNREACHABLE).
+type ConnectError struct {
+	Remote netip.AddrPort
+	Err    error
+}
+
+func (e *ConnectError) Error() string {
+	return fmt.Sprintf("rping: connect to %v: %v", e.Remote, e.Err)
+}
+
+func (e *ConnectError) Unwrap() error { return e.Err }
 
 // Listen implements Connector. rdma_cm listens on every address of the
 // device; a listener on one address refuses REQs sent to another. Port 0
 // lets rdma_cm pick a free port.
-func (c *RoCE) Listen(addr netip.AddrPort) (Listener, error) {
+func (c *CM) Listen(addr netip.AddrPort) (Listener, error) {
 	a := addr.Addr().Unmap()
 	if a.IsValid() && !a.IsUnspecified() && !ownAddr(c.d.GIDs(), a) {
 		return nil, fmt.Errorf("rping: %v is not an address of %s", a, c.d.Name())
@@ -136,18 +158,18 @@ func (c *RoCE) Listen(addr netip.AddrPort) (Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rping: %w", err)
 	}
-	return &roceListener{l: l, addr: netip.AddrPortFrom(a, l.Port())}, nil
+	return &cmListener{l: l, addr: netip.AddrPortFrom(a, l.Port())}, nil
 }
 
-type roceListener struct {
+type cmListener struct {
 	l    ibv.CMListener
 	addr netip.AddrPort
 }
 
-func (l *roceListener) Addr() netip.AddrPort { return l.addr }
-func (l *roceListener) Close() error         { return l.l.Close() }
+func (l *cmListener) Addr() netip.AddrPort { return l.addr }
+func (l *cmListener) Close() error         { return l.l.Close() }
 
-func (l *roceListener) Accept(ctx context.Context) (Request, error) {
+func (l *cmListener) Accept(ctx context.Context) (Request, error) {
 	for {
 		r, err := l.l.Accept(ctx)
 		if err != nil {
@@ -159,35 +181,34 @@ func (l *roceListener) Accept(ctx context.Context) (Request, error) {
 			r.Reject(nil)
 			continue
 		}
-		return roceRequest{r}, nil
+		return cmRequest{r}, nil
 	}
 }
 
-type roceRequest struct{ r ibv.CMRequest }
+type cmRequest struct{ r ibv.CMRequest }
 
-func (r roceRequest) Remote() netip.AddrPort { return r.r.RemoteAddr() }
-func (r roceRequest) Reject() error          { return r.r.Reject(nil) }
+func (r cmRequest) Remote() netip.AddrPort { return r.r.RemoteAddr() }
+func (r cmRequest) Reject() error          { return r.r.Reject(nil) }
 
-func (r roceRequest) Accept(ctx context.Context, qp ibv.QP, p ConnParam) (Conn, error) {
+func (r cmRequest) Accept(ctx context.Context, qp ibv.QP, p ConnParam) (Conn, error) {
 	cn, err := r.r.Accept(ctx, qp, p.PrivateData, cmParam(p))
 	if err != nil {
 		return nil, fmt.Errorf("rping: accept: %w", err)
 	}
-	return roceConn{cn}, nil
+	return cmConn{cn}, nil
 }
 
-// roceConn is an rdma_cm connection. The CM ends a connection only by a
-// DREQ (ours or the peer's), which is an orderly end, so Err is nil.
-type roceConn struct{ c ibv.CMConn }
+// cmConn is an rdma_cm connection.
+type cmConn struct{ c ibv.CMConn }
 
-func (cn roceConn) Local() netip.AddrPort  { return cn.c.LocalAddr() }
-func (cn roceConn) Remote() netip.AddrPort { return cn.c.RemoteAddr() }
-func (cn roceConn) Done() <-chan struct{}  { return cn.c.Done() }
-func (cn roceConn) Err() error             { return nil }
+func (cn cmConn) Local() netip.AddrPort  { return cn.c.LocalAddr() }
+func (cn cmConn) Remote() netip.AddrPort { return cn.c.RemoteAddr() }
+func (cn cmConn) Done() <-chan struct{}  { return cn.c.Done() }
 
-// Disconnect sends the DREQ and waits (boundedly) for the DREP, as
+// Disconnect ends the connection (RoCEv2: the DREQ; iWARP: TCP's FIN)
+// and waits, boundedly, for the peer's answer (the DREP; its FIN), as
 // rdma_disconnect and the DISCONNECTED event that follows.
-func (cn roceConn) Disconnect() error {
+func (cn cmConn) Disconnect() error {
 	ctx, cancel := context.WithTimeout(context.Background(), disconnectWait)
 	defer cancel()
 	return cn.c.Disconnect(ctx)

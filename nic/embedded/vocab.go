@@ -1,0 +1,24 @@
+// What a program names from the layers under the backends when it
+// describes a NIC (where its frames go, where they are recorded, what
+// carries its streams), under this package's names, so that programs
+// import the verbs API and the backends, not the engines and transports.
+
+package embedded
+
+import (
+	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/stream"
+)
+
+// PcapWriter records a NIC's frames in a pcap file (UDPConfig.Pcap,
+// IWARPConfig.Pcap, tapnic.Config.Pcap).
+type PcapWriter = transport.PcapWriter
+
+// Link carries a RoCEv2 NIC's frames (UDPConfig.Link: tests run whole
+// NICs on an in-memory pipe instead of the kernel's UDP).
+type Link = transport.Endpoint
+
+// StreamNetwork carries an iWARP NIC's TCP streams (IWARPConfig.Network):
+// kernel TCP, a TAP-mode NIC's own TCP (tapnic.NIC.Streams), or a
+// simulated network.
+type StreamNetwork = stream.Network
