@@ -142,7 +142,7 @@ func (c *iwarpCM) CMConnect(ctx context.Context, qp ibv.QP, addr netip.Addr, por
 			c.untrack(cn)
 			return nil, connectError(remote, r)
 		}
-		cn.local, cn.remote, cn.privateData = r.Local, r.Remote, r.PrivateData
+		cn.local, cn.remote, cn.privateData, cn.mpa = r.Local, r.Remote, r.PrivateData, resultMPA(r)
 		return cn, nil
 	case <-ctx.Done():
 		c.n.Stack.Disconnect(q.QPN()) // abandons the attempt
@@ -246,7 +246,7 @@ func (r *iwarpRequest) Accept(ctx context.Context, qp ibv.QP, privateData []byte
 		return nil, err
 	}
 	cn := r.c.track(qp)
-	cn.local, cn.remote, cn.privateData = r.r.Local, r.r.Remote, r.r.PrivateData
+	cn.local, cn.remote, cn.privateData, cn.mpa = r.r.Local, r.r.Remote, r.r.PrivateData, requestMPA(r.r)
 	if err := r.r.Accept(q.QPN(), privateData, cp.ird, cp.ord); err != nil {
 		r.c.untrack(cn)
 		return nil, fmt.Errorf("embedded: iWARP accept: %w", err)
@@ -269,6 +269,7 @@ type iwarpConn struct {
 	qpn               uint32
 	local, remote     netip.AddrPort
 	privateData       []byte
+	mpa               MPAParams // the peer's MPA frame (see MPA)
 	established, done chan struct{}
 	estOnce, endOnce  sync.Once
 	err               error // why it ended, once done is closed
