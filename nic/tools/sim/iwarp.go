@@ -10,7 +10,7 @@ import (
 
 	"github.com/rnic/rnic/iwarp"
 	"github.com/rnic/rnic/memory"
-	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/clock"
@@ -65,11 +65,11 @@ func runIWARP(cfg Config) (*Result, error) {
 	if w.a, err = w.newIWARPNode("rnic0", net, 1, pw); err != nil {
 		return nil, err
 	}
-	defer w.a.iw.Close()
+	defer w.a.close()
 	if w.b, err = w.newIWARPNode("rnic1", net, 2, nil); err != nil {
 		return nil, err
 	}
-	defer w.b.iw.Close()
+	defer w.b.close()
 	pending := map[byte]*end{}
 	l, err := w.b.iw.Listen(netip.AddrPortFrom(w.b.addr, iwarpPort), func(r *iwarp.ConnRequest) {
 		if len(r.PrivateData) == 1 && pending[r.PrivateData[0]] != nil {
@@ -104,26 +104,17 @@ func runIWARP(cfg Config) (*Result, error) {
 	return res, nil
 }
 
+// newIWARPNode opens iWARP device n on the simulated TCP network; pw, if
+// set, records its connections (one tee at one end records both
+// directions).
 func (w *world) newIWARPNode(name string, net stream.Network, n byte, pw *transport.PcapWriter) (*node, error) {
 	nd := &node{name: name, nextVA: firstVA, addr: netip.AddrFrom4([4]byte{10, 0, 0, n})}
-	scfg := iwarp.Config{Clock: w.clk, Network: net, Addr: nd.addr}
-	if w.cfg.Trace != nil {
-		tw := w.cfg.Trace
-		scfg.Trace = func(e iwarp.TraceEvent) { fmt.Fprintf(tw, "%s %v\n", name, e) }
-	}
-	if pw != nil {
-		// One tee at one end records both directions.
-		scfg.Tee = func(c stream.Conn) stream.Conn {
-			return stream.TeeConnWith(c, pw, stream.TeeConfig{Now: transport.VirtualTimestamps(w.clk), Framer: iwarp.CaptureFramer})
-		}
-	}
-	var err error
-	if nd.iw, err = iwarp.NewStack(scfg); err != nil {
+	nc, err := embedded.OpenIWARP(embedded.IWARPConfig{Name: name, Addr: nd.addr, Network: net, Clock: w.clk, CRC: true,
+		Pcap: pw, Trace: w.cfg.Trace, Seed: deviceSeed(w.cfg.Seed, n)})
+	if err != nil {
 		return nil, err
 	}
-	if nd.dev, err = nic.Open(nic.Config{Name: name, Provider: nd.iw, GIDs: []netip.Addr{nd.addr}, Seed: deviceSeed(w.cfg.Seed, n)}); err != nil {
-		return nil, err
-	}
+	nd.dev, nd.counters, nd.close, nd.iw = nc.Device, nc.PortCounters, nc.Close, nc.Stack
 	if nd.pd, err = nd.dev.AllocPD(); err != nil {
 		return nil, err
 	}
