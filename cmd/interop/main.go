@@ -148,7 +148,7 @@ func runLab(ctx context.Context, f *flags, root string, rows []Row, stdout, stde
 	}
 	defer os.RemoveAll(filepath.Dir(bin))
 	guestFiles := buildGuestFiles(ctx, root, filepath.Dir(bin), rows, stdout)
-	if err := l.Prepare(ctx); err == nil {
+	if err = l.Prepare(ctx); err == nil {
 		err = l.Boot(ctx, gs)
 	}
 	if err != nil {
