@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/netip"
 	"time"
 
-	"github.com/rnic/rnic/iwarp"
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/verbs"
@@ -70,24 +70,9 @@ func runIWARP(cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer w.b.close()
-	pending := map[byte]*end{}
-	l, err := w.b.iw.Listen(netip.AddrPortFrom(w.b.addr, iwarpPort), func(r *iwarp.ConnRequest) {
-		if len(r.PrivateData) == 1 && pending[r.PrivateData[0]] != nil {
-			e := pending[r.PrivateData[0]]
-			delete(pending, r.PrivateData[0])
-			ird := uint16(min(cfg.Depth, iwarp.MaxIRDORD))
-			if err := r.Accept(e.qp.QPN(), nil, ird, ird); err == nil {
-				return
-			}
-		}
-		r.Reject(nil)
-	})
+	l, err := w.listenIWARP()
 	if err != nil {
 		return nil, err
-	}
-	w.listen = func(i int, e *end) (netip.AddrPort, []byte) {
-		pending[byte(i)] = e
-		return l.Addr(), []byte{byte(i)}
 	}
 	for i := 0; i < cfg.QPs; i++ {
 		if err := w.newPair(i); err != nil {
@@ -104,6 +89,32 @@ func runIWARP(cfg Config) (*Result, error) {
 	return res, nil
 }
 
+// listenIWARP readies rnic1 to accept each pair's connection: the MPA
+// Request's private data names the pair.
+func (w *world) listenIWARP() (io.Closer, error) {
+	pending := map[byte]*end{}
+	l, addr, err := w.b.iwarp.ListenFunc(iwarpPort, func(r embedded.MPARequest) {
+		pd := r.PrivateData()
+		if len(pd) == 1 && pending[pd[0]] != nil {
+			e := pending[pd[0]]
+			delete(pending, pd[0])
+			ird := uint16(min(w.cfg.Depth, embedded.MaxIRDORD))
+			if err := r.Accept(e.qp.QPN(), nil, ird, ird); err == nil {
+				return
+			}
+		}
+		r.Reject(nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	w.listen = func(i int, e *end) (netip.AddrPort, []byte) {
+		pending[byte(i)] = e
+		return addr, []byte{byte(i)}
+	}
+	return l, nil
+}
+
 // newIWARPNode opens iWARP device n on the simulated TCP network; pw, if
 // set, records its connections (one tee at one end records both
 // directions).
@@ -114,7 +125,7 @@ func (w *world) newIWARPNode(name string, net stream.Network, n byte, pw *transp
 	if err != nil {
 		return nil, err
 	}
-	nd.dev, nd.counters, nd.close, nd.iw = nc.Device, nc.PortCounters, nc.Close, nc.Stack
+	nd.dev, nd.counters, nd.close, nd.iwarp = nc.Device, nc.PortCounters, nc.Close, nc
 	if nd.pd, err = nd.dev.AllocPD(); err != nil {
 		return nil, err
 	}
@@ -133,19 +144,20 @@ func (w *world) connectIWARP(i int, x, y *end) error {
 		}
 	}
 	addr, pd := w.listen(i, y)
-	var res *iwarp.ConnectResult
-	ord := uint16(min(w.cfg.Depth, iwarp.MaxIRDORD))
-	if err := x.nd.iw.Connect(x.qp.QPN(), addr, pd, ord, ord, func(r iwarp.ConnectResult) { res = &r }); err != nil {
+	var res error
+	done := false
+	ord := uint16(min(w.cfg.Depth, embedded.MaxIRDORD))
+	if err := x.nd.iwarp.ConnectFunc(x.qp.QPN(), addr, pd, ord, ord, func(err error) { res, done = err, true }); err != nil {
 		return err
 	}
 	// The responder is in RTS at once; its sends wait for the RTR, which
 	// the initiator sends with its first bytes after the Reply.
-	w.clk.Run(func() bool { return res != nil })
+	w.clk.Run(func() bool { return done })
 	switch {
-	case res == nil:
+	case !done:
 		return errors.New("connection setup never finished")
-	case res.Err != nil:
-		return res.Err
+	case res != nil:
+		return res
 	case x.qp.State() != verbs.QPSRTS || y.qp.State() != verbs.QPSRTS:
 		return fmt.Errorf("QP states %v and %v after connecting", x.qp.State(), y.qp.State())
 	}

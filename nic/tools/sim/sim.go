@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/rnic/rnic/iwarp"
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
@@ -172,11 +171,11 @@ type node struct {
 	name string
 	dev  *nic.Device
 	// counters are the device's port counters (its engine's, in a fixed
-	// order); iw, in an iWARP run, is its engine, whose connection manager
-	// the run drives on the virtual clock (ibv's CM waits for a connection
-	// in real time).
+	// order); iwarp, in an iWARP run, is the NIC, whose connection
+	// manager the run drives on the virtual clock (ListenFunc and
+	// ConnectFunc: ibv's CM waits for a connection in real time).
 	counters func() []ibv.Counter
-	iw       *iwarp.Stack
+	iwarp    *embedded.IWARPNIC
 	close    func() error
 	pd       *nic.PD
 	addr     netip.Addr
