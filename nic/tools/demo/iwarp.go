@@ -187,7 +187,8 @@ func (d *demo) connectCM(port uint16) error {
 			"carrying its own IRD/ORD and the RTR it picked. From then on both ends speak in FPDUs (framed DDP segments with a CRC32c), "+
 			"but rnic1 may send only after rnic0's RTR, a zero-length RDMA WRITE, shows that rnic0 is in full operation. "+
 			"Each QP moves INIT -> RTS when its side is established.", 78))
-	ctx, cancel := context.WithTimeout(d.ctx, d.cfg.Timeout)
+	// The MPA exchange and the RTR after it each have a step's time.
+	ctx, cancel := context.WithTimeout(d.ctx, 2*d.cfg.Timeout)
 	defer cancel()
 	l, err := b.dev.(ibv.ConnManager).CMListen(port)
 	if err != nil {
