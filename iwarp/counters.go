@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rnic/rnic/iwarp/wire"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 // Counter identifies one of a Stack's counters. Every drop and every
@@ -81,21 +82,18 @@ func (cs *Counters) incWire(e wire.Error)     { cs.wire[e].Add(1) }
 func (cs *Counters) Get(c Counter) uint64     { return cs.c[c].Load() }
 func (cs *Counters) Wire(e wire.Error) uint64 { return cs.wire[e].Load() }
 
-// NamedCounter is a counter's name and value.
-type NamedCounter struct {
-	Name  string
-	Value uint64
-}
+// NamedCounter is a counter's name and value (the vocabulary's).
+type NamedCounter = verbs.NamedCounter
 
 // Snapshot returns every counter in a fixed order, the wire decode errors
 // last (named after the error, e.g. "drop_rdmap_bad_opcode").
 func (cs *Counters) Snapshot() []NamedCounter {
 	out := make([]NamedCounter, 0, int(NumCounters)+wire.NumErrors)
 	for i := Counter(0); i < NumCounters; i++ {
-		out = append(out, NamedCounter{i.String(), cs.Get(i)})
+		out = append(out, NamedCounter{Name: i.String(), Value: cs.Get(i)})
 	}
 	for e := wire.Error(2); int(e) < wire.NumErrors; e++ {
-		out = append(out, NamedCounter{"drop_" + e.Counter(), cs.Wire(e)})
+		out = append(out, NamedCounter{Name: "drop_" + e.Counter(), Value: cs.Wire(e)})
 	}
 	return out
 }

@@ -311,13 +311,8 @@ func (r *requester) emit() bool {
 		return false
 	}
 	w := r.slot(r.next)
-	if !w.started {
-		if w.wr.Flags&verbs.SendFence != 0 && r.rdOut > 0 {
-			return false
-		}
-	}
-	if w.rdAtomic && r.rdOut >= qp.ord {
-		return false // also between the Read Requests of one READ
+	if r.held(w) {
+		return false
 	}
 	if !w.started {
 		w.started = true
@@ -331,24 +326,8 @@ func (r *requester) emit() bool {
 	var payload []byte
 	switch w.wr.Opcode {
 	case verbs.WRSend, verbs.WRSendWithInv:
-		if w.sent == 0 {
-			w.msn = r.sendMSN
-			r.sendMSN++
-		}
-		chunk := min(w.length-w.sent, qp.maxULPDU-wire.DDPUntaggedLen)
-		op := wire.OpSend
-		if w.wr.Opcode == verbs.WRSendWithInv {
-			op = wire.OpSendInvalidate
-		}
-		if w.wr.Flags&verbs.SendSolicited != 0 {
-			op += wire.OpSendSE - wire.OpSend
-		}
-		h.DDP = wire.DDPFields{Opcode: op, QN: wire.QNSend, MSN: w.msn, MO: uint32(w.sent),
-			Last: w.sent+chunk == w.length}
-		if w.wr.Opcode == verbs.WRSendWithInv {
-			h.DDP.RsvdULP = w.wr.InvRKey
-		}
-		if payload = qp.gather(w, chunk); payload == nil && chunk > 0 {
+		var ok bool
+		if payload, ok = r.sendHeaders(w, &h); !ok {
 			return true
 		}
 	case verbs.WRSendWithImm:
@@ -360,13 +339,12 @@ func (r *requester) emit() bool {
 		}
 		fallthrough
 	case verbs.WRRDMAWrite:
-		chunk := min(w.length-w.sent, qp.maxULPDU-wire.DDPTaggedLen)
-		h.DDP = wire.DDPFields{Opcode: wire.OpWrite, STag: w.wr.RKey, TO: w.wr.RemoteAddr + uint64(w.sent),
-			Last: w.sent+chunk == w.length}
-		if payload = qp.gather(w, chunk); payload == nil && chunk > 0 {
+		var ok bool
+		if payload, ok = r.writeHeaders(w, &h); !ok {
 			return true
 		}
 		if h.DDP.Last && w.wr.Opcode == verbs.WRRDMAWriteWithImm {
+			// The Write is framed; the Immediate Data message follows.
 			w.wdone = true
 			qp.buildHeaders(&h)
 			qp.appendFPDU(payload)
@@ -374,60 +352,124 @@ func (r *requester) emit() bool {
 			return true
 		}
 	case verbs.WRRDMARead:
-		// One Read Request per sink SGE (see the top of this file).
-		var sink verbs.SGE
-		k := w.part
-		if w.length == 0 {
-			if len(w.sgl) > 0 {
-				sink = w.sgl[0]
-			}
-			k = len(w.sgl)
-		} else {
-			for w.sgl[k].Length == 0 {
-				k++
-			}
-			sink = w.sgl[k]
-			for k++; k < len(w.sgl) && w.sgl[k].Length == 0; k++ {
-			}
-		}
-		w.msn = r.rrMSN
-		r.rrMSN++
-		h.DDP = wire.DDPFields{Opcode: wire.OpReadRequest, Last: true, QN: wire.QNReadRequest, MSN: w.msn}
-		h.ReadRequest = wire.ReadRequestFields{Size: sink.Length, SinkSTag: sink.LKey, SinkTO: sink.Addr,
-			SourceSTag: w.wr.RKey, SourceTO: w.wr.RemoteAddr + uint64(w.sent)}
-		w.part = k
-		w.sent += int(sink.Length)
-		r.orq = append(r.orq, orqEntry{idx: r.next, sink: sink, last: k == len(w.sgl)})
-		r.rdOut++
+		r.readRequest(w, &h)
 	case verbs.WRAtomicCmpSwp, verbs.WRAtomicFetchAdd:
-		w.msn = r.rrMSN
-		r.rrMSN++
-		r.atomicID++
-		w.reqID = r.atomicID
-		h.DDP = wire.DDPFields{Opcode: wire.OpAtomicRequest, Last: true, QN: wire.QNReadRequest, MSN: w.msn}
-		a := &h.AtomicRequest
-		a.RequestID, a.STag, a.TO = w.reqID, w.wr.RKey, w.wr.RemoteAddr
-		if w.wr.Opcode == verbs.WRAtomicFetchAdd {
-			a.Op, a.AddSwapData = wire.AtomicFetchAdd, w.wr.CompareAdd // mask 0: a plain 64-bit add
-		} else {
-			a.Op, a.AddSwapData, a.AddSwapMask = wire.AtomicCmpSwap, w.wr.Swap, ^uint64(0)
-			a.CompareData, a.CompareMask = w.wr.CompareAdd, ^uint64(0)
-		}
-		r.orq = append(r.orq, orqEntry{idx: r.next})
-		r.rdOut++
+		r.atomicRequest(w, &h)
 	}
 	qp.buildHeaders(&h)
 	qp.appendFPDU(payload)
 	w.sent += len(payload)
+	r.advance(w)
+	return true
+}
+
+// held reports whether w must wait: a fenced WR for the RDMA Reads and
+// atomics before it, an RDMA Read or atomic for a free ORD slot (also
+// between the Read Requests of one READ).
+func (r *requester) held(w *swqe) bool {
+	if !w.started && w.wr.Flags&verbs.SendFence != 0 && r.rdOut > 0 {
+		return true
+	}
+	return w.rdAtomic && r.rdOut >= r.qp.ord
+}
+
+// advance moves past w once it is wholly framed (a READ after its last
+// Read Request).
+func (r *requester) advance(w *swqe) {
 	if w.wr.Opcode == verbs.WRRDMARead && w.part < len(w.sgl) {
-		return true // more Read Requests to go
+		return // more Read Requests to go
 	}
 	if w.rdAtomic || w.sent == w.length {
 		w.framed = true
-		w.txEnd = qp.txTotal
+		w.txEnd = r.qp.txTotal
 		r.next++
 	}
-	return true
+}
+
+// sendHeaders fills h for w's next Send (or Send with Invalidate) FPDU
+// and gathers its payload; false when gathering it failed the WR and the
+// connection (a local protection fault).
+func (r *requester) sendHeaders(w *swqe, h *wire.Headers) ([]byte, bool) {
+	qp := r.qp
+	if w.sent == 0 {
+		w.msn = r.sendMSN
+		r.sendMSN++
+	}
+	chunk := min(w.length-w.sent, qp.maxULPDU-wire.DDPUntaggedLen)
+	op := wire.OpSend
+	if w.wr.Opcode == verbs.WRSendWithInv {
+		op = wire.OpSendInvalidate
+	}
+	if w.wr.Flags&verbs.SendSolicited != 0 {
+		op += wire.OpSendSE - wire.OpSend
+	}
+	h.DDP = wire.DDPFields{Opcode: op, QN: wire.QNSend, MSN: w.msn, MO: uint32(w.sent),
+		Last: w.sent+chunk == w.length}
+	if w.wr.Opcode == verbs.WRSendWithInv {
+		h.DDP.RsvdULP = w.wr.InvRKey
+	}
+	payload := qp.gather(w, chunk)
+	return payload, payload != nil || chunk == 0
+}
+
+// writeHeaders fills h for w's next RDMA Write FPDU and gathers its
+// payload; false as sendHeaders.
+func (r *requester) writeHeaders(w *swqe, h *wire.Headers) ([]byte, bool) {
+	qp := r.qp
+	chunk := min(w.length-w.sent, qp.maxULPDU-wire.DDPTaggedLen)
+	h.DDP = wire.DDPFields{Opcode: wire.OpWrite, STag: w.wr.RKey, TO: w.wr.RemoteAddr + uint64(w.sent),
+		Last: w.sent+chunk == w.length}
+	payload := qp.gather(w, chunk)
+	return payload, payload != nil || chunk == 0
+}
+
+// readRequest fills h with w's next Read Request, one per sink SGE (see
+// the top of this file), and queues it on the ORQ.
+func (r *requester) readRequest(w *swqe, h *wire.Headers) {
+	var sink verbs.SGE
+	k := w.part
+	if w.length == 0 {
+		if len(w.sgl) > 0 {
+			sink = w.sgl[0]
+		}
+		k = len(w.sgl)
+	} else {
+		for w.sgl[k].Length == 0 {
+			k++
+		}
+		sink = w.sgl[k]
+		for k++; k < len(w.sgl) && w.sgl[k].Length == 0; k++ {
+		}
+	}
+	w.msn = r.rrMSN
+	r.rrMSN++
+	h.DDP = wire.DDPFields{Opcode: wire.OpReadRequest, Last: true, QN: wire.QNReadRequest, MSN: w.msn}
+	h.ReadRequest = wire.ReadRequestFields{Size: sink.Length, SinkSTag: sink.LKey, SinkTO: sink.Addr,
+		SourceSTag: w.wr.RKey, SourceTO: w.wr.RemoteAddr + uint64(w.sent)}
+	w.part = k
+	w.sent += int(sink.Length)
+	r.orq = append(r.orq, orqEntry{idx: r.next, sink: sink, last: k == len(w.sgl)})
+	r.rdOut++
+}
+
+// atomicRequest fills h with w's Atomic Request (RFC 7306 §5.1) and
+// queues it on the ORQ.
+func (r *requester) atomicRequest(w *swqe, h *wire.Headers) {
+	w.msn = r.rrMSN
+	r.rrMSN++
+	r.atomicID++
+	w.reqID = r.atomicID
+	h.DDP = wire.DDPFields{Opcode: wire.OpAtomicRequest, Last: true, QN: wire.QNReadRequest, MSN: w.msn}
+	a := &h.AtomicRequest
+	a.RequestID, a.STag, a.TO = w.reqID, w.wr.RKey, w.wr.RemoteAddr
+	if w.wr.Opcode == verbs.WRAtomicFetchAdd {
+		a.Op, a.AddSwapData = wire.AtomicFetchAdd, w.wr.CompareAdd // mask 0: a plain 64-bit add
+	} else {
+		a.Op, a.AddSwapData, a.AddSwapMask = wire.AtomicCmpSwap, w.wr.Swap, ^uint64(0)
+		a.CompareData, a.CompareMask = w.wr.CompareAdd, ^uint64(0)
+	}
+	r.orq = append(r.orq, orqEntry{idx: r.next})
+	r.rdOut++
 }
 
 // Immediate Data (RFC 7306 §6.2) and verbs: the 8-byte Immediate Data

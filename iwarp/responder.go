@@ -303,57 +303,86 @@ func (rs *responder) write(seg *wire.Segment) {
 // RDMA Write message that preceded it; without it (SEND_WITH_IMM, or a
 // peer that sets no flags) WCRecv with ByteLen 0.
 func (rs *responder) send(seg *wire.Segment) {
+	h := seg.DDP()
+	imm := seg.Info().Body == wire.BodyImmediate
+	if !rs.admit(seg, imm) || !rs.place(seg) || !h.Last() {
+		return
+	}
+	rs.completeSend(seg, imm)
+}
+
+// untaggedFault ends the connection with a Terminate for seg (code,
+// counted as c) and, if a receive WQE was taken, completes it with st
+// (unless st is a flush: the WQE is flushed with the others).
+func (rs *responder) untaggedFault(seg *wire.Segment, code wire.TermCode, c Counter, st verbs.WCStatus) {
+	qp := rs.qp
+	qp.s.ctr.inc(c)
+	if rs.active && st != verbs.WCWRFlushErr {
+		rs.active = false
+		qp.pushRecv(verbs.WC{WRID: rs.rwqe.ID, Status: st, Opcode: verbs.WCRecv, QPN: qp.cfg.QPN})
+	}
+	qp.sendTerminate(termInfo{code: code, seg: seg.Bytes()}, errUntagged(code))
+}
+
+// admit checks seg's MSN and MO against the message being reassembled,
+// and for a message's first segment takes a receive WQE.
+func (rs *responder) admit(seg *wire.Segment, imm bool) bool {
 	qp := rs.qp
 	h := seg.DDP()
-	payload := seg.Payload()
-	term := func(code wire.TermCode, c Counter, st verbs.WCStatus) {
-		qp.s.ctr.inc(c)
-		if rs.active && st != verbs.WCWRFlushErr {
-			rs.active = false
-			qp.pushRecv(verbs.WC{WRID: rs.rwqe.ID, Status: st, Opcode: verbs.WCRecv, QPN: qp.cfg.QPN})
-		}
-		qp.sendTerminate(termInfo{code: code, seg: seg.Bytes()}, errUntagged(code))
-	}
 	if h.MSN() != rs.msn {
-		term(wire.TermDDPUntaggedMSNRange, MSNRange, verbs.WCWRFlushErr)
-		return
+		rs.untaggedFault(seg, wire.TermDDPUntaggedMSNRange, MSNRange, verbs.WCWRFlushErr)
+		return false
 	}
-	imm := seg.Info().Body == wire.BodyImmediate
 	if imm && (rs.active || h.MO() != 0 || !h.Last()) {
 		// One segment, never inside a Send being reassembled.
-		term(wire.TermDDPUntaggedInvalidMO, BadMO, verbs.WCWRFlushErr)
-		return
+		rs.untaggedFault(seg, wire.TermDDPUntaggedInvalidMO, BadMO, verbs.WCWRFlushErr)
+		return false
 	}
-	if !rs.active {
-		if h.MO() != 0 {
-			term(wire.TermDDPUntaggedInvalidMO, BadMO, verbs.WCWRFlushErr)
-			return
+	if rs.active {
+		if int(h.MO()) != rs.got {
+			rs.untaggedFault(seg, wire.TermDDPUntaggedInvalidMO, BadMO, verbs.WCWRFlushErr)
+			return false
 		}
-		wr, ok := qp.cfg.RQ.Pop()
-		if !ok {
-			term(wire.TermDDPUntaggedNoBuffer, NoRecvBuf, verbs.WCWRFlushErr)
-			return
-		}
-		rs.active, rs.rwqe, rs.got = true, wr, 0
-		rs.rlen = int(memory.TotalLength(wr.SGL))
-	} else if int(h.MO()) != rs.got {
-		term(wire.TermDDPUntaggedInvalidMO, BadMO, verbs.WCWRFlushErr)
-		return
+		return true
 	}
+	if h.MO() != 0 {
+		rs.untaggedFault(seg, wire.TermDDPUntaggedInvalidMO, BadMO, verbs.WCWRFlushErr)
+		return false
+	}
+	wr, ok := qp.cfg.RQ.Pop()
+	if !ok {
+		rs.untaggedFault(seg, wire.TermDDPUntaggedNoBuffer, NoRecvBuf, verbs.WCWRFlushErr)
+		return false
+	}
+	rs.active, rs.rwqe, rs.got = true, wr, 0
+	rs.rlen = int(memory.TotalLength(wr.SGL))
+	return true
+}
+
+// place scatters seg's payload into the receive WQE at the message offset
+// reached.
+func (rs *responder) place(seg *wire.Segment) bool {
+	qp := rs.qp
+	payload := seg.Payload()
 	if rs.got+len(payload) > rs.rlen {
-		term(wire.TermDDPUntaggedTooLong, TooLong, verbs.WCLocLenErr)
-		return
+		rs.untaggedFault(seg, wire.TermDDPUntaggedTooLong, TooLong, verbs.WCLocLenErr)
+		return false
 	}
 	if len(payload) > 0 {
 		if f := qp.cfg.Memory.Scatter(qp.cfg.PD, rs.rwqe.SGL, payload, rs.got); f != memory.Ok {
-			term(wire.TermDDPLocalCatastrophic, LocalProtErr, verbs.WCLocProtErr)
-			return
+			rs.untaggedFault(seg, wire.TermDDPLocalCatastrophic, LocalProtErr, verbs.WCLocProtErr)
+			return false
 		}
 	}
 	rs.got += len(payload)
-	if !h.Last() {
-		return
-	}
+	return true
+}
+
+// completeSend completes the receive WQE with seg, a message's last
+// segment: its immediate data, the STag it invalidates.
+func (rs *responder) completeSend(seg *wire.Segment, imm bool) {
+	qp := rs.qp
+	h := seg.DDP()
 	info := seg.Info()
 	wc := verbs.WC{WRID: rs.rwqe.ID, Opcode: verbs.WCRecv, ByteLen: uint32(rs.got), QPN: qp.cfg.QPN}
 	rs.active = false

@@ -3,6 +3,7 @@ package roce
 import (
 	"sync/atomic"
 
+	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/roce/wire"
 )
 
@@ -87,24 +88,21 @@ func (cs *Counters) Get(c Counter) uint64 { return cs.c[c].Load() }
 // Wire returns how many frames were dropped for a decode error.
 func (cs *Counters) Wire(e wire.Error) uint64 { return cs.wire[e].Load() }
 
-// NamedCounter is a counter's name and value.
-type NamedCounter struct {
-	Name  string
-	Value uint64
-}
+// NamedCounter is a counter's name and value (the vocabulary's).
+type NamedCounter = verbs.NamedCounter
 
 // Snapshot returns every counter in a fixed order, the wire decode drops
 // last (named after the decode error, e.g. "drop_bad_opcode").
 func (cs *Counters) Snapshot() []NamedCounter {
 	out := make([]NamedCounter, 0, int(NumCounters)+wire.NumErrors)
 	for i := Counter(0); i < NumCounters; i++ {
-		out = append(out, NamedCounter{i.String(), cs.Get(i)})
+		out = append(out, NamedCounter{Name: i.String(), Value: cs.Get(i)})
 	}
 	for e := wire.Error(1); int(e) < wire.NumErrors; e++ {
 		if e == wire.ErrBadICRC {
 			continue // counted as icrc_err
 		}
-		out = append(out, NamedCounter{"drop_" + e.Counter(), cs.Wire(e)})
+		out = append(out, NamedCounter{Name: "drop_" + e.Counter(), Value: cs.Wire(e)})
 	}
 	return out
 }

@@ -95,6 +95,21 @@ func (qp *QP) Modify(cur verbs.QPState, attr *verbs.QPAttr, mask verbs.QPAttrMas
 	if qp.state != cur {
 		return fmt.Errorf("%w: is %v, not %v", ErrStateChanged, qp.state, cur)
 	}
+	qp.applyAttrs(attr, mask)
+	if mask&(verbs.AttrAV|verbs.AttrPathMTU) != 0 && qp.attr.PathMTU != 0 {
+		if err := qp.setPath(); err != nil {
+			return err
+		}
+	}
+	if mask&verbs.AttrState != 0 {
+		qp.enterState(attr.State)
+	}
+	return nil
+}
+
+// applyAttrs copies the attributes mask selects into the QP, and the
+// retry counts, responder resources and PSNs they set.
+func (qp *QP) applyAttrs(attr *verbs.QPAttr, mask verbs.QPAttrMask) {
 	a := &qp.attr
 	if mask&verbs.AttrAccessFlags != 0 {
 		a.AccessFlags = attr.AccessFlags
@@ -147,15 +162,11 @@ func (qp *QP) Modify(cur verbs.QPState, attr *verbs.QPAttr, mask verbs.QPAttrMas
 	if mask&verbs.AttrEnSQDAsyncNotify != 0 {
 		a.SQDrainNotify = attr.SQDrainNotify
 	}
-	if mask&(verbs.AttrAV|verbs.AttrPathMTU) != 0 && a.PathMTU != 0 {
-		if err := qp.setPath(); err != nil {
-			return err
-		}
-	}
-	if mask&verbs.AttrState == 0 {
-		return nil
-	}
-	next := attr.State
+}
+
+// enterState moves the QP to next: RESET and ERR send an owed ACK first;
+// RTS and SQD let the requester go on.
+func (qp *QP) enterState(next verbs.QPState) {
 	switch next {
 	case verbs.QPSReset:
 		qp.sendOwedAck()
@@ -163,7 +174,7 @@ func (qp *QP) Modify(cur verbs.QPState, attr *verbs.QPAttr, mask verbs.QPAttrMas
 	case verbs.QPSErr:
 		qp.sendOwedAck()
 		qp.enterError()
-		return nil
+		return
 	case verbs.QPSSQD:
 		qp.req.drainNotified = false
 	}
@@ -174,7 +185,6 @@ func (qp *QP) Modify(cur verbs.QPState, attr *verbs.QPAttr, mask verbs.QPAttrMas
 	if next == verbs.QPSRTS || next == verbs.QPSSQD {
 		qp.req.progress()
 	}
-	return nil
 }
 
 // setPath derives the connected QP's frame encapsulation from its address

@@ -248,55 +248,12 @@ func (r *requester) send() {
 			break
 		}
 		if !w.started {
-			if qp.state == verbs.QPSSQD {
-				break // drain: no new WQE starts
+			step := r.start(w)
+			if step == stepStop {
+				break
 			}
-			if w.local {
-				if r.head != r.next {
-					break // LOCAL_INV waits for every earlier WQE (as rxe)
-				}
-				qp.localInvalidate(w)
-				r.next++
-				r.retire()
+			if step == stepNext {
 				continue
-			}
-			if w.wr.Flags&verbs.SendFence != 0 && r.rdAtomicOut > 0 {
-				break
-			}
-			if w.rdAtomic {
-				if qp.attr.MaxRdAtomic == 0 {
-					r.failLocal(w, verbs.WCLocQPOpErr)
-					break
-				}
-				if r.rdAtomicOut >= int(qp.attr.MaxRdAtomic) {
-					break
-				}
-			}
-			if qp.cfg.Type == verbs.QPTypeUD && w.length > qp.mtu {
-				// A UD message is one packet: longer than the MTU it
-				// fails, it is never silently dropped (rxe fakes success).
-				r.failLocal(w, verbs.WCLocLenErr)
-				break
-			}
-			if w.credit && qp.reliable() && !r.unlimited && wire.PSNDiff(w.ssn, r.lsn+1) > 0 {
-				break // no credit: wait for an ACK that grants one
-			}
-			if int(wire.PSNDiff(r.psn, r.unacked)) >= qp.s.cfg.Window {
-				break
-			}
-			if !w.isInline && w.length > 0 && !w.rdAtomic {
-				if f := qp.checkSGL(w); f != memory.Ok {
-					r.failLocal(w, verbs.WCLocProtErr)
-					break
-				}
-			}
-			w.started = true
-			w.npkts = qp.packets(w)
-			w.firstPSN = r.psn
-			w.lastPSN = wire.PSNAdd(r.psn, w.npkts-1)
-			r.nextPkt = 0
-			if w.rdAtomic {
-				r.rdAtomicOut++
 			}
 		}
 		if int(wire.PSNDiff(r.psn, r.unacked)) >= qp.s.cfg.Window {
@@ -305,29 +262,9 @@ func (r *requester) send() {
 		if !qp.sendRequest(w, r.nextPkt) {
 			break
 		}
-		if w.wr.Opcode == verbs.WRRDMARead {
-			r.psn = wire.PSNAdd(w.lastPSN, 1)
-			r.next++
-			r.nextPkt = 0
-		} else {
-			r.psn = wire.PSNAdd(r.psn, 1)
-			r.nextPkt++
-			if r.nextPkt >= w.npkts {
-				r.next++
-				r.nextPkt = 0
-			}
-		}
-		if wire.PSNDiff(r.psn, r.maxSent) > 0 {
-			r.maxSent = r.psn
-		}
+		r.stepPSN(w)
 		if !qp.reliable() {
-			// UC and UD complete a WR once its last packet is sent:
-			// nothing is acknowledged or retried.
-			r.unacked = r.psn
-			if r.nextPkt == 0 {
-				w.done = true
-				r.retire()
-			}
+			r.completeUnreliable(w)
 			continue
 		}
 		if !r.retx.Active() {
@@ -335,6 +272,113 @@ func (r *requester) send() {
 		}
 	}
 	r.checkDrained()
+}
+
+// startStep is what start decided for a WQE.
+type startStep uint8
+
+const (
+	stepGo   startStep = iota // the WQE started: send its first packet
+	stepNext                  // the WQE finished without a packet (LOCAL_INV): on to the next
+	stepStop                  // nothing more can go now
+)
+
+// start starts w, the next WQE, unless a rule holds it back.
+func (r *requester) start(w *swqe) startStep {
+	qp := r.qp
+	if qp.state == verbs.QPSSQD {
+		return stepStop // drain: no new WQE starts
+	}
+	if w.local {
+		if r.head != r.next {
+			return stepStop // LOCAL_INV waits for every earlier WQE (as rxe)
+		}
+		qp.localInvalidate(w)
+		r.next++
+		r.retire()
+		return stepNext
+	}
+	if !r.mayStart(w) {
+		return stepStop
+	}
+	w.started = true
+	w.npkts = qp.packets(w)
+	w.firstPSN = r.psn
+	w.lastPSN = wire.PSNAdd(r.psn, w.npkts-1)
+	r.nextPkt = 0
+	if w.rdAtomic {
+		r.rdAtomicOut++
+	}
+	return stepGo
+}
+
+// mayStart reports whether w may start now: after the RDMA READs and
+// atomics a fence waits for, within the ORD, with a credit and room in
+// the window. A WQE that can never go (no ORD at all, a UD message longer
+// than the MTU, a bad SGL) fails here.
+func (r *requester) mayStart(w *swqe) bool {
+	qp := r.qp
+	if w.wr.Flags&verbs.SendFence != 0 && r.rdAtomicOut > 0 {
+		return false
+	}
+	if w.rdAtomic {
+		if qp.attr.MaxRdAtomic == 0 {
+			r.failLocal(w, verbs.WCLocQPOpErr)
+			return false
+		}
+		if r.rdAtomicOut >= int(qp.attr.MaxRdAtomic) {
+			return false
+		}
+	}
+	if qp.cfg.Type == verbs.QPTypeUD && w.length > qp.mtu {
+		// A UD message is one packet: longer than the MTU it fails, it
+		// is never silently dropped (rxe fakes success).
+		r.failLocal(w, verbs.WCLocLenErr)
+		return false
+	}
+	if w.credit && qp.reliable() && !r.unlimited && wire.PSNDiff(w.ssn, r.lsn+1) > 0 {
+		return false // no credit: wait for an ACK that grants one
+	}
+	if int(wire.PSNDiff(r.psn, r.unacked)) >= qp.s.cfg.Window {
+		return false
+	}
+	if !w.isInline && w.length > 0 && !w.rdAtomic {
+		if f := qp.checkSGL(w); f != memory.Ok {
+			r.failLocal(w, verbs.WCLocProtErr)
+			return false
+		}
+	}
+	return true
+}
+
+// stepPSN moves past the packet of w just sent: a READ request reserves
+// the PSNs of all its responses.
+func (r *requester) stepPSN(w *swqe) {
+	if w.wr.Opcode == verbs.WRRDMARead {
+		r.psn = wire.PSNAdd(w.lastPSN, 1)
+		r.next++
+		r.nextPkt = 0
+	} else {
+		r.psn = wire.PSNAdd(r.psn, 1)
+		r.nextPkt++
+		if r.nextPkt >= w.npkts {
+			r.next++
+			r.nextPkt = 0
+		}
+	}
+	if wire.PSNDiff(r.psn, r.maxSent) > 0 {
+		r.maxSent = r.psn
+	}
+}
+
+// completeUnreliable completes w once its last packet is sent: UC and UD
+// acknowledge and retry nothing.
+func (r *requester) completeUnreliable(w *swqe) {
+	r.unacked = r.psn
+	if r.nextPkt == 0 {
+		w.done = true
+		r.retire()
+	}
 }
 
 // checkSGL verifies every SGE of a WQE before its first packet, so a bad
@@ -420,6 +464,40 @@ func sendVariant(w *swqe) int {
 // a partial retry: it asks only for the responses from packet k on.
 func (qp *QP) sendRequest(w *swqe, k int) bool {
 	r := &qp.req
+	op := qp.requestOpcode(w, k)
+	info := op.Info()
+	psn := wire.PSNAdd(w.firstPSN, k)
+	if w.wr.Opcode == verbs.WRRDMARead {
+		w.readFrom = k
+	}
+	var h wire.Headers
+	qp.requestBTH(&h, w, op, psn)
+	off := k * qp.mtu
+	n := 0
+	switch info.Kind {
+	case wire.KindSend, wire.KindWrite:
+		n = min(qp.mtu, w.length-off)
+	}
+	requestExtHeaders(&h, w, op, off)
+	if qp.cfg.Type == verbs.QPTypeUD && !qp.udAddress(&h, w) {
+		return false
+	}
+	frame, payload := qp.startFrame(&h, n)
+	if n > 0 && !qp.requestPayload(w, off, payload) {
+		return false
+	}
+	if wire.PSNBefore(psn, r.maxSent) {
+		qp.s.ctr.inc(RetransmittedPkts)
+	}
+	if qp.s.tracing() {
+		qp.s.tracef(qp.cfg.QPN, "req", "send %v psn=%d len=%d ackreq=%v", op, psn, n, h.BTH.AckReq)
+	}
+	qp.emit(frame)
+	return true
+}
+
+// requestOpcode is the opcode of packet k of w on this QP's type.
+func (qp *QP) requestOpcode(w *swqe, k int) wire.Opcode {
 	op := requestOpcode(w, k, w.npkts)
 	switch qp.cfg.Type {
 	case verbs.QPTypeUC:
@@ -430,12 +508,15 @@ func (qp *QP) sendRequest(w *swqe, k int) bool {
 			op = wire.UDSendOnlyImm
 		}
 	}
+	return op
+}
+
+// requestBTH fills the BTH of a request packet: opcode, PSN, SE and
+// AckReq (on the last packet of a message, every AckEvery packets, and
+// when the window fills).
+func (qp *QP) requestBTH(h *wire.Headers, w *swqe, op wire.Opcode, psn uint32) {
+	r := &qp.req
 	info := op.Info()
-	psn := wire.PSNAdd(w.firstPSN, k)
-	if w.wr.Opcode == verbs.WRRDMARead {
-		w.readFrom = k
-	}
-	var h wire.Headers
 	h.BTH.Opcode = op
 	h.BTH.PSN = psn
 	last := info.Last() || info.Pos == wire.PosNone
@@ -451,12 +532,12 @@ func (qp *QP) sendRequest(w *swqe, k int) bool {
 	} else {
 		r.sinceAckReq++
 	}
-	off := k * qp.mtu
-	n := 0
-	switch info.Kind {
-	case wire.KindSend, wire.KindWrite:
-		n = min(qp.mtu, w.length-off)
-	}
+}
+
+// requestExtHeaders fills the extension headers op carries: RETH,
+// ImmDt, IETH, AtomicETH; off is the packet's offset in the message.
+func requestExtHeaders(h *wire.Headers, w *swqe, op wire.Opcode, off int) {
+	info := op.Info()
 	if info.Has(wire.HdrRETH) {
 		h.RETH = wire.RETHFields{VA: w.wr.RemoteAddr + uint64(off), RKey: w.wr.RKey, Length: uint32(w.length - off)}
 	}
@@ -474,41 +555,39 @@ func (qp *QP) sendRequest(w *swqe, k int) bool {
 			h.AtomicETH.SwapAdd = w.wr.CompareAdd
 		}
 	}
-	if qp.cfg.Type == verbs.QPTypeUD {
-		// UD addresses every message anew: destination from the address
-		// handle, Q_Key from the WR unless it is a controlled one, which
-		// means "use the QP's own" (IBTA §10.2.4).
-		e, _, err := qp.pathFor(w.wr.AH)
-		if err != nil {
-			r.failLocal(w, verbs.WCLocQPOpErr)
-			return false
-		}
-		qp.encap = e
-		qkey := w.wr.RemoteQKey
-		if qkey&wire.PrivilegedQKeyBit != 0 {
-			qkey = qp.attr.QKey
-		}
-		h.DETH = wire.DETHFields{QKey: qkey, SrcQP: qp.cfg.QPN}
-		h.BTH.DestQP = w.wr.RemoteQPN & wire.PSNMask
+}
+
+// udAddress addresses a UD message anew: destination from the address
+// handle, Q_Key from the WR unless it is a controlled one, which means
+// "use the QP's own" (IBTA §10.2.4). A bad address handle fails w.
+func (qp *QP) udAddress(h *wire.Headers, w *swqe) bool {
+	e, _, err := qp.pathFor(w.wr.AH)
+	if err != nil {
+		qp.req.failLocal(w, verbs.WCLocQPOpErr)
+		return false
 	}
-	frame, payload := qp.startFrame(&h, n)
-	if n > 0 {
-		if w.isInline {
-			copy(payload, w.inline[off:off+n])
-		} else if _, f := qp.cfg.Memory.GatherAt(qp.cfg.PD, w.wr.SGL, off, payload); f != memory.Ok {
-			// The memory went away mid-message (deregistered): a local
-			// protection error for this WQE.
-			r.failLocal(w, verbs.WCLocProtErr)
-			return false
-		}
+	qp.encap = e
+	qkey := w.wr.RemoteQKey
+	if qkey&wire.PrivilegedQKeyBit != 0 {
+		qkey = qp.attr.QKey
 	}
-	if wire.PSNBefore(psn, r.maxSent) {
-		qp.s.ctr.inc(RetransmittedPkts)
+	h.DETH = wire.DETHFields{QKey: qkey, SrcQP: qp.cfg.QPN}
+	h.BTH.DestQP = w.wr.RemoteQPN & wire.PSNMask
+	return true
+}
+
+// requestPayload copies the packet's payload at off of w's message. The
+// memory may have gone away mid-message (deregistered): that fails w with
+// a local protection error.
+func (qp *QP) requestPayload(w *swqe, off int, payload []byte) bool {
+	if w.isInline {
+		copy(payload, w.inline[off:off+len(payload)])
+		return true
 	}
-	if qp.s.tracing() {
-		qp.s.tracef(qp.cfg.QPN, "req", "send %v psn=%d len=%d ackreq=%v", op, psn, n, ackReq)
+	if _, f := qp.cfg.Memory.GatherAt(qp.cfg.PD, w.wr.SGL, off, payload); f != memory.Ok {
+		qp.req.failLocal(w, verbs.WCLocProtErr)
+		return false
 	}
-	qp.emit(frame)
 	return true
 }
 

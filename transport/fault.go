@@ -252,88 +252,116 @@ func uniform(x, n uint64) uint64 {
 	return hi
 }
 
+// draws are the random numbers of one frame: a uniform [0, 1) each for
+// loss, duplication, corruption, reordering and delay, and a word each to
+// pick the flipped bit, the reorder hold and the stall.
+type draws struct {
+	loss, dup, corrupt, reorder, delay float64
+	bit, hold, stall                   uint64
+}
+
+// draw draws a fixed set of numbers per frame whenever random faults are
+// on, even when the script decides, so that the random fate of frame i
+// depends only on the seed, the direction and i.
+func (in *injector) draw(dir Direction) draws {
+	r := in.rng[dir]
+	var d draws
+	d.loss, d.dup, d.corrupt, d.reorder, d.delay = r.Float64(), r.Float64(), r.Float64(), r.Float64(), r.Float64()
+	d.bit, d.hold, d.stall = r.Uint64(), r.Uint64(), r.Uint64()
+	return d
+}
+
 // decide settles the fate of frame, which the injector now owns, given the
 // script's verdict v.
 func (in *injector) decide(dir Direction, frame []byte, v Verdict) fate {
 	st := &in.stats[dir]
 	f := in.cfg.of(dir)
-
-	// Draw a fixed set of numbers per frame whenever random faults are on,
-	// even when the script decides, so that the random fate of frame i
-	// depends only on the seed, the direction and i.
-	var uLoss, uDup, uCorrupt, uReorder, uDelay float64
-	var xBit, xReorder, xDelay uint64
 	random := f.enabled()
+	var d draws
 	if random {
-		r := in.rng[dir]
-		uLoss, uDup, uCorrupt, uReorder, uDelay = r.Float64(), r.Float64(), r.Float64(), r.Float64(), r.Float64()
-		xBit, xReorder, xDelay = r.Uint64(), r.Uint64(), r.Uint64()
+		d = in.draw(dir)
 	}
-
 	out := fate{wire: frame}
-	one := func(b []byte, hold time.Duration) fate {
-		out.wire = b
-		out.n = 1
-		out.copies[0] = copyOut{frame: b, hold: hold}
-		return out
+	if v.kind != verdictPass {
+		return out.scripted(st, frame, v)
 	}
-	two := func(b []byte, hold time.Duration) fate {
-		out.wire = b
-		out.n = 2
-		out.copies[0] = copyOut{frame: b, hold: hold}
-		out.copies[1] = copyOut{frame: slices.Clone(b), hold: hold}
-		st.Duplicated++
-		return out
+	if !random {
+		return out.one(frame, 0)
 	}
-	lose := func() fate {
-		out.lost = true
-		st.Dropped++
-		return out
-	}
+	return out.random(st, f, d, frame)
+}
 
+// scripted is the fate of frame under the script's verdict v.
+func (out fate) scripted(st *Counters, frame []byte, v Verdict) fate {
 	switch v.kind {
 	case verdictDrop:
-		return lose()
+		return out.lose(st)
 	case verdictDuplicate:
-		return two(frame, 0)
+		return out.two(st, frame, 0)
 	case verdictDelay:
 		st.Delayed++
-		return one(frame, v.delay)
+		return out.one(frame, v.delay)
 	case verdictReplace:
 		st.Replaced++
 		if len(v.frame) == 0 {
-			return lose()
+			return out.lose(st)
 		}
-		return one(v.frame, 0)
+		return out.one(v.frame, 0)
 	}
+	return out.one(frame, 0)
+}
 
-	if !random {
-		return one(frame, 0)
+// random is the fate of frame under f's random faults, drawn as d.
+func (out fate) random(st *Counters, f *Faults, d draws, frame []byte) fate {
+	if d.loss < f.Loss {
+		return out.lose(st)
 	}
-	if uLoss < f.Loss {
-		return lose()
-	}
-	if uCorrupt < f.Corrupt {
-		bit := uniform(xBit, uint64(len(frame))*8)
+	if d.corrupt < f.Corrupt {
+		bit := uniform(d.bit, uint64(len(frame))*8)
 		frame[bit/8] ^= 1 << (bit % 8)
 		st.Corrupted++
 		out.corrupted = true
 	}
 	var hold time.Duration
-	if uReorder < f.Reorder {
+	if d.reorder < f.Reorder {
 		w := f.ReorderWindow
 		if w == 0 {
 			w = DefaultReorderWindow
 		}
-		hold = 1 + time.Duration(uniform(xReorder, uint64(w)))
+		hold = 1 + time.Duration(uniform(d.hold, uint64(w)))
 		st.Reordered++
 	}
-	if uDelay < f.Delay {
-		out.stall = f.DelayMin + time.Duration(uniform(xDelay, uint64(f.DelayMax-f.DelayMin)+1))
+	if d.delay < f.Delay {
+		out.stall = f.DelayMin + time.Duration(uniform(d.stall, uint64(f.DelayMax-f.DelayMin)+1))
 		st.Delayed++
 	}
-	if uDup < f.Dup {
-		return two(frame, hold)
+	if d.dup < f.Dup {
+		return out.two(st, frame, hold)
 	}
-	return one(frame, hold)
+	return out.one(frame, hold)
+}
+
+// one delivers b once after hold.
+func (out fate) one(b []byte, hold time.Duration) fate {
+	out.wire = b
+	out.n = 1
+	out.copies[0] = copyOut{frame: b, hold: hold}
+	return out
+}
+
+// two delivers b twice after hold (the second a copy).
+func (out fate) two(st *Counters, b []byte, hold time.Duration) fate {
+	out.wire = b
+	out.n = 2
+	out.copies[0] = copyOut{frame: b, hold: hold}
+	out.copies[1] = copyOut{frame: slices.Clone(b), hold: hold}
+	st.Duplicated++
+	return out
+}
+
+// lose loses the frame.
+func (out fate) lose(st *Counters) fate {
+	out.lost = true
+	st.Dropped++
+	return out
 }

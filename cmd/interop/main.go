@@ -36,42 +36,49 @@ import (
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-func run(args []string, stdout, stderr io.Writer) int {
+// flags are interop's flags.
+type flags struct {
+	lab, only, out    *string
+	smoke, keep, list *bool
+}
+
+// parseFlags parses args; nil with the exit status when the run ends here.
+func parseFlags(args []string, stderr io.Writer) (*flags, int) {
 	fs := pflag.NewFlagSet("interop", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	lab := fs.String("lab", "", "the lab directory (default ../shared/lab from the repository root)")
-	only := fs.String("only", "", "run only the rows whose \"pairing / role\" matches this regular expression")
-	smoke := fs.Bool("smoke", false, "the CI subset: rxe rc pingpong and siw rping, both roles; the passthrough tests in both guests; rnic -d verbs:rxe0 pingpong as client; Debian's ibv_rc_pingpong and rping (rxe, siw) on rnicd through the drop-in libraries, both roles")
-	keep := fs.Bool("keep", false, "leave the guests running (a later run reuses them)")
-	out := fs.String("out", "", "directory for captures and logs (default: a new temporary directory)")
-	list := fs.Bool("list", false, "print the selected rows' commands and exit")
+	f := &flags{
+		lab:   fs.String("lab", "", "the lab directory (default ../shared/lab from the repository root)"),
+		only:  fs.String("only", "", "run only the rows whose \"pairing / role\" matches this regular expression"),
+		smoke: fs.Bool("smoke", false, "the CI subset: rxe rc pingpong and siw rping, both roles; the passthrough tests in both guests; rnic -d verbs:rxe0 pingpong as client; Debian's ibv_rc_pingpong and rping (rxe, siw) on rnicd through the drop-in libraries, both roles"),
+		keep:  fs.Bool("keep", false, "leave the guests running (a later run reuses them)"),
+		out:   fs.String("out", "", "directory for captures and logs (default: a new temporary directory)"),
+		list:  fs.Bool("list", false, "print the selected rows' commands and exit"),
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			return 0
+			return nil, 0
 		}
-		return 2
+		return nil, 2
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "interop: unexpected argument %q\n", fs.Arg(0))
-		return 2
+		return nil, 2
 	}
-	rows, err := Select(Rows(Pairings), *only, *smoke)
+	return f, 0
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	f, code := parseFlags(args, stderr)
+	if f == nil {
+		return code
+	}
+	rows, err := Select(Rows(Pairings), *f.only, *f.smoke)
 	if err != nil {
 		fmt.Fprintf(stderr, "interop: %v\n", err)
 		return 2
 	}
-	if *list {
-		for _, r := range rows {
-			rnic := "rnic " + joinArgs(r.RnicArgs("CAPTURE.pcap"))
-			switch {
-			case r.Tests:
-				rnic = "none"
-			case r.Dropin:
-				rnic = "rnicd " + joinArgs(r.RnicdArgs("CAPTURE.pcap", "SOCK")) +
-					"\n  program: ip netns exec " + labNetns + " rnic exec -S SOCK -- " + joinArgs(r.ProgramArgs())
-			}
-			fmt.Fprintf(stdout, "%s\n  guest %s: %s\n  rnic: %s\n", r.Label(), Guests[r.Guest].Name, r.GuestCommand(), rnic)
-		}
+	if *f.list {
+		listRows(stdout, rows)
 		return 0
 	}
 	if os.Geteuid() != 0 {
@@ -79,37 +86,61 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	root, err := repoRoot()
+	if err == nil {
+		err = f.dirs(root)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "interop: %v\n", err)
 		return 2
 	}
-	if *lab == "" {
-		*lab = filepath.Join(root, "..", "shared", "lab")
-	}
-	if *out == "" {
-		if *out, err = os.MkdirTemp("", "rnic-interop-"); err != nil {
-			fmt.Fprintf(stderr, "interop: %v\n", err)
-			return 2
-		}
-	} else if err := os.MkdirAll(*out, 0o755); err != nil {
-		fmt.Fprintf(stderr, "interop: %v\n", err)
-		return 2
-	}
-	fmt.Fprintf(stdout, "interop: %d rows; captures and logs in %s\n", len(rows), *out)
+	fmt.Fprintf(stdout, "interop: %d rows; captures and logs in %s\n", len(rows), *f.out)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	l := &Lab{Dir: *lab, Log: stdout}
+	return runLab(ctx, f, root, rows, stdout, stderr)
+}
+
+// listRows prints each row's commands.
+func listRows(stdout io.Writer, rows []Row) {
+	for _, r := range rows {
+		rnic := "rnic " + joinArgs(r.RnicArgs("CAPTURE.pcap"))
+		switch {
+		case r.Tests:
+			rnic = "none"
+		case r.Dropin:
+			rnic = "rnicd " + joinArgs(r.RnicdArgs("CAPTURE.pcap", "SOCK")) +
+				"\n  program: ip netns exec " + labNetns + " rnic exec -S SOCK -- " + joinArgs(r.ProgramArgs())
+		}
+		fmt.Fprintf(stdout, "%s\n  guest %s: %s\n  rnic: %s\n", r.Label(), Guests[r.Guest].Name, r.GuestCommand(), rnic)
+	}
+}
+
+// dirs fills in the default lab directory and makes the output one.
+func (f *flags) dirs(root string) error {
+	if *f.lab == "" {
+		*f.lab = filepath.Join(root, "..", "shared", "lab")
+	}
+	if *f.out == "" {
+		var err error
+		*f.out, err = os.MkdirTemp("", "rnic-interop-")
+		return err
+	}
+	return os.MkdirAll(*f.out, 0o755)
+}
+
+// runLab builds rnic (and what the rows need), boots the guests, runs the
+// rows and reports them; the guests stop afterwards unless --keep.
+func runLab(ctx context.Context, f *flags, root string, rows []Row, stdout, stderr io.Writer) int {
+	l := &Lab{Dir: *f.lab, Log: stdout}
 	gs := GuestsOf(rows)
 	defer func() {
 		for _, g := range gs {
 			DeleteTAP(g.TAP)
 		}
-		if !*keep {
+		if !*f.keep {
 			l.StopBooted()
 		}
 	}()
-
 	bin, err := buildRnic(ctx, root)
 	if err != nil {
 		fmt.Fprintf(stderr, "interop: %v\n", err)
@@ -117,19 +148,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer os.RemoveAll(filepath.Dir(bin))
 	guestFiles := buildGuestFiles(ctx, root, filepath.Dir(bin), rows, stdout)
-	if err := l.Prepare(ctx); err != nil {
-		fmt.Fprintf(stderr, "interop: %v\n", err)
-		return 1
+	if err = l.Prepare(ctx); err == nil {
+		err = l.Boot(ctx, gs)
 	}
-	if err := l.Boot(ctx, gs); err != nil {
+	if err != nil {
 		fmt.Fprintf(stderr, "interop: %v\n", err)
 		return 1
 	}
 	if _, err := exec.LookPath("tshark"); err != nil {
 		fmt.Fprintln(stdout, "interop: tshark is not installed: every row fails its oracle check (see reference/wireshark.md §A1)")
 	}
-
-	rn := &Runner{Lab: l, Rnic: bin, Out: *out, Guest: guestFiles}
+	rn := &Runner{Lab: l, Rnic: bin, Out: *f.out, Guest: guestFiles}
 	if needDropin(rows) {
 		fmt.Fprintln(stdout, "building rnicd and the drop-in libibverbs.so.1")
 		if rn.DropinErr = rn.prepareDropin(ctx, root, filepath.Dir(bin), stdout); rn.DropinErr != nil {
@@ -140,6 +169,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			defer os.RemoveAll(rn.SockDir)
 		}
 	}
+	return report(stdout, *f.out, runRows(ctx, rn, rows, stdout), len(rows))
+}
+
+// runRows runs the rows in order until ctx ends, telling each verdict.
+func runRows(ctx context.Context, rn *Runner, rows []Row, stdout io.Writer) []Result {
 	var results []Result
 	for i, r := range rows {
 		if ctx.Err() != nil {
@@ -154,19 +188,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "[%d/%d] %s: %s (%.0fs)\n", i+1, len(rows), r.Label(), verdict, res.Seconds)
 		results = append(results, res)
 	}
+	return results
+}
+
+// report writes the results' table (also to RESULTS.txt in out) and
+// returns 0 only if all rows ran and passed.
+func report(stdout io.Writer, out string, results []Result, rows int) int {
 	fmt.Fprintln(stdout)
 	WriteTable(stdout, results)
-	if f, err := os.Create(filepath.Join(*out, "RESULTS.txt")); err == nil {
+	if f, err := os.Create(filepath.Join(out, "RESULTS.txt")); err == nil {
 		WriteTable(f, results)
 		f.Close()
 	}
-	fmt.Fprintf(stdout, "captures and logs: %s\n", *out)
+	fmt.Fprintf(stdout, "captures and logs: %s\n", out)
 	for _, r := range results {
 		if !r.Pass {
 			return 1
 		}
 	}
-	if len(results) < len(rows) {
+	if len(results) < rows {
 		return 1
 	}
 	return 0

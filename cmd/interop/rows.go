@@ -216,137 +216,161 @@ const (
 var Pairings = buildPairings()
 
 func buildPairings() []*Pairing {
-	var ps []*Pairing
-	add := func(p *Pairing) { ps = append(ps, p) }
-	// pingpong: the client names the server last.
-	pp := func(guest, name, tool, rnic string, port int) {
-		add(&Pairing{Name: guest + " " + name, Guest: guest,
-			GuestServer: tool, GuestClient: tool + " {server}",
-			RnicServer: rnic, RnicClient: rnic + " {server}", ListenPort: port})
-	}
-	// Iterations per size, as lab/demo.sh (small: TCG guests are slow).
-	iters := map[int]int{64: 100, 1024: 20, 4096: 20, 65536: 5}
+	var t table
+	t.rxe()
+	t.rxe9000()
+	t.siw()
+	t.passthrough()
+	addDropin(t.add)
+	return t.ps
+}
 
-	// rxe, Ethernet MTU 1500: path MTU 1024.
+// table collects the pairings.
+type table struct{ ps []*Pairing }
+
+func (t *table) add(p *Pairing) { t.ps = append(t.ps, p) }
+
+// pp adds a pingpong pairing: the client names the server last.
+func (t *table) pp(guest, name, tool, rnic string, port int) {
+	t.add(&Pairing{Name: guest + " " + name, Guest: guest,
+		GuestServer: tool, GuestClient: tool + " {server}",
+		RnicServer: rnic, RnicClient: rnic + " {server}", ListenPort: port})
+}
+
+// perfIters are the iterations per size, as lab/demo.sh (small: TCG
+// guests are slow).
+var perfIters = map[int]int{64: 100, 1024: 20, 4096: 20, 65536: 5}
+
+// perfTools are perftest's bandwidth and latency tests with rnic perf's
+// --op and --mode.
+var perfTools = []struct{ tool, op, mode string }{
+	{"ib_write_bw", "write", "bw"}, {"ib_read_bw", "read", "bw"}, {"ib_send_bw", "send", "bw"},
+	{"ib_write_lat", "write", "lat"}, {"ib_read_lat", "read", "lat"}, {"ib_send_lat", "send", "lat"},
+}
+
+// perf adds a perftest pairing: the same flags on both sides, the client
+// names the server last; rnic's side is rnic perf with perftest's flags.
+// GID index 1 is the IPv4-mapped GID on both sides (index 0 is the
+// link-local GID on rxe and on rnic's TAP alike); -R connects through
+// rdma_cm (always on siw). extra is passed to both sides (-c UD, -A ...);
+// size 0 is perftest's default (the atomics' 8 bytes).
+func (t *table) perf(guest, tool, op, mode string, cm bool, extra string, size, n int) {
+	g := Guests[guest]
+	dev, flags, iw := "-d rxe0 -x 1 -F", "-x 1 -F", ""
+	switch {
+	case g.IWARP:
+		dev, flags, iw = "-d siw0 -R -F", "-R -F", " --iwarp"
+	case cm:
+		dev, flags = "-d rxe0 -R -F", "-R -F"
+	}
+	name := []string{guest, tool}
+	if cm && !g.IWARP {
+		name = append(name, "-R")
+	}
+	opts := ""
+	if extra != "" {
+		opts = " " + extra
+		name = append(name, strings.TrimPrefix(extra, "-A "))
+	}
+	if size > 0 {
+		opts += fmt.Sprintf(" -s %d", size)
+		name = append(name, fmt.Sprint(size))
+	}
+	opts += fmt.Sprintf(" -n %d", n)
+	port := 18515
+	if cm && !g.IWARP {
+		port = 0 // rdma_cm on RoCE listens on no TCP socket
+	}
+	tool = tool + " " + dev + opts
+	rnic := fmt.Sprintf("perf%s --op %s --mode %s %s%s", iw, op, mode, flags, opts)
+	t.add(&Pairing{Name: strings.Join(name, " "), Guest: guest, GuestServer: tool, GuestClient: tool + " {server}",
+		RnicServer: rnic + " --serve", RnicClient: rnic + " {server}", ListenPort: port})
+}
+
+// rxe adds the rows against rxe at Ethernet MTU 1500: path MTU 1024.
+func (t *table) rxe() {
 	for _, s := range []int{64, 4096, 65536} {
 		n := map[int]int{64: 10, 4096: 5, 65536: 5}[s]
-		pp("rxe", fmt.Sprintf("rc pingpong %d", s),
+		t.pp("rxe", fmt.Sprintf("rc pingpong %d", s),
 			fmt.Sprintf("ibv_rc_pingpong -d rxe0 -g 1 -n %d -s %d", n, s),
 			fmt.Sprintf("pingpong -g 1 -n %d -s %d", n, s), 18515)
 	}
 	for _, s := range []int{64, 512, 1024} {
-		pp("rxe", fmt.Sprintf("ud pingpong %d", s),
+		t.pp("rxe", fmt.Sprintf("ud pingpong %d", s),
 			fmt.Sprintf("ibv_ud_pingpong -d rxe0 -g 1 -n 10 -s %d", s),
 			fmt.Sprintf("pingpong --ud -g 1 -n 10 -s %d", s), 18515)
 	}
-	// perftest: the same flags on both sides, the client names the server
-	// last; rnic's side is rnic perf with perftest's flags. GID index 1
-	// is the IPv4-mapped GID on both sides (index 0 is the link-local GID
-	// on rxe and on rnic's TAP alike); -R connects through rdma_cm (always on siw). extra is
-	// passed to both sides (-c UD, -A ...); size 0 is perftest's default
-	// (the atomics' 8 bytes).
-	perf := func(guest, tool, op, mode string, cm bool, extra string, size, n int) {
-		g := Guests[guest]
-		dev, flags, iw := "-d rxe0 -x 1 -F", "-x 1 -F", ""
-		switch {
-		case g.IWARP:
-			dev, flags, iw = "-d siw0 -R -F", "-R -F", " --iwarp"
-		case cm:
-			dev, flags = "-d rxe0 -R -F", "-R -F"
-		}
-		name := []string{guest, tool}
-		if cm && !g.IWARP {
-			name = append(name, "-R")
-		}
-		opts := ""
-		if extra != "" {
-			opts = " " + extra
-			name = append(name, strings.TrimPrefix(extra, "-A "))
-		}
-		if size > 0 {
-			opts += fmt.Sprintf(" -s %d", size)
-			name = append(name, fmt.Sprint(size))
-		}
-		opts += fmt.Sprintf(" -n %d", n)
-		port := 18515
-		if cm && !g.IWARP {
-			port = 0 // rdma_cm on RoCE listens on no TCP socket
-		}
-		tool = tool + " " + dev + opts
-		rnic := fmt.Sprintf("perf%s --op %s --mode %s %s%s", iw, op, mode, flags, opts)
-		add(&Pairing{Name: strings.Join(name, " "), Guest: guest, GuestServer: tool, GuestClient: tool + " {server}",
-			RnicServer: rnic + " --serve", RnicClient: rnic + " {server}", ListenPort: port})
-	}
-	tools := []struct{ tool, op, mode string }{
-		{"ib_write_bw", "write", "bw"}, {"ib_read_bw", "read", "bw"}, {"ib_send_bw", "send", "bw"},
-		{"ib_write_lat", "write", "lat"}, {"ib_read_lat", "read", "lat"}, {"ib_send_lat", "send", "lat"},
-	}
-	for _, t := range tools {
+	for _, p := range perfTools {
 		for _, s := range []int{64, 4096, 65536} {
-			perf("rxe", t.tool, t.op, t.mode, false, "", s, iters[s])
+			t.perf("rxe", p.tool, p.op, p.mode, false, "", s, perfIters[s])
 		}
 	}
 	for _, s := range []int{64, 1024} {
-		perf("rxe", "ib_send_bw", "send", "bw", false, "-c UD", s, iters[s])
+		t.perf("rxe", "ib_send_bw", "send", "bw", false, "-c UD", s, perfIters[s])
 	}
-	perf("rxe", "ib_atomic_bw", "atomic", "bw", false, "-A FETCH_AND_ADD", 0, 50)
-	perf("rxe", "ib_atomic_bw", "atomic", "bw", false, "-A CMP_AND_SWAP", 0, 50)
+	t.perf("rxe", "ib_atomic_bw", "atomic", "bw", false, "-A FETCH_AND_ADD", 0, 50)
+	t.perf("rxe", "ib_atomic_bw", "atomic", "bw", false, "-A CMP_AND_SWAP", 0, 50)
 	// rdma_cm on RoCEv2: CM MADs on QP1.
-	add(&Pairing{Name: "rxe rping", Guest: "rxe",
+	t.add(&Pairing{Name: "rxe rping", Guest: "rxe",
 		GuestServer: "rping -s -a {self} -v -C 10", GuestClient: "rping -c -a {server} -v -C 10",
 		RnicServer: "rping -s -a {self} -C 10 -v -V", RnicClient: "rping -c -a {server} -C 10 -v -V"})
-	perf("rxe", "ib_write_bw", "write", "bw", true, "", 4096, 20)
+	t.perf("rxe", "ib_write_bw", "write", "bw", true, "", 4096, 20)
+}
 
-	// rxe, Ethernet MTU 9000: path MTU 4096.
-	pp("rxe9000", "rc pingpong 4096", "ibv_rc_pingpong -d rxe0 -g 1 -m 4096 -n 5 -s 4096",
+// rxe9000 adds the rows against rxe at Ethernet MTU 9000: path MTU 4096.
+func (t *table) rxe9000() {
+	t.pp("rxe9000", "rc pingpong 4096", "ibv_rc_pingpong -d rxe0 -g 1 -m 4096 -n 5 -s 4096",
 		"pingpong -g 1 -m 4096 -n 5 -s 4096", 18515)
-	pp("rxe9000", "rc pingpong 65536", "ibv_rc_pingpong -d rxe0 -g 1 -m 4096 -n 5 -s 65536",
+	t.pp("rxe9000", "rc pingpong 65536", "ibv_rc_pingpong -d rxe0 -g 1 -m 4096 -n 5 -s 65536",
 		"pingpong -g 1 -m 4096 -n 5 -s 65536", 18515)
-	pp("rxe9000", "ud pingpong 4096", "ibv_ud_pingpong -d rxe0 -g 1 -n 10 -s 4096",
+	t.pp("rxe9000", "ud pingpong 4096", "ibv_ud_pingpong -d rxe0 -g 1 -n 10 -s 4096",
 		"pingpong --ud -g 1 -n 10 -s 4096", 18515)
-	for _, t := range tools[:3] {
+	for _, p := range perfTools[:3] {
 		for _, s := range []int{4096, 65536} {
-			perf("rxe9000", t.tool, t.op, t.mode, false, "", s, iters[s])
+			t.perf("rxe9000", p.tool, p.op, p.mode, false, "", s, perfIters[s])
 		}
 	}
-	perf("rxe9000", "ib_send_bw", "send", "bw", false, "-c UD", 4096, 20)
-	perf("rxe9000", "ib_write_lat", "write", "lat", false, "", 4096, 20)
+	t.perf("rxe9000", "ib_send_bw", "send", "bw", false, "-c UD", 4096, 20)
+	t.perf("rxe9000", "ib_write_lat", "write", "lat", false, "", 4096, 20)
+}
 
-	// siw: iWARP through rdma_cm, MPA CRC off (siw) and on (siwcrc).
+// siw adds the rows against siw: iWARP through rdma_cm, MPA CRC off (siw)
+// and on (siwcrc).
+func (t *table) siw() {
 	for _, g := range []string{"siw", "siwcrc"} {
-		add(&Pairing{Name: g + " rping", Guest: g,
+		t.add(&Pairing{Name: g + " rping", Guest: g,
 			GuestServer: "rping -s -a {self} -v -C 10", GuestClient: "rping -c -a {server} -v -C 10",
 			RnicServer: "rping --iwarp -s -a {self} -C 10 -v -V", RnicClient: "rping --iwarp -c -a {server} -C 10 -v -V",
 			ListenPort: 7174})
-		for _, t := range tools {
-			if t.mode == "lat" {
-				perf(g, t.tool, t.op, t.mode, true, "", 64, 50)
+		for _, p := range perfTools {
+			if p.mode == "lat" {
+				t.perf(g, p.tool, p.op, p.mode, true, "", 64, 50)
 				continue
 			}
 			for _, s := range []int{4096, 65536} {
-				perf(g, t.tool, t.op, t.mode, true, "", s, iters[s])
+				t.perf(g, p.tool, p.op, p.mode, true, "", s, perfIters[s])
 			}
 		}
 	}
+}
 
-	// Passthrough (issue 9): rnic -d verbs:rxe0 against rnic on its TAP
-	// (RoCEv2, the ibv_rc_pingpong side channel), rnic rping --ib-dev
-	// verbs:siw0 against rnic rping --iwarp (rdma_cm over siw), and the
-	// backend's tests in each guest.
-	add(&Pairing{Name: "rxe passthrough pingpong 64", Guest: "rxe", Verbs: true,
+// passthrough adds issue 9's rows: rnic -d verbs:rxe0 against rnic on its
+// TAP (RoCEv2, the ibv_rc_pingpong side channel), rnic rping --ib-dev
+// verbs:siw0 against rnic rping --iwarp (rdma_cm over siw), and the
+// backend's tests in each guest.
+func (t *table) passthrough() {
+	t.add(&Pairing{Name: "rxe passthrough pingpong 64", Guest: "rxe", Verbs: true,
 		GuestServer: guestVerbsRnic + " pingpong -d verbs:rxe0 -g 1 -n 10 -s 64",
 		GuestClient: guestVerbsRnic + " pingpong -d verbs:rxe0 -g 1 -n 10 -s 64 {server}",
 		RnicServer:  "pingpong -g 1 -n 10 -s 64", RnicClient: "pingpong -g 1 -n 10 -s 64 {server}", ListenPort: 18515})
-	add(&Pairing{Name: "siw passthrough rping", Guest: "siw", Verbs: true,
+	t.add(&Pairing{Name: "siw passthrough rping", Guest: "siw", Verbs: true,
 		GuestServer: guestVerbsRnic + " rping --ib-dev verbs:siw0 -s -a {self} -C 10 -v -V",
 		GuestClient: guestVerbsRnic + " rping --ib-dev verbs:siw0 -c -a {server} -C 10 -v -V",
 		RnicServer:  "rping --iwarp -s -a {self} -C 10 -v -V", RnicClient: "rping --iwarp -c -a {server} -C 10 -v -V",
 		ListenPort: 7174})
 	for _, g := range []string{"rxe", "siw"} {
-		add(&Pairing{Name: g + " passthrough tests", Guest: g, Tests: true})
+		t.add(&Pairing{Name: g + " passthrough tests", Guest: g, Tests: true})
 	}
-	addDropin(add)
-	return ps
 }
 
 // addDropin adds issue 14's rows: Debian's unmodified ibv_rc_pingpong and

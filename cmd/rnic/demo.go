@@ -63,25 +63,56 @@ Exits 0 only if every step behaved as specified.
 flags:
 `
 
-func runDemo(args []string, stdout, stderr io.Writer) (status int) {
+// demoFlags are `rnic demo`'s flags.
+type demoFlags struct {
+	fs                         *pflag.FlagSet
+	addrA, addrB, pcap, ladder *string
+	ibDev                      *string
+	ipv6, iwarp                *bool
+	port                       *uint16
+	timeout                    *time.Duration
+	tap                        *tapFlags
+}
+
+func newDemoFlags() *demoFlags {
 	fs := pflag.NewFlagSet("rnic demo", pflag.ContinueOnError)
 	// pflag prints the usage itself on --help before returning ErrHelp;
 	// it is printed once, below, on stdout, and errors once on stderr.
 	fs.SetOutput(io.Discard)
-	addrA := fs.String("addr-a", "127.0.0.2", "rnic0's address (an address of this host)")
-	addrB := fs.String("addr-b", "127.0.0.3", "rnic1's address")
-	ipv6 := fs.Bool("ipv6", false, "use ::1 for both NICs (on ports --port and --port+1)")
-	port := fs.Uint16("port", wire.UDPPort, "RoCEv2 UDP port")
-	pcapPath := fs.String("pcap", "demo.pcap", "capture file (empty: none)")
-	ladderPath := fs.String("ladder", "", "then draw the capture as a ladder diagram, FILE.svg or FILE.html, with the engines' timer expiries and RNR waits marked")
-	timeout := fs.Duration("timeout", 2*time.Second, "time allowed for each step")
-	useIWARP := fs.Bool("iwarp", false, "iWARP over kernel TCP instead of RoCEv2 over UDP")
-	ibDev := fs.StringP("ib-dev", "d", "", "both sides on one device: NAME (this process's NIC), NAME@SOCKET (rnicd), verbs:NAME (libibverbs)")
-	tf := addTAPFlags(fs, true)
+	f := &demoFlags{fs: fs,
+		addrA:   fs.String("addr-a", "127.0.0.2", "rnic0's address (an address of this host)"),
+		addrB:   fs.String("addr-b", "127.0.0.3", "rnic1's address"),
+		ipv6:    fs.Bool("ipv6", false, "use ::1 for both NICs (on ports --port and --port+1)"),
+		port:    fs.Uint16("port", wire.UDPPort, "RoCEv2 UDP port"),
+		pcap:    fs.String("pcap", "demo.pcap", "capture file (empty: none)"),
+		ladder:  fs.String("ladder", "", "then draw the capture as a ladder diagram, FILE.svg or FILE.html, with the engines' timer expiries and RNR waits marked"),
+		timeout: fs.Duration("timeout", 2*time.Second, "time allowed for each step"),
+		iwarp:   fs.Bool("iwarp", false, "iWARP over kernel TCP instead of RoCEv2 over UDP"),
+		ibDev:   fs.StringP("ib-dev", "d", "", "both sides on one device: NAME (this process's NIC), NAME@SOCKET (rnicd), verbs:NAME (libibverbs)"),
+		tap:     addTAPFlags(fs, true)}
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), demoHelp)
 		fs.PrintDefaults()
 	}
+	return f
+}
+
+// taps checks the flags past parsing and returns the TAP configs (none or
+// two).
+func (f *demoFlags) taps() ([]tapnic.Config, error) {
+	taps, err := f.tap.configs()
+	if err == nil && *f.timeout <= 0 {
+		err = fmt.Errorf("--timeout %v: must be positive", *f.timeout)
+	}
+	if err == nil && len(taps) != 0 && len(taps) != 2 {
+		err = fmt.Errorf("%w: the demo needs two NICs: --tap twice (rnic0's, then rnic1's), with one --ip each", errTAPFlags)
+	}
+	return taps, err
+}
+
+func runDemo(args []string, stdout, stderr io.Writer) (status int) {
+	f := newDemoFlags()
+	fs := f.fs
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fs.SetOutput(stdout)
@@ -92,56 +123,90 @@ func runDemo(args []string, stdout, stderr io.Writer) (status int) {
 		return 2
 	}
 	var marks *demoMarks // the engines' timer expiries and RNR waits, for --ladder
-	if *ladderPath != "" {
-		if err := ladderOutput(*ladderPath); err != nil {
+	if *f.ladder != "" {
+		if err := ladderOutput(*f.ladder); err != nil {
 			fmt.Fprintf(stderr, "rnic demo: --ladder: %v (rnic help demo)\n", err)
 			return 2
 		}
 		marks = &demoMarks{}
-		defer func() { status = demoLadder(status, *ladderPath, *pcapPath, *port, marks, stderr) }()
+		defer func() { status = demoLadder(status, *f.ladder, *f.pcap, *f.port, marks, stderr) }()
 	}
-	taps, err := tf.configs()
-	if err == nil && *timeout <= 0 {
-		err = fmt.Errorf("--timeout %v: must be positive", *timeout)
-	}
-	if err == nil && len(taps) != 0 && len(taps) != 2 {
-		err = fmt.Errorf("%w: the demo needs two NICs: --tap twice (rnic0's, then rnic1's), with one --ip each", errTAPFlags)
-	}
+	taps, err := f.taps()
 	if err != nil {
 		fmt.Fprintf(stderr, "rnic %s (rnic help demo)\n", withPrefix("demo: ", err))
 		return 2
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	if fs.Changed("ib-dev") {
-		return runDemoDevice(ctx, fs, *ibDev, *addrA, *port, *timeout, stdout, stderr)
-	}
-	if len(taps) == 2 {
-		return runDemoTAP(ctx, &taps[0], &taps[1], *useIWARP, *pcapPath, *timeout, marks, stdout, stderr)
-	}
-	if *useIWARP {
-		p := *port
+	switch {
+	case fs.Changed("ib-dev"):
+		return runDemoDevice(ctx, fs, *f.ibDev, *f.addrA, *f.port, *f.timeout, stdout, stderr)
+	case len(taps) == 2:
+		return runDemoTAP(ctx, &taps[0], &taps[1], *f.iwarp, *f.pcap, *f.timeout, marks, stdout, stderr)
+	case *f.iwarp:
+		p := *f.port
 		if !fs.Changed("port") {
 			p = iwarpDemoPort
 		}
-		return runDemoIWARP(ctx, *addrA, *addrB, *ipv6, p, *pcapPath, *timeout, stdout, stderr)
+		return runDemoIWARP(ctx, *f.addrA, *f.addrB, *f.ipv6, p, *f.pcap, *f.timeout, stdout, stderr)
 	}
-	cfg := demo.Config{Out: stdout, Timeout: *timeout, PortA: *port, PortB: *port}
+	return runDemoLoopback(ctx, f, marks, stdout, stderr)
+}
+
+// demoAddrs parses the two NICs' addresses, or with ipv6 gives ::1 twice.
+func demoAddrs(addrA, addrB string, ipv6 bool) (a, b netip.Addr, err error) {
+	if ipv6 {
+		return netip.IPv6Loopback(), netip.IPv6Loopback(), nil
+	}
+	if a, err = netip.ParseAddr(addrA); err == nil {
+		b, err = netip.ParseAddr(addrB)
+	}
+	return a, b, err
+}
+
+// runDemoLoopback runs the RoCEv2 demo between two NICs on kernel UDP
+// sockets.
+func runDemoLoopback(ctx context.Context, f *demoFlags, marks *demoMarks, stdout, stderr io.Writer) int {
+	port := *f.port
+	cfg := demo.Config{Out: stdout, Timeout: *f.timeout, PortA: port, PortB: port}
 	if marks != nil {
 		cfg.TraceEvents = marks.event
 	}
-	if *ipv6 {
-		cfg.AddrA, cfg.AddrB = netip.IPv6Loopback(), netip.IPv6Loopback()
-		cfg.PortB = *port + 1
-	} else {
-		if cfg.AddrA, err = netip.ParseAddr(*addrA); err == nil {
-			cfg.AddrB, err = netip.ParseAddr(*addrB)
-		}
-		if err != nil {
+	if *f.ipv6 {
+		cfg.PortB = port + 1
+	}
+	var err error
+	if cfg.AddrA, cfg.AddrB, err = demoAddrs(*f.addrA, *f.addrB, *f.ipv6); err != nil {
+		fmt.Fprintf(stderr, "rnic %s\n", withPrefix("demo: ", err))
+		return 2
+	}
+	if code := openDemoLinks(&cfg, stderr); code != 0 {
+		return code
+	}
+	var pw *transport.PcapWriter
+	if *f.pcap != "" {
+		if pw, err = transport.CreatePcap(*f.pcap); err != nil {
+			cfg.LinkA.Close()
+			cfg.LinkB.Close()
 			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("demo: ", err))
 			return 2
 		}
+		cfg.Pcap = pw
 	}
+	fmt.Fprintf(stdout, "rnic demo: two NICs over loopback UDP (port %d), kernel sockets, no root\n", port)
+	runErr := demo.Run(ctx, cfg)
+	if pw != nil {
+		if err := pw.Close(); err != nil && runErr == nil {
+			runErr = err
+		}
+		tellDemoCapture(stdout, *f.pcap, pw.Frames(), cfg.PortA, cfg.PortB)
+	}
+	return demoStatus(ctx, runErr, stderr)
+}
+
+// openDemoLinks opens both NICs' kernel UDP links into cfg (rnic0's behind
+// demoFault, if a test set it); non-zero is the exit status of a failure.
+func openDemoLinks(cfg *demo.Config, stderr io.Writer) int {
 	reseal := func(b []byte) {
 		var f wire.Frame
 		if f.Decode(b, 0) == nil {
@@ -163,38 +228,32 @@ func runDemo(args []string, stdout, stderr io.Writer) (status int) {
 	if demoFault != nil {
 		cfg.LinkA = demoFault(cfg.LinkA)
 	}
-	var pw *transport.PcapWriter
-	if *pcapPath != "" {
-		if pw, err = transport.CreatePcap(*pcapPath); err != nil {
-			epA.Close()
-			epB.Close()
-			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("demo: ", err))
-			return 2
-		}
-		cfg.Pcap = pw
-	}
-	fmt.Fprintf(stdout, "rnic demo: two NICs over loopback UDP (port %d), kernel sockets, no root\n", *port)
-	runErr := demo.Run(ctx, cfg)
-	if pw != nil {
-		if err := pw.Close(); err != nil && runErr == nil {
-			runErr = err
-		}
-		tsharkPorts, decodePorts := "", ""
-		if cfg.PortA != wire.UDPPort || cfg.PortB != wire.UDPPort {
-			tsharkPorts = fmt.Sprintf(" -d udp.port==%d,infiniband -d udp.port==%d,infiniband", cfg.PortA, cfg.PortB)
-			decodePorts = fmt.Sprintf(" --port %d,%d", cfg.PortA, cfg.PortB)
-		}
-		fmt.Fprintf(stdout, "\ncapture: %s (%d frames). View it with:\n  tshark -r %s%s -V -Y infiniband\n  wireshark %s\nand check every ICRC (which Wireshark does not) with:\n  %s decode%s %s\n",
-			*pcapPath, pw.Frames(), *pcapPath, tsharkPorts, *pcapPath, self(), decodePorts, *pcapPath)
-	}
-	if runErr != nil {
-		if code, ok := signalStatus(ctx, stderr, "demo"); ok {
-			return code
-		}
-		fmt.Fprintf(stderr, "rnic %s\n", withPrefix("demo: ", runErr))
-		return 1
-	}
 	return 0
+}
+
+// tellDemoCapture tells where the RoCEv2 demo's capture is and how to
+// read it.
+func tellDemoCapture(stdout io.Writer, path string, frames int, portA, portB uint16) {
+	tsharkPorts, decodePorts := "", ""
+	if portA != wire.UDPPort || portB != wire.UDPPort {
+		tsharkPorts = fmt.Sprintf(" -d udp.port==%d,infiniband -d udp.port==%d,infiniband", portA, portB)
+		decodePorts = fmt.Sprintf(" --port %d,%d", portA, portB)
+	}
+	fmt.Fprintf(stdout, "\ncapture: %s (%d frames). View it with:\n  tshark -r %s%s -V -Y infiniband\n  wireshark %s\nand check every ICRC (which Wireshark does not) with:\n  %s decode%s %s\n",
+		path, frames, path, tsharkPorts, path, self(), decodePorts, path)
+}
+
+// demoStatus is the exit status of a demo that ended with runErr: 0, the
+// signal's, or 1.
+func demoStatus(ctx context.Context, runErr error, stderr io.Writer) int {
+	if runErr == nil {
+		return 0
+	}
+	if code, ok := signalStatus(ctx, stderr, "demo"); ok {
+		return code
+	}
+	fmt.Fprintf(stderr, "rnic %s\n", withPrefix("demo: ", runErr))
+	return 1
 }
 
 // demoFault, set only by tests, wraps rnic0's link (below its capture) in
@@ -210,16 +269,9 @@ const iwarpDemoPort = 18515
 func runDemoIWARP(ctx context.Context, addrA, addrB string, ipv6 bool, port uint16, pcapPath string, timeout time.Duration, stdout, stderr io.Writer) int {
 	cfg := demo.IWARPConfig{Out: stdout, Timeout: timeout, Port: port}
 	var err error
-	if ipv6 {
-		cfg.AddrA, cfg.AddrB = netip.IPv6Loopback(), netip.IPv6Loopback()
-	} else {
-		if cfg.AddrA, err = netip.ParseAddr(addrA); err == nil {
-			cfg.AddrB, err = netip.ParseAddr(addrB)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("demo: ", err))
-			return 2
-		}
+	if cfg.AddrA, cfg.AddrB, err = demoAddrs(addrA, addrB, ipv6); err != nil {
+		fmt.Fprintf(stderr, "rnic %s\n", withPrefix("demo: ", err))
+		return 2
 	}
 	var pw *transport.PcapWriter
 	if pcapPath != "" {
@@ -239,14 +291,7 @@ func runDemoIWARP(ctx context.Context, addrA, addrB string, ipv6 bool, port uint
 			"(Wireshark finds MPA by a TCP heuristic; on a port another dissector claims, add -o tcp.try_heuristic_first:TRUE.)\n",
 			pcapPath, pw.Frames(), pcapPath, pcapPath, pcapPath)
 	}
-	if runErr != nil {
-		if code, ok := signalStatus(ctx, stderr, "demo"); ok {
-			return code
-		}
-		fmt.Fprintf(stderr, "rnic %s\n", withPrefix("demo: ", runErr))
-		return 1
-	}
-	return 0
+	return demoStatus(ctx, runErr, stderr)
 }
 
 // runDemoTAP runs the demo (RoCE, or with iwarp the iWARP one) between two

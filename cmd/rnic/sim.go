@@ -54,12 +54,21 @@ var simBounds = []bound{
 	{"max-msg", 1, sim.MaxMaxMsg},
 }
 
-func runSim(args []string, stdout, stderr io.Writer) int {
+// simFlags are `rnic sim`'s flags besides the Config fields they fill.
+type simFlags struct {
+	fs            *pflag.FlagSet
+	cfg           sim.Config
+	pcap, ladder  *string
+	trace, timing *bool
+}
+
+func newSimFlags() *simFlags {
 	fs := pflag.NewFlagSet("rnic sim", pflag.ContinueOnError)
 	// pflag prints the usage itself on --help before returning ErrHelp;
 	// it is printed once, below, on stdout, and errors once on stderr.
 	fs.SetOutput(io.Discard)
-	var cfg sim.Config
+	f := &simFlags{fs: fs}
+	cfg := &f.cfg
 	fs.IntVar(&cfg.Ops, "ops", sim.DefaultOps, "operations in all")
 	fs.IntVar(&cfg.QPs, "qps", sim.DefaultQPs, "RC QP pairs")
 	fs.Float64Var(&cfg.Loss, "loss", 0, "probability that a frame is lost")
@@ -70,16 +79,39 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.MTU, "mtu", sim.DefaultMTU, "path MTU: 256, 512, 1024, 2048 or 4096")
 	fs.IntVar(&cfg.MaxMsg, "max-msg", sim.DefaultMaxMsg, "largest message in bytes")
 	fs.IntVar(&cfg.Depth, "depth", sim.DefaultDepth, "outstanding operations per QP")
-	pcapPath := fs.String("pcap", "", "write every frame on the link to this pcap file")
+	f.pcap = fs.String("pcap", "", "write every frame on the link to this pcap file")
 	fs.BoolVar(&cfg.IWARP, "iwarp", false, "iWARP over simulated TCP instead of RoCEv2 over a simulated link")
 	fs.Float64Var(&cfg.Chop, "chop", sim.DefaultChop, "iWARP: probability that a stream segment or delivery is cut at a random point")
-	trace := fs.Bool("trace", false, "print every QP state change and PSN/ACK/NAK decision")
-	ladderPath := fs.String("ladder", "", "draw the run as a ladder diagram (FILE.svg or FILE.html): lost, duplicated, corrupted, delayed frames and timer expiries marked")
-	timing := fs.Bool("timing", false, "print the run's wall and CPU time and its packets per CPU-second before the sim line (the one line that differs between runs of a seed)")
+	f.trace = fs.Bool("trace", false, "print every QP state change and PSN/ACK/NAK decision")
+	f.ladder = fs.String("ladder", "", "draw the run as a ladder diagram (FILE.svg or FILE.html): lost, duplicated, corrupted, delayed frames and timer expiries marked")
+	f.timing = fs.Bool("timing", false, "print the run's wall and CPU time and its packets per CPU-second before the sim line (the one line that differs between runs of a seed)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), simHelp)
 		fs.PrintDefaults()
 	}
+	return f
+}
+
+// check checks the parsed flags' values and arguments.
+func (f *simFlags) check() error {
+	fs := f.fs
+	err := checkBounds(fs, simBounds...)
+	if err == nil {
+		err = checkPathMTU(fs, "mtu")
+	}
+	if err == nil {
+		err = checkProbabilities(fs, probability{"loss", false}, probability{"reorder", false},
+			probability{"dup", false}, probability{"corrupt", false}, probability{"chop", true})
+	}
+	if err == nil && fs.NArg() != 0 {
+		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return err
+}
+
+func runSim(args []string, stdout, stderr io.Writer) int {
+	f := newSimFlags()
+	fs, cfg := f.fs, &f.cfg
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fs.SetOutput(stdout)
@@ -89,47 +121,42 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rnic %s (rnic help sim)\n", withPrefix("sim: ", err))
 		return 2
 	}
-	err := checkBounds(fs, simBounds...)
-	if err == nil {
-		err = checkPathMTU(fs, "mtu")
-	}
-	if err == nil {
-		err = checkProbabilities(fs, probability{"loss", false}, probability{"reorder", false},
-			probability{"dup", false}, probability{"corrupt", false}, probability{"chop", true})
-	}
-	if err != nil {
+	if err := f.check(); err != nil {
 		fmt.Fprintf(stderr, "rnic %s (rnic help sim)\n", withPrefix("sim: ", err))
-		return 2
-	}
-	if fs.NArg() != 0 {
-		fmt.Fprintf(stderr, "rnic sim: unexpected argument %q (rnic help sim)\n", fs.Arg(0))
 		return 2
 	}
 	if cfg.IWARP && cfg.Chop == 0 {
 		cfg.Chop = -1 // --chop 0: never cut
 	}
-	if *pcapPath != "" {
-		f, err := os.Create(*pcapPath)
+	if *f.pcap != "" {
+		pf, err := os.Create(*f.pcap)
 		if err != nil {
 			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("sim: ", err))
 			return 2
 		}
-		defer f.Close()
-		cfg.Pcap = f
+		defer pf.Close()
+		cfg.Pcap = pf
 	}
-	if *trace {
+	if *f.trace {
 		cfg.Trace = stdout
 	}
+	return f.run(stdout, stderr)
+}
+
+// run runs the simulation the flags describe, draws its ladder and
+// reports it.
+func (f *simFlags) run(stdout, stderr io.Writer) int {
+	cfg := &f.cfg
 	var lad *simLadder
-	if *ladderPath != "" {
+	if *f.ladder != "" {
 		var err error
-		if lad, err = newSimLadder(*ladderPath, &cfg); err != nil {
+		if lad, err = newSimLadder(*f.ladder, cfg); err != nil {
 			fmt.Fprintf(stderr, "rnic sim: %v (rnic help sim)\n", err)
 			return 2
 		}
 	}
 	clk := startSimClock()
-	res, err := sim.Run(cfg)
+	res, err := sim.Run(*cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "rnic %s\n", withPrefix("sim: ", err))
 		return 2
@@ -140,6 +167,19 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	reportSim(stdout, res)
+	if *f.timing {
+		clk.printTiming(stdout, res)
+	}
+	fmt.Fprintln(stdout, res.Line())
+	if !res.Passed() {
+		return 1
+	}
+	return 0
+}
+
+// reportSim prints the counters either device counted and the failures.
+func reportSim(stdout io.Writer, res *sim.Result) {
 	fmt.Fprintf(stdout, "%-24s %14s %14s\n", "counter", "rnic0", "rnic1")
 	for i, c := range res.CountersA {
 		b := res.CountersB[i].Value
@@ -151,12 +191,4 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	for _, f := range res.Failures {
 		fmt.Fprintf(stdout, "failure: %s\n", f)
 	}
-	if *timing {
-		clk.printTiming(stdout, res)
-	}
-	fmt.Fprintln(stdout, res.Line())
-	if !res.Passed() {
-		return 1
-	}
-	return 0
 }

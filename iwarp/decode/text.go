@@ -160,9 +160,36 @@ func rtrKinds(v wire.IRDORD) string {
 
 func appendFPDUText(dst []byte, r *Record) []byte {
 	s := &r.Segment
-	h := s.DDP()
 	dst = append(dst, ' ')
 	dst = append(dst, s.Info().Name...)
+	dst = appendDDPText(dst, s)
+	switch s.Info().Body {
+	case wire.BodyReadRequest:
+		dst = appendReadRequestText(dst, s.ReadRequest())
+	case wire.BodyTerminate:
+		dst = appendTerminateText(dst, s.Terminate())
+	case wire.BodyAtomicRequest:
+		dst = appendAtomicRequestText(dst, s.AtomicRequest())
+	case wire.BodyAtomicResponse:
+		v := s.AtomicResponse()
+		dst = append(dst, " req_id="...)
+		dst = AppendHex(dst, uint64(v.RequestID()), 0)
+		dst = append(dst, " orig="...)
+		dst = AppendHex(dst, v.OriginalValue(), 0)
+	case wire.BodyImmediate:
+		dst = append(dst, " imm="...)
+		dst = AppendHex(dst, s.Immediate().Data(), 16)
+	}
+	dst = append(dst, " payload="...)
+	dst = strconv.AppendInt(dst, int64(len(s.Payload())), 10)
+	return appendCRC(dst, r)
+}
+
+// appendDDPText appends the DDP header's fields: STag and TO (tagged) or
+// QN, MSN and MO (untagged), the Last flag, and a Send with Invalidate's
+// STag.
+func appendDDPText(dst []byte, s *wire.Segment) []byte {
+	h := s.DDP()
 	if h.Tagged() {
 		dst = append(dst, " stag="...)
 		dst = AppendHex(dst, uint64(h.STag()), 0)
@@ -183,71 +210,62 @@ func appendFPDUText(dst []byte, r *Record) []byte {
 		dst = append(dst, " inv_stag="...)
 		dst = AppendHex(dst, uint64(h.InvalidateSTag()), 0)
 	}
-	switch s.Info().Body {
-	case wire.BodyReadRequest:
-		v := s.ReadRequest()
-		dst = append(dst, " sink_stag="...)
-		dst = AppendHex(dst, uint64(v.SinkSTag()), 0)
-		dst = append(dst, " sink_to="...)
-		dst = AppendHex(dst, v.SinkTO(), 0)
-		dst = append(dst, " size="...)
-		dst = strconv.AppendUint(dst, uint64(v.Size()), 10)
-		dst = append(dst, " src_stag="...)
-		dst = AppendHex(dst, uint64(v.SourceSTag()), 0)
-		dst = append(dst, " src_to="...)
-		dst = AppendHex(dst, v.SourceTO(), 0)
-	case wire.BodyTerminate:
-		t := s.Terminate()
-		dst = append(dst, " term="...)
-		dst = AppendHex(dst, uint64(t.Code()), 4)
-		dst = append(dst, " ("...)
-		dst = append(dst, t.Code().String()...)
-		dst = append(dst, ')')
-		if t.M() {
-			dst = append(dst, " m"...)
-		}
-		if t.D() {
-			dst = append(dst, " d seglen="...)
-			dst = strconv.AppendUint(dst, uint64(t.DDPSegmentLength()), 10)
-		}
-		if t.R() {
-			dst = append(dst, " r"...)
-		}
-	case wire.BodyAtomicRequest:
-		v := s.AtomicRequest()
-		dst = append(dst, " atomic="...)
-		if op := v.Op(); op.Valid() {
-			dst = append(dst, op.String()...)
-		} else {
-			dst = strconv.AppendUint(dst, uint64(op), 10)
-		}
-		dst = append(dst, " req_id="...)
-		dst = AppendHex(dst, uint64(v.RequestID()), 0)
-		dst = append(dst, " stag="...)
-		dst = AppendHex(dst, uint64(v.STag()), 0)
-		dst = append(dst, " to="...)
-		dst = AppendHex(dst, v.TO(), 0)
-		dst = append(dst, " data="...)
-		dst = AppendHex(dst, v.AddSwapData(), 0)
-		dst = append(dst, " data_mask="...)
-		dst = AppendHex(dst, v.AddSwapMask(), 0)
-		dst = append(dst, " cmp="...)
-		dst = AppendHex(dst, v.CompareData(), 0)
-		dst = append(dst, " cmp_mask="...)
-		dst = AppendHex(dst, v.CompareMask(), 0)
-	case wire.BodyAtomicResponse:
-		v := s.AtomicResponse()
-		dst = append(dst, " req_id="...)
-		dst = AppendHex(dst, uint64(v.RequestID()), 0)
-		dst = append(dst, " orig="...)
-		dst = AppendHex(dst, v.OriginalValue(), 0)
-	case wire.BodyImmediate:
-		dst = append(dst, " imm="...)
-		dst = AppendHex(dst, s.Immediate().Data(), 16)
+	return dst
+}
+
+func appendReadRequestText(dst []byte, v wire.ReadRequest) []byte {
+	dst = append(dst, " sink_stag="...)
+	dst = AppendHex(dst, uint64(v.SinkSTag()), 0)
+	dst = append(dst, " sink_to="...)
+	dst = AppendHex(dst, v.SinkTO(), 0)
+	dst = append(dst, " size="...)
+	dst = strconv.AppendUint(dst, uint64(v.Size()), 10)
+	dst = append(dst, " src_stag="...)
+	dst = AppendHex(dst, uint64(v.SourceSTag()), 0)
+	dst = append(dst, " src_to="...)
+	return AppendHex(dst, v.SourceTO(), 0)
+}
+
+func appendTerminateText(dst []byte, t wire.Terminate) []byte {
+	dst = append(dst, " term="...)
+	dst = AppendHex(dst, uint64(t.Code()), 4)
+	dst = append(dst, " ("...)
+	dst = append(dst, t.Code().String()...)
+	dst = append(dst, ')')
+	if t.M() {
+		dst = append(dst, " m"...)
 	}
-	dst = append(dst, " payload="...)
-	dst = strconv.AppendInt(dst, int64(len(s.Payload())), 10)
-	return appendCRC(dst, r)
+	if t.D() {
+		dst = append(dst, " d seglen="...)
+		dst = strconv.AppendUint(dst, uint64(t.DDPSegmentLength()), 10)
+	}
+	if t.R() {
+		dst = append(dst, " r"...)
+	}
+	return dst
+}
+
+func appendAtomicRequestText(dst []byte, v wire.AtomicRequest) []byte {
+	dst = append(dst, " atomic="...)
+	if op := v.Op(); op.Valid() {
+		dst = append(dst, op.String()...)
+	} else {
+		dst = strconv.AppendUint(dst, uint64(op), 10)
+	}
+	dst = append(dst, " req_id="...)
+	dst = AppendHex(dst, uint64(v.RequestID()), 0)
+	dst = append(dst, " stag="...)
+	dst = AppendHex(dst, uint64(v.STag()), 0)
+	dst = append(dst, " to="...)
+	dst = AppendHex(dst, v.TO(), 0)
+	dst = append(dst, " data="...)
+	dst = AppendHex(dst, v.AddSwapData(), 0)
+	dst = append(dst, " data_mask="...)
+	dst = AppendHex(dst, v.AddSwapMask(), 0)
+	dst = append(dst, " cmp="...)
+	dst = AppendHex(dst, v.CompareData(), 0)
+	dst = append(dst, " cmp_mask="...)
+	return AppendHex(dst, v.CompareMask(), 0)
 }
 
 func appendCRC(dst []byte, r *Record) []byte {

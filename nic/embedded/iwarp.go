@@ -58,6 +58,13 @@ type IWARPConfig struct {
 	Pcap *transport.PcapWriter
 	// Trace, if set, receives the engine's connection and QP trace.
 	Trace io.Writer
+	// Wrap, if set, wraps each connection's stream above the capture: a
+	// tool that narrates what the NIC writes (the demo) sees the bytes
+	// the engine writes, in its order.
+	Wrap func(stream.Conn) stream.Conn
+	// Seed, if set, makes the device's QPNs and keys a function of it
+	// (nic.Config.Seed): a simulated run replays byte for byte.
+	Seed *[32]byte
 }
 
 // DefaultSettle is a Settle that covers a siw peer in a slow (TCG) guest
@@ -103,9 +110,7 @@ func OpenIWARP(cfg IWARPConfig) (*IWARPNIC, error) {
 	n.cm = newIWARPCM(n)
 	scfg := iwarp.Config{Clock: cfg.Clock, Network: cfg.Network, Addr: n.Addr, MSS: cfg.MSS,
 		NoCRC: !cfg.CRC, RTR: cfg.RTR, OnConnEvent: n.cm.event}
-	if cfg.Pcap != nil {
-		scfg.Tee = pcapTee(cfg.Pcap, cfg.Clock)
-	}
+	scfg.Tee = streamTee(cfg.Pcap, cfg.Clock, cfg.Wrap)
 	if cfg.Trace != nil {
 		var mu sync.Mutex
 		w, name := cfg.Trace, cfg.Name
@@ -122,7 +127,7 @@ func OpenIWARP(cfg IWARPConfig) (*IWARPNIC, error) {
 	// The MAC only names the node (its GUID): the kernel's TCP hides the
 	// real one, as the embedded RoCE mode's UDP does.
 	dev, err := nic.Open(nic.Config{Name: cfg.Name, Provider: stack, GIDs: []netip.Addr{n.Addr},
-		MAC: udp.SyntheticMAC(n.Addr), Transport: nic.TransportIWARP, Limits: iwarpLimits()})
+		MAC: udp.SyntheticMAC(n.Addr), Transport: nic.TransportIWARP, Limits: iwarpLimits(), Seed: cfg.Seed})
 	if err != nil {
 		stack.Close()
 		return nil, fmt.Errorf("embedded: %w", err)
@@ -148,14 +153,25 @@ func iwarpLimits() nic.Limits {
 	return nic.Limits{MaxQPRdAtom: iwarpMaxRdAtom, MaxQPInitRdAtom: iwarpMaxRdAtom, DeviceCap: iwarpCaps}
 }
 
-// pcapTee records each connection in w with the clock's timestamps.
-func pcapTee(w *transport.PcapWriter, clk clock.Clock) func(stream.Conn) stream.Conn {
+// streamTee records each connection in w (if set) with the clock's
+// timestamps, and wraps it in wrap (if set) above the capture; nil if
+// neither is set.
+func streamTee(w *transport.PcapWriter, clk clock.Clock, wrap func(stream.Conn) stream.Conn) func(stream.Conn) stream.Conn {
+	if w == nil && wrap == nil {
+		return nil
+	}
 	now := time.Now
 	if v, ok := clk.(*clock.Virtual); ok {
 		now = transport.VirtualTimestamps(v)
 	}
 	return func(s stream.Conn) stream.Conn {
-		return stream.TeeConnWith(s, w, stream.TeeConfig{Now: now, Framer: iwarp.CaptureFramer})
+		if w != nil {
+			s = stream.TeeConnWith(s, w, stream.TeeConfig{Now: now, Framer: iwarp.CaptureFramer})
+		}
+		if wrap != nil {
+			s = wrap(s)
+		}
+		return s
 	}
 }
 

@@ -144,7 +144,7 @@ func (c *iwarpCM) CMConnect(ctx context.Context, qp ibv.QP, addr netip.Addr, por
 			c.untrack(cn)
 			return nil, connectError(remote, r)
 		}
-		cn.local, cn.remote, cn.privateData = r.Local, r.Remote, r.PrivateData
+		cn.local, cn.remote, cn.privateData, cn.mpa = r.Local, r.Remote, r.PrivateData, resultMPA(r)
 		if err := c.settle(ctx); err != nil {
 			c.n.Stack.Disconnect(q.QPN())
 			c.untrack(cn)
@@ -273,7 +273,7 @@ func (r *iwarpRequest) Accept(ctx context.Context, qp ibv.QP, privateData []byte
 		return nil, err
 	}
 	cn := r.c.track(qp)
-	cn.local, cn.remote, cn.privateData = r.r.Local, r.r.Remote, r.r.PrivateData
+	cn.local, cn.remote, cn.privateData, cn.mpa = r.r.Local, r.r.Remote, r.r.PrivateData, requestMPA(r.r)
 	if err := r.r.Accept(q.QPN(), privateData, cp.ird, cp.ord); err != nil {
 		r.c.untrack(cn)
 		return nil, fmt.Errorf("embedded: iWARP accept: %w", err)
@@ -296,6 +296,7 @@ type iwarpConn struct {
 	qpn               uint32
 	local, remote     netip.AddrPort
 	privateData       []byte
+	mpa               MPAParams // the peer's MPA frame (see MPA)
 	established, done chan struct{}
 	estOnce, endOnce  sync.Once
 	err               error // why it ended, once done is closed

@@ -53,6 +53,9 @@ type Config struct {
 	// ports when they differ (see roce.Config).
 	UDPPort  uint16
 	PeerPort func(netip.Addr) uint16
+	// Seed, if set, makes the device's QPNs and keys a function of it
+	// (nic.Config.Seed): a simulated run replays byte for byte.
+	Seed *[32]byte
 }
 
 // NIC is an assembled NIC.
@@ -117,7 +120,8 @@ func NewNIC(cfg Config) (*NIC, error) {
 	if err != nil {
 		return nil, err
 	}
-	dev, err := nic.Open(nic.Config{Name: cfg.Name, Provider: stack, GIDs: addrs, LinkLocal: cfg.LinkLocal, MAC: cfg.MAC, MTU: cfg.MTU})
+	dev, err := nic.Open(nic.Config{Name: cfg.Name, Provider: stack, GIDs: addrs, LinkLocal: cfg.LinkLocal, MAC: cfg.MAC, MTU: cfg.MTU,
+		Seed: cfg.Seed})
 	if err != nil {
 		return nil, err
 	}

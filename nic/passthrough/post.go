@@ -48,90 +48,113 @@ func (q *qp) PostSend(wrs ...*verbs.SendWR) error {
 		q.d.ahMu.RLock()
 		defer q.d.ahMu.RUnlock()
 	}
-	var (
-		w   [C.RN_BATCH]C.struct_rn_send_wr
-		sg  [batchSGEs]C.struct_ibv_sge
-		inl [batchInline]byte
-	)
+	var b sendBatch
 	for done := 0; done < len(wrs); {
-		n, ns, ni := 0, 0, 0
+		b.n, b.ns, b.ni = 0, 0, 0
 		var stop error
-		for done+n < len(wrs) && n < C.RN_BATCH {
-			wr := wrs[done+n]
-			if wr == nil {
-				stop = fmt.Errorf("passthrough: nil send WR: %w", nic.ErrInvalid)
+		for done+b.n < len(wrs) && b.n < C.RN_BATCH {
+			ok, err := b.add(q, wrs[done+b.n])
+			if err != nil {
+				stop = err
+			}
+			if !ok {
 				break
 			}
-			if wr.Opcode == verbs.WRBindMW || wr.Opcode == verbs.WRFlush {
-				// ibv_post_send has no fields for them (ibv_bind_mw and
-				// the extended WR API do), and ibv has no MW verbs.
-				stop = fmt.Errorf("passthrough: %v through ibv_post_send: %w", wr.Opcode, nic.ErrNotSupported)
-				break
-			}
-			c := &w[n]
-			*c = C.struct_rn_send_wr{
-				wr_id:       C.uint64_t(wr.ID),
-				remote_addr: C.uint64_t(wr.RemoteAddr),
-				compare_add: C.uint64_t(wr.CompareAdd),
-				swap:        C.uint64_t(wr.Swap),
-				opcode:      C.uint32_t(wr.Opcode),
-				flags:       C.uint32_t(wr.Flags),
-				imm:         C.uint32_t(wr.Imm),
-				inv_rkey:    C.uint32_t(wr.InvRKey),
-				rkey:        C.uint32_t(wr.RKey),
-				remote_qpn:  C.uint32_t(wr.RemoteQPN),
-				remote_qkey: C.uint32_t(wr.RemoteQKey),
-			}
-			if wr.Inline != nil {
-				// The caller's bytes, copied here as nic copies them at
-				// post time; the SGL is not used.
-				if len(wr.Inline) > batchInline {
-					stop = fmt.Errorf("passthrough: %d inline bytes, at most %d: %w", len(wr.Inline), batchInline, nic.ErrInvalid)
-					break
-				}
-				if ni+len(wr.Inline) > batchInline {
-					break
-				}
-				c.flags |= C.uint32_t(verbs.SendInline)
-				c.inline_off, c.inline_len = C.uint32_t(ni), C.uint32_t(len(wr.Inline))
-				ni += copy(inl[ni:], wr.Inline)
-			} else {
-				if len(wr.SGL) > batchSGEs {
-					stop = fmt.Errorf("passthrough: %d SGEs in one WR, at most %d: %w", len(wr.SGL), batchSGEs, nic.ErrInvalid)
-					break
-				}
-				if ns+len(wr.SGL) > batchSGEs {
-					break
-				}
-				c.sge_off, c.num_sge = C.uint32_t(ns), C.uint32_t(len(wr.SGL))
-				for _, s := range wr.SGL {
-					sg[ns] = C.struct_ibv_sge{addr: C.uint64_t(s.Addr), length: C.uint32_t(s.Length), lkey: C.uint32_t(s.LKey)}
-					ns++
-				}
-			}
-			if q.typ == verbs.QPTypeUD {
-				h := q.d.ahs[wr.AH]
-				if h == nil {
-					stop = fmt.Errorf("passthrough: UD send WR without an address handle of this device: %w", nic.ErrInvalid)
-					break
-				}
-				c.ah = h.c
-			}
-			n++
 		}
-		if n > 0 {
+		if b.n > 0 {
 			var bad C.int
-			if r := C.rn_post_send(q.c, &w[0], C.int(n), &sg[0], (*C.uint8_t)(&inl[0]), &bad); r != 0 {
+			if r := C.rn_post_send(q.c, &b.w[0], C.int(b.n), &b.sg[0], (*C.uint8_t)(&b.inl[0]), &bad); r != 0 {
 				i := done + int(bad)
 				return &nic.PostError{Index: i, WRID: idOf(wrs[i]), Err: fmt.Errorf("passthrough: post send: %w", postErrno(r))}
 			}
 		}
-		done += n
+		done += b.n
 		if stop != nil {
 			return &nic.PostError{Index: done, WRID: idOf(wrs[done]), Err: stop}
 		}
 	}
 	return nil
+}
+
+// sendBatch is what one rn_post_send call carries: n WRs, the ns SGEs
+// and ni inline bytes they point into.
+type sendBatch struct {
+	w         [C.RN_BATCH]C.struct_rn_send_wr
+	sg        [batchSGEs]C.struct_ibv_sge
+	inl       [batchInline]byte
+	n, ns, ni int
+}
+
+// add puts wr in the batch as its next WR. It reports false when wr is
+// not in the batch: with an error when wr is bad, without one when its
+// SGEs or inline bytes do not fit beside the batch's (the next batch takes
+// it: a single WR always fits).
+func (b *sendBatch) add(q *qp, wr *verbs.SendWR) (bool, error) {
+	if wr == nil {
+		return false, fmt.Errorf("passthrough: nil send WR: %w", nic.ErrInvalid)
+	}
+	if wr.Opcode == verbs.WRBindMW || wr.Opcode == verbs.WRFlush {
+		// ibv_post_send has no fields for them (ibv_bind_mw and the
+		// extended WR API do), and ibv has no MW verbs.
+		return false, fmt.Errorf("passthrough: %v through ibv_post_send: %w", wr.Opcode, nic.ErrNotSupported)
+	}
+	c := &b.w[b.n]
+	*c = C.struct_rn_send_wr{
+		wr_id:       C.uint64_t(wr.ID),
+		remote_addr: C.uint64_t(wr.RemoteAddr),
+		compare_add: C.uint64_t(wr.CompareAdd),
+		swap:        C.uint64_t(wr.Swap),
+		opcode:      C.uint32_t(wr.Opcode),
+		flags:       C.uint32_t(wr.Flags),
+		imm:         C.uint32_t(wr.Imm),
+		inv_rkey:    C.uint32_t(wr.InvRKey),
+		rkey:        C.uint32_t(wr.RKey),
+		remote_qpn:  C.uint32_t(wr.RemoteQPN),
+		remote_qkey: C.uint32_t(wr.RemoteQKey),
+	}
+	fits, err := b.data(c, wr)
+	if !fits || err != nil {
+		return false, err
+	}
+	if q.typ == verbs.QPTypeUD {
+		h := q.d.ahs[wr.AH]
+		if h == nil {
+			return false, fmt.Errorf("passthrough: UD send WR without an address handle of this device: %w", nic.ErrInvalid)
+		}
+		c.ah = h.c
+	}
+	b.n++
+	return true, nil
+}
+
+// data puts wr's inline bytes or SGL in the batch for c.
+func (b *sendBatch) data(c *C.struct_rn_send_wr, wr *verbs.SendWR) (bool, error) {
+	if wr.Inline != nil {
+		// The caller's bytes, copied here as nic copies them at post
+		// time; the SGL is not used.
+		if len(wr.Inline) > batchInline {
+			return false, fmt.Errorf("passthrough: %d inline bytes, at most %d: %w", len(wr.Inline), batchInline, nic.ErrInvalid)
+		}
+		if b.ni+len(wr.Inline) > batchInline {
+			return false, nil
+		}
+		c.flags |= C.uint32_t(verbs.SendInline)
+		c.inline_off, c.inline_len = C.uint32_t(b.ni), C.uint32_t(len(wr.Inline))
+		b.ni += copy(b.inl[b.ni:], wr.Inline)
+		return true, nil
+	}
+	if len(wr.SGL) > batchSGEs {
+		return false, fmt.Errorf("passthrough: %d SGEs in one WR, at most %d: %w", len(wr.SGL), batchSGEs, nic.ErrInvalid)
+	}
+	if b.ns+len(wr.SGL) > batchSGEs {
+		return false, nil
+	}
+	c.sge_off, c.num_sge = C.uint32_t(b.ns), C.uint32_t(len(wr.SGL))
+	for _, s := range wr.SGL {
+		b.sg[b.ns] = C.struct_ibv_sge{addr: C.uint64_t(s.Addr), length: C.uint32_t(s.Length), lkey: C.uint32_t(s.LKey)}
+		b.ns++
+	}
+	return true, nil
 }
 
 func idOf(wr *verbs.SendWR) uint64 {

@@ -16,8 +16,7 @@ import (
 type Listener struct {
 	c    *CM
 	port uint16
-	reqs chan *Request
-	done chan struct{}
+	requestQueue[*Request]
 }
 
 // Request is a connection request waiting for Accept or Reject.
@@ -48,7 +47,7 @@ func (c *CM) Listen(port uint16) (*Listener, error) {
 	if c.listeners[port] != nil {
 		return nil, fmt.Errorf("%w: %d", ErrInUse, port)
 	}
-	l := &Listener{c: c, port: port, reqs: make(chan *Request, c.cfg.Backlog), done: make(chan struct{})}
+	l := &Listener{c: c, port: port, requestQueue: newRequestQueue[*Request](c.cfg.Backlog)}
 	c.listeners[port] = l
 	return l, nil
 }
@@ -70,18 +69,6 @@ func (c *CM) ephemeralPort() uint16 {
 // Port returns the port the listener listens on.
 func (l *Listener) Port() uint16 { return l.port }
 
-// Accept waits for the next connection request.
-func (l *Listener) Accept(ctx context.Context) (*Request, error) {
-	select {
-	case r := <-l.reqs:
-		return r, nil
-	case <-l.done:
-		return nil, ErrClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
 // Close stops listening; REQs still queued are rejected.
 func (l *Listener) Close() error {
 	l.c.mu.Lock()
@@ -91,23 +78,6 @@ func (l *Listener) Close() error {
 	l.c.mu.Unlock()
 	l.close()
 	return nil
-}
-
-func (l *Listener) close() {
-	select {
-	case <-l.done:
-		return
-	default:
-	}
-	close(l.done)
-	for {
-		select {
-		case r := <-l.reqs:
-			r.Reject(nil)
-		default:
-			return
-		}
-	}
 }
 
 // onREQ is the CM's REQ hook: rdma_cm's service ID and header, then the

@@ -59,8 +59,7 @@ type UDPeer struct {
 type UDListener struct {
 	c    *CM
 	port uint16
-	reqs chan *UDRequest
-	done chan struct{}
+	requestQueue[*UDRequest]
 }
 
 // UDRequest is a resolution request waiting for Accept or Reject.
@@ -89,25 +88,13 @@ func (c *CM) ListenUD(port uint16) (*UDListener, error) {
 	if c.udListeners[port] != nil {
 		return nil, fmt.Errorf("%w: UDP %d", ErrInUse, port)
 	}
-	l := &UDListener{c: c, port: port, reqs: make(chan *UDRequest, c.cfg.Backlog), done: make(chan struct{})}
+	l := &UDListener{c: c, port: port, requestQueue: newRequestQueue[*UDRequest](c.cfg.Backlog)}
 	c.udListeners[port] = l
 	return l, nil
 }
 
 // Port returns the port the listener listens on.
 func (l *UDListener) Port() uint16 { return l.port }
-
-// Accept waits for the next resolution request.
-func (l *UDListener) Accept(ctx context.Context) (*UDRequest, error) {
-	select {
-	case r := <-l.reqs:
-		return r, nil
-	case <-l.done:
-		return nil, ErrClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
 
 // Close stops listening; requests still queued are rejected.
 func (l *UDListener) Close() error {
@@ -118,23 +105,6 @@ func (l *UDListener) Close() error {
 	l.c.mu.Unlock()
 	l.close()
 	return nil
-}
-
-func (l *UDListener) close() {
-	select {
-	case <-l.done:
-		return
-	default:
-	}
-	close(l.done)
-	for {
-		select {
-		case r := <-l.reqs:
-			r.Reject(nil)
-		default:
-			return
-		}
-	}
 }
 
 // onSIDR is the CM's SIDR_REQ hook: rdma_cm's UDP service ID and header,

@@ -57,12 +57,37 @@ type drainer struct {
 	done     chan struct{}
 }
 
+// ringCursor is where the drainer is in a work ring.
+type ringCursor struct {
+	cons   uint32 // the consumer index; never read back from the ring
+	broken bool   // a runaway producer index: the ring is not drained again
+	slot   []byte // the copy of the slot being decoded
+	n      int    // decoded WQEs waiting in wrs[:n] (the NIC was full)
+}
+
+// avail is how many slots the client has filled past the cursor. A
+// runaway producer index breaks the ring (-1), which d tells the client.
+func (c *ringCursor) avail(d *drainer, r *proto.WorkRing) int {
+	avail, err := r.CheckProducer(r.Prod.Load(), c.cons)
+	if err != nil {
+		c.broken = true
+		c.n = 0
+		d.ringError(err)
+		return -1
+	}
+	return int(avail)
+}
+
+// take copies the next slot, which then belongs to the client again.
+func (c *ringCursor) take(r *proto.WorkRing) {
+	copy(c.slot, r.Slot(c.cons))
+	c.cons++
+	r.Cons.Store(c.cons)
+}
+
 // sendRing is the drainer's side of a send ring.
 type sendRing struct {
-	cons    uint32 // the consumer index; never read back from the ring
-	broken  bool   // a runaway producer index: the ring is not drained again
-	slot    []byte // the copy of the slot being decoded
-	n       int    // decoded WQEs waiting in wrs[:n] (the NIC was full)
+	ringCursor
 	wr      [postBatch]verbs.SendWR
 	wrs     [postBatch]*verbs.SendWR
 	sgl     []verbs.SGE // postBatch × max SGEs
@@ -73,10 +98,7 @@ type sendRing struct {
 
 // recvRing is the drainer's side of a receive ring.
 type recvRing struct {
-	cons   uint32
-	broken bool
-	slot   []byte
-	n      int
+	ringCursor
 	wr     [postBatch]verbs.RecvWR
 	wrs    [postBatch]*verbs.RecvWR
 	sgl    []verbs.SGE
@@ -194,17 +216,12 @@ func (d *drainer) drainSend() (full bool) {
 	}
 	for {
 		// Take slots while there is room in the batch.
-		avail, err := r.CheckProducer(r.Prod.Load(), q.cons)
-		if err != nil {
-			q.broken = true
-			q.n = 0
-			d.ringError(err)
+		avail := q.avail(d, r)
+		if avail < 0 {
 			return false
 		}
 		for ; avail > 0 && q.n < postBatch; avail-- {
-			copy(q.slot, r.Slot(q.cons))
-			q.cons++
-			r.Cons.Store(q.cons)
+			q.take(r)
 			i := q.n
 			ah, err := proto.DecodeSendWQE(q.slot, &q.wr[i], q.sgl[i*q.maxSGE:(i+1)*q.maxSGE:(i+1)*q.maxSGE],
 				q.inline[i*q.maxData:(i+1)*q.maxData:(i+1)*q.maxData])
@@ -304,17 +321,12 @@ func (d *drainer) drainRecv() (full bool) {
 		d.rings.RQDone.Store(done)
 	}()
 	for {
-		avail, err := r.CheckProducer(r.Prod.Load(), q.cons)
-		if err != nil {
-			q.broken = true
-			q.n = 0
-			d.ringError(err)
+		avail := q.avail(d, r)
+		if avail < 0 {
 			return false
 		}
 		for ; avail > 0 && q.n < postBatch; avail-- {
-			copy(q.slot, r.Slot(q.cons))
-			q.cons++
-			r.Cons.Store(q.cons)
+			q.take(r)
 			i := q.n
 			if err := proto.DecodeRecvWQE(q.slot, &q.wr[i], q.sgl[i*q.maxSGE:(i+1)*q.maxSGE:(i+1)*q.maxSGE]); err != nil {
 				d.postRecvs()

@@ -112,34 +112,12 @@ func handleCreateQP(s *Session, req *Request, rep *Reply) error {
 	if err != nil {
 		return err
 	}
-	scq, err := lookup[*cqObj](s, m.SendCQ, kindCQ)
+	init, err := qpInit(s, &m)
 	if err != nil {
 		return err
 	}
-	rcq, err := lookup[*cqObj](s, m.RecvCQ, kindCQ)
-	if err != nil {
+	if err := s.canRing(m.Cap, init.SRQ != nil); err != nil {
 		return err
-	}
-	init := ibv.QPInit{Type: m.Type, SendCQ: scq.cq, RecvCQ: rcq.cq, Cap: m.Cap, SigAll: m.SigAll}
-	if m.SRQ != 0 {
-		srq, err := lookup[*srqObj](s, m.SRQ, kindSRQ)
-		if err != nil {
-			return err
-		}
-		init.SRQ = srq.srq
-	}
-	// The ring of the capabilities asked for bounds the work before the
-	// NIC judges them; the NIC's answer sizes the real one.
-	if m.Cap.MaxSendWR > proto.MaxRingSlots || m.Cap.MaxRecvWR > proto.MaxRingSlots {
-		return fmt.Errorf("rnicd: create QP: queues of %d/%d WRs exceed the %d a ring holds: %w",
-			m.Cap.MaxSendWR, m.Cap.MaxRecvWR, proto.MaxRingSlots, nic.ErrInvalid)
-	}
-	if l, err := qpLayout(m.Cap, init.SRQ != nil); err != nil {
-		return err
-	} else if err := s.reserve(kindQP, l.Size()); err != nil {
-		return err
-	} else {
-		s.unreserve(kindQP, l.Size())
 	}
 	qp, err := s.dev.dev.CreateQP(pd.pd, init)
 	if err != nil {
@@ -153,15 +131,72 @@ func handleCreateQP(s *Session, req *Request, rep *Reply) error {
 		qp.Destroy()
 		return err
 	}
+	q, bell, err := newQPObj(s, qp, layout, m.Type == verbs.QPTypeUD)
+	if err != nil {
+		return err
+	}
+	q.h = s.newHandle()
+	s.dev.own(qp, q)
+	s.insert(q)
+	q.d.start()
+	rep.Set(&proto.CreateQPReply{QP: q.h, QPN: qp.QPN(), Cap: qp.Cap(), Ring: layout}, q.mem.Fd(), bell.fd)
+	return nil
+}
+
+// qpInit finds the CQs (and SRQ) a create QP request names.
+func qpInit(s *Session, m *proto.CreateQPReq) (ibv.QPInit, error) {
+	scq, err := lookup[*cqObj](s, m.SendCQ, kindCQ)
+	if err != nil {
+		return ibv.QPInit{}, err
+	}
+	rcq, err := lookup[*cqObj](s, m.RecvCQ, kindCQ)
+	if err != nil {
+		return ibv.QPInit{}, err
+	}
+	init := ibv.QPInit{Type: m.Type, SendCQ: scq.cq, RecvCQ: rcq.cq, Cap: m.Cap, SigAll: m.SigAll}
+	if m.SRQ != 0 {
+		srq, err := lookup[*srqObj](s, m.SRQ, kindSRQ)
+		if err != nil {
+			return ibv.QPInit{}, err
+		}
+		init.SRQ = srq.srq
+	}
+	return init, nil
+}
+
+// canRing checks that the rings of the capabilities asked for fit, and
+// fit the session's budget: they bound the work before the NIC judges
+// them; the NIC's answer sizes the real ones.
+func (s *Session) canRing(cap verbs.QPCap, srq bool) error {
+	if cap.MaxSendWR > proto.MaxRingSlots || cap.MaxRecvWR > proto.MaxRingSlots {
+		return fmt.Errorf("rnicd: create QP: queues of %d/%d WRs exceed the %d a ring holds: %w",
+			cap.MaxSendWR, cap.MaxRecvWR, proto.MaxRingSlots, nic.ErrInvalid)
+	}
+	l, err := qpLayout(cap, srq)
+	if err != nil {
+		return err
+	}
+	if err := s.reserve(kindQP, l.Size()); err != nil {
+		return err
+	}
+	s.unreserve(kindQP, l.Size())
+	return nil
+}
+
+// newQPObj maps qp's work rings (layout, reserved by the caller) and
+// readies the drainer that posts what the client writes into them. On an
+// error qp is destroyed and the reservation returned.
+func newQPObj(s *Session, qp ibv.QP, layout proto.RingLayout, ud bool) (*qpObj, *eventfd, error) {
 	q := &qpObj{s: s, qp: qp, ringSize: layout.Size()}
-	fail := func(err error) error {
+	fail := func(err error) (*qpObj, *eventfd, error) {
 		qp.Destroy()
 		if q.mem != nil {
 			q.mem.Close()
 		}
 		s.unreserve(kindQP, layout.Size())
-		return err
+		return nil, nil, err
 	}
+	var err error
 	if q.mem, err = memory.NewShared(int(layout.Size())); err != nil {
 		return fail(err)
 	}
@@ -173,17 +208,12 @@ func handleCreateQP(s *Session, req *Request, rep *Reply) error {
 		return fail(err)
 	}
 	q.d = newDrainer(s, q.rings, bell)
-	q.d.ud = m.Type == verbs.QPTypeUD
+	q.d.ud = ud
 	q.d.postSend = qp.PostSend
 	q.d.postRecv = qp.PostRecv
 	q.d.clientError = q.clientError
 	q.rings.State.Store(uint32(qp.State()))
-	q.h = s.newHandle()
-	s.dev.own(qp, q)
-	s.insert(q)
-	q.d.start()
-	rep.Set(&proto.CreateQPReply{QP: q.h, QPN: qp.QPN(), Cap: qp.Cap(), Ring: layout}, q.mem.Fd(), bell.fd)
-	return nil
+	return q, bell, nil
 }
 
 func handleModifyQP(s *Session, req *Request, rep *Reply) error {

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/rnic/rnic/iwarp"
 	"github.com/rnic/rnic/iwarp/wire"
 	"github.com/rnic/rnic/transport/stream"
 )
@@ -62,7 +61,7 @@ func (c *recordingConn) Write(b []byte) (int, error) {
 // parse describes every complete message at the start of pend.
 func (c *recordingConn) parse() {
 	for len(c.pend) > 0 {
-		k := iwarp.CaptureFramer(c.pend)
+		k := wire.MessageLen(c.pend)
 		if k < 0 {
 			c.broken = true
 			c.add(fmt.Sprintf("%s -> %s  bytes that do not start an MPA message", c.from, c.to))

@@ -129,7 +129,7 @@ func (d *demo) openTAPs() error {
 	}
 	d.rec.name(na.nic.MAC, "rnic0")
 	da := tapDevice(na)
-	if d.a, err = d.objects("rnic0", da, da, cfg.AddrA); err != nil {
+	if d.a, err = d.objects("rnic0", da, da, cfg.AddrA, d.roceQPs); err != nil {
 		return err
 	}
 	nb, err := openTAP(tb)
@@ -139,7 +139,7 @@ func (d *demo) openTAPs() error {
 	}
 	d.rec.name(nb.nic.MAC, "rnic1")
 	db := tapDevice(nb)
-	if d.b, err = d.objects("rnic1", db, db, cfg.AddrB); err != nil {
+	if d.b, err = d.objects("rnic1", db, db, cfg.AddrB, d.roceQPs); err != nil {
 		d.a.close()
 		return err
 	}

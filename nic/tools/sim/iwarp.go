@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/netip"
 	"time"
 
-	"github.com/rnic/rnic/iwarp"
 	"github.com/rnic/rnic/memory"
-	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/clock"
@@ -65,29 +65,14 @@ func runIWARP(cfg Config) (*Result, error) {
 	if w.a, err = w.newIWARPNode("rnic0", net, 1, pw); err != nil {
 		return nil, err
 	}
-	defer w.a.iw.Close()
+	defer w.a.close()
 	if w.b, err = w.newIWARPNode("rnic1", net, 2, nil); err != nil {
 		return nil, err
 	}
-	defer w.b.iw.Close()
-	pending := map[byte]*end{}
-	l, err := w.b.iw.Listen(netip.AddrPortFrom(w.b.addr, iwarpPort), func(r *iwarp.ConnRequest) {
-		if len(r.PrivateData) == 1 && pending[r.PrivateData[0]] != nil {
-			e := pending[r.PrivateData[0]]
-			delete(pending, r.PrivateData[0])
-			ird := uint16(min(cfg.Depth, iwarp.MaxIRDORD))
-			if err := r.Accept(e.qp.QPN(), nil, ird, ird); err == nil {
-				return
-			}
-		}
-		r.Reject(nil)
-	})
+	defer w.b.close()
+	l, err := w.listenIWARP()
 	if err != nil {
 		return nil, err
-	}
-	w.listen = func(i int, e *end) (netip.AddrPort, []byte) {
-		pending[byte(i)] = e
-		return l.Addr(), []byte{byte(i)}
 	}
 	for i := 0; i < cfg.QPs; i++ {
 		if err := w.newPair(i); err != nil {
@@ -104,26 +89,43 @@ func runIWARP(cfg Config) (*Result, error) {
 	return res, nil
 }
 
+// listenIWARP readies rnic1 to accept each pair's connection: the MPA
+// Request's private data names the pair.
+func (w *world) listenIWARP() (io.Closer, error) {
+	pending := map[byte]*end{}
+	l, addr, err := w.b.iwarp.ListenFunc(iwarpPort, func(r embedded.MPARequest) {
+		pd := r.PrivateData()
+		if len(pd) == 1 && pending[pd[0]] != nil {
+			e := pending[pd[0]]
+			delete(pending, pd[0])
+			ird := uint16(min(w.cfg.Depth, embedded.IWARPMaxIRDORD))
+			if err := r.Accept(e.qp.QPN(), nil, ird, ird); err == nil {
+				return
+			}
+		}
+		r.Reject(nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	w.listen = func(i int, e *end) (netip.AddrPort, []byte) {
+		pending[byte(i)] = e
+		return addr, []byte{byte(i)}
+	}
+	return l, nil
+}
+
+// newIWARPNode opens iWARP device n on the simulated TCP network; pw, if
+// set, records its connections (one tee at one end records both
+// directions).
 func (w *world) newIWARPNode(name string, net stream.Network, n byte, pw *transport.PcapWriter) (*node, error) {
 	nd := &node{name: name, nextVA: firstVA, addr: netip.AddrFrom4([4]byte{10, 0, 0, n})}
-	scfg := iwarp.Config{Clock: w.clk, Network: net, Addr: nd.addr}
-	if w.cfg.Trace != nil {
-		tw := w.cfg.Trace
-		scfg.Trace = func(e iwarp.TraceEvent) { fmt.Fprintf(tw, "%s %v\n", name, e) }
-	}
-	if pw != nil {
-		// One tee at one end records both directions.
-		scfg.Tee = func(c stream.Conn) stream.Conn {
-			return stream.TeeConnWith(c, pw, stream.TeeConfig{Now: transport.VirtualTimestamps(w.clk), Framer: iwarp.CaptureFramer})
-		}
-	}
-	var err error
-	if nd.iw, err = iwarp.NewStack(scfg); err != nil {
+	nc, err := embedded.OpenIWARP(embedded.IWARPConfig{Name: name, Addr: nd.addr, Network: net, Clock: w.clk, CRC: true,
+		Pcap: pw, Trace: w.cfg.Trace, Seed: deviceSeed(w.cfg.Seed, n)})
+	if err != nil {
 		return nil, err
 	}
-	if nd.dev, err = nic.Open(nic.Config{Name: name, Provider: nd.iw, GIDs: []netip.Addr{nd.addr}, Seed: deviceSeed(w.cfg.Seed, n)}); err != nil {
-		return nil, err
-	}
+	nd.dev, nd.counters, nd.close, nd.iwarp = nc.Device, nc.PortCounters, nc.Close, nc
 	if nd.pd, err = nd.dev.AllocPD(); err != nil {
 		return nil, err
 	}
@@ -142,19 +144,20 @@ func (w *world) connectIWARP(i int, x, y *end) error {
 		}
 	}
 	addr, pd := w.listen(i, y)
-	var res *iwarp.ConnectResult
-	ord := uint16(min(w.cfg.Depth, iwarp.MaxIRDORD))
-	if err := x.nd.iw.Connect(x.qp.QPN(), addr, pd, ord, ord, func(r iwarp.ConnectResult) { res = &r }); err != nil {
+	var res error
+	done := false
+	ord := uint16(min(w.cfg.Depth, embedded.IWARPMaxIRDORD))
+	if err := x.nd.iwarp.ConnectFunc(x.qp.QPN(), addr, pd, ord, ord, func(err error) { res, done = err, true }); err != nil {
 		return err
 	}
 	// The responder is in RTS at once; its sends wait for the RTR, which
 	// the initiator sends with its first bytes after the Reply.
-	w.clk.Run(func() bool { return res != nil })
+	w.clk.Run(func() bool { return done })
 	switch {
-	case res == nil:
+	case !done:
 		return errors.New("connection setup never finished")
-	case res.Err != nil:
-		return res.Err
+	case res != nil:
+		return res
 	case x.qp.State() != verbs.QPSRTS || y.qp.State() != verbs.QPSRTS:
 		return fmt.Errorf("QP states %v and %v after connecting", x.qp.State(), y.qp.State())
 	}

@@ -9,9 +9,10 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/rnic/rnic/iwarp"
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/embedded"
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/roce"
 	"github.com/rnic/rnic/transport"
@@ -63,7 +64,7 @@ type Result struct {
 	MismatchedBytes int64 // bytes that differ from the reference model
 	VirtualTime     time.Duration
 	// Counters of the two devices' engines, in a fixed order.
-	CountersA, CountersB []roce.NamedCounter
+	CountersA, CountersB []ibv.Counter
 	// Failures describes the first failures, for the report.
 	Failures []string
 }
@@ -167,13 +168,18 @@ func Run(cfg Config) (*Result, error) {
 
 // node is one device with its buffers.
 type node struct {
-	name  string
-	dev   *nic.Device
-	stack *roce.Stack
-	iw    *iwarp.Stack // instead of stack, in an iWARP run
-	pd    *nic.PD
-	addr  netip.Addr
-	mac   [6]byte
+	name string
+	dev  *nic.Device
+	// counters are the device's port counters (its engine's, in a fixed
+	// order); iwarp, in an iWARP run, is the NIC, whose connection
+	// manager the run drives on the virtual clock (ListenFunc and
+	// ConnectFunc: ibv's CM waits for a connection in real time).
+	counters func() []ibv.Counter
+	iwarp    *embedded.IWARPNIC
+	close    func() error
+	pd       *nic.PD
+	addr     netip.Addr
+	mac      [6]byte
 	// groups are the node's shared CQs; byQPN finds a completion's end;
 	// ends counts the node's QPs.
 	groups []*cqGroup
@@ -189,27 +195,19 @@ type node struct {
 // process's mmap area.
 const firstVA = 0x7f5e_0000_0000
 
+// newNode opens RoCEv2 device n on its end of the simulated link.
 func (w *world) newNode(name string, ep transport.Endpoint, n byte) (*node, error) {
 	nd := &node{name: name, nextVA: firstVA, mac: [6]byte{0x02, 0x52, 0x4e, 0x49, 0x43, n}, addr: netip.AddrFrom4([4]byte{10, 0, 0, n})}
-	scfg := roce.Config{Link: ep, Clock: w.clk, MAC: nd.mac, Addrs: []netip.Addr{nd.addr}, DeferAcks: true}
-	if tw, te := w.cfg.Trace, w.cfg.TraceEvents; tw != nil || te != nil {
-		scfg.Trace = func(e roce.TraceEvent) {
-			if tw != nil {
-				fmt.Fprintf(tw, "%s %v\n", name, e)
-			}
-			if te != nil {
-				te(name, e)
-			}
-		}
+	cfg := embedded.Config{Name: name, Addr: nd.addr, MAC: nd.mac, MTU: 9000, Link: ep, Clock: w.clk, DeferAcks: true,
+		Trace: w.cfg.Trace, Seed: deviceSeed(w.cfg.Seed, n)}
+	if te := w.cfg.TraceEvents; te != nil {
+		cfg.TraceEvents = func(e roce.TraceEvent) { te(name, e) }
 	}
-	var err error
-	if nd.stack, err = roce.NewStack(scfg); err != nil {
+	nc, err := embedded.NewNIC(cfg)
+	if err != nil {
 		return nil, err
 	}
-	if nd.dev, err = nic.Open(nic.Config{Name: name, Provider: nd.stack, GIDs: []netip.Addr{nd.addr}, MAC: nd.mac, MTU: 9000,
-		Seed: deviceSeed(w.cfg.Seed, n)}); err != nil {
-		return nil, err
-	}
+	nd.dev, nd.counters, nd.close = nc.Device, nc.PortCounters, nc.Close
 	if nd.pd, err = nd.dev.AllocPD(); err != nil {
 		return nil, err
 	}
@@ -225,18 +223,6 @@ func deviceSeed(seed uint64, n byte) *[32]byte {
 		binary.LittleEndian.PutUint64(s[i:], src.Uint64())
 	}
 	return &s
-}
-
-// counters returns a device's engine counters.
-func (nd *node) counters() []roce.NamedCounter {
-	if nd.iw != nil {
-		var out []roce.NamedCounter
-		for _, c := range nd.iw.Counters().Snapshot() {
-			out = append(out, roce.NamedCounter(c))
-		}
-		return out
-	}
-	return nd.stack.Counters().Snapshot()
 }
 
 // slotBytes is the size of one message slot.

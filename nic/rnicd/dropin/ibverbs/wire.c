@@ -2,6 +2,7 @@
  * (proto/codec.go), the socket, the daemon's credentials, request/reply
  * round trips and the queue of events that arrive in between. */
 #include "rnic.h"
+#include "rn_codec.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,20 +18,12 @@ void w_init(struct wbuf *w) { w->n = 0; w->overflow = 0; }
 
 void w_raw(struct wbuf *w, const void *p, size_t n)
 {
-	if (w->overflow || n > sizeof(w->b) - w->n) {
-		w->overflow = 1;
-		return;
-	}
-	memcpy(w->b + w->n, p, n);
-	w->n += n;
+	rn_put(w->b, sizeof(w->b), &w->n, &w->overflow, p, n);
 }
 
 static void w_le(struct wbuf *w, uint64_t v, int n)
 {
-	uint8_t b[8];
-	for (int i = 0; i < n; i++)
-		b[i] = (uint8_t)(v >> (8 * i));
-	w_raw(w, b, (size_t)n);
+	rn_put_le(w->b, sizeof(w->b), &w->n, &w->overflow, v, n);
 }
 
 void w_u8(struct wbuf *w, uint8_t v) { w_le(w, v, 1); }
@@ -65,24 +58,12 @@ void r_init(struct rbuf *r, const uint8_t *b, size_t n)
 
 static const uint8_t *r_take(struct rbuf *r, size_t n)
 {
-	if (r->err || n > r->n - r->off) {
-		r->err = 1;
-		return NULL;
-	}
-	const uint8_t *p = r->b + r->off;
-	r->off += n;
-	return p;
+	return rn_take(r->b, r->n, &r->off, &r->err, n);
 }
 
 static uint64_t r_le(struct rbuf *r, int n)
 {
-	const uint8_t *p = r_take(r, (size_t)n);
-	uint64_t v = 0;
-	if (!p)
-		return 0;
-	for (int i = n - 1; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
+	return rn_take_le(r->b, r->n, &r->off, &r->err, n);
 }
 
 uint8_t r_u8(struct rbuf *r) { return (uint8_t)r_le(r, 1); }

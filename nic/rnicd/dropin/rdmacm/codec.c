@@ -2,27 +2,18 @@
  * the CM ops need it: little-endian integers, length-prefixed blobs and
  * addresses as a family byte and 16 bytes. */
 #include "cm.h"
+#include "rn_codec.h"
 
 #include <string.h>
 
 static void c_raw(struct cbuf *w, const void *p, size_t n)
 {
-	if (w->err || n > sizeof(w->b) - w->n) {
-		w->err = 1;
-		return;
-	}
-	if (n == 0) /* p may be NULL: no private data */
-		return;
-	memcpy(w->b + w->n, p, n);
-	w->n += n;
+	rn_put(w->b, sizeof(w->b), &w->n, &w->err, p, n);
 }
 
 static void c_le(struct cbuf *w, uint64_t v, int n)
 {
-	uint8_t b[8];
-	for (int i = 0; i < n; i++)
-		b[i] = (uint8_t)(v >> (8 * i));
-	c_raw(w, b, (size_t)n);
+	rn_put_le(w->b, sizeof(w->b), &w->n, &w->err, v, n);
 }
 
 void c_u8(struct cbuf *w, uint8_t v) { c_le(w, v, 1); }
@@ -50,23 +41,12 @@ void c_addr4(struct cbuf *w, const struct sockaddr *sa)
 
 static const uint8_t *d_take(struct rdec *r, size_t n)
 {
-	if (r->err || n > r->n - r->off) {
-		r->err = 1;
-		return NULL;
-	}
-	r->off += n;
-	return r->b + r->off - n;
+	return rn_take(r->b, r->n, &r->off, &r->err, n);
 }
 
 static uint64_t d_le(struct rdec *r, int n)
 {
-	const uint8_t *p = d_take(r, (size_t)n);
-	uint64_t v = 0;
-	if (!p)
-		return 0;
-	for (int i = n - 1; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
+	return rn_take_le(r->b, r->n, &r->off, &r->err, n);
 }
 
 uint8_t d_u8(struct rdec *r) { return (uint8_t)d_le(r, 1); }
