@@ -7,7 +7,9 @@
 package memory
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -23,17 +25,28 @@ type Shared struct {
 	unmapped atomic.Bool
 }
 
-// registry lists the live Shared mappings.
+// registry lists the live Shared mappings, sorted by address: a daemon
+// holds one per QP ring and per MR, so finding one is a binary search
+// rather than a walk over thousands.
 var registry struct {
 	mu   sync.Mutex
 	live []*Shared
+}
+
+func (s *Shared) start() uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(s.mem))) }
+
+// liveIndex is the index of the first live mapping starting at addr or
+// above; registry.mu is held.
+func liveIndex(addr uintptr) int {
+	i, _ := slices.BinarySearchFunc(registry.live, addr, func(s *Shared, a uintptr) int { return cmp.Compare(s.start(), a) })
+	return i
 }
 
 func newShared(mem []byte, fd int) *Shared {
 	s := &Shared{mem: mem, fd: fd}
 	s.refs.Store(1)
 	registry.mu.Lock()
-	registry.live = append(registry.live, s)
+	registry.live = slices.Insert(registry.live, liveIndex(s.start()), s)
 	registry.mu.Unlock()
 	return s
 }
@@ -83,11 +96,8 @@ func (s *Shared) release() error {
 		panic("memory: shared memory released more often than acquired")
 	}
 	registry.mu.Lock()
-	for i, l := range registry.live {
-		if l == s {
-			registry.live = append(registry.live[:i], registry.live[i+1:]...)
-			break
-		}
+	if i := liveIndex(s.start()); i < len(registry.live) && registry.live[i] == s {
+		registry.live = slices.Delete(registry.live, i, i+1)
 	}
 	registry.mu.Unlock()
 	s.unmapped.Store(true)
@@ -109,8 +119,11 @@ func sharedFor(mem []byte) (*Shared, error) {
 	end := start + uintptr(len(mem))
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
-	for _, s := range registry.live {
-		sStart := uintptr(unsafe.Pointer(unsafe.SliceData(s.mem)))
+	// Mappings do not overlap, so only the last one starting at or below
+	// start and the one after it can meet mem.
+	i := liveIndex(start+1) - 1
+	for _, s := range registry.live[max(i, 0):min(i+2, len(registry.live))] {
+		sStart := s.start()
 		sEnd := sStart + uintptr(len(s.mem))
 		if start >= sEnd || end <= sStart {
 			continue

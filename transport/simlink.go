@@ -20,7 +20,6 @@ package transport
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"time"
 
@@ -82,6 +81,10 @@ type simLink struct {
 	free [2]time.Duration // when each direction's wire is idle again
 	last [2]time.Duration // latest in-order arrival per direction
 	ends [2]*SimEndpoint
+	// bufs and arrivals are free lists: a frame in flight costs no
+	// allocation once the link has carried as many at a time before.
+	bufs     framePool
+	arrivals []*arrival
 }
 
 // SimEndpoint is one side of a simulated link. It implements Endpoint.
@@ -132,20 +135,20 @@ func (e *SimEndpoint) Send(frame []byte) error {
 		return ErrEmptyFrame
 	}
 	l := e.link
-	buf := slices.Clone(frame)
-
 	l.mu.Lock()
 	if e.closed {
 		l.mu.Unlock()
 		return ErrClosed
 	}
+	buf := l.bufs.take(frame)
 	index := l.inj.claim(e.dir)
-	l.mu.Unlock()
-
-	// The script runs unlocked so that it may look at Stats.
-	v := l.inj.verdict(e.dir, index, buf)
-
-	l.mu.Lock()
+	var v Verdict
+	if l.inj.cfg.Script != nil {
+		// The script runs unlocked so that it may look at Stats.
+		l.mu.Unlock()
+		v = l.inj.verdict(e.dir, index, buf)
+		l.mu.Lock()
+	}
 	f := l.inj.decide(e.dir, buf, v)
 	now := l.clk.Now()
 
@@ -158,7 +161,13 @@ func (e *SimEndpoint) Send(frame []byte) error {
 	if f.lost {
 		l.mu.Unlock()
 		l.record(now, f.wire, note|NoteLost)
+		l.mu.Lock()
+		l.bufs.put(buf)
+		l.mu.Unlock()
 		return nil
+	}
+	if !sameBytes(buf, f.copies[0].frame) {
+		l.bufs.put(buf) // replaced: the copies carry the script's bytes
 	}
 
 	var jitter time.Duration
@@ -167,20 +176,26 @@ func (e *SimEndpoint) Send(frame []byte) error {
 	}
 	arrive := max(l.last[e.dir], end+l.cfg.Latency+jitter+f.stall)
 	l.last[e.dir] = arrive
-	l.mu.Unlock()
 
 	// Copies of one frame, and frames with the same arrival time, are
 	// delivered in scheduling order: the virtual clock runs events due at
 	// the same instant first-in first-out.
+	var pending [2]*arrival
 	for i, c := range f.copies[:f.n] {
-		n := note
+		a := l.takeArrival()
+		a.dir, a.frame, a.note = e.dir, c.frame, note
 		if i == 1 {
-			n |= NoteDuplicate
+			a.note |= NoteDuplicate
 		}
 		if c.hold > 0 {
-			n |= NoteHeld
+			a.note |= NoteHeld
 		}
-		l.clk.AfterFunc(arrive+c.hold-now, func() { l.deliver(e.dir, c.frame, n) })
+		a.after = arrive + c.hold - now
+		pending[i] = a
+	}
+	l.mu.Unlock()
+	for _, a := range pending[:f.n] {
+		a.schedule(l.clk)
 	}
 	return nil
 }
@@ -207,20 +222,26 @@ func (l *simLink) record(t time.Duration, frame []byte, n LinkNote) {
 	}
 }
 
-// deliver runs on the clock's event loop when a copy arrives.
-func (l *simLink) deliver(dir Direction, frame []byte, n LinkNote) {
-	l.record(l.clk.Now(), frame, n)
-	to := l.ends[1-dir]
+// deliver runs on the clock's event loop when a copy arrives. The copy's
+// buffer and its arrival go back to the link's free lists once the receiver
+// returns: the receiver may not keep the frame (Endpoint's contract).
+func (l *simLink) deliver(a *arrival) {
+	l.record(l.clk.Now(), a.frame, a.note)
+	to := l.ends[1-a.dir]
 	l.mu.Lock()
 	r := to.recv
 	if r == nil || to.closed {
-		l.inj.stats[dir].Discarded++
+		l.inj.stats[a.dir].Discarded++
+		l.release(a)
 		l.mu.Unlock()
 		return
 	}
-	l.inj.stats[dir].Delivered++
+	l.inj.stats[a.dir].Delivered++
 	l.mu.Unlock()
-	r(frame)
+	r(a.frame)
+	l.mu.Lock()
+	l.release(a)
+	l.mu.Unlock()
 }
 
 // SetReceiver implements Endpoint.

@@ -7,7 +7,6 @@
 package clock
 
 import (
-	"container/heap"
 	"sync"
 	"time"
 )
@@ -80,7 +79,7 @@ func (v *Virtual) AfterFunc(d time.Duration, f func()) Timer {
 	defer v.mu.Unlock()
 	v.seq++
 	e := &event{at: v.now + d, seq: v.seq, f: f, clock: v}
-	heap.Push(&v.events, e)
+	v.events.push(e)
 	return e
 }
 
@@ -99,8 +98,7 @@ func (v *Virtual) Step() bool {
 		v.mu.Unlock()
 		return false
 	}
-	e := heap.Pop(&v.events).(*event)
-	e.index = -1
+	e := v.events.pop()
 	if e.at > v.now {
 		v.now = e.at
 	}
@@ -163,10 +161,10 @@ func (e *event) Reset(d time.Duration) bool {
 	v.seq++
 	e.at, e.seq = v.now+d, v.seq
 	if e.index >= 0 {
-		heap.Fix(&v.events, e.index)
+		v.events.fix(e.index)
 		return true
 	}
-	heap.Push(&v.events, e)
+	v.events.push(e)
 	return false
 }
 
@@ -178,35 +176,6 @@ func (e *event) Stop() bool {
 	if e.index < 0 {
 		return false
 	}
-	heap.Remove(&v.events, e.index)
-	e.index = -1
+	v.events.remove(e.index)
 	return true
-}
-
-type eventHeap []*event
-
-func (h eventHeap) Len() int { return len(h) }
-func (h eventHeap) Less(i, j int) bool {
-	if h[i].at != h[j].at {
-		return h[i].at < h[j].at
-	}
-	return h[i].seq < h[j].seq
-}
-func (h eventHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index = i
-	h[j].index = j
-}
-func (h *eventHeap) Push(x any) {
-	e := x.(*event)
-	e.index = len(*h)
-	*h = append(*h, e)
-}
-func (h *eventHeap) Pop() any {
-	old := *h
-	n := len(old)
-	e := old[n-1]
-	old[n-1] = nil
-	*h = old[:n-1]
-	return e
 }

@@ -80,6 +80,7 @@ type reply struct {
 	h    proto.Header
 	body []byte
 	fds  []int
+	err  error // the reply arrived but cannot be used
 }
 
 // Open connects to the rnicd at spec.Socket and opens the device
@@ -149,6 +150,9 @@ func (d *Device) call(op proto.Op, req proto.Message, fds []int, resp proto.Mess
 			return nil, d.goneErr
 		}
 	}
+	if r.err != nil {
+		return nil, fmt.Errorf("rnicd: %v: %w", op, r.err)
+	}
 	if r.h.Status != proto.StatusOK {
 		closeFDs(r.fds)
 		rd := proto.NewReader(r.body)
@@ -195,7 +199,7 @@ func (d *Device) read() {
 	oob := make([]byte, unix.CmsgSpace(proto.MaxFDs*4))
 	var cause error
 	for {
-		n, oobn, _, _, err := d.conn.ReadMsgUnix(buf, oob)
+		n, oobn, flags, _, err := d.conn.ReadMsgUnix(buf, oob)
 		fds := parseRights(oob[:oobn])
 		if err != nil || (n == 0 && oobn == 0) {
 			closeFDs(fds)
@@ -205,7 +209,8 @@ func (d *Device) read() {
 		h, body, err := proto.DecodeMessage(buf[:n], len(fds))
 		if err != nil {
 			closeFDs(fds)
-			continue // a daemon speaking nonsense; its replies will be missed
+			d.failReply(h, badReply(err, flags))
+			continue
 		}
 		switch h.Kind {
 		case proto.KindReply:
@@ -235,6 +240,32 @@ func (d *Device) read() {
 	d.isGone.Store(true)
 	close(d.events)
 	d.retireAll()
+}
+
+// badReply explains a reply that arrived but failed to decode. A reply
+// whose descriptors the kernel dropped (MSG_CTRUNC: this process was at its
+// descriptor limit when they arrived) says so, since raising RLIMIT_NOFILE
+// is the cure.
+func badReply(err error, flags int) error {
+	if flags&unix.MSG_CTRUNC != 0 {
+		return fmt.Errorf("the reply's descriptors were lost, this process is out of file descriptors (RLIMIT_NOFILE): %w", err)
+	}
+	return fmt.Errorf("unreadable reply: %w", err)
+}
+
+// failReply hands err to the call waiting for the reply h, if h is one and
+// a call waits for it: the call fails instead of waiting forever. Anything
+// else that does not decode is dropped.
+func (d *Device) failReply(h proto.Header, err error) {
+	if h.Kind != proto.KindReply {
+		return
+	}
+	d.mu.Lock()
+	ch, ok := d.pending[h.Seq]
+	d.mu.Unlock()
+	if ok {
+		ch <- reply{h: h, err: err}
+	}
 }
 
 // retireAll ends the client side of every object: the daemon has reaped

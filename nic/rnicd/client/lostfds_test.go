@@ -1,0 +1,80 @@
+package client_test
+
+import (
+	"errors"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/rnicd/client"
+	"github.com/rnic/rnic/nic/rnicd/proto"
+)
+
+// fakeDaemon accepts one client on a socket in a temporary directory,
+// answers its OPEN and then answers every later request with answer.
+func fakeDaemon(t *testing.T, answer func(h proto.Header) []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "fake.sock")
+	l, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: path, Net: "unixpacket"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		c, err := l.AcceptUnix()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, proto.MaxMessage)
+		for {
+			n, _, _, _, err := c.ReadMsgUnix(buf, make([]byte, 256))
+			if err != nil {
+				return
+			}
+			h, _, err := proto.DecodeMessage(buf[:n], 0)
+			if err != nil || h.Kind != proto.KindRequest {
+				continue
+			}
+			rh := proto.Header{Op: h.Op, Kind: proto.KindReply, Seq: h.Seq}
+			msg := proto.AppendMessage(nil, rh, &proto.OpenReply{Version: proto.Version, Name: "fake"})
+			if h.Op != proto.OpOpen {
+				msg = answer(rh)
+			}
+			if _, err := c.Write(msg); err != nil {
+				return
+			}
+		}
+	}()
+	return path
+}
+
+// A reply whose descriptors did not arrive (what the kernel does when the
+// client is at its descriptor limit: MSG_CTRUNC) fails the call that waits
+// for it. It used to be dropped as nonsense, and the call waited forever.
+func TestReplyWithoutItsDescriptorsFailsTheCall(t *testing.T) {
+	sock := fakeDaemon(t, func(h proto.Header) []byte {
+		h.NFDs = 2 // announced, never sent
+		return proto.AppendMessage(nil, h, &proto.Handle{H: 7})
+	})
+	dev, err := client.Open(ibv.Spec{Backend: ibv.BackendDaemon, Name: "fake", Socket: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := dev.AllocPD()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, proto.ErrMalformed) {
+			t.Fatalf("AllocPD with a reply short of its descriptors: %v, want ErrMalformed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("AllocPD still waits 10 s after its reply arrived without its descriptors")
+	}
+}
