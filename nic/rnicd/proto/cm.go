@@ -128,13 +128,23 @@ type CMRejectReq struct {
 func (m *CMRejectReq) Encode(w *Writer) { w.U32(m.Request); w.Blob(m.PrivateData) }
 func (m *CMRejectReq) Decode(r *Reader) { m.Request = r.U32(); m.PrivateData = r.Blob(MaxPrivateData) }
 
+// connParamExact is the bit of rdma_conn_param's access word that carries
+// ibv.ConnParam.ExactIRDORD (access flags take the low bits): set, the
+// IRD/ORD bytes are taken as given, 0 included; clear (older clients, the
+// C library), 0 means rdma_cm's default of 1.
+const connParamExact = 1 << 31
+
 // PutConnParam writes rdma_conn_param.
 func PutConnParam(w *Writer, p *ibv.ConnParam) {
 	w.U8(p.ResponderResources)
 	w.U8(p.InitiatorDepth)
 	w.U8(p.RetryCount)
 	w.U8(p.RNRRetryCount)
-	w.U32(uint32(p.Access))
+	access := uint32(p.Access) &^ connParamExact
+	if p.ExactIRDORD {
+		access |= connParamExact
+	}
+	w.U32(access)
 }
 
 // GetConnParam reads what PutConnParam wrote.
@@ -143,7 +153,9 @@ func GetConnParam(r *Reader, p *ibv.ConnParam) {
 	p.InitiatorDepth = r.U8()
 	p.RetryCount = r.U8()
 	p.RNRRetryCount = r.U8()
-	p.Access = memory.Access(r.U32())
+	access := r.U32()
+	p.ExactIRDORD = access&connParamExact != 0
+	p.Access = memory.Access(access &^ connParamExact)
 }
 
 // CMAcceptReq binds the QP and accepts the request. A zero Param takes
