@@ -62,7 +62,20 @@ func (l *iwarpLink) connect(ctx context.Context, qp ibv.QP, data bool) error {
 		}
 		l.add(c)
 		return nil
-	}, func(err error) bool { return !errors.Is(err, ibv.ErrRejected) })
+	}, iwarpRetryable)
+}
+
+// iwarpRetryable says whether a failed iWARP connect is worth another
+// try: a refused TCP connection (no listener yet: the CM reports it as a
+// rejection with IB's "invalid service ID", as the kernel's iWARP CM
+// reports ECONNREFUSED as REJECTED) or a timeout is; the listener's own
+// MPA reject is not.
+func iwarpRetryable(err error) bool {
+	var d ibv.RejectDetail
+	if errors.As(err, &d) {
+		return d.RejectReason() == rejectNoListener
+	}
+	return !errors.Is(err, ibv.ErrRejected)
 }
 
 func (l *iwarpLink) accept(ctx context.Context, qp ibv.QP, data bool) error {
