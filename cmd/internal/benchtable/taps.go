@@ -3,7 +3,10 @@ package main
 // The TAP rows (issue 19 goal 3): rnic perf over two TAP-mode NICs on a
 // bridge in a namespace the bench creates, against raw frames through
 // TAPs on the same bridge and against kernel TCP between two namespaces
-// on that bridge (veth), each figure the median of tapReps runs.
+// on that bridge (veth), each figure the median of tapReps runs. Beside
+// each bandwidth is the CPU time (user and system, of every process the run
+// started) per MiB moved: on a busy machine the rate follows the load, the
+// CPU per MiB much less, and it is what bounds a TAP NIC.
 
 import (
 	"bytes"
@@ -15,6 +18,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 )
 
 // tapReps is how many times each TAP figure is measured; the table shows
@@ -51,18 +55,18 @@ func (b *bench) tapRows() []row {
 	if err != nil {
 		return []row{{workload: "TAP mode rows", err: err}}
 	}
-	count := strconv.Itoa(30 * b.iters)
-	lat := strconv.Itoa(100 * b.iters)
-	roceBW := b.tapPerf(n, "bw", "write_bw", "-s", "65536", "-n", count)
-	iwarpBW := b.tapPerf(n, "bw", "write_bw", "--iwarp", "-s", "65536", "-n", count)
-	iwarpJumbo := b.tapPerf(n, "bw", "write_bw", "--iwarp", "-s", "65536", "-n", count, "--tap-mtu", "9000")
-	roceLat := b.tapPerf(n, "lat", "write_lat", "-s", "8", "-n", lat)
-	iwarpLat := b.tapPerf(n, "lat", "write_lat", "--iwarp", "-s", "8", "-n", lat)
-	frames := strconv.Itoa(2000 * b.iters)
+	writes := 100 * b.iters // 64 KiB WRITEs (and TCP messages) per bw run
+	lat := 300 * b.iters
+	frames := 5000 * b.iters
+	roceBW := b.tapPerf(n, "bw", writes, "write_bw", "-s", "65536")
+	iwarpBW := b.tapPerf(n, "bw", writes, "write_bw", "--iwarp", "-s", "65536")
+	iwarpJumbo := b.tapPerf(n, "bw", writes, "write_bw", "--iwarp", "-s", "65536", "--tap-mtu", "9000")
+	roceLat := b.tapPerf(n, "lat", lat, "write_lat", "-s", "8")
+	iwarpLat := b.tapPerf(n, "lat", lat, "write_lat", "--iwarp", "-s", "8")
 	return []row{
 		tapRow("RoCEv2 over TAP WRITE bw 64 KiB (MTU 1024)", roceBW, n.frames(roceBWFrame, frames, "bw"), "raw frames"),
 		tapRow("iWARP over TAP WRITE bw 64 KiB (TAP MTU 1500)", iwarpBW, n.frames(iwarpBWFrame, frames, "bw"), "raw frames"),
-		tapRow("iWARP over TAP WRITE bw 64 KiB (TAP MTU 1500)", iwarpBW, n.tcp(65536, strconv.Itoa(300*b.iters), "bw"), "kernel TCP, veth"),
+		tapRow("iWARP over TAP WRITE bw 64 KiB (TAP MTU 1500)", iwarpBW, n.tcp(65536, writes, "bw"), "kernel TCP, veth"),
 		tapRow("iWARP over TAP WRITE bw 64 KiB (TAP MTU 9000)", iwarpJumbo, n.frames(9014, frames, "bw"), "raw frames"),
 		tapRow("RoCEv2 over TAP WRITE lat 8 B", roceLat, n.frames(roceLatFrame, lat, "lat"), "raw frames"),
 		tapRow("iWARP over TAP WRITE lat 8 B", iwarpLat, n.frames(iwarpLatFram, lat, "lat"), "raw frames"),
@@ -84,44 +88,67 @@ func tapUnavailable() string {
 	return ""
 }
 
-// figure is a median over tapReps runs, or why there is none.
+// figure is a median over tapReps runs, or why there is none: the rate or
+// latency, and the CPU time per MiB moved.
 type figure struct {
-	v     float64
-	label string
-	err   error
+	f         float64
+	cpuPerMiB time.Duration
+	label     string
+	err       error
 }
 
-// median runs measure tapReps times and keeps the median.
-func median(measure func() (float64, error)) figure {
+// median runs measure(count) tapReps times and keeps the median figure.
+// The CPU per MiB is marginal, free of the setup every run pays (TAPs,
+// NICs, connections): each time a run of a tenth of count is measured too,
+// and the difference in CPU time is divided by the difference in bytes
+// (unit bytes per count); the median of those is kept.
+func median(count, unit int, measure func(count int) (float64, time.Duration, error)) figure {
 	var vs []float64
+	var cpus []time.Duration
+	small := max(count/10, 1)
 	for range tapReps {
-		v, err := measure()
+		v, cpu, err := measure(count)
+		if err != nil {
+			return figure{err: err}
+		}
+		_, cpuSmall, err := measure(small)
 		if err != nil {
 			return figure{err: err}
 		}
 		vs = append(vs, v)
+		if count > small {
+			cpus = append(cpus, max(cpu-cpuSmall, 0)*(1<<20)/time.Duration((count-small)*unit))
+		}
 	}
 	slices.Sort(vs)
-	return figure{v: vs[len(vs)/2]}
+	f := figure{f: vs[len(vs)/2]}
+	if len(cpus) > 0 {
+		slices.Sort(cpus)
+		f.cpuPerMiB = cpus[len(cpus)/2]
+	}
+	return f
 }
 
-// tapPerf runs rnic perf on two TAP NICs (the server's, the client's).
-func (b *bench) tapPerf(n *tapNet, kind string, args ...string) figure {
+// tapPerf runs rnic perf on two TAP NICs (the server's, the client's),
+// iters operations.
+func (b *bench) tapPerf(n *tapNet, kind string, iters int, args ...string) figure {
 	args = append([]string{"perf"}, args...)
 	args = append(args, "--netns", n.ns, "--bridge", "br0", "--tap", "rbt0", "--tap", "rbt1",
 		"--ip", "10.77.0.1/24", "--ip", "10.77.0.2/24", "--json")
-	return median(func() (float64, error) {
-		res, err := b.perf(args)
+	f := median(iters, 65536, func(count int) (float64, time.Duration, error) {
+		res, cpu, err := b.perfCPU(append(args, "-n", strconv.Itoa(count)))
 		switch {
 		case err != nil:
-			return 0, err
+			return 0, 0, err
 		case kind == "bw" && res.BW != nil:
-			return res.BW.AvgMBps, nil
+			return res.BW.AvgMBps, cpu, nil
 		case kind == "lat" && res.Lat != nil:
-			return res.Lat.Typical, nil
+			return res.Lat.Typical, cpu, nil
 		}
-		return 0, errors.New("no figure in rnic perf's output")
+		return 0, 0, errors.New("no figure in rnic perf's output")
 	})
+	f.label = kind
+	return f
 }
 
 // tapRow puts an rnic figure against a baseline.
@@ -131,62 +158,67 @@ func tapRow(name string, rnic, base figure, baseName string) row {
 		return r
 	}
 	if base.label == "bw" {
-		r.rnic = fmt.Sprintf("%.0f MB/s", rnic.v)
-		r.baseline = fmt.Sprintf("%s %.0f MB/s", baseName, base.v)
-		r.ratio, r.better = rnic.v/base.v, "higher is better"
+		r.rnic = fmt.Sprintf("%.0f MB/s, %s CPU/MiB", rnic.f, rnic.cpuPerMiB.Round(100*time.Microsecond))
+		r.baseline = fmt.Sprintf("%s %.0f MB/s, %s CPU/MiB", baseName, base.f, base.cpuPerMiB.Round(100*time.Microsecond))
+		r.ratio, r.better = rnic.f/base.f, "higher is better"
 	} else {
-		r.rnic = fmt.Sprintf("%.1f µs", rnic.v)
-		r.baseline = fmt.Sprintf("%s %.1f µs", baseName, base.v)
-		r.ratio, r.better = rnic.v/base.v, "lower is better"
+		r.rnic = fmt.Sprintf("%.1f µs", rnic.f)
+		r.baseline = fmt.Sprintf("%s %.1f µs", baseName, base.f)
+		r.ratio, r.better = rnic.f/base.f, "lower is better"
 	}
 	return r
 }
 
 // frames measures raw frames of size bytes between two TAPs on the bridge.
-func (n *tapNet) frames(size int, count, mode string) figure {
-	f := median(func() (float64, error) {
+func (n *tapNet) frames(size, count int, mode string) figure {
+	f := median(count, size, func(count int) (float64, time.Duration, error) {
 		return n.run(nil, "frames", "-netns", n.ns, "-bridge", "br0", "-tap", "rbr0", "-tap", "rbr1",
-			"-size", strconv.Itoa(size), "-count", count, "-mode", mode)
+			"-size", strconv.Itoa(size), "-count", strconv.Itoa(count), "-mode", mode)
 	})
 	f.label = mode
 	return f
 }
 
 // tcp measures kernel TCP from nsB to nsA, messages of size bytes.
-func (n *tapNet) tcp(size int, count, mode string) figure {
-	f := median(func() (float64, error) {
+func (n *tapNet) tcp(size, count int, mode string) figure {
+	f := median(count, size, func(count int) (float64, time.Duration, error) {
 		srv := exec.Command("ip", "netns", "exec", n.nsA, n.tapraw, "tcp-serve", "-addr", "10.78.0.1:5999")
 		var srvErr bytes.Buffer
 		srv.Stderr = &srvErr
 		if err := srv.Start(); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		defer func() { srv.Process.Kill(); srv.Wait() }()
-		return n.run([]string{"ip", "netns", "exec", n.nsB}, "tcp-client", "-addr", "10.78.0.1:5999",
-			"-size", strconv.Itoa(size), "-count", count, "-mode", mode)
+		v, cpu, err := n.run([]string{"ip", "netns", "exec", n.nsB}, "tcp-client", "-addr", "10.78.0.1:5999",
+			"-size", strconv.Itoa(size), "-count", strconv.Itoa(count), "-mode", mode)
+		// The server ends once its one client is done.
+		if werr := srv.Wait(); werr != nil && err == nil {
+			err = fmt.Errorf("tapraw tcp-serve: %v: %s", werr, lastLine(srvErr.String()))
+		}
+		return v, cpu + srv.ProcessState.UserTime() + srv.ProcessState.SystemTime(), err
 	})
 	f.label = mode
 	return f
 }
 
 // run runs tapraw (behind prefix, a command that runs it elsewhere) and
-// returns its figure.
-func (n *tapNet) run(prefix []string, args ...string) (float64, error) {
+// returns its figure and the CPU time it took.
+func (n *tapNet) run(prefix []string, args ...string) (float64, time.Duration, error) {
 	argv := append(append(prefix, n.tapraw), args...)
 	var out, errOut bytes.Buffer
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
-		return 0, fmt.Errorf("tapraw %s: %v: %s", args[0], err, lastLine(errOut.String()))
+		return 0, 0, fmt.Errorf("tapraw %s: %v: %s", args[0], err, lastLine(errOut.String()))
 	}
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	var res struct {
 		MBps    float64 `json:"mbps"`
 		Typical float64 `json:"t_typical_usec"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-		return 0, fmt.Errorf("tapraw output: %w", err)
+		return 0, 0, fmt.Errorf("tapraw output: %w", err)
 	}
-	return res.MBps + res.Typical, nil // one of them is set
+	return res.MBps + res.Typical, cpu, nil // one of them is set
 }
 
 // newTapNet builds the namespaces and the baseline program. It returns
