@@ -15,9 +15,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -51,6 +53,7 @@ func (b *bench) tapRows() []row {
 	n, err := b.newTapNet()
 	if n != nil {
 		defer n.close()
+		defer n.closeOnSignal()()
 	}
 	if err != nil {
 		return []row{{workload: "TAP mode rows", err: err}}
@@ -254,6 +257,24 @@ func (b *bench) newTapNet() (*tapNet, error) {
 		}
 	}
 	return n, nil
+}
+
+// closeOnSignal deletes the namespaces when an interrupt ends the bench
+// midway (the children get it too); it returns the function that stops
+// watching.
+func (n *tapNet) closeOnSignal() (stop func()) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sig:
+			n.close()
+			os.Exit(130)
+		case <-done:
+		}
+	}()
+	return func() { signal.Stop(sig); close(done) }
 }
 
 // close deletes the namespaces (and with them the bridge and veths).
