@@ -6,7 +6,6 @@ package main
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -31,6 +30,9 @@ var (
 // quiet ends a bw run when no frame has arrived for this long (frames the
 // receiving TAP's queue dropped never come).
 const quiet = 300 * time.Millisecond
+
+// learnWait bounds the learning exchange (a variable for the tests).
+var learnWait = 5 * time.Second
 
 func runFrames(netns, bridge, a, b string, size, count int, lat bool) (result, error) {
 	if size < 60 || size > 9014 {
@@ -90,7 +92,7 @@ func learn(da, db *tap.Device) error {
 		}
 	}()
 	fa, fb := typedFrame(macA, macB, 60, learnEtherType), typedFrame(macB, macA, 60, learnEtherType)
-	deadline := time.After(5 * time.Second)
+	deadline := time.After(learnWait)
 	for {
 		da.WriteFrame(fa)
 		db.WriteFrame(fb)
@@ -98,7 +100,7 @@ func learn(da, db *tap.Device) error {
 		case err := <-got:
 			return err
 		case <-deadline:
-			return errors.New("no frame crossed the bridge in 5 s")
+			return fmt.Errorf("no frame crossed the bridge in %v", learnWait)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -22,6 +22,11 @@ func tcpServe(addr string) error {
 	if err != nil {
 		return err
 	}
+	return serveOne(ln)
+}
+
+// serveOne serves the first client of ln, then closes ln.
+func serveOne(ln net.Listener) error {
 	defer ln.Close()
 	c, err := ln.Accept()
 	if err != nil {
