@@ -7,7 +7,7 @@
 // It drives the built binaries (bin/rnic, bin/rnicd) and `go test -bench`,
 // as a user would; it uses no package of rnic.
 //
-//	go run ./cmd/internal/benchtable [-bin DIR] [-quick]
+//	go run ./cmd/internal/benchtable [-bin DIR] [-quick] [-only GROUP]
 package main
 
 import (
@@ -27,6 +27,7 @@ type row struct {
 	ratio    float64
 	better   string
 	err      error
+	skip     string // why the workload did not run here
 }
 
 // bench is a run's settings.
@@ -39,6 +40,7 @@ type bench struct {
 func main() {
 	bin := flag.String("bin", "bin", "folder holding the rnic and rnicd binaries")
 	quick := flag.Bool("quick", false, "a tenth of the iterations")
+	only := flag.String("only", "", "run one group of rows: perf, procs, tap, sim or setup")
 	flag.Parse()
 	tmp, err := os.MkdirTemp("", "rnic-bench-")
 	if err != nil {
@@ -51,7 +53,15 @@ func main() {
 		b.iters = 1
 	}
 	var rows []row
-	for _, f := range []func() []row{b.perfRows, b.twoProcessRows, b.simRows, b.setupRows} {
+	groups := []struct {
+		name string
+		rows func() []row
+	}{{"perf", b.perfRows}, {"procs", b.twoProcessRows}, {"tap", b.tapRows}, {"sim", b.simRows}, {"setup", b.setupRows}}
+	for _, g := range groups {
+		if *only != "" && *only != g.name {
+			continue
+		}
+		f := g.rows
 		got := f()
 		for _, r := range got {
 			fmt.Fprintf(os.Stderr, "benchtable: %s done\n", r.workload)
@@ -70,6 +80,10 @@ func print(rows []row) {
 	fmt.Fprintln(w, "workload\trnic\tbaseline\trnic/baseline\t")
 	fmt.Fprintln(w, "--------\t----\t--------\t-------------\t")
 	for _, r := range rows {
+		if r.skip != "" {
+			fmt.Fprintf(w, "%s\tskipped: %s\t\t\t\n", r.workload, r.skip)
+			continue
+		}
 		if r.err != nil {
 			fmt.Fprintf(w, "%s\tfailed: %v\t\t\t\n", r.workload, r.err)
 			continue

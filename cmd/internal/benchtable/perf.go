@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"strconv"
+	"time"
 )
 
 // Ports of the bench's runs, away from rnic perf's defaults so that a run
@@ -73,14 +74,28 @@ func rawName(args []string) string {
 
 // perf runs rnic with args and decodes its JSON.
 func (b *bench) perf(args []string) (*perfResult, error) {
+	res, _, err := b.perfCPU(args)
+	return res, err
+}
+
+// perfCPU is perf that also returns the CPU time (user and system) the
+// run took.
+func (b *bench) perfCPU(args []string) (*perfResult, time.Duration, error) {
 	var out, errOut bytes.Buffer
 	cmd := exec.Command(b.rnic(), args...)
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%v: %s", err, lastLine(errOut.String()))
+		return nil, 0, fmt.Errorf("%v: %s", err, lastLine(errOut.String()))
 	}
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	res, err := decodePerf(out.Bytes())
+	return res, cpu, err
+}
+
+// decodePerf decodes rnic perf's JSON and checks the data arrived intact.
+func decodePerf(out []byte) (*perfResult, error) {
 	var res perfResult
-	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+	if err := json.Unmarshal(out, &res); err != nil {
 		return nil, fmt.Errorf("rnic perf output: %w", err)
 	}
 	if res.Check.Mismatched != 0 {
