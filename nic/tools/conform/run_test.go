@@ -56,6 +56,10 @@ func TestCasesSelection(t *testing.T) {
 	if len(some) < 6 {
 		t.Errorf("%d cases for c9-105,credits, want the 6 of this file and any others", len(some))
 	}
+	// 9.7.7.2/credits is a prefix of credits-honoured: = names one.
+	if got := Cases(RoCE, "=9.7.7.2/CREDITS"); len(got) != 1 || got[0].ID != "9.7.7.2/credits" {
+		t.Errorf("=9.7.7.2/credits selected %d cases, want exactly that one", len(got))
+	}
 	if n := len(Cases(IWARP, "C9-105")); n != 0 {
 		t.Errorf("%d iWARP cases named C9-105", n)
 	}
