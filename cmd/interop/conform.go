@@ -15,8 +15,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/rnic/rnic/nic/tools/conform"
 )
@@ -40,8 +42,8 @@ var conformTargets = []conformTarget{
 // Limits of one suite run.
 const (
 	agentPort = 7471
-	// conformLimit bounds the whole suite (the TCG guests are slow).
-	conformLimit = 1800
+	// caseLimit bounds one case's tester run (the TCG guests are slow).
+	caseLimit = 5 * time.Minute
 	// conformSlow scales every wait bound of the tester: the DUT answers
 	// through a TCG guest on a shared machine.
 	conformSlow = "4"
@@ -98,50 +100,230 @@ func runConformLab(ctx context.Context, f *flags, root string, stdout, stderr io
 	return conformReport(stdout, *f.out, outs)
 }
 
-// runConform runs one suite: the agent in the guest, the tester here.
+// runConform runs one suite case by case: the agent in the guest, the
+// tester here, and after each case a look at the guest kernel's log. A
+// case after which the kernel has BUGged, oopsed or warned FAILs with
+// that line, and a guest whose kernel died is booted afresh, so that one
+// crash does not spoil the cases after it.
 func (rn *Runner) runConform(ctx context.Context, t conformTarget, only string) conformOutcome {
 	out := conformOutcome{Target: t}
-	g := t.Guest
-	if err := rn.stage(g, verbsRnicFile); err != nil {
-		out.Err = err.Error()
-		return out
-	}
-	base := filepath.Join(rn.Out, "conform-"+g.Kind)
-	agent := fmt.Sprintf("%s conform agent -d %s --listen %s:%d --tester %s",
-		guestVerbsRnic, t.Device, g.Addr, agentPort, labBridgeIP)
-	id, err := rn.Lab.Start(ctx, g, agent)
+	ids, err := rn.conformCases(ctx, t, only)
 	if err != nil {
 		out.Err = err.Error()
 		return out
 	}
-	defer func() {
-		rn.Lab.Kill(ctx, g, id)
-		log, rc := rn.Lab.Wait(ctx, g, id, 20)
-		writeLog(base+".agent.log", agent, log, rc)
-	}()
-	if !rn.Lab.WaitListen(ctx, g, agentPort, listenLimit) {
-		out.Err = fmt.Sprintf("the agent (%s) never listened on %s:%d", agent, g.Addr, agentPort)
+	base := filepath.Join(rn.Out, "conform-"+t.Guest.Kind)
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		out.Err = err.Error()
 		return out
 	}
-	out.Report, out.Err = rn.runTester(ctx, t, base, only)
+	a := &conformAgent{rn: rn, t: t, log: base + ".agent.log"}
+	defer a.stop(ctx)
+	var problems []string
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			break
+		}
+		if err := a.ensure(ctx); err != nil {
+			problems = append(problems, err.Error())
+			break
+		}
+		rep, why := rn.runTester(ctx, t, filepath.Join(base, slug(id)), "="+id)
+		if why != "" {
+			problems = append(problems, id+": "+why)
+		}
+		if oops := a.kernelNews(ctx); oops != "" && rep != nil {
+			blameKernel(rep, oops)
+		}
+		if rep != nil {
+			fmt.Fprintf(rn.Lab.Log, "%s: %-15s %s\n", t.Device, rep.Results[0].Verdict, id)
+		}
+		out.Report = mergeReport(out.Report, rep)
+	}
+	out.Err = strings.Join(problems, "; ")
 	return out
+}
+
+// conformCases lists the IDs of the target's cases (rnic conform run --list).
+func (rn *Runner) conformCases(ctx context.Context, t conformTarget, only string) ([]string, error) {
+	args := []string{"conform", "run", "--list", "--transport", t.Transport}
+	if only != "" {
+		args = append(args, "--only", only)
+	}
+	b, err := exec.CommandContext(ctx, rn.Rnic, args...).Output()
+	if err != nil {
+		return nil, fmt.Errorf("rnic %s: %w", strings.Join(args, " "), err)
+	}
+	var ids []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			ids = append(ids, f[0])
+		}
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("no %s cases match %q", t.Transport, only)
+	}
+	return ids, nil
+}
+
+// conformAgent is the agent in a target's guest.
+type conformAgent struct {
+	rn   *Runner
+	t    conformTarget
+	log  string
+	id   string // its vm.sh command id, "" when not running
+	news int    // kernel log lines of note seen so far
+	dead bool   // the guest's kernel died: boot it again
+}
+
+// ensure starts the agent (after booting the guest again if its kernel
+// died) unless it runs.
+func (a *conformAgent) ensure(ctx context.Context) error {
+	g, l := a.t.Guest, a.rn.Lab
+	if a.dead {
+		fmt.Fprintf(l.Log, "guest %s's kernel died: booting it again\n", g.Name)
+		if err := a.reboot(ctx); err != nil {
+			return err
+		}
+	}
+	if a.id != "" {
+		return nil
+	}
+	// What the kernel logged before (at boot) is no case's doing.
+	lines, _ := a.kernelLines(ctx)
+	a.news = len(lines)
+	if err := a.rn.stage(g, verbsRnicFile); err != nil {
+		return err
+	}
+	cmd := fmt.Sprintf("%s conform agent -d %s --listen %s:%d --tester %s",
+		guestVerbsRnic, a.t.Device, g.Addr, agentPort, labBridgeIP)
+	id, err := l.Start(ctx, g, cmd)
+	if err != nil {
+		return err
+	}
+	a.id = id
+	if !l.WaitListen(ctx, g, agentPort, listenLimit) {
+		return fmt.Errorf("the agent (%s) never listened on %s:%d", cmd, g.Addr, agentPort)
+	}
+	return nil
+}
+
+// bootMu keeps two targets from booting at once (Lab records the guests
+// it booted).
+var bootMu sync.Mutex
+
+// reboot stops the guest and boots it again.
+func (a *conformAgent) reboot(ctx context.Context) error {
+	bootMu.Lock()
+	defer bootMu.Unlock()
+	a.stop(ctx)
+	a.rn.Lab.vm(ctx, "stop", a.t.Guest.Name)
+	a.dead = false
+	return a.rn.Lab.Boot(ctx, []*Guest{a.t.Guest})
+}
+
+// stop stops the agent and appends what it said to its log.
+func (a *conformAgent) stop(ctx context.Context) {
+	if a.id == "" {
+		return
+	}
+	g := a.t.Guest
+	a.rn.Lab.Kill(ctx, g, a.id)
+	out, rc := a.rn.Lab.Wait(ctx, g, a.id, 20)
+	if f, err := os.OpenFile(a.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); err == nil {
+		fmt.Fprintf(f, "%s[exit %d]\n", out, rc)
+		f.Close()
+	}
+	a.id = ""
+}
+
+// kernelBad are the guest kernel's log lines that say it found a bug.
+const kernelBad = `kernel BUG|Oops|WARNING:|general protection|BUG:`
+
+// kernelLines are the guest kernel's log lines of note; ok is false if
+// the guest does not answer.
+func (a *conformAgent) kernelLines(ctx context.Context) (lines []string, ok bool) {
+	out, rc := a.rn.Lab.Exec(ctx, a.t.Guest, 20, fmt.Sprintf("dmesg | grep -E '%s'; true", kernelBad))
+	if out = strings.TrimSpace(out); out != "" {
+		lines = strings.Split(out, "\n")
+	}
+	return lines, rc == 0
+}
+
+// kernelNews returns the first line of note in the guest kernel's log
+// that is new since the last call ("" if none); after a BUG or an oops
+// the guest is marked for a new boot.
+func (a *conformAgent) kernelNews(ctx context.Context) string {
+	lines, ok := a.kernelLines(ctx)
+	if !ok {
+		a.dead = true
+		return "the guest stopped answering"
+	}
+	if len(lines) <= a.news {
+		return ""
+	}
+	first := strings.TrimSpace(lines[a.news])
+	a.news = len(lines)
+	if !strings.Contains(first, "WARNING:") {
+		a.dead = true
+	}
+	return first
+}
+
+// blameKernel turns rep's (one) case into a FAIL for what the guest
+// kernel logged during it.
+func blameKernel(rep *conform.Report, line string) {
+	for i := range rep.Results {
+		r := &rep.Results[i]
+		r.Detail = "the guest kernel logged " + strconv.Quote(line) + " during this case; the case said: " + string(r.Verdict) + " " + r.Detail
+		r.Verdict = conform.Fail
+	}
+	rep.Summary = summarize(rep.Results)
+}
+
+// mergeReport adds rep's results to into (nil: a new report).
+func mergeReport(into, rep *conform.Report) *conform.Report {
+	if rep == nil {
+		return into
+	}
+	if into == nil {
+		into = &conform.Report{DUT: rep.DUT}
+	}
+	into.Results = append(into.Results, rep.Results...)
+	into.Summary = summarize(into.Results)
+	return into
+}
+
+// summarize counts the verdicts.
+func summarize(rs []conform.Result) conform.Summary {
+	s := conform.Summary{Cases: len(rs)}
+	for _, r := range rs {
+		switch r.Verdict {
+		case conform.Pass:
+			s.Pass++
+		case conform.Fail:
+			s.Fail++
+		case conform.DeviationSeen:
+			s.Deviation++
+		case conform.NotApplicable:
+			s.NotApplicable++
+		}
+	}
+	return s
 }
 
 // testerArgs is the tester's command line: in the lab namespace, on its
 // TAP on the bridge (RoCEv2) or on the bridge's address (iWARP: kernel
-// TCP), the report as JSON on stdout and JUnit beside it.
+// TCP), the report as JSON on stdout.
 func (rn *Runner) testerArgs(t conformTarget, base, only string) []string {
 	g := t.Guest
 	args := []string{"netns", "exec", labNetns, rn.Rnic, "conform", "run",
 		"--agent", fmt.Sprintf("%s:%d", g.Addr, agentPort), "--transport", t.Transport,
-		"--slow", conformSlow, "--pcap", base + ".pcap", "--junit", base + ".junit.xml", "--json"}
+		"--slow", conformSlow, "--pcap", base + ".pcap", "--json", "--only", only}
 	if t.Transport == "roce" {
 		args = append(args, "--tap", g.TAP, "--ip", g.RnicIP+"/24", "--bridge", labBridge)
 	} else {
 		args = append(args, "--udp", labBridgeIP)
-	}
-	if only != "" {
-		args = append(args, "--only", only)
 	}
 	return args
 }
@@ -149,7 +331,7 @@ func (rn *Runner) testerArgs(t conformTarget, base, only string) []string {
 // runTester runs the tester, keeps its JSON report and decodes it. Its
 // exit status 1 with a report is a FAIL among the cases, not an error.
 func (rn *Runner) runTester(ctx context.Context, t conformTarget, base, only string) (*conform.Report, string) {
-	ctx, cancel := context.WithTimeout(ctx, conformLimit*1e9)
+	ctx, cancel := context.WithTimeout(ctx, caseLimit)
 	defer cancel()
 	args := rn.testerArgs(t, base, only)
 	cmd := exec.CommandContext(ctx, "ip", args...)
@@ -164,7 +346,6 @@ func (rn *Runner) runTester(ctx context.Context, t conformTarget, base, only str
 	fmt.Fprintf(stderr, "$ ip %s\n", strings.Join(args, " "))
 	cmd.Stdout, cmd.Stderr = &stdout, stderr
 	runErr := cmd.Run()
-	os.WriteFile(base+".json", []byte(stdout.String()), 0o644)
 	var rep conform.Report
 	if err := json.Unmarshal([]byte(stdout.String()), &rep); err != nil || len(rep.Results) == 0 {
 		return nil, fmt.Sprintf("tester rc=%d, no report (see %s.tester.log)", exitCode(runErr), base)
@@ -189,14 +370,23 @@ func conformReport(stdout io.Writer, out string, outs []conformOutcome) int {
 			continue
 		}
 		o.Report.WriteText(stdout)
-		if f, err := os.Create(filepath.Join(out, "conform-"+o.Target.Guest.Kind+".txt")); err == nil {
-			o.Report.WriteText(f)
-			f.Close()
-		}
+		writeReports(o.Report, filepath.Join(out, "conform-"+o.Target.Guest.Kind))
 		if o.Report.Failed() {
 			code = 1
 		}
 	}
 	fmt.Fprintf(stdout, "captures, reports and logs: %s\n", out)
 	return code
+}
+
+// writeReports writes rep as BASE.txt, BASE.json and BASE.junit.xml.
+func writeReports(rep *conform.Report, base string) {
+	for ext, write := range map[string]func(io.Writer) error{
+		".txt": rep.WriteText, ".json": rep.WriteJSON, ".junit.xml": rep.WriteJUnit,
+	} {
+		if f, err := os.Create(base + ext); err == nil {
+			write(f)
+			f.Close()
+		}
+	}
 }
