@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -170,5 +172,30 @@ func TestSetupBringsUpEveryType(t *testing.T) {
 		if res := RunCase(cfg, c, false); res.Verdict != Pass {
 			t.Errorf("%+v: %s %s", tc.setup, res.Verdict, res.Detail)
 		}
+	}
+}
+
+// TestRunsStartApart: tester processes started one after another play
+// different first QPNs (the rdma_cm cases tell an earlier process's late
+// DREQ from their own by it). Three processes, so that a chance equality
+// of two of the 4096 starts does not fail it.
+func TestRunsStartApart(t *testing.T) {
+	if os.Getenv("CONFORM_PRINT_QPN") != "" {
+		fmt.Println(newRun(&Config{TesterQPN: 0x111}, &Case{}).TesterQPN)
+		return
+	}
+	seen := map[string]bool{}
+	for i := 0; i < 3; i++ {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestRunsStartApart$")
+		cmd.Env = append(os.Environ(), "CONFORM_PRINT_QPN=1")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("subprocess: %v", err)
+		}
+		seen[strings.SplitN(string(out), "\n", 2)[0]] = true
+		time.Sleep(2 * time.Millisecond)
+	}
+	if len(seen) == 1 {
+		t.Errorf("three tester processes all started at the same QPN: %v", seen)
 	}
 }
