@@ -199,3 +199,18 @@ func TestRunsStartApart(t *testing.T) {
 		t.Errorf("three tester processes all started at the same QPN: %v", seen)
 	}
 }
+
+// TestWCFlagsGRHOnlyForUD: the GRH flag is UD's (rxe also sets it on RC
+// receives, which the spec leaves alone); on a UD QP it still counts.
+func TestWCFlagsGRHOnlyForUD(t *testing.T) {
+	wc := agentproto.WC{Status: uint8(verbs.WCSuccess), Flags: uint8(verbs.WCFlagGRH | verbs.WCFlagWithImm)}
+	want := WCWant{Status: verbs.WCSuccess, Flags: Is(verbs.WCFlagWithImm)}
+	rc := &Run{Case: &Case{}}
+	if err := want.match(rc, wc); err != nil {
+		t.Errorf("RC: %v", err)
+	}
+	ud := &Run{Case: &Case{Setup: Setup{QPType: verbs.QPTypeUD}}}
+	if err := want.match(ud, wc); err == nil {
+		t.Error("UD: GRH|WITH_IMM matched a want of WITH_IMM alone")
+	}
+}
