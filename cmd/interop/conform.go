@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -217,9 +218,12 @@ func (a *conformAgent) reboot(ctx context.Context) error {
 	bootMu.Lock()
 	defer bootMu.Unlock()
 	a.stop(ctx)
-	a.rn.Lab.vm(ctx, "stop", a.t.Guest.Name)
+	l, g := a.rn.Lab, a.t.Guest
+	l.vm(ctx, "stop", g.Name)
 	a.dead = false
-	return a.rn.Lab.Boot(ctx, []*Guest{a.t.Guest})
+	// Boot records it again: once is enough for the stop at the end.
+	l.booted = slices.DeleteFunc(l.booted, func(b *Guest) bool { return b == g })
+	return l.Boot(ctx, []*Guest{g})
 }
 
 // stop stops the agent and appends what it said to its log.
