@@ -25,7 +25,7 @@ DROPIN_LIB  := nic/rnicd/dropin/ibverbs
 DROPIN_CM   := nic/rnicd/dropin/rdmacm
 HAVE_CC_VERBS := $(shell command -v $(CC) >/dev/null 2>&1 && [ -e /usr/include/infiniband/verbs.h ] && echo yes)
 
-.PHONY: all build lib lib-asan test test-race test-verbs demo bench bench-go fuzz lint interop clean
+.PHONY: all build lib lib-asan test test-race test-verbs demo bench bench-go fuzz lint interop conform-lab clean
 
 all: build
 
@@ -112,6 +112,13 @@ endif
 # --list prints every row's commands.
 interop:
 	$(GO) run ./cmd/interop $(INTEROP_FLAGS)
+
+# rnic conform against Linux rxe (RoCEv2 cases) and siw (iWARP cases) in the
+# lab (root): the agent, built with -tags verbs, in the guests; the tester on
+# the bridge; a table per device, JSON, JUnit and captures in the output dir.
+# CONFORM_FLAGS=--only PATTERN selects cases, --keep leaves the guests up.
+conform-lab:
+	$(GO) run ./cmd/interop --conform $(CONFORM_FLAGS)
 
 # The tagged passthrough build is linted too where rdma-core's headers are
 # installed (CI installs them); elsewhere lint says it left it out.

@@ -3,6 +3,7 @@
 // in both roles, each run captured on rnic's TAP and checked.
 //
 //	go run ./cmd/interop [--only REGEXP] [--smoke] [--keep] [--out DIR] [--lab DIR] [--list]
+//	go run ./cmd/interop --conform [--only PATTERN] [--keep] [--out DIR] [--lab DIR]
 //
 // It builds the lab image if it is missing (lab/build-image.sh), brings the
 // lab network up (vm.sh net-up), boots the guests the selected rows need
@@ -18,6 +19,10 @@
 // It exits 1 if any row failed. On exit, also after SIGINT, it stops the
 // guests it booted (unless --keep) and removes its TAPs. It must run as
 // root (the lab is a network namespace and QEMU guests).
+//
+// With --conform (make conform-lab) it runs rnic conform instead: the
+// agent in an rxe and a siw guest, the RoCEv2 and the iWARP cases against
+// them (conform.go).
 package main
 
 import (
@@ -38,8 +43,8 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 // flags are interop's flags.
 type flags struct {
-	lab, only, out    *string
-	smoke, keep, list *bool
+	lab, only, out             *string
+	smoke, keep, list, conform *bool
 }
 
 // parseFlags parses args; nil with the exit status when the run ends here.
@@ -47,12 +52,13 @@ func parseFlags(args []string, stderr io.Writer) (*flags, int) {
 	fs := pflag.NewFlagSet("interop", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	f := &flags{
-		lab:   fs.String("lab", "", "the lab directory (default ../shared/lab from the repository root)"),
-		only:  fs.String("only", "", "run only the rows whose \"pairing / role\" matches this regular expression"),
-		smoke: fs.Bool("smoke", false, "the CI subset: rxe rc pingpong and siw rping, both roles; the passthrough tests in both guests; rnic -d verbs:rxe0 pingpong as client; Debian's ibv_rc_pingpong and rping (rxe, siw) on rnicd through the drop-in libraries, both roles"),
-		keep:  fs.Bool("keep", false, "leave the guests running (a later run reuses them)"),
-		out:   fs.String("out", "", "directory for captures and logs (default: a new temporary directory)"),
-		list:  fs.Bool("list", false, "print the selected rows' commands and exit"),
+		lab:     fs.String("lab", "", "the lab directory (default ../shared/lab from the repository root)"),
+		only:    fs.String("only", "", "run only the rows whose \"pairing / role\" matches this regular expression"),
+		smoke:   fs.Bool("smoke", false, "the CI subset: rxe rc pingpong and siw rping, both roles; the passthrough tests in both guests; rnic -d verbs:rxe0 pingpong as client; Debian's ibv_rc_pingpong and rping (rxe, siw) on rnicd through the drop-in libraries, both roles"),
+		keep:    fs.Bool("keep", false, "leave the guests running (a later run reuses them)"),
+		out:     fs.String("out", "", "directory for captures and logs (default: a new temporary directory)"),
+		list:    fs.Bool("list", false, "print the selected rows' commands and exit"),
+		conform: fs.Bool("conform", false, "make conform-lab instead of the rows: rnic conform's RoCEv2 cases against rxe, its iWARP cases against siw, through the agent in the guest (--only is then the cases' --only)"),
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -71,6 +77,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	f, code := parseFlags(args, stderr)
 	if f == nil {
 		return code
+	}
+	if *f.conform {
+		return runConform(f, stdout, stderr)
 	}
 	rows, err := Select(Rows(Pairings), *f.only, *f.smoke)
 	if err != nil {
@@ -98,6 +107,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return runLab(ctx, f, root, rows, stdout, stderr)
+}
+
+// runConform is run for --conform: the lab's guests and the conformance
+// suites instead of the rows.
+func runConform(f *flags, stdout, stderr io.Writer) int {
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(stderr, "interop: needs root (the lab's network namespace, TAPs and QEMU guests)")
+		return 2
+	}
+	root, err := repoRoot()
+	if err == nil {
+		err = f.dirs(root)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "interop: %v\n", err)
+		return 2
+	}
+	fmt.Fprintf(stdout, "conform-lab: captures, reports and logs in %s\n", *f.out)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runConformLab(ctx, f, root, stdout, stderr)
 }
 
 // listRows prints each row's commands.

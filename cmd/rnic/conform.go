@@ -191,7 +191,7 @@ func newConformRunFlags() (*pflag.FlagSet, *conformRunFlags) {
 	fs.StringVar(&f.agent, "agent", "", "the agent's HOST:PORT")
 	fs.StringVar(&f.udp, "udp", "127.0.0.3", "the tester's address: its RoCEv2 port is UDP 4791 there; iWARP: its TCP connections")
 	fs.StringVar(&f.transport, "transport", "roce", "the cases: roce or iwarp")
-	fs.StringVar(&f.only, "only", "", "run only the cases whose rule id, section or title contains this (comma-separated alternatives)")
+	fs.StringVar(&f.only, "only", "", "run only the cases whose rule id, section or title contains this (comma-separated alternatives; =ID: exactly that case)")
 	fs.StringVar(&f.pcap, "pcap", "", "record every frame of the tester's port, numbered as the evidence cites them")
 	fs.BoolVar(&f.json, "json", false, "print the report as JSON")
 	fs.StringVar(&f.junit, "junit", "", "also write the report as JUnit XML to this file")

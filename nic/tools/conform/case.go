@@ -209,6 +209,13 @@ func matches(c Case, only string) bool {
 		if alt = strings.TrimSpace(alt); alt == "" {
 			continue
 		}
+		// "=ID" names one case exactly: an ID may be a prefix of another's.
+		if id, ok := strings.CutPrefix(alt, "="); ok {
+			if strings.EqualFold(c.ID, id) {
+				return true
+			}
+			continue
+		}
 		for _, s := range []string{c.ID, c.Section, c.Title} {
 			if strings.Contains(strings.ToLower(s), alt) {
 				return true

@@ -42,17 +42,27 @@ func iwReadResponse(n int) IW {
 	})
 }
 
-// iwTwoReads sends two Read Requests in one segment, so that the DUT has
-// both before it answers either.
-var iwTwoReads = IW{"send 2 Read Requests at once", func(s *iwSession) error {
+// iwBeyondIRD sends one Read Request more than the IRD the DUT's Reply
+// announced (2 when it announced none: the case asks for IRD 1) in one
+// segment, so that the DUT has them all before it answers any. The
+// announced IRD, not the one asked for, is what binds the tester (siw
+// announces its own 8 whatever the application asked).
+var iwBeyondIRD = IW{"send the announced IRD + 1 Read Requests at once", func(s *iwSession) error {
+	n := 2
+	if s.rep.HasIRDORD() {
+		n = int(s.rep.IRDORD().IRD) + 1
+	}
+	if n > 65 {
+		return fmt.Errorf("%w: the DUT announced IRD %d, more than the tester sends at once", ErrNotApplicable, n-1)
+	}
 	k, addr := s.mr()
 	var b []byte
-	for i := range 2 {
+	for i := range n {
 		h := s.readReqHdr(iwSinkSTag, iwSinkTO+uint64(i)*2048, 2048, k, addr)
 		b = wire.AppendFPDU(b, s.port.Framing(), 0, wire.AppendSegment(nil, &h, nil), nil)
 	}
 	frame, err := s.port.SendRaw(b)
-	s.r.Note("#%d→ 2 Read Requests (DUT IRD %d)", frame, s.rep.IRDORD().IRD)
+	s.r.Note("#%d→ %d Read Requests (DUT IRD %d)", frame, n, s.rep.IRDORD().IRD)
 	return err
 }}
 
@@ -144,7 +154,7 @@ var iwReadCases = []Case{{
 }, {
 	ID: "RFC5040-5.2/ird", Section: "RFC 5040 §5.2, RFC 6581 §9.1", Title: "more Read Requests outstanding than the IRD the DUT announced: an RDMAP Terminate",
 	Transport: IWARP, Setup: iwSetup(IWConn{IRD: 1}, 0, 0),
-	Steps: []Step{iwTwoReads, iwRDMAPTerminate, ExpectClosed, QPState(verbs.QPSErr)},
+	Steps: []Step{iwBeyondIRD, iwRDMAPTerminate, ExpectClosed, QPState(verbs.QPSErr)},
 	Break: &Break{Name: "sees only the first Read Request", Stream: func() iwport.Fault {
 		n := 0
 		return func(u *iwport.Unit) [][]byte {

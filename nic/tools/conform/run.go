@@ -85,6 +85,12 @@ func pickGID(gids []string, tester netip.Addr) (netip.Addr, error) {
 // a previous case's QP still had on the way are told apart.
 var runs atomic.Uint32
 
+// Each tester process starts its runs at a QPN of its own: a process
+// that runs one case after another's (make conform-lab runs case by
+// case) would otherwise play the same QPN, comm ID and rdma_cm port, and
+// take the DREQ of the earlier process's torn-down connection for its own.
+func init() { runs.Store(uint32(time.Now().UnixNano()>>10) % 0x1000) }
+
 // Run is one case's run: what its steps work with.
 type Run struct {
 	Case  *Case

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +57,10 @@ func TestCasesSelection(t *testing.T) {
 	}
 	if len(some) < 6 {
 		t.Errorf("%d cases for c9-105,credits, want the 6 of this file and any others", len(some))
+	}
+	// 9.7.7.2/credits is a prefix of credits-honoured: = names one.
+	if got := Cases(RoCE, "=9.7.7.2/CREDITS"); len(got) != 1 || got[0].ID != "9.7.7.2/credits" {
+		t.Errorf("=9.7.7.2/credits selected %d cases, want exactly that one", len(got))
 	}
 	if n := len(Cases(IWARP, "C9-105")); n != 0 {
 		t.Errorf("%d iWARP cases named C9-105", n)
@@ -166,5 +172,45 @@ func TestSetupBringsUpEveryType(t *testing.T) {
 		if res := RunCase(cfg, c, false); res.Verdict != Pass {
 			t.Errorf("%+v: %s %s", tc.setup, res.Verdict, res.Detail)
 		}
+	}
+}
+
+// TestRunsStartApart: tester processes started one after another play
+// different first QPNs (the rdma_cm cases tell an earlier process's late
+// DREQ from their own by it). Three processes, so that a chance equality
+// of two of the 4096 starts does not fail it.
+func TestRunsStartApart(t *testing.T) {
+	if os.Getenv("CONFORM_PRINT_QPN") != "" {
+		fmt.Println(newRun(&Config{TesterQPN: 0x111}, &Case{}).TesterQPN)
+		return
+	}
+	seen := map[string]bool{}
+	for i := 0; i < 3; i++ {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestRunsStartApart$")
+		cmd.Env = append(os.Environ(), "CONFORM_PRINT_QPN=1")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("subprocess: %v", err)
+		}
+		seen[strings.SplitN(string(out), "\n", 2)[0]] = true
+		time.Sleep(2 * time.Millisecond)
+	}
+	if len(seen) == 1 {
+		t.Errorf("three tester processes all started at the same QPN: %v", seen)
+	}
+}
+
+// TestWCFlagsGRHOnlyForUD: the GRH flag is UD's (rxe also sets it on RC
+// receives, which the spec leaves alone); on a UD QP it still counts.
+func TestWCFlagsGRHOnlyForUD(t *testing.T) {
+	wc := agentproto.WC{Status: uint8(verbs.WCSuccess), Flags: uint8(verbs.WCFlagGRH | verbs.WCFlagWithImm)}
+	want := WCWant{Status: verbs.WCSuccess, Flags: Is(verbs.WCFlagWithImm)}
+	rc := &Run{Case: &Case{}}
+	if err := want.match(rc, wc); err != nil {
+		t.Errorf("RC: %v", err)
+	}
+	ud := &Run{Case: &Case{Setup: Setup{QPType: verbs.QPTypeUD}}}
+	if err := want.match(ud, wc); err == nil {
+		t.Error("UD: GRH|WITH_IMM matched a want of WITH_IMM alone")
 	}
 }
