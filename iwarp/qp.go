@@ -133,9 +133,7 @@ func (qp *QP) State() verbs.QPState {
 func (qp *QP) Query() verbs.QPAttr {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
-	a := qp.attr
-	a.State, a.CurState = qp.state, qp.state
-	a.Cap = qp.cfg.Cap
+	a := qp.cfg.QueryAttr(qp.attr, qp.state)
 	if qp.cm >= cmConnected {
 		a.MaxRdAtomic, a.MaxDestRdAtomic = uint8(min(qp.ord, 255)), uint8(min(qp.ird, 255))
 	}

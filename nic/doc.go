@@ -78,7 +78,8 @@
 // Bottom to top; each layer imports only layers below it:
 //
 //	model      memory, nic/verbs, nic (this package), nic/ibv (the API as interfaces)
-//	wire       roce/wire, roce/layers, iwarp/wire, roce/decode, iwarp/decode
+//	wire       roce/wire, roce/layers, iwarp/wire, roce/cm/mad, roce/decode,
+//	           iwarp/decode
 //	engines    roce, roce/cm, iwarp (they implement verbs.Engine)
 //	transports transport, transport/clock, transport/udp, transport/stream, tap
 //	backends   nic/embedded, nic/tapnic, nic/rdmacm, nic/passthrough, nic/rnicd/client

@@ -77,11 +77,9 @@ func (qp *QP) State() verbs.QPState {
 func (qp *QP) Query() verbs.QPAttr {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
-	a := qp.attr
-	a.State, a.CurState = qp.state, qp.state
+	a := qp.cfg.QueryAttr(qp.attr, qp.state)
 	a.SQPSN = qp.req.psn
 	a.RQPSN = qp.resp.epsn
-	a.Cap = qp.cfg.Cap
 	return a
 }
 

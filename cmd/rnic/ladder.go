@@ -13,9 +13,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/tools/ladder"
 	"github.com/rnic/rnic/nic/tools/sim"
-	"github.com/rnic/rnic/roce"
 	"github.com/rnic/rnic/transport"
 )
 
@@ -180,7 +180,7 @@ func newSimLadder(path string, cfg *sim.Config) (*simLadder, error) {
 		cfg.Pcap = &l.pcap
 	}
 	cfg.LinkNotes = func(record int, n transport.LinkNote) { l.truth.Notes[record] |= n }
-	cfg.TraceEvents = func(node string, e roce.TraceEvent) {
+	cfg.TraceEvents = func(node string, e embedded.TraceEvent) {
 		if ladder.IsTimerOrRNR(e.Msg) {
 			l.truth.Marks = append(l.truth.Marks, ladder.Mark{At: transport.PcapEpoch.Add(e.Time),
 				Who: fmt.Sprintf("%s qp=%#06x", node, e.QPN), QP: int(e.QPN), What: e.Msg})
@@ -210,7 +210,7 @@ type demoMarks struct {
 }
 
 // event is the demo's Config.TraceEvents.
-func (m *demoMarks) event(node string, e roce.TraceEvent) {
+func (m *demoMarks) event(node string, e embedded.TraceEvent) {
 	if !ladder.IsTimerOrRNR(e.Msg) {
 		return
 	}

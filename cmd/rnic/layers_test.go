@@ -12,12 +12,18 @@ import (
 // TestProgramsUseTheVerbsAPI: the programs that have one path for both
 // transports import the verbs model, its API and the backends (nic/...,
 // memory), not the engines and transports under them (roce, iwarp,
-// transport): what they need from there the backends expose. The one
-// exception is nap, a clock utility perf's memory watch sleeps on.
+// transport): what they need from there the backends expose. The
+// exceptions: nap, a clock utility perf's memory watch sleeps on; the wire
+// formats the demo narrates frames and streams with.
 func TestProgramsUseTheVerbsAPI(t *testing.T) {
 	const mod = "github.com/rnic/rnic/"
-	allowed := map[string]bool{mod + "transport/clock/nap": true}
-	for _, prog := range []string{"perf", "rping", "pingpong"} {
+	progs := map[string][]string{"perf": {"transport/clock/nap"}, "rping": nil, "pingpong": nil,
+		"demo": {"roce/wire", "iwarp/wire"}}
+	for prog, extra := range progs {
+		allowed := map[string]bool{}
+		for _, rel := range extra {
+			allowed[mod+rel] = true
+		}
 		files, err := filepath.Glob(filepath.Join("..", "..", "nic", "tools", prog, "*.go"))
 		if err != nil || len(files) == 0 {
 			t.Fatalf("%s: no sources (%v)", prog, err)

@@ -111,17 +111,12 @@ func runPerf(args []string, stdout, stderr io.Writer) int {
 	if code, ok := cmd.parse(fs, args, func() error { return f.resolve(fs, &cfg) }); !ok {
 		return code
 	}
-	pw, code, ok := cmd.pcap(f.pcapPath)
+	out, code, ok := cmd.captures(f.pcapPath, f.trace)
 	if !ok {
 		return code
 	}
-	if pw != nil {
-		defer pw.Close()
-		cfg.Pcap = pw
-	}
-	if f.trace {
-		cfg.Trace = stderr
-	}
+	defer out.close()
+	cfg.Pcap, cfg.Trace = out.pcap, out.trace
 	cfg.Out, cfg.Progress = stdout, stderr
 	ctx, stop := signalContext()
 	defer stop()

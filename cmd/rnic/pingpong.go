@@ -84,17 +84,12 @@ func runPingpong(args []string, stdout, stderr io.Writer) int {
 	if err := f.taps(&cfg); err != nil {
 		return cmd.usage(err)
 	}
-	pw, code, ok := cmd.pcap(f.pcapPath)
+	out, code, ok := cmd.captures(f.pcapPath, f.trace)
 	if !ok {
 		return code
 	}
-	if pw != nil {
-		defer pw.Close()
-		cfg.Pcap = pw
-	}
-	if f.trace {
-		cfg.Trace = stderr
-	}
+	defer out.close()
+	cfg.Pcap, cfg.Trace = out.pcap, out.trace
 	cfg.Out, cfg.Err = stdout, stderr
 	return pingpongExit(cfg, stderr)
 }

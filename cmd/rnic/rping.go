@@ -66,17 +66,12 @@ func runRping(args []string, stdout, stderr io.Writer) int {
 	if code, ok := cmd.parse(fs, args, func() error { return f.resolve(fs, &cfg) }); !ok {
 		return code
 	}
-	pw, code, ok := cmd.pcap(f.pcapPath)
+	out, code, ok := cmd.captures(f.pcapPath, f.trace)
 	if !ok {
 		return code
 	}
-	if pw != nil {
-		defer pw.Close()
-		cfg.Pcap = pw
-	}
-	if f.trace {
-		cfg.Trace = stderr
-	}
+	defer out.close()
+	cfg.Pcap, cfg.Trace = out.pcap, out.trace
 	cfg.Out, cfg.Err = stdout, stderr
 	ctx, stop := signalContext()
 	defer stop()

@@ -73,3 +73,26 @@ func (t toolCommand) pcap(path string) (pw *transport.PcapWriter, code int, ok b
 	}
 	return pw, 0, true
 }
+
+// toolCaptures are a run's --pcap file and --trace writer.
+type toolCaptures struct {
+	pcap  *transport.PcapWriter // nil without --pcap
+	trace io.Writer             // stderr with --trace, else nil
+}
+
+// close closes the --pcap file, if any.
+func (c toolCaptures) close() {
+	if c.pcap != nil {
+		c.pcap.Close()
+	}
+}
+
+// captures opens the --pcap file and picks the --trace writer: ok, or the
+// exit status.
+func (t toolCommand) captures(pcapPath string, trace bool) (c toolCaptures, code int, ok bool) {
+	c.pcap, code, ok = t.pcap(pcapPath)
+	if ok && trace {
+		c.trace = t.stderr
+	}
+	return c, code, ok
+}

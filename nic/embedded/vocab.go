@@ -6,6 +6,9 @@
 package embedded
 
 import (
+	"io"
+
+	"github.com/rnic/rnic/roce"
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/stream"
 )
@@ -22,3 +25,15 @@ type Link = transport.Endpoint
 // kernel TCP, a TAP-mode NIC's own TCP (tapnic.NIC.Streams), or a
 // simulated network.
 type StreamNetwork = stream.Network
+
+// NewPcapWriter writes a pcap file header to w and returns a writer for
+// a NIC's frames.
+func NewPcapWriter(w io.Writer) (*PcapWriter, error) { return transport.NewPcapWriter(w) }
+
+// StreamConn is one of an iWARP NIC's TCP streams (IWARPConfig.Wrap).
+type StreamConn = stream.Conn
+
+// TraceEvent is one event of a RoCEv2 engine's trace
+// (UDPConfig.TraceEvents): what a narrating program shows next to the
+// frames.
+type TraceEvent = roce.TraceEvent

@@ -34,6 +34,16 @@ type QPConfig struct {
 	Event func(AsyncEvent)
 }
 
+// QueryAttr is the part of an engine's Query that every transport shares:
+// the attributes last modified, the current state as both State and
+// CurState, and the capabilities the QP was created with. The engine adds
+// its own (PSNs, negotiated IRD/ORD).
+func (c *QPConfig) QueryAttr(modified QPAttr, state QPState) QPAttr {
+	modified.State, modified.CurState = state, state
+	modified.Cap = c.Cap
+	return modified
+}
+
 // Engine is one QP inside a transport engine.
 type Engine interface {
 	// QPN is the queue pair number.

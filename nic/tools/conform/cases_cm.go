@@ -19,7 +19,7 @@ import (
 	"github.com/rnic/rnic/nic/tools/conform/agentproto"
 	"github.com/rnic/rnic/nic/tools/conform/rocepeer"
 	"github.com/rnic/rnic/nic/verbs"
-	"github.com/rnic/rnic/roce/cm"
+	"github.com/rnic/rnic/roce/cm/mad"
 	"github.com/rnic/rnic/roce/wire"
 )
 
@@ -54,9 +54,9 @@ func cmNeeds(info agentproto.DeviceInfo) string {
 // cmState is the run's CM exchange.
 type cmState struct {
 	psn    uint32 // the tester's GSI PSN
-	req    cm.REQ
+	req    mad.REQ
 	reqTID uint64
-	rep    cm.REP
+	rep    mad.REP
 	done   chan cmResult // the background agent call
 }
 
@@ -76,24 +76,24 @@ func cmOf(r *Run) *cmState {
 
 // cmSend sends a CM message from the tester's QP1.
 func cmSend(r *Run, msg rocepeer.CMMessage, tid uint64) error {
-	mad, err := rocepeer.EncodeMAD(msg, tid)
+	b, err := rocepeer.EncodeMAD(msg, tid)
 	if err != nil {
 		return err
 	}
 	s := cmOf(r)
-	p := rocepeer.GSIPacket(s.psn, mad)
+	p := rocepeer.GSIPacket(s.psn, b)
 	s.psn++
 	e := r.Port.Encap(r.DUTAddr)
 	no, err := r.Port.Send(wire.AppendFrame(nil, &e, &p.H, p.Payload))
 	if err == nil {
-		r.Note("#%d→%v", no, cm.MAD(mad).AttrID())
+		r.Note("#%d→%v", no, mad.MAD(b).AttrID())
 	}
 	return err
 }
 
 // cmExpect takes the DUT's next frame, which must be a well-formed GSI
 // datagram carrying the CM message attr.
-func cmExpect(r *Run, attr cm.AttrID, d time.Duration) (cm.MAD, error) {
+func cmExpect(r *Run, attr mad.AttrID, d time.Duration) (mad.MAD, error) {
 	f, ok := nextGSI(r, r.Bound(d))
 	if !ok {
 		return nil, fmt.Errorf("no %v from the DUT within %v", attr, r.Bound(d))
@@ -117,7 +117,7 @@ func cmExpect(r *Run, attr cm.AttrID, d time.Duration) (cm.MAD, error) {
 	if m.AttrID() != attr {
 		return nil, fmt.Errorf("frame %d: CM %v, want %v", f.No, m.AttrID(), attr)
 	}
-	return append(cm.MAD(nil), m...), nil
+	return append(mad.MAD(nil), m...), nil
 }
 
 // nextGSI is Run.next for the CM: the DUT's next frame to the tester's
@@ -141,10 +141,10 @@ func nextGSI(r *Run, d time.Duration) (Frame, bool) {
 // another run's port, or a message naming another run's comm ID of the
 // tester's (the agent's reset tears connections down, and their DREQs
 // may arrive during the next case).
-func stale(r *Run, m cm.MAD) bool {
+func stale(r *Run, m mad.MAD) bool {
 	d := m.Data()
-	if m.AttrID() == cm.AttrREQ {
-		_, port, ok := cm.ServicePort(binary.BigEndian.Uint64(d[8:]))
+	if m.AttrID() == mad.AttrREQ {
+		_, port, ok := mad.ServicePort(binary.BigEndian.Uint64(d[8:]))
 		return ok && port != cmPort(r)
 	}
 	remote := binary.BigEndian.Uint32(d[4:])
@@ -199,13 +199,13 @@ func cmAbort(r *Run) {
 	default:
 	}
 	if s.req.LocalCommID != 0 {
-		cmSend(r, &cm.REJ{LocalCommID: testerCommID(r), RemoteCommID: s.req.LocalCommID, MessageRejected: cm.MsgREQ,
-			Reason: cm.RejConsumerReject}, s.reqTID)
-		cmSend(r, &cm.DREP{LocalCommID: testerCommID(r), RemoteCommID: s.req.LocalCommID}, s.reqTID)
+		cmSend(r, &mad.REJ{LocalCommID: testerCommID(r), RemoteCommID: s.req.LocalCommID, MessageRejected: mad.MsgREQ,
+			Reason: mad.RejConsumerReject}, s.reqTID)
+		cmSend(r, &mad.DREP{LocalCommID: testerCommID(r), RemoteCommID: s.req.LocalCommID}, s.reqTID)
 	}
 	if s.rep.LocalCommID != 0 {
-		cmSend(r, &cm.REJ{LocalCommID: testerCommID(r), RemoteCommID: s.rep.LocalCommID, MessageRejected: cm.MsgREP,
-			Reason: cm.RejConsumerReject}, s.reqTID)
+		cmSend(r, &mad.REJ{LocalCommID: testerCommID(r), RemoteCommID: s.rep.LocalCommID, MessageRejected: mad.MsgREP,
+			Reason: mad.RejConsumerReject}, s.reqTID)
 	}
 	select {
 	case res := <-s.done:
@@ -227,7 +227,7 @@ func dutConnects(priv string) Step {
 
 // takeREQ takes the DUT's REQ and keeps it.
 func takeREQ(r *Run) error {
-	m, err := cmExpect(r, cm.AttrREQ, DefaultWithin)
+	m, err := cmExpect(r, mad.AttrREQ, DefaultWithin)
 	if err != nil {
 		if s := cmOf(r); s.done != nil {
 			select {
@@ -248,13 +248,13 @@ func takeREQ(r *Run) error {
 func mapped(a netip.Addr) netip.Addr { return netip.AddrFrom16(a.As16()) }
 
 // checkREQ checks what the DUT's REQ must say (§12.6.5, Annex A11).
-func checkREQ(r *Run, q *cm.REQ, priv string) error {
+func checkREQ(r *Run, q *mad.REQ, priv string) error {
 	type want struct {
 		name      string
 		got, want any
 	}
 	for _, w := range []want{
-		{"ServiceID", q.ServiceID, cm.ServiceID(cm.PortSpaceTCP, cmPort(r))},
+		{"ServiceID", q.ServiceID, mad.ServiceID(mad.PortSpaceTCP, cmPort(r))},
 		{"LocalQPN", q.LocalQPN, r.QP.QPN},
 		{"ResponderResources", q.ResponderResources, uint8(3)},
 		{"InitiatorDepth", q.InitiatorDepth, uint8(2)},
@@ -272,7 +272,7 @@ func checkREQ(r *Run, q *cm.REQ, priv string) error {
 	if q.PathMTU < uint8(verbs.MTU256) || q.PathMTU > uint8(verbs.MTU4096) {
 		return fmt.Errorf("REQ PathMTU code %d, want 1..5", q.PathMTU)
 	}
-	var h cm.CMAHeader
+	var h mad.CMAHeader
 	if err := h.Decode(q.PrivateData); err != nil {
 		return fmt.Errorf("REQ private data: no rdma_cm header (Annex A11): %w", err)
 	}
@@ -280,27 +280,27 @@ func checkREQ(r *Run, q *cm.REQ, priv string) error {
 		return fmt.Errorf("REQ rdma_cm header src %v port %d dst %v, want src %v, a port, dst %v",
 			h.Src, h.SrcPort, h.Dst, r.DUTAddr, r.Cfg.TesterAddr)
 	}
-	if user := q.PrivateData[cm.CMAHeaderLen:]; !bytes.HasPrefix(user, []byte(priv)) {
+	if user := q.PrivateData[mad.CMAHeaderLen:]; !bytes.HasPrefix(user, []byte(priv)) {
 		return fmt.Errorf("REQ user private data %q, want %q", short(user), priv)
 	}
 	return nil
 }
 
 // testerREQ is the REQ the tester sends to the DUT's listener on port.
-func testerREQ(r *Run, port uint16, priv string) (*cm.REQ, error) {
-	pd := make([]byte, cm.CMAHeaderLen, cm.CMAHeaderLen+len(priv))
-	h := cm.CMAHeader{IPVersion: 4, SrcPort: 40001, Src: r.Cfg.TesterAddr.Unmap(), Dst: r.DUTAddr.Unmap()}
+func testerREQ(r *Run, port uint16, priv string) (*mad.REQ, error) {
+	pd := make([]byte, mad.CMAHeaderLen, mad.CMAHeaderLen+len(priv))
+	h := mad.CMAHeader{IPVersion: 4, SrcPort: 40001, Src: r.Cfg.TesterAddr.Unmap(), Dst: r.DUTAddr.Unmap()}
 	if !h.Src.Is4() {
 		h.IPVersion = 6
 	}
 	if err := h.Encode(pd); err != nil {
 		return nil, err
 	}
-	return &cm.REQ{LocalCommID: testerCommID(r), ServiceID: cm.ServiceID(cm.PortSpaceTCP, port), LocalCAGUID: cmTesterGUID,
+	return &mad.REQ{LocalCommID: testerCommID(r), ServiceID: mad.ServiceID(mad.PortSpaceTCP, port), LocalCAGUID: cmTesterGUID,
 		LocalQPN: r.TesterQPN, ResponderResources: 4, InitiatorDepth: 4, RemoteCMResponseTimeout: 20,
 		StartingPSN: r.PSN(0), LocalCMResponseTimeout: 20, RetryCount: 7, PKey: wire.DefaultPKey,
 		PathMTU: uint8(r.Attrs.PathMTU), RNRRetryCount: 7, MaxCMRetries: 15,
-		PrimaryLocalLID: cm.PermissiveLID, PrimaryRemoteLID: cm.PermissiveLID,
+		PrimaryLocalLID: mad.PermissiveLID, PrimaryRemoteLID: mad.PermissiveLID,
 		PrimaryLocalGID: mapped(r.Cfg.TesterAddr), PrimaryRemoteGID: mapped(r.DUTAddr),
 		HopLimit: 64, LocalACKTimeout: 14, PrivateData: append(pd, priv...)}, nil
 }
@@ -352,8 +352,8 @@ func cmREQFields() Case {
 			}),
 			cmStep("reject it; rdma_connect fails", func(r *Run) error {
 				s := cmOf(r)
-				rej := cm.REJ{LocalCommID: testerCommID(r), RemoteCommID: s.req.LocalCommID, MessageRejected: cm.MsgREQ,
-					Reason: cm.RejConsumerReject}
+				rej := mad.REJ{LocalCommID: testerCommID(r), RemoteCommID: s.req.LocalCommID, MessageRejected: mad.MsgREQ,
+					Reason: mad.RejConsumerReject}
 				if err := cmSend(r, &rej, s.reqTID); err != nil {
 					return err
 				}
@@ -363,24 +363,24 @@ func cmREQFields() Case {
 				return nil
 			}),
 		},
-		Break: outBreak("puts another QPN in the REQ", rocepeer.IsCM(cm.AttrREQ), rocepeer.EditCM(func(d []byte) { d[34] ^= 1 })),
+		Break: outBreak("puts another QPN in the REQ", rocepeer.IsCM(mad.AttrREQ), rocepeer.EditCM(func(d []byte) { d[34] ^= 1 })),
 	}
 }
 
 // repAndRTU answers the DUT's REQ with a REP and takes the RTU.
 func repAndRTU(r *Run) error {
 	s := cmOf(r)
-	s.rep = cm.REP{LocalCommID: testerCommID(r), RemoteCommID: s.req.LocalCommID, LocalQPN: r.TesterQPN,
+	s.rep = mad.REP{LocalCommID: testerCommID(r), RemoteCommID: s.req.LocalCommID, LocalQPN: r.TesterQPN,
 		StartingPSN: r.PSN(0), ResponderResources: min(s.req.InitiatorDepth, 4), InitiatorDepth: min(s.req.ResponderResources, 4),
 		RNRRetryCount: 7, LocalCAGUID: cmTesterGUID, PrivateData: []byte("conform-rep")}
 	if err := cmSend(r, &s.rep, s.reqTID); err != nil {
 		return err
 	}
-	m, err := cmExpect(r, cm.AttrRTU, DefaultWithin)
+	m, err := cmExpect(r, mad.AttrRTU, DefaultWithin)
 	if err != nil {
 		return err
 	}
-	var rtu cm.RTU
+	var rtu mad.RTU
 	rtu.Decode(m)
 	if rtu.LocalCommID != s.req.LocalCommID || rtu.RemoteCommID != testerCommID(r) {
 		return fmt.Errorf("RTU comm IDs local %#x remote %#x, want %#x and %#x", rtu.LocalCommID, rtu.RemoteCommID,
@@ -463,7 +463,7 @@ func cmRTU() Case {
 			}),
 			Poll{Want: []WCWant{wcOK(1)}},
 		},
-		Break: outBreak("names another comm ID in the RTU", rocepeer.IsCM(cm.AttrRTU), commIDAt(4)),
+		Break: outBreak("names another comm ID in the RTU", rocepeer.IsCM(mad.AttrRTU), commIDAt(4)),
 	}
 }
 
@@ -475,7 +475,7 @@ func cmREPFields() Case {
 		Steps: []Step{
 			dutListens(false, "conform-rep"),
 			cmStep("the REP's fields", func(r *Run) error {
-				m, err := cmExpect(r, cm.AttrREP, DefaultWithin)
+				m, err := cmExpect(r, mad.AttrREP, DefaultWithin)
 				if err != nil {
 					return err
 				}
@@ -499,7 +499,7 @@ func cmREPFields() Case {
 			}),
 			cmStep("RTU; rdma_accept returns; the QP", func(r *Run) error {
 				s := cmOf(r)
-				if err := cmSend(r, &cm.RTU{LocalCommID: testerCommID(r), RemoteCommID: s.rep.LocalCommID}, s.reqTID); err != nil {
+				if err := cmSend(r, &mad.RTU{LocalCommID: testerCommID(r), RemoteCommID: s.rep.LocalCommID}, s.reqTID); err != nil {
 					return err
 				}
 				info, err := awaitCall(r)
@@ -513,7 +513,7 @@ func cmREPFields() Case {
 				return qpIs(r, s.req.StartingPSN, s.rep.StartingPSN)
 			}),
 		},
-		Break: outBreak("names another comm ID in the REP", rocepeer.IsCM(cm.AttrREP), commIDAt(4)),
+		Break: outBreak("names another comm ID in the REP", rocepeer.IsCM(mad.AttrREP), commIDAt(4)),
 	}
 }
 
@@ -525,18 +525,18 @@ func cmREJSent() Case {
 		Steps: []Step{
 			dutListens(true, "no thanks"),
 			cmStep("the REJ", func(r *Run) error {
-				m, err := cmExpect(r, cm.AttrREJ, DefaultWithin)
+				m, err := cmExpect(r, mad.AttrREJ, DefaultWithin)
 				if err != nil {
 					return err
 				}
-				var j cm.REJ
+				var j mad.REJ
 				j.Decode(m)
 				switch {
 				case m.TID() != cmOf(r).reqTID:
 					return fmt.Errorf("REJ TID %#x, want the REQ's %#x", m.TID(), cmOf(r).reqTID)
-				case j.RemoteCommID != testerCommID(r) || j.MessageRejected != cm.MsgREQ:
+				case j.RemoteCommID != testerCommID(r) || j.MessageRejected != mad.MsgREQ:
 					return fmt.Errorf("REJ remote comm ID %#x message %d, want %#x and 0 (REQ)", j.RemoteCommID, j.MessageRejected, testerCommID(r))
-				case j.Reason != cm.RejConsumerReject:
+				case j.Reason != mad.RejConsumerReject:
 					return fmt.Errorf("REJ reason %d (%v), want 28 (consumer reject)", j.Reason, j.Reason)
 				case !bytes.HasPrefix(j.PrivateData, []byte("no thanks")):
 					return fmt.Errorf("REJ private data %q, want %q", short(j.PrivateData), "no thanks")
@@ -545,7 +545,7 @@ func cmREJSent() Case {
 				return err
 			}),
 		},
-		Break: outBreak("gives another reason in the REJ", rocepeer.IsCM(cm.AttrREJ), rocepeer.EditCM(func(d []byte) { d[11] ^= 0x10 })),
+		Break: outBreak("gives another reason in the REJ", rocepeer.IsCM(mad.AttrREJ), rocepeer.EditCM(func(d []byte) { d[11] ^= 0x10 })),
 	}
 }
 
@@ -561,8 +561,8 @@ func cmREJReceived() Case {
 					return err
 				}
 				s := cmOf(r)
-				rej := cm.REJ{LocalCommID: testerCommID(r), RemoteCommID: s.req.LocalCommID, MessageRejected: cm.MsgREQ,
-					Reason: cm.RejConsumerReject, PrivateData: []byte("go away")}
+				rej := mad.REJ{LocalCommID: testerCommID(r), RemoteCommID: s.req.LocalCommID, MessageRejected: mad.MsgREQ,
+					Reason: mad.RejConsumerReject, PrivateData: []byte("go away")}
 				return cmSend(r, &rej, s.reqTID)
 			}),
 			cmStep("rdma_connect: rejected, reason 28, the private data", func(r *Run) error {
@@ -575,14 +575,14 @@ func cmREJReceived() Case {
 					return fmt.Errorf("%w: the DUT reports no reject detail", ErrNotApplicable)
 				}
 				r.Note("rejected: reason %d", ae.Reject.Reason)
-				if ae.Reject.Reason != uint16(cm.RejConsumerReject) || !bytes.HasPrefix(ae.Reject.PrivateData, []byte("go away")) {
+				if ae.Reject.Reason != uint16(mad.RejConsumerReject) || !bytes.HasPrefix(ae.Reject.PrivateData, []byte("go away")) {
 					return fmt.Errorf("rejection reason %d private data %q, want 28 and %q", ae.Reject.Reason,
 						short(ae.Reject.PrivateData), "go away")
 				}
 				return nil
 			}),
 		},
-		Break: inBreak("reads another reason from the REJ", rocepeer.IsCM(cm.AttrREJ), rocepeer.EditCM(func(d []byte) { d[11] ^= 0x10 })),
+		Break: inBreak("reads another reason from the REJ", rocepeer.IsCM(mad.AttrREJ), rocepeer.EditCM(func(d []byte) { d[11] ^= 0x10 })),
 	}
 }
 
@@ -609,27 +609,27 @@ func established() Step {
 // drepCrossing takes the DUT's DREP. The DUT's own DREQ may cross ours
 // (its application disconnected at the same time): the tester answers it
 // with a DREP, as §12.9.7 has both sides do, and waits on.
-func drepCrossing(r *Run) (cm.MAD, error) {
+func drepCrossing(r *Run) (mad.MAD, error) {
 	for range 2 {
 		f, ok := nextGSI(r, r.Bound(DefaultWithin))
 		if !ok {
 			break
 		}
 		r.pending = append([]Frame{f}, r.pending...)
-		if m := rocepeer.CMFrom(&f.F.Packet); f.Err != nil || m == nil || m.AttrID() != cm.AttrDREQ {
-			return cmExpect(r, cm.AttrDREP, DefaultWithin)
+		if m := rocepeer.CMFrom(&f.F.Packet); f.Err != nil || m == nil || m.AttrID() != mad.AttrDREQ {
+			return cmExpect(r, mad.AttrDREP, DefaultWithin)
 		}
-		m, err := cmExpect(r, cm.AttrDREQ, DefaultWithin)
+		m, err := cmExpect(r, mad.AttrDREQ, DefaultWithin)
 		if err != nil {
 			return nil, err
 		}
-		var q cm.DREQ
+		var q mad.DREQ
 		q.Decode(m)
-		if err := cmSend(r, &cm.DREP{LocalCommID: testerCommID(r), RemoteCommID: q.LocalCommID}, m.TID()); err != nil {
+		if err := cmSend(r, &mad.DREP{LocalCommID: testerCommID(r), RemoteCommID: q.LocalCommID}, m.TID()); err != nil {
 			return nil, err
 		}
 	}
-	return cmExpect(r, cm.AttrDREP, DefaultWithin)
+	return cmExpect(r, mad.AttrDREP, DefaultWithin)
 }
 
 func cmDREQFromTester() Case {
@@ -642,7 +642,7 @@ func cmDREQFromTester() Case {
 			cmStep("DREQ; the DREP", func(r *Run) error {
 				s := cmOf(r)
 				const tid = 0x0000_0002_C0DE_0002
-				if err := cmSend(r, &cm.DREQ{LocalCommID: testerCommID(r), RemoteCommID: s.req.LocalCommID, RemoteQPN: r.QP.QPN}, tid); err != nil {
+				if err := cmSend(r, &mad.DREQ{LocalCommID: testerCommID(r), RemoteCommID: s.req.LocalCommID, RemoteQPN: r.QP.QPN}, tid); err != nil {
 					return err
 				}
 				// The application answers RDMA_CM_EVENT_DISCONNECTED with
@@ -654,7 +654,7 @@ func cmDREQFromTester() Case {
 				if err != nil {
 					return err
 				}
-				var d cm.DREP
+				var d mad.DREP
 				d.Decode(m)
 				if d.LocalCommID != s.req.LocalCommID || d.RemoteCommID != testerCommID(r) || m.TID() != tid {
 					return fmt.Errorf("DREP comm IDs local %#x remote %#x TID %#x, want %#x, %#x, %#x", d.LocalCommID,
@@ -673,7 +673,7 @@ func cmDREQFromTester() Case {
 				}
 			}),
 		},
-		Break: &Break{Name: "never answers a DREQ", Out: rocepeer.Drop(rocepeer.IsCM(cm.AttrDREP))},
+		Break: &Break{Name: "never answers a DREQ", Out: rocepeer.Drop(rocepeer.IsCM(mad.AttrDREP))},
 	}
 }
 
@@ -687,25 +687,25 @@ func cmDREQFromDUT() Case {
 			cmStep("DUT disconnects; the DREQ; DREP", func(r *Run) error {
 				h, _ := r.Vars["peer.conn"].(uint32)
 				background(r, func() (agentproto.CMConnInfo, error) { return agentproto.CMConnInfo{}, r.Agent.CMDisconnect(h) })
-				m, err := cmExpect(r, cm.AttrDREQ, DefaultWithin)
+				m, err := cmExpect(r, mad.AttrDREQ, DefaultWithin)
 				if err != nil {
 					return err
 				}
 				s := cmOf(r)
-				var d cm.DREQ
+				var d mad.DREQ
 				d.Decode(m)
 				if d.LocalCommID != s.req.LocalCommID || d.RemoteCommID != testerCommID(r) || d.RemoteQPN != r.TesterQPN {
 					return fmt.Errorf("DREQ comm IDs local %#x remote %#x remote QPN %#x, want %#x, %#x, %#x", d.LocalCommID,
 						d.RemoteCommID, d.RemoteQPN, s.req.LocalCommID, testerCommID(r), r.TesterQPN)
 				}
-				if err := cmSend(r, &cm.DREP{LocalCommID: testerCommID(r), RemoteCommID: s.req.LocalCommID}, m.TID()); err != nil {
+				if err := cmSend(r, &mad.DREP{LocalCommID: testerCommID(r), RemoteCommID: s.req.LocalCommID}, m.TID()); err != nil {
 					return err
 				}
 				_, err = awaitCall(r)
 				return err
 			}),
 		},
-		Break: outBreak("names another QPN in the DREQ", rocepeer.IsCM(cm.AttrDREQ), rocepeer.EditCM(func(d []byte) { d[10] ^= 1 })),
+		Break: outBreak("names another QPN in the DREQ", rocepeer.IsCM(mad.AttrDREQ), rocepeer.EditCM(func(d []byte) { d[10] ^= 1 })),
 	}
 }
 
@@ -724,7 +724,7 @@ func cmMRA() Case {
 					return err
 				}
 				s := cmOf(r)
-				mra := cm.MRA{LocalCommID: testerCommID(r), RemoteCommID: s.req.LocalCommID, MessageMRAed: cm.MsgREQ, ServiceTimeout: 22}
+				mra := mad.MRA{LocalCommID: testerCommID(r), RemoteCommID: s.req.LocalCommID, MessageMRAed: mad.MsgREQ, ServiceTimeout: 22}
 				if err := cmSend(r, &mra, s.reqTID); err != nil {
 					return err
 				}
@@ -741,9 +741,9 @@ func cmMRA() Case {
 				return err
 			}),
 		},
-		Break: inBreak("takes an MRA for a REJ", rocepeer.IsCM(cm.AttrMRA), func(f *wire.Frame) {
+		Break: inBreak("takes an MRA for a REJ", rocepeer.IsCM(mad.AttrMRA), func(f *wire.Frame) {
 			if m := rocepeer.CMFrom(&f.Packet); m != nil {
-				m[17] = byte(cm.AttrREJ) // the attribute ID's low byte: MRA 0x11 → REJ 0x12
+				m[17] = byte(mad.AttrREJ) // the attribute ID's low byte: MRA 0x11 → REJ 0x12
 			}
 		}),
 	}

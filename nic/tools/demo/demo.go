@@ -12,16 +12,15 @@ import (
 
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/nic/verbs"
-	"github.com/rnic/rnic/roce"
-	"github.com/rnic/rnic/transport"
 )
 
 // Config describes a demo run: the links and addresses of two NICs.
 type Config struct {
-	LinkA, LinkB transport.Endpoint
+	LinkA, LinkB embedded.Link
 	AddrA, AddrB netip.Addr
 	MACA, MACB   [6]byte
 	// PortA and PortB are the NICs' RoCEv2 UDP ports (4791 if zero); they
@@ -31,7 +30,7 @@ type Config struct {
 	MTU int
 	// Pcap, if set, records every frame between the two NICs (a tee on
 	// rnic0's link sees both directions).
-	Pcap *transport.PcapWriter
+	Pcap *embedded.PcapWriter
 	// Out receives the narration.
 	Out io.Writer
 	// Timeout bounds each step (2s if zero).
@@ -40,7 +39,7 @@ type Config struct {
 	// happen (node is "rnic0" or "rnic1"), on the links above or the
 	// TAPs; e.g. the timer expiries and RNR waits a ladder diagram marks.
 	// It must be safe for concurrent use.
-	TraceEvents func(node string, e roce.TraceEvent)
+	TraceEvents func(node string, e embedded.TraceEvent)
 
 	// TAPA and TAPB, if set, run the demo in the TAP mode (nil: the
 	// links above): rnic0 and rnic1 each own a TAP device, which the

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/roce/capcheck"
 	"github.com/rnic/rnic/roce/wire"
 	"github.com/rnic/rnic/transport"
@@ -15,7 +16,7 @@ import (
 func TestDemoOverPipe(t *testing.T) {
 	la, lb := transport.NewPipe()
 	var out, pcap bytes.Buffer
-	pw, err := transport.NewPcapWriter(&pcap)
+	pw, err := embedded.NewPcapWriter(&pcap)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,6 @@ import (
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/nic/verbs"
-	"github.com/rnic/rnic/transport"
-	"github.com/rnic/rnic/transport/stream"
 )
 
 // IWARPConfig describes an iWARP demo run: two NICs whose iWARP engines
@@ -32,7 +30,7 @@ type IWARPConfig struct {
 	Port uint16
 	// Pcap, if set, records the connection as Ethernet/IP/TCP frames from
 	// SYN to FIN (a tee on rnic0's stream sees both directions).
-	Pcap *transport.PcapWriter
+	Pcap *embedded.PcapWriter
 	// Out receives the narration.
 	Out io.Writer
 	// Timeout bounds each step (2s if zero).
@@ -132,9 +130,9 @@ func openTAPPair(cfg *IWARPConfig) (*tapNIC, *tapNIC, error) {
 // TAP-mode NIC's own TCP (whose TAP captures the real frames: no
 // synthesized ones then), and its objects. The recorder sees what the NIC
 // writes to peer.
-func (d *demo) openIWARPSide(name, peer string, addr netip.Addr, pcap *transport.PcapWriter, tn *tapNIC) (*side, error) {
+func (d *demo) openIWARPSide(name, peer string, addr netip.Addr, pcap *embedded.PcapWriter, tn *tapNIC) (*side, error) {
 	cfg := embedded.IWARPConfig{Name: name, Addr: addr, CRC: true, Pcap: pcap,
-		Wrap: func(c stream.Conn) stream.Conn { return d.srec.wrap(name, peer, c) }}
+		Wrap: func(c embedded.StreamConn) embedded.StreamConn { return d.srec.wrap(name, peer, c) }}
 	var tap io.Closer
 	if tn != nil {
 		cfg.Network, cfg.Pcap, tap = tn.streams, nil, tn.closer

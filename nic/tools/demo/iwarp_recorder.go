@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/rnic/rnic/iwarp/wire"
-	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/nic/embedded"
 )
 
 // streamRecorder wraps each iWARP connection and keeps a one-line
@@ -18,8 +18,8 @@ type streamRecorder struct {
 }
 
 // wrap returns a Conn that records what from writes to to over c.
-func (r *streamRecorder) wrap(from, to string, c stream.Conn) stream.Conn {
-	return &recordingConn{Conn: c, r: r, from: from, to: to}
+func (r *streamRecorder) wrap(from, to string, c embedded.StreamConn) embedded.StreamConn {
+	return &recordingConn{StreamConn: c, r: r, from: from, to: to}
 }
 
 // take returns and forgets the lines recorded so far.
@@ -32,7 +32,7 @@ func (r *streamRecorder) take() []string {
 }
 
 type recordingConn struct {
-	stream.Conn
+	embedded.StreamConn
 	r        *streamRecorder
 	from, to string
 
@@ -50,7 +50,7 @@ func (c *recordingConn) Write(b []byte) (int, error) {
 	defer c.r.mu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n, err := c.Conn.Write(b)
+	n, err := c.StreamConn.Write(b)
 	if n > 0 && !c.broken {
 		c.pend = append(c.pend, b[:n]...)
 		c.parse()

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/roce/wire"
-	"github.com/rnic/rnic/transport"
 )
 
 // recorder wraps each NIC's link and keeps a one-line description of every
@@ -30,20 +30,20 @@ func newRecorder(ports ...uint16) *recorder {
 }
 
 // wrap returns an endpoint that records what name sends over ep.
-func (r *recorder) wrap(name string, mac [6]byte, ep transport.Endpoint) transport.Endpoint {
+func (r *recorder) wrap(name string, mac [6]byte, ep embedded.Link) embedded.Link {
 	r.name(mac, name)
-	return &recordingEndpoint{Endpoint: ep, r: r, name: name}
+	return &recordingEndpoint{Link: ep, r: r, name: name}
 }
 
 type recordingEndpoint struct {
-	transport.Endpoint
+	embedded.Link
 	r    *recorder
 	name string
 }
 
 func (e *recordingEndpoint) Send(frame []byte) error {
 	e.r.add(e.name, frame)
-	return e.Endpoint.Send(frame)
+	return e.Link.Send(frame)
 }
 
 func (r *recorder) add(from string, frame []byte) {

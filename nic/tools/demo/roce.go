@@ -18,8 +18,6 @@ import (
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
-	"github.com/rnic/rnic/roce"
-	"github.com/rnic/rnic/transport"
 )
 
 // Run performs the RoCEv2 demo and returns nil only if every step behaved
@@ -84,7 +82,7 @@ func (d *demo) roceSteps() []step {
 	}
 }
 
-func (d *demo) open(name string, link transport.Endpoint, addr netip.Addr, mac [6]byte, port, peerPort uint16, pcap *transport.PcapWriter) (*side, error) {
+func (d *demo) open(name string, link embedded.Link, addr netip.Addr, mac [6]byte, port, peerPort uint16, pcap *embedded.PcapWriter) (*side, error) {
 	macs := map[netip.Addr][6]byte{d.cfg.AddrA: d.cfg.MACA, d.cfg.AddrB: d.cfg.MACB}
 	n, err := embedded.NewNIC(embedded.Config{Name: name, Addr: addr, MAC: mac, MTU: d.cfg.MTU, Pcap: pcap,
 		Link:        d.rec.wrap(name, mac, link),
@@ -100,12 +98,12 @@ func (d *demo) open(name string, link transport.Endpoint, addr netip.Addr, mac [
 }
 
 // traceEvents is the NIC name's hook for Config.TraceEvents (nil: none).
-func (d *demo) traceEvents(name string) func(roce.TraceEvent) {
+func (d *demo) traceEvents(name string) func(embedded.TraceEvent) {
 	te := d.cfg.TraceEvents
 	if te == nil {
 		return nil
 	}
-	return func(e roce.TraceEvent) { te(name, e) }
+	return func(e embedded.TraceEvent) { te(name, e) }
 }
 
 // openOnDevice puts both sides on Config.Device, at its address AddrA or

@@ -18,14 +18,12 @@ import (
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/roce/wire"
-	"github.com/rnic/rnic/transport"
-	"github.com/rnic/rnic/transport/stream"
 )
 
 // tapNIC is what the demo uses of a TAP-mode NIC.
 type tapNIC struct {
 	nic     *embedded.NIC
-	streams stream.Network
+	streams embedded.StreamNetwork
 	closer  io.Closer
 }
 
@@ -119,7 +117,7 @@ func (d *demo) openTAPs() error {
 	}
 	// rnic0's capture point feeds the narration, and the user's capture.
 	cap := &frameLog{rec: d.rec, out: cfg.Pcap}
-	if ta.Pcap, err = transport.NewPcapWriter(cap); err != nil {
+	if ta.Pcap, err = embedded.NewPcapWriter(cap); err != nil {
 		return err
 	}
 	d.rec.flush = ta.Pcap.Flush
@@ -157,7 +155,7 @@ func tapDevice(n *tapNIC) ibv.Device {
 // and every frame to the user's capture.
 type frameLog struct {
 	rec *recorder
-	out *transport.PcapWriter
+	out *embedded.PcapWriter
 	mu  sync.Mutex
 	buf []byte
 	hdr bool // the file header has gone by

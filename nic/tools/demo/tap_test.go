@@ -24,7 +24,7 @@ import (
 // records what each NIC was opened with and how often it was closed.
 type fakeTAPs struct {
 	mu     sync.Mutex
-	links  map[string]transport.Endpoint
+	links  map[string]embedded.Link
 	opened map[string]tapnic.Config
 	closed map[string]int
 	macs   map[netip.Addr][6]byte // every address → its NIC's one MAC, as ARP/ND would find
@@ -32,7 +32,7 @@ type fakeTAPs struct {
 
 func newFakeTAPs(t *testing.T, a, b string) *fakeTAPs {
 	ea, eb := transport.NewPipe()
-	f := &fakeTAPs{links: map[string]transport.Endpoint{a: ea, b: eb}, opened: map[string]tapnic.Config{}, closed: map[string]int{},
+	f := &fakeTAPs{links: map[string]embedded.Link{a: ea, b: eb}, opened: map[string]tapnic.Config{}, closed: map[string]int{},
 		macs: map[netip.Addr][6]byte{}}
 	old := openTAP
 	openTAP = f.open
@@ -97,7 +97,7 @@ func prefixes(s ...string) []netip.Prefix {
 func TestDemoTAP(t *testing.T) {
 	f := newFakeTAPs(t, "tapA", "tapB")
 	var out, pcap bytes.Buffer
-	pw, err := transport.NewPcapWriter(&pcap)
+	pw, err := embedded.NewPcapWriter(&pcap)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestDemoTAP(t *testing.T) {
 func TestDemoIWARPTAP(t *testing.T) {
 	f := newFakeTAPs(t, "tapA", "tapB")
 	var out bytes.Buffer
-	pw, err := transport.NewPcapWriter(&bytes.Buffer{})
+	pw, err := embedded.NewPcapWriter(&bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}

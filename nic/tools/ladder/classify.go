@@ -7,7 +7,7 @@ import (
 
 	iwdecode "github.com/rnic/rnic/iwarp/decode"
 	iwire "github.com/rnic/rnic/iwarp/wire"
-	"github.com/rnic/rnic/roce/cm"
+	"github.com/rnic/rnic/roce/cm/mad"
 	"github.com/rnic/rnic/roce/decode"
 	"github.com/rnic/rnic/roce/wire"
 )
@@ -94,7 +94,7 @@ func (c *classifier) roce(ev *Event, r *decode.Record) {
 		}
 	}
 	if ev.DstQP == 1 && info.Kind == wire.KindSend {
-		if m, err := cm.ParseMAD(p.Payload()); err == nil {
+		if m, err := mad.ParseMAD(p.Payload()); err == nil {
 			ev.Class = ClassSetup
 			ev.Label = "CM " + m.AttrID().String() + " " + ev.Label
 		}

@@ -14,7 +14,6 @@ import (
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
-	"github.com/rnic/rnic/roce"
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/clock"
 )
@@ -43,7 +42,7 @@ type Config struct {
 	LinkNotes func(record int, n transport.LinkNote)
 	// TraceEvents, if set, receives the engines' trace events (RoCEv2
 	// runs), node being the device's name.
-	TraceEvents func(node string, e roce.TraceEvent)
+	TraceEvents func(node string, e embedded.TraceEvent)
 
 	// IWARP runs the workload over iWARP on a simulated TCP network
 	// instead of RoCEv2 on a simulated link (see RunIWARP); Loss, Reorder,
@@ -201,7 +200,7 @@ func (w *world) newNode(name string, ep transport.Endpoint, n byte) (*node, erro
 	cfg := embedded.Config{Name: name, Addr: nd.addr, MAC: nd.mac, MTU: 9000, Link: ep, Clock: w.clk, DeferAcks: true,
 		Trace: w.cfg.Trace, Seed: deviceSeed(w.cfg.Seed, n)}
 	if te := w.cfg.TraceEvents; te != nil {
-		cfg.TraceEvents = func(e roce.TraceEvent) { te(name, e) }
+		cfg.TraceEvents = func(e embedded.TraceEvent) { te(name, e) }
 	}
 	nc, err := embedded.NewNIC(cfg)
 	if err != nil {

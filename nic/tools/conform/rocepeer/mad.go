@@ -3,7 +3,7 @@ package rocepeer
 import (
 	"fmt"
 
-	"github.com/rnic/rnic/roce/cm"
+	"github.com/rnic/rnic/roce/cm/mad"
 	"github.com/rnic/rnic/roce/wire"
 )
 
@@ -17,23 +17,23 @@ const (
 )
 
 // GSIPacket is a MAD from the tester's QP1 to the DUT's QP1.
-func GSIPacket(psn uint32, mad []byte) Packet {
+func GSIPacket(psn uint32, payload []byte) Packet {
 	h := wire.Headers{BTH: wire.BTHFields{Opcode: wire.UDSendOnly, PKey: wire.DefaultPKey,
 		DestQP: GSIQPN, AckReq: true, PSN: psn & wire.PSNMask}}
 	h.DETH = wire.DETHFields{QKey: GSIQKey, SrcQP: GSIQPN}
-	return Packet{H: h, Payload: mad}
+	return Packet{H: h, Payload: payload}
 }
 
 // CMMessage is a CM message codec of roce/cm (REQ, REP, RTU, REJ, MRA,
 // DREQ, DREP).
 type CMMessage interface {
-	Encode(m cm.MAD, tid uint64) error
+	Encode(m mad.MAD, tid uint64) error
 }
 
 // EncodeMAD builds the 256-byte MAD of msg with transaction ID tid.
 func EncodeMAD(msg CMMessage, tid uint64) ([]byte, error) {
-	b := make([]byte, cm.MADLen)
-	if err := msg.Encode(cm.MAD(b), tid); err != nil {
+	b := make([]byte, mad.MADLen)
+	if err := msg.Encode(mad.MAD(b), tid); err != nil {
 		return nil, fmt.Errorf("encode CM MAD: %w", err)
 	}
 	return b, nil
@@ -41,11 +41,11 @@ func EncodeMAD(msg CMMessage, tid uint64) ([]byte, error) {
 
 // CMFrom returns the CM MAD a DUT packet carries, or nil when the packet
 // is no GSI datagram with a CM MAD.
-func CMFrom(p *wire.Packet) cm.MAD {
+func CMFrom(p *wire.Packet) mad.MAD {
 	if p.Opcode() != wire.UDSendOnly || p.BTH().DestQP() != GSIQPN {
 		return nil
 	}
-	m, err := cm.ParseMAD(p.Payload())
+	m, err := mad.ParseMAD(p.Payload())
 	if err != nil {
 		return nil
 	}
@@ -53,7 +53,7 @@ func CMFrom(p *wire.Packet) cm.MAD {
 }
 
 // IsCM matches GSI packets carrying a CM MAD with attribute a.
-func IsCM(a cm.AttrID) func(p *wire.Packet) bool {
+func IsCM(a mad.AttrID) func(p *wire.Packet) bool {
 	return func(p *wire.Packet) bool {
 		m := CMFrom(p)
 		return m != nil && m.AttrID() == a

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rnic/rnic/roce/cm"
+	"github.com/rnic/rnic/roce/cm/mad"
 	"github.com/rnic/rnic/roce/wire"
 )
 
@@ -101,13 +101,13 @@ func TestRewriteReseals(t *testing.T) {
 }
 
 func TestGSIPacketCarriesCM(t *testing.T) {
-	mad, err := EncodeMAD(&cm.RTU{LocalCommID: 1, RemoteCommID: 2}, 99)
+	b, err := EncodeMAD(&mad.RTU{LocalCommID: 1, RemoteCommID: 2}, 99)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := decode(t, frame(t, GSIPacket(0, mad)))
+	f := decode(t, frame(t, GSIPacket(0, b)))
 	m := CMFrom(&f.Packet)
-	if m == nil || m.AttrID() != cm.AttrRTU || m.TID() != 99 || !IsCM(cm.AttrRTU)(&f.Packet) {
+	if m == nil || m.AttrID() != mad.AttrRTU || m.TID() != 99 || !IsCM(mad.AttrRTU)(&f.Packet) {
 		t.Fatalf("MAD %v", m)
 	}
 }
