@@ -168,9 +168,9 @@ func TestIWARPConnectNoListener(t *testing.T) {
 	if !errors.Is(err, ibv.ErrRejected) || !errors.As(err, &d) {
 		t.Fatalf("CMConnect to a port nobody listens on: %v; want ibv.ErrRejected with its detail", err)
 	}
-	if d.RejectReason() != rejectNoListener || len(d.RejectPrivateData()) != 0 {
+	if d.RejectReason() != ibv.RejectNoListener || len(d.RejectPrivateData()) != 0 {
 		t.Errorf("reject reason %d with %d bytes of private data; want %d (no listener), none",
-			d.RejectReason(), len(d.RejectPrivateData()), rejectNoListener)
+			d.RejectReason(), len(d.RejectPrivateData()), ibv.RejectNoListener)
 	}
 }
 

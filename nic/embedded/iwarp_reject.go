@@ -13,17 +13,11 @@ import (
 	"github.com/rnic/rnic/transport/stream"
 )
 
-// The reasons an iWARP rejection reports, in the terms of IB's REJ (IBTA
-// Vol 1 table 112), which ibv.RejectDetail speaks:
-const (
-	// rejectConsumer: an MPA Reply with R. MPA has no reason field, and
-	// such a Reply is always the listening consumer's refusal: "consumer
-	// reject".
-	rejectConsumer = 28
-	// rejectNoListener: the TCP connection was refused (nobody listens on
-	// the port), as a REJ for an unknown service ID: "invalid service ID".
-	rejectNoListener = 8
-)
+// rejectConsumer is the reason (IB's REJ, IBTA Vol 1 table 112, which
+// ibv.RejectDetail speaks) of an MPA Reply with R: MPA has no reason
+// field, and such a Reply is always the listening consumer's refusal,
+// "consumer reject". A refused TCP connection is ibv.RejectNoListener.
+const rejectConsumer = 28
 
 // IWARPRejectError is a connection the peer refused: with an MPA Reply
 // carrying R (RFC 5044 §7.1.3), or by refusing the TCP connection (no
@@ -34,7 +28,7 @@ const (
 type IWARPRejectError struct {
 	Remote      netip.AddrPort
 	PrivateData []byte // the rejecter's
-	Reason      uint16 // rejectConsumer or rejectNoListener
+	Reason      uint16 // rejectConsumer or ibv.RejectNoListener
 	err         error  // the engine's
 }
 
@@ -56,7 +50,7 @@ func connectError(remote netip.AddrPort, r iwarp.ConnectResult) error {
 	case errors.Is(r.Err, iwarp.ErrRejected):
 		return &IWARPRejectError{Remote: remote, PrivateData: r.PrivateData, Reason: rejectConsumer, err: r.Err}
 	case errors.Is(r.Err, stream.ErrRefused):
-		return &IWARPRejectError{Remote: remote, Reason: rejectNoListener, err: r.Err}
+		return &IWARPRejectError{Remote: remote, Reason: ibv.RejectNoListener, err: r.Err}
 	}
 	return fmt.Errorf("embedded: iWARP connect to %v: %w", remote, r.Err)
 }

@@ -18,6 +18,11 @@ import (
 // connection (RDMA_CM_EVENT_REJECTED).
 var ErrRejected = errors.New("ibv: connection rejected by the peer")
 
+// RejectNoListener is the reject reason (IBTA Vol 1 table 112, "invalid
+// service ID") a CM reports when nobody listens on the port: a REJ for an
+// unknown service ID on RoCEv2, a refused TCP connection on iWARP.
+const RejectNoListener = 8
+
 // RejectDetail is implemented by a CM's rejection error that knows the
 // REJ: its reason (IBTA table 112) and private data, which rdma_cm hands
 // to the program with RDMA_CM_EVENT_REJECTED.

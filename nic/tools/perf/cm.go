@@ -171,10 +171,6 @@ func cmLocal(gids []netip.Addr, own, peer netip.Addr) netip.Addr {
 	return own
 }
 
-// rejectNoListener is the reject reason (IBTA Vol 1 table 112, "invalid
-// service ID") a CM reports when nobody listens on the port.
-const rejectNoListener = 8
-
 // cmConnectRetry is how long a refused connection is tried again: a
 // perftest server listens anew for each connection (and the first time
 // only once it is up), so a request may find no listener for a moment.

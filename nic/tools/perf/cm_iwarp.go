@@ -73,7 +73,7 @@ func (l *iwarpLink) connect(ctx context.Context, qp ibv.QP, data bool) error {
 func iwarpRetryable(err error) bool {
 	var d ibv.RejectDetail
 	if errors.As(err, &d) {
-		return d.RejectReason() == rejectNoListener
+		return d.RejectReason() == ibv.RejectNoListener
 	}
 	return !errors.Is(err, ibv.ErrRejected)
 }
