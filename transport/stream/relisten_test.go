@@ -18,9 +18,16 @@ func TestContractRelistenWhileConnected(t *testing.T) {
 		e := newEndChecks(t)
 		checkNoLeak(t)
 		client, server, _ := tg.setup(t, stream.TCPConfig{})
-		c, s, _, _, _, _ := contractPair(t, e, client, server, addr) // its listener is closed
-		defer c.Abort()
-		defer s.Abort()
+		c, s, cs, ss, _, _ := contractPair(t, e, client, server, addr) // its listener is closed
+		defer func() {
+			// Both ends end here, and their onClose (which e's cleanup
+			// counts) is waited for, as in the other contract tests: on a
+			// busy machine the kernel target's may come late.
+			c.Abort()
+			s.Abort()
+			cs.wait(t, "client")
+			ss.wait(t, "server")
+		}()
 		at := netip.AddrPortFrom(netip.MustParseAddr(addr), s.LocalAddr().Port())
 		l, err := server.Listen(at)
 		if err != nil {
