@@ -42,7 +42,8 @@ type QP struct {
 
 	// mu serialises Modify, Query and Destroy.
 	mu         sync.Mutex
-	destRdAtom int // max_dest_rd_atomic counted against max_res_rd_atom
+	destRdAtom int                 // max_dest_rd_atomic counted against max_res_rd_atom
+	watch      func(verbs.QPState) // WatchState's f; guarded by mu
 
 	// sendMu serialises PostSend, so WRs reach the engine in post order.
 	sendMu sync.Mutex
@@ -193,6 +194,18 @@ func (d *Device) freeQPN(qpn uint32) {
 // raise is the engine's async-event callback (QPConfig.Event).
 func (q *QP) raise(e verbs.AsyncEvent) {
 	q.d.events.raise(Event{Type: e, QP: q})
+}
+
+// WatchState has f called with the QP's state after every Modify that
+// succeeds, under the QP's lock, so never after Destroy has returned. A
+// daemon mirrors the state in its client's memory with it the moment a
+// connection manager moves the QP: librdmacm's rdma_accept leaves the QP
+// in RTS, and the peer's first message may be answered before the CM's
+// own result reaches the client.
+func (q *QP) WatchState(f func(verbs.QPState)) {
+	q.mu.Lock()
+	q.watch = f
+	q.mu.Unlock()
 }
 
 // QPN returns the queue pair number.

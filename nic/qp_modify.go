@@ -291,6 +291,9 @@ func (q *QP) Modify(attr *verbs.QPAttr, mask verbs.QPAttrMask) error {
 			q.rq.mu.Unlock()
 		}
 	}
+	if q.watch != nil {
+		q.watch(q.eng.State())
+	}
 	return nil
 }
 

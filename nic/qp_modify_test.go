@@ -443,3 +443,32 @@ func TestFullBringUp(t *testing.T) {
 		_ = e
 	}
 }
+
+// TestWatchState: the watcher sees the state after each Modify that
+// succeeds, nothing for one that fails, and nothing after Destroy.
+func TestWatchState(t *testing.T) {
+	f := newFixture(t)
+	q, _ := f.qp(verbs.QPTypeRC)
+	var seen []verbs.QPState
+	q.WatchState(func(st verbs.QPState) { seen = append(seen, st) })
+	a := goodAttr()
+	a.State = verbs.QPSInit
+	if err := q.Modify(&a, verbs.AttrState|verbs.AttrPKeyIndex|verbs.AttrPort|verbs.AttrAccessFlags); err != nil {
+		t.Fatal(err)
+	}
+	a.State = verbs.QPSRTS // not from INIT
+	if err := q.Modify(&a, verbs.AttrState); err == nil {
+		t.Fatal("INIT→RTS succeeded")
+	}
+	a.State = verbs.QPSErr
+	if err := q.Modify(&a, verbs.AttrState); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	q.Modify(&a, verbs.AttrState) // fails: destroyed
+	if want := []verbs.QPState{verbs.QPSInit, verbs.QPSErr}; fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Errorf("watched %v, want %v", seen, want)
+	}
+}

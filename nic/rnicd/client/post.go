@@ -29,6 +29,9 @@ func (q *QP) usable() error {
 // PostSend posts send WRs in order; on an error (a *nic.PostError for a
 // WR at fault) the WRs before the failing one were posted.
 func (q *QP) PostSend(wrs ...*verbs.SendWR) error {
+	if !canSend(q.ringState()) {
+		q.refreshState()
+	}
 	q.sqMu.Lock()
 	defer q.sqMu.Unlock()
 	if err := q.usable(); err != nil {
@@ -53,13 +56,26 @@ func (q *QP) PostSend(wrs ...*verbs.SendWR) error {
 	return err
 }
 
+// canSend reports whether a QP in st takes send WRs.
+func canSend(st verbs.QPState) bool {
+	return st != verbs.QPSReset && st != verbs.QPSInit && st != verbs.QPSRTR
+}
+
+// refreshState has the daemon store the QP's state in the rings. Their
+// copy is a cache: it may lag a move the CM made in the daemon (the iWARP
+// engine's RTS at the peer's RTR), so a post that finds the QP not ready
+// asks before it fails.
+func (q *QP) refreshState() {
+	var rep proto.QPStateReply
+	q.d.call(proto.OpQPState, &proto.Handle{H: q.h}, nil, &rep)
+}
+
 // postSend checks wr and writes it into the send ring. Caller holds sqMu.
 func (q *QP) postSend(wr *verbs.SendWR) error {
 	if wr == nil {
 		return fmt.Errorf("rnicd: nil send WR: %w", nic.ErrInvalid)
 	}
-	switch st := q.ringState(); st {
-	case verbs.QPSReset, verbs.QPSInit, verbs.QPSRTR:
+	if st := q.ringState(); !canSend(st) {
 		return fmt.Errorf("rnicd: post send on %v in %v: %w", q, st, nic.ErrInvalidState)
 	}
 	ah, err := q.checkSendWR(wr)

@@ -213,6 +213,13 @@ func newQPObj(s *Session, qp ibv.QP, layout proto.RingLayout, ud bool) (*qpObj, 
 	q.d.postRecv = qp.PostRecv
 	q.d.clientError = q.clientError
 	q.rings.State.Store(uint32(qp.State()))
+	if w, ok := qp.(ibv.StateWatcher); ok {
+		// The CM moves the QP without the client asking. The rings
+		// must say RTS before the peer can send (before the REP or MPA
+		// Reply goes), or the client could receive the peer's first
+		// message and fail to answer it while its accept is under way.
+		w.WatchState(func(st verbs.QPState) { q.rings.State.Store(uint32(st)) })
+	}
 	return q, bell, nil
 }
 

@@ -170,6 +170,8 @@ int rnic_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr
 	int err = 0, posted = 0;
 	uint64_t total;
 
+	if (!sq_ready(q) && !to_rctx(qp->context)->conn.dead)
+		rnic_refresh_state(q);
 	pthread_spin_lock(&q->sq_lock);
 	if (!sq_ready(q) || to_rctx(qp->context)->conn.dead)
 		err = EINVAL;

@@ -312,6 +312,21 @@ RNIC_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int a
 	return 0;
 }
 
+/* rnic_refresh_state asks the daemon for q's state, which it also stores
+ * in the rings. The rings' copy is a cache: it may lag a move the CM made
+ * in the daemon (the iWARP engine's RTS at the peer's RTR), so a post
+ * that finds the QP not ready asks before it fails. */
+void rnic_refresh_state(struct rnic_qp *q)
+{
+	struct rnic_reply rep;
+	struct wbuf w;
+
+	w_init(&w);
+	w_u32(&w, q->h);
+	if (ctx_call(to_rctx(q->qpx.qp_base.context), OP_QP_STATE, &w, NULL, 0, &rep) == 0)
+		rnic_close_fds(rep.fds, rep.nfds);
+}
+
 RNIC_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 			     struct ibv_qp_init_attr *init_attr)
 {

@@ -389,6 +389,7 @@ void rnic_w_av(struct wbuf *w, const struct ibv_ah_attr *ah);
 void rnic_r_av(struct rbuf *r, struct ibv_ah_attr *ah);
 void rnic_ring_bell(uint8_t *mem, int bell);
 void rnic_wait_recvs(struct rnic_context *c, uint8_t *mem, uint32_t prod);
+void rnic_refresh_state(struct rnic_qp *q);
 
 /* Memory: the arena (memory.c). */
 int rnic_arena_share(void *addr, size_t len, int *fd);
