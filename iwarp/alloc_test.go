@@ -9,7 +9,7 @@ import (
 
 // inject feeds stream bytes to a node's QP as its stream callback would.
 func (n *node) inject(p []byte) {
-	n.qp.mu.Lock()
+	n.qp.Mu.Lock()
 	n.qp.input(p)
 	n.qp.unlock()
 }

@@ -226,7 +226,7 @@ func (e *cep) onData(p []byte) {
 	case cepBound:
 		qp, gen := e.qp, e.gen
 		e.mu.Unlock()
-		qp.mu.Lock()
+		qp.Mu.Lock()
 		if qp.gen == gen && qp.conn != nil {
 			qp.input(p)
 		}
@@ -329,7 +329,7 @@ func (e *cep) onClose(err error) {
 	case cepBound:
 		qp, gen := e.qp, e.gen
 		e.mu.Unlock()
-		qp.mu.Lock()
+		qp.Mu.Lock()
 		if qp.gen == gen {
 			qp.streamClosed(err)
 		}
@@ -390,7 +390,7 @@ func (r *ConnRequest) Accept(qpn uint32, privateData []byte, ird, ord uint16) er
 		e.mu.Unlock()
 		return ErrAnswered
 	}
-	qp.mu.Lock()
+	qp.Mu.Lock()
 	// The QP's deferred callbacks (the Established event) run after both
 	// locks are released.
 	defer func() { e.mu.Unlock(); qp.unlock() }()
@@ -431,7 +431,7 @@ func (r *ConnRequest) Accept(qpn uint32, privateData []byte, ird, ord uint16) er
 	e.state, e.qp, e.gen = cepBound, qp, qp.gen
 	qp.conn.SetWritable(qp.writableFunc(qp.gen))
 	if s.tracing() {
-		s.tracef(qp.cfg.QPN, "cm", "accepted %v: rev %d crc=%v markers(tx)=%v ird=%d ord=%d rtr=%v",
+		s.tracef(qp.Cfg.QPN, "cm", "accepted %v: rev %d crc=%v markers(tx)=%v ird=%d ord=%d rtr=%v",
 			qp.remote, rev, i2r.CRC, r2i.Markers, qp.ird, qp.ord, e.rtr)
 	}
 	if !qp.rtrWait {
@@ -482,13 +482,13 @@ func (e *cep) rejectLocked(privateData []byte) {
 	e.forget()
 }
 
-// canConnect checks that the QP may take a connection. Caller holds mu.
+// canConnect checks that the QP may take a connection. Caller holds Mu.
 func (qp *QP) canConnect() error {
 	switch {
 	case qp.destroyed:
-		return fmt.Errorf("iwarp: QP %#x destroyed", qp.cfg.QPN)
-	case qp.state != verbs.QPSInit:
-		return fmt.Errorf("iwarp: QP %#x is %v, not INIT: %w", qp.cfg.QPN, qp.state, verbs.ErrInvalidState)
+		return fmt.Errorf("iwarp: QP %#x destroyed", qp.Cfg.QPN)
+	case qp.CurState != verbs.QPSInit:
+		return fmt.Errorf("iwarp: QP %#x is %v, not INIT: %w", qp.Cfg.QPN, qp.CurState, verbs.ErrInvalidState)
 	case qp.cm != cmIdle && qp.cm != cmClosed:
 		return ErrBusy
 	}
@@ -496,7 +496,7 @@ func (qp *QP) canConnect() error {
 }
 
 // establish enters full operation with the negotiated framings. Caller
-// holds mu and has set conn, ird, ord and the RTR fields.
+// holds Mu and has set conn, ird, ord and the RTR fields.
 func (qp *QP) establish(tx, rx wire.Framing) {
 	qp.cm = cmConnected
 	qp.connErr = nil
@@ -528,7 +528,7 @@ func (qp *QP) establish(tx, rx wire.Framing) {
 
 // established reports full operation (both sides may send).
 func (qp *QP) established() {
-	ev := ConnEvent{Type: EventEstablished, QPN: qp.cfg.QPN, Local: qp.local, Remote: qp.remote}
+	ev := ConnEvent{Type: EventEstablished, QPN: qp.Cfg.QPN, Local: qp.local, Remote: qp.remote}
 	qp.notify(ev)
 }
 
@@ -540,7 +540,7 @@ func (qp *QP) notify(ev ConnEvent) {
 
 func (qp *QP) writableFunc(gen uint64) func() {
 	return func() {
-		qp.mu.Lock()
+		qp.Mu.Lock()
 		defer qp.unlock()
 		if qp.gen != gen || qp.conn == nil {
 			return
@@ -586,7 +586,7 @@ func (s *Stack) Connect(qpn uint32, remote netip.AddrPort, privateData []byte, i
 	if err != nil {
 		return err
 	}
-	qp.mu.Lock()
+	qp.Mu.Lock()
 	defer qp.unlock()
 	if err := qp.canConnect(); err != nil {
 		return err
@@ -608,7 +608,7 @@ func (s *Stack) Connect(qpn uint32, remote netip.AddrPort, privateData []byte, i
 
 // dialed is the Dial's outcome.
 func (qp *QP) dialed(gen uint64, c stream.Conn, err error) {
-	qp.mu.Lock()
+	qp.Mu.Lock()
 	defer qp.unlock()
 	if qp.gen != gen || qp.cm != cmDialing || qp.destroyed {
 		if c != nil {
@@ -632,13 +632,13 @@ func (qp *QP) dialed(gen uint64, c stream.Conn, err error) {
 	qp.cm = cmAwaitReply
 	qp.hs = qp.hs[:0]
 	c.SetReceiver(func(p []byte) {
-		qp.mu.Lock()
+		qp.Mu.Lock()
 		if qp.gen == gen && qp.conn != nil {
 			qp.input(p)
 		}
 		qp.unlock()
 	}, func(err error) {
-		qp.mu.Lock()
+		qp.Mu.Lock()
 		if qp.gen == gen {
 			qp.streamClosed(err)
 		}
@@ -652,13 +652,13 @@ func (qp *QP) dialed(gen uint64, c stream.Conn, err error) {
 	s.ctr.inc(MPARequests)
 	qp.mpaTimer.Set(s.cfg.ConnectTimeout)
 	if s.tracing() {
-		s.tracef(qp.cfg.QPN, "cm", "TCP connected %v -> %v; MPA Request sent", qp.local, qp.remote)
+		s.tracef(qp.Cfg.QPN, "cm", "TCP connected %v -> %v; MPA Request sent", qp.local, qp.remote)
 	}
 }
 
 // finishConnect reports the outcome of Connect.
 func (qp *QP) finishConnect(r ConnectResult) {
-	r.QPN = qp.cfg.QPN
+	r.QPN = qp.Cfg.QPN
 	if r.Local == (netip.AddrPort{}) {
 		r.Local, r.Remote = qp.local, qp.remote
 	}
@@ -668,9 +668,9 @@ func (qp *QP) finishConnect(r ConnectResult) {
 	}
 	if qp.s.tracing() {
 		if r.Err != nil {
-			qp.s.tracef(qp.cfg.QPN, "cm", "connect failed: %v", r.Err)
+			qp.s.tracef(qp.Cfg.QPN, "cm", "connect failed: %v", r.Err)
 		} else {
-			qp.s.tracef(qp.cfg.QPN, "cm", "connected to %v: crc=%v markers(tx)=%v ird=%d ord=%d rtr=%s",
+			qp.s.tracef(qp.Cfg.QPN, "cm", "connected to %v: crc=%v markers(tx)=%v ird=%d ord=%d rtr=%s",
 				qp.remote, r.CRC, r.Markers, qp.ird, qp.ord, r.RTR)
 		}
 	}
@@ -805,7 +805,7 @@ func (s *Stack) Disconnect(qpn uint32) error {
 	if qp == nil {
 		return fmt.Errorf("iwarp: Disconnect: no QP %#x", qpn)
 	}
-	qp.mu.Lock()
+	qp.Mu.Lock()
 	defer qp.unlock()
 	switch qp.cm {
 	case cmDialing, cmAwaitReply:
@@ -842,7 +842,7 @@ func (qp *QP) closeStream() {
 func (qp *QP) closeExpired() {
 	if qp.cm == cmClosing && qp.conn != nil {
 		if qp.s.tracing() {
-			qp.s.tracef(qp.cfg.QPN, "cm", "peer did not close within %v: reset", qp.s.cfg.CloseTimeout)
+			qp.s.tracef(qp.Cfg.QPN, "cm", "peer did not close within %v: reset", qp.s.cfg.CloseTimeout)
 		}
 		qp.conn.Abort()
 		qp.detach(qp.connErr)
@@ -900,9 +900,9 @@ func (qp *QP) detach(err error) {
 	qp.closeTimer.Stop()
 	qp.tx, qp.txEnds, qp.records = qp.tx[:0], qp.txEnds[:0], nil
 	qp.blocked, qp.closeAfter = false, false
-	qp.notify(ConnEvent{Type: EventDisconnected, QPN: qp.cfg.QPN, Local: qp.local, Remote: qp.remote, Err: err})
+	qp.notify(ConnEvent{Type: EventDisconnected, QPN: qp.Cfg.QPN, Local: qp.local, Remote: qp.remote, Err: err})
 	if qp.s.tracing() {
-		qp.s.tracef(qp.cfg.QPN, "cm", "connection ended: %v", err)
+		qp.s.tracef(qp.Cfg.QPN, "cm", "connection ended: %v", err)
 	}
 }
 
@@ -913,7 +913,7 @@ func (qp *QP) streamClosed(err error) {
 		qp.connectFailed(fmt.Errorf("%w: stream closed during MPA negotiation: %w", ErrMPAInvalid, err), false)
 	case cmConnected:
 		// The peer closed (or the stream broke) under a live QP.
-		if qp.state != verbs.QPSErr {
+		if qp.CurState != verbs.QPSErr {
 			qp.s.ctr.inc(StreamLost)
 			qp.raise(verbs.EventQPFatal)
 		}

@@ -116,9 +116,9 @@ func TestTerminates(t *testing.T) {
 			name: "IRD exceeded",
 			opts: func(o *opts) { o.ird = 1 },
 			run: func(t *testing.T, e env) {
-				e.a.qp.mu.Lock()
+				e.a.qp.Mu.Lock()
 				e.a.qp.ord = 4 // ignore B's IRD, as a misbehaving peer would
-				e.a.qp.mu.Unlock()
+				e.a.qp.Mu.Unlock()
 				for i := range 3 {
 					e.a.post(t, verbs.SendWR{ID: uint64(i + 1), Opcode: verbs.WRRDMARead, SGL: []verbs.SGE{e.a.sge(0, 100)}, RemoteAddr: e.b.va(0), RKey: e.b.mr.RKey()})
 				}
@@ -293,9 +293,9 @@ func TestPostLimits(t *testing.T) {
 	if err := a.qp.PostSend(&verbs.SendWR{Opcode: verbs.WRSendWithImm, Flags: verbs.SendInline, Inline: []byte("x")}); !errors.Is(err, ErrImmPayload) {
 		t.Fatalf("inline SEND_WITH_IMM with a payload: %v", err)
 	}
-	a.qp.mu.Lock()
+	a.qp.Mu.Lock()
 	a.qp.blocked = true // hold everything in the queue
-	a.qp.mu.Unlock()
+	a.qp.Mu.Unlock()
 	a.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRRDMAWrite, SGL: []verbs.SGE{a.sge(0, 1)}, RKey: h.b.mr.RKey(), RemoteAddr: h.b.va(0)})
 	a.post(t, verbs.SendWR{ID: 2, Opcode: verbs.WRRDMAWrite, SGL: []verbs.SGE{a.sge(0, 1)}, RKey: h.b.mr.RKey(), RemoteAddr: h.b.va(0)})
 	if err := a.qp.PostSend(&verbs.SendWR{Opcode: verbs.WRRDMAWrite}); err != ErrSendQueueFull {

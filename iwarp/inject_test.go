@@ -97,10 +97,10 @@ func TestInjectedErrors(t *testing.T) {
 func TestReadSourceGoneWhileResponding(t *testing.T) {
 	h := newHarness(t, defaultOpts())
 	a, b := h.a, h.b
-	b.qp.mu.Lock()
+	b.qp.Mu.Lock()
 	b.qp.blocked = true // hold B's transmissions
 	gen := b.qp.gen
-	b.qp.mu.Unlock()
+	b.qp.Mu.Unlock()
 	a.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRRDMARead, SGL: []verbs.SGE{a.sge(0, 5000)}, RemoteAddr: b.va(64), RKey: b.mr.RKey()})
 	h.run()
 	if b.stack.ctr.Get(ReadRequestsRcvd) != 1 {

@@ -320,9 +320,9 @@ func TestResponderWaitsForRTR(t *testing.T) {
 			t.Error(err)
 		}
 		b.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRSend, SGL: []verbs.SGE{b.sge(0, 100)}})
-		b.qp.mu.Lock()
+		b.qp.Mu.Lock()
 		framedBeforeRTR = b.qp.txTotal
-		b.qp.mu.Unlock()
+		b.qp.Mu.Unlock()
 	})
 	h.connect(o)
 	if framedBeforeRTR != 0 {
@@ -415,9 +415,9 @@ func TestSendRTRMismatch(t *testing.T) {
 	o.a.RTR, o.b.RTR = RTRSend, RTRSend
 	h = newHarness(t, o)
 	b := h.b
-	b.qp.mu.Lock()
+	b.qp.Mu.Lock()
 	b.qp.rtrWait = true // as if the RTR had not arrived yet
-	b.qp.mu.Unlock()
+	b.qp.Mu.Unlock()
 	b.inject(b.fpdu(&wire.Headers{DDP: wire.DDPFields{Opcode: wire.OpSend, Last: true, QN: wire.QNSend, MSN: 7}}, nil))
 	h.run()
 	tb := h.terminateOn(transport.BtoA, b.qp.txFraming)

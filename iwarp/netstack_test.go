@@ -233,9 +233,9 @@ func TestNetstackFPDUAlignment(t *testing.T) {
 	if r := <-done; r.Err != nil {
 		t.Fatalf("connect: %+v", r)
 	}
-	a.qp.mu.Lock()
+	a.qp.Mu.Lock()
 	ulpdu, rec := a.qp.maxULPDU, a.qp.records != nil
-	a.qp.mu.Unlock()
+	a.qp.Mu.Unlock()
 	if want := ulpduFor(1420, false); !rec || ulpdu != want {
 		t.Fatalf("records %v, max ULPDU %d; want records and %d (FPDUs of 1420 octets)", rec, ulpdu, want)
 	}

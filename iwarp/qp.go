@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"sync"
 
 	"github.com/rnic/rnic/iwarp/wire"
 	"github.com/rnic/rnic/nic/verbs"
@@ -30,15 +29,12 @@ func (c cmState) String() string { return cmNames[c] }
 
 // QP is one iWARP queue pair: an RC QP bound to one stream connection.
 type QP struct {
-	s   *Stack
-	cfg verbs.QPConfig
+	s *Stack
+	verbs.QPCore
 
-	mu        sync.Mutex
-	state     verbs.QPState
-	attr      verbs.QPAttr
 	destroyed bool
 	wc        verbs.WC
-	deferred  []func() // callbacks to run once mu is released
+	deferred  []func() // callbacks to run once Mu is released
 
 	// Connection.
 	cm         cmState
@@ -109,31 +105,21 @@ func rtrFlag(v wire.IRDORD, k rtrKind) bool {
 }
 
 func newQP(s *Stack, cfg *verbs.QPConfig) *QP {
-	qp := &QP{s: s, cfg: *cfg}
+	qp := &QP{s: s, QPCore: verbs.QPCore{Cfg: *cfg}}
 	qp.hdr = make([]byte, 0, wire.DDPUntaggedLen+wire.AtomicRequestLen)
 	clk := s.cfg.Clock
-	qp.mpaTimer.Init(clk, qp.mu.Lock, qp.unlock, qp.unlessDestroyed(qp.mpaExpired))
-	qp.closeTimer.Init(clk, qp.mu.Lock, qp.unlock, qp.unlessDestroyed(qp.closeExpired))
+	qp.mpaTimer.Init(clk, qp.Mu.Lock, qp.unlock, qp.unlessDestroyed(qp.mpaExpired))
+	qp.closeTimer.Init(clk, qp.Mu.Lock, qp.unlock, qp.unlessDestroyed(qp.closeExpired))
 	qp.req.init(qp)
 	qp.resp.init(qp)
 	return qp
 }
 
-// QPN implements verbs.Engine.
-func (qp *QP) QPN() uint32 { return qp.cfg.QPN }
-
-// State implements verbs.Engine.
-func (qp *QP) State() verbs.QPState {
-	qp.mu.Lock()
-	defer qp.mu.Unlock()
-	return qp.state
-}
-
 // Query implements verbs.Engine.
 func (qp *QP) Query() verbs.QPAttr {
-	qp.mu.Lock()
-	defer qp.mu.Unlock()
-	a := qp.cfg.QueryAttr(qp.attr, qp.state)
+	qp.Mu.Lock()
+	defer qp.Mu.Unlock()
+	a := qp.QueryLocked()
 	if qp.cm >= cmConnected {
 		a.MaxRdAtomic, a.MaxDestRdAtomic = uint8(min(qp.ord, 255)), uint8(min(qp.ird, 255))
 	}
@@ -144,15 +130,15 @@ func (qp *QP) Query() verbs.QPAttr {
 // moves an iWARP QP to RTS: RTR and RTS are refused unless the QP is
 // connected (RTS→RTS then only updates attributes). SQD is not supported.
 func (qp *QP) Modify(cur verbs.QPState, attr *verbs.QPAttr, mask verbs.QPAttrMask) error {
-	qp.mu.Lock()
+	qp.Mu.Lock()
 	defer qp.unlock()
 	if qp.destroyed {
-		return fmt.Errorf("iwarp: QP %#x destroyed", qp.cfg.QPN)
+		return fmt.Errorf("iwarp: QP %#x destroyed", qp.Cfg.QPN)
 	}
-	if qp.state != cur {
-		return fmt.Errorf("%w: is %v, not %v", ErrStateChanged, qp.state, cur)
+	if qp.CurState != cur {
+		return fmt.Errorf("%w: is %v, not %v", ErrStateChanged, qp.CurState, cur)
 	}
-	next := qp.state
+	next := qp.CurState
 	if mask&verbs.AttrState != 0 {
 		next = attr.State
 	}
@@ -164,22 +150,7 @@ func (qp *QP) Modify(cur verbs.QPState, attr *verbs.QPAttr, mask verbs.QPAttrMas
 	case verbs.QPSSQD, verbs.QPSSQE:
 		return fmt.Errorf("%w: %v on an iWARP QP", ErrUnsupported, next)
 	}
-	a := &qp.attr
-	if mask&verbs.AttrAccessFlags != 0 {
-		a.AccessFlags = attr.AccessFlags
-	}
-	if mask&verbs.AttrPort != 0 {
-		a.PortNum = attr.PortNum
-	}
-	if mask&verbs.AttrPKeyIndex != 0 {
-		a.PKeyIndex = attr.PKeyIndex
-	}
-	if mask&verbs.AttrMaxQPRdAtomic != 0 {
-		a.MaxRdAtomic = attr.MaxRdAtomic
-	}
-	if mask&verbs.AttrMaxDestRdAtomic != 0 {
-		a.MaxDestRdAtomic = attr.MaxDestRdAtomic
-	}
+	qp.Attr.Apply(attr, mask)
 	if mask&verbs.AttrState == 0 {
 		return nil
 	}
@@ -207,13 +178,13 @@ func (qp *QP) Modify(cur verbs.QPState, attr *verbs.QPAttr, mask verbs.QPAttrMas
 }
 
 func (qp *QP) setState(next verbs.QPState) {
-	if qp.state == next {
+	if qp.CurState == next {
 		return
 	}
 	if qp.s.tracing() {
-		qp.s.tracef(qp.cfg.QPN, "qp", "state %v -> %v", qp.state, next)
+		qp.s.tracef(qp.Cfg.QPN, "qp", "state %v -> %v", qp.CurState, next)
 	}
-	qp.state = next
+	qp.CurState = next
 }
 
 // reset returns the QP to its freshly created condition (modify to
@@ -221,7 +192,7 @@ func (qp *QP) setState(next verbs.QPState) {
 func (qp *QP) reset() {
 	qp.req.reset()
 	qp.resp.reset()
-	qp.attr = verbs.QPAttr{}
+	qp.Attr = verbs.QPAttr{}
 	qp.cm = cmIdle
 	qp.connErr = nil
 }
@@ -238,9 +209,9 @@ func (qp *QP) RecvPosted() {}
 // over, as rdma_cm reports DISCONNECTED to an id whose QP was destroyed;
 // without it a Disconnect waiting for the peer's close would wait forever.
 func (qp *QP) Destroy() {
-	qp.mu.Lock()
+	qp.Mu.Lock()
 	if qp.destroyed {
-		qp.mu.Unlock()
+		qp.Mu.Unlock()
 		return
 	}
 	cancel := qp.cancelDial
@@ -255,14 +226,14 @@ func (qp *QP) Destroy() {
 	ended := qp.deferred
 	qp.deferred = nil
 	qp.destroyed = true
-	qp.state = verbs.QPSErr
+	qp.CurState = verbs.QPSErr
 	qp.mpaTimer.Stop()
 	qp.closeTimer.Stop()
-	qp.mu.Unlock()
+	qp.Mu.Unlock()
 	if cancel != nil {
 		cancel()
 	}
-	qp.s.removeQP(qp.cfg.QPN)
+	qp.s.removeQP(qp.Cfg.QPN)
 	for _, f := range ended {
 		f()
 	}
@@ -276,21 +247,21 @@ var errQPDestroyed = errors.New("iwarp: QP destroyed")
 // (a WR marked failed with its status, the others with WR_FLUSH_ERR), then
 // every receive WR of the QP's own queue with WR_FLUSH_ERR.
 func (qp *QP) enterError() {
-	if qp.state == verbs.QPSErr {
+	if qp.CurState == verbs.QPSErr {
 		return
 	}
 	qp.setState(verbs.QPSErr)
 	qp.req.flush()
 	qp.resp.flush()
-	if qp.cfg.UsesSRQ {
+	if qp.Cfg.UsesSRQ {
 		qp.raise(verbs.EventQPLastWQEReached)
 	}
 }
 
 // raise reports an asynchronous event.
 func (qp *QP) raise(e verbs.AsyncEvent) {
-	if qp.cfg.Event != nil && !qp.destroyed {
-		qp.cfg.Event(e)
+	if qp.Cfg.Event != nil && !qp.destroyed {
+		qp.Cfg.Event(e)
 	}
 }
 
@@ -301,7 +272,7 @@ func (qp *QP) pushSend(wc verbs.WC) {
 		return
 	}
 	qp.wc = wc
-	if !qp.cfg.SendCQ.Push(&qp.wc) {
+	if !qp.Cfg.SendCQ.Push(&qp.wc) {
 		qp.s.ctr.inc(CQOverflow)
 		qp.fatal(fmt.Errorf("iwarp: send CQ overrun"))
 	}
@@ -312,7 +283,7 @@ func (qp *QP) pushRecv(wc verbs.WC) {
 		return
 	}
 	qp.wc = wc
-	if !qp.cfg.RecvCQ.Push(&qp.wc) {
+	if !qp.Cfg.RecvCQ.Push(&qp.wc) {
 		qp.s.ctr.inc(CQOverflow)
 		qp.fatal(fmt.Errorf("iwarp: receive CQ overrun"))
 	}
@@ -321,7 +292,7 @@ func (qp *QP) pushRecv(wc verbs.WC) {
 // fatal ends the connection after a local failure: a Terminate (local
 // catastrophic error) if the connection is up, then ERR.
 func (qp *QP) fatal(err error) {
-	if qp.state == verbs.QPSErr {
+	if qp.CurState == verbs.QPSErr {
 		return
 	}
 	if qp.cm == cmConnected {
@@ -337,12 +308,12 @@ func (qp *QP) later(f func()) { qp.deferred = append(qp.deferred, f) }
 // unlock releases mu and runs the deferred callbacks.
 func (qp *QP) unlock() {
 	if len(qp.deferred) == 0 {
-		qp.mu.Unlock()
+		qp.Mu.Unlock()
 		return
 	}
 	fs := qp.deferred
 	qp.deferred = nil
-	qp.mu.Unlock()
+	qp.Mu.Unlock()
 	for _, f := range fs {
 		f()
 	}

@@ -89,10 +89,10 @@ var (
 
 func (r *requester) init(qp *QP) {
 	r.qp = qp
-	n := max(int(qp.cfg.Cap.MaxSendWR), 1)
+	n := max(int(qp.Cfg.Cap.MaxSendWR), 1)
 	r.sq = make([]swqe, n)
 	for i := range r.sq {
-		r.sq[i].sgl = make([]verbs.SGE, 0, max(int(qp.cfg.Cap.MaxSendSGE), 1))
+		r.sq[i].sgl = make([]verbs.SGE, 0, max(int(qp.Cfg.Cap.MaxSendSGE), 1))
 	}
 	r.connReset()
 }
@@ -114,18 +114,18 @@ func (r *requester) slot(i uint64) *swqe { return &r.sq[i%uint64(len(r.sq))] }
 
 // PostSend implements verbs.Engine.
 func (qp *QP) PostSend(wr *verbs.SendWR) error {
-	qp.mu.Lock()
+	qp.Mu.Lock()
 	defer qp.unlock()
 	r := &qp.req
 	if qp.destroyed {
-		return fmt.Errorf("iwarp: QP %#x destroyed", qp.cfg.QPN)
+		return fmt.Errorf("iwarp: QP %#x destroyed", qp.Cfg.QPN)
 	}
-	if qp.state == verbs.QPSErr {
-		qp.pushSend(verbs.WC{WRID: wr.ID, Status: verbs.WCWRFlushErr, Opcode: wr.Opcode.CompletionOpcode(), QPN: qp.cfg.QPN})
+	if qp.CurState == verbs.QPSErr {
+		qp.pushSend(verbs.WC{WRID: wr.ID, Status: verbs.WCWRFlushErr, Opcode: wr.Opcode.CompletionOpcode(), QPN: qp.Cfg.QPN})
 		return nil
 	}
-	if qp.state != verbs.QPSRTS {
-		return fmt.Errorf("iwarp: post send in %v: %w", qp.state, verbs.ErrInvalidState)
+	if qp.CurState != verbs.QPSRTS {
+		return fmt.Errorf("iwarp: post send in %v: %w", qp.CurState, verbs.ErrInvalidState)
 	}
 	w0 := swqe{}
 	switch wr.Opcode {
@@ -168,7 +168,7 @@ func (qp *QP) PostSend(wr *verbs.SendWR) error {
 		src := wr.Inline
 		if src == nil {
 			src = make([]byte, w0.length)
-			if _, f := qp.cfg.Memory.Gather(qp.cfg.PD, w0.sgl, src); f != memory.Ok {
+			if _, f := qp.Cfg.Memory.Gather(qp.Cfg.PD, w0.sgl, src); f != memory.Ok {
 				return fmt.Errorf("%w: %v", ErrInline, f)
 			}
 		}
@@ -189,8 +189,8 @@ func (qp *QP) PostSend(wr *verbs.SendWR) error {
 // first, then Read and Atomic Responses (the peer waits on them), then the
 // send queue. It then retires finished WRs.
 func (qp *QP) progress() {
-	if qp.conn != nil && qp.cm == cmConnected && qp.state == verbs.QPSRTS {
-		for !qp.blocked && qp.cm == cmConnected && qp.state == verbs.QPSRTS {
+	if qp.conn != nil && qp.cm == cmConnected && qp.CurState == verbs.QPSRTS {
+		for !qp.blocked && qp.cm == cmConnected && qp.CurState == verbs.QPSRTS {
 			if len(qp.tx) >= txBatch {
 				qp.flushTx()
 				continue
@@ -258,7 +258,7 @@ func (qp *QP) flushTx() {
 			qp.blocked = true
 			qp.s.ctr.inc(WouldBlock)
 			if qp.s.tracing() {
-				qp.s.tracef(qp.cfg.QPN, "tx", "stream send buffer full: %d bytes wait", len(qp.tx))
+				qp.s.tracef(qp.Cfg.QPN, "tx", "stream send buffer full: %d bytes wait", len(qp.tx))
 			}
 			return
 		default:
@@ -299,7 +299,7 @@ func (qp *QP) sendRTR() {
 	qp.appendFPDU(nil)
 	qp.s.ctr.inc(RTRSent)
 	if qp.s.tracing() {
-		qp.s.tracef(qp.cfg.QPN, "tx", "RTR (zero-length %v) sent", qp.rtrSend)
+		qp.s.tracef(qp.Cfg.QPN, "tx", "RTR (zero-length %v) sent", qp.rtrSend)
 	}
 	qp.rtrSend = rtrNone
 }
@@ -513,7 +513,7 @@ func (qp *QP) gather(w *swqe, n int) []byte {
 		copy(p, w.inline[w.sent:])
 		return p
 	}
-	if _, f := qp.cfg.Memory.GatherAt(qp.cfg.PD, w.sgl, w.sent, p); f != memory.Ok {
+	if _, f := qp.Cfg.Memory.GatherAt(qp.Cfg.PD, w.sgl, w.sent, p); f != memory.Ok {
 		qp.s.ctr.inc(LocalProtErr)
 		w.failed, w.status = true, verbs.WCLocProtErr
 		qp.fatal(fmt.Errorf("iwarp: WR %#x: local SGE: %v", w.wr.ID, f))
@@ -525,7 +525,7 @@ func (qp *QP) gather(w *swqe, n int) []byte {
 // localInvalidate executes a LOCAL_INV in send-queue order.
 func (qp *QP) localInvalidate(w *swqe) {
 	w.framed, w.done = true, true
-	if f := qp.cfg.Memory.Invalidate(qp.cfg.PD, qp.cfg.QPN, w.wr.InvRKey); f != memory.Ok {
+	if f := qp.Cfg.Memory.Invalidate(qp.Cfg.PD, qp.Cfg.QPN, w.wr.InvRKey); f != memory.Ok {
 		w.failed, w.status = true, verbs.WCLocProtErr
 	}
 }
@@ -543,14 +543,14 @@ func (r *requester) retire() {
 		}
 		r.head++
 		if w.failed {
-			qp.pushSend(verbs.WC{WRID: w.wr.ID, Status: w.status, Opcode: w.wr.Opcode.CompletionOpcode(), QPN: qp.cfg.QPN})
-			if qp.state != verbs.QPSErr {
+			qp.pushSend(verbs.WC{WRID: w.wr.ID, Status: w.status, Opcode: w.wr.Opcode.CompletionOpcode(), QPN: qp.Cfg.QPN})
+			if qp.CurState != verbs.QPSErr {
 				qp.enterError()
 			}
 			return
 		}
-		if w.wr.Flags&verbs.SendSignaled != 0 || qp.cfg.SigAll {
-			wc := verbs.WC{WRID: w.wr.ID, Opcode: w.wr.Opcode.CompletionOpcode(), QPN: qp.cfg.QPN}
+		if w.wr.Flags&verbs.SendSignaled != 0 || qp.Cfg.SigAll {
+			wc := verbs.WC{WRID: w.wr.ID, Opcode: w.wr.Opcode.CompletionOpcode(), QPN: qp.Cfg.QPN}
 			if w.wr.Opcode == verbs.WRRDMARead {
 				wc.ByteLen = uint32(w.length)
 			}
@@ -569,7 +569,7 @@ func (r *requester) flush() {
 		if w.failed {
 			st = w.status
 		}
-		qp.pushSend(verbs.WC{WRID: w.wr.ID, Status: st, Opcode: w.wr.Opcode.CompletionOpcode(), QPN: qp.cfg.QPN})
+		qp.pushSend(verbs.WC{WRID: w.wr.ID, Status: st, Opcode: w.wr.Opcode.CompletionOpcode(), QPN: qp.Cfg.QPN})
 	}
 	r.next = r.tail
 	r.orq = r.orq[:0]
@@ -597,5 +597,5 @@ func (r *requester) popORQ() {
 // local buffer in host byte order, as verbs specifies.
 func (qp *QP) putAtomicResult(w *swqe, orig uint64) memory.Fault {
 	binary.NativeEndian.PutUint64(qp.scratch[:], orig)
-	return qp.cfg.Memory.Scatter(qp.cfg.PD, w.sgl, qp.scratch[:], 0)
+	return qp.Cfg.Memory.Scatter(qp.Cfg.PD, w.sgl, qp.scratch[:], 0)
 }

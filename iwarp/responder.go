@@ -75,17 +75,17 @@ func (rs *responder) flush() {
 	rs.irq, rs.irqN = rs.irq[:0], 0
 	if rs.active {
 		rs.active = false
-		qp.pushRecv(verbs.WC{WRID: rs.rwqe.ID, Status: verbs.WCWRFlushErr, Opcode: verbs.WCRecv, QPN: qp.cfg.QPN})
+		qp.pushRecv(verbs.WC{WRID: rs.rwqe.ID, Status: verbs.WCWRFlushErr, Opcode: verbs.WCRecv, QPN: qp.Cfg.QPN})
 	}
-	if qp.cfg.UsesSRQ {
+	if qp.Cfg.UsesSRQ {
 		return
 	}
 	for {
-		wr, ok := qp.cfg.RQ.Pop()
+		wr, ok := qp.Cfg.RQ.Pop()
 		if !ok {
 			return
 		}
-		qp.pushRecv(verbs.WC{WRID: wr.ID, Status: verbs.WCWRFlushErr, Opcode: verbs.WCRecv, QPN: qp.cfg.QPN})
+		qp.pushRecv(verbs.WC{WRID: wr.ID, Status: verbs.WCWRFlushErr, Opcode: verbs.WCRecv, QPN: qp.Cfg.QPN})
 	}
 }
 
@@ -111,13 +111,13 @@ func (qp *QP) input(p []byte) {
 			qp.s.ctr.inc(FramingErr)
 			we, _ := err.(wire.Error)
 			qp.s.ctr.incWire(we)
-			if qp.state != verbs.QPSErr {
+			if qp.CurState != verbs.QPSErr {
 				code, _ := we.Terminate()
 				qp.sendTerminate(termInfo{code: code}, err)
 			}
 			return
 		}
-		if qp.state == verbs.QPSErr {
+		if qp.CurState == verbs.QPSErr {
 			qp.s.ctr.inc(DroppedInError)
 			continue
 		}
@@ -217,7 +217,7 @@ func (qp *QP) receiveRTR(seg *wire.Segment) {
 	}
 	qp.rtrWait = false
 	if qp.s.tracing() {
-		qp.s.tracef(qp.cfg.QPN, "rx", "RTR (zero-length %v) received: full operation", qp.rtrRecv)
+		qp.s.tracef(qp.Cfg.QPN, "rx", "RTR (zero-length %v) received: full operation", qp.rtrRecv)
 	}
 	qp.established()
 }
@@ -245,7 +245,7 @@ func (qp *QP) taggedFault(f memory.Fault) wire.TermCode {
 // recordKeyFailure counts a failed STag check against the peer at the other
 // end of the connection (memory.Table.KeyFailures).
 func (qp *QP) recordKeyFailure() {
-	qp.cfg.Memory.RecordKeyFailure(memory.Peer{Addr: qp.remote.Addr().Unmap(), ID: uint32(qp.remote.Port())})
+	qp.Cfg.Memory.RecordKeyFailure(memory.Peer{Addr: qp.remote.Addr().Unmap(), ID: uint32(qp.remote.Port())})
 }
 
 // remoteFault maps a memory fault on a Read or Atomic Request's source to
@@ -279,12 +279,12 @@ func (rs *responder) write(seg *wire.Segment) {
 	if len(payload) == 0 {
 		return // a zero-length Write checks nothing (IBTA C9-88; the RTR)
 	}
-	if !qp.attr.AccessFlags.Has(memory.RemoteWrite) {
+	if !qp.Attr.AccessFlags.Has(memory.RemoteWrite) {
 		qp.s.ctr.inc(AccessViolation)
 		qp.sendTerminate(termInfo{code: wire.TermDDPTaggedInvalidSTag, seg: seg.Bytes()}, errAccess)
 		return
 	}
-	ref, f := qp.cfg.Memory.CheckRemote(qp.cfg.PD, qp.cfg.QPN, h.STag(), h.TO(), uint32(len(payload)), memory.RemoteWrite)
+	ref, f := qp.Cfg.Memory.CheckRemote(qp.Cfg.PD, qp.Cfg.QPN, h.STag(), h.TO(), uint32(len(payload)), memory.RemoteWrite)
 	if f == memory.Ok {
 		f = ref.Write(h.TO(), payload)
 		ref.Release()
@@ -319,7 +319,7 @@ func (rs *responder) untaggedFault(seg *wire.Segment, code wire.TermCode, c Coun
 	qp.s.ctr.inc(c)
 	if rs.active && st != verbs.WCWRFlushErr {
 		rs.active = false
-		qp.pushRecv(verbs.WC{WRID: rs.rwqe.ID, Status: st, Opcode: verbs.WCRecv, QPN: qp.cfg.QPN})
+		qp.pushRecv(verbs.WC{WRID: rs.rwqe.ID, Status: st, Opcode: verbs.WCRecv, QPN: qp.Cfg.QPN})
 	}
 	qp.sendTerminate(termInfo{code: code, seg: seg.Bytes()}, errUntagged(code))
 }
@@ -349,7 +349,7 @@ func (rs *responder) admit(seg *wire.Segment, imm bool) bool {
 		rs.untaggedFault(seg, wire.TermDDPUntaggedInvalidMO, BadMO, verbs.WCWRFlushErr)
 		return false
 	}
-	wr, ok := qp.cfg.RQ.Pop()
+	wr, ok := qp.Cfg.RQ.Pop()
 	if !ok {
 		rs.untaggedFault(seg, wire.TermDDPUntaggedNoBuffer, NoRecvBuf, verbs.WCWRFlushErr)
 		return false
@@ -369,7 +369,7 @@ func (rs *responder) place(seg *wire.Segment) bool {
 		return false
 	}
 	if len(payload) > 0 {
-		if f := qp.cfg.Memory.Scatter(qp.cfg.PD, rs.rwqe.SGL, payload, rs.got); f != memory.Ok {
+		if f := qp.Cfg.Memory.Scatter(qp.Cfg.PD, rs.rwqe.SGL, payload, rs.got); f != memory.Ok {
 			rs.untaggedFault(seg, wire.TermDDPLocalCatastrophic, LocalProtErr, verbs.WCLocProtErr)
 			return false
 		}
@@ -384,7 +384,7 @@ func (rs *responder) completeSend(seg *wire.Segment, imm bool) {
 	qp := rs.qp
 	h := seg.DDP()
 	info := seg.Info()
-	wc := verbs.WC{WRID: rs.rwqe.ID, Opcode: verbs.WCRecv, ByteLen: uint32(rs.got), QPN: qp.cfg.QPN}
+	wc := verbs.WC{WRID: rs.rwqe.ID, Opcode: verbs.WCRecv, ByteLen: uint32(rs.got), QPN: qp.Cfg.QPN}
 	rs.active = false
 	rs.msn++
 	if imm {
@@ -397,7 +397,7 @@ func (rs *responder) completeSend(seg *wire.Segment, imm bool) {
 	}
 	if info.Invalidate {
 		stag := h.InvalidateSTag()
-		if f := qp.cfg.Memory.Invalidate(qp.cfg.PD, qp.cfg.QPN, stag); f != memory.Ok {
+		if f := qp.Cfg.Memory.Invalidate(qp.Cfg.PD, qp.Cfg.QPN, stag); f != memory.Ok {
 			qp.s.ctr.inc(InvalidateErr)
 			code := wire.TermRDMAPOpCannotInvalidate
 			if f == memory.BadPD || f == memory.BadQP {
@@ -413,7 +413,7 @@ func (rs *responder) completeSend(seg *wire.Segment, imm bool) {
 	}
 	qp.pushRecv(wc)
 	if info.Solicited {
-		qp.cfg.RecvCQ.Solicited()
+		qp.Cfg.RecvCQ.Solicited()
 	}
 }
 
@@ -451,9 +451,9 @@ func (rs *responder) readRequest(seg *wire.Segment) {
 		srcSTag: rr.SourceSTag(), srcTO: rr.SourceTO()}
 	if e.size > 0 {
 		f := memory.NoAccess
-		if qp.attr.AccessFlags.Has(memory.RemoteRead) {
+		if qp.Attr.AccessFlags.Has(memory.RemoteRead) {
 			var ref memory.Ref
-			ref, f = qp.cfg.Memory.CheckRemote(qp.cfg.PD, qp.cfg.QPN, e.srcSTag, e.srcTO, e.size, memory.RemoteRead)
+			ref, f = qp.Cfg.Memory.CheckRemote(qp.Cfg.PD, qp.Cfg.QPN, e.srcSTag, e.srcTO, e.size, memory.RemoteRead)
 			ref.Release()
 		}
 		if f != memory.Ok {
@@ -481,9 +481,9 @@ func (rs *responder) atomicRequest(seg *wire.Segment) {
 		qp.sendTerminate(termInfo{code: wire.TermRDMAPOpUnspecified, seg: seg.Bytes()}, errUnexpected)
 		return
 	}
-	if qp.attr.AccessFlags.Has(memory.RemoteAtomic) {
+	if qp.Attr.AccessFlags.Has(memory.RemoteAtomic) {
 		var ref memory.Ref
-		ref, f = qp.cfg.Memory.CheckRemote(qp.cfg.PD, qp.cfg.QPN, a.STag(), a.TO(), 8, memory.RemoteAtomic)
+		ref, f = qp.Cfg.Memory.CheckRemote(qp.Cfg.PD, qp.Cfg.QPN, a.STag(), a.TO(), 8, memory.RemoteAtomic)
 		if f == memory.Ok {
 			e.orig, f = atomicOp(&ref, a)
 			ref.Release()
@@ -573,7 +573,7 @@ func (rs *responder) emit() bool {
 	if chunk > 0 {
 		// Re-check the source for every FPDU: a deregistration between
 		// two FPDUs takes effect at once, as a hardware NIC's DMA would.
-		ref, f := qp.cfg.Memory.CheckRemote(qp.cfg.PD, qp.cfg.QPN, e.srcSTag, e.srcTO+uint64(e.sent), uint32(chunk), memory.RemoteRead)
+		ref, f := qp.Cfg.Memory.CheckRemote(qp.Cfg.PD, qp.Cfg.QPN, e.srcSTag, e.srcTO+uint64(e.sent), uint32(chunk), memory.RemoteRead)
 		if f == memory.Ok {
 			f = ref.Read(e.srcTO+uint64(e.sent), payload)
 			ref.Release()
@@ -641,7 +641,7 @@ func (r *requester) readResponse(seg *wire.Segment) {
 			code = wire.TermDDPTaggedBaseBounds
 		}
 		if code == 0 {
-			ref, f := qp.cfg.Memory.CheckLocal(qp.cfg.PD, sink.LKey, h.TO(), uint32(len(payload)), memory.LocalWrite)
+			ref, f := qp.Cfg.Memory.CheckLocal(qp.Cfg.PD, sink.LKey, h.TO(), uint32(len(payload)), memory.LocalWrite)
 			if f == memory.Ok {
 				f = ref.Write(h.TO(), payload)
 				ref.Release()

@@ -306,7 +306,7 @@ func (s *Stack) Close() {
 	ceps := slices.SortedFunc(maps.Keys(s.pending), func(a, b *cep) int {
 		return a.conn.RemoteAddr().Compare(b.conn.RemoteAddr())
 	})
-	qps := slices.SortedFunc(maps.Values(s.qps), func(a, b *QP) int { return cmp.Compare(a.cfg.QPN, b.cfg.QPN) })
+	qps := slices.SortedFunc(maps.Values(s.qps), func(a, b *QP) int { return cmp.Compare(a.Cfg.QPN, b.Cfg.QPN) })
 	s.mu.Unlock()
 	for _, l := range ls {
 		l.Close()
@@ -315,7 +315,7 @@ func (s *Stack) Close() {
 		c.abort(ErrStackClosed)
 	}
 	for _, qp := range qps {
-		qp.mu.Lock()
+		qp.Mu.Lock()
 		if qp.conn != nil {
 			qp.teardown(ErrStackClosed, true)
 		}

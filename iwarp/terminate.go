@@ -92,9 +92,9 @@ func ddpHeaderOf(seg []byte) (int, bool) {
 
 // sendTerminate sends a Terminate for an error this side found, closes
 // the stream in order, and moves the QP to ERR (flushing its WRs). Caller
-// holds mu.
+// holds Mu.
 func (qp *QP) sendTerminate(ti termInfo, cause error) {
-	if qp.state == verbs.QPSErr {
+	if qp.CurState == verbs.QPSErr {
 		return
 	}
 	s := qp.s
@@ -106,7 +106,7 @@ func (qp *QP) sendTerminate(ti termInfo, cause error) {
 		qp.appendFPDU(body)
 		s.ctr.inc(TermSent)
 		if s.tracing() {
-			s.tracef(qp.cfg.QPN, "term", "Terminate sent: %v (%#04x) M=%v D=%v R=%v: %v", ti.code, uint16(ti.code), f.M, f.D, f.R, cause)
+			s.tracef(qp.Cfg.QPN, "term", "Terminate sent: %v (%#04x) M=%v D=%v R=%v: %v", ti.code, uint16(ti.code), f.M, f.D, f.R, cause)
 		}
 	}
 	qp.connErr = &TerminateError{Code: ti.code, Sent: true}
@@ -154,7 +154,7 @@ func (qp *QP) receiveTerminate(seg *wire.Segment) {
 	s := qp.s
 	s.ctr.inc(TermRcvd)
 	if s.tracing() {
-		s.tracef(qp.cfg.QPN, "term", "Terminate received: %v (%#04x) M=%v D=%v R=%v", code, uint16(code), t.M(), t.D(), t.R())
+		s.tracef(qp.Cfg.QPN, "term", "Terminate received: %v (%#04x) M=%v D=%v R=%v", code, uint16(code), t.M(), t.D(), t.R())
 	}
 	if w := qp.req.oldestOutstanding(); w != nil && !w.failed {
 		w.failed, w.status = true, TermStatus(code)

@@ -116,9 +116,9 @@ func BenchmarkResponderWrite(b *testing.B) {
 		if i == len(frames) {
 			// Start the message over: a fresh FIRST at the expected PSN.
 			b.StopTimer()
-			qp.mu.Lock()
+			qp.Mu.Lock()
 			qp.resp.inMsg, qp.resp.epsn = msgNone, 0
-			qp.mu.Unlock()
+			qp.Mu.Unlock()
 			h.BTH.Opcode, h.BTH.PSN = wire.RCWriteFirst, 0
 			s.Input(wire.AppendFrame(nil, &e, &h, make([]byte, 4096)))
 			i = 0

@@ -24,7 +24,7 @@ import (
 // 2^t, kept in nanoseconds (IBTA §9.7.6.1.3).
 func ackTimeout(t uint8) time.Duration { return time.Duration(4096<<t) * time.Nanosecond }
 
-// handleResponse processes a response packet (caller holds qp.mu).
+// handleResponse processes a response packet (caller holds qp.Mu).
 func (qp *QP) handleResponse(p *wire.Packet) {
 	r := &qp.req
 	bth := p.BTH()
@@ -32,7 +32,7 @@ func (qp *QP) handleResponse(p *wire.Packet) {
 	if !wire.PSNBefore(psn, r.maxSent) {
 		qp.s.ctr.inc(GhostAck)
 		if qp.s.tracing() {
-			qp.s.tracef(qp.cfg.QPN, "comp", "ghost %v psn=%d (next unsent %d): ignored", p.Opcode(), psn, r.maxSent)
+			qp.s.tracef(qp.Cfg.QPN, "comp", "ghost %v psn=%d (next unsent %d): ignored", p.Opcode(), psn, r.maxSent)
 		}
 		return
 	}
@@ -54,13 +54,13 @@ func (qp *QP) handleResponse(p *wire.Packet) {
 	case wire.KindAtomicAck:
 		qp.handleAtomicAck(p, psn)
 	}
-	if qp.state == verbs.QPSErr {
+	if qp.CurState == verbs.QPSErr {
 		return
 	}
 	if wire.PSNDiff(r.unacked, before) > 0 {
 		// Forward progress resets the retry counters (IBTA §9.7.6.1.3)
 		// and restarts the timer.
-		r.retryLeft, r.rnrLeft = qp.attr.RetryCnt, qp.attr.RNRRetry
+		r.retryLeft, r.rnrLeft = qp.Attr.RetryCnt, qp.Attr.RNRRetry
 		r.retrying, r.stalls, r.busy = false, 0, 0
 		r.retx.Stop()
 	} else if info.Kind == wire.KindReadResponse || info.Kind == wire.KindAtomicAck {
@@ -100,7 +100,7 @@ func (qp *QP) responderBusy(psn uint32) {
 // unacknowledged and no RNR wait is in progress.
 func (qp *QP) updateTimer() {
 	r := &qp.req
-	if wire.PSNBefore(r.unacked, r.maxSent) && !r.rnrWait && qp.state != verbs.QPSErr {
+	if wire.PSNBefore(r.unacked, r.maxSent) && !r.rnrWait && qp.CurState != verbs.QPSErr {
 		if !r.retx.Active() {
 			qp.armRetransmit()
 		}
@@ -123,12 +123,12 @@ func (qp *QP) handleAck(p *wire.Packet, psn uint32) {
 		if wire.PSNBefore(psn, r.unacked) {
 			qp.s.ctr.inc(DuplicateResponse)
 			if qp.s.tracing() {
-				qp.s.tracef(qp.cfg.QPN, "comp", "%v psn=%d: already acknowledged, credits updated", syn, psn)
+				qp.s.tracef(qp.Cfg.QPN, "comp", "%v psn=%d: already acknowledged, credits updated", syn, psn)
 			}
 			return
 		}
 		if qp.s.tracing() {
-			qp.s.tracef(qp.cfg.QPN, "comp", "%v psn=%d msn=%d: acknowledges every PSN up to %d", syn, psn, aeth.MSN(), psn)
+			qp.s.tracef(qp.Cfg.QPN, "comp", "%v psn=%d msn=%d: acknowledges every PSN up to %d", syn, psn, aeth.MSN(), psn)
 		}
 		qp.ackBefore(wire.PSNAdd(psn, 1))
 	case wire.AckTypeRNRNAK:
@@ -136,7 +136,7 @@ func (qp *QP) handleAck(p *wire.Packet, psn uint32) {
 		if !qp.ackBefore(psn) {
 			return
 		}
-		if qp.attr.RNRRetry != 7 {
+		if qp.Attr.RNRRetry != 7 {
 			if r.rnrLeft == 0 {
 				qp.s.ctr.inc(RNRNakRetryErr)
 				qp.failAt(psn, verbs.WCRNRRetryExcErr)
@@ -146,7 +146,7 @@ func (qp *QP) handleAck(p *wire.Packet, psn uint32) {
 		}
 		d := wire.RNRDelay(syn.Value())
 		if qp.s.tracing() {
-			qp.s.tracef(qp.cfg.QPN, "comp", "RNR NAK psn=%d: wait %v, then resend (rnr_retry left %d)", psn, d, r.rnrLeft)
+			qp.s.tracef(qp.Cfg.QPN, "comp", "RNR NAK psn=%d: wait %v, then resend (rnr_retry left %d)", psn, d, r.rnrLeft)
 		}
 		r.rnrWait, r.rnrPSN = true, psn
 		r.retx.Stop()
@@ -159,7 +159,7 @@ func (qp *QP) handleAck(p *wire.Packet, psn uint32) {
 				return
 			}
 			if qp.s.tracing() {
-				qp.s.tracef(qp.cfg.QPN, "comp", "NAK PSN sequence error: responder expects %d, resend from there", psn)
+				qp.s.tracef(qp.Cfg.QPN, "comp", "NAK PSN sequence error: responder expects %d, resend from there", psn)
 			}
 			qp.retry(psn)
 		case wire.NAKInvalidRequest:
@@ -176,7 +176,7 @@ func (qp *QP) handleAck(p *wire.Packet, psn uint32) {
 
 func (qp *QP) remoteError(psn uint32, st verbs.WCStatus) {
 	if qp.s.tracing() {
-		qp.s.tracef(qp.cfg.QPN, "comp", "NAK psn=%d: complete with %v, QP to ERR", psn, st)
+		qp.s.tracef(qp.Cfg.QPN, "comp", "NAK psn=%d: complete with %v, QP to ERR", psn, st)
 	}
 	if qp.ackBefore(psn) {
 		qp.failAt(psn, st)
@@ -245,7 +245,7 @@ func (qp *QP) ackBefore(p uint32) bool {
 			}
 			qp.s.ctr.inc(ImpliedNak)
 			if qp.s.tracing() {
-				qp.s.tracef(qp.cfg.QPN, "comp", "implied NAK: response for psn %d skipped, resend from there", missing)
+				qp.s.tracef(qp.Cfg.QPN, "comp", "implied NAK: response for psn %d skipped, resend from there", missing)
 			}
 			qp.retry(missing)
 			return false
@@ -266,7 +266,7 @@ func (qp *QP) retry(psn uint32) {
 	if r.retryLeft == 0 {
 		qp.s.ctr.inc(RetryExceededErr)
 		if qp.s.tracing() {
-			qp.s.tracef(qp.cfg.QPN, "comp", "retry_cnt exhausted at psn %d: RETRY_EXC_ERR", psn)
+			qp.s.tracef(qp.Cfg.QPN, "comp", "retry_cnt exhausted at psn %d: RETRY_EXC_ERR", psn)
 		}
 		qp.failAt(r.unacked, verbs.WCRetryExcErr)
 		return
@@ -308,13 +308,13 @@ func (qp *QP) failAt(psn uint32, st verbs.WCStatus) {
 // retransmitTimeout is the local ACK timer's expiry.
 func (qp *QP) retransmitTimeout() {
 	r := &qp.req
-	if qp.state == verbs.QPSErr || !wire.PSNBefore(r.unacked, r.maxSent) || r.rnrWait {
+	if qp.CurState == verbs.QPSErr || !wire.PSNBefore(r.unacked, r.maxSent) || r.rnrWait {
 		return
 	}
 	qp.s.ctr.inc(RetransmitTimeouts)
 	r.retrying = false
 	if qp.s.tracing() {
-		qp.s.tracef(qp.cfg.QPN, "comp", "local ACK timeout: psn %d unacknowledged (retry_cnt left %d)", r.unacked, r.retryLeft)
+		qp.s.tracef(qp.Cfg.QPN, "comp", "local ACK timeout: psn %d unacknowledged (retry_cnt left %d)", r.unacked, r.retryLeft)
 	}
 	qp.retry(r.unacked)
 	r.progress()
@@ -324,7 +324,7 @@ func (qp *QP) retransmitTimeout() {
 // rnrExpired ends an RNR wait: resend from the NAKed PSN.
 func (qp *QP) rnrExpired() {
 	r := &qp.req
-	if !r.rnrWait || qp.state == verbs.QPSErr {
+	if !r.rnrWait || qp.CurState == verbs.QPSErr {
 		return
 	}
 	r.rnrWait = false
@@ -339,7 +339,7 @@ func (qp *QP) handleReadResponse(p *wire.Packet, psn uint32) {
 	if w == nil || w.wr.Opcode != verbs.WRRDMARead || w.done {
 		qp.s.ctr.inc(DuplicateResponse)
 		if qp.s.tracing() {
-			qp.s.tracef(qp.cfg.QPN, "comp", "%v psn=%d answers no outstanding READ: ignored", p.Opcode(), psn)
+			qp.s.tracef(qp.Cfg.QPN, "comp", "%v psn=%d answers no outstanding READ: ignored", p.Opcode(), psn)
 		}
 		return
 	}
@@ -350,7 +350,7 @@ func (qp *QP) handleReadResponse(p *wire.Packet, psn uint32) {
 	if k < w.rcvd {
 		qp.s.ctr.inc(DuplicateResponse)
 		if qp.s.tracing() {
-			qp.s.tracef(qp.cfg.QPN, "comp", "%v psn=%d already placed: ignored", p.Opcode(), psn)
+			qp.s.tracef(qp.Cfg.QPN, "comp", "%v psn=%d already placed: ignored", p.Opcode(), psn)
 		}
 		return
 	}
@@ -361,13 +361,13 @@ func (qp *QP) handleReadResponse(p *wire.Packet, psn uint32) {
 		if r.retrying {
 			qp.s.ctr.inc(DuplicateResponse)
 			if qp.s.tracing() {
-				qp.s.tracef(qp.cfg.QPN, "comp", "%v psn=%d while psn %d is missing and a retry is under way: ignored", p.Opcode(), psn, missing)
+				qp.s.tracef(qp.Cfg.QPN, "comp", "%v psn=%d while psn %d is missing and a retry is under way: ignored", p.Opcode(), psn, missing)
 			}
 			return
 		}
 		qp.s.ctr.inc(ImpliedNak)
 		if qp.s.tracing() {
-			qp.s.tracef(qp.cfg.QPN, "comp", "%v psn=%d but psn %d is missing (implied NAK): resend the READ from there", p.Opcode(), psn, missing)
+			qp.s.tracef(qp.Cfg.QPN, "comp", "%v psn=%d but psn %d is missing (implied NAK): resend the READ from there", p.Opcode(), psn, missing)
 		}
 		qp.retry(missing)
 		return
@@ -401,7 +401,7 @@ func (qp *QP) handleReadResponse(p *wire.Packet, psn uint32) {
 		qp.updateCredits(aeth)
 	}
 	if len(payload) > 0 {
-		if f := qp.cfg.Memory.Scatter(qp.cfg.PD, w.wr.SGL, payload, k*qp.mtu); f != memory.Ok {
+		if f := qp.Cfg.Memory.Scatter(qp.Cfg.PD, w.wr.SGL, payload, k*qp.mtu); f != memory.Ok {
 			qp.failAt(psn, verbs.WCLocProtErr)
 			return
 		}
@@ -453,15 +453,15 @@ func (qp *QP) replayShowsPeerAlive(p *wire.Packet, psn uint32) bool {
 		return false
 	}
 	r.stalls++
-	if r.stalls > 8*(int(qp.attr.RetryCnt)+1) {
+	if r.stalls > 8*(int(qp.Attr.RetryCnt)+1) {
 		qp.s.ctr.inc(RetryExceededErr)
 		qp.failAt(r.unacked, verbs.WCRetryExcErr)
 		return true
 	}
 	if qp.s.tracing() {
-		qp.s.tracef(qp.cfg.QPN, "comp", "%v psn=%d replayed while psn %d is still missing: peer alive, ask again", p.Opcode(), psn, r.unacked)
+		qp.s.tracef(qp.Cfg.QPN, "comp", "%v psn=%d replayed while psn %d is still missing: peer alive, ask again", p.Opcode(), psn, r.unacked)
 	}
-	r.retryLeft = qp.attr.RetryCnt
+	r.retryLeft = qp.Attr.RetryCnt
 	qp.s.ctr.inc(ImpliedNak)
 	qp.retry(r.unacked)
 	r.replayFloor = psn // the rest of this replay ascends past psn

@@ -8,7 +8,7 @@ package roce
 import "slices"
 
 // holdPort records that qp sends from port and holds it on the link, once
-// per QP and port. qp.mu is held (or qp is not yet shared).
+// per QP and port. qp.Mu is held (or qp is not yet shared).
 func (qp *QP) holdPort(port uint16) {
 	sp := qp.s.cfg.SourcePorts
 	if sp == nil || qp.destroyed || slices.Contains(qp.ports, port) {
@@ -20,10 +20,10 @@ func (qp *QP) holdPort(port uint16) {
 
 // releasePorts releases every port qp held; called once, by Destroy.
 func (qp *QP) releasePorts() {
-	qp.mu.Lock()
+	qp.Mu.Lock()
 	ports := qp.ports
 	qp.ports = nil
-	qp.mu.Unlock()
+	qp.Mu.Unlock()
 	for _, p := range ports {
 		qp.s.cfg.SourcePorts.ReleaseSourcePort(p)
 	}

@@ -3,7 +3,6 @@ package roce
 import (
 	"fmt"
 	"net/netip"
-	"sync"
 
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/roce/wire"
@@ -12,12 +11,9 @@ import (
 // QP is one RC queue pair of a Stack: a requester, a completer and a
 // responder sharing one lock, one path and one transmit buffer.
 type QP struct {
-	s   *Stack
-	cfg verbs.QPConfig
+	s *Stack
+	verbs.QPCore
 
-	mu    sync.Mutex
-	state verbs.QPState
-	attr  verbs.QPAttr
 	mtu   int
 	encap wire.Encap
 	peer  netip.Addr
@@ -49,7 +45,7 @@ var ErrStateChanged = fmt.Errorf("roce: QP state changed: %w", verbs.ErrInvalidS
 const maxFrame = wire.EthLen + wire.VLANLen + wire.IPv6Len + wire.UDPLen + wire.BTHLen + 32 + 4096 + 4 + wire.ICRCLen
 
 func newQP(s *Stack, cfg *verbs.QPConfig) *QP {
-	qp := &QP{s: s, cfg: *cfg}
+	qp := &QP{s: s, QPCore: verbs.QPCore{Cfg: *cfg}}
 	if cfg.Type == verbs.QPTypeUD {
 		// UD has no path: its messages are one packet of at most the
 		// port's MTU (IBTA §9.8.3, C10-93.1.1 in rxe's reading).
@@ -63,21 +59,11 @@ func newQP(s *Stack, cfg *verbs.QPConfig) *QP {
 	return qp
 }
 
-// QPN implements verbs.Engine.
-func (qp *QP) QPN() uint32 { return qp.cfg.QPN }
-
-// State implements verbs.Engine.
-func (qp *QP) State() verbs.QPState {
-	qp.mu.Lock()
-	defer qp.mu.Unlock()
-	return qp.state
-}
-
 // Query implements verbs.Engine.
 func (qp *QP) Query() verbs.QPAttr {
-	qp.mu.Lock()
-	defer qp.mu.Unlock()
-	a := qp.cfg.QueryAttr(qp.attr, qp.state)
+	qp.Mu.Lock()
+	defer qp.Mu.Unlock()
+	a := qp.QueryLocked()
 	a.SQPSN = qp.req.psn
 	a.RQPSN = qp.resp.epsn
 	return a
@@ -85,16 +71,16 @@ func (qp *QP) Query() verbs.QPAttr {
 
 // Modify implements verbs.Engine: it applies attributes nic validated.
 func (qp *QP) Modify(cur verbs.QPState, attr *verbs.QPAttr, mask verbs.QPAttrMask) error {
-	qp.mu.Lock()
-	defer qp.mu.Unlock()
+	qp.Mu.Lock()
+	defer qp.Mu.Unlock()
 	if qp.destroyed {
-		return fmt.Errorf("roce: QP %#x destroyed", qp.cfg.QPN)
+		return fmt.Errorf("roce: QP %#x destroyed", qp.Cfg.QPN)
 	}
-	if qp.state != cur {
-		return fmt.Errorf("%w: is %v, not %v", ErrStateChanged, qp.state, cur)
+	if qp.CurState != cur {
+		return fmt.Errorf("%w: is %v, not %v", ErrStateChanged, qp.CurState, cur)
 	}
 	qp.applyAttrs(attr, mask)
-	if mask&(verbs.AttrAV|verbs.AttrPathMTU) != 0 && qp.attr.PathMTU != 0 {
+	if mask&(verbs.AttrAV|verbs.AttrPathMTU) != 0 && qp.Attr.PathMTU != 0 {
 		if err := qp.setPath(); err != nil {
 			return err
 		}
@@ -108,57 +94,21 @@ func (qp *QP) Modify(cur verbs.QPState, attr *verbs.QPAttr, mask verbs.QPAttrMas
 // applyAttrs copies the attributes mask selects into the QP, and the
 // retry counts, responder resources and PSNs they set.
 func (qp *QP) applyAttrs(attr *verbs.QPAttr, mask verbs.QPAttrMask) {
-	a := &qp.attr
-	if mask&verbs.AttrAccessFlags != 0 {
-		a.AccessFlags = attr.AccessFlags
-	}
-	if mask&verbs.AttrPKeyIndex != 0 {
-		a.PKeyIndex = attr.PKeyIndex
-	}
-	if mask&verbs.AttrPort != 0 {
-		a.PortNum = attr.PortNum
-	}
-	if mask&verbs.AttrQKey != 0 {
-		a.QKey = attr.QKey
-	}
-	if mask&verbs.AttrAV != 0 {
-		a.AV = attr.AV
-	}
-	if mask&verbs.AttrPathMTU != 0 {
-		a.PathMTU = attr.PathMTU
-	}
-	if mask&verbs.AttrTimeout != 0 {
-		a.Timeout = attr.Timeout
-	}
+	qp.Attr.Apply(attr, mask)
 	if mask&verbs.AttrRetryCnt != 0 {
-		a.RetryCnt = attr.RetryCnt
 		qp.req.retryLeft = attr.RetryCnt
 	}
 	if mask&verbs.AttrRNRRetry != 0 {
-		a.RNRRetry = attr.RNRRetry
 		qp.req.rnrLeft = attr.RNRRetry
 	}
-	if mask&verbs.AttrMinRNRTimer != 0 {
-		a.MinRNRTimer = attr.MinRNRTimer
-	}
-	if mask&verbs.AttrMaxQPRdAtomic != 0 {
-		a.MaxRdAtomic = attr.MaxRdAtomic
-	}
 	if mask&verbs.AttrMaxDestRdAtomic != 0 {
-		a.MaxDestRdAtomic = attr.MaxDestRdAtomic
 		qp.resp.sizeResources(int(attr.MaxDestRdAtomic))
-	}
-	if mask&verbs.AttrDestQPN != 0 {
-		a.DestQPN = attr.DestQPN
 	}
 	if mask&verbs.AttrRQPSN != 0 {
 		qp.resp.epsn = attr.RQPSN & wire.PSNMask
 	}
 	if mask&verbs.AttrSQPSN != 0 {
 		qp.req.setPSN(attr.SQPSN & wire.PSNMask)
-	}
-	if mask&verbs.AttrEnSQDAsyncNotify != 0 {
-		a.SQDrainNotify = attr.SQDrainNotify
 	}
 }
 
@@ -176,10 +126,10 @@ func (qp *QP) enterState(next verbs.QPState) {
 	case verbs.QPSSQD:
 		qp.req.drainNotified = false
 	}
-	if qp.s.tracing() && next != qp.state {
-		qp.s.tracef(qp.cfg.QPN, "qp", "state %v -> %v", qp.state, next)
+	if qp.s.tracing() && next != qp.CurState {
+		qp.s.tracef(qp.Cfg.QPN, "qp", "state %v -> %v", qp.CurState, next)
 	}
-	qp.state = next
+	qp.CurState = next
 	if next == verbs.QPSRTS || next == verbs.QPSSQD {
 		qp.req.progress()
 	}
@@ -188,8 +138,8 @@ func (qp *QP) enterState(next verbs.QPState) {
 // setPath derives the connected QP's frame encapsulation from its address
 // vector (RC and UC).
 func (qp *QP) setPath() error {
-	qp.mtu = qp.attr.PathMTU.Bytes()
-	e, dst, err := qp.pathFor(&qp.attr.AV)
+	qp.mtu = qp.Attr.PathMTU.Bytes()
+	e, dst, err := qp.pathFor(&qp.Attr.AV)
 	if err != nil {
 		return err
 	}
@@ -223,7 +173,7 @@ func (qp *QP) pathFor(av *verbs.AddressVector) (wire.Encap, netip.Addr, error) {
 		e.TTL = 64 // a hop limit of 0 cannot leave the host
 	}
 	if e.SrcPort == 0 {
-		e.SrcPort = SourcePort(qp.cfg.QPN)
+		e.SrcPort = SourcePort(qp.Cfg.QPN)
 	} else {
 		qp.holdPort(e.SrcPort)
 	}
@@ -253,20 +203,20 @@ func (qp *QP) pathFor(av *verbs.AddressVector) (wire.Encap, netip.Addr, error) {
 func SourcePort(qpn uint32) uint16 { return 0xC000 | uint16((qpn*0x61C88647)>>(32-14)) }
 
 // reliable reports whether the QP is RC: acknowledged, retried, in order.
-func (qp *QP) reliable() bool { return qp.cfg.Type == verbs.QPTypeRC }
+func (qp *QP) reliable() bool { return qp.Cfg.Type == verbs.QPTypeRC }
 
 // enterSQE moves a UC or UD QP to the Send Queue Error state after a
 // send-side error (IBTA §10.3.1.3): the failed WR has completed with its
 // status, the rest of the send queue is flushed, and the receive side keeps
 // working. Modify SQE→RTS resumes sending.
 func (qp *QP) enterSQE() {
-	if qp.state == verbs.QPSErr || qp.state == verbs.QPSSQE {
+	if qp.CurState == verbs.QPSErr || qp.CurState == verbs.QPSSQE {
 		return
 	}
 	if qp.s.tracing() {
-		qp.s.tracef(qp.cfg.QPN, "qp", "state %v -> SQE", qp.state)
+		qp.s.tracef(qp.Cfg.QPN, "qp", "state %v -> SQE", qp.CurState)
 	}
-	qp.state = verbs.QPSSQE
+	qp.CurState = verbs.QPSSQE
 	qp.req.flush()
 }
 
@@ -275,8 +225,8 @@ func (qp *QP) enterSQE() {
 func (qp *QP) reset() {
 	qp.req.reset()
 	qp.resp.reset()
-	qp.attr = verbs.QPAttr{}
-	if qp.cfg.Type != verbs.QPTypeUD {
+	qp.Attr = verbs.QPAttr{}
+	if qp.Cfg.Type != verbs.QPTypeUD {
 		qp.mtu = 0
 	}
 }
@@ -290,15 +240,15 @@ func (qp *QP) RecvPosted() {}
 // it past the receive completion the application may already have seen)
 // is sent first: otherwise the peer would retry into a QP that is gone.
 func (qp *QP) Destroy() {
-	qp.mu.Lock()
+	qp.Mu.Lock()
 	qp.sendOwedAck()
 	qp.destroyed = true
-	qp.state = verbs.QPSErr
+	qp.CurState = verbs.QPSErr
 	qp.req.retx.Stop()
 	qp.req.rnr.Stop()
 	qp.resp.more.Stop()
-	qp.mu.Unlock()
-	qp.s.removeQP(qp.cfg.QPN)
+	qp.Mu.Unlock()
+	qp.s.removeQP(qp.Cfg.QPN)
 	qp.releasePorts()
 }
 
@@ -309,7 +259,7 @@ func (qp *QP) Destroy() {
 // ACK has not gone out, and the peer would retry a request that was
 // executed and completed.
 func (qp *QP) sendOwedAck() {
-	switch qp.state {
+	switch qp.CurState {
 	case verbs.QPSRTR, verbs.QPSRTS, verbs.QPSSQD, verbs.QPSSQE:
 		qp.resp.flushAck()
 	}
@@ -320,24 +270,24 @@ func (qp *QP) sendOwedAck() {
 // (IBTA §10.3.1: "all outstanding WRs are completed in error").
 // A WR that caused the error has already been completed with its status.
 func (qp *QP) enterError() {
-	if qp.state == verbs.QPSErr {
+	if qp.CurState == verbs.QPSErr {
 		return
 	}
 	if qp.s.tracing() {
-		qp.s.tracef(qp.cfg.QPN, "qp", "state %v -> ERR", qp.state)
+		qp.s.tracef(qp.Cfg.QPN, "qp", "state %v -> ERR", qp.CurState)
 	}
-	qp.state = verbs.QPSErr
+	qp.CurState = verbs.QPSErr
 	qp.req.flush()
 	qp.resp.flush()
-	if qp.cfg.UsesSRQ && qp.cfg.Event != nil {
-		qp.cfg.Event(verbs.EventQPLastWQEReached)
+	if qp.Cfg.UsesSRQ && qp.Cfg.Event != nil {
+		qp.Cfg.Event(verbs.EventQPLastWQEReached)
 	}
 }
 
 // raise reports an asynchronous event.
 func (qp *QP) raise(e verbs.AsyncEvent) {
-	if qp.cfg.Event != nil {
-		qp.cfg.Event(e)
+	if qp.Cfg.Event != nil {
+		qp.Cfg.Event(e)
 	}
 }
 
@@ -349,7 +299,7 @@ func (qp *QP) raise(e verbs.AsyncEvent) {
 // copies it (verbs.CompletionQueue.Push).
 func (qp *QP) pushSend(wc verbs.WC) {
 	qp.wc = wc
-	if !qp.cfg.SendCQ.Push(&qp.wc) {
+	if !qp.Cfg.SendCQ.Push(&qp.wc) {
 		qp.s.ctr.inc(CQOverflow)
 		qp.enterError()
 	}
@@ -357,7 +307,7 @@ func (qp *QP) pushSend(wc verbs.WC) {
 
 func (qp *QP) pushRecv(wc verbs.WC) {
 	qp.wc = wc
-	if !qp.cfg.RecvCQ.Push(&qp.wc) {
+	if !qp.Cfg.RecvCQ.Push(&qp.wc) {
 		qp.s.ctr.inc(CQOverflow)
 		qp.enterError()
 	}
@@ -370,8 +320,8 @@ func (qp *QP) pushRecv(wc verbs.WC) {
 // destination the WR named, already in h.
 func (qp *QP) startFrame(h *wire.Headers, n int) (frame, payload []byte) {
 	h.BTH.PKey = wire.DefaultPKey
-	if qp.cfg.Type != verbs.QPTypeUD {
-		h.BTH.DestQP = qp.attr.DestQPN
+	if qp.Cfg.Type != verbs.QPTypeUD {
+		h.BTH.DestQP = qp.Attr.DestQPN
 	}
 	return wire.AppendPacketSpace(qp.frameRoom()[:qp.encap.EncapLen()], h, n)
 }

@@ -39,7 +39,7 @@ type readStream struct {
 // stream in progress.
 func (rs *responder) startStream(res *resource, k int) {
 	if rs.stream.active && rs.qp.s.tracing() {
-		rs.qp.s.tracef(rs.qp.cfg.QPN, "resp", "READ responses from psn %d on abandoned: the requester asks again", wire.PSNAdd(rs.stream.res.first, rs.stream.next))
+		rs.qp.s.tracef(rs.qp.Cfg.QPN, "resp", "READ responses from psn %d on abandoned: the requester asks again", wire.PSNAdd(rs.stream.res.first, rs.stream.next))
 	}
 	rs.stream = readStream{active: true, res: *res, next: k, npkts: int(wire.PSNDiff(res.last, res.first)) + 1}
 	rs.pump()
@@ -52,7 +52,7 @@ func (rs *responder) abandonStream() {
 		return
 	}
 	if qp := rs.qp; qp.s.tracing() {
-		qp.s.tracef(qp.cfg.QPN, "resp", "READ responses from psn %d on abandoned: the requester went back", wire.PSNAdd(rs.stream.res.first, rs.stream.next))
+		qp.s.tracef(qp.Cfg.QPN, "resp", "READ responses from psn %d on abandoned: the requester went back", wire.PSNAdd(rs.stream.res.first, rs.stream.next))
 	}
 	rs.stream.active = false
 	rs.more.Stop()
@@ -86,9 +86,9 @@ func (rs *responder) pump() {
 	rs.more.Set(0)
 }
 
-// streamMore is the continuation timer's expiry (caller holds qp.mu).
+// streamMore is the continuation timer's expiry (caller holds qp.Mu).
 func (rs *responder) streamMore() {
-	switch rs.qp.state {
+	switch rs.qp.CurState {
 	case verbs.QPSRTR, verbs.QPSRTS, verbs.QPSSQD, verbs.QPSSQE:
 		rs.pump()
 	default:

@@ -83,14 +83,14 @@ var (
 
 func (r *requester) init(qp *QP) {
 	r.qp = qp
-	n := int(qp.cfg.Cap.MaxSendWR)
+	n := int(qp.Cfg.Cap.MaxSendWR)
 	if n < 1 {
 		n = 1
 	}
 	r.sq = make([]swqe, n)
 	// Every slot's SGL and inline room is a window of one array each: two
 	// allocations per QP, not two per slot.
-	nsge, ninl := max(int(qp.cfg.Cap.MaxSendSGE), 1), int(qp.cfg.Cap.MaxInlineData)
+	nsge, ninl := max(int(qp.Cfg.Cap.MaxSendSGE), 1), int(qp.Cfg.Cap.MaxInlineData)
 	sges, inl := make([]verbs.SGE, n*nsge), make([]byte, n*ninl)
 	for i := range r.sq {
 		r.sq[i].sgl = sges[i*nsge : i*nsge : (i+1)*nsge]
@@ -98,8 +98,8 @@ func (r *requester) init(qp *QP) {
 	}
 	r.unlimited = true // until the responder reports credits
 	clk := qp.s.cfg.Clock
-	r.retx.Init(clk, qp.mu.Lock, qp.mu.Unlock, qp.unlessDestroyed(qp.retransmitTimeout))
-	r.rnr.Init(clk, qp.mu.Lock, qp.mu.Unlock, qp.unlessDestroyed(qp.rnrExpired))
+	r.retx.Init(clk, qp.Mu.Lock, qp.Mu.Unlock, qp.unlessDestroyed(qp.retransmitTimeout))
+	r.rnr.Init(clk, qp.Mu.Lock, qp.Mu.Unlock, qp.unlessDestroyed(qp.rnrExpired))
 }
 
 func (r *requester) reset() {
@@ -118,20 +118,20 @@ func (r *requester) setPSN(p uint32) {
 
 // PostSend implements verbs.Engine.
 func (qp *QP) PostSend(wr *verbs.SendWR) error {
-	qp.mu.Lock()
-	defer qp.mu.Unlock()
+	qp.Mu.Lock()
+	defer qp.Mu.Unlock()
 	r := &qp.req
 	if qp.destroyed {
-		return fmt.Errorf("roce: QP %#x destroyed", qp.cfg.QPN)
+		return fmt.Errorf("roce: QP %#x destroyed", qp.Cfg.QPN)
 	}
-	if qp.state == verbs.QPSErr || qp.state == verbs.QPSSQE {
-		qp.pushSend(verbs.WC{WRID: wr.ID, Status: verbs.WCWRFlushErr, Opcode: wr.Opcode.CompletionOpcode(), QPN: qp.cfg.QPN})
+	if qp.CurState == verbs.QPSErr || qp.CurState == verbs.QPSSQE {
+		qp.pushSend(verbs.WC{WRID: wr.ID, Status: verbs.WCWRFlushErr, Opcode: wr.Opcode.CompletionOpcode(), QPN: qp.Cfg.QPN})
 		return nil
 	}
-	if !opAllowed(qp.cfg.Type, wr.Opcode) {
-		return fmt.Errorf("roce: opcode %v not supported on %v", wr.Opcode, qp.cfg.Type)
+	if !opAllowed(qp.Cfg.Type, wr.Opcode) {
+		return fmt.Errorf("roce: opcode %v not supported on %v", wr.Opcode, qp.Cfg.Type)
 	}
-	if qp.cfg.Type == verbs.QPTypeUD && wr.AH == nil {
+	if qp.Cfg.Type == verbs.QPTypeUD && wr.AH == nil {
 		return fmt.Errorf("roce: UD send without an address handle")
 	}
 	if r.tail-r.head >= uint64(len(r.sq)) {
@@ -170,7 +170,7 @@ func (qp *QP) PostSend(wr *verbs.SendWR) error {
 		w.inline = w.inline[:w.length]
 		if src != nil {
 			copy(w.inline, src)
-		} else if _, f := qp.cfg.Memory.Gather(qp.cfg.PD, w.sgl, w.inline); f != memory.Ok {
+		} else if _, f := qp.Cfg.Memory.Gather(qp.Cfg.PD, w.sgl, w.inline); f != memory.Ok {
 			return fmt.Errorf("%w: %v", ErrInline, f)
 		}
 		w.isInline = true
@@ -236,7 +236,7 @@ func (r *requester) progress() {
 
 // canSend reports whether the QP's state lets the requester send.
 func (r *requester) canSend() bool {
-	return r.qp.state == verbs.QPSRTS || r.qp.state == verbs.QPSSQD
+	return r.qp.CurState == verbs.QPSRTS || r.qp.CurState == verbs.QPSSQD
 }
 
 // send is progress's work inside a burst.
@@ -286,7 +286,7 @@ const (
 // start starts w, the next WQE, unless a rule holds it back.
 func (r *requester) start(w *swqe) startStep {
 	qp := r.qp
-	if qp.state == verbs.QPSSQD {
+	if qp.CurState == verbs.QPSSQD {
 		return stepStop // drain: no new WQE starts
 	}
 	if w.local {
@@ -322,15 +322,15 @@ func (r *requester) mayStart(w *swqe) bool {
 		return false
 	}
 	if w.rdAtomic {
-		if qp.attr.MaxRdAtomic == 0 {
+		if qp.Attr.MaxRdAtomic == 0 {
 			r.failLocal(w, verbs.WCLocQPOpErr)
 			return false
 		}
-		if r.rdAtomicOut >= int(qp.attr.MaxRdAtomic) {
+		if r.rdAtomicOut >= int(qp.Attr.MaxRdAtomic) {
 			return false
 		}
 	}
-	if qp.cfg.Type == verbs.QPTypeUD && w.length > qp.mtu {
+	if qp.Cfg.Type == verbs.QPTypeUD && w.length > qp.mtu {
 		// A UD message is one packet: longer than the MTU it fails, it
 		// is never silently dropped (rxe fakes success).
 		r.failLocal(w, verbs.WCLocLenErr)
@@ -389,7 +389,7 @@ func (qp *QP) checkSGL(w *swqe) memory.Fault {
 		need = memory.LocalWrite
 	}
 	for _, s := range w.wr.SGL {
-		ref, f := qp.cfg.Memory.CheckLocal(qp.cfg.PD, s.LKey, s.Addr, s.Length, need)
+		ref, f := qp.Cfg.Memory.CheckLocal(qp.Cfg.PD, s.LKey, s.Addr, s.Length, need)
 		if f != memory.Ok {
 			return f
 		}
@@ -408,7 +408,7 @@ func (r *requester) failLocal(w *swqe, st verbs.WCStatus) {
 // armRetransmit starts the local ACK timer: 4.096 µs × 2^timeout (IBTA
 // §9.7.6.1.3); timeout 0 means no timer.
 func (qp *QP) armRetransmit() {
-	if t := qp.attr.Timeout; t != 0 {
+	if t := qp.Attr.Timeout; t != 0 {
 		qp.req.retx.Set(ackTimeout(t))
 	}
 }
@@ -479,7 +479,7 @@ func (qp *QP) sendRequest(w *swqe, k int) bool {
 		n = min(qp.mtu, w.length-off)
 	}
 	requestExtHeaders(&h, w, op, off)
-	if qp.cfg.Type == verbs.QPTypeUD && !qp.udAddress(&h, w) {
+	if qp.Cfg.Type == verbs.QPTypeUD && !qp.udAddress(&h, w) {
 		return false
 	}
 	frame, payload := qp.startFrame(&h, n)
@@ -490,7 +490,7 @@ func (qp *QP) sendRequest(w *swqe, k int) bool {
 		qp.s.ctr.inc(RetransmittedPkts)
 	}
 	if qp.s.tracing() {
-		qp.s.tracef(qp.cfg.QPN, "req", "send %v psn=%d len=%d ackreq=%v", op, psn, n, h.BTH.AckReq)
+		qp.s.tracef(qp.Cfg.QPN, "req", "send %v psn=%d len=%d ackreq=%v", op, psn, n, h.BTH.AckReq)
 	}
 	qp.emit(frame)
 	return true
@@ -499,7 +499,7 @@ func (qp *QP) sendRequest(w *swqe, k int) bool {
 // requestOpcode is the opcode of packet k of w on this QP's type.
 func (qp *QP) requestOpcode(w *swqe, k int) wire.Opcode {
 	op := requestOpcode(w, k, w.npkts)
-	switch qp.cfg.Type {
+	switch qp.Cfg.Type {
 	case verbs.QPTypeUC:
 		op |= 0x20 // UC opcodes are RC's SEND and WRITE opcodes plus 0x20
 	case verbs.QPTypeUD:
@@ -569,9 +569,9 @@ func (qp *QP) udAddress(h *wire.Headers, w *swqe) bool {
 	qp.encap = e
 	qkey := w.wr.RemoteQKey
 	if qkey&wire.PrivilegedQKeyBit != 0 {
-		qkey = qp.attr.QKey
+		qkey = qp.Attr.QKey
 	}
-	h.DETH = wire.DETHFields{QKey: qkey, SrcQP: qp.cfg.QPN}
+	h.DETH = wire.DETHFields{QKey: qkey, SrcQP: qp.Cfg.QPN}
 	h.BTH.DestQP = w.wr.RemoteQPN & wire.PSNMask
 	return true
 }
@@ -584,7 +584,7 @@ func (qp *QP) requestPayload(w *swqe, off int, payload []byte) bool {
 		copy(payload, w.inline[off:off+len(payload)])
 		return true
 	}
-	if _, f := qp.cfg.Memory.GatherAt(qp.cfg.PD, w.wr.SGL, off, payload); f != memory.Ok {
+	if _, f := qp.Cfg.Memory.GatherAt(qp.Cfg.PD, w.wr.SGL, off, payload); f != memory.Ok {
 		qp.req.failLocal(w, verbs.WCLocProtErr)
 		return false
 	}
@@ -594,7 +594,7 @@ func (qp *QP) requestPayload(w *swqe, off int, payload []byte) bool {
 // localInvalidate executes LOCAL_INV.
 func (qp *QP) localInvalidate(w *swqe) {
 	w.started = true
-	if f := qp.cfg.Memory.Invalidate(qp.cfg.PD, qp.cfg.QPN, w.wr.InvRKey); f != memory.Ok {
+	if f := qp.Cfg.Memory.Invalidate(qp.Cfg.PD, qp.Cfg.QPN, w.wr.InvRKey); f != memory.Ok {
 		w.failed, w.errSt = true, verbs.WCLocProtErr
 		return
 	}
@@ -613,7 +613,7 @@ func (r *requester) retire() {
 			if w.rdAtomic && w.started {
 				r.rdAtomicOut--
 			}
-			qp.pushSend(verbs.WC{WRID: w.wr.ID, Status: w.errSt, Opcode: w.wr.Opcode.CompletionOpcode(), QPN: qp.cfg.QPN})
+			qp.pushSend(verbs.WC{WRID: w.wr.ID, Status: w.errSt, Opcode: w.wr.Opcode.CompletionOpcode(), QPN: qp.Cfg.QPN})
 			if qp.reliable() {
 				qp.enterError()
 			} else {
@@ -629,10 +629,10 @@ func (r *requester) retire() {
 			r.rdAtomicOut--
 		}
 		if qp.s.tracing() {
-			qp.s.tracef(qp.cfg.QPN, "comp", "wr %d (%v, psn %d..%d) complete", w.wr.ID, w.wr.Opcode, w.firstPSN, w.lastPSN)
+			qp.s.tracef(qp.Cfg.QPN, "comp", "wr %d (%v, psn %d..%d) complete", w.wr.ID, w.wr.Opcode, w.firstPSN, w.lastPSN)
 		}
-		if qp.cfg.SigAll || w.wr.Flags&verbs.SendSignaled != 0 {
-			wc := verbs.WC{WRID: w.wr.ID, Status: verbs.WCSuccess, Opcode: w.wr.Opcode.CompletionOpcode(), QPN: qp.cfg.QPN}
+		if qp.Cfg.SigAll || w.wr.Flags&verbs.SendSignaled != 0 {
+			wc := verbs.WC{WRID: w.wr.ID, Status: verbs.WCSuccess, Opcode: w.wr.Opcode.CompletionOpcode(), QPN: qp.Cfg.QPN}
 			if w.rdAtomic {
 				wc.ByteLen = uint32(w.length)
 			}
@@ -648,7 +648,7 @@ func (r *requester) flush() {
 	r.rnr.Stop()
 	for ; r.head < r.tail; r.head++ {
 		w := r.slot(r.head)
-		qp.pushSend(verbs.WC{WRID: w.wr.ID, Status: verbs.WCWRFlushErr, Opcode: w.wr.Opcode.CompletionOpcode(), QPN: qp.cfg.QPN})
+		qp.pushSend(verbs.WC{WRID: w.wr.ID, Status: verbs.WCWRFlushErr, Opcode: w.wr.Opcode.CompletionOpcode(), QPN: qp.Cfg.QPN})
 	}
 	r.next, r.nextPkt, r.rdAtomicOut = r.tail, 0, 0
 }
@@ -656,7 +656,7 @@ func (r *requester) flush() {
 // checkDrained raises SQ_DRAINED once an SQD QP has nothing outstanding.
 func (r *requester) checkDrained() {
 	qp := r.qp
-	if qp.state != verbs.QPSSQD || r.drainNotified {
+	if qp.CurState != verbs.QPSSQD || r.drainNotified {
 		return
 	}
 	for i := r.head; i < r.tail; i++ {
@@ -665,7 +665,7 @@ func (r *requester) checkDrained() {
 		}
 	}
 	r.drainNotified = true
-	if qp.attr.SQDrainNotify {
+	if qp.Attr.SQDrainNotify {
 		qp.raise(verbs.EventSQDrained)
 	}
 }
@@ -674,5 +674,5 @@ func (r *requester) checkDrained() {
 // local buffer in host byte order, as verbs specifies.
 func (qp *QP) putAtomicResult(w *swqe, orig uint64) memory.Fault {
 	binary.NativeEndian.PutUint64(qp.scratch[:], orig)
-	return qp.cfg.Memory.Scatter(qp.cfg.PD, w.wr.SGL, qp.scratch[:], 0)
+	return qp.Cfg.Memory.Scatter(qp.Cfg.PD, w.wr.SGL, qp.scratch[:], 0)
 }

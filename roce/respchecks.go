@@ -72,7 +72,7 @@ func (rs *responder) checkOpValid(info *wire.OpInfo) check {
 	default:
 		return checkOpcode
 	}
-	if rs.qp.attr.AccessFlags&need == 0 {
+	if rs.qp.Attr.AccessFlags&need == 0 {
 		return checkAccess
 	}
 	return checkOK
@@ -125,7 +125,7 @@ func checkDMALength(n uint32) check {
 // found before any byte of the message lands.
 func (rs *responder) checkRKey(rkey uint32, va uint64, n uint32, access memory.Access) memory.Fault {
 	qp := rs.qp
-	ref, f := qp.cfg.Memory.CheckRemote(qp.cfg.PD, qp.cfg.QPN, rkey, va, n, access)
+	ref, f := qp.Cfg.Memory.CheckRemote(qp.Cfg.PD, qp.Cfg.QPN, rkey, va, n, access)
 	if f == memory.Ok {
 		ref.Release()
 	}

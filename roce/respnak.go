@@ -31,7 +31,7 @@ func (rs *responder) nakSequenceError(psn uint32) {
 	}
 	rs.nakSent = true
 	if qp.s.tracing() {
-		qp.s.tracef(qp.cfg.QPN, "resp", "psn %d but expected %d: NAK sequence error (once for this gap)", psn, rs.epsn)
+		qp.s.tracef(qp.Cfg.QPN, "resp", "psn %d but expected %d: NAK sequence error (once for this gap)", psn, rs.epsn)
 	}
 	rs.sendAck(wire.NAKSyndrome(wire.NAKPSNSeqError), rs.epsn)
 	qp.s.ctr.inc(NaksSent)
@@ -43,10 +43,10 @@ func (rs *responder) nakRNR(psn uint32) {
 	qp := rs.qp
 	qp.s.ctr.inc(SendRNRErr)
 	if qp.s.tracing() {
-		qp.s.tracef(qp.cfg.QPN, "resp", "psn %d needs a receive WQE, none posted: RNR NAK timer=%d", psn, qp.attr.MinRNRTimer)
+		qp.s.tracef(qp.Cfg.QPN, "resp", "psn %d needs a receive WQE, none posted: RNR NAK timer=%d", psn, qp.Attr.MinRNRTimer)
 	}
 	rs.flushAck()
-	rs.sendAck(wire.RNRNAKSyndrome(qp.attr.MinRNRTimer), psn)
+	rs.sendAck(wire.RNRNAKSyndrome(qp.Attr.MinRNRTimer), psn)
 }
 
 // nakInvalidRequest answers a malformed or forbidden request: invalid
@@ -104,13 +104,13 @@ func (rs *responder) fatal(psn uint32, code wire.NAKCode, wqeStatus verbs.WCStat
 	qp := rs.qp
 	qp.s.ctr.inc(NaksSent)
 	if qp.s.tracing() {
-		qp.s.tracef(qp.cfg.QPN, "resp", "psn %d: NAK %v, QP to ERR", psn, code)
+		qp.s.tracef(qp.Cfg.QPN, "resp", "psn %d: NAK %v, QP to ERR", psn, code)
 	}
 	rs.flushAck()
 	rs.sendAck(wire.NAKSyndrome(code), psn)
 	if rs.hasRWQE {
 		rs.hasRWQE = false
-		qp.pushRecv(verbs.WC{WRID: rs.rwqe.ID, Status: wqeStatus, Opcode: verbs.WCRecv, QPN: qp.cfg.QPN})
+		qp.pushRecv(verbs.WC{WRID: rs.rwqe.ID, Status: wqeStatus, Opcode: verbs.WCRecv, QPN: qp.Cfg.QPN})
 	}
 	qp.raise(ev)
 	qp.enterError()

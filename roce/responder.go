@@ -74,7 +74,7 @@ type responder struct {
 
 func (rs *responder) init(qp *QP) {
 	rs.qp = qp
-	rs.more.Init(qp.s.cfg.Clock, qp.mu.Lock, qp.mu.Unlock, qp.unlessDestroyed(rs.streamMore))
+	rs.more.Init(qp.s.cfg.Clock, qp.Mu.Lock, qp.Mu.Unlock, qp.unlessDestroyed(rs.streamMore))
 }
 
 func (rs *responder) reset() {
@@ -94,23 +94,23 @@ func (rs *responder) sizeResources(n int) {
 
 // receive is the entry point for a packet addressed to this QP.
 func (qp *QP) receive(f *wire.Frame) {
-	qp.mu.Lock()
-	defer qp.mu.Unlock()
+	qp.Mu.Lock()
+	defer qp.Mu.Unlock()
 	if qp.destroyed {
 		return
 	}
 	p := &f.Packet
 	info := p.Info()
-	if info.Transport != transportOf(qp.cfg.Type) {
+	if info.Transport != transportOf(qp.Cfg.Type) {
 		qp.s.ctr.inc(UnexpectedOpcode)
 		return
 	}
-	switch qp.state {
+	switch qp.CurState {
 	case verbs.QPSReset, verbs.QPSInit, verbs.QPSErr:
 		qp.s.ctr.inc(QPNotReady)
 		return
 	}
-	if qp.cfg.Type == verbs.QPTypeUD {
+	if qp.Cfg.Type == verbs.QPTypeUD {
 		qp.s.ctr.inc(RcvdPkts)
 		qp.udReceive(f)
 		return
@@ -120,12 +120,12 @@ func (qp *QP) receive(f *wire.Frame) {
 		return
 	}
 	qp.s.ctr.inc(RcvdPkts)
-	if qp.cfg.Type == verbs.QPTypeUC {
+	if qp.Cfg.Type == verbs.QPTypeUC {
 		qp.resp.ucRequest(p)
 		return
 	}
 	if info.Response {
-		if qp.state == verbs.QPSRTR {
+		if qp.CurState == verbs.QPSRTR {
 			qp.s.ctr.inc(QPNotReady)
 			return
 		}
@@ -169,7 +169,7 @@ func (rs *responder) request(p *wire.Packet) {
 	if c != checkDuplicate && rs.stream.active {
 		// Whatever this request brings follows the READ responses.
 		rs.finishStream()
-		if qp.state == verbs.QPSErr {
+		if qp.CurState == verbs.QPSErr {
 			return
 		}
 	}
@@ -213,7 +213,7 @@ func (rs *responder) execute(p *wire.Packet, psn uint32, info *wire.OpInfo) {
 // advance accepts the packet: the expected PSN moves on.
 func (rs *responder) advance(psn uint32, n int, ackReq bool) {
 	if qp := rs.qp; qp.s.tracing() {
-		qp.s.tracef(qp.cfg.QPN, "resp", "psn %d accepted, expect %d next (msn %d, ack requested %v)", psn, wire.PSNAdd(psn, n), rs.msn, ackReq)
+		qp.s.tracef(qp.Cfg.QPN, "resp", "psn %d accepted, expect %d next (msn %d, ack requested %v)", psn, wire.PSNAdd(psn, n), rs.msn, ackReq)
 	}
 	rs.epsn = wire.PSNAdd(psn, n)
 	rs.nakSent = false
@@ -233,7 +233,7 @@ func (rs *responder) send(p *wire.Packet, psn uint32, info *wire.OpInfo) {
 		return
 	}
 	if info.First() {
-		wr, ok := qp.cfg.RQ.Pop()
+		wr, ok := qp.Cfg.RQ.Pop()
 		if !ok {
 			rs.nakRNR(psn)
 			return
@@ -249,7 +249,7 @@ func (rs *responder) send(p *wire.Packet, psn uint32, info *wire.OpInfo) {
 		return
 	}
 	if len(payload) > 0 {
-		if f := qp.cfg.Memory.Scatter(qp.cfg.PD, rs.rwqe.SGL, payload, rs.off); f != memory.Ok {
+		if f := qp.Cfg.Memory.Scatter(qp.Cfg.PD, rs.rwqe.SGL, payload, rs.off); f != memory.Ok {
 			rs.nakRemoteOperational(psn, verbs.WCLocProtErr)
 			return
 		}
@@ -261,13 +261,13 @@ func (rs *responder) send(p *wire.Packet, psn uint32, info *wire.OpInfo) {
 		return
 	}
 	wc := verbs.WC{WRID: rs.rwqe.ID, Status: verbs.WCSuccess, Opcode: verbs.WCRecv, ByteLen: uint32(rs.off),
-		QPN: qp.cfg.QPN, SrcQP: qp.attr.DestQPN}
+		QPN: qp.Cfg.QPN, SrcQP: qp.Attr.DestQPN}
 	if info.Imm {
 		wc.Imm, wc.Flags = p.ImmDt().Imm(), wc.Flags|verbs.WCFlagWithImm
 	}
 	if info.Inv {
 		key := p.IETH().RKey()
-		if f := qp.cfg.Memory.Invalidate(qp.cfg.PD, qp.cfg.QPN, key); f != memory.Ok {
+		if f := qp.Cfg.Memory.Invalidate(qp.Cfg.PD, qp.Cfg.QPN, key); f != memory.Ok {
 			rs.nakInvalidRequestWQE(psn, verbs.WCLocProtErr)
 			return
 		}
@@ -276,7 +276,7 @@ func (rs *responder) send(p *wire.Packet, psn uint32, info *wire.OpInfo) {
 	rs.finishMessage(psn, p.BTH().AckReq())
 	qp.pushRecv(wc)
 	if p.BTH().SE() {
-		qp.cfg.RecvCQ.Solicited()
+		qp.Cfg.RecvCQ.Solicited()
 	}
 }
 
@@ -310,7 +310,7 @@ func (rs *responder) write(p *wire.Packet, psn uint32, info *wire.OpInfo) {
 	if info.Imm {
 		// RDMA WRITE with immediate consumes a receive WQE: take it before
 		// placing data, so an RNR NAK leaves nothing half done.
-		wr, ok := qp.cfg.RQ.Pop()
+		wr, ok := qp.Cfg.RQ.Pop()
 		if !ok {
 			rs.nakRNR(psn)
 			return
@@ -319,7 +319,7 @@ func (rs *responder) write(p *wire.Packet, psn uint32, info *wire.OpInfo) {
 	}
 	if len(payload) > 0 {
 		va := rs.wva + uint64(rs.off)
-		ref, f := qp.cfg.Memory.CheckRemote(qp.cfg.PD, qp.cfg.QPN, rs.wrkey, va, uint32(len(payload)), memory.RemoteWrite)
+		ref, f := qp.Cfg.Memory.CheckRemote(qp.Cfg.PD, qp.Cfg.QPN, rs.wrkey, va, uint32(len(payload)), memory.RemoteWrite)
 		if f == memory.Ok {
 			f = ref.Write(va, payload)
 			ref.Release()
@@ -341,10 +341,10 @@ func (rs *responder) write(p *wire.Packet, psn uint32, info *wire.OpInfo) {
 	rs.finishMessage(psn, p.BTH().AckReq())
 	if info.Imm {
 		wc := verbs.WC{WRID: rwqe.ID, Status: verbs.WCSuccess, Opcode: verbs.WCRecvRDMAWithImm, ByteLen: rs.wlen,
-			Imm: p.ImmDt().Imm(), Flags: verbs.WCFlagWithImm, QPN: qp.cfg.QPN, SrcQP: qp.attr.DestQPN}
+			Imm: p.ImmDt().Imm(), Flags: verbs.WCFlagWithImm, QPN: qp.Cfg.QPN, SrcQP: qp.Attr.DestQPN}
 		qp.pushRecv(wc)
 		if p.BTH().SE() {
-			qp.cfg.RecvCQ.Solicited()
+			qp.Cfg.RecvCQ.Solicited()
 		}
 	}
 }
@@ -412,7 +412,7 @@ func (rs *responder) readResponses(res *resource, k, end int) bool {
 		frame, payload := qp.startFrame(&h, n)
 		if n > 0 {
 			va := res.va + uint64(off)
-			ref, f := qp.cfg.Memory.CheckRemote(qp.cfg.PD, qp.cfg.QPN, res.rkey, va, uint32(n), memory.RemoteRead)
+			ref, f := qp.Cfg.Memory.CheckRemote(qp.Cfg.PD, qp.Cfg.QPN, res.rkey, va, uint32(n), memory.RemoteRead)
 			if f == memory.Ok {
 				f = ref.Read(va, payload)
 				ref.Release()
@@ -423,7 +423,7 @@ func (rs *responder) readResponses(res *resource, k, end int) bool {
 			}
 		}
 		if qp.s.tracing() {
-			qp.s.tracef(qp.cfg.QPN, "resp", "send %v psn=%d len=%d", h.BTH.Opcode, psn, n)
+			qp.s.tracef(qp.Cfg.QPN, "resp", "send %v psn=%d len=%d", h.BTH.Opcode, psn, n)
 		}
 		qp.emit(frame)
 		qp.s.ctr.inc(ReadResponsesSent)
@@ -435,7 +435,7 @@ func (rs *responder) atomic(p *wire.Packet, psn uint32, info *wire.OpInfo) {
 	qp := rs.qp
 	a := p.AtomicETH()
 	va := a.VA()
-	ref, f := qp.cfg.Memory.CheckRemote(qp.cfg.PD, qp.cfg.QPN, a.RKey(), va, 8, memory.RemoteAtomic)
+	ref, f := qp.Cfg.Memory.CheckRemote(qp.Cfg.PD, qp.Cfg.QPN, a.RKey(), va, 8, memory.RemoteAtomic)
 	if f != memory.Ok {
 		rs.nakAccess(psn, f)
 		return
@@ -468,7 +468,7 @@ func (rs *responder) atomicAck(psn uint32, orig uint64) {
 	h.AtomicAck = orig
 	frame, _ := rs.qp.startFrame(&h, 0)
 	if qp := rs.qp; qp.s.tracing() {
-		qp.s.tracef(qp.cfg.QPN, "resp", "send ATOMIC Acknowledge psn=%d original=%#x", psn, orig)
+		qp.s.tracef(qp.Cfg.QPN, "resp", "send ATOMIC Acknowledge psn=%d original=%#x", psn, orig)
 	}
 	rs.qp.emit(frame)
 }
@@ -480,7 +480,7 @@ func (rs *responder) duplicate(p *wire.Packet, psn uint32) {
 	switch info.Kind {
 	case wire.KindSend, wire.KindWrite:
 		if qp.s.tracing() {
-			qp.s.tracef(qp.cfg.QPN, "resp", "duplicate %v psn=%d: re-ACK psn %d", p.Opcode(), psn, wire.PSNAdd(rs.epsn, -1))
+			qp.s.tracef(qp.Cfg.QPN, "resp", "duplicate %v psn=%d: re-ACK psn %d", p.Opcode(), psn, wire.PSNAdd(rs.epsn, -1))
 		}
 		rs.flushAck()
 		rs.sendAck(rs.credits(), wire.PSNAdd(rs.epsn, -1))
@@ -490,7 +490,7 @@ func (rs *responder) duplicate(p *wire.Packet, psn uint32) {
 		if res == nil || reth.RKey() != res.rkey {
 			qp.s.ctr.inc(ResourceMiss)
 			if qp.s.tracing() {
-				qp.s.tracef(qp.cfg.QPN, "resp", "duplicate READ psn=%d: no responder resource holds it any more; dropped", psn)
+				qp.s.tracef(qp.Cfg.QPN, "resp", "duplicate READ psn=%d: no responder resource holds it any more; dropped", psn)
 			}
 			return
 		}
@@ -500,13 +500,13 @@ func (rs *responder) duplicate(p *wire.Packet, psn uint32) {
 		if reth.VA() != res.va+uint64(k*qp.mtu) {
 			qp.s.ctr.inc(ResourceMiss)
 			if qp.s.tracing() {
-				qp.s.tracef(qp.cfg.QPN, "resp", "duplicate READ psn=%d: VA %#x does not continue the original request; dropped", psn, reth.VA())
+				qp.s.tracef(qp.Cfg.QPN, "resp", "duplicate READ psn=%d: VA %#x does not continue the original request; dropped", psn, reth.VA())
 			}
 			return
 		}
 		qp.s.ctr.inc(ReadReplays)
 		if qp.s.tracing() {
-			qp.s.tracef(qp.cfg.QPN, "resp", "duplicate READ psn=%d: replay responses %d..%d", psn, psn, res.last)
+			qp.s.tracef(qp.Cfg.QPN, "resp", "duplicate READ psn=%d: replay responses %d..%d", psn, psn, res.last)
 		}
 		rs.flushAck()
 		rs.startStream(res, k)
@@ -535,10 +535,10 @@ func (rs *responder) findResource(psn uint32, atomic bool) *resource {
 // credits is the syndrome of an ACK: the credit code for the free receive
 // WQEs, or "unlimited" with an SRQ (whose WQEs are not this QP's to grant).
 func (rs *responder) credits() wire.Syndrome {
-	if rs.qp.cfg.UsesSRQ {
+	if rs.qp.Cfg.UsesSRQ {
 		return wire.ACKSyndrome(wire.CreditsUnlimited)
 	}
-	return wire.ACKSyndrome(wire.CreditCode(rs.qp.cfg.RQ.Len()))
+	return wire.ACKSyndrome(wire.CreditCode(rs.qp.Cfg.RQ.Len()))
 }
 
 // flushAck sends the coalesced ACK, if one is due.
@@ -559,7 +559,7 @@ func (rs *responder) sendAck(s wire.Syndrome, psn uint32) {
 	h.AETH = wire.AETHFields{Syndrome: s, MSN: rs.msn}
 	frame, _ := qp.startFrame(&h, 0)
 	if qp.s.tracing() {
-		qp.s.tracef(qp.cfg.QPN, "resp", "send %v psn=%d msn=%d", s, psn, rs.msn)
+		qp.s.tracef(qp.Cfg.QPN, "resp", "send %v psn=%d msn=%d", s, psn, rs.msn)
 	}
 	qp.emit(frame)
 	if s.Type() == wire.AckTypeACK {
@@ -570,7 +570,7 @@ func (rs *responder) sendAck(s wire.Syndrome, psn uint32) {
 // recordKeyFailure counts a failed rkey check against the connected peer,
 // the QP's destination (memory.Table.KeyFailures).
 func (qp *QP) recordKeyFailure() {
-	qp.cfg.Memory.RecordKeyFailure(memory.Peer{Addr: qp.attr.AV.DGID.Unmap(), ID: qp.attr.DestQPN})
+	qp.Cfg.Memory.RecordKeyFailure(memory.Peer{Addr: qp.Attr.AV.DGID.Unmap(), ID: qp.Attr.DestQPN})
 }
 
 // flush completes every receive WQE of the QP's own queue with
@@ -582,16 +582,16 @@ func (rs *responder) flush() {
 	rs.more.Stop()
 	if rs.hasRWQE {
 		rs.hasRWQE = false
-		qp.pushRecv(verbs.WC{WRID: rs.rwqe.ID, Status: verbs.WCWRFlushErr, Opcode: verbs.WCRecv, QPN: qp.cfg.QPN})
+		qp.pushRecv(verbs.WC{WRID: rs.rwqe.ID, Status: verbs.WCWRFlushErr, Opcode: verbs.WCRecv, QPN: qp.Cfg.QPN})
 	}
-	if qp.cfg.UsesSRQ {
+	if qp.Cfg.UsesSRQ {
 		return
 	}
 	for {
-		wr, ok := qp.cfg.RQ.Pop()
+		wr, ok := qp.Cfg.RQ.Pop()
 		if !ok {
 			return
 		}
-		qp.pushRecv(verbs.WC{WRID: wr.ID, Status: verbs.WCWRFlushErr, Opcode: verbs.WCRecv, QPN: qp.cfg.QPN})
+		qp.pushRecv(verbs.WC{WRID: wr.ID, Status: verbs.WCWRFlushErr, Opcode: verbs.WCRecv, QPN: qp.Cfg.QPN})
 	}
 }

@@ -255,9 +255,9 @@ func TestGhostAckIgnored(t *testing.T) {
 	h := newHarness(t, defaultOpts())
 	a, b := h.a, h.b
 	// B's responder acknowledges PSN 5000, which A never sent.
-	b.qp.mu.Lock()
+	b.qp.Mu.Lock()
 	b.qp.resp.sendAck(wire.ACKSyndrome(wire.CreditsUnlimited), 5000)
-	b.qp.mu.Unlock()
+	b.qp.Mu.Unlock()
 	h.run()
 	if a.stack.ctr.Get(GhostAck) != 1 {
 		t.Fatal("ghost ACK not counted")
@@ -316,7 +316,7 @@ func TestRemoteAccessErrors(t *testing.T) {
 			if len(b.events) != 1 || b.events[0] != verbs.EventQPAccessErr {
 				t.Fatalf("responder events %v, want QP_ACCESS_ERR", b.events)
 			}
-			want := memory.Peer{Addr: a.addr, ID: a.qp.cfg.QPN}
+			want := memory.Peer{Addr: a.addr, ID: a.qp.Cfg.QPN}
 			if peers, total := b.mem.KeyFailures(); total != 1 || len(peers) != 1 || peers[0].Peer != want {
 				t.Fatalf("key failures %+v (total %d), want one of %v", peers, total, want)
 			}

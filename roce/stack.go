@@ -175,7 +175,7 @@ func (s *Stack) Close() {
 	s.flushAcks()
 }
 
-// ackDue records that qp owes an ACK (called with qp.mu held).
+// ackDue records that qp owes an ACK (called with qp.Mu held).
 func (s *Stack) ackDue(qp *QP) {
 	s.ackMu.Lock()
 	s.ackDirty = append(s.ackDirty, qp)
@@ -199,10 +199,10 @@ func (s *Stack) flushAcks() {
 	s.ackScheduled = false
 	s.ackMu.Unlock()
 	for i, qp := range s.ackWork {
-		qp.mu.Lock()
+		qp.Mu.Lock()
 		qp.ackQueued = false
 		qp.resp.flushAck()
-		qp.mu.Unlock()
+		qp.Mu.Unlock()
 		s.ackWork[i] = nil
 	}
 }

@@ -21,7 +21,7 @@ func (rs *responder) ucRequest(p *wire.Packet) {
 	if psn != rs.epsn {
 		qp.s.ctr.inc(OutOfSequence)
 		if rs.inMsg != msgNone && qp.s.tracing() {
-			qp.s.tracef(qp.cfg.QPN, "resp", "UC psn %d but expected %d: the message in progress is lost", psn, rs.epsn)
+			qp.s.tracef(qp.Cfg.QPN, "resp", "UC psn %d but expected %d: the message in progress is lost", psn, rs.epsn)
 		}
 		rs.abandon()
 	}
@@ -72,7 +72,7 @@ func (rs *responder) ucSend(p *wire.Packet, info *wire.OpInfo) {
 	payload := p.Payload()
 	if info.First() {
 		if !rs.hasRWQE {
-			wr, ok := qp.cfg.RQ.Pop()
+			wr, ok := qp.Cfg.RQ.Pop()
 			if !ok {
 				rs.drop(RcvNoBuf, info) // UC has no RNR NAK
 				return
@@ -86,7 +86,7 @@ func (rs *responder) ucSend(p *wire.Packet, info *wire.OpInfo) {
 		rs.drop(UCDroppedMsgs, info)
 		return
 	}
-	if f := qp.cfg.Memory.Scatter(qp.cfg.PD, rs.rwqe.SGL, payload, rs.off); len(payload) > 0 && f != memory.Ok {
+	if f := qp.Cfg.Memory.Scatter(qp.Cfg.PD, rs.rwqe.SGL, payload, rs.off); len(payload) > 0 && f != memory.Ok {
 		rs.drop(UCDroppedMsgs, info)
 		return
 	}
@@ -96,7 +96,7 @@ func (rs *responder) ucSend(p *wire.Packet, info *wire.OpInfo) {
 		return
 	}
 	wc := verbs.WC{WRID: rs.rwqe.ID, Status: verbs.WCSuccess, Opcode: verbs.WCRecv, ByteLen: uint32(rs.off),
-		QPN: qp.cfg.QPN, SrcQP: qp.attr.DestQPN}
+		QPN: qp.Cfg.QPN, SrcQP: qp.Attr.DestQPN}
 	if info.Imm {
 		wc.Imm, wc.Flags = p.ImmDt().Imm(), verbs.WCFlagWithImm
 	}
@@ -104,7 +104,7 @@ func (rs *responder) ucSend(p *wire.Packet, info *wire.OpInfo) {
 	rs.msn = wire.PSNAdd(rs.msn, 1)
 	qp.pushRecv(wc)
 	if p.BTH().SE() {
-		qp.cfg.RecvCQ.Solicited()
+		qp.Cfg.RecvCQ.Solicited()
 	}
 }
 
@@ -114,7 +114,7 @@ func (rs *responder) ucWrite(p *wire.Packet, info *wire.OpInfo) {
 	if info.First() {
 		reth := p.RETH()
 		rs.wva, rs.wrkey, rs.wlen, rs.off = reth.VA(), reth.RKey(), reth.DMALength(), 0
-		if qp.attr.AccessFlags&memory.RemoteWrite == 0 {
+		if qp.Attr.AccessFlags&memory.RemoteWrite == 0 {
 			rs.drop(AccessViolation, info)
 			return
 		}
@@ -125,7 +125,7 @@ func (rs *responder) ucWrite(p *wire.Packet, info *wire.OpInfo) {
 	}
 	if len(payload) > 0 {
 		va := rs.wva + uint64(rs.off)
-		ref, f := qp.cfg.Memory.CheckRemote(qp.cfg.PD, qp.cfg.QPN, rs.wrkey, va, uint32(len(payload)), memory.RemoteWrite)
+		ref, f := qp.Cfg.Memory.CheckRemote(qp.Cfg.PD, qp.Cfg.QPN, rs.wrkey, va, uint32(len(payload)), memory.RemoteWrite)
 		if f == memory.Ok {
 			f = ref.Write(va, payload)
 			ref.Release()
@@ -148,15 +148,15 @@ func (rs *responder) ucWrite(p *wire.Packet, info *wire.OpInfo) {
 	rs.inMsg, rs.off = msgNone, 0
 	rs.msn = wire.PSNAdd(rs.msn, 1)
 	if info.Imm {
-		wr, ok := qp.cfg.RQ.Pop()
+		wr, ok := qp.Cfg.RQ.Pop()
 		if !ok {
 			qp.s.ctr.inc(RcvNoBuf)
 			return
 		}
 		qp.pushRecv(verbs.WC{WRID: wr.ID, Status: verbs.WCSuccess, Opcode: verbs.WCRecvRDMAWithImm, ByteLen: rs.wlen,
-			Imm: p.ImmDt().Imm(), Flags: verbs.WCFlagWithImm, QPN: qp.cfg.QPN, SrcQP: qp.attr.DestQPN})
+			Imm: p.ImmDt().Imm(), Flags: verbs.WCFlagWithImm, QPN: qp.Cfg.QPN, SrcQP: qp.Attr.DestQPN})
 		if p.BTH().SE() {
-			qp.cfg.RecvCQ.Solicited()
+			qp.Cfg.RecvCQ.Solicited()
 		}
 	}
 }

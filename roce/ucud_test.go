@@ -76,7 +76,7 @@ func TestUCBadRKeyDropped(t *testing.T) {
 	if b.stack.ctr.Get(BadRKey) != 1 || b.qp.State() != verbs.QPSRTS {
 		t.Fatal("bad rkey not counted, or the UC QP left RTS")
 	}
-	if peers, _ := b.mem.KeyFailures(); len(peers) != 1 || peers[0].Peer != (memory.Peer{Addr: a.addr, ID: a.qp.cfg.QPN}) {
+	if peers, _ := b.mem.KeyFailures(); len(peers) != 1 || peers[0].Peer != (memory.Peer{Addr: a.addr, ID: a.qp.Cfg.QPN}) {
 		t.Fatalf("key failures %+v, want one of A's QP", peers)
 	}
 }

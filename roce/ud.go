@@ -28,7 +28,7 @@ const GRHLen = 40
 func (qp *QP) udReceive(f *wire.Frame) {
 	p := &f.Packet
 	deth := p.DETH()
-	if deth.QKey() != qp.attr.QKey {
+	if deth.QKey() != qp.Attr.QKey {
 		qp.s.ctr.inc(QKeyViolation)
 		return
 	}
@@ -37,7 +37,7 @@ func (qp *QP) udReceive(f *wire.Frame) {
 		qp.s.ctr.inc(UDTooLong)
 		return
 	}
-	wr, ok, fits := qp.cfg.RQ.PopFit(uint64(GRHLen + len(payload)))
+	wr, ok, fits := qp.Cfg.RQ.PopFit(uint64(GRHLen + len(payload)))
 	if !ok {
 		qp.s.ctr.inc(RcvNoBuf)
 		return
@@ -45,11 +45,11 @@ func (qp *QP) udReceive(f *wire.Frame) {
 	if !fits {
 		qp.s.ctr.inc(UDTooLong)
 		if qp.s.tracing() {
-			qp.s.tracef(qp.cfg.QPN, "resp", "UD SEND of %d bytes does not fit the receive buffer: dropped", len(payload))
+			qp.s.tracef(qp.Cfg.QPN, "resp", "UD SEND of %d bytes does not fit the receive buffer: dropped", len(payload))
 		}
 		return
 	}
-	wc := verbs.WC{WRID: wr.ID, QPN: qp.cfg.QPN, Opcode: verbs.WCRecv, SrcQP: deth.SrcQP(), Flags: verbs.WCFlagGRH}
+	wc := verbs.WC{WRID: wr.ID, QPN: qp.Cfg.QPN, Opcode: verbs.WCRecv, SrcQP: deth.SrcQP(), Flags: verbs.WCFlagGRH}
 	grh := qp.grh[:]
 	clear(grh)
 	ip := f.IP()
@@ -58,9 +58,9 @@ func (qp *QP) udReceive(f *wire.Frame) {
 	} else {
 		copy(grh[20:], ip[:wire.IPv4Len])
 	}
-	fault := qp.cfg.Memory.Scatter(qp.cfg.PD, wr.SGL, grh, 0)
+	fault := qp.Cfg.Memory.Scatter(qp.Cfg.PD, wr.SGL, grh, 0)
 	if fault == memory.Ok && len(payload) > 0 {
-		fault = qp.cfg.Memory.Scatter(qp.cfg.PD, wr.SGL, payload, GRHLen)
+		fault = qp.Cfg.Memory.Scatter(qp.Cfg.PD, wr.SGL, payload, GRHLen)
 	}
 	if fault != memory.Ok {
 		wc.Status = verbs.WCLocProtErr
@@ -74,6 +74,6 @@ func (qp *QP) udReceive(f *wire.Frame) {
 	}
 	qp.pushRecv(wc)
 	if p.BTH().SE() {
-		qp.cfg.RecvCQ.Solicited()
+		qp.Cfg.RecvCQ.Solicited()
 	}
 }

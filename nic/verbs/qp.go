@@ -149,3 +149,36 @@ type QPCap struct {
 	MaxRecvSGE    uint32
 	MaxInlineData uint32
 }
+
+// Apply copies into a the attributes of src that mask selects and that a
+// QP keeps as given, for Query to return: not the state (the engine's),
+// the capabilities (fixed at creation) or the PSNs (the engine's
+// counters, which Query reads).
+func (a *QPAttr) Apply(src *QPAttr, mask QPAttrMask) {
+	for _, f := range appliedAttrs {
+		if mask&f.bit != 0 {
+			f.copy(a, src)
+		}
+	}
+}
+
+// appliedAttrs are the attributes Apply copies, each with its mask bit.
+var appliedAttrs = [...]struct {
+	bit  QPAttrMask
+	copy func(dst, src *QPAttr)
+}{
+	{AttrAccessFlags, func(d, s *QPAttr) { d.AccessFlags = s.AccessFlags }},
+	{AttrPKeyIndex, func(d, s *QPAttr) { d.PKeyIndex = s.PKeyIndex }},
+	{AttrPort, func(d, s *QPAttr) { d.PortNum = s.PortNum }},
+	{AttrQKey, func(d, s *QPAttr) { d.QKey = s.QKey }},
+	{AttrAV, func(d, s *QPAttr) { d.AV = s.AV }},
+	{AttrPathMTU, func(d, s *QPAttr) { d.PathMTU = s.PathMTU }},
+	{AttrTimeout, func(d, s *QPAttr) { d.Timeout = s.Timeout }},
+	{AttrRetryCnt, func(d, s *QPAttr) { d.RetryCnt = s.RetryCnt }},
+	{AttrRNRRetry, func(d, s *QPAttr) { d.RNRRetry = s.RNRRetry }},
+	{AttrMinRNRTimer, func(d, s *QPAttr) { d.MinRNRTimer = s.MinRNRTimer }},
+	{AttrMaxQPRdAtomic, func(d, s *QPAttr) { d.MaxRdAtomic = s.MaxRdAtomic }},
+	{AttrMaxDestRdAtomic, func(d, s *QPAttr) { d.MaxDestRdAtomic = s.MaxDestRdAtomic }},
+	{AttrDestQPN, func(d, s *QPAttr) { d.DestQPN = s.DestQPN }},
+	{AttrEnSQDAsyncNotify, func(d, s *QPAttr) { d.SQDrainNotify = s.SQDrainNotify }},
+}
