@@ -256,6 +256,13 @@ func (r *iwarpRequest) PrivateData() []byte        { return r.r.PrivateData }
 func (r *iwarpRequest) LocalAddr() netip.AddrPort  { return r.r.Local }
 func (r *iwarpRequest) RemoteAddr() netip.AddrPort { return r.r.Remote }
 
+// Param is the MPA Request's IRD and ORD from this side: the peer's ORD
+// is our responder resources, its IRD our initiator depth (as siw reports
+// them through iw_cm).
+func (r *iwarpRequest) Param() ibv.ConnParam {
+	return ibv.ConnParam{ResponderResources: uint8(min(r.r.ORD, 255)), InitiatorDepth: uint8(min(r.r.IRD, 255))}
+}
+
 // Reject answers with an MPA Reply carrying R and privateData.
 func (r *iwarpRequest) Reject(privateData []byte) error {
 	if err := r.r.Reject(privateData); err != nil {

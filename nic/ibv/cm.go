@@ -75,6 +75,13 @@ type CMRequest interface {
 	PrivateData() []byte
 	LocalAddr() netip.AddrPort
 	RemoteAddr() netip.AddrPort
+	// Param is the request's connection parameters as this side sees
+	// them, as RDMA_CM_EVENT_CONNECT_REQUEST's param.conn carries them:
+	// ResponderResources is the peer's initiator depth (the READs it may
+	// have outstanding toward us), InitiatorDepth the peer's responder
+	// resources, as ib_cm and iw_cm report them; the retry counts are
+	// the REQ's (zero over iWARP, which has none).
+	Param() ConnParam
 	// Reject refuses the request (rdma_reject).
 	Reject(privateData []byte) error
 	// Accept binds qp (an RC QP in RESET, or in INIT with receives

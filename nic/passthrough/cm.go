@@ -64,6 +64,7 @@ type cmEvent struct {
 	id          *C.struct_rdma_cm_id // a connect request's new id
 	qpNum       uint32
 	rr, depth   uint8
+	retry, rnr  uint8 // a connect request's retry counts
 	privateData []byte
 	device      string
 	local       netip.AddrPort
@@ -235,6 +236,8 @@ func (s *cmState) nextEvent() error {
 		qpNum:  uint32(ev.qp_num),
 		rr:     uint8(ev.responder_resources),
 		depth:  uint8(ev.initiator_depth),
+		retry:  uint8(ev.retry_count),
+		rnr:    uint8(ev.rnr_retry_count),
 		device: C.GoString(&ev.device[0]),
 		local:  addrFromC(&ev.local),
 		remote: addrFromC(&ev.remote),
@@ -381,7 +384,7 @@ func (l *listener) event(ev *cmEvent) {
 	r := &request{
 		conn: newConn(l.d),
 		priv: ev.privateData, local: ev.local, remote: ev.remote,
-		remoteQPN: ev.qpNum, rr: ev.rr, depth: ev.depth,
+		remoteQPN: ev.qpNum, rr: ev.rr, depth: ev.depth, retry: ev.retry, rnr: ev.rnr,
 	}
 	r.conn.id = l.d.cm.adopt(ev.id, r.conn)
 	if ev.device != l.d.name {
@@ -430,6 +433,7 @@ type request struct {
 	local, remote netip.AddrPort
 	remoteQPN     uint32
 	rr, depth     uint8 // what the requester asked for, from our side
+	retry, rnr    uint8
 	answered      sync.Mutex
 	done          bool
 }
@@ -437,6 +441,11 @@ type request struct {
 func (r *request) PrivateData() []byte        { return r.priv }
 func (r *request) LocalAddr() netip.AddrPort  { return r.local }
 func (r *request) RemoteAddr() netip.AddrPort { return r.remote }
+
+// Param is what the kernel's rdma_cm reported in CONNECT_REQUEST.
+func (r *request) Param() ibv.ConnParam {
+	return ibv.ConnParam{ResponderResources: r.rr, InitiatorDepth: r.depth, RetryCount: r.retry, RNRRetryCount: r.rnr}
+}
 
 // answer claims the request for Accept or Reject.
 func (r *request) answer() error {

@@ -385,6 +385,8 @@ int rn_get_cm_event(struct rdma_event_channel *ch, struct rn_cm_event *out)
 		out->qp_num = ev->param.conn.qp_num;
 		out->responder_resources = ev->param.conn.responder_resources;
 		out->initiator_depth = ev->param.conn.initiator_depth;
+		out->retry_count = ev->param.conn.retry_count;
+		out->rnr_retry_count = ev->param.conn.rnr_retry_count;
 		if (ev->param.conn.private_data && ev->param.conn.private_data_len) {
 			out->private_data_len = ev->param.conn.private_data_len;
 			memcpy(out->private_data, ev->param.conn.private_data, out->private_data_len);

@@ -88,6 +88,8 @@ struct rn_cm_event {
 	uint32_t qp_num;
 	uint8_t responder_resources;
 	uint8_t initiator_depth;
+	uint8_t retry_count;
+	uint8_t rnr_retry_count;
 	uint8_t private_data_len;
 	uint8_t private_data[256];
 	char device[64];       // the id's device, "" when not bound yet

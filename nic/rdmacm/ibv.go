@@ -126,6 +126,13 @@ func (r ibvRequest) Accept(ctx context.Context, qp ibv.QP, privateData []byte, p
 	return ibvConn{cn, qp}, nil
 }
 
+// Param is the REQ's parameters in ibv's terms.
+func (r ibvRequest) Param() ibv.ConnParam {
+	p := r.Request.Param()
+	return ibv.ConnParam{ResponderResources: p.ResponderResources, InitiatorDepth: p.InitiatorDepth,
+		RetryCount: p.RetryCount, RNRRetryCount: p.RNRRetryCount}
+}
+
 type ibvConn struct {
 	*Conn
 	qp ibv.QP

@@ -116,6 +116,13 @@ func (r *Request) PrivateData() []byte { return r.user }
 // REQ returns the decoded REQ.
 func (r *Request) REQ() cm.REQ { return r.req }
 
+// Param is the REQ's parameters from this side (ibv.CMRequest.Param): its
+// initiator depth is our responder resources and the other way round.
+func (r *Request) Param() ConnParam {
+	return ConnParam{ResponderResources: r.req.InitiatorDepth, InitiatorDepth: r.req.ResponderResources,
+		RetryCount: r.req.RetryCount, RNRRetryCount: r.req.RNRRetryCount}
+}
+
 // RemoteAddr is the peer's address and rdma_cm source port; LocalAddr the
 // address and port it connected to.
 func (r *Request) RemoteAddr() netip.AddrPort {

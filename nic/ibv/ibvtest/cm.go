@@ -117,7 +117,7 @@ func cmConnect(t *testing.T, ctx context.Context, a, b *side, l ibv.CMListener) 
 		cn, err := req.Accept(ctx, qb, repPD, nil)
 		done <- accepted{cn, req, err}
 	}()
-	ca, err := cmOf(t, a.dev).CMConnect(ctx, qa, b.addr, l.Port(), reqPD, nil)
+	ca, err := cmOf(t, a.dev).CMConnect(ctx, qa, b.addr, l.Port(), reqPD, &connectParam)
 	if err != nil {
 		cancel()
 	}
@@ -136,6 +136,7 @@ func cmConnect(t *testing.T, ctx context.Context, a, b *side, l ibv.CMListener) 
 	cleanupConn(ca)
 	cleanupConn(cb)
 
+	checkRequestParam(t, acc.req.Param(), a.iwarp)
 	m := &cmConn{c: &rc{a: a, b: b, qa: qa, qb: qb}, ca: ca, cb: cb}
 	m.bufA = parseAdvert(t, "the REQ's private data at the passive side", acc.req.PrivateData(), reqPD, reqTag)
 	if got := parseAdvert(t, "the connection's private data at the passive side", cb.PrivateData(), reqPD, reqTag); got != m.bufA {
@@ -175,6 +176,25 @@ func cmConnect(t *testing.T, ctx context.Context, a, b *side, l ibv.CMListener) 
 		t.Errorf("active side's LocalAddr %v is not an address of its device: %v", ca.LocalAddr(), err)
 	}
 	return m
+}
+
+// connectParam is what cmConnect's active side asks for: IRD and ORD
+// that differ, so that a request that reports them unswapped shows.
+var connectParam = ibv.ConnParam{ResponderResources: 3, InitiatorDepth: 2, RetryCount: 6, RNRRetryCount: 5}
+
+// checkRequestParam: the passive side sees the connector's initiator
+// depth as its responder resources and the other way round (ib_cm and
+// iw_cm report them so), and over RoCE the REQ's retry counts.
+func checkRequestParam(t *testing.T, got ibv.ConnParam, iwarp bool) {
+	t.Helper()
+	want := ibv.ConnParam{ResponderResources: connectParam.InitiatorDepth, InitiatorDepth: connectParam.ResponderResources,
+		RetryCount: connectParam.RetryCount, RNRRetryCount: connectParam.RNRRetryCount}
+	if iwarp {
+		want.RetryCount, want.RNRRetryCount = 0, 0 // MPA has none
+	}
+	if got != want {
+		t.Errorf("the request's Param %+v, want %+v", got, want)
+	}
 }
 
 // unmapped is ap with an IPv4-mapped address as IPv4.

@@ -99,12 +99,12 @@ func (l *cmListener) Accept(ctx context.Context) (ibv.CMRequest, error) {
 		return nil, err
 	}
 	closeFDs(fds)
-	var info proto.CMRequestInfo
+	info := proto.CMRequestInfo{Version: proto.Version}
 	err, ctxErr := p.wait(ctx, proto.OpCMCancel, &info)
 	if err != nil {
 		return nil, err
 	}
-	r := &cmRequest{d: l.d, h: info.Request, pd: info.PrivateData, local: info.Local, remote: info.Remote}
+	r := &cmRequest{d: l.d, h: info.Request, pd: info.PrivateData, local: info.Local, remote: info.Remote, param: info.Param}
 	if ctxErr != nil {
 		r.Reject(nil)
 		return nil, ctxErr
@@ -123,9 +123,11 @@ type cmRequest struct {
 	h             uint32
 	pd            []byte
 	local, remote netip.AddrPort
+	param         ibv.ConnParam
 }
 
 func (r *cmRequest) PrivateData() []byte        { return r.pd }
+func (r *cmRequest) Param() ibv.ConnParam       { return r.param }
 func (r *cmRequest) LocalAddr() netip.AddrPort  { return r.local }
 func (r *cmRequest) RemoteAddr() netip.AddrPort { return r.remote }
 

@@ -16,16 +16,21 @@ import (
 // Version is the newest protocol version, the one a client announces in
 // OpOpen; the daemon answers in the client's version, from MinVersion on.
 // Version 2 adds the device's transport and node type to OpenReply (an
-// iWARP NIC is an RNIC on iWARP transport); version 1 clients (the C
-// libraries so far) get the reply without them.
+// iWARP NIC is an RNIC on iWARP transport); version 1 clients get the
+// reply without them. Version 3 adds the request's connection parameters
+// to CMRequestInfo.
 const (
-	Version    = 2
+	Version    = 3
 	MinVersion = 1
 )
 
 // VersionTransport is the first version whose OpenReply carries the
 // transport.
 const VersionTransport = 2
+
+// VersionConnParam is the first version whose CMRequestInfo carries the
+// request's connection parameters.
+const VersionConnParam = 3
 
 // MaxGIDs bounds the GID table sent with OpOpen.
 const MaxGIDs = 256

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/ibv"
 )
 
 // OPEN's reply is in the client's version: a version 1 client (the C
@@ -32,5 +33,33 @@ func TestOpenReplyTransportByVersion(t *testing.T) {
 	got.Decode(r)
 	if err := r.Done(); err != nil || got.Attr.Transport != nic.TransportIWARP || got.Attr.NodeType != nic.NodeRNIC {
 		t.Fatalf("version 2: %v, transport %v, node type %v; want iWARP, RNIC", err, got.Attr.Transport, got.Attr.NodeType)
+	}
+}
+
+// CM_GET_REQUEST's result carries the request's connection parameters
+// from VersionConnParam on; an older client reads the layout it knows to
+// the last byte.
+func TestCMRequestInfoParamByVersion(t *testing.T) {
+	p := ibv.ConnParam{ResponderResources: 2, InitiatorDepth: 3, RetryCount: 6, RNRRetryCount: 5}
+	enc := func(v uint32) []byte {
+		w := NewWriter(nil)
+		(&CMRequestInfo{Version: v, Request: 9, PrivateData: []byte("pd"), Param: p}).Encode(w)
+		return w.Bytes()
+	}
+	old, cur := enc(VersionConnParam-1), enc(VersionConnParam)
+	if len(cur) != len(old)+4 {
+		t.Fatalf("version %d result %d bytes, older %d: want 4 more", VersionConnParam, len(cur), len(old))
+	}
+	for _, c := range []struct {
+		v    uint32
+		b    []byte
+		want ibv.ConnParam
+	}{{VersionConnParam - 1, old, ibv.ConnParam{}}, {VersionConnParam, cur, p}} {
+		got := CMRequestInfo{Version: c.v}
+		r := NewReader(c.b)
+		got.Decode(r)
+		if err := r.Done(); err != nil || got.Request != 9 || got.Param != c.want {
+			t.Errorf("version %d: %v, request %d, param %+v; want 9, %+v", c.v, err, got.Request, got.Param, c.want)
+		}
 	}
 }

@@ -261,7 +261,8 @@ func handleCMGetRequest(s *Session, req *Request, rep *Reply) error {
 		}
 		h := x.newHandle()
 		x.cmRequests[h] = &cmRequest{req: r}
-		return &proto.CMRequestInfo{Request: h, PrivateData: r.PrivateData(), Local: r.LocalAddr(), Remote: r.RemoteAddr()}, nil, nil
+		return &proto.CMRequestInfo{Version: x.s.version, Request: h, PrivateData: r.PrivateData(), Local: r.LocalAddr(), Remote: r.RemoteAddr(),
+			Param: r.Param()}, nil, nil
 	})
 }
 

@@ -43,7 +43,7 @@ func handleOpen(s *Session, req *Request, rep *Reply) error {
 		gids = gids[:proto.MaxGIDs]
 	}
 	s.mu.Lock() // Clients reads it from elsewhere
-	s.dev = d
+	s.dev, s.version = d, m.Version
 	s.mu.Unlock()
 	d.attach(s)
 	s.logf("opened %s", m.Name)

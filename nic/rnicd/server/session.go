@@ -28,7 +28,8 @@ type Session struct {
 	cred unix.Ucred
 	comm string // /proc/PID/comm at connect
 
-	dev *device // set by OPEN
+	dev     *device // set by OPEN
+	version uint32  // the protocol version of OPEN
 
 	mu      sync.RWMutex
 	next    uint32

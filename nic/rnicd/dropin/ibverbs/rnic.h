@@ -60,7 +60,8 @@ enum {
 	RNIC_HDR_LEN = 16,
 	RNIC_MAX_MSG = 64 << 10,
 	RNIC_MAX_FDS = 4,
-	RNIC_PROTO_VERSION = 2, /* 2: OPEN's reply ends with transport and node type */
+	RNIC_PROTO_VERSION = 3, /* 2: OPEN's reply ends with transport and node type;
+				   3: CM_GET_REQUEST's result with the request's parameters */
 	RNIC_KIND_REQUEST = 1,
 	RNIC_KIND_REPLY = 2,
 	RNIC_KIND_EVENT = 3,

@@ -107,12 +107,13 @@ static struct cm_event *ud_event(struct cm_id *id, enum rdma_cm_event_type t, in
 	return e;
 }
 
-/* on_request: a connection request for listener l on device dev. */
+/* on_request: a connection request for listener l on device dev
+ * (CMRequestInfo: its connection parameters, from our side, end it). */
 static void on_request(struct cm_id *l, int dev, struct rdec *r)
 {
 	struct cm_id *c;
 	struct cm_event *e = NULL;
-	uint8_t pd[CM_MAX_PRIVATE];
+	uint8_t pd[CM_MAX_PRIVATE], param[4];
 	size_t pdn;
 	uint32_t req = d_u32(r);
 
@@ -128,12 +129,22 @@ static void on_request(struct cm_id *l, int dev, struct rdec *r)
 	d_addrport(r, &c->id.route.addr.src_storage);
 	d_addrport(r, &c->id.route.addr.dst_storage);
 	c->id.route.num_paths = 1;
+	for (int i = 0; i < 4; i++)
+		param[i] = d_u8(r);
 	if (!r->err)
 		e = l->id.qp_type == IBV_QPT_UD ? ud_event(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0, pd, pdn)
 						: conn_event(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0, pd, pdn);
 	if (r->err || !e) {
 		cm_id_unref(c);
 		return;
+	}
+	if (l->id.qp_type != IBV_QPT_UD) {
+		/* as the kernel's rdma_cm reports them: the peer's initiator
+		 * depth is our responder resources, and the other way round */
+		e->ev.param.conn.responder_resources = param[0];
+		e->ev.param.conn.initiator_depth = param[1];
+		e->ev.param.conn.retry_count = param[2];
+		e->ev.param.conn.rnr_retry_count = param[3];
 	}
 	e->ev.listen_id = &l->id;
 	l->refs++;

@@ -604,6 +604,18 @@ static void test_params(void)
 		die("rdma_connect with RDMA_MAX_RESP_RES, RDMA_MAX_INIT_DEPTH");
 	ev = next_event(sc);
 	check(ev->event == RDMA_CM_EVENT_CONNECT_REQUEST, "CONNECT_REQUEST (got %s)", rdma_event_str(ev->event));
+	{
+		/* the peer's view, swapped, as the kernel's rdma_cm reports it;
+		 * iWARP's MPA carries no retry counts */
+		struct rdma_conn_param *p = &ev->param.conn;
+		int retry = on_iwarp(c) ? 0 : 7;
+		check(p->responder_resources == ord && p->initiator_depth == ird && p->retry_count == retry &&
+			      p->rnr_retry_count == retry,
+		      "CONNECT_REQUEST's responder_resources %d, initiator_depth %d, retry_count %d, rnr_retry_count %d "
+		      "(want %d, %d, %d, %d)",
+		      p->responder_resources, p->initiator_depth, p->retry_count, p->rnr_retry_count, ord, ird, retry,
+		      retry);
+	}
 	req = ev->id;
 	rdma_ack_cm_event(ev);
 	make_qp(req);
