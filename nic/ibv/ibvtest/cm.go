@@ -126,15 +126,8 @@ func cmConnect(t *testing.T, ctx context.Context, a, b *side, l ibv.CMListener) 
 		t.Fatalf("connect: active side %v, passive side %v", err, acc.err)
 	}
 	cb := acc.conn
-	cleanupConn := func(cn ibv.CMConn) {
-		t.Cleanup(func() {
-			dctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-			defer cancel()
-			cn.Disconnect(dctx) // an error only says the peer went first
-		})
-	}
-	cleanupConn(ca)
-	cleanupConn(cb)
+	disconnectAtCleanup(t, ca)
+	disconnectAtCleanup(t, cb)
 
 	checkRequestParam(t, acc.req.Param(), a.iwarp)
 	m := &cmConn{c: &rc{a: a, b: b, qa: qa, qb: qb}, ca: ca, cb: cb}
@@ -176,6 +169,15 @@ func cmConnect(t *testing.T, ctx context.Context, a, b *side, l ibv.CMListener) 
 		t.Errorf("active side's LocalAddr %v is not an address of its device: %v", ca.LocalAddr(), err)
 	}
 	return m
+}
+
+// disconnectAtCleanup disconnects cn when the test ends.
+func disconnectAtCleanup(t *testing.T, cn ibv.CMConn) {
+	t.Cleanup(func() {
+		dctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		cn.Disconnect(dctx) // an error only says the peer went first
+	})
 }
 
 // connectParam is what cmConnect's active side asks for: IRD and ORD
