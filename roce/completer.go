@@ -57,7 +57,8 @@ func (qp *QP) handleResponse(p *wire.Packet) {
 	if qp.CurState == verbs.QPSErr {
 		return
 	}
-	if wire.PSNDiff(r.unacked, before) > 0 {
+	if n := wire.PSNDiff(r.unacked, before); n > 0 {
+		r.growWindow(int(n))
 		// Forward progress resets the retry counters (IBTA §9.7.6.1.3)
 		// and restarts the timer.
 		r.retryLeft, r.rnrLeft = qp.Attr.RetryCnt, qp.Attr.RNRRetry
@@ -272,6 +273,7 @@ func (qp *QP) retry(psn uint32) {
 		return
 	}
 	r.retryLeft--
+	r.lossWindow()
 	qp.s.ctr.inc(CompleterRetryErr)
 	r.retrying, r.busy = true, 0
 	r.replayFloor = r.maxRespPSN
@@ -317,6 +319,7 @@ func (qp *QP) retransmitTimeout() {
 		qp.s.tracef(qp.Cfg.QPN, "comp", "local ACK timeout: psn %d unacknowledged (retry_cnt left %d)", r.unacked, r.retryLeft)
 	}
 	qp.retry(r.unacked)
+	r.timeoutWindow()
 	r.progress()
 	qp.updateTimer()
 }

@@ -69,6 +69,9 @@ type requester struct {
 	rnrPSN        uint32
 	drainNotified bool
 
+	// The congestion window (window.go): cwnd 0 is the stack's Window.
+	cwnd, ssthresh, grown int
+
 	retx clock.Deadline // the local ACK timer
 	rnr  clock.Deadline // the wait an RNR NAK asked for
 }
@@ -114,6 +117,7 @@ func (r *requester) slot(i uint64) *swqe { return &r.sq[i%uint64(len(r.sq))] }
 func (r *requester) setPSN(p uint32) {
 	r.psn, r.unacked, r.maxSent = p, p, p
 	r.maxRespPSN = wire.PSNAdd(p, -1)
+	r.startWindow()
 }
 
 // PostSend implements verbs.Engine.
@@ -256,7 +260,7 @@ func (r *requester) send() {
 				continue
 			}
 		}
-		if int(wire.PSNDiff(r.psn, r.unacked)) >= qp.s.cfg.Window {
+		if r.windowFull() {
 			break
 		}
 		if !qp.sendRequest(w, r.nextPkt) {
@@ -339,7 +343,7 @@ func (r *requester) mayStart(w *swqe) bool {
 	if w.credit && qp.reliable() && !r.unlimited && wire.PSNDiff(w.ssn, r.lsn+1) > 0 {
 		return false // no credit: wait for an ACK that grants one
 	}
-	if int(wire.PSNDiff(r.psn, r.unacked)) >= qp.s.cfg.Window {
+	if r.windowFull() {
 		return false
 	}
 	if !w.isInline && w.length > 0 && !w.rdAtomic {
@@ -525,7 +529,7 @@ func (qp *QP) requestBTH(h *wire.Headers, w *swqe, op wire.Opcode, psn uint32) {
 	h.BTH.SE = w.wr.Flags&verbs.SendSolicited != 0 && info.Last() &&
 		(info.Kind == wire.KindSend || info.Imm)
 	ackReq := qp.reliable() && (last || r.sinceAckReq+1 >= qp.s.cfg.AckEvery ||
-		int(wire.PSNDiff(wire.PSNAdd(psn, 1), r.unacked)) >= qp.s.cfg.Window)
+		int(wire.PSNDiff(wire.PSNAdd(psn, 1), r.unacked)) >= r.window())
 	h.BTH.AckReq = ackReq
 	if ackReq {
 		r.sinceAckReq = 0

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/roce/wire"
@@ -66,6 +67,9 @@ type Stack struct {
 
 	mu  sync.RWMutex
 	qps map[uint32]*QP
+	// nQPs is len(qps), for the QPs' initial windows (window.go), which
+	// read it under their own lock.
+	nQPs atomic.Int64
 
 	// ACK coalescing: QPs with an ACK due, flushed after a batch.
 	ackMu        sync.Mutex
@@ -230,6 +234,7 @@ func (s *Stack) CreateQP(cfg *verbs.QPConfig) (verbs.Engine, error) {
 		return nil, fmt.Errorf("roce: QPN %#x in use", cfg.QPN)
 	}
 	s.qps[cfg.QPN] = qp
+	s.nQPs.Store(int64(len(s.qps)))
 	qp.holdPort(SourcePort(cfg.QPN))
 	return qp, nil
 }
@@ -237,6 +242,7 @@ func (s *Stack) CreateQP(cfg *verbs.QPConfig) (verbs.Engine, error) {
 func (s *Stack) removeQP(qpn uint32) {
 	s.mu.Lock()
 	delete(s.qps, qpn)
+	s.nQPs.Store(int64(len(s.qps)))
 	s.mu.Unlock()
 }
 

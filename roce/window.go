@@ -1,0 +1,78 @@
+// The requester's congestion window: how many PSNs a QP keeps
+// unacknowledged. IBTA bounds it only from above (the responder's credits,
+// the stack's Window); a requester may always send less. rnic's link is a
+// kernel UDP socket without link-level flow control (no PFC), so when many
+// QPs each go back N after a loss, their resends overflow the peer's
+// socket again and every QP exhausts retry_cnt together (100 QPs of 64
+// KiB WRITEs did). So a QP halves its window at each resend and starts
+// again from one packet after a local ACK timeout, and grows it back as
+// ACKs advance, as TCP does: slowly above half the window it last lost
+// at, doubling per round trip below.
+
+package roce
+
+import "github.com/rnic/rnic/roce/wire"
+
+// window is the number of PSNs the requester may have unacknowledged.
+func (r *requester) window() int {
+	if r.cwnd == 0 {
+		return r.qp.s.cfg.Window
+	}
+	return r.cwnd
+}
+
+// windowFull reports whether the next PSN must wait for an ACK.
+func (r *requester) windowFull() bool {
+	return int(wire.PSNDiff(r.psn, r.unacked)) >= r.window()
+}
+
+// initialWindow is a new QP's window at most (TCP's initial window is 10
+// segments); startBudget bounds the packets all of a stack's QPs send
+// before their first ACKs: thousands of QPs that start together must not
+// each send a whole Window at once.
+const (
+	initialWindow = 16
+	startBudget   = 1024
+)
+
+// startWindow opens a QP's window at its share of startBudget (at most
+// initialWindow), to grow by doubling per round trip up to the stack's
+// Window.
+func (r *requester) startWindow() {
+	iw := int(max(1, min(initialWindow, startBudget/max(r.qp.s.nQPs.Load(), 1))))
+	if iw < r.qp.s.cfg.Window {
+		r.cwnd, r.ssthresh, r.grown = iw, r.qp.s.cfg.Window, 0
+	}
+}
+
+// lossWindow halves the window on a resend (a sequence-error NAK, an
+// implied NAK, a timeout).
+func (r *requester) lossWindow() {
+	r.ssthresh = max(r.window()/2, 1)
+	r.cwnd, r.grown = r.ssthresh, 0
+}
+
+// timeoutWindow restarts from one packet after a local ACK timeout: the
+// loss was not noticed by the peer's NAKs, so the path is congested.
+func (r *requester) timeoutWindow() { r.cwnd, r.grown = 1, 0 }
+
+// growWindow accounts for n newly acknowledged PSNs: a reduced window
+// grows by n below ssthresh and by one per window's worth above it, and is
+// back to the stack's Window once it reaches it.
+func (r *requester) growWindow(n int) {
+	if r.cwnd == 0 || n <= 0 {
+		return
+	}
+	if r.cwnd < r.ssthresh {
+		r.cwnd += n
+	} else {
+		r.grown += n
+		for r.grown >= r.cwnd {
+			r.grown -= r.cwnd
+			r.cwnd++
+		}
+	}
+	if r.cwnd >= r.qp.s.cfg.Window {
+		r.cwnd, r.grown = 0, 0
+	}
+}
