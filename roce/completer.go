@@ -68,6 +68,7 @@ func (qp *QP) handleResponse(p *wire.Packet) {
 		qp.responderBusy(psn)
 	}
 	r.retire()
+	qp.catchUp()
 	r.progress()
 	qp.updateTimer()
 }
@@ -290,6 +291,23 @@ func (qp *QP) rewind(psn uint32) {
 	r.next, r.nextPkt, r.psn = i, int(wire.PSNDiff(psn, w.firstPSN)), psn
 	r.sinceAckReq = 0
 	r.retx.Stop()
+}
+
+// catchUp moves the resend point past what the peer has acknowledged: a
+// resend the window holds back (window.go) may be overtaken by a late ACK
+// for the original packets, and must then go on from the first
+// unacknowledged PSN, not send acknowledged (and retired) WQEs again.
+func (qp *QP) catchUp() {
+	r := &qp.req
+	if !wire.PSNBefore(r.psn, r.unacked) {
+		return
+	}
+	if w, _ := r.wqeAt(r.unacked); w != nil {
+		qp.rewind(r.unacked)
+		return
+	}
+	// Every started WQE is acknowledged and retired: the next is new.
+	r.next, r.nextPkt, r.psn = r.head, 0, r.unacked
 }
 
 // failAt completes the WQE holding psn (or the oldest outstanding one) with

@@ -117,7 +117,6 @@ func (r *requester) slot(i uint64) *swqe { return &r.sq[i%uint64(len(r.sq))] }
 func (r *requester) setPSN(p uint32) {
 	r.psn, r.unacked, r.maxSent = p, p, p
 	r.maxRespPSN = wire.PSNAdd(p, -1)
-	r.startWindow()
 }
 
 // PostSend implements verbs.Engine.

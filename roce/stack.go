@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"runtime"
 	"sync"
-	"sync/atomic"
 
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/roce/wire"
@@ -67,9 +66,6 @@ type Stack struct {
 
 	mu  sync.RWMutex
 	qps map[uint32]*QP
-	// nQPs is len(qps), for the QPs' initial windows (window.go), which
-	// read it under their own lock.
-	nQPs atomic.Int64
 
 	// ACK coalescing: QPs with an ACK due, flushed after a batch.
 	ackMu        sync.Mutex
@@ -234,7 +230,6 @@ func (s *Stack) CreateQP(cfg *verbs.QPConfig) (verbs.Engine, error) {
 		return nil, fmt.Errorf("roce: QPN %#x in use", cfg.QPN)
 	}
 	s.qps[cfg.QPN] = qp
-	s.nQPs.Store(int64(len(s.qps)))
 	qp.holdPort(SourcePort(cfg.QPN))
 	return qp, nil
 }
@@ -242,7 +237,6 @@ func (s *Stack) CreateQP(cfg *verbs.QPConfig) (verbs.Engine, error) {
 func (s *Stack) removeQP(qpn uint32) {
 	s.mu.Lock()
 	delete(s.qps, qpn)
-	s.nQPs.Store(int64(len(s.qps)))
 	s.mu.Unlock()
 }
 
