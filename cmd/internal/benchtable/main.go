@@ -40,7 +40,7 @@ type bench struct {
 func main() {
 	bin := flag.String("bin", "bin", "folder holding the rnic and rnicd binaries")
 	quick := flag.Bool("quick", false, "a tenth of the iterations")
-	only := flag.String("only", "", "run one group of rows: perf, qps, procs, tap, sim or setup")
+	only := flag.String("only", "", "run one group of rows: perf, procs, tap, sim or setup")
 	flag.Parse()
 	tmp, err := os.MkdirTemp("", "rnic-bench-")
 	if err != nil {
@@ -56,7 +56,7 @@ func main() {
 	groups := []struct {
 		name string
 		rows func() []row
-	}{{"perf", b.perfRows}, {"qps", b.qpsRows}, {"procs", b.twoProcessRows}, {"tap", b.tapRows}, {"sim", b.simRows}, {"setup", b.setupRows}}
+	}{{"perf", b.perfRows}, {"procs", b.twoProcessRows}, {"tap", b.tapRows}, {"sim", b.simRows}, {"setup", b.setupRows}}
 	for _, g := range groups {
 		if *only != "" && *only != g.name {
 			continue
