@@ -42,9 +42,8 @@ type channel struct {
 func newChannel(conn net.Conn) *channel { return &channel{conn: conn, r: bufio.NewReader(conn)} }
 
 // maxLine bounds a JSON message, so a confused peer cannot make us buffer
-// without end. The largest are the keys of all QPs: about 200 bytes
-// each, so MaxQPs of them fit.
-const maxLine = 8 << 20
+// without end.
+const maxLine = 1 << 20
 
 // send writes v as one line of JSON.
 func (c *channel) send(v any) error {

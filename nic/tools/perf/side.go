@@ -238,9 +238,12 @@ func (s *side) mtuFigure() int {
 // every READ whatever the test.
 func (s *side) key(i int) Key {
 	q := s.qps[i]
-	k := Key{OutReads: uint16(s.outReads()), QPN: q.qp.QPN(), PSN: q.psn, RKey: s.mr.RKey(), VAddr: q.dva}
-	if s.iw != nil {
-		k.PSN, k.OutReads = 0, maxOutReads
+	k := Key{OutReads: maxOutReads, QPN: q.qp.QPN(), PSN: q.psn, RKey: s.mr.RKey(), VAddr: q.dva}
+	switch {
+	case s.iw != nil:
+		k.PSN = 0
+	case s.cfg.Op == OpWrite, s.cfg.Op == OpSend:
+		k.OutReads = 1 // as perftest, which counts READs only where they are made
 	}
 	if s.cfg.Op == OpRead {
 		k.VAddr = q.sva
@@ -251,19 +254,8 @@ func (s *side) key(i int) Key {
 	return k
 }
 
-// outReads is perftest's out_reads: the READs and atomics a QP may have
-// outstanding, and so the responder resources it keeps for its peer's:
-// the device's depth for READ and atomic tests, 1 otherwise (10,000 WRITE
-// QPs must not hold 128 responder resources each).
-func (s *side) outReads() uint8 {
-	if s.cfg.Op == OpWrite || s.cfg.Op == OpSend {
-		return 1
-	}
-	return maxOutReads
-}
-
 // connect takes QP i to RTR and RTS towards the peer's key, with
-// perftest's attributes (min_rnr_timer 12, timeout -u (14), retry 7, RNR retry
+// perftest's attributes (min_rnr_timer 12, timeout 14, retry 7, RNR retry
 // 7) and as many outstanding READs and atomics as both sides allow.
 func (s *side) connect(i int, peer Key) error {
 	q := s.qps[i]
@@ -276,13 +268,13 @@ func (s *side) connect(i int, peer Key) error {
 		rd = 1
 	}
 	rtr := verbs.QPAttr{State: verbs.QPSRTR, PathMTU: s.cfg.mtu, DestQPN: peer.QPN, RQPSN: peer.PSN,
-		MaxDestRdAtomic: s.outReads(), MinRNRTimer: 12,
+		MaxDestRdAtomic: maxOutReads, MinRNRTimer: 12,
 		AV: verbs.AddressVector{DGID: netip.AddrFrom16(peer.GID), HopLimit: 64, PortNum: 1, SGIDIndex: uint8(s.gid)}}
 	if err := q.qp.Modify(&rtr, verbs.AttrState|verbs.AttrAV|verbs.AttrPathMTU|verbs.AttrDestQPN|
 		verbs.AttrRQPSN|verbs.AttrMaxDestRdAtomic|verbs.AttrMinRNRTimer); err != nil {
 		return fmt.Errorf("perf: QP %d to RTR: %w", i, err)
 	}
-	rts := verbs.QPAttr{State: verbs.QPSRTS, SQPSN: q.psn, Timeout: uint8(s.cfg.QPTimeout), RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: rd}
+	rts := verbs.QPAttr{State: verbs.QPSRTS, SQPSN: q.psn, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: rd}
 	if err := q.qp.Modify(&rts, verbs.AttrState|verbs.AttrSQPSN|verbs.AttrTimeout|verbs.AttrRetryCnt|
 		verbs.AttrRNRRetry|verbs.AttrMaxQPRdAtomic); err != nil {
 		return fmt.Errorf("perf: QP %d to RTS: %w", i, err)
