@@ -9,6 +9,7 @@ package perf
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/rnic/rnic/nic/ibv"
 )
@@ -31,9 +32,11 @@ func clientSteps(ctx context.Context, r *resolved, s *side, ch *channel, res *Re
 	}
 	s.serverFirst = !rnic
 	res.MTU = r.mtu.Bytes()
+	t0 := time.Now()
 	if err := s.clientConnect(ch, res); err != nil {
 		return nil, err
 	}
+	res.ConnectSeconds = time.Since(t0).Seconds()
 	if err := s.postClientRecvs(r); err != nil {
 		return nil, err
 	}

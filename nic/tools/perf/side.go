@@ -65,6 +65,11 @@ type side struct {
 	rcq  ibv.CQ
 	qps  []*qpSide
 	byQP map[uint32]int // QPN → index in qps
+	// outReads is the READs and atomics a QP takes in and has in flight
+	// (its max_dest_rd_atomic and the cap of its max_rd_atomic):
+	// perftest's 128, less when the QPs' responder resources together
+	// would exceed the device's max_res_rd_atom.
+	outReads int
 	// seed tells this side's data pattern from the peer's.
 	seed byte
 	// recvFirst and recvLast: when receiveAll first and last found
@@ -109,7 +114,8 @@ func openSide(r *resolved, n ibv.Device, addr netip.Addr, spec sideSpec) (_ *sid
 	if err := r.checkLimits(limitsOf("device "+n.Name(), n.Query())); err != nil {
 		return nil, err
 	}
-	s := &side{name: spec.name, cfg: r, dev: n, byQP: map[uint32]int{}, seed: spec.seed}
+	s := &side{name: spec.name, cfg: r, dev: n, byQP: map[uint32]int{}, seed: spec.seed,
+		outReads: fitOutReads(n.Query(), r.QPs)}
 	defer func() {
 		if err != nil {
 			s.close()
@@ -238,7 +244,7 @@ func (s *side) mtuFigure() int {
 // every READ whatever the test.
 func (s *side) key(i int) Key {
 	q := s.qps[i]
-	k := Key{OutReads: maxOutReads, QPN: q.qp.QPN(), PSN: q.psn, RKey: s.mr.RKey(), VAddr: q.dva}
+	k := Key{OutReads: uint16(s.outReads), QPN: q.qp.QPN(), PSN: q.psn, RKey: s.mr.RKey(), VAddr: q.dva}
 	switch {
 	case s.iw != nil:
 		k.PSN = 0
@@ -263,12 +269,12 @@ func (s *side) connect(i int, peer Key) error {
 	if s.cfg.UD {
 		return s.connectUD(i, peer)
 	}
-	rd := uint8(min(int(peer.OutReads), maxOutReads))
+	rd := uint8(min(int(peer.OutReads), s.outReads))
 	if rd == 0 {
 		rd = 1
 	}
 	rtr := verbs.QPAttr{State: verbs.QPSRTR, PathMTU: s.cfg.mtu, DestQPN: peer.QPN, RQPSN: peer.PSN,
-		MaxDestRdAtomic: maxOutReads, MinRNRTimer: 12,
+		MaxDestRdAtomic: uint8(s.outReads), MinRNRTimer: 12,
 		AV: verbs.AddressVector{DGID: netip.AddrFrom16(peer.GID), HopLimit: 64, PortNum: 1, SGIDIndex: uint8(s.gid)}}
 	if err := q.qp.Modify(&rtr, verbs.AttrState|verbs.AttrAV|verbs.AttrPathMTU|verbs.AttrDestQPN|
 		verbs.AttrRQPSN|verbs.AttrMaxDestRdAtomic|verbs.AttrMinRNRTimer); err != nil {
