@@ -98,19 +98,13 @@ func clientPreamble(r *resolved, ch *channel) (rnic bool, err error) {
 	return rnic, nil
 }
 
-// clientConnect trades each QP's key with the server and connects it.
+// clientConnect trades every QP's key with the server and connects them.
 func (s *side) clientConnect(ch *channel, res *Result) error {
-	for i := range s.qps {
-		k := s.key(i)
-		peer, err := ch.xchgKey(true, k)
-		if err != nil {
-			return err
-		}
-		if err := s.connect(i, peer); err != nil {
-			return err
-		}
-		res.Client, res.Server = append(res.Client, k), append(res.Server, peer)
+	own, peers, err := s.xchgKeys(ch)
+	if err != nil {
+		return err
 	}
+	res.Client, res.Server = own, peers
 	return nil
 }
 

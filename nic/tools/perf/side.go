@@ -260,6 +260,24 @@ func (s *side) key(i int) Key {
 	return k
 }
 
+// xchgKeys trades every QP's key with the peer over ch and connects each
+// QP to the peer's; it returns this side's keys and the peer's.
+func (s *side) xchgKeys(ch *channel) (own, peers []Key, err error) {
+	own = make([]Key, len(s.qps))
+	for i := range own {
+		own[i] = s.key(i)
+	}
+	if peers, err = ch.xchgKeys(own); err != nil {
+		return nil, nil, err
+	}
+	for i, peer := range peers {
+		if err := s.connect(i, peer); err != nil {
+			return nil, nil, err
+		}
+	}
+	return own, peers, nil
+}
+
 // connect takes QP i to RTR and RTS towards the peer's key, with
 // perftest's attributes (min_rnr_timer 12, timeout 14, retry 7, RNR retry
 // 7) and as many outstanding READs and atomics as both sides allow.
