@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -84,6 +85,20 @@ func TestManyQPsRun(t *testing.T) {
 		}
 		if res.ConnectSeconds <= 0 {
 			t.Errorf("%s: connect time %v", op, res.ConnectSeconds)
+		}
+	}
+}
+
+// TestPatternsFill: the copied fill is the byte-by-byte pattern, for
+// regions shorter and longer than its period and QPs sharing a low byte.
+func TestPatternsFill(t *testing.T) {
+	p := &patterns{seed: 0x5a}
+	for _, c := range []struct{ qp, n int }{{0, 100}, {1, 65536}, {257, 65536}, {3, 200000}, {259, 70000}, {1, 10}} {
+		got, want := make([]byte, c.n), make([]byte, c.n)
+		p.fill(got, c.qp)
+		fillPattern(want, p.seed, c.qp)
+		if !bytes.Equal(got, want) {
+			t.Errorf("QP %d, %d bytes: the copied pattern differs", c.qp, c.n)
 		}
 	}
 }

@@ -167,6 +167,7 @@ func openSide(r *resolved, n ibv.Device, addr netip.Addr, spec sideSpec) (_ *sid
 // its source filled with the side's pattern.
 func (s *side) createQPs(reg, grh int) error {
 	r, n := s.cfg, s.dev
+	pat := &patterns{seed: s.seed}
 	caps := verbs.QPCap{MaxSendWR: uint32(r.TxDepth), MaxRecvWR: uint32(r.recvDepth()), MaxSendSGE: 1, MaxRecvSGE: 1}
 	for i := 0; i < r.QPs; i++ {
 		typ := verbs.QPTypeRC
@@ -193,7 +194,7 @@ func (s *side) createQPs(reg, grh int) error {
 		if err := qp.Modify(&init, mask); err != nil {
 			return fmt.Errorf("perf: QP %d to INIT: %w", i, err)
 		}
-		fillPattern(q.src, s.seed, i)
+		pat.fill(q.src, i)
 	}
 	return nil
 }
