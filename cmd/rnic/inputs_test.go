@@ -16,11 +16,14 @@ func TestInputsValidated(t *testing.T) {
 	}{
 		{[]string{"perf", "-s", "0"}, "rnic perf: -s/--size 0: must be 1..1073741824 (rnic help perf)"},
 		{[]string{"perf", "-n", "0"}, "-n/--iters 0: must be 1..67108864"},
-		{[]string{"perf", "--qps", "-1"}, "-q/--qps -1: must be 1..1024"},
-		{[]string{"perf", "send_bw", "--qps", "64", "-n", "1"},
+		{[]string{"perf", "--qps", "-1"}, "-q/--qps -1: must be 1..32766"},
+		{[]string{"perf", "--qps", "32767"}, "-q/--qps 32767: must be 1..32766"},
+		{[]string{"perf", "--inflight", "0"}, "--inflight 0: must be 1..1073741824"},
+		// A depth given is kept and checked; one left at the default fits.
+		{[]string{"perf", "send_bw", "--qps", "64", "-r", "512", "-n", "1"},
 			"rnic perf: bad configuration: -q/--qps 64 × -r/--rx-depth 512 needs a receive CQ of 32769 entries, " +
 				"the rnic NIC allows 32767 (max_cqe): at most 63 QPs at this depth"},
-		{[]string{"perf", "--qps", "256", "-n", "1"}, "-q/--qps 256 × -t/--tx-depth 128 needs a send CQ of 32769 entries"},
+		{[]string{"perf", "--qps", "256", "-t", "128", "-n", "1"}, "-q/--qps 256 × -t/--tx-depth 128 needs a send CQ of 32769 entries"},
 		{[]string{"perf", "nosuch_bw"}, `rnic perf: no test "nosuch_bw": write_bw, read_bw,`},
 		{[]string{"pingpong", "-s", "0"}, "rnic pingpong: -s/--size 0: must be 1..2147483648"},
 		{[]string{"pingpong", "-s", "4294967297"}, "-s/--size 4294967297: must be 1..2147483648"},

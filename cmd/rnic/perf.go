@@ -155,11 +155,12 @@ func newPerfFlags(cfg *perf.Config) (*pflag.FlagSet, *perfFlags) {
 	fs.StringVarP(&f.atomicType, "atomic-type", "A", string(perf.FetchAndAdd), "atomic operation: CMP_AND_SWAP or FETCH_AND_ADD")
 	fs.IntVarP(&cfg.Size, "size", "s", 0, "message size in bytes (default 65536 for bw, 2 for lat; atomics: 8)")
 	fs.IntVarP(&cfg.Iters, "iters", "n", 0, "operations per QP (default 5000 for bw, 1000 for lat)")
-	fs.IntVarP(&cfg.QPs, "qps", "q", perf.DefaultQPs, "number of QP pairs, 1..1024; their CQs must fit the device's max_cqe (rnic: 32767): qps × tx-depth, and for SEND qps × rx-depth")
+	fs.IntVarP(&cfg.QPs, "qps", "q", perf.DefaultQPs, fmt.Sprintf("number of QP pairs, 1..%d, traffic spread over all (--iters is per QP); each side's QPs share one send CQ and one receive CQ, which must fit the device's max_cqe (rnic: 32767): qps × tx-depth, and for SEND qps × rx-depth", perf.MaxQPs))
 	fs.IntVarP(&cfg.MTU, "mtu", "m", perf.DefaultMTU, "path MTU: 256, 512, 1024, 2048 or 4096")
-	fs.IntVarP(&cfg.TxDepth, "tx-depth", "t", perf.DefaultTxDepth, "outstanding send WRs per QP (bw)")
-	fs.IntVarP(&cfg.RxDepth, "rx-depth", "r", perf.DefaultRxDepth, "receives kept posted per QP (send)")
+	fs.IntVarP(&cfg.TxDepth, "tx-depth", "t", 0, fmt.Sprintf("outstanding send WRs per QP (bw; default %d, or 32766/qps when more QPs would overflow the CQ)", perf.DefaultTxDepth))
+	fs.IntVarP(&cfg.RxDepth, "rx-depth", "r", 0, fmt.Sprintf("receives kept posted per QP (send; default %d, or 32766/qps when more QPs would overflow the CQ)", perf.DefaultRxDepth))
 	fs.IntVarP(&cfg.CQMod, "cq-mod", "Q", perf.DefaultCQMod, "signal one send WR in this many (bw)")
+	fs.IntVar(&cfg.Inflight, "inflight", 0, fmt.Sprintf("most send WRs outstanding over all QPs (bw; default: tx-depth, or more up to %d packets on the wire): rnic, like RoCE, relies on a lossless link, and many QPs sending at once overflow the receiving socket until their retries run out; the QPs take turns, each within its tx-depth", perf.InflightPackets))
 	fs.BoolVar(&cfg.JSON, "json", false, "print one JSON object instead of the table")
 	fs.BoolVar(&cfg.NoRaw, "no-raw", false, "skip the raw UDP (with --iwarp: TCP) measurement")
 	fs.BoolVar(&cfg.IWARP, "iwarp", false, "iWARP over TCP instead of RoCEv2 over UDP (server and client alike)")
@@ -300,10 +301,11 @@ func (f *perfFlags) taps(cfg *perf.Config) error {
 var perfBounds = []bound{
 	{"size", 1, 1 << 30},
 	{"iters", 1, 1 << 26},
-	{"qps", 1, 1024},
+	{"qps", 1, perf.MaxQPs},
 	{"tx-depth", 1, 1 << 14},
 	{"rx-depth", 1, 1 << 14},
 	{"cq-mod", 1, 1 << 14},
+	{"inflight", 1, 1 << 30},
 	{"port", 1, 65535},
 	{"iwarp-port", 0, 65535},
 	{"gid-index", 0, 255},

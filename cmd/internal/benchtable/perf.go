@@ -60,7 +60,7 @@ func (b *bench) perfRows() []row {
 		res, err := b.perf(args)
 		rows = append(rows, perfRow(s.name, res, err, rawName(s.args)))
 	}
-	return rows
+	return append(rows, b.qpsRow())
 }
 
 func rawName(args []string) string {

@@ -42,8 +42,9 @@ type channel struct {
 func newChannel(conn net.Conn) *channel { return &channel{conn: conn, r: bufio.NewReader(conn)} }
 
 // maxLine bounds a JSON message, so a confused peer cannot make us buffer
-// without end.
-const maxLine = 1 << 20
+// without end. The server's report carries every QP's keys, about 300
+// bytes a QP: 32 MiB holds MaxQPs of them with room to spare.
+const maxLine = 32 << 20
 
 // send writes v as one line of JSON.
 func (c *channel) send(v any) error {

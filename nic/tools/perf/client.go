@@ -9,6 +9,7 @@ package perf
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/rnic/rnic/nic/ibv"
 )
@@ -31,9 +32,11 @@ func clientSteps(ctx context.Context, r *resolved, s *side, ch *channel, res *Re
 	}
 	s.serverFirst = !rnic
 	res.MTU = r.mtu.Bytes()
+	t0 := time.Now()
 	if err := s.clientConnect(ch, res); err != nil {
 		return nil, err
 	}
+	res.ConnectSeconds = time.Since(t0).Seconds()
 	if err := s.postClientRecvs(r); err != nil {
 		return nil, err
 	}
@@ -95,19 +98,13 @@ func clientPreamble(r *resolved, ch *channel) (rnic bool, err error) {
 	return rnic, nil
 }
 
-// clientConnect trades each QP's key with the server and connects it.
+// clientConnect trades every QP's key with the server and connects them.
 func (s *side) clientConnect(ch *channel, res *Result) error {
-	for i := range s.qps {
-		k := s.key(i)
-		peer, err := ch.xchgKey(true, k)
-		if err != nil {
-			return err
-		}
-		if err := s.connect(i, peer); err != nil {
-			return err
-		}
-		res.Client, res.Server = append(res.Client, k), append(res.Server, peer)
+	own, peers, err := s.xchgKeys(ch)
+	if err != nil {
+		return err
 	}
+	res.Client, res.Server = own, peers
 	return nil
 }
 

@@ -406,6 +406,7 @@ func cmClient(ctx context.Context, r *resolved, s *side, ch *cmChannel, link cmL
 		return nil, err
 	}
 	res.MTU = s.mtuFigure()
+	t0 := time.Now()
 	for i := range s.qps {
 		if err := link.connect(ctx, s.qps[i].qp, true); err != nil {
 			return nil, fmt.Errorf("perf: QP %d: %w", i, err)
@@ -416,6 +417,7 @@ func cmClient(ctx context.Context, r *resolved, s *side, ch *cmChannel, link cmL
 		return nil, err
 	}
 	res.Client, res.Server = keys, peers
+	res.ConnectSeconds = time.Since(t0).Seconds()
 	s.serverFirst = true
 	if r.usesCredits() {
 		s.sendCredit = ch.sendCredits(r)

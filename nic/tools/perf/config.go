@@ -61,10 +61,21 @@ const (
 	DefaultQPs      = 1
 	// DefaultMTU is the port's active MTU, which perftest uses unless told:
 	// the embedded NIC has a jumbo link, so 4096.
-	DefaultMTU      = 4096
-	DefaultTxDepth  = 128 // perftest's tx_depth for bw tests
-	DefaultRxDepth  = 512 // perftest's rx_depth for send tests (UD: see udRxDepth)
-	DefaultCQMod    = 100 // perftest's CQ moderation
+	DefaultMTU     = 4096
+	DefaultTxDepth = 128 // perftest's tx_depth for bw tests
+	DefaultRxDepth = 512 // perftest's rx_depth for send tests (UD: see udRxDepth)
+	DefaultCQMod   = 100 // perftest's CQ moderation
+	// MaxQPs is the most QP pairs a test has: every QP needs one entry
+	// of the send CQ that all of a side's QPs share, which holds at most
+	// maxCQE−1 (one is spare).
+	MaxQPs = maxCQE - 1
+	// InflightPackets is the packets the default Inflight keeps on the
+	// wire over all QPs: about what the receiving socket's 4 MiB
+	// SO_RCVBUF holds. 255 QPs at depth 128 (each QP sending its 128-PSN
+	// window) lost a third of their packets to the socket and collapsed
+	// into RETRY_EXC_ERR; 10,000 QPs at 32 WRs of 64 KiB in flight lost
+	// none.
+	InflightPackets = 512
 	DefaultPort     = 18515
 	DefaultRDMAPort = 4791
 	// DefaultIWARPPort is the TCP port a two-process iWARP server's
@@ -98,6 +109,15 @@ type Config struct {
 	// CQMod signals every CQMod-th send WR (perftest's CQ moderation),
 	// capped at TxDepth.
 	CQMod int
+	// Inflight bounds the send WRs outstanding over all QPs in bw mode
+	// (0: the larger of TxDepth and the WRs of InflightPackets packets,
+	// so that one QP keeps its TxDepth). RoCE assumes a lossless link
+	// (PFC) and the engine has no NIC-wide congestion control: every QP
+	// sends its window at once, and hundreds of QPs doing so overflow the
+	// receiving socket, whose drops go-back-N turns into retries until
+	// RETRY_EXC_ERR. With the bound, the QPs take turns (each still at
+	// most TxDepth) and every QP carries its share.
+	Inflight int
 	// NoRaw skips the raw UDP measurement.
 	NoRaw bool
 	// UD runs a SEND test over UD QPs (perftest's -c UD): messages of at
@@ -485,10 +505,13 @@ func (c *Config) fillNumbers() {
 	fill(&c.Iters, DefaultItersBW, DefaultItersLat)
 	fill(&c.QPs, DefaultQPs, DefaultQPs)
 	fill(&c.MTU, DefaultMTU, DefaultMTU) // the embedded NIC's jumbo link allows 4096
-	fill(&c.TxDepth, DefaultTxDepth, DefaultTxDepth)
-	fill(&c.RxDepth, DefaultRxDepth, DefaultRxDepth)
+	fill(&c.TxDepth, fitDepth(DefaultTxDepth, c.QPs), fitDepth(DefaultTxDepth, c.QPs))
+	fill(&c.RxDepth, fitDepth(DefaultRxDepth, c.QPs), fitDepth(DefaultRxDepth, c.QPs))
 	fill(&c.CQMod, DefaultCQMod, DefaultCQMod)
 	c.CQMod = min(c.CQMod, c.TxDepth)
+	if c.Inflight == 0 {
+		c.Inflight = max(c.TxDepth, InflightPackets/max(c.packets(), 1))
+	}
 	if c.UD && c.RxDepth == DefaultRxDepth {
 		c.RxDepth = udRxDepth(c.Iters, c.QPs)
 	}
@@ -504,14 +527,16 @@ func (c *Config) checkNumbers() error {
 		return fmt.Errorf("%w: size %d, must be 1..2^30", ErrConfig, c.Size)
 	case c.Iters < 1 || c.Iters > 1<<26:
 		return fmt.Errorf("%w: iters %d, must be 1..2^26", ErrConfig, c.Iters)
-	case c.QPs < 1 || c.QPs > 1024:
-		return fmt.Errorf("%w: qps %d, must be 1..1024", ErrConfig, c.QPs)
+	case c.QPs < 1 || c.QPs > MaxQPs:
+		return fmt.Errorf("%w: qps %d, must be 1..%d", ErrConfig, c.QPs, MaxQPs)
 	case c.TxDepth < 1 || c.TxDepth > 1<<14:
 		return fmt.Errorf("%w: tx depth %d", ErrConfig, c.TxDepth)
 	case c.RxDepth < 1 || c.RxDepth > 1<<14:
 		return fmt.Errorf("%w: rx depth %d", ErrConfig, c.RxDepth)
 	case c.CQMod < 1:
 		return fmt.Errorf("%w: CQ moderation %d", ErrConfig, c.CQMod)
+	case c.Inflight < 1:
+		return fmt.Errorf("%w: inflight %d, must be at least 1", ErrConfig, c.Inflight)
 	case int64(c.QPs)*2*int64(region(c.Size)) > 4<<30:
 		return fmt.Errorf("%w: %d QPs × %d bytes need more than 4 GiB of buffers", ErrConfig, c.QPs, c.Size)
 	}
@@ -792,6 +817,17 @@ const udMaxRx = 16000
 // contended. The receive CQ of all QPs must stay within the device's
 // MaxCQE (rxe's 2^15-1).
 func udRxDepth(iters, qps int) int {
-	const maxCQE = 1<<15 - 1
 	return max(DefaultRxDepth, min(iters, udMaxRx, (maxCQE-1)/max(qps, 1)))
+}
+
+// maxCQE is the most entries a CQ of rnic's NIC (and rxe's) holds.
+const maxCQE = 1<<15 - 1
+
+// fitDepth is a depth left at the default def for a test of qps QPs: def,
+// or less when qps × def would not fit one CQ (all of a side's QPs share
+// its send CQ and its receive CQ), but at least 1. Many QPs at a smaller
+// depth still keep qps × depth WRs outstanding, far more than one QP at
+// the default; a depth given explicitly is kept and checked instead.
+func fitDepth(def, qps int) int {
+	return max(1, min(def, (maxCQE-1)/max(qps, 1)))
 }

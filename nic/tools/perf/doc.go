@@ -39,7 +39,15 @@
 //     bytes over the time from the first post to the last completion, BW
 //     peak the best rate over any run of consecutive operations, the
 //     message rate in millions per second. MB is 2^20 bytes, as perftest's
-//     MB/sec. For SEND the server keeps RxDepth receives posted; over UD
+//     MB/sec. All QPs of a side share one send CQ and one receive CQ, as
+//     perftest's, so a depth left at the default shrinks when QPs × depth
+//     would overflow max_cqe (10,000 QPs: 3 each); a depth given is kept
+//     and checked. Unlike perftest, perf bounds the WRs in flight over all
+//     QPs (Inflight, about 512 packets' worth, never below TxDepth): the
+//     engine has no congestion control and relies on a lossless link, as
+//     RoCE does, and thousands of QPs sending their windows at once
+//     overflow the receiving socket; the QPs take turns, and the result
+//     counts the QPs that completed all their operations. For SEND the server keeps RxDepth receives posted; over UD
 //     a depth left at the default posts every receive of the run up front
 //     (up to 16000 per QP), as perftest does, since a datagram that finds
 //     no receive is lost. A receiver that stalls names the NIC's loss

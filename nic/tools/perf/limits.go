@@ -64,3 +64,18 @@ func (c *Config) checkLimits(l devLimits) error {
 	}
 	return nil
 }
+
+// fitOutReads is a side's outReads for qps QPs on a device with attributes
+// a: maxOutReads, within the device's max_qp_rd_atom and its
+// max_res_rd_atom shared by all QPs (rxe's 0x3f000 holds 2016 QPs at 128),
+// and at least 1. A device that reports no limit is taken at its word.
+func fitOutReads(a nic.DeviceAttr, qps int) int {
+	n := maxOutReads
+	if a.MaxQPRdAtom > 0 {
+		n = min(n, a.MaxQPRdAtom)
+	}
+	if a.MaxResRdAtom > 0 {
+		n = min(n, a.MaxResRdAtom/max(qps, 1))
+	}
+	return max(n, 1)
+}

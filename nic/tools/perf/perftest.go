@@ -266,6 +266,38 @@ func (c *channel) xchgKey(client bool, k Key) (Key, error) {
 	return ParseKey(in[:])
 }
 
+// xchgKeys trades the key messages of every QP, own[i] for the peer's
+// i-th, in the order and format of n xchgKey calls, but without a round
+// trip per QP: all of own are written at once by a goroutine while the
+// peer's are read, so neither side's socket buffer has to hold the other's
+// keys (10,000 of them are ~1 MB each way). A perftest peer, which trades
+// them one by one, reads the same bytes.
+func (c *channel) xchgKeys(own []Key) ([]Key, error) {
+	out := make([]byte, 0, len(own)*KeyMsgSizeGID)
+	for _, k := range own {
+		m := k.MarshalGID()
+		out = append(out, m[:]...)
+	}
+	wrote := make(chan error, 1)
+	go func() { wrote <- c.write(out) }()
+	peers := make([]Key, len(own))
+	var in [KeyMsgSizeGID]byte
+	for i := range peers {
+		if err := c.readFixed(in[:]); err != nil {
+			return nil, err // the writer ends when the channel closes
+		}
+		k, err := ParseKey(in[:])
+		if err != nil {
+			return nil, err
+		}
+		peers[i] = k
+	}
+	if err := <-wrote; err != nil {
+		return nil, err
+	}
+	return peers, nil
+}
+
 // xchgReports trades bw reports field by field and returns the peer's.
 func (c *channel) xchgReports(client bool, own BWReport) (BWReport, error) {
 	out := own.fields()

@@ -48,6 +48,7 @@ func (s *side) measure(ctx context.Context, r *resolved, res *Result) error {
 			return err
 		}
 		st := bwStats(r.Size, t.posted, t.completed, r.CQMod)
+		st.QPsDone = t.qpsDone
 		res.BW = &st
 		return nil
 	}

@@ -44,6 +44,10 @@ func writeReport(w io.Writer, asJSON bool, res *Result, server bool) error {
 		b.WriteString(latRow(res.Size, res.Iters, res.Lat))
 	}
 	b.WriteString(resultLine)
+	if res.BW != nil && res.QPs > 1 {
+		fmt.Fprintf(&b, "qps: %d of %d completed all their operations; connected in %.3f s\n",
+			res.BW.QPsDone, res.QPs, res.ConnectSeconds)
+	}
 	if res.Check.Skipped != "" {
 		fmt.Fprintf(&b, "data check: skipped: %s\n", res.Check.Skipped)
 	}

@@ -57,6 +57,9 @@ type Result struct {
 	// RDMACM: the QPs were connected with rdma_cm (perftest's -R), which
 	// carried the side channel too.
 	RDMACM bool `json:"rdma_cm,omitempty"`
+	// ConnectSeconds is how long the client took to trade the QPs' keys
+	// with the server and connect them all (both sides' RTR and RTS).
+	ConnectSeconds float64 `json:"connect_seconds"`
 	// Client and Server are the two sides' key messages, QP by QP.
 	Client []Key `json:"client_keys"`
 	Server []Key `json:"server_keys"`

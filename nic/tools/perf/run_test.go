@@ -183,7 +183,7 @@ func TestNoRaw(t *testing.T) {
 func TestConfigErrors(t *testing.T) {
 	for _, cfg := range []Config{
 		{Op: "flush"}, {Mode: "both"}, {Op: OpAtomic, Size: 16}, {Op: OpAtomic, AtomicType: "SWAP"},
-		{MTU: 1500}, {Size: -1}, {QPs: 5000}, {Iters: -3}, {Port: 1 << 17},
+		{MTU: 1500}, {Size: -1}, {QPs: MaxQPs + 1}, {Iters: -3}, {Port: 1 << 17},
 		{Addr: loopback.Server}, // both NICs on one address
 		{Server: "::1"},
 	} {

@@ -108,19 +108,13 @@ func serveSteps(ctx context.Context, r *resolved, n ibv.Device, local netip.Addr
 	return serverEnd(ctx, r, s, ch, local)
 }
 
-// serverConnect trades each QP's key with the client and connects it.
+// serverConnect trades every QP's key with the client and connects them.
 func (s *side) serverConnect(ch *channel, own *Result) error {
-	for i := range s.qps {
-		k := s.key(i)
-		peer, err := ch.xchgKey(false, k)
-		if err != nil {
-			return err
-		}
-		if err := s.connect(i, peer); err != nil {
-			return err
-		}
-		own.Client, own.Server = append(own.Client, peer), append(own.Server, k)
+	keys, peers, err := s.xchgKeys(ch)
+	if err != nil {
+		return err
 	}
+	own.Client, own.Server = peers, keys
 	return nil
 }
 

@@ -65,6 +65,11 @@ type side struct {
 	rcq  ibv.CQ
 	qps  []*qpSide
 	byQP map[uint32]int // QPN → index in qps
+	// outReads is the READs and atomics a QP takes in and has in flight
+	// (its max_dest_rd_atomic and the cap of its max_rd_atomic):
+	// perftest's 128, less when the QPs' responder resources together
+	// would exceed the device's max_res_rd_atom.
+	outReads int
 	// seed tells this side's data pattern from the peer's.
 	seed byte
 	// recvFirst and recvLast: when receiveAll first and last found
@@ -109,7 +114,8 @@ func openSide(r *resolved, n ibv.Device, addr netip.Addr, spec sideSpec) (_ *sid
 	if err := r.checkLimits(limitsOf("device "+n.Name(), n.Query())); err != nil {
 		return nil, err
 	}
-	s := &side{name: spec.name, cfg: r, dev: n, byQP: map[uint32]int{}, seed: spec.seed}
+	s := &side{name: spec.name, cfg: r, dev: n, byQP: map[uint32]int{}, seed: spec.seed,
+		outReads: fitOutReads(n.Query(), r.QPs)}
 	defer func() {
 		if err != nil {
 			s.close()
@@ -161,6 +167,7 @@ func openSide(r *resolved, n ibv.Device, addr netip.Addr, spec sideSpec) (_ *sid
 // its source filled with the side's pattern.
 func (s *side) createQPs(reg, grh int) error {
 	r, n := s.cfg, s.dev
+	pat := &patterns{seed: s.seed}
 	caps := verbs.QPCap{MaxSendWR: uint32(r.TxDepth), MaxRecvWR: uint32(r.recvDepth()), MaxSendSGE: 1, MaxRecvSGE: 1}
 	for i := 0; i < r.QPs; i++ {
 		typ := verbs.QPTypeRC
@@ -187,7 +194,7 @@ func (s *side) createQPs(reg, grh int) error {
 		if err := qp.Modify(&init, mask); err != nil {
 			return fmt.Errorf("perf: QP %d to INIT: %w", i, err)
 		}
-		fillPattern(q.src, s.seed, i)
+		pat.fill(q.src, i)
 	}
 	return nil
 }
@@ -238,7 +245,7 @@ func (s *side) mtuFigure() int {
 // every READ whatever the test.
 func (s *side) key(i int) Key {
 	q := s.qps[i]
-	k := Key{OutReads: maxOutReads, QPN: q.qp.QPN(), PSN: q.psn, RKey: s.mr.RKey(), VAddr: q.dva}
+	k := Key{OutReads: uint16(s.outReads), QPN: q.qp.QPN(), PSN: q.psn, RKey: s.mr.RKey(), VAddr: q.dva}
 	switch {
 	case s.iw != nil:
 		k.PSN = 0
@@ -254,6 +261,24 @@ func (s *side) key(i int) Key {
 	return k
 }
 
+// xchgKeys trades every QP's key with the peer over ch and connects each
+// QP to the peer's; it returns this side's keys and the peer's.
+func (s *side) xchgKeys(ch *channel) (own, peers []Key, err error) {
+	own = make([]Key, len(s.qps))
+	for i := range own {
+		own[i] = s.key(i)
+	}
+	if peers, err = ch.xchgKeys(own); err != nil {
+		return nil, nil, err
+	}
+	for i, peer := range peers {
+		if err := s.connect(i, peer); err != nil {
+			return nil, nil, err
+		}
+	}
+	return own, peers, nil
+}
+
 // connect takes QP i to RTR and RTS towards the peer's key, with
 // perftest's attributes (min_rnr_timer 12, timeout 14, retry 7, RNR retry
 // 7) and as many outstanding READs and atomics as both sides allow.
@@ -263,12 +288,12 @@ func (s *side) connect(i int, peer Key) error {
 	if s.cfg.UD {
 		return s.connectUD(i, peer)
 	}
-	rd := uint8(min(int(peer.OutReads), maxOutReads))
+	rd := uint8(min(int(peer.OutReads), s.outReads))
 	if rd == 0 {
 		rd = 1
 	}
 	rtr := verbs.QPAttr{State: verbs.QPSRTR, PathMTU: s.cfg.mtu, DestQPN: peer.QPN, RQPSN: peer.PSN,
-		MaxDestRdAtomic: maxOutReads, MinRNRTimer: 12,
+		MaxDestRdAtomic: uint8(s.outReads), MinRNRTimer: 12,
 		AV: verbs.AddressVector{DGID: netip.AddrFrom16(peer.GID), HopLimit: 64, PortNum: 1, SGIDIndex: uint8(s.gid)}}
 	if err := q.qp.Modify(&rtr, verbs.AttrState|verbs.AttrAV|verbs.AttrPathMTU|verbs.AttrDestQPN|
 		verbs.AttrRQPSN|verbs.AttrMaxDestRdAtomic|verbs.AttrMinRNRTimer); err != nil {

@@ -26,6 +26,9 @@ type BWStats struct {
 	Ops         int64   `json:"ops"`
 	Bytes       int64   `json:"bytes"`
 	Seconds     float64 `json:"seconds"`
+	// QPsDone is how many QPs completed every one of their operations
+	// (the client's count; all of them in a run that succeeds).
+	QPsDone int `json:"qps_done"`
 }
 
 // bwStats computes the figures from the post and completion times (ns from
