@@ -33,13 +33,20 @@ func (r *requester) windowFull() bool {
 // lossWindow halves the window on a resend (a sequence-error NAK, an
 // implied NAK, a timeout).
 func (r *requester) lossWindow() {
+	if r.qp.s.cfg.FixedWindow {
+		return
+	}
 	r.ssthresh = max(r.window()/2, 1)
 	r.cwnd, r.grown = r.ssthresh, 0
 }
 
 // timeoutWindow restarts from one packet after a local ACK timeout: the
 // loss was not noticed by the peer's NAKs, so the path is congested.
-func (r *requester) timeoutWindow() { r.cwnd, r.grown = 1, 0 }
+func (r *requester) timeoutWindow() {
+	if !r.qp.s.cfg.FixedWindow {
+		r.cwnd, r.grown = 1, 0
+	}
+}
 
 // growWindow accounts for n newly acknowledged PSNs: a reduced window
 // grows by n below ssthresh and by one per window's worth above it, and is

@@ -49,6 +49,10 @@ type Config struct {
 	// DeferAcks coalesces ACKs across frames delivered one by one (see
 	// roce.Config.DeferAcks); for the simulated link.
 	DeferAcks bool
+	// FixedWindow keeps the QPs' windows whole whatever is lost (see
+	// roce.Config.FixedWindow); for the simulated link, whose losses are
+	// faults, not congestion.
+	FixedWindow bool
 	// UDPPort is the RoCEv2 port (4791 if zero); PeerPort gives peers'
 	// ports when they differ (see roce.Config).
 	UDPPort  uint16
@@ -98,7 +102,7 @@ func NewNIC(cfg Config) (*NIC, error) {
 		addrs = nic.WithLinkLocal(addrs, cfg.MAC)
 	}
 	scfg := roce.Config{Link: link, Clock: cfg.Clock, MAC: cfg.MAC, Addrs: addrs,
-		Resolve: cfg.Resolve, DeferAcks: cfg.DeferAcks, UDPPort: cfg.UDPPort, PeerPort: cfg.PeerPort}
+		Resolve: cfg.Resolve, DeferAcks: cfg.DeferAcks, FixedWindow: cfg.FixedWindow, UDPPort: cfg.UDPPort, PeerPort: cfg.PeerPort}
 	// The embedded mode's link keeps a socket per source port: QPs hold
 	// theirs so that destroying a QP closes it.
 	scfg.SourcePorts, _ = cfg.Link.(transport.SourcePorts)

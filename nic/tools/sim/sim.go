@@ -197,7 +197,7 @@ const firstVA = 0x7f5e_0000_0000
 // newNode opens RoCEv2 device n on its end of the simulated link.
 func (w *world) newNode(name string, ep transport.Endpoint, n byte) (*node, error) {
 	nd := &node{name: name, nextVA: firstVA, mac: [6]byte{0x02, 0x52, 0x4e, 0x49, 0x43, n}, addr: netip.AddrFrom4([4]byte{10, 0, 0, n})}
-	cfg := embedded.Config{Name: name, Addr: nd.addr, MAC: nd.mac, MTU: 9000, Link: ep, Clock: w.clk, DeferAcks: true,
+	cfg := embedded.Config{Name: name, Addr: nd.addr, MAC: nd.mac, MTU: 9000, Link: ep, Clock: w.clk, DeferAcks: true, FixedWindow: true,
 		Trace: w.cfg.Trace, Seed: deviceSeed(w.cfg.Seed, n)}
 	if te := w.cfg.TraceEvents; te != nil {
 		cfg.TraceEvents = func(e embedded.TraceEvent) { te(name, e) }
