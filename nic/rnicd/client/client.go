@@ -335,14 +335,21 @@ func closeFDs(fds []int) {
 	}
 }
 
-// mapRing maps a ring memfd the daemon sent (and closes it: the mapping
-// keeps its own).
+// mapRing maps a ring memfd the daemon sent and closes it: the mapping
+// stays, with no descriptor held for it.
 func mapRing(fd int, size uint64) (*memory.Shared, error) {
 	defer unix.Close(fd)
 	if size > 1<<40 {
 		return nil, fmt.Errorf("rnicd: ring of %d bytes: %w", size, proto.ErrMalformed)
 	}
-	return memory.MapShared(fd, int(size))
+	mem, err := memory.MapShared(fd, int(size))
+	if err != nil {
+		return nil, err
+	}
+	// The mapping is all the client needs: a descriptor per ring would
+	// spend the process's limit (one per QP and CQ).
+	mem.CloseFd()
+	return mem, nil
 }
 
 // Close closes the connection: the daemon frees every object of this

@@ -140,6 +140,9 @@ func handleCreateQP(s *Session, req *Request, rep *Reply) error {
 	s.insert(q)
 	q.d.start()
 	rep.Set(&proto.CreateQPReply{QP: q.h, QPN: qp.QPN(), Cap: qp.Cap(), Ring: layout}, q.mem.Fd(), bell.fd)
+	// The client maps the ring from its own copy of the memfd; the
+	// daemon keeps the mapping, not the descriptor.
+	rep.After(func() { q.mem.CloseFd() })
 	return nil
 }
 

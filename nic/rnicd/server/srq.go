@@ -102,5 +102,8 @@ func handleCreateSRQ(s *Session, req *Request, rep *Reply) error {
 	s.insert(o)
 	o.d.start()
 	rep.Set(&proto.CreateSRQReply{SRQ: o.h, Ring: layout}, o.mem.Fd(), bell.fd)
+	// The client maps the ring from its own copy of the memfd; the
+	// daemon keeps the mapping, not the descriptor.
+	rep.After(func() { o.mem.CloseFd() })
 	return nil
 }
