@@ -9,8 +9,8 @@ import (
 	"github.com/rnic/rnic/nic/verbs"
 )
 
-// openFDs counts this process's open descriptors.
-func openFDs(t *testing.T) int {
+// countFDs counts this process's open descriptors.
+func countFDs(t testing.TB) int {
 	t.Helper()
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
@@ -41,7 +41,7 @@ func TestRingsHoldNoDescriptors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := openFDs(t)
+	before := countFDs(t)
 	qps := make([]ibv.QP, 0, n)
 	for range n {
 		qp, err := dev.CreateQP(pd, ibv.QPInit{Type: verbs.QPTypeRC, SendCQ: cq, RecvCQ: cq,
@@ -51,7 +51,7 @@ func TestRingsHoldNoDescriptors(t *testing.T) {
 		}
 		qps = append(qps, qp)
 	}
-	grown := openFDs(t) - before
+	grown := countFDs(t) - before
 	t.Logf("%d QPs: %d descriptors (%.2f per QP, daemon and client)", n, grown, float64(grown)/n)
 	if grown > 2*n {
 		t.Errorf("%d QPs took %d descriptors, want at most %d (a doorbell on each side)", n, grown, 2*n)
@@ -61,7 +61,7 @@ func TestRingsHoldNoDescriptors(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if left := openFDs(t) - before; left > 0 {
+	if left := countFDs(t) - before; left > 0 {
 		t.Errorf("%d descriptors left after destroying the QPs", left)
 	}
 }
