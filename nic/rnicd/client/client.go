@@ -46,6 +46,7 @@ type Device struct {
 	attr nic.DeviceAttr
 	port nic.PortAttr
 	gids []netip.Addr
+	bell *sessionBell // the session doorbell, from version 3
 
 	wmu sync.Mutex // serialises writes to conn
 
@@ -99,7 +100,11 @@ func Open(spec ibv.Spec) (*Device, error) {
 		events: make(chan ibv.Event, nic.DefaultEventQueueLen), gone: make(chan struct{}), readDone: make(chan struct{})}
 	go d.read()
 	var rep proto.OpenReply
-	if _, err := d.call(proto.OpOpen, &proto.OpenReq{Version: proto.Version, Name: spec.Name}, nil, &rep); err != nil {
+	fds, err := d.call(proto.OpOpen, &proto.OpenReq{Version: proto.Version, Name: spec.Name}, nil, &rep)
+	if err == nil {
+		d.bell, err = openBell(fds)
+	}
+	if err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -309,6 +314,9 @@ func (d *Device) releaseAll() {
 	}
 	for _, c := range cqs {
 		c.release()
+	}
+	if d.bell != nil {
+		d.bell.close() // every QP and SRQ is retired: none rings it
 	}
 }
 

@@ -17,9 +17,12 @@ import (
 // OpOpen; the daemon answers in the client's version, from MinVersion on.
 // Version 2 adds the device's transport and node type to OpenReply (an
 // iWARP NIC is an RNIC on iWARP transport); version 1 clients (the C
-// libraries so far) get the reply without them.
+// libraries before) get the reply without them. Version 3 adds the
+// session doorbell (bell.go): OpenReply carries its memory and eventfd, a
+// work ring names its bit, and CREATE_QP and CREATE_SRQ replies carry the
+// ring memory alone, with no doorbell eventfd per object.
 const (
-	Version    = 2
+	Version    = 3
 	MinVersion = 1
 )
 

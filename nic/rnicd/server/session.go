@@ -28,7 +28,8 @@ type Session struct {
 	cred unix.Ucred
 	comm string // /proc/PID/comm at connect
 
-	dev *device // set by OPEN
+	dev  *device      // set by OPEN
+	bell *sessionBell // set by OPEN from version 3
 
 	mu      sync.RWMutex
 	next    uint32
@@ -329,6 +330,9 @@ func (s *Session) reap() {
 				st.reapedPDs.Add(1)
 			}
 		}
+	}
+	if s.bell != nil {
+		s.bell.close()
 	}
 	if s.dev != nil {
 		s.dev.detach(s)
