@@ -40,6 +40,7 @@ type sessionBell struct {
 	mem  *memory.Shared
 	view *proto.SessionBell
 	efd  *eventfd
+	done chan struct{} // closed when run returns
 
 	mu     sync.RWMutex
 	wakers []*bellWaker // by bell; nil when free
@@ -61,13 +62,14 @@ func newSessionBell() (*sessionBell, error) {
 		mem.Close()
 		return nil, err
 	}
-	b := &sessionBell{mem: mem, view: view, efd: efd}
+	b := &sessionBell{mem: mem, view: view, efd: efd, done: make(chan struct{})}
 	go b.run()
 	return b, nil
 }
 
 // run wakes the drainers whose bells the client rang, until close.
 func (b *sessionBell) run() {
+	defer close(b.done)
 	for b.efd.wait(0) == nil {
 		b.view.Take(b.ring)
 	}
@@ -111,9 +113,11 @@ func (b *sessionBell) remove(w *bellWaker) {
 	b.mu.Unlock()
 }
 
-// close ends the bell loop and frees the memory.
+// close ends the bell loop and then (it may be reading the bitmap) frees
+// the memory.
 func (b *sessionBell) close() {
 	b.efd.close()
+	<-b.done
 	b.mem.Close()
 }
 
