@@ -163,6 +163,7 @@ struct rnic_conn {
 	uint32_t seq;
 	int dead;
 	int fatal_sent;
+	int lost_fds; /* the last message received lost its descriptors (MSG_CTRUNC) */
 	struct rnic_event evq[RNIC_EVQ];
 	unsigned evq_head, evq_len;
 	uint8_t rx[RNIC_MAX_MSG];

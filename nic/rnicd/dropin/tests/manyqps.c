@@ -3,13 +3,39 @@
  * QP costs the program no descriptor (its ring memfd is closed once
  * mapped; its drainer is rung through the session doorbell). Then a pair
  * created after them, whose bells lie beyond the first bitmap words, is
- * connected and an RDMA WRITE goes through it. */
+ * connected and an RDMA WRITE goes through it. A CQ still costs a
+ * descriptor (its notify eventfd): creating CQs past the limit fails with
+ * EMFILE (the reply's descriptors could not be received) rather than
+ * hanging the call that waits for it. */
 #include "corners.h"
 
 #include <sys/resource.h>
 
 #define NQPS 1000
 #define SOFT_NOFILE 256
+
+/* cqs_past_the_limit creates CQs until one fails: with EMFILE, near the
+ * limit; the context still works after it. */
+static void cqs_past_the_limit(struct ibv_context *ctx)
+{
+	static struct ibv_cq *cqs[2 * SOFT_NOFILE];
+	struct ibv_cq *after;
+	int n, err = 0;
+
+	for (n = 0; n < 2 * SOFT_NOFILE; n++)
+		if (!(cqs[n] = ibv_create_cq(ctx, 4, NULL, NULL, 0))) {
+			err = errno;
+			break;
+		}
+	check(n < 2 * SOFT_NOFILE && err == EMFILE, "CQ %d past the descriptor limit fails with EMFILE (%s)", n,
+	      strerror(err));
+	while (n > 0)
+		ibv_destroy_cq(cqs[--n]);
+	after = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+	check(after != NULL, "a CQ again once descriptors are free");
+	if (after)
+		ibv_destroy_cq(after);
+}
 
 void test_manyqps(const char *d0, const char *d1)
 {
@@ -50,6 +76,7 @@ void test_manyqps(const char *d0, const char *d1)
 	      n, st);
 	ibv_dereg_mr(smr);
 	ibv_dereg_mr(dmr);
+	cqs_past_the_limit(a.ctx);
 	while (n > 0)
 		if (ibv_destroy_qp(qps[--n]))
 			check(0, "destroy QP %d", n);
