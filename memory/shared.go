@@ -20,6 +20,7 @@ import (
 type Shared struct {
 	mem      []byte
 	fd       int
+	fdClosed bool         // guarded by registry.mu
 	refs     atomic.Int64 // 1 for the owner until Close, plus one per registration using it
 	closed   bool         // guarded by registry.mu
 	unmapped atomic.Bool
@@ -65,10 +66,26 @@ func (s *Shared) Len() int { return len(s.mem) }
 // Fd returns the file descriptor of the memory, to pass to another process
 // (which maps it with MapShared), or -1 once unmapped. It stays owned by s.
 func (s *Shared) Fd() int {
-	if s.unmapped.Load() {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	if s.unmapped.Load() || s.fdClosed {
 		return -1
 	}
 	return s.fd
+}
+
+// CloseFd closes the descriptor of the memory and keeps the mapping: once
+// every process that needs the memory has mapped it, holding a descriptor
+// per mapping would only spend the process's descriptor limit (a daemon
+// serving 10,000 QPs has that many rings). Fd returns -1 from now on.
+func (s *Shared) CloseFd() error {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	if s.fdClosed || s.unmapped.Load() {
+		return nil
+	}
+	s.fdClosed = true
+	return closeFd(s.fd)
 }
 
 // Close gives up the owner's use of s. The mapping and fd are released at

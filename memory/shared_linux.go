@@ -73,11 +73,24 @@ func mapFd(fd, size int) (*Shared, error) {
 
 func (s *Shared) unmap() error {
 	err := unix.Munmap(s.mem)
-	if cerr := unix.Close(s.fd); err == nil {
-		err = cerr
+	registry.mu.Lock()
+	fdOpen := !s.fdClosed
+	s.fdClosed = true
+	registry.mu.Unlock()
+	if fdOpen {
+		if cerr := unix.Close(s.fd); err == nil {
+			err = cerr
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("memory: unmap shared: %w", err)
+	}
+	return nil
+}
+
+func closeFd(fd int) error {
+	if err := unix.Close(fd); err != nil {
+		return fmt.Errorf("memory: close shared fd: %w", err)
 	}
 	return nil
 }

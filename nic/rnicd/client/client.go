@@ -46,6 +46,7 @@ type Device struct {
 	attr nic.DeviceAttr
 	port nic.PortAttr
 	gids []netip.Addr
+	bell *sessionBell // the session doorbell, from version 4
 
 	wmu sync.Mutex // serialises writes to conn
 
@@ -99,7 +100,11 @@ func Open(spec ibv.Spec) (*Device, error) {
 		events: make(chan ibv.Event, nic.DefaultEventQueueLen), gone: make(chan struct{}), readDone: make(chan struct{})}
 	go d.read()
 	var rep proto.OpenReply
-	if _, err := d.call(proto.OpOpen, &proto.OpenReq{Version: proto.Version, Name: spec.Name}, nil, &rep); err != nil {
+	fds, err := d.call(proto.OpOpen, &proto.OpenReq{Version: proto.Version, Name: spec.Name}, nil, &rep)
+	if err == nil {
+		d.bell, err = openBell(fds)
+	}
+	if err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -310,6 +315,9 @@ func (d *Device) releaseAll() {
 	for _, c := range cqs {
 		c.release()
 	}
+	if d.bell != nil {
+		d.bell.close() // every QP and SRQ is retired: none rings it
+	}
 }
 
 func parseRights(oob []byte) []int {
@@ -335,14 +343,21 @@ func closeFDs(fds []int) {
 	}
 }
 
-// mapRing maps a ring memfd the daemon sent (and closes it: the mapping
-// keeps its own).
+// mapRing maps a ring memfd the daemon sent and closes it: the mapping
+// stays, with no descriptor held for it.
 func mapRing(fd int, size uint64) (*memory.Shared, error) {
 	defer unix.Close(fd)
 	if size > 1<<40 {
 		return nil, fmt.Errorf("rnicd: ring of %d bytes: %w", size, proto.ErrMalformed)
 	}
-	return memory.MapShared(fd, int(size))
+	mem, err := memory.MapShared(fd, int(size))
+	if err != nil {
+		return nil, err
+	}
+	// The mapping is all the client needs: a descriptor per ring would
+	// spend the process's limit (one per QP and CQ).
+	mem.CloseFd()
+	return mem, nil
 }
 
 // Close closes the connection: the daemon frees every object of this

@@ -10,8 +10,9 @@
 // Control verbs (create, modify, query, destroy) are round trips on the
 // control socket. PostSend, PostRecv and Poll are not: a WQE is written
 // into the QP's send or receive ring and the producer index published,
-// with a doorbell write (one eventfd write) only when the daemon's drainer
-// sleeps; completions are read from the CQ's ring. None allocates.
+// with a doorbell (a bit in the session's doorbell, one eventfd write)
+// only when the daemon's drainer sleeps; completions are read from the
+// CQ's ring. None allocates.
 //
 // Memory: RegMR takes only memory from AllocBuffer (the daemon must be
 // able to map it); MRs are registered at the buffer's own addresses, so

@@ -4,8 +4,6 @@
 package client
 
 import (
-	"golang.org/x/sys/unix"
-
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
 )
@@ -13,7 +11,7 @@ import (
 // QPRings returns a QP's rings and a function ringing its doorbell.
 func QPRings(qp ibv.QP) (*proto.WorkRings, func()) {
 	q := qp.(*QP)
-	return q.rings, func() { unix.Write(q.bell, q.one[:]) }
+	return q.rings, func() { q.d.bell.ring(q.bell) }
 }
 
 // CQRing returns a CQ's ring.

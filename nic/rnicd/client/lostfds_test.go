@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/client"
 	"github.com/rnic/rnic/nic/rnicd/proto"
@@ -39,16 +42,37 @@ func fakeDaemon(t *testing.T, answer func(h proto.Header) []byte) string {
 				continue
 			}
 			rh := proto.Header{Op: h.Op, Kind: proto.KindReply, Seq: h.Seq}
-			msg := proto.AppendMessage(nil, rh, &proto.OpenReply{Version: proto.Version, Name: "fake"})
-			if h.Op != proto.OpOpen {
-				msg = answer(rh)
+			if h.Op == proto.OpOpen {
+				if sendOpenReply(c, rh) != nil {
+					return
+				}
+				continue
 			}
-			if _, err := c.Write(msg); err != nil {
+			if _, err := c.Write(answer(rh)); err != nil {
 				return
 			}
 		}
 	}()
 	return path
+}
+
+// sendOpenReply answers OPEN with a session doorbell (its memory and
+// eventfd, as a version 4 daemon sends them).
+func sendOpenReply(c *net.UnixConn, rh proto.Header) error {
+	mem, err := memory.NewShared(proto.BellAreaLen)
+	if err != nil {
+		return err
+	}
+	defer mem.Close()
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(efd)
+	rh.NFDs = 2
+	msg := proto.AppendMessage(nil, rh, &proto.OpenReply{Version: proto.Version, Name: "fake"})
+	_, _, err = c.WriteMsgUnix(msg, unix.UnixRights(mem.Fd(), efd), nil)
+	return err
 }
 
 // A reply whose descriptors did not arrive (what the kernel does when the

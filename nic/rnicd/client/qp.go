@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
@@ -28,8 +26,7 @@ type QP struct {
 	srq   *SRQ
 	mem   *memory.Shared
 	rings *proto.WorkRings
-	bell  int     // doorbell eventfd; closed by release, after which no post runs
-	one   [8]byte // the doorbell increment, kept here so a write allocates nothing
+	bell  uint32 // the QP's bit in the session doorbell
 
 	sqMu   sync.Mutex
 	sqProd uint32
@@ -75,7 +72,7 @@ func (d *Device) CreateQP(pd ibv.PD, init ibv.QPInit) (ibv.QP, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := &QP{d: d, h: rep.QP, qpn: rep.QPN, typ: init.Type, cap: rep.Cap, pd: p, srq: srq, bell: -1, one: [8]byte{1}}
+	q := &QP{d: d, h: rep.QP, qpn: rep.QPN, typ: init.Type, cap: rep.Cap, pd: p, srq: srq}
 	if err := q.setup(&rep, fds); err != nil {
 		d.call(proto.OpDestroyQP, &proto.Handle{H: rep.QP}, nil, &proto.Empty{})
 		return nil, err
@@ -90,34 +87,35 @@ func (d *Device) CreateQP(pd ibv.PD, init ibv.QPInit) (ibv.QP, error) {
 }
 
 func (q *QP) setup(rep *proto.CreateQPReply, fds []int) (err error) {
-	q.mem, q.rings, q.bell, err = mapWorkRings("CREATE_QP", rep.Ring, fds)
+	q.mem, q.rings, err = mapWorkRings("CREATE_QP", rep.Ring, fds)
+	if err == nil {
+		q.bell = q.rings.Bell.Load()
+	}
 	return err
 }
 
 // mapWorkRings maps the send/receive rings of a CREATE_QP or CREATE_SRQ
-// reply (descriptors: the ring memory, the doorbell eventfd) and returns
-// them with the doorbell, or closes every descriptor and fails.
-func mapWorkRings(op string, l proto.RingLayout, fds []int) (*memory.Shared, *proto.WorkRings, int, error) {
-	if len(fds) != 2 {
+// reply (descriptors: the ring memory; the rings name the object's bell in
+// the session doorbell), or closes every descriptor and fails.
+func mapWorkRings(op string, l proto.RingLayout, fds []int) (*memory.Shared, *proto.WorkRings, error) {
+	if len(fds) != 1 {
 		closeFDs(fds)
-		return nil, nil, -1, fmt.Errorf("rnicd: %s reply with %d descriptors: %w", op, len(fds), proto.ErrMalformed)
+		return nil, nil, fmt.Errorf("rnicd: %s reply with %d descriptors: %w", op, len(fds), proto.ErrMalformed)
 	}
 	if err := l.Validate(); err != nil {
 		closeFDs(fds)
-		return nil, nil, -1, err
+		return nil, nil, err
 	}
 	mem, err := mapRing(fds[0], l.Size())
 	if err != nil {
-		closeFDs(fds[1:])
-		return nil, nil, -1, err
+		return nil, nil, err
 	}
 	rings, err := proto.NewWorkRings(mem.Bytes(), l)
 	if err != nil {
 		mem.Close()
-		closeFDs(fds[1:])
-		return nil, nil, -1, err
+		return nil, nil, err
 	}
-	return mem, rings, fds[1], nil
+	return mem, rings, nil
 }
 
 func (q *QP) QPN() uint32        { return q.qpn }
@@ -179,7 +177,7 @@ func (q *QP) Destroy() error {
 	return err
 }
 
-// retire ends the QP's use: posts fail, the doorbell closes. The rings
+// retire ends the QP's use: posts fail. The rings
 // stay mapped.
 func (q *QP) retire() {
 	q.retired.Do(func() {
@@ -188,7 +186,6 @@ func (q *QP) retire() {
 		q.dead.Store(true)
 		q.rqMu.Unlock()
 		q.sqMu.Unlock()
-		unix.Close(q.bell)
 	})
 }
 
@@ -198,10 +195,10 @@ func (q *QP) release() {
 	q.released.Do(func() { q.mem.Close() })
 }
 
-// ring writes the doorbell if the daemon's drainer sleeps. The caller
+// ring rings the doorbell if the daemon's drainer sleeps. The caller
 // holds sqMu or rqMu and has checked that the QP is not dead.
 func (q *QP) ring() {
 	if q.rings.Sleeping.Load() != 0 {
-		unix.Write(q.bell, q.one[:])
+		q.d.bell.ring(q.bell)
 	}
 }

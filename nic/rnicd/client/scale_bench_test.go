@@ -13,8 +13,8 @@ import (
 // BenchmarkCreateConnectQPs creates b.N RC QP pairs on one daemon NIC
 // (in-process daemon, one client) and connects each pair to RTS, aimed at
 // each other, as an application does after exchanging QPNs. It reports
-// time, client heap and goroutines (daemon and client, one process) per
-// pair; the CQs are shared by 1024 QPs. The client's QP limit is raised to
+// time, client heap, goroutines and descriptors (daemon and client, one
+// process) per pair; the CQs are shared by 1024 QPs. The client's QP limit is raised to
 // fit b.N pairs (issue 19 asks for 10,000).
 func BenchmarkCreateConnectQPs(b *testing.B) {
 	d := rnicdtest.Start(b, rnicdtest.Options{MTU: 9000, Limits: server.Limits{MaxQPs: max(4096, 2*b.N)}})
@@ -32,6 +32,7 @@ func BenchmarkCreateConnectQPs(b *testing.B) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	g0 := runtime.NumGoroutine()
+	fd0 := countFDs(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if i%512 == 0 {
@@ -52,8 +53,10 @@ func BenchmarkCreateConnectQPs(b *testing.B) {
 	}
 	b.StopTimer()
 	g1 := runtime.NumGoroutine()
+	fd1 := countFDs(b)
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "heap-B/pair")
 	b.ReportMetric(float64(g1-g0)/float64(b.N), "goroutines/pair")
+	b.ReportMetric(float64(fd1-fd0)/float64(b.N), "fds/pair")
 }

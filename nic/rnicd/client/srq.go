@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
@@ -24,8 +22,7 @@ type SRQ struct {
 	maxSGE int
 	mem    *memory.Shared
 	rings  *proto.WorkRings
-	bell   int
-	one    [8]byte
+	bell   uint32 // the SRQ's bit in the session doorbell
 
 	mu   sync.Mutex
 	prod uint32
@@ -51,7 +48,7 @@ func (d *Device) CreateSRQ(pd ibv.PD, maxWR, maxSGE int) (ibv.SRQ, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &SRQ{d: d, h: rep.SRQ, maxSGE: maxSGE, bell: -1, one: [8]byte{1}}
+	s := &SRQ{d: d, h: rep.SRQ, maxSGE: maxSGE}
 	if err := s.setup(&rep, fds); err != nil {
 		d.call(proto.OpDestroySRQ, &proto.Handle{H: rep.SRQ}, nil, &proto.Empty{})
 		return nil, err
@@ -66,7 +63,10 @@ func (d *Device) CreateSRQ(pd ibv.PD, maxWR, maxSGE int) (ibv.SRQ, error) {
 }
 
 func (s *SRQ) setup(rep *proto.CreateSRQReply, fds []int) (err error) {
-	s.mem, s.rings, s.bell, err = mapWorkRings("CREATE_SRQ", rep.Ring, fds)
+	s.mem, s.rings, err = mapWorkRings("CREATE_SRQ", rep.Ring, fds)
+	if err == nil {
+		s.bell = s.rings.Bell.Load()
+	}
 	return err
 }
 
@@ -86,11 +86,11 @@ func (s *SRQ) PostRecv(wrs ...*verbs.RecvWR) error {
 	return err
 }
 
-// ring writes the doorbell if the daemon's drainer sleeps; the caller
+// ring rings the doorbell if the daemon's drainer sleeps; the caller
 // holds mu.
 func (s *SRQ) ring() {
 	if s.rings.Sleeping.Load() != 0 {
-		unix.Write(s.bell, s.one[:])
+		s.d.bell.ring(s.bell)
 	}
 }
 
@@ -116,7 +116,6 @@ func (s *SRQ) retire() {
 		s.mu.Lock()
 		s.dead.Store(true)
 		s.mu.Unlock()
-		unix.Close(s.bell)
 	})
 }
 

@@ -56,4 +56,10 @@
 // it back from the shared page, so a peer scribbling on the header can
 // confuse only itself. See ring.go for the layouts, wqe.go and wc.go for
 // the slots.
+//
+// Descriptors are per session, not per QP: each side closes a ring's
+// memfd once it has mapped it, and (from version 4) a client wakes the
+// drainers of all its QPs and SRQs through one session doorbell, an
+// eventfd and a bitmap that OPEN's reply carries (bell.go). A session of
+// 10,000 QPs holds no more descriptors than one of a single QP.
 package proto

@@ -18,9 +18,12 @@ import (
 // Version 2 adds the device's transport and node type to OpenReply (an
 // iWARP NIC is an RNIC on iWARP transport); version 1 clients get the
 // reply without them. Version 3 adds the request's connection parameters
-// to CMRequestInfo.
+// to CMRequestInfo. Version 4 adds the session doorbell (bell.go):
+// OpenReply carries its memory and eventfd, a work ring names its bit, and
+// CREATE_QP and CREATE_SRQ replies carry the ring memory alone, with no
+// doorbell eventfd per object.
 const (
-	Version    = 3
+	Version    = 4
 	MinVersion = 1
 )
 

@@ -15,6 +15,8 @@
 //	320     daemon  QP state (verbs.QPState) as the daemon last saw it
 //	384     daemon  RQ done: every receive WQE before it is in the NIC's
 //	                queue, or that queue is full
+//	448     daemon  bell: the object's bit in the session doorbell
+//	                (version 4, see bell.go)
 //	512     SQ slots (SQSlots × SQSlotSize), then RQ slots (RQSlots × RQSlotSize)
 //
 // An SRQ uses the RQ fields and has no SQ slots.
@@ -35,8 +37,10 @@
 // client's PostRecv returns when RQ done has passed its WQEs.
 //
 // The client's doorbell handshake (virtio-style event suppression): it
-// writes WQEs, stores the producer index, then loads sleeping and writes
-// the doorbell eventfd only if it is 1. The daemon's drainer stores
+// writes WQEs, stores the producer index, then loads sleeping and rings
+// the doorbell only if it is 1 (before version 4 by writing the object's
+// doorbell eventfd; from version 4 by setting its bit in the session
+// doorbell and writing the session's eventfd, bell.go). The daemon's drainer stores
 // sleeping = 1, loads the producer indices again and sleeps only if they
 // show nothing new. Go's atomics are sequentially consistent, so one of the
 // two sees the other's store.
@@ -70,6 +74,7 @@ const (
 	offSleeping = 4 * CacheLine
 	offState    = 5 * CacheLine
 	offRQDone   = 6 * CacheLine
+	offBell     = 7 * CacheLine
 )
 
 // Completion ring header offsets.
@@ -258,6 +263,8 @@ type WorkRings struct {
 	// RQDone: receive WQEs before it are in the NIC (or its queue is
 	// full).
 	RQDone *atomic.Uint32
+	// Bell is the object's bit in the session doorbell (version 4).
+	Bell *atomic.Uint32
 }
 
 // NewWorkRings returns the view of mem laid out as l, which must be valid.
@@ -278,6 +285,7 @@ func NewWorkRings(mem []byte, l RingLayout) (*WorkRings, error) {
 		Sleeping: u32At(mem, offSleeping),
 		State:    u32At(mem, offState),
 		RQDone:   u32At(mem, offRQDone),
+		Bell:     u32At(mem, offBell),
 	}
 	if l.SQSlots > 0 {
 		w.SQ.slotSize, w.SQ.mask = l.SQSlotSize, l.SQSlots-1

@@ -174,6 +174,9 @@ func handleCreateCQ(s *Session, req *Request, rep *Reply) error {
 	s.insert(c)
 	c.start()
 	rep.Set(&proto.CreateCQReply{CQ: c.h, Ring: layout}, c.mem.Fd(), c.notify)
+	// The client maps the ring from its own copy of the memfd; the
+	// daemon keeps the mapping, not the descriptor.
+	rep.After(func() { c.mem.CloseFd() })
 	return nil
 }
 

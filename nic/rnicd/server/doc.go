@@ -6,7 +6,7 @@
 //	client process                          rnicd
 //	  verbs call ── control message ──────▶ Session ── ibv.Device (nic)
 //	  PostSend ──── WQE in SQ ring ─┐          drainer: copy slot, decode,
-//	                doorbell eventfd┴─────▶             post to the ibv QP
+//	          session doorbell┴─────▶ bell loop → drainer: post to the ibv QP
 //	  Poll ◀─────── WC in CQ ring ◀──────── mover: ibv CQ → ring,
 //	  Notify ◀───── notify eventfd ◀───────        notify eventfd if armed
 //	  DMA target ── memfd (SCM_RIGHTS) ───▶ mapped, RegMRIOVA at the

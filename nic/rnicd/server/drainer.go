@@ -40,7 +40,7 @@ const postBatch = 16
 type drainer struct {
 	s     *Session
 	rings *proto.WorkRings
-	bell  *eventfd
+	bell  waker
 	ud    bool // send WQEs name an address handle
 
 	postSend func(...*verbs.SendWR) error // nil for an SRQ
@@ -105,7 +105,7 @@ type recvRing struct {
 	maxSGE int
 }
 
-func newDrainer(s *Session, rings *proto.WorkRings, bell *eventfd) *drainer {
+func newDrainer(s *Session, rings *proto.WorkRings, bell waker) *drainer {
 	d := &drainer{s: s, rings: rings, bell: bell}
 	if n := rings.SQ.SlotSize(); n > 0 {
 		room := int(n) - proto.SendWQEHeaderLen
@@ -167,7 +167,7 @@ func (d *drainer) start() {
 // halt stops the drainer and waits for it; start runs it again.
 func (d *drainer) halt() {
 	d.stopping.Store(true)
-	signal(d.bell.fd)
+	d.bell.wake()
 	<-d.done
 }
 

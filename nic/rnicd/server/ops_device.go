@@ -38,6 +38,15 @@ func handleOpen(s *Session, req *Request, rep *Reply) error {
 	if err != nil {
 		return err
 	}
+	var fds []int
+	if m.Version >= proto.VersionSessionBell {
+		if s.bell, err = newSessionBell(); err != nil {
+			return err
+		}
+		fds = []int{s.bell.mem.Fd(), s.bell.efd.fd}
+		// The client maps its own copy; the daemon keeps the mapping.
+		rep.After(func() { s.bell.mem.CloseFd() })
+	}
 	gids := d.dev.GIDs()
 	if len(gids) > proto.MaxGIDs {
 		gids = gids[:proto.MaxGIDs]
@@ -47,7 +56,7 @@ func handleOpen(s *Session, req *Request, rep *Reply) error {
 	s.mu.Unlock()
 	d.attach(s)
 	s.logf("opened %s", m.Name)
-	rep.Set(&proto.OpenReply{Version: m.Version, Name: d.dev.Name(), Attr: d.dev.Query(), Port: port, GIDs: gids})
+	rep.Set(&proto.OpenReply{Version: m.Version, Name: d.dev.Name(), Attr: d.dev.Query(), Port: port, GIDs: gids}, fds...)
 	return nil
 }
 

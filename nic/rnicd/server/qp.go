@@ -131,7 +131,7 @@ func handleCreateQP(s *Session, req *Request, rep *Reply) error {
 		qp.Destroy()
 		return err
 	}
-	q, bell, err := newQPObj(s, qp, layout, m.Type == verbs.QPTypeUD)
+	q, err := newQPObj(s, qp, layout, m.Type == verbs.QPTypeUD)
 	if err != nil {
 		return err
 	}
@@ -139,7 +139,10 @@ func handleCreateQP(s *Session, req *Request, rep *Reply) error {
 	s.dev.own(qp, q)
 	s.insert(q)
 	q.d.start()
-	rep.Set(&proto.CreateQPReply{QP: q.h, QPN: qp.QPN(), Cap: qp.Cap(), Ring: layout}, q.mem.Fd(), bell.fd)
+	rep.Set(&proto.CreateQPReply{QP: q.h, QPN: qp.QPN(), Cap: qp.Cap(), Ring: layout}, append([]int{q.mem.Fd()}, q.d.bell.fds()...)...)
+	// The client maps the ring from its own copy of the memfd; the
+	// daemon keeps the mapping, not the descriptor.
+	rep.After(func() { q.mem.CloseFd() })
 	return nil
 }
 
@@ -186,15 +189,15 @@ func (s *Session) canRing(cap verbs.QPCap, srq bool) error {
 // newQPObj maps qp's work rings (layout, reserved by the caller) and
 // readies the drainer that posts what the client writes into them. On an
 // error qp is destroyed and the reservation returned.
-func newQPObj(s *Session, qp ibv.QP, layout proto.RingLayout, ud bool) (*qpObj, *eventfd, error) {
+func newQPObj(s *Session, qp ibv.QP, layout proto.RingLayout, ud bool) (*qpObj, error) {
 	q := &qpObj{s: s, qp: qp, ringSize: layout.Size()}
-	fail := func(err error) (*qpObj, *eventfd, error) {
+	fail := func(err error) (*qpObj, error) {
 		qp.Destroy()
 		if q.mem != nil {
 			q.mem.Close()
 		}
 		s.unreserve(kindQP, layout.Size())
-		return nil, nil, err
+		return nil, err
 	}
 	var err error
 	if q.mem, err = memory.NewShared(int(layout.Size())); err != nil {
@@ -203,7 +206,7 @@ func newQPObj(s *Session, qp ibv.QP, layout proto.RingLayout, ud bool) (*qpObj, 
 	if q.rings, err = proto.NewWorkRings(q.mem.Bytes(), layout); err != nil {
 		return fail(err)
 	}
-	bell, err := newEventfd()
+	bell, err := s.newWaker(q.rings)
 	if err != nil {
 		return fail(err)
 	}
@@ -220,7 +223,7 @@ func newQPObj(s *Session, qp ibv.QP, layout proto.RingLayout, ud bool) (*qpObj, 
 		// message and fail to answer it while its accept is under way.
 		w.WatchState(func(st verbs.QPState) { q.rings.State.Store(uint32(st)) })
 	}
-	return q, bell, nil
+	return q, nil
 }
 
 func handleModifyQP(s *Session, req *Request, rep *Reply) error {

@@ -30,6 +30,7 @@ type raw struct {
 	t   *testing.T
 	c   *net.UnixConn
 	seq uint32
+	fds int // descriptors the last reply carried (closed on receipt)
 }
 
 func dial(t *testing.T, sock string) *raw {
@@ -71,10 +72,12 @@ func (r *raw) reply(seq uint32) (proto.Status, []byte) {
 	if err != nil {
 		r.t.Fatalf("no reply: %v", err)
 	}
+	r.fds = 0
 	if oobn > 0 {
 		msgs, _ := unix.ParseSocketControlMessage(oob[:oobn])
 		for i := range msgs {
 			fds, _ := unix.ParseUnixRights(&msgs[i])
+			r.fds += len(fds)
 			for _, fd := range fds {
 				unix.Close(fd)
 			}

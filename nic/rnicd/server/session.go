@@ -28,8 +28,9 @@ type Session struct {
 	cred unix.Ucred
 	comm string // /proc/PID/comm at connect
 
-	dev     *device // set by OPEN
-	version uint32  // the protocol version of OPEN
+	dev     *device      // set by OPEN
+	version uint32       // the protocol version of OPEN
+	bell    *sessionBell // set by OPEN from VersionSessionBell
 
 	mu      sync.RWMutex
 	next    uint32
@@ -330,6 +331,9 @@ func (s *Session) reap() {
 				st.reapedPDs.Add(1)
 			}
 		}
+	}
+	if s.bell != nil {
+		s.bell.close()
 	}
 	if s.dev != nil {
 		s.dev.detach(s)

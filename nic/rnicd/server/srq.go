@@ -90,7 +90,7 @@ func handleCreateSRQ(s *Session, req *Request, rep *Reply) error {
 	if err != nil {
 		return fail(err)
 	}
-	bell, err := newEventfd()
+	bell, err := s.newWaker(rings)
 	if err != nil {
 		return fail(err)
 	}
@@ -101,6 +101,9 @@ func handleCreateSRQ(s *Session, req *Request, rep *Reply) error {
 	s.dev.own(o.srq, o)
 	s.insert(o)
 	o.d.start()
-	rep.Set(&proto.CreateSRQReply{SRQ: o.h, Ring: layout}, o.mem.Fd(), bell.fd)
+	rep.Set(&proto.CreateSRQReply{SRQ: o.h, Ring: layout}, append([]int{o.mem.Fd()}, bell.fds()...)...)
+	// The client maps the ring from its own copy of the memfd; the
+	// daemon keeps the mapping, not the descriptor.
+	rep.After(func() { o.mem.CloseFd() })
 	return nil
 }

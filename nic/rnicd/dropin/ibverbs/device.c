@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 
 static pthread_mutex_t devs_mu = PTHREAD_MUTEX_INITIALIZER;
 /* Devices live for the process, as the real library's do: a context may
@@ -220,7 +221,7 @@ static int set_transport(struct rnic_context *c, struct rnic_device *d, uint8_t 
 	return 0;
 }
 
-/* open_reply reads OPEN's reply (version 2) into the context. */
+/* open_reply reads OPEN's reply (version 4) into the context. */
 static int open_reply(struct rnic_context *c, struct rnic_device *d, const struct rnic_reply *rep)
 {
 	struct rbuf r;
@@ -247,6 +248,32 @@ static int open_reply(struct rnic_context *c, struct rnic_device *d, const struc
 	return set_transport(c, d, transport, node);
 }
 
+/* open_bell maps the session doorbell OPEN's reply carries (its memory,
+ * its eventfd) and takes the eventfd. */
+static int open_bell(struct rnic_context *c, struct rnic_reply *rep)
+{
+	uint8_t *mem;
+	int err;
+	if (rep->nfds != 2)
+		return EPROTO;
+	if ((err = rnic_map_fd(rep->fds[0], BELL_AREA_LEN, &mem)))
+		return err;
+	c->bell_area = (uint64_t *)(void *)mem;
+	c->bell_fd = rep->fds[1];
+	rep->fds[1] = -1;
+	return 0;
+}
+
+/* close_bell unmaps the session doorbell: nothing may post any more. */
+static void close_bell(struct rnic_context *c)
+{
+	if (!c->bell_area)
+		return;
+	munmap(c->bell_area, BELL_AREA_LEN);
+	close(c->bell_fd);
+	c->bell_area = NULL;
+}
+
 static int open_conn(struct rnic_context *c, struct rnic_device *d)
 {
 	struct wbuf w;
@@ -271,12 +298,16 @@ static int open_conn(struct rnic_context *c, struct rnic_device *d)
 	w_str(&w, d->dev.name);
 	err = ctx_call(c, OP_OPEN, &w, NULL, 0, rep);
 	if (!err) {
-		rnic_close_fds(rep->fds, rep->nfds);
 		err = open_reply(c, d, rep);
+		if (!err)
+			err = open_bell(c, rep);
+		rnic_close_fds(rep->fds, rep->nfds);
 	}
 	free(rep);
-	if (err)
+	if (err) {
+		close_bell(c);
 		rnic_conn_close(&c->conn);
+	}
 	return err;
 }
 
@@ -330,6 +361,7 @@ RNIC_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 		return errno = err, NULL;
 	}
 	if ((err = async_set(c))) {
+		close_bell(c);
 		rnic_conn_close(&c->conn);
 		free(c);
 		return errno = err, NULL;
@@ -348,6 +380,7 @@ RNIC_EXPORT int ibv_close_device(struct ibv_context *context)
 	struct rnic_context *c = to_rctx(context);
 	close(context->async_fd);
 	rnic_conn_close(&c->conn); /* the daemon reaps what is left */
+	close_bell(c);
 	pthread_mutex_destroy(&context->mutex);
 	pthread_mutex_destroy(&c->objs_mu);
 	free(c->objs);
@@ -363,6 +396,7 @@ RNIC_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
 		return 0;
 	if (open_conn(c, (struct rnic_device *)device) == 0) {
 		g = htobe64(c->attr.node_guid);
+		close_bell(c);
 		rnic_conn_close(&c->conn);
 	}
 	free(c);

@@ -19,12 +19,20 @@ static inline void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
 static inline void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 static inline void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
 
-void rnic_ring_bell(uint8_t *mem, int bell)
+/* rnic_ring_bell wakes the drainer of a ring if it sleeps: the ring's bit
+ * in the session doorbell, then its summary bit (atomic ORs, so threads
+ * posting to other QPs at once lose nothing), then the session eventfd. */
+void rnic_ring_bell(struct rnic_context *c, uint8_t *mem, uint32_t bell)
 {
 	uint64_t one = 1;
+	uint32_t k = bell / 64;
 	/* The producer index was stored (seq_cst) before this load: the
 	 * drainer either sees it or has published sleeping = 1. */
-	if (ld32(mem, RING_SLEEPING) && write(bell, &one, sizeof(one)) < 0) {
+	if (!ld32(mem, RING_SLEEPING) || bell >= MAX_BELLS)
+		return;
+	__atomic_fetch_or(&c->bell_area[BELL_SUMMARY_WORDS + k], (uint64_t)1 << (bell % 64), __ATOMIC_SEQ_CST);
+	__atomic_fetch_or(&c->bell_area[k / 64], (uint64_t)1 << (k % 64), __ATOMIC_SEQ_CST);
+	if (write(c->bell_fd, &one, sizeof(one)) < 0) {
 		/* the daemon is gone: its reaping ends the QP */
 	}
 }
@@ -186,7 +194,7 @@ int rnic_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr
 		st32(q->mem, RING_SQ_PROD, ++q->sq_prod);
 	}
 	if (posted)
-		rnic_ring_bell(q->mem, q->bell);
+		rnic_ring_bell(to_rctx(q->qpx.qp_base.context), q->mem, q->bell);
 	pthread_spin_unlock(&q->sq_lock);
 	if (err)
 		*bad = wr;
@@ -244,7 +252,7 @@ int rnic_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 	}
 	err = put_recv(&q->rq, q->mem, &q->rq_prod, q->cap.max_recv_sge, wr, bad, &posted);
 	if (posted)
-		rnic_ring_bell(q->mem, q->bell);
+		rnic_ring_bell(to_rctx(q->qpx.qp_base.context), q->mem, q->bell);
 	/* In INIT nothing can arrive yet (the daemon takes the ring before
 	 * it moves the QP on); later a message may come at once. */
 	prod = q->rq_prod;
@@ -268,7 +276,7 @@ int rnic_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_r
 	pthread_spin_lock(&s->lock);
 	err = put_recv(&s->rq, s->mem, &s->prod, s->max_sge, wr, bad, &posted);
 	if (posted)
-		rnic_ring_bell(s->mem, s->bell);
+		rnic_ring_bell(to_rctx(s->srq.context), s->mem, s->bell);
 	prod = s->prod;
 	pthread_spin_unlock(&s->lock);
 	if (posted)

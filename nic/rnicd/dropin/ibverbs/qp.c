@@ -70,12 +70,11 @@ static int qp_reply(struct rnic_qp *q, struct rnic_reply *rep)
 	r_qp_cap(&r, &q->cap);
 	if ((err = rnic_read_layout(&r, &q->sq, &q->rq)) || (err = r_done(&r)))
 		return err;
-	if (rep->nfds != 2)
+	if (rep->nfds != 1)
 		return EPROTO;
 	if ((err = rnic_map_rings(rep->fds[0], &q->sq, &q->rq, &q->mem, &q->mem_len)))
 		return err;
-	q->bell = rep->fds[1];
-	rep->fds[1] = -1;
+	q->bell = ld32(q->mem, RING_BELL);
 	q->sq_prod = ld32(q->mem, RING_SQ_PROD);
 	q->rq_prod = ld32(q->mem, RING_RQ_PROD);
 	return 0;
@@ -140,7 +139,6 @@ static struct rnic_qp *create_qp(struct rnic_context *c, struct ibv_qp_init_attr
 		free(q);
 		return errno = err, NULL;
 	}
-	q->bell = -1;
 	err = qp_reply(q, &rep);
 	rnic_close_fds(rep.fds, rep.nfds);
 	if (err) {
@@ -368,7 +366,6 @@ RNIC_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 	if (err && !c->conn.dead)
 		return err;
 	rnic_obj_del(c, OBJ_QP, q->h);
-	close(q->bell);
 	munmap(q->mem, q->mem_len);
 	pthread_spin_destroy(&q->sq_lock);
 	pthread_spin_destroy(&q->rq_lock);

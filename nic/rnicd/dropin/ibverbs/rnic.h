@@ -60,8 +60,9 @@ enum {
 	RNIC_HDR_LEN = 16,
 	RNIC_MAX_MSG = 64 << 10,
 	RNIC_MAX_FDS = 4,
-	RNIC_PROTO_VERSION = 3, /* 2: OPEN's reply ends with transport and node type;
-				   3: CM_GET_REQUEST's result with the request's parameters */
+	RNIC_PROTO_VERSION = 4, /* 2: OPEN's reply ends with transport and node type;
+				   3: CM_GET_REQUEST's result with the request's parameters;
+				   4: the session doorbell */
 	RNIC_KIND_REQUEST = 1,
 	RNIC_KIND_REPLY = 2,
 	RNIC_KIND_EVENT = 3,
@@ -164,6 +165,7 @@ struct rnic_conn {
 	uint32_t seq;
 	int dead;
 	int fatal_sent;
+	int lost_fds; /* the last message received lost its descriptors (MSG_CTRUNC) */
 	struct rnic_event evq[RNIC_EVQ];
 	unsigned evq_head, evq_len;
 	uint8_t rx[RNIC_MAX_MSG];
@@ -239,6 +241,9 @@ struct rnic_context {
 	uint8_t gids[256][16];
 	unsigned ngids;
 	int iwarp; /* the device's transport is iWARP: its GIDs are no RoCE GIDs */
+	/* the session doorbell (proto/bell.go): summary words, then leaves */
+	uint64_t *bell_area;
+	int bell_fd;
 	/* handle → object, for events; under objs_mu */
 	pthread_mutex_t objs_mu;
 	struct rnic_obj_ref *objs;
@@ -304,7 +309,7 @@ struct rnic_srq {
 	uint8_t *mem;
 	size_t mem_len;
 	struct rnic_ring rq;
-	int bell;
+	uint32_t bell; /* its bit in the session doorbell */
 	uint32_t prod;
 	uint32_t max_sge;
 	uint32_t limit; /* armed limit, 0 once the event came */
@@ -323,7 +328,7 @@ struct rnic_qp {
 	uint8_t *mem;
 	size_t mem_len;
 	struct rnic_ring sq, rq;
-	int bell;
+	uint32_t bell; /* its bit in the session doorbell */
 	uint32_t sq_prod, rq_prod;
 	pthread_spinlock_t sq_lock, rq_lock;
 	/* ibv_wr_* state: WRs written since wr_start, the slot being built */
@@ -334,11 +339,19 @@ struct rnic_qp {
 	int wr_err;
 };
 
+/* The session doorbell (proto/bell.go). */
+enum {
+	BELL_SUMMARY_WORDS = 16,
+	BELL_LEAF_WORDS = BELL_SUMMARY_WORDS * 64,
+	MAX_BELLS = BELL_LEAF_WORDS * 64,
+	BELL_AREA_LEN = (BELL_SUMMARY_WORDS + BELL_LEAF_WORDS) * 8,
+};
+
 /* Ring header offsets (proto/ring.go). */
 enum {
 	RING_HDR = 512,
 	RING_SQ_PROD = 0, RING_RQ_PROD = 64, RING_SQ_CONS = 128, RING_RQ_CONS = 192,
-	RING_SLEEPING = 256, RING_STATE = 320, RING_RQ_DONE = 384,
+	RING_SLEEPING = 256, RING_STATE = 320, RING_RQ_DONE = 384, RING_BELL = 448,
 	CQ_PROD = 0, CQ_CONS = 64, CQ_ARM = 128, CQ_MOVER = 192, CQ_FLAGS = 256,
 	ARM_NONE = 0, ARM_NEXT = 1, ARM_SOLICITED = 2,
 	MOVER_SOLICITED = 1, MOVER_WANTS_SPACE = 2,
@@ -388,7 +401,7 @@ int rnic_read_layout(struct rbuf *r, struct rnic_ring *sq, struct rnic_ring *rq)
 int rnic_map_rings(int fd, struct rnic_ring *sq, struct rnic_ring *rq, uint8_t **mem, size_t *len);
 void rnic_w_av(struct wbuf *w, const struct ibv_ah_attr *ah);
 void rnic_r_av(struct rbuf *r, struct ibv_ah_attr *ah);
-void rnic_ring_bell(uint8_t *mem, int bell);
+void rnic_ring_bell(struct rnic_context *c, uint8_t *mem, uint32_t bell);
 void rnic_wait_recvs(struct rnic_context *c, uint8_t *mem, uint32_t prod);
 void rnic_refresh_state(struct rnic_qp *q);
 

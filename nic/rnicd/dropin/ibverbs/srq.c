@@ -15,12 +15,11 @@ static int srq_reply(struct rnic_srq *s, struct rnic_reply *rep)
 	s->h = r_u32(&r);
 	if ((err = rnic_read_layout(&r, &sq, &s->rq)) || (err = r_done(&r)))
 		return err;
-	if (rep->nfds != 2 || sq.slots != 0 || s->rq.slots == 0)
+	if (rep->nfds != 1 || sq.slots != 0 || s->rq.slots == 0)
 		return EPROTO;
 	if ((err = rnic_map_rings(rep->fds[0], &sq, &s->rq, &s->mem, &s->mem_len)))
 		return err;
-	s->bell = rep->fds[1];
-	rep->fds[1] = -1;
+	s->bell = ld32(s->mem, RING_BELL);
 	s->prod = ld32(s->mem, RING_RQ_PROD);
 	return 0;
 }
@@ -45,7 +44,6 @@ RNIC_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_ini
 		free(s);
 		return errno = err, NULL;
 	}
-	s->bell = -1;
 	err = srq_reply(s, &rep);
 	rnic_close_fds(rep.fds, rep.nfds);
 	if (err) {
@@ -80,7 +78,6 @@ RNIC_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 	if (err && !c->conn.dead)
 		return err;
 	rnic_obj_del(c, OBJ_SRQ, s->h);
-	close(s->bell);
 	munmap(s->mem, s->mem_len);
 	pthread_spin_destroy(&s->lock);
 	pthread_mutex_destroy(&srq->mutex);

@@ -313,12 +313,21 @@ static int recv_one(struct rnic_conn *c, int dontwait, uint8_t hdr[RNIC_HDR_LEN]
 		mark_dead(c);
 		return EIO;
 	}
-	if ((size_t)got < RNIC_HDR_LEN || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+	c->lost_fds = 0;
+	if ((size_t)got < RNIC_HDR_LEN || (mh.msg_flags & MSG_TRUNC)) {
 		rnic_close_fds(fds, *nfds);
 		*nfds = 0;
 		*n = 0;
 		memset(hdr, 0, RNIC_HDR_LEN);
 		return 0; /* a message we cannot read: skipped */
+	}
+	if (mh.msg_flags & MSG_CTRUNC) {
+		/* The process is at its descriptor limit: the message is
+		 * readable, its descriptors are not. A reply must still end
+		 * its call (with EMFILE), or the call would wait forever. */
+		rnic_close_fds(fds, *nfds);
+		*nfds = 0;
+		c->lost_fds = 1;
 	}
 	memcpy(hdr, c->rx, RNIC_HDR_LEN);
 	*n = (size_t)got - RNIC_HDR_LEN;
@@ -395,9 +404,12 @@ int rnic_call(struct rnic_conn *c, uint16_t op, const struct wbuf *w, const int 
 		if ((err = recv_one(c, 0, hdr, &n, got, &ngot)))
 			return err;
 		if (hdr[2] != RNIC_KIND_REPLY || le32(hdr + 4) != c->seq) {
-			dispatch(c, hdr, n, got, ngot);
+			if (!c->lost_fds)
+				dispatch(c, hdr, n, got, ngot);
 			continue;
 		}
+		if (c->lost_fds && le32(hdr + 8) == ST_OK)
+			return EMFILE; /* what the daemon made for it stays its until the session ends */
 		if (le32(hdr + 8) != ST_OK) {
 			rnic_close_fds(got, ngot);
 			return rnic_status_errno(le32(hdr + 8));
@@ -420,7 +432,8 @@ void rnic_poll_events(struct rnic_conn *c)
 	int fds[RNIC_MAX_FDS], nfds;
 	size_t n;
 	while (recv_one(c, 1, hdr, &n, fds, &nfds) == 0)
-		dispatch(c, hdr, n, fds, nfds);
+		if (!c->lost_fds)
+			dispatch(c, hdr, n, fds, nfds);
 }
 
 int ctx_call(struct rnic_context *c, uint16_t op, struct wbuf *body, const int *fds, int nfds,

@@ -218,7 +218,7 @@ static int wr_complete(struct ibv_qp_ex *x)
 		q->sq_prod = q->wr_first;
 	else if (q->sq_prod != q->wr_first) {
 		st32(q->mem, RING_SQ_PROD, q->sq_prod);
-		rnic_ring_bell(q->mem, q->bell);
+		rnic_ring_bell(to_rctx(q->qpx.qp_base.context), q->mem, q->bell);
 	}
 	pthread_spin_unlock(&q->sq_lock);
 	return err;

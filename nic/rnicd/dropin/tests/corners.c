@@ -282,12 +282,14 @@ int main(int argc, char **argv)
 		test_ud(d0, d1);
 	else if (!strcmp(t, "cap"))
 		test_cap(d0, d1);
+	else if (!strcmp(t, "manyqps"))
+		test_manyqps(d0, d1);
 	else if (!strcmp(t, "killed"))
 		test_killed(d0);
 	else if (!strcmp(t, "nodaemon"))
 		test_nodaemon();
 	else {
-		fprintf(stderr, "usage: corners errors|channel|async|fork|mr|wr|ud|cap|killed|nodaemon [DEV0 [DEV1]]\n");
+		fprintf(stderr, "usage: corners errors|channel|async|fork|mr|wr|ud|cap|manyqps|killed|nodaemon [DEV0 [DEV1]]\n");
 		return 2;
 	}
 	printf("%d failed\n", failures);
