@@ -72,15 +72,9 @@ func runConformLab(ctx context.Context, f *flags, root string, stdout, stderr io
 			l.StopBooted()
 		}
 	}()
-	bin, err := buildRnic(ctx, root)
-	if err != nil {
-		fmt.Fprintf(stderr, "interop: %v\n", err)
-		return 1
-	}
-	defer os.RemoveAll(filepath.Dir(bin))
-	files := buildGuestFiles(ctx, root, filepath.Dir(bin), []Row{{Pairing: &Pairing{Verbs: true}}}, stdout)
-	if err = l.Prepare(ctx); err == nil {
-		err = l.Boot(ctx, gs)
+	bin, files, err := bootLab(ctx, l, root, []Row{{Pairing: &Pairing{Verbs: true}}}, gs, stdout)
+	if bin != "" {
+		defer os.RemoveAll(filepath.Dir(bin))
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "interop: %v\n", err)

@@ -90,17 +90,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		listRows(stdout, rows)
 		return 0
 	}
-	if os.Geteuid() != 0 {
-		fmt.Fprintln(stderr, "interop: needs root (the lab's network namespace, TAPs and QEMU guests)")
-		return 2
-	}
-	root, err := repoRoot()
-	if err == nil {
-		err = f.dirs(root)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "interop: %v\n", err)
-		return 2
+	root, code := labRoot(f, stderr)
+	if root == "" {
+		return code
 	}
 	fmt.Fprintf(stdout, "interop: %d rows; captures and logs in %s\n", len(rows), *f.out)
 
@@ -112,9 +104,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 // runConform is run for --conform: the lab's guests and the conformance
 // suites instead of the rows.
 func runConform(f *flags, stdout, stderr io.Writer) int {
+	root, code := labRoot(f, stderr)
+	if root == "" {
+		return code
+	}
+	fmt.Fprintf(stdout, "conform-lab: captures, reports and logs in %s\n", *f.out)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runConformLab(ctx, f, root, stdout, stderr)
+}
+
+// labRoot checks that the lab can run (root) and settles the repository
+// root and the lab's directories; "" with the exit status if not.
+func labRoot(f *flags, stderr io.Writer) (string, int) {
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(stderr, "interop: needs root (the lab's network namespace, TAPs and QEMU guests)")
-		return 2
+		return "", 2
 	}
 	root, err := repoRoot()
 	if err == nil {
@@ -122,12 +127,9 @@ func runConform(f *flags, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "interop: %v\n", err)
-		return 2
+		return "", 2
 	}
-	fmt.Fprintf(stdout, "conform-lab: captures, reports and logs in %s\n", *f.out)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return runConformLab(ctx, f, root, stdout, stderr)
+	return root, 0
 }
 
 // listRows prints each row's commands.
@@ -171,15 +173,9 @@ func runLab(ctx context.Context, f *flags, root string, rows []Row, stdout, stde
 			l.StopBooted()
 		}
 	}()
-	bin, err := buildRnic(ctx, root)
-	if err != nil {
-		fmt.Fprintf(stderr, "interop: %v\n", err)
-		return 1
-	}
-	defer os.RemoveAll(filepath.Dir(bin))
-	guestFiles := buildGuestFiles(ctx, root, filepath.Dir(bin), rows, stdout)
-	if err = l.Prepare(ctx); err == nil {
-		err = l.Boot(ctx, gs)
+	bin, guestFiles, err := bootLab(ctx, l, root, rows, gs, stdout)
+	if bin != "" {
+		defer os.RemoveAll(filepath.Dir(bin))
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "interop: %v\n", err)
@@ -259,6 +255,20 @@ func repoRoot() (string, error) {
 		}
 		d = up
 	}
+}
+
+// bootLab builds rnic and the guests' files for rows, readies the lab and
+// boots gs. bin is set (its folder the caller's to remove) once rnic is
+// built, even when a later step fails.
+func bootLab(ctx context.Context, l *Lab, root string, rows []Row, gs []*Guest, log io.Writer) (bin string, files map[string]GuestFile, err error) {
+	if bin, err = buildRnic(ctx, root); err != nil {
+		return "", nil, err
+	}
+	files = buildGuestFiles(ctx, root, filepath.Dir(bin), rows, log)
+	if err = l.Prepare(ctx); err == nil {
+		err = l.Boot(ctx, gs)
+	}
+	return bin, files, err
 }
 
 // buildRnic builds rnic into a new temporary directory.
