@@ -3,33 +3,23 @@ package mad
 import (
 	"bytes"
 	"net/netip"
-	"os"
 	"reflect"
 	"testing"
 
-	"github.com/gopacket/gopacket/pcapgo"
 	"github.com/rnic/rnic/roce/wire"
+	"github.com/rnic/rnic/transport"
 )
 
 // goldenMADs returns the CM MADs (with their IP source) of a capture of
 // real rxe peers (tshark -Y infiniband.mad of /work/shared/captures).
 func goldenMADs(t testing.TB, path string) (mads [][]byte) {
-	f, err := os.Open(path)
+	frames, err := transport.ReadPcap(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	r, err := pcapgo.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		data, _, err := r.ReadPacketData()
-		if err != nil {
-			break
-		}
+	for _, f := range frames {
 		var fr wire.Frame
-		if err := fr.Decode(data, wire.UDPPort); err != nil || !fr.VerifyICRC() {
+		if err := fr.Decode(f.Data, wire.UDPPort); err != nil || !fr.VerifyICRC() {
 			t.Fatalf("golden frame does not decode: %v", err)
 		}
 		mads = append(mads, append([]byte(nil), fr.Packet.Payload()...))
