@@ -2,23 +2,24 @@ package main
 
 import (
 	"bytes"
-	"net"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/rnic/rnic/nic/tools/loopback"
 )
 
-// freePort returns a TCP port of 127.0.0.2 that was free a moment ago.
+// freePort returns a TCP port that was free a moment ago, below the
+// ephemeral range (loopback.FreePort).
 func freePort(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.2:0")
+	p, err := loopback.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	return strconv.Itoa(p)
 }
 
 // both runs a server and a client command line concurrently, the server

@@ -10,13 +10,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/rnicdtest"
+	"github.com/rnic/rnic/nic/tools/loopback"
 	"github.com/rnic/rnic/transport"
 )
 
@@ -81,12 +81,10 @@ func TestOnOneDevice(t *testing.T) {
 func TestOnTwoDevices(t *testing.T) {
 	f := installFakeBackend(t, true)
 	ctx := testCtx(t)
-	l, err := net.Listen("tcp", "127.0.0.2:0")
+	port, err := loopback.FreePort() // the server listens through its device
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close() // the server listens through its device
 	var srvOut, cliOut bytes.Buffer
 	type ret struct {
 		res *Result

@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"net/netip"
 	"strings"
 	"testing"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/rnicdtest"
+	"github.com/rnic/rnic/nic/tools/loopback"
 	"github.com/rnic/rnic/transport"
 )
 
@@ -31,15 +31,16 @@ func installFakeBackend(t *testing.T, withNet bool) *rnicdtest.FakeBackend {
 // deviceTestPort is the RoCEv2 port of the fake backend's NICs.
 const deviceTestPort = 24795
 
-// freeTCPPort is a TCP port of 127.0.0.2 that was free a moment ago.
+// freeTCPPort is a TCP port that was free a moment ago, below the
+// ephemeral range: the server listens on all addresses, which a parallel
+// test's connection holding the port as its source port would refuse.
 func freeTCPPort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.2:0")
+	p, err := loopback.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 // runDevicePair runs a server on rnic2 and a client on rnic3, both served
