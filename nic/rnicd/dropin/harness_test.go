@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rnic/rnic/nic/tools/loopback"
 )
 
 // programTimeout bounds one program (or a server/client pair): generous
@@ -221,18 +223,16 @@ func loopbackAddr() string {
 	return fmt.Sprintf("127.%d.%d.%d", 1+rand.IntN(254), rand.IntN(256), 1+rand.IntN(254))
 }
 
-// freeTCPPort returns a TCP port nothing listened on a moment ago, for a
-// program's side channel (servers listen on every address).
+// freeTCPPort returns a TCP port free a moment ago, below the ephemeral
+// range (loopback.FreePort), for a program's side channel (servers listen
+// on every address).
 func freeTCPPort(t testing.TB) int {
 	t.Helper()
-	for range 50 {
-		p := 20000 + rand.IntN(30000)
-		if !listening(p) {
-			return p
-		}
+	p, err := loopback.FreePort()
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no free TCP port")
-	return 0
+	return p
 }
 
 // listening reports whether a TCP socket listens on port (any address),

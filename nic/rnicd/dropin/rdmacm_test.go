@@ -3,7 +3,6 @@ package dropin
 import (
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rnic/rnic/nic/tools/loopback"
 )
 
 // The rdma_cm programs of rdmacm-utils and perftest -R, unmodified, on
@@ -26,22 +27,11 @@ import (
 // below the kernel's ephemeral range: a connection of an earlier test may
 // still hold an ephemeral port there (the listen would fail, EADDRINUSE).
 func cmPort() string {
-	low := 32768 // Linux's default ip_local_port_range
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil {
-				low = n
-			}
-		}
+	p, err := loopback.FreePort()
+	if err != nil {
+		panic(err) // no free port below the range: nothing to test on
 	}
-	if low < 21000 {
-		return strconv.Itoa(20000 + rand.IntN(30000)) // no room below: hope
-	}
-	for {
-		if p := 20000 + rand.IntN(low-20000); !listening(p) {
-			return strconv.Itoa(p)
-		}
-	}
+	return strconv.Itoa(p)
 }
 
 // cmTraceListening is the line RNIC_CM_TRACE=1 makes the library print
