@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -69,6 +70,9 @@ type Device struct {
 	closed   atomic.Bool
 	readDone chan struct{}
 
+	spin  bool         // poll for replies: the daemon is another process (readspin.go)
+	calls atomic.Int32 // calls waiting for their replies
+
 	naps napPool // PostRecv's waits (recvwait.go)
 }
 
@@ -90,11 +94,11 @@ func Open(spec ibv.Spec) (*Device, error) {
 	if spec.Socket == "" {
 		spec.Socket = ibv.DefaultSocketPath()
 	}
-	conn, err := dial(spec.Socket)
+	conn, daemon, err := dial(spec.Socket)
 	if err != nil {
 		return nil, err
 	}
-	d := &Device{spec: spec, conn: conn, pending: make(map[uint32]chan reply),
+	d := &Device{spec: spec, conn: conn, spin: proto.PollsFor(daemon.Pid), pending: make(map[uint32]chan reply),
 		qps: make(map[uint32]*QP), cqs: make(map[uint32]*CQ), srqs: make(map[uint32]*SRQ),
 		mrs: make(map[uint32]*MR), ahs: make(map[*verbs.AddressVector]*AH),
 		events: make(chan ibv.Event, nic.DefaultEventQueueLen), gone: make(chan struct{}), readDone: make(chan struct{})}
@@ -130,6 +134,8 @@ func (d *Device) call(op proto.Op, req proto.Message, fds []int, resp proto.Mess
 		return nil, err
 	}
 	ch := make(chan reply, 1)
+	d.calls.Add(1)
+	defer d.calls.Add(-1)
 	d.mu.Lock()
 	d.seq++
 	seq := d.seq
@@ -204,7 +210,7 @@ func (d *Device) read() {
 	oob := make([]byte, unix.CmsgSpace(proto.MaxFDs*4))
 	var cause error
 	for {
-		n, oobn, flags, _, err := d.conn.ReadMsgUnix(buf, oob)
+		n, oobn, flags, err := d.readMessage(buf, oob)
 		fds := parseRights(oob[:oobn])
 		if err != nil || (n == 0 && oobn == 0) {
 			closeFDs(fds)
@@ -227,6 +233,9 @@ func (d *Device) read() {
 				continue
 			}
 			ch <- reply{h: h, body: append([]byte(nil), body...), fds: fds}
+			if d.spin {
+				runtime.Gosched() // the caller runs now, on this P (readspin.go)
+			}
 		case proto.KindEvent:
 			closeFDs(fds)
 			d.event(h, body)

@@ -18,11 +18,12 @@ var ErrUntrustedDaemon = errors.New("rnicd: socket not served by this user or ro
 
 // dial connects to the daemon's socket and checks who listens on it before
 // anything is sent: a socket in a world-writable directory may belong to a
-// squatter waiting for the client's first messages and memory.
-func dial(socket string) (*net.UnixConn, error) {
+// squatter waiting for the client's first messages and memory. It returns
+// the daemon's credentials too.
+func dial(socket string) (*net.UnixConn, *unix.Ucred, error) {
 	conn, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: socket, Net: "unixpacket"})
 	if err != nil {
-		return nil, fmt.Errorf("rnicd at %s: %w", socket, err)
+		return nil, nil, fmt.Errorf("rnicd at %s: %w", socket, err)
 	}
 	cred, err := peerCred(conn)
 	if err == nil {
@@ -30,9 +31,9 @@ func dial(socket string) (*net.UnixConn, error) {
 	}
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("rnicd at %s: %w", socket, err)
+		return nil, nil, fmt.Errorf("rnicd at %s: %w", socket, err)
 	}
-	return conn, nil
+	return conn, cred, nil
 }
 
 // peerCred returns the credentials the kernel recorded for the listener

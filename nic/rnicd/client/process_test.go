@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -48,7 +49,11 @@ func TestMain(m *testing.M) {
 // roleDaemon serves one NIC on RNICD_TEST_SOCKET until killed or until
 // its stdin closes.
 func roleDaemon() {
-	d, err := rnicdtest.New(os.Getenv("RNICD_TEST_SOCKET"), rnicdtest.Options{})
+	var opt rnicdtest.Options
+	if n, err := strconv.Atoi(os.Getenv("RNICD_TEST_MAXQPS")); err == nil {
+		opt.Limits.MaxQPs = n
+	}
+	d, err := rnicdtest.New(os.Getenv("RNICD_TEST_SOCKET"), opt)
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)

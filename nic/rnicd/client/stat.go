@@ -36,7 +36,7 @@ func QueryStat(socket string) (*Stat, error) {
 	if socket == "" {
 		socket = ibv.DefaultSocketPath()
 	}
-	conn, err := dial(socket)
+	conn, _, err := dial(socket)
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,7 @@ type Session struct {
 	id   uint64
 	cred unix.Ucred
 	comm string // /proc/PID/comm at connect
+	spin bool   // poll for requests: the client is another process (readspin.go)
 
 	dev     *device      // set by OPEN
 	version uint32       // the protocol version of OPEN
@@ -67,6 +68,7 @@ func newSession(srv *Server, c *net.UnixConn) *Session {
 		})
 	}
 	s.comm = readComm(s.cred.Pid)
+	s.spin = proto.PollsFor(s.cred.Pid)
 	return s
 }
 
@@ -119,9 +121,10 @@ func (s *Session) serve() {
 	buf := make([]byte, proto.MaxMessage)
 	oob := make([]byte, unix.CmsgSpace(proto.MaxFDs*4))
 	for {
-		n, oobn, flags, _, err := s.conn.ReadMsgUnix(buf, oob)
+		r := s.readRequest(buf, oob)
+		n, oobn, flags := r.N, r.OOBN, r.Flags
 		fds, ferr := parseRights(oob[:oobn])
-		if err != nil || (n == 0 && oobn == 0) {
+		if r.Err != nil || (n == 0 && oobn == 0) {
 			closeFDs(fds)
 			break
 		}
