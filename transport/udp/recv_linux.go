@@ -19,6 +19,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rnic/rnic/transport/poll"
 )
 
 // ctlRecvLen is the control buffer of one received message: room for the
@@ -40,6 +42,7 @@ type reader struct {
 	frames [][]byte
 	used   int // messages the previous recvmmsg filled, to reset
 
+	poll  poll.Poller
 	n     int // result of the last recvmmsg
 	errno unix.Errno
 	read  func(fd uintptr) bool // prebuilt method value
@@ -75,6 +78,7 @@ func newReader(e *Endpoint, s *sock) *reader {
 
 // run reads until the socket is closed.
 func (r *reader) run() {
+	defer r.poll.Release()
 	for {
 		r.n, r.errno = 0, 0
 		if err := r.s.rc.Read(r.read); err != nil {
@@ -107,9 +111,13 @@ func (r *reader) recvmmsg(fd uintptr) bool {
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
+			if r.poll.Again() {
+				continue // a conversation: the next datagram is near (transport/poll)
+			}
 			return false // nothing queued: park until readable
 		case 0:
 			r.n, r.used = int(n), int(n)
+			r.poll.Received()
 		default:
 			r.errno = e
 		}

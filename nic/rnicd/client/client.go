@@ -20,6 +20,7 @@ import (
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
 	"github.com/rnic/rnic/nic/verbs"
+	"github.com/rnic/rnic/transport/poll"
 )
 
 // ErrDaemonGone is wrapped by every error after the daemon went away.
@@ -72,6 +73,7 @@ type Device struct {
 
 	spin  bool         // poll for replies: the daemon is another process (readspin.go)
 	calls atomic.Int32 // calls waiting for their replies
+	poll  poll.Poller  // the reader's
 
 	naps napPool // PostRecv's waits (recvwait.go)
 }

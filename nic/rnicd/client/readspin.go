@@ -10,7 +10,8 @@ import "github.com/rnic/rnic/nic/rnicd/proto"
 // readMessage reads the next message from the daemon.
 func (d *Device) readMessage(buf, oob []byte) (n, oobn, flags int, err error) {
 	if d.spin && d.calls.Load() > 0 {
-		if r, ok := proto.PollRecv(d.conn, buf, oob, proto.PollTime); ok {
+		d.poll.Received() // poll.Time from now, while a call waits
+		if r, ok := proto.PollRecv(d.conn, buf, oob, &d.poll); ok {
 			return r.N, r.OOBN, r.Flags, r.Err
 		}
 	}

@@ -3,9 +3,11 @@
 // next request, the client for its reply), because a round trip in which
 // both ends sleep in the kernel pays two wake-ups of idle CPUs: ~25 µs
 // each on a virtual machine (CI runners), several times the daemon's work
-// for most requests. A peer in the same process shares the Go scheduler,
-// which hands over between goroutines without waking a CPU, so neither
-// end polls then (PollsFor).
+// for most requests. The polling is transport/poll's: for its Time after
+// the last message, holding a P, at most GOMAXPROCS-1 pollers a process.
+// A peer in the same process shares the Go scheduler, which hands over
+// between goroutines without waking a CPU, so neither end polls then
+// (PollsFor).
 
 package proto
 
@@ -13,13 +15,11 @@ import (
 	"errors"
 	"os"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
-)
 
-// PollTime is how long an end polls for the other's next message.
-const PollTime = 50 * time.Microsecond
+	"github.com/rnic/rnic/transport/poll"
+)
 
 // PollsFor says whether an end polls for the messages of the peer with
 // that pid (SO_PEERCRED): not when the peer is this process.
@@ -31,16 +31,15 @@ type Received struct {
 	Err            error
 }
 
-// PollRecv tries non-blocking reads of conn for d; ok is false if nothing
-// came (then the caller parks in the netpoller, ReadMsgUnix). It does not
-// yield its P: a yielding goroutine stays runnable, so no idle P would
-// wait in the netpoller for the other messages of the process.
-func PollRecv(conn syscall.Conn, buf, oob []byte, d time.Duration) (r Received, ok bool) {
+// PollRecv tries non-blocking reads of conn while p says to (p.Received
+// starts its window); ok is false if nothing came (then the caller parks
+// in the netpoller, ReadMsgUnix).
+func PollRecv(conn syscall.Conn, buf, oob []byte, p *poll.Poller) (r Received, ok bool) {
 	raw, err := conn.SyscallConn()
 	if err != nil {
 		return r, false
 	}
-	deadline := time.Now().Add(d)
+	defer p.Release()
 	raw.Read(func(fd uintptr) bool {
 		for {
 			n, oobn, flags, _, err := unix.Recvmsg(int(fd), buf, oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
@@ -50,7 +49,7 @@ func PollRecv(conn syscall.Conn, buf, oob []byte, d time.Duration) (r Received, 
 			case !errors.Is(err, unix.EAGAIN):
 				r, ok = Received{n, oobn, flags, err}, true
 				return true
-			case time.Now().After(deadline):
+			case !p.Again():
 				return true // not a wait: that is the caller's ReadMsgUnix
 			}
 		}

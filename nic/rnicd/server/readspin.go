@@ -1,17 +1,19 @@
 // Reading requests: programs issue control calls in bursts (create, INIT,
 // RTR, RTS; a thousand QPs at start-up), so after answering one a session
 // polls for the next before it parks (proto/poll.go says why). An idle
-// client costs one proto.PollTime of one P per burst.
+// client costs one poll.Time of one P per burst.
 
 package server
 
 import "github.com/rnic/rnic/nic/rnicd/proto"
 
-// readRequest reads the next message: polled for proto.PollTime (clients
-// in other processes), then waited for in the netpoller.
+// readRequest reads the next message: polled for poll.Time from now, the
+// last answer (clients in other processes), then waited for in the
+// netpoller.
 func (s *Session) readRequest(buf, oob []byte) proto.Received {
 	if s.spin {
-		if r, ok := proto.PollRecv(s.conn, buf, oob, proto.PollTime); ok {
+		s.poll.Received()
+		if r, ok := proto.PollRecv(s.conn, buf, oob, &s.poll); ok {
 			return r
 		}
 	}

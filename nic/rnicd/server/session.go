@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rnic/rnic/nic/rnicd/proto"
+	"github.com/rnic/rnic/transport/poll"
 )
 
 // eventQueueLen is how many events wait for a client that is slow to read
@@ -28,6 +29,7 @@ type Session struct {
 	cred unix.Ucred
 	comm string // /proc/PID/comm at connect
 	spin bool   // poll for requests: the client is another process (readspin.go)
+	poll poll.Poller
 
 	dev     *device      // set by OPEN
 	version uint32       // the protocol version of OPEN

@@ -1,0 +1,85 @@
+// Package poll bounds the busy-polling of sockets.
+//
+// A goroutine that parks in Go's netpoller when its socket is empty is
+// woken, when the next packet comes, through epoll_wait in a sleeping
+// thread: on a virtual machine (where CI runs) waking an idle CPU costs
+// ~25 µs, more than rnic's whole work for a small message. An 8-byte RDMA
+// WRITE ping-pong between two processes took 48 µs a round trip, 1.6× raw
+// UDP, almost all of it wake-ups. So a reader that has just received keeps
+// polling its socket, non-blocking, for a while before it parks: during a
+// conversation the next packet finds it awake.
+//
+// Neither the window nor whether to poll adapts: a conversation is fast
+// only while both ends poll, so an end that learned from the gaps or the
+// misses of a conversation in which the other end parked (~50 µs a round
+// trip) stopped polling for good, and both were tried and measured so.
+// On a busy machine polling costs its window of CPU per packet.
+//
+// A poller holds its processor (P) while it polls: a goroutine that
+// yielded would stay runnable, and the Go scheduler polls the network
+// only when it has nothing runnable, so every other socket of the process
+// would wait for sysmon (up to 10 ms). Holding a P is safe only while
+// another is free, so at most GOMAXPROCS-1 readers of a process poll at a
+// time (none with GOMAXPROCS=1); a reader that cannot get a slot parks at
+// once, as it always did. Nor does it yield its thread: measured, a
+// sched_yield per turn lost the gain.
+package poll
+
+import (
+	"runtime"
+	"sync/atomic"
+	"time"
+)
+
+// Time is the longest a reader polls after its last packet.
+const Time = 50 * time.Microsecond
+
+// polling is how many readers of the process poll now.
+var polling atomic.Int32
+
+// acquire takes a polling slot if one is free.
+func acquire() bool {
+	limit := int32(runtime.GOMAXPROCS(0) - 1)
+	for {
+		n := polling.Load()
+		if n >= limit {
+			return false
+		}
+		if polling.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// Polling returns how many readers of the process poll now.
+func Polling() int { return int(polling.Load()) }
+
+// A Poller is one reader's polling state; a reader uses it from one
+// goroutine. The zero value polls.
+type Poller struct {
+	until time.Time // poll until then
+	held  bool
+}
+
+// Received notes that the socket just gave a packet.
+func (p *Poller) Received() { p.until = time.Now().Add(Time) }
+
+// Again says, when the socket is empty, whether to try it again now
+// rather than park. When it returns false the reader parks; its slot is
+// free again.
+func (p *Poller) Again() bool {
+	if time.Now().Before(p.until) && (p.held || acquire()) {
+		p.held = true
+		return true
+	}
+	p.Release()
+	return false
+}
+
+// Release gives up the slot, if held (a reader that stops reading).
+func (p *Poller) Release() {
+	if p.held {
+		p.held = false
+		polling.Add(-1)
+	}
+}
