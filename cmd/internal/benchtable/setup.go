@@ -46,7 +46,28 @@ func (b *bench) setupRows() []row {
 			baseline: fmt.Sprintf("target %d B", idleTargetB),
 			ratio:    m["heap-B/QP"] / idleTargetB, better: "lower is better"})
 	}
-	return append(rows, b.rnicdSetupRow(res["embedded.BenchmarkCreateConnectQPs"]))
+	return append(rows, b.rnicdSetupRow(res["embedded.BenchmarkCreateConnectQPs"]), dropinSetupRow())
+}
+
+// dropinSetupRow: 10,000 QPs created and taken to RTS by an unmodified C
+// program through the drop-in libibverbs and rnicd, against the goal.
+func dropinSetupRow() row {
+	r := row{workload: "create+connect 10,000 RC QPs through rnicd, C program on the drop-in libibverbs"}
+	res, err := goBench("BenchmarkDropinSetup", setupPairs, "./nic/rnicd/dropin")
+	m, ok := res["dropin.BenchmarkDropinSetup"]
+	switch {
+	case err != nil:
+		r.err = err
+	case !ok:
+		r.err = fmt.Errorf("no result (gcc and libibverbs-dev missing?)")
+	default:
+		sec := m["ns/op"] * setupPairs / 1e9
+		r.rnic = fmt.Sprintf("%.2f s (µs per QP: create %.0f, INIT+RTR+RTS %.0f; destroy %.0f)",
+			sec, m["create-µs/QP"], m["connect-µs/QP"], m["destroy-µs/QP"])
+		r.baseline = fmt.Sprintf("target %.0f s per 10,000 QPs", setupTargetSec)
+		r.ratio, r.better = sec/setupTargetSec, "lower is better"
+	}
+	return r
 }
 
 // rnicdPairs is how many QP pairs the daemon's setup benchmark creates:

@@ -138,7 +138,7 @@ func buildLibrary() {
 
 // needLibrary skips when the library cannot be built here, saying what to
 // install, and fails when it does not compile.
-func needLibrary(t *testing.T) {
+func needLibrary(t testing.TB) {
 	t.Helper()
 	if build.skip != "" {
 		t.Skip(build.skip)
@@ -395,10 +395,10 @@ const (
 // rnic1 on two fresh loopback addresses, as the programs' user, with no
 // --socket: the default rule puts the socket in $XDG_RUNTIME_DIR/rnic/
 // (the rule an unprivileged daemon follows), which is checked too.
-func startDaemon(cleanup func(func()), kind string) (*daemon, error) {
+func startDaemon(cleanup func(func()), kind string, flags ...string) (*daemon, error) {
 	var last error
 	for range 5 { // an address in use by a parallel run: try others
-		d, err := tryDaemon(cleanup, kind)
+		d, err := tryDaemon(cleanup, kind, flags...)
 		if err == nil {
 			return d, nil
 		}
@@ -407,7 +407,7 @@ func startDaemon(cleanup func(func()), kind string) (*daemon, error) {
 	return nil, last
 }
 
-func tryDaemon(cleanup func(func()), kind string) (*daemon, error) {
+func tryDaemon(cleanup func(func()), kind string, flags ...string) (*daemon, error) {
 	xdg, err := userDir(build.dir, fmt.Sprintf("run-%d", rand.Uint32()))
 	if err != nil {
 		return nil, err
@@ -417,7 +417,8 @@ func tryDaemon(cleanup func(func()), kind string) (*daemon, error) {
 		return nil, errors.New("same address twice")
 	}
 	stdout, w := io.Pipe()
-	d.p = &proc{name: "rnicd", cmd: userCommand([]string{build.rnicd, "--" + kind, d.addrs[0], "--device", "name=rnic1," + kind + "=" + d.addrs[1]}),
+	argv := append([]string{build.rnicd, "--" + kind, d.addrs[0], "--device", "name=rnic1," + kind + "=" + d.addrs[1]}, flags...)
+	d.p = &proc{name: "rnicd", cmd: userCommand(argv),
 		out: new(syncBuffer), done: make(chan struct{})}
 	env := []string{"XDG_RUNTIME_DIR=" + xdg}
 	if build.uid == 0 { // only when not dropping: root ignores XDG_RUNTIME_DIR
