@@ -3,6 +3,7 @@ package dropin
 import (
 	"bufio"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,11 +20,7 @@ import (
 func BenchmarkDropinSetup(b *testing.B) {
 	needLibrary(b)
 	n := max(b.N, 2)
-	bin := filepath.Join(build.dir, "setup_bench")
-	if out, err := command(build.root, "gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", bin,
-		"nic/rnicd/dropin/bench/setup.c", "-libverbs"); err != nil {
-		b.Fatalf("building bench/setup.c: %v\n%s", err, out)
-	}
+	bin := buildSetup(b, "setup_bench", "-O2")
 	d, err := startDaemon(b.Cleanup, nicUDP, "--max-qps", strconv.Itoa(n))
 	if err != nil {
 		b.Fatal(err)
@@ -43,6 +40,49 @@ func BenchmarkDropinSetup(b *testing.B) {
 	for _, k := range []string{"create_us", "connect_us", "destroy_us"} {
 		b.ReportMetric(steps[k], strings.TrimSuffix(k, "_us")+"-µs/QP")
 	}
+}
+
+// TestSetupProgram runs the benchmark's program on 200 QPs, it and the
+// library under AddressSanitizer: the figures make bench reports come
+// from a program that does what it says without faults.
+func TestSetupProgram(t *testing.T) {
+	needLibrary(t)
+	bin := buildSetup(t, "setup_asan", "-O1", "-fsanitize=address", "-fno-omit-frame-pointer")
+	d := sharedDaemon(t)
+	p := start(t, "setup", []string{"RNIC_LIBDIR=" + filepath.Join(build.dir, "lib", "asan"), asanOptions("setup")},
+		nil, build.rnic, "exec", "-S", d.socket, "--", bin, "200")
+	p.wait(time.After(programTimeout))
+	if !p.ok() {
+		t.Fatal(p.report())
+	}
+	steps, err := parseSetup(p.out.String())
+	if err != nil {
+		t.Fatalf("%v\n%s", err, p.report())
+	}
+	for _, k := range []string{"create_us", "connect_us", "destroy_us"} {
+		if !(steps[k] > 0) {
+			t.Errorf("%s = %v; want a time per QP\n%s", k, steps[k], p.report())
+		}
+	}
+	if steps["qps"] != 200 {
+		t.Errorf("qps = %v, want 200", steps["qps"])
+	}
+}
+
+// buildSetup compiles bench/setup.c into the build directory, runnable
+// by the programs' user.
+func buildSetup(tb testing.TB, name string, flags ...string) string {
+	tb.Helper()
+	bin := filepath.Join(build.dir, name)
+	args := append(append([]string{"-std=gnu11", "-g", "-Wall", "-Wextra", "-Werror"}, flags...),
+		"-o", bin, "nic/rnicd/dropin/bench/setup.c", "-libverbs")
+	if out, err := command(build.root, "gcc", args...); err != nil {
+		tb.Fatalf("building bench/setup.c: %v\n%s", err, out)
+	}
+	if err := os.Chmod(bin, 0o755); err != nil { // whatever the umask
+		tb.Fatal(err)
+	}
+	return bin
 }
 
 // parseSetup reads setup.c's line: "qps N create_us X connect_us Y
