@@ -31,6 +31,7 @@ type Session struct {
 	dev     *device      // set by OPEN
 	version uint32       // the protocol version of OPEN
 	bell    *sessionBell // set by OPEN from VersionSessionBell
+	arena   *arena       // set by OPEN from VersionRingArena
 
 	mu      sync.RWMutex
 	next    uint32
@@ -334,6 +335,9 @@ func (s *Session) reap() {
 	}
 	if s.bell != nil {
 		s.bell.close()
+	}
+	if s.arena != nil {
+		s.arena.close()
 	}
 	if s.dev != nil {
 		s.dev.detach(s)
