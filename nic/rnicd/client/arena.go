@@ -33,31 +33,54 @@ type ringRef struct {
 	own   bool
 }
 
-// take returns the size bytes of ring memory at p, mapping its chunk if
-// fds begins with the chunk's memfd: exactly when the chunk is new to
-// this client. It returns the other descriptors; on an error it has
-// closed the chunk's. The caller holds a.mu.
-func (a *arena) take(op string, p proto.RingPlace, size uint64, fds []int) ([]byte, ringRef, []int, error) {
+// take returns the size bytes of ring memory at p, mapping its chunk if it
+// is new to this client: from the reply's first descriptor when the reply
+// has one more than the others it carries, else (the memfd went with an
+// earlier reply this client failed to use) fetched with RING_CHUNK. It
+// returns the other descriptors; on an error it has closed the chunk's.
+// The caller holds d.arena.mu.
+func (d *Device) takeRings(op string, p proto.RingPlace, size uint64, fds []int, others int) ([]byte, ringRef, []int, error) {
+	a := d.arena
 	ref := ringRef{a: a, chunk: p.Chunk, own: p.Own}
 	if err := p.Check(size); err != nil {
 		return nil, ref, fds, fmt.Errorf("rnicd: %s reply: %w", op, err)
 	}
 	mem, known := a.chunks[p.Chunk]
-	if !known {
-		if len(fds) == 0 {
-			return nil, ref, fds, fmt.Errorf("rnicd: %s reply places rings in chunk %d without its memfd: %w", op, p.Chunk, proto.ErrMalformed)
-		}
+	switch {
+	case len(fds) == others+1 && !known:
 		var err error
-		if mem, err = mapRing(fds[0], p.ChunkLen); err != nil {
-			return nil, ref, fds[1:], err
+		mem, err = mapRing(fds[0], p.ChunkLen)
+		if fds = fds[1:]; err != nil {
+			return nil, ref, fds, err
 		}
-		fds = fds[1:]
 		a.chunks[p.Chunk] = mem
+	case len(fds) == others && !known:
+		var err error
+		if mem, err = d.fetchChunk(p); err != nil {
+			return nil, ref, fds, fmt.Errorf("rnicd: %s: %w", op, err)
+		}
+		a.chunks[p.Chunk] = mem
+	case len(fds) != others || mem == nil:
+		return nil, ref, fds, fmt.Errorf("rnicd: %s reply with %d descriptors for chunk %d (mapped: %v), want %d besides the chunk's: %w",
+			op, len(fds), p.Chunk, known, others, proto.ErrMalformed)
 	}
 	if uint64(mem.Len()) != p.ChunkLen {
 		return nil, ref, fds, fmt.Errorf("rnicd: %s reply: chunk %d of %d bytes, mapped %d: %w", op, p.Chunk, p.ChunkLen, mem.Len(), proto.ErrMalformed)
 	}
 	return mem.Bytes()[p.Offset : p.Offset+size : p.Offset+size], ref, fds, nil
+}
+
+// fetchChunk asks for the memfd of chunk p again and maps it.
+func (d *Device) fetchChunk(p proto.RingPlace) (*memory.Shared, error) {
+	fds, err := d.call(proto.OpRingChunk, &proto.Handle{H: p.Chunk}, nil, &proto.Empty{})
+	if err != nil {
+		return nil, err
+	}
+	if len(fds) != 1 {
+		closeFDs(fds)
+		return nil, fmt.Errorf("RING_CHUNK reply with %d descriptors: %w", len(fds), proto.ErrMalformed)
+	}
+	return mapRing(fds[0], p.ChunkLen)
 }
 
 // release gives the rings up: a chunk of their own is unmapped; a shared

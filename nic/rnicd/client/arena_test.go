@@ -151,3 +151,34 @@ func TestArenaReusedSlotStartsClean(t *testing.T) {
 		}
 	}
 }
+
+// A client that missed a chunk's memfd (its descriptors were lost at its
+// limit, say) fetches it with RING_CHUNK when a later reply names the chunk
+// without it, and the object works.
+func TestArenaFetchesMissedChunk(t *testing.T) {
+	d := rnicdtest.Start(t, rnicdtest.Options{})
+	dev := open(t, d, 0)
+	pd, err := dev.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := dev.CreateCQ(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := client.ForgetChunks(dev); n != 1 {
+		t.Fatalf("the client had %d chunks mapped, want 1", n)
+	}
+	qp := smallQP(t, dev, pd, cq)
+	rings, _ := client.QPRings(qp)
+	if got, want := backingOf(t, unsafe.Pointer(rings.SQ.Prod)), backingOf(t, unsafe.Pointer(client.CQRing(cq).Prod)); !strings.HasPrefix(got, strings.Fields(want)[0]+" "+strings.Fields(want)[1]+" ") {
+		t.Errorf("the QP's rings are in %s, the CQ's in %s: want the same chunk", got, want)
+	}
+	if err := qp.Modify(&verbs.QPAttr{State: verbs.QPSInit, PortNum: 1, AccessFlags: memory.RemoteWrite},
+		verbs.AttrState|verbs.AttrPKeyIndex|verbs.AttrPort|verbs.AttrAccessFlags); err != nil {
+		t.Fatal(err)
+	}
+	if st := verbs.QPState(rings.State.Load()); st != verbs.QPSInit {
+		t.Errorf("the QP's rings say %v, want INIT", st)
+	}
+}

@@ -74,11 +74,8 @@ func (c *CQ) setup(rep *proto.CreateCQReply, fds []int) error {
 		closeFDs(fds)
 		return err
 	}
-	mem, ref, rest, err := c.d.arena.take("CREATE_CQ", rep.Place, rep.Ring.Size(), fds)
+	mem, ref, rest, err := c.d.takeRings("CREATE_CQ", rep.Place, rep.Ring.Size(), fds, 1)
 	c.mem = ref
-	if err == nil && len(rest) != 1 {
-		err = fmt.Errorf("rnicd: CREATE_CQ reply with %d descriptors besides its chunk's, want the notify eventfd: %w", len(rest), proto.ErrMalformed)
-	}
 	if err != nil {
 		closeFDs(rest)
 		return err

@@ -107,10 +107,7 @@ func (d *Device) mapWorkRings(op string, l proto.RingLayout, p proto.RingPlace, 
 		closeFDs(fds)
 		return ringRef{}, nil, err
 	}
-	mem, ref, rest, err := d.arena.take(op, p, l.Size(), fds)
-	if err == nil && len(rest) != 0 {
-		err = fmt.Errorf("rnicd: %s reply with %d descriptors more than its chunk's: %w", op, len(rest), proto.ErrMalformed)
-	}
+	mem, ref, rest, err := d.takeRings(op, p, l.Size(), fds, 0)
 	closeFDs(rest)
 	if err != nil {
 		return ref, nil, err

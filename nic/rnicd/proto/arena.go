@@ -19,6 +19,11 @@
 // maps a new chunk while another thread unmaps an own chunk cannot take
 // one for the other.
 //
+// A client that missed a chunk's memfd (the reply's descriptors were lost
+// at its descriptor limit, or mapping failed) asks for it again with
+// RING_CHUNK when a reply names the chunk without it: the daemon keeps
+// one descriptor per chunk for that, a few per session.
+//
 // Every offset and size comes from the daemon's allocator; a client's
 // scribbles in a chunk are in its own memory, which the daemon reads as
 // untrusted anyway.
@@ -29,6 +34,15 @@ import "fmt"
 
 // VersionRingArena is the first version with the ring arena.
 const VersionRingArena = 5
+
+// OpRingChunk asks for the memfd of a ring chunk (Handle: the chunk id);
+// the reply carries it.
+const OpRingChunk Op = 0x0023
+
+func init() {
+	NameOp(OpRingChunk, "RING_CHUNK")
+	RegisterBodies(OpRingChunk, Bodies{func() Message { return new(Handle) }, func() Message { return new(Empty) }})
+}
 
 // Arena geometry.
 const (

@@ -9,7 +9,9 @@
 // chunk, which its ring limit counts.
 //
 // The session is charged for whole chunks (--max-ring-bytes): that is what
-// the memory costs, whatever its slots hold.
+// the memory costs, whatever its slots hold. The daemon keeps each chunk's
+// memfd open (a few per session) so that a client that missed one can ask
+// for it again (RING_CHUNK).
 
 package server
 
@@ -22,6 +24,34 @@ import (
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/rnicd/proto"
 )
+
+func init() {
+	Register(proto.OpRingChunk, handleRingChunk)
+}
+
+// handleRingChunk sends a chunk's memfd again.
+func handleRingChunk(s *Session, req *Request, rep *Reply) error {
+	var m proto.Handle
+	if err := req.Decode(&m); err != nil {
+		return err
+	}
+	if s.arena == nil {
+		return fmt.Errorf("%w: RING_CHUNK in a version %d session", proto.ErrBadHandle, s.version)
+	}
+	s.arena.mu.Lock()
+	c, ok := s.arena.chunks[m.H]
+	fd := -1
+	if ok {
+		c.sent = true
+		fd = c.mem.Fd()
+	}
+	s.arena.mu.Unlock()
+	if fd < 0 {
+		return fmt.Errorf("%w: ring chunk %d", proto.ErrBadHandle, m.H)
+	}
+	rep.Set(&proto.Empty{}, fd)
+	return nil
+}
 
 // arenaClasses is the number of slot sizes: ArenaPage << k for k below it.
 var arenaClasses = bits.Len(proto.MaxArenaSlot / proto.ArenaPage)
@@ -290,9 +320,11 @@ func (r *ringMem) place() proto.RingPlace {
 	return proto.RingPlace{Chunk: r.slot.c.id, Own: r.slot.c.own, ChunkLen: uint64(r.slot.c.mem.Len()), Offset: r.slot.off}
 }
 
-// sent closes the descriptor a successful reply carried: the client maps
-// its own copy; the daemon keeps the mapping, not the descriptor. (A chunk
-// whose first object failed stays unsent: the next reply carries it.)
+// sent runs once a successful reply went: a ring's own memfd is closed
+// (the client maps its copy; the daemon keeps the mapping, not the
+// descriptor); a chunk is marked sent, its memfd kept for RING_CHUNK. (A
+// chunk whose first object failed stays unsent: the next reply carries
+// it.)
 func (r *ringMem) sent() {
 	switch {
 	case r.own != nil:
@@ -301,7 +333,6 @@ func (r *ringMem) sent() {
 		r.s.arena.mu.Lock()
 		r.slot.c.sent = true
 		r.s.arena.mu.Unlock()
-		r.slot.c.mem.CloseFd()
 	}
 }
 

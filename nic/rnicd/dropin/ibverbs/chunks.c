@@ -70,19 +70,43 @@ static int add_chunk(struct rnic_context *c, const struct rnic_place *p, int fd,
 	return 0;
 }
 
-int rnic_take_rings(struct rnic_context *c, const struct rnic_place *p, struct rnic_reply *rep, int *fdi, uint8_t **mem)
+/* fetch_chunk asks for the memfd of chunk p->chunk again (RING_CHUNK) and
+ * maps it: its memfd went with an earlier reply this process failed to use
+ * (its descriptors were lost at the descriptor limit, say). */
+static int fetch_chunk(struct rnic_context *c, const struct rnic_place *p, struct rnic_chunk **out)
+{
+	struct rnic_reply *rep = malloc(sizeof(*rep));
+	struct wbuf w;
+	int err;
+	if (!rep)
+		return ENOMEM;
+	w_init(&w);
+	w_u32(&w, p->chunk);
+	if (!(err = ctx_call(c, OP_RING_CHUNK, &w, NULL, 0, rep))) {
+		err = rep->nfds == 1 && rep->len == 0 ? add_chunk(c, p, rep->fds[0], out) : EPROTO;
+		rnic_close_fds(rep->fds, rep->nfds);
+	}
+	free(rep);
+	return err;
+}
+
+int rnic_take_rings(struct rnic_context *c, const struct rnic_place *p, struct rnic_reply *rep, int *fdi, int others,
+		    uint8_t **mem)
 {
 	struct rnic_chunk *k = find_chunk(c, p->chunk);
-	int err;
-	if (!k) {
+	int n = rep->nfds - *fdi, err;
+	if (n == others + 1 && !k) {
 		/* New to this process: the reply brings its memfd. */
-		if (*fdi >= rep->nfds)
-			return EPROTO;
 		err = add_chunk(c, p, rep->fds[*fdi], &k);
 		close(rep->fds[*fdi]);
 		rep->fds[(*fdi)++] = -1;
 		if (err)
 			return err;
+	} else if (n == others && !k) {
+		if ((err = fetch_chunk(c, p, &k)))
+			return err;
+	} else if (n != others || !k) {
+		return EPROTO;
 	}
 	if (k->len != p->chunk_len)
 		return EPROTO;

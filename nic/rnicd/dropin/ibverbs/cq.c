@@ -66,7 +66,7 @@ static int cq_reply(struct rnic_context *c, struct rnic_cq *q, struct rnic_reply
 		return EPROTO;
 	if ((err = rnic_read_place(&r, &q->place, RING_HDR + (uint64_t)q->slots * WC_SLOT)) || (err = r_done(&r)))
 		return err;
-	if ((err = rnic_take_rings(c, &q->place, rep, &fdi, &q->ring)))
+	if ((err = rnic_take_rings(c, &q->place, rep, &fdi, 1, &q->ring)))
 		return err;
 	if (fdi != rep->nfds - 1)
 		return EPROTO;

@@ -58,7 +58,7 @@ int rnic_place_rings(struct rnic_context *c, struct rbuf *r, struct rnic_reply *
 	int err;
 	if ((err = rnic_read_place(r, p, len)) || (err = r_done(r)))
 		return err;
-	if ((err = rnic_take_rings(c, p, rep, fdi, mem)))
+	if ((err = rnic_take_rings(c, p, rep, fdi, 0, mem)))
 		return err;
 	sq->base = *mem + RING_HDR;
 	rq->base = *mem + RING_HDR + sqlen;

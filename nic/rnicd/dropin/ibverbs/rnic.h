@@ -93,6 +93,7 @@ enum rnic_op {
 	OP_ARM_CQ = 0x0020,
 	OP_REG_MR_WINDOW = 0x0021,
 	OP_SRQ_LIMIT = 0x0022,
+	OP_RING_CHUNK = 0x0023,
 	OP_STAT_DEVICES = 0x0302,
 	OP_EVENT = 0x8001,
 };
@@ -422,11 +423,14 @@ int rnic_place_rings(struct rnic_context *c, struct rbuf *r, struct rnic_reply *
 
 /* The ring chunks (chunks.c). rnic_read_place reads a proto.RingPlace and
  * checks that rings of size bytes lie inside its chunk. rnic_take_rings
- * returns the rings at p, mapping its chunk from rep->fds[*fdi] (and
- * advancing *fdi) if the chunk is new; the caller holds ring_mu.
+ * returns the rings at p, mapping its chunk if it is new: from
+ * rep->fds[*fdi] (advancing *fdi) when the reply has one more descriptor
+ * there than the others it carries, else fetched with RING_CHUNK. The
+ * caller holds ring_mu.
  * rnic_release_rings unmaps an own chunk; rnic_close_chunks every one. */
 int rnic_read_place(struct rbuf *r, struct rnic_place *p, uint64_t size);
-int rnic_take_rings(struct rnic_context *c, const struct rnic_place *p, struct rnic_reply *rep, int *fdi, uint8_t **mem);
+int rnic_take_rings(struct rnic_context *c, const struct rnic_place *p, struct rnic_reply *rep, int *fdi, int others,
+		    uint8_t **mem);
 void rnic_release_rings(struct rnic_context *c, const struct rnic_place *p);
 void rnic_close_chunks(struct rnic_context *c);
 void rnic_w_av(struct wbuf *w, const struct ibv_ah_attr *ah);
