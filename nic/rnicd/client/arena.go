@@ -107,10 +107,3 @@ func (a *arena) close() {
 		delete(a.chunks, id)
 	}
 }
-
-// mappedChunks returns how many chunks are mapped (the tests).
-func (a *arena) mappedChunks() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return len(a.chunks)
-}

@@ -79,7 +79,16 @@ func TestRingArenaByVersion(t *testing.T) {
 	if !big.Place.Own || big.Place.Chunk == 1 || big.Place.Offset != 0 || r.fds != 1 || big.Place.Check(big.Ring.Size()) != nil {
 		t.Fatalf("a QP of %d ring bytes at %+v with %d descriptors, want an own chunk, sent", big.Ring.Size(), big.Place, r.fds)
 	}
+	// A client that missed a chunk's memfd asks for it again; an unknown
+	// chunk, or a session before the arena, has none.
+	r.expect(proto.OpRingChunk, &proto.Handle{H: 1}, proto.StatusOK)
+	if r.fds != 1 {
+		t.Errorf("RING_CHUNK reply with %d descriptors, want the chunk's", r.fds)
+	}
+	r.expect(proto.OpRingChunk, &proto.Handle{H: 999}, proto.StatusBadHandle)
+	v4.expect(proto.OpRingChunk, &proto.Handle{H: 1}, proto.StatusBadHandle)
 	r.expect(proto.OpDestroyQP, &proto.Handle{H: big.QP}, proto.StatusOK)
+	r.expect(proto.OpRingChunk, &proto.Handle{H: big.Place.Chunk}, proto.StatusBadHandle) // gone with its QP
 	if big2 := r.createQP(v, 1<<16); !big2.Place.Own || big2.Place.Chunk <= big.Place.Chunk || r.fds != 1 {
 		t.Errorf("the next big QP at %+v with %d descriptors, want a new own chunk after %d, sent", big2.Place, r.fds, big.Place.Chunk)
 	}
