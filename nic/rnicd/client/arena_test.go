@@ -50,8 +50,12 @@ func backingOf(t *testing.T, p unsafe.Pointer) string {
 
 func smallQP(t *testing.T, dev ibv.Device, pd ibv.PD, cq ibv.CQ) ibv.QP {
 	t.Helper()
-	qp, err := dev.CreateQP(pd, ibv.QPInit{Type: verbs.QPTypeRC, SendCQ: cq, RecvCQ: cq,
-		Cap: verbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	return qpOf(t, dev, pd, cq, verbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1})
+}
+
+func qpOf(t *testing.T, dev ibv.Device, pd ibv.PD, cq ibv.CQ, cap verbs.QPCap) ibv.QP {
+	t.Helper()
+	qp, err := dev.CreateQP(pd, ibv.QPInit{Type: verbs.QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: cap})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,8 +94,18 @@ func TestArenaBoundsMappings(t *testing.T) {
 
 // A destroyed QP's slot goes to the next QP of its size, and the new QP's
 // rings start clean: state RESET, indices zero, no WQE bytes of the old
-// one, whatever the client left there.
+// one, whatever the client left there. Small slots are written over,
+// large ones (128 KiB here) punched out of the memfd.
 func TestArenaReusedSlotStartsClean(t *testing.T) {
+	for _, cap := range []verbs.QPCap{
+		{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1},
+		{MaxSendWR: 256, MaxRecvWR: 256, MaxSendSGE: 4, MaxRecvSGE: 4},
+	} {
+		t.Run(fmt.Sprintf("%dWRs", cap.MaxSendWR), func(t *testing.T) { reusedSlotStartsClean(t, cap) })
+	}
+}
+
+func reusedSlotStartsClean(t *testing.T, cap verbs.QPCap) {
 	d := rnicdtest.Start(t, rnicdtest.Options{})
 	dev := open(t, d, 0)
 	pd, err := dev.AllocPD()
@@ -102,7 +116,7 @@ func TestArenaReusedSlotStartsClean(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := smallQP(t, dev, pd, cq)
+	old := qpOf(t, dev, pd, cq, cap)
 	if err := old.Modify(&verbs.QPAttr{State: verbs.QPSInit, PortNum: 1, AccessFlags: memory.RemoteWrite},
 		verbs.AttrState|verbs.AttrPKeyIndex|verbs.AttrPort|verbs.AttrAccessFlags); err != nil {
 		t.Fatal(err)
@@ -126,7 +140,7 @@ func TestArenaReusedSlotStartsClean(t *testing.T) {
 	if err := old.Destroy(); err != nil {
 		t.Fatal(err)
 	}
-	qp := smallQP(t, dev, pd, cq)
+	qp := qpOf(t, dev, pd, cq, cap)
 	rings, _ = client.QPRings(qp)
 	if at, backing := unsafe.Pointer(rings.SQ.Prod), backingOf(t, unsafe.Pointer(rings.SQ.Prod)); at != oldAt || backing != oldBacking {
 		t.Fatalf("the new QP's rings are at %p (%s), not in the destroyed QP's slot at %p (%s)", at, backing, oldAt, oldBacking)

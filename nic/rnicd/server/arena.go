@@ -20,6 +20,8 @@ import (
 	"math/bits"
 	"sync"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/rnicd/proto"
@@ -149,7 +151,7 @@ func (a *arena) alloc(size uint64) (arenaSlot, error) {
 	if ok {
 		// An earlier object's rings, or whatever the client wrote
 		// there since: nothing of it may reach the new object.
-		clear(a.bytes(sl))
+		zero(a.bytes(sl))
 		return sl, nil
 	}
 	if a.cur == nil || a.curOff+classSize(k) > proto.ArenaChunkLen {
@@ -160,12 +162,24 @@ func (a *arena) alloc(size uint64) (arenaSlot, error) {
 		a.retireCur()
 		a.cur, a.curOff = c, 0
 	}
+	// Never handed out: the memfd's zeros, or what this client wrote
+	// there itself, which reaches nobody else's rings.
 	sl = arenaSlot{c: a.cur, off: a.curOff, size: classSize(k)}
 	a.curOff += sl.size
-	// Fresh memfd pages are zero, unless the client wrote to this part
-	// of the chunk before it was handed out.
-	clear(a.bytes(sl))
 	return sl, nil
+}
+
+// madviseMin is the slot size from which zeroing punches the pages out of
+// the memfd (MADV_REMOVE: both sides then read zeros, and the memory goes
+// back) rather than writing zeros over them.
+const madviseMin = 64 << 10
+
+// zero clears a slot of a chunk mapping.
+func zero(b []byte) {
+	if len(b) >= madviseMin && unix.Madvise(b, unix.MADV_REMOVE) == nil {
+		return
+	}
+	clear(b)
 }
 
 // reuse takes a free slot of class k, splitting a larger one if need be.

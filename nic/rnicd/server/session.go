@@ -310,10 +310,12 @@ func (s *Session) reap() {
 		hooks[i]()
 	}
 	st := &s.srv.stats
+	left := false // an object that would not go still uses its rings
 	for _, kind := range []objKind{kindQP, kindSRQ, kindCQ, kindAH, kindMR, kindPD} {
 		for _, o := range s.objectsOf(kind) {
 			if err := o.destroy(s, true); err != nil {
 				s.logf("reaping %v %d: %v", kind, o.handle(), err)
+				left = true
 				continue
 			}
 			s.remove(o)
@@ -336,7 +338,7 @@ func (s *Session) reap() {
 	if s.bell != nil {
 		s.bell.close()
 	}
-	if s.arena != nil {
+	if s.arena != nil && !left {
 		s.arena.close()
 	}
 	if s.dev != nil {
