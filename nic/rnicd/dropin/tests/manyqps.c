@@ -42,6 +42,21 @@ static void cqs_past_the_limit(struct ibv_context *ctx)
 		ibv_destroy_cq(after);
 }
 
+/* ring_mappings counts this process's mappings of rnicd's memfds (ring
+ * chunks, the session doorbell). */
+static int ring_mappings(void)
+{
+	char line[512];
+	int n = 0;
+	FILE *f = fopen("/proc/self/maps", "r");
+	if (!f)
+		die("/proc/self/maps");
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, "memfd:rnic-mr") != NULL;
+	fclose(f);
+	return n;
+}
+
 /* qps_at_the_limit: with every descriptor taken, QPs are created until
  * one's reply brings a new chunk's memfd, which is lost (EMFILE); with one
  * descriptor free again a QP placed in that chunk fetches it and works.
@@ -117,6 +132,9 @@ void test_manyqps(const char *d0, const char *d1)
 			break;
 	check(n == NQPS, "%d QPs with a soft descriptor limit of %d (created %d: %s)", NQPS, SOFT_NOFILE, n,
 	      n < NQPS ? strerror(errno) : "ok");
+	/* a page of rings each: two 2 MiB chunks, and the doorbell */
+	check(ring_mappings() <= 3, "%d QPs map %d areas of rnicd's memory, want at most 3 (two ring chunks, the doorbell)",
+	      n, ring_mappings());
 	side_open(&a, d0, NULL, NULL, NULL, 16, 16);
 	side_open(&b, d1, NULL, NULL, NULL, 16, 16);
 	connect_pair(&a, &b);
