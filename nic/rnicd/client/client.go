@@ -42,13 +42,14 @@ func init() {
 // Device is a NIC served by rnicd. It implements ibv.Device and
 // ibv.Counters.
 type Device struct {
-	spec ibv.Spec
-	conn *net.UnixConn
-	name string
-	attr nic.DeviceAttr
-	port nic.PortAttr
-	gids []netip.Addr
-	bell *sessionBell // the session doorbell, from version 4
+	spec  ibv.Spec
+	conn  *net.UnixConn
+	name  string
+	attr  nic.DeviceAttr
+	port  nic.PortAttr
+	gids  []netip.Addr
+	bell  *sessionBell // the session doorbell, from version 4
+	arena *arena       // the ring chunks, from version 5
 
 	wmu sync.Mutex // serialises writes to conn
 
@@ -103,7 +104,8 @@ func Open(spec ibv.Spec) (*Device, error) {
 	d := &Device{spec: spec, conn: conn, spin: proto.PollsFor(daemon.Pid), pending: make(map[uint32]chan reply),
 		qps: make(map[uint32]*QP), cqs: make(map[uint32]*CQ), srqs: make(map[uint32]*SRQ),
 		mrs: make(map[uint32]*MR), ahs: make(map[*verbs.AddressVector]*AH),
-		events: make(chan ibv.Event, nic.DefaultEventQueueLen), gone: make(chan struct{}), readDone: make(chan struct{})}
+		events: make(chan ibv.Event, nic.DefaultEventQueueLen), gone: make(chan struct{}), readDone: make(chan struct{}),
+		arena: newArena()}
 	go d.read()
 	var rep proto.OpenReply
 	fds, err := d.call(proto.OpOpen, &proto.OpenReq{Version: proto.Version, Name: spec.Name}, nil, &rep)
@@ -329,6 +331,7 @@ func (d *Device) releaseAll() {
 	if d.bell != nil {
 		d.bell.close() // every QP and SRQ is retired: none rings it
 	}
+	d.arena.close() // every object is released: no ring is in use
 }
 
 func parseRights(oob []byte) []int {

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
@@ -22,7 +21,7 @@ type CQ struct {
 	d      *Device
 	h      uint32
 	cqe    int
-	mem    *memory.Shared
+	mem    ringRef
 	ring   *proto.CQRing
 	notify chan struct{}
 	events *os.File // the notify eventfd
@@ -43,14 +42,19 @@ func (d *Device) CreateCQ(cqe int) (ibv.CQ, error) {
 	if cqe <= 0 || cqe > proto.MaxRingSlots {
 		return nil, fmt.Errorf("rnicd: create CQ of %d entries: %w", cqe, nic.ErrInvalid)
 	}
-	var rep proto.CreateCQReply
+	rep := proto.CreateCQReply{Version: proto.Version}
+	d.arena.mu.Lock()
 	fds, err := d.call(proto.OpCreateCQ, &proto.CreateCQReq{CQE: uint32(cqe)}, nil, &rep)
 	if err != nil {
+		d.arena.mu.Unlock()
 		return nil, err
 	}
 	c := &CQ{d: d, h: rep.CQ, cqe: cqe, notify: make(chan struct{}, 1)}
-	if err := c.setup(&rep, fds); err != nil {
+	err = c.setup(&rep, fds)
+	d.arena.mu.Unlock()
+	if err != nil {
 		d.call(proto.OpDestroyCQ, &proto.Handle{H: rep.CQ}, nil, &proto.Empty{})
+		c.mem.release()
 		return nil, err
 	}
 	d.mu.Lock()
@@ -62,24 +66,27 @@ func (d *Device) CreateCQ(cqe int) (ibv.CQ, error) {
 	return c, nil
 }
 
+// setup finds the ring of a CREATE_CQ reply in the arena, mapping its
+// chunk if the reply brings it; the last descriptor is the notify eventfd.
+// The caller holds d.arena.mu.
 func (c *CQ) setup(rep *proto.CreateCQReply, fds []int) error {
-	if len(fds) != 2 {
+	if err := rep.Ring.Validate(); err != nil {
 		closeFDs(fds)
-		return fmt.Errorf("rnicd: CREATE_CQ reply with %d descriptors: %w", len(fds), proto.ErrMalformed)
-	}
-	mem, err := mapRing(fds[0], rep.Ring.Size())
-	if err != nil {
-		closeFDs(fds[1:])
 		return err
 	}
-	ring, err := proto.NewCQRing(mem.Bytes(), rep.Ring)
+	mem, ref, rest, err := c.d.takeRings("CREATE_CQ", rep.Place, rep.Ring.Size(), fds, 1)
+	c.mem = ref
 	if err != nil {
-		mem.Close()
-		closeFDs(fds[1:])
+		closeFDs(rest)
 		return err
 	}
-	c.mem, c.ring = mem, ring
-	c.events = os.NewFile(uintptr(fds[1]), "rnicd-cq-notify")
+	ring, err := proto.NewCQRing(mem, rep.Ring)
+	if err != nil {
+		closeFDs(rest)
+		return err
+	}
+	c.ring = ring
+	c.events = os.NewFile(uintptr(rest[0]), "rnicd-cq-notify")
 	c.kick = proto.AppendMessage(nil, proto.Header{Op: proto.OpKickCQ, Kind: proto.KindNotice}, &proto.Handle{H: c.h})
 	go c.waitEvents()
 	return nil
@@ -222,7 +229,7 @@ func (c *CQ) retire() {
 // verb of the program's may run on the CQ any more).
 func (c *CQ) release() {
 	c.retire()
-	c.released.Do(func() { c.mem.Close() })
+	c.released.Do(c.mem.release)
 }
 
 // cq returns cq as a CQ of this device.

@@ -25,3 +25,28 @@ type WorkRingsView = proto.WorkRings
 
 // TrustDaemon is trustDaemon.
 var TrustDaemon = trustDaemon
+
+// ForgetChunks makes the device forget the ring chunks it mapped (they
+// stay mapped), as a client that missed their memfds.
+func ForgetChunks(dev ibv.Device) int {
+	d := deviceOf(dev)
+	d.arena.mu.Lock()
+	defer d.arena.mu.Unlock()
+	n := len(d.arena.chunks)
+	clear(d.arena.chunks)
+	return n
+}
+
+func deviceOf(dev ibv.Device) *Device {
+	switch d := dev.(type) {
+	case *Device:
+		return d
+	case deviceNet:
+		return d.Device
+	case deviceCM:
+		return d.Device
+	case deviceNetCM:
+		return d.Device
+	}
+	panic("not an rnicd device")
+}

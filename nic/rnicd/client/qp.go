@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
@@ -24,7 +23,7 @@ type QP struct {
 	cap   verbs.QPCap
 	pd    *PD
 	srq   *SRQ
-	mem   *memory.Shared
+	mem   ringRef
 	rings *proto.WorkRings
 	bell  uint32 // the QP's bit in the session doorbell
 
@@ -67,14 +66,19 @@ func (d *Device) CreateQP(pd ibv.PD, init ibv.QPInit) (ibv.QP, error) {
 		}
 		srq, req.SRQ = s, s.h
 	}
-	var rep proto.CreateQPReply
+	rep := proto.CreateQPReply{Version: proto.Version}
+	d.arena.mu.Lock()
 	fds, err := d.call(proto.OpCreateQP, req, nil, &rep)
 	if err != nil {
+		d.arena.mu.Unlock()
 		return nil, err
 	}
 	q := &QP{d: d, h: rep.QP, qpn: rep.QPN, typ: init.Type, cap: rep.Cap, pd: p, srq: srq}
-	if err := q.setup(&rep, fds); err != nil {
+	err = q.setup(&rep, fds)
+	d.arena.mu.Unlock()
+	if err != nil {
 		d.call(proto.OpDestroyQP, &proto.Handle{H: rep.QP}, nil, &proto.Empty{})
+		q.mem.release()
 		return nil, err
 	}
 	d.mu.Lock()
@@ -87,35 +91,29 @@ func (d *Device) CreateQP(pd ibv.PD, init ibv.QPInit) (ibv.QP, error) {
 }
 
 func (q *QP) setup(rep *proto.CreateQPReply, fds []int) (err error) {
-	q.mem, q.rings, err = mapWorkRings("CREATE_QP", rep.Ring, fds)
+	q.mem, q.rings, err = q.d.mapWorkRings("CREATE_QP", rep.Ring, rep.Place, fds)
 	if err == nil {
 		q.bell = q.rings.Bell.Load()
 	}
 	return err
 }
 
-// mapWorkRings maps the send/receive rings of a CREATE_QP or CREATE_SRQ
-// reply (descriptors: the ring memory; the rings name the object's bell in
-// the session doorbell), or closes every descriptor and fails.
-func mapWorkRings(op string, l proto.RingLayout, fds []int) (*memory.Shared, *proto.WorkRings, error) {
-	if len(fds) != 1 {
-		closeFDs(fds)
-		return nil, nil, fmt.Errorf("rnicd: %s reply with %d descriptors: %w", op, len(fds), proto.ErrMalformed)
-	}
+// mapWorkRings finds the send/receive rings of a CREATE_QP or CREATE_SRQ
+// reply in the arena, mapping their chunk if the reply brings it (the
+// rings name the object's bell in the session doorbell), or closes every
+// descriptor and fails. The caller holds d.arena.mu.
+func (d *Device) mapWorkRings(op string, l proto.RingLayout, p proto.RingPlace, fds []int) (ringRef, *proto.WorkRings, error) {
 	if err := l.Validate(); err != nil {
 		closeFDs(fds)
-		return nil, nil, err
+		return ringRef{}, nil, err
 	}
-	mem, err := mapRing(fds[0], l.Size())
+	mem, ref, rest, err := d.takeRings(op, p, l.Size(), fds, 0)
+	closeFDs(rest)
 	if err != nil {
-		return nil, nil, err
+		return ref, nil, err
 	}
-	rings, err := proto.NewWorkRings(mem.Bytes(), l)
-	if err != nil {
-		mem.Close()
-		return nil, nil, err
-	}
-	return mem, rings, nil
+	rings, err := proto.NewWorkRings(mem, l)
+	return ref, rings, err
 }
 
 func (q *QP) QPN() uint32        { return q.qpn }
@@ -189,10 +187,11 @@ func (q *QP) retire() {
 	})
 }
 
-// release retires the QP and unmaps its rings.
+// release retires the QP and gives up its rings (unmapped if they have a
+// chunk of their own).
 func (q *QP) release() {
 	q.retire()
-	q.released.Do(func() { q.mem.Close() })
+	q.released.Do(q.mem.release)
 }
 
 // ring rings the doorbell if the daemon's drainer sleeps. The caller

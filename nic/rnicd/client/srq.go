@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
@@ -20,7 +19,7 @@ type SRQ struct {
 	d      *Device
 	h      uint32
 	maxSGE int
-	mem    *memory.Shared
+	mem    ringRef
 	rings  *proto.WorkRings
 	bell   uint32 // the SRQ's bit in the session doorbell
 
@@ -43,14 +42,19 @@ func (d *Device) CreateSRQ(pd ibv.PD, maxWR, maxSGE int) (ibv.SRQ, error) {
 	if maxWR <= 0 || maxSGE <= 0 || maxWR > proto.MaxRingSlots || maxSGE > proto.MaxSlotSize {
 		return nil, fmt.Errorf("rnicd: create SRQ of %d WRs of %d SGEs: %w", maxWR, maxSGE, nic.ErrInvalid)
 	}
-	var rep proto.CreateSRQReply
+	rep := proto.CreateSRQReply{Version: proto.Version}
+	d.arena.mu.Lock()
 	fds, err := d.call(proto.OpCreateSRQ, &proto.CreateSRQReq{PD: p.h, MaxWR: uint32(maxWR), MaxSGE: uint32(maxSGE)}, nil, &rep)
 	if err != nil {
+		d.arena.mu.Unlock()
 		return nil, err
 	}
 	s := &SRQ{d: d, h: rep.SRQ, maxSGE: maxSGE}
-	if err := s.setup(&rep, fds); err != nil {
+	err = s.setup(&rep, fds)
+	d.arena.mu.Unlock()
+	if err != nil {
 		d.call(proto.OpDestroySRQ, &proto.Handle{H: rep.SRQ}, nil, &proto.Empty{})
+		s.mem.release()
 		return nil, err
 	}
 	d.mu.Lock()
@@ -63,7 +67,7 @@ func (d *Device) CreateSRQ(pd ibv.PD, maxWR, maxSGE int) (ibv.SRQ, error) {
 }
 
 func (s *SRQ) setup(rep *proto.CreateSRQReply, fds []int) (err error) {
-	s.mem, s.rings, err = mapWorkRings("CREATE_SRQ", rep.Ring, fds)
+	s.mem, s.rings, err = s.d.mapWorkRings("CREATE_SRQ", rep.Ring, rep.Place, fds)
 	if err == nil {
 		s.bell = s.rings.Bell.Load()
 	}
@@ -119,8 +123,9 @@ func (s *SRQ) retire() {
 	})
 }
 
-// release retires the SRQ and unmaps its ring.
+// release retires the SRQ and gives up its ring (unmapped if it has a
+// chunk of its own).
 func (s *SRQ) release() {
 	s.retire()
-	s.released.Do(func() { s.mem.Close() })
+	s.released.Do(s.mem.release)
 }

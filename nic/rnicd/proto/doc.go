@@ -49,8 +49,11 @@
 //
 // # Data plane
 //
-// The daemon creates every ring (a sealed memfd it sizes itself) and both
-// sides map it. Producer and consumer indices are free-running uint32s on
+// The daemon creates every ring and both sides map it: before version 5 a
+// sealed memfd per ring, sized by the daemon; from version 5 (the ring
+// arena, arena.go) a slot of one of the session's ring chunks, 2 MiB
+// memfds each mapped once per side and kept for the session, so creating
+// or destroying a QP, SRQ or CQ maps and unmaps nothing. Producer and consumer indices are free-running uint32s on
 // separate cache lines, accessed with sync/atomic; a slot is index & (slots
 // − 1). Each side keeps its own copy of the index it owns and never reads
 // it back from the shared page, so a peer scribbling on the header can
@@ -58,8 +61,19 @@
 // the slots.
 //
 // Descriptors are per session, not per QP: each side closes a ring's
-// memfd once it has mapped it, and (from version 4) a client wakes the
+// memfd once it has mapped it (from version 5 the daemon keeps one per
+// 2 MiB chunk, for a client that missed it), and (from version 4) a client wakes the
 // drainers of all its QPs and SRQs through one session doorbell, an
 // eventfd and a bitmap that OPEN's reply carries (bell.go). A session of
-// 10,000 QPs holds no more descriptors than one of a single QP.
+// 10,000 QPs holds no more descriptors than one of a single QP (but for
+// the daemon's one per ring chunk).
+//
+// # Versions
+//
+// A client announces its version in OPEN; the daemon serves every version
+// from MinVersion to Version in the client's layout (messages.go): 2 adds
+// the transport to OPEN's reply, 3 the connection parameters to
+// CMRequestInfo, 4 the session doorbell (bell.go), 5 the ring arena
+// (arena.go). Bodies whose layout depends on the session's version and
+// do not carry it implement Versioned.
 package proto

@@ -23,18 +23,71 @@ func FuzzDecodeMessage(f *testing.F) {
 		}
 	}
 	f.Add(AppendError(nil, OpOpen, 3, StatusNoDevice, "no such device"), uint8(0))
+	place := RingPlace{Chunk: 1, ChunkLen: ArenaChunkLen, Offset: 8 * ArenaPage}
+	for _, m := range []Versioned{&CreateQPReply{Place: place}, &CreateSRQReply{Place: place}, &CreateCQReply{Place: place}} {
+		m.SetVersion(Version)
+		f.Add(AppendMessage(nil, Header{Op: replyOp(m), Kind: KindReply, Seq: 2}, m), uint8(1))
+	}
 	f.Fuzz(func(t *testing.T, msg []byte, nfds uint8) {
 		h, body, err := DecodeMessage(msg, int(nfds%8))
 		if err != nil {
 			return
 		}
-		m, err := DecodeBody(h, body)
-		if err != nil || m == nil {
+		// Bodies whose layout is the session's version's decode as
+		// the oldest and as the newest version.
+		for _, v := range []uint32{MinVersion, Version} {
+			m, err := DecodeBodyVersion(h, body, v)
+			if err != nil || m == nil {
+				continue
+			}
+			again := AppendMessage(nil, h, m)
+			if !bytes.Equal(again[HeaderLen:], body) {
+				t.Fatalf("%v %v version %d: body % x re-encodes as % x", h.Op, h.Kind, v, body, again[HeaderLen:])
+			}
+			if p, ok := placeOf(m); ok && v >= VersionRingArena && p.Check(0) == nil && p.Offset > p.ChunkLen {
+				t.Fatalf("%v: place %+v passes its check outside its chunk", h.Op, p)
+			}
+		}
+	})
+}
+
+// replyOp is the op whose reply m is (the arena's versioned replies).
+func replyOp(m Message) Op {
+	switch m.(type) {
+	case *CreateQPReply:
+		return OpCreateQP
+	case *CreateSRQReply:
+		return OpCreateSRQ
+	}
+	return OpCreateCQ
+}
+
+// placeOf returns the arena place of a create reply.
+func placeOf(m Message) (RingPlace, bool) {
+	switch m := m.(type) {
+	case *CreateQPReply:
+		return m.Place, true
+	case *CreateSRQReply:
+		return m.Place, true
+	case *CreateCQReply:
+		return m.Place, true
+	}
+	return RingPlace{}, false
+}
+
+// FuzzRingPlace: a place passes its check only if the rings it names lie
+// inside a chunk of a size the daemon makes.
+func FuzzRingPlace(f *testing.F) {
+	f.Add(uint32(1), false, uint64(ArenaChunkLen), uint64(ArenaPage), uint64(3000))
+	f.Add(uint32(2), true, uint64(5*ArenaPage), uint64(0), uint64(5*ArenaPage))
+	f.Fuzz(func(t *testing.T, chunk uint32, own bool, chunkLen, off, size uint64) {
+		p := RingPlace{Chunk: chunk, Own: own, ChunkLen: chunkLen, Offset: off}
+		if p.Check(size) != nil {
 			return
 		}
-		again := AppendMessage(nil, h, m)
-		if !bytes.Equal(again[HeaderLen:], body) {
-			t.Fatalf("%v %v: body % x re-encodes as % x", h.Op, h.Kind, body, again[HeaderLen:])
+		if chunk == 0 || off%ArenaPage != 0 || off+size > chunkLen || off+size < off ||
+			chunkLen > MaxOwnChunk || (!own && chunkLen != ArenaChunkLen) || (own && off != 0) {
+			t.Fatalf("place %+v of %d bytes passes its check", p, size)
 		}
 	})
 }

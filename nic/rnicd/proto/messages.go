@@ -21,9 +21,11 @@ import (
 // to CMRequestInfo. Version 4 adds the session doorbell (bell.go):
 // OpenReply carries its memory and eventfd, a work ring names its bit, and
 // CREATE_QP and CREATE_SRQ replies carry the ring memory alone, with no
-// doorbell eventfd per object.
+// doorbell eventfd per object. Version 5 adds the ring arena (arena.go):
+// CREATE_QP, CREATE_SRQ and CREATE_CQ replies name a place in the
+// session's ring chunks and carry a chunk's memfd only the first time.
 const (
-	Version    = 4
+	Version    = 5
 	MinVersion = 1
 )
 
@@ -235,14 +237,31 @@ func (m *CreateCQReq) Encode(w *Writer) { w.U32(m.CQE) }
 func (m *CreateCQReq) Decode(r *Reader) { m.CQE = r.U32() }
 
 // CreateCQReply describes the CQ; the ring memfd and the notify eventfd
-// come with it, in that order.
+// come with it, in that order. From VersionRingArena on the ring lies at
+// Place of the session's arena, and the memfd is the chunk's, sent only
+// the first time (arena.go). Version is the session's, not sent.
 type CreateCQReply struct {
-	CQ   uint32
-	Ring CQLayout
+	Version uint32
+	CQ      uint32
+	Ring    CQLayout
+	Place   RingPlace
 }
 
-func (m *CreateCQReply) Encode(w *Writer) { w.U32(m.CQ); m.Ring.Encode(w) }
-func (m *CreateCQReply) Decode(r *Reader) { m.CQ = r.U32(); m.Ring.Decode(r) }
+func (m *CreateCQReply) Encode(w *Writer) {
+	w.U32(m.CQ)
+	m.Ring.Encode(w)
+	if m.Version >= VersionRingArena {
+		m.Place.Encode(w)
+	}
+}
+
+func (m *CreateCQReply) Decode(r *Reader) {
+	m.CQ = r.U32()
+	m.Ring.Decode(r)
+	if m.Version >= VersionRingArena {
+		m.Place.Decode(r)
+	}
+}
 
 // CreateSRQReq creates an SRQ.
 type CreateSRQReq struct{ PD, MaxWR, MaxSGE uint32 }
@@ -250,15 +269,31 @@ type CreateSRQReq struct{ PD, MaxWR, MaxSGE uint32 }
 func (m *CreateSRQReq) Encode(w *Writer) { w.U32(m.PD); w.U32(m.MaxWR); w.U32(m.MaxSGE) }
 func (m *CreateSRQReq) Decode(r *Reader) { m.PD = r.U32(); m.MaxWR = r.U32(); m.MaxSGE = r.U32() }
 
-// CreateSRQReply describes the SRQ; the ring memfd and the doorbell
-// eventfd come with it.
+// CreateSRQReply describes the SRQ; the ring memfd (and before version 4
+// the doorbell eventfd) come with it. From VersionRingArena on the ring
+// lies at Place of the session's arena (as CreateCQReply's).
 type CreateSRQReply struct {
-	SRQ  uint32
-	Ring RingLayout
+	Version uint32
+	SRQ     uint32
+	Ring    RingLayout
+	Place   RingPlace
 }
 
-func (m *CreateSRQReply) Encode(w *Writer) { w.U32(m.SRQ); m.Ring.Encode(w) }
-func (m *CreateSRQReply) Decode(r *Reader) { m.SRQ = r.U32(); m.Ring.Decode(r) }
+func (m *CreateSRQReply) Encode(w *Writer) {
+	w.U32(m.SRQ)
+	m.Ring.Encode(w)
+	if m.Version >= VersionRingArena {
+		m.Place.Encode(w)
+	}
+}
+
+func (m *CreateSRQReply) Decode(r *Reader) {
+	m.SRQ = r.U32()
+	m.Ring.Decode(r)
+	if m.Version >= VersionRingArena {
+		m.Place.Decode(r)
+	}
+}
 
 // CreateQPReq creates a QP; SRQ is 0 for none.
 type CreateQPReq struct {
@@ -288,12 +323,15 @@ func (m *CreateQPReq) Decode(r *Reader) {
 	GetQPCap(r, &m.Cap)
 }
 
-// CreateQPReply describes the QP; the ring memfd and the doorbell eventfd
-// come with it.
+// CreateQPReply describes the QP; the ring memfd (and before version 4
+// the doorbell eventfd) come with it. From VersionRingArena on the rings
+// lie at Place of the session's arena (as CreateCQReply's).
 type CreateQPReply struct {
+	Version uint32
 	QP, QPN uint32
 	Cap     verbs.QPCap
 	Ring    RingLayout
+	Place   RingPlace
 }
 
 func (m *CreateQPReply) Encode(w *Writer) {
@@ -301,12 +339,19 @@ func (m *CreateQPReply) Encode(w *Writer) {
 	w.U32(m.QPN)
 	PutQPCap(w, &m.Cap)
 	m.Ring.Encode(w)
+	if m.Version >= VersionRingArena {
+		m.Place.Encode(w)
+	}
 }
+
 func (m *CreateQPReply) Decode(r *Reader) {
 	m.QP = r.U32()
 	m.QPN = r.U32()
 	GetQPCap(r, &m.Cap)
 	m.Ring.Decode(r)
+	if m.Version >= VersionRingArena {
+		m.Place.Decode(r)
+	}
 }
 
 // ModifyQPReq modifies a QP.

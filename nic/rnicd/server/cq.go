@@ -33,7 +33,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
@@ -71,13 +70,12 @@ const (
 )
 
 type cqObj struct {
-	s        *Session
-	h        uint32
-	cq       ibv.CQ
-	mem      *memory.Shared
-	ring     *proto.CQRing
-	ringSize uint64
-	notify   int // eventfd the client waits on
+	s      *Session
+	h      uint32
+	cq     ibv.CQ
+	mem    *ringMem
+	ring   *proto.CQRing
+	notify int // eventfd the client waits on
 
 	kick chan struct{}      // room was made
 	arm  chan chan struct{} // the client changed the kind of its arm; close when done
@@ -111,9 +109,9 @@ func (c *cqObj) destroy(s *Session, _ bool) error {
 		return err
 	}
 	s.dev.disown(c.cq)
-	c.mem.Close()
+	c.mem.free()
 	unix.Close(c.notify)
-	s.unreserve(kindCQ, c.ringSize)
+	s.unreserve(kindCQ, 0)
 	return nil
 }
 
@@ -138,20 +136,23 @@ func handleCreateCQ(s *Session, req *Request, rep *Reply) error {
 	}
 	layout := proto.CQLayout{Slots: proto.RingSlots(m.CQE), Cap: m.CQE}
 	size := layout.Size()
-	if err := s.reserve(kindCQ, size); err != nil {
+	if err := s.reserve(kindCQ, 0); err != nil {
 		return err
 	}
-	c := &cqObj{s: s, ringSize: size, notify: -1, kick: make(chan struct{}, 1), arm: make(chan chan struct{})}
+	c := &cqObj{s: s, notify: -1, kick: make(chan struct{}, 1), arm: make(chan chan struct{})}
 	err := func() error {
+		if err := s.checkRing(size); err != nil {
+			return err
+		}
 		cq, err := s.dev.dev.CreateCQ(int(m.CQE))
 		if err != nil {
 			return err
 		}
 		c.cq = cq
-		if c.mem, err = memory.NewShared(int(size)); err != nil {
+		if c.mem, err = s.newRingMem(size); err != nil {
 			return err
 		}
-		if c.ring, err = proto.NewCQRing(c.mem.Bytes(), layout); err != nil {
+		if c.ring, err = proto.NewCQRing(c.mem.mem, layout); err != nil {
 			return err
 		}
 		c.notify, err = newNotifyFD()
@@ -162,9 +163,9 @@ func handleCreateCQ(s *Session, req *Request, rep *Reply) error {
 			c.cq.Destroy()
 		}
 		if c.mem != nil {
-			c.mem.Close()
+			c.mem.free()
 		}
-		s.unreserve(kindCQ, size)
+		s.unreserve(kindCQ, 0)
 		return err
 	}
 	c.timer = time.NewTimer(time.Hour)
@@ -173,10 +174,8 @@ func handleCreateCQ(s *Session, req *Request, rep *Reply) error {
 	s.dev.own(c.cq, c)
 	s.insert(c)
 	c.start()
-	rep.Set(&proto.CreateCQReply{CQ: c.h, Ring: layout}, c.mem.Fd(), c.notify)
-	// The client maps the ring from its own copy of the memfd; the
-	// daemon keeps the mapping, not the descriptor.
-	rep.After(func() { c.mem.CloseFd() })
+	rep.Set(&proto.CreateCQReply{Version: s.version, CQ: c.h, Ring: layout, Place: c.mem.place()}, append(c.mem.fds(), c.notify)...)
+	rep.After(c.mem.sent)
 	return nil
 }
 

@@ -90,6 +90,13 @@ func FuzzHandle(f *testing.F) {
 		Cap: verbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}}))
 	f.Add(req(proto.OpModifyQP, &proto.ModifyQPReq{QP: 3, Mask: verbs.AttrState | verbs.AttrPort | verbs.AttrPKeyIndex | verbs.AttrAccessFlags,
 		Attr: verbs.QPAttr{State: verbs.QPSInit, PortNum: 1}}))
+	// The ring arena: a slot freed and taken again, an own chunk, a
+	// chunk's memfd asked for again.
+	f.Add(req(proto.OpDestroyQP, &proto.Handle{H: 3}))
+	f.Add(req(proto.OpCreateQP, &proto.CreateQPReq{PD: 1, SendCQ: 2, RecvCQ: 2, Type: verbs.QPTypeRC,
+		Cap: verbs.QPCap{MaxSendWR: 1 << 14, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}}))
+	f.Add(req(proto.OpCreateSRQ, &proto.CreateSRQReq{PD: 1, MaxWR: 16, MaxSGE: 2}))
+	f.Add(req(proto.OpRingChunk, &proto.Handle{H: 1}))
 	const probe = 0xfeed
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		if len(msg) >= 8 && le32(msg[4:]) == probe {

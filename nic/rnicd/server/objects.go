@@ -89,8 +89,8 @@ func limitError(n any, what, flag string) error {
 	return fmt.Errorf("%w: %v %s per client (rnicd %s)", proto.ErrLimit, n, what, flag)
 }
 
-// reserve counts one object of kind k (with bytes of MR mapping or ring
-// memory) against the client's limits.
+// reserve counts one object of kind k (with bytes of MR mapping) against
+// the client's limits; ring memory is counted apart (reserveRing).
 func (s *Session) reserve(k objKind, bytes uint64) error {
 	lim := &s.srv.limits
 	s.mu.Lock()
@@ -111,12 +111,6 @@ func (s *Session) reserve(k objKind, bytes uint64) error {
 		if s.objects >= lim.MaxObjects {
 			return limitError(lim.MaxObjects, "PDs, CQs, SRQs and AHs", "--max-objects")
 		}
-	}
-	if k == kindQP || k == kindSRQ || k == kindCQ {
-		if s.ring+bytes > lim.MaxRingBytes || s.ring+bytes < bytes {
-			return limitError(lim.MaxRingBytes, "bytes of queue rings", "--max-ring-bytes")
-		}
-		s.ring += bytes
 	}
 	switch k {
 	case kindQP:
@@ -143,7 +137,24 @@ func (s *Session) unreserve(k objKind, bytes uint64) {
 	default:
 		s.objects--
 	}
-	if k == kindQP || k == kindSRQ || k == kindCQ {
-		s.ring -= bytes
+}
+
+// reserveRing counts bytes of ring memory (a ring's memfd, or a chunk of
+// the ring arena) against the client's limit.
+func (s *Session) reserveRing(bytes uint64) error {
+	lim := &s.srv.limits
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ring+bytes > lim.MaxRingBytes || s.ring+bytes < bytes {
+		return limitError(lim.MaxRingBytes, "bytes of queue rings", "--max-ring-bytes")
 	}
+	s.ring += bytes
+	return nil
+}
+
+// unreserveRing undoes reserveRing.
+func (s *Session) unreserveRing(bytes uint64) {
+	s.mu.Lock()
+	s.ring -= bytes
+	s.mu.Unlock()
 }

@@ -47,6 +47,9 @@ func handleOpen(s *Session, req *Request, rep *Reply) error {
 		// The client maps its own copy; the daemon keeps the mapping.
 		rep.After(func() { s.bell.mem.CloseFd() })
 	}
+	if m.Version >= proto.VersionRingArena {
+		s.arena = newArena(s)
+	}
 	gids := d.dev.GIDs()
 	if len(gids) > proto.MaxGIDs {
 		gids = gids[:proto.MaxGIDs]

@@ -7,7 +7,6 @@ package server
 import (
 	"fmt"
 
-	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
@@ -23,13 +22,12 @@ func init() {
 }
 
 type qpObj struct {
-	s        *Session
-	h        uint32
-	qp       ibv.QP
-	mem      *memory.Shared
-	rings    *proto.WorkRings
-	ringSize uint64
-	d        *drainer
+	s     *Session
+	h     uint32
+	qp    ibv.QP
+	mem   *ringMem
+	rings *proto.WorkRings
+	d     *drainer
 }
 
 func (q *qpObj) kind() objKind     { return kindQP }
@@ -52,8 +50,8 @@ func (q *qpObj) destroy(s *Session, reaping bool) error {
 	}
 	q.d.bell.close()
 	s.dev.disown(q.qp)
-	q.mem.Close()
-	s.unreserve(kindQP, q.ringSize)
+	q.mem.free()
+	s.unreserve(kindQP, 0)
 	return nil
 }
 
@@ -125,7 +123,7 @@ func handleCreateQP(s *Session, req *Request, rep *Reply) error {
 	}
 	layout, err := qpLayout(qp.Cap(), init.SRQ != nil)
 	if err == nil {
-		err = s.reserve(kindQP, layout.Size())
+		err = s.reserve(kindQP, 0)
 	}
 	if err != nil {
 		qp.Destroy()
@@ -139,10 +137,9 @@ func handleCreateQP(s *Session, req *Request, rep *Reply) error {
 	s.dev.own(qp, q)
 	s.insert(q)
 	q.d.start()
-	rep.Set(&proto.CreateQPReply{QP: q.h, QPN: qp.QPN(), Cap: qp.Cap(), Ring: layout}, append([]int{q.mem.Fd()}, q.d.bell.fds()...)...)
-	// The client maps the ring from its own copy of the memfd; the
-	// daemon keeps the mapping, not the descriptor.
-	rep.After(func() { q.mem.CloseFd() })
+	rep.Set(&proto.CreateQPReply{Version: s.version, QP: q.h, QPN: qp.QPN(), Cap: qp.Cap(), Ring: layout, Place: q.mem.place()},
+		append(q.mem.fds(), q.d.bell.fds()...)...)
+	rep.After(q.mem.sent)
 	return nil
 }
 
@@ -179,31 +176,31 @@ func (s *Session) canRing(cap verbs.QPCap, srq bool) error {
 	if err != nil {
 		return err
 	}
-	if err := s.reserve(kindQP, l.Size()); err != nil {
+	if err := s.reserve(kindQP, 0); err != nil {
 		return err
 	}
-	s.unreserve(kindQP, l.Size())
-	return nil
+	s.unreserve(kindQP, 0)
+	return s.checkRing(l.Size())
 }
 
-// newQPObj maps qp's work rings (layout, reserved by the caller) and
+// newQPObj places qp's work rings (layout; the QP reserved by the caller) and
 // readies the drainer that posts what the client writes into them. On an
 // error qp is destroyed and the reservation returned.
 func newQPObj(s *Session, qp ibv.QP, layout proto.RingLayout, ud bool) (*qpObj, error) {
-	q := &qpObj{s: s, qp: qp, ringSize: layout.Size()}
+	q := &qpObj{s: s, qp: qp}
 	fail := func(err error) (*qpObj, error) {
 		qp.Destroy()
 		if q.mem != nil {
-			q.mem.Close()
+			q.mem.free()
 		}
-		s.unreserve(kindQP, layout.Size())
+		s.unreserve(kindQP, 0)
 		return nil, err
 	}
 	var err error
-	if q.mem, err = memory.NewShared(int(layout.Size())); err != nil {
+	if q.mem, err = s.newRingMem(layout.Size()); err != nil {
 		return fail(err)
 	}
-	if q.rings, err = proto.NewWorkRings(q.mem.Bytes(), layout); err != nil {
+	if q.rings, err = proto.NewWorkRings(q.mem.mem, layout); err != nil {
 		return fail(err)
 	}
 	bell, err := s.newWaker(q.rings)

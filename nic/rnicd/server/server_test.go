@@ -83,7 +83,7 @@ func (r *raw) reply(seq uint32) (proto.Status, []byte) {
 			}
 		}
 	}
-	h, body, err := proto.DecodeMessage(buf[:n], 0)
+	h, body, err := proto.DecodeMessage(buf[:n], r.fds)
 	if err != nil && oobn == 0 {
 		r.t.Fatalf("reply: %v", err)
 	}

@@ -34,6 +34,7 @@ type Session struct {
 	dev     *device      // set by OPEN
 	version uint32       // the protocol version of OPEN
 	bell    *sessionBell // set by OPEN from VersionSessionBell
+	arena   *arena       // set by OPEN from VersionRingArena
 
 	mu      sync.RWMutex
 	next    uint32
@@ -314,10 +315,12 @@ func (s *Session) reap() {
 		hooks[i]()
 	}
 	st := &s.srv.stats
+	left := false // an object that would not go still uses its rings
 	for _, kind := range []objKind{kindQP, kindSRQ, kindCQ, kindAH, kindMR, kindPD} {
 		for _, o := range s.objectsOf(kind) {
 			if err := o.destroy(s, true); err != nil {
 				s.logf("reaping %v %d: %v", kind, o.handle(), err)
+				left = true
 				continue
 			}
 			s.remove(o)
@@ -339,6 +342,9 @@ func (s *Session) reap() {
 	}
 	if s.bell != nil {
 		s.bell.close()
+	}
+	if s.arena != nil && !left {
+		s.arena.close()
 	}
 	if s.dev != nil {
 		s.dev.detach(s)

@@ -6,7 +6,6 @@ package server
 import (
 	"fmt"
 
-	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
@@ -19,12 +18,11 @@ func init() {
 }
 
 type srqObj struct {
-	s        *Session
-	h        uint32
-	srq      ibv.SRQ
-	mem      *memory.Shared
-	ringSize uint64
-	d        *drainer
+	s   *Session
+	h   uint32
+	srq ibv.SRQ
+	mem *ringMem
+	d   *drainer
 }
 
 func (o *srqObj) kind() objKind          { return kindSRQ }
@@ -40,8 +38,8 @@ func (o *srqObj) destroy(s *Session, _ bool) error {
 	}
 	o.d.bell.close()
 	s.dev.disown(o.srq)
-	o.mem.Close()
-	s.unreserve(kindSRQ, o.ringSize)
+	o.mem.free()
+	s.unreserve(kindSRQ, 0)
 	return nil
 }
 
@@ -66,27 +64,30 @@ func handleCreateSRQ(s *Session, req *Request, rep *Reply) error {
 	if err := layout.Validate(); err != nil {
 		return err
 	}
-	if err := s.reserve(kindSRQ, layout.Size()); err != nil {
+	if err := s.reserve(kindSRQ, 0); err != nil {
 		return err
 	}
-	o := &srqObj{s: s, ringSize: layout.Size()}
+	o := &srqObj{s: s}
 	fail := func(err error) error {
 		if o.srq != nil {
 			o.srq.Destroy()
 		}
 		if o.mem != nil {
-			o.mem.Close()
+			o.mem.free()
 		}
-		s.unreserve(kindSRQ, layout.Size())
+		s.unreserve(kindSRQ, 0)
 		return err
+	}
+	if err := s.checkRing(layout.Size()); err != nil {
+		return fail(err)
 	}
 	if o.srq, err = s.dev.dev.CreateSRQ(pd.pd, int(m.MaxWR), int(m.MaxSGE)); err != nil {
 		return fail(err)
 	}
-	if o.mem, err = memory.NewShared(int(layout.Size())); err != nil {
+	if o.mem, err = s.newRingMem(layout.Size()); err != nil {
 		return fail(err)
 	}
-	rings, err := proto.NewWorkRings(o.mem.Bytes(), layout)
+	rings, err := proto.NewWorkRings(o.mem.mem, layout)
 	if err != nil {
 		return fail(err)
 	}
@@ -101,9 +102,8 @@ func handleCreateSRQ(s *Session, req *Request, rep *Reply) error {
 	s.dev.own(o.srq, o)
 	s.insert(o)
 	o.d.start()
-	rep.Set(&proto.CreateSRQReply{SRQ: o.h, Ring: layout}, append([]int{o.mem.Fd()}, bell.fds()...)...)
-	// The client maps the ring from its own copy of the memfd; the
-	// daemon keeps the mapping, not the descriptor.
-	rep.After(func() { o.mem.CloseFd() })
+	rep.Set(&proto.CreateSRQReply{Version: s.version, SRQ: o.h, Ring: layout, Place: o.mem.place()},
+		append(o.mem.fds(), bell.fds()...)...)
+	rep.After(o.mem.sent)
 	return nil
 }

@@ -51,26 +51,27 @@ RNIC_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	return 0;
 }
 
-/* cq_reply maps the CREATE_CQ reply's ring into q. */
-static int cq_reply(struct rnic_cq *q, struct rnic_reply *rep)
+/* cq_reply finds the CREATE_CQ reply's ring in the session's ring chunks
+ * (mapping its chunk if the reply brings it) and takes the notify
+ * eventfd, the reply's last descriptor. The caller holds ring_mu. */
+static int cq_reply(struct rnic_context *c, struct rnic_cq *q, struct rnic_reply *rep)
 {
 	struct rbuf r;
-	int err;
+	int fdi = 0, err;
 	r_init(&r, rep->body, rep->len);
 	q->h = r_u32(&r);
 	q->slots = r_u32(&r);
 	q->cap = r_u32(&r);
-	if ((err = r_done(&r)) || rep->nfds != 2)
-		return err ? err : EPROTO;
 	if (q->slots == 0 || (q->slots & (q->slots - 1)) || q->slots > 1u << 21 || q->cap == 0 || q->cap > q->slots)
 		return EPROTO;
-	q->ring_len = RING_HDR + (size_t)q->slots * WC_SLOT;
-	if ((err = rnic_map_fd(rep->fds[0], q->ring_len, &q->ring)))
+	if ((err = rnic_read_place(&r, &q->place, RING_HDR + (uint64_t)q->slots * WC_SLOT)) || (err = r_done(&r)))
 		return err;
-	close(rep->fds[0]);
-	rep->fds[0] = -1;
-	q->notify_fd = rep->fds[1];
-	rep->fds[1] = -1;
+	if ((err = rnic_take_rings(c, &q->place, rep, &fdi, 1, &q->ring)))
+		return err;
+	if (fdi != rep->nfds - 1)
+		return EPROTO;
+	q->notify_fd = rep->fds[fdi];
+	rep->fds[fdi] = -1;
 	q->cons = ld32(q->ring, CQ_CONS);
 	return rnic_set_nonblock(q->notify_fd);
 }
@@ -88,12 +89,16 @@ struct rnic_cq *rnic_create_cq(struct rnic_context *c, int cqe, struct ibv_comp_
 		return errno = ENOMEM, NULL;
 	w_init(&w);
 	w_u32(&w, (uint32_t)cqe);
+	pthread_mutex_lock(&c->ring_mu);
 	if ((err = ctx_call(c, OP_CREATE_CQ, &w, NULL, 0, &rep))) {
+		pthread_mutex_unlock(&c->ring_mu);
 		free(q);
 		return errno = err, NULL;
 	}
 	q->notify_fd = -1;
-	if ((err = cq_reply(q, &rep)) == 0 && ch) {
+	err = cq_reply(c, q, &rep);
+	pthread_mutex_unlock(&c->ring_mu);
+	if (!err && ch) {
 		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = q};
 		if (epoll_ctl(ch->fd, EPOLL_CTL_ADD, q->notify_fd, &ev) < 0)
 			err = errno;
@@ -101,7 +106,7 @@ struct rnic_cq *rnic_create_cq(struct rnic_context *c, int cqe, struct ibv_comp_
 	rnic_close_fds(rep.fds, rep.nfds);
 	if (err) {
 		if (q->ring)
-			munmap(q->ring, q->ring_len);
+			rnic_release_rings(c, &q->place);
 		if (q->notify_fd >= 0)
 			close(q->notify_fd);
 		rnic_handle_call(c, OP_DESTROY_CQ, q->h);
@@ -151,7 +156,7 @@ RNIC_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 		pthread_mutex_unlock(&cq->context->mutex);
 	}
 	close(q->notify_fd);
-	munmap(q->ring, q->ring_len);
+	rnic_release_rings(c, &q->place);
 	pthread_spin_destroy(&q->lock);
 	pthread_mutex_destroy(&cq->mutex);
 	pthread_cond_destroy(&cq->cond);

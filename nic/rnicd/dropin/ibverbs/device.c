@@ -221,7 +221,7 @@ static int set_transport(struct rnic_context *c, struct rnic_device *d, uint8_t 
 	return 0;
 }
 
-/* open_reply reads OPEN's reply (version 4) into the context. */
+/* open_reply reads OPEN's reply (version 5) into the context. */
 static int open_reply(struct rnic_context *c, struct rnic_device *d, const struct rnic_reply *rep)
 {
 	struct rbuf r;
@@ -371,6 +371,7 @@ RNIC_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c->vctx.context.num_comp_vectors = 1;
 	pthread_mutex_init(&c->vctx.context.mutex, NULL);
 	pthread_mutex_init(&c->objs_mu, NULL);
+	pthread_mutex_init(&c->ring_mu, NULL);
 	set_ops(c);
 	return &c->vctx.context;
 }
@@ -381,8 +382,10 @@ RNIC_EXPORT int ibv_close_device(struct ibv_context *context)
 	close(context->async_fd);
 	rnic_conn_close(&c->conn); /* the daemon reaps what is left */
 	close_bell(c);
+	rnic_close_chunks(c); /* the program destroyed its objects, or leaves them */
 	pthread_mutex_destroy(&context->mutex);
 	pthread_mutex_destroy(&c->objs_mu);
+	pthread_mutex_destroy(&c->ring_mu);
 	free(c->objs);
 	free(c);
 	return 0;

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/mman.h>
 
 /* w_qp_cap / r_qp_cap: proto.PutQPCap (the order of struct ibv_qp_cap). */
 static void w_qp_cap(struct wbuf *w, const struct ibv_qp_cap *c)
@@ -47,33 +46,40 @@ int rnic_read_layout(struct rbuf *r, struct rnic_ring *sq, struct rnic_ring *rq)
 	return 0;
 }
 
-/* rnic_map_rings maps a work ring memfd laid out as sq, rq. */
-int rnic_map_rings(int fd, struct rnic_ring *sq, struct rnic_ring *rq, uint8_t **mem, size_t *len)
+/* rnic_place_rings reads the place of a create reply's rings laid out as
+ * sq, rq (the rest of the reply r) and finds them in the session's ring
+ * chunks, mapping their chunk from the reply's descriptors at *fdi if it
+ * is new. The caller holds ring_mu. */
+int rnic_place_rings(struct rnic_context *c, struct rbuf *r, struct rnic_reply *rep, int *fdi,
+		     struct rnic_ring *sq, struct rnic_ring *rq, struct rnic_place *p, uint8_t **mem)
 {
 	size_t sqlen = (size_t)sq->slots * sq->slot_size;
+	uint64_t len = RING_HDR + sqlen + (uint64_t)rq->slots * rq->slot_size;
 	int err;
-	*len = RING_HDR + sqlen + (size_t)rq->slots * rq->slot_size;
-	if ((err = rnic_map_fd(fd, *len, mem)))
+	if ((err = rnic_read_place(r, p, len)) || (err = r_done(r)))
+		return err;
+	if ((err = rnic_take_rings(c, p, rep, fdi, 0, mem)))
 		return err;
 	sq->base = *mem + RING_HDR;
 	rq->base = *mem + RING_HDR + sqlen;
 	return 0;
 }
 
-static int qp_reply(struct rnic_qp *q, struct rnic_reply *rep)
+/* qp_reply reads a CREATE_QP reply into q; the caller holds ring_mu. */
+static int qp_reply(struct rnic_context *c, struct rnic_qp *q, struct rnic_reply *rep)
 {
 	struct rbuf r;
-	int err;
+	int fdi = 0, err;
 	r_init(&r, rep->body, rep->len);
 	q->h = r_u32(&r);
 	q->qpx.qp_base.qp_num = r_u32(&r);
 	r_qp_cap(&r, &q->cap);
-	if ((err = rnic_read_layout(&r, &q->sq, &q->rq)) || (err = r_done(&r)))
+	if ((err = rnic_read_layout(&r, &q->sq, &q->rq)))
 		return err;
-	if (rep->nfds != 1)
+	if ((err = rnic_place_rings(c, &r, rep, &fdi, &q->sq, &q->rq, &q->place, &q->mem)))
+		return err;
+	if (fdi != rep->nfds)
 		return EPROTO;
-	if ((err = rnic_map_rings(rep->fds[0], &q->sq, &q->rq, &q->mem, &q->mem_len)))
-		return err;
 	q->bell = ld32(q->mem, RING_BELL);
 	q->sq_prod = ld32(q->mem, RING_SQ_PROD);
 	q->rq_prod = ld32(q->mem, RING_RQ_PROD);
@@ -135,15 +141,18 @@ static struct rnic_qp *create_qp(struct rnic_context *c, struct ibv_qp_init_attr
 	w_u8(&w, a->sq_sig_all ? 1 : 0);
 	cap = grant_send_cap(c, a->cap);
 	w_qp_cap(&w, &cap);
+	pthread_mutex_lock(&c->ring_mu);
 	if ((err = ctx_call(c, OP_CREATE_QP, &w, NULL, 0, &rep))) {
+		pthread_mutex_unlock(&c->ring_mu);
 		free(q);
 		return errno = err, NULL;
 	}
-	err = qp_reply(q, &rep);
+	err = qp_reply(c, q, &rep);
+	pthread_mutex_unlock(&c->ring_mu);
 	rnic_close_fds(rep.fds, rep.nfds);
 	if (err) {
 		if (q->mem)
-			munmap(q->mem, q->mem_len);
+			rnic_release_rings(c, &q->place);
 		rnic_handle_call(c, OP_DESTROY_QP, q->h);
 		free(q);
 		return errno = err, NULL;
@@ -366,7 +375,7 @@ RNIC_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 	if (err && !c->conn.dead)
 		return err;
 	rnic_obj_del(c, OBJ_QP, q->h);
-	munmap(q->mem, q->mem_len);
+	rnic_release_rings(c, &q->place);
 	pthread_spin_destroy(&q->sq_lock);
 	pthread_spin_destroy(&q->rq_lock);
 	pthread_mutex_destroy(&qp->mutex);

@@ -60,9 +60,10 @@ enum {
 	RNIC_HDR_LEN = 16,
 	RNIC_MAX_MSG = 64 << 10,
 	RNIC_MAX_FDS = 4,
-	RNIC_PROTO_VERSION = 4, /* 2: OPEN's reply ends with transport and node type;
+	RNIC_PROTO_VERSION = 5, /* 2: OPEN's reply ends with transport and node type;
 				   3: CM_GET_REQUEST's result with the request's parameters;
-				   4: the session doorbell */
+				   4: the session doorbell;
+				   5: the ring arena (chunks.c) */
 	RNIC_KIND_REQUEST = 1,
 	RNIC_KIND_REPLY = 2,
 	RNIC_KIND_EVENT = 3,
@@ -92,6 +93,7 @@ enum rnic_op {
 	OP_ARM_CQ = 0x0020,
 	OP_REG_MR_WINDOW = 0x0021,
 	OP_SRQ_LIMIT = 0x0022,
+	OP_RING_CHUNK = 0x0023,
 	OP_STAT_DEVICES = 0x0302,
 	OP_EVENT = 0x8001,
 };
@@ -231,6 +233,20 @@ struct rnic_obj_ref {
 	void *obj;
 };
 
+/* A ring chunk of the session's arena, mapped (chunks.c). */
+struct rnic_chunk {
+	uint32_t id;
+	uint8_t *base;
+	size_t len;
+};
+
+/* Where an object's rings lie (proto.RingPlace). */
+struct rnic_place {
+	uint32_t chunk;
+	uint8_t own; /* the chunk is the object's alone: unmapped with it */
+	uint64_t chunk_len, offset;
+};
+
 /* A context: the extended verbs_context (so the inline _ex verbs find
  * their ops), its connection and what OPEN said about the device. */
 struct rnic_context {
@@ -244,6 +260,10 @@ struct rnic_context {
 	/* the session doorbell (proto/bell.go): summary words, then leaves */
 	uint64_t *bell_area;
 	int bell_fd;
+	/* the ring chunks mapped (chunks.c); under ring_mu */
+	pthread_mutex_t ring_mu;
+	struct rnic_chunk *chunks;
+	size_t nchunks, capchunks;
 	/* handle → object, for events; under objs_mu */
 	pthread_mutex_t objs_mu;
 	struct rnic_obj_ref *objs;
@@ -286,7 +306,7 @@ struct rnic_cq {
 	struct ibv_cq_ex cq; /* ibv_cq is its prefix */
 	uint32_t h;
 	uint8_t *ring;
-	size_t ring_len;
+	struct rnic_place place;
 	uint32_t slots, cap;
 	int notify_fd;
 	uint32_t cons;
@@ -307,7 +327,7 @@ struct rnic_srq {
 	struct ibv_srq srq;
 	uint32_t h;
 	uint8_t *mem;
-	size_t mem_len;
+	struct rnic_place place;
 	struct rnic_ring rq;
 	uint32_t bell; /* its bit in the session doorbell */
 	uint32_t prod;
@@ -326,7 +346,7 @@ struct rnic_qp {
 	uint32_t h;
 	struct ibv_qp_cap cap;
 	uint8_t *mem;
-	size_t mem_len;
+	struct rnic_place place;
 	struct rnic_ring sq, rq;
 	uint32_t bell; /* its bit in the session doorbell */
 	uint32_t sq_prod, rq_prod;
@@ -398,7 +418,21 @@ int rnic_query_port_ex(struct ibv_context *ctx, uint8_t port, struct ibv_port_at
 struct ibv_qp *rnic_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
 void rnic_qp_ex_init(struct rnic_qp *q);
 int rnic_read_layout(struct rbuf *r, struct rnic_ring *sq, struct rnic_ring *rq);
-int rnic_map_rings(int fd, struct rnic_ring *sq, struct rnic_ring *rq, uint8_t **mem, size_t *len);
+int rnic_place_rings(struct rnic_context *c, struct rbuf *r, struct rnic_reply *rep, int *fdi,
+		     struct rnic_ring *sq, struct rnic_ring *rq, struct rnic_place *p, uint8_t **mem);
+
+/* The ring chunks (chunks.c). rnic_read_place reads a proto.RingPlace and
+ * checks that rings of size bytes lie inside its chunk. rnic_take_rings
+ * returns the rings at p, mapping its chunk if it is new: from
+ * rep->fds[*fdi] (advancing *fdi) when the reply has one more descriptor
+ * there than the others it carries, else fetched with RING_CHUNK. The
+ * caller holds ring_mu.
+ * rnic_release_rings unmaps an own chunk; rnic_close_chunks every one. */
+int rnic_read_place(struct rbuf *r, struct rnic_place *p, uint64_t size);
+int rnic_take_rings(struct rnic_context *c, const struct rnic_place *p, struct rnic_reply *rep, int *fdi, int others,
+		    uint8_t **mem);
+void rnic_release_rings(struct rnic_context *c, const struct rnic_place *p);
+void rnic_close_chunks(struct rnic_context *c);
 void rnic_w_av(struct wbuf *w, const struct ibv_ah_attr *ah);
 void rnic_r_av(struct rbuf *r, struct ibv_ah_attr *ah);
 void rnic_ring_bell(struct rnic_context *c, uint8_t *mem, uint32_t bell);

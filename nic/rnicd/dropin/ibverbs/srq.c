@@ -4,21 +4,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/mman.h>
 
-static int srq_reply(struct rnic_srq *s, struct rnic_reply *rep)
+/* srq_reply reads a CREATE_SRQ reply into s; the caller holds ring_mu. */
+static int srq_reply(struct rnic_context *c, struct rnic_srq *s, struct rnic_reply *rep)
 {
 	struct rnic_ring sq;
 	struct rbuf r;
-	int err;
+	int fdi = 0, err;
 	r_init(&r, rep->body, rep->len);
 	s->h = r_u32(&r);
-	if ((err = rnic_read_layout(&r, &sq, &s->rq)) || (err = r_done(&r)))
+	if ((err = rnic_read_layout(&r, &sq, &s->rq)))
 		return err;
-	if (rep->nfds != 1 || sq.slots != 0 || s->rq.slots == 0)
+	if (sq.slots != 0 || s->rq.slots == 0)
 		return EPROTO;
-	if ((err = rnic_map_rings(rep->fds[0], &sq, &s->rq, &s->mem, &s->mem_len)))
+	if ((err = rnic_place_rings(c, &r, rep, &fdi, &sq, &s->rq, &s->place, &s->mem)))
 		return err;
+	if (fdi != rep->nfds)
+		return EPROTO;
 	s->bell = ld32(s->mem, RING_BELL);
 	s->prod = ld32(s->mem, RING_RQ_PROD);
 	return 0;
@@ -40,15 +42,18 @@ RNIC_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_ini
 	w_u32(&w, ((struct rnic_pd *)pd)->h);
 	w_u32(&w, attr->attr.max_wr);
 	w_u32(&w, attr->attr.max_sge);
+	pthread_mutex_lock(&c->ring_mu);
 	if ((err = ctx_call(c, OP_CREATE_SRQ, &w, NULL, 0, &rep))) {
+		pthread_mutex_unlock(&c->ring_mu);
 		free(s);
 		return errno = err, NULL;
 	}
-	err = srq_reply(s, &rep);
+	err = srq_reply(c, s, &rep);
+	pthread_mutex_unlock(&c->ring_mu);
 	rnic_close_fds(rep.fds, rep.nfds);
 	if (err) {
 		if (s->mem)
-			munmap(s->mem, s->mem_len);
+			rnic_release_rings(c, &s->place);
 		rnic_handle_call(c, OP_DESTROY_SRQ, s->h);
 		free(s);
 		return errno = err, NULL;
@@ -78,7 +83,7 @@ RNIC_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 	if (err && !c->conn.dead)
 		return err;
 	rnic_obj_del(c, OBJ_SRQ, s->h);
-	munmap(s->mem, s->mem_len);
+	rnic_release_rings(c, &s->place);
 	pthread_spin_destroy(&s->lock);
 	pthread_mutex_destroy(&srq->mutex);
 	pthread_cond_destroy(&srq->cond);

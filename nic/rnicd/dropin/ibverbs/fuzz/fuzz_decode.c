@@ -17,6 +17,7 @@ static void decode_all(const uint8_t *b, size_t n)
 	struct rnic_dev_attr da;
 	struct rnic_port_attr pa;
 	struct rnic_ring sq, rq;
+	struct rnic_place place;
 	struct ibv_ah_attr ah;
 	struct ibv_wc wc;
 	char s[64];
@@ -28,6 +29,12 @@ static void decode_all(const uint8_t *b, size_t n)
 	(void)r_done(&r);
 	r_init(&r, b, n);
 	(void)rnic_read_layout(&r, &sq, &rq);
+	if (rnic_read_place(&r, &place, RING_HDR) == 0 &&
+	    (place.offset % 4096 || place.offset + RING_HDR > place.chunk_len || place.chunk == 0)) {
+		fprintf(stderr, "place %u+%llu of a %llu-byte chunk passes its check\n", place.chunk,
+			(unsigned long long)place.offset, (unsigned long long)place.chunk_len);
+		abort();
+	}
 	r_init(&r, b, n);
 	rnic_r_av(&r, &ah);
 	r_str(&r, s, sizeof(s));
@@ -62,9 +69,10 @@ static size_t seed(uint8_t *b, int which)
 		w_u8(&w, 4), w_u8(&w, 5), w_u8(&w, 3), w_u64(&w, 1), w_u64(&w, 1u << 31), w_u64(&w, 1);
 		w_u8(&w, 5), w_u8(&w, 2), w_u64(&w, 1500);
 		break;
-	case 1: /* a ring layout */
+	case 1: /* a ring layout and its place in the arena */
 		for (int i = 0; i < 2; i++)
 			w_u32(&w, 64), w_u32(&w, 128), w_u32(&w, 64);
+		w_u32(&w, 1), w_u8(&w, 0), w_u64(&w, 2 << 20), w_u64(&w, 8192);
 		break;
 	default: /* an address vector and more */
 		w_gid(&w, (const uint8_t[16]){0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 2});
