@@ -246,6 +246,7 @@ func (qp *QP) Destroy() {
 	qp.CurState = verbs.QPSErr
 	qp.req.retx.Stop()
 	qp.req.rnr.Stop()
+	qp.req.releaseAllBudget()
 	qp.resp.more.Stop()
 	qp.Mu.Unlock()
 	qp.s.removeQP(qp.Cfg.QPN)

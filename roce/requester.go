@@ -72,6 +72,12 @@ type requester struct {
 	// The congestion window (window.go): cwnd 0 is the stack's Window.
 	cwnd, ssthresh, grown int
 
+	// The stack's budget (budget.go): held PSNs from unacked on, of unit
+	// bytes each; budgetQueued is guarded by the budget's lock.
+	held, unit                int
+	budgetTurn, budgetBlocked bool
+	budgetQueued              bool
+
 	retx clock.Deadline // the local ACK timer
 	rnr  clock.Deadline // the wait an RNR NAK asked for
 }
@@ -108,13 +114,15 @@ func (r *requester) init(qp *QP) {
 func (r *requester) reset() {
 	r.retx.Stop()
 	r.rnr.Stop()
-	sq, qp := r.sq, r.qp
-	*r = requester{qp: qp, sq: sq, unlimited: true, retx: r.retx, rnr: r.rnr}
+	r.releaseAllBudget()
+	sq, qp, queued := r.sq, r.qp, r.budgetQueued
+	*r = requester{qp: qp, sq: sq, unlimited: true, retx: r.retx, rnr: r.rnr, budgetQueued: queued}
 }
 
 func (r *requester) slot(i uint64) *swqe { return &r.sq[i%uint64(len(r.sq))] }
 
 func (r *requester) setPSN(p uint32) {
+	r.releaseAllBudget()
 	r.psn, r.unacked, r.maxSent = p, p, p
 	r.maxRespPSN = wire.PSNAdd(p, -1)
 }
@@ -259,7 +267,7 @@ func (r *requester) send() {
 				continue
 			}
 		}
-		if r.windowFull() {
+		if r.windowFull() || !r.haveBudget(w) {
 			break
 		}
 		if !qp.sendRequest(w, r.nextPkt) {
@@ -515,8 +523,8 @@ func (qp *QP) requestOpcode(w *swqe, k int) wire.Opcode {
 }
 
 // requestBTH fills the BTH of a request packet: opcode, PSN, SE and
-// AckReq (on the last packet of a message, every AckEvery packets, and
-// when the window fills).
+// AckReq (on the last packet of a message, every AckEvery packets, when
+// the window fills, and at the end of the budget the QP holds).
 func (qp *QP) requestBTH(h *wire.Headers, w *swqe, op wire.Opcode, psn uint32) {
 	r := &qp.req
 	info := op.Info()
@@ -528,7 +536,7 @@ func (qp *QP) requestBTH(h *wire.Headers, w *swqe, op wire.Opcode, psn uint32) {
 	h.BTH.SE = w.wr.Flags&verbs.SendSolicited != 0 && info.Last() &&
 		(info.Kind == wire.KindSend || info.Imm)
 	ackReq := qp.reliable() && (last || r.sinceAckReq+1 >= qp.s.cfg.AckEvery ||
-		int(wire.PSNDiff(wire.PSNAdd(psn, 1), r.unacked)) >= r.window())
+		int(wire.PSNDiff(wire.PSNAdd(psn, 1), r.unacked)) >= r.window() || r.budgetEnd(psn))
 	h.BTH.AckReq = ackReq
 	if ackReq {
 		r.sinceAckReq = 0
@@ -649,6 +657,7 @@ func (r *requester) flush() {
 	qp := r.qp
 	r.retx.Stop()
 	r.rnr.Stop()
+	r.releaseAllBudget()
 	for ; r.head < r.tail; r.head++ {
 		w := r.slot(r.head)
 		qp.pushSend(verbs.WC{WRID: w.wr.ID, Status: verbs.WCWRFlushErr, Opcode: w.wr.Opcode.CompletionOpcode(), QPN: qp.Cfg.QPN})

@@ -1,0 +1,266 @@
+// The stack's budget of unacknowledged bytes, shared by all RC requesters.
+//
+// A QP's window (window.go) bounds what one QP keeps unacknowledged; with
+// many QPs their sum still overflows a link without link-level flow
+// control: the embedded mode's kernel UDP socket drops what its receive
+// buffer cannot hold, and 1,000 QPs of 64 KiB WRITEs each going back N
+// overflowed it again at every resend until all of them exhausted
+// retry_cnt. So a requester also holds budget, in path-MTU units, for every
+// PSN it has sent and not seen acknowledged (a READ request: for all its
+// response PSNs, whose responses land in our own receive buffer), and the
+// stack's budget bounds the sum. IBTA bounds a requester only from above
+// (the responder's credits, §9.7.7.2, and C9-29/o9-9's window of PSNs):
+// sending less is always allowed, so this changes no wire rule.
+//
+// Budget is taken per WQE chunk (the rest of a WQE up to the window's room,
+// one atomic operation) and returned when ACKs, READ responses and atomic
+// ACKs advance the oldest unacknowledged PSN, and in full when the QP flushes
+// (ERR, SQE), resets, is given a new SQ PSN or is destroyed. A QP that finds
+// too little waits in a FIFO of blocked QPs; released budget wakes them in
+// order, one chunk each per turn, and a QP that wants more while others
+// wait queues behind them: round robin, no starvation. The waking runs after
+// the receive batch that freed the budget (or from a clock event when a
+// timer or a verb freed it), never under another QP's lock.
+//
+// The packet at the end of what a QP holds asks for an ACK: a QP whose
+// chunk was cut short must hear back to free it. A QP that got its whole
+// chunk ends it at a message's last packet or at its window's edge, which
+// ask anyway, so the ACK-request cadence of a QP with room is unchanged.
+
+package roce
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/rnic/rnic/nic/verbs"
+	"github.com/rnic/rnic/roce/wire"
+	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/clock"
+)
+
+// budget is the stack's pool of bytes in flight (see above).
+type budget struct {
+	limit int64 // bytes; 0: no budget
+	inUse atomic.Int64
+	nwait atomic.Int32 // QPs in the FIFO
+
+	mu      sync.Mutex
+	fifo    []*QP // blocked QPs, oldest at head
+	head    int
+	wake    clock.Timer
+	pending atomic.Bool // a wake is due
+}
+
+// LinkBudget is the budget a stack on link gets by default, 0 for none;
+// for a caller that wraps the link (a capture tee) before the stack sees it.
+func LinkBudget(link transport.Endpoint) int { return int(defaultBudget(link)) }
+
+// defaultBudget sizes the budget from the link: a link that drops what
+// overflows its receive buffer (transport.RecvBufferSizer) gets 3/8 of the
+// buffer as the kernel accounts it. The kernel charges a datagram about
+// twice its payload (the allocation it sits in, rounded to a power of two,
+// plus the socket buffer's head), so half the accounted room is what
+// payloads of an MTU's size fill, and a quarter of that is left for the
+// ACKs and READ responses the QPs receive and for the other direction.
+func defaultBudget(link transport.Endpoint) int64 {
+	if rb, ok := link.(transport.RecvBufferSizer); ok {
+		return int64(rb.RecvBufferBytes()) * 3 / 8
+	}
+	return 0
+}
+
+// BudgetUse returns the stack's budget of unacknowledged bytes and the
+// bytes held now (0, 0 when the stack has none).
+func (s *Stack) BudgetUse() (limit, inUse int64) {
+	return s.budget.limit, s.budget.inUse.Load()
+}
+
+// take grants between lo and hi bytes (whole units of unit) if at least lo
+// are free; 0 if not.
+func (b *budget) take(lo, hi, unit int64) int64 {
+	for {
+		cur := b.inUse.Load()
+		room := b.limit - cur
+		if room < lo {
+			return 0
+		}
+		g := min(hi, room) / unit * unit
+		if b.inUse.CompareAndSwap(cur, cur+g) {
+			return g
+		}
+	}
+}
+
+// release returns n bytes and wakes the blocked QPs if any wait.
+func (s *Stack) releaseBudget(n int64) {
+	b := &s.budget
+	b.inUse.Add(-n)
+	if b.nwait.Load() > 0 {
+		s.scheduleBudgetWake()
+	}
+}
+
+// scheduleBudgetWake makes the blocked QPs try again: after the receive
+// batch in progress (InputBatch), or from a clock event.
+func (s *Stack) scheduleBudgetWake() {
+	b := &s.budget
+	if !b.pending.CompareAndSwap(false, true) {
+		return
+	}
+	b.mu.Lock()
+	if b.wake == nil {
+		b.wake = s.cfg.Clock.AfterFunc(0, s.wakeBudget)
+	} else {
+		b.wake.Reset(0)
+	}
+	b.mu.Unlock()
+}
+
+// wakeBudget gives the blocked QPs their turns in FIFO order until one of
+// them finds too little budget (it stays at the head).
+func (s *Stack) wakeBudget() {
+	b := &s.budget
+	if !b.pending.Swap(false) {
+		return
+	}
+	for {
+		qp := b.pop()
+		if qp == nil {
+			return
+		}
+		qp.Mu.Lock()
+		blocked := false
+		if !qp.destroyed {
+			r := &qp.req
+			r.budgetTurn, r.budgetBlocked = true, false
+			r.progress()
+			qp.updateTimer()
+			blocked = r.budgetBlocked
+			r.budgetTurn = false
+		}
+		qp.Mu.Unlock()
+		if blocked {
+			return
+		}
+	}
+}
+
+// pop takes the oldest blocked QP off the FIFO.
+func (b *budget) pop() *QP {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.head == len(b.fifo) {
+		return nil
+	}
+	qp := b.fifo[b.head]
+	b.fifo[b.head] = nil
+	b.head++
+	if b.head == len(b.fifo) {
+		b.fifo, b.head = b.fifo[:0], 0
+	}
+	qp.req.budgetQueued = false
+	b.nwait.Add(-1)
+	return qp
+}
+
+// waitBudget puts qp in the FIFO (at the head if it lost its turn) unless
+// it is there, then looks at the budget again: a release that came before
+// the QP was counted as waiting woke no one, so if the lo bytes it needs
+// are free now, the FIFO gets a turn.
+func (s *Stack) waitBudget(qp *QP, front bool, lo int64) {
+	b := &s.budget
+	b.mu.Lock()
+	if !qp.req.budgetQueued {
+		qp.req.budgetQueued = true
+		if front && b.head > 0 {
+			b.head--
+			b.fifo[b.head] = qp
+		} else if front {
+			b.fifo = append(b.fifo, nil)
+			copy(b.fifo[1:], b.fifo)
+			b.fifo[0] = qp
+		} else {
+			b.fifo = append(b.fifo, qp)
+		}
+		b.nwait.Add(1)
+		s.ctr.inc(BudgetWaits)
+	}
+	b.mu.Unlock()
+	if b.limit-b.inUse.Load() >= lo {
+		s.scheduleBudgetWake()
+	}
+}
+
+// haveBudget reports whether the requester holds budget for the next
+// packet of w, taking more if it must; false means wait.
+func (r *requester) haveBudget(w *swqe) bool {
+	qp := r.qp
+	b := &qp.s.budget
+	if b.limit == 0 || !qp.reliable() {
+		return true
+	}
+	sent := int(wire.PSNDiff(r.psn, r.unacked))
+	need, chunk := sent+1, sent+min(w.npkts-r.nextPkt, r.window()-sent)
+	if w.wr.Opcode == verbs.WRRDMARead {
+		need = int(wire.PSNDiff(w.lastPSN, r.unacked)) + 1
+		chunk = need
+	}
+	if r.held == 0 {
+		r.unit = max(qp.mtu, 1)
+	}
+	unit := int64(r.unit)
+	// A READ longer than the whole budget goes with all of it.
+	whole := int(b.limit / unit)
+	need, chunk = min(need, max(whole, 1)), min(chunk, max(whole, 1))
+	if need <= r.held {
+		return true
+	}
+	lo, hi := int64(need-r.held)*unit, int64(chunk-r.held)*unit
+	if b.nwait.Load() > 0 && !r.budgetTurn {
+		qp.s.waitBudget(qp, false, lo) // others wait: behind them
+		return false
+	}
+	g := b.take(lo, hi, unit)
+	if g == 0 {
+		if r.budgetTurn {
+			r.budgetBlocked = true
+		}
+		qp.s.waitBudget(qp, r.budgetTurn, lo)
+		return false
+	}
+	r.held += int(g / unit)
+	r.budgetTurn = false // one chunk per turn
+	return true
+}
+
+// budgetEnd reports whether psn is the last PSN the requester holds budget
+// for: that packet asks for an ACK, or a QP cut short would wait for its
+// local ACK timer.
+func (r *requester) budgetEnd(psn uint32) bool {
+	return r.held > 0 && int(wire.PSNDiff(wire.PSNAdd(psn, 1), r.unacked)) >= r.held
+}
+
+// settleBudget returns what the requester holds beyond its unacknowledged
+// PSNs (after ACKs advanced them).
+func (r *requester) settleBudget() {
+	out := max(int(wire.PSNDiff(r.maxSent, r.unacked)), 0)
+	if r.held > out {
+		n := r.held - out
+		r.held = out
+		r.qp.s.releaseBudget(int64(n) * int64(r.unit))
+	}
+}
+
+// releaseAllBudget returns everything the requester holds (flush, reset,
+// destroy, a new SQ PSN).
+func (r *requester) releaseAllBudget() {
+	if r.held > 0 {
+		n := r.held
+		r.held = 0
+		r.qp.s.releaseBudget(int64(n) * int64(r.unit))
+	}
+}
+
+// minBudget is the smallest budget: one packet of the largest path MTU.
+const minBudget = 4096
