@@ -210,7 +210,7 @@ func TestBudgetKeepsAckCadence(t *testing.T) {
 		}
 		h := newHarness(t, o)
 		for i := range 4 {
-			h.a.post(t, verbs.SendWR{ID: uint64(i), Opcode: verbs.WRRDMAWrite, SGL: []verbs.SGE{h.a.sge(0, 200 << 10)},
+			h.a.post(t, verbs.SendWR{ID: uint64(i), Opcode: verbs.WRRDMAWrite, SGL: []verbs.SGE{h.a.sge(0, 200<<10)},
 				RemoteAddr: h.b.va(0), RKey: h.b.mr.RKey()})
 		}
 		h.run()
