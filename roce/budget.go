@@ -57,15 +57,17 @@ type budget struct {
 func LinkBudget(link transport.Endpoint) int { return int(defaultBudget(link)) }
 
 // defaultBudget sizes the budget from the link: a link that drops what
-// overflows its receive buffer (transport.RecvBufferSizer) gets 3/8 of the
-// buffer as the kernel accounts it. The kernel charges a datagram about
-// twice its payload (the allocation it sits in, rounded to a power of two,
-// plus the socket buffer's head), so half the accounted room is what
-// payloads of an MTU's size fill, and a quarter of that is left for the
-// ACKs and READ responses the QPs receive and for the other direction.
+// overflows its receive buffer (transport.RecvBufferSizer) gets a quarter
+// of the buffer as the kernel accounts it. The kernel charges a datagram
+// about twice its payload (the allocation it sits in, rounded up to a power
+// of two, plus the socket buffer's head), and UDP gives back what the
+// reader consumed only once it adds up to a quarter of the buffer, so
+// about 3/8 of the accounted room is what full-MTU payloads can fill; the
+// rest is margin for resends of packets still queued, for timing, and for
+// what else the socket receives (ACKs, READ responses).
 func defaultBudget(link transport.Endpoint) int64 {
 	if rb, ok := link.(transport.RecvBufferSizer); ok {
-		return int64(rb.RecvBufferBytes()) * 3 / 8
+		return int64(rb.RecvBufferBytes()) / 4
 	}
 	return 0
 }
