@@ -8,9 +8,10 @@
 // retry_cnt. So a requester also holds budget, in path-MTU units, for every
 // PSN it has sent and not seen acknowledged (a READ request: for all its
 // response PSNs, whose responses land in our own receive buffer), and the
-// stack's budget bounds the sum. IBTA bounds a requester only from above
-// (the responder's credits, §9.7.7.2, and C9-29/o9-9's window of PSNs):
-// sending less is always allowed, so this changes no wire rule.
+// stack's budget bounds the sum. IBTA bounds what a requester has
+// outstanding only from above (the responder's end-to-end credits,
+// §9.7.7.2, and the PSN space, §9.7.1) and obliges it nowhere to send as
+// soon as it may: sending less, later, changes no wire rule.
 //
 // Budget is taken per WQE chunk (the rest of a WQE up to the window's room,
 // one atomic operation) and returned when ACKs, READ responses and atomic
