@@ -162,7 +162,7 @@ func (b *budget) pop() *QP {
 	if b.head == len(b.fifo) {
 		b.fifo, b.head = b.fifo[:0], 0
 	}
-	qp.req.budgetQueued = false
+	qp.budgetQueued = false
 	b.nwait.Add(-1)
 	return qp
 }
@@ -174,8 +174,8 @@ func (b *budget) pop() *QP {
 func (s *Stack) waitBudget(qp *QP, front bool, lo int64) {
 	b := &s.budget
 	b.mu.Lock()
-	if !qp.req.budgetQueued {
-		qp.req.budgetQueued = true
+	if !qp.budgetQueued {
+		qp.budgetQueued = true
 		if front && b.head > 0 {
 			b.head--
 			b.fifo[b.head] = qp

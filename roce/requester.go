@@ -73,10 +73,9 @@ type requester struct {
 	cwnd, ssthresh, grown int
 
 	// The stack's budget (budget.go): held PSNs from unacked on, of unit
-	// bytes each; budgetQueued is guarded by the budget's lock.
+	// bytes each.
 	held, unit                int
 	budgetTurn, budgetBlocked bool
-	budgetQueued              bool
 
 	retx clock.Deadline // the local ACK timer
 	rnr  clock.Deadline // the wait an RNR NAK asked for
@@ -115,8 +114,8 @@ func (r *requester) reset() {
 	r.retx.Stop()
 	r.rnr.Stop()
 	r.releaseAllBudget()
-	sq, qp, queued := r.sq, r.qp, r.budgetQueued
-	*r = requester{qp: qp, sq: sq, unlimited: true, retx: r.retx, rnr: r.rnr, budgetQueued: queued}
+	sq, qp := r.sq, r.qp
+	*r = requester{qp: qp, sq: sq, unlimited: true, retx: r.retx, rnr: r.rnr}
 }
 
 func (r *requester) slot(i uint64) *swqe { return &r.sq[i%uint64(len(r.sq))] }
