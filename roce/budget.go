@@ -18,8 +18,9 @@
 // ACKs advance the oldest unacknowledged PSN, and in full when the QP flushes
 // (ERR, SQE), resets, is given a new SQ PSN or is destroyed. A QP that finds
 // too little waits in a FIFO of blocked QPs; released budget wakes them in
-// order, one chunk each per turn, and a QP that wants more while others
-// wait queues behind them: round robin, no starvation. The waking runs after
+// order, each for up to turnQuantum packets (its chunks of the WQEs it
+// can start), and a QP that wants more while others wait queues behind
+// them: round robin, no starvation. The waking runs after
 // the receive batch that freed the budget (or from a clock event when a
 // timer or a verb freed it), never under another QP's lock.
 //
@@ -136,11 +137,11 @@ func (s *Stack) wakeBudget() {
 		blocked := false
 		if !qp.destroyed {
 			r := &qp.req
-			r.budgetTurn, r.budgetBlocked = true, false
+			r.turnLeft, r.budgetBlocked = turnQuantum, false
 			r.progress()
 			qp.updateTimer()
 			blocked = r.budgetBlocked
-			r.budgetTurn = false
+			r.turnLeft = 0
 		}
 		qp.Mu.Unlock()
 		if blocked {
@@ -220,20 +221,19 @@ func (r *requester) haveBudget(w *swqe) bool {
 		return true
 	}
 	lo, hi := int64(need-r.held)*unit, int64(chunk-r.held)*unit
-	if b.nwait.Load() > 0 && !r.budgetTurn {
+	if b.nwait.Load() > 0 && r.turnLeft <= 0 {
 		qp.s.waitBudget(qp, false, lo) // others wait: behind them
 		return false
 	}
 	g := b.take(lo, hi, unit)
 	if g == 0 {
-		if r.budgetTurn {
-			r.budgetBlocked = true
-		}
-		qp.s.waitBudget(qp, r.budgetTurn, lo)
+		turn := r.turnLeft > 0
+		r.budgetBlocked = turn
+		qp.s.waitBudget(qp, turn, lo)
 		return false
 	}
 	r.held += int(g / unit)
-	r.budgetTurn = false // one chunk per turn
+	r.turnLeft -= int(g / unit)
 	return true
 }
 
@@ -264,6 +264,11 @@ func (r *requester) releaseAllBudget() {
 		r.qp.s.releaseBudget(int64(n) * int64(r.unit))
 	}
 }
+
+// turnQuantum is how many packets' budget a woken QP may take in its turn
+// (a chunk at least): enough for a burst of small messages to leave in one
+// sendmmsg, few enough that a thousand waiting QPs each get theirs soon.
+const turnQuantum = maxBatch
 
 // minBudget is the smallest budget: one packet of the largest path MTU.
 const minBudget = 4096

@@ -73,9 +73,9 @@ type requester struct {
 	cwnd, ssthresh, grown int
 
 	// The stack's budget (budget.go): held PSNs from unacked on, of unit
-	// bytes each.
-	held, unit                int
-	budgetTurn, budgetBlocked bool
+	// bytes each; turnLeft: packets it may still take in its turn.
+	held, unit, turnLeft int
+	budgetBlocked        bool
 
 	retx clock.Deadline // the local ACK timer
 	rnr  clock.Deadline // the wait an RNR NAK asked for
