@@ -224,3 +224,47 @@ func TestBudgetKeepsAckCadence(t *testing.T) {
 		t.Errorf("with room in the budget: %d ACK requests in %d packets, without a budget %d in %d", gotAcks, gotPkts, wantAcks, wantPkts)
 	}
 }
+
+// TestBudgetLongRead: a READ's responses land in the requester's own
+// receive buffer, so a READ request holds budget for all its response
+// PSNs; one longer than the whole budget goes with all of it (it would
+// otherwise wait forever) while WRITEs of other QPs wait their turn, and
+// everything completes with no budget left held.
+func TestBudgetLongRead(t *testing.T) {
+	const limit = 16 << 10
+	o := defaultOpts()
+	o.budget = limit
+	h := newHarness(t, o)
+	fill(h.b.buf, 9)
+	reader, writer := h.addPair(0, o), h.addPair(1, o)
+	rd := verbs.SendWR{ID: 1, Opcode: verbs.WRRDMARead, Flags: verbs.SendSignaled,
+		SGL: []verbs.SGE{h.a.sge(0, 64<<10)}, RemoteAddr: h.b.va(0), RKey: h.b.mr.RKey()}
+	if err := reader.a.PostSend(&rd); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		wr := verbs.SendWR{ID: uint64(i), Opcode: verbs.WRRDMAWrite, Flags: verbs.SendSignaled,
+			SGL: []verbs.SGE{h.a.sge(128<<10, 8<<10)}, RemoteAddr: h.b.va(256 << 10), RKey: h.b.mr.RKey()}
+		if err := writer.a.PostSend(&wr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for h.clk.Step() {
+		if _, used := h.a.stack.BudgetUse(); used > limit {
+			t.Fatalf("%d bytes of budget in use, budget %d", used, limit)
+		}
+	}
+	wantWC(t, reader.scq.take(), verbs.WC{WRID: 1, Status: verbs.WCSuccess, Opcode: verbs.WCRDMARead, ByteLen: 64 << 10})
+	if wcs := writer.scq.take(); len(wcs) != 4 || wcs[3].Status != verbs.WCSuccess {
+		t.Fatalf("writer: %v", wcs)
+	}
+	if !bytes.Equal(h.a.buf[:64<<10], h.b.buf[:64<<10]) {
+		t.Error("READ data differs")
+	}
+	if _, used := h.a.stack.BudgetUse(); used != 0 {
+		t.Errorf("%d bytes of budget still in use", used)
+	}
+	if h.a.stack.ctr.Get(BudgetWaits) == 0 {
+		t.Error("the WRITEs never waited for the READ's budget")
+	}
+}
