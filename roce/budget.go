@@ -205,18 +205,17 @@ func (r *requester) haveBudget(w *swqe) bool {
 		return true
 	}
 	sent := int(wire.PSNDiff(r.psn, r.unacked))
-	need, chunk := sent+1, sent+min(w.npkts-r.nextPkt, r.window()-sent)
-	if w.wr.Opcode == verbs.WRRDMARead {
-		need = int(wire.PSNDiff(w.lastPSN, r.unacked)) + 1
-		chunk = need
-	}
 	if r.held == 0 {
 		r.unit = max(qp.mtu, 1)
 	}
 	unit := int64(r.unit)
-	// A READ longer than the whole budget goes with all of it.
-	whole := int(b.limit / unit)
-	need, chunk = min(need, max(whole, 1)), min(chunk, max(whole, 1))
+	whole := max(int(b.limit/unit), 1)
+	need, chunk := sent+1, min(sent+min(w.npkts-r.nextPkt, r.window()-sent), whole)
+	if w.wr.Opcode == verbs.WRRDMARead {
+		// A READ longer than the whole budget goes with all of it.
+		need = min(int(wire.PSNDiff(w.lastPSN, r.unacked))+1, whole)
+		chunk = need
+	}
 	if need <= r.held {
 		return true
 	}

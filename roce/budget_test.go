@@ -171,6 +171,9 @@ func TestBudgetReturnsOnFlushAndDestroy(t *testing.T) {
 		if _, used := h.a.stack.BudgetUse(); used != limit {
 			t.Fatalf("round %d: the holder took %d bytes of budget, want all %d", round, used, limit)
 		}
+		if n := outstanding([]*budgetPair{holder}); n != limit {
+			t.Fatalf("round %d: the holder sent %d bytes, want the budget's %d", round, n, limit)
+		}
 		waits := h.a.stack.ctr.Get(BudgetWaits)
 		write(waiter, uint64(round), 1024)
 		h.clk.RunFor(10 * time.Millisecond) // less than the local ACK timeout
