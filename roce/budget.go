@@ -48,8 +48,7 @@ type budget struct {
 	nwait atomic.Int32 // QPs in the FIFO
 
 	mu      sync.Mutex
-	fifo    []*QP // blocked QPs, oldest at head
-	head    int
+	fifo    qpRing // blocked QPs, oldest first
 	wake    clock.Timer
 	pending atomic.Bool // a wake is due
 }
@@ -154,17 +153,11 @@ func (s *Stack) wakeBudget() {
 func (b *budget) pop() *QP {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.head == len(b.fifo) {
-		return nil
+	qp := b.fifo.popFront()
+	if qp != nil {
+		qp.budgetQueued = false
+		b.nwait.Add(-1)
 	}
-	qp := b.fifo[b.head]
-	b.fifo[b.head] = nil
-	b.head++
-	if b.head == len(b.fifo) {
-		b.fifo, b.head = b.fifo[:0], 0
-	}
-	qp.budgetQueued = false
-	b.nwait.Add(-1)
 	return qp
 }
 
@@ -177,16 +170,7 @@ func (s *Stack) waitBudget(qp *QP, front bool, lo int64) {
 	b.mu.Lock()
 	if !qp.budgetQueued {
 		qp.budgetQueued = true
-		if front && b.head > 0 {
-			b.head--
-			b.fifo[b.head] = qp
-		} else if front {
-			b.fifo = append(b.fifo, nil)
-			copy(b.fifo[1:], b.fifo)
-			b.fifo[0] = qp
-		} else {
-			b.fifo = append(b.fifo, qp)
-		}
+		b.fifo.push(qp, front)
 		b.nwait.Add(1)
 		s.ctr.inc(BudgetWaits)
 	}
@@ -262,6 +246,42 @@ func (r *requester) releaseAllBudget() {
 		r.held = 0
 		r.qp.s.releaseBudget(int64(n) * int64(r.unit))
 	}
+}
+
+// qpRing is a double-ended queue of QPs in a ring: O(1) at both ends.
+type qpRing struct {
+	buf     []*QP
+	head, n int
+}
+
+// push adds qp at the back, or at the front.
+func (q *qpRing) push(qp *QP, front bool) {
+	if q.n == len(q.buf) {
+		buf := make([]*QP, max(2*len(q.buf), 16))
+		for i := range q.n {
+			buf[i] = q.buf[(q.head+i)%len(q.buf)]
+		}
+		q.buf, q.head = buf, 0
+	}
+	if front {
+		q.head = (q.head + len(q.buf) - 1) % len(q.buf)
+		q.buf[q.head] = qp
+	} else {
+		q.buf[(q.head+q.n)%len(q.buf)] = qp
+	}
+	q.n++
+}
+
+// popFront removes and returns the front QP, nil if there is none.
+func (q *qpRing) popFront() *QP {
+	if q.n == 0 {
+		return nil
+	}
+	qp := q.buf[q.head]
+	q.buf[q.head] = nil
+	q.head = (q.head + 1) % len(q.buf)
+	q.n--
+	return qp
 }
 
 // turnQuantum is how many packets' budget a woken QP may take in its turn

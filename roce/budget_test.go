@@ -271,3 +271,38 @@ func TestBudgetLongRead(t *testing.T) {
 		t.Error("the WRITEs never waited for the READ's budget")
 	}
 }
+
+// TestQPRing: the FIFO of blocked QPs keeps order across growth, takes a
+// QP that lost its turn back at the front, and empties.
+func TestQPRing(t *testing.T) {
+	var q qpRing
+	qps := make([]*QP, 41)
+	for i := range qps {
+		qps[i] = &QP{}
+	}
+	for _, qp := range qps[1:30] {
+		q.push(qp, false)
+	}
+	for _, qp := range qps[1:10] {
+		if got := q.popFront(); got != qp {
+			t.Fatalf("popped %p, want %p", got, qp)
+		}
+	}
+	q.push(qps[9], true)
+	for _, qp := range qps[30:40] {
+		q.push(qp, false)
+	}
+	q.push(qps[0], true) // the ring is full now, and wrapped
+	if q.n != len(q.buf) || q.head == 0 {
+		t.Fatalf("%d of %d slots used from %d: not a full wrapped ring", q.n, len(q.buf), q.head)
+	}
+	q.push(qps[40], false) // grows
+	for i, qp := range append([]*QP{qps[0]}, qps[9:]...) {
+		if got := q.popFront(); got != qp {
+			t.Fatalf("pop %d: %p, want %p", i, got, qp)
+		}
+	}
+	if q.popFront() != nil || q.n != 0 {
+		t.Fatal("ring not empty")
+	}
+}
