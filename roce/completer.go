@@ -64,6 +64,7 @@ func (qp *QP) handleResponse(p *wire.Packet) {
 		r.retryLeft, r.rnrLeft = qp.Attr.RetryCnt, qp.Attr.RNRRetry
 		r.retrying, r.stalls, r.busy = false, 0, 0
 		r.retx.Stop()
+		r.settleBudget()
 	} else if info.Kind == wire.KindReadResponse || info.Kind == wire.KindAtomicAck {
 		qp.responderBusy(psn)
 	}

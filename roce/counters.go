@@ -55,6 +55,7 @@ const (
 	UDTooLong                         // UD: message longer than the receive buffer or the MTU, dropped
 	GSIRcvdMADs                       // MADs delivered to the GSI agent on QP1
 	GSISentMADs                       // MADs sent from QP1
+	BudgetWaits                       // a requester waited for the stack's budget (budget.go)
 	NumCounters
 )
 
@@ -67,7 +68,7 @@ var counterNames = [NumCounters]string{
 	"no_qp", "qp_not_ready", "addr_mismatch", "bad_pkey", "icrc_err",
 	"read_responses_sent", "read_replays", "atomic_replays", "resource_miss", "cq_overflow",
 	"qkey_violation", "rcv_no_buf", "uc_dropped_msgs", "ud_too_long",
-	"gsi_rcvd_mads", "gsi_sent_mads",
+	"gsi_rcvd_mads", "gsi_sent_mads", "budget_waits",
 }
 
 func (c Counter) String() string { return counterNames[c] }

@@ -58,8 +58,11 @@
 //	  retry counters)             requester.go    retransmitTimeout
 //	§9.7.7.2 (credits)            completer.go,   updateCredits, credits
 //	                              responder.go
-//	(not the spec's: congestion   window.go       startWindow, lossWindow,
+//	(not the spec's: congestion   window.go       window, lossWindow,
 //	  window under its bounds)                    timeoutWindow, growWindow
+//	§9.7.7.2, §9.7.1 (bounds      budget.go       haveBudget, settleBudget,
+//	  from above only: a stack                    releaseAllBudget,
+//	  budget of unacked bytes)                    wakeBudget
 //	§9.8.2, §9.9.3.2 (UC)         uc.go           ucRequest, ucSend, ucWrite
 //	§9.8.3, §11.4.1.1 (UD)        ud.go           udReceive
 //	C10-93.1.1 (rxe: UD > MTU)    qp.go           newQP
@@ -73,7 +76,8 @@
 // requester.go (send queue → request packets, §9.7.2), completer.go (ACKs,
 // NAKs, responses → completions, retries, the local ACK timer, §9.7.5.2,
 // §9.7.6.1.3), window.go (how many PSNs a requester keeps unacknowledged,
-// below the spec's bounds), responder.go (requests → memory, receive completions, ACKs,
+// below the spec's bounds), budget.go (the bytes all requesters of the
+// stack keep unacknowledged together, shared in turns), responder.go (requests → memory, receive completions, ACKs,
 // read and atomic responses, §9.7.4, §9.7.5.1), respchecks.go (the
 // responder's check steps), respnak.go (its NAKs), readstream.go (READ
 // responses in bursts; a duplicate request abandons the stream, §9.7.5.1.4),

@@ -104,6 +104,7 @@ type qpOpts struct {
 	qpType          verbs.QPType // RC unless set
 	qkey            uint32       // UD
 	bandwidth       uint64       // the link's bits per second; 0: unlimited
+	budget          int          // the stacks' Config.Budget
 }
 
 func defaultOpts() qpOpts {
@@ -135,7 +136,7 @@ func (h *harness) newNode(name string, ep *transport.SimEndpoint, n byte, o qpOp
 		nd.addr = netip.MustParseAddr(fmt.Sprintf("2001:db8::%d", n))
 	}
 	var err error
-	cfg := Config{Link: ep, Clock: h.clk, MAC: nd.mac, Addrs: []netip.Addr{nd.addr}, Window: o.window, DeferAcks: true}
+	cfg := Config{Link: ep, Clock: h.clk, MAC: nd.mac, Addrs: []netip.Addr{nd.addr}, Window: o.window, DeferAcks: true, Budget: o.budget}
 	if o.trace {
 		cfg.Trace = func(e TraceEvent) { h.trace = append(h.trace, name+" "+e.String()) }
 	}

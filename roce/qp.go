@@ -30,6 +30,9 @@ type QP struct {
 	ackQueued bool // on the stack's list of QPs owing an ACK
 	destroyed bool
 	ports     []uint16 // UDP source ports held on the link (ports.go)
+	// budgetQueued: the QP is in the FIFO of QPs waiting for the stack's
+	// budget (budget.go); guarded by the budget's lock, not by Mu.
+	budgetQueued bool
 
 	req  requester
 	resp responder
@@ -246,6 +249,7 @@ func (qp *QP) Destroy() {
 	qp.CurState = verbs.QPSErr
 	qp.req.retx.Stop()
 	qp.req.rnr.Stop()
+	qp.req.releaseAllBudget()
 	qp.resp.more.Stop()
 	qp.Mu.Unlock()
 	qp.s.removeQP(qp.Cfg.QPN)

@@ -72,6 +72,11 @@ type requester struct {
 	// The congestion window (window.go): cwnd 0 is the stack's Window.
 	cwnd, ssthresh, grown int
 
+	// The stack's budget (budget.go): held PSNs from unacked on, of unit
+	// bytes each; turnLeft: packets it may still take in its turn.
+	held, unit, turnLeft int
+	budgetBlocked        bool
+
 	retx clock.Deadline // the local ACK timer
 	rnr  clock.Deadline // the wait an RNR NAK asked for
 }
@@ -108,6 +113,7 @@ func (r *requester) init(qp *QP) {
 func (r *requester) reset() {
 	r.retx.Stop()
 	r.rnr.Stop()
+	r.releaseAllBudget()
 	sq, qp := r.sq, r.qp
 	*r = requester{qp: qp, sq: sq, unlimited: true, retx: r.retx, rnr: r.rnr}
 }
@@ -115,6 +121,7 @@ func (r *requester) reset() {
 func (r *requester) slot(i uint64) *swqe { return &r.sq[i%uint64(len(r.sq))] }
 
 func (r *requester) setPSN(p uint32) {
+	r.releaseAllBudget()
 	r.psn, r.unacked, r.maxSent = p, p, p
 	r.maxRespPSN = wire.PSNAdd(p, -1)
 }
@@ -259,7 +266,7 @@ func (r *requester) send() {
 				continue
 			}
 		}
-		if r.windowFull() {
+		if r.windowFull() || !r.haveBudget(w) {
 			break
 		}
 		if !qp.sendRequest(w, r.nextPkt) {
@@ -515,8 +522,8 @@ func (qp *QP) requestOpcode(w *swqe, k int) wire.Opcode {
 }
 
 // requestBTH fills the BTH of a request packet: opcode, PSN, SE and
-// AckReq (on the last packet of a message, every AckEvery packets, and
-// when the window fills).
+// AckReq (on the last packet of a message, every AckEvery packets, when
+// the window fills, and at the end of the budget the QP holds).
 func (qp *QP) requestBTH(h *wire.Headers, w *swqe, op wire.Opcode, psn uint32) {
 	r := &qp.req
 	info := op.Info()
@@ -528,7 +535,7 @@ func (qp *QP) requestBTH(h *wire.Headers, w *swqe, op wire.Opcode, psn uint32) {
 	h.BTH.SE = w.wr.Flags&verbs.SendSolicited != 0 && info.Last() &&
 		(info.Kind == wire.KindSend || info.Imm)
 	ackReq := qp.reliable() && (last || r.sinceAckReq+1 >= qp.s.cfg.AckEvery ||
-		int(wire.PSNDiff(wire.PSNAdd(psn, 1), r.unacked)) >= r.window())
+		int(wire.PSNDiff(wire.PSNAdd(psn, 1), r.unacked)) >= r.window() || r.budgetEnd(psn))
 	h.BTH.AckReq = ackReq
 	if ackReq {
 		r.sinceAckReq = 0
@@ -649,6 +656,7 @@ func (r *requester) flush() {
 	qp := r.qp
 	r.retx.Stop()
 	r.rnr.Stop()
+	r.releaseAllBudget()
 	for ; r.head < r.tail; r.head++ {
 		w := r.slot(r.head)
 		qp.pushSend(verbs.WC{WRID: w.wr.ID, Status: verbs.WCWRFlushErr, Opcode: w.wr.Opcode.CompletionOpcode(), QPN: qp.Cfg.QPN})

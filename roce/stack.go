@@ -53,6 +53,12 @@ type Config struct {
 	// congestion: the simulated link at 10% loss took five times the
 	// virtual time with the window halved at each of them.
 	FixedWindow bool
+	// Budget bounds the bytes of unacknowledged packets (a path MTU each)
+	// all RC requesters of the stack keep together (budget.go). 0 sizes
+	// it from the link's receive buffer when the link has one
+	// (transport.RecvBufferSizer: the embedded mode's socket) and leaves
+	// it off on other links (the simulated one); negative turns it off.
+	Budget int
 	// SourcePorts, if set, is told which UDP source ports QPs send from
 	// while they live (the link keeps a socket per port); nil when the
 	// link keeps nothing per port.
@@ -87,6 +93,9 @@ type Stack struct {
 
 	// gsi is QP1, the management datagram QP (gsi.go).
 	gsi gsi
+
+	// budget is shared by the RC requesters (budget.go).
+	budget budget
 }
 
 // ErrUnsupported is returned for QP types the engine does not implement.
@@ -113,6 +122,15 @@ func NewStack(cfg Config) (*Stack, error) {
 		cfg.AckEvery = 64
 	}
 	s := &Stack{cfg: cfg, qps: make(map[uint32]*QP)}
+	s.budget.limit = int64(cfg.Budget)
+	if cfg.Budget == 0 {
+		s.budget.limit = defaultBudget(cfg.Link)
+	}
+	if s.budget.limit < 0 {
+		s.budget.limit = 0
+	} else if s.budget.limit > 0 {
+		s.budget.limit = max(s.budget.limit, minBudget)
+	}
 	if cfg.SourcePorts != nil {
 		cfg.SourcePorts.HoldSourcePort(SourcePort(GSIQPN)) // QP1 lives as long as the stack
 	}
@@ -137,6 +155,9 @@ func (s *Stack) Input(frame []byte) {
 	if !s.cfg.DeferAcks {
 		s.flushAcks()
 	}
+	if s.budget.pending.Load() {
+		s.wakeBudget()
+	}
 }
 
 // InputBatch processes frames that arrived together and then sends one
@@ -160,6 +181,9 @@ func (s *Stack) InputBatch(frames [][]byte) {
 		runtime.Gosched()
 	}
 	s.flushAcks()
+	if s.budget.pending.Load() {
+		s.wakeBudget() // the batch's ACKs freed budget blocked QPs wait for
+	}
 }
 
 // acksOwed reports whether some QP owes an ACK.

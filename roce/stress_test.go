@@ -14,15 +14,25 @@ import (
 // atomics in both directions over a link that loses, reorders, duplicates
 // and corrupts frames, and checks every completion, every byte and every
 // atomic result against a sequential reference model (RC executes each
-// QP's requests in order, so the model is exact).
+// QP's requests in order, so the model is exact). The last run has a
+// stack budget of 4 KiB (budget.go), less than most READs take, which
+// every retry, RNR wait and implied NAK must leave as it found it.
 func TestRandomLossyWorkload(t *testing.T) {
-	seeds := []uint64{1, 2, 3}
+	runs := []struct {
+		seed   uint64
+		budget int
+	}{{1, 0}, {2, 0}, {3, 0}, {4, 4 << 10}}
 	if testing.Short() {
-		seeds = seeds[:1]
+		runs = []struct {
+			seed   uint64
+			budget int
+		}{runs[0], runs[3]}
 	}
-	for _, seed := range seeds {
+	for _, run := range runs {
+		seed := run.seed
 		o := defaultOpts()
 		o.seed = seed
+		o.budget = run.budget
 		o.timeout = 8 // 1 ms: keeps virtual time short
 		o.minRNRTimer = 1
 		o.faults = transport.Symmetric(transport.Faults{Loss: 0.1, Reorder: 0.1, Dup: 0.02, Corrupt: 0.01})
@@ -125,9 +135,12 @@ func TestRandomLossyWorkload(t *testing.T) {
 		if a.qp.State() != verbs.QPSRTS || b.qp.State() != verbs.QPSRTS {
 			t.Fatalf("seed %d: states %v %v", seed, a.qp.State(), b.qp.State())
 		}
-		t.Logf("seed %d: virtual time %v; A: retransmitted=%d timeouts=%d seq_naks=%d implied=%d; B: dup=%d oos=%d icrc=%d",
+		if _, used := a.stack.BudgetUse(); used != 0 {
+			t.Fatalf("seed %d: %d bytes of budget held after the last completion", seed, used)
+		}
+		t.Logf("seed %d: virtual time %v; A: retransmitted=%d timeouts=%d seq_naks=%d implied=%d budget_waits=%d; B: dup=%d oos=%d icrc=%d",
 			seed, h.clk.Now(), a.stack.ctr.Get(RetransmittedPkts), a.stack.ctr.Get(RetransmitTimeouts),
-			a.stack.ctr.Get(RcvdSeqErr), a.stack.ctr.Get(ImpliedNak), b.stack.ctr.Get(DuplicateRequest),
+			a.stack.ctr.Get(RcvdSeqErr), a.stack.ctr.Get(ImpliedNak), a.stack.ctr.Get(BudgetWaits), b.stack.ctr.Get(DuplicateRequest),
 			b.stack.ctr.Get(OutOfSequence), b.stack.ctr.Get(IcrcErr))
 	}
 }

@@ -61,6 +61,15 @@ type BatchEndpoint interface {
 	SetBatchReceiver(func(frames [][]byte))
 }
 
+// RecvBufferSizer is implemented by links that drop what overflows a
+// receive buffer (a kernel socket, without link-level flow control), so
+// an engine can keep what it has in flight below that: RecvBufferBytes is
+// the buffer's size as the kernel accounts it (SO_RCVBUF as read back,
+// which counts each datagram's memory, not only its payload).
+type RecvBufferSizer interface {
+	RecvBufferBytes() int
+}
+
 // ErrClosed is returned by Send on a closed Endpoint.
 var ErrClosed = errors.New("transport: endpoint closed")
 

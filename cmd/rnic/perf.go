@@ -160,7 +160,8 @@ func newPerfFlags(cfg *perf.Config) (*pflag.FlagSet, *perfFlags) {
 	fs.IntVarP(&cfg.TxDepth, "tx-depth", "t", 0, fmt.Sprintf("outstanding send WRs per QP (bw; default %d, or 32766/qps when more QPs would overflow the CQ)", perf.DefaultTxDepth))
 	fs.IntVarP(&cfg.RxDepth, "rx-depth", "r", 0, fmt.Sprintf("receives kept posted per QP (send; default %d, or 32766/qps when more QPs would overflow the CQ)", perf.DefaultRxDepth))
 	fs.IntVarP(&cfg.CQMod, "cq-mod", "Q", perf.DefaultCQMod, "signal one send WR in this many (bw)")
-	fs.IntVar(&cfg.Inflight, "inflight", 0, fmt.Sprintf("most send WRs outstanding over all QPs (bw; default: tx-depth, or more up to %d packets on the wire): rnic, like RoCE, relies on a lossless link, and many QPs sending at once overflow the receiving socket until their retries run out; the QPs take turns, each within its tx-depth", perf.InflightPackets))
+	fs.IntVar(&cfg.Inflight, "inflight", 0, fmt.Sprintf("most send WRs outstanding over all QPs (bw; default: tx-depth, or more up to %d packets on the wire): the QPs take turns, each within its tx-depth (the NIC's --budget does so for the packets of any program)", perf.InflightPackets))
+	fs.IntVar(&cfg.Budget, "budget", 0, "bytes of unacknowledged packets all QPs of this process's NIC keep together (0: a quarter of the socket's receive buffer as the kernel counts it; -1: no budget)")
 	fs.BoolVar(&cfg.JSON, "json", false, "print one JSON object instead of the table")
 	fs.BoolVar(&cfg.NoRaw, "no-raw", false, "skip the raw UDP (with --iwarp: TCP) measurement")
 	fs.BoolVar(&cfg.IWARP, "iwarp", false, "iWARP over TCP instead of RoCEv2 over UDP (server and client alike)")
@@ -306,6 +307,7 @@ var perfBounds = []bound{
 	{"rx-depth", 1, 1 << 14},
 	{"cq-mod", 1, 1 << 14},
 	{"inflight", 1, 1 << 30},
+	{"budget", -1, 1 << 30},
 	{"port", 1, 65535},
 	{"iwarp-port", 0, 65535},
 	{"gid-index", 0, 255},

@@ -53,6 +53,10 @@ type Config struct {
 	// roce.Config.FixedWindow); for the simulated link, whose losses are
 	// faults, not congestion.
 	FixedWindow bool
+	// Budget bounds the bytes all RC QPs keep unacknowledged together
+	// (roce.Config.Budget); 0 sizes it from Link's receive buffer when it
+	// has one (the kernel socket of Open), negative turns it off.
+	Budget int
 	// UDPPort is the RoCEv2 port (4791 if zero); PeerPort gives peers'
 	// ports when they differ (see roce.Config).
 	UDPPort  uint16
@@ -85,6 +89,10 @@ func NewNIC(cfg Config) (*NIC, error) {
 		cfg.Name = "rnic0"
 	}
 	link := cfg.Link
+	budget := cfg.Budget
+	if budget == 0 {
+		budget = roce.LinkBudget(link) // before a capture tee hides the socket
+	}
 	if cfg.Pcap != nil {
 		clk := cfg.Clock
 		if v, ok := clk.(*clock.Virtual); ok {
@@ -102,7 +110,8 @@ func NewNIC(cfg Config) (*NIC, error) {
 		addrs = nic.WithLinkLocal(addrs, cfg.MAC)
 	}
 	scfg := roce.Config{Link: link, Clock: cfg.Clock, MAC: cfg.MAC, Addrs: addrs,
-		Resolve: cfg.Resolve, DeferAcks: cfg.DeferAcks, FixedWindow: cfg.FixedWindow, UDPPort: cfg.UDPPort, PeerPort: cfg.PeerPort}
+		Resolve: cfg.Resolve, DeferAcks: cfg.DeferAcks, FixedWindow: cfg.FixedWindow, UDPPort: cfg.UDPPort, PeerPort: cfg.PeerPort,
+		Budget: budget}
 	// The embedded mode's link keeps a socket per source port: QPs hold
 	// theirs so that destroying a QP closes it.
 	scfg.SourcePorts, _ = cfg.Link.(transport.SourcePorts)

@@ -35,6 +35,10 @@ type UDPConfig struct {
 	// transport.NewPipe): the NIC keeps the embedded mode's synthetic MACs
 	// and ports. Open closes it if the NIC cannot be built.
 	Link transport.Endpoint
+	// Budget bounds the bytes all RC QPs keep unacknowledged together (see
+	// Config.Budget): 0 sizes it from the socket's receive buffer, negative
+	// turns it off.
+	Budget int
 }
 
 // Open opens a NIC in the embedded mode.
@@ -45,7 +49,7 @@ func Open(cfg UDPConfig) (*NIC, error) {
 	}
 	if cfg.Link != nil {
 		n, err := NewNIC(Config{Name: cfg.Name, Addr: cfg.Addr, MAC: udp.SyntheticMAC(cfg.Addr), MTU: cfg.MTU,
-			Link: cfg.Link, Pcap: cfg.Pcap, Trace: cfg.Trace, UDPPort: port,
+			Link: cfg.Link, Pcap: cfg.Pcap, Trace: cfg.Trace, UDPPort: port, Budget: cfg.Budget,
 			Resolve:  func(a netip.Addr) ([6]byte, bool) { return udp.SyntheticMAC(a), true },
 			PeerPort: func(a netip.Addr) uint16 { return cfg.PeerPorts[a.Unmap()] }})
 		if err != nil {
@@ -69,7 +73,7 @@ func Open(cfg UDPConfig) (*NIC, error) {
 	}
 	peers := cfg.PeerPorts
 	n, err := NewNIC(Config{Name: cfg.Name, Addr: ep.Addr(), MAC: ep.MAC(), MTU: cfg.MTU, Link: ep,
-		Pcap: cfg.Pcap, Trace: cfg.Trace,
+		Pcap: cfg.Pcap, Trace: cfg.Trace, Budget: cfg.Budget,
 		// The kernel hides the peer's MAC; the link puts a synthetic one,
 		// derived from the address, on every frame it delivers, and the
 		// engine addresses peers the same way so captures agree.

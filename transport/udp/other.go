@@ -14,3 +14,6 @@ func (e *Endpoint) open() error              { return errors.ErrUnsupported }
 func (e *Endpoint) send([]byte) error        { return errors.ErrUnsupported }
 func (e *Endpoint) sendBatch([][]byte) error { return errors.ErrUnsupported }
 func (e *Endpoint) close() error             { return nil }
+
+// RecvBufferBytes implements transport.RecvBufferSizer.
+func (e *Endpoint) RecvBufferBytes() int { return 0 }

@@ -51,6 +51,7 @@ type portSock struct {
 // sysState is the Linux part of an Endpoint.
 type sysState struct {
 	main   *sock
+	rcvbuf int // SO_RCVBUF of main as the kernel set it
 	reader *reader
 	done   chan struct{} // closed when the receive loop has returned
 
@@ -71,6 +72,15 @@ func (e *Endpoint) open() error {
 	}
 	v6 := e.cfg.Addr.Is6()
 	e.sys.main = main
+	e.sys.rcvbuf = e.cfg.RecvBuffer
+	if err := main.rc.Control(func(fd uintptr) {
+		if n, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF); err == nil {
+			e.sys.rcvbuf = n
+		}
+	}); err != nil {
+		main.f.Close()
+		return err
+	}
 	e.sys.ports = make(map[uint16]portSock)
 	e.sys.holds = make(map[uint16]int)
 	e.sys.one.New = func() any { return newMsgs(1, v6) }
@@ -83,6 +93,11 @@ func (e *Endpoint) open() error {
 	}()
 	return nil
 }
+
+// RecvBufferBytes implements transport.RecvBufferSizer: the listening
+// socket's receive buffer as the kernel accounts it (twice what was asked,
+// capped by net.core.rmem_max).
+func (e *Endpoint) RecvBufferBytes() int { return e.sys.rcvbuf }
 
 // openSock opens a socket bound to (Addr, port). The listening socket asks
 // for the ancillary data the receive side needs and is exclusive: a second

@@ -112,12 +112,15 @@ type Config struct {
 	// Inflight bounds the send WRs outstanding over all QPs in bw mode
 	// (0: the larger of TxDepth and the WRs of InflightPackets packets,
 	// so that one QP keeps its TxDepth). RoCE assumes a lossless link
-	// (PFC) and the engine has no NIC-wide congestion control: every QP
-	// sends its window at once, and hundreds of QPs doing so overflow the
-	// receiving socket, whose drops go-back-N turns into retries until
-	// RETRY_EXC_ERR. With the bound, the QPs take turns (each still at
-	// most TxDepth) and every QP carries its share.
+	// (PFC); on a kernel socket the engine's budget (Budget) keeps the
+	// packets of all QPs together within what the receiving socket holds,
+	// and this bound does the same in the program: the QPs take turns
+	// (each still at most TxDepth) and every QP carries its share.
 	Inflight int
+	// Budget is the embedded-mode NIC's budget of unacknowledged bytes
+	// over all its QPs (roce.Config.Budget): 0 sizes it from the socket's
+	// receive buffer, negative turns it off.
+	Budget int
 	// NoRaw skips the raw UDP measurement.
 	NoRaw bool
 	// UD runs a SEND test over UD QPs (perftest's -c UD): messages of at

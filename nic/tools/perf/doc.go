@@ -43,11 +43,12 @@
 //     perftest's, so a depth left at the default shrinks when QPs × depth
 //     would overflow max_cqe (10,000 QPs: 3 each); a depth given is kept
 //     and checked. Unlike perftest, perf bounds the WRs in flight over all
-//     QPs (Inflight, about 512 packets' worth, never below TxDepth): the
-//     engine has no congestion control and relies on a lossless link, as
-//     RoCE does, and thousands of QPs sending their windows at once
-//     overflow the receiving socket; the QPs take turns, and the result
-//     counts the QPs that completed all their operations. For SEND the server keeps RxDepth receives posted; over UD
+//     QPs (Inflight, about 512 packets' worth, never below TxDepth): RoCE
+//     relies on a lossless link; on a kernel socket the engine's budget
+//     (--budget, roce/budget.go) keeps all QPs' unacknowledged packets
+//     within what the receiving socket holds, and the bound does the same
+//     for the WRs; the QPs take turns, and the result counts the QPs that
+//     completed all their operations. For SEND the server keeps RxDepth receives posted; over UD
 //     a depth left at the default posts every receive of the run up front
 //     (up to 16000 per QP), as perftest does, since a datagram that finds
 //     no receive is lost. A receiver that stalls names the NIC's loss

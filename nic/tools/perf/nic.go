@@ -127,7 +127,7 @@ func openHost(r *resolved, spec hostSpec) (*host, error) {
 		return h, nil
 	}
 	n, err := embedded.Open(embedded.UDPConfig{Name: spec.name, Addr: spec.addr, Port: r.RDMAPort, MTU: linkMTU,
-		Pcap: spec.pcap, Trace: spec.trace, Link: spec.link})
+		Pcap: spec.pcap, Trace: spec.trace, Link: spec.link, Budget: r.Budget})
 	if err != nil {
 		return nil, fmt.Errorf("perf: open NIC on %v: %w", spec.addr, err)
 	}
