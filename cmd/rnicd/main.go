@@ -231,7 +231,8 @@ func openDevice(s deviceSpec) (*device, error) {
 	var err error
 	var en *embedded.NIC
 	if s.UDP.IsValid() {
-		en, err = embedded.Open(embedded.UDPConfig{Name: s.Name, Addr: s.UDP.Addr(), Port: s.UDP.Port(), MTU: s.MTU, Pcap: d.pcap})
+		en, err = embedded.Open(embedded.UDPConfig{Name: s.Name, Addr: s.UDP.Addr(), Port: s.UDP.Port(), MTU: s.MTU, Pcap: d.pcap,
+			NoPoll: true}) // its clients spin on the rings (udp.Config.NoPoll)
 		if err == nil {
 			d.udp = en
 		}

@@ -39,6 +39,9 @@ type UDPConfig struct {
 	// Config.Budget): 0 sizes it from the socket's receive buffer, negative
 	// turns it off.
 	Budget int
+	// NoPoll: the receive loop parks as soon as its socket is empty (see
+	// udp.Config.NoPoll); rnicd's NICs.
+	NoPoll bool
 }
 
 // Open opens a NIC in the embedded mode.
@@ -58,7 +61,7 @@ func Open(cfg UDPConfig) (*NIC, error) {
 		}
 		return n, nil
 	}
-	ep, err := udp.Open(udp.Config{Addr: cfg.Addr, Port: port,
+	ep, err := udp.Open(udp.Config{Addr: cfg.Addr, Port: port, NoPoll: cfg.NoPoll,
 		// A frame that has to leave from the main socket (its per-QP
 		// source port could not be bound) changes its UDP source port,
 		// which the ICRC covers: seal it again.

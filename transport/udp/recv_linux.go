@@ -111,7 +111,7 @@ func (r *reader) recvmmsg(fd uintptr) bool {
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
-			if r.poll.Again() {
+			if r.pollAgain() {
 				continue // a conversation: the next datagram is near (transport/poll)
 			}
 			return false // nothing queued: park until readable
@@ -124,6 +124,10 @@ func (r *reader) recvmmsg(fd uintptr) bool {
 		return true
 	}
 }
+
+// pollAgain says whether to try the socket again at once rather than
+// park (transport/poll), unless the endpoint does not poll.
+func (r *reader) pollAgain() bool { return !r.e.cfg.NoPoll && r.poll.Again() }
 
 // deliver rebuilds the frames of the last batch and hands them over.
 func (r *reader) deliver() {

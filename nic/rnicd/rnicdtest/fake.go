@@ -72,7 +72,7 @@ func (f *FakeBackend) open(s ibv.Spec) (ibv.Device, error) {
 	if !ok {
 		return nil, fmt.Errorf("fake rnicd: no device %s", s.Name)
 	}
-	n, err := embedded.Open(embedded.UDPConfig{Name: s.Name, Addr: a, Port: f.cfg.Port, MTU: f.cfg.MTU})
+	n, err := embedded.Open(embedded.UDPConfig{Name: s.Name, Addr: a, Port: f.cfg.Port, MTU: f.cfg.MTU, NoPoll: true})
 	if err != nil {
 		return nil, err
 	}
