@@ -31,8 +31,6 @@ import (
 	"fmt"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
@@ -75,7 +73,7 @@ type cqObj struct {
 	cq     ibv.CQ
 	mem    *ringMem
 	ring   *proto.CQRing
-	notify int // eventfd the client waits on
+	notify cqNotifier // how a fired arm reaches the client
 
 	kick chan struct{}      // room was made
 	arm  chan chan struct{} // the client changed the kind of its arm; close when done
@@ -110,7 +108,7 @@ func (c *cqObj) destroy(s *Session, _ bool) error {
 	}
 	s.dev.disown(c.cq)
 	c.mem.free()
-	unix.Close(c.notify)
+	c.notify.release()
 	s.unreserve(kindCQ, 0)
 	return nil
 }
@@ -139,7 +137,7 @@ func handleCreateCQ(s *Session, req *Request, rep *Reply) error {
 	if err := s.reserve(kindCQ, 0); err != nil {
 		return err
 	}
-	c := &cqObj{s: s, notify: -1, kick: make(chan struct{}, 1), arm: make(chan chan struct{})}
+	c := &cqObj{s: s, notify: noNotifier{}, kick: make(chan struct{}, 1), arm: make(chan chan struct{})}
 	err := func() error {
 		if err := s.checkRing(size); err != nil {
 			return err
@@ -155,8 +153,12 @@ func handleCreateCQ(s *Session, req *Request, rep *Reply) error {
 		if c.ring, err = proto.NewCQRing(c.mem.mem, layout); err != nil {
 			return err
 		}
-		c.notify, err = newNotifyFD()
-		return err
+		fd, err := newNotifyFD()
+		if err != nil {
+			return err
+		}
+		c.notify = notifyFD(fd)
+		return nil
 	}()
 	if err != nil {
 		if c.cq != nil {
@@ -174,7 +176,7 @@ func handleCreateCQ(s *Session, req *Request, rep *Reply) error {
 	s.dev.own(c.cq, c)
 	s.insert(c)
 	c.start()
-	rep.Set(&proto.CreateCQReply{Version: s.version, CQ: c.h, Ring: layout, Place: c.mem.place()}, append(c.mem.fds(), c.notify)...)
+	rep.Set(&proto.CreateCQReply{Version: s.version, CQ: c.h, Ring: layout, Place: c.mem.place()}, append(c.mem.fds(), int(c.notify.(notifyFD)))...)
 	rep.After(c.mem.sent)
 	return nil
 }
@@ -419,7 +421,7 @@ func (c *cqObj) fire(moved int, bad bool) {
 		c.solSeen = false
 	}
 	if want && c.ring.Arm.CompareAndSwap(a, proto.ArmNone) {
-		signal(c.notify)
+		c.notify.signal()
 	}
 }
 
