@@ -54,3 +54,63 @@ func (e *ChannelEvents) Fire(i uint32) bool { return e.set.Ring(i) }
 // Take clears every slot set and calls f with each (the client's side,
 // after reading the channel's eventfd).
 func (e *ChannelEvents) Take(f func(i uint32)) { e.set.Take(f) }
+
+// Completion channel ops (version 6).
+const (
+	// OpCreateChannel creates a completion channel (Empty). The reply
+	// (CreateChannelReply) carries the place of its event set in the
+	// session's ring arena and, after the chunk's memfd when it is sent,
+	// the channel's eventfd.
+	OpCreateChannel Op = 0x0024
+	// OpDestroyChannel destroys a channel (Handle); the daemon refuses
+	// while CQs are on it.
+	OpDestroyChannel Op = 0x0025
+	// OpCreateCQOn creates a CQ on a channel, or on none (Channel 0)
+	// (CreateCQOnReq); the reply is CREATE_CQ's, with no eventfd: the
+	// CQ's events come through its Slot of the channel's event set.
+	OpCreateCQOn Op = 0x0026
+)
+
+func init() {
+	NameOp(OpCreateChannel, "CREATE_CHANNEL")
+	NameOp(OpDestroyChannel, "DESTROY_CHANNEL")
+	NameOp(OpCreateCQOn, "CREATE_CQ_ON")
+	RegisterBodies(OpCreateChannel, Bodies{func() Message { return new(Empty) }, func() Message { return new(CreateChannelReply) }})
+	RegisterBodies(OpDestroyChannel, Bodies{func() Message { return new(Handle) }, func() Message { return new(Empty) }})
+	RegisterBodies(OpCreateCQOn, Bodies{func() Message { return new(CreateCQOnReq) }, func() Message { return new(CreateCQOnReply) }})
+}
+
+// CreateChannelReply names the channel and places its event set
+// (ChannelAreaLen bytes) in the session's arena.
+type CreateChannelReply struct {
+	Channel uint32
+	Place   RingPlace
+}
+
+func (m *CreateChannelReply) Encode(w *Writer) { w.U32(m.Channel); m.Place.Encode(w) }
+func (m *CreateChannelReply) Decode(r *Reader) { m.Channel = r.U32(); m.Place.Decode(r) }
+
+// CreateCQOnReq creates a CQ of CQE entries on Channel (0: none).
+type CreateCQOnReq struct{ CQE, Channel uint32 }
+
+func (m *CreateCQOnReq) Encode(w *Writer) { w.U32(m.CQE); w.U32(m.Channel) }
+func (m *CreateCQOnReq) Decode(r *Reader) { m.CQE = r.U32(); m.Channel = r.U32() }
+
+// CreateCQOnReply is CREATE_CQ's reply (version 5 and on) and the CQ's
+// slot in its channel's event set (meaningless without a channel).
+type CreateCQOnReply struct {
+	CreateCQReply
+	Slot uint32
+}
+
+func (m *CreateCQOnReply) Encode(w *Writer) {
+	m.Version = VersionCompChannel
+	m.CreateCQReply.Encode(w)
+	w.U32(m.Slot)
+}
+
+func (m *CreateCQOnReply) Decode(r *Reader) {
+	m.Version = VersionCompChannel
+	m.CreateCQReply.Decode(r)
+	m.Slot = r.U32()
+}

@@ -1,6 +1,7 @@
 package proto
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -67,5 +68,34 @@ func TestChannelEventsRefuseShortArea(t *testing.T) {
 	mem := make([]uint64, ChannelAreaLen/8)
 	if _, err := NewChannelEvents(unsafeBytes(mem)[:ChannelAreaLen-8]); err == nil {
 		t.Error("short area accepted")
+	}
+}
+
+// The version 6 bodies decode to what was encoded, through the op's
+// registered bodies, and a CQ-on-channel reply keeps the arena place.
+func TestChannelMessagesRoundTrip(t *testing.T) {
+	place := RingPlace{Chunk: 2, ChunkLen: ArenaChunkLen, Offset: 3 * ArenaPage}
+	for _, c := range []struct {
+		op   Op
+		kind Kind
+		m    Message
+	}{
+		{OpCreateChannel, KindReply, &CreateChannelReply{Channel: 7, Place: place}},
+		{OpDestroyChannel, KindRequest, &Handle{H: 7}},
+		{OpCreateCQOn, KindRequest, &CreateCQOnReq{CQE: 16, Channel: 7}},
+		{OpCreateCQOn, KindReply, &CreateCQOnReply{CreateCQReply: CreateCQReply{CQ: 9, Ring: CQLayout{Slots: 16, Cap: 16}, Place: place}, Slot: 4095}},
+	} {
+		msg := AppendMessage(nil, Header{Op: c.op, Kind: c.kind, Seq: 1}, c.m)
+		h, body, err := DecodeMessage(msg, 0)
+		if err != nil {
+			t.Fatalf("%v: %v", c.op, err)
+		}
+		got, err := DecodeBodyVersion(h, body, VersionCompChannel)
+		if err != nil {
+			t.Fatalf("%v %v: %v", c.op, c.kind, err)
+		}
+		if !bytes.Equal(AppendMessage(nil, h, got), msg) {
+			t.Fatalf("%v %v: %+v decodes as %+v", c.op, c.kind, c.m, got)
+		}
 	}
 }
