@@ -1,4 +1,4 @@
-// Completion channels (version 6, in progress): completion events are
+// Completion channels (version 6): completion events are
 // signalled per completion channel, not per CQ, so that a CQ costs no
 // descriptor of its own on either side (real libibverbs costs one per
 // ibv_create_comp_channel and none per CQ; one eventfd per CQ made a C

@@ -31,6 +31,7 @@ func (n notifyFD) release() { unix.Close(int(n)) }
 // client. The set is written before the eventfd, so a client woken finds
 // the slot (or took it on an earlier wake).
 type channelSlot struct {
+	ch     *chanObj
 	events *proto.ChannelEvents
 	fd     int // the channel's eventfd, owned by the channel
 	slot   uint32
@@ -42,8 +43,13 @@ func (c channelSlot) signal() {
 	}
 }
 
-// release leaves the channel's eventfd to the channel.
-func (channelSlot) release() {}
+// release gives the slot back to the channel; the eventfd stays the
+// channel's.
+func (c channelSlot) release() {
+	if c.ch != nil {
+		c.ch.put(c.slot)
+	}
+}
 
 // noNotifier is a CQ without a completion channel (version 6): an arm
 // fires nothing the client could wait on, as with a verbs CQ that has no
