@@ -50,6 +50,7 @@ type Device struct {
 	gids  []netip.Addr
 	bell  *sessionBell // the session doorbell, from version 4
 	arena *arena       // the ring chunks, from version 5
+	comp  *cqChannel   // the completion channel of every CQ, from the first (arena.mu)
 
 	wmu sync.Mutex // serialises writes to conn
 
@@ -330,6 +331,12 @@ func (d *Device) releaseAll() {
 	}
 	if d.bell != nil {
 		d.bell.close() // every QP and SRQ is retired: none rings it
+	}
+	d.arena.mu.Lock()
+	comp := d.comp
+	d.arena.mu.Unlock()
+	if comp != nil {
+		comp.close() // every CQ is released: none is on it
 	}
 	d.arena.close() // every object is released: no ring is in use
 }

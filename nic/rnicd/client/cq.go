@@ -1,12 +1,12 @@
 // Completion queues: Poll reads the completion ring the daemon fills, with
 // no system call; ReqNotify sets the ring's arm word; completion events
-// arrive on the CQ's notify eventfd, which a goroutine turns into Notify.
+// arrive through the session's completion channel (channel.go), whose one
+// goroutine turns them into each CQ's Notify.
 
 package client
 
 import (
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 
@@ -24,8 +24,9 @@ type CQ struct {
 	mem    ringRef
 	ring   *proto.CQRing
 	notify chan struct{}
-	events *os.File // the notify eventfd
-	kick   []byte   // the KICK_CQ notice, encoded once
+	ch     *cqChannel // the session's completion channel, which feeds notify
+	slot   uint32     // the CQ's slot in ch's event set
+	kick   []byte     // the KICK_CQ notice, encoded once
 
 	mu   sync.Mutex // Poll
 	cons uint32
@@ -42,21 +43,27 @@ func (d *Device) CreateCQ(cqe int) (ibv.CQ, error) {
 	if cqe <= 0 || cqe > proto.MaxRingSlots {
 		return nil, fmt.Errorf("rnicd: create CQ of %d entries: %w", cqe, nic.ErrInvalid)
 	}
-	rep := proto.CreateCQReply{Version: proto.Version}
+	var rep proto.CreateCQOnReply
 	d.arena.mu.Lock()
-	fds, err := d.call(proto.OpCreateCQ, &proto.CreateCQReq{CQE: uint32(cqe)}, nil, &rep)
+	ch, err := d.compChannel()
 	if err != nil {
 		d.arena.mu.Unlock()
 		return nil, err
 	}
-	c := &CQ{d: d, h: rep.CQ, cqe: cqe, notify: make(chan struct{}, 1)}
-	err = c.setup(&rep, fds)
+	fds, err := d.call(proto.OpCreateCQOn, &proto.CreateCQOnReq{CQE: uint32(cqe), Channel: ch.h}, nil, &rep)
+	if err != nil {
+		d.arena.mu.Unlock()
+		return nil, err
+	}
+	c := &CQ{d: d, h: rep.CQ, cqe: cqe, notify: make(chan struct{}, 1), ch: ch, slot: rep.Slot}
+	err = c.setup(&rep.CreateCQReply, fds)
 	d.arena.mu.Unlock()
 	if err != nil {
 		d.call(proto.OpDestroyCQ, &proto.Handle{H: rep.CQ}, nil, &proto.Empty{})
 		c.mem.release()
 		return nil, err
 	}
+	ch.add(c.slot, c)
 	d.mu.Lock()
 	d.cqs[c.h] = c
 	d.mu.Unlock()
@@ -67,14 +74,14 @@ func (d *Device) CreateCQ(cqe int) (ibv.CQ, error) {
 }
 
 // setup finds the ring of a CREATE_CQ reply in the arena, mapping its
-// chunk if the reply brings it; the last descriptor is the notify eventfd.
+// chunk if the reply brings it; its events come through the channel.
 // The caller holds d.arena.mu.
 func (c *CQ) setup(rep *proto.CreateCQReply, fds []int) error {
 	if err := rep.Ring.Validate(); err != nil {
 		closeFDs(fds)
 		return err
 	}
-	mem, ref, rest, err := c.d.takeRings("CREATE_CQ", rep.Place, rep.Ring.Size(), fds, 1)
+	mem, ref, rest, err := c.d.takeRings("CREATE_CQ_ON", rep.Place, rep.Ring.Size(), fds, 0)
 	c.mem = ref
 	if err != nil {
 		closeFDs(rest)
@@ -86,25 +93,8 @@ func (c *CQ) setup(rep *proto.CreateCQReply, fds []int) error {
 		return err
 	}
 	c.ring = ring
-	c.events = os.NewFile(uintptr(rest[0]), "rnicd-cq-notify")
 	c.kick = proto.AppendMessage(nil, proto.Header{Op: proto.OpKickCQ, Kind: proto.KindNotice}, &proto.Handle{H: c.h})
-	go c.waitEvents()
 	return nil
-}
-
-// waitEvents turns the notify eventfd into Notify until it is closed.
-func (c *CQ) waitEvents() {
-	defer close(c.notify)
-	var b [8]byte
-	for {
-		if _, err := c.events.Read(b[:]); err != nil {
-			return
-		}
-		select {
-		case c.notify <- struct{}{}:
-		default:
-		}
-	}
 }
 
 // Poll moves up to len(wcs) completions into wcs. It makes no system call
@@ -213,15 +203,14 @@ func (c *CQ) Destroy() error {
 	return err
 }
 
-// retire ends the CQ's use: Poll returns 0, verbs fail, the notify
-// eventfd closes (closing Notify). The ring stays mapped, so a Poll racing
+// retire ends the CQ's use: Poll returns 0, verbs fail, Notify closes. The ring stays mapped, so a Poll racing
 // with the daemon's departure reads memory that is still there.
 func (c *CQ) retire() {
 	c.retired.Do(func() {
 		c.mu.Lock()
 		c.dead.Store(true)
 		c.mu.Unlock()
-		c.events.Close()
+		c.ch.remove(c.slot, c)
 	})
 }
 

@@ -12,7 +12,9 @@
 // into the QP's send or receive ring and the producer index published,
 // with a doorbell (a bit in the session's doorbell, one eventfd write)
 // only when the daemon's drainer sleeps; completions are read from the
-// CQ's ring. None allocates.
+// CQ's ring. None allocates. Completion events of every CQ come through
+// the session's one completion channel (channel.go, protocol 6): a CQ
+// costs no descriptor and no goroutine.
 //
 // Memory: RegMR takes only memory from AllocBuffer (the daemon must be
 // able to map it); MRs are registered at the buffer's own addresses, so

@@ -74,6 +74,9 @@
 // from MinVersion to Version in the client's layout (messages.go): 2 adds
 // the transport to OPEN's reply, 3 the connection parameters to
 // CMRequestInfo, 4 the session doorbell (bell.go), 5 the ring arena
-// (arena.go). Bodies whose layout depends on the session's version and
+// (arena.go). 6 completion channels
+// (chanevents.go: CREATE_CHANNEL, CREATE_CQ_ON; a CQ's events come
+// through its slot of its channel's event set, with no eventfd of its
+// own; CREATE_CQ is served as in version 5). Bodies whose layout depends on the session's version and
 // do not carry it implement Versioned.
 package proto

@@ -71,6 +71,10 @@ func placeOf(m Message) (RingPlace, bool) {
 		return m.Place, true
 	case *CreateCQReply:
 		return m.Place, true
+	case *CreateCQOnReply:
+		return m.Place, true
+	case *CreateChannelReply:
+		return m.Place, true
 	}
 	return RingPlace{}, false
 }

@@ -25,7 +25,7 @@ import (
 // CREATE_QP, CREATE_SRQ and CREATE_CQ replies name a place in the
 // session's ring chunks and carry a chunk's memfd only the first time.
 const (
-	Version    = 5
+	Version    = 6
 	MinVersion = 1
 )
 

@@ -31,8 +31,6 @@ import (
 	"fmt"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
@@ -75,7 +73,7 @@ type cqObj struct {
 	cq     ibv.CQ
 	mem    *ringMem
 	ring   *proto.CQRing
-	notify int // eventfd the client waits on
+	notify cqNotifier // how a fired arm reaches the client
 
 	kick chan struct{}      // room was made
 	arm  chan chan struct{} // the client changed the kind of its arm; close when done
@@ -110,7 +108,7 @@ func (c *cqObj) destroy(s *Session, _ bool) error {
 	}
 	s.dev.disown(c.cq)
 	c.mem.free()
-	unix.Close(c.notify)
+	c.notify.release()
 	s.unreserve(kindCQ, 0)
 	return nil
 }
@@ -131,20 +129,35 @@ func handleCreateCQ(s *Session, req *Request, rep *Reply) error {
 	if err := req.Decode(&m); err != nil {
 		return err
 	}
-	if m.CQE == 0 || m.CQE > proto.MaxRingSlots {
-		return fmt.Errorf("rnicd: create CQ of %d entries: %w", m.CQE, nic.ErrInvalid)
-	}
-	layout := proto.CQLayout{Slots: proto.RingSlots(m.CQE), Cap: m.CQE}
-	size := layout.Size()
-	if err := s.reserve(kindCQ, 0); err != nil {
+	c, layout, err := newCQ(s, m.CQE, func() (cqNotifier, error) {
+		fd, err := newNotifyFD()
+		return notifyFD(fd), err
+	})
+	if err != nil {
 		return err
 	}
-	c := &cqObj{s: s, notify: -1, kick: make(chan struct{}, 1), arm: make(chan chan struct{})}
+	rep.Set(&proto.CreateCQReply{Version: s.version, CQ: c.h, Ring: layout, Place: c.mem.place()}, append(c.mem.fds(), int(c.notify.(notifyFD)))...)
+	rep.After(c.mem.sent)
+	return nil
+}
+
+// newCQ creates a CQ of cqe entries, its ring and its mover; notify makes
+// what it signals fired arms through, last.
+func newCQ(s *Session, cqe uint32, notify func() (cqNotifier, error)) (*cqObj, proto.CQLayout, error) {
+	if cqe == 0 || cqe > proto.MaxRingSlots {
+		return nil, proto.CQLayout{}, fmt.Errorf("rnicd: create CQ of %d entries: %w", cqe, nic.ErrInvalid)
+	}
+	layout := proto.CQLayout{Slots: proto.RingSlots(cqe), Cap: cqe}
+	size := layout.Size()
+	if err := s.reserve(kindCQ, 0); err != nil {
+		return nil, layout, err
+	}
+	c := &cqObj{s: s, notify: noNotifier{}, kick: make(chan struct{}, 1), arm: make(chan chan struct{})}
 	err := func() error {
 		if err := s.checkRing(size); err != nil {
 			return err
 		}
-		cq, err := s.dev.dev.CreateCQ(int(m.CQE))
+		cq, err := s.dev.dev.CreateCQ(int(cqe))
 		if err != nil {
 			return err
 		}
@@ -155,8 +168,12 @@ func handleCreateCQ(s *Session, req *Request, rep *Reply) error {
 		if c.ring, err = proto.NewCQRing(c.mem.mem, layout); err != nil {
 			return err
 		}
-		c.notify, err = newNotifyFD()
-		return err
+		n, err := notify()
+		if err != nil {
+			return err
+		}
+		c.notify = n
+		return nil
 	}()
 	if err != nil {
 		if c.cq != nil {
@@ -166,7 +183,7 @@ func handleCreateCQ(s *Session, req *Request, rep *Reply) error {
 			c.mem.free()
 		}
 		s.unreserve(kindCQ, 0)
-		return err
+		return nil, layout, err
 	}
 	c.timer = time.NewTimer(time.Hour)
 	c.timer.Stop()
@@ -174,9 +191,7 @@ func handleCreateCQ(s *Session, req *Request, rep *Reply) error {
 	s.dev.own(c.cq, c)
 	s.insert(c)
 	c.start()
-	rep.Set(&proto.CreateCQReply{Version: s.version, CQ: c.h, Ring: layout, Place: c.mem.place()}, append(c.mem.fds(), c.notify)...)
-	rep.After(c.mem.sent)
-	return nil
+	return c, layout, nil
 }
 
 func handleKickCQ(s *Session, req *Request, _ *Reply) error {
@@ -419,7 +434,7 @@ func (c *cqObj) fire(moved int, bad bool) {
 		c.solSeen = false
 	}
 	if want && c.ring.Arm.CompareAndSwap(a, proto.ArmNone) {
-		signal(c.notify)
+		c.notify.signal()
 	}
 }
 

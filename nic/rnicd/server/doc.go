@@ -4,13 +4,16 @@
 // shared memory (package proto has the wire and the ring layouts). From
 // protocol version 5 every ring of a session is a slot of the session's
 // ring arena (arena.go): a few memfd chunks, each sent and mapped once.
+// From version 6 a CQ's fired arm sets its slot in its completion
+// channel's event set and writes the channel's one eventfd (channel.go,
+// cqnotify.go); up to 5 (and for CREATE_CQ) each CQ has its own eventfd.
 //
 //	client process                          rnicd
 //	  verbs call ── control message ──────▶ Session ── ibv.Device (nic)
 //	  PostSend ──── WQE in SQ ring ─┐          drainer: copy slot, decode,
 //	          session doorbell┴─────▶ bell loop → drainer: post to the ibv QP
 //	  Poll ◀─────── WC in CQ ring ◀──────── mover: ibv CQ → ring,
-//	  Notify ◀───── notify eventfd ◀───────        notify eventfd if armed
+//	  Notify ◀───── channel/CQ eventfd ◀───        notify if armed
 //	  DMA target ── memfd (SCM_RIGHTS) ───▶ mapped, RegMRIOVA at the
 //	                                        client's own addresses
 //

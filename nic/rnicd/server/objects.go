@@ -19,10 +19,11 @@ const (
 	kindSRQ
 	kindQP
 	kindAH
+	kindChannel
 )
 
 func (k objKind) String() string {
-	return [...]string{"?", "PD", "MR", "CQ", "SRQ", "QP", "AH"}[min(int(k), 6)]
+	return [...]string{"?", "PD", "MR", "CQ", "SRQ", "QP", "AH", "channel"}[min(int(k), 7)]
 }
 
 // object is a verbs object of a session.

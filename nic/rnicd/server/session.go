@@ -316,7 +316,7 @@ func (s *Session) reap() {
 	}
 	st := &s.srv.stats
 	left := false // an object that would not go still uses its rings
-	for _, kind := range []objKind{kindQP, kindSRQ, kindCQ, kindAH, kindMR, kindPD} {
+	for _, kind := range []objKind{kindQP, kindSRQ, kindCQ, kindChannel, kindAH, kindMR, kindPD} {
 		for _, o := range s.objectsOf(kind) {
 			if err := o.destroy(s, true); err != nil {
 				s.logf("reaping %v %d: %v", kind, o.handle(), err)
