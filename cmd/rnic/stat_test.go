@@ -248,7 +248,9 @@ func TestStat(t *testing.T) {
 	for _, re := range []string{
 		fmt.Sprintf(`(?m)^daemon pid %d uid \d+ view all$`, os.Getpid()),
 		fmt.Sprintf(`(?m)^link rnic0/1 state ACTIVE mtu 4096 link_mtu 9000 gid %s$`, regexp.QuoteMeta(devA.GIDs()[0].String())),
-		fmt.Sprintf(`(?m)^client \d+ pid %d uid \d+ comm %s dev rnic0 qps 2 mrs 1 objects 2 mr_bytes \d+$`, os.Getpid(), regexp.QuoteMeta(wantComm)),
+		// objects: the PD, the CQ and the completion channel the Go
+		// client puts its CQs on (protocol version 6).
+		fmt.Sprintf(`(?m)^client \d+ pid %d uid \d+ comm %s dev rnic0 qps 2 mrs 1 objects 3 mr_bytes \d+$`, os.Getpid(), regexp.QuoteMeta(wantComm)),
 		fmt.Sprintf(`(?m)^qp link rnic0/1 lqpn %d rqpn %d type RC state RTS pid %d comm %s client \d+$`, a.qp.QPN(), b.qp.QPN(), os.Getpid(), regexp.QuoteMeta(wantComm)),
 		fmt.Sprintf(`(?m)^qp link rnic0/1 lqpn %d type RC state INIT pid \d+ comm \S+ client \d+$`, idle.QPN()),
 		`(?m)^counter link rnic0/1 sent_pkts [1-9]\d* rcvd_pkts [1-9]\d* `,
