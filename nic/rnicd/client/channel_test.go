@@ -18,11 +18,7 @@ import (
 func TestCQEventsThroughChannel(t *testing.T) {
 	const n = 100
 	d := rnicdtest.Start(t, rnicdtest.Options{})
-	dev, err := ibv.Open(d.Spec(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	dev := open(t, d, 0)
 	pd, err := dev.AllocPD()
 	if err != nil {
 		t.Fatal(err)

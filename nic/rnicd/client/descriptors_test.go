@@ -29,11 +29,7 @@ func countFDs(t testing.TB) int {
 func TestRingsHoldNoDescriptors(t *testing.T) {
 	const n = 200
 	d := rnicdtest.Start(t, rnicdtest.Options{})
-	dev, err := ibv.Open(d.Spec(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	dev := open(t, d, 0)
 	pd, err := dev.AllocPD()
 	if err != nil {
 		t.Fatal(err)

@@ -18,16 +18,7 @@ func TestManyQPsLargeWrites(t *testing.T) {
 	cfg := Config{Op: OpWrite, Mode: ModeBW, Size: 64 << 10, QPs: 100, Iters: 200, MTU: 4096, NoRaw: true,
 		TxDepth: DefaultTxDepth, Inflight: 100 * DefaultTxDepth,
 		ServerAddr: netip.MustParseAddr("127.0.0.62"), Addr: netip.MustParseAddr("127.0.0.63"), Out: &out}
-	res, err := Run(testCtx(t), cfg)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out.String())
-	}
-	if !res.Check.OK() {
-		t.Errorf("data check: %+v", res.Check)
-	}
-	if b := res.BW; b == nil || b.Ops != int64(cfg.Iters*cfg.QPs) {
-		t.Errorf("bandwidth figures %+v, want %d operations", b, cfg.Iters*cfg.QPs)
-	}
+	runEveryOp(t, cfg, &out)
 }
 
 // TestThousandQPsLargeWrites: 1,000 QPs of 64 KiB WRITEs, 32 posted on
@@ -47,6 +38,13 @@ func TestThousandQPsLargeWrites(t *testing.T) {
 	cfg := Config{Op: OpWrite, Mode: ModeBW, Size: 64 << 10, QPs: qps, Iters: iters, MTU: 4096, NoRaw: true,
 		TxDepth: 32, Inflight: qps * 32,
 		ServerAddr: netip.MustParseAddr("127.0.0.64"), Addr: netip.MustParseAddr("127.0.0.65"), Out: &out}
+	runEveryOp(t, cfg, &out)
+}
+
+// runEveryOp runs cfg and fails unless every operation of every QP
+// completed with its data intact.
+func runEveryOp(t *testing.T, cfg Config, out *bytes.Buffer) {
+	t.Helper()
 	res, err := Run(testCtx(t), cfg)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
