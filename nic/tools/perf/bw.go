@@ -52,7 +52,7 @@ func (s *side) runBW(ctx context.Context) (*bwTimes, error) {
 		l.ready.push(i)
 	}
 	prog := newProgress(cfg.Progress, string(cfg.Op)+" bw", total, cfg.Size)
-	spin := newSpinnerFor(ctx, cfg.Size)
+	spin := newSpinnerFor(ctx, cfg.bytesBeforeCompletion())
 	l.start = time.Now()
 	for l.totC < total {
 		posted := false
@@ -82,6 +82,18 @@ func (s *side) runBW(ctx context.Context) (*bwTimes, error) {
 		}
 	}
 	return l.t, nil
+}
+
+// bytesBeforeCompletion is how many bytes a bandwidth loop may see move
+// before its next send completion: only every CQMod-th WR of a QP is
+// signalled, and the QPs share the wire, so every WR in flight may go
+// first. 100 QPs of 64 KiB WRITEs at CQMod 100 move 655 MB before the
+// first completion: under a second on an idle machine, and more than
+// stallTimeout with both cores busy (perf's own test of 100 QPs was
+// failed as stalled so while it was moving data).
+func (c Config) bytesBeforeCompletion() int64 {
+	wrs := min(c.Inflight, c.QPs*c.CQMod, c.QPs*c.Iters)
+	return int64(max(wrs, 1)) * int64(c.Size)
 }
 
 // post posts on QP i what its depth, its iterations and its credit allow,
@@ -164,7 +176,7 @@ func (l *bwLoop) poll() (int, error) {
 func (s *side) receiveAll(ctx context.Context, posted []int) error {
 	cfg := s.cfg
 	total := cfg.Iters * len(s.qps)
-	spin := newSpinnerFor(ctx, cfg.Size)
+	spin := newSpinnerFor(ctx, int64(cfg.Size))
 	var wcs [16]verbs.WC
 	done := make([]int, len(s.qps))
 	for got := 0; got < total; {

@@ -143,7 +143,7 @@ func (s *side) postOne(i, seq int) error {
 func (s *side) awaitLat(ctx context.Context, i, seq int) error {
 	cfg := s.cfg
 	q := s.qps[i]
-	spin := newSpinnerFor(ctx, cfg.Size)
+	spin := newSpinnerFor(ctx, int64(cfg.Size))
 	spin.w = s.watch
 	var waitOn ibv.CQ // nil: the WRITE test watches memory
 	switch cfg.Op {

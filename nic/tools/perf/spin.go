@@ -29,7 +29,9 @@
 // round trip) took 13 times the raw TCP round trip while SEND took 1.04.
 //
 // A spinner also notices cancellation and gives up when nothing happened
-// for stallTimeout (plus the time a large message may take at stallRate),
+// for stallTimeout (plus the time the bytes that may move before the
+// completion it waits for take at stallRate: one message, or in a
+// bandwidth loop with CQ moderation every message in flight),
 // which means the peer has gone: a run never hangs.
 
 package perf
@@ -64,10 +66,6 @@ const (
 	// memNap is one nap of a memory watch beyond remoteSpin. Shorter
 	// naps do not park: the timerfd has expired by the time it is read.
 	memNap = 20 * time.Microsecond
-	// stallTimeout is how long a loop waits without any progress. It is
-	// far above the RC retry budget (7 retries × 67 ms at timeout 14), so
-	// a lost peer shows as a completion error first when there is one.
-	stallTimeout = 10 * time.Second
 	// stallRate is the slowest transfer that still counts as progress:
 	// one message of n bytes may take n / stallRate on top of
 	// stallTimeout before the loop gives up (a 1 GiB READ on a busy
@@ -75,10 +73,18 @@ const (
 	stallRate = 8 << 20 // bytes per second
 )
 
-// stallFor is how long a loop waits for the completion of a message of
-// size bytes.
-func stallFor(size int) time.Duration {
-	return stallTimeout + time.Duration(int64(size)*int64(time.Second)/stallRate)
+// stallTimeout is how long a loop waits without any progress. It is far
+// above the RC retry budget (7 retries × 67 ms at timeout 14), so a lost
+// peer shows as a completion error first when there is one. A variable
+// only so that a test can see a stall in less time.
+var stallTimeout = 10 * time.Second
+
+// stallFor is how long a loop waits for a completion that may have to
+// wait for bytes to move (one message, or in a bandwidth loop every
+// message that may go before the next signalled one).
+func stallFor(bytes int64) time.Duration {
+	whole, rest := bytes/stallRate, bytes%stallRate
+	return stallTimeout + time.Duration(whole)*time.Second + time.Duration(rest*int64(time.Second)/stallRate)
 }
 
 // ErrStalled is returned when a loop made no progress for stallTimeout.
@@ -133,10 +139,10 @@ func newSpinner(ctx context.Context) *spinner {
 }
 
 // newSpinnerFor is a spinner for a loop whose every completion may wait
-// for a message of size bytes.
-func newSpinnerFor(ctx context.Context, size int) *spinner {
+// for bytes to move.
+func newSpinnerFor(ctx context.Context, bytes int64) *spinner {
 	s := newSpinner(ctx)
-	s.stall = stallFor(size)
+	s.stall = stallFor(bytes)
 	return s
 }
 
