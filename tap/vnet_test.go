@@ -24,7 +24,7 @@ type vnetFake struct{ writes chan vnetWrite }
 
 func (f *vnetFake) ReadFrame([]byte) (int, error) { select {} }
 func (f *vnetFake) ReadVnet([]byte) (int, error)  { select {} }
-func (f *vnetFake) WriteFrame(b []byte) error      { return f.WriteVnet(VnetHdr{}, b) }
+func (f *vnetFake) WriteFrame(b []byte) error     { return f.WriteVnet(VnetHdr{}, b) }
 func (f *vnetFake) WriteVnet(v VnetHdr, b []byte) error {
 	select {
 	case f.writes <- vnetWrite{v, bytes.Clone(b)}:
