@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -85,7 +86,8 @@ type Device struct {
 	mtu       int
 	kernelMAC [6]byte
 	file      *os.File
-	offload   bool // frames carry a virtio_net_hdr (vnet.go)
+	offload   bool            // frames carry a virtio_net_hdr (vnet.go)
+	raw       syscall.RawConn // the fd's, for readv and writev (device_vnet.go)
 
 	// undo puts an attached TAP's configuration back as OpenDevice found
 	// it (except its up state); nil for a created TAP, which vanishes.
@@ -142,6 +144,9 @@ func OpenDevice(cfg DeviceConfig) (*Device, error) {
 		return nil, err
 	}
 	d := &Device{name: cfg.Name, created: existing == nil, file: file, offload: offload}
+	if d.raw, err = file.SyscallConn(); err != nil {
+		return nil, errors.Join(fmt.Errorf("tap: %s: %w", cfg.Name, err), file.Close())
+	}
 	c := &tapConfigurer{h: h, cfg: cfg, created: d.created}
 	if err := c.configure(d, bridge); err != nil {
 		// Closing the fd removes a TAP we created; an attached one gets

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,14 +35,10 @@ func (d *Device) ReadVnet(b []byte) (int, error) {
 func (d *Device) WriteVnet(v VnetHdr, frame []byte) error {
 	var hdr [vnetHdrLen]byte
 	v.put(hdr[:])
-	rc, err := d.file.SyscallConn()
-	if err != nil {
-		return fmt.Errorf("tap: write to %s: %w", d.name, err)
-	}
 	var n int
 	var werr error
-	err = closedErr(rc.Write(func(fd uintptr) bool {
-		n, werr = unix.Writev(int(fd), [][]byte{hdr[:], frame})
+	err := closedErr(d.raw.Write(func(fd uintptr) bool {
+		n, werr = writev2(int(fd), hdr[:], frame)
 		return werr != unix.EAGAIN
 	}))
 	if err == nil {
@@ -56,20 +53,30 @@ func (d *Device) WriteVnet(v VnetHdr, frame []byte) error {
 	return nil
 }
 
+// writev2 writes a and b with one writev, without the allocations of
+// unix.Writev (this is every frame's path).
+func writev2(fd int, a, b []byte) (int, error) {
+	var iov [2]unix.Iovec
+	iov[0].Base, iov[1].Base = &a[0], unsafe.SliceData(b)
+	iov[0].SetLen(len(a))
+	iov[1].SetLen(len(b))
+	n, _, errno := unix.Syscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), 2)
+	if errno != 0 {
+		return int(n), errno
+	}
+	return int(n), nil
+}
+
 // readFrameVnet is ReadFrame on an offload Device: the header is read
 // apart (readv) and, if the kernel left a partial checksum, it is finished,
 // so the frame is whole; it may be a TCP super-segment longer than the MTU.
 // A frame whose header is malformed is skipped.
 func (d *Device) readFrameVnet(b []byte) (int, error) {
-	rc, err := d.file.SyscallConn()
-	if err != nil {
-		return 0, fmt.Errorf("tap: read from %s: %w", d.name, err)
-	}
 	for {
 		var hdr [vnetHdrLen]byte
 		var n int
 		var rerr error
-		err = closedErr(rc.Read(func(fd uintptr) bool {
+		err := closedErr(d.raw.Read(func(fd uintptr) bool {
 			n, rerr = unix.Readv(int(fd), [][]byte{hdr[:], b})
 			return rerr != unix.EAGAIN
 		}))

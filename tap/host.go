@@ -607,7 +607,7 @@ func (h *Host) writeFrameVnet(f []byte, v VnetHdr) error {
 		clear(f[n:])
 	}
 	if h.pcap != nil {
-		h.pcap.WriteFrameNow(h.stamp, f)
+		h.capture(f, v)
 	}
 	// Counted before the write, so that whoever reads the frame off the
 	// wire already sees it counted (protocol counters do the same).

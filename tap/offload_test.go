@@ -6,11 +6,13 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/netip"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -87,12 +89,22 @@ func listenIn(t *testing.T, ns *testNetns, addr netip.AddrPort) net.Listener {
 	}
 	defer h.Close()
 	var l net.Listener
-	if err := inNetns(h, func() error {
-		var err error
-		l, err = net.Listen("tcp", addr.String())
-		return err
-	}); err != nil {
-		t.Fatal(err)
+	// An IPv6 address is usable once the kernel's address work has run,
+	// a moment after the link came up, even without DAD.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := inNetns(h, func() error {
+			var err error
+			l, err = net.Listen("tcp", addr.String())
+			return err
+		})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EADDRNOTAVAIL) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	t.Cleanup(func() { l.Close() })
 	return l
