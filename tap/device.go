@@ -1,5 +1,6 @@
 // TAP device: the NIC's port on a real Ethernet. A Linux TAP is created or
-// attached with water (TUNSETIFF on /dev/net/tun, IFF_TAP|IFF_NO_PI, see
+// attached with TUNSETIFF on /dev/net/tun (IFF_TAP|IFF_NO_PI, and with
+// DeviceConfig.Offload IFF_VNET_HDR and the offloads: device_vnet.go; see
 // the kernel's Documentation/networking/tuntap.rst) and configured with
 // netlink (MTU, bridge, addresses, up), optionally inside an `ip netns`
 // namespace.
