@@ -89,6 +89,7 @@ type Device struct {
 	file      *os.File
 	offload   bool            // frames carry a virtio_net_hdr (vnet.go)
 	raw       syscall.RawConn // the fd's, for readv and writev (device_vnet.go)
+	vw        vnetWriter      // WriteVnet's
 
 	// undo puts an attached TAP's configuration back as OpenDevice found
 	// it (except its up state); nil for a created TAP, which vanishes.
@@ -148,6 +149,7 @@ func OpenDevice(cfg DeviceConfig) (*Device, error) {
 	if d.raw, err = file.SyscallConn(); err != nil {
 		return nil, errors.Join(fmt.Errorf("tap: %s: %w", cfg.Name, err), file.Close())
 	}
+	d.vw.init()
 	c := &tapConfigurer{h: h, cfg: cfg, created: d.created}
 	if err := c.configure(d, bridge); err != nil {
 		// Closing the fd removes a TAP we created; an attached one gets

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -30,17 +31,18 @@ func (d *Device) ReadVnet(b []byte) (int, error) {
 }
 
 // WriteVnet sends frame behind the virtio_net_hdr v, in one writev. Only
-// on an offload Device. Concurrent writes are serialised by the poller's
-// write lock.
+// on an offload Device. Writes are serialised (the poller's write lock
+// would do it anyway), which lets every write reuse one writer and so
+// allocate nothing.
 func (d *Device) WriteVnet(v VnetHdr, frame []byte) error {
-	var hdr [vnetHdrLen]byte
-	v.put(hdr[:])
-	var n int
-	var werr error
-	err := closedErr(d.raw.Write(func(fd uintptr) bool {
-		n, werr = writev2(int(fd), hdr[:], frame)
-		return werr != unix.EAGAIN
-	}))
+	w := &d.vw
+	w.mu.Lock()
+	v.put(w.hdr[:])
+	w.frame = frame
+	err := closedErr(d.raw.Write(w.write))
+	n, werr := w.n, w.err
+	w.frame = nil
+	w.mu.Unlock()
 	if err == nil {
 		err = werr
 	}
@@ -51,6 +53,24 @@ func (d *Device) WriteVnet(v VnetHdr, frame []byte) error {
 		return fmt.Errorf("tap: write to %s: %w", d.name, err)
 	}
 	return nil
+}
+
+// vnetWriter is the state of one WriteVnet: write, made once, is the
+// function the raw conn calls with the fd.
+type vnetWriter struct {
+	mu    sync.Mutex
+	hdr   [vnetHdrLen]byte
+	frame []byte
+	n     int
+	err   error
+	write func(fd uintptr) bool
+}
+
+func (w *vnetWriter) init() {
+	w.write = func(fd uintptr) bool {
+		w.n, w.err = writev2(int(fd), w.hdr[:], w.frame)
+		return w.err != unix.EAGAIN
+	}
 }
 
 // writev2 writes a and b with one writev, without the allocations of
