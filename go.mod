@@ -4,7 +4,6 @@ go 1.26.3
 
 require (
 	github.com/gopacket/gopacket v1.7.7
-	github.com/songgao/water v0.0.0-20200317203138-2b4b6d7c09d8
 	github.com/spf13/pflag v1.0.10
 	github.com/vishvananda/netlink v1.3.1
 	github.com/vishvananda/netns v0.0.5

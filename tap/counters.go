@@ -65,6 +65,13 @@ type HostCounters struct {
 
 	LoopbackFrames  uint64 // loopback_frames: frames to our own addresses turned around inside the NIC
 	LoopbackDropped uint64 // loopback_dropped: such frames dropped because the loopback queue was full
+
+	// Offload (a Device opened with Offload: host_offload.go).
+	GSORx         uint64 // gso_rx: TCP super-segments received whole (the kernel's GRO/GSO)
+	GSOTx         uint64 // gso_tx: TCP super-segments sent for the kernel to segment (TSO)
+	GSOTxSegments uint64 // gso_tx_segments: the wire segments those stand for
+	CsumFinished  uint64 // csum_finished: received frames whose partial checksum the NIC finished
+	VnetMalformed uint64 // vnet_malformed: frames dropped for a malformed virtio_net_hdr
 }
 
 // hostCounters is the live form of HostCounters: the same fields, as
@@ -84,6 +91,7 @@ type hostCounters struct {
 	noRoute, resolveFailed, resolveFailedFrames, queueDropped atomic.Uint64
 	tooBig                                                    atomic.Uint64
 	loopbackFrames, loopbackDropped                           atomic.Uint64
+	gsoRx, gsoTx, gsoTxSegments, csumFinished, vnetMalformed  atomic.Uint64
 }
 
 // snapshot copies the live counters field by field. The two structs list

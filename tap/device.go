@@ -1,5 +1,6 @@
 // TAP device: the NIC's port on a real Ethernet. A Linux TAP is created or
-// attached with water (TUNSETIFF on /dev/net/tun, IFF_TAP|IFF_NO_PI, see
+// attached with TUNSETIFF on /dev/net/tun (IFF_TAP|IFF_NO_PI, and with
+// DeviceConfig.Offload IFF_VNET_HDR and the offloads: device_vnet.go; see
 // the kernel's Documentation/networking/tuntap.rst) and configured with
 // netlink (MTU, bridge, addresses, up), optionally inside an `ip netns`
 // namespace.
@@ -26,7 +27,6 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/songgao/water"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -63,6 +63,15 @@ type DeviceConfig struct {
 	// without a bridge where the host kernel is the NIC's peer. Usually
 	// empty: the NIC's own addresses belong to the NIC, not to the kernel.
 	Addrs []netip.Prefix
+	// Offload opens the TAP with a virtio_net_hdr on every frame
+	// (IFF_VNET_HDR) and offers the kernel checksum and TCP segmentation
+	// offload (TUNSETOFFLOAD CSUM|TSO4|TSO6; see vnet.go): ReadVnet and
+	// WriteVnet then move TCP super-segments of up to 64 KiB with a partial
+	// checksum. When the kernel refuses, the TAP is opened without it
+	// (Device.Offload says which). ReadFrame and WriteFrame still move
+	// plain frames, but a frame read may be a super-segment longer than
+	// the MTU.
+	Offload bool
 }
 
 // createdTxQLen is the transmit queue length (the NIC's receive ring, seen
@@ -78,6 +87,9 @@ type Device struct {
 	mtu       int
 	kernelMAC [6]byte
 	file      *os.File
+	offload   bool            // frames carry a virtio_net_hdr (vnet.go)
+	raw       syscall.RawConn // the fd's, for readv and writev (device_vnet.go)
+	vw        vnetWriter      // WriteVnet's
 
 	// undo puts an attached TAP's configuration back as OpenDevice found
 	// it (except its up state); nil for a created TAP, which vanishes.
@@ -129,11 +141,15 @@ func OpenDevice(cfg DeviceConfig) (*Device, error) {
 			return nil, err
 		}
 	}
-	file, err := openTAPFile(ns, cfg, existing)
+	file, offload, err := openTAPFile(ns, cfg, existing)
 	if err != nil {
 		return nil, err
 	}
-	d := &Device{name: cfg.Name, created: existing == nil, file: file}
+	d := &Device{name: cfg.Name, created: existing == nil, file: file, offload: offload}
+	if d.raw, err = file.SyscallConn(); err != nil {
+		return nil, errors.Join(fmt.Errorf("tap: %s: %w", cfg.Name, err), file.Close())
+	}
+	d.vw.init()
 	c := &tapConfigurer{h: h, cfg: cfg, created: d.created}
 	if err := c.configure(d, bridge); err != nil {
 		// Closing the fd removes a TAP we created; an attached one gets
@@ -150,30 +166,41 @@ func OpenDevice(cfg DeviceConfig) (*Device, error) {
 	return d, nil
 }
 
-// openTAPFile creates the TAP, or attaches to the existing one, in ns.
-func openTAPFile(ns netns.NsHandle, cfg DeviceConfig, existing *netlink.Tuntap) (*os.File, error) {
-	wcfg := water.Config{DeviceType: water.TAP}
-	wcfg.Name = cfg.Name
+// openTAPFile creates the TAP, or attaches to the existing one, in ns,
+// with the virtio_net_hdr and offloads if cfg asks for them and the kernel
+// takes them (the bool says whether it did).
+func openTAPFile(ns netns.NsHandle, cfg DeviceConfig, existing *netlink.Tuntap) (*os.File, bool, error) {
+	t := tunOpen{name: cfg.Name}
 	if existing != nil {
-		// TUNSETIFF must repeat the device's queue mode, and water always
-		// issues TUNSETPERSIST: passing the persistence found keeps it
-		// (false would make a persistent TAP vanish when we close it).
-		wcfg.Persist = !existing.NonPersist
-		wcfg.MultiQueue = existing.Flags&netlink.TUNTAP_MULTI_QUEUE != 0
+		// TUNSETIFF must repeat the device's queue mode, and TUNSETPERSIST
+		// is always issued: passing the persistence found keeps it (false
+		// would make a persistent TAP vanish when we close it).
+		t.persist = !existing.NonPersist
+		t.multiQueue = existing.Flags&netlink.TUNTAP_MULTI_QUEUE != 0
 	}
 	var file *os.File
+	offload := cfg.Offload
 	err := inNetns(ns, func() error {
 		var err error
-		file, err = openTUN(wcfg)
+		if offload {
+			t.vnet = true
+			if file, err = t.open(); err == nil {
+				return nil
+			}
+			// A kernel without the offload ioctls (or a sandbox's TUN)
+			// still gets a working TAP, without offload.
+			offload, t.vnet = false, false
+		}
+		file, err = t.open()
 		return err
 	})
 	if err != nil {
 		if existing != nil && errors.Is(err, unix.EBUSY) {
-			return nil, fmt.Errorf("tap: attach to %s in %s (is another process using it?): %w", cfg.Name, cfg.where(), err)
+			return nil, false, fmt.Errorf("tap: attach to %s in %s (is another process using it?): %w", cfg.Name, cfg.where(), err)
 		}
-		return nil, fmt.Errorf("tap: open %s in %s: %w", cfg.Name, cfg.where(), err)
+		return nil, false, fmt.Errorf("tap: open %s in %s: %w", cfg.Name, cfg.where(), err)
 	}
-	return file, nil
+	return file, offload, nil
 }
 
 // tapConfigurer applies a DeviceConfig to an open TAP and keeps, for an
@@ -325,7 +352,12 @@ func (d *Device) KernelMAC() [6]byte { return d.kernelMAC }
 // ReadFrame blocks until the kernel side sends a frame and copies it into
 // b. The fd is non-blocking and owned by Go's poller, so Close wakes a
 // blocked ReadFrame, which then returns an error wrapping os.ErrClosed.
+// On an offload Device the frame's virtio_net_hdr is read apart and a
+// partial checksum finished (readFrameVnet).
 func (d *Device) ReadFrame(b []byte) (int, error) {
+	if d.offload {
+		return d.readFrameVnet(b)
+	}
 	n, err := d.file.Read(b)
 	if err != nil {
 		return 0, fmt.Errorf("tap: read from %s: %w", d.name, err)
@@ -334,9 +366,13 @@ func (d *Device) ReadFrame(b []byte) (int, error) {
 }
 
 // WriteFrame sends one Ethernet frame (without FCS) out of the TAP's
-// kernel side. os.File serialises concurrent writes, and a TAP takes each
-// write whole, so frames never interleave.
+// kernel side (behind a zero virtio_net_hdr on an offload Device). os.File
+// serialises concurrent writes, and a TAP takes each write whole, so frames
+// never interleave.
 func (d *Device) WriteFrame(b []byte) error {
+	if d.offload {
+		return d.WriteVnet(VnetHdr{}, b)
+	}
 	if _, err := d.file.Write(b); err != nil {
 		return fmt.Errorf("tap: write to %s: %w", d.name, err)
 	}
@@ -361,34 +397,75 @@ func (d *Device) Close() error {
 	return d.closeErr
 }
 
-// openTUN opens /dev/net/tun and binds it to the TAP wcfg names, in the
-// calling thread's network namespace. water opens the fd non-blocking and
-// wraps it with os.NewFile, which registers it with the poller; it does not
-// set close-on-exec, so that is done here under syscall.ForkLock, the lock
-// os/exec holds while forking, so no child can inherit the fd and keep the
-// TAP alive after we close it.
-func openTUN(wcfg water.Config) (*os.File, error) {
-	syscall.ForkLock.RLock()
-	defer syscall.ForkLock.RUnlock()
-	ifce, err := water.New(wcfg)
+// tunOpen says how to bind /dev/net/tun to a TAP.
+type tunOpen struct {
+	name                string
+	persist, multiQueue bool
+	vnet                bool // IFF_VNET_HDR and the offloads
+}
+
+// TUNSETOFFLOAD flags (linux/if_tun.h): the kernel may hand the NIC frames
+// with a partial checksum and TCP super-segments over IPv4 and IPv6.
+const (
+	tunFCsum = 0x01
+	tunFTSO4 = 0x02
+	tunFTSO6 = 0x04
+)
+
+// open opens /dev/net/tun and binds it to the TAP, in the calling thread's
+// network namespace (the TUNSETIFF of Documentation/networking/tuntap.rst).
+// The fd is opened close-on-exec, so no child can inherit it and keep the
+// TAP alive after we close it, and non-blocking, so that os.NewFile hands
+// it to Go's poller and Close wakes a blocked read.
+func (t tunOpen) open() (*os.File, error) {
+	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
+		return nil, fmt.Errorf("open /dev/net/tun: %w", err)
+	}
+	if err := t.bind(fd); err != nil {
+		unix.Close(fd)
 		return nil, err
 	}
-	file, ok := ifce.ReadWriteCloser.(*os.File)
-	if !ok {
-		ifce.Close()
-		return nil, fmt.Errorf("water returned a %T, not an *os.File", ifce.ReadWriteCloser)
-	}
-	// SyscallConn, not Fd: Fd would switch the fd back to blocking mode.
-	rc, err := file.SyscallConn()
-	if err == nil {
-		err = rc.Control(func(fd uintptr) { unix.CloseOnExec(int(fd)) })
-	}
+	return os.NewFile(uintptr(fd), "/dev/net/tun"), nil
+}
+
+func (t tunOpen) bind(fd int) error {
+	ifr, err := unix.NewIfreq(t.name)
 	if err != nil {
-		file.Close()
-		return nil, fmt.Errorf("set close-on-exec: %w", err)
+		return err
 	}
-	return file, nil
+	flags := uint16(unix.IFF_TAP | unix.IFF_NO_PI)
+	if t.multiQueue {
+		flags |= unix.IFF_MULTI_QUEUE
+	}
+	if t.vnet {
+		flags |= unix.IFF_VNET_HDR
+	}
+	ifr.SetUint16(flags)
+	if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
+		return fmt.Errorf("TUNSETIFF: %w", err)
+	}
+	persist := 0
+	if t.persist {
+		persist = 1
+	}
+	if err := unix.IoctlSetInt(fd, unix.TUNSETPERSIST, persist); err != nil {
+		return fmt.Errorf("TUNSETPERSIST: %w", err)
+	}
+	if !t.vnet {
+		return nil
+	}
+	if err := unix.IoctlSetPointerInt(fd, unix.TUNSETVNETHDRSZ, vnetHdrLen); err != nil {
+		return fmt.Errorf("TUNSETVNETHDRSZ: %w", err)
+	}
+	// Little-endian whatever the host's order (virtio 1.0's rule).
+	if err := unix.IoctlSetPointerInt(fd, unix.TUNSETVNETLE, 1); err != nil {
+		return fmt.Errorf("TUNSETVNETLE: %w", err)
+	}
+	if err := unix.IoctlSetInt(fd, unix.TUNSETOFFLOAD, tunFCsum|tunFTSO4|tunFTSO6); err != nil {
+		return fmt.Errorf("TUNSETOFFLOAD: %w", err)
+	}
+	return nil
 }
 
 // findTAP looks up cfg.Name: the TAP to attach to, nil when there is no

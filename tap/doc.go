@@ -3,8 +3,9 @@
 //
 // The pipeline, from the wire up:
 //
-//	TAP fd (device.go: water + netlink)           FrameIO
-//	  │ whole Ethernet frames, both ways
+//	TAP fd (device.go: TUNSETIFF + netlink)       FrameIO
+//	  │ whole Ethernet frames, both ways; with offload behind a
+//	  │ virtio_net_hdr, TCP super-segments whole (vnet.go, host_offload.go)
 //	Host (host.go): MAC filter, pcap of every frame in and out, demux
 //	  ├─ ARP (arp.go), IPv6 ND (ndp.go) ── neighbour cache (neighbor.go)
 //	  ├─ ICMP / ICMPv6 echo (icmp.go): `ping` works

@@ -133,6 +133,8 @@ type Host struct {
 	groupMACs [][6]byte    // their 33:33:xx MACs
 
 	cnt   hostCounters
+	vio   vnetIO    // the IO, if it moves frames with a virtio_net_hdr (host_offload.go)
+	gso   sync.Pool // *[]byte of gsoBufLen bytes, for TCP super-segments
 	roce  roceEndpoint
 	tcp   atomic.Pointer[func([]byte)]
 	txBuf sync.Pool // *[]byte of txBufLen bytes
@@ -221,6 +223,10 @@ func NewHost(cfg HostConfig) (*Host, error) {
 	}
 	n := txBufLen(mtu)
 	h.txBuf.New = func() any { b := make([]byte, n); return &b }
+	if v, ok := cfg.IO.(vnetIO); ok && v.Offload() {
+		h.vio = v
+		h.gso.New = func() any { b := make([]byte, gsoBufLen); return &b }
+	}
 	h.rl.init(h.clk)
 	h.roce.h = h
 	h.loop.init(n)
@@ -382,6 +388,10 @@ func (h *Host) isClosed() bool {
 // readLoop reads frames until IO fails (Close closes it).
 func (h *Host) readLoop() {
 	defer close(h.readerEnd)
+	if h.vio != nil {
+		h.readLoopVnet()
+		return
+	}
 	buf := make([]byte, h.mtu+ethHeaderLen+4+readSlack)
 	for {
 		n, err := h.io.ReadFrame(buf)
@@ -586,19 +596,30 @@ func (h *Host) deliverTCP(ip []byte) {
 // writeFrame puts one whole frame on the wire (and in the capture). A
 // frame shorter than the Ethernet minimum is padded with zeros, as a NIC's
 // MAC would, when f has the capacity (all the host's own buffers do).
-func (h *Host) writeFrame(f []byte) error {
+func (h *Host) writeFrame(f []byte) error { return h.writeFrameVnet(f, VnetHdr{}) }
+
+// writeFrameVnet is writeFrame with the frame's virtio_net_hdr: a TCP
+// super-segment or a partial checksum for the kernel to finish (only on an
+// offload IO; the zero header is a plain frame).
+func (h *Host) writeFrameVnet(f []byte, v VnetHdr) error {
 	if n := len(f); n < ethMinFrame && cap(f) >= ethMinFrame {
 		f = f[:ethMinFrame]
 		clear(f[n:])
 	}
 	if h.pcap != nil {
-		h.pcap.WriteFrameNow(h.stamp, f)
+		h.capture(f, v)
 	}
 	// Counted before the write, so that whoever reads the frame off the
 	// wire already sees it counted (protocol counters do the same).
 	h.cnt.txFrames.Add(1)
 	h.cnt.txBytes.Add(uint64(len(f)))
-	if err := h.io.WriteFrame(f); err != nil {
+	var err error
+	if v == (VnetHdr{}) {
+		err = h.io.WriteFrame(f)
+	} else {
+		err = h.vio.WriteVnet(v, f)
+	}
+	if err != nil {
 		h.cnt.txErrors.Add(1)
 		return fmt.Errorf("tap: write frame: %w", err)
 	}
@@ -613,10 +634,18 @@ func (h *Host) getTx() *[]byte { return h.txBuf.Get().(*[]byte) }
 // to the on-link IP dst: at once if the neighbour is resolved, otherwise
 // queued (as a copy) while it is resolved. It may modify frame.
 func (h *Host) output(frame []byte, dst netip.Addr) error {
+	return h.outputVnet(frame, dst, VnetHdr{})
+}
+
+// outputVnet is output of a frame with its virtio_net_hdr (writeFrameVnet).
+func (h *Host) outputVnet(frame []byte, dst netip.Addr, v VnetHdr) error {
 	if mac, ok := h.staticMAC(dst); ok {
-		return h.writeTo(frame, mac)
+		return h.writeTo(frame, mac, v)
 	}
 	if h.isOwn(dst) {
+		if v.Flags&vnetFlagNeedsCsum != 0 {
+			finishChecksum(frame, v) // no kernel on the loopback to do it
+		}
 		return h.loopOut(frame)
 	}
 	if !h.onLink(dst) {
@@ -638,7 +667,7 @@ func (h *Host) output(frame []byte, dst netip.Addr) error {
 			h.armLocked(n, h.ncfg.DelayFirstProbe)
 		}
 		h.mu.Unlock()
-		return h.writeTo(frame, mac)
+		return h.writeTo(frame, mac, v)
 	}
 	var act neighborAction
 	if n == nil {
@@ -648,23 +677,23 @@ func (h *Host) output(frame []byte, dst netip.Addr) error {
 	if len(n.queue) >= h.ncfg.QueueLen {
 		// Oldest out, as Linux's unres_qlen does: the newest frames are the
 		// ones a retransmitting sender still cares about.
-		n.queue[0] = nil
+		n.queue[0] = queuedFrame{}
 		n.queue = n.queue[1:]
 		h.cnt.queueDropped.Add(1)
 	}
 	q := make([]byte, len(frame), max(len(frame), ethMinFrame))
 	copy(q, frame)
-	n.queue = append(n.queue, q)
+	n.queue = append(n.queue, queuedFrame{frame: q, vnet: v})
 	h.mu.Unlock()
 	h.act(act)
 	return nil
 }
 
 // writeTo fills in the MACs of frame and writes it.
-func (h *Host) writeTo(frame []byte, dst [6]byte) error {
+func (h *Host) writeTo(frame []byte, dst [6]byte, v VnetHdr) error {
 	copy(frame[0:6], dst[:])
 	copy(frame[6:12], h.mac[:])
-	return h.writeFrame(frame)
+	return h.writeFrameVnet(frame, v)
 }
 
 // staticMAC maps destinations that need no resolution: IPv4 limited and

@@ -86,13 +86,20 @@ func (s nudState) String() string {
 // resolved reports whether the state has a usable MAC.
 func (s nudState) resolved() bool { return s >= nudReachable }
 
+// queuedFrame is a frame waiting for its neighbour's MAC, with the
+// virtio_net_hdr it goes out with (a TCP super-segment keeps its own).
+type queuedFrame struct {
+	frame []byte
+	vnet  VnetHdr
+}
+
 // neighbor is one cache entry.
 type neighbor struct {
 	ip     netip.Addr
 	mac    [6]byte
 	state  nudState
-	probes int      // solicitations sent in this INCOMPLETE or PROBE period
-	queue  [][]byte // whole frames waiting for the MAC (INCOMPLETE only)
+	probes int           // solicitations sent in this INCOMPLETE or PROBE period
+	queue  []queuedFrame // whole frames waiting for the MAC (INCOMPLETE only)
 
 	// The timer is created once and Reset after; due and armed tell a
 	// callback that lost a race with a Reset or Stop (it was already
@@ -270,7 +277,7 @@ func (h *Host) learn(ip netip.Addr, mac [6]byte, u neighborUpdate) {
 		// frame sent meanwhile cannot overtake them (RoCE would see a PSN
 		// gap and retransmit).
 		for _, f := range n.queue {
-			h.writeTo(f, mac)
+			h.writeTo(f.frame, mac, f.vnet)
 		}
 		n.queue = nil
 		n.probes = 0

@@ -71,6 +71,12 @@ type TCPStackConfig struct {
 	// use) and must not call Deliver synchronously; they should not block
 	// for long, as netstack's TCP processing waits for them.
 	Output func(ipPacket []byte) error
+	// OutputOffload, if set, replaces Output and turns on host
+	// segmentation offload (a Host whose Offload is true:
+	// Host.SendIPOffload): netstack then sends TCP super-segments of up to
+	// 64 KiB with a partial checksum, and o says what the link must finish
+	// (the zero TxOffload: nothing, as for Output).
+	OutputOffload func(ipPacket []byte, o TxOffload) error
 	// SendBuffer and ReceiveBuffer are the TCP buffer maxima; 0 means
 	// DefaultTCPBuffer.
 	SendBuffer, ReceiveBuffer int
@@ -118,7 +124,7 @@ type TCPStack struct {
 // configured addresses and on-link routes, SACK on, Nagle off, buffers per
 // cfg.
 func NewTCPStack(cfg TCPStackConfig) (*TCPStack, error) {
-	if cfg.Output == nil {
+	if cfg.Output == nil && cfg.OutputOffload == nil {
 		return nil, errors.New("tap: TCPStackConfig.Output is nil")
 	}
 	if len(cfg.Prefixes) == 0 {
@@ -143,7 +149,7 @@ func NewTCPStack(cfg TCPStackConfig) (*TCPStack, error) {
 		}
 	}
 
-	link := &linkEndpoint{Endpoint: channel.New(1, uint32(mtu), ""), output: cfg.Output}
+	link := &linkEndpoint{Endpoint: channel.New(1, uint32(mtu), ""), output: cfg.Output, outputOffload: cfg.OutputOffload}
 	if err := s.CreateNIC(tcpStackNIC, link); err != nil {
 		return fail(fmt.Errorf("tap: netstack NIC: %s", err))
 	}
@@ -474,7 +480,8 @@ func (t *TCPStack) Close() {
 // with no queue and no goroutine on the send path.
 type linkEndpoint struct {
 	*channel.Endpoint
-	output func([]byte) error
+	output        func([]byte) error
+	outputOffload func([]byte, TxOffload) error // set: host GSO (netstack_gso.go)
 
 	mu           sync.Mutex // serialises Output and guards buf and silenced
 	buf          []byte     // reused: each packet is flattened into it
@@ -587,7 +594,7 @@ func (l *linkEndpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Err
 			l.silencedRSTs.Add(1)
 			continue
 		}
-		if err := l.output(b); err != nil {
+		if err := l.send(b, pkt); err != nil {
 			l.outputErrors.Add(1)
 		}
 	}

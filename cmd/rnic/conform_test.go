@@ -125,11 +125,11 @@ func TestConformUsage(t *testing.T) {
 func TestConformTAP(t *testing.T) {
 	tn := taptest.New(t, 79)
 	agent := start(t, "agent", append([]string{"conform", "agent", "--listen", "127.0.0.1:0"},
-		tapNIC{"t-dut", []netip.Prefix{tn.Addr4(2)}}.flags(tn)...)...)
+		tapNIC{tap: "t-dut", addrs: []netip.Prefix{tn.Addr4(2)}}.flags(tn)...)...)
 	addr := agentAddr(t, agent)
 	pcap := filepath.Join(t.TempDir(), "conform-tap.pcap")
 	run := start(t, "run", append([]string{"conform", "run", "--agent", addr, "--json", "--pcap", pcap,
-		"--only", "in-order,C9-105,icrc,credits"}, tapNIC{"t-tester", []netip.Prefix{tn.Addr4(3)}}.flags(tn)...)...)
+		"--only", "in-order,C9-105,icrc,credits"}, tapNIC{tap: "t-tester", addrs: []netip.Prefix{tn.Addr4(3)}}.flags(tn)...)...)
 	out := run.wait(t, 2*time.Minute)
 	var rep conform.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {

@@ -208,10 +208,10 @@ var pingpongBounds = []bound{
 
 // deviceLocalFlags are the flags that configure a NIC of this process:
 // with a device of another backend, which owns the port, they are errors.
-var deviceLocalFlags = []string{"tap", "ip", "mac", "tap-mtu", "netns", "bridge", "pcap", "trace", "rdma-port"}
+var deviceLocalFlags = []string{"tap", "ip", "mac", "tap-mtu", "tap-offload", "netns", "bridge", "pcap", "trace", "rdma-port"}
 
 // deviceLocalFlagsHelp names them in the commands' help.
-const deviceLocalFlagsHelp = "--tap, --ip, --mac, --tap-mtu,\n--netns, --bridge, --pcap, --trace and --rdma-port"
+const deviceLocalFlagsHelp = "--tap, --ip, --mac, --tap-mtu, --tap-offload,\n--netns, --bridge, --pcap, --trace and --rdma-port"
 
 // deviceFlag parses a -d device string (ibv.ParseSpec) and, for a device
 // of another backend, refuses the flags of fs that configure a NIC of this

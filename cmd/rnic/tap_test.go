@@ -130,12 +130,16 @@ func checkCapture(t *testing.T, path string, minRoCE, minIWARP int) {
 }
 
 type tapNIC struct {
-	tap   string
-	addrs []netip.Prefix
+	tap       string
+	addrs     []netip.Prefix
+	noOffload bool
 }
 
 func (n tapNIC) flags(tn *taptest.Net) []string {
 	f := []string{"--tap", n.tap, "--netns", tn.Name, "--bridge", tn.Bridge}
+	if n.noOffload {
+		f = append(f, "--tap-offload=false")
+	}
 	for _, a := range n.addrs {
 		f = append(f, "--ip", a.String())
 	}
@@ -147,8 +151,8 @@ func (n tapNIC) flags(tn *taptest.Net) []string {
 // NIC while it waits; both captures pass.
 func TestTAPTools(t *testing.T) {
 	tn := taptest.New(t, 71)
-	a := tapNIC{"t-a", []netip.Prefix{tn.Addr4(2), tn.Addr6(2)}}
-	b := tapNIC{"t-b", []netip.Prefix{tn.Addr4(3)}}
+	a := tapNIC{tap: "t-a", addrs: []netip.Prefix{tn.Addr4(2), tn.Addr6(2)}}
+	b := tapNIC{tap: "t-b", addrs: []netip.Prefix{tn.Addr4(3)}}
 	runToolPair(t, tn, a, b, tn.Addr4(2).Addr())
 }
 
@@ -156,9 +160,20 @@ func TestTAPTools(t *testing.T) {
 // GIDs, the side channel and iWARP over IPv6.
 func TestTAPToolsIPv6Only(t *testing.T) {
 	tn := taptest.New(t, 72)
-	a := tapNIC{"t-a", []netip.Prefix{tn.Addr4(2), tn.Addr6(2)}}
-	b := tapNIC{"t-b", []netip.Prefix{tn.Addr6(3)}}
+	a := tapNIC{tap: "t-a", addrs: []netip.Prefix{tn.Addr4(2), tn.Addr6(2)}}
+	b := tapNIC{tap: "t-b", addrs: []netip.Prefix{tn.Addr6(3)}}
 	runToolPair(t, tn, a, b, tn.Addr6(2).Addr())
+}
+
+// The same between a NIC with segmentation offload (the default) and one
+// without (--tap-offload=false): the kernel cuts the first one's TCP
+// super-segments for the second, whose capture shows wire segments, and
+// the second's segments reach the first as they are.
+func TestTAPToolsMixedOffload(t *testing.T) {
+	tn := taptest.New(t, 88)
+	a := tapNIC{tap: "t-a", addrs: []netip.Prefix{tn.Addr4(2)}}
+	b := tapNIC{tap: "t-b", addrs: []netip.Prefix{tn.Addr4(3)}, noOffload: true}
+	runToolPair(t, tn, a, b, tn.Addr4(2).Addr())
 }
 
 func runToolPair(t *testing.T, tn *taptest.Net, a, b tapNIC, server netip.Addr) {

@@ -25,6 +25,7 @@ channel all go through it, as on a host whose only interface is the NIC.
 type tapFlags struct {
 	taps, ips, macs []string
 	mtu             int
+	offload         bool
 	netns, bridge   string
 	fs              *pflag.FlagSet
 }
@@ -43,6 +44,7 @@ func addTAPFlags(fs *pflag.FlagSet, perNIC bool) *tapFlags {
 		fs.StringArrayVar(&f.macs, "mac", nil, "TAP mode: the NIC's MAC (default: derived from the first address)")
 	}
 	fs.IntVar(&f.mtu, "tap-mtu", 1500, "TAP mode: the TAP's Ethernet MTU (the path MTU must fit: 1500 allows 1024)")
+	fs.BoolVar(&f.offload, "tap-offload", true, "TAP mode: TCP segmentation and checksum offload with the kernel (iWARP and the side channel move 64 KiB super-segments; false: one wire segment per frame, also in --pcap)")
 	fs.StringVar(&f.netns, "netns", "", "TAP mode: the network namespace (ip netns) of the TAP")
 	fs.StringVar(&f.bridge, "bridge", "", "TAP mode: enslave the TAP(s) to this bridge")
 	return f
@@ -56,7 +58,7 @@ var errTAPFlags = errors.New("bad TAP flags")
 // given once per NIC in order.
 func (f *tapFlags) configs() ([]tapnic.Config, error) {
 	if len(f.taps) == 0 {
-		for _, name := range []string{"ip", "mac", "tap-mtu", "netns", "bridge"} {
+		for _, name := range []string{"ip", "mac", "tap-mtu", "tap-offload", "netns", "bridge"} {
 			if f.fs.Changed(name) {
 				return nil, fmt.Errorf("%w: --%s without --tap", errTAPFlags, name)
 			}
@@ -81,7 +83,7 @@ func (f *tapFlags) configs() ([]tapnic.Config, error) {
 		if name == "" || slices.Contains(f.taps[:i], name) {
 			return nil, fmt.Errorf("%w: --tap %q: empty or given twice", errTAPFlags, name)
 		}
-		cfgs[i] = tapnic.Config{TAP: name, MTU: f.mtu, Netns: f.netns, Bridge: f.bridge}
+		cfgs[i] = tapnic.Config{TAP: name, MTU: f.mtu, Netns: f.netns, Bridge: f.bridge, NoOffload: !f.offload}
 	}
 	for i, s := range f.ips {
 		p, err := netip.ParsePrefix(s)

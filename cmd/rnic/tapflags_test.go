@@ -51,6 +51,14 @@ func TestTAPFlagsConfigs(t *testing.T) {
 	if err != nil || c[0].MAC[5] != 0xa || c[1].MAC[5] != 0xb || c[1].Bridge != "br0" {
 		t.Errorf("two NICs with MACs: %+v %v", c, err)
 	}
+	// Offload is on unless --tap-offload=false, for every NIC.
+	if c[0].NoOffload || c[1].NoOffload {
+		t.Errorf("offload off by default: %+v", c)
+	}
+	c, _, err = parseTAP(t, true, "--tap", "a", "--tap", "b", "--ip", "10.0.0.1/24", "--ip", "10.0.0.2/24", "--tap-offload=false")
+	if err != nil || !c[0].NoOffload || !c[1].NoOffload {
+		t.Errorf("--tap-offload=false: %+v %v", c, err)
+	}
 }
 
 func TestTAPFlagsErrors(t *testing.T) {
@@ -64,6 +72,7 @@ func TestTAPFlagsErrors(t *testing.T) {
 		{false, []string{"--bridge", "br0"}, "--bridge without --tap"},
 		{false, []string{"--netns", "x"}, "--netns without --tap"},
 		{false, []string{"--tap-mtu", "9000"}, "--tap-mtu without --tap"},
+		{false, []string{"--tap-offload=false"}, "--tap-offload without --tap"},
 		{false, []string{"--tap", "t0"}, "--tap without --ip"},
 		{false, []string{"--tap", "t0", "--ip", "10.0.0.1"}, "ADDRESS/BITS"},
 		{false, []string{"--tap", "t0", "--ip", "nonsense/24"}, "ADDRESS/BITS"},

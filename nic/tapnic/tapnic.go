@@ -62,8 +62,15 @@ type Config struct {
 	// it too.
 	MTU int
 	// Pcap, if set, records every frame in and out of the TAP: RoCEv2, TCP
-	// (iWARP and side channels), ARP, ND and ICMP alike.
+	// (iWARP and side channels), ARP, ND and ICMP alike. With offload the
+	// TCP frames are the super-segments the NIC and the kernel exchange, as
+	// tcpdump shows them on a host with TSO and GRO.
 	Pcap *transport.PcapWriter
+	// NoOffload turns off host segmentation and checksum offload
+	// (tap.DeviceConfig.Offload, on when the kernel takes it): TCP (iWARP,
+	// side channels) then crosses the TAP in wire-sized segments, one per
+	// frame in the capture, at a higher cost per byte.
+	NoOffload bool
 	// Trace, if set, receives the RoCE engine's trace.
 	Trace io.Writer
 	// TraceEvents, if set, receives the RoCE engine's trace events (see
@@ -108,7 +115,8 @@ func Open(cfg Config) (*NIC, error) {
 		cfg.MAC = udp.SyntheticMAC(addrs[0])
 	}
 	hostPrefixes := withLinkLocal(cfg.Prefixes, cfg.MAC)
-	dev, err := tap.OpenDevice(tap.DeviceConfig{Name: cfg.TAP, Netns: cfg.Netns, Bridge: cfg.Bridge, MTU: cfg.MTU})
+	dev, err := tap.OpenDevice(tap.DeviceConfig{Name: cfg.TAP, Netns: cfg.Netns, Bridge: cfg.Bridge, MTU: cfg.MTU,
+		Offload: !cfg.NoOffload})
 	if err != nil {
 		return nil, fmt.Errorf("tapnic: %w", err)
 	}
@@ -117,7 +125,11 @@ func Open(cfg Config) (*NIC, error) {
 		dev.Close()
 		return nil, fmt.Errorf("tapnic: %w", err)
 	}
-	tcp, err := tap.NewTCPStack(tap.TCPStackConfig{Prefixes: cfg.Prefixes, MTU: cfg.MTU, Output: host.SendIP})
+	tcfg := tap.TCPStackConfig{Prefixes: cfg.Prefixes, MTU: cfg.MTU, Output: host.SendIP}
+	if host.Offload() {
+		tcfg.OutputOffload = host.SendIPOffload
+	}
+	tcp, err := tap.NewTCPStack(tcfg)
 	if err != nil {
 		host.Close()
 		return nil, fmt.Errorf("tapnic: %w", err)

@@ -63,6 +63,7 @@ func (b *bench) tapRows() []row {
 	frames := 5000 * b.iters
 	roceBW := b.tapPerf(n, "bw", writes, "write_bw", "-s", "65536")
 	iwarpBW := b.tapPerf(n, "bw", writes, "write_bw", "--iwarp", "-s", "65536")
+	iwarpNoTSO := b.tapPerf(n, "bw", writes, "write_bw", "--iwarp", "-s", "65536", "--tap-offload=false")
 	iwarpJumbo := b.tapPerf(n, "bw", writes, "write_bw", "--iwarp", "-s", "65536", "--tap-mtu", "9000")
 	roceLat := b.tapPerf(n, "lat", lat, "write_lat", "-s", "8")
 	iwarpLat := b.tapPerf(n, "lat", lat, "write_lat", "--iwarp", "-s", "8")
@@ -70,6 +71,7 @@ func (b *bench) tapRows() []row {
 		tapRow("RoCEv2 over TAP WRITE bw 64 KiB (MTU 1024)", roceBW, n.frames(roceBWFrame, frames, "bw"), "raw frames"),
 		tapRow("iWARP over TAP WRITE bw 64 KiB (TAP MTU 1500)", iwarpBW, n.frames(iwarpBWFrame, frames, "bw"), "raw frames"),
 		tapRow("iWARP over TAP WRITE bw 64 KiB (TAP MTU 1500)", iwarpBW, n.tcp(65536, writes, "bw"), "kernel TCP, veth"),
+		tapRow("iWARP over TAP WRITE bw 64 KiB (TAP MTU 1500, no offload)", iwarpNoTSO, n.frames(iwarpBWFrame, frames, "bw"), "raw frames"),
 		tapRow("iWARP over TAP WRITE bw 64 KiB (TAP MTU 9000)", iwarpJumbo, n.frames(9014, frames, "bw"), "raw frames"),
 		tapRow("RoCEv2 over TAP WRITE lat 8 B", roceLat, n.frames(roceLatFrame, lat, "lat"), "raw frames"),
 		tapRow("iWARP over TAP WRITE lat 8 B", iwarpLat, n.frames(iwarpLatFram, lat, "lat"), "raw frames"),

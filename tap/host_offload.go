@@ -1,0 +1,209 @@
+// Host segmentation and checksum offload (a Device opened with Offload,
+// vnet.go): the Host reads frames with their virtio_net_hdr, finishes the
+// partial checksums the kernel leaves and passes TCP super-segments to the
+// TCP stack whole; it sends netstack's TCP super-segments with one header
+// and lets the kernel cut them into wire segments (TSO), on the bridge or
+// in whoever receives them.
+//
+//	netstack ── 64 KiB TCP segment ──▶ SendIPOffload ──▶ [vnet hdr | frame] ──▶ TAP
+//	TAP ──▶ [vnet hdr | frame] ──▶ check, finish csum ──▶ handleFrame ──▶ netstack
+//
+// Everything else the Host sends (RoCEv2, ARP, ND, ICMP) goes out behind a
+// zero header, unchanged.
+
+package tap
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+)
+
+// vnetIO is a FrameIO whose frames can carry a virtio_net_hdr: a Device
+// (device_vnet.go). The Host uses it when Offload reports true.
+type vnetIO interface {
+	FrameIO
+	Offload() bool
+	ReadVnet(b []byte) (int, error)
+	WriteVnet(v VnetHdr, frame []byte) error
+}
+
+// gsoBufLen is the size of a transmit buffer for a TCP super-segment.
+const gsoBufLen = ethHeaderLen + gsoMaxPacket
+
+// TxOffload says what the link must finish in an IP packet the TCP stack
+// sends with host offload (TCPStackConfig.OutputOffload): the zero value is
+// a finished packet.
+type TxOffload struct {
+	// NeedsCsum: the transport checksum at L3HdrLen+CsumOffset holds only
+	// the pseudo-header sum.
+	NeedsCsum  bool
+	L3HdrLen   uint16
+	CsumOffset uint16
+	// MSS, if not 0, is the payload per wire segment of a TCP packet that
+	// may be longer than the MTU (a super-segment).
+	MSS uint16
+}
+
+// Offload reports whether the Host moves frames with a virtio_net_hdr:
+// its IO is an offload Device, and SendIPOffload may be used.
+func (h *Host) Offload() bool { return h.vio != nil }
+
+// readLoopVnet is readLoop on an offload IO.
+func (h *Host) readLoopVnet() {
+	buf := make([]byte, vnetHdrLen+maxGSOFrame+readSlack)
+	for {
+		n, err := h.vio.ReadVnet(buf)
+		if err != nil {
+			if !errors.Is(err, os.ErrClosed) && !h.isClosed() {
+				h.logf("tap: host reader stopped: %v", err)
+			}
+			return
+		}
+		h.rxMu.Lock()
+		h.handleVnetFrame(buf[:n])
+		h.rxMu.Unlock()
+	}
+}
+
+// handleVnetFrame is the receive path for a frame behind its
+// virtio_net_hdr. A malformed header, or a frame over the MTU that is not a
+// super-segment, is counted and dropped; a partial checksum is finished
+// (the kernel left it to the NIC, as to hardware that offers CSUM); then the
+// frame takes the usual path, a super-segment whole.
+func (h *Host) handleVnetFrame(b []byte) {
+	if len(b) < vnetHdrLen {
+		h.dropVnet(b)
+		return
+	}
+	v, frame := parseVnetHdr(b), b[vnetHdrLen:]
+	if v.check(frame) != nil {
+		h.dropVnet(frame)
+		return
+	}
+	if v.GSOType == vnetGSONone && len(frame) > h.mtu+ethHeaderLen+4 {
+		h.cnt.rxFrames.Add(1)
+		h.cnt.rxBytes.Add(uint64(len(frame)))
+		h.cnt.malformed.Add(1)
+		return
+	}
+	if v.Flags&vnetFlagNeedsCsum != 0 {
+		finishChecksum(frame, v)
+		h.cnt.csumFinished.Add(1)
+	}
+	if v.GSOType != vnetGSONone {
+		h.cnt.gsoRx.Add(1)
+	}
+	h.handleFrame(frame)
+}
+
+// dropVnet counts a frame whose virtio_net_hdr is malformed.
+func (h *Host) dropVnet(b []byte) {
+	h.cnt.rxFrames.Add(1)
+	h.cnt.rxBytes.Add(uint64(len(b)))
+	h.cnt.vnetMalformed.Add(1)
+}
+
+// SendIPOffload is SendIP for a packet of the TCP stack that the kernel
+// finishes (o): a partial checksum, and a TCP payload longer than o.MSS cut
+// into segments of o.MSS bytes. Only on an offload Host; the zero o is
+// SendIP.
+func (h *Host) SendIPOffload(ipPacket []byte, o TxOffload) error {
+	if o == (TxOffload{}) {
+		return h.SendIP(ipPacket)
+	}
+	v, segs, err := h.vnetFor(ipPacket, o)
+	if err != nil {
+		return fmt.Errorf("tap: SendIPOffload: %w", err)
+	}
+	if v.GSOType == vnetGSONone {
+		return h.sendIPVnet(ipPacket, v)
+	}
+	bp := h.gso.Get().(*[]byte)
+	defer h.gso.Put(bp)
+	if err := h.sendIPIn(*bp, ipPacket, v); err != nil {
+		return err
+	}
+	h.cnt.gsoTx.Add(1)
+	h.cnt.gsoTxSegments.Add(uint64(segs))
+	return nil
+}
+
+// vnetFor builds the virtio_net_hdr of a TCP packet sent with offload o,
+// and the number of wire segments it stands for.
+func (h *Host) vnetFor(ip []byte, o TxOffload) (VnetHdr, int, error) {
+	if h.vio == nil {
+		return VnetHdr{}, 0, errors.New("tap: offload on a Host without it")
+	}
+	l3 := int(o.L3HdrLen)
+	if len(ip) < ipv6HeaderLen || len(ip) < l3+20 || len(ip) > gsoMaxPacket || (ip[0]>>4 != 4 && ip[0]>>4 != 6) {
+		h.cnt.malformed.Add(1)
+		return VnetHdr{}, 0, ErrBadFrame
+	}
+	var v VnetHdr
+	if o.NeedsCsum {
+		v.Flags = vnetFlagNeedsCsum
+		v.CsumStart = uint16(ethHeaderLen + l3)
+		v.CsumOffset = o.CsumOffset
+	}
+	tcpHdr := int(ip[l3+12]>>4) * 4
+	payload := len(ip) - l3 - tcpHdr
+	if o.MSS == 0 || payload <= int(o.MSS) {
+		return v, 1, nil
+	}
+	v.GSOType = vnetGSOTCPv4
+	if ip[0]>>4 == 6 {
+		v.GSOType = vnetGSOTCPv6
+	}
+	v.GSOSize = o.MSS
+	v.HdrLen = uint16(ethHeaderLen + l3 + tcpHdr)
+	return v, (payload + int(o.MSS) - 1) / int(o.MSS), nil
+}
+
+// sendIPVnet sends a packet of at most the MTU behind v.
+func (h *Host) sendIPVnet(ipPacket []byte, v VnetHdr) error {
+	if len(ipPacket) > h.mtu {
+		h.cnt.tooBig.Add(1)
+		return fmt.Errorf("tap: SendIPOffload: %d-byte packet, MTU %d: %w", len(ipPacket), h.mtu, ErrFrameTooBig)
+	}
+	bp := h.getTx()
+	defer h.txBuf.Put(bp)
+	return h.sendIPIn(*bp, ipPacket, v)
+}
+
+// sendIPIn frames ipPacket in buf (big enough) and sends it behind v.
+func (h *Host) sendIPIn(buf, ipPacket []byte, v VnetHdr) error {
+	et, dst := uint16(etherTypeIPv4), netip.Addr{}
+	if ipPacket[0]>>4 == 4 {
+		dst = netip.AddrFrom4([4]byte(ipPacket[16:20]))
+	} else {
+		et, dst = etherTypeIPv6, netip.AddrFrom16([16]byte(ipPacket[24:40]))
+	}
+	f := buf[:ethHeaderLen+len(ipPacket)]
+	binary.BigEndian.PutUint16(f[12:], et)
+	copy(f[ethHeaderLen:], ipPacket)
+	if err := h.outputVnet(f, dst, v); err != nil {
+		return fmt.Errorf("tap: SendIPOffload: %w", err)
+	}
+	h.cnt.tcpTx.Add(1)
+	return nil
+}
+
+// capture records a frame the Host sends. A partial checksum is shown
+// finished, as the segments it becomes carry it on the wire (and Wireshark,
+// validating, would flag the pseudo-header sum as wrong): it is finished in
+// place for the capture and put back for the kernel, which finishes it
+// itself.
+func (h *Host) capture(f []byte, v VnetHdr) {
+	if v.Flags&vnetFlagNeedsCsum == 0 || v.check(f) != nil {
+		h.pcap.WriteFrameNow(h.stamp, f)
+		return
+	}
+	at := int(v.CsumStart) + int(v.CsumOffset)
+	partial := binary.BigEndian.Uint16(f[at:])
+	finishChecksum(f, v)
+	h.pcap.WriteFrameNow(h.stamp, f)
+	binary.BigEndian.PutUint16(f[at:], partial)
+}

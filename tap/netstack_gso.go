@@ -1,0 +1,54 @@
+// Host segmentation offload for the TCP stack: a link endpoint with
+// OutputOffload tells netstack the host segments (stack.HostGSOSupported),
+// so its TCP sends super-segments of up to 64 KiB with one header and only
+// the pseudo-header sum in the checksum field (pkt.GSOOptions says so), and
+// the Host hands them to the kernel behind a virtio_net_hdr
+// (host_offload.go) instead of paying a TAP write and a pass through
+// netstack per 1460 bytes.
+
+package tap
+
+import (
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+)
+
+var _ stack.GSOEndpoint = (*linkEndpoint)(nil)
+
+// GSOMaxSize implements stack.GSOEndpoint: the largest packet netstack
+// may hand over, an IPv4 packet's limit (0 without offload).
+func (l *linkEndpoint) GSOMaxSize() uint32 {
+	if l.outputOffload == nil {
+		return 0
+	}
+	return gsoMaxPacket
+}
+
+// SupportedGSO implements stack.GSOEndpoint.
+func (l *linkEndpoint) SupportedGSO() stack.SupportedGSO {
+	if l.outputOffload == nil {
+		return stack.GSONotSupported
+	}
+	return stack.HostGSOSupported
+}
+
+// send passes one flattened packet b of pkt to the Host.
+func (l *linkEndpoint) send(b []byte, pkt *stack.PacketBuffer) error {
+	if l.outputOffload == nil {
+		return l.output(b)
+	}
+	return l.outputOffload(b, txOffloadOf(pkt.GSOOptions))
+}
+
+// txOffloadOf translates netstack's GSO options of a packet.
+func txOffloadOf(g stack.GSO) TxOffload {
+	switch g.Type {
+	case stack.GSOTCPv4, stack.GSOTCPv6:
+	default:
+		return TxOffload{} // finished by netstack
+	}
+	o := TxOffload{MSS: g.MSS, L3HdrLen: g.L3HdrLen}
+	if g.NeedsCsum {
+		o.NeedsCsum, o.CsumOffset = true, g.CsumOffset
+	}
+	return o
+}
