@@ -6,6 +6,10 @@
  * library's queue (chanqueue.c), and returns one CQ per call; while
  * events stay queued it writes the eventfd itself, so that poll(2) on
  * the fd says readable as long as ibv_get_cq_event has an event to give.
+ * The converse is not exact: a slot taken from the set between the
+ * daemon's setting it and its write of the eventfd leaves the fd readable
+ * with no event (a spurious wakeup: ibv_get_cq_event then waits, or says
+ * EAGAIN on an O_NONBLOCK fd).
  * A blocking wait also watches the control socket, so a daemon that dies
  * wakes ibv_get_cq_event, which then fails instead of hanging. */
 #include "rnic.h"
