@@ -28,6 +28,13 @@ func FuzzDecodeMessage(f *testing.F) {
 		m.SetVersion(Version)
 		f.Add(AppendMessage(nil, Header{Op: replyOp(m), Kind: KindReply, Seq: 2}, m), uint8(1))
 	}
+	// Completion channels (version 6): the replies as the daemon makes
+	// them, a CQ request on a channel.
+	f.Add(AppendMessage(nil, Header{Op: OpCreateChannel, Kind: KindReply, Seq: 3},
+		&CreateChannelReply{Channel: 7, Place: place}), uint8(2))
+	f.Add(AppendMessage(nil, Header{Op: OpCreateCQOn, Kind: KindReply, Seq: 4},
+		&CreateCQOnReply{CreateCQReply: CreateCQReply{CQ: 9, Ring: CQLayout{Slots: 64, Cap: 63}, Place: place}, Slot: 499}), uint8(1))
+	f.Add(AppendMessage(nil, Header{Op: OpCreateCQOn, Kind: KindRequest, Seq: 5}, &CreateCQOnReq{CQE: 63, Channel: 7}), uint8(0))
 	f.Fuzz(func(t *testing.T, msg []byte, nfds uint8) {
 		h, body, err := DecodeMessage(msg, int(nfds%8))
 		if err != nil {

@@ -79,6 +79,19 @@ func FuzzHandle(f *testing.F) {
 	s.handle(req(proto.OpOpen, &proto.OpenReq{Version: proto.Version, Name: "rnic0"}), nil)
 	s.handle(req(proto.OpAllocPD, &proto.Empty{}), nil)
 	s.handle(req(proto.OpCreateCQ, &proto.CreateCQReq{CQE: 8}), nil)
+	// A completion channel (version 6) with a CQ on it: seeds below put
+	// more CQs on it and try to destroy it.
+	s.handle(req(proto.OpCreateChannel, &proto.Empty{}), nil)
+	var channel uint32
+	for h, o := range s.objs {
+		if o.kind() == kindChannel {
+			channel = h
+		}
+	}
+	if channel == 0 {
+		f.Fatal("CREATE_CHANNEL made no channel")
+	}
+	s.handle(req(proto.OpCreateCQOn, &proto.CreateCQOnReq{CQE: 8, Channel: channel}), nil)
 
 	for _, op := range proto.Ops() {
 		b, _ := proto.BodiesOf(op)
@@ -97,6 +110,13 @@ func FuzzHandle(f *testing.F) {
 		Cap: verbs.QPCap{MaxSendWR: 1 << 14, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}}))
 	f.Add(req(proto.OpCreateSRQ, &proto.CreateSRQReq{PD: 1, MaxWR: 16, MaxSGE: 2}))
 	f.Add(req(proto.OpRingChunk, &proto.Handle{H: 1}))
+	// Completion channels: CQs on the channel and on none, the busy
+	// channel's destroy, a channel made and destroyed.
+	f.Add(req(proto.OpCreateCQOn, &proto.CreateCQOnReq{CQE: 8, Channel: channel}))
+	f.Add(req(proto.OpCreateCQOn, &proto.CreateCQOnReq{CQE: 1 << 12}))
+	f.Add(req(proto.OpDestroyChannel, &proto.Handle{H: channel}))
+	f.Add(req(proto.OpDestroyCQ, &proto.Handle{H: channel + 1}))
+	f.Add(req(proto.OpCreateChannel, &proto.Empty{}))
 	const probe = 0xfeed
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		if len(msg) >= 8 && le32(msg[4:]) == probe {

@@ -1,17 +1,13 @@
-/* Completion queues and completion channels. Polling reads the ring the
- * daemon fills, with no system call (a KICK_CQ notice only when the daemon
- * waits for room). A channel is an epoll set of its CQs' notify eventfds
- * (the daemon writes one when an armed CQ gets a completion) and of the
- * control socket, so a daemon that dies wakes ibv_get_cq_event, which
- * then fails instead of hanging. */
+/* Completion queues. Polling reads the ring the daemon fills, with no
+ * system call (a KICK_CQ notice only when the daemon waits for room). A
+ * CQ costs no descriptor: its events come through its slot of its
+ * completion channel (channel.c). */
 #include "rnic.h"
 
-#include <fcntl.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/epoll.h>
 #include <sys/mman.h>
 
 int rnic_map_fd(int fd, size_t len, uint8_t **out)
@@ -23,57 +19,34 @@ int rnic_map_fd(int fd, size_t len, uint8_t **out)
 	return 0;
 }
 
-RNIC_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
-{
-	struct rnic_context *c = to_rctx(context);
-	struct ibv_comp_channel *ch = calloc(1, sizeof(*ch));
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-	if (!ch)
-		return errno = ENOMEM, NULL;
-	ch->context = context;
-	ch->fd = epoll_create1(EPOLL_CLOEXEC);
-	if (ch->fd < 0 || epoll_ctl(ch->fd, EPOLL_CTL_ADD, c->conn.fd, &ev) < 0) {
-		int err = errno;
-		if (ch->fd >= 0)
-			close(ch->fd);
-		free(ch);
-		return errno = err, NULL;
-	}
-	return ch;
-}
-
-RNIC_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
-{
-	if (channel->refcnt)
-		return EBUSY;
-	close(channel->fd);
-	free(channel);
-	return 0;
-}
-
-/* cq_reply finds the CREATE_CQ reply's ring in the session's ring chunks
- * (mapping its chunk if the reply brings it) and takes the notify
- * eventfd, the reply's last descriptor. The caller holds ring_mu. */
+/* cq_reply takes CREATE_CQ_ON's reply: the ring in the session's ring
+ * chunks (mapping its chunk if the reply brings it, its only descriptor).
+ * The caller holds ring_mu. */
 static int cq_reply(struct rnic_context *c, struct rnic_cq *q, struct rnic_reply *rep)
 {
 	struct rbuf r;
 	int fdi = 0, err;
 	r_init(&r, rep->body, rep->len);
-	q->h = r_u32(&r);
-	q->slots = r_u32(&r);
-	q->cap = r_u32(&r);
-	if (q->slots == 0 || (q->slots & (q->slots - 1)) || q->slots > 1u << 21 || q->cap == 0 || q->cap > q->slots)
-		return EPROTO;
-	if ((err = rnic_read_place(&r, &q->place, RING_HDR + (uint64_t)q->slots * WC_SLOT)) || (err = r_done(&r)))
+	if ((err = rnic_read_cq(&r, q)) || (err = rnic_take_rings(c, &q->place, rep, &fdi, 0, &q->ring)))
 		return err;
-	if ((err = rnic_take_rings(c, &q->place, rep, &fdi, 1, &q->ring)))
-		return err;
-	if (fdi != rep->nfds - 1)
+	if (fdi != rep->nfds)
 		return EPROTO;
-	q->notify_fd = rep->fds[fdi];
-	rep->fds[fdi] = -1;
 	q->cons = ld32(q->ring, CQ_CONS);
-	return rnic_set_nonblock(q->notify_fd);
+	return 0;
+}
+
+/* cq_on makes q (created on the daemon's side, h set) one of ch's. */
+static int cq_on(struct rnic_context *c, struct rnic_cq *q, struct ibv_comp_channel *ch)
+{
+	int err;
+	if (!ch)
+		return 0;
+	if ((err = rnic_chan_add((struct rnic_channel *)ch, q)))
+		return err;
+	pthread_mutex_lock(&c->vctx.context.mutex);
+	ch->refcnt++;
+	pthread_mutex_unlock(&c->vctx.context.mutex);
+	return 0;
 }
 
 struct rnic_cq *rnic_create_cq(struct rnic_context *c, int cqe, struct ibv_comp_channel *ch)
@@ -89,26 +62,21 @@ struct rnic_cq *rnic_create_cq(struct rnic_context *c, int cqe, struct ibv_comp_
 		return errno = ENOMEM, NULL;
 	w_init(&w);
 	w_u32(&w, (uint32_t)cqe);
+	w_u32(&w, ch ? ((struct rnic_channel *)ch)->h : 0);
 	pthread_mutex_lock(&c->ring_mu);
-	if ((err = ctx_call(c, OP_CREATE_CQ, &w, NULL, 0, &rep))) {
+	if ((err = ctx_call(c, OP_CREATE_CQ_ON, &w, NULL, 0, &rep))) {
 		pthread_mutex_unlock(&c->ring_mu);
 		free(q);
 		return errno = err, NULL;
 	}
-	q->notify_fd = -1;
 	err = cq_reply(c, q, &rep);
 	pthread_mutex_unlock(&c->ring_mu);
-	if (!err && ch) {
-		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = q};
-		if (epoll_ctl(ch->fd, EPOLL_CTL_ADD, q->notify_fd, &ev) < 0)
-			err = errno;
-	}
 	rnic_close_fds(rep.fds, rep.nfds);
+	if (!err)
+		err = cq_on(c, q, ch);
 	if (err) {
 		if (q->ring)
 			rnic_release_rings(c, &q->place);
-		if (q->notify_fd >= 0)
-			close(q->notify_fd);
 		rnic_handle_call(c, OP_DESTROY_CQ, q->h);
 		free(q);
 		return errno = err, NULL;
@@ -120,11 +88,6 @@ struct rnic_cq *rnic_create_cq(struct rnic_context *c, int cqe, struct ibv_comp_
 	q->cq.handle = q->h;
 	pthread_mutex_init(&q->cq.mutex, NULL);
 	pthread_cond_init(&q->cq.cond, NULL);
-	if (ch) {
-		pthread_mutex_lock(&c->vctx.context.mutex);
-		ch->refcnt++;
-		pthread_mutex_unlock(&c->vctx.context.mutex);
-	}
 	rnic_obj_add(c, OBJ_CQ, q->h, q);
 	return q;
 }
@@ -150,12 +113,11 @@ RNIC_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 		return err;
 	rnic_obj_del(c, OBJ_CQ, q->h);
 	if (cq->channel) {
-		epoll_ctl(cq->channel->fd, EPOLL_CTL_DEL, q->notify_fd, NULL);
+		rnic_chan_detach(q);
 		pthread_mutex_lock(&cq->context->mutex);
 		cq->channel->refcnt--;
 		pthread_mutex_unlock(&cq->context->mutex);
 	}
-	close(q->notify_fd);
 	rnic_release_rings(c, &q->place);
 	pthread_spin_destroy(&q->lock);
 	pthread_mutex_destroy(&cq->mutex);
@@ -254,47 +216,6 @@ int rnic_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 		 * before returning, so the arm is in force */
 		return rnic_handle_call(to_rctx(cq->context), OP_ARM_CQ, q->h);
 	return 0;
-}
-
-RNIC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
-{
-	struct rnic_context *c = to_rctx(channel->context);
-	int nonblock = fcntl(channel->fd, F_GETFL) & O_NONBLOCK;
-	struct epoll_event ev;
-	uint64_t v;
-
-	for (;;) {
-		int n = epoll_wait(channel->fd, &ev, 1, nonblock ? 0 : -1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		if (n == 0) {
-			errno = EAGAIN;
-			return -1;
-		}
-		if (ev.data.ptr) {
-			struct rnic_cq *q = ev.data.ptr;
-			if (read(q->notify_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-				return -1;
-			*cq = (struct ibv_cq *)&q->cq;
-			*cq_context = q->cq.cq_context;
-			return 0;
-		}
-		/* the control socket: an event to queue, or the daemon gone */
-		pthread_mutex_lock(&c->conn.mu);
-		rnic_poll_events(&c->conn);
-		n = c->conn.dead;
-		pthread_mutex_unlock(&c->conn.mu);
-		if (n) {
-			errno = EIO;
-			return -1;
-		}
-		if (nonblock) {
-			errno = EAGAIN;
-			return -1;
-		}
-	}
 }
 
 RNIC_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)

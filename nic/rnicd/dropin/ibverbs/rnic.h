@@ -60,10 +60,11 @@ enum {
 	RNIC_HDR_LEN = 16,
 	RNIC_MAX_MSG = 64 << 10,
 	RNIC_MAX_FDS = 4,
-	RNIC_PROTO_VERSION = 5, /* 2: OPEN's reply ends with transport and node type;
+	RNIC_PROTO_VERSION = 6, /* 2: OPEN's reply ends with transport and node type;
 				   3: CM_GET_REQUEST's result with the request's parameters;
 				   4: the session doorbell;
-				   5: the ring arena (chunks.c) */
+				   5: the ring arena (chunks.c);
+				   6: completion channels (channel.c) */
 	RNIC_KIND_REQUEST = 1,
 	RNIC_KIND_REPLY = 2,
 	RNIC_KIND_EVENT = 3,
@@ -94,6 +95,9 @@ enum rnic_op {
 	OP_REG_MR_WINDOW = 0x0021,
 	OP_SRQ_LIMIT = 0x0022,
 	OP_RING_CHUNK = 0x0023,
+	OP_CREATE_CHANNEL = 0x0024,
+	OP_DESTROY_CHANNEL = 0x0025,
+	OP_CREATE_CQ_ON = 0x0026,
 	OP_STAT_DEVICES = 0x0302,
 	OP_EVENT = 0x8001,
 };
@@ -302,13 +306,16 @@ struct rnic_mr {
 	unsigned access;
 };
 
+struct rnic_channel;
+
 struct rnic_cq {
 	struct ibv_cq_ex cq; /* ibv_cq is its prefix */
 	uint32_t h;
 	uint8_t *ring;
 	struct rnic_place place;
 	uint32_t slots, cap;
-	int notify_fd;
+	struct rnic_channel *chan; /* its completion channel, or NULL */
+	uint32_t chan_slot;	   /* its slot in the channel's event set */
 	uint32_t cons;
 	uint32_t empty_polls;
 	pthread_spinlock_t lock;
@@ -367,6 +374,26 @@ enum {
 	BELL_AREA_LEN = (BELL_SUMMARY_WORDS + BELL_LEAF_WORDS) * 8,
 };
 
+/* A completion channel (protocol version 6, proto/chanevents.go): the
+ * daemon's eventfd (the program's channel->fd) and an event set in the
+ * session's arena with the doorbell's layout, one slot per CQ on the
+ * channel. Fired slots are taken from the set into a queue of the
+ * library's, from which ibv_get_cq_event returns one CQ per call. The
+ * tables are indexed by slot and grow with the highest slot held; the
+ * queue holds each slot at most once, with its count of events. */
+struct rnic_channel {
+	struct ibv_comp_channel ch; /* first: what the program holds */
+	uint32_t h;
+	uint64_t *set; /* BELL_SUMMARY_WORDS summary words, then the leaves */
+	struct rnic_place place;
+	pthread_mutex_t mu; /* everything below */
+	struct rnic_cq **cqs; /* by slot; NULL: no CQ */
+	uint32_t *pending;    /* events queued, by slot */
+	uint32_t *fifo;	      /* slots with events queued, oldest first (a ring of cap) */
+	uint32_t cap, head, len;
+	uint64_t dropped; /* fired slots that named no CQ of the channel */
+};
+
 /* Ring header offsets (proto/ring.go). */
 enum {
 	RING_HDR = 512,
@@ -399,6 +426,23 @@ static inline void rnic_cq_idle(struct rnic_cq *q)
 }
 
 int rnic_map_fd(int fd, size_t len, uint8_t **out);
+/* The completion channel's parts (channel.c). rnic_read_channel decodes
+ * CREATE_CHANNEL's reply, rnic_read_cq CREATE_CQ_ON's. rnic_chan_add puts
+ * q on its slot (ENOMEM, or EPROTO for a slot out of range or held),
+ * rnic_chan_remove takes it off with the events queued for it.
+ * rnic_chan_collect takes the fired slots from the set into the queue,
+ * rnic_chan_pop returns the oldest queued event's CQ (or NULL); the
+ * caller of these three holds ch->mu. rnic_chan_detach is
+ * rnic_chan_remove for a CQ being destroyed, with ch->mu and the
+ * channel's eventfd taken care of (channel.c). */
+int rnic_read_channel(struct rbuf *r, uint32_t *h, struct rnic_place *p);
+int rnic_read_cq(struct rbuf *r, struct rnic_cq *q);
+int rnic_chan_add(struct rnic_channel *ch, struct rnic_cq *q);
+void rnic_chan_remove(struct rnic_channel *ch, struct rnic_cq *q);
+void rnic_chan_collect(struct rnic_channel *ch);
+struct rnic_cq *rnic_chan_pop(struct rnic_channel *ch);
+void rnic_chan_free(struct rnic_channel *ch);
+void rnic_chan_detach(struct rnic_cq *q);
 struct rnic_cq *rnic_create_cq(struct rnic_context *c, int cqe, struct ibv_comp_channel *ch);
 void rnic_wc_from_slot(const uint8_t *s, struct ibv_wc *wc);
 void rnic_cq_kick(struct rnic_cq *q);

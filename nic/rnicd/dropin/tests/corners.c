@@ -13,6 +13,7 @@
  *   corners wr       DEV0 DEV1   ibv_create_qp_ex + ibv_wr_* batches, ibv_create_cq_ex polling
  *   corners ud       DEV0 DEV1   UD: the GRH before the payload, an AH made from a completion
  *   corners cap      DEV0 DEV1   the send queue cap ibv_create_qp grants (rxe's rounding), inline use
+ *   corners cqchannels DEV0 DEV1 1000 CQs on 2 channels under 64 descriptors: each event once
  *   corners killed   DEV0        the daemon dies under us: DEVICE_FATAL, errors, no hang
  *   corners nodaemon             no daemon: an empty device list
  *
@@ -284,12 +285,14 @@ int main(int argc, char **argv)
 		test_cap(d0, d1);
 	else if (!strcmp(t, "manyqps"))
 		test_manyqps(d0, d1);
+	else if (!strcmp(t, "cqchannels"))
+		test_cqchannels(d0, d1);
 	else if (!strcmp(t, "killed"))
 		test_killed(d0);
 	else if (!strcmp(t, "nodaemon"))
 		test_nodaemon();
 	else {
-		fprintf(stderr, "usage: corners errors|channel|async|fork|mr|wr|ud|cap|manyqps|killed|nodaemon [DEV0 [DEV1]]\n");
+		fprintf(stderr, "usage: corners errors|channel|async|fork|mr|wr|ud|cap|manyqps|cqchannels|killed|nodaemon [DEV0 [DEV1]]\n");
 		return 2;
 	}
 	printf("%d failed\n", failures);

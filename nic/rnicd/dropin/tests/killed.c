@@ -1,6 +1,7 @@
 /* corners killed: the daemon dies under a client with objects: the
  * context reports IBV_EVENT_DEVICE_FATAL, later calls fail or complete
- * without hanging, and everything can still be destroyed. The test
+ * without hanging (a blocking ibv_get_cq_event fails with EIO), and
+ * everything can still be destroyed. The test
  * driving it kills the daemon between "ready" and the line it then sends
  * on stdin. And nodaemon: no daemon at all is an empty device list. */
 #include "corners.h"
@@ -30,14 +31,22 @@ void test_killed(const char *dev)
 {
 	struct side s = {0};
 	struct ibv_async_event ev;
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *ecq;
+	void *ectx;
 	static char buf[PAGE];
 	struct ibv_mr *mr;
 	struct ibv_wc wc;
 	struct ibv_pd *pd;
-	int got = 0, e;
+	int got = 0, e, r;
 	long end;
 
-	side_open(&s, dev, NULL, NULL, NULL, 16, 16);
+	s.ctx = open_named(dev);
+	if (!(ch = ibv_create_comp_channel(s.ctx)))
+		die("ibv_create_comp_channel");
+	side_open(&s, dev, ch, NULL, NULL, 16, 16);
+	if (ibv_req_notify_cq(s.cq, 0))
+		die("ibv_req_notify_cq");
 	mr = reg(s.pd, buf, sizeof(buf), ALL_ACCESS);
 	wait_for_go();
 
@@ -58,8 +67,13 @@ void test_killed(const char *dev)
 	      "ibv_poll_cq on a dead device returns, with nothing successful");
 	post_recv_any(s.qp, mr, buf);
 	check(1, "ibv_post_recv on a dead device returns");
+	errno = 0;
+	r = ibv_get_cq_event(ch, &ecq, &ectx);
+	e = errno;
+	check(r == -1 && e == EIO, "a blocking ibv_get_cq_event on a dead device: -1, EIO (%d, errno %d)", r, e);
 	ibv_destroy_qp(s.qp);
 	ibv_destroy_cq(s.cq);
+	check(ibv_destroy_comp_channel(ch) == 0, "ibv_destroy_comp_channel on a dead device");
 	ibv_dereg_mr(mr);
 	s.qp = NULL;
 	s.cq = NULL;

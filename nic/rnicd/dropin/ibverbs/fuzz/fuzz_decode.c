@@ -1,6 +1,8 @@
 /* A fuzz driver for the library's decoders of what rnicd sends: message
  * bodies (device and port attributes, ring layouts, address vectors, QP
- * attributes through the field readers) and completion slots. gcc has no
+ * attributes through the field readers, CREATE_CHANNEL's and
+ * CREATE_CQ_ON's replies), completion slots, and a completion channel's
+ * event set (the daemon writes it: any bits at all). gcc has no
  * libFuzzer, so this is a mutation loop of its own: valid seeds, then
  * random bit flips, truncations and extensions, each input decoded under
  * AddressSanitizer. A decoder must never read past its input, whatever it
@@ -10,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static void replies(const uint8_t *b, size_t n);
+static void event_set(const uint8_t *b, size_t n);
 
 static void decode_all(const uint8_t *b, size_t n)
 {
@@ -46,6 +51,95 @@ static void decode_all(const uint8_t *b, size_t n)
 		memcpy(slot, b, WC_SLOT); /* a slot is always WC_SLOT bytes */
 		rnic_wc_from_slot(slot, &wc);
 	}
+	replies(b, n);
+	event_set(b, n);
+}
+
+/* replies decodes the input as CREATE_CHANNEL's and CREATE_CQ_ON's
+ * replies: what is accepted is within bounds. */
+static void replies(const uint8_t *b, size_t n)
+{
+	struct rbuf r;
+	struct rnic_place place;
+	struct rnic_cq q;
+	uint32_t h;
+
+	r_init(&r, b, n);
+	if (rnic_read_channel(&r, &h, &place) == 0 &&
+	    (h == 0 || place.offset % 4096 || place.offset + BELL_AREA_LEN > place.chunk_len)) {
+		fprintf(stderr, "channel %u at %llu of a %llu-byte chunk passes its check\n", h,
+			(unsigned long long)place.offset, (unsigned long long)place.chunk_len);
+		abort();
+	}
+	memset(&q, 0, sizeof(q));
+	r_init(&r, b, n);
+	if (rnic_read_cq(&r, &q) == 0 &&
+	    (q.slots == 0 || (q.slots & (q.slots - 1)) || q.cap > q.slots ||
+	     q.place.offset + RING_HDR + (uint64_t)q.slots * WC_SLOT > q.place.chunk_len)) {
+		fprintf(stderr, "CQ of %u slots at %llu passes its check\n", q.slots, (unsigned long long)q.place.offset);
+		abort();
+	}
+}
+
+/* The slots of the CQs on the fuzzed channel: the first, a few in the
+ * first leaf words, the 4096th (slots past it name no CQ: dropped). */
+static const uint32_t chan_slots[] = {0, 5, 63, 64, 499, 4095};
+#define NCHAN_CQS (sizeof(chan_slots) / sizeof(chan_slots[0]))
+
+/* event_set ORs the input's (word, value) pairs into an event set and
+ * takes it as ibv_get_cq_event does, on a channel holding a few CQs,
+ * twice (a CQ removed between the two): every event names one of the
+ * channel's CQs, each CQ's events are counted once, and the queue ends
+ * empty. */
+static void event_set(const uint8_t *b, size_t n)
+{
+	static uint64_t set[BELL_AREA_LEN / 8];
+	static struct rnic_cq cqs[NCHAN_CQS];
+	struct rnic_channel ch;
+	struct rnic_cq bad = {0};
+	struct rnic_cq *q;
+	int popped = 0;
+
+	memset(set, 0, sizeof(set));
+	for (size_t i = 0; i + 10 <= n; i += 10) {
+		uint16_t w = (uint16_t)(b[i] | b[i + 1] << 8);
+		uint64_t v;
+		memcpy(&v, b + i + 2, 8);
+		set[w % (BELL_AREA_LEN / 8)] |= v;
+	}
+	memset(&ch, 0, sizeof(ch));
+	pthread_mutex_init(&ch.mu, NULL);
+	ch.set = set;
+	for (size_t i = 0; i < NCHAN_CQS; i++) {
+		memset(&cqs[i], 0, sizeof(cqs[i]));
+		cqs[i].chan_slot = chan_slots[i];
+		if (rnic_chan_add(&ch, &cqs[i]))
+			abort();
+	}
+	bad.chan_slot = 5; /* held */
+	if (rnic_chan_add(&ch, &bad) != EPROTO)
+		abort();
+	bad.chan_slot = MAX_BELLS; /* out of range */
+	if (rnic_chan_add(&ch, &bad) != EPROTO)
+		abort();
+	for (int round = 0; round < 2; round++) {
+		rnic_chan_collect(&ch);
+		if (round == 0)
+			rnic_chan_remove(&ch, &cqs[1]);
+		while ((q = rnic_chan_pop(&ch))) {
+			if (q < cqs || q >= cqs + NCHAN_CQS || q == &cqs[1])
+				abort();
+			popped++;
+		}
+		if (ch.len)
+			abort();
+		for (size_t i = 0; i < n && i < sizeof(set); i++) /* the daemon fires again */
+			((uint8_t *)set)[(i * 131) % sizeof(set)] |= b[i];
+	}
+	if (popped > 2 * (int)NCHAN_CQS)
+		abort();
+	rnic_chan_free(&ch);
+	pthread_mutex_destroy(&ch.mu);
 }
 
 static size_t seed(uint8_t *b, int which)
@@ -74,6 +168,19 @@ static size_t seed(uint8_t *b, int which)
 			w_u32(&w, 64), w_u32(&w, 128), w_u32(&w, 64);
 		w_u32(&w, 1), w_u8(&w, 0), w_u64(&w, 2 << 20), w_u64(&w, 8192);
 		break;
+	case 3: /* CREATE_CHANNEL's reply */
+		w_u32(&w, 7), w_u32(&w, 1), w_u8(&w, 0), w_u64(&w, 2 << 20), w_u64(&w, 12288);
+		break;
+	case 4: /* CREATE_CQ_ON's reply */
+		w_u32(&w, 9), w_u32(&w, 64), w_u32(&w, 63);
+		w_u32(&w, 1), w_u8(&w, 0), w_u64(&w, 2 << 20), w_u64(&w, 16384), w_u32(&w, 499);
+		break;
+	case 5: /* an event set: the summary and leaf words of the CQs' slots */
+		w_u16(&w, 0), w_u64(&w, 0xff), w_u16(&w, 16), w_u64(&w, 1ull << 5 | 1ull << 63);
+		w_u16(&w, 17), w_u64(&w, 1), w_u16(&w, 16 + 7), w_u64(&w, 1ull << 51);
+		w_u16(&w, 1), w_u64(&w, 1), w_u16(&w, 16 + 64), w_u64(&w, 1ull << 63);
+		w_u16(&w, 15), w_u64(&w, 1ull << 63), w_u16(&w, 16 + 1023), w_u64(&w, 1ull << 63);
+		break;
 	default: /* an address vector and more */
 		w_gid(&w, (const uint8_t[16]){0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 2});
 		w_u8(&w, 0), w_u32(&w, 0), w_u8(&w, 64), w_u8(&w, 0), w_u8(&w, 0), w_u8(&w, 1);
@@ -90,7 +197,7 @@ int main(int argc, char **argv)
 	uint8_t base[4096], *in;
 	srand(argc > 2 ? (unsigned)atoi(argv[2]) : 1);
 	for (long i = 0; i < iters; i++) {
-		size_t n = seed(base, (int)(i % 3));
+		size_t n = seed(base, (int)(i % 7));
 		switch (rand() % 4) {
 		case 0: /* truncate */
 			n = (size_t)rand() % (n + 1);
