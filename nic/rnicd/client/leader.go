@@ -59,6 +59,10 @@ func (t *readToken) takeOrMiss() bool {
 // release gives the token up; it returns the misses so far.
 func (t *readToken) release() uint64 { return t.s.Add(^uint64(0)) >> 1 }
 
+// beforeHandBack, if set, runs as a holder is about to give the token up
+// (tests that send a message then).
+var beforeHandBack func()
+
 // recv reads one message into the token's buffers without waiting. The
 // caller holds the token.
 func (d *Device) recv(fd int) (n, oobn, flags int, err error) {
@@ -108,6 +112,9 @@ func (d *Device) lead(ch chan reply, send func() error) (sent error, ok bool) {
 // empty, and so on until a hold passes without a miss or another holds the
 // token: that holder is responsible then.
 func (d *Device) handBack(misses uint64) {
+	if beforeHandBack != nil {
+		beforeHandBack()
+	}
 	for d.tok.release() != misses {
 		var ok bool
 		if misses, ok = d.tok.take(); !ok {
