@@ -78,6 +78,8 @@ type Device struct {
 	tok  readToken       // who reads the socket (leader.go)
 	rbuf []byte          // the token holder's
 	roob []byte
+	riov unix.Iovec  // rbuf, for recvmsg
+	rhdr unix.Msghdr // recvmsg's
 
 	hangMu    sync.Mutex
 	hungUp    bool  // the stream ended: the background reader ends
@@ -113,6 +115,8 @@ func Open(spec ibv.Spec) (*Device, error) {
 		mrs: make(map[uint32]*MR), ahs: make(map[*verbs.AddressVector]*AH),
 		events: make(chan ibv.Event, nic.DefaultEventQueueLen), gone: make(chan struct{}), readDone: make(chan struct{}),
 		arena: newArena(), rbuf: make([]byte, proto.MaxMessage), roob: make([]byte, unix.CmsgSpace(proto.MaxFDs*4))}
+	d.riov.Base = &d.rbuf[0]
+	d.riov.SetLen(len(d.rbuf))
 	if d.raw, err = conn.SyscallConn(); err != nil {
 		conn.Close()
 		return nil, err

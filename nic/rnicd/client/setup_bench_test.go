@@ -34,6 +34,7 @@ func BenchmarkSetupSteps(b *testing.B) {
 		b.Fatal(err)
 	}
 	av := verbs.AddressVector{DGID: dev.GIDs()[0], HopLimit: 64, PortNum: 1}
+	b.ReportAllocs()
 	qps := make([]ibv.QP, n)
 	var cq ibv.CQ
 	b.ResetTimer()
