@@ -54,6 +54,8 @@ type Device struct {
 
 	wmu sync.Mutex // serialises writes to conn
 
+	waiters sync.Pool // *waiter (leader.go)
+
 	mu      sync.Mutex
 	seq     uint32
 	pending map[uint32]chan reply
@@ -152,36 +154,28 @@ func (d *Device) call(op proto.Op, req proto.Message, fds []int, resp proto.Mess
 	if err := d.goneError(); err != nil {
 		return nil, err
 	}
-	ch := make(chan reply, 1)
+	w := d.getWaiter()
 	d.mu.Lock()
 	d.seq++
 	seq := d.seq
-	d.pending[seq] = ch
+	d.pending[seq] = w.ch
 	d.mu.Unlock()
-	defer func() {
-		d.mu.Lock()
-		delete(d.pending, seq)
-		d.mu.Unlock()
-	}()
-	msg := proto.AppendMessage(make([]byte, 0, 256), proto.Header{Op: op, Kind: proto.KindRequest, Seq: seq, NFDs: uint8(len(fds))}, req)
-	send := func() error { return d.write(msg, fds) }
-	err, led := d.lead(ch, send)
+	w.msg = proto.AppendMessage(w.msg[:0], proto.Header{Op: op, Kind: proto.KindRequest, Seq: seq, NFDs: uint8(len(fds))}, req)
+	w.fds = fds
+	err, led := d.lead(w)
 	if !led {
-		err = send()
-	}
-	if err != nil {
-		return nil, err
+		err = w.send()
 	}
 	var r reply
-	select {
-	case r = <-ch:
-	case <-d.gone:
-		// The reader may have delivered just before it ended.
-		select {
-		case r = <-ch:
-		default:
-			return nil, d.goneErr
-		}
+	if err == nil {
+		r, err = d.await(w)
+	}
+	d.mu.Lock()
+	delete(d.pending, seq)
+	d.mu.Unlock()
+	d.putWaiter(w)
+	if err != nil {
+		return nil, err
 	}
 	if r.err != nil {
 		return nil, fmt.Errorf("rnicd: %v: %w", op, r.err)
@@ -199,6 +193,22 @@ func (d *Device) call(op proto.Op, req proto.Message, fds []int, resp proto.Mess
 		return nil, fmt.Errorf("rnicd: %v reply: %w", op, err)
 	}
 	return r.fds, nil
+}
+
+// await returns the reply to w's request.
+func (d *Device) await(w *waiter) (reply, error) {
+	select {
+	case r := <-w.ch:
+		return r, nil
+	case <-d.gone:
+		// The reader may have delivered just before it ended.
+		select {
+		case r := <-w.ch:
+			return r, nil
+		default:
+			return reply{}, d.goneErr
+		}
+	}
 }
 
 // notice sends a request that gets no reply.
@@ -289,14 +299,7 @@ func (d *Device) deliver(n, oobn, flags int, err error) bool {
 	}
 	switch h.Kind {
 	case proto.KindReply:
-		d.mu.Lock()
-		ch, ok := d.pending[h.Seq]
-		d.mu.Unlock()
-		if !ok {
-			closeFDs(fds)
-			return true
-		}
-		ch <- reply{h: h, body: append([]byte(nil), body...), fds: fds}
+		d.hand(h.Seq, reply{h: h, body: append([]byte(nil), body...), fds: fds})
 	case proto.KindEvent:
 		closeFDs(fds)
 		d.event(h, body)
@@ -324,12 +327,24 @@ func (d *Device) failReply(h proto.Header, err error) {
 	if h.Kind != proto.KindReply {
 		return
 	}
+	d.hand(h.Seq, reply{h: h, err: err})
+}
+
+// hand gives r to the call waiting for the reply seq. A reply no call
+// waits for, or a second reply to a call (a daemon's error), is dropped.
+// The send is under d.mu, so that a call that took its channel off
+// pending knows that nothing is sent to it after.
+func (d *Device) hand(seq uint32, r reply) {
 	d.mu.Lock()
-	ch, ok := d.pending[h.Seq]
-	d.mu.Unlock()
-	if ok {
-		ch <- reply{h: h, err: err}
+	defer d.mu.Unlock()
+	if ch, ok := d.pending[seq]; ok {
+		select {
+		case ch <- r:
+			return
+		default:
+		}
 	}
+	closeFDs(r.fds)
 }
 
 // retireAll ends the client side of every object: the daemon has reaped

@@ -88,37 +88,76 @@ func (d *Device) recv(fd int) (n, oobn, flags int, err error) {
 	}
 }
 
-// lead reads the socket for the call waiting on ch, whose request the
-// caller sends with send while it holds the token, until its reply is in
-// ch or polling ends (then the background reader reads on). ok is false
-// if the token was held by another: ch is not read, nor is send called.
-func (d *Device) lead(ch chan reply, send func() error) (sent error, ok bool) {
+// A waiter is a call's state while it waits for its reply. Waiters are
+// reused (Device.waiters), so that a call allocates little; nothing is
+// sent to a waiter's ch once its call took ch off pending (hand).
+type waiter struct {
+	d    *Device
+	ch   chan reply // the reply, from whoever read it
+	msg  []byte     // the request
+	fds  []int      // sent with it
+	p    poll.Poller
+	poll func(fd uintptr) // w.pollReply, made once
+}
+
+func (d *Device) getWaiter() *waiter {
+	if w, ok := d.waiters.Get().(*waiter); ok {
+		return w
+	}
+	w := &waiter{d: d, ch: make(chan reply, 1), msg: make([]byte, 0, 256)}
+	w.poll = w.pollReply
+	return w
+}
+
+// putWaiter keeps w for another call. Its call has taken w.ch off
+// pending: a reply still in it (a second one) is dropped.
+func (d *Device) putWaiter(w *waiter) {
+	select {
+	case r := <-w.ch:
+		closeFDs(r.fds)
+	default:
+	}
+	w.fds = nil
+	d.waiters.Put(w)
+}
+
+// send writes the call's request.
+func (w *waiter) send() error { return w.d.write(w.msg, w.fds) }
+
+// lead reads the socket for the call w, whose request it sends while it
+// holds the token, until its reply is in w.ch or polling ends (then the
+// background reader reads on). ok is false if the token was held by
+// another: then w.ch is not read, nor is the request sent.
+func (d *Device) lead(w *waiter) (sent error, ok bool) {
 	misses, ok := d.tok.take()
 	if !ok {
 		return nil, false
 	}
-	defer func() { d.handBack(misses) }()
-	if sent = send(); sent != nil {
-		return sent, true
+	if sent = w.send(); sent == nil {
+		w.p.Received()        // the window starts with the request
+		d.raw.Control(w.poll) // fails on a closed connection: the background reader ends
+		w.p.Release()
 	}
-	var p poll.Poller
-	p.Received() // the window starts with the request
-	defer p.Release()
-	d.raw.Control(func(fd uintptr) {
-		for len(ch) == 0 {
-			n, oobn, flags, err := d.recv(int(fd))
-			if err == unix.EAGAIN {
-				if d.spin && p.Again() {
-					continue
-				}
-				return
+	d.handBack(misses)
+	return sent, true
+}
+
+// pollReply reads fd, handing on what is not w's reply, until w's reply
+// came or polling ends.
+func (w *waiter) pollReply(fd uintptr) {
+	d := w.d
+	for len(w.ch) == 0 {
+		n, oobn, flags, err := d.recv(int(fd))
+		if err == unix.EAGAIN {
+			if d.spin && w.p.Again() {
+				continue
 			}
-			if !d.deliver(n, oobn, flags, err) {
-				return
-			}
+			return
 		}
-	})
-	return nil, true // a closed connection: the background reader ends
+		if !d.deliver(n, oobn, flags, err) {
+			return
+		}
+	}
 }
 
 // handBack gives the token up. If the background reader missed a message

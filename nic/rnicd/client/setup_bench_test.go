@@ -3,6 +3,7 @@ package client_test
 import (
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,4 +88,39 @@ func toRTS(qp ibv.QP, dest uint32, av verbs.AddressVector) error {
 	rts := verbs.QPAttr{State: verbs.QPSRTS, SQPSN: 1, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: 1}
 	return qp.Modify(&rts, verbs.AttrState|verbs.AttrSQPSN|verbs.AttrTimeout|verbs.AttrRetryCnt|
 		verbs.AttrRNRRetry|verbs.AttrMaxQPRdAtomic)
+}
+
+// BenchmarkCalls: QP queries, round trips to a daemon in another process,
+// from one goroutine and from four at once (ns/op is per call). A call
+// reads its own reply; a reply to a call that waits while another reads
+// is handed over.
+func BenchmarkCalls(b *testing.B) {
+	sock := filepath.Join(b.TempDir(), "rnicd.sock")
+	daemon := startChild(b, "RNICD_TEST_ROLE=daemon", "RNICD_TEST_SOCKET="+sock)
+	daemon.expect(b, "ready")
+	dev, err := ibv.Open(ibv.Spec{Backend: ibv.BackendDaemon, Name: "rnic0", Socket: sock})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { dev.Close() })
+	e := newEnd(b, dev, verbs.QPTypeRC, 4096)
+	for _, callers := range []int{1, 4} {
+		b.Run("callers="+strconv.Itoa(callers), func(b *testing.B) {
+			b.ReportAllocs()
+			var wg sync.WaitGroup
+			for g := range callers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := g; i < b.N; i += callers {
+						if _, err := e.qp.Query(); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+		})
+	}
 }
