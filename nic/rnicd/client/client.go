@@ -1,6 +1,7 @@
 // The connection to rnicd: opening a device, the round trips of control
-// requests, the reader that matches replies to requests and dispatches
-// events, and the end of the connection.
+// requests, the background reader, the delivery of replies to their calls
+// and of events to their handlers (who reads the socket: leader.go), and
+// the end of the connection.
 
 package client
 
