@@ -55,7 +55,9 @@ type Device struct {
 
 	wmu sync.Mutex // serialises writes to conn
 
-	waiters sync.Pool // *waiter (leader.go)
+	waiters   sync.Pool    // *waiter (leader.go)
+	followers []*waiter    // calls waiting for the token (d.mu)
+	nfollow   atomic.Int32 // len(followers)
 
 	mu      sync.Mutex
 	seq     uint32
@@ -165,12 +167,13 @@ func (d *Device) call(op proto.Op, req proto.Message, fds []int, resp proto.Mess
 	w.fds = fds
 	err, led := d.lead(w)
 	if !led {
-		err = w.send()
+		err = d.follow(w)
 	}
 	var r reply
 	if err == nil {
 		r, err = d.await(w)
 	}
+	d.unfollow(w)
 	d.mu.Lock()
 	delete(d.pending, seq)
 	d.mu.Unlock()
@@ -197,17 +200,22 @@ func (d *Device) call(op proto.Op, req proto.Message, fds []int, resp proto.Mess
 }
 
 // await returns the reply to w's request.
+// A follower woken to lead (passOn) reads the socket for it meanwhile.
 func (d *Device) await(w *waiter) (reply, error) {
-	select {
-	case r := <-w.ch:
-		return r, nil
-	case <-d.gone:
-		// The reader may have delivered just before it ended.
+	for {
 		select {
 		case r := <-w.ch:
 			return r, nil
-		default:
-			return reply{}, d.goneErr
+		case <-w.lead:
+			d.leadAgain(w)
+		case <-d.gone:
+			// The reader may have delivered just before it ended.
+			select {
+			case r := <-w.ch:
+				return r, nil
+			default:
+				return reply{}, d.goneErr
+			}
 		}
 	}
 }

@@ -19,6 +19,7 @@
 package client
 
 import (
+	"slices"
 	"sync/atomic"
 	"unsafe"
 
@@ -98,13 +99,16 @@ type waiter struct {
 	fds  []int      // sent with it
 	p    poll.Poller
 	poll func(fd uintptr) // w.pollReply, made once
+
+	lead      chan struct{} // the token is free: a follower may take it
+	following bool          // w is in d.followers
 }
 
 func (d *Device) getWaiter() *waiter {
 	if w, ok := d.waiters.Get().(*waiter); ok {
 		return w
 	}
-	w := &waiter{d: d, ch: make(chan reply, 1), msg: make([]byte, 0, 256)}
+	w := &waiter{d: d, ch: make(chan reply, 1), msg: make([]byte, 0, 256), lead: make(chan struct{}, 1)}
 	w.poll = w.pollReply
 	return w
 }
@@ -115,6 +119,10 @@ func (d *Device) putWaiter(w *waiter) {
 	select {
 	case r := <-w.ch:
 		closeFDs(r.fds)
+	default:
+	}
+	select {
+	case <-w.lead:
 	default:
 	}
 	w.fds = nil
@@ -134,12 +142,76 @@ func (d *Device) lead(w *waiter) (sent error, ok bool) {
 		return nil, false
 	}
 	if sent = w.send(); sent == nil {
-		w.p.Received()        // the window starts with the request
-		d.raw.Control(w.poll) // fails on a closed connection: the background reader ends
-		w.p.Release()
+		d.pollFor(w)
 	}
 	d.handBack(misses)
+	d.passOn(w)
 	return sent, true
+}
+
+// pollFor reads the socket for w (the caller holds the token).
+func (d *Device) pollFor(w *waiter) {
+	w.p.Received()        // the window starts now
+	d.raw.Control(w.poll) // fails on a closed connection: the background reader ends
+	w.p.Release()
+}
+
+// follow sends the request of w, whose caller found the token held: it
+// waits for its reply as a follower, which a leader that is done wakes to
+// lead (passOn), rather than leave the socket to the background reader
+// and every reply to a hand-off.
+func (d *Device) follow(w *waiter) error {
+	d.mu.Lock()
+	d.followers = append(d.followers, w)
+	d.mu.Unlock()
+	d.nfollow.Add(1)
+	w.following = true
+	return w.send()
+}
+
+// unfollow ends w's following, if it followed.
+func (d *Device) unfollow(w *waiter) {
+	if !w.following {
+		return
+	}
+	w.following = false
+	d.mu.Lock()
+	if i := slices.Index(d.followers, w); i >= 0 {
+		d.followers = slices.Delete(d.followers, i, i+1)
+	}
+	d.mu.Unlock()
+	d.nfollow.Add(-1)
+}
+
+// passOn wakes the first follower (but self) still waiting for its reply
+// to take the token, which the caller has just given up.
+func (d *Device) passOn(self *waiter) {
+	if d.nfollow.Load() == 0 {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, f := range d.followers {
+		if f != self && len(f.ch) == 0 {
+			select {
+			case f.lead <- struct{}{}:
+			default: // woken already
+			}
+			return
+		}
+	}
+}
+
+// leadAgain takes the token for the follower w, if it is still free, and
+// reads the socket for w's reply.
+func (d *Device) leadAgain(w *waiter) {
+	misses, ok := d.tok.take()
+	if !ok {
+		return
+	}
+	d.pollFor(w)
+	d.handBack(misses)
+	d.passOn(w)
 }
 
 // pollReply reads fd, handing on what is not w's reply, until w's reply

@@ -89,7 +89,15 @@ func portEvent() []byte {
 // Every call gets the reply to its own request, and every event arrives:
 // those read by a caller that leads as those read by the background
 // reader, the one right behind the reply a leader waited for included.
+// Polling, callers lead to their replies and pass the token on to the
+// callers that waited for it.
 func TestConcurrentCallsGetTheirReplies(t *testing.T) {
+	for _, poll := range []bool{false, true} {
+		t.Run(fmt.Sprintf("poll=%v", poll), func(t *testing.T) { concurrentCalls(t, poll) })
+	}
+}
+
+func concurrentCalls(t *testing.T, poll bool) {
 	const callers, calls = 8, 300
 	var events atomic.Int64
 	var held [][]byte
@@ -117,6 +125,9 @@ func TestConcurrentCallsGetTheirReplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dev.Close()
+	if poll {
+		client.PollForReplies(dev) // callers lead to the end, and pass the token on
+	}
 	var got atomic.Int64
 	go func() {
 		for range dev.Events() {
