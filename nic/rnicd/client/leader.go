@@ -7,7 +7,10 @@
 // as much as the daemon's work for most requests. The background reader
 // (read, parked in the netpoller) reads whenever no caller holds the token:
 // the events between calls, and the replies of callers that could not
-// lead or stopped polling.
+// lead or stopped polling. A caller that found the token held follows: it
+// waits for its reply or for the token, which a leader passes on to a
+// follower when it is done (passOn), so that concurrent calls too read
+// most of their replies themselves.
 //
 // The token is one word: bit 0 says it is held; the bits above count the
 // times the background reader found the socket readable while it was held
