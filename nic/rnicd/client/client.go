@@ -165,10 +165,7 @@ func (d *Device) call(op proto.Op, req proto.Message, fds []int, resp proto.Mess
 	d.mu.Unlock()
 	w.msg = proto.AppendMessage(w.msg[:0], proto.Header{Op: op, Kind: proto.KindRequest, Seq: seq, NFDs: uint8(len(fds))}, req)
 	w.fds = fds
-	err, led := d.lead(w)
-	if !led {
-		err = d.follow(w)
-	}
+	err := d.start(w)
 	var r reply
 	if err == nil {
 		r, err = d.await(w)

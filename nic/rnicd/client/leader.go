@@ -135,6 +135,19 @@ func (d *Device) putWaiter(w *waiter) {
 // send writes the call's request.
 func (w *waiter) send() error { return w.d.write(w.msg, w.fds) }
 
+// start sends w's request, its caller leading if the token is free, else
+// following. A daemon in this process answers only once this goroutine
+// parks (proto.PollsFor): then the background reader reads the reply.
+func (d *Device) start(w *waiter) error {
+	if !d.spin {
+		return w.send()
+	}
+	if err, led := d.lead(w); led {
+		return err
+	}
+	return d.follow(w)
+}
+
 // lead reads the socket for the call w, whose request it sends while it
 // holds the token, until its reply is in w.ch or polling ends (then the
 // background reader reads on). ok is false if the token was held by
