@@ -63,7 +63,7 @@ func (p *pending) forget() {
 }
 
 // deliverResult hands a result event to its request. It runs on the
-// reader goroutine.
+// goroutine that read the event (leader.go).
 func deliverResult(d *Device, body []byte) {
 	var m proto.AsyncResult
 	r := proto.NewReader(body)

@@ -1,6 +1,7 @@
 // The connection to rnicd: opening a device, the round trips of control
-// requests, the reader that matches replies to requests and dispatches
-// events, and the end of the connection.
+// requests, the background reader, the delivery of replies to their calls
+// and of events to their handlers (who reads the socket: leader.go), and
+// the end of the connection.
 
 package client
 
@@ -9,9 +10,10 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -20,7 +22,6 @@ import (
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
 	"github.com/rnic/rnic/nic/verbs"
-	"github.com/rnic/rnic/transport/poll"
 )
 
 // ErrDaemonGone is wrapped by every error after the daemon went away.
@@ -54,6 +55,10 @@ type Device struct {
 
 	wmu sync.Mutex // serialises writes to conn
 
+	waiters   sync.Pool    // *waiter (leader.go)
+	followers []*waiter    // calls waiting for the token (d.mu)
+	nfollow   atomic.Int32 // len(followers)
+
 	mu      sync.Mutex
 	seq     uint32
 	pending map[uint32]chan reply
@@ -73,9 +78,17 @@ type Device struct {
 	closed   atomic.Bool
 	readDone chan struct{}
 
-	spin  bool         // poll for replies: the daemon is another process (readspin.go)
-	calls atomic.Int32 // calls waiting for their replies
-	poll  poll.Poller  // the reader's
+	spin bool            // poll for replies: the daemon is another process (leader.go)
+	raw  syscall.RawConn // conn's, for reads without its read lock
+	tok  readToken       // who reads the socket (leader.go)
+	rbuf []byte          // the token holder's
+	roob []byte
+	riov unix.Iovec  // rbuf, for recvmsg
+	rhdr unix.Msghdr // recvmsg's
+
+	hangMu    sync.Mutex
+	hungUp    bool  // the stream ended: the background reader ends
+	hangCause error // why: nil at the end of the stream
 
 	naps napPool // PostRecv's waits (recvwait.go)
 }
@@ -106,7 +119,13 @@ func Open(spec ibv.Spec) (*Device, error) {
 		qps: make(map[uint32]*QP), cqs: make(map[uint32]*CQ), srqs: make(map[uint32]*SRQ),
 		mrs: make(map[uint32]*MR), ahs: make(map[*verbs.AddressVector]*AH),
 		events: make(chan ibv.Event, nic.DefaultEventQueueLen), gone: make(chan struct{}), readDone: make(chan struct{}),
-		arena: newArena()}
+		arena: newArena(), rbuf: make([]byte, proto.MaxMessage), roob: make([]byte, unix.CmsgSpace(proto.MaxFDs*4))}
+	d.riov.Base = &d.rbuf[0]
+	d.riov.SetLen(len(d.rbuf))
+	if d.raw, err = conn.SyscallConn(); err != nil {
+		conn.Close()
+		return nil, err
+	}
 	go d.read()
 	var rep proto.OpenReply
 	fds, err := d.call(proto.OpOpen, &proto.OpenReq{Version: proto.Version, Name: spec.Name}, nil, &rep)
@@ -138,33 +157,26 @@ func (d *Device) call(op proto.Op, req proto.Message, fds []int, resp proto.Mess
 	if err := d.goneError(); err != nil {
 		return nil, err
 	}
-	ch := make(chan reply, 1)
-	d.calls.Add(1)
-	defer d.calls.Add(-1)
+	w := d.getWaiter()
 	d.mu.Lock()
 	d.seq++
 	seq := d.seq
-	d.pending[seq] = ch
+	d.pending[seq] = w.ch
 	d.mu.Unlock()
-	defer func() {
-		d.mu.Lock()
-		delete(d.pending, seq)
-		d.mu.Unlock()
-	}()
-	msg := proto.AppendMessage(make([]byte, 0, 256), proto.Header{Op: op, Kind: proto.KindRequest, Seq: seq, NFDs: uint8(len(fds))}, req)
-	if err := d.write(msg, fds); err != nil {
-		return nil, err
-	}
+	w.msg = proto.AppendMessage(w.msg[:0], proto.Header{Op: op, Kind: proto.KindRequest, Seq: seq, NFDs: uint8(len(fds))}, req)
+	w.fds = fds
+	err := d.start(w)
 	var r reply
-	select {
-	case r = <-ch:
-	case <-d.gone:
-		// The reader may have delivered just before it ended.
-		select {
-		case r = <-ch:
-		default:
-			return nil, d.goneErr
-		}
+	if err == nil {
+		r, err = d.await(w)
+	}
+	d.unfollow(w)
+	d.mu.Lock()
+	delete(d.pending, seq)
+	d.mu.Unlock()
+	d.putWaiter(w)
+	if err != nil {
+		return nil, err
 	}
 	if r.err != nil {
 		return nil, fmt.Errorf("rnicd: %v: %w", op, r.err)
@@ -182,6 +194,27 @@ func (d *Device) call(op proto.Op, req proto.Message, fds []int, resp proto.Mess
 		return nil, fmt.Errorf("rnicd: %v reply: %w", op, err)
 	}
 	return r.fds, nil
+}
+
+// await returns the reply to w's request.
+// A follower woken to lead (passOn) reads the socket for it meanwhile.
+func (d *Device) await(w *waiter) (reply, error) {
+	for {
+		select {
+		case r := <-w.ch:
+			return r, nil
+		case <-w.lead:
+			d.leadAgain(w)
+		case <-d.gone:
+			// The reader may have delivered just before it ended.
+			select {
+			case r := <-w.ch:
+				return r, nil
+			default:
+				return reply{}, d.goneErr
+			}
+		}
+	}
 }
 
 // notice sends a request that gets no reply.
@@ -208,46 +241,25 @@ func (d *Device) write(msg []byte, fds []int) error {
 	return nil
 }
 
-// read receives replies and events until the connection ends.
+// read receives the messages that arrive while no call leads (leader.go)
+// until the connection ends.
 func (d *Device) read() {
 	defer close(d.readDone)
-	buf := make([]byte, proto.MaxMessage)
-	oob := make([]byte, unix.CmsgSpace(proto.MaxFDs*4))
-	var cause error
-	for {
-		n, oobn, flags, err := d.readMessage(buf, oob)
-		fds := parseRights(oob[:oobn])
-		if err != nil || (n == 0 && oobn == 0) {
-			closeFDs(fds)
-			cause = err
-			break
-		}
-		h, body, err := proto.DecodeMessage(buf[:n], len(fds))
-		if err != nil {
-			closeFDs(fds)
-			d.failReply(h, badReply(err, flags))
-			continue
-		}
-		switch h.Kind {
-		case proto.KindReply:
-			d.mu.Lock()
-			ch, ok := d.pending[h.Seq]
-			d.mu.Unlock()
-			if !ok {
-				closeFDs(fds)
-				continue
+	err := d.raw.Read(func(fd uintptr) bool {
+		for d.tok.takeOrMiss() {
+			n, oobn, flags, err := d.recv(int(fd))
+			more := err == unix.EAGAIN || d.deliver(n, oobn, flags, err)
+			d.tok.release()
+			if err == unix.EAGAIN || !more {
+				return !more
 			}
-			ch <- reply{h: h, body: append([]byte(nil), body...), fds: fds}
-			if d.spin {
-				runtime.Gosched() // the caller runs now, on this P (readspin.go)
-			}
-		case proto.KindEvent:
-			closeFDs(fds)
-			d.event(h, body)
-		default:
-			closeFDs(fds)
 		}
-	}
+		return false // a caller leads: it reads what woke this reader
+	})
+	d.hangUp(err)
+	d.hangMu.Lock()
+	cause := d.hangCause
+	d.hangMu.Unlock()
 	if d.closed.Load() {
 		d.goneErr = fmt.Errorf("rnicd device %s: %w", d.spec, nic.ErrClosed)
 	} else if cause != nil {
@@ -259,6 +271,48 @@ func (d *Device) read() {
 	d.isGone.Store(true)
 	close(d.events)
 	d.retireAll()
+}
+
+// hangUp notes, the first time, that the stream ended (cause nil) or
+// failed, and ends the background reader, which may be parked while a
+// caller read the end: a read deadline in the past wakes it. (A close
+// would wait for every use of the socket to end, a caller's and the
+// reader's own included.)
+func (d *Device) hangUp(cause error) {
+	d.hangMu.Lock()
+	defer d.hangMu.Unlock()
+	if !d.hungUp {
+		d.hungUp, d.hangCause = true, cause
+		d.conn.SetReadDeadline(time.Unix(1, 0))
+	}
+}
+
+// deliver handles the message recv read: a reply goes to its call, an
+// event to its handler. It returns false when the stream ended or failed
+// (the connection is hung up then). The caller holds the token.
+func (d *Device) deliver(n, oobn, flags int, err error) bool {
+	fds := parseRights(d.roob[:oobn])
+	if err != nil || (n == 0 && oobn == 0) {
+		closeFDs(fds)
+		d.hangUp(err)
+		return false
+	}
+	h, body, err := proto.DecodeMessage(d.rbuf[:n], len(fds))
+	if err != nil {
+		closeFDs(fds)
+		d.failReply(h, badReply(err, flags))
+		return true
+	}
+	switch h.Kind {
+	case proto.KindReply:
+		d.hand(h.Seq, reply{h: h, body: append([]byte(nil), body...), fds: fds})
+	case proto.KindEvent:
+		closeFDs(fds)
+		d.event(h, body)
+	default:
+		closeFDs(fds)
+	}
+	return true
 }
 
 // badReply explains a reply that arrived but failed to decode. A reply
@@ -279,12 +333,24 @@ func (d *Device) failReply(h proto.Header, err error) {
 	if h.Kind != proto.KindReply {
 		return
 	}
+	d.hand(h.Seq, reply{h: h, err: err})
+}
+
+// hand gives r to the call waiting for the reply seq. A reply no call
+// waits for, or a second reply to a call (a daemon's error), is dropped.
+// The send is under d.mu, so that a call that took its channel off
+// pending knows that nothing is sent to it after.
+func (d *Device) hand(seq uint32, r reply) {
 	d.mu.Lock()
-	ch, ok := d.pending[h.Seq]
-	d.mu.Unlock()
-	if ok {
-		ch <- reply{h: h, err: err}
+	defer d.mu.Unlock()
+	if ch, ok := d.pending[seq]; ok {
+		select {
+		case ch <- r:
+			return
+		default:
+		}
 	}
+	closeFDs(r.fds)
 }
 
 // retireAll ends the client side of every object: the daemon has reaped

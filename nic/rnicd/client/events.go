@@ -16,7 +16,9 @@ var eventHandlers = struct {
 }{m: map[proto.Op]func(*Device, []byte){}}
 
 // registerEvent makes f handle events of op (from an init func). f runs on
-// the connection's reader goroutine: it must not block, nor make calls.
+// the goroutine that read the event, a caller's or the background
+// reader's (leader.go): it must not block, nor make calls, nor take a lock
+// a caller holds over a call (d.arena.mu).
 func registerEvent(op proto.Op, f func(d *Device, body []byte)) {
 	eventHandlers.Lock()
 	defer eventHandlers.Unlock()

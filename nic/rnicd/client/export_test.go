@@ -4,6 +4,8 @@
 package client
 
 import (
+	"testing"
+
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
 )
@@ -50,3 +52,21 @@ func deviceOf(dev ibv.Device) *Device {
 	}
 	panic("not an rnicd device")
 }
+
+// Call makes a control call of op on dev's connection (tests of the read
+// path with a scripted daemon).
+func Call(dev ibv.Device, op proto.Op, req, resp proto.Message) error {
+	_, err := deviceOf(dev).call(op, req, nil, resp)
+	return err
+}
+
+// SetBeforeHandBack makes f run whenever a holder of the read token is
+// about to give it up, until the test ends.
+func SetBeforeHandBack(t testing.TB, f func()) {
+	beforeHandBack = f
+	t.Cleanup(func() { beforeHandBack = nil })
+}
+
+// PollForReplies makes dev's calls poll for their replies, as with a
+// daemon in another process (before the calls that need it).
+func PollForReplies(dev ibv.Device) { deviceOf(dev).spin = true }
