@@ -116,15 +116,21 @@ func (v VnetHdr) check(frame []byte) error {
 	return nil
 }
 
+// udpChecksumOffset is where a UDP header keeps its checksum (TCP's is
+// at 16).
+const udpChecksumOffset = 6
+
 // finishChecksum completes a partial checksum (NEEDS_CSUM, checked by
 // check): the field holds the pseudo-header sum; the ones'-complement sum
 // of everything from CsumStart to the end, that field included, is folded
-// and stored inverted. A result of 0 is sent as 0xFFFF, as Linux's
-// skb_checksum_help does (both mean zero; for UDP 0 would mean "none").
+// and stored inverted. A UDP result of 0 is sent as 0xFFFF (RFC 768: 0
+// means "no checksum"); any other stays as computed: a TCP checksum of
+// 0xFFFF for a sum of zero is what RFC 1624 warns of, and Wireshark
+// flags it.
 func finishChecksum(frame []byte, v VnetHdr) {
 	at := int(v.CsumStart) + int(v.CsumOffset)
 	sum := ^checksum.Checksum(frame[v.CsumStart:], 0)
-	if sum == 0 {
+	if sum == 0 && v.CsumOffset == udpChecksumOffset {
 		sum = 0xFFFF
 	}
 	binary.BigEndian.PutUint16(frame[at:], sum)

@@ -269,3 +269,21 @@ func TestVnetReceiveAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestFinishChecksumZero: a finished checksum whose sum is zero is 0x0000
+// in TCP (RFC 1624; Wireshark flags 0xFFFF) and 0xFFFF in UDP, where 0
+// means "no checksum" (RFC 768).
+func TestFinishChecksumZero(t *testing.T) {
+	tcp := make([]byte, 20)
+	tcp[18], tcp[19] = 0xFF, 0xFF // the data sum to 0xFFFF: the checksum is zero
+	finishChecksum(tcp, VnetHdr{CsumStart: 0, CsumOffset: 16})
+	if got := binary.BigEndian.Uint16(tcp[16:]); got != 0 {
+		t.Errorf("TCP checksum of a zero sum = %#04x, want 0x0000", got)
+	}
+	udp := make([]byte, 8)
+	udp[0], udp[1] = 0xFF, 0xFF
+	finishChecksum(udp, VnetHdr{CsumStart: 0, CsumOffset: 6})
+	if got := binary.BigEndian.Uint16(udp[6:]); got != 0xFFFF {
+		t.Errorf("UDP checksum of a zero sum = %#04x, want 0xffff", got)
+	}
+}
