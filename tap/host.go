@@ -385,16 +385,23 @@ func (h *Host) isClosed() bool {
 	return h.closed
 }
 
-// readLoop reads frames until IO fails (Close closes it).
+// readLoop reads frames until IO fails (Close closes it): behind a
+// virtio_net_hdr on an offload IO (host_offload.go), else plain.
 func (h *Host) readLoop() {
 	defer close(h.readerEnd)
 	if h.vio != nil {
-		h.readLoopVnet()
+		h.readFrames(h.vio.ReadVnet, h.handleVnetFrame, vnetHdrLen+maxGSOFrame+readSlack)
 		return
 	}
-	buf := make([]byte, h.mtu+ethHeaderLen+4+readSlack)
+	h.readFrames(h.io.ReadFrame, h.handleFrame, h.mtu+ethHeaderLen+4+readSlack)
+}
+
+// readFrames reads into one reused buffer of size bytes and handles each
+// frame under rxMu, until read fails.
+func (h *Host) readFrames(read func([]byte) (int, error), handle func([]byte), size int) {
+	buf := make([]byte, size)
 	for {
-		n, err := h.io.ReadFrame(buf)
+		n, err := read(buf)
 		if err != nil {
 			if !errors.Is(err, os.ErrClosed) && !h.isClosed() {
 				h.logf("tap: host reader stopped: %v", err)
@@ -402,7 +409,7 @@ func (h *Host) readLoop() {
 			return
 		}
 		h.rxMu.Lock()
-		h.handleFrame(buf[:n])
+		handle(buf[:n])
 		h.rxMu.Unlock()
 	}
 }

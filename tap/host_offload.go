@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 )
 
 // vnetIO is a FrameIO whose frames can carry a virtio_net_hdr: a Device
@@ -50,23 +49,6 @@ type TxOffload struct {
 // Offload reports whether the Host moves frames with a virtio_net_hdr:
 // its IO is an offload Device, and SendIPOffload may be used.
 func (h *Host) Offload() bool { return h.vio != nil }
-
-// readLoopVnet is readLoop on an offload IO.
-func (h *Host) readLoopVnet() {
-	buf := make([]byte, vnetHdrLen+maxGSOFrame+readSlack)
-	for {
-		n, err := h.vio.ReadVnet(buf)
-		if err != nil {
-			if !errors.Is(err, os.ErrClosed) && !h.isClosed() {
-				h.logf("tap: host reader stopped: %v", err)
-			}
-			return
-		}
-		h.rxMu.Lock()
-		h.handleVnetFrame(buf[:n])
-		h.rxMu.Unlock()
-	}
-}
 
 // handleVnetFrame is the receive path for a frame behind its
 // virtio_net_hdr. A malformed header, or a frame over the MTU that is not a
