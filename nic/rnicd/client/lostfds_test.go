@@ -3,7 +3,6 @@ package client_test
 import (
 	"errors"
 	"net"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -19,41 +18,10 @@ import (
 // answers its OPEN and then answers every later request with answer.
 func fakeDaemon(t *testing.T, answer func(h proto.Header) []byte) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "fake.sock")
-	l, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: path, Net: "unixpacket"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		c, err := l.AcceptUnix()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		buf := make([]byte, proto.MaxMessage)
-		for {
-			n, _, _, _, err := c.ReadMsgUnix(buf, make([]byte, 256))
-			if err != nil {
-				return
-			}
-			h, _, err := proto.DecodeMessage(buf[:n], 0)
-			if err != nil || h.Kind != proto.KindRequest {
-				continue
-			}
-			rh := proto.Header{Op: h.Op, Kind: proto.KindReply, Seq: h.Seq}
-			if h.Op == proto.OpOpen {
-				if sendOpenReply(c, rh) != nil {
-					return
-				}
-				continue
-			}
-			if _, err := c.Write(answer(rh)); err != nil {
-				return
-			}
-		}
-	}()
-	return path
+	return scriptedDaemon(t, func(c *net.UnixConn, h proto.Header, _ []byte) bool {
+		_, err := c.Write(answer(proto.Header{Op: h.Op, Kind: proto.KindReply, Seq: h.Seq}))
+		return err == nil
+	})
 }
 
 // sendOpenReply answers OPEN with a session doorbell (its memory and
