@@ -36,10 +36,16 @@ type testNetns struct {
 // ends (which also removes every link left in it).
 func newTestNetns(t *testing.T) *testNetns {
 	t.Helper()
+	return newNamedNetns(t, "rnic-dev-")
+}
+
+// newNamedNetns is newTestNetns with another name prefix.
+func newNamedNetns(t *testing.T, prefix string) *testNetns {
+	t.Helper()
 	requireTAP(t)
 	var b [4]byte
 	rand.Read(b[:])
-	ns := &testNetns{t: t, name: "rnic-dev-" + hex.EncodeToString(b[:])}
+	ns := &testNetns{t: t, name: prefix + hex.EncodeToString(b[:])}
 	if out, err := exec.Command("ip", "netns", "add", ns.name).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add %s: %v: %s", ns.name, err, out)
 	}

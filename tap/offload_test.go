@@ -23,19 +23,7 @@ import (
 // when the test ends.
 func newGSONetns(t *testing.T) *testNetns {
 	t.Helper()
-	requireTAP(t)
-	var b [4]byte
-	rand.Read(b[:])
-	ns := &testNetns{t: t, name: "gso" + hex.EncodeToString(b[:])}
-	if out, err := exec.Command("ip", "netns", "add", ns.name).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add %s: %v: %s", ns.name, err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("ip", "netns", "del", ns.name).CombinedOutput(); err != nil {
-			t.Errorf("ip netns del %s: %v: %s", ns.name, err, out)
-		}
-	})
-	ns.ip("link", "set", "lo", "up")
+	ns := newNamedNetns(t, "gso")
 	ns.sysctl("net.ipv6.conf.default.accept_dad", "0")
 	ns.sysctl("net.ipv6.conf.all.accept_dad", "0")
 	return ns
