@@ -378,9 +378,7 @@ func TestContractBackpressure(t *testing.T) {
 		}
 		// Reading on the server drains the client and calls writable.
 		ss := e.sink("server", newSink(s, nil))
-		select {
-		case <-writable:
-		case <-time.After(10 * time.Second):
+		if !cameWithin(writable, 10*time.Second) {
 			t.Fatal("writable never called")
 		}
 		c.Close()
