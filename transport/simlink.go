@@ -195,7 +195,7 @@ func (e *SimEndpoint) Send(frame []byte) error {
 	}
 	l.mu.Unlock()
 	for _, a := range pending[:f.n] {
-		a.schedule(l.clk)
+		a.schedule()
 	}
 	return nil
 }

@@ -77,6 +77,7 @@ func (l *simLink) takeArrival() *arrival {
 	}
 	a := &arrival{link: l}
 	a.fire = func() { l.deliver(a) }
+	a.timer = l.clk.NewTimer(a.fire)
 	return a
 }
 
@@ -90,13 +91,11 @@ func (l *simLink) release(a *arrival) {
 	}
 }
 
-// schedule arranges the delivery a.after from now: a new timer the first
-// time, the same one reset afterwards. Both take the clock's next sequence
-// number, so deliveries keep the order of their Sends.
-func (a *arrival) schedule(clk *clock.Virtual) {
-	if a.timer == nil {
-		a.timer = clk.AfterFunc(a.after, a.fire)
-		return
-	}
-	a.timer.Reset(a.after)
-}
+// schedule arranges the delivery a.after from now. The timer is made
+// with the arrival (takeArrival): when schedule made it with AfterFunc,
+// the clock's runner could deliver and release the arrival, and another
+// sender take it and look at a.timer, before AfterFunc's result was stored
+// (a data race the race detector found). Reset takes the clock's next
+// sequence number, as AfterFunc did, so deliveries keep the order of
+// their Sends.
+func (a *arrival) schedule() { a.timer.Reset(a.after) }

@@ -83,6 +83,12 @@ func (v *Virtual) AfterFunc(d time.Duration, f func()) Timer {
 	return e
 }
 
+// NewTimer returns a timer for f that is not pending: Reset schedules it.
+// AfterFunc's timer is in the event heap before its caller has it, so
+// another goroutine running the clock may fire it first; a caller that
+// keeps the timer where the callback looks creates it so instead.
+func (v *Virtual) NewTimer(f func()) Timer { return &event{f: f, index: -1, clock: v} }
+
 // Pending reports how many events are scheduled.
 func (v *Virtual) Pending() int {
 	v.mu.Lock()

@@ -81,3 +81,22 @@ func TestReal(t *testing.T) {
 		t.Fatal("real clock does not advance")
 	}
 }
+
+// TestVirtualNewTimer: a timer from NewTimer is not pending until Reset,
+// and then runs once, in sequence with AfterFunc's events.
+func TestVirtualNewTimer(t *testing.T) {
+	v := NewVirtual()
+	var got []string
+	tm := v.NewTimer(func() { got = append(got, "timer") })
+	if v.Pending() != 0 || v.Step() {
+		t.Fatal("a new timer is pending before Reset")
+	}
+	v.AfterFunc(time.Millisecond, func() { got = append(got, "before") })
+	if tm.Reset(time.Millisecond) {
+		t.Error("Reset of a new timer says it was pending")
+	}
+	v.Run(nil)
+	if len(got) != 2 || got[0] != "before" || got[1] != "timer" {
+		t.Errorf("ran %v, want [before timer]", got)
+	}
+}
