@@ -117,6 +117,7 @@ type Server struct {
 	sessions  map[*Session]struct{}
 	perUID    map[uint32]int // sessions of each uid
 	wg        sync.WaitGroup // sessions and accept loops
+	done      chan struct{}  // closed by Close: wakes accept loops waiting to retry
 }
 
 // ErrServerClosed is returned by Serve after Close.
@@ -131,6 +132,7 @@ func New(cfg Config) (*Server, error) {
 		listeners: make(map[*net.UnixListener]struct{}),
 		sessions:  make(map[*Session]struct{}),
 		perUID:    make(map[uint32]int),
+		done:      make(chan struct{}),
 	}
 	if s.logf == nil {
 		s.logf = func(string, ...any) {}
@@ -165,6 +167,7 @@ func (s *Server) Serve(l *net.UnixListener) error {
 		s.mu.Unlock()
 		l.Close()
 	}()
+	var retry acceptRetry
 	for {
 		c, err := l.AcceptUnix()
 		if err != nil {
@@ -178,8 +181,23 @@ func (s *Server) Serve(l *net.UnixListener) error {
 			if errors.As(err, &ne) && ne.Timeout() {
 				continue
 			}
-			return fmt.Errorf("rnicd: accept: %w", err)
+			if !acceptRetryable(err) {
+				return fmt.Errorf("rnicd: accept: %w", err)
+			}
+			// Out of descriptors (a client holding many, or the
+			// system's table full): keep serving the clients there
+			// are and accept again once some come back.
+			s.stats.acceptErrors.Add(1)
+			d := retry.next()
+			if d == acceptBackoffMin {
+				s.logf("accept: %v: retrying (clients already connected are served)", err)
+			}
+			if !s.waitRetry(d) {
+				return ErrServerClosed
+			}
+			continue
 		}
+		retry.reset()
 		s.start(c)
 	}
 }
@@ -244,6 +262,7 @@ func (s *Server) Close() error {
 		return ErrServerClosed
 	}
 	s.closed = true
+	close(s.done)
 	for l := range s.listeners {
 		l.Close()
 	}

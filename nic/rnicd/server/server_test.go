@@ -296,7 +296,7 @@ func TestPeerCredentials(t *testing.T) {
 }
 
 func TestStatsCounters(t *testing.T) {
-	st := server.Stats{ClientsAccepted: 1, EventsDropped: 15}
+	st := server.Stats{ClientsAccepted: 1, AcceptErrors: 15}
 	cs := st.Counters()
 	names := map[string]bool{}
 	for _, c := range cs {
@@ -305,7 +305,7 @@ func TestStatsCounters(t *testing.T) {
 		}
 		names[c.Name] = true
 	}
-	if cs[0] != (ibv.Counter{Name: "clients_accepted", Value: 1}) || cs[len(cs)-1] != (ibv.Counter{Name: "events_dropped", Value: 15}) {
+	if cs[0] != (ibv.Counter{Name: "clients_accepted", Value: 1}) || cs[len(cs)-1] != (ibv.Counter{Name: "accept_errors", Value: 15}) {
 		t.Errorf("counters %v", cs)
 	}
 }

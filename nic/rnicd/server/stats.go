@@ -32,6 +32,9 @@ type Stats struct {
 	RingIndexErrors uint64 // producer or consumer indices out of range
 	LimitRejections uint64 // creations refused by a per-client limit
 	EventsDropped   uint64 // events a client did not read in time
+	// AcceptErrors counts accepts that failed for a passing reason (out
+	// of descriptors or memory) and were tried again.
+	AcceptErrors uint64
 }
 
 type stats struct {
@@ -39,6 +42,7 @@ type stats struct {
 	reapedQPs, reapedSRQs, reapedCQs, reapedAHs, reapedMRs, reapedPDs     atomic.Uint64
 	reapedBytes, bytesUnmapped                                            atomic.Uint64
 	badMessages, badWQEs, ringIndexErrors, limitRejections, eventsDropped atomic.Uint64
+	acceptErrors                                                          atomic.Uint64
 }
 
 // Stats returns a snapshot of the counters.
@@ -52,6 +56,7 @@ func (s *Server) Stats() Stats {
 		ReapedBytes: c.reapedBytes.Load(), BytesUnmapped: c.bytesUnmapped.Load(),
 		BadMessages: c.badMessages.Load(), BadWQEs: c.badWQEs.Load(), RingIndexErrors: c.ringIndexErrors.Load(),
 		LimitRejections: c.limitRejections.Load(), EventsDropped: c.eventsDropped.Load(),
+		AcceptErrors: c.acceptErrors.Load(),
 	}
 }
 
@@ -60,7 +65,7 @@ func (s *Server) Stats() Stats {
 var statNames = [...]string{
 	"clients_accepted", "clients_reaped", "clients_refused", "reaped_qps", "reaped_srqs", "reaped_cqs", "reaped_ahs",
 	"reaped_mrs", "reaped_pds", "reaped_bytes", "bytes_unmapped", "bad_messages", "bad_wqes",
-	"ring_index_errors", "limit_rejections", "events_dropped",
+	"ring_index_errors", "limit_rejections", "events_dropped", "accept_errors",
 }
 
 // Counters returns the counters as named values.
