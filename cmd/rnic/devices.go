@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"net/netip"
+	"os"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -30,7 +31,7 @@ rnic0 is the NIC every command builds in its own process (the embedded
 mode on loopback UDP: its GUID comes from the MAC derived from --addr,
 default 127.0.0.2, and the node GUID is that of the NIC pingpong and perf
 build there). NAME@SOCKET are the NICs of the rnicd on --socket (default
-` + ibv.DefaultSocket + `; nothing is listed when no daemon listens on the
+` + ibv.SocketRule + `; nothing is listed when no daemon listens on the
 default socket), verbs:NAME the libibverbs devices of a build with -tags
 verbs. rnic devinfo shows their attributes.
 
@@ -54,7 +55,7 @@ type deviceSources struct {
 }
 
 func (s *deviceSources) add(flags *pflag.FlagSet) {
-	flags.StringVar(&s.socket, "socket", ibv.DefaultSocket, "the rnicd whose NICs to list")
+	flags.StringVar(&s.socket, "socket", ibv.DefaultSocketPath(), "the rnicd whose NICs to list")
 	flags.StringVar(&s.addr, "addr", "127.0.0.2", "the in-process NIC's address (its MAC, GUID and GID follow from it)")
 }
 
@@ -134,7 +135,7 @@ func runDevices(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rnic devices: unexpected argument %q (rnic help devices)\n", flags.Arg(0))
 		return 2
 	}
-	devs, listErr := src.list(flags.Changed("socket"))
+	devs, listErr := src.list(socketChosen(flags))
 	fmt.Fprintf(stdout, "    %-30s  %-16s  %s\n", "device", "node GUID", "backend")
 	fmt.Fprintf(stdout, "    %-30s  %-16s  %s\n", "------", "---------", "-------")
 	status := 0
@@ -153,4 +154,10 @@ func runDevices(args []string, stdout, stderr io.Writer) int {
 		status = 1
 	}
 	return status
+}
+
+// socketChosen reports whether the user named the daemon (--socket or
+// $RNIC_SOCKET), whose absence is then an error, not an empty list.
+func socketChosen(flags *pflag.FlagSet) bool {
+	return flags.Changed("socket") || os.Getenv(ibv.SocketEnv) != ""
 }

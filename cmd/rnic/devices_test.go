@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/rnic/rnic/cmd/internal/version"
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/rnicdtest"
 )
 
@@ -32,8 +34,31 @@ func TestDevices(t *testing.T) {
 	}
 	// A daemon named but not there: an error, the in-process NIC still.
 	out, errOut, code = rnic(t, "devices", "--socket", "/nonexistent/rnicd.sock")
-	if code != 1 || !strings.Contains(out, "rnic0") || !strings.HasPrefix(errOut, "rnic devices: rnicd at /nonexistent/rnicd.sock:") {
+	if code != 1 || !strings.Contains(out, "rnic0") || !strings.HasPrefix(errOut, "rnic devices: no rnicd at /nonexistent/rnicd.sock:") ||
+		!strings.Contains(errOut, "start one with") {
 		t.Errorf("absent daemon: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// TestDevicesFollowsSocketRule: with no --socket, rnic devices asks the
+// daemon the socket rule names ($RNIC_SOCKET here), as exec and stat do;
+// and devinfo -d NAME refuses a name no device has (neither rnicN, nor a
+// daemon's NIC, nor a libibverbs device) rather than making an in-process
+// NIC of it.
+func TestDevicesFollowsSocketRule(t *testing.T) {
+	d := rnicdtest.Start(t, rnicdtest.Options{NICs: 2})
+	t.Setenv(ibv.SocketEnv, d.Socket)
+	out, errOut, code := rnic(t, "devices")
+	if code != 0 || !strings.Contains(out, d.Spec(1).String()) {
+		t.Errorf("devices: exit %d, stderr %q\n%s", code, errOut, out)
+	}
+	out, errOut, code = rnic(t, "devinfo", "-d", "mlx5_0")
+	if code == 0 || out != "" || !strings.Contains(errOut, "no device mlx5_0") {
+		t.Errorf("devinfo -d mlx5_0: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	t.Setenv(ibv.SocketEnv, filepath.Join(t.TempDir(), "none.sock"))
+	if _, errOut, code = rnic(t, "devices"); code != 1 || !strings.Contains(errOut, "no rnicd at") {
+		t.Errorf("devices with $%s naming no daemon: exit %d, stderr %q", ibv.SocketEnv, code, errOut)
 	}
 }
 

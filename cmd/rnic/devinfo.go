@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -18,7 +19,9 @@ Shows the attributes of RDMA devices as ibv_devinfo does: the device's
 identity, with -v its limits (ibv_query_device), and its port: state, MTUs,
 link layer, with -v the port's limits, and its GID table with each GID's
 type. Without -d, every device rnic devices lists; -d DEVICE is one
-(rnic0, NAME@SOCKET, verbs:NAME).
+(rnic0, NAME@SOCKET, verbs:NAME; a bare NAME other than rnicN is looked
+up among the rnicd's and libibverbs' devices, and is an error if none
+has it).
 
 rnic's NICs speak RoCEv2 on an Ethernet link: each GID is an address of
 the NIC (IPv4 ones as ::ffff:a.b.c.d) and of type RoCE v2. A libibverbs
@@ -66,7 +69,7 @@ func runDevinfo(args []string, stdout, stderr io.Writer) int {
 		devs = []deviceEntry{e}
 	} else {
 		var err error
-		if devs, err = src.list(flags.Changed("socket")); err != nil {
+		if devs, err = src.list(socketChosen(flags)); err != nil {
 			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("devinfo: ", err))
 			status = 1
 		}
@@ -97,11 +100,48 @@ func (s *deviceSources) entry(dev string) (deviceEntry, error) {
 	if spec.Backend != ibv.BackendLocal {
 		return deviceEntry{spec: spec, backend: spec.Backend.String(), open: func() (ibv.Device, error) { return ibv.Open(spec) }}, nil
 	}
+	if !isLocalName(spec.Name) {
+		// A bare name that is not an in-process NIC's is looked up
+		// among the devices there are, as ibv_devinfo -d does: a
+		// daemon's NIC or a libibverbs device of that name.
+		return s.named(spec.Name)
+	}
 	addr, err := netip.ParseAddr(s.addr)
 	if err != nil {
 		return deviceEntry{}, fmt.Errorf("--addr: %w", err)
 	}
 	return deviceEntry{spec: spec, backend: "in-process", open: func() (ibv.Device, error) { return openLocal(spec.Name, addr) }}, nil
+}
+
+// isLocalName reports whether name is an in-process NIC's: rnicN.
+func isLocalName(name string) bool {
+	digits, ok := strings.CutPrefix(name, "rnic")
+	if !ok || digits == "" {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// named is the listed device called name (NAME of NAME@SOCKET, or a
+// libibverbs device's name), or an error that says what there is.
+func (s *deviceSources) named(name string) (deviceEntry, error) {
+	devs, err := s.list(false)
+	if err != nil {
+		return deviceEntry{}, err
+	}
+	var have []string
+	for _, e := range devs {
+		if e.spec.Name == name && e.spec.Backend != ibv.BackendLocal {
+			return e, nil
+		}
+		have = append(have, e.spec.String())
+	}
+	return deviceEntry{}, fmt.Errorf("no device %s: in-process NICs are named rnicN, and no rnicd NIC or libibverbs device has that name (there are: %s)", name, strings.Join(have, ", "))
 }
 
 // printDevinfo prints one device as ibv_devinfo [-v].

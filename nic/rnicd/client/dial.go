@@ -23,7 +23,7 @@ var ErrUntrustedDaemon = errors.New("rnicd: socket not served by this user or ro
 func dial(socket string) (*net.UnixConn, *unix.Ucred, error) {
 	conn, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: socket, Net: "unixpacket"})
 	if err != nil {
-		return nil, nil, fmt.Errorf("rnicd at %s: %w", socket, err)
+		return nil, nil, noDaemon(socket, err)
 	}
 	cred, err := peerCred(conn)
 	if err == nil {
@@ -34,6 +34,18 @@ func dial(socket string) (*net.UnixConn, *unix.Ucred, error) {
 		return nil, nil, fmt.Errorf("rnicd at %s: %w", socket, err)
 	}
 	return conn, cred, nil
+}
+
+// noDaemon words a failed connect: with no socket there, or nobody
+// listening on it, what the user needs to hear is how to start rnicd (as
+// the C library says), not the syscall.
+func noDaemon(socket string, err error) error {
+	var errno unix.Errno
+	if errors.As(err, &errno) && (errno == unix.ENOENT || errno == unix.ECONNREFUSED) {
+		return fmt.Errorf("no rnicd at %s: %w; start one with `rnicd --udp 127.0.0.2` (or rnicd --socket %s ...), or set RNIC_SOCKET to where one listens",
+			socket, errno, socket)
+	}
+	return fmt.Errorf("rnicd at %s: %w", socket, err)
 }
 
 // peerCred returns the credentials the kernel recorded for the listener

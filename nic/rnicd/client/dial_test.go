@@ -140,3 +140,30 @@ func roleSquatter() {
 	fmt.Println(strings.Join([]string{"connections", fmt.Sprint(nc), "bytes", fmt.Sprint(nb)}, " "))
 	os.Exit(0)
 }
+
+// With no daemon on the socket (none there, or a stale one), the error
+// says how to start one, once, and still wraps the cause.
+func TestNoDaemonSaysHowToStartOne(t *testing.T) {
+	dir := t.TempDir()
+	stale := filepath.Join(dir, "stale.sock")
+	l, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: stale, Net: "unixpacket"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetUnlinkOnClose(false)
+	l.Close()
+	for _, c := range []struct {
+		sock string
+		want error
+	}{{filepath.Join(dir, "none.sock"), syscall.ENOENT}, {stale, syscall.ECONNREFUSED}} {
+		_, err := client.QueryStat(c.sock)
+		if err == nil {
+			t.Fatalf("%s: no error", c.sock)
+		}
+		msg := err.Error()
+		if !errors.Is(err, c.want) || !strings.Contains(msg, "start one with `rnicd --udp") ||
+			strings.Count(msg, c.sock) != 2 || strings.Contains(msg, "dial unixpacket") {
+			t.Errorf("%s: %v", c.sock, err)
+		}
+	}
+}
