@@ -29,9 +29,14 @@ HAVE_CC_VERBS := $(shell command -v $(CC) >/dev/null 2>&1 && [ -e /usr/include/i
 
 all: build
 
+# The revision --version prints where the toolchain stamps none (a build
+# from a tarball, or -buildvcs=false): git's, when this is a checkout.
+REVISION    ?= $(shell git describe --always --dirty 2>/dev/null)
+LDFLAGS     := $(if $(REVISION),-X github.com/rnic/rnic/cmd/internal/version.Revision=$(REVISION))
+
 build:
-	$(GO) build -o $(BIN)/rnic ./cmd/rnic
-	$(GO) build -o $(BIN)/rnicd ./cmd/rnicd
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/rnic ./cmd/rnic
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/rnicd ./cmd/rnicd
 ifeq ($(HAVE_CC_VERBS),yes)
 	@if [ -e $(DROPIN_LIB)/Makefile ]; then $(MAKE) --no-print-directory lib; \
 	else echo "build: $(LIBDIR)/libibverbs.so.1 not built: no $(DROPIN_LIB)/Makefile in this checkout"; fi

@@ -11,6 +11,12 @@ import (
 // Release is rnic's version.
 const Release = "0.1.0"
 
+// Revision is the source revision make build stamps in with -ldflags
+// "-X ...version.Revision=REV" (git describe): the fallback where the
+// toolchain recorded no VCS details (go run, a build outside a checkout,
+// -buildvcs=false).
+var Revision string
+
 // Line is what PROG --version prints: "PROG RELEASE (module VERSION,
 // REVISION[+modified] TIME[, tags TAGS]) GOVERSION OS/ARCH", the part in
 // parentheses from what the Go toolchain recorded in the binary.
@@ -42,6 +48,9 @@ func buildDetails() string {
 		case "-tags":
 			tags = ", tags " + s.Value
 		}
+	}
+	if rev == "" && Revision != "" {
+		rev, modified, when = Revision, "", ""
 	}
 	out := " (module " + bi.Main.Version
 	if rev != "" {
