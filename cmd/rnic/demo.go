@@ -45,12 +45,12 @@ resend). A demo on an idle host has none; they appear when a frame is lost
 or late. With --iwarp there are none to mark: TCP, below the iWARP
 engine, resends lost segments, and RDMAP has no RNR NAK.
 
-In the TAP mode (--tap A --tap B --ip CIDR_A --ip CIDR_B, --mac twice
-optional) rnic0 and rnic1 each own a TAP device, which must share an
+` + tapModeHelp + ` Here (--tap A --tap B --ip CIDR_A --ip CIDR_B, --mac
+twice optional) rnic0 and rnic1 each own a TAP device, which must share an
 Ethernet: put them on one bridge, or --bridge BR enslaves them; every step,
 and with --iwarp the TCP connection, crosses that wire. --pcap then records
 every frame on rnic0's TAP.
-` + tapModeHelp + `
+
 With -d/--ib-dev DEVICE the RoCEv2 steps run with both sides on that one
 device, two sets of QPs talking to each other through its port: a plain
 name is a NIC of this process on --addr-a (port --port), NAME@SOCKET a NIC

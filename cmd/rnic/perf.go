@@ -92,12 +92,10 @@ side channel runs on the device's own network if it has one (the raw
 baseline, the kernel's, is then skipped), else on kernel TCP. Both sides in
 one process share the device, their QPs talking through its port.
 
-In the TAP mode (--tap NAME --ip CIDR) the NIC owns a TAP device and the
-side channel (and iWARP) run on the NIC's own TCP; each process runs one
-role, the server (--serve) or the client (SERVER last), as perftest. Both
-sides in one process need two TAPs: --tap twice (the server's, then the
-client's) with one --ip each. The raw baseline is skipped in the TAP mode.
-` + tapModeHelp + `
+` + tapModeHelp + ` Each process runs one role, the server (--serve) or
+the client (SERVER last), as perftest. Both sides in one process need two
+TAPs: --tap twice (the server's, then the client's) with one --ip each. The raw baseline is skipped in the TAP mode.
+
 Progress goes to stderr once a run has taken a few seconds. Exits 1 when
 the test fails or data arrived corrupted, 2 on bad usage.
 

@@ -37,15 +37,14 @@ has no Ethernet port of its own, hence no link-local GID. Without -g, as
 with ibv_rc_pingpong, no GID is sent; RoCEv2 needs one, so rnic then reaches
 the peer at the address its side channel connection came from.
 
-In the TAP mode (--tap NAME --ip CIDR) each side's NIC owns a TAP device
-instead of a kernel socket, and the side channel runs on the NIC's own TCP:
-the server listens on every address of its NIC, a client connects from its
+` + tapModeHelp + ` Each side's NIC owns a TAP device instead of a kernel
+socket, and the side channel runs on the NIC's own TCP: the server listens on every address of its NIC, a client connects from its
 address of the server's family (IPv6 works end to end), and --pcap records
 every frame on the TAP. The GID table is Linux's: index 0 the link-local
 GID of the NIC's MAC (fe80::/64, EUI-64; usable: the NIC answers ND for
 it), then the --ip addresses in order, so -g 1 is the first --ip, as on
 rxe. All entries are RoCEv2 GIDs (rxe also lists RoCE v1 ones).
-` + tapModeHelp + `
+
 -d/--ib-dev names the device, as ibv_rc_pingpong's -d does: a plain name
 (default rnic0) is this process's own NIC, as above; NAME@SOCKET is a NIC
 rnicd serves (NAME@ for the default socket: ` + ibv.SocketRule + `), verbs:NAME a libibverbs

@@ -42,7 +42,7 @@ embedded mode the NIC's streams are kernel TCP (no root) from its own
 address, as over RoCEv2: the server's is -a, the client's -I (or the
 kernel's source address toward the server).
 
-In the TAP mode (--tap NAME --ip CIDR) both run on the NIC on the TAP from
+` + tapModeHelp + ` Both sides run on the NIC on the TAP from
 its address (RoCEv2 on its engine, iWARP on its own TCP), and --pcap
 records every frame on the TAP.
 
@@ -53,7 +53,7 @@ verbs:NAME a libibverbs device (rxe0, mlx5_0). Over such a device rping
 runs on RoCEv2 through the device's own rdma_cm, which picks the source
 address (-I, if given, must be one of the device's); --iwarp, --tap,
 --pcap and --trace are this process's NIC's.
-` + tapModeHelp + `
+
 Exits 1 when the run fails (messages on stderr, as rping's), 2 on bad usage.
 
 flags:

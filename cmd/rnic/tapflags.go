@@ -15,11 +15,12 @@ import (
 	"github.com/rnic/rnic/nic/tapnic"
 )
 
-// tapModeHelp is the one line every TAP-mode command's help carries.
-const tapModeHelp = `TAP mode (--tap, root): the NIC owns a TAP device with its own MAC and
-IP addresses and answers ARP, ND and ping there; RoCEv2, iWARP and the side
-channel all go through it, as on a host whose only interface is the NIC.
-`
+// tapModeHelp opens the TAP-mode paragraph of every TAP-mode command's
+// help, which goes on with what the mode means for that command.
+const tapModeHelp = `TAP mode (--tap NAME --ip CIDR, root): the NIC owns a TAP device with its
+own MAC and IP addresses and answers ARP, ND and ping there; RoCEv2, iWARP
+and the side channel all go through it, as on a host whose only interface
+is the NIC.`
 
 // tapFlags are the TAP-mode flags of one command line.
 type tapFlags struct {

@@ -143,7 +143,7 @@ func TestTAPCommandUsage(t *testing.T) {
 	}
 	for _, cmd := range []string{"pingpong", "perf", "demo"} {
 		out, _, code := rnic(t, "help", cmd)
-		if code != 0 || !strings.Contains(out, "TAP mode (--tap, root)") || !strings.Contains(out, "--tap-mtu") || !strings.Contains(out, "--bridge") {
+		if code != 0 || !strings.Contains(out, "TAP mode (--tap NAME --ip CIDR, root)") || !strings.Contains(out, "--tap-mtu") || !strings.Contains(out, "--bridge") {
 			t.Errorf("help %s lacks the TAP mode:\n%s", cmd, out)
 		}
 	}
