@@ -54,8 +54,8 @@ func DialWait(ctx context.Context, n Network, local netip.Addr, remote netip.Add
 	defer cancel()
 	if o.Notice != nil {
 		stop := noticeAfter(o.Notice, cmp.Or(o.NoticeAfter, time.Second), fmt.Sprintf(
-			"%s: waiting for %v to accept %s from %v (gives up after %v; Ctrl-C stops)",
-			cmp.Or(o.Who, "ibv"), remote, cmp.Or(o.What, "the connection"), local, timeout))
+			"%s: waiting for %v to accept %s from %v (%s; Ctrl-C stops)",
+			cmp.Or(o.Who, "ibv"), remote, cmp.Or(o.What, "the connection"), local, giveUpRule(o.Retry, timeout)))
 		defer stop()
 	}
 	retryUntil := time.Now().Add(o.Retry)
@@ -76,6 +76,19 @@ func DialWait(ctx context.Context, n Network, local netip.Addr, remote netip.Add
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// giveUpRule says when DialWait stops: a refused connection (no server
+// listening yet) is retried only for retry, a silent peer is waited for up
+// to timeout; saying only the latter promised a wait the tool did not make.
+func giveUpRule(retry, timeout time.Duration) string {
+	switch {
+	case retry < 0:
+		return fmt.Sprintf("gives up at once if refused, after %v if nothing answers", timeout)
+	case retry < timeout:
+		return fmt.Sprintf("gives up after %v if refused, after %v if nothing answers", retry, timeout)
+	}
+	return fmt.Sprintf("gives up after %v", timeout)
 }
 
 // noticeAfter writes line to w after d unless the returned stop is

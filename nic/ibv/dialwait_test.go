@@ -56,7 +56,7 @@ func TestDialWaitNoAnswer(t *testing.T) {
 	if !errors.Is(err, ErrNoAnswer) || took < 300*time.Millisecond || took > 10*time.Second {
 		t.Errorf("err %v after %v, want ErrNoAnswer after 300ms", err, took)
 	}
-	want := "perf: waiting for 10.0.0.3:18515 to accept the side channel from 10.0.0.2 (gives up after 300ms; Ctrl-C stops)\n"
+	want := "perf: waiting for 10.0.0.3:18515 to accept the side channel from 10.0.0.2 (gives up after 50ms if refused, after 300ms if nothing answers; Ctrl-C stops)\n"
 	if notice.String() != want {
 		t.Errorf("notice %q, want %q", notice.String(), want)
 	}
