@@ -417,6 +417,10 @@ func (t *TCPStack) Listen(addr netip.AddrPort) (net.Listener, error) {
 		return nil, listenError(addr, fmt.Errorf("netstack: %s", terr))
 	}
 	ep.SocketOptions().SetDelayOption(false)
+	// SO_REUSEADDR, as Linux servers (and transport/stream's netstack)
+	// listen: a port can be listened on again while connections that
+	// ended on it wait in TIME_WAIT, so a tool run again at once works.
+	ep.SocketOptions().SetReuseAddress(true)
 	if terr := ep.Bind(fullAddress(addr)); terr != nil {
 		ep.Close()
 		return nil, listenError(addr, tcpipError(terr))

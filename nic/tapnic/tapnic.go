@@ -214,7 +214,7 @@ func (n *NIC) Dial(ctx context.Context, remote netip.AddrPort) (net.Conn, error)
 func (n *NIC) Listen(addr netip.AddrPort) (net.Listener, error) {
 	l, err := n.tcp.Listen(addr)
 	if err != nil {
-		return nil, fmt.Errorf("tapnic: listen on %v: %w", addr, err)
+		return nil, fmt.Errorf("tapnic: %w", err) // it says "listen tcp ADDR"
 	}
 	return l, nil
 }

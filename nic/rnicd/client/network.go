@@ -29,7 +29,11 @@ var _ ibv.Network = network{}
 func (n network) Listen(addr netip.AddrPort) (net.Listener, error) {
 	var rep proto.NetListenReply
 	if _, err := n.d.call(proto.OpNetListen, &proto.NetListenReq{Addr: addr}, nil, &rep); err != nil {
-		return nil, fmt.Errorf("rnicd: listen on %v: %w", addr, err)
+		var remote *proto.RemoteError
+		if errors.As(err, &remote) {
+			return nil, err // the daemon's words name the address already
+		}
+		return nil, fmt.Errorf("rnicd: listen on %s: %w", listenAddrString(addr), err)
 	}
 	return &listener{d: n.d, h: rep.Listener, addr: rep.Addr, closed: make(chan struct{})}, nil
 }
@@ -156,3 +160,13 @@ func (l *listener) Close() error {
 
 // Addr is the address the listener listens on.
 func (l *listener) Addr() net.Addr { return net.TCPAddrFromAddrPort(l.addr) }
+
+// listenAddrString says where a listener listens: ":PORT" for every
+// address, as Go's and the kernel's errors say it (an AddrPort with no
+// address prints as "invalid AddrPort").
+func listenAddrString(a netip.AddrPort) string {
+	if !a.Addr().IsValid() {
+		return fmt.Sprintf(":%d", a.Port())
+	}
+	return a.String()
+}
