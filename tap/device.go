@@ -106,6 +106,38 @@ var _ FrameIO = (*Device)(nil)
 // the Device is closed; an existing (persistent) TAP is left in place.
 // Nothing it created survives a failed open.
 func OpenDevice(cfg DeviceConfig) (*Device, error) {
+	d, err := openDevice(cfg)
+	return d, withPrivilegeHint(err)
+}
+
+// ErrNeedsPrivilege is wrapped by an open that the kernel refused for want
+// of privilege, with the remedy in its words.
+var ErrNeedsPrivilege = errors.New("the TAP mode needs root (CAP_NET_ADMIN in the TAP's network namespace): run it with sudo, or leave out --tap for the embedded mode, which needs no privilege")
+
+// withPrivilegeHint adds to a refusal for want of privilege (TUNSETIFF,
+// entering a namespace, netlink changes) what the user can do about it.
+// Some refusals come without their errno (netlink's namespace switch
+// words it with %v), so a process without CAP_NET_ADMIN gets the hint on
+// any failure.
+func withPrivilegeHint(err error) error {
+	if err == nil || !(errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) || !hasCapNetAdmin()) {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", err, ErrNeedsPrivilege)
+}
+
+// hasCapNetAdmin reports whether this process's effective capabilities
+// hold CAP_NET_ADMIN (in its own user namespace).
+func hasCapNetAdmin() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return true // unknown: say nothing rather than something wrong
+	}
+	return data[unix.CAP_NET_ADMIN/32].Effective&(1<<(unix.CAP_NET_ADMIN%32)) != 0
+}
+
+func openDevice(cfg DeviceConfig) (*Device, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
