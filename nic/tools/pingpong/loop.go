@@ -187,9 +187,22 @@ const (
 	parkMax   = time.Millisecond
 )
 
-// pattern is the byte at offset i of a --chk message: it changes within
-// every page and from page to page, so a misplaced or stale page shows.
-func pattern(i int) byte { return byte(i) ^ byte(i>>12)*31 ^ 0x5a }
+// pattern is the byte at offset i of a --chk message. The first byte of
+// every page is 0, as ibv_rc_pingpong --chk writes it and checks it (its
+// i / page_size % sizeof(char)); the other bytes change within every page
+// and from page to page, so a misplaced or stale page shows between two
+// rnic peers.
+func pattern(i int) byte {
+	if i%PageSize == 0 {
+		return 0
+	}
+	return byte(i) ^ byte(i>>12)*31 ^ 0x5a
+}
+
+// rcPingpongFill is what ibv_rc_pingpong's buffer holds outside the bytes
+// --chk sets (it memsets the buffer to 0x7b): a real rc_pingpong peer
+// sends pages of 0 then 0x7b.
+const rcPingpongFill = 0x7b
 
 func fillPattern(buf []byte) {
 	for i := range buf {
@@ -197,12 +210,36 @@ func fillPattern(buf []byte) {
 	}
 }
 
-// checkPattern adds to bad every page of buf that differs from the pattern.
+// checkPattern adds to bad every page of buf that is neither rnic's
+// pattern nor what an ibv_rc_pingpong --chk peer sends (0, then 0x7b): a
+// page must start with 0, as rc_pingpong checks, and hold one of the two
+// fills whole.
 func checkPattern(buf []byte, bad map[int]bool) {
-	for i := 0; i < len(buf); i++ {
-		if buf[i] != pattern(i) {
-			bad[i/PageSize] = true
-			i = (i/PageSize+1)*PageSize - 1 // on to the next page
+	for start := 0; start < len(buf); start += PageSize {
+		page := buf[start:min(start+PageSize, len(buf))]
+		if !pageIsPattern(page, start) && !pageIsRCPingpong(page) {
+			bad[start/PageSize] = true
 		}
 	}
+}
+
+func pageIsPattern(page []byte, start int) bool {
+	for i, b := range page {
+		if b != pattern(start+i) {
+			return false
+		}
+	}
+	return true
+}
+
+func pageIsRCPingpong(page []byte) bool {
+	if page[0] != 0 {
+		return false
+	}
+	for _, b := range page[1:] {
+		if b != rcPingpongFill {
+			return false
+		}
+	}
+	return true
 }

@@ -183,6 +183,37 @@ func TestRunChkDetectsCorruption(t *testing.T) {
 	}
 }
 
+// What a real ibv_rc_pingpong --chk peer sends passes (each page 0, then
+// its 0x7b fill), and what it checks holds for rnic's messages (every
+// page's first byte 0); a page that is neither fill whole fails.
+func TestRunChkInteropsWithRCPingpong(t *testing.T) {
+	buf := make([]byte, 3*PageSize+100)
+	for i := range buf {
+		buf[i] = rcPingpongFill
+		if i%PageSize == 0 {
+			buf[i] = 0
+		}
+	}
+	bad := map[int]bool{}
+	checkPattern(buf, bad)
+	if len(bad) != 0 {
+		t.Fatalf("rc_pingpong's message: bad pages %v", bad)
+	}
+	buf[PageSize] = 1        // what rc_pingpong's own check flags
+	buf[2*PageSize+9] = 0x7a // a fill broken
+	copy(buf[3*PageSize:], make([]byte, 100))
+	checkPattern(buf, bad)
+	if len(bad) != 3 || !bad[1] || !bad[2] || !bad[3] {
+		t.Fatalf("bad pages %v, want 1, 2 and 3", bad)
+	}
+	fillPattern(buf)
+	for i := 0; i < len(buf); i += PageSize {
+		if buf[i] != 0 {
+			t.Fatalf("rnic's message has %#x at page start %d: rc_pingpong --chk flags it", buf[i], i)
+		}
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	for _, cfg := range []Config{
 		{MTU: 1500}, {Size: -1}, {Iters: -1}, {RxDepth: -2}, {IBPort: 2}, {SL: 16}, {Port: 70000},
