@@ -70,6 +70,9 @@ func handleRegMR(s *Session, req *Request, rep *Reply) error {
 		s.unreserve(kindMR, m.FileSize)
 		return fmt.Errorf("rnicd: reg MR: %w", err)
 	}
+	// The mapping is all the region needs: a descriptor per MR would let
+	// one client spend the daemon's descriptor limit for everyone.
+	sh.CloseFd()
 	mem := sh.Bytes()[m.Offset : m.Offset+m.Length]
 	mr, err := s.dev.dev.RegMRIOVA(pd.pd, mem, m.IOVA, memory.Access(m.Access))
 	// The region holds its own reference to the mapping; ours goes now,

@@ -58,6 +58,7 @@ func handleRegMRWindow(s *Session, req *Request, rep *Reply) error {
 		s.unreserve(kindMR, size)
 		return fmt.Errorf("rnicd: reg MR window: %w", err)
 	}
+	sh.CloseFd() // the mapping is enough; no descriptor per MR (ops_mr.go)
 	mem := sh.Bytes()[skip : skip+m.Length]
 	mr, err := s.dev.dev.RegMRIOVA(pd.pd, mem, m.IOVA, memory.Access(m.Access))
 	sh.Close() // the region holds its own reference
