@@ -78,6 +78,9 @@ func (d *Device) lookupAH(av *verbs.AddressVector) *AH {
 	return v.(*AH)
 }
 
+// flowLabelMask keeps the 20 bits of an IPv6 flow label.
+const flowLabelMask = 0xFFFFF
+
 // checkAV validates an address vector and returns it with its DGID in GID
 // form (an IPv4 address becomes IPv4-mapped), or a reason it is invalid.
 // multicast allows a multicast DGID (address handles and UD only: IB
@@ -99,11 +102,13 @@ func (d *Device) checkAV(av *verbs.AddressVector, multicast bool) (verbs.Address
 		return n, fmt.Sprintf("SGID %v and DGID %v are not the same IP version", d.gids[av.SGIDIndex], av.DGID)
 	case av.PortNum != 1:
 		return n, fmt.Sprintf("port_num %d, the device has port 1 only", av.PortNum)
-	case av.FlowLabel > 0xFFFFF:
-		return n, fmt.Sprintf("flow_label %#x exceeds 20 bits", av.FlowLabel)
 	case av.SL > 15:
 		return n, fmt.Sprintf("sl %d exceeds 4 bits", av.SL)
 	}
+	// The flow label is a 20-bit field: providers keep the low 20 bits of
+	// what they are given (mlx5 masks it; rxe sends none), and consumers
+	// count on it: UCX puts ~0 in every address vector.
+	n.FlowLabel = av.FlowLabel & flowLabelMask
 	// Hop limit and traffic class use their whole byte: the engine sends
 	// them as TTL/hop limit and TOS/traffic class.
 	return n, ""

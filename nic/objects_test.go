@@ -155,13 +155,21 @@ func TestAH(t *testing.T) {
 		"no DGID":         func(a *verbs.AddressVector) { a.DGID = netip.Addr{} },
 		"sgid_index":      func(a *verbs.AddressVector) { a.SGIDIndex = 9 },
 		"port 0":          func(a *verbs.AddressVector) { a.PortNum = 0 },
-		"flow label":      func(a *verbs.AddressVector) { a.FlowLabel = 1 << 20 },
 		"family mismatch": func(a *verbs.AddressVector) { a.DGID = netip.MustParseAddr("fd00::9") },
 	} {
 		a := goodAV()
 		mod(&a)
 		_, err := f.d.CreateAH(f.pd, a)
 		wantIs(t, name, err, ErrInvalid)
+	}
+	// A flow label wider than 20 bits keeps its low 20 bits, as providers
+	// do (UCX puts ~0 in every AV).
+	fl := goodAV()
+	fl.FlowLabel = ^uint32(0)
+	flah, err := f.d.CreateAH(f.pd, fl)
+	wantIs(t, "flow label ~0", err, nil)
+	if flah.AV().FlowLabel != 0xFFFFF {
+		t.Errorf("flow label %#x, want 0xfffff", flah.AV().FlowLabel)
 	}
 	wantIs(t, "Destroy", ah.Destroy(), nil)
 	wantIs(t, "Destroy twice", ah.Destroy(), ErrDestroyed)

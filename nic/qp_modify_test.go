@@ -238,7 +238,7 @@ func TestModifyRanges(t *testing.T) {
 		{"av IPv6 SGID to IPv4 DGID", RC, I, RTR, toRTR, verbs.AttrAV, ErrInvalid, func(a *verbs.QPAttr) { a.AV.SGIDIndex = 1 }},
 		{"av IPv6", RC, I, RTR, toRTR, 0, nil, func(a *verbs.QPAttr) { a.AV.SGIDIndex, a.AV.DGID = 1, netip.MustParseAddr("fd00::2") }},
 		{"av port 0", RC, I, RTR, toRTR, verbs.AttrAV, ErrInvalid, func(a *verbs.QPAttr) { a.AV.PortNum = 0 }},
-		{"av flow label 2^20", RC, I, RTR, toRTR, verbs.AttrAV, ErrInvalid, func(a *verbs.QPAttr) { a.AV.FlowLabel = 1 << 20 }},
+		{"av flow label ~0 (low 20 bits kept)", RC, I, RTR, toRTR, 0, nil, func(a *verbs.QPAttr) { a.AV.FlowLabel = ^uint32(0) }},
 		{"av sl 16", RC, I, RTR, toRTR, verbs.AttrAV, ErrInvalid, func(a *verbs.QPAttr) { a.AV.SL = 16 }},
 		{"av full byte tc and hop limit", RC, I, RTR, toRTR, 0, nil, func(a *verbs.QPAttr) { a.AV.TrafficClass, a.AV.HopLimit = 255, 255 }},
 		{"timeout 32", RC, RTR, RTS, toRTS, verbs.AttrTimeout, ErrInvalid, func(a *verbs.QPAttr) { a.Timeout = 32 }},
@@ -264,6 +264,9 @@ func TestModifyRanges(t *testing.T) {
 			err := q.Modify(a, c.mask)
 			if c.attr == 0 {
 				wantIs(t, "Modify", err, nil)
+				if c.mask&verbs.AttrAV != 0 && e.lastModify().attr.AV.FlowLabel > 0xFFFFF {
+					t.Fatalf("the engine got flow label %#x, wider than 20 bits", e.lastModify().attr.AV.FlowLabel)
+				}
 				return
 			}
 			checkAttrErr(t, "Modify", err, c.attr, c.err)

@@ -118,7 +118,7 @@ func udOpts() qpOpts {
 
 // UD: the receive buffer starts with the 40-byte GRH area (20 zero bytes
 // and the IPv4 header), byte_len counts it, the source QP comes from the
-// DETH.
+// DETH, and the SL says which IP header it is (as mlx5 reports it).
 func TestUDSendGRH(t *testing.T) {
 	for _, v6 := range []bool{false, true} {
 		o := udOpts()
@@ -137,6 +137,13 @@ func TestUDSendGRH(t *testing.T) {
 		}
 		if string(b.buf[40:55]) != "hello, datagram" {
 			t.Fatalf("payload %q", b.buf[40:55])
+		}
+		wantSL := verbs.WCSLRoCEIPv4
+		if v6 {
+			wantSL = verbs.WCSLRoCEIPv6
+		}
+		if rc[0].SL != wantSL {
+			t.Fatalf("v6=%v: SL %d, want %d (the RoCE L3 header type)", v6, rc[0].SL, wantSL)
 		}
 		if v6 {
 			if b.buf[0]>>4 != 6 || !bytes.Equal(b.buf[8:24], a.addr.AsSlice()) {

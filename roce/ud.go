@@ -55,8 +55,10 @@ func (qp *QP) udReceive(f *wire.Frame) {
 	ip := f.IP()
 	if f.IPv6 {
 		copy(grh, ip[:wire.IPv6Len])
+		wc.SL = verbs.WCSLRoCEIPv6
 	} else {
 		copy(grh[20:], ip[:wire.IPv4Len])
+		wc.SL = verbs.WCSLRoCEIPv4
 	}
 	fault := qp.Cfg.Memory.Scatter(qp.Cfg.PD, wr.SGL, grh, 0)
 	if fault == memory.Ok && len(payload) > 0 {

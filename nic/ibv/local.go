@@ -106,27 +106,41 @@ func (l *local) Counters() []Counter {
 func (l *local) forwardEvents() {
 	defer close(l.events)
 	for e := range l.d.Events() {
-		out := Event{Type: e.Type, Port: e.Port}
-		if e.QP != nil {
-			if w, ok := l.objs.Load(e.QP); ok {
-				out.QP = w.(QP)
-			}
-		}
-		if e.CQ != nil {
-			if w, ok := l.objs.Load(e.CQ); ok {
-				out.CQ = w.(CQ)
-			}
-		}
-		if e.SRQ != nil {
-			if w, ok := l.objs.Load(e.SRQ); ok {
-				out.SRQ = w.(SRQ)
-			}
+		out, ok := l.wrapEvent(e)
+		if !ok {
+			continue
 		}
 		select {
 		case l.events <- out:
 		default: // as nic does: a reader that does not read loses events
 		}
 	}
+}
+
+// wrapEvent gives e the wrappers of its object; false when the object is
+// already destroyed (its wrapper gone): such an event is dropped, as the
+// kernel drops the events of a destroyed object. Passed on without its
+// object it would look like a port event, with no QP for a QP's event
+// (UCX's handler dereferenced the NULL element.qp of one).
+func (l *local) wrapEvent(e nic.Event) (Event, bool) {
+	out := Event{Type: e.Type, Port: e.Port}
+	var w any
+	ok := true
+	switch {
+	case e.QP != nil:
+		if w, ok = l.objs.Load(e.QP); ok {
+			out.QP = w.(QP)
+		}
+	case e.CQ != nil:
+		if w, ok = l.objs.Load(e.CQ); ok {
+			out.CQ = w.(CQ)
+		}
+	case e.SRQ != nil:
+		if w, ok = l.objs.Load(e.SRQ); ok {
+			out.SRQ = w.(SRQ)
+		}
+	}
+	return out, ok
 }
 
 func (l *local) Name() string                                   { return l.d.Name() }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
@@ -182,3 +183,66 @@ func TestWrapQP(t *testing.T) {
 
 // notLocal is a Device that is not one of Local's.
 type notLocal struct{ ibv.Device }
+
+// TestLocalEventOfUnwrappedQP: an event of a QP the Local device has no
+// wrapper for (destroyed meanwhile, or never wrapped) is dropped, not
+// passed on without its QP, where it would look like a port event (UCX's
+// async handler dereferenced the NULL element.qp of one). A wrapped QP's
+// event that follows it comes first, with its QP.
+func TestLocalEventOfUnwrappedQP(t *testing.T) {
+	link, _ := transport.NewPipe()
+	n, err := embedded.Open(embedded.UDPConfig{Addr: netip.MustParseAddr("10.0.0.1"), Link: link})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	d := ibv.Local(n.Device, ibv.LocalOptions{Close: func() error { return nil }})
+	pd, err := d.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := d.CreateCQ(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srq, err := d.CreateSRQ(pd, 4, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toErr := func(modify func(*verbs.QPAttr, verbs.QPAttrMask) error) {
+		t.Helper()
+		if err := modify(&verbs.QPAttr{State: verbs.QPSErr}, verbs.AttrState); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A QP made on the nic device directly has no wrapper: its
+	// LAST_WQE_REACHED (an SRQ QP entering ERR) has no QP to carry.
+	rawPD, err := n.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rawSRQ, err := n.CreateSRQ(rawPD, 4, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := n.CreateQP(rawPD, nic.QPInit{Type: verbs.QPTypeRC, SendCQ: ibv.LocalCQ(cq), RecvCQ: ibv.LocalCQ(cq),
+		SRQ: rawSRQ, Cap: verbs.QPCap{MaxSendWR: 1, MaxSendSGE: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toErr(raw.Modify)
+	own, err := d.CreateQP(pd, ibv.QPInit{Type: verbs.QPTypeRC, SendCQ: cq, RecvCQ: cq, SRQ: srq,
+		Cap: verbs.QPCap{MaxSendWR: 1, MaxSendSGE: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toErr(own.Modify)
+	select {
+	case e := <-d.Events():
+		if e.Type != verbs.EventQPLastWQEReached || e.QP != own {
+			t.Fatalf("first event %v for QP %v, want LAST_WQE_REACHED for QP %#x (the unwrapped QP's must be dropped)", e.Type, e.QP, own.QPN())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event for the wrapped QP")
+	}
+}

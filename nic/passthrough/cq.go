@@ -91,6 +91,7 @@ func wcFromC(w *C.struct_rn_wc) verbs.WC {
 		SrcQP:     uint32(w.src_qp),
 		Flags:     verbs.WCFlags(w.wc_flags) & (verbs.WCFlagGRH | verbs.WCFlagWithImm | verbs.WCFlagWithInv),
 		PKeyIndex: uint16(w.pkey_index),
+		SL:        uint8(w.sl),
 	}
 }
 

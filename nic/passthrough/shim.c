@@ -215,6 +215,7 @@ int rn_poll_cq(struct ibv_cq *cq, int n, struct rn_wc *out)
 		out[i].src_qp = wc[i].src_qp;
 		out[i].wc_flags = wc[i].wc_flags;
 		out[i].pkey_index = wc[i].pkey_index;
+		out[i].sl = wc[i].sl;
 	}
 	return got;
 }

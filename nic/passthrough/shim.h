@@ -60,6 +60,7 @@ struct rn_wc {
 	uint32_t src_qp;
 	uint32_t wc_flags;
 	uint32_t pkey_index;
+	uint32_t sl;
 };
 
 // rn_async is an asynchronous event: its type and the context (rnic's

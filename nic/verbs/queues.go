@@ -49,6 +49,19 @@ const (
 	EventQPLastWQEReached AsyncEvent = 16
 )
 
+// Affiliated reports whether events of type e concern a QP, CQ or SRQ
+// (the element libibverbs hands out is then that object, chosen by the
+// type); the others concern a port or the device. ibv_event_type 6 and 7
+// are the path-migration events, QP events too.
+func (e AsyncEvent) Affiliated() bool {
+	switch e {
+	case EventCQErr, EventQPFatal, EventQPReqErr, EventQPAccessErr, EventCommEst, EventSQDrained, 6, 7,
+		EventSRQErr, EventSRQLimitReached, EventQPLastWQEReached:
+		return true
+	}
+	return false
+}
+
 func (e AsyncEvent) String() string {
 	switch e {
 	case EventCQErr:

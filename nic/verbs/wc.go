@@ -113,4 +113,18 @@ type WC struct {
 	SrcQP     uint32 // UD: the sender's QPN
 	Flags     WCFlags
 	PKeyIndex uint16
+	// SL: on a UD receive, the RoCE L3 header type of the datagram
+	// (WCSLRoCEIPv4, WCSLRoCEIPv6), where mlx5 reports it: RoCE has no
+	// service level on the wire, and consumers read the type there (UCX's
+	// ud_verbs takes the GRH area's DGID length from it). 0 elsewhere.
+	SL uint8
 }
+
+// The RoCE L3 header types a UD receive reports in WC.SL, as mlx5 does
+// (its CQE's packet type, which rdma-core's mlx5 provider copies to
+// ibv_wc.sl). rxe reports 0, and UCX 1.13's ud_verbs then drops every
+// IPv4 datagram (it reads a 16-byte DGID where the IPv4 header lies).
+const (
+	WCSLRoCEIPv6 uint8 = 1
+	WCSLRoCEIPv4 uint8 = 2
+)

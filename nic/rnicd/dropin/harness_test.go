@@ -485,6 +485,13 @@ func (d *daemon) run(t testing.TB, name, lib string, stdin io.Reader, argv ...st
 	return start(t, name, env, stdin, append([]string{build.rnic, "exec", "-S", d.socket, "--"}, argv...)...)
 }
 
+// runEnv starts argv through rnic exec on the daemon with env added to
+// the test's environment.
+func (d *daemon) runEnv(t testing.TB, name string, env []string, argv ...string) *proc {
+	t.Helper()
+	return start(t, name, env, nil, append([]string{build.rnic, "exec", "-S", d.socket, "--"}, argv...)...)
+}
+
 // lineBuffered runs a Debian program with its stdout line-buffered
 // (coreutils' stdbuf), so that the output of one killed after a hang is
 // not lost in its stdio buffer.
@@ -508,8 +515,15 @@ func (d *daemon) runOne(t *testing.T, argv ...string) *proc {
 // both outputs unless both exit 0.
 func (d *daemon) runPair(t *testing.T, port int, server, client []string) (srv, cli *proc) {
 	t.Helper()
+	return d.runPairEnv(t, port, nil, server, nil, client)
+}
+
+// runPairEnv is runPair with environment variables added to the server's
+// and the client's (srvEnv, cliEnv).
+func (d *daemon) runPairEnv(t *testing.T, port int, srvEnv, server, cliEnv, client []string) (srv, cli *proc) {
+	t.Helper()
 	deadline := time.After(programTimeout)
-	srv = d.run(t, "server", "", nil, lineBuffered(server)...)
+	srv = d.runEnv(t, "server", srvEnv, lineBuffered(server)...)
 	for !listening(port) {
 		select {
 		case <-srv.done:
@@ -520,7 +534,7 @@ func (d *daemon) runPair(t *testing.T, port int, server, client []string) (srv, 
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	cli = d.run(t, "client", "", nil, lineBuffered(client)...)
+	cli = d.runEnv(t, "client", cliEnv, lineBuffered(client)...)
 	cli.wait(deadline)
 	if !cli.ok() {
 		// A failed client leaves the server waiting: end it now.

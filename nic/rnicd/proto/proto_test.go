@@ -232,7 +232,7 @@ func TestRecvWQEAndWCRoundTrip(t *testing.T) {
 		t.Fatalf("recv WQE %+v %v", got, err)
 	}
 	wc := verbs.WC{WRID: 1 << 63, Status: verbs.WCRetryExcErr, Opcode: verbs.WCRecvRDMAWithImm, VendorErr: 3, ByteLen: 4,
-		Imm: 5, InvRKey: 6, QPN: 7, SrcQP: 8, Flags: verbs.WCFlagGRH | verbs.WCFlagWithImm, PKeyIndex: 9}
+		Imm: 5, InvRKey: 6, QPN: 7, SrcQP: 8, Flags: verbs.WCFlagGRH | verbs.WCFlagWithImm, PKeyIndex: 9, SL: 2}
 	wslot := make([]byte, WCSlotLen)
 	PutWC(wslot, &wc)
 	var gwc verbs.WC

@@ -2,7 +2,7 @@
 // read by the client (struct ibv_wc, the fields verbs.WC has):
 //
 //	 0  wr_id       u64
-//	 8  status u8, opcode u8, flags u8, reserved u8
+//	 8  status u8, opcode u8, flags u8, sl u8
 //	12  vendor_err  u32
 //	16  byte_len    u32
 //	20  imm         u32
@@ -23,7 +23,7 @@ const WCSlotLen = 48
 func PutWC(slot []byte, wc *verbs.WC) {
 	_ = slot[WCSlotLen-1]
 	le.PutUint64(slot[0:], wc.WRID)
-	slot[8], slot[9], slot[10], slot[11] = byte(wc.Status), byte(wc.Opcode), byte(wc.Flags), 0
+	slot[8], slot[9], slot[10], slot[11] = byte(wc.Status), byte(wc.Opcode), byte(wc.Flags), wc.SL
 	le.PutUint32(slot[12:], wc.VendorErr)
 	le.PutUint32(slot[16:], wc.ByteLen)
 	le.PutUint32(slot[20:], wc.Imm)
@@ -50,5 +50,6 @@ func GetWC(slot []byte, wc *verbs.WC) {
 		QPN:       le.Uint32(slot[28:]),
 		SrcQP:     le.Uint32(slot[32:]),
 		PKeyIndex: le.Uint16(slot[36:]),
+		SL:        slot[11],
 	}
 }

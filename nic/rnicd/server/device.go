@@ -72,6 +72,11 @@ func (d *device) routeEvents() {
 		case e.SRQ != nil:
 			key, kind = e.SRQ, proto.ObjectSRQ
 		}
+		if key == nil && e.Type.Affiliated() {
+			// An object's event without its object (destroyed
+			// meanwhile): no client may get it as a port event.
+			continue
+		}
 		if key == nil {
 			// A port event: every client of the device hears it.
 			d.mu.Lock()

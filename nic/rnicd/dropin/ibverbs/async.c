@@ -25,13 +25,42 @@ static int pop(struct rnic_conn *c, struct rnic_event *e)
 	return 1;
 }
 
+/* element_of is the kind of object events of type t concern, as
+ * libibverbs chooses the element by the type; 0 for a port or the device. */
+static int element_of(enum ibv_event_type t)
+{
+	switch (t) {
+	case IBV_EVENT_CQ_ERR:
+		return OBJ_CQ;
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		return OBJ_QP;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		return OBJ_SRQ;
+	default:
+		return 0;
+	}
+}
+
 /* to_ibv fills out from e; 0 if the event's object is gone (destroyed
- * while the event was in flight), in which case it is dropped. */
+ * while the event was in flight) or is not of the kind its type concerns,
+ * in which case it is dropped: every QP, CQ or SRQ event a consumer gets
+ * carries its live object (a handler reads element.qp->qp_num). */
 static int to_ibv(struct rnic_context *c, const struct rnic_event *e, struct ibv_async_event *out)
 {
+	int kind = element_of((enum ibv_event_type)e->type);
 	memset(out, 0, sizeof(*out));
 	out->event_type = (enum ibv_event_type)e->type;
-	switch (e->object) {
+	if (kind && e->object != kind)
+		return 0;
+	switch (kind) {
 	case OBJ_QP:
 		out->element.qp = rnic_obj_find(c, OBJ_QP, e->handle);
 		return out->element.qp != NULL;

@@ -139,6 +139,7 @@ void rnic_wc_from_slot(const uint8_t *s, struct ibv_wc *wc)
 	wc->status = (enum ibv_wc_status)s[8];
 	wc->opcode = (enum ibv_wc_opcode)s[9];
 	wc->wc_flags = s[10];
+	wc->sl = s[11]; /* UD: the RoCE L3 header type, as mlx5 reports it */
 	wc->vendor_err = get32(s + 12);
 	wc->byte_len = get32(s + 16);
 	if (wc->wc_flags & IBV_WC_WITH_INV)

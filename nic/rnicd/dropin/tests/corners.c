@@ -287,12 +287,18 @@ int main(int argc, char **argv)
 		test_manyqps(d0, d1);
 	else if (!strcmp(t, "cqchannels"))
 		test_cqchannels(d0, d1);
+	else if (!strcmp(t, "flowlabel"))
+		test_flowlabel(d0, d1);
+	else if (!strcmp(t, "udsl"))
+		test_udsl(d0, d1);
+	else if (!strcmp(t, "asyncobj"))
+		test_asyncobj(d0, d1);
 	else if (!strcmp(t, "killed"))
 		test_killed(d0);
 	else if (!strcmp(t, "nodaemon"))
 		test_nodaemon();
 	else {
-		fprintf(stderr, "usage: corners errors|channel|async|fork|mr|wr|ud|cap|manyqps|cqchannels|killed|nodaemon [DEV0 [DEV1]]\n");
+		fprintf(stderr, "usage: corners errors|channel|async|fork|mr|wr|ud|cap|manyqps|cqchannels|flowlabel|udsl|asyncobj|killed|nodaemon [DEV0 [DEV1]]\n");
 		return 2;
 	}
 	printf("%d failed\n", failures);
