@@ -101,6 +101,10 @@ func newFlagSet(first map[string]*string, devices *[]string, opts *options) *pfl
 	fs.Uint64Var(&opts.limits.MaxMRBytes, "max-mr-bytes", d.MaxMRBytes, "bytes of memory one client may register (whole memfds count)")
 	fs.Uint64Var(&opts.limits.MaxRingBytes, "max-ring-bytes", d.MaxRingBytes, "bytes of queue rings (QPs, SRQs, CQs) one client may have")
 	fs.IntVar(&opts.limits.MaxObjects, "max-objects", d.MaxObjects, "PDs, CQs, SRQs and AHs one client may have, together")
+	fs.IntVar(&opts.limits.MaxMRsPerUID, "max-mrs-per-uid", d.MaxMRsPerUID, "MRs all clients of one user may have, together")
+	fs.Uint64Var(&opts.limits.MaxMappedBytesPerUID, "max-mapped-bytes-per-uid", d.MaxMappedBytesPerUID, "bytes of registered memory and queue rings all clients of one user may have the daemon map, together")
+	fs.IntVar(&opts.limits.MaxMappings, "max-mappings", d.MaxMappings, "MRs all clients may have, together (default: half of vm.max_map_count)")
+	fs.Uint64Var(&opts.limits.MaxMappedBytes, "max-mapped-bytes", d.MaxMappedBytes, "bytes of registered memory and queue rings the daemon maps for all clients, together")
 	return fs
 }
 
@@ -125,7 +129,9 @@ func parseArgs(args []string) (*options, error) {
 	}{{"--max-clients", uint64(opts.limits.MaxClients)}, {"--max-clients-per-uid", uint64(opts.limits.MaxClientsPerUID)},
 		{"--max-qps", uint64(opts.limits.MaxQPs)}, {"--max-mrs", uint64(opts.limits.MaxMRs)},
 		{"--max-mr-bytes", opts.limits.MaxMRBytes}, {"--max-ring-bytes", opts.limits.MaxRingBytes},
-		{"--max-objects", uint64(opts.limits.MaxObjects)}} {
+		{"--max-objects", uint64(opts.limits.MaxObjects)}, {"--max-mrs-per-uid", uint64(opts.limits.MaxMRsPerUID)},
+		{"--max-mapped-bytes-per-uid", opts.limits.MaxMappedBytesPerUID}, {"--max-mappings", uint64(opts.limits.MaxMappings)},
+		{"--max-mapped-bytes", opts.limits.MaxMappedBytes}} {
 		if l.v == 0 || l.v > 1<<62 {
 			return nil, fmt.Errorf("%s must be positive", l.flag)
 		}

@@ -35,7 +35,8 @@ const help = `usage: rnicd --tap NAME --ip CIDR [--ip6 CIDR] [--mac MAC] [--mtu 
              [--device 'name=rnic1,tcp=ADDR,...']...
        [--socket PATH] [--max-clients N] [--max-clients-per-uid N]
        [--max-qps N] [--max-mrs N] [--max-mr-bytes N]
-       [--max-ring-bytes N] [--max-objects N]
+       [--max-ring-bytes N] [--max-objects N] [--max-mrs-per-uid N]
+       [--max-mapped-bytes-per-uid N] [--max-mappings N] [--max-mapped-bytes N]
        rnicd --version
 
 Runs software RDMA NICs until SIGINT or SIGTERM and serves them to local

@@ -12,7 +12,9 @@ import (
 // hold their rings; the session is charged exactly its chunks; closing
 // gives every byte back.
 func TestArenaAllocatorRandom(t *testing.T) {
-	s := &Session{srv: &Server{limits: Limits{MaxRingBytes: 1 << 40}}}
+	srv := &Server{limits: Limits{MaxRingBytes: 1 << 40}.withDefaults()}
+	srv.budget = newBudget(&srv.limits)
+	s := &Session{srv: srv}
 	a := newArena(s)
 	rng := rand.New(rand.NewPCG(1, 2))
 	type live struct {

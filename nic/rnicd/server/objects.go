@@ -113,6 +113,11 @@ func (s *Session) reserve(k objKind, bytes uint64) error {
 			return limitError(lim.MaxObjects, "PDs, CQs, SRQs and AHs", "--max-objects")
 		}
 	}
+	if k == kindMR {
+		if err := s.srv.budget.take(s.cred.Uid, 1, bytes); err != nil {
+			return err
+		}
+	}
 	switch k {
 	case kindQP:
 		s.qps++
@@ -135,6 +140,7 @@ func (s *Session) unreserve(k objKind, bytes uint64) {
 	case kindMR:
 		s.mrs--
 		s.mrBytes -= bytes
+		s.srv.budget.give(s.cred.Uid, 1, bytes)
 	default:
 		s.objects--
 	}
@@ -149,6 +155,9 @@ func (s *Session) reserveRing(bytes uint64) error {
 	if s.ring+bytes > lim.MaxRingBytes || s.ring+bytes < bytes {
 		return limitError(lim.MaxRingBytes, "bytes of queue rings", "--max-ring-bytes")
 	}
+	if err := s.srv.budget.take(s.cred.Uid, 0, bytes); err != nil {
+		return err
+	}
 	s.ring += bytes
 	return nil
 }
@@ -157,5 +166,6 @@ func (s *Session) reserveRing(bytes uint64) error {
 func (s *Session) unreserveRing(bytes uint64) {
 	s.mu.Lock()
 	s.ring -= bytes
+	s.srv.budget.give(s.cred.Uid, 0, bytes)
 	s.mu.Unlock()
 }

@@ -41,6 +41,14 @@ type Limits struct {
 	// MaxCMIDs is the most rdma_cm listeners, requests and connections
 	// a client may have, together.
 	MaxCMIDs int
+	// MaxMRsPerUID and MaxMappedBytesPerUID bound the MRs, and the MR
+	// and ring memory the daemon maps, of all clients of one uid together.
+	MaxMRsPerUID         int
+	MaxMappedBytesPerUID uint64
+	// MaxMappings and MaxMappedBytes bound the same for every client
+	// together: the daemon's map count and address space are finite.
+	MaxMappings    int
+	MaxMappedBytes uint64
 }
 
 // DefaultLimits returns generous limits: a process with thousands of QPs
@@ -56,6 +64,13 @@ func DefaultLimits() Limits {
 		MaxObjects:       1 << 16,
 		MaxSockets:       1024,
 		MaxCMIDs:         4096,
+		// A few clients of one user may each hold a lot; all of them
+		// together may not take the daemon's address space (128 TiB on
+		// x86-64) or map count.
+		MaxMRsPerUID:         1 << 14,
+		MaxMappedBytesPerUID: 4 << 40,
+		MaxMappings:          defaultMappings(),
+		MaxMappedBytes:       32 << 40,
 	}
 }
 
@@ -88,6 +103,18 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxCMIDs <= 0 {
 		l.MaxCMIDs = d.MaxCMIDs
 	}
+	if l.MaxMRsPerUID <= 0 {
+		l.MaxMRsPerUID = d.MaxMRsPerUID
+	}
+	if l.MaxMappedBytesPerUID == 0 {
+		l.MaxMappedBytesPerUID = d.MaxMappedBytesPerUID
+	}
+	if l.MaxMappings <= 0 {
+		l.MaxMappings = d.MaxMappings
+	}
+	if l.MaxMappedBytes == 0 {
+		l.MaxMappedBytes = d.MaxMappedBytes
+	}
 	return l
 }
 
@@ -106,6 +133,7 @@ type Config struct {
 // Server serves devices to clients.
 type Server struct {
 	limits Limits
+	budget *budget // mappings per uid and in total
 	logf   func(string, ...any)
 	devs   map[string]*device
 	stats  stats
@@ -134,6 +162,7 @@ func New(cfg Config) (*Server, error) {
 		perUID:    make(map[uint32]int),
 		done:      make(chan struct{}),
 	}
+	s.budget = newBudget(&s.limits)
 	if s.logf == nil {
 		s.logf = func(string, ...any) {}
 	}

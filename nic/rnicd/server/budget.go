@@ -1,0 +1,97 @@
+// Budgets above the client: what all clients of one uid, and all clients
+// together, may map into the daemon. A per-client limit alone lets one
+// user open many clients (126 sessions of 1 TiB sparse memfds filled the
+// daemon's address space; ~20,000 MRs its map count), so memory the
+// daemon maps for clients is also counted per uid and daemon-wide.
+
+package server
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/rnic/rnic/nic/rnicd/proto"
+)
+
+// mapped is what one uid, or the whole daemon, has mapped for clients.
+type mapped struct {
+	mrs   int    // MR mappings
+	bytes uint64 // MR and ring mappings
+}
+
+// budget counts mappings per uid and in total against the limits.
+type budget struct {
+	lim   *Limits
+	mu    sync.Mutex
+	uids  map[uint32]*mapped
+	total mapped
+}
+
+func newBudget(lim *Limits) *budget {
+	return &budget{lim: lim, uids: make(map[uint32]*mapped)}
+}
+
+// take counts mrs more MR mappings and bytes more mapped bytes for uid,
+// or refuses them, saying which limit and flag refused.
+func (b *budget) take(uid uint32, mrs int, bytes uint64) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	u := b.uids[uid]
+	if u == nil {
+		u = &mapped{}
+	}
+	switch {
+	case u.mrs+mrs > b.lim.MaxMRsPerUID:
+		return budgetError(b.lim.MaxMRsPerUID, "MRs of uid "+strconv.Itoa(int(uid)), "--max-mrs-per-uid")
+	case u.bytes+bytes > b.lim.MaxMappedBytesPerUID || u.bytes+bytes < bytes:
+		return budgetError(b.lim.MaxMappedBytesPerUID, "bytes mapped for uid "+strconv.Itoa(int(uid)), "--max-mapped-bytes-per-uid")
+	case b.total.mrs+mrs > b.lim.MaxMappings:
+		return budgetError(b.lim.MaxMappings, "MRs of all clients", "--max-mappings")
+	case b.total.bytes+bytes > b.lim.MaxMappedBytes || b.total.bytes+bytes < bytes:
+		return budgetError(b.lim.MaxMappedBytes, "bytes mapped for all clients", "--max-mapped-bytes")
+	}
+	u.mrs += mrs
+	u.bytes += bytes
+	b.uids[uid] = u
+	b.total.mrs += mrs
+	b.total.bytes += bytes
+	return nil
+}
+
+// give returns what take counted.
+func (b *budget) give(uid uint32, mrs int, bytes uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	u := b.uids[uid]
+	if u == nil {
+		return
+	}
+	u.mrs -= mrs
+	u.bytes -= bytes
+	b.total.mrs -= mrs
+	b.total.bytes -= bytes
+	if u.mrs == 0 && u.bytes == 0 {
+		delete(b.uids, uid)
+	}
+}
+
+func budgetError[N int | uint64](n N, what, flag string) error {
+	return fmt.Errorf("%w: %v %s (rnicd %s)", proto.ErrLimit, n, what, flag)
+}
+
+// defaultMappings is how many MRs all clients together may have: half the
+// kernel's per-process map count (vm.max_map_count), so that the daemon's
+// own mappings (rings, heap, stacks) always find room.
+func defaultMappings() int {
+	const fallback = 65530 // the kernel's default
+	n := fallback
+	if b, err := os.ReadFile("/proc/sys/vm/max_map_count"); err == nil {
+		if v, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && v > 0 {
+			n = v
+		}
+	}
+	return n / 2
+}
