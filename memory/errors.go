@@ -23,4 +23,8 @@ var (
 	ErrClosed = errors.New("shared memory closed")
 	// ErrNotSealed: an fd given to MapShared is not sealed against shrinking.
 	ErrNotSealed = errors.New("fd not sealed against shrinking")
+	// ErrBacking: an fd given to MapShared is not ordinary shared memory
+	// (a tmpfs/shmem memfd): hugetlbfs, for one, can take a page away
+	// (a punched hole the pool cannot refill) and fault the mapper.
+	ErrBacking = errors.New("fd is not backed by ordinary shared memory (tmpfs/shmem)")
 )

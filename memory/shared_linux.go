@@ -47,6 +47,9 @@ func MapShared(fd int, size int) (*Shared, error) {
 	if seals&unix.F_SEAL_SHRINK == 0 {
 		return nil, fmt.Errorf("memory: map shared: %w", ErrNotSealed)
 	}
+	if err := checkBacking(fd); err != nil {
+		return nil, fmt.Errorf("memory: map shared: %w", err)
+	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, fmt.Errorf("memory: map shared: fstat: %w", err)
@@ -91,6 +94,23 @@ func (s *Shared) unmap() error {
 func closeFd(fd int) error {
 	if err := unix.Close(fd); err != nil {
 		return fmt.Errorf("memory: close shared fd: %w", err)
+	}
+	return nil
+}
+
+// checkBacking insists on shmem (a memfd without MFD_HUGETLB, or a tmpfs
+// file): a page of it can always be had again, so an access through the
+// mapping never raises SIGBUS. The seal keeps the file from shrinking;
+// the backing keeps a punched hole from faulting: hugetlbfs refills one
+// from a pool another process may have emptied, and that SIGBUS would
+// kill the daemon on a remote peer's RDMA WRITE.
+func checkBacking(fd int) error {
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(fd, &st); err != nil {
+		return fmt.Errorf("fstatfs: %w", err)
+	}
+	if st.Type != unix.TMPFS_MAGIC {
+		return fmt.Errorf("%w: filesystem type %#x", ErrBacking, st.Type)
 	}
 	return nil
 }

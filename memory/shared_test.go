@@ -274,3 +274,25 @@ func TestSharedCrossProcess(t *testing.T) {
 		t.Errorf("counter %d, want %d", got, 2*n)
 	}
 }
+
+// A sealed hugetlbfs memfd is refused: a hole punched in it is refilled
+// from the huge page pool, and with the pool empty the mapper's next
+// access raises SIGBUS (it killed rnicd on an RDMA WRITE).
+func TestMapSharedRefusesHugetlb(t *testing.T) {
+	fd, err := unix.MemfdCreate("huge", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_HUGETLB)
+	if err != nil {
+		t.Skipf("no hugetlbfs memfd on this kernel (%v): nothing to refuse", err)
+	}
+	defer unix.Close(fd)
+	const size = 2 << 20
+	if err := unix.Ftruncate(fd, size); err != nil {
+		t.Skipf("hugetlbfs memfd cannot be sized (%v)", err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK); err != nil {
+		t.Skipf("hugetlbfs memfd cannot be sealed on this kernel (%v): MapShared refuses it unsealed", err)
+	}
+	_, err = MapShared(fd, size)
+	wantErr(t, "hugetlb memfd", err, ErrBacking)
+	_, err = MapSharedWindow(fd, 0, size)
+	wantErr(t, "hugetlb memfd window", err, ErrBacking)
+}

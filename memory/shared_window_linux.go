@@ -26,6 +26,9 @@ func MapSharedWindow(fd int, off int64, size int) (*Shared, error) {
 	if seals&unix.F_SEAL_SHRINK == 0 {
 		return nil, fmt.Errorf("memory: map shared window: %w", ErrNotSealed)
 	}
+	if err := checkBacking(fd); err != nil {
+		return nil, fmt.Errorf("memory: map shared window: %w", err)
+	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, fmt.Errorf("memory: map shared window: fstat: %w", err)
