@@ -105,6 +105,8 @@ func newFlagSet(first map[string]*string, devices *[]string, opts *options) *pfl
 	fs.Uint64Var(&opts.limits.MaxMappedBytesPerUID, "max-mapped-bytes-per-uid", d.MaxMappedBytesPerUID, "bytes of registered memory and queue rings all clients of one user may have the daemon map, together")
 	fs.IntVar(&opts.limits.MaxMappings, "max-mappings", d.MaxMappings, "MRs all clients may have, together (default: half of vm.max_map_count)")
 	fs.Uint64Var(&opts.limits.MaxMappedBytes, "max-mapped-bytes", d.MaxMappedBytes, "bytes of registered memory and queue rings the daemon maps for all clients, together")
+	fs.Uint64Var(&opts.limits.MaxQueueBytesPerUID, "max-queue-bytes-per-uid", d.MaxQueueBytesPerUID, "bytes of the daemon's memory for the queues (per-WR state) of the QPs of one user's clients, together")
+	fs.Uint64Var(&opts.limits.MaxQueueBytes, "max-queue-bytes", d.MaxQueueBytes, "bytes of the daemon's memory for the queues of all clients' QPs, together")
 	return fs
 }
 
@@ -131,7 +133,8 @@ func parseArgs(args []string) (*options, error) {
 		{"--max-mr-bytes", opts.limits.MaxMRBytes}, {"--max-ring-bytes", opts.limits.MaxRingBytes},
 		{"--max-objects", uint64(opts.limits.MaxObjects)}, {"--max-mrs-per-uid", uint64(opts.limits.MaxMRsPerUID)},
 		{"--max-mapped-bytes-per-uid", opts.limits.MaxMappedBytesPerUID}, {"--max-mappings", uint64(opts.limits.MaxMappings)},
-		{"--max-mapped-bytes", opts.limits.MaxMappedBytes}} {
+		{"--max-mapped-bytes", opts.limits.MaxMappedBytes}, {"--max-queue-bytes-per-uid", opts.limits.MaxQueueBytesPerUID},
+		{"--max-queue-bytes", opts.limits.MaxQueueBytes}} {
 		if l.v == 0 || l.v > 1<<62 {
 			return nil, fmt.Errorf("%s must be positive", l.flag)
 		}

@@ -37,6 +37,7 @@ const help = `usage: rnicd --tap NAME --ip CIDR [--ip6 CIDR] [--mac MAC] [--mtu 
        [--max-qps N] [--max-mrs N] [--max-mr-bytes N]
        [--max-ring-bytes N] [--max-objects N] [--max-mrs-per-uid N]
        [--max-mapped-bytes-per-uid N] [--max-mappings N] [--max-mapped-bytes N]
+       [--max-queue-bytes-per-uid N] [--max-queue-bytes N]
        rnicd --version
 
 Runs software RDMA NICs until SIGINT or SIGTERM and serves them to local

@@ -14,12 +14,15 @@ import (
 	"sync"
 
 	"github.com/rnic/rnic/nic/rnicd/proto"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
-// mapped is what one uid, or the whole daemon, has mapped for clients.
+// mapped is what one uid, or the whole daemon, has mapped for clients,
+// and the daemon's own memory for their queues.
 type mapped struct {
 	mrs   int    // MR mappings
 	bytes uint64 // MR and ring mappings
+	queue uint64 // the engines' per-WR state of QPs (Go heap)
 }
 
 // budget counts mappings per uid and in total against the limits.
@@ -73,9 +76,64 @@ func (b *budget) give(uid uint32, mrs int, bytes uint64) {
 	u.bytes -= bytes
 	b.total.mrs -= mrs
 	b.total.bytes -= bytes
-	if u.mrs == 0 && u.bytes == 0 {
+	if *u == (mapped{}) {
 		delete(b.uids, uid)
 	}
+}
+
+// takeQueue counts bytes of queue state (queueBytes) for uid, or refuses
+// them.
+func (b *budget) takeQueue(uid uint32, bytes uint64) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	u := b.uids[uid]
+	if u == nil {
+		u = &mapped{}
+	}
+	switch {
+	case u.queue+bytes > b.lim.MaxQueueBytesPerUID || u.queue+bytes < bytes:
+		return budgetError(b.lim.MaxQueueBytesPerUID, "bytes of queue state for uid "+strconv.Itoa(int(uid)), "--max-queue-bytes-per-uid")
+	case b.total.queue+bytes > b.lim.MaxQueueBytes || b.total.queue+bytes < bytes:
+		return budgetError(b.lim.MaxQueueBytes, "bytes of queue state for all clients", "--max-queue-bytes")
+	}
+	u.queue += bytes
+	b.uids[uid] = u
+	b.total.queue += bytes
+	return nil
+}
+
+// giveQueue returns what takeQueue counted.
+func (b *budget) giveQueue(uid uint32, bytes uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	u := b.uids[uid]
+	if u == nil {
+		return
+	}
+	u.queue -= bytes
+	b.total.queue -= bytes
+	if *u == (mapped{}) {
+		delete(b.uids, uid)
+	}
+}
+
+// Per-WR state the engines keep in the daemon's heap, whatever is posted
+// (measured on amd64, rounded up): a send slot (the WR, its PSN and
+// retry state) with room for its SGL and inline data, a receive slot with
+// its SGL. TestQueueBytesEstimate checks it against the heap.
+const (
+	sendSlotBytes = 256
+	recvSlotBytes = 64
+	sgeBytes      = 16
+)
+
+// queueBytes estimates the heap a QP of capacity c costs the daemon: the
+// engines allocate their queues whole at creation (2^20 WRs each way made
+// ~240 MB), so the estimate is charged before the QP exists.
+func queueBytes(c verbs.QPCap) uint64 {
+	send := uint64(c.MaxSendWR) * (sendSlotBytes + uint64(max(c.MaxSendSGE, 1))*sgeBytes + uint64(c.MaxInlineData))
+	recv := uint64(c.MaxRecvWR) * (recvSlotBytes + uint64(max(c.MaxRecvSGE, 1))*sgeBytes)
+	return send + recv
 }
 
 func budgetError[N int | uint64](n N, what, flag string) error {

@@ -6,3 +6,6 @@ func SetStatBudget(n int) (restore func()) {
 	old := statBudget.Swap(int64(n))
 	return func() { statBudget.Store(old) }
 }
+
+// QueueBytes is the queue state a QP of capacity c is charged.
+var QueueBytes = queueBytes

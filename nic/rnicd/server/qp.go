@@ -28,6 +28,7 @@ type qpObj struct {
 	mem   *ringMem
 	rings *proto.WorkRings
 	d     *drainer
+	queue uint64 // queue state charged to the uid's budget (queueBytes)
 }
 
 func (q *qpObj) kind() objKind     { return kindQP }
@@ -52,6 +53,7 @@ func (q *qpObj) destroy(s *Session, reaping bool) error {
 	s.dev.disown(q.qp)
 	q.mem.free()
 	s.unreserve(kindQP, 0)
+	s.srv.budget.giveQueue(s.cred.Uid, q.queue)
 	return nil
 }
 
@@ -117,23 +119,20 @@ func handleCreateQP(s *Session, req *Request, rep *Reply) error {
 	if err := s.canRing(m.Cap, init.SRQ != nil); err != nil {
 		return err
 	}
-	qp, err := s.dev.dev.CreateQP(pd.pd, init)
-	if err != nil {
+	// The engines allocate the queues whole when the QP is made: charge
+	// them first.
+	cost := queueBytes(m.Cap)
+	if err := s.srv.budget.takeQueue(s.cred.Uid, cost); err != nil {
 		return err
 	}
-	layout, err := qpLayout(qp.Cap(), init.SRQ != nil)
-	if err == nil {
-		err = s.reserve(kindQP, 0)
-	}
+	q, layout, err := createQPObj(s, pd, init, m.Type == verbs.QPTypeUD)
 	if err != nil {
-		qp.Destroy()
+		s.srv.budget.giveQueue(s.cred.Uid, cost)
 		return err
 	}
-	q, err := newQPObj(s, qp, layout, m.Type == verbs.QPTypeUD)
-	if err != nil {
-		return err
-	}
+	q.queue = cost
 	q.h = s.newHandle()
+	qp := q.qp
 	s.dev.own(qp, q)
 	s.insert(q)
 	q.d.start()
@@ -141,6 +140,24 @@ func handleCreateQP(s *Session, req *Request, rep *Reply) error {
 		append(q.mem.fds(), q.d.bell.fds()...)...)
 	rep.After(q.mem.sent)
 	return nil
+}
+
+// createQPObj makes the QP and its rings, and returns their layout.
+func createQPObj(s *Session, pd *pdObj, init ibv.QPInit, ud bool) (*qpObj, proto.RingLayout, error) {
+	qp, err := s.dev.dev.CreateQP(pd.pd, init)
+	if err != nil {
+		return nil, proto.RingLayout{}, err
+	}
+	layout, err := qpLayout(qp.Cap(), init.SRQ != nil)
+	if err == nil {
+		err = s.reserve(kindQP, 0)
+	}
+	if err != nil {
+		qp.Destroy()
+		return nil, layout, err
+	}
+	q, err := newQPObj(s, qp, layout, ud)
+	return q, layout, err
 }
 
 // qpInit finds the CQs (and SRQ) a create QP request names.

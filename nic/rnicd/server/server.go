@@ -49,6 +49,11 @@ type Limits struct {
 	// together: the daemon's map count and address space are finite.
 	MaxMappings    int
 	MaxMappedBytes uint64
+	// MaxQueueBytesPerUID and MaxQueueBytes bound the daemon's own memory
+	// for the queues of QPs (the engines' per-WR state, allocated whole
+	// at creation), per uid and for all clients.
+	MaxQueueBytesPerUID uint64
+	MaxQueueBytes       uint64
 }
 
 // DefaultLimits returns generous limits: a process with thousands of QPs
@@ -71,6 +76,10 @@ func DefaultLimits() Limits {
 		MaxMappedBytesPerUID: 4 << 40,
 		MaxMappings:          defaultMappings(),
 		MaxMappedBytes:       32 << 40,
+		// 10,000 QPs of 128 WRs each way cost ~0.5 GiB; a QP of 2^20
+		// WRs each way ~0.3 GiB.
+		MaxQueueBytesPerUID: 2 << 30,
+		MaxQueueBytes:       8 << 30,
 	}
 }
 
@@ -114,6 +123,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxMappedBytes == 0 {
 		l.MaxMappedBytes = d.MaxMappedBytes
+	}
+	if l.MaxQueueBytesPerUID == 0 {
+		l.MaxQueueBytesPerUID = d.MaxQueueBytesPerUID
+	}
+	if l.MaxQueueBytes == 0 {
+		l.MaxQueueBytes = d.MaxQueueBytes
 	}
 	return l
 }
