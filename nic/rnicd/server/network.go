@@ -130,6 +130,9 @@ func handleNetListen(s *Session, req *Request, rep *Reply) error {
 	if err != nil {
 		return err
 	}
+	if err := s.mayBind(m.Addr.Port()); err != nil {
+		return err
+	}
 	x := extOf(s)
 	if err := x.reserveSocket(); err != nil {
 		return err
