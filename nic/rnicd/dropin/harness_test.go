@@ -235,13 +235,14 @@ func freeTCPPort(t testing.TB) int {
 	return p
 }
 
-// listening reports whether a TCP socket listens on port (any address),
-// read from /proc so that no probe connection disturbs a one-client
-// server.
-func listening(port int) bool {
+// listening reports whether a TCP socket listens on port (any address)
+// in the network namespace of process pid (rnic exec runs programs in a
+// view of their own: /proc/net is this process's namespace), read from
+// /proc so that no probe connection disturbs a one-client server.
+func listening(pid, port int) bool {
 	want := fmt.Sprintf(":%04X ", port)
-	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		b, err := os.ReadFile(f)
+	for _, f := range []string{"tcp", "tcp6"} {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, f))
 		if err != nil {
 			continue
 		}
@@ -510,7 +511,7 @@ func (d *daemon) runPair(t *testing.T, port int, server, client []string) (srv, 
 	t.Helper()
 	deadline := time.After(programTimeout)
 	srv = d.run(t, "server", "", nil, lineBuffered(server)...)
-	for !listening(port) {
+	for !listening(srv.cmd.Process.Pid, port) {
 		select {
 		case <-srv.done:
 			t.Fatalf("the server ended before listening on port %d\n%s", port, srv.report())
