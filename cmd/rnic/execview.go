@@ -15,12 +15,12 @@ import (
 // inView returns plan changed to run its program in the view of its
 // rnicd, or plan itself when there is no view to be had.
 func inView(plan *execPlan, self string, stderr io.Writer) *execPlan {
-	pid, err := view.Ensure(plan.socket, []string{self, view.HolderCommand})
+	h, err := view.Ensure(plan.socket, []string{self, view.HolderCommand})
 	var argv []string
 	if err == nil {
 		var wd string
 		if wd, err = os.Getwd(); err == nil {
-			argv, err = view.JoinArgv(pid, wd, plan.argv)
+			argv, err = view.JoinArgv(h, wd, plan.argv)
 		}
 	}
 	if err != nil {

@@ -132,7 +132,7 @@ func setUp(p *Plan) ([]io.Closer, error) {
 	if err := mountView(devs, netdev, p.Netns); err != nil {
 		return nil, err
 	}
-	if err := writePID(ps.pid, os.Getpid()); err != nil {
+	if err := writeHolder(ps.pid); err != nil {
 		return nil, fmt.Errorf("view: %w", err)
 	}
 	return closers, nil

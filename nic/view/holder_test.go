@@ -9,30 +9,28 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestLivePID: a pid file whose liveness lock nobody holds is stale; a
-// held one gives its pid.
-func TestLivePID(t *testing.T) {
+// TestLiveHolder: a pid file whose liveness lock nobody holds is stale;
+// a held one gives the holder's pid and namespaces.
+func TestLiveHolder(t *testing.T) {
 	t.Setenv(DirEnv, filepath.Join(t.TempDir(), "v"))
 	p, err := pathsFor("/some/rnicd.sock")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writePID(p.pid, 999999); err != nil {
+	if err := writeHolder(p.pid); err != nil {
 		t.Fatal(err)
 	}
-	if pid, err := livePID(p); pid != 0 || err != nil {
-		t.Errorf("stale pid file: pid %d err %v, want none", pid, err)
+	if h, err := liveHolder(p); h != nil || err != nil {
+		t.Errorf("stale pid file: %+v err %v, want none", h, err)
 	}
 	held, err := lock(p.alive, unix.LOCK_EX)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer held.Close()
-	if err := writePID(p.pid, os.Getpid()); err != nil {
-		t.Fatal(err)
-	}
-	if pid, err := livePID(p); pid != os.Getpid() || err != nil {
-		t.Errorf("held: pid %d err %v, want %d", pid, err, os.Getpid())
+	mnt, _ := os.Readlink("/proc/self/ns/mnt")
+	if h, err := liveHolder(p); err != nil || h == nil || h.PID != os.Getpid() || h.NS["mnt"] != mnt {
+		t.Errorf("held: %+v err %v, want pid %d in %s", h, err, os.Getpid(), mnt)
 	}
 }
 
@@ -63,7 +61,24 @@ func TestParseReport(t *testing.T) {
 
 // TestJoinArgv: a process already in the view runs the program as is.
 func TestJoinArgv(t *testing.T) {
-	argv, err := JoinArgv(os.Getpid(), "/", []string{"prog", "a"})
+	t.Setenv(DirEnv, filepath.Join(t.TempDir(), "v"))
+	p, err := pathsFor("/s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := lock(p.alive, unix.LOCK_EX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := writeHolder(p.pid); err != nil {
+		t.Fatal(err)
+	}
+	h, err := liveHolder(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv, err := JoinArgv(h, "/", []string{"prog", "a"})
 	if err != nil || len(argv) != 2 || argv[0] != "prog" {
 		t.Errorf("inside: %q %v, want the program alone", argv, err)
 	}

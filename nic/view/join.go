@@ -12,15 +12,14 @@ import (
 	"os/exec"
 )
 
-// JoinArgv returns the argv that runs args in the view of holder pid, in
+// JoinArgv returns the argv that runs args in the view of holder h, in
 // directory wd (entering a mount namespace moves to its root), or args
 // alone when this process is already in that view (rnic exec run inside
 // rnic exec).
-func JoinArgv(pid int, wd string, args []string) ([]string, error) {
+func JoinArgv(h *Holder, wd string, args []string) ([]string, error) {
 	same := func(ns string) bool {
-		a, err1 := os.Readlink("/proc/self/ns/" + ns)
-		b, err2 := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", pid, ns))
-		return err1 == nil && err2 == nil && a == b
+		a, err := os.Readlink("/proc/self/ns/" + ns)
+		return err == nil && a == h.NS[ns]
 	}
 	if same("mnt") {
 		return args, nil
@@ -29,7 +28,7 @@ func JoinArgv(pid int, wd string, args []string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: no nsenter to enter it (util-linux)", ErrUnavailable)
 	}
-	argv := []string{nsenter, fmt.Sprintf("--target=%d", pid)}
+	argv := []string{nsenter, fmt.Sprintf("--target=%d", h.PID)}
 	if !same("user") {
 		argv = append(argv, "--user", "--preserve-credentials")
 	}

@@ -36,27 +36,30 @@ var ErrUnavailable = errors.New("no view of the devices")
 // mounts, on a busy machine.
 const readyTimeout = 60 * time.Second
 
-// Ensure returns the pid of the holder of the view of the rnicd on
-// socket (an absolute path), starting one if none lives. holder is the
-// argv that runs this package's RunHolder (rnic HolderCommand).
-func Ensure(socket string, holder []string) (int, error) {
+// Ensure returns the holder of the view of the rnicd on socket (an
+// absolute path), starting one if none lives. holder is the argv that
+// runs this package's RunHolder (rnic HolderCommand).
+func Ensure(socket string, holder []string) (*Holder, error) {
 	p, err := pathsFor(socket)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	l, err := lock(p.lock, unix.LOCK_EX)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer l.Close()
-	if pid, err := livePID(p); pid != 0 || err != nil {
-		return pid, err
+	if h, err := liveHolder(p); h != nil || err != nil {
+		return h, err
 	}
 	pl, err := makePlan(socket)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return spawn(pl, holder)
+	if err := spawn(pl, holder); err != nil {
+		return nil, err
+	}
+	return liveHolder(p)
 }
 
 // makePlan asks the daemon for its devices and decides where their
@@ -80,14 +83,14 @@ func makePlan(socket string) (*Plan, error) {
 
 // spawn starts the intermediate and waits for the holder's word: "ok
 // PID" once the view is ready, or "error MESSAGE".
-func spawn(pl *Plan, holder []string) (int, error) {
+func spawn(pl *Plan, holder []string) error {
 	js, err := json.Marshal(pl)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer r.Close()
 	c := exec.Command(holder[0], append(holder[1:], "spawn", string(js))...)
@@ -95,15 +98,16 @@ func spawn(pl *Plan, holder []string) (int, error) {
 	err = c.Start()
 	w.Close()
 	if err != nil {
-		return 0, fmt.Errorf("view: %w", err)
+		return fmt.Errorf("view: %w", err)
 	}
 	c.Wait()
 	r.SetReadDeadline(time.Now().Add(readyTimeout))
 	line, err := bufio.NewReader(r).ReadString('\n')
 	if err != nil {
-		return 0, fmt.Errorf("view: the holder did not report: %w", err)
+		return fmt.Errorf("view: the holder did not report: %w", err)
 	}
-	return parseReport(strings.TrimSuffix(line, "\n"))
+	_, err = parseReport(strings.TrimSuffix(line, "\n"))
+	return err
 }
 
 // parseReport reads the holder's one line.

@@ -96,35 +96,58 @@ func lock(path string, how int) (*os.File, error) {
 	return f, nil
 }
 
-// livePID returns the pid of the holder of p, or 0 when there is none
-// (no pid file, or its liveness lock is free: a holder that died).
-func livePID(p paths) (int, error) {
+// Holder is a live holder: its pid and its namespaces (as
+// /proc/PID/ns/NAME links read, "mnt:[4026532308]"), recorded by the
+// holder itself, since a program in the view may not read the holder's
+// /proc entries (the holder keeps capabilities there).
+type Holder struct {
+	PID int
+	NS  map[string]string // by name: mnt, net, user
+}
+
+// viewNS are the namespaces a holder records.
+var viewNS = []string{"mnt", "net", "user"}
+
+// liveHolder returns the holder of p, or nil when there is none (no pid
+// file, or its liveness lock is free: a holder that died).
+func liveHolder(p paths) (*Holder, error) {
 	f, err := lock(p.alive, unix.LOCK_EX|unix.LOCK_NB)
 	if err == nil {
 		f.Close() // free: no holder
-		return 0, nil
+		return nil, nil
 	}
 	if !errors.Is(err, unix.EWOULDBLOCK) {
-		return 0, err
+		return nil, err
 	}
 	b, err := os.ReadFile(p.pid)
 	if err != nil {
-		return 0, fmt.Errorf("view: a holder lives but %w", err)
+		return nil, fmt.Errorf("view: a holder lives but %w", err)
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 {
-		return 0, fmt.Errorf("view: bad pid file %s", p.pid)
+	h := &Holder{NS: map[string]string{}}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	h.PID, err = strconv.Atoi(lines[0])
+	if err != nil || h.PID <= 0 || len(lines) != 1+len(viewNS) {
+		return nil, fmt.Errorf("view: bad pid file %s", p.pid)
 	}
-	if _, err := os.Stat(fmt.Sprintf("/proc/%d/ns/mnt", pid)); err != nil {
-		return 0, fmt.Errorf("view: holder %d: %w", pid, err)
+	for i, ns := range viewNS {
+		h.NS[ns] = lines[1+i]
 	}
-	return pid, nil
+	return h, nil
 }
 
-// writePID replaces the pid file in one step.
-func writePID(path string, pid int) error {
+// writeHolder replaces the pid file, in one step, with this process's
+// pid and namespaces.
+func writeHolder(path string) error {
+	s := strconv.Itoa(os.Getpid()) + "\n"
+	for _, ns := range viewNS {
+		l, err := os.Readlink("/proc/self/ns/" + ns)
+		if err != nil {
+			return err
+		}
+		s += l + "\n"
+	}
 	tmp := path + ".new"
-	if err := os.WriteFile(tmp, []byte(strconv.Itoa(pid)+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(tmp, []byte(s), 0o600); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)

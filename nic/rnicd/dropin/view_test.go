@@ -145,7 +145,7 @@ func checkInterfaces(t *testing.T, d *daemon) {
 
 // TestViewShared: two rnic execs are in one network namespace, not the
 // host's (ibv_rc_pingpong's server and client, TestPingpong, meet over
-// TCP in it).
+// TCP in it); rnic exec run inside the view stays in it.
 func TestViewShared(t *testing.T) {
 	needLibrary(t)
 	d := sharedDaemon(t)
@@ -154,6 +154,12 @@ func TestViewShared(t *testing.T) {
 	host, _ := os.Readlink("/proc/self/ns/net")
 	if a == "" || a != b || a == host {
 		t.Errorf("two rnic execs are in network namespaces %q and %q (the host's %q): want one of their own", a, b, host)
+	}
+	nested := d.runOne(t, "sh", "-c", `echo "outer=$(readlink /proc/self/ns/mnt)"; `+build.rnic+` exec -S `+d.socket+
+		` -- sh -c 'echo "inner=$(readlink /proc/self/ns/mnt)"; test -c /dev/infiniband/uverbs0 && echo dev=yes'`)
+	kv := keyValues(nested.out.String())
+	if !nested.ok() || kv["outer"] == "" || kv["inner"] != kv["outer"] || kv["dev"] != "yes" || strings.Contains(nested.out.String(), "without the device view") {
+		t.Errorf("rnic exec inside rnic exec left the view\n%s", nested.report())
 	}
 }
 
