@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -107,7 +108,7 @@ func setUp(p *Plan) ([]io.Closer, error) {
 	if err != nil {
 		return nil, err
 	}
-	alive, err := lock(ps.alive, unix.LOCK_EX)
+	alive, err := lockAlive(ps.alive)
 	if err != nil {
 		return nil, err
 	}
@@ -136,4 +137,25 @@ func setUp(p *Plan) ([]io.Closer, error) {
 		return nil, fmt.Errorf("view: %w", err)
 	}
 	return closers, nil
+}
+
+// aliveWait bounds the wait for the liveness lock: only a holder that is
+// exiting may still hold it (the launcher found none alive under the
+// creation lock).
+const aliveWait = 10 * time.Second
+
+// lockAlive takes the liveness lock, waiting a bounded time for a dying
+// holder to let it go.
+func lockAlive(path string) (*os.File, error) {
+	deadline := time.Now().Add(aliveWait)
+	for {
+		f, err := lock(path, unix.LOCK_EX|unix.LOCK_NB)
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			return f, err
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("view: another holder keeps %s", path)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -107,6 +107,9 @@ func makeTAP(p *Plan, d *Device, name string) (*iface, error) {
 		}
 	}
 	for _, a := range d.Addrs() {
+		if a.Is6() && a.IsLoopback() {
+			continue // the kernel keeps ::1 to lo: EADDRNOTAVAIL elsewhere
+		}
 		bits, ok := p.Bits[a]
 		if !ok {
 			bits = defaultBits(a)

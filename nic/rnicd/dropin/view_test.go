@@ -283,3 +283,51 @@ func holderPID(t *testing.T, dir string) int {
 	}
 	return pid
 }
+
+// TestViewIWARP: an iWARP NIC shows as an RNIC, on Ethernet, with its
+// GID and no RoCE GID type.
+func TestViewIWARP(t *testing.T) {
+	needLibrary(t)
+	d := sharedDaemonOf(t, nicTCP)
+	p := d.runOne(t, "sh", "-c", viewScript)
+	kv := keyValues(p.out.String())
+	for k, v := range map[string]string{"rnic0/node_type": "4: RNIC", "rnic0/ports/1/link_layer": "Ethernet",
+		"rnic0/ports/1/gids/0": gidOf(d.addrs[0]), "rnic0/ports/1/gid_attrs/types/0": "", "device/net": "rnic0"} {
+		if kv[k] != v {
+			t.Errorf("iWARP: %s is %q, want %q\n%s", k, kv[k], v, p.report())
+		}
+	}
+}
+
+// TestViewConcurrentStart: rnic execs started at once on a new rnicd
+// make one view between them (creation is under a lock), none going
+// without.
+func TestViewConcurrentStart(t *testing.T) {
+	needLibrary(t)
+	var cleanups []func()
+	defer func() {
+		for _, f := range cleanups {
+			f()
+		}
+	}()
+	d, err := startDaemon(func(f func()) { cleanups = append(cleanups, f) }, nicUDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps []*proc
+	for i := range 4 {
+		ps = append(ps, d.run(t, fmt.Sprint("exec ", i), "", nil, "readlink", "/proc/self/ns/net"))
+	}
+	deadline := time.After(programTimeout)
+	seen := map[string]bool{}
+	for _, p := range ps {
+		p.wait(deadline)
+		if !p.ok() || strings.Contains(p.out.String(), "without") {
+			t.Fatalf("an rnic exec started with others failed or went without the view\n%s", p.report())
+		}
+		seen[strings.TrimSpace(p.out.String())] = true
+	}
+	if len(seen) != 1 {
+		t.Errorf("4 rnic execs started at once are in %d network namespaces, want 1: %v", len(seen), seen)
+	}
+}
