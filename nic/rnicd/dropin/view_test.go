@@ -10,10 +10,12 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -329,5 +331,46 @@ func TestViewConcurrentStart(t *testing.T) {
 	}
 	if len(seen) != 1 {
 		t.Errorf("4 rnic execs started at once are in %d network namespaces, want 1: %v", len(seen), seen)
+	}
+}
+
+// TestViewRoot: root's rnic exec on root's rnicd gets a view in mount and
+// network namespaces alone (no user namespace), as root.
+func TestViewRoot(t *testing.T) {
+	needLibrary(t)
+	if os.Getuid() != 0 {
+		t.Skip("needs root: the view of a root rnic exec")
+	}
+	sock := filepath.Join(t.TempDir(), "rnicd.sock")
+	addr := loopbackAddr()
+	rnicd := &proc{name: "rnicd", cmd: exec.Command(build.rnicd, "--udp", addr, "--socket", sock), out: new(syncBuffer), done: make(chan struct{})}
+	rnicd.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	rnicd.cmd.Stdout, rnicd.cmd.Stderr = rnicd.out, rnicd.out
+	if err := rnicd.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { rnicd.err = rnicd.cmd.Wait(); close(rnicd.done) }()
+	d := &daemon{p: rnicd, socket: sock}
+	t.Cleanup(d.stop)
+	for deadline := time.Now().Add(programTimeout); !strings.Contains(rnicd.out.String(), "rnicd: serving rnic0 on "); {
+		if time.Now().After(deadline) {
+			t.Fatalf("rnicd did not serve\n%s", rnicd.report())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c := exec.Command(build.rnic, "exec", "-S", sock, "--", "sh", "-c", viewScript)
+	c.Env = append(os.Environ(), "RNIC_VIEW_DIR="+filepath.Join(t.TempDir(), "v"))
+	out, err := c.CombinedOutput()
+	kv := keyValues(string(out))
+	host, _ := os.Readlink("/proc/self/ns/net")
+	if err != nil || kv["chardev /dev/infiniband/uverbs0"] != "rw" || kv["device/net"] != "rnic0" || kv["id"] != "0" ||
+		kv["netns"] == host || kv["netns"] == "" {
+		t.Errorf("root's rnic exec: %v, want the view as root\n%s", err, out)
+	}
+	user := exec.Command(build.rnic, "exec", "-S", sock, "--", "readlink", "/proc/self/ns/user")
+	user.Env = c.Env
+	hostUser, _ := os.Readlink("/proc/self/ns/user")
+	if out, err := user.Output(); err != nil || strings.TrimSpace(string(out)) != hostUser {
+		t.Errorf("root's view is in user namespace %q (%v), want the host's %q", out, err, hostUser)
 	}
 }
