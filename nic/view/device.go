@@ -22,7 +22,6 @@ type Device struct {
 	NodeGUID     uint64
 	SysImageGUID uint64
 	FwVer        string
-	VendorPartID uint32
 	Transport    nic.Transport
 	State        nic.PortState
 	PhysState    uint8
@@ -48,20 +47,20 @@ func (d *Device) Addrs() []netip.Addr {
 }
 
 // Gather asks the rnicd on socket for its devices and opens each once.
-func Gather(socket string) ([]Device, uint32, error) {
+func Gather(socket string) ([]Device, error) {
 	st, err := client.QueryStat(socket)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	devs := make([]Device, 0, len(st.Devices))
 	for i, sd := range st.Devices {
 		d := Device{Index: i, Name: sd.Name, State: sd.State, LinkMTU: int(sd.LinkMTU), GIDs: sd.GIDs}
 		if err := d.query(socket); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		devs = append(devs, d)
 	}
-	return devs, st.Daemon.UID, nil
+	return devs, nil
 }
 
 // query fills what only an open device tells.
@@ -76,7 +75,7 @@ func (d *Device) query(socket string) error {
 	if err != nil {
 		return fmt.Errorf("view: %s port 1: %w", d.Name, err)
 	}
-	d.NodeGUID, d.SysImageGUID, d.FwVer, d.VendorPartID = a.NodeGUID, a.SysImageGUID, a.FwVer, a.VendorPartID
+	d.NodeGUID, d.SysImageGUID, d.FwVer = a.NodeGUID, a.SysImageGUID, a.FwVer
 	d.Transport = a.Transport
 	d.State, d.PhysState, d.LinkLayer, d.LinkMTU = p.State, p.PhysState, p.LinkLayer, p.LinkMTU
 	d.GIDs, d.GIDTblLen, d.PKeyTblLen = dev.GIDs(), p.GIDTblLen, p.PKeyTblLen

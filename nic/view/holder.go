@@ -118,7 +118,7 @@ func setUp(p *Plan) ([]io.Closer, error) {
 		return nil, err
 	}
 	closers := []io.Closer{conn, alive}
-	devs, _, err := Gather(p.Socket)
+	devs, err := Gather(p.Socket)
 	if err != nil {
 		return nil, err
 	}
