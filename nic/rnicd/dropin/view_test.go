@@ -374,3 +374,22 @@ func TestViewRoot(t *testing.T) {
 		t.Errorf("root's view is in user namespace %q (%v), want the host's %q", out, err, hostUser)
 	}
 }
+
+// TestViewLibfabric: libfabric's verbs provider offers its rdma_cm
+// endpoints (FI_EP_MSG) on each NIC only in the view: it finds a device
+// by binding the addresses of the interfaces getifaddrs() lists, lo
+// excepted (vrb_getifaddrs).
+func TestViewLibfabric(t *testing.T) {
+	needLibrary(t)
+	if _, err := exec.LookPath("fi_info"); err != nil {
+		t.Skip("fi_info is not installed: apt-get install libfabric-bin")
+	}
+	d := sharedDaemon(t)
+	p := d.runOne(t, "fi_info", "-p", "verbs")
+	for _, name := range []string{"rnic0", "rnic1"} {
+		re := regexp.MustCompile(`(?m)^\s+domain: ` + name + `\n\s+version: \S+\n\s+type: FI_EP_MSG$`)
+		if !p.ok() || !re.MatchString(p.out.String()) {
+			t.Errorf("fi_info -p verbs offers no FI_EP_MSG on %s\n%s", name, p.report())
+		}
+	}
+}
