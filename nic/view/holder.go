@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"time"
@@ -79,20 +80,20 @@ func spawnHolder(p *Plan, report *os.File) int {
 
 // hold is the holder.
 func hold(p *Plan, report *os.File) int {
-	closers, err := setUp(p)
+	conn, closers, err := setUp(p)
 	if err != nil {
 		fmt.Fprintf(report, "error %v\n", err)
 		return 1
 	}
 	fmt.Fprintf(report, "ok %d\n", os.Getpid())
 	report.Close()
-	conn := closers[0].(io.Reader)
 	buf := make([]byte, 4096)
 	for {
 		if _, err := conn.Read(buf); err != nil {
 			break // the daemon went away: so does its view
 		}
 	}
+	conn.Close()
 	for i := len(closers) - 1; i >= 0; i-- {
 		closers[i].Close()
 	}
@@ -101,42 +102,42 @@ func hold(p *Plan, report *os.File) int {
 }
 
 // setUp takes the liveness lock, connects to the daemon, makes the
-// interfaces and mounts and writes the pid file. The first closer is
-// the connection to the daemon.
-func setUp(p *Plan) ([]io.Closer, error) {
+// interfaces and mounts and writes the pid file. It returns the
+// connection to the daemon and what to close when it ends.
+func setUp(p *Plan) (*net.UnixConn, []io.Closer, error) {
 	ps, err := pathsFor(p.Socket)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	alive, err := lockAlive(ps.alive)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Connected first: a daemon that goes during the setup ends it.
 	conn, err := client.DialIdle(p.Socket)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	closers := []io.Closer{conn, alive}
+	closers := []io.Closer{alive}
 	devs, err := Gather(p.Socket)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	netdev := p.HostIf
 	if p.Netns {
 		var taps []io.Closer
 		if netdev, taps, err = makeInterfaces(p, devs); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		closers = append(closers, taps...)
 	}
 	if err := mountView(devs, netdev, p.Netns); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := writeHolder(ps.pid); err != nil {
-		return nil, fmt.Errorf("view: %w", err)
+		return nil, nil, fmt.Errorf("view: %w", err)
 	}
-	return closers, nil
+	return conn, closers, nil
 }
 
 // aliveWait bounds the wait for the liveness lock: only a holder that is

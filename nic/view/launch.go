@@ -56,7 +56,7 @@ func Ensure(socket string, holder []string) (*Holder, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := spawn(pl, holder); err != nil {
+	if err := spawn(pl, holder, p.log); err != nil {
 		return nil, err
 	}
 	return liveHolder(p)
@@ -82,8 +82,9 @@ func makePlan(socket string) (*Plan, error) {
 }
 
 // spawn starts the intermediate and waits for the holder's word: "ok
-// PID" once the view is ready, or "error MESSAGE".
-func spawn(pl *Plan, holder []string) error {
+// PID" once the view is ready, or "error MESSAGE"; log is where the
+// holder's output goes.
+func spawn(pl *Plan, holder []string, log string) error {
 	js, err := json.Marshal(pl)
 	if err != nil {
 		return err
@@ -104,7 +105,7 @@ func spawn(pl *Plan, holder []string) error {
 	r.SetReadDeadline(time.Now().Add(readyTimeout))
 	line, err := bufio.NewReader(r).ReadString('\n')
 	if err != nil {
-		return fmt.Errorf("view: the holder did not report: %w", err)
+		return fmt.Errorf("view: the holder did not report (its log: %s): %w", log, err)
 	}
 	_, err = parseReport(strings.TrimSuffix(line, "\n"))
 	return err
