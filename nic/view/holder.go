@@ -64,6 +64,7 @@ func spawnHolder(p *Plan, report *os.File) int {
 	js, _ := json.Marshal(p)
 	c := exec.Command(self, HolderCommand, "hold", string(js))
 	c.Stdout, c.Stderr = logf, logf
+	c.Dir = "/" // not to pin the directory rnic exec ran in
 	c.ExtraFiles = []*os.File{report}
 	c.SysProcAttr = holderAttr(p.Netns)
 	if err := c.Start(); err != nil {
