@@ -39,7 +39,8 @@ var build struct {
 	libErr  string // the library's build failed: its output
 	uid     int    // who the daemon and programs run as
 	gid     int
-	dropped bool // running as root: daemon and programs run as nobody
+	dropped bool   // running as root: daemon and programs run as nobody
+	viewDir string // RNIC_VIEW_DIR of the programs (nic/view)
 }
 
 func TestMain(m *testing.M) {
@@ -94,7 +95,14 @@ func setUp() (int, error) {
 		}
 	}
 	buildLibrary()
-	return 0, readableByAll(dir)
+	if err := readableByAll(dir); err != nil {
+		return 1, err
+	}
+	// rnic exec's views keep their locks and pid files here, gone with
+	// the rest (a view directory must be its user's alone: made after
+	// readableByAll).
+	build.viewDir, err = userDir(dir, "view")
+	return 0, err
 }
 
 // readableByAll lets the programs' user read and run what was built
@@ -289,7 +297,7 @@ func (s *syncBuffer) String() string {
 func start(t testing.TB, name string, env []string, stdin io.Reader, argv ...string) *proc {
 	t.Helper()
 	p := &proc{name: name, cmd: userCommand(argv), out: new(syncBuffer), done: make(chan struct{})}
-	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Env = append(append(os.Environ(), "RNIC_VIEW_DIR="+build.viewDir), env...)
 	p.cmd.Stdout, p.cmd.Stderr, p.cmd.Stdin = p.out, p.out, stdin
 	p.cmd.Dir = build.dir
 	if err := p.cmd.Start(); err != nil {
