@@ -393,3 +393,36 @@ func TestViewLibfabric(t *testing.T) {
 		}
 	}
 }
+
+// TestViewNoUserns: where the kernel refuses the user namespace (here a
+// namespace whose max_user_namespaces is 0, made as root), rnic exec says
+// so in one line and runs the program without the view.
+func TestViewNoUserns(t *testing.T) {
+	needLibrary(t)
+	if os.Getuid() != 0 || !build.dropped {
+		t.Skip("needs root: to make a user namespace that forbids user namespaces")
+	}
+	d := sharedDaemon(t)
+	script := `echo 0 > /proc/sys/user/max_user_namespaces || exit 3
+exec setpriv --reuid ` + fmt.Sprint(build.uid) + ` --regid ` + fmt.Sprint(build.gid) + ` --clear-groups ` +
+		build.rnic + ` exec -S ` + d.socket + ` -- sh -c 'test -e /dev/infiniband && echo view; echo ran'`
+	// A directory of its own: the shared daemon's view, made by other
+	// tests in the host's namespaces, is not to be entered from here.
+	viewDir, err := userDir(build.dir, fmt.Sprintf("view-nouserns-%d", time.Now().UnixNano()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command("sh", "-c", script)
+	c.Env = append(os.Environ(), "RNIC_VIEW_DIR="+viewDir)
+	// Everyone up to nobody maps to themselves, so rnicd's uid still
+	// reads as nobody's inside; root there may lower the limit.
+	c.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER, Pdeathsig: syscall.SIGKILL,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 65536}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 65536}}, GidMappingsEnableSetgroups: true}
+	out, err := c.CombinedOutput()
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if err != nil || len(lines) != 2 || lines[1] != "ran" ||
+		!strings.HasPrefix(lines[0], "rnic exec: running without the device view: no view of the devices: the kernel refuses the namespaces") {
+		t.Errorf("no user namespaces: %v, want one line on the view, then the program without it\n%s", err, out)
+	}
+}
