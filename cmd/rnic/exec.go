@@ -18,7 +18,7 @@ import (
 	"github.com/rnic/rnic/nic/ibv"
 )
 
-const execHelp = `usage: rnic exec [-S SOCKET] [--] PROGRAM [ARGS...]
+const execHelp = `usage: rnic exec [-S SOCKET] [--no-view] [--] PROGRAM [ARGS...]
 
 Runs PROGRAM, a program linked against libibverbs (ibv_devinfo,
 ibv_rc_pingpong, perftest's ib_write_bw, UCX, MPI, ...), on the NICs of the
@@ -35,6 +35,18 @@ SOCKET defaults to rnicd's own default:
 
     ` + ibv.SocketRule + `
 
+PROGRAM runs in a view of the system where the NICs exist as they would
+with a kernel driver (UCX, libfabric, Open MPI and pyverbs look there):
+/dev/infiniband/uverbsN and rdma_cm, /sys/class/infiniband/NAME/ and
+/sys/class/infiniband_verbs/, and a network interface (not lo, up) named
+after each NIC carrying its addresses. It is a set of namespaces (a user
+namespace mapping your own uid, a mount namespace, and a network
+namespace when the NICs' addresses are on no interface of the host but
+lo), shared by every rnic exec of this user on this rnicd and kept while
+the rnicd lives; nothing outside it changes. --no-view, or ` + noViewEnv + `=1,
+runs PROGRAM without it; where the kernel refuses user namespaces rnic
+exec says so in one line and runs PROGRAM without it.
+
 Exits 2 on bad usage, 1 when the library is not built, 127 when PROGRAM is
 not found, 126 when it cannot be run; otherwise PROGRAM's status.
 
@@ -44,6 +56,9 @@ flags:
 // libDirEnv overrides where rnic exec finds the drop-in library.
 const libDirEnv = "RNIC_LIBDIR"
 
+// noViewEnv, set non-empty, is --no-view.
+const noViewEnv = "RNIC_NO_VIEW"
+
 // dropinLib is the file name (and soname) of the drop-in library.
 const dropinLib = "libibverbs.so.1"
 
@@ -52,6 +67,7 @@ func runExec(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(io.Discard)
 	fs.SetInterspersed(false) // everything from PROGRAM on is PROGRAM's
 	socket := fs.StringP("socket", "S", "", "the rnicd's control socket (default: rnicd's default, above)")
+	noView := fs.Bool("no-view", os.Getenv(noViewEnv) != "", "run PROGRAM without the view of the devices (also "+noViewEnv+"=1)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fmt.Fprint(stdout, execHelp)
@@ -76,6 +92,9 @@ func runExec(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rnic exec: %v\n", err)
 		return exitStatusOf(err)
 	}
+	if !*noView {
+		plan = inView(plan, self, stderr)
+	}
 	err = syscall.Exec(plan.path, plan.argv, plan.env)
 	// Only a failed exec returns.
 	fmt.Fprintf(stderr, "rnic exec: %s: %v\n", plan.path, err)
@@ -84,9 +103,10 @@ func runExec(args []string, stdout, stderr io.Writer) int {
 
 // execPlan is what rnic exec will exec.
 type execPlan struct {
-	path string
-	argv []string
-	env  []string
+	path   string
+	argv   []string
+	env    []string
+	socket string // absolute
 }
 
 // Errors of planExec, told apart for the exit status.
@@ -133,7 +153,7 @@ func planExec(args []string, socket string, self string) (*execPlan, error) {
 	}
 	env := setEnv(os.Environ(), "LD_LIBRARY_PATH", ldPath)
 	env = setEnv(env, ibv.SocketEnv, socket)
-	return &execPlan{path: path, argv: args, env: env}, nil
+	return &execPlan{path: path, argv: args, env: env, socket: socket}, nil
 }
 
 // findLibDir returns the directory holding the drop-in library: override

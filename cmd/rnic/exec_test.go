@@ -36,7 +36,9 @@ func TestExecHelper(t *testing.T) {
 func execRnic(t *testing.T, env []string, args ...string) (stdout, stderr string, state *os.ProcessState) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestExecHelper$")
-	cmd.Env = append(os.Environ(), env...)
+	// The view's directory is the test's, not this user's.
+	cmd.Env = append(os.Environ(), "RNIC_VIEW_DIR="+t.TempDir())
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Env = append(cmd.Env, "RNIC_EXEC_HELPER_ARGS="+strings.Join(append([]string{"", "exec"}, args...), "\x1f"))
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
@@ -118,5 +120,31 @@ func TestFindLibDirBesideBinary(t *testing.T) {
 	want, _ := filepath.EvalSymlinks(filepath.Join(root, "lib"))
 	if got, err := findLibDir("", link); err != nil || got != want {
 		t.Fatalf("findLibDir = %q, %v; want %q", got, err, want)
+	}
+}
+
+// TestExecWithoutView: with no rnicd to show, rnic exec says in one line
+// that the program runs without the view, and runs it; --no-view and
+// RNIC_NO_VIEW run it without a word.
+func TestExecWithoutView(t *testing.T) {
+	lib := fakeLibDir(t)
+	env := []string{"RNIC_LIBDIR=" + lib}
+	sock := filepath.Join(t.TempDir(), "none.sock")
+	out, errOut, st := execRnic(t, env, "-S", sock, "--", "echo", "ran")
+	lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+	if out != "ran\n" || st.ExitCode() != 0 || len(lines) != 1 || !strings.HasPrefix(lines[0], "rnic exec: running without the device view: ") {
+		t.Errorf("no daemon: stdout %q exit %d stderr %q, want the program's output and one line on the view", out, st.ExitCode(), errOut)
+	}
+	for _, c := range []struct {
+		env  []string
+		args []string
+	}{
+		{env, []string{"--no-view", "-S", sock, "--", "echo", "ran"}},
+		{append(env, "RNIC_NO_VIEW=1"), []string{"-S", sock, "--", "echo", "ran"}},
+	} {
+		out, errOut, st := execRnic(t, c.env, c.args...)
+		if out != "ran\n" || errOut != "" || st.ExitCode() != 0 {
+			t.Errorf("%v %v: stdout %q exit %d stderr %q, want the program's output alone", c.env, c.args, out, st.ExitCode(), errOut)
+		}
 	}
 }

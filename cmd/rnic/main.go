@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/rnic/rnic/nic/view"
 )
 
 // command is one subcommand. run gets the arguments after the subcommand
@@ -47,6 +49,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	name, rest := args[0], args[1:]
 	switch name {
+	case view.HolderCommand: // rnic exec's own: the holder of a view
+		return view.RunHolder(rest)
 	case "--version", "version":
 		printVersion(stdout)
 		return 0

@@ -39,7 +39,8 @@ var build struct {
 	libErr  string // the library's build failed: its output
 	uid     int    // who the daemon and programs run as
 	gid     int
-	dropped bool // running as root: daemon and programs run as nobody
+	dropped bool   // running as root: daemon and programs run as nobody
+	viewDir string // RNIC_VIEW_DIR of the programs (nic/view)
 }
 
 func TestMain(m *testing.M) {
@@ -94,7 +95,14 @@ func setUp() (int, error) {
 		}
 	}
 	buildLibrary()
-	return 0, readableByAll(dir)
+	if err := readableByAll(dir); err != nil {
+		return 1, err
+	}
+	// rnic exec's views keep their locks and pid files here, gone with
+	// the rest (a view directory must be its user's alone: made after
+	// readableByAll).
+	build.viewDir, err = userDir(dir, "view")
+	return 0, err
 }
 
 // readableByAll lets the programs' user read and run what was built
@@ -235,13 +243,14 @@ func freeTCPPort(t testing.TB) int {
 	return p
 }
 
-// listening reports whether a TCP socket listens on port (any address),
-// read from /proc so that no probe connection disturbs a one-client
-// server.
-func listening(port int) bool {
+// listening reports whether a TCP socket listens on port (any address)
+// in the network namespace of process pid (rnic exec runs programs in a
+// view of their own: /proc/net is this process's namespace), read from
+// /proc so that no probe connection disturbs a one-client server.
+func listening(pid, port int) bool {
 	want := fmt.Sprintf(":%04X ", port)
-	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		b, err := os.ReadFile(f)
+	for _, f := range []string{"tcp", "tcp6"} {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, f))
 		if err != nil {
 			continue
 		}
@@ -288,7 +297,7 @@ func (s *syncBuffer) String() string {
 func start(t testing.TB, name string, env []string, stdin io.Reader, argv ...string) *proc {
 	t.Helper()
 	p := &proc{name: name, cmd: userCommand(argv), out: new(syncBuffer), done: make(chan struct{})}
-	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Env = append(append(os.Environ(), "RNIC_VIEW_DIR="+build.viewDir), env...)
 	p.cmd.Stdout, p.cmd.Stderr, p.cmd.Stdin = p.out, p.out, stdin
 	p.cmd.Dir = build.dir
 	if err := p.cmd.Start(); err != nil {
@@ -524,7 +533,7 @@ func (d *daemon) runPairEnv(t *testing.T, port int, srvEnv, server, cliEnv, clie
 	t.Helper()
 	deadline := time.After(programTimeout)
 	srv = d.runEnv(t, "server", srvEnv, lineBuffered(server)...)
-	for !listening(port) {
+	for !listening(srv.cmd.Process.Pid, port) {
 		select {
 		case <-srv.done:
 			t.Fatalf("the server ended before listening on port %d\n%s", port, srv.report())
