@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/view"
 )
 
@@ -27,8 +28,10 @@ func inView(plan *execPlan, self string, stderr io.Writer) *execPlan {
 		fmt.Fprintf(stderr, "rnic exec: running without the device view: %v\n", err)
 		return plan
 	}
+	env := setEnv(plan.env, ibv.ViewEnv, "1")
 	if len(argv) == len(plan.argv) {
-		return plan // already inside the view
+		argv = plan.argv // already inside the view
+		return &execPlan{path: plan.path, argv: argv, env: env, socket: plan.socket}
 	}
-	return &execPlan{path: argv[0], argv: argv, env: plan.env, socket: plan.socket}
+	return &execPlan{path: argv[0], argv: argv, env: env, socket: plan.socket}
 }

@@ -16,6 +16,16 @@ const DefaultSocket = "/run/rnic/rnicd.sock"
 // SocketEnv names the environment variable that overrides the rule.
 const SocketEnv = "RNIC_SOCKET"
 
+// ViewEnv is set (to 1) by rnic exec in the environment of a program it
+// runs in the device view (nic/view): there the program's own network
+// namespace carries the NICs' addresses, as a host carries its RDMA
+// device's, so a side channel belongs on the program's kernel TCP (where
+// an unmodified C peer in the view listens), not on the daemon's.
+const ViewEnv = "RNIC_VIEW"
+
+// InView reports whether this process runs in an rnic exec view.
+func InView() bool { return os.Getenv(ViewEnv) != "" }
+
 // DefaultSocketPath is the control socket this process should use when no
 // socket is given: $RNIC_SOCKET; else, for a user other than root, the
 // per-user $XDG_RUNTIME_DIR/rnic/rnicd.sock (root's /run is not writable

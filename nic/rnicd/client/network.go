@@ -25,8 +25,12 @@ type network struct{ d *Device }
 var _ ibv.Network = network{}
 
 // Listen listens on addr (an address of the NIC, or unspecified) on the
-// daemon's stack.
+// daemon's stack; in an rnic exec view, on this process's own kernel TCP,
+// where the view's interfaces carry the NICs' addresses (ibv.ViewEnv).
 func (n network) Listen(addr netip.AddrPort) (net.Listener, error) {
+	if ibv.InView() {
+		return ibv.KernelNetwork{}.Listen(addr)
+	}
 	var rep proto.NetListenReply
 	if _, err := n.d.call(proto.OpNetListen, &proto.NetListenReq{Addr: addr}, nil, &rep); err != nil {
 		var remote *proto.RemoteError
@@ -41,6 +45,9 @@ func (n network) Listen(addr netip.AddrPort) (net.Listener, error) {
 // Dial connects from local (an address of the NIC, or invalid) to remote
 // through the daemon's stack.
 func (n network) Dial(ctx context.Context, local netip.Addr, remote netip.AddrPort) (net.Conn, error) {
+	if ibv.InView() {
+		return ibv.KernelNetwork{}.Dial(ctx, local, remote)
+	}
 	c, err := n.d.proxied(ctx, proto.OpNetDial, func(tok uint32) proto.Message {
 		return &proto.NetDialReq{Token: tok, Local: local, Remote: remote}
 	})
