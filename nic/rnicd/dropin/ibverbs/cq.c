@@ -186,6 +186,7 @@ int rnic_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 		avail = 0; /* a daemon writing nonsense */
 	for (; k < n && (uint32_t)k < avail; k++) {
 		rnic_wc_from_slot(q->ring + RING_HDR + (size_t)(q->cons & (q->slots - 1)) * WC_SLOT, &wc[k]);
+		rnic_note_recv(q, &wc[k]);
 		q->cons++;
 	}
 	if (k > 0)

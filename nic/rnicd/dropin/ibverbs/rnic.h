@@ -272,6 +272,7 @@ struct rnic_context {
 	pthread_mutex_t objs_mu;
 	struct rnic_obj_ref *objs;
 	size_t nobjs, capobjs;
+	uint64_t qp_gen; /* bumped as a QP goes: CQs' QP caches (rqdepth.c) go stale */
 };
 
 static inline struct rnic_context *to_rctx(struct ibv_context *c)
@@ -323,6 +324,10 @@ struct rnic_cq {
 	struct ibv_wc cur;
 	int cur_valid;
 	int dead;
+	/* the QP of the last receive completion polled (rqdepth.c) */
+	uint32_t seen_qpn;
+	struct rnic_qp *seen_qp;
+	uint64_t seen_gen;
 };
 
 struct rnic_ring {
@@ -357,6 +362,8 @@ struct rnic_qp {
 	struct rnic_ring sq, rq;
 	uint32_t bell; /* its bit in the session doorbell */
 	uint32_t sq_prod, rq_prod;
+	/* receives polled from the CQ: the RQ holds rq_prod - rq_done (rqdepth.c) */
+	uint32_t rq_done;
 	pthread_spinlock_t sq_lock, rq_lock;
 	/* ibv_wr_* state: WRs written since wr_start, the slot being built */
 	int sig_all;
@@ -365,6 +372,11 @@ struct rnic_qp {
 	enum ibv_wr_opcode wr_op;
 	int wr_err;
 };
+
+/* rqdepth.c: the receive queue's depth, counted as mlx5 counts it */
+void rnic_note_recv(struct rnic_cq *q, const struct ibv_wc *wc);
+int rnic_rq_full(struct rnic_qp *q);
+void rnic_rq_forget(struct rnic_qp *q);
 
 /* The session doorbell (proto/bell.go). */
 enum {

@@ -14,6 +14,7 @@
  *   corners ud       DEV0 DEV1   UD: the GRH before the payload, an AH made from a completion
  *   corners cap      DEV0 DEV1   the send queue cap ibv_create_qp grants (rxe's rounding), inline use
  *   corners cqchannels DEV0 DEV1 1000 CQs on 2 channels under 64 descriptors: each event once
+ *   corners verbs    DEV0 DEV1   what pyverbs reads: device names, _ex attributes, RQ depth
  *   corners killed   DEV0        the daemon dies under us: DEVICE_FATAL, errors, no hang
  *   corners nodaemon             no daemon: an empty device list
  *
@@ -287,12 +288,14 @@ int main(int argc, char **argv)
 		test_manyqps(d0, d1);
 	else if (!strcmp(t, "cqchannels"))
 		test_cqchannels(d0, d1);
+	else if (!strcmp(t, "verbs"))
+		test_verbs(d0, d1);
 	else if (!strcmp(t, "killed"))
 		test_killed(d0);
 	else if (!strcmp(t, "nodaemon"))
 		test_nodaemon();
 	else {
-		fprintf(stderr, "usage: corners errors|channel|async|fork|mr|wr|ud|cap|manyqps|cqchannels|killed|nodaemon [DEV0 [DEV1]]\n");
+		fprintf(stderr, "usage: corners errors|channel|async|fork|mr|wr|ud|cap|manyqps|cqchannels|verbs|killed|nodaemon [DEV0 [DEV1]]\n");
 		return 2;
 	}
 	printf("%d failed\n", failures);

@@ -1,0 +1,63 @@
+/* The receive queue's depth. A QP's receives wait in two places: the
+ * ring the library writes and, once the daemon has taken them, the NIC's
+ * own queue; each holds up to max_recv_wr, so the ring's room alone would
+ * let a program post twice what it asked for. As mlx5's library does, a
+ * receive counts against the queue from its post until its completion is
+ * polled: polling notes each receive completion on its QP (rq_done), and
+ * a post finding rq_prod - rq_done at max_recv_wr fails with ENOMEM, as
+ * rxe's does. A QP on an SRQ has no receive queue of its own. */
+#include "rnic.h"
+
+/* qp_of finds the QP a completion of CQ q names: the CQ's cached one,
+ * while no QP of the context has gone since, else by a scan of the
+ * context's objects. The caller holds objs_mu (a QP being destroyed
+ * leaves the table, and bumps qp_gen, under it). */
+static struct rnic_qp *qp_of(struct rnic_context *c, struct rnic_cq *q, uint32_t qpn)
+{
+	if (q->seen_qp && q->seen_qpn == qpn && q->seen_gen == c->qp_gen)
+		return q->seen_qp;
+	q->seen_qp = NULL;
+	for (size_t i = 0; i < c->nobjs; i++) {
+		struct rnic_qp *p = c->objs[i].obj;
+		if (c->objs[i].kind == OBJ_QP && p->qpx.qp_base.qp_num == qpn) {
+			q->seen_qp = p;
+			break;
+		}
+	}
+	q->seen_qpn = qpn;
+	q->seen_gen = c->qp_gen;
+	return q->seen_qp;
+}
+
+/* rnic_note_recv counts a receive completion polled from q (whatever its
+ * status: a flushed receive leaves the queue too) on its QP. */
+void rnic_note_recv(struct rnic_cq *q, const struct ibv_wc *wc)
+{
+	struct rnic_context *c;
+	struct rnic_qp *p;
+
+	if (!(wc->opcode & IBV_WC_RECV))
+		return;
+	c = to_rctx(q->cq.context);
+	pthread_mutex_lock(&c->objs_mu);
+	p = qp_of(c, q, wc->qp_num);
+	if (p && !p->qpx.qp_base.srq)
+		__atomic_fetch_add(&p->rq_done, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&c->objs_mu);
+}
+
+/* rnic_rq_full: q's receive queue holds max_recv_wr receives. The caller
+ * holds rq_lock. */
+int rnic_rq_full(struct rnic_qp *q)
+{
+	return q->rq_prod - __atomic_load_n(&q->rq_done, __ATOMIC_RELAXED) >= q->cap.max_recv_wr;
+}
+
+/* rnic_rq_forget empties the count: a QP moved to RESET loses its
+ * receives without completions. */
+void rnic_rq_forget(struct rnic_qp *q)
+{
+	pthread_spin_lock(&q->rq_lock);
+	__atomic_store_n(&q->rq_done, q->rq_prod, __ATOMIC_RELAXED);
+	pthread_spin_unlock(&q->rq_lock);
+}

@@ -1,0 +1,183 @@
+/* corners verbs: what rdma-core's own tests (pyverbs) read of a device and
+ * expect of a QP, as rxe gives it: the kernel's device names, the extended
+ * device attributes, an ATOMIC WRITE QP refused at creation (rnic has no
+ * such opcode), and a receive queue that holds max_recv_wr receives and
+ * no more (ENOMEM past it, room again as completions are polled). */
+#include "corners.h"
+
+/* names: device i of the list is uverbs<i> with the kernel's paths. */
+static void names(void)
+{
+	struct ibv_device **list;
+	char want[IBV_SYSFS_PATH_MAX];
+	int n;
+
+	if (!(list = ibv_get_device_list(&n)) || n < 1)
+		die("ibv_get_device_list");
+	for (int i = 0; i < n; i++) {
+		struct ibv_device *d = list[i];
+		char dev[IBV_SYSFS_NAME_MAX];
+		snprintf(dev, sizeof(dev), "uverbs%d", i);
+		check(!strcmp(d->dev_name, dev), "device %d (%s): dev_name %s (want %s)", i, d->name, d->dev_name, dev);
+		snprintf(want, sizeof(want), "/sys/class/infiniband_verbs/uverbs%d", i);
+		check(!strcmp(d->dev_path, want), "device %d: dev_path %s (want %s)", i, d->dev_path, want);
+		snprintf(want, sizeof(want), "/sys/class/infiniband/%s", d->name);
+		check(!strcmp(d->ibdev_path, want), "device %d: ibdev_path %s (want %s)", i, d->ibdev_path, want);
+	}
+	ibv_free_device_list(list);
+}
+
+/* attrs_ex: ibv_query_device_ex repeats what ibv_query_device says where
+ * the kernel does (pyverbs' test_phys_port_cnt_ex). */
+static void attrs_ex(struct ibv_context *ctx)
+{
+	struct ibv_device_attr_ex x;
+	struct ibv_device_attr a;
+
+	if (ibv_query_device(ctx, &a) || ibv_query_device_ex(ctx, NULL, &x))
+		die("ibv_query_device(_ex)");
+	check(x.phys_port_cnt_ex == a.phys_port_cnt && a.phys_port_cnt == 1,
+	      "phys_port_cnt_ex %u, phys_port_cnt %u (want 1, 1)", x.phys_port_cnt_ex, a.phys_port_cnt);
+	check(x.device_cap_flags_ex == (uint64_t)a.device_cap_flags,
+	      "device_cap_flags_ex %#llx = device_cap_flags %#x", (unsigned long long)x.device_cap_flags_ex,
+	      a.device_cap_flags);
+	check(!memcmp(&x.orig_attr, &a, sizeof(a)), "ibv_query_device_ex's orig_attr is ibv_query_device's");
+}
+
+/* no_atomic_write: a QP asking for ibv_wr_atomic_write is refused with
+ * EOPNOTSUPP (the NIC has no ATOMIC WRITE); one asking for what it has is
+ * made. */
+static void no_atomic_write(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr_ex qx = {0};
+	struct ibv_qp *qp;
+
+	qx.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	qx.pd = pd;
+	qx.send_cq = qx.recv_cq = cq;
+	qx.qp_type = IBV_QPT_RC;
+	qx.cap.max_send_wr = qx.cap.max_recv_wr = 4;
+	qx.cap.max_send_sge = qx.cap.max_recv_sge = 1;
+	qx.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_ATOMIC_WRITE;
+	errno = 0;
+	qp = ibv_create_qp_ex(ctx, &qx);
+	check(!qp && errno == EOPNOTSUPP, "ibv_create_qp_ex with ATOMIC_WRITE: NULL, EOPNOTSUPP (errno %d)", errno);
+	if (qp)
+		ibv_destroy_qp(qp);
+	qx.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+	qp = ibv_create_qp_ex(ctx, &qx);
+	check(qp != NULL, "ibv_create_qp_ex with RDMA_WRITE and FETCH_AND_ADD: made (errno %d)", qp ? 0 : errno);
+	if (qp)
+		ibv_destroy_qp(qp);
+}
+
+/* try_recv posts one receive of buf; 0 or the errno, bad_wr checked. */
+static int try_recv(struct ibv_qp *qp, struct ibv_mr *mr, char *buf)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey};
+	struct ibv_recv_wr wr = {.wr_id = 5, .sg_list = &sge, .num_sge = 1}, *bad = NULL;
+	int err = ibv_post_recv(qp, &wr, &bad);
+
+	if (err && bad != &wr)
+		check(0, "ibv_post_recv failed (%d) without bad_wr at the WR", err);
+	return err;
+}
+
+/* fill posts receives until one fails; how many were posted. */
+static uint32_t fill(struct ibv_qp *qp, struct ibv_mr *mr, char *buf, uint32_t most, int *err)
+{
+	uint32_t n = 0;
+
+	while (n <= most && !(*err = try_recv(qp, mr, buf)))
+		n++;
+	return n;
+}
+
+/* reset_to_init moves s's QP to RESET and back to INIT. */
+static void reset_to_init(struct side *s)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RESET};
+
+	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE))
+		die("modify to RESET");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		die("modify to INIT");
+}
+
+/* rq_full: the receive queue holds max_recv_wr receives (rxe and mlx5:
+ * ENOMEM past it, pyverbs' test_full_rq_bad_flow); the receives of
+ * messages that came, once polled, make room again; a list posted into
+ * less room stops at the first WR that does not fit; RESET empties it. */
+static void rq_full(const char *d0, const char *d1)
+{
+	static char buf[PAGE];
+	struct side a = {0}, b = {0};
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr qa;
+	struct ibv_mr *amr, *bmr;
+	struct ibv_wc wc;
+	uint32_t max, n;
+	int err, got = 0;
+
+	side_open(&a, d0, NULL, NULL, NULL, 64, 8);
+	side_open(&b, d1, NULL, NULL, NULL, 64, 8);
+	connect_pair(&a, &b);
+	amr = reg(a.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	bmr = reg(b.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	if (ibv_query_qp(b.qp, &qa, IBV_QP_CAP, &ia))
+		die("ibv_query_qp");
+	max = ia.cap.max_recv_wr;
+	n = fill(b.qp, bmr, buf, max, &err);
+	check(n == max && err == ENOMEM, "%u receives posted on a %u-deep RQ, then ENOMEM (%d)", n, max, err);
+
+	for (int i = 0; i < 3; i++)
+		post_send(a.qp, amr, buf, 8, IBV_SEND_SIGNALED);
+	for (int i = 0; i < 3; i++)
+		got += wait_wc(b.cq, &wc, TIMEOUT_MS) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV;
+	check(got == 3, "3 SENDs received (%d)", got);
+	n = fill(b.qp, bmr, buf, max, &err);
+	check(n == 3 && err == ENOMEM, "3 receives polled: 3 more posted (%u), then ENOMEM (%d)", n, err);
+
+	post_send(a.qp, amr, buf, 8, IBV_SEND_SIGNALED);
+	check(wait_wc(b.cq, &wc, TIMEOUT_MS) && wc.status == IBV_WC_SUCCESS, "a fourth SEND received");
+	{
+		struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = 64, .lkey = bmr->lkey};
+		struct ibv_recv_wr w2 = {.wr_id = 2, .sg_list = &sge, .num_sge = 1};
+		struct ibv_recv_wr w1 = {.wr_id = 1, .sg_list = &sge, .num_sge = 1, .next = &w2}, *bad = NULL;
+		err = ibv_post_recv(b.qp, &w1, &bad);
+		check(err == ENOMEM && bad == &w2, "a list of 2 into room for 1: ENOMEM (%d) at the second WR", err);
+	}
+
+	reset_to_init(&b);
+	n = fill(b.qp, bmr, buf, max, &err);
+	check(n == max && err == ENOMEM, "after RESET: %u receives posted again (want %u), then ENOMEM (%d)", n, max,
+	      err);
+	pair_close(&a, &b);
+	ibv_dereg_mr(amr);
+	ibv_dereg_mr(bmr);
+	side_free(&a);
+	side_free(&b);
+}
+
+void test_verbs(const char *d0, const char *d1)
+{
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+
+	names();
+	ctx = open_named(d0);
+	pd = ibv_alloc_pd(ctx);
+	cq = pd ? ibv_create_cq(ctx, 16, NULL, NULL, 0) : NULL;
+	if (!cq)
+		die("ibv_alloc_pd / ibv_create_cq");
+	attrs_ex(ctx);
+	no_atomic_write(ctx, pd, cq);
+	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	rq_full(d0, d1);
+}
