@@ -16,11 +16,11 @@ import (
 type suiteResult struct {
 	ok, failed, errors, skipped int
 	expectedFail, unexpectedOK  int
-	skips        map[string][]string // reason -> tests
-	bad          []string            // tests that failed or errored
-	ran          int                 // "Ran N tests"
-	summary      string              // the last line: "OK (skipped=3)", "FAILED (...)"
-	failureBlock string              // the reports of failures and errors
+	skips                       map[string][]string // reason -> tests
+	bad                         []string            // tests that failed or errored
+	ran                         int                 // "Ran N tests"
+	summary                     string              // the last line: "OK (skipped=3)", "FAILED (...)"
+	failureBlock                string              // the reports of failures and errors
 }
 
 var (
