@@ -21,16 +21,14 @@ type Rereg struct {
 // returned channel is closed then. r must be a live, non-fast region with
 // no windows bound (ErrBusy). On error r is unchanged.
 func (t *Table) Reregister(r *Region, c Rereg) (<-chan struct{}, error) {
-	old := r.cur.Load()
-	if old == nil {
-		return nil, fmt.Errorf("memory: reregister: %w", ErrInvalidArgument)
-	}
-	mem, iova := c.Mem, c.IOVA
-	if mem == nil {
-		mem, iova = old.mem, old.base
-	}
-	sh, base, err := t.prepare(mem, iova, c.Access)
-	if err != nil {
+	var sh *Shared
+	var base uint64
+	if c.Mem != nil {
+		var err error
+		if sh, base, err = t.prepare(c.Mem, c.IOVA, c.Access); err != nil {
+			return nil, err
+		}
+	} else if err := c.Access.ValidateRegion(); err != nil {
 		return nil, err
 	}
 	t.mu.Lock()
@@ -39,7 +37,17 @@ func (t *Table) Reregister(r *Region, c Rereg) (<-chan struct{}, error) {
 		releaseShared(sh)
 		return nil, err
 	}
-	old = r.cur.Load()
+	old := r.cur.Load()
+	mem := c.Mem
+	if mem == nil {
+		// The same memory: one more reference on its mapping, taken
+		// while the old registration still holds one (the mapping's
+		// owner may have closed it, as rnicd does once registered).
+		mem, base, sh = old.mem, old.base, old.pin.shared
+		if sh != nil {
+			sh.refs.Add(1)
+		}
+	}
 	tg := &target{
 		key:    old.key,
 		pd:     c.PD,
@@ -62,7 +70,7 @@ func (t *Table) reregisterable(r *Region) error {
 	if err := t.owns(r); err != nil {
 		return fmt.Errorf("memory: reregister: %w", err)
 	}
-	if r.fast {
+	if r.fast || r.cur.Load() == nil {
 		return fmt.Errorf("memory: reregister: a fast-register MR: %w", ErrInvalidArgument)
 	}
 	if r.windows > 0 {

@@ -111,3 +111,34 @@ func TestReregisterRefused(t *testing.T) {
 	_, err = tb.Reregister(r, Rereg{PD: 1, Access: LocalWrite})
 	wantErr(t, "deregistered", err, ErrInvalidArgument)
 }
+
+// TestReregisterClosedShared: a region over shared memory whose owner has
+// closed it (rnicd closes its mapping once registered) keeps its memory
+// through a PD or access change, and the mapping goes with the last
+// registration.
+func TestReregisterClosedShared(t *testing.T) {
+	tb := newTable(t, Config{})
+	s := mustShared(t, 4096)
+	r := mustRegister(t, tb, 1, s.Bytes()[100:200], 0x100, LocalWrite)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.Reregister(r, Rereg{PD: 2, Access: LocalWrite | RemoteRead}); err != nil {
+		t.Fatalf("keeping closed shared memory: %v", err)
+	}
+	ref, f := tb.CheckLocal(2, r.LKey(), 0x100, 100, LocalWrite)
+	if f != Ok {
+		t.Fatalf("the kept memory: %v", f)
+	}
+	ref.Release()
+	if s.Bytes() == nil {
+		t.Fatal("the mapping went while a registration uses it")
+	}
+	if err := tb.Deregister(r); err != nil {
+		t.Fatal(err)
+	}
+	<-r.Drained()
+	if s.Bytes() != nil {
+		t.Error("the mapping stayed after the last registration went")
+	}
+}
