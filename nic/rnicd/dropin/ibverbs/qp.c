@@ -330,8 +330,13 @@ RNIC_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int a
 	if ((err = r_done(&r)))
 		return err;
 	qp->state = (enum ibv_qp_state)st;
-	if (st == IBV_QPS_RESET)
+	if (st == IBV_QPS_RESET) {
+		/* its completions go from its CQs, its receives from the count */
+		rnic_cq_clean((struct rnic_cq *)qp->send_cq, qp->qp_num);
+		if (qp->recv_cq != qp->send_cq)
+			rnic_cq_clean((struct rnic_cq *)qp->recv_cq, qp->qp_num);
 		rnic_rq_forget(q);
+	}
 	return 0;
 }
 

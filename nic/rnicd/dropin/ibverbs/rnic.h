@@ -98,6 +98,7 @@ enum rnic_op {
 	OP_CREATE_CHANNEL = 0x0024,
 	OP_DESTROY_CHANNEL = 0x0025,
 	OP_CREATE_CQ_ON = 0x0026,
+	OP_REREG_MR_WINDOW = 0x0030,
 	OP_STAT_DEVICES = 0x0302,
 	OP_EVENT = 0x8001,
 };
@@ -372,6 +373,9 @@ struct rnic_qp {
 	enum ibv_wr_opcode wr_op;
 	int wr_err;
 };
+
+/* cqclean.c */
+void rnic_cq_clean(struct rnic_cq *q, uint32_t qpn);
 
 /* rqdepth.c: the receive queue's depth, counted as mlx5 counts it */
 void rnic_note_recv(struct rnic_cq *q, const struct ibv_wc *wc);

@@ -29,6 +29,18 @@ static struct rnic_qp *qp_of(struct rnic_context *c, struct rnic_cq *q, uint32_t
 	return q->seen_qp;
 }
 
+/* count_done counts one receive done, never past those posted: a
+ * completion that outlived a RESET (rnic_rq_forget) counts for nothing. */
+static void count_done(struct rnic_qp *p)
+{
+	uint32_t done = __atomic_load_n(&p->rq_done, __ATOMIC_RELAXED);
+	do {
+		if ((int32_t)(__atomic_load_n(&p->rq_prod, __ATOMIC_RELAXED) - done) <= 0)
+			return;
+	} while (!__atomic_compare_exchange_n(&p->rq_done, &done, done + 1, 0, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+}
+
 /* rnic_note_recv counts a receive completion polled from q (whatever its
  * status: a flushed receive leaves the queue too) on its QP. */
 void rnic_note_recv(struct rnic_cq *q, const struct ibv_wc *wc)
@@ -42,7 +54,7 @@ void rnic_note_recv(struct rnic_cq *q, const struct ibv_wc *wc)
 	pthread_mutex_lock(&c->objs_mu);
 	p = qp_of(c, q, wc->qp_num);
 	if (p && !p->qpx.qp_base.srq)
-		__atomic_fetch_add(&p->rq_done, 1, __ATOMIC_RELAXED);
+		count_done(p);
 	pthread_mutex_unlock(&c->objs_mu);
 }
 

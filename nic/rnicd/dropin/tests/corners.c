@@ -15,6 +15,7 @@
  *   corners cap      DEV0 DEV1   the send queue cap ibv_create_qp grants (rxe's rounding), inline use
  *   corners cqchannels DEV0 DEV1 1000 CQs on 2 channels under 64 descriptors: each event once
  *   corners verbs    DEV0 DEV1   what pyverbs reads: device names, _ex attributes, RQ depth
+ *   corners rereg    DEV0 DEV1   ibv_rereg_mr keeps the keys; a QP's RESET cleans its CQs
  *   corners killed   DEV0        the daemon dies under us: DEVICE_FATAL, errors, no hang
  *   corners nodaemon             no daemon: an empty device list
  *
@@ -290,12 +291,14 @@ int main(int argc, char **argv)
 		test_cqchannels(d0, d1);
 	else if (!strcmp(t, "verbs"))
 		test_verbs(d0, d1);
+	else if (!strcmp(t, "rereg"))
+		test_rereg(d0, d1);
 	else if (!strcmp(t, "killed"))
 		test_killed(d0);
 	else if (!strcmp(t, "nodaemon"))
 		test_nodaemon();
 	else {
-		fprintf(stderr, "usage: corners errors|channel|async|fork|mr|wr|ud|cap|manyqps|cqchannels|verbs|killed|nodaemon [DEV0 [DEV1]]\n");
+		fprintf(stderr, "usage: corners errors|channel|async|fork|mr|wr|ud|cap|manyqps|cqchannels|verbs|rereg|killed|nodaemon [DEV0 [DEV1]]\n");
 		return 2;
 	}
 	printf("%d failed\n", failures);

@@ -56,6 +56,7 @@ void test_cap(const char *d0, const char *d1);
 void test_manyqps(const char *d0, const char *d1);
 void test_cqchannels(const char *d0, const char *d1);
 void test_verbs(const char *d0, const char *d1);
+void test_rereg(const char *d0, const char *d1);
 void test_killed(const char *dev);
 void test_nodaemon(void);
 
