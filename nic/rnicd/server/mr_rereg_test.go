@@ -48,7 +48,7 @@ func TestReregMRWindow(t *testing.T) {
 		return &proto.ReregMRWindowReq{MR: h, Flags: flags, PD: p, Access: access, Offset: off, Length: n, IOVA: iova}
 	}
 	r.expect(proto.OpReregMRWindow, rereg(mr.MR, proto.ReregTranslation, pd, rw, offB), proto.StatusBadMessage) // no memfd
-	r.expect(proto.OpReregMRWindow, rereg(mr.MR, 0, pd, rw, 0), proto.StatusBadMessage, fd)                    // a memfd not asked for
+	r.expect(proto.OpReregMRWindow, rereg(mr.MR, 0, pd, rw, 0), proto.StatusBadMessage, fd)                     // a memfd not asked for
 	r.expect(proto.OpReregMRWindow, rereg(mr.MR, 2, pd, rw, 0), proto.StatusInvalid)
 	r.expect(proto.OpReregMRWindow, rereg(mr.MR+100, 0, pd, rw, 0), proto.StatusBadHandle)
 	r.expect(proto.OpReregMRWindow, rereg(pd, 0, pd, rw, 0), proto.StatusBadHandle) // a PD's handle
