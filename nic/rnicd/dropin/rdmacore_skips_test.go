@@ -49,7 +49,6 @@ var rnicGaps = []string{
 	"Create MW is not supported",                      // memory windows (rxe has types 1 and 2)
 	"Memory Window allocation is not supported",       // the same, through ibv_wr_bind_mw
 	"Create memory window of type 3 is not supported", // the bad-type check: needs MWs first
-	"Resize CQ is not supported",                      // ibv_resize_cq
 	"Importing a device is not supported",             // ibv_import_device: a context is a daemon session
 	// rnic's GID table holds its address alone (no empty slots, unlike
 	// rxe's 1024), so there is no empty index to query

@@ -2,7 +2,8 @@
  * expect of a QP, as rxe gives it: the kernel's device names, the extended
  * device attributes, an ATOMIC WRITE QP refused at creation (rnic has no
  * such opcode), and a receive queue that holds max_recv_wr receives and
- * no more (ENOMEM past it, room again as completions are polled). */
+ * no more (ENOMEM past it, room again as completions are polled), and
+ * ibv_resize_cq. */
 #include "corners.h"
 
 /* names: device i of the list is uverbs<i> with the kernel's paths. */
@@ -162,6 +163,83 @@ static void rq_full(const char *d0, const char *d1)
 	side_free(&b);
 }
 
+/* send_n posts n signaled SENDs of 8 bytes, wr_id first.. onwards. */
+static void send_n(struct ibv_qp *qp, struct ibv_mr *mr, char *buf, int n, uint64_t first)
+{
+	for (int i = 0; i < n; i++) {
+		struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = 8, .lkey = mr->lkey};
+		struct ibv_send_wr wr = {.wr_id = first + (uint64_t)i, .sg_list = &sge, .num_sge = 1,
+					 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED},
+				   *bad = NULL;
+		if (ibv_post_send(qp, &wr, &bad))
+			die("ibv_post_send");
+	}
+}
+
+/* resize: ibv_resize_cq down and up (cqe at least what was asked), not
+ * below the completions waiting (EINVAL, which stay), and those waiting
+ * polled in order from the resized CQ, which goes on working, events
+ * included. */
+static void resize(const char *d0, const char *d1)
+{
+	static char buf[PAGE];
+	struct ibv_comp_channel *ch;
+	struct side a = {0}, b = {0};
+	struct ibv_mr *amr, *bmr;
+	struct ibv_wc wc;
+	struct ibv_cq *ecq;
+	void *ectx;
+	int err, got = 0, inorder = 1;
+
+	if (!(ch = ibv_create_comp_channel(open_named(d0))))
+		die("ibv_create_comp_channel");
+	a.ctx = ch->context;
+	side_open(&a, d0, ch, &a, NULL, 4, 16);
+	side_open(&b, d1, NULL, NULL, NULL, 64, 8);
+	connect_pair(&a, &b);
+	amr = reg(a.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	bmr = reg(b.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	for (int i = 0; i < 16; i++)
+		post_recv(b.qp, NULL, bmr, buf, 64);
+
+	err = ibv_resize_cq(a.cq, 1);
+	check(err == 0 && a.cq->cqe >= 1, "ibv_resize_cq 4 -> 1: 0 (%d), cqe %d", err, a.cq->cqe);
+	err = ibv_resize_cq(a.cq, 16);
+	check(err == 0 && a.cq->cqe >= 16, "ibv_resize_cq 1 -> 16: 0 (%d), cqe %d", err, a.cq->cqe);
+	send_n(a.qp, amr, buf, 10, 100);
+	for (int i = 0; i < 10; i++)
+		got += wait_wc(b.cq, &wc, TIMEOUT_MS);
+	check(got == 10, "10 SENDs received (%d)", got);
+	err = ibv_resize_cq(a.cq, 4);
+	check(err == EINVAL && a.cq->cqe >= 16, "ibv_resize_cq to 4 with 10 completions waiting: EINVAL (%d)", err);
+	err = ibv_resize_cq(a.cq, 32);
+	check(err == 0 && a.cq->cqe >= 32, "ibv_resize_cq 16 -> 32 with 10 waiting: 0 (%d), cqe %d", err, a.cq->cqe);
+	got = 0;
+	for (int i = 0; i < 10; i++) {
+		if (!wait_wc(a.cq, &wc, TIMEOUT_MS))
+			break;
+		got++;
+		inorder &= wc.wr_id == 100 + (uint64_t)i && wc.status == IBV_WC_SUCCESS;
+	}
+	check(got == 10 && inorder && ibv_poll_cq(a.cq, 1, &wc) == 0,
+	      "the 10 waiting completions polled in order from the resized CQ (%d), then none", got);
+
+	if (ibv_req_notify_cq(a.cq, 0))
+		die("ibv_req_notify_cq");
+	send_n(a.qp, amr, buf, 1, 200);
+	check(fd_ready(ch->fd, TIMEOUT_MS) && ibv_get_cq_event(ch, &ecq, &ectx) == 0 && ecq == a.cq && ectx == &a,
+	      "a completion event of the resized CQ");
+	ibv_ack_cq_events(a.cq, 1);
+	check(wait_wc(a.cq, &wc, TIMEOUT_MS) && wc.wr_id == 200, "its completion polled");
+	pair_close(&a, &b);
+	ibv_dereg_mr(amr);
+	ibv_dereg_mr(bmr);
+	side_free(&b);
+	ibv_dealloc_pd(a.pd);
+	ibv_destroy_comp_channel(ch);
+	ibv_close_device(a.ctx);
+}
+
 void test_verbs(const char *d0, const char *d1)
 {
 	struct ibv_context *ctx;
@@ -180,4 +258,5 @@ void test_verbs(const char *d0, const char *d1)
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
 	rq_full(d0, d1);
+	resize(d0, d1);
 }
