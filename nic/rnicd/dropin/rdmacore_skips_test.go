@@ -6,7 +6,10 @@ package dropin
 // Any other reason fails TestRdmaCoreSuite: a test that ran on rxe and
 // skips on rnic is a capability lost, or a new bug.
 
-import "strings"
+import (
+	"strings"
+	"testing"
+)
 
 // rxeSkips are prefixes of skip reasons that rxe gives too: another
 // vendor's device, hardware features a software RoCE NIC lacks, and what
@@ -31,9 +34,17 @@ var rxeSkips = []string{
 	"There are no huge pages of size 2M allocated",
 	"cuda-python 12.0+ must be installed",
 	"PCI device must be passed by the user",
-	// ATOMIC WRITE: 6.1's rxe makes the QP and fails the request (its
-	// one error); rnic refuses the QP, so the suite skips
-	"Extended QP is not supported on this device",
+	atomicWriteSkip,
+}
+
+// atomicWriteSkip: 6.1's rxe makes an ATOMIC WRITE QP and fails the
+// request (its one error); rnic refuses the QP, so the suite skips. The
+// reason is generic: it is allowed for that test alone (onlyFor).
+const atomicWriteSkip = "Extended QP is not supported on this device"
+
+// onlyFor restricts a reason to the tests it is allowed for.
+var onlyFor = map[string]string{
+	atomicWriteSkip: "tests.test_qpex.QpExTestCase.test_qp_ex_rc_atomic_write",
 }
 
 // netInterfaceSkipUntilView: "Device rnicN doesn't have net interface"
@@ -55,12 +66,16 @@ var rnicGaps = []string{
 	"All gid indices populated, cannot check bad flow",
 }
 
-// allowedSkip says whether reason is allowed, and why.
-func allowedSkip(reason string) (why string, ok bool) {
+// allowedSkip says whether reason is allowed for tests, and why.
+func allowedSkip(reason string, tests []string) (why string, ok bool) {
 	for _, p := range rxeSkips {
-		if strings.HasPrefix(reason, p) {
-			return "rxe skips too", true
+		if !strings.HasPrefix(reason, p) {
+			continue
 		}
+		if only, restricted := onlyFor[p]; restricted && (len(tests) != 1 || tests[0] != only) {
+			return "", false
+		}
+		return "rxe skips too", true
 	}
 	if netInterfaceSkipUntilView != "" && strings.Contains(reason, netInterfaceSkipUntilView) {
 		return "no net interface until h/view is merged", true
@@ -71,4 +86,25 @@ func allowedSkip(reason string) (why string, ok bool) {
 		}
 	}
 	return "", false
+}
+
+// TestAllowedSkip: rxe's reasons pass, a generic one only for its test,
+// an unknown one fails.
+func TestAllowedSkip(t *testing.T) {
+	for _, c := range []struct {
+		reason string
+		tests  []string
+		ok     bool
+	}{
+		{"Can not run the test over non MLX5 device", []string{"a", "b"}, true},
+		{atomicWriteSkip, []string{onlyFor[atomicWriteSkip]}, true},
+		{atomicWriteSkip, []string{"tests.test_qpex.QpExTestCase.test_qp_ex_rc_send"}, false},
+		{atomicWriteSkip, []string{onlyFor[atomicWriteSkip], "another"}, false},
+		{"Rereg MR is not supported (Errno: 95)", []string{"x"}, false},
+		{"Resize CQ is not supported", []string{"x"}, false},
+	} {
+		if _, ok := allowedSkip(c.reason, c.tests); ok != c.ok {
+			t.Errorf("allowedSkip(%q, %v) = %v, want %v", c.reason, c.tests, ok, c.ok)
+		}
+	}
 }

@@ -43,7 +43,7 @@ func TestRdmaCoreSuite(t *testing.T) {
 		r.ran, r.ok, r.failed, r.errors, r.skipped)
 	var unknown []string
 	for _, reason := range r.reasons() {
-		why, ok := allowedSkip(reason)
+		why, ok := allowedSkip(reason, r.skips[reason])
 		if !ok {
 			why = "NOT ALLOWED: rxe runs these"
 			unknown = append(unknown, fmt.Sprintf("%q: %s", reason, strings.Join(r.skips[reason], ", ")))
