@@ -119,6 +119,7 @@ RNIC_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 		pthread_mutex_unlock(&cq->context->mutex);
 	}
 	rnic_release_rings(c, &q->place);
+	rnic_release_rings(c, &q->retired);
 	pthread_spin_destroy(&q->lock);
 	pthread_mutex_destroy(&cq->mutex);
 	pthread_cond_destroy(&cq->cond);

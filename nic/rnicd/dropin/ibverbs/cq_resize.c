@@ -1,7 +1,8 @@
 /* ibv_resize_cq: the daemon gives the CQ a new ring of the new size
  * (RESIZE_CQ), the completions not yet polled moved to its start; the
- * CQ reads the new ring from then on and gives the old one back. Pollers
- * wait on the CQ's lock meanwhile. As ibv_resize_cq(3) says, cqe is at
+ * CQ reads the new ring from then on and gives the old one back at its
+ * next resize or its end (a poller's unlocked first look at the producer
+ * index may still read it). Pollers wait on the CQ's lock meanwhile. As ibv_resize_cq(3) says, cqe is at
  * least what was asked; fewer than the completions waiting is EINVAL. */
 #include "rnic.h"
 
@@ -33,7 +34,7 @@ RNIC_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 {
 	struct rnic_cq *q = (struct rnic_cq *)cq;
 	struct rnic_context *c = to_rctx(cq->context);
-	struct rnic_place old;
+	struct rnic_place old = {0};
 	struct rnic_reply rep;
 	struct wbuf w;
 	int err;
@@ -46,16 +47,18 @@ RNIC_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 	pthread_spin_lock(&q->lock);
 	/* the daemon copies from the consumer index: publish it first */
 	st32(q->ring, CQ_CONS, q->cons);
-	old = q->place;
 	pthread_mutex_lock(&c->ring_mu);
 	err = ctx_call(c, OP_RESIZE_CQ, &w, NULL, 0, &rep);
 	if (!err) {
-		err = swap_ring(c, q, &rep);
+		struct rnic_place was = q->place;
+		if (!(err = swap_ring(c, q, &rep))) {
+			old = q->retired;
+			q->retired = was;
+		}
 		rnic_close_fds(rep.fds, rep.nfds);
 	}
 	pthread_mutex_unlock(&c->ring_mu);
 	pthread_spin_unlock(&q->lock);
-	if (!err)
-		rnic_release_rings(c, &old);
+	rnic_release_rings(c, &old); /* the ring retired by the resize before */
 	return err;
 }

@@ -326,6 +326,9 @@ struct rnic_cq {
 	struct ibv_wc cur;
 	int cur_valid;
 	int dead;
+	/* the ring a resize replaced, kept mapped until the next resize or
+	 * the CQ's end: a poller's unlocked look may still read it */
+	struct rnic_place retired;
 	/* the QP of the last receive completion polled (rqdepth.c) */
 	uint32_t seen_qpn;
 	struct rnic_qp *seen_qp;
