@@ -13,6 +13,7 @@ import (
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic/rnicd/proto"
 	"github.com/rnic/rnic/nic/rnicd/rnicdtest"
+	"github.com/rnic/rnic/nic/rnicd/server"
 )
 
 func TestReregMRWindow(t *testing.T) {
@@ -75,4 +76,26 @@ func TestReregMRWindow(t *testing.T) {
 	r.expect(proto.OpDeallocPD, &proto.Handle{H: pd2}, proto.StatusBusy)
 	r.expect(proto.OpDeregMR, &proto.Handle{H: mr.MR}, proto.StatusOK)
 	r.expect(proto.OpDeallocPD, &proto.Handle{H: pd2}, proto.StatusOK)
+}
+
+// TestReregMRWindowAtLimit: a client with as many MRs as it may have can
+// still move one to new memory (a re-registration adds no MR), within its
+// bytes of registered memory.
+func TestReregMRWindowAtLimit(t *testing.T) {
+	d := rnicdtest.Start(t, rnicdtest.Options{Limits: server.Limits{MaxMRs: 1, MaxMRBytes: 3 * 4096}})
+	r := dial(t, d.Socket)
+	r.expect(proto.OpOpen, &proto.OpenReq{Version: proto.Version, Name: "rnic0"}, proto.StatusOK)
+	_, body := r.request(proto.OpAllocPD, &proto.Empty{})
+	pd := decode(t, body, &proto.Handle{}).H
+	fd := arena(t, 1<<20, true)
+	rw := uint32(memory.LocalWrite | memory.RemoteWrite)
+	_, body = r.request(proto.OpRegMRWindow, &proto.RegMRWindowReq{PD: pd, Access: rw, Offset: 4096, Length: 100, IOVA: 0x1000}, fd)
+	mr := decode(t, body, &proto.RegMRReply{})
+	r.expect(proto.OpRegMRWindow, &proto.RegMRWindowReq{PD: pd, Access: rw, Offset: 3 * 4096, Length: 100, IOVA: 0x1000}, proto.StatusLimit, fd)
+	move := func(off, n uint64) *proto.ReregMRWindowReq {
+		return &proto.ReregMRWindowReq{MR: mr.MR, Flags: proto.ReregTranslation, PD: pd, Access: rw, Offset: off, Length: n, IOVA: 0x1000}
+	}
+	r.expect(proto.OpReregMRWindow, move(8*4096, 2*4096), proto.StatusOK, fd)       // 2 pages held, the 1 before given back
+	r.expect(proto.OpReregMRWindow, move(16*4096, 2*4096+1), proto.StatusLimit, fd) // 2 + 3 pages > 3
+	r.expect(proto.OpReregMRWindow, move(16*4096, 4096), proto.StatusOK, fd)
 }

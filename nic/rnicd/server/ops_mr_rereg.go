@@ -61,22 +61,42 @@ func reregWindow(s *Session, o *mrObj, rr ibv.ReregMR, pd *pdObj, m *proto.Rereg
 	if err != nil {
 		return err
 	}
-	if err := s.reserve(kindMR, size); err != nil {
+	if err := s.reserveMRBytes(size); err != nil {
 		return err
 	}
 	sh, err := memory.MapSharedWindow(fd, int64(start), int(size))
 	if err != nil {
-		s.unreserve(kindMR, size)
+		s.unreserveMRBytes(size)
 		return fmt.Errorf("rnicd: rereg MR window: %w", err)
 	}
 	err = rr.Rereg(pd.pd, sh.Bytes()[skip:skip+m.Length], m.IOVA, memory.Access(m.Access))
 	sh.Close() // the region holds its own reference
 	if err != nil {
-		s.unreserve(kindMR, size)
+		s.unreserveMRBytes(size)
 		return err
 	}
-	s.unreserve(kindMR, o.mapped)
+	s.unreserveMRBytes(o.mapped)
 	s.srv.stats.bytesUnmapped.Add(o.mapped)
 	o.mapped = size
 	return nil
+}
+
+// reserveMRBytes counts bytes of MR mapping against the client's limit,
+// as reserve does for a new MR, but no MR: a re-registration adds none.
+func (s *Session) reserveMRBytes(bytes uint64) error {
+	lim := &s.srv.limits
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mrBytes+bytes > lim.MaxMRBytes || s.mrBytes+bytes < bytes {
+		return limitError(lim.MaxMRBytes, "bytes of registered memory", "--max-mr-bytes")
+	}
+	s.mrBytes += bytes
+	return nil
+}
+
+// unreserveMRBytes undoes reserveMRBytes.
+func (s *Session) unreserveMRBytes(bytes uint64) {
+	s.mu.Lock()
+	s.mrBytes -= bytes
+	s.mu.Unlock()
 }
