@@ -23,10 +23,11 @@ static uint32_t slot_qpn(const uint8_t *s)
 	return v;
 }
 
-/* rnic_cq_clean removes qpn's completions from q. */
-void rnic_cq_clean(struct rnic_cq *q, uint32_t qpn)
+/* rnic_cq_clean removes qp's completions from q. A receive removed still
+ * leaves its queue (an SRQ's count, rqdepth.c), as mlx5 frees its WQE. */
+void rnic_cq_clean(struct rnic_cq *q, struct rnic_qp *qp)
 {
-	uint32_t prod, i, dst;
+	uint32_t qpn = qp->qpx.qp_base.qp_num, prod, i, dst;
 
 	pthread_spin_lock(&q->lock);
 	prod = ld32(q->ring, CQ_PROD);
@@ -36,8 +37,11 @@ void rnic_cq_clean(struct rnic_cq *q, uint32_t qpn)
 	}
 	for (i = dst = prod; i != q->cons;) {
 		uint8_t *s = wc_slot(q, --i);
-		if (slot_qpn(s) == qpn)
+		if (slot_qpn(s) == qpn) {
+			if (s[9] & IBV_WC_RECV) /* proto/wc.go: the opcode */
+				rnic_count_recv(qp);
 			continue;
+		}
 		if (--dst != i)
 			memcpy(wc_slot(q, dst), s, WC_SLOT);
 	}
@@ -47,4 +51,23 @@ void rnic_cq_clean(struct rnic_cq *q, uint32_t qpn)
 	}
 	pthread_spin_unlock(&q->lock);
 	rnic_cq_kick(q); /* room was made */
+}
+
+/* rnic_cq_count_srq_recvs counts, on qp's SRQ, the receives of qp whose
+ * completions wait in q, before qp goes: polled later, they name no QP
+ * and could not be counted then (rqdepth.c); the SRQ would stay fuller
+ * than it is. */
+void rnic_cq_count_srq_recvs(struct rnic_cq *q, struct rnic_qp *qp)
+{
+	uint32_t qpn = qp->qpx.qp_base.qp_num, prod;
+
+	pthread_spin_lock(&q->lock);
+	prod = ld32(q->ring, CQ_PROD);
+	if (prod - q->cons <= q->slots)
+		for (uint32_t i = q->cons; i != prod; i++) {
+			uint8_t *s = wc_slot(q, i);
+			if (slot_qpn(s) == qpn && (s[9] & IBV_WC_RECV))
+				rnic_count_recv(qp);
+		}
+	pthread_spin_unlock(&q->lock);
 }

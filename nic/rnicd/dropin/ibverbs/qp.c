@@ -332,9 +332,9 @@ RNIC_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int a
 	qp->state = (enum ibv_qp_state)st;
 	if (st == IBV_QPS_RESET) {
 		/* its completions go from its CQs, its receives from the count */
-		rnic_cq_clean((struct rnic_cq *)qp->send_cq, qp->qp_num);
+		rnic_cq_clean((struct rnic_cq *)qp->send_cq, q);
 		if (qp->recv_cq != qp->send_cq)
-			rnic_cq_clean((struct rnic_cq *)qp->recv_cq, qp->qp_num);
+			rnic_cq_clean((struct rnic_cq *)qp->recv_cq, q);
 		rnic_rq_forget(q);
 	}
 	return 0;
@@ -395,6 +395,8 @@ RNIC_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 	int err = rnic_handle_call(c, OP_DESTROY_QP, q->h);
 	if (err && !c->conn.dead)
 		return err;
+	if (qp->srq) /* its receives complete on its recv CQ */
+		rnic_cq_count_srq_recvs((struct rnic_cq *)qp->recv_cq, q);
 	rnic_obj_del(c, OBJ_QP, q->h);
 	rnic_release_rings(c, &q->place);
 	pthread_spin_destroy(&q->sq_lock);

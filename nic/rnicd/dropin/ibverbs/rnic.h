@@ -348,6 +348,8 @@ struct rnic_srq {
 	struct rnic_ring rq;
 	uint32_t bell; /* its bit in the session doorbell */
 	uint32_t prod;
+	/* receives polled from CQs: the SRQ holds prod - done (rqdepth.c) */
+	uint32_t done;
 	uint32_t max_sge;
 	uint32_t limit; /* armed limit, 0 once the event came */
 	pthread_spinlock_t lock;
@@ -379,11 +381,13 @@ struct rnic_qp {
 };
 
 /* cqclean.c */
-void rnic_cq_clean(struct rnic_cq *q, uint32_t qpn);
+void rnic_cq_clean(struct rnic_cq *q, struct rnic_qp *qp);
+void rnic_cq_count_srq_recvs(struct rnic_cq *q, struct rnic_qp *qp);
 
 /* rqdepth.c: the receive queue's depth, counted as mlx5 counts it */
 void rnic_note_recv(struct rnic_cq *q, const struct ibv_wc *wc);
-int rnic_rq_full(struct rnic_qp *q);
+void rnic_count_recv(struct rnic_qp *p);
+int rnic_rq_full(uint32_t prod, const uint32_t *done, uint32_t depth);
 void rnic_rq_forget(struct rnic_qp *q);
 
 /* The session doorbell (proto/bell.go). */

@@ -176,6 +176,87 @@ static void send_n(struct ibv_qp *qp, struct ibv_mr *mr, char *buf, int n, uint6
 	}
 }
 
+/* try_srq_recv posts one receive on srq; 0 or the errno. */
+static int try_srq_recv(struct ibv_srq *srq, struct ibv_mr *mr, char *buf)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey};
+	struct ibv_recv_wr wr = {.wr_id = 6, .sg_list = &sge, .num_sge = 1}, *bad = NULL;
+	int err = ibv_post_srq_recv(srq, &wr, &bad);
+
+	if (err && bad != &wr)
+		check(0, "ibv_post_srq_recv failed (%d) without bad_wr at the WR", err);
+	return err;
+}
+
+static uint32_t fill_srq(struct ibv_srq *srq, struct ibv_mr *mr, char *buf, uint32_t most, int *err)
+{
+	uint32_t n = 0;
+
+	while (n <= most && !(*err = try_srq_recv(srq, mr, buf)))
+		n++;
+	return n;
+}
+
+/* srq_full: an SRQ holds max_wr receives (ENOMEM past it), polled
+ * receives make room, and so do those whose QP went before they were
+ * polled. */
+static void srq_full(const char *d0, const char *d1)
+{
+	static char buf[PAGE];
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 8, .max_sge = 1}};
+	struct ibv_comp_channel *ch;
+	struct ibv_srq_attr q;
+	struct side a = {0}, b = {0};
+	struct ibv_mr *amr, *bmr;
+	struct ibv_srq *srq;
+	struct ibv_wc wc;
+	struct ibv_cq *ecq;
+	void *ectx;
+	uint32_t n;
+	int err, got = 0;
+
+	b.ctx = open_named(d1);
+	if (!(b.pd = ibv_alloc_pd(b.ctx)) || !(srq = ibv_create_srq(b.pd, &sa)) || ibv_query_srq(srq, &q) ||
+	    !(ch = ibv_create_comp_channel(b.ctx)))
+		die("SRQ setup");
+	side_open(&a, d0, NULL, NULL, NULL, 16, 8);
+	side_open(&b, d1, ch, NULL, srq, 16, 8);
+	connect_pair(&a, &b);
+	amr = reg(a.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	bmr = reg(b.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	n = fill_srq(srq, bmr, buf, q.max_wr, &err);
+	check(n == q.max_wr && err == ENOMEM, "%u receives posted on a %u-deep SRQ, then ENOMEM (%d)", n, q.max_wr, err);
+	send_n(a.qp, amr, buf, 3, 1);
+	for (int i = 0; i < 3; i++)
+		got += wait_wc(b.cq, &wc, TIMEOUT_MS) && wc.status == IBV_WC_SUCCESS;
+	check(got == 3, "3 SENDs received through the SRQ (%d)", got);
+	n = fill_srq(srq, bmr, buf, q.max_wr, &err);
+	check(n == 3 && err == ENOMEM, "3 receives polled: 3 more posted on the SRQ (%u), then ENOMEM (%d)", n, err);
+
+	/* one more SEND, its completion in b's CQ (the event says so), not
+	 * polled when b's QP goes */
+	if (ibv_req_notify_cq(b.cq, 0))
+		die("ibv_req_notify_cq");
+	send_n(a.qp, amr, buf, 1, 9);
+	check(fd_ready(ch->fd, TIMEOUT_MS) && ibv_get_cq_event(ch, &ecq, &ectx) == 0, "the fourth SEND's event");
+	ibv_ack_cq_events(b.cq, 1);
+	ibv_destroy_qp(b.qp);
+	b.qp = NULL;
+	err = try_srq_recv(srq, bmr, buf);
+	check(err == 0, "its QP destroyed with the receive not polled: room for one more on the SRQ (%d)", err);
+	check(try_srq_recv(srq, bmr, buf) == ENOMEM, "and no more");
+
+	ibv_destroy_qp(a.qp);
+	ibv_destroy_cq(a.cq);
+	ibv_destroy_cq(b.cq);
+	ibv_destroy_srq(srq);
+	ibv_destroy_comp_channel(ch);
+	ibv_dereg_mr(amr);
+	ibv_dereg_mr(bmr);
+	side_free(&a);
+	side_free(&b);
+}
+
 /* resize: ibv_resize_cq down and up (cqe at least what was asked), not
  * below the completions waiting (EINVAL, which stay), and those waiting
  * polled in order from the resized CQ, which goes on working, events
@@ -258,5 +339,6 @@ void test_verbs(const char *d0, const char *d1)
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
 	rq_full(d0, d1);
+	srq_full(d0, d1);
 	resize(d0, d1);
 }
