@@ -321,6 +321,48 @@ static void resize(const char *d0, const char *d1)
 	ibv_close_device(a.ctx);
 }
 
+/* query_after_modify: ibv_query_qp gives back what the modifies set
+ * (connect_pair's values, corners.c to_rts). */
+static void query_after_modify(const char *d0, const char *d1)
+{
+	struct side a = {0}, b = {0};
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr q;
+	int all = IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+		  IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+		  IBV_QP_RQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER | IBV_QP_SQ_PSN |
+		  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_DEST_QPN | IBV_QP_CAP;
+
+	side_open(&a, d0, NULL, NULL, NULL, 16, 8);
+	side_open(&b, d1, NULL, NULL, NULL, 16, 8);
+	connect_pair(&a, &b);
+	memset(&q, 0xee, sizeof(q));
+	if (ibv_query_qp(a.qp, &q, all, &ia))
+		die("ibv_query_qp");
+	check(q.qp_state == IBV_QPS_RTS && q.cur_qp_state == IBV_QPS_RTS, "query: state RTS (%d, cur %d)", q.qp_state,
+	      q.cur_qp_state);
+	check(q.path_mtu == IBV_MTU_1024 && q.dest_qp_num == b.qp->qp_num && q.rq_psn == 0 && q.sq_psn == 0,
+	      "query: path_mtu %d, dest_qp_num %#x (want %#x), PSNs %u %u", q.path_mtu, q.dest_qp_num, b.qp->qp_num,
+	      q.rq_psn, q.sq_psn);
+	check(q.max_rd_atomic == 1 && q.max_dest_rd_atomic == 1 && q.min_rnr_timer == 1 && q.timeout == 14 &&
+		      q.retry_cnt == 7 && q.rnr_retry == 7,
+	      "query: rd_atomic %u/%u, rnr timer %u, timeout %u, retry %u, rnr retry %u", q.max_rd_atomic,
+	      q.max_dest_rd_atomic, q.min_rnr_timer, q.timeout, q.retry_cnt, q.rnr_retry);
+	check(q.qp_access_flags == (IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) &&
+		      q.pkey_index == 0 && q.port_num == 1,
+	      "query: access %#x, pkey_index %u, port %u", q.qp_access_flags, q.pkey_index, q.port_num);
+	check(q.ah_attr.is_global == 1 && !memcmp(&q.ah_attr.grh.dgid, &b.gid, 16) && q.ah_attr.grh.hop_limit == 64 &&
+		      q.ah_attr.port_num == 1 && q.ah_attr.grh.sgid_index == 0,
+	      "query: AV is_global %u, dgid the peer's, hop limit %u, port %u, sgid_index %u", q.ah_attr.is_global,
+	      q.ah_attr.grh.hop_limit, q.ah_attr.port_num, q.ah_attr.grh.sgid_index);
+	check(ia.qp_type == IBV_QPT_RC && ia.send_cq == a.cq && ia.recv_cq == a.cq && ia.cap.max_send_wr >= 8 &&
+		      ia.cap.max_recv_wr >= 16 && q.cap.max_recv_wr == ia.cap.max_recv_wr,
+	      "query: init_attr type %d, CQs, cap %u/%u", ia.qp_type, ia.cap.max_send_wr, ia.cap.max_recv_wr);
+	pair_close(&a, &b);
+	side_free(&a);
+	side_free(&b);
+}
+
 void test_verbs(const char *d0, const char *d1)
 {
 	struct ibv_context *ctx;
@@ -338,6 +380,7 @@ void test_verbs(const char *d0, const char *d1)
 	ibv_destroy_cq(cq);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
+	query_after_modify(d0, d1);
 	rq_full(d0, d1);
 	srq_full(d0, d1);
 	resize(d0, d1);
