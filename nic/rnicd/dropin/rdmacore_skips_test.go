@@ -61,9 +61,6 @@ var rnicGaps = []string{
 	"Memory Window allocation is not supported",       // the same, through ibv_wr_bind_mw
 	"Create memory window of type 3 is not supported", // the bad-type check: needs MWs first
 	"Importing a device is not supported",             // ibv_import_device: a context is a daemon session
-	// rnic's GID table holds its address alone (no empty slots, unlike
-	// rxe's 1024), so there is no empty index to query
-	"All gid indices populated, cannot check bad flow",
 }
 
 // allowedSkip says whether reason is allowed for tests, and why.

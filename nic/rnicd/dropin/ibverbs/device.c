@@ -513,7 +513,7 @@ static int query_port(struct rnic_context *c, uint8_t port, struct ibv_port_attr
 	o->state = (enum ibv_port_state)p.state;
 	o->max_mtu = (enum ibv_mtu)p.max_mtu;
 	o->active_mtu = (enum ibv_mtu)p.active_mtu;
-	o->gid_tbl_len = (int)p.gid_tbl_len;
+	o->gid_tbl_len = (int)rnic_gid_tbl_len(c);
 	o->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
 	o->max_msg_sz = p.max_msg_size > UINT32_MAX ? UINT32_MAX : (uint32_t)p.max_msg_size;
 	o->pkey_tbl_len = (uint16_t)p.pkey_tbl_len;
@@ -545,12 +545,28 @@ RNIC_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
 				  offsetof(struct ibv_port_attr, flags) + 1);
 }
 
+/* The GID table as the kernel shows a RoCE port's: rxe's 1024 slots, the
+ * NIC's addresses first and the rest empty. An empty slot reads as the
+ * zero GID of type IB/RoCE v1 (libibverbs' ibv_query_gid and
+ * ibv_query_gid_type), and ENODATA through ibv_query_gid_ex; past the
+ * table is an error. An iWARP port's table is its addresses alone, as
+ * siw's. */
+enum { ROCE_GID_TBL_LEN = 1024 };
+
+uint32_t rnic_gid_tbl_len(const struct rnic_context *c)
+{
+	return c->iwarp || c->ngids > ROCE_GID_TBL_LEN ? c->ngids : ROCE_GID_TBL_LEN;
+}
+
 RNIC_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ibv_gid *gid)
 {
 	struct rnic_context *c = to_rctx(context);
-	if (port_num != 1 || index < 0 || (unsigned)index >= c->ngids)
+	if (port_num != 1 || index < 0 || (unsigned)index >= rnic_gid_tbl_len(c))
 		return -1;
-	memcpy(gid->raw, c->gids[index], 16);
+	if ((unsigned)index < c->ngids)
+		memcpy(gid->raw, c->gids[index], 16);
+	else
+		memset(gid->raw, 0, 16);
 	return 0;
 }
 
@@ -561,10 +577,11 @@ RNIC_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num
 				   int *type)
 {
 	struct rnic_context *c = to_rctx(context);
-	if (port_num != 1 || index >= c->ngids)
+	if (port_num != 1 || index >= rnic_gid_tbl_len(c))
 		return errno = EINVAL, -1;
-	/* an iWARP port's GIDs are plain ones, as siw's sysfs says ("IB/RoCE v1") */
-	*type = c->iwarp ? GID_TYPE_SYSFS_IB_ROCE_V1 : GID_TYPE_SYSFS_ROCE_V2;
+	/* an iWARP port's GIDs are plain ones, as siw's sysfs says ("IB/RoCE
+	 * v1"); so is an empty slot, as libibverbs says */
+	*type = c->iwarp || index >= c->ngids ? GID_TYPE_SYSFS_IB_ROCE_V1 : GID_TYPE_SYSFS_ROCE_V2;
 	return 0;
 }
 
@@ -582,8 +599,10 @@ RNIC_EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num
 	struct rnic_context *c = to_rctx(context);
 	if (flags || entry_size < offsetof(struct ibv_gid_entry, ndev_ifindex))
 		return EINVAL;
-	if (port_num != 1 || gid_index >= c->ngids)
-		return ENODATA;
+	if (port_num != 1 || gid_index >= rnic_gid_tbl_len(c))
+		return EINVAL;
+	if (gid_index >= c->ngids)
+		return ENODATA; /* an empty slot */
 	fill_gid_entry(c, gid_index, entry, entry_size);
 	return 0;
 }

@@ -224,6 +224,8 @@ struct rnic_port_attr {
 };
 
 void r_dev_attr(struct rbuf *r, struct rnic_dev_attr *a);
+struct rnic_context;
+uint32_t rnic_gid_tbl_len(const struct rnic_context *c);
 void r_port_attr(struct rbuf *r, struct rnic_port_attr *a);
 
 struct rnic_device {

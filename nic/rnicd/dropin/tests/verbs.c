@@ -1,10 +1,14 @@
 /* corners verbs: what rdma-core's own tests (pyverbs) read of a device and
  * expect of a QP, as rxe gives it: the kernel's device names, the extended
- * device attributes, an ATOMIC WRITE QP refused at creation (rnic has no
+ * device attributes, the GID table, an ATOMIC WRITE QP refused at creation (rnic has no
  * such opcode), and a receive queue that holds max_recv_wr receives and
  * no more (ENOMEM past it, room again as completions are polled), and
  * ibv_resize_cq. */
 #include "corners.h"
+
+/* libibverbs' private (IBVERBS_PRIVATE_34, driver.h, not installed);
+ * ibv_devinfo and pyverbs call it. */
+int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index, int *type);
 
 /* names: device i of the list is uverbs<i> with the kernel's paths. */
 static void names(void)
@@ -43,6 +47,38 @@ static void attrs_ex(struct ibv_context *ctx)
 	      "device_cap_flags_ex %#llx = device_cap_flags %#x", (unsigned long long)x.device_cap_flags_ex,
 	      a.device_cap_flags);
 	check(!memcmp(&x.orig_attr, &a, sizeof(a)), "ibv_query_device_ex's orig_attr is ibv_query_device's");
+}
+
+/* gid_table: a RoCE port's table is rxe's 1024 slots, the NIC's address
+ * first; an empty slot reads as libibverbs reads one (zero GID of type
+ * IB/RoCE v1, ENODATA through ibv_query_gid_ex), past the table fails;
+ * ibv_query_gid_table gives the populated entries. */
+static void gid_table(struct ibv_context *ctx)
+{
+	struct ibv_gid_entry e, all[4];
+	struct ibv_port_attr pa;
+	union ibv_gid gid, zero = {0};
+	unsigned tlen;
+	int type = -1, err;
+	ssize_t n;
+
+	if (ibv_query_port(ctx, 1, &pa))
+		die("ibv_query_port");
+	tlen = (unsigned)pa.gid_tbl_len;
+	check(tlen == 1024, "gid_tbl_len %u (want rxe's 1024)", tlen);
+	err = ibv_query_gid_ex(ctx, 1, 0, &e, 0);
+	check(err == 0 && e.gid_type == IBV_GID_TYPE_ROCE_V2, "GID 0: RoCE v2 (%d, type %u)", err, e.gid_type);
+	memset(&gid, 0xaa, sizeof(gid));
+	check(ibv_query_gid(ctx, 1, 1, &gid) == 0 && !memcmp(&gid, &zero, 16), "GID 1, empty: 0 and the zero GID");
+	err = ibv_query_gid_type(ctx, 1, 1, &type);
+	check(err == 0 && type == 0, "GID 1, empty: type IB/RoCE v1 (%d, %d)", err, type);
+	err = ibv_query_gid_ex(ctx, 1, 1, &e, 0);
+	check(err == ENODATA, "ibv_query_gid_ex of the empty GID 1: ENODATA (%d)", err);
+	check(ibv_query_gid(ctx, 1, (int)tlen, &gid) == -1, "ibv_query_gid past the table: -1");
+	err = ibv_query_gid_ex(ctx, 1, tlen, &e, 0);
+	check(err == EINVAL, "ibv_query_gid_ex past the table: EINVAL (%d)", err);
+	n = ibv_query_gid_table(ctx, all, 4, 0);
+	check(n == 1 && all[0].gid_index == 0 && all[0].port_num == 1, "ibv_query_gid_table: the one entry (%zd)", n);
 }
 
 /* no_atomic_write: a QP asking for ibv_wr_atomic_write is refused with
@@ -376,6 +412,7 @@ void test_verbs(const char *d0, const char *d1)
 	if (!cq)
 		die("ibv_alloc_pd / ibv_create_cq");
 	attrs_ex(ctx);
+	gid_table(ctx);
 	no_atomic_write(ctx, pd, cq);
 	ibv_destroy_cq(cq);
 	ibv_dealloc_pd(pd);
