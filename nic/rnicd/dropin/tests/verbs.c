@@ -293,68 +293,83 @@ static void srq_full(const char *d0, const char *d1)
 	side_free(&b);
 }
 
+/* recv_id posts one receive of 64 bytes of buf with wr_id id. */
+static void recv_id(struct ibv_qp *qp, struct ibv_mr *mr, char *buf, uint64_t id)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey};
+	struct ibv_recv_wr wr = {.wr_id = id, .sg_list = &sge, .num_sge = 1}, *bad = NULL;
+
+	if (ibv_post_recv(qp, &wr, &bad))
+		die("ibv_post_recv");
+}
+
 /* resize: ibv_resize_cq down and up (cqe at least what was asked), not
  * below the completions waiting (EINVAL, which stay), and those waiting
  * polled in order from the resized CQ, which goes on working, events
- * included. */
+ * included. The CQ is the receiver's: once the sender has its SENDs
+ * completed and an RDMA READ answered after them, the receiver's engine
+ * has completed every receive (it serves a QP's requests in order), and
+ * the resize counts what the engine completed. */
 static void resize(const char *d0, const char *d1)
 {
-	static char buf[PAGE];
+	static char buf[PAGE], rbuf[PAGE];
 	struct ibv_comp_channel *ch;
 	struct side a = {0}, b = {0};
 	struct ibv_mr *amr, *bmr;
 	struct ibv_wc wc;
 	struct ibv_cq *ecq;
 	void *ectx;
-	int err, got = 0, inorder = 1;
+	int err, st, got = 0, inorder = 1;
 
-	if (!(ch = ibv_create_comp_channel(open_named(d0))))
+	b.ctx = open_named(d1);
+	if (!(ch = ibv_create_comp_channel(b.ctx)))
 		die("ibv_create_comp_channel");
-	a.ctx = ch->context;
-	side_open(&a, d0, ch, &a, NULL, 4, 16);
-	side_open(&b, d1, NULL, NULL, NULL, 64, 8);
+	side_open(&a, d0, NULL, NULL, NULL, 64, 16);
+	side_open(&b, d1, ch, &b, NULL, 4, 8);
 	connect_pair(&a, &b);
 	amr = reg(a.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
-	bmr = reg(b.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
-	for (int i = 0; i < 16; i++)
-		post_recv(b.qp, NULL, bmr, buf, 64);
-
-	err = ibv_resize_cq(a.cq, 1);
-	check(err == 0 && a.cq->cqe >= 1, "ibv_resize_cq 4 -> 1: 0 (%d), cqe %d", err, a.cq->cqe);
-	err = ibv_resize_cq(a.cq, 16);
-	check(err == 0 && a.cq->cqe >= 16, "ibv_resize_cq 1 -> 16: 0 (%d), cqe %d", err, a.cq->cqe);
-	send_n(a.qp, amr, buf, 10, 100);
+	bmr = reg(b.pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
 	for (int i = 0; i < 10; i++)
-		got += wait_wc(b.cq, &wc, TIMEOUT_MS);
-	check(got == 10, "10 SENDs received (%d)", got);
-	err = ibv_resize_cq(a.cq, 4);
-	check(err == EINVAL && a.cq->cqe >= 16, "ibv_resize_cq to 4 with 10 completions waiting: EINVAL (%d)", err);
-	err = ibv_resize_cq(a.cq, 32);
-	check(err == 0 && a.cq->cqe >= 32, "ibv_resize_cq 16 -> 32 with 10 waiting: 0 (%d), cqe %d", err, a.cq->cqe);
+		recv_id(b.qp, bmr, rbuf, 100 + (uint64_t)i);
+
+	err = ibv_resize_cq(b.cq, 1);
+	check(err == 0 && b.cq->cqe >= 1, "ibv_resize_cq 4 -> 1: 0 (%d), cqe %d", err, b.cq->cqe);
+	err = ibv_resize_cq(b.cq, 16);
+	check(err == 0 && b.cq->cqe >= 16, "ibv_resize_cq 1 -> 16: 0 (%d), cqe %d", err, b.cq->cqe);
+	send_n(a.qp, amr, buf, 10, 1);
+	for (int i = 0; i < 10; i++)
+		got += wait_wc(a.cq, &wc, TIMEOUT_MS) && wc.status == IBV_WC_SUCCESS;
+	st = rdma(&a, IBV_WR_RDMA_READ, amr, buf, 8, (uintptr_t)rbuf, bmr->rkey);
+	check(got == 10 && st == IBV_WC_SUCCESS, "10 SENDs completed (%d), an RDMA READ after them (%d)", got, st);
+	err = ibv_resize_cq(b.cq, 4);
+	check(err == EINVAL && b.cq->cqe >= 16, "ibv_resize_cq to 4 with 10 completions waiting: EINVAL (%d)", err);
+	err = ibv_resize_cq(b.cq, 32);
+	check(err == 0 && b.cq->cqe >= 32, "ibv_resize_cq 16 -> 32 with 10 waiting: 0 (%d), cqe %d", err, b.cq->cqe);
 	got = 0;
 	for (int i = 0; i < 10; i++) {
-		if (!wait_wc(a.cq, &wc, TIMEOUT_MS))
+		if (!wait_wc(b.cq, &wc, TIMEOUT_MS))
 			break;
 		got++;
-		inorder &= wc.wr_id == 100 + (uint64_t)i && wc.status == IBV_WC_SUCCESS;
+		inorder &= wc.wr_id == 100 + (uint64_t)i && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV;
 	}
-	check(got == 10 && inorder && ibv_poll_cq(a.cq, 1, &wc) == 0,
+	check(got == 10 && inorder && ibv_poll_cq(b.cq, 1, &wc) == 0,
 	      "the 10 waiting completions polled in order from the resized CQ (%d), then none", got);
 
-	if (ibv_req_notify_cq(a.cq, 0))
+	if (ibv_req_notify_cq(b.cq, 0))
 		die("ibv_req_notify_cq");
-	send_n(a.qp, amr, buf, 1, 200);
-	check(fd_ready(ch->fd, TIMEOUT_MS) && ibv_get_cq_event(ch, &ecq, &ectx) == 0 && ecq == a.cq && ectx == &a,
+	recv_id(b.qp, bmr, rbuf, 200);
+	send_n(a.qp, amr, buf, 1, 20);
+	check(fd_ready(ch->fd, TIMEOUT_MS) && ibv_get_cq_event(ch, &ecq, &ectx) == 0 && ecq == b.cq && ectx == &b,
 	      "a completion event of the resized CQ");
-	ibv_ack_cq_events(a.cq, 1);
-	check(wait_wc(a.cq, &wc, TIMEOUT_MS) && wc.wr_id == 200, "its completion polled");
+	ibv_ack_cq_events(b.cq, 1);
+	check(wait_wc(b.cq, &wc, TIMEOUT_MS) && wc.wr_id == 200, "its completion polled");
 	pair_close(&a, &b);
 	ibv_dereg_mr(amr);
 	ibv_dereg_mr(bmr);
-	side_free(&b);
-	ibv_dealloc_pd(a.pd);
+	side_free(&a);
+	ibv_dealloc_pd(b.pd);
 	ibv_destroy_comp_channel(ch);
-	ibv_close_device(a.ctx);
+	ibv_close_device(b.ctx);
 }
 
 /* query_after_modify: ibv_query_qp gives back what the modifies set
