@@ -184,7 +184,12 @@ func (r *Region) LKey() uint32 { return r.cur.key.Load() }
 func (r *Region) RKey() uint32 { return r.cur.key.Load() }
 
 // PD returns the region's protection domain.
-func (r *Region) PD() PD { return r.pd }
+func (r *Region) PD() PD {
+	if tg := r.cur.Load(); tg != nil {
+		return tg.pd // a re-registration may have changed it
+	}
+	return r.pd
+}
 
 // Fast reports whether r is a fast-register MR.
 func (r *Region) Fast() bool { return r.fast }

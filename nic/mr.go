@@ -150,7 +150,11 @@ func (mr *MR) Len() uint64 { return mr.r.Len() }
 func (mr *MR) Access() memory.Access { return mr.r.Access() }
 
 // PD returns the region's protection domain.
-func (mr *MR) PD() *PD { return mr.pd }
+func (mr *MR) PD() *PD {
+	mr.mu.Lock()
+	defer mr.mu.Unlock()
+	return mr.pd // ReregMR may change it
+}
 
 // Region returns the underlying memory region.
 func (mr *MR) Region() *memory.Region { return mr.r }

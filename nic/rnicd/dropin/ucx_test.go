@@ -14,14 +14,6 @@ import (
 	"testing"
 )
 
-// viewMerged says rnic exec presents the device in the system
-// (/dev/infiniband/uverbsN, /sys/class/infiniband: h/view) with
-// ibv_device.dev_name "uverbsN" (h/verbs), which UCX needs to see an IB
-// device at all. Until both are merged UCX sees none through rnic exec,
-// and the UCX and MPI tests skip saying so; once they are, that is a
-// failure. The lead sets it to true (and may delete it) when merging.
-const viewMerged = false
-
 // needUCXTools skips when ucx-utils is not installed.
 func needUCXTools(t *testing.T) {
 	t.Helper()
@@ -57,18 +49,15 @@ func ucxTransports(t *testing.T, d *daemon) map[string][]string {
 	return out
 }
 
-// needUCXDevices skips (before the view is merged: viewMerged) or fails
-// when UCX sees no memory domain of rnic0 through rnic exec.
+// needUCXDevices fails when UCX sees no memory domain of rnic0 through
+// rnic exec (its view presents /dev/infiniband/uverbsN and
+// /sys/class/infiniband, and the drop-in names the device uverbsN).
 func needUCXDevices(t *testing.T, d *daemon) {
 	t.Helper()
 	if _, ok := ucxTransports(t, d)["rnic0"]; ok {
 		return
 	}
-	msg := "UCX sees no IB device through rnic exec: it needs /dev/infiniband/<dev_name> and /sys/class/infiniband/<dev> in the program's view"
-	if !viewMerged {
-		t.Skip(msg + " (h/view and h/verbs, not merged yet: viewMerged)")
-	}
-	t.Fatal(msg)
+	t.Fatal("UCX sees no IB device through rnic exec: it needs /dev/infiniband/<dev_name> and /sys/class/infiniband/<dev> in the program's view")
 }
 
 // TestUCXInfo: ucx_info -d lists rc_verbs and ud_verbs on port 1 of both

@@ -29,6 +29,7 @@ package server
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/rnic/rnic/nic"
@@ -74,6 +75,7 @@ type cqObj struct {
 	mem    *ringMem
 	ring   *proto.CQRing
 	notify cqNotifier // how a fired arm reaches the client
+	evMu   sync.Mutex // event's use of ring, against RESIZE_CQ's change of it
 
 	kick chan struct{}      // room was made
 	arm  chan chan struct{} // the client changed the kind of its arm; close when done
@@ -95,7 +97,9 @@ func (c *cqObj) handle() uint32    { return c.h }
 func (c *cqObj) session() *Session { return c.s }
 func (c *cqObj) event(e verbs.AsyncEvent) {
 	if e == verbs.EventCQErr {
+		c.evMu.Lock()
 		c.ring.Flags.Or(proto.FlagOverrun)
+		c.evMu.Unlock()
 	}
 }
 

@@ -256,6 +256,7 @@ func handleModifyQP(s *Session, req *Request, rep *Reply) error {
 	err = q.qp.Modify(&m.Attr, m.Mask)
 	if err == nil && m.Mask&verbs.AttrState != 0 && m.Attr.State == verbs.QPSReset {
 		q.d.discard()
+		s.settleCQs()
 	}
 	st := q.qp.State()
 	q.rings.State.Store(uint32(st))

@@ -119,6 +119,7 @@ RNIC_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 		pthread_mutex_unlock(&cq->context->mutex);
 	}
 	rnic_release_rings(c, &q->place);
+	rnic_release_rings(c, &q->retired);
 	pthread_spin_destroy(&q->lock);
 	pthread_mutex_destroy(&cq->mutex);
 	pthread_cond_destroy(&cq->cond);
@@ -187,6 +188,7 @@ int rnic_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 		avail = 0; /* a daemon writing nonsense */
 	for (; k < n && (uint32_t)k < avail; k++) {
 		rnic_wc_from_slot(q->ring + RING_HDR + (size_t)(q->cons & (q->slots - 1)) * WC_SLOT, &wc[k]);
+		rnic_note_recv(q, &wc[k]);
 		q->cons++;
 	}
 	if (k > 0)

@@ -16,6 +16,7 @@ static int load(struct rnic_cq *q)
 	if (avail == 0 || avail > q->slots)
 		return ENOENT;
 	rnic_wc_from_slot(q->ring + RING_HDR + (size_t)(q->cons & (q->slots - 1)) * WC_SLOT, &q->cur);
+	rnic_note_recv(q, &q->cur);
 	q->cq.wr_id = q->cur.wr_id;
 	q->cq.status = q->cur.status;
 	return 0;

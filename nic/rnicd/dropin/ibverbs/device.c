@@ -17,12 +17,28 @@ static pthread_mutex_t devs_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct rnic_device **devs;
 static size_t ndevs;
 
-static struct rnic_device *device_named(const char *name, const char *sock)
+/* name_device fills the names the real library takes from the kernel:
+ * uverbsN and its sysfs paths, N the device's 0-based index in the
+ * daemon's list (rnic exec's namespace view presents the same numbering).
+ * The library itself finds the daemon by d->socket, never by these. */
+static void name_device(struct rnic_device *d, const char *name, uint64_t index)
+{
+	snprintf(d->dev.name, sizeof(d->dev.name), "%s", name);
+	snprintf(d->dev.dev_name, sizeof(d->dev.dev_name), "uverbs%llu", (unsigned long long)index);
+	snprintf(d->dev.dev_path, sizeof(d->dev.dev_path), "/sys/class/infiniband_verbs/uverbs%llu",
+		 (unsigned long long)index);
+	snprintf(d->dev.ibdev_path, sizeof(d->dev.ibdev_path), "/sys/class/infiniband/%.*s",
+		 (int)(sizeof(d->dev.ibdev_path) - sizeof("/sys/class/infiniband/")), name);
+}
+
+static struct rnic_device *device_named(const char *name, const char *sock, uint64_t index)
 {
 	struct rnic_device *d, **nd;
 	for (size_t i = 0; i < ndevs; i++)
-		if (!strcmp(devs[i]->dev.name, name) && !strcmp(devs[i]->socket, sock))
+		if (!strcmp(devs[i]->dev.name, name) && !strcmp(devs[i]->socket, sock)) {
+			name_device(devs[i], name, index); /* a restarted daemon may list it elsewhere */
 			return devs[i];
+		}
 	d = calloc(1, sizeof(*d));
 	nd = realloc(devs, (ndevs + 1) * sizeof(*devs));
 	if (!d || !nd) {
@@ -34,10 +50,7 @@ static struct rnic_device *device_named(const char *name, const char *sock)
 	devs = nd;
 	d->dev.node_type = IBV_NODE_CA;
 	d->dev.transport_type = IBV_TRANSPORT_IB;
-	snprintf(d->dev.name, sizeof(d->dev.name), "%s", name);
-	snprintf(d->dev.dev_name, sizeof(d->dev.dev_name), "%s", name);
-	snprintf(d->dev.dev_path, sizeof(d->dev.dev_path), "%s", sock);
-	snprintf(d->dev.ibdev_path, sizeof(d->dev.ibdev_path), "%s", sock);
+	name_device(d, name, index);
 	snprintf(d->socket, sizeof(d->socket), "%s", sock);
 	devs[ndevs++] = d;
 	return d;
@@ -90,7 +103,7 @@ static int list_devices(struct rnic_conn *c, const char *sock, struct ibv_device
 			if (r.err)
 				break;
 			pthread_mutex_lock(&devs_mu);
-			d = device_named(name, sock);
+			d = device_named(name, sock, after + i);
 			pthread_mutex_unlock(&devs_mu);
 			nl = realloc(*out, (size_t)(*n + 2) * sizeof(**out));
 			if (!d || !nl) {
@@ -459,8 +472,11 @@ int rnic_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_
 		return EINVAL;
 	memset(&a, 0, sizeof(a));
 	fill_device_attr(&c->attr, &a.orig_attr);
-	a.max_dm_size = 0;
-	a.raw_packet_caps = 0;
+	/* as the kernel fills them: the flags again (64 bits here), the port
+	 * count (the original field is a byte), and nothing for ODP, TSO, RSS,
+	 * tag matching, device memory, raw packets or timestamps */
+	a.device_cap_flags_ex = a.orig_attr.device_cap_flags;
+	a.phys_port_cnt_ex = a.orig_attr.phys_port_cnt;
 	memcpy(attr, &a, size < sizeof(a) ? size : sizeof(a));
 	if (size > sizeof(a))
 		memset((char *)attr + sizeof(a), 0, size - sizeof(a));
@@ -497,7 +513,7 @@ static int query_port(struct rnic_context *c, uint8_t port, struct ibv_port_attr
 	o->state = (enum ibv_port_state)p.state;
 	o->max_mtu = (enum ibv_mtu)p.max_mtu;
 	o->active_mtu = (enum ibv_mtu)p.active_mtu;
-	o->gid_tbl_len = (int)p.gid_tbl_len;
+	o->gid_tbl_len = (int)rnic_gid_tbl_len(c);
 	o->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
 	o->max_msg_sz = p.max_msg_size > UINT32_MAX ? UINT32_MAX : (uint32_t)p.max_msg_size;
 	o->pkey_tbl_len = (uint16_t)p.pkey_tbl_len;
@@ -529,12 +545,28 @@ RNIC_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
 				  offsetof(struct ibv_port_attr, flags) + 1);
 }
 
+/* The GID table as the kernel shows a RoCE port's: rxe's 1024 slots, the
+ * NIC's addresses first and the rest empty. An empty slot reads as the
+ * zero GID of type IB/RoCE v1 (libibverbs' ibv_query_gid and
+ * ibv_query_gid_type), and ENODATA through ibv_query_gid_ex; past the
+ * table is an error. An iWARP port's table is its addresses alone, as
+ * siw's. */
+enum { ROCE_GID_TBL_LEN = 1024 };
+
+uint32_t rnic_gid_tbl_len(const struct rnic_context *c)
+{
+	return c->iwarp || c->ngids > ROCE_GID_TBL_LEN ? c->ngids : ROCE_GID_TBL_LEN;
+}
+
 RNIC_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ibv_gid *gid)
 {
 	struct rnic_context *c = to_rctx(context);
-	if (port_num != 1 || index < 0 || (unsigned)index >= c->ngids)
+	if (port_num != 1 || index < 0 || (unsigned)index >= rnic_gid_tbl_len(c))
 		return -1;
-	memcpy(gid->raw, c->gids[index], 16);
+	if ((unsigned)index < c->ngids)
+		memcpy(gid->raw, c->gids[index], 16);
+	else
+		memset(gid->raw, 0, 16);
 	return 0;
 }
 
@@ -545,10 +577,11 @@ RNIC_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num
 				   int *type)
 {
 	struct rnic_context *c = to_rctx(context);
-	if (port_num != 1 || index >= c->ngids)
+	if (port_num != 1 || index >= rnic_gid_tbl_len(c))
 		return errno = EINVAL, -1;
-	/* an iWARP port's GIDs are plain ones, as siw's sysfs says ("IB/RoCE v1") */
-	*type = c->iwarp ? GID_TYPE_SYSFS_IB_ROCE_V1 : GID_TYPE_SYSFS_ROCE_V2;
+	/* an iWARP port's GIDs are plain ones, as siw's sysfs says ("IB/RoCE
+	 * v1"); so is an empty slot, as libibverbs says */
+	*type = c->iwarp || index >= c->ngids ? GID_TYPE_SYSFS_IB_ROCE_V1 : GID_TYPE_SYSFS_ROCE_V2;
 	return 0;
 }
 
@@ -566,8 +599,10 @@ RNIC_EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num
 	struct rnic_context *c = to_rctx(context);
 	if (flags || entry_size < offsetof(struct ibv_gid_entry, ndev_ifindex))
 		return EINVAL;
-	if (port_num != 1 || gid_index >= c->ngids)
-		return ENODATA;
+	if (port_num != 1 || gid_index >= rnic_gid_tbl_len(c))
+		return EINVAL;
+	if (gid_index >= c->ngids)
+		return ENODATA; /* an empty slot */
 	fill_gid_entry(c, gid_index, entry, entry_size);
 	return 0;
 }
@@ -630,6 +665,8 @@ void rnic_obj_del(struct rnic_context *c, uint8_t kind, uint32_t h)
 			c->objs[i] = c->objs[--c->nobjs];
 			break;
 		}
+	if (kind == OBJ_QP)
+		c->qp_gen++; /* no CQ may still point at it (rqdepth.c) */
 	pthread_mutex_unlock(&c->objs_mu);
 }
 

@@ -456,33 +456,6 @@ RNIC_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 	return 0;
 }
 
-/* ibv_rereg_mr: a new registration replaces the old one; the ibv_mr keeps
- * its address, its keys change (as they may on any device). */
-RNIC_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length,
-			     int access)
-{
-	struct rnic_mr *m = (struct rnic_mr *)mr, n = {0};
-	struct ibv_pd *npd = flags & IBV_REREG_MR_CHANGE_PD ? pd : mr->pd;
-	void *naddr = flags & IBV_REREG_MR_CHANGE_TRANSLATION ? addr : mr->addr;
-	size_t nlen = flags & IBV_REREG_MR_CHANGE_TRANSLATION ? length : mr->length;
-	unsigned nacc;
-	int err;
-
-	if (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED || !flags)
-		return IBV_REREG_MR_ERR_INPUT;
-	nacc = flags & IBV_REREG_MR_CHANGE_ACCESS ? (unsigned)access : m->access;
-	if ((err = reg(&n, npd, naddr, nlen, (uintptr_t)naddr, nacc))) {
-		errno = err;
-		return IBV_REREG_MR_ERR_INPUT;
-	}
-	if (rnic_handle_call(to_rctx(mr->context), OP_DEREG_MR, m->h) && !to_rctx(mr->context)->conn.dead) {
-		rnic_handle_call(to_rctx(mr->context), OP_DEREG_MR, n.h);
-		return IBV_REREG_MR_ERR_CMD;
-	}
-	*m = n;
-	return 0;
-}
-
 /* Fork: without ibv_fork_init a child shares the arena pages with its
  * parent (they are MAP_SHARED); with it (or RDMAV_FORK_SAFE) registered
  * pages are MADV_DONTFORK, as the real library does. */

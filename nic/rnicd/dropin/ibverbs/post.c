@@ -201,9 +201,10 @@ int rnic_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr
 	return err;
 }
 
-/* put_recv writes receive WRs into ring r (a QP's or an SRQ's). */
-static int put_recv(struct rnic_ring *r, uint8_t *mem, uint32_t *prod, uint32_t max_sge,
-		    struct ibv_recv_wr *wr, struct ibv_recv_wr **bad, int *posted)
+/* put_recv writes receive WRs into ring r (a QP's or an SRQ's), of a
+ * queue depth deep with done receives completed (rqdepth.c). */
+static int put_recv(struct rnic_ring *r, uint8_t *mem, uint32_t *prod, const uint32_t *done, uint32_t depth,
+		    uint32_t max_sge, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad, int *posted)
 {
 	for (; wr; wr = wr->next) {
 		uint8_t *s;
@@ -212,7 +213,7 @@ static int put_recv(struct rnic_ring *r, uint8_t *mem, uint32_t *prod, uint32_t 
 			*bad = wr;
 			return EINVAL;
 		}
-		if (*prod - ld32(mem, RING_RQ_CONS) >= r->cap) {
+		if (*prod - ld32(mem, RING_RQ_CONS) >= r->cap || rnic_rq_full(*prod, done, depth)) {
 			*bad = wr;
 			return ENOMEM;
 		}
@@ -250,7 +251,8 @@ int rnic_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 		*bad = wr;
 		return EINVAL;
 	}
-	err = put_recv(&q->rq, q->mem, &q->rq_prod, q->cap.max_recv_sge, wr, bad, &posted);
+	err = put_recv(&q->rq, q->mem, &q->rq_prod, &q->rq_done, q->cap.max_recv_wr, q->cap.max_recv_sge, wr, bad,
+		       &posted);
 	if (posted)
 		rnic_ring_bell(to_rctx(q->qpx.qp_base.context), q->mem, q->bell);
 	/* In INIT nothing can arrive yet (the daemon takes the ring before
@@ -274,7 +276,7 @@ int rnic_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_r
 		return EINVAL;
 	}
 	pthread_spin_lock(&s->lock);
-	err = put_recv(&s->rq, s->mem, &s->prod, s->max_sge, wr, bad, &posted);
+	err = put_recv(&s->rq, s->mem, &s->prod, &s->done, s->rq.cap, s->max_sge, wr, bad, &posted);
 	if (posted)
 		rnic_ring_bell(to_rctx(s->srq.context), s->mem, s->bell);
 	prod = s->prod;

@@ -83,8 +83,20 @@ static int qp_reply(struct rnic_context *c, struct rnic_qp *q, struct rnic_reply
 	q->bell = ld32(q->mem, RING_BELL);
 	q->sq_prod = ld32(q->mem, RING_SQ_PROD);
 	q->rq_prod = ld32(q->mem, RING_RQ_PROD);
+	q->rq_done = q->rq_prod;
 	return 0;
 }
+
+/* The ibv_wr_* operations a QP may ask for: those wr.c posts, and the
+ * memory-window ones it refuses at wr_complete (binding needs a window,
+ * which ibv_alloc_mw never gives). ATOMIC WRITE (the NIC has no such
+ * opcode) and TSO (no raw packet QPs) are refused at creation, so a
+ * program learns it there, as the tests of rdma-core expect. */
+static const uint64_t send_ops_known =
+	IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
+	IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+	IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW |
+	IBV_QP_EX_WITH_SEND_WITH_INV;
 
 static int check_init(struct rnic_context *c, struct ibv_qp_init_attr_ex *a)
 {
@@ -95,6 +107,8 @@ static int check_init(struct rnic_context *c, struct ibv_qp_init_attr_ex *a)
 		return EOPNOTSUPP;
 	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD)
 		return EOPNOTSUPP; /* XRC, raw packet, driver QPs */
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && (a->send_ops_flags & ~send_ops_known))
+		return EOPNOTSUPP;
 	if (a->pd->context != &c->vctx.context || a->send_cq->context != a->pd->context ||
 	    a->recv_cq->context != a->pd->context)
 		return EINVAL;
@@ -316,6 +330,13 @@ RNIC_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int a
 	if ((err = r_done(&r)))
 		return err;
 	qp->state = (enum ibv_qp_state)st;
+	if (st == IBV_QPS_RESET) {
+		/* its completions go from its CQs, its receives from the count */
+		rnic_cq_clean((struct rnic_cq *)qp->send_cq, q);
+		if (qp->recv_cq != qp->send_cq)
+			rnic_cq_clean((struct rnic_cq *)qp->recv_cq, q);
+		rnic_rq_forget(q);
+	}
 	return 0;
 }
 
@@ -374,6 +395,8 @@ RNIC_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 	int err = rnic_handle_call(c, OP_DESTROY_QP, q->h);
 	if (err && !c->conn.dead)
 		return err;
+	if (qp->srq) /* its receives complete on its recv CQ */
+		rnic_cq_count_srq_recvs((struct rnic_cq *)qp->recv_cq, q);
 	rnic_obj_del(c, OBJ_QP, q->h);
 	rnic_release_rings(c, &q->place);
 	pthread_spin_destroy(&q->sq_lock);

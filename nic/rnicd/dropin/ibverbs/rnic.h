@@ -98,6 +98,8 @@ enum rnic_op {
 	OP_CREATE_CHANNEL = 0x0024,
 	OP_DESTROY_CHANNEL = 0x0025,
 	OP_CREATE_CQ_ON = 0x0026,
+	OP_REREG_MR_WINDOW = 0x0030,
+	OP_RESIZE_CQ = 0x0031,
 	OP_STAT_DEVICES = 0x0302,
 	OP_EVENT = 0x8001,
 };
@@ -222,6 +224,8 @@ struct rnic_port_attr {
 };
 
 void r_dev_attr(struct rbuf *r, struct rnic_dev_attr *a);
+struct rnic_context;
+uint32_t rnic_gid_tbl_len(const struct rnic_context *c);
 void r_port_attr(struct rbuf *r, struct rnic_port_attr *a);
 
 struct rnic_device {
@@ -272,6 +276,7 @@ struct rnic_context {
 	pthread_mutex_t objs_mu;
 	struct rnic_obj_ref *objs;
 	size_t nobjs, capobjs;
+	uint64_t qp_gen; /* bumped as a QP goes: CQs' QP caches (rqdepth.c) go stale */
 };
 
 static inline struct rnic_context *to_rctx(struct ibv_context *c)
@@ -323,6 +328,13 @@ struct rnic_cq {
 	struct ibv_wc cur;
 	int cur_valid;
 	int dead;
+	/* the ring a resize replaced, kept mapped until the next resize or
+	 * the CQ's end: a poller's unlocked look may still read it */
+	struct rnic_place retired;
+	/* the QP of the last receive completion polled (rqdepth.c) */
+	uint32_t seen_qpn;
+	struct rnic_qp *seen_qp;
+	uint64_t seen_gen;
 };
 
 struct rnic_ring {
@@ -338,6 +350,8 @@ struct rnic_srq {
 	struct rnic_ring rq;
 	uint32_t bell; /* its bit in the session doorbell */
 	uint32_t prod;
+	/* receives polled from CQs: the SRQ holds prod - done (rqdepth.c) */
+	uint32_t done;
 	uint32_t max_sge;
 	uint32_t limit; /* armed limit, 0 once the event came */
 	pthread_spinlock_t lock;
@@ -357,6 +371,8 @@ struct rnic_qp {
 	struct rnic_ring sq, rq;
 	uint32_t bell; /* its bit in the session doorbell */
 	uint32_t sq_prod, rq_prod;
+	/* receives polled from the CQ: the RQ holds rq_prod - rq_done (rqdepth.c) */
+	uint32_t rq_done;
 	pthread_spinlock_t sq_lock, rq_lock;
 	/* ibv_wr_* state: WRs written since wr_start, the slot being built */
 	int sig_all;
@@ -365,6 +381,16 @@ struct rnic_qp {
 	enum ibv_wr_opcode wr_op;
 	int wr_err;
 };
+
+/* cqclean.c */
+void rnic_cq_clean(struct rnic_cq *q, struct rnic_qp *qp);
+void rnic_cq_count_srq_recvs(struct rnic_cq *q, struct rnic_qp *qp);
+
+/* rqdepth.c: the receive queue's depth, counted as mlx5 counts it */
+void rnic_note_recv(struct rnic_cq *q, const struct ibv_wc *wc);
+void rnic_count_recv(struct rnic_qp *p);
+int rnic_rq_full(uint32_t prod, const uint32_t *done, uint32_t depth);
+void rnic_rq_forget(struct rnic_qp *q);
 
 /* The session doorbell (proto/bell.go). */
 enum {

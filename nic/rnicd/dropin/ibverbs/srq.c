@@ -23,6 +23,7 @@ static int srq_reply(struct rnic_context *c, struct rnic_srq *s, struct rnic_rep
 		return EPROTO;
 	s->bell = ld32(s->mem, RING_BELL);
 	s->prod = ld32(s->mem, RING_RQ_PROD);
+	s->done = s->prod;
 	return 0;
 }
 

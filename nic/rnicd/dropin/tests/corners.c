@@ -14,6 +14,8 @@
  *   corners ud       DEV0 DEV1   UD: the GRH before the payload, an AH made from a completion
  *   corners cap      DEV0 DEV1   the send queue cap ibv_create_qp grants (rxe's rounding), inline use
  *   corners cqchannels DEV0 DEV1 1000 CQs on 2 channels under 64 descriptors: each event once
+ *   corners verbs    DEV0 DEV1   what pyverbs reads: device names, _ex attributes, RQ depth
+ *   corners rereg    DEV0 DEV1   ibv_rereg_mr keeps the keys; a QP's RESET cleans its CQs
  *   corners killed   DEV0        the daemon dies under us: DEVICE_FATAL, errors, no hang
  *   corners nodaemon             no daemon: an empty device list
  *
@@ -293,12 +295,16 @@ int main(int argc, char **argv)
 		test_udsl(d0, d1);
 	else if (!strcmp(t, "asyncobj"))
 		test_asyncobj(d0, d1);
+	else if (!strcmp(t, "verbs"))
+		test_verbs(d0, d1);
+	else if (!strcmp(t, "rereg"))
+		test_rereg(d0, d1);
 	else if (!strcmp(t, "killed"))
 		test_killed(d0);
 	else if (!strcmp(t, "nodaemon"))
 		test_nodaemon();
 	else {
-		fprintf(stderr, "usage: corners errors|channel|async|fork|mr|wr|ud|cap|manyqps|cqchannels|flowlabel|udsl|asyncobj|killed|nodaemon [DEV0 [DEV1]]\n");
+		fprintf(stderr, "usage: corners errors|channel|async|fork|mr|wr|ud|cap|manyqps|cqchannels|flowlabel|udsl|asyncobj|verbs|rereg|killed|nodaemon [DEV0 [DEV1]]\n");
 		return 2;
 	}
 	printf("%d failed\n", failures);
