@@ -1,0 +1,201 @@
+// rdma_bind_addr's port reservations (CM_BIND, CM_UNBIND): the rdma_cm
+// port spaces are the host's, so the table is the daemon's, shared by all
+// its clients and NICs, as the kernel's bind lists are one per network
+// namespace. A reservation belongs to the session that made it and goes
+// with it.
+
+package server
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"sync"
+
+	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/rnicd/proto"
+)
+
+func init() {
+	Register(proto.OpCMBind, handleCMBind)
+	Register(proto.OpCMUnbind, handleCMUnbind)
+}
+
+// The ephemeral ports a bind of port 0 gets: 32768..61439, the range the
+// daemon's CMs pick listener and source ports from.
+const (
+	ephemeralFirst = 0x8000
+	ephemeralCount = 0x7000
+)
+
+type portKey struct {
+	ps   uint8
+	port uint16
+}
+
+// portBinding is one rdma_bind_addr: a port of a port space on an address
+// (the zero Addr: every address).
+type portBinding struct {
+	id    uint32
+	key   portKey
+	addr  netip.Addr
+	owner *Session
+}
+
+// portTable is the daemon's bound ports. The zero value is ready.
+type portTable struct {
+	mu      sync.Mutex
+	next    uint32
+	byID    map[uint32]*portBinding
+	used    map[portKey][]*portBinding
+	perSess map[*Session]int
+}
+
+// conflicts says whether a bind of addr clashes with b, as the kernel's
+// cma_check_port without SO_REUSEADDR: the same address, or either the
+// wildcard.
+func (b *portBinding) conflicts(addr netip.Addr) bool {
+	return !addr.IsValid() || !b.addr.IsValid() || addr == b.addr
+}
+
+// bind reserves port (0: a free ephemeral one) of port space ps on addr
+// for owner, which may hold at most limit reservations.
+func (t *portTable) bind(owner *Session, ps uint8, addr netip.Addr, port uint16, limit int) (*portBinding, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.byID == nil {
+		t.byID, t.used, t.perSess = map[uint32]*portBinding{}, map[portKey][]*portBinding{}, map[*Session]int{}
+	}
+	if t.perSess[owner] >= limit {
+		return nil, limitError(limit, "bound rdma_cm IDs", "MaxCMIDs")
+	}
+	if port == 0 {
+		if port = t.ephemeral(ps); port == 0 {
+			return nil, fmt.Errorf("rnicd: every ephemeral rdma_cm port is bound: %w", nic.ErrBusy)
+		}
+	}
+	k := portKey{ps, port}
+	for _, b := range t.used[k] {
+		if b.conflicts(addr) {
+			return nil, fmt.Errorf("rnicd: rdma_cm port %d is bound already: %w", port, nic.ErrBusy)
+		}
+	}
+	for t.next++; t.next == 0 || t.byID[t.next] != nil; t.next++ {
+	}
+	b := &portBinding{id: t.next, key: k, addr: addr, owner: owner}
+	t.byID[b.id] = b
+	t.used[k] = append(t.used[k], b)
+	t.perSess[owner]++
+	return b, nil
+}
+
+// ephemeral picks a port of ps nobody has bound, from a random start as
+// the kernel's cma_alloc_any_port does, or 0 if all are. Caller holds t.mu.
+func (t *portTable) ephemeral(ps uint8) uint16 {
+	start := rand.IntN(ephemeralCount)
+	for i := range ephemeralCount {
+		p := uint16(ephemeralFirst + (start+i)%ephemeralCount)
+		if len(t.used[portKey{ps, p}]) == 0 {
+			return p
+		}
+	}
+	return 0
+}
+
+// release gives back owner's reservation id.
+func (t *portTable) release(owner *Session, id uint32) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := t.byID[id]
+	if b == nil || b.owner != owner {
+		return fmt.Errorf("%w: CM binding %d", proto.ErrBadHandle, id)
+	}
+	t.drop(b)
+	return nil
+}
+
+// releaseAll gives back every reservation of owner (its session ended).
+func (t *portTable) releaseAll(owner *Session) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, b := range t.byID {
+		if b.owner == owner {
+			t.drop(b)
+		}
+	}
+	delete(t.perSess, owner)
+}
+
+// drop removes b. Caller holds t.mu.
+func (t *portTable) drop(b *portBinding) {
+	delete(t.byID, b.id)
+	l := t.used[b.key]
+	for i, o := range l {
+		if o == b {
+			l = append(l[:i], l[i+1:]...)
+			break
+		}
+	}
+	if len(l) == 0 {
+		delete(t.used, b.key)
+	} else {
+		t.used[b.key] = l
+	}
+	if t.perSess[b.owner]--; t.perSess[b.owner] <= 0 {
+		delete(t.perSess, b.owner)
+	}
+}
+
+// bindings is the per-session hook: the first bind of a session arranges
+// for its reservations to go with it.
+var bindings = struct {
+	sync.Mutex
+	hooked map[*Session]bool
+}{hooked: map[*Session]bool{}}
+
+func hookRelease(s *Session) {
+	bindings.Lock()
+	defer bindings.Unlock()
+	if bindings.hooked[s] {
+		return
+	}
+	bindings.hooked[s] = true
+	s.OnClose(func() {
+		s.srv.cmPorts.releaseAll(s)
+		bindings.Lock()
+		delete(bindings.hooked, s)
+		bindings.Unlock()
+	})
+}
+
+func handleCMBind(s *Session, req *Request, rep *Reply) error {
+	var m proto.CMBindReq
+	if err := req.Decode(&m); err != nil {
+		return err
+	}
+	if m.PortSpace != proto.PortSpaceTCP && m.PortSpace != proto.PortSpaceUDP {
+		return fmt.Errorf("rnicd: rdma_cm port space %d: %w", m.PortSpace, nic.ErrInvalid)
+	}
+	if m.Addr.IsUnspecified() {
+		m.Addr = netip.Addr{}
+	}
+	hookRelease(s)
+	b, err := s.srv.cmPorts.bind(s, m.PortSpace, m.Addr.Unmap(), m.Port, s.srv.limits.MaxCMIDs)
+	if err != nil {
+		return err
+	}
+	rep.Set(&proto.CMBindReply{Binding: b.id, Port: b.key.port})
+	return nil
+}
+
+func handleCMUnbind(s *Session, req *Request, rep *Reply) error {
+	var m proto.Handle
+	if err := req.Decode(&m); err != nil {
+		return err
+	}
+	if err := s.srv.cmPorts.release(s, m.H); err != nil {
+		return err
+	}
+	rep.Set(&proto.Empty{})
+	return nil
+}

@@ -1,0 +1,75 @@
+package server
+
+import (
+	"errors"
+	"net/netip"
+	"testing"
+
+	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/rnicd/proto"
+)
+
+// Port 0 binds to distinct ephemeral ports; a bound port is refused to a
+// second bind that overlaps it (the same address or a wildcard on either
+// side) with nic.ErrBusy, whoever asks, and is free again once released;
+// binds of one port on two addresses coexist; port spaces are apart.
+func TestPortTableBind(t *testing.T) {
+	var tb portTable
+	a, b := &Session{}, &Session{}
+	wild := netip.Addr{}
+	ip2, ip3 := netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3")
+	seen := map[uint16]bool{}
+	for range 50 {
+		x, err := tb.bind(a, proto.PortSpaceTCP, wild, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := x.key.port
+		if p < ephemeralFirst || p >= ephemeralFirst+ephemeralCount || seen[p] {
+			t.Fatalf("ephemeral port %d: out of range or given twice", p)
+		}
+		seen[p] = true
+	}
+	x, err := tb.bind(a, proto.PortSpaceTCP, ip2, 7000, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		addr netip.Addr
+		ps   uint8
+		busy bool
+	}{{ip2, proto.PortSpaceTCP, true}, {wild, proto.PortSpaceTCP, true}, {ip3, proto.PortSpaceTCP, false},
+		{ip2, proto.PortSpaceUDP, false}} {
+		_, err := tb.bind(b, c.ps, c.addr, 7000, 100)
+		if busy := errors.Is(err, nic.ErrBusy); busy != c.busy || (!c.busy && err != nil) {
+			t.Errorf("bind %v port space %d port 7000 over %v: %v, want busy %v", c.addr, c.ps, ip2, err, c.busy)
+		}
+	}
+	if err := tb.release(b, x.id); !errors.Is(err, proto.ErrBadHandle) {
+		t.Errorf("release of another session's binding: %v, want ErrBadHandle", err)
+	}
+	if err := tb.release(a, x.id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.bind(b, proto.PortSpaceTCP, ip2, 7000, 100); err != nil {
+		t.Errorf("bind after release: %v", err)
+	}
+	tb.releaseAll(b)
+	if _, err := tb.bind(a, proto.PortSpaceTCP, wild, 7000, 100); err != nil {
+		t.Errorf("bind after the other session's end: %v", err)
+	}
+}
+
+// A session holds at most its limit of reservations.
+func TestPortTableLimit(t *testing.T) {
+	var tb portTable
+	s := &Session{}
+	for range 3 {
+		if _, err := tb.bind(s, proto.PortSpaceTCP, netip.Addr{}, 0, 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tb.bind(s, proto.PortSpaceTCP, netip.Addr{}, 0, 3); !errors.Is(err, proto.ErrLimit) {
+		t.Fatalf("bind past the limit: %v, want ErrLimit", err)
+	}
+}
