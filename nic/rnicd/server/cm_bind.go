@@ -7,10 +7,12 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/rnicd/proto"
@@ -36,10 +38,11 @@ type portKey struct {
 // portBinding is one rdma_bind_addr: a port of a port space on an address
 // (the zero Addr: every address).
 type portBinding struct {
-	id    uint32
-	key   portKey
-	addr  netip.Addr
-	owner *Session
+	id        uint32
+	key       portKey
+	addr      netip.Addr
+	owner     *Session
+	listening bool // a listener of the port exists (or existed)
 }
 
 // portTable is the daemon's bound ports. The zero value is ready.
@@ -143,6 +146,50 @@ func (t *portTable) drop(b *portBinding) {
 	}
 	if t.perSess[b.owner]--; t.perSess[b.owner] <= 0 {
 		delete(t.perSess, b.owner)
+	}
+}
+
+// listened marks the bindings of port ps/port as listened on.
+func (t *portTable) listened(ps uint8, port uint16) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, b := range t.used[portKey{ps, port}] {
+		b.listening = true
+	}
+}
+
+// unlistened says whether port ps/port is bound on addr (or the wildcard)
+// by someone who has not listened on it yet.
+func (t *portTable) unlistened(ps uint8, addr netip.Addr, port uint16) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, b := range t.used[portKey{ps, port}] {
+		if !b.listening && b.conflicts(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// listenGrace bounds how long a connect waits for a bound port's listener.
+const listenGrace = 2 * time.Second
+
+// awaitListen waits, up to listenGrace or ctx's end, while port ps/port
+// is bound on addr but not yet listened on. Programs that announce a
+// bound port to their peer before rdma_listen (qperf 0.4.11's server
+// sends rdma_get_src_port's port over its TCP channel first) race their
+// peer's connect; the kernel's CM is quick enough that the listener wins
+// in practice, the daemon's round trips are not, so its connects to a
+// bound port give the listener that time. A port nobody bound, or one
+// listened on, is connected to at once (no listener: REJECTED 8 at once).
+func (t *portTable) awaitListen(ctx context.Context, ps uint8, addr netip.Addr, port uint16) {
+	deadline := time.Now().Add(listenGrace)
+	for t.unlistened(ps, addr.Unmap(), port) && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 }
 

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/netip"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/rnicd/proto"
@@ -71,5 +74,35 @@ func TestPortTableLimit(t *testing.T) {
 	}
 	if _, err := tb.bind(s, proto.PortSpaceTCP, netip.Addr{}, 0, 3); !errors.Is(err, proto.ErrLimit) {
 		t.Fatalf("bind past the limit: %v, want ErrLimit", err)
+	}
+}
+
+// A connect to a port bound but not yet listened on waits for the
+// listener (qperf 0.4.11 announces its port before rdma_listen); to a
+// port nobody bound it goes at once.
+func TestPortTableAwaitListen(t *testing.T) {
+	var tb portTable
+	s := &Session{}
+	ip2 := netip.MustParseAddr("127.0.0.2")
+	start := time.Now()
+	tb.awaitListen(context.Background(), proto.PortSpaceTCP, ip2, 7001)
+	if d := time.Since(start); d >= listenGrace {
+		t.Fatalf("a connect to an unbound port waited %v", d)
+	}
+	if _, err := tb.bind(s, proto.PortSpaceTCP, netip.Addr{}, 7001, 10); err != nil {
+		t.Fatal(err)
+	}
+	var listened atomic.Bool
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		listened.Store(true)
+		tb.listened(proto.PortSpaceTCP, 7001)
+	}()
+	tb.awaitListen(context.Background(), proto.PortSpaceTCP, ip2, 7001)
+	if !listened.Load() {
+		t.Fatal("a connect to a bound port went before its listener")
+	}
+	if tb.unlistened(proto.PortSpaceTCP, ip2, 7001) {
+		t.Fatal("the port still counts as not listened on")
 	}
 }

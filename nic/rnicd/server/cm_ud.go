@@ -42,6 +42,7 @@ func handleCMListenUD(s *Session, req *Request, rep *Reply) error {
 		if err != nil {
 			return nil, 0, err
 		}
+		s.srv.cmPorts.listened(proto.PortSpaceUDP, l.Port())
 		return &cmListener{ud: l}, l.Port(), nil
 	})
 }
@@ -93,6 +94,7 @@ func handleCMResolveUD(s *Session, req *Request, rep *Reply) error {
 	pd := append([]byte(nil), m.PrivateData...) // the body's buffer serves the next request
 	rep.Set(&proto.Empty{})
 	return x.startAsync(rep, m.Token, proto.OpCMResult, func(ctx context.Context) (proto.Message, func(), error) {
+		s.srv.cmPorts.awaitListen(ctx, proto.PortSpaceUDP, m.Addr, m.Port)
 		p, err := cm.CMResolveUD(ctx, m.Addr, m.Port, pd)
 		if err != nil {
 			return rejectInfo(err), nil, err

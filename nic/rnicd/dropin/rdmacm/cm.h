@@ -42,6 +42,8 @@ enum {
 	OP_CM_CANCEL = 0x0208,
 	OP_CM_LISTEN_UD = 0x0209, /* proto/cm_ud.go */
 	OP_CM_RESOLVE_UD = 0x020A,
+	OP_CM_BIND = 0x020B, /* proto/cm_bind.go */
+	OP_CM_UNBIND = 0x020C,
 	OP_CM_RESULT = 0x8200,
 	OP_CM_DISCONNECTED = 0x8201,
 	ST_OK = 0,
@@ -96,6 +98,15 @@ int cm_init(void);
 int cm_dev_of_addr(const struct sockaddr *sa);
 int cm_dev_of_verbs(struct ibv_context *v);
 
+struct cm_id;
+/* Binding (bind.c): loopback addresses and the daemon's port
+ * reservations. */
+int cm_is_loopback(const struct sockaddr *sa);
+int cm_loopback_dev(void);
+void cm_wire_addr(const struct sockaddr *dst, struct sockaddr_in *out);
+int cm_reserve(struct cm_id *c, int dev, const struct sockaddr *addr, uint16_t *port);
+void cm_unreserve(struct cm_id *c);
+
 /* An event as handed out: the public event and the private data it
  * points to, until rdma_ack_cm_event. */
 struct cm_event {
@@ -127,6 +138,8 @@ struct cm_id {
 	int rearm[CM_MAX_DEVS];         /* CM_GET_REQUESTs to send for that device */
 	uint32_t req;                   /* the daemon's request handle (child ids) */
 	uint32_t conn;                  /* the daemon's connection handle */
+	uint32_t binding;               /* the daemon's port reservation, 0: none */
+	int bind_dev;                   /* the device whose session holds it */
 	int down_sent, timewait_sent, removal_sent, destroyed;
 	int refs;     /* events handed out or queued, async ops in flight */
 	uint8_t tos, ack_timeout;

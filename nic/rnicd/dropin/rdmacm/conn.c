@@ -410,6 +410,11 @@ CM_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 		return cm_fail(EINVAL);
 	if (id->qp_type != IBV_QPT_RC && id->ps != RDMA_PS_UDP)
 		return cm_fail(EOPNOTSUPP); /* RDMA_PS_IPOIB: its Q_Key is a multicast group's; not served */
+	if (c->state == ST_IDLE) { /* as the kernel's: bound to the wildcard and a port first */
+		struct sockaddr_in any = {.sin_family = AF_INET};
+		if (rdma_bind_addr(id, (struct sockaddr *)&any))
+			return -1;
+	}
 	if (c->state != ST_BOUND)
 		return cm_fail(EINVAL);
 	port = ntohs(s->sin_port);
