@@ -8,13 +8,18 @@
  * port for every client of it, CM_UNBIND gives it back (rdma_destroy_id).
  *
  * Loopback: rnic's NICs on 127.0.0.0/8 addresses live on the loopback
- * interface, as siw does when it is attached to lo. The kernel finds the
- * device of a bound address by the interface that has it (rdma_translate_ip,
- * then cma_acquire_dev_by_src_ip, the first device in its list that
- * matches), so 127.0.0.1 and ::1 bind to the first such NIC, and a
- * connection to them goes to that NIC (inside it when the client is on it
- * too). A host whose NICs are elsewhere (TAP mode) has no RDMA device on lo:
- * there the bind fails ENODEV, as on a host with rxe on eth0. */
+ * interface (as siw does when attached to lo), where the kernel finds a
+ * bound address's device by the interface that has it (rdma_translate_ip,
+ * cma_acquire_dev_by_src_ip). Every such NIC has 127.0.0.1 and ::1, so a
+ * bind to them is bound to no one NIC, as the wildcard is: its listen
+ * listens on every NIC on loopback, and the id keeps the address
+ * (rdma_get_local_addr). libfabric's verbs provider binds "localhost" to
+ * learn its domains' addresses and reads an id left without a device so
+ * (vrb_fill_addr: every domain keeps its interface's address). A
+ * connection to the loopback address goes to the first NIC on loopback
+ * (inside it when the client is on it too). A host whose NICs are
+ * elsewhere (TAP mode) has no RDMA device on lo: there the bind fails
+ * ENODEV, as on a host with rxe on eth0 only. */
 #include "cm.h"
 
 #include <string.h>

@@ -421,6 +421,8 @@ CM_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	for (int i = 0; i < cm_ndevs && !err; i++) {
 		if ((c->dev >= 0 && i != c->dev) || cm_devs[i].dead)
 			continue;
+		if (cm_is_loopback((struct sockaddr *)s) && (ntohl(cm_devs[i].addr.s_addr) >> 24) != 127)
+			continue; /* the loopback address: the NICs on loopback */
 		if ((err = listen_dev(c, i, &port)) == 0)
 			n++;
 	}

@@ -152,14 +152,15 @@ static void set_dev(struct cm_id *c, int i)
 	c->id.port_num = 1;
 }
 
-/* bind_dev: the device addr binds to: -1 for the wildcard, the loopback
- * NIC for the loopback address, else the NIC that has it; -ENODEV (no NIC
- * on lo) or -EADDRNOTAVAIL (no NIC has it) otherwise. Caller holds cm_mu. */
+/* bind_dev: the device addr binds to: -1 for none (the wildcard, and the
+ * loopback address when a NIC is on loopback: bind.c), else the NIC that
+ * has it; -ENODEV (no NIC on loopback) or -EADDRNOTAVAIL (no NIC has it)
+ * otherwise. Caller holds cm_mu. */
 static int bind_dev(const struct sockaddr *addr)
 {
 	int i;
 	if (cm_is_loopback(addr))
-		return (i = cm_loopback_dev()) >= 0 ? i : -ENODEV;
+		return cm_loopback_dev() >= 0 ? -1 : -ENODEV;
 	i = cm_dev_of_addr(addr);
 	return i == -2 ? -EADDRNOTAVAIL : i;
 }
