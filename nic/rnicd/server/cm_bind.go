@@ -30,6 +30,9 @@ const (
 	ephemeralCount = 0x7000
 )
 
+// privilegedPorts: ports below it bind only for root (PROT_SOCK).
+const privilegedPorts = 1024
+
 type portKey struct {
 	ps   uint8
 	port uint16
@@ -55,8 +58,8 @@ type portTable struct {
 }
 
 // conflicts says whether a bind of addr clashes with b, as the kernel's
-// cma_check_port without SO_REUSEADDR: the same address, or either the
-// wildcard.
+// cma_check_port without RDMA_OPTION_ID_REUSEADDR: the same address, or
+// either the wildcard.
 func (b *portBinding) conflicts(addr netip.Addr) bool {
 	return !addr.IsValid() || !b.addr.IsValid() || addr == b.addr
 }
@@ -74,13 +77,16 @@ func (t *portTable) bind(owner *Session, ps uint8, addr netip.Addr, port uint16,
 	}
 	if port == 0 {
 		if port = t.ephemeral(ps); port == 0 {
-			return nil, fmt.Errorf("rnicd: every ephemeral rdma_cm port is bound: %w", nic.ErrBusy)
+			return nil, fmt.Errorf("%w: every ephemeral rdma_cm port is bound", proto.ErrAddrNotAvail)
 		}
 	}
 	k := portKey{ps, port}
 	for _, b := range t.used[k] {
-		if b.conflicts(addr) {
-			return nil, fmt.Errorf("rnicd: rdma_cm port %d is bound already: %w", port, nic.ErrBusy)
+		switch {
+		case !addr.IsValid() || !b.addr.IsValid(): // as cma_check_port: EADDRNOTAVAIL
+			return nil, fmt.Errorf("%w: port %d is bound, one of the binds to the wildcard", proto.ErrAddrNotAvail, port)
+		case addr == b.addr:
+			return nil, fmt.Errorf("rnicd: rdma_cm port %d of %v is bound already: %w", port, addr, nic.ErrBusy)
 		}
 	}
 	for t.next++; t.next == 0 || t.byID[t.next] != nil; t.next++ {
@@ -225,6 +231,10 @@ func handleCMBind(s *Session, req *Request, rep *Reply) error {
 	}
 	if m.Addr.IsUnspecified() {
 		m.Addr = netip.Addr{}
+	}
+	if m.Port != 0 && m.Port < privilegedPorts && s.cred.Uid != 0 {
+		// as cma_use_port without CAP_NET_BIND_SERVICE (root stands for it)
+		return fmt.Errorf("rnicd: rdma_cm port %d is privileged: %w", m.Port, nic.ErrPermission)
 	}
 	hookRelease(s)
 	b, err := s.srv.cmPorts.bind(s, m.PortSpace, m.Addr.Unmap(), m.Port, s.srv.limits.MaxCMIDs)

@@ -40,13 +40,20 @@ func TestPortTableBind(t *testing.T) {
 	for _, c := range []struct {
 		addr netip.Addr
 		ps   uint8
-		busy bool
-	}{{ip2, proto.PortSpaceTCP, true}, {wild, proto.PortSpaceTCP, true}, {ip3, proto.PortSpaceTCP, false},
-		{ip2, proto.PortSpaceUDP, false}} {
+		want error // nic.ErrBusy: EADDRINUSE; ErrAddrNotAvail: EADDRNOTAVAIL
+	}{{ip2, proto.PortSpaceTCP, nic.ErrBusy}, {wild, proto.PortSpaceTCP, proto.ErrAddrNotAvail},
+		{ip3, proto.PortSpaceTCP, nil}, {ip2, proto.PortSpaceUDP, nil}} {
 		_, err := tb.bind(b, c.ps, c.addr, 7000, 100)
-		if busy := errors.Is(err, nic.ErrBusy); busy != c.busy || (!c.busy && err != nil) {
-			t.Errorf("bind %v port space %d port 7000 over %v: %v, want busy %v", c.addr, c.ps, ip2, err, c.busy)
+		if (c.want == nil && err != nil) || (c.want != nil && !errors.Is(err, c.want)) ||
+			(c.want == nic.ErrBusy && errors.Is(err, proto.ErrAddrNotAvail)) {
+			t.Errorf("bind %v port space %d port 7000 over %v: %v, want %v", c.addr, c.ps, ip2, err, c.want)
 		}
+	}
+	if _, err := tb.bind(b, proto.PortSpaceTCP, wild, 7002, 100); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.bind(a, proto.PortSpaceTCP, ip2, 7002, 100); !errors.Is(err, proto.ErrAddrNotAvail) {
+		t.Errorf("bind %v over a wildcard bind: %v, want ErrAddrNotAvail", ip2, err)
 	}
 	if err := tb.release(b, x.id); !errors.Is(err, proto.ErrBadHandle) {
 		t.Errorf("release of another session's binding: %v, want ErrBadHandle", err)

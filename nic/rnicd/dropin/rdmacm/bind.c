@@ -101,7 +101,9 @@ static void put_addr(struct cbuf *b, const struct sockaddr *sa)
 
 /* cm_reserve reserves *port (0: an ephemeral one, written back) of c's port
  * space on addr through device dev's session (no lock held). 0, or an
- * errno: EADDRINUSE for a port bound already. A daemon without CM_BIND
+ * errno as the kernel's cma_get_port: EADDRINUSE for a port bound to the
+ * same address, EADDRNOTAVAIL with a wildcard on either side (or no
+ * ephemeral port left), EACCES for a port below 1024. A daemon without CM_BIND
  * reserves nothing and leaves *port as it is: the port is then chosen by
  * rdma_listen, as before. */
 int cm_reserve(struct cm_id *c, int dev, const struct sockaddr *addr, uint16_t *port)
@@ -118,7 +120,7 @@ int cm_reserve(struct cm_id *c, int dev, const struct sockaddr *addr, uint16_t *
 	if (err == EOPNOTSUPP)
 		return 0;
 	if (err)
-		return err == EBUSY ? EADDRINUSE : err == ENOMEM ? EADDRNOTAVAIL : err;
+		return err == EBUSY ? EADDRINUSE : err;
 	r.n = n;
 	uint32_t h = d_u32(&r);
 	uint16_t p = d_u16(&r);

@@ -699,7 +699,11 @@ static void test_bind(void)
 	err = bind_to(cc, RDMA_PS_TCP, a0, port, &x);
 	check(err == EADDRINUSE, "a second bind of %s:%d: EADDRINUSE (got %s)", a0, port, strerror(err));
 	err = bind_to(cc, RDMA_PS_TCP, "0.0.0.0", port, &x);
-	check(err == EADDRINUSE, "a wildcard bind of the bound port: EADDRINUSE (got %s)", strerror(err));
+	check(err == EADDRNOTAVAIL, "a wildcard bind of the bound port: EADDRNOTAVAIL (got %s)", strerror(err));
+	err = bind_to(cc, RDMA_PS_TCP, a0, 1000, &x);
+	check(err == EACCES, "a port below 1024, unprivileged: EACCES (got %s)", strerror(err));
+	if (x)
+		rdma_destroy_id(x);
 	err = bind_to(cc, RDMA_PS_UDP, a0, port, &x);
 	check(err == 0, "the UDP port space is apart: a UDP id binds %s:%d (got %s)", a0, port, strerror(err));
 	if (x)
@@ -735,8 +739,13 @@ static void test_bind(void)
 
 	check(bind_to(cc, RDMA_PS_TCP, "0.0.0.0", 0, &x) == 0 && x && rdma_get_src_port(x) != 0 && !x->verbs,
 	      "a wildcard bind of port 0 gets a port and no device");
-	if (x)
+	if (x) {
+		struct rdma_cm_id *y;
+		port = ntohs(rdma_get_src_port(x));
+		err = bind_to(cc, RDMA_PS_TCP, a0, port, &y);
+		check(err == EADDRNOTAVAIL, "a bind of a port bound to the wildcard: EADDRNOTAVAIL (got %s)", strerror(err));
 		rdma_destroy_id(x);
+	}
 
 	/* no bind: rdma_resolve_addr binds an ephemeral port, rdma_listen
 	 * the wildcard and one */
