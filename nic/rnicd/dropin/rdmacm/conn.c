@@ -219,7 +219,8 @@ void down_event(struct cm_id *c)
 /* on_iwarp: the id is bound to an iWARP device. */
 static int on_iwarp(const struct cm_id *c)
 {
-	return c->dev >= 0 && cm_devs[c->dev].verbs->device->transport_type == IBV_TRANSPORT_IWARP;
+	const struct ibv_context *v = c->dev >= 0 ? cm_devs[c->dev].verbs : NULL;
+	return v && v->device->transport_type == IBV_TRANSPORT_IWARP;
 }
 
 /* timewait_exit: the local side's disconnect is through (the daemon's
