@@ -49,12 +49,41 @@ int cm_loopback_dev(void)
 	return -1;
 }
 
-/* cm_wire_addr: the IPv4 address the daemon's CM reaches dst at: the
- * loopback NIC's own for the loopback address, dst's (unmapped) otherwise.
+static int is_any(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_ANY);
+	return sa->sa_family == AF_INET6 && IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+}
+
+/* cm_self_dst: whether dst names this host itself: the loopback address,
+ * or the wildcard, which the kernel resolves to its first device
+ * (cma_resolve_loopback). */
+int cm_self_dst(const struct sockaddr *dst)
+{
+	return cm_is_loopback(dst) || is_any(dst);
+}
+
+/* cm_self_dev: the NIC a connection to dst (cm_self_dst) goes to: the
+ * first NIC on loopback; for the wildcard, else the first live NIC; -1 for
+ * none. Caller holds cm_mu. */
+int cm_self_dev(const struct sockaddr *dst)
+{
+	int i = cm_loopback_dev();
+	if (i >= 0 || !is_any(dst))
+		return i;
+	for (i = 0; i < cm_ndevs; i++)
+		if (!cm_devs[i].dead)
+			return i;
+	return -1;
+}
+
+/* cm_wire_addr: the IPv4 address the daemon's CM reaches dst at: for this
+ * host itself (cm_self_dst) its NIC's own, dst's (unmapped) otherwise.
  * The port is dst's. Caller holds cm_mu. */
 void cm_wire_addr(const struct sockaddr *dst, struct sockaddr_in *out)
 {
-	int lo = cm_is_loopback(dst) ? cm_loopback_dev() : -1;
+	int lo = cm_self_dst(dst) ? cm_self_dev(dst) : -1;
 	memset(out, 0, sizeof(*out));
 	out->sin_family = AF_INET;
 	if (dst->sa_family == AF_INET6) {

@@ -103,6 +103,8 @@ struct cm_id;
  * reservations. */
 int cm_is_loopback(const struct sockaddr *sa);
 int cm_loopback_dev(void);
+int cm_self_dst(const struct sockaddr *dst);
+int cm_self_dev(const struct sockaddr *dst);
 void cm_wire_addr(const struct sockaddr *dst, struct sockaddr_in *out);
 int cm_reserve(struct cm_id *c, int dev, const struct sockaddr *addr, uint16_t *port);
 void cm_unreserve(struct cm_id *c);

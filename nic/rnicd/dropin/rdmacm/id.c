@@ -237,8 +237,8 @@ static int pick_dev(struct cm_id *c, const struct sockaddr *dst, const struct so
 	int i;
 	if (c->dev >= 0)
 		return c->dev;
-	if (cm_is_loopback(dst))
-		return cm_loopback_dev();
+	if (cm_self_dst(dst))
+		return cm_self_dev(dst);
 	if ((i = cm_dev_of_addr(dst)) >= 0)
 		return i;
 	for (i = 0; i < cm_ndevs; i++)
@@ -257,9 +257,10 @@ static int is_unspecified(const struct sockaddr *sa)
 }
 
 /* fill_src: the source address of a resolved id that was bound to none
- * (or the wildcard): the device's, or for a loopback destination the
- * loopback address the route would give, in the destination's family;
- * the port stays. Caller holds cm_mu. */
+ * (or the wildcard): the device's, or for a destination on this host
+ * itself (loopback, wildcard) the loopback address of the destination's
+ * family, as the kernel's route and cma_set_loopback give; the port stays.
+ * Caller holds cm_mu. */
 static void fill_src(struct cm_id *c, const struct sockaddr *dst)
 {
 	struct sockaddr_storage *src = &c->id.route.addr.src_storage;
@@ -267,17 +268,17 @@ static void fill_src(struct cm_id *c, const struct sockaddr *dst)
 	if (!is_unspecified((struct sockaddr *)src))
 		return;
 	memset(src, 0, sizeof(*src));
-	if (cm_is_loopback(dst) && dst->sa_family == AF_INET6) {
+	if (cm_self_dst(dst) && dst->sa_family == AF_INET6) {
 		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)src;
 		s6->sin6_family = AF_INET6;
-		s6->sin6_addr = ((const struct sockaddr_in6 *)dst)->sin6_addr;
+		s6->sin6_addr = in6addr_loopback;
 		s6->sin6_port = port;
 		return;
 	}
 	struct sockaddr_in *s = (struct sockaddr_in *)src;
 	s->sin_family = AF_INET;
 	s->sin_addr = cm_devs[c->dev].addr;
-	if (cm_is_loopback(dst))
+	if (cm_self_dst(dst)) /* as cma_set_loopback */
 		s->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	s->sin_port = port;
 }

@@ -23,8 +23,9 @@
  *                                   of it, free again after rdma_destroy_id; an unbound
  *                                   id's rdma_resolve_addr and rdma_listen bind a port
  *   cm_corners loopback    A0 A1   127.0.0.1 and ::1 bind as the wildcard does (the
- *                                   NICs are on loopback), a connection to them is
- *                                   established (the kernel's, with siw on lo)
+ *                                   NICs are on loopback), a connection to them (and
+ *                                   to 0.0.0.0, this host) is established (the
+ *                                   kernel's, with siw on lo)
  *   cm_corners getaddrinfo A0 A1   rdma_getaddrinfo: RAI_PASSIVE|RAI_NUMERICHOST, and
  *                                   neither node nor service with the hints' address
  *   cm_corners killed      A0 A1   the daemon dies mid-connect: DEVICE_REMOVAL,
@@ -823,6 +824,10 @@ static void test_loopback(void)
 		die("rdma_listen 127.0.0.1");
 	lo.sin_port = htons((uint16_t)port);
 	loopback_connect(sc, cc, (struct sockaddr *)&lo, "127.0.0.1");
+	/* the wildcard destination is this host, as the kernel's
+	 * cma_resolve_loopback has it */
+	struct sockaddr_in any = addr("0.0.0.0", port);
+	loopback_connect(sc, cc, (struct sockaddr *)&any, "0.0.0.0");
 
 	err = rdma_bind_addr(l6, (struct sockaddr *)&lo6) ? errno : 0;
 	check(err == 0, "rdma_bind_addr ::1 (%s)", strerror(err));
