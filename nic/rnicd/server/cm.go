@@ -177,12 +177,13 @@ func handleCMListen(s *Session, req *Request, rep *Reply) error {
 		return err
 	}
 	return extOf(s).addListener(rep, func() (*cmListener, uint16, error) {
-		l, err := cm.CMListen(m.Port)
-		if err != nil {
-			return nil, 0, err
-		}
-		s.srv.cmPorts.listened(proto.PortSpaceTCP, l.Port())
-		return &cmListener{l: l}, l.Port(), nil
+		return s.listenFree(proto.PortSpaceTCP, m.Port, func(port uint16) (*cmListener, uint16, error) {
+			l, err := cm.CMListen(port)
+			if err != nil {
+				return nil, 0, err
+			}
+			return &cmListener{l: l}, l.Port(), nil
+		})
 	})
 }
 

@@ -177,6 +177,43 @@ func (t *portTable) unlistened(ps uint8, addr netip.Addr, port uint16) bool {
 	return false
 }
 
+// boundByOther says whether port ps/port is bound by a process other than
+// pid (a client's sessions, one per device it opened, share its pid).
+func (t *portTable) boundByOther(ps uint8, port uint16, pid int32) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, b := range t.used[portKey{ps, port}] {
+		if b.owner.cred.Pid != pid {
+			return true
+		}
+	}
+	return false
+}
+
+// listenFree opens a listener with open on port of ps that no other
+// process has bound: a port given that another bound is refused
+// (EADDRINUSE, as its bind would have been), a free one of port 0 that
+// another bound meanwhile is given back and another taken. Clients that
+// listen without binding first (the Go client) so keep off the ports the
+// C library's rdma_bind_addr reserved.
+func (s *Session) listenFree(ps uint8, port uint16, open func(uint16) (*cmListener, uint16, error)) (*cmListener, uint16, error) {
+	t := &s.srv.cmPorts
+	if port != 0 && t.boundByOther(ps, port, s.cred.Pid) {
+		return nil, 0, fmt.Errorf("rnicd: rdma_cm port %d is bound by another client: %w", port, nic.ErrBusy)
+	}
+	for range 8 {
+		l, got, err := open(port)
+		if err != nil || port != 0 || !t.boundByOther(ps, got, s.cred.Pid) {
+			if err == nil {
+				t.listened(ps, got)
+			}
+			return l, got, err
+		}
+		l.close()
+	}
+	return nil, 0, fmt.Errorf("rnicd: no free rdma_cm port found: %w", nic.ErrBusy)
+}
+
 // listenGrace bounds how long a connect waits for a bound port's listener.
 const listenGrace = 2 * time.Second
 

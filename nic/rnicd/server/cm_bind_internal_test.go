@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
 )
 
@@ -111,5 +114,50 @@ func TestPortTableAwaitListen(t *testing.T) {
 	}
 	if tb.unlistened(proto.PortSpaceTCP, ip2, 7001) {
 		t.Fatal("the port still counts as not listened on")
+	}
+}
+
+// fakeListener is a CM listener that only counts its Close.
+type fakeListener struct {
+	port   uint16
+	closed *int
+}
+
+func (l fakeListener) Port() uint16                                  { return l.port }
+func (l fakeListener) Accept(context.Context) (ibv.CMRequest, error) { return nil, context.Canceled }
+func (l fakeListener) Close() error                                  { *l.closed++; return nil }
+
+// A listen keeps off ports another process bound: a port given is refused
+// (ErrBusy: EADDRINUSE), one the CM picked for port 0 is given back and
+// another taken; the binding process itself listens on its port, and the
+// port then counts as listened on.
+func TestListenFree(t *testing.T) {
+	srv := &Server{}
+	a := &Session{srv: srv, cred: unix.Ucred{Pid: 10}}
+	b := &Session{srv: srv, cred: unix.Ucred{Pid: 20}}
+	if _, err := srv.cmPorts.bind(a, proto.PortSpaceTCP, netip.Addr{}, 7100, 10); err != nil {
+		t.Fatal(err)
+	}
+	closed, opened := 0, []uint16{}
+	picks := []uint16{7100, 7101}
+	open := func(port uint16) (*cmListener, uint16, error) {
+		if port == 0 {
+			port, picks = picks[0], picks[1:]
+		}
+		opened = append(opened, port)
+		return &cmListener{l: fakeListener{port, &closed}}, port, nil
+	}
+	if _, _, err := b.listenFree(proto.PortSpaceTCP, 7100, open); !errors.Is(err, nic.ErrBusy) || len(opened) != 0 {
+		t.Fatalf("another process's listen on a bound port: %v (opened %v), want ErrBusy and none opened", err, opened)
+	}
+	if _, port, err := b.listenFree(proto.PortSpaceTCP, 0, open); err != nil || port != 7101 || closed != 1 {
+		t.Fatalf("port 0 where the CM picked a bound port: port %d, %v, %d closed; want 7101 and the bound one closed",
+			port, err, closed)
+	}
+	if _, _, err := a.listenFree(proto.PortSpaceTCP, 7100, open); err != nil {
+		t.Fatalf("the binding process's own listen: %v", err)
+	}
+	if srv.cmPorts.unlistened(proto.PortSpaceTCP, netip.Addr{}, 7100) {
+		t.Fatal("the port does not count as listened on")
 	}
 }

@@ -38,12 +38,13 @@ func handleCMListenUD(s *Session, req *Request, rep *Reply) error {
 		return err
 	}
 	return extOf(s).addListener(rep, func() (*cmListener, uint16, error) {
-		l, err := cm.CMListenUD(m.Port)
-		if err != nil {
-			return nil, 0, err
-		}
-		s.srv.cmPorts.listened(proto.PortSpaceUDP, l.Port())
-		return &cmListener{ud: l}, l.Port(), nil
+		return s.listenFree(proto.PortSpaceUDP, m.Port, func(port uint16) (*cmListener, uint16, error) {
+			l, err := cm.CMListenUD(port)
+			if err != nil {
+				return nil, 0, err
+			}
+			return &cmListener{ud: l}, l.Port(), nil
+		})
 	})
 }
 
