@@ -49,7 +49,9 @@ enum {
 	ST_OK = 0,
 	ST_REJECTED = 19,
 	ST_UNREACHABLE = 20,
-	CM_MAX_PRIVATE = 196,
+	CM_MAX_PRIVATE = 196, /* a REP's; the daemon's limit (proto.MaxPrivateData) */
+	CM_MAX_REQ_PRIVATE = 56, /* a REQ's 92 after rdma_cm's 36-byte header */
+	CM_MAX_REJ_PRIVATE = 148, /* a REJ's */
 	CM_MAX_DEVS = 16,
 	/* requests pulled from the daemon's listener ahead of the program
 	 * (its own queue holds 16): rdma_listen's backlog, 0 taking this */
@@ -180,6 +182,7 @@ void cm_rearm(void);
 int cm_call(int dev, uint16_t op, struct cbuf *body, void *reply, size_t cap, size_t *len);
 void cm_close_listeners(struct cm_id *id);
 void timewait_exit(struct cm_id *c);
+int cm_on_iwarp(const struct cm_id *c);
 void down_event(struct cm_id *c);
 
 /* cm_trace: a line on stderr when RNIC_CM_TRACE is set (trace.c). */

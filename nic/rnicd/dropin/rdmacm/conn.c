@@ -216,8 +216,8 @@ void down_event(struct cm_id *c)
 		cm_event_queue(e);
 }
 
-/* on_iwarp: the id is bound to an iWARP device. */
-static int on_iwarp(const struct cm_id *c)
+/* cm_on_iwarp: the id is bound to an iWARP device. */
+int cm_on_iwarp(const struct cm_id *c)
 {
 	const struct ibv_context *v = c->dev >= 0 ? cm_devs[c->dev].verbs : NULL;
 	return v && v->device->transport_type == IBV_TRANSPORT_IWARP;
@@ -233,7 +233,7 @@ void timewait_exit(struct cm_id *c)
 	if (c->timewait_sent)
 		return;
 	c->timewait_sent = 1;
-	if (on_iwarp(c))
+	if (cm_on_iwarp(c))
 		return;
 	if ((e = cm_event_new(c, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0)))
 		cm_event_queue(e);
@@ -263,7 +263,7 @@ static struct cm_event *rejected(struct cm_id *c, struct rdec *r)
 		if (r->err)
 			reason = 28, pdn = 0;
 	}
-	return conn_event(c, RDMA_CM_EVENT_REJECTED, on_iwarp(c) ? iw_reject_status(reason) : reason, pd, pdn);
+	return conn_event(c, RDMA_CM_EVENT_REJECTED, cm_on_iwarp(c) ? iw_reject_status(reason) : reason, pd, pdn);
 }
 
 /* failed: an async request's error as the kernel's event. */

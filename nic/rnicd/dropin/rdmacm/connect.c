@@ -106,7 +106,9 @@ CM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 		return cm_fail(EINVAL);
 	if (id->qp_type != IBV_QPT_RC)
 		return cm_fail(EOPNOTSUPP);
-	if (param && param->private_data_len > CM_MAX_PRIVATE - 140) /* a REQ's 56 after the CM header */
+	/* IB's REQ holds 56 bytes after rdma_cm's header; iWARP's MPA request
+	 * takes a uint8_t's worth, of which the daemon carries 196 */
+	if (param && param->private_data_len > (cm_on_iwarp(c) ? CM_MAX_PRIVATE : CM_MAX_REQ_PRIVATE))
 		return cm_fail(EINVAL);
 	if ((err = conn_param(id, param, &fixed, &param_used)))
 		return cm_fail(err);
@@ -134,6 +136,8 @@ CM_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	int err;
 	if (!id || c->state != ST_REQ_RCVD || !id->qp)
 		return cm_fail(EINVAL);
+	if (param && param->private_data_len > CM_MAX_PRIVATE) /* a REP's, as ib_send_cm_rep */
+		return cm_fail(EINVAL);
 	if (id->qp_type != IBV_QPT_UD && (err = conn_param(id, param, &fixed, &param_used)))
 		return cm_fail(err);
 	pthread_mutex_lock(&cm_mu);
@@ -159,6 +163,11 @@ CM_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8
 	uint32_t req;
 	int err;
 	if (!id || c->state != ST_REQ_RCVD)
+		return cm_fail(EINVAL);
+	/* a REJ's 148, as ib_send_cm_rej; on iWARP too, as far as the daemon
+	 * carries a reject's private data back (proto.MaxRejectPrivateData),
+	 * rather than cut it short */
+	if (private_data && private_data_len > CM_MAX_REJ_PRIVATE)
 		return cm_fail(EINVAL);
 	pthread_mutex_lock(&cm_mu);
 	req = c->req;

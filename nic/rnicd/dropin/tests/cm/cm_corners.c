@@ -28,6 +28,8 @@
  *                                   kernel's, with siw on lo)
  *   cm_corners getaddrinfo A0 A1   rdma_getaddrinfo: RAI_PASSIVE|RAI_NUMERICHOST, and
  *                                   neither node nor service with the hints' address
+ *   cm_corners privdata    A0 A1   private data at the limits of rdma_connect, rdma_accept,
+ *                                   rdma_reject (EINVAL one byte past), carried whole
  *   cm_corners killed      A0 A1   the daemon dies mid-connect: DEVICE_REMOVAL,
  *                                   ROUTE_ERROR, no hang (prints "ready", then
  *                                   reads stdin's end before going on)
@@ -868,6 +870,105 @@ static void test_getaddrinfo(void)
 	rdma_destroy_id(id);
 }
 
+/* pattern fills n bytes with a pattern of seed; matches checks one. */
+static void pattern(uint8_t *b, int n, int seed)
+{
+	for (int i = 0; i < n; i++)
+		b[i] = (uint8_t)(seed + 7 * i);
+}
+
+static int matches(const void *p, int n, int seed)
+{
+	uint8_t want[256];
+	pattern(want, n, seed);
+	return p && !memcmp(p, want, (size_t)n);
+}
+
+/* privdata_round connects with conn bytes of private data, then the
+ * listener rejects with rej bytes (rej >= 0) or accepts with acc bytes,
+ * each within the transport's limits, and checks what each side got. */
+static void privdata_round(int conn, int rej, int acc)
+{
+	struct rdma_event_channel *sc = rdma_create_event_channel(), *cc = rdma_create_event_channel();
+	struct rdma_cm_id *l, *c = new_id(cc, RDMA_PS_TCP), *req;
+	struct rdma_cm_event *ev;
+	uint8_t b[256];
+	int port;
+	struct rdma_conn_param p = {0};
+
+	l = listener(sc, 1, &port);
+	client_to(cc, c, port);
+	pattern(b, conn + 1, 1);
+	p.private_data = b;
+	p.private_data_len = (uint8_t)(conn + 1);
+	check(rdma_connect(c, &p) == -1 && errno == EINVAL, "rdma_connect with %d bytes of private data: EINVAL",
+	      conn + 1);
+	p.private_data_len = (uint8_t)conn;
+	if (rdma_connect(c, &p))
+		die("rdma_connect with %d bytes", conn);
+	ev = next_event(sc);
+	check(ev->event == RDMA_CM_EVENT_CONNECT_REQUEST && ev->param.conn.private_data_len >= conn &&
+		      matches(ev->param.conn.private_data, conn, 1),
+	      "CONNECT_REQUEST carries the %d bytes (got %d)", conn, ev->param.conn.private_data_len);
+	req = ev->id;
+	rdma_ack_cm_event(ev);
+	if (rej >= 0) {
+		pattern(b, rej + 1, 2);
+		check(rdma_reject(req, b, (uint8_t)(rej + 1)) == -1 && errno == EINVAL,
+		      "rdma_reject with %d bytes: EINVAL", rej + 1);
+		check(rdma_reject(req, b, (uint8_t)rej) == 0, "rdma_reject with %d bytes", rej);
+		ev = next_event(cc);
+		check(ev->event == RDMA_CM_EVENT_REJECTED && ev->param.conn.private_data_len >= rej &&
+			      matches(ev->param.conn.private_data, rej, 2),
+		      "REJECTED carries the %d bytes (got %s, %d)", rej, rdma_event_str(ev->event),
+		      ev->param.conn.private_data_len);
+		rdma_ack_cm_event(ev);
+	} else {
+		make_qp(req);
+		pattern(b, acc + 1, 3);
+		p.private_data = b;
+		p.private_data_len = (uint8_t)(acc + 1);
+		check(rdma_accept(req, &p) == -1 && errno == EINVAL, "rdma_accept with %d bytes: EINVAL", acc + 1);
+		p.private_data_len = (uint8_t)acc;
+		if (rdma_accept(req, &p))
+			die("rdma_accept");
+		ev = next_event(cc);
+		check(ev->event == RDMA_CM_EVENT_ESTABLISHED && ev->param.conn.private_data_len >= acc &&
+			      matches(ev->param.conn.private_data, acc, 3),
+		      "ESTABLISHED carries the %d bytes (got %s, %d)", acc, rdma_event_str(ev->event),
+		      ev->param.conn.private_data_len);
+		rdma_ack_cm_event(ev);
+		expect(sc, RDMA_CM_EVENT_ESTABLISHED, "server");
+		rdma_disconnect(c);
+		expect(cc, RDMA_CM_EVENT_DISCONNECTED, "client");
+		expect(sc, RDMA_CM_EVENT_DISCONNECTED, "server");
+		rdma_destroy_qp(req);
+	}
+	rdma_destroy_id(req);
+	rdma_destroy_qp(c);
+	rdma_destroy_id(c);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(sc);
+	rdma_destroy_event_channel(cc);
+}
+
+/* test_privdata: the private data limits, as the kernel's: a REQ's 56
+ * bytes after rdma_cm's header, a REP's 196, a REJ's 148 (IB CM on
+ * RoCEv2); MPA's on iWARP, of which the daemon carries 196 (a reject's
+ * 148). */
+static void test_privdata(void)
+{
+	struct rdma_cm_id *probe = new_id(NULL, RDMA_PS_TCP);
+	struct sockaddr_in s = addr(a0, 0);
+	int iw;
+	if (rdma_bind_addr(probe, (struct sockaddr *)&s))
+		die("rdma_bind_addr");
+	iw = on_iwarp(probe);
+	rdma_destroy_id(probe);
+	privdata_round(iw ? 196 : 56, 148, -1);
+	privdata_round(iw ? 196 : 56, -1, 196);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -876,7 +977,8 @@ int main(int argc, char **argv)
 	} tests[] = {{"reject", test_reject},     {"nolistener", test_nolistener}, {"addrerror", test_addrerror},
 		     {"nonblock", test_nonblock}, {"backlog", test_backlog},       {"orphan", test_orphan},
 		     {"killed", test_killed}, {"ud", test_ud},             {"params", test_params},
-		     {"bind", test_bind},     {"loopback", test_loopback}, {"getaddrinfo", test_getaddrinfo}};
+		     {"bind", test_bind},     {"loopback", test_loopback}, {"getaddrinfo", test_getaddrinfo},
+		     {"privdata", test_privdata}};
 	if (argc != 4) {
 		fprintf(stderr, "usage: cm_corners TEST ADDR0 ADDR1\n");
 		return 2;
