@@ -28,6 +28,8 @@
  *                                   kernel's, with siw on lo)
  *   cm_corners getaddrinfo A0 A1   rdma_getaddrinfo: RAI_PASSIVE|RAI_NUMERICHOST, and
  *                                   neither node nor service with the hints' address
+ *   cm_corners noloopback  A0 A1   no NIC on loopback (TAP mode): 127.0.0.1 has no device
+ *                                   (ENODEV), 0.0.0.0 resolves to the first NIC
  *   cm_corners privdata    A0 A1   private data at the limits of rdma_connect, rdma_accept,
  *                                   rdma_reject (EINVAL one byte past), carried whole
  *   cm_corners killed      A0 A1   the daemon dies mid-connect: DEVICE_REMOVAL,
@@ -969,6 +971,32 @@ static void test_privdata(void)
 	privdata_round(iw ? 196 : 56, -1, 196);
 }
 
+/* test_noloopback: NICs none of which is on loopback (TAP mode): the
+ * loopback address has no RDMA device, as on a host with rxe on eth0
+ * only; the wildcard destination still resolves to this host's first NIC
+ * (cma_resolve_loopback). */
+static void test_noloopback(void)
+{
+	struct rdma_event_channel *cc = rdma_create_event_channel();
+	struct rdma_cm_id *c = new_id(cc, RDMA_PS_TCP);
+	struct sockaddr_in lo = addr("127.0.0.1", 0), lo_dst = addr("127.0.0.1", 7471), any = addr("0.0.0.0", 7471);
+	struct rdma_cm_event *ev;
+
+	check(rdma_bind_addr(c, (struct sockaddr *)&lo) == -1 && errno == ENODEV, "rdma_bind_addr 127.0.0.1: ENODEV");
+	check(rdma_resolve_addr(c, NULL, (struct sockaddr *)&lo_dst, 2000) == 0, "rdma_resolve_addr 127.0.0.1 starts");
+	ev = next_event(cc);
+	check(ev->event == RDMA_CM_EVENT_ADDR_ERROR && ev->status == -ENODEV,
+	      "127.0.0.1: ADDR_ERROR, status -ENODEV (got %s, %d)", rdma_event_str(ev->event), ev->status);
+	rdma_ack_cm_event(ev);
+	check(rdma_resolve_addr(c, NULL, (struct sockaddr *)&any, 2000) == 0, "rdma_resolve_addr 0.0.0.0 starts");
+	ev = next_event(cc);
+	check(ev->event == RDMA_CM_EVENT_ADDR_RESOLVED && c->verbs != NULL, "0.0.0.0: ADDR_RESOLVED on a NIC (got %s)",
+	      rdma_event_str(ev->event));
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(c);
+	rdma_destroy_event_channel(cc);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -978,7 +1006,7 @@ int main(int argc, char **argv)
 		     {"nonblock", test_nonblock}, {"backlog", test_backlog},       {"orphan", test_orphan},
 		     {"killed", test_killed}, {"ud", test_ud},             {"params", test_params},
 		     {"bind", test_bind},     {"loopback", test_loopback}, {"getaddrinfo", test_getaddrinfo},
-		     {"privdata", test_privdata}};
+		     {"privdata", test_privdata}, {"noloopback", test_noloopback}};
 	if (argc != 4) {
 		fprintf(stderr, "usage: cm_corners TEST ADDR0 ADDR1\n");
 		return 2;
