@@ -96,3 +96,14 @@ func TestRpingTAP(t *testing.T) {
 		})
 	}
 }
+
+// TestCMCornersTAP: the rdma_cm corners that need NICs off loopback, on
+// TAP-mode NICs of a root rnicd: the loopback address has no device there
+// (ENODEV, as with rxe on eth0 only).
+func TestCMCornersTAP(t *testing.T) {
+	taptest.Require(t)
+	needCMCorners(t)
+	n := taptest.New(t, 97)
+	d := tapDaemon(t, n, "roce", 10)
+	finish(t, runCMCorner(t, d, nil, "noloopback"), d.p.report())
+}

@@ -392,12 +392,15 @@ func runCMCorner(t *testing.T, d *daemon, stdin io.Reader, test string) *proc {
 // parameters against the device's limits, ADDR_ERROR, a
 // non-blocking channel with poll(2), 64 connects pending on a listener, a
 // channel destroyed under its waiting thread, UD ids (SIDR: rejected,
-// accepted, no listener).
+// accepted, no listener), rdma_bind_addr's port (taken at once, reserved,
+// given back), the loopback address (127.0.0.1, ::1) bound and connected
+// to, rdma_getaddrinfo as libfabric calls it, private data at its limits.
 //
 // Over iWARP too, all but the UD one (iWARP has no UD).
 func TestCMCorners(t *testing.T) {
 	for _, tr := range transports {
-		for _, c := range []string{"reject", "nolistener", "params", "addrerror", "nonblock", "backlog", "orphan", "ud"} {
+		for _, c := range []string{"reject", "nolistener", "params", "addrerror", "nonblock", "backlog", "orphan", "ud",
+			"bind", "loopback", "getaddrinfo", "privdata"} {
 			if c == "ud" && tr.kind == nicTCP {
 				continue
 			}

@@ -53,6 +53,10 @@ const (
 	// StatusUnreachable: a UD rdma_cm resolve got a negative SIDR_REP
 	// (ibv.ErrUnreachable).
 	StatusUnreachable
+	// StatusAddrNotAvail: an rdma_cm bind overlaps a wildcard bind of the
+	// port (ErrAddrNotAvail: the kernel's EADDRNOTAVAIL, where a bind of
+	// the same address is EADDRINUSE, StatusBusy).
+	StatusAddrNotAvail
 )
 
 // Errors of rnicd itself.
@@ -65,6 +69,9 @@ var (
 	ErrBadHandle = errors.New("rnicd: no such object")
 	// ErrVersion: client and daemon speak different protocol versions.
 	ErrVersion = errors.New("rnicd: protocol version mismatch")
+	// ErrAddrNotAvail: an rdma_cm port is bound to the wildcard address,
+	// or a bind to it is refused because the port is bound already.
+	ErrAddrNotAvail = errors.New("rnicd: rdma_cm address not available")
 )
 
 // sentinels maps each status to the errors a client's error wraps.
@@ -89,6 +96,7 @@ var sentinels = [...][]error{
 	StatusInternal:     nil,
 	StatusRejected:     {ibv.ErrRejected},
 	StatusUnreachable:  {ibv.ErrUnreachable},
+	StatusAddrNotAvail: {ErrAddrNotAvail, nic.ErrBusy},
 }
 
 // StatusOf returns the status for err (StatusOK for nil): a RemoteError's
@@ -104,7 +112,7 @@ func StatusOf(err error) Status {
 		return re.Status
 	}
 	// rnicd's own first: they are the more specific.
-	for _, s := range []Status{StatusLimit, StatusBadHandle, StatusNoDevice, StatusVersion, StatusBadMessage, StatusRejected, StatusUnreachable} {
+	for _, s := range []Status{StatusLimit, StatusBadHandle, StatusNoDevice, StatusVersion, StatusBadMessage, StatusRejected, StatusUnreachable, StatusAddrNotAvail} {
 		if errors.Is(err, sentinels[s][0]) {
 			return s
 		}

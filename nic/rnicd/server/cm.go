@@ -177,11 +177,13 @@ func handleCMListen(s *Session, req *Request, rep *Reply) error {
 		return err
 	}
 	return extOf(s).addListener(rep, func() (*cmListener, uint16, error) {
-		l, err := cm.CMListen(m.Port)
-		if err != nil {
-			return nil, 0, err
-		}
-		return &cmListener{l: l}, l.Port(), nil
+		return s.listenFree(proto.PortSpaceTCP, m.Port, func(port uint16) (*cmListener, uint16, error) {
+			l, err := cm.CMListen(port)
+			if err != nil {
+				return nil, 0, err
+			}
+			return &cmListener{l: l}, l.Port(), nil
+		})
 	})
 }
 
@@ -345,6 +347,7 @@ func handleCMConnect(s *Session, req *Request, rep *Reply) error {
 	param := m.Param
 	rep.Set(&proto.Empty{})
 	return x.startAsync(rep, m.Token, proto.OpCMResult, func(ctx context.Context) (proto.Message, func(), error) {
+		s.srv.cmPorts.awaitListen(ctx, proto.PortSpaceTCP, m.Addr, m.Port)
 		cn, err := cm.CMConnect(ctx, q.qp, m.Addr, m.Port, pd, &param)
 		if err != nil {
 			q.publishState()

@@ -38,11 +38,13 @@ func handleCMListenUD(s *Session, req *Request, rep *Reply) error {
 		return err
 	}
 	return extOf(s).addListener(rep, func() (*cmListener, uint16, error) {
-		l, err := cm.CMListenUD(m.Port)
-		if err != nil {
-			return nil, 0, err
-		}
-		return &cmListener{ud: l}, l.Port(), nil
+		return s.listenFree(proto.PortSpaceUDP, m.Port, func(port uint16) (*cmListener, uint16, error) {
+			l, err := cm.CMListenUD(port)
+			if err != nil {
+				return nil, 0, err
+			}
+			return &cmListener{ud: l}, l.Port(), nil
+		})
 	})
 }
 
@@ -93,6 +95,7 @@ func handleCMResolveUD(s *Session, req *Request, rep *Reply) error {
 	pd := append([]byte(nil), m.PrivateData...) // the body's buffer serves the next request
 	rep.Set(&proto.Empty{})
 	return x.startAsync(rep, m.Token, proto.OpCMResult, func(ctx context.Context) (proto.Message, func(), error) {
+		s.srv.cmPorts.awaitListen(ctx, proto.PortSpaceUDP, m.Addr, m.Port)
 		p, err := cm.CMResolveUD(ctx, m.Addr, m.Port, pd)
 		if err != nil {
 			return rejectInfo(err), nil, err

@@ -159,6 +159,7 @@ type Server struct {
 	listeners map[*net.UnixListener]struct{}
 	sessions  map[*Session]struct{}
 	perUID    map[uint32]int // sessions of each uid
+	cmPorts   portTable      // rdma_bind_addr's reservations (cm_bind.go)
 	wg        sync.WaitGroup // sessions and accept loops
 	done      chan struct{}  // closed by Close: wakes accept loops waiting to retry
 }

@@ -172,13 +172,15 @@ void rnic_chan_detach(struct rnic_cq *q)
 /* wait_event waits until the channel's eventfd or the control socket
  * polls readable, or only looks when nonblock. It returns 0 (look for an
  * event again), EAGAIN (nonblock, nothing readable), EIO (the daemon is
- * gone) or poll's errno. */
+ * gone) or poll's errno: EINTR too, as the kernel's read of the channel
+ * fd gives it to a program whose signal handler is not SA_RESTART (qperf
+ * ends a test on SIGALRM while it waits for a completion). */
 static int wait_event(struct rnic_channel *ch, struct rnic_context *c, int nonblock)
 {
 	struct pollfd p[2] = {{.fd = ch->ch.fd, .events = POLLIN}, {.fd = c->conn.fd, .events = POLLIN}};
 	int n = poll(p, 2, nonblock ? 0 : -1), dead, old;
 	if (n < 0)
-		return errno == EINTR ? 0 : errno;
+		return errno;
 	if (p[1].revents) {
 		/* an event to queue, or the daemon gone */
 		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);

@@ -322,13 +322,15 @@ RNIC_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int a
 	w_u32(&w, q->h);
 	w_u32(&w, (uint32_t)attr_mask);
 	w_qp_attr(&w, attr, attr_mask);
+	/* the error is returned and left in errno, as rdma-core's command
+	 * write leaves it (qperf prints strerror(errno)) */
 	if ((err = ctx_call(to_rctx(qp->context), OP_MODIFY_QP, &w, NULL, 0, &rep)))
-		return err;
+		return errno = err;
 	rnic_close_fds(rep.fds, rep.nfds);
 	r_init(&r, rep.body, rep.len);
 	st = r_u8(&r);
 	if ((err = r_done(&r)))
-		return err;
+		return errno = err;
 	qp->state = (enum ibv_qp_state)st;
 	if (st == IBV_QPS_RESET) {
 		/* its completions go from its CQs, its receives from the count */

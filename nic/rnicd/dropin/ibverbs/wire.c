@@ -146,6 +146,8 @@ int rnic_status_errno(uint32_t st)
 	case ST_CLOSED:
 	case ST_INTERNAL:
 		return EIO;
+	case ST_ADDR_NOT_AVAIL: /* an rdma_cm bind (proto/status.go) */
+		return EADDRNOTAVAIL;
 	case ST_REJECTED:
 		return ECONNREFUSED;
 	default: /* invalid, invalid state, destroyed, bad message/handle, overrun */

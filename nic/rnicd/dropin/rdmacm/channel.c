@@ -233,7 +233,7 @@ CM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_
 		cm_rearm();
 		if ((e = next_event(ch, &nonblock)) || nonblock)
 			break;
-		if (poll(&pfd, 1, -1) < 0 && errno != EINTR) {
+		if (poll(&pfd, 1, -1) < 0) { /* EINTR too, as librdmacm's write to the ucma fd */
 			err = errno;
 			break;
 		}

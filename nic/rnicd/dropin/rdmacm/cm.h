@@ -42,12 +42,16 @@ enum {
 	OP_CM_CANCEL = 0x0208,
 	OP_CM_LISTEN_UD = 0x0209, /* proto/cm_ud.go */
 	OP_CM_RESOLVE_UD = 0x020A,
+	OP_CM_BIND = 0x020B, /* proto/cm_bind.go */
+	OP_CM_UNBIND = 0x020C,
 	OP_CM_RESULT = 0x8200,
 	OP_CM_DISCONNECTED = 0x8201,
 	ST_OK = 0,
 	ST_REJECTED = 19,
 	ST_UNREACHABLE = 20,
-	CM_MAX_PRIVATE = 196,
+	CM_MAX_PRIVATE = 196, /* a REP's; the daemon's limit (proto.MaxPrivateData) */
+	CM_MAX_REQ_PRIVATE = 56, /* a REQ's 92 after rdma_cm's 36-byte header */
+	CM_MAX_REJ_PRIVATE = 148, /* a REJ's */
 	CM_MAX_DEVS = 16,
 	/* requests pulled from the daemon's listener ahead of the program
 	 * (its own queue holds 16): rdma_listen's backlog, 0 taking this */
@@ -96,6 +100,17 @@ int cm_init(void);
 int cm_dev_of_addr(const struct sockaddr *sa);
 int cm_dev_of_verbs(struct ibv_context *v);
 
+struct cm_id;
+/* Binding (bind.c): loopback addresses and the daemon's port
+ * reservations. */
+int cm_is_loopback(const struct sockaddr *sa);
+int cm_loopback_dev(void);
+int cm_self_dst(const struct sockaddr *dst);
+int cm_self_dev(const struct sockaddr *dst);
+void cm_wire_addr(const struct sockaddr *dst, struct sockaddr_in *out);
+int cm_reserve(struct cm_id *c, int dev, const struct sockaddr *addr, uint16_t *port);
+void cm_unreserve(struct cm_id *c);
+
 /* An event as handed out: the public event and the private data it
  * points to, until rdma_ack_cm_event. */
 struct cm_event {
@@ -127,6 +142,8 @@ struct cm_id {
 	int rearm[CM_MAX_DEVS];         /* CM_GET_REQUESTs to send for that device */
 	uint32_t req;                   /* the daemon's request handle (child ids) */
 	uint32_t conn;                  /* the daemon's connection handle */
+	uint32_t binding;               /* the daemon's port reservation, 0: none */
+	int bind_dev;                   /* the device whose session holds it */
 	int down_sent, timewait_sent, removal_sent, destroyed;
 	int refs;     /* events handed out or queued, async ops in flight */
 	uint8_t tos, ack_timeout;
@@ -165,6 +182,7 @@ void cm_rearm(void);
 int cm_call(int dev, uint16_t op, struct cbuf *body, void *reply, size_t cap, size_t *len);
 void cm_close_listeners(struct cm_id *id);
 void timewait_exit(struct cm_id *c);
+int cm_on_iwarp(const struct cm_id *c);
 void down_event(struct cm_id *c);
 
 /* cm_trace: a line on stderr when RNIC_CM_TRACE is set (trace.c). */

@@ -216,10 +216,11 @@ void down_event(struct cm_id *c)
 		cm_event_queue(e);
 }
 
-/* on_iwarp: the id is bound to an iWARP device. */
-static int on_iwarp(const struct cm_id *c)
+/* cm_on_iwarp: the id is bound to an iWARP device. */
+int cm_on_iwarp(const struct cm_id *c)
 {
-	return c->dev >= 0 && cm_devs[c->dev].verbs->device->transport_type == IBV_TRANSPORT_IWARP;
+	const struct ibv_context *v = c->dev >= 0 ? cm_devs[c->dev].verbs : NULL;
+	return v && v->device->transport_type == IBV_TRANSPORT_IWARP;
 }
 
 /* timewait_exit: the local side's disconnect is through (the daemon's
@@ -232,7 +233,7 @@ void timewait_exit(struct cm_id *c)
 	if (c->timewait_sent)
 		return;
 	c->timewait_sent = 1;
-	if (on_iwarp(c))
+	if (cm_on_iwarp(c))
 		return;
 	if ((e = cm_event_new(c, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0)))
 		cm_event_queue(e);
@@ -262,7 +263,7 @@ static struct cm_event *rejected(struct cm_id *c, struct rdec *r)
 		if (r->err)
 			reason = 28, pdn = 0;
 	}
-	return conn_event(c, RDMA_CM_EVENT_REJECTED, on_iwarp(c) ? iw_reject_status(reason) : reason, pd, pdn);
+	return conn_event(c, RDMA_CM_EVENT_REJECTED, cm_on_iwarp(c) ? iw_reject_status(reason) : reason, pd, pdn);
 }
 
 /* failed: an async request's error as the kernel's event. */
@@ -410,12 +411,19 @@ CM_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 		return cm_fail(EINVAL);
 	if (id->qp_type != IBV_QPT_RC && id->ps != RDMA_PS_UDP)
 		return cm_fail(EOPNOTSUPP); /* RDMA_PS_IPOIB: its Q_Key is a multicast group's; not served */
+	if (c->state == ST_IDLE) { /* as the kernel's: bound to the wildcard and a port first */
+		struct sockaddr_in any = {.sin_family = AF_INET};
+		if (rdma_bind_addr(id, (struct sockaddr *)&any))
+			return -1;
+	}
 	if (c->state != ST_BOUND)
 		return cm_fail(EINVAL);
 	port = ntohs(s->sin_port);
 	for (int i = 0; i < cm_ndevs && !err; i++) {
 		if ((c->dev >= 0 && i != c->dev) || cm_devs[i].dead)
 			continue;
+		if (cm_is_loopback((struct sockaddr *)s) && (ntohl(cm_devs[i].addr.s_addr) >> 24) != 127)
+			continue; /* the loopback address: the NICs on loopback */
 		if ((err = listen_dev(c, i, &port)) == 0)
 			n++;
 	}

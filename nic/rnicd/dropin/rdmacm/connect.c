@@ -75,13 +75,14 @@ static int conn_param(struct rdma_cm_id *id, const struct rdma_conn_param *param
 static int connect_ud(struct cm_id *c, const struct rdma_conn_param *param)
 {
 	struct cbuf b = {0};
-	const struct sockaddr_in *d = (const struct sockaddr_in *)&c->id.route.addr.dst_addr;
+	struct sockaddr_in w;
 	int err;
 	if (param && param->private_data_len > 216 - 36) /* a SIDR_REQ's 180 after the CM header */
 		return cm_fail(EINVAL);
+	cm_wire_addr(&c->id.route.addr.dst_addr, &w);
 	c_u32(&b, 0);
-	c_addr4(&b, &c->id.route.addr.dst_addr);
-	c_u16(&b, ntohs(d->sin_family == AF_INET6 ? ((const struct sockaddr_in6 *)d)->sin6_port : d->sin_port));
+	c_addr4(&b, (struct sockaddr *)&w);
+	c_u16(&b, ntohs(w.sin_port));
 	c_blob(&b, param ? param->private_data : NULL, param && param->private_data ? param->private_data_len : 0);
 	c->state = ST_CONNECT;
 	if ((err = cm_async(c, c->dev, AS_RESOLVE_UD, OP_CM_RESOLVE_UD, &b))) {
@@ -97,7 +98,7 @@ CM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	struct cbuf b = {0};
 	struct rdma_conn_param fixed;
 	const struct rdma_conn_param *param_used;
-	const struct sockaddr_in *d = (const struct sockaddr_in *)&id->route.addr.dst_addr;
+	struct sockaddr_in w;
 	int err;
 	if (id && c->state == ST_ROUTE_RESOLVED && id->ps == RDMA_PS_UDP)
 		return connect_ud(c, param);
@@ -105,14 +106,17 @@ CM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 		return cm_fail(EINVAL);
 	if (id->qp_type != IBV_QPT_RC)
 		return cm_fail(EOPNOTSUPP);
-	if (param && param->private_data_len > CM_MAX_PRIVATE - 140) /* a REQ's 56 after the CM header */
+	/* IB's REQ holds 56 bytes after rdma_cm's header; iWARP's MPA request
+	 * takes a uint8_t's worth, of which the daemon carries 196 */
+	if (param && param->private_data_len > (cm_on_iwarp(c) ? CM_MAX_PRIVATE : CM_MAX_REQ_PRIVATE))
 		return cm_fail(EINVAL);
 	if ((err = conn_param(id, param, &fixed, &param_used)))
 		return cm_fail(err);
 	c_u32(&b, 0);
 	c_u32(&b, rnic_private_qp_handle(id->qp));
-	c_addr4(&b, &id->route.addr.dst_addr);
-	c_u16(&b, ntohs(d->sin_family == AF_INET6 ? ((const struct sockaddr_in6 *)d)->sin6_port : d->sin_port));
+	cm_wire_addr(&id->route.addr.dst_addr, &w);
+	c_addr4(&b, (struct sockaddr *)&w);
+	c_u16(&b, ntohs(w.sin_port));
 	put_param(&b, param_used);
 	c->state = ST_CONNECT;
 	if ((err = cm_async(c, c->dev, AS_CONNECT, OP_CM_CONNECT, &b))) {
@@ -131,6 +135,8 @@ CM_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	uint32_t req;
 	int err;
 	if (!id || c->state != ST_REQ_RCVD || !id->qp)
+		return cm_fail(EINVAL);
+	if (param && param->private_data_len > CM_MAX_PRIVATE) /* a REP's, as ib_send_cm_rep */
 		return cm_fail(EINVAL);
 	if (id->qp_type != IBV_QPT_UD && (err = conn_param(id, param, &fixed, &param_used)))
 		return cm_fail(err);
@@ -157,6 +163,11 @@ CM_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8
 	uint32_t req;
 	int err;
 	if (!id || c->state != ST_REQ_RCVD)
+		return cm_fail(EINVAL);
+	/* a REJ's 148, as ib_send_cm_rej; on iWARP too, as far as the daemon
+	 * carries a reject's private data back (proto.MaxRejectPrivateData),
+	 * rather than cut it short */
+	if (private_data && private_data_len > CM_MAX_REJ_PRIVATE)
 		return cm_fail(EINVAL);
 	pthread_mutex_lock(&cm_mu);
 	req = c->req;

@@ -107,6 +107,7 @@ CM_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	if (!id)
 		return cm_fail(EINVAL);
 	cm_close_listeners(c);
+	cm_unreserve(c);
 	pthread_mutex_lock(&cm_mu);
 	c->destroyed = 1;
 	uint32_t req = c->req, conn = c->conn;
@@ -151,78 +152,159 @@ static void set_dev(struct cm_id *c, int i)
 	c->id.port_num = 1;
 }
 
+/* bind_dev: the device addr binds to: -1 for none (the wildcard, and the
+ * loopback address when a NIC is on loopback: bind.c), else the NIC that
+ * has it; -ENODEV (no NIC on loopback) or -EADDRNOTAVAIL (no NIC has it)
+ * otherwise. Caller holds cm_mu. */
+static int bind_dev(const struct sockaddr *addr)
+{
+	int i;
+	if (cm_is_loopback(addr))
+		return cm_loopback_dev() >= 0 ? -1 : -ENODEV;
+	i = cm_dev_of_addr(addr);
+	return i == -2 ? -EADDRNOTAVAIL : i;
+}
+
+static in_port_t *port_of(struct sockaddr_storage *ss)
+{
+	return ss->ss_family == AF_INET6 ? &((struct sockaddr_in6 *)ss)->sin6_port : &((struct sockaddr_in *)ss)->sin_port;
+}
+
+/* first_dev: a live device to carry a reservation of the wildcard address
+ * (the port spaces are the daemon's, any session of it will do), or -1. */
+static int first_dev(void)
+{
+	for (int i = 0; i < cm_ndevs; i++)
+		if (!cm_devs[i].dead)
+			return i;
+	return -1;
+}
+
 CM_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 {
 	struct cm_id *c = to_cid(id);
-	int i;
+	struct sockaddr_storage ss = {0};
+	uint16_t port;
+	int i, via, err = 0;
 	if (!id || !addr || !sa_len(addr) || addr->sa_family == AF_IB)
 		return cm_fail(addr && addr->sa_family == AF_IB ? EAFNOSUPPORT : EINVAL);
+	memcpy(&ss, addr, sa_len(addr));
 	pthread_mutex_lock(&cm_mu);
 	if (c->state != ST_IDLE) {
 		pthread_mutex_unlock(&cm_mu);
 		return cm_fail(EINVAL);
 	}
-	i = cm_dev_of_addr(addr);
-	if (i == -2) {
+	if ((i = bind_dev(addr)) < -1) {
 		pthread_mutex_unlock(&cm_mu);
-		return cm_fail(EADDRNOTAVAIL);
+		return cm_fail(-i);
+	}
+	via = i >= 0 ? i : first_dev();
+	c->state = ST_BOUND; /* claimed: another bind of the id fails EINVAL */
+	pthread_mutex_unlock(&cm_mu);
+	port = ntohs(*port_of(&ss));
+	if (via >= 0)
+		err = cm_reserve(c, via, addr, &port);
+	pthread_mutex_lock(&cm_mu);
+	if (err) {
+		c->state = ST_IDLE;
+		pthread_mutex_unlock(&cm_mu);
+		return cm_fail(err);
 	}
 	if (i >= 0)
 		set_dev(c, i);
-	memcpy(&id->route.addr.src_addr, addr, sa_len(addr));
-	c->state = ST_BOUND;
+	*port_of(&ss) = htons(port);
+	memcpy(&id->route.addr.src_addr, &ss, sa_len(addr));
 	pthread_mutex_unlock(&cm_mu);
 	return 0;
 }
 
-/* reachable: whether a device at dev_addr reaches dst: a NIC on loopback
- * reaches loopback only (and rnic never sends elsewhere from one). */
-static int reachable(struct in_addr dev_addr, const struct sockaddr *dst)
+/* reachable: whether a device at dev_addr reaches dst (as the daemon's CM
+ * addresses it, cm_wire_addr): a NIC on loopback reaches loopback only
+ * (and rnic never sends elsewhere from one). */
+static int reachable(struct in_addr dev_addr, const struct sockaddr_in *dst)
 {
-	uint32_t d;
-	if (dst->sa_family == AF_INET)
-		d = ntohl(((const struct sockaddr_in *)dst)->sin_addr.s_addr);
-	else if (dst->sa_family == AF_INET6 &&
-		 IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)dst)->sin6_addr))
-		d = ntohl(*(const uint32_t *)(((const struct sockaddr_in6 *)dst)->sin6_addr.s6_addr + 12));
-	else
-		return 0;
+	uint32_t d = ntohl(dst->sin_addr.s_addr);
 	if ((ntohl(dev_addr.s_addr) >> 24) == 127)
 		return (d >> 24) == 127;
 	return d != 0 && d != 0xffffffff;
 }
 
 /* pick_dev: the device for a connection to dst: the bound one, else the
- * destination's own, else the first that reaches it. */
-static int pick_dev(struct cm_id *c, const struct sockaddr *dst)
+ * loopback NIC for the loopback address, else the destination's own, else
+ * the first that reaches it. Caller holds cm_mu. */
+static int pick_dev(struct cm_id *c, const struct sockaddr *dst, const struct sockaddr_in *wire)
 {
 	int i;
 	if (c->dev >= 0)
 		return c->dev;
+	if (cm_self_dst(dst))
+		return cm_self_dev(dst);
 	if ((i = cm_dev_of_addr(dst)) >= 0)
 		return i;
 	for (i = 0; i < cm_ndevs; i++)
-		if (!cm_devs[i].dead && reachable(cm_devs[i].addr, dst))
+		if (!cm_devs[i].dead && reachable(cm_devs[i].addr, wire))
 			return i;
 	return -1;
 }
 
-static void fill_src(struct cm_id *c)
+static int is_unspecified(const struct sockaddr *sa)
 {
-	struct sockaddr_in *s = (struct sockaddr_in *)&c->id.route.addr.src_addr;
-	uint16_t port = s->sin_family ? s->sin_port : 0;
-	memset(s, 0, sizeof(c->id.route.addr.src_addr));
+	if (sa->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_ANY);
+	if (sa->sa_family == AF_INET6)
+		return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+	return 1;
+}
+
+/* fill_src: the source address of a resolved id that was bound to none
+ * (or the wildcard): the device's, or for a destination on this host
+ * itself (loopback, wildcard) the loopback address of the destination's
+ * family, as the kernel's route and cma_set_loopback give; the port stays.
+ * Caller holds cm_mu. */
+static void fill_src(struct cm_id *c, const struct sockaddr *dst)
+{
+	struct sockaddr_storage *src = &c->id.route.addr.src_storage;
+	uint16_t port = src->ss_family ? *port_of(src) : 0;
+	if (!is_unspecified((struct sockaddr *)src))
+		return;
+	memset(src, 0, sizeof(*src));
+	if (cm_self_dst(dst) && dst->sa_family == AF_INET6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)src;
+		s6->sin6_family = AF_INET6;
+		s6->sin6_addr = in6addr_loopback;
+		s6->sin6_port = port;
+		return;
+	}
+	struct sockaddr_in *s = (struct sockaddr_in *)src;
 	s->sin_family = AF_INET;
 	s->sin_addr = cm_devs[c->dev].addr;
+	if (cm_self_dst(dst)) /* as cma_set_loopback */
+		s->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	s->sin_port = port;
+}
+
+/* resolved: ADDR_RESOLVED (or ADDR_ERROR with status) for c, on device i
+ * when ok. Caller holds cm_mu. */
+static struct cm_event *resolved(struct cm_id *c, int i, int ok, int status)
+{
+	if (ok) {
+		set_dev(c, i);
+		fill_src(c, &c->id.route.addr.dst_addr);
+		c->state = ST_ADDR_RESOLVED;
+	}
+	struct cm_event *e = cm_event_new(c, ok ? RDMA_CM_EVENT_ADDR_RESOLVED : RDMA_CM_EVENT_ADDR_ERROR, ok ? 0 : status);
+	if (e)
+		cm_event_queue(e);
+	return e;
 }
 
 CM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct sockaddr *dst_addr,
 				int timeout_ms)
 {
 	struct cm_id *c = to_cid(id);
+	struct sockaddr_in wire;
 	struct cm_event *e;
-	int i, ok;
+	int i, ok, unbound, status = -EHOSTUNREACH;
 	(void)timeout_ms;
 	if (!id || !dst_addr || !sa_len(dst_addr))
 		return cm_fail(EINVAL);
@@ -234,17 +316,33 @@ CM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr
 		return cm_fail(EINVAL);
 	}
 	memcpy(&id->route.addr.dst_addr, dst_addr, sa_len(dst_addr));
-	i = pick_dev(c, dst_addr);
-	ok = i >= 0 && !cm_devs[i].dead && reachable(cm_devs[i].addr, dst_addr);
-	if (ok) {
-		set_dev(c, i);
-		fill_src(c);
-		c->state = ST_ADDR_RESOLVED;
+	cm_wire_addr(dst_addr, &wire);
+	i = pick_dev(c, dst_addr, &wire);
+	ok = i >= 0 && !cm_devs[i].dead && reachable(cm_devs[i].addr, &wire);
+	if (!ok && cm_is_loopback(dst_addr) && cm_loopback_dev() < 0)
+		status = -ENODEV; /* no RDMA device on lo, as the kernel's */
+	unbound = ok && c->state == ST_IDLE;
+	if (unbound) /* the kernel binds it to the wildcard and a port now */
+		c->state = ST_BOUND;
+	pthread_mutex_unlock(&cm_mu);
+	if (unbound) {
+		struct sockaddr_storage any = {.ss_family = dst_addr->sa_family};
+		uint16_t port = 0;
+		int err = cm_reserve(c, i, (struct sockaddr *)&any, &port);
+		if (err) {
+			pthread_mutex_lock(&cm_mu);
+			c->state = ST_IDLE;
+			pthread_mutex_unlock(&cm_mu);
+			return cm_fail(err);
+		}
+		pthread_mutex_lock(&cm_mu);
+		any.ss_family = AF_INET;
+		memcpy(&id->route.addr.src_storage, &any, sizeof(any));
+		*port_of(&id->route.addr.src_storage) = htons(port);
+		pthread_mutex_unlock(&cm_mu);
 	}
-	e = cm_event_new(c, ok ? RDMA_CM_EVENT_ADDR_RESOLVED : RDMA_CM_EVENT_ADDR_ERROR,
-			 ok ? 0 : -EHOSTUNREACH);
-	if (e)
-		cm_event_queue(e);
+	pthread_mutex_lock(&cm_mu);
+	e = resolved(c, i, ok, status);
 	pthread_mutex_unlock(&cm_mu);
 	if (!e)
 		return cm_fail(ENOMEM);

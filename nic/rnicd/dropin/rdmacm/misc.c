@@ -16,10 +16,20 @@ static int copy_addr(const struct addrinfo *ai, struct sockaddr **out, socklen_t
 	return 0;
 }
 
-static int resolve(const char *node, const char *service, int passive, int numeric, struct addrinfo **out)
+/* resolve: getaddrinfo with rdma_getaddrinfo's hints as librdmacm
+ * converts them: passive and numeric flags, the family, and a socket type
+ * of the port space (datagram for UDP ids). */
+static int resolve(const char *node, const char *service, const struct rdma_addrinfo *hints, struct addrinfo **out)
 {
 	struct addrinfo h = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-	h.ai_flags = (passive ? AI_PASSIVE : 0) | (numeric ? AI_NUMERICHOST : 0);
+	if (hints) {
+		h.ai_flags = (hints->ai_flags & RAI_PASSIVE ? AI_PASSIVE : 0) |
+			     (hints->ai_flags & RAI_NUMERICHOST ? AI_NUMERICHOST : 0);
+		if (hints->ai_family == AF_INET || hints->ai_family == AF_INET6)
+			h.ai_family = hints->ai_family;
+		if (hints->ai_port_space == RDMA_PS_UDP || hints->ai_qp_type == IBV_QPT_UD)
+			h.ai_socktype = SOCK_DGRAM;
+	}
 	switch (getaddrinfo(node, service, &h, out)) {
 	case 0:
 		return 0;
@@ -32,40 +42,59 @@ static int resolve(const char *node, const char *service, int passive, int numer
 	}
 }
 
+static int copy_raw(const struct sockaddr *sa, socklen_t n, struct sockaddr **out, socklen_t *len)
+{
+	if (!(*out = malloc(n)))
+		return ENOMEM;
+	memcpy(*out, sa, n);
+	*len = n;
+	return 0;
+}
+
+/* fill: r's addresses: the node's or service's resolved address (the
+ * source of a passive one, else the destination), or with neither given
+ * the hints' destination; the hints' source where r has none. */
+static int fill(struct rdma_addrinfo *r, const char *node, const char *service, const struct rdma_addrinfo *hints)
+{
+	struct addrinfo *ai = NULL;
+	int passive = hints && (hints->ai_flags & RAI_PASSIVE), err = 0;
+	if (node || service) {
+		if ((err = resolve(node, service, hints, &ai)))
+			return err;
+		r->ai_family = ai->ai_family;
+		err = passive ? copy_addr(ai, &r->ai_src_addr, &r->ai_src_len)
+			      : copy_addr(ai, &r->ai_dst_addr, &r->ai_dst_len);
+		freeaddrinfo(ai);
+	} else if (hints->ai_dst_addr && hints->ai_dst_len) {
+		r->ai_family = hints->ai_dst_addr->sa_family;
+		err = copy_raw(hints->ai_dst_addr, hints->ai_dst_len, &r->ai_dst_addr, &r->ai_dst_len);
+	}
+	if (!err && !r->ai_src_len && hints && hints->ai_src_addr && hints->ai_src_len) {
+		if (!r->ai_family)
+			r->ai_family = hints->ai_src_addr->sa_family;
+		err = copy_raw(hints->ai_src_addr, hints->ai_src_len, &r->ai_src_addr, &r->ai_src_len);
+	}
+	return err;
+}
+
+/* rdma_getaddrinfo: as librdmacm's, node and service may both be NULL when
+ * hints give the addresses (libfabric's verbs provider passes a peer's
+ * address so). */
 CM_EXPORT int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints,
 			       struct rdma_addrinfo **res)
 {
 	struct rdma_addrinfo *r;
-	struct addrinfo *ai = NULL;
-	int passive = hints && (hints->ai_flags & RAI_PASSIVE), err;
-	if (!res || (!node && !service))
+	int err;
+	if (!res || (!node && !service && !hints))
 		return cm_fail(EINVAL);
-	if ((err = resolve(node, service, passive, hints && (hints->ai_flags & RAI_NUMERICHOST), &ai)))
-		return cm_fail(err);
-	if (!(r = calloc(1, sizeof(*r)))) {
-		freeaddrinfo(ai);
+	if (!(r = calloc(1, sizeof(*r))))
 		return cm_fail(ENOMEM);
-	}
 	r->ai_flags = hints ? hints->ai_flags : 0;
-	r->ai_family = ai->ai_family;
+	r->ai_family = hints ? hints->ai_family : 0;
 	r->ai_port_space = hints && hints->ai_port_space ? hints->ai_port_space : RDMA_PS_TCP;
 	r->ai_qp_type = hints && hints->ai_qp_type ? hints->ai_qp_type
 			: r->ai_port_space == RDMA_PS_UDP ? IBV_QPT_UD : IBV_QPT_RC;
-	if (passive)
-		err = copy_addr(ai, &r->ai_src_addr, &r->ai_src_len);
-	else {
-		err = copy_addr(ai, &r->ai_dst_addr, &r->ai_dst_len);
-		if (!err && hints && hints->ai_src_addr && hints->ai_src_len) {
-			if (!(r->ai_src_addr = malloc(hints->ai_src_len)))
-				err = ENOMEM;
-			else {
-				memcpy(r->ai_src_addr, hints->ai_src_addr, hints->ai_src_len);
-				r->ai_src_len = hints->ai_src_len;
-			}
-		}
-	}
-	freeaddrinfo(ai);
-	if (err) {
+	if ((err = fill(r, node, service, hints))) {
 		rdma_freeaddrinfo(r);
 		return cm_fail(err);
 	}

@@ -17,6 +17,21 @@
  *   cm_corners backlog     A0 A1   64 connects pending on a listener, then accepted
  *   cm_corners orphan      A0 A1   a channel destroyed under a thread waiting on it:
  *                                   the thread stays blocked (as on a closed rdma_cm fd)
+ *   cm_corners bind        A0 A1   rdma_bind_addr takes its port at once (port 0: an
+ *                                   ephemeral one rdma_get_src_port shows before
+ *                                   rdma_listen), reserved: EADDRINUSE for another bind
+ *                                   of it, free again after rdma_destroy_id; an unbound
+ *                                   id's rdma_resolve_addr and rdma_listen bind a port
+ *   cm_corners loopback    A0 A1   127.0.0.1 and ::1 bind as the wildcard does (the
+ *                                   NICs are on loopback), a connection to them (and
+ *                                   to 0.0.0.0, this host) is established (the
+ *                                   kernel's, with siw on lo)
+ *   cm_corners getaddrinfo A0 A1   rdma_getaddrinfo: RAI_PASSIVE|RAI_NUMERICHOST, and
+ *                                   neither node nor service with the hints' address
+ *   cm_corners noloopback  A0 A1   no NIC on loopback (TAP mode): 127.0.0.1 has no device
+ *                                   (ENODEV), 0.0.0.0 resolves to the first NIC
+ *   cm_corners privdata    A0 A1   private data at the limits of rdma_connect, rdma_accept,
+ *                                   rdma_reject (EINVAL one byte past), carried whole
  *   cm_corners killed      A0 A1   the daemon dies mid-connect: DEVICE_REMOVAL,
  *                                   ROUTE_ERROR, no hang (prints "ready", then
  *                                   reads stdin's end before going on)
@@ -36,6 +51,7 @@
 #include <pthread.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <rdma/rdma_cma.h>
 
 #define TIMEOUT_MS 20000
@@ -644,6 +660,343 @@ static void test_params(void)
 	rdma_destroy_event_channel(cc);
 }
 
+/* port_of: the port of a sockaddr (either family), host order. */
+static int port_of(const struct sockaddr *sa)
+{
+	return ntohs(sa->sa_family == AF_INET6 ? ((const struct sockaddr_in6 *)sa)->sin6_port
+					       : ((const struct sockaddr_in *)sa)->sin_port);
+}
+
+static struct rdma_cm_id *new_id(struct rdma_event_channel *ch, enum rdma_port_space ps)
+{
+	struct rdma_cm_id *id;
+	if (rdma_create_id(ch, &id, NULL, ps))
+		die("rdma_create_id");
+	return id;
+}
+
+/* bind_to binds a new id of ps to ip:port; its result (0, or errno). */
+static int bind_to(struct rdma_event_channel *ch, enum rdma_port_space ps, const char *ip, int port,
+		   struct rdma_cm_id **out)
+{
+	struct sockaddr_in s = addr(ip, port);
+	*out = new_id(ch, ps);
+	if (rdma_bind_addr(*out, (struct sockaddr *)&s) == 0)
+		return 0;
+	int e = errno;
+	rdma_destroy_id(*out);
+	*out = NULL;
+	return e;
+}
+
+static void test_bind(void)
+{
+	struct rdma_event_channel *sc = rdma_create_event_channel(), *cc = rdma_create_event_channel();
+	struct rdma_cm_id *l, *x, *c, *req;
+	struct rdma_cm_event *ev;
+	int port, err;
+
+	check(bind_to(sc, RDMA_PS_TCP, a0, 0, &l) == 0, "rdma_bind_addr %s:0", a0);
+	port = ntohs(rdma_get_src_port(l));
+	check(port != 0 && port_of(rdma_get_local_addr(l)) == port,
+	      "the port is taken by the bind, before rdma_listen: rdma_get_src_port %d", port);
+	check(l->verbs != NULL, "a bind to a device's address binds to that device");
+	err = bind_to(cc, RDMA_PS_TCP, a0, port, &x);
+	check(err == EADDRINUSE, "a second bind of %s:%d: EADDRINUSE (got %s)", a0, port, strerror(err));
+	err = bind_to(cc, RDMA_PS_TCP, "0.0.0.0", port, &x);
+	check(err == EADDRNOTAVAIL, "a wildcard bind of the bound port: EADDRNOTAVAIL (got %s)", strerror(err));
+	err = bind_to(cc, RDMA_PS_TCP, a0, 1000, &x);
+	check(err == EACCES, "a port below 1024, unprivileged: EACCES (got %s)", strerror(err));
+	if (x)
+		rdma_destroy_id(x);
+	err = bind_to(cc, RDMA_PS_UDP, a0, port, &x);
+	check(err == 0, "the UDP port space is apart: a UDP id binds %s:%d (got %s)", a0, port, strerror(err));
+	if (x)
+		rdma_destroy_id(x);
+	err = bind_to(cc, RDMA_PS_TCP, a1, port, &x);
+	check(err == 0, "another address binds the same port (got %s)", strerror(err));
+	if (x)
+		rdma_destroy_id(x);
+	if (rdma_listen(l, 1))
+		die("rdma_listen");
+	check(ntohs(rdma_get_src_port(l)) == port, "rdma_listen listens on the bound port");
+
+	/* the port announced before rdma_listen is the one a client reaches */
+	c = new_id(cc, RDMA_PS_TCP);
+	client_to(cc, c, port);
+	if (rdma_connect(c, NULL))
+		die("rdma_connect");
+	ev = next_event(sc);
+	check(ev->event == RDMA_CM_EVENT_CONNECT_REQUEST, "a connect to the bound port reaches the listener (got %s)",
+	      rdma_event_str(ev->event));
+	req = ev->id;
+	rdma_ack_cm_event(ev);
+	rdma_reject(req, NULL, 0);
+	expect(cc, RDMA_CM_EVENT_REJECTED, "client");
+	rdma_destroy_id(req);
+	rdma_destroy_qp(c);
+	rdma_destroy_id(c);
+	rdma_destroy_id(l);
+	err = bind_to(cc, RDMA_PS_TCP, a0, port, &x);
+	check(err == 0, "rdma_destroy_id gives the port back: it binds again (got %s)", strerror(err));
+	if (x)
+		rdma_destroy_id(x);
+
+	check(bind_to(cc, RDMA_PS_TCP, "0.0.0.0", 0, &x) == 0 && x && rdma_get_src_port(x) != 0 && !x->verbs,
+	      "a wildcard bind of port 0 gets a port and no device");
+	if (x) {
+		struct rdma_cm_id *y;
+		port = ntohs(rdma_get_src_port(x));
+		err = bind_to(cc, RDMA_PS_TCP, a0, port, &y);
+		check(err == EADDRNOTAVAIL, "a bind of a port bound to the wildcard: EADDRNOTAVAIL (got %s)", strerror(err));
+		rdma_destroy_id(x);
+	}
+
+	/* no bind: rdma_resolve_addr binds an ephemeral port, rdma_listen
+	 * the wildcard and one */
+	c = new_id(cc, RDMA_PS_TCP);
+	struct sockaddr_in dst = addr(a0, 7471);
+	if (rdma_resolve_addr(c, NULL, (struct sockaddr *)&dst, 2000))
+		die("rdma_resolve_addr");
+	expect(cc, RDMA_CM_EVENT_ADDR_RESOLVED, "unbound client");
+	check(rdma_get_src_port(c) != 0, "rdma_resolve_addr of an unbound id binds a port: %d",
+	      ntohs(rdma_get_src_port(c)));
+	rdma_destroy_id(c);
+	l = new_id(sc, RDMA_PS_TCP);
+	err = rdma_listen(l, 1) ? errno : 0;
+	check(err == 0 && rdma_get_src_port(l) != 0, "rdma_listen of an unbound id listens on a port: %d (%s)",
+	      ntohs(rdma_get_src_port(l)), strerror(err));
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(sc);
+	rdma_destroy_event_channel(cc);
+}
+
+/* loopback_connect connects a client id to dst (the loopback address of a
+ * family) and the listener l's request, and checks both ends. */
+static void loopback_connect(struct rdma_event_channel *sc, struct rdma_event_channel *cc, struct sockaddr *dst,
+			     const char *what)
+{
+	struct rdma_cm_id *c = new_id(cc, RDMA_PS_TCP), *req;
+	struct rdma_cm_event *ev;
+	if (rdma_resolve_addr(c, NULL, dst, 2000))
+		die("rdma_resolve_addr %s", what);
+	expect(cc, RDMA_CM_EVENT_ADDR_RESOLVED, what);
+	check(c->verbs != NULL, "%s: resolved to a device", what);
+	check(rdma_get_local_addr(c)->sa_family == dst->sa_family, "%s: the source is of the destination's family",
+	      what);
+	if (rdma_resolve_route(c, 2000))
+		die("rdma_resolve_route");
+	expect(cc, RDMA_CM_EVENT_ROUTE_RESOLVED, what);
+	make_qp(c);
+	if (rdma_connect(c, NULL))
+		die("rdma_connect");
+	ev = next_event(sc);
+	check(ev->event == RDMA_CM_EVENT_CONNECT_REQUEST, "%s: the listener gets the request (got %s)", what,
+	      rdma_event_str(ev->event));
+	req = ev->id;
+	rdma_ack_cm_event(ev);
+	make_qp(req);
+	if (rdma_accept(req, NULL))
+		die("rdma_accept");
+	expect(sc, RDMA_CM_EVENT_ESTABLISHED, what);
+	expect(cc, RDMA_CM_EVENT_ESTABLISHED, what);
+	rdma_disconnect(c);
+	expect(cc, RDMA_CM_EVENT_DISCONNECTED, what);
+	expect(sc, RDMA_CM_EVENT_DISCONNECTED, what);
+	rdma_destroy_qp(req);
+	rdma_destroy_id(req);
+	rdma_destroy_qp(c);
+	rdma_destroy_id(c);
+}
+
+static void test_loopback(void)
+{
+	struct rdma_event_channel *sc = rdma_create_event_channel(), *cc = rdma_create_event_channel();
+	struct rdma_cm_id *l = new_id(sc, RDMA_PS_TCP), *l6 = new_id(sc, RDMA_PS_TCP);
+	struct sockaddr_in lo = addr("127.0.0.1", 0);
+	struct sockaddr_in6 lo6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+	int port;
+
+	int err = rdma_bind_addr(l, (struct sockaddr *)&lo) ? errno : 0;
+	check(err == 0, "rdma_bind_addr 127.0.0.1 (%s)", strerror(err));
+	port = ntohs(rdma_get_src_port(l));
+	check(port != 0, "127.0.0.1:0 gets a port: %d", port);
+	check(((struct sockaddr_in *)rdma_get_local_addr(l))->sin_addr.s_addr == htonl(INADDR_LOOPBACK),
+	      "the id keeps the loopback address");
+	check(l->verbs == NULL, "bound to no one device, as the wildcard (every NIC is on loopback)");
+	if (rdma_listen(l, 4))
+		die("rdma_listen 127.0.0.1");
+	lo.sin_port = htons((uint16_t)port);
+	loopback_connect(sc, cc, (struct sockaddr *)&lo, "127.0.0.1");
+	/* the wildcard destination is this host, as the kernel's
+	 * cma_resolve_loopback has it */
+	struct sockaddr_in any = addr("0.0.0.0", port);
+	loopback_connect(sc, cc, (struct sockaddr *)&any, "0.0.0.0");
+
+	err = rdma_bind_addr(l6, (struct sockaddr *)&lo6) ? errno : 0;
+	check(err == 0, "rdma_bind_addr ::1 (%s)", strerror(err));
+	port = ntohs(rdma_get_src_port(l6));
+	check(port != 0 && rdma_get_local_addr(l6)->sa_family == AF_INET6, "[::1]:0 gets a port: %d", port);
+	if (rdma_listen(l6, 4))
+		die("rdma_listen ::1");
+	lo6.sin6_port = htons((uint16_t)port);
+	loopback_connect(sc, cc, (struct sockaddr *)&lo6, "::1");
+	rdma_destroy_id(l6);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(sc);
+	rdma_destroy_event_channel(cc);
+}
+
+static void test_getaddrinfo(void)
+{
+	struct rdma_addrinfo hints = {.ai_flags = RAI_PASSIVE | RAI_NUMERICHOST}, *res = NULL, *res2 = NULL;
+	struct rdma_cm_id *id = new_id(NULL, RDMA_PS_TCP);
+
+	check(rdma_getaddrinfo(a0, NULL, &hints, &res) == 0 && res && res->ai_src_addr && !res->ai_dst_addr &&
+		      res->ai_family == AF_INET && res->ai_port_space == RDMA_PS_TCP,
+	      "RAI_PASSIVE|RAI_NUMERICHOST %s: a source address", a0);
+	if (res)
+		check(rdma_bind_addr(id, res->ai_src_addr) == 0 && id->verbs, "its source address binds to a device");
+	hints.ai_flags = 0;
+	hints.ai_dst_addr = res ? res->ai_src_addr : NULL;
+	hints.ai_dst_len = res ? res->ai_src_len : 0;
+	check(rdma_getaddrinfo(NULL, NULL, &hints, &res2) == 0 && res2 && res2->ai_dst_addr &&
+		      res2->ai_dst_len == hints.ai_dst_len && !memcmp(res2->ai_dst_addr, hints.ai_dst_addr, res2->ai_dst_len),
+	      "neither node nor service: the hints' destination");
+	rdma_freeaddrinfo(res2);
+	res2 = NULL;
+	check(rdma_getaddrinfo(NULL, NULL, NULL, &res2) == -1 && errno == EINVAL, "nothing at all: EINVAL");
+	hints = (struct rdma_addrinfo){.ai_flags = RAI_NUMERICHOST};
+	check(rdma_getaddrinfo("localhost", NULL, &hints, &res2) != 0, "RAI_NUMERICHOST refuses a name");
+	rdma_freeaddrinfo(res);
+	rdma_destroy_id(id);
+}
+
+/* pattern fills n bytes with a pattern of seed; matches checks one. */
+static void pattern(uint8_t *b, int n, int seed)
+{
+	for (int i = 0; i < n; i++)
+		b[i] = (uint8_t)(seed + 7 * i);
+}
+
+static int matches(const void *p, int n, int seed)
+{
+	uint8_t want[256];
+	pattern(want, n, seed);
+	return p && !memcmp(p, want, (size_t)n);
+}
+
+/* privdata_round connects with conn bytes of private data, then the
+ * listener rejects with rej bytes (rej >= 0) or accepts with acc bytes,
+ * each within the transport's limits, and checks what each side got. */
+static void privdata_round(int conn, int rej, int acc)
+{
+	struct rdma_event_channel *sc = rdma_create_event_channel(), *cc = rdma_create_event_channel();
+	struct rdma_cm_id *l, *c = new_id(cc, RDMA_PS_TCP), *req;
+	struct rdma_cm_event *ev;
+	uint8_t b[256];
+	int port;
+	struct rdma_conn_param p = {0};
+
+	l = listener(sc, 1, &port);
+	client_to(cc, c, port);
+	pattern(b, conn + 1, 1);
+	p.private_data = b;
+	p.private_data_len = (uint8_t)(conn + 1);
+	check(rdma_connect(c, &p) == -1 && errno == EINVAL, "rdma_connect with %d bytes of private data: EINVAL",
+	      conn + 1);
+	p.private_data_len = (uint8_t)conn;
+	if (rdma_connect(c, &p))
+		die("rdma_connect with %d bytes", conn);
+	ev = next_event(sc);
+	check(ev->event == RDMA_CM_EVENT_CONNECT_REQUEST && ev->param.conn.private_data_len >= conn &&
+		      matches(ev->param.conn.private_data, conn, 1),
+	      "CONNECT_REQUEST carries the %d bytes (got %d)", conn, ev->param.conn.private_data_len);
+	req = ev->id;
+	rdma_ack_cm_event(ev);
+	if (rej >= 0) {
+		pattern(b, rej + 1, 2);
+		check(rdma_reject(req, b, (uint8_t)(rej + 1)) == -1 && errno == EINVAL,
+		      "rdma_reject with %d bytes: EINVAL", rej + 1);
+		check(rdma_reject(req, b, (uint8_t)rej) == 0, "rdma_reject with %d bytes", rej);
+		ev = next_event(cc);
+		check(ev->event == RDMA_CM_EVENT_REJECTED && ev->param.conn.private_data_len >= rej &&
+			      matches(ev->param.conn.private_data, rej, 2),
+		      "REJECTED carries the %d bytes (got %s, %d)", rej, rdma_event_str(ev->event),
+		      ev->param.conn.private_data_len);
+		rdma_ack_cm_event(ev);
+	} else {
+		make_qp(req);
+		pattern(b, acc + 1, 3);
+		p.private_data = b;
+		p.private_data_len = (uint8_t)(acc + 1);
+		check(rdma_accept(req, &p) == -1 && errno == EINVAL, "rdma_accept with %d bytes: EINVAL", acc + 1);
+		p.private_data_len = (uint8_t)acc;
+		if (rdma_accept(req, &p))
+			die("rdma_accept");
+		ev = next_event(cc);
+		check(ev->event == RDMA_CM_EVENT_ESTABLISHED && ev->param.conn.private_data_len >= acc &&
+			      matches(ev->param.conn.private_data, acc, 3),
+		      "ESTABLISHED carries the %d bytes (got %s, %d)", acc, rdma_event_str(ev->event),
+		      ev->param.conn.private_data_len);
+		rdma_ack_cm_event(ev);
+		expect(sc, RDMA_CM_EVENT_ESTABLISHED, "server");
+		rdma_disconnect(c);
+		expect(cc, RDMA_CM_EVENT_DISCONNECTED, "client");
+		expect(sc, RDMA_CM_EVENT_DISCONNECTED, "server");
+		rdma_destroy_qp(req);
+	}
+	rdma_destroy_id(req);
+	rdma_destroy_qp(c);
+	rdma_destroy_id(c);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(sc);
+	rdma_destroy_event_channel(cc);
+}
+
+/* test_privdata: the private data limits, as the kernel's: a REQ's 56
+ * bytes after rdma_cm's header, a REP's 196, a REJ's 148 (IB CM on
+ * RoCEv2); MPA's on iWARP, of which the daemon carries 196 (a reject's
+ * 148). */
+static void test_privdata(void)
+{
+	struct rdma_cm_id *probe = new_id(NULL, RDMA_PS_TCP);
+	struct sockaddr_in s = addr(a0, 0);
+	int iw;
+	if (rdma_bind_addr(probe, (struct sockaddr *)&s))
+		die("rdma_bind_addr");
+	iw = on_iwarp(probe);
+	rdma_destroy_id(probe);
+	privdata_round(iw ? 196 : 56, 148, -1);
+	privdata_round(iw ? 196 : 56, -1, 196);
+}
+
+/* test_noloopback: NICs none of which is on loopback (TAP mode): the
+ * loopback address has no RDMA device, as on a host with rxe on eth0
+ * only; the wildcard destination still resolves to this host's first NIC
+ * (cma_resolve_loopback). */
+static void test_noloopback(void)
+{
+	struct rdma_event_channel *cc = rdma_create_event_channel();
+	struct rdma_cm_id *c = new_id(cc, RDMA_PS_TCP);
+	struct sockaddr_in lo = addr("127.0.0.1", 0), lo_dst = addr("127.0.0.1", 7471), any = addr("0.0.0.0", 7471);
+	struct rdma_cm_event *ev;
+
+	check(rdma_bind_addr(c, (struct sockaddr *)&lo) == -1 && errno == ENODEV, "rdma_bind_addr 127.0.0.1: ENODEV");
+	check(rdma_resolve_addr(c, NULL, (struct sockaddr *)&lo_dst, 2000) == 0, "rdma_resolve_addr 127.0.0.1 starts");
+	ev = next_event(cc);
+	check(ev->event == RDMA_CM_EVENT_ADDR_ERROR && ev->status == -ENODEV,
+	      "127.0.0.1: ADDR_ERROR, status -ENODEV (got %s, %d)", rdma_event_str(ev->event), ev->status);
+	rdma_ack_cm_event(ev);
+	check(rdma_resolve_addr(c, NULL, (struct sockaddr *)&any, 2000) == 0, "rdma_resolve_addr 0.0.0.0 starts");
+	ev = next_event(cc);
+	check(ev->event == RDMA_CM_EVENT_ADDR_RESOLVED && c->verbs != NULL, "0.0.0.0: ADDR_RESOLVED on a NIC (got %s)",
+	      rdma_event_str(ev->event));
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(c);
+	rdma_destroy_event_channel(cc);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -651,7 +1004,9 @@ int main(int argc, char **argv)
 		void (*fn)(void);
 	} tests[] = {{"reject", test_reject},     {"nolistener", test_nolistener}, {"addrerror", test_addrerror},
 		     {"nonblock", test_nonblock}, {"backlog", test_backlog},       {"orphan", test_orphan},
-		     {"killed", test_killed}, {"ud", test_ud},             {"params", test_params}};
+		     {"killed", test_killed}, {"ud", test_ud},             {"params", test_params},
+		     {"bind", test_bind},     {"loopback", test_loopback}, {"getaddrinfo", test_getaddrinfo},
+		     {"privdata", test_privdata}, {"noloopback", test_noloopback}};
 	if (argc != 4) {
 		fprintf(stderr, "usage: cm_corners TEST ADDR0 ADDR1\n");
 		return 2;
