@@ -32,7 +32,7 @@ func (d *daemon) qperfServer(t *testing.T) (port string) {
 	srv := d.run(t, "qperf server", "", nil, lineBuffered([]string{"qperf", "-lp", strconv.Itoa(p)})...)
 	t.Cleanup(srv.kill)
 	deadline := time.After(programTimeout)
-	for !listening(p) {
+	for !listening(srv.cmd.Process.Pid, p) {
 		select {
 		case <-srv.done:
 			t.Fatalf("qperf's server ended\n%s", srv.report())

@@ -54,6 +54,7 @@ var rnicGaps = []string{
 	"Memory Window allocation is not supported",       // the same, through ibv_wr_bind_mw
 	"Create memory window of type 3 is not supported", // the bad-type check: needs MWs first
 	"Importing a device is not supported",             // ibv_import_device: a context is a daemon session
+	"Multicast is not supported on this device",       // rdma_join_multicast / ibv_attach_mcast (rxe has them)
 }
 
 // allowedSkip says whether reason is allowed for tests, and why.
