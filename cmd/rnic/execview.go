@@ -29,6 +29,9 @@ func inView(plan *execPlan, self string, stderr io.Writer) *execPlan {
 		return plan
 	}
 	env := setEnv(plan.env, ibv.ViewEnv, "1")
+	if os.Getuid() != 0 {
+		env = setEnv(env, ibv.PinnedEnv, plan.socket) // the holder pinned it (view/pin.go)
+	}
 	if len(argv) == len(plan.argv) {
 		argv = plan.argv // already inside the view
 		return &execPlan{path: plan.path, argv: argv, env: env, socket: plan.socket}

@@ -23,6 +23,13 @@ const SocketEnv = "RNIC_SOCKET"
 // an unmodified C peer in the view listens), not on the daemon's.
 const ViewEnv = "RNIC_VIEW"
 
+// PinnedEnv names, in an rnic exec view of a user other than root, the
+// daemon socket the view checked from the host's namespace (served by root
+// or the user) and bound onto its path, so that no one can replace it in
+// the view. Inside the user namespace the kernel shows a root daemon as
+// the overflow uid: clients accept that uid on this path only.
+const PinnedEnv = "RNIC_VIEW_SOCKET"
+
 // InView reports whether this process runs in an rnic exec view.
 func InView() bool { return os.Getenv(ViewEnv) != "" }
 

@@ -61,6 +61,16 @@ func spawnHolder(p *Plan, report *os.File) int {
 		fmt.Fprintf(report, "error view: %v\n", err)
 		return 1
 	}
+	if os.Getuid() != 0 {
+		// In the user namespace a root daemon is the overflow uid:
+		// check it here, for the holder to pin (pin.go).
+		pin, err := verify(p.Socket)
+		if err != nil {
+			fmt.Fprintf(report, "error %v\n", err)
+			return 1
+		}
+		p.Pin = &pin
+	}
 	js, _ := json.Marshal(p)
 	c := exec.Command(self, HolderCommand, "hold", string(js))
 	c.Stdout, c.Stderr = logf, logf
@@ -113,6 +123,15 @@ func setUp(p *Plan) (*net.UnixConn, []io.Closer, error) {
 	alive, err := lockAlive(ps.alive)
 	if err != nil {
 		return nil, nil, err
+	}
+	if p.Pin != nil {
+		// Before any other mount, and private: never the host's.
+		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			return nil, nil, fmt.Errorf("view: make / private: %w", err)
+		}
+		if err := pinSocket(p.Socket, *p.Pin); err != nil {
+			return nil, nil, err
+		}
 	}
 	// Connected first: a daemon that goes during the setup ends it.
 	conn, err := client.DialIdle(p.Socket)

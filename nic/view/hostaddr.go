@@ -55,6 +55,9 @@ type Plan struct {
 	Netns  bool
 	HostIf map[string]string  // device name → host interface
 	Bits   map[netip.Addr]int // address → prefix length
+	// Pin is the daemon's socket as checked from the host (a user other
+	// than root: pin.go).
+	Pin *Pin `json:",omitempty"`
 }
 
 // plan decides for devs (names and GIDs) given the host's addresses.

@@ -69,10 +69,8 @@ func makePlan(socket string) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if uid := os.Getuid(); uid != 0 && int(st.Daemon.UID) != uid {
-		// In a user namespace mapping only this uid, the daemon's uid
-		// would show as the overflow uid and clients refuse it.
-		return nil, fmt.Errorf("%w: rnicd runs as uid %d, not this user's (%d)", ErrUnavailable, st.Daemon.UID, uid)
+	if uid := os.Getuid(); uid != 0 && st.Daemon.UID != 0 && int(st.Daemon.UID) != uid {
+		return nil, fmt.Errorf("%w: rnicd runs as uid %d, neither root nor this user (%d)", ErrUnavailable, st.Daemon.UID, uid)
 	}
 	devs := make([]Device, len(st.Devices))
 	for i, d := range st.Devices {
