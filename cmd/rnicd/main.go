@@ -167,7 +167,7 @@ func (d *daemon) serve(opts *options, stdout, stderr io.Writer) error {
 		defer logMu.Unlock()
 		fmt.Fprintf(stderr, "rnicd: "+format+"\n", args...)
 	}
-	srv, err := server.New(server.Config{Devices: devs, Limits: opts.limits, Logf: logf})
+	srv, err := server.New(server.Config{Devices: devs, Limits: opts.limits, Logf: logf, HostPorts: d.hostPorts()})
 	if err != nil {
 		return err
 	}
