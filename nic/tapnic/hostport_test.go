@@ -7,12 +7,10 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"github.com/rnic/rnic/nic"
@@ -21,24 +19,11 @@ import (
 )
 
 // inNS runs fn on a thread inside namespace ns: sockets fn makes live
-// there. The thread is thrown away after (it is never unlocked).
+// there.
 func inNS(t *testing.T, ns string, fn func()) {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		h, err := netns.GetFromName(ns)
-		if err == nil {
-			err = netns.Set(h)
-			h.Close()
-		}
-		if err == nil {
-			fn()
-		}
-		done <- err
-	}()
-	if err := <-done; err != nil {
-		t.Fatalf("enter %s: %v", ns, err)
+	if err := taptest.InNetns(ns, fn); err != nil {
+		t.Fatal(err)
 	}
 }
 

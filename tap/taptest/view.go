@@ -6,11 +6,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"testing"
 
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -71,48 +69,34 @@ func (v *View) Command(name string, args ...string) *exec.Cmd {
 	return (&Net{Name: v.Name}).Command(name, args...)
 }
 
-// openTAPIn creates the TAP name in namespace ns and returns its fd, on a
-// thread that enters ns and is thrown away after (a namespace belongs to a
-// thread).
+// openTAPIn creates the TAP name in namespace ns and returns its fd.
 func openTAPIn(ns, name string, vnet bool) (*os.File, error) {
-	type result struct {
-		f   *os.File
-		err error
+	var f *os.File
+	var err error
+	if nerr := InNetns(ns, func() { f, err = openTAP(name, vnet) }); nerr != nil {
+		return nil, nerr
 	}
-	done := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
-		h, err := netns.GetFromName(ns)
-		if err != nil {
-			done <- result{err: err}
-			return
+	return f, err
+}
+
+// openTAP creates the TAP name in this thread's namespace.
+func openTAP(name string, vnet bool) (*os.File, error) {
+	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	ifr, err := unix.NewIfreq(name)
+	if err == nil {
+		flags := uint16(unix.IFF_TAP | unix.IFF_NO_PI)
+		if vnet {
+			flags |= unix.IFF_VNET_HDR
 		}
-		defer h.Close()
-		if err := netns.Set(h); err != nil {
-			done <- result{err: err}
-			return
-		}
-		fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
-		if err != nil {
-			done <- result{err: err}
-			return
-		}
-		ifr, err := unix.NewIfreq(name)
-		if err == nil {
-			flags := uint16(unix.IFF_TAP | unix.IFF_NO_PI)
-			if vnet {
-				flags |= unix.IFF_VNET_HDR
-			}
-			ifr.SetUint16(flags)
-			err = unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr)
-		}
-		if err != nil {
-			unix.Close(fd)
-			done <- result{err: err}
-			return
-		}
-		done <- result{f: os.NewFile(uintptr(fd), "/dev/net/tun")}
-	}()
-	r := <-done
-	return r.f, r.err
+		ifr.SetUint16(flags)
+		err = unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr)
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), "/dev/net/tun"), nil
 }
