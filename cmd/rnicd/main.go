@@ -122,6 +122,9 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 		}
 		d.running = append(d.running, dev)
 		fmt.Fprintln(stdout, dev.readyLine())
+		if w := dev.loopbackWarning(); w != "" {
+			fmt.Fprintln(stderr, w)
+		}
 	}
 	if opts.socket != "" {
 		if err := d.serve(opts, stdout, stderr); err != nil {
