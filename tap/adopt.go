@@ -151,3 +151,25 @@ const MaxFrame = maxGSOFrame
 
 // VnetHdrLen is the size of the virtio_net_hdr ahead of a frame.
 const VnetHdrLen = vnetHdrLen
+
+// SetRxTSO says whether the kernel may hand this offload Device TCP
+// super-segments (TUNSETOFFLOAD TSO4|TSO6; partial checksums stay on). A
+// host port without a virtio_net_hdr cannot take super-segments, so while
+// one is attached its NIC's TAP asks the kernel to segment for it.
+func (d *Device) SetRxTSO(on bool) error {
+	if !d.offload {
+		return nil
+	}
+	off := tunFCsum
+	if on {
+		off |= tunFTSO4 | tunFTSO6
+	}
+	var err error
+	if cerr := d.raw.Control(func(fd uintptr) { err = unix.IoctlSetInt(int(fd), unix.TUNSETOFFLOAD, off) }); cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("tap: %s: TUNSETOFFLOAD: %w", d.name, err)
+	}
+	return nil
+}

@@ -37,6 +37,9 @@ type HostPort struct {
 	cnt  portCounters
 	done chan struct{} // closed when fromPort returns
 	once sync.Once
+	// noTSO: the NIC's TAP takes no super-segments while this port, which
+	// has no virtio_net_hdr, is attached.
+	noTSO bool
 }
 
 // AttachHostPort makes the TAP whose fd is f (IFF_TAP|IFF_NO_PI, with or
@@ -67,6 +70,15 @@ func (n *NIC) AttachHostPort(f *os.File) (*HostPort, error) {
 			p.cls.addrs6 = append(p.cls.addrs6, pr.Addr())
 		}
 	}
+	if n.host.Offload() && !dev.Offload() {
+		// The port takes no super-segments: the kernel must cut what it
+		// hands the NIC's TAP, as it would for a NIC without TSO.
+		if err := n.dev.SetRxTSO(false); err != nil {
+			dev.Close()
+			return nil, fmt.Errorf("tapnic: %s: host port: %w", n.Name(), err)
+		}
+		p.noTSO = true
+	}
 	n.port = p
 	n.host.SetDivert(p.divert)
 	go p.fromPort()
@@ -85,9 +97,12 @@ func (p *HostPort) Close() error {
 		if p.n.port == p {
 			p.n.host.SetDivert(nil)
 			p.n.port = nil
+			if p.noTSO {
+				err = p.n.dev.SetRxTSO(true)
+			}
 		}
 		p.n.portMu.Unlock()
-		err = p.dev.Close()
+		err = errors.Join(err, p.dev.Close())
 		<-p.done
 	})
 	return err
