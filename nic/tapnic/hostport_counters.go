@@ -10,7 +10,7 @@ type HostPortCounters struct {
 	ToPortFrames   uint64 // frames from the wire written to the host port (both included)
 	ToPortBytes    uint64
 	Both           uint64 // of those, frames the NIC handled too (ARP replies, neighbour advertisements)
-	ToPortErrors   uint64 // frames from the wire the host port's TAP refused (lost)
+	ToPortErrors   uint64 // frames from the wire the host port's TAP refused (lost; a TAP that is down refuses all)
 	FromPortFrames uint64 // frames from the host port put on the wire
 	FromPortBytes  uint64
 	FromPortErrors uint64 // frames from the host port the wire refused (too big, malformed, closing)

