@@ -68,8 +68,11 @@ func TestAttachHostPort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mac.String() != "02:00:0a:01:02:03" || string(fp.got) != "frames" {
-		t.Fatalf("MAC %v, the daemon read %q from the descriptor", mac, fp.got)
+	fp.mu.Lock()
+	got := string(fp.got)
+	fp.mu.Unlock()
+	if mac.String() != "02:00:0a:01:02:03" || got != "frames" {
+		t.Fatalf("MAC %v, the daemon read %q from the descriptor", mac, got)
 	}
 	if _, _, err := client.AttachHostPort(d.Socket, "rnic0", r); !errors.Is(err, nic.ErrBusy) {
 		t.Errorf("second attach: %v, want ErrBusy", err)
