@@ -47,7 +47,7 @@ func TestHostPortAllocs(t *testing.T) {
 	copy(ip[16:], own[:])
 	ip[20+1], ip[20+3], ip[20+12] = 99, 22, 0x50
 	before := p.Counters().ToPortFrames
-	if allocs := testing.AllocsPerRun(100, func() { p.divert(f, tap.VnetHdr{}) }); n != 0 {
+	if allocs := testing.AllocsPerRun(100, func() { p.divert(f, tap.VnetHdr{}) }); allocs != 0 {
 		t.Errorf("wire → port allocates %.1f times per frame", allocs)
 	}
 	if p.Counters().ToPortFrames == before {
@@ -56,7 +56,7 @@ func TestHostPortAllocs(t *testing.T) {
 	out := append([]byte(nil), f...)
 	copy(out[0:6], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
 	copy(out[6:12], mac[:])
-	if allocs := testing.AllocsPerRun(100, func() { n.host.WriteWire(out, tap.VnetHdr{}) }); n != 0 {
+	if allocs := testing.AllocsPerRun(100, func() { n.host.WriteWire(out, tap.VnetHdr{}) }); allocs != 0 {
 		t.Errorf("port → wire allocates %.1f times per frame", allocs)
 	}
 }
