@@ -152,6 +152,10 @@ func testHostPort(t *testing.T, vnet bool) {
 	up := transfer(t, listenIn(t, tn.Name, peer4+":5001"), dialIn(t, view.Name, peer4+":5001"), size)
 	down := transfer(t, listenIn(t, view.Name, a4+":5002"), dialIn(t, tn.Name, a4+":5002"), size)
 	t.Logf("kernel TCP through the host port: view→peer %.1f MB/s, peer→view %.1f MB/s", up/1e6, down/1e6)
+	// ... and over IPv6 (neighbour discovery through the port).
+	a6 := "[" + tn.Addr6(2).Addr().String() + "]"
+	transfer(t, listenIn(t, tn.Name, "["+peer6+"]:5004"), dialIn(t, view.Name, "["+peer6+"]:5004"), 1<<20)
+	transfer(t, listenIn(t, view.Name, a6+":5005"), dialIn(t, tn.Name, a6+":5005"), 1<<20)
 
 	// The NIC's own TCP on the same address: a listener of its stack
 	// gets the peer's connection, not the view.
