@@ -15,6 +15,7 @@ import (
 
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/verbs"
+	"github.com/rnic/rnic/tap"
 	"github.com/rnic/rnic/tap/taptest"
 )
 
@@ -126,6 +127,14 @@ func testHostPort(t *testing.T, vnet bool) {
 	peer4, peer6 := tn.BridgeV4.Addr().String(), tn.BridgeV6.Addr().String()
 	a4 := tn.Addr4(2).Addr().String()
 
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	if _, err := a.AttachHostPort(pr); !errors.Is(err, tap.ErrNotTAP) || !errors.Is(err, nic.ErrInvalid) {
+		t.Fatalf("attach a pipe: %v, want ErrNotTAP and ErrInvalid", err)
+	}
 	p, err := a.AttachHostPort(dupFile(t, view.File))
 	if err != nil {
 		t.Fatal(err)
