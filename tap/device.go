@@ -88,6 +88,7 @@ type Device struct {
 	kernelMAC [6]byte
 	file      *os.File
 	offload   bool            // frames carry a virtio_net_hdr (vnet.go)
+	loDown    bool            // the namespace's lo was down (device_lo.go)
 	raw       syscall.RawConn // the fd's, for readv and writev (device_vnet.go)
 	vw        vnetWriter      // WriteVnet's
 
@@ -188,6 +189,7 @@ func openDevice(cfg DeviceConfig) (*Device, error) {
 		// its configuration back.
 		return nil, errors.Join(err, file.Close(), c.undoAll())
 	}
+	d.loDown = cfg.Netns != "" && loopbackDown(h)
 	if len(c.undo) > 0 {
 		keepHandle = true
 		d.undo = func() error {

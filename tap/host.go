@@ -132,13 +132,15 @@ type Host struct {
 	groups6   []netip.Addr // IPv6 multicast groups joined: ff02::1 and solicited-node groups
 	groupMACs [][6]byte    // their 33:33:xx MACs
 
-	cnt   hostCounters
-	vio   vnetIO    // the IO, if it moves frames with a virtio_net_hdr (host_offload.go)
-	gso   sync.Pool // *[]byte of gsoBufLen bytes, for TCP super-segments
-	roce  roceEndpoint
-	tcp   atomic.Pointer[func([]byte)]
-	txBuf sync.Pool // *[]byte of txBufLen bytes
-	rl    icmpLimiter
+	cnt  hostCounters
+	vio  vnetIO    // the IO, if it moves frames with a virtio_net_hdr (host_offload.go)
+	gso  sync.Pool // *[]byte of gsoBufLen bytes, for TCP super-segments
+	roce roceEndpoint
+	tcp  atomic.Pointer[func([]byte)]
+	// divert, if set, sees frames read from the wire first (divert.go).
+	divert atomic.Pointer[Diverter]
+	txBuf  sync.Pool // *[]byte of txBufLen bytes
+	rl     icmpLimiter
 
 	mu        sync.Mutex // guards neighbors and closed
 	neighbors map[netip.Addr]*neighbor
@@ -393,7 +395,7 @@ func (h *Host) readLoop() {
 		h.readFrames(h.vio.ReadVnet, h.handleVnetFrame, vnetHdrLen+maxGSOFrame+readSlack)
 		return
 	}
-	h.readFrames(h.io.ReadFrame, h.handleFrame, h.mtu+ethHeaderLen+4+readSlack)
+	h.readFrames(h.io.ReadFrame, h.handleWireFrame, h.mtu+ethHeaderLen+4+readSlack)
 }
 
 // readFrames reads into one reused buffer of size bytes and handles each

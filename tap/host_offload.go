@@ -71,6 +71,9 @@ func (h *Host) handleVnetFrame(b []byte) {
 		h.cnt.malformed.Add(1)
 		return
 	}
+	if h.diverted(frame, v) {
+		return
+	}
 	if v.Flags&vnetFlagNeedsCsum != 0 {
 		finishChecksum(frame, v)
 		h.cnt.csumFinished.Add(1)

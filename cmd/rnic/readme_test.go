@@ -406,3 +406,20 @@ func flagOf(a string) (string, bool) {
 	}
 	return "", false
 }
+
+// TestReadmeNetnsLoopback: a README recipe that makes a network namespace
+// brings its lo up. Left down (as `ip netns add` leaves it), nothing in the
+// namespace reaches its own addresses: ibv_rc_pingpong through rnic exec,
+// its client aimed at the bridge's address, hung in connect while its
+// server waited with its QP in INIT.
+func TestReadmeNetnsLoopback(t *testing.T) {
+	add := regexp.MustCompile(`\bip netns add (\S+)`)
+	for _, b := range readmeBlocks(t) {
+		text := strings.Join(b.lines, "\n")
+		for _, m := range add.FindAllStringSubmatch(text, -1) {
+			if !strings.Contains(text, "ip -n "+m[1]+" link set lo up") {
+				t.Errorf("README.md:%d: namespace %s is made without `ip -n %s link set lo up`", b.line, m[1], m[1])
+			}
+		}
+	}
+}

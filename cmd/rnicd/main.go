@@ -124,6 +124,9 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 		}
 		d.running = append(d.running, dev)
 		fmt.Fprintln(stdout, dev.readyLine())
+		if w := dev.loopbackWarning(); w != "" {
+			fmt.Fprintln(stderr, w)
+		}
 	}
 	if opts.socket != "" {
 		if err := d.serve(opts, stdout, stderr); err != nil {
@@ -169,7 +172,7 @@ func (d *daemon) serve(opts *options, stdout, stderr io.Writer) error {
 		defer logMu.Unlock()
 		fmt.Fprintf(stderr, "rnicd: "+format+"\n", args...)
 	}
-	srv, err := server.New(server.Config{Devices: devs, Limits: opts.limits, Logf: logf})
+	srv, err := server.New(server.Config{Devices: devs, Limits: opts.limits, Logf: logf, HostPorts: d.hostPorts()})
 	if err != nil {
 		return err
 	}

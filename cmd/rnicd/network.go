@@ -7,6 +7,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"os"
 
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
@@ -27,4 +29,27 @@ func servedDevice(en *embedded.NIC, tap *tapnic.NIC, closeNIC func() error) (ibv
 		return nil, fmt.Errorf("%s: rdma_cm: %w", en.Name(), err)
 	}
 	return dev, nil
+}
+
+// hostPorts are the running TAP-mode NICs' host ports (rnic exec's view
+// hands each its TAP): the other NICs have no wire to share.
+func (d *daemon) hostPorts() map[string]server.HostPortFunc {
+	m := map[string]server.HostPortFunc{}
+	for _, dev := range d.running {
+		if dev.tap == nil {
+			continue
+		}
+		n, mtu := dev.tap, dev.spec.MTU
+		if mtu == 0 {
+			mtu = 1500
+		}
+		m[dev.dev.Name()] = func(f *os.File) ([6]byte, int, io.Closer, error) {
+			p, err := n.AttachHostPort(f)
+			if err != nil {
+				return [6]byte{}, 0, nil, err
+			}
+			return n.Host().MAC(), mtu, p, nil
+		}
+	}
+	return m
 }

@@ -91,11 +91,16 @@ type NIC struct {
 	// (iwarp.Config.Network).
 	Streams stream.Network
 
-	dev  *tap.Device
-	host *tap.Host
-	tcp  *tap.TCPStack
-	once sync.Once
-	err  error
+	dev      *tap.Device
+	host     *tap.Host
+	tcp      *tap.TCPStack
+	prefixes []netip.Prefix // the Host's: the link-local address, then Config.Prefixes
+	once     sync.Once
+	err      error
+
+	portMu sync.Mutex // guards port and closed
+	port   *HostPort  // hostport.go
+	closed bool
 }
 
 // Open opens the TAP, starts the host stack and builds the NIC. On failure
@@ -144,7 +149,8 @@ func Open(cfg Config) (*NIC, error) {
 		return nil, fmt.Errorf("tapnic: %w", err)
 	}
 	host.Start()
-	return &NIC{NIC: en, Addrs: addrs, Streams: tcp.Streams(stream.TCPConfig{}), dev: dev, host: host, tcp: tcp}, nil
+	return &NIC{NIC: en, Addrs: addrs, Streams: tcp.Streams(stream.TCPConfig{}), dev: dev, host: host, tcp: tcp,
+		prefixes: hostPrefixes}, nil
 }
 
 // withLinkLocal returns the host stack's prefixes: the link-local address
@@ -225,10 +231,11 @@ func (n *NIC) Host() *tap.Host { return n.host }
 // TAP is the NIC's TAP device.
 func (n *NIC) TAP() *tap.Device { return n.dev }
 
-// Close stops the RoCE engine (owed ACKs leave first), the TCP stack and the
-// host stack, and closes the TAP (a TAP the NIC created vanishes).
+// Close detaches the host port, stops the RoCE engine (owed ACKs leave
+// first), the TCP stack and the host stack, and closes the TAP (a TAP the NIC created vanishes).
 func (n *NIC) Close() error {
 	n.once.Do(func() {
+		n.closePort()
 		n.err = n.NIC.Close() // RoCE engine, verbs device, its endpoint on the Host
 		n.tcp.Close()
 		if err := n.host.Close(); n.err == nil {

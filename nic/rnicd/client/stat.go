@@ -9,6 +9,8 @@ import (
 	"net"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
 )
@@ -111,10 +113,15 @@ type adminConn struct {
 	buf  []byte
 }
 
-func (a *adminConn) call(op proto.Op, req, resp proto.Message) error {
+// call makes one round trip, sending fds (SCM_RIGHTS) with the request.
+func (a *adminConn) call(op proto.Op, req, resp proto.Message, fds ...int) error {
 	a.seq++
-	msg := proto.AppendMessage(nil, proto.Header{Op: op, Kind: proto.KindRequest, Seq: a.seq}, req)
-	if _, err := a.conn.Write(msg); err != nil {
+	msg := proto.AppendMessage(nil, proto.Header{Op: op, Kind: proto.KindRequest, Seq: a.seq, NFDs: uint8(len(fds))}, req)
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	if _, _, err := a.conn.WriteMsgUnix(msg, oob, nil); err != nil {
 		return fmt.Errorf("rnicd: %v: %w: %w", op, ErrDaemonGone, err)
 	}
 	for {

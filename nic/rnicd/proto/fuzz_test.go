@@ -35,6 +35,11 @@ func FuzzDecodeMessage(f *testing.F) {
 	f.Add(AppendMessage(nil, Header{Op: OpCreateCQOn, Kind: KindReply, Seq: 4},
 		&CreateCQOnReply{CreateCQReply: CreateCQReply{CQ: 9, Ring: CQLayout{Slots: 64, Cap: 63}, Place: place}, Slot: 499}), uint8(1))
 	f.Add(AppendMessage(nil, Header{Op: OpCreateCQOn, Kind: KindRequest, Seq: 5}, &CreateCQOnReq{CQE: 63, Channel: 7}), uint8(0))
+	// Host ports: a request with its TAP descriptor, the reply.
+	f.Add(AppendMessage(nil, Header{Op: OpAttachHostPort, Kind: KindRequest, Seq: 6, NFDs: 1},
+		&AttachHostPortReq{Device: "rnic0"}), uint8(1))
+	f.Add(AppendMessage(nil, Header{Op: OpAttachHostPort, Kind: KindReply, Seq: 6},
+		&AttachHostPortReply{MAC: [6]byte{2, 0, 10, 50, 0, 4}, MTU: 1500}), uint8(0))
 	f.Fuzz(func(t *testing.T, msg []byte, nfds uint8) {
 		h, body, err := DecodeMessage(msg, int(nfds%8))
 		if err != nil {

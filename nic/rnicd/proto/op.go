@@ -6,6 +6,7 @@
 //	0x0100–0x01ff  the TCP/IP side channel through the daemon (ibv.Network)
 //	0x0200–0x02ff  rdma_cm through the daemon (ibv.ConnManager)
 //	0x0300–0x03ff  administration and statistics (rnic stat)
+//	0x0400–0x04ff  host ports of TAP-mode NICs (hostport.go)
 //	0x8000–0x80ff  core events, daemon → client
 //	0x8100–0x81ff  side-channel events
 //	0x8200–0x82ff  rdma_cm events

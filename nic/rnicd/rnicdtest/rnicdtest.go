@@ -30,6 +30,9 @@ type Options struct {
 	// IWARP makes them iWARP NICs on kernel TCP (IWARPNICs), each with
 	// its own rdma_cm (MPA), in place of RoCEv2 NICs.
 	IWARP bool
+	// HostPorts stand in for TAP-mode NICs' host ports, by device name
+	// (server.Config.HostPorts).
+	HostPorts map[string]server.HostPortFunc
 }
 
 // Daemon is a running test daemon.
@@ -126,7 +129,7 @@ func New(socket string, opt Options) (*Daemon, error) {
 		}
 		d.Devices = append(d.Devices, dev)
 	}
-	srv, err := server.New(server.Config{Devices: d.Devices, Limits: opt.Limits, Logf: opt.Logf})
+	srv, err := server.New(server.Config{Devices: d.Devices, Limits: opt.Limits, Logf: opt.Logf, HostPorts: opt.HostPorts})
 	if err != nil {
 		return fail(err)
 	}

@@ -143,6 +143,9 @@ type Config struct {
 	// Logf, if set, receives one line per client arrival, departure and
 	// client error.
 	Logf func(format string, args ...any)
+	// HostPorts attach host ports to the devices that take them (TAP-mode
+	// NICs), by device name (hostport.go).
+	HostPorts map[string]HostPortFunc
 }
 
 // Server serves devices to clients.
@@ -151,8 +154,10 @@ type Server struct {
 	budget *budget // mappings per uid and in total
 	logf   func(string, ...any)
 	devs   map[string]*device
-	stats  stats
-	nextID atomic.Uint64
+	// hostPorts is Config.HostPorts (read only).
+	hostPorts map[string]HostPortFunc
+	stats     stats
+	nextID    atomic.Uint64
 
 	mu        sync.Mutex
 	closed    bool
@@ -173,6 +178,7 @@ func New(cfg Config) (*Server, error) {
 		limits:    cfg.Limits.withDefaults(),
 		logf:      cfg.Logf,
 		devs:      make(map[string]*device),
+		hostPorts: cfg.HostPorts,
 		listeners: make(map[*net.UnixListener]struct{}),
 		sessions:  make(map[*Session]struct{}),
 		perUID:    make(map[uint32]int),

@@ -234,8 +234,9 @@ func (s *Session) call(h proto.Header, body []byte, fds []int, rep *Reply) error
 	if hd == nil {
 		return fmt.Errorf("%w: op %v", errUnknownOp, h.Op)
 	}
-	// Administration (rnic stat) concerns the daemon, not a device.
-	if s.dev == nil && h.Op != proto.OpOpen && h.Op&0xff00 != proto.OpRangeAdmin {
+	// Administration (rnic stat) concerns the daemon, not a device; a
+	// host port names its device itself.
+	if s.dev == nil && h.Op != proto.OpOpen && h.Op&0xff00 != proto.OpRangeAdmin && h.Op&0xff00 != proto.OpRangeHostPort {
 		return fmt.Errorf("%w: %v before OPEN", proto.ErrNoDevice, h.Op)
 	}
 	return hd(s, &Request{Op: h.Op, body: body, FDs: fds}, rep)

@@ -1,0 +1,58 @@
+// Host ports (proto/hostport.go): a client's TAP joins a TAP-mode NIC's
+// wire for as long as its connection lasts. Which NICs take one, and how,
+// is the daemon's business (Config.HostPorts); the session only keeps the
+// attachment and ends it when the client goes.
+
+package server
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/rnicd/proto"
+)
+
+// HostPortFunc attaches tap (the server's own descriptor, which it takes)
+// to a NIC as its host port. It returns the MAC and Ethernet MTU the TAP's
+// kernel side should have, and what detaches it.
+type HostPortFunc func(tap *os.File) (mac [6]byte, mtu int, detach io.Closer, err error)
+
+func init() { Register(proto.OpAttachHostPort, handleAttachHostPort) }
+
+func handleAttachHostPort(s *Session, req *Request, rep *Reply) error {
+	var m proto.AttachHostPortReq
+	if err := req.Decode(&m); err != nil {
+		return err
+	}
+	if len(req.FDs) != 1 {
+		return fmt.Errorf("%w: %v carries one TAP descriptor, not %d", proto.ErrMalformed, req.Op, len(req.FDs))
+	}
+	if _, ok := s.srv.devs[m.Device]; !ok {
+		return fmt.Errorf("%w: %q", proto.ErrNoDevice, m.Device)
+	}
+	attach := s.srv.hostPorts[m.Device]
+	if attach == nil {
+		return fmt.Errorf("rnicd: %s is not a TAP-mode NIC, so it has no wire to share with a host port: %w",
+			m.Device, nic.ErrNotSupported)
+	}
+	// The request's descriptors are closed after the handler: keep a dup.
+	fd, err := unix.FcntlInt(uintptr(req.FDs[0]), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("rnicd: host port descriptor: %w", err)
+	}
+	mac, mtu, detach, err := attach(os.NewFile(uintptr(fd), "tap"))
+	if err != nil {
+		return err
+	}
+	s.OnClose(func() {
+		detach.Close()
+		s.logf("host port of %s detached", m.Device)
+	})
+	s.logf("host port attached to %s", m.Device)
+	rep.Set(&proto.AttachHostPortReply{MAC: mac, MTU: uint32(mtu)})
+	return nil
+}
