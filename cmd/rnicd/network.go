@@ -7,7 +7,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/rnic/rnic/nic/embedded"
@@ -43,12 +42,13 @@ func (d *daemon) hostPorts() map[string]server.HostPortFunc {
 		if mtu == 0 {
 			mtu = 1500
 		}
-		m[dev.dev.Name()] = func(f *os.File) ([6]byte, int, io.Closer, error) {
+		prefixes := dev.spec.Prefixes
+		m[dev.dev.Name()] = func(f *os.File) (server.HostPort, error) {
 			p, err := n.AttachHostPort(f)
 			if err != nil {
-				return [6]byte{}, 0, nil, err
+				return server.HostPort{}, err
 			}
-			return n.Host().MAC(), mtu, p, nil
+			return server.HostPort{MAC: n.Host().MAC(), MTU: mtu, Prefixes: prefixes, Detach: p}, nil
 		}
 	}
 	return m

@@ -6,9 +6,14 @@ package view
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
+
+	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/rnicd/client"
 )
 
 // ErrNotSupported is what AttachHostPort returns when the daemon cannot
@@ -19,7 +24,27 @@ var ErrNotSupported = errors.New("view: the daemon does not bridge this device's
 // AttachHostPort hands the view's TAP for device to the rnicd on socket,
 // which bridges it onto the NIC's wire; mac is the MAC the TAP must take
 // (set before the TAP goes up), closer ends the bridging. The holder
-// calls it once per NIC; the default bridges nothing.
-var AttachHostPort = func(socket, device string, tap *os.File) (mac net.HardwareAddr, closer io.Closer, err error) {
-	return nil, nil, ErrNotSupported
+// calls it once per NIC; tests replace it. A closer that is a
+// *client.HostPort also gives the NIC's prefixes (hostPrefixes).
+var AttachHostPort = attachHostPort
+
+// hostPrefixes are the NIC's addresses with their prefixes as the daemon
+// gave them with the host port closer, if it did.
+func hostPrefixes(closer io.Closer) []netip.Prefix {
+	if hp, ok := closer.(*client.HostPort); ok {
+		return hp.Prefixes
+	}
+	return nil
+}
+
+// attachHostPort asks rnicd (client.AttachHostPort). A NIC with no wire
+// (not in the TAP mode), an older daemon, and a daemon that keeps its wire
+// from this user (only root or its own user may put frames on it) leave
+// the view's interface local.
+func attachHostPort(socket, device string, tap *os.File) (net.HardwareAddr, io.Closer, error) {
+	mac, closer, err := client.AttachHostPort(socket, device, tap)
+	if errors.Is(err, client.ErrNotSupported) || errors.Is(err, nic.ErrPermission) {
+		return nil, nil, fmt.Errorf("%w: %v", ErrNotSupported, err)
+	}
+	return mac, closer, err
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"time"
 
@@ -63,15 +64,23 @@ func AttachHostPort(socket, device string, tap *os.File) (mac net.HardwareAddr, 
 		return nil, nil, fmt.Errorf("rnicd host port for %s: %w", device, cerr)
 	}
 	conn.SetDeadline(time.Time{})
-	return net.HardwareAddr(rep.MAC[:]), &hostPort{conn: conn}, nil
+	return net.HardwareAddr(rep.MAC[:]), &HostPort{conn: conn, MTU: int(rep.MTU), Prefixes: rep.Prefixes}, nil
 }
 
-// hostPort is an attachment: its connection.
-type hostPort struct{ conn *net.UnixConn }
+// HostPort is an attachment (AttachHostPort's closer): what the TAP's
+// kernel side should carry besides the MAC, and the connection that
+// keeps it attached.
+type HostPort struct {
+	conn *net.UnixConn
+	// MTU is the NIC's link MTU.
+	MTU int
+	// Prefixes are the NIC's addresses with their on-link prefixes.
+	Prefixes []netip.Prefix
+}
 
 // Close ends the attachment (the daemon detaches the TAP once it sees the
 // connection close).
-func (h *hostPort) Close() error {
+func (h *HostPort) Close() error {
 	if err := h.conn.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
 		return fmt.Errorf("rnicd host port: %w", err)
 	}

@@ -2,7 +2,7 @@ package client_test
 
 import (
 	"errors"
-	"io"
+	"net/netip"
 	"os"
 	"sync"
 	"testing"
@@ -24,25 +24,27 @@ type fakePort struct {
 	got      []byte // what was read from the descriptor the daemon got
 }
 
-func (p *fakePort) attach(f *os.File) ([6]byte, int, io.Closer, error) {
+func (p *fakePort) attach(f *os.File) (server.HostPort, error) {
 	defer f.Close()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.attached {
-		return [6]byte{}, 0, nil, nic.ErrBusy
+		return server.HostPort{}, nic.ErrBusy
 	}
 	p.attached = true
 	p.detached = make(chan struct{})
 	b := make([]byte, 16)
 	n, _ := f.Read(b)
 	p.got = b[:n]
-	return [6]byte{2, 0, 10, 1, 2, 3}, 9000, closerFunc(func() error {
-		p.mu.Lock()
-		p.attached = false
-		close(p.detached)
-		p.mu.Unlock()
-		return nil
-	}), nil
+	return server.HostPort{MAC: [6]byte{2, 0, 10, 1, 2, 3}, MTU: 9000,
+		Prefixes: []netip.Prefix{netip.MustParsePrefix("10.1.2.3/24"), netip.MustParsePrefix("fd00::3/64")},
+		Detach: closerFunc(func() error {
+			p.mu.Lock()
+			p.attached = false
+			close(p.detached)
+			p.mu.Unlock()
+			return nil
+		})}, nil
 }
 
 type closerFunc func() error
@@ -73,6 +75,10 @@ func TestAttachHostPort(t *testing.T) {
 	fp.mu.Unlock()
 	if mac.String() != "02:00:0a:01:02:03" || got != "frames" {
 		t.Fatalf("MAC %v, the daemon read %q from the descriptor", mac, got)
+	}
+	if hp, ok := closer.(*client.HostPort); !ok || hp.MTU != 9000 || len(hp.Prefixes) != 2 ||
+		hp.Prefixes[0].String() != "10.1.2.3/24" || hp.Prefixes[1].String() != "fd00::3/64" {
+		t.Errorf("attachment %#v, want MTU 9000 and the NIC's prefixes", closer)
 	}
 	if _, _, err := client.AttachHostPort(d.Socket, "rnic0", r); !errors.Is(err, nic.ErrBusy) {
 		t.Errorf("second attach: %v, want ErrBusy", err)

@@ -7,6 +7,7 @@ package proto
 
 import (
 	"bytes"
+	"net/netip"
 	"testing"
 
 	"github.com/rnic/rnic/nic/verbs"
@@ -39,7 +40,7 @@ func FuzzDecodeMessage(f *testing.F) {
 	f.Add(AppendMessage(nil, Header{Op: OpAttachHostPort, Kind: KindRequest, Seq: 6, NFDs: 1},
 		&AttachHostPortReq{Device: "rnic0"}), uint8(1))
 	f.Add(AppendMessage(nil, Header{Op: OpAttachHostPort, Kind: KindReply, Seq: 6},
-		&AttachHostPortReply{MAC: [6]byte{2, 0, 10, 50, 0, 4}, MTU: 1500}), uint8(0))
+		&AttachHostPortReply{MAC: [6]byte{2, 0, 10, 50, 0, 4}, MTU: 1500, Prefixes: []netip.Prefix{netip.MustParsePrefix("10.50.0.4/24")}}), uint8(0))
 	f.Fuzz(func(t *testing.T, msg []byte, nfds uint8) {
 		h, body, err := DecodeMessage(msg, int(nfds%8))
 		if err != nil {

@@ -13,6 +13,8 @@
 
 package proto
 
+import "net/netip"
+
 // OpRangeHostPort is the host ports' op range, 0x0400–0x04ff.
 const OpRangeHostPort Op = 0x0400
 
@@ -36,12 +38,41 @@ func (m *AttachHostPortReq) Decode(r *Reader) { m.Device = r.String(MaxName) }
 type AttachHostPortReply struct {
 	MAC [6]byte
 	MTU uint32
+	// Prefixes are the NIC's addresses with their on-link prefixes, for
+	// the TAP's kernel side to carry (MaxGIDs at most).
+	Prefixes []netip.Prefix
 }
 
-func (m *AttachHostPortReply) Encode(w *Writer) { w.Raw(m.MAC[:]); w.U32(m.MTU) }
+func (m *AttachHostPortReply) Encode(w *Writer) {
+	w.Raw(m.MAC[:])
+	w.U32(m.MTU)
+	w.U32(uint32(len(m.Prefixes)))
+	for _, p := range m.Prefixes {
+		w.Addr(p.Addr())
+		w.U8(uint8(p.Bits()))
+	}
+}
+
 func (m *AttachHostPortReply) Decode(r *Reader) {
 	for i := range m.MAC {
 		m.MAC[i] = r.U8()
 	}
 	m.MTU = r.U32()
+	n := r.U32()
+	if n > MaxGIDs {
+		r.fail("%d prefixes, at most %d", n, MaxGIDs)
+		return
+	}
+	m.Prefixes = make([]netip.Prefix, 0, n)
+	for range n {
+		a, bits := r.Addr(), int(r.U8())
+		if r.Err() != nil {
+			return
+		}
+		if !a.IsValid() || bits > a.BitLen() {
+			r.fail("prefix %v/%d", a, bits)
+			return
+		}
+		m.Prefixes = append(m.Prefixes, netip.PrefixFrom(a, bits))
+	}
 }

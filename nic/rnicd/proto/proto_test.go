@@ -28,6 +28,12 @@ func fill(v reflect.Value, n *uint64) {
 			v.Set(reflect.ValueOf(netip.AddrFrom16([16]byte{0xfd, 15: byte(*n)})))
 		}
 		return
+	case reflect.TypeFor[netip.Prefix]():
+		a := reflect.New(reflect.TypeFor[netip.Addr]()).Elem()
+		fill(a, n)
+		addr := a.Interface().(netip.Addr)
+		v.Set(reflect.ValueOf(netip.PrefixFrom(addr, int(*n)%(addr.BitLen()+1))))
+		return
 	case reflect.TypeFor[netip.AddrPort]():
 		a := reflect.New(reflect.TypeFor[netip.Addr]()).Elem()
 		fill(a, n)

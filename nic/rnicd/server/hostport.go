@@ -8,6 +8,7 @@ package server
 import (
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -19,7 +20,17 @@ import (
 // HostPortFunc attaches tap (the server's own descriptor, which it takes)
 // to a NIC as its host port. It returns the MAC and Ethernet MTU the TAP's
 // kernel side should have, and what detaches it.
-type HostPortFunc func(tap *os.File) (mac [6]byte, mtu int, detach io.Closer, err error)
+type HostPortFunc func(tap *os.File) (HostPort, error)
+
+// HostPort is an attached host port: what the TAP's kernel side should
+// carry (the NIC's MAC, MTU and addresses with their prefixes) and how to
+// detach it.
+type HostPort struct {
+	MAC      [6]byte
+	MTU      int
+	Prefixes []netip.Prefix
+	Detach   io.Closer
+}
 
 func init() { Register(proto.OpAttachHostPort, handleAttachHostPort) }
 
@@ -34,6 +45,9 @@ func handleAttachHostPort(s *Session, req *Request, rep *Reply) error {
 	if _, ok := s.srv.devs[m.Device]; !ok {
 		return fmt.Errorf("%w: %q", proto.ErrNoDevice, m.Device)
 	}
+	if err := mayAttachHostPort(s.cred.Uid, os.Getuid(), m.Device); err != nil {
+		return err
+	}
 	attach := s.srv.hostPorts[m.Device]
 	if attach == nil {
 		return fmt.Errorf("rnicd: %s is not a TAP-mode NIC, so it has no wire to share with a host port: %w",
@@ -44,15 +58,25 @@ func handleAttachHostPort(s *Session, req *Request, rep *Reply) error {
 	if err != nil {
 		return fmt.Errorf("rnicd: host port descriptor: %w", err)
 	}
-	mac, mtu, detach, err := attach(os.NewFile(uintptr(fd), "tap"))
+	hp, err := attach(os.NewFile(uintptr(fd), "tap"))
 	if err != nil {
 		return err
 	}
 	s.OnClose(func() {
-		detach.Close()
+		hp.Detach.Close()
 		s.logf("host port of %s detached", m.Device)
 	})
 	s.logf("host port attached to %s", m.Device)
-	rep.Set(&proto.AttachHostPortReply{MAC: mac, MTU: uint32(mtu)})
+	rep.Set(&proto.AttachHostPortReply{MAC: hp.MAC, MTU: uint32(hp.MTU), Prefixes: hp.Prefixes[:min(len(hp.Prefixes), proto.MaxGIDs)]})
 	return nil
+}
+
+// mayAttachHostPort: a host port puts the client's frames on the NIC's
+// wire, with its MAC and addresses: raw network access, which the kernel
+// gives root (CAP_NET_RAW) alone; the daemon's own user has it anyway.
+func mayAttachHostPort(client uint32, daemon int, device string) error {
+	if client == 0 || int(client) == daemon {
+		return nil
+	}
+	return fmt.Errorf("rnicd: a host port of %s is for root or rnicd's own user, not uid %d: %w", device, client, nic.ErrPermission)
 }

@@ -1,0 +1,32 @@
+package dropin
+
+// rnic exec's view on a TAP-mode rnicd: each NIC's interface in the view
+// is bridged onto the NIC's wire (rnicd's host port), so the program's own
+// kernel network is its NIC's, as a program's on a host with rxe: it
+// reaches the kernel on the bridge at the NIC's address.
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rnic/rnic/tap/taptest"
+)
+
+func TestViewTAPReachesWire(t *testing.T) {
+	taptest.Require(t)
+	needLibrary(t)
+	n := taptest.New(t, 84)
+	d := tapDaemon(t, n, "roce", 10)
+	peer := n.BridgeV4.Addr().String()
+	script := `ip -br addr show rnic0; ping -c 2 -W 5 ` + peer + ` >/dev/null && echo ping=ok; ibv_devices | grep -c rnic`
+	c := exec.Command(build.rnic, "exec", "-S", d.socket, "--", "sh", "-c", script)
+	c.Env = append(os.Environ(), "RNIC_VIEW_DIR="+filepath.Join(t.TempDir(), "v"))
+	out, err := c.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "ping=ok") || !strings.Contains(string(out), d.addrs[0]) {
+		t.Fatalf("root's program in the view of a TAP rnicd: %v, want its rnic0 (%s) to reach %s on the wire\n%s\n%s",
+			err, d.addrs[0], peer, out, d.p.report())
+	}
+}
