@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -28,5 +29,26 @@ func TestViewTAPReachesWire(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "ping=ok") || !strings.Contains(string(out), d.addrs[0]) {
 		t.Fatalf("root's program in the view of a TAP rnicd: %v, want its rnic0 (%s) to reach %s on the wire\n%s\n%s",
 			err, d.addrs[0], peer, out, d.p.report())
+	}
+}
+
+// TestViewTAPPingpong: the case (a): two NICs of one TAP-mode
+// rnicd and Debian's ibv_rc_pingpong through rnic exec, the client aimed
+// at the server NIC's own address, as on rxe. Without the view the
+// program's TCP is the host kernel's, which does not own that address
+// ("Couldn't connect to ADDR:18515"); in it, the view's interfaces carry
+// the NICs' addresses.
+func TestViewTAPPingpong(t *testing.T) {
+	taptest.Require(t)
+	needLibrary(t)
+	needPrograms(t, "ibv_rc_pingpong")
+	n := taptest.New(t, 85)
+	d := tapDaemon(t, n, "roce", 10)
+	port := freeTCPPort(t)
+	common := []string{"ibv_rc_pingpong", "-g", "1", "-n", "100", "-s", "4096", "--chk", "-p", strconv.Itoa(port)}
+	srv, cli := d.runPair(t, port, append(append([]string{}, common...), "-d", "rnic0"),
+		append(append([]string{}, common...), "-d", "rnic1", d.addrs[0]))
+	for _, p := range []*proc{srv, cli} {
+		checkPingpongOutput(t, p, "4096", 100, false)
 	}
 }
