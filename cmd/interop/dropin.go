@@ -118,12 +118,25 @@ func (rn *Runner) prepareDropin(ctx context.Context, root, binDir string, log io
 	return os.Chown(rn.SockDir, rn.User.UID, rn.User.GID)
 }
 
-// NetnsListening reports whether a TCP socket listens on port in the
-// lab's namespace.
-func NetnsListening(ctx context.Context, port int) bool {
-	out, err := exec.CommandContext(ctx, "ip", "netns", "exec", labNetns,
-		"ss", "-Hltn", fmt.Sprintf("sport = :%d", port)).Output()
-	return err == nil && strings.TrimSpace(string(out)) != ""
+// pidListening reports whether a TCP socket listens on port in the
+// network namespace of process pid: a drop-in program's, in rnic exec's
+// view (ip netns exec, setpriv, rnic exec and nsenter all exec, so pid is
+// the program's).
+func pidListening(pid, port int) bool {
+	want := fmt.Sprintf(":%04X ", port)
+	for _, f := range []string{"tcp", "tcp6"} {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, f))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fields := strings.Fields(line)
+			if len(fields) > 3 && fields[3] == "0A" && strings.HasSuffix(fields[1]+" ", want) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // buildDropin builds, into dir, rnicd and the drop-in library (dir/lib)

@@ -241,19 +241,19 @@ func TestTable(t *testing.T) {
 // TestDropinRows: issue 14's rows run Debian's own tools on rnic, in both
 // roles: rnicd on the guest's TAP with its capture, the program on rnicd's
 // rnic0 with the guest's GID index, and the guest's client dialing the
-// side channel on the namespace's address (rnicd's TAP address is for
-// RoCE only).
+// side channel at rnicd's NIC's address, where the program's view has it
+// (its interface is the NIC's host port), as at an rxe port's.
 func TestDropinRows(t *testing.T) {
 	byLabel := map[string]Row{}
 	for _, r := range Rows(Pairings) {
 		byLabel[r.Label()] = r
 	}
 	for _, c := range []struct{ label, guest, program string }{
-		{"rxe drop-in rc pingpong 64 / rnic server", "ibv_rc_pingpong -d rxe0 -g 1 -n 10 -s 64 10.77.0.1",
+		{"rxe drop-in rc pingpong 64 / rnic server", "ibv_rc_pingpong -d rxe0 -g 1 -n 10 -s 64 10.77.0.61",
 			"ibv_rc_pingpong -d rnic0 -g 1 -n 10 -s 64"},
 		{"rxe drop-in rc pingpong 64 / rnic client", "ibv_rc_pingpong -d rxe0 -g 1 -n 10 -s 64",
 			"ibv_rc_pingpong -d rnic0 -g 1 -n 10 -s 64 10.77.0.21"},
-		{"rxe drop-in ib_write_bw 65536 / rnic server", "ib_write_bw -d rxe0 -x 1 -F -s 65536 -n 5 10.77.0.1",
+		{"rxe drop-in ib_write_bw 65536 / rnic server", "ib_write_bw -d rxe0 -x 1 -F -s 65536 -n 5 10.77.0.61",
 			"ib_write_bw -d rnic0 -x 1 -F -s 65536 -n 5"},
 		{"rxe drop-in ib_write_bw 65536 / rnic client", "ib_write_bw -d rxe0 -x 1 -F -s 65536 -n 5",
 			"ib_write_bw -d rnic0 -x 1 -F -s 65536 -n 5 10.77.0.21"},

@@ -85,8 +85,9 @@ type Pairing struct {
 	// Dropin says rnic's side is an unmodified C program (Debian's
 	// ibv_rc_pingpong, ib_write_bw) on rnicd's TAP NIC through the drop-in
 	// libibverbs.so.1: RnicServer and RnicClient are then that program's
-	// command lines, run with rnic exec in the lab's namespace (its side
-	// channel is a kernel socket on the bridge's address, labBridgeIP).
+	// command lines, run with rnic exec in the lab's namespace: in rnic
+	// exec's view, whose interface is the NIC's host port, so that its
+	// side channel, like its RDMA, is at the NIC's address (RnicIP).
 	Dropin bool
 	// CM says a Dropin row's program connects through rdma_cm (the
 	// drop-in librdmacm.so.1): it addresses rnicd's NIC by the NIC's own
@@ -140,11 +141,9 @@ func (r Row) GuestCommand() string {
 	if r.Role == RnicClient {
 		return expand(r.GuestServer, g.Addr, g.Addr)
 	}
-	if r.Dropin && !r.CM {
-		// The program's side channel listens on the kernel's address
-		// in the lab namespace; its GID is rnicd's TAP address.
-		return expand(r.GuestClient, g.Addr, labBridgeIP)
-	}
+	// A drop-in program runs in rnic exec's view, whose interface is
+	// its NIC's host port: its side channel, like its RDMA, is at
+	// rnicd's NIC's address, as a program's on rxe is at its port's.
 	return expand(r.GuestClient, g.Addr, g.RnicIP)
 }
 
@@ -191,10 +190,7 @@ func (r Row) RnicdArgs(pcap, sock string) []string {
 // runs it.
 func (r Row) ProgramArgs() []string {
 	g := Guests[r.Guest]
-	self := labBridgeIP // the side channel's kernel socket
-	if r.CM {
-		self = g.RnicIP // rdma_cm binds rnicd's NIC's address
-	}
+	self := g.RnicIP // rnicd's NIC's, which the view's host port carries
 	if r.Role == RnicServer {
 		return strings.Fields(expand(r.RnicServer, self, self))
 	}

@@ -149,7 +149,7 @@ func (rn *Runner) rnicServes(ctx context.Context, row Row, g *Guest, base string
 		// TCP): nothing the kernel shows; the library's trace says it.
 		ready = func() bool { return logSays(p.path, cmTraceListening) }
 	case row.Dropin:
-		ready = func() bool { return NetnsListening(ctx, row.ListenPort) }
+		ready = func() bool { return pidListening(p.cmd.Process.Pid, row.ListenPort) }
 	}
 	for !ready() && time.Now().Before(deadline) && !p.exited() {
 		sleepCtx(ctx, 100*time.Millisecond)

@@ -43,8 +43,12 @@ func (d *daemon) hostPorts() map[string]server.HostPortFunc {
 			mtu = 1500
 		}
 		prefixes := dev.spec.Prefixes
-		m[dev.dev.Name()] = func(f *os.File) (server.HostPort, error) {
-			p, err := n.AttachHostPort(f)
+		m[dev.dev.Name()] = func(f *os.File, user bool) (server.HostPort, error) {
+			attach := n.AttachHostPort
+			if user {
+				attach = n.AttachUserHostPort
+			}
+			p, err := attach(f)
 			if err != nil {
 				return server.HostPort{}, err
 			}

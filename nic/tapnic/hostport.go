@@ -48,6 +48,17 @@ type HostPort struct {
 // is. It takes f. A NIC has one host port at a time: a second attach fails
 // with nic.ErrBusy.
 func (n *NIC) AttachHostPort(f *os.File) (*HostPort, error) {
+	return n.attachHostPort(f, false)
+}
+
+// AttachUserHostPort is AttachHostPort for a TAP of a user other than
+// root (hostport_user.go): it sends only as the NIC, and connections to
+// the NIC's privileged ports do not reach it.
+func (n *NIC) AttachUserHostPort(f *os.File) (*HostPort, error) {
+	return n.attachHostPort(f, true)
+}
+
+func (n *NIC) attachHostPort(f *os.File, user bool) (*HostPort, error) {
 	n.portMu.Lock()
 	defer n.portMu.Unlock()
 	if n.port != nil || n.closed {
@@ -62,7 +73,7 @@ func (n *NIC) AttachHostPort(f *os.File) (*HostPort, error) {
 		return nil, fmt.Errorf("tapnic: %s: host port: %w", n.Name(), errors.Join(err, nic.ErrInvalid))
 	}
 	p := &HostPort{n: n, dev: dev, done: make(chan struct{}),
-		cls: classifier{mac: n.host.MAC(), rocePort: wire.UDPPort, tcpOwns: n.tcp.Owns}}
+		cls: classifier{mac: n.host.MAC(), rocePort: wire.UDPPort, tcpOwns: n.tcp.Owns, user: user, privStart: privilegedPorts()}}
 	for _, pr := range n.prefixes {
 		if pr.Addr().Is4() {
 			p.cls.addrs4 = append(p.cls.addrs4, pr.Addr())
@@ -145,7 +156,7 @@ func (p *HostPort) fromPort() {
 		if err != nil {
 			return
 		}
-		if len(frame) < ethLen || [6]byte(frame[6:12]) != mac {
+		if len(frame) < ethLen || [6]byte(frame[6:12]) != mac || (p.cls.user && !p.cls.mayOriginate(frame)) {
 			p.cnt.foreignSource.Add(1)
 			continue
 		}

@@ -51,6 +51,10 @@ type classifier struct {
 	addrs6   []netip.Addr // including the link-local address
 	rocePort uint16
 	tcpOwns  func(ipPacket []byte) bool
+	// user: the port is a user's (hostport_user.go): TCP and UDP to
+	// ports below privStart stay with the NIC.
+	user      bool
+	privStart uint16
 }
 
 // classify decides where frame goes.
@@ -140,6 +144,9 @@ func (c *classifier) transport(ip []byte, proto uint8, l4 []byte) verdict {
 		if l4[0] == icmpEcho {
 			return toNIC // the NIC answers ping for its addresses
 		}
+	}
+	if !c.userPort(proto, l4) {
+		return toNIC
 	}
 	return toPort
 }

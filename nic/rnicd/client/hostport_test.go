@@ -24,7 +24,7 @@ type fakePort struct {
 	got      []byte // what was read from the descriptor the daemon got
 }
 
-func (p *fakePort) attach(f *os.File) (server.HostPort, error) {
+func (p *fakePort) attach(f *os.File, _ bool) (server.HostPort, error) {
 	defer f.Close()
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -11,7 +11,6 @@ package dropin
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -29,25 +28,6 @@ func startIn(t *testing.T, ns, name string, argv ...string) *proc {
 		t.Fatal(err)
 	}
 	return p
-}
-
-// listeningIn reports whether the process pid's namespace has a TCP
-// listener on port.
-func listeningIn(pid, port int) bool {
-	want := fmt.Sprintf(":%04X ", port)
-	for _, f := range []string{"tcp", "tcp6"} {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, f))
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(b), "\n")[1:] {
-			fields := strings.Fields(line)
-			if len(fields) > 3 && fields[3] == "0A" && strings.HasSuffix(fields[1]+" ", want) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func TestHostPortPingpong(t *testing.T) {
@@ -71,7 +51,7 @@ func TestHostPortPingpong(t *testing.T) {
 	deadline := time.After(programTimeout)
 	srv := startIn(t, view.Name, "server", lineBuffered([]string{build.rnic, "exec", "-S", d.socket, "--",
 		"ibv_rc_pingpong", "-d", "rnic0", "-g", "1", "-p", fmt.Sprint(port)})...)
-	for !listeningIn(srv.cmd.Process.Pid, port) {
+	for !listening(srv.cmd.Process.Pid, port) {
 		select {
 		case <-srv.done:
 			t.Fatalf("the server ended before listening\n%s", srv.report())

@@ -210,16 +210,7 @@ func hostState(t *testing.T, d *daemon) string {
 // view; the holder exits when its rnicd stops.
 func TestViewLeavesHostAlone(t *testing.T) {
 	needLibrary(t)
-	var cleanups []func()
-	defer func() {
-		for _, f := range cleanups {
-			f()
-		}
-	}()
-	d, err := startDaemon(func(f func()) { cleanups = append(cleanups, f) }, nicUDP)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := ownDaemon(t)
 	viewDir, err := userDir(build.dir, fmt.Sprintf("view-%d", time.Now().UnixNano()))
 	if err != nil {
 		t.Fatal(err)
@@ -306,16 +297,7 @@ func TestViewIWARP(t *testing.T) {
 // without.
 func TestViewConcurrentStart(t *testing.T) {
 	needLibrary(t)
-	var cleanups []func()
-	defer func() {
-		for _, f := range cleanups {
-			f()
-		}
-	}()
-	d, err := startDaemon(func(f func()) { cleanups = append(cleanups, f) }, nicUDP)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := ownDaemon(t)
 	var ps []*proc
 	for i := range 4 {
 		ps = append(ps, d.run(t, fmt.Sprint("exec ", i), "", nil, "readlink", "/proc/self/ns/net"))
@@ -425,4 +407,21 @@ exec setpriv --reuid ` + fmt.Sprint(build.uid) + ` --regid ` + fmt.Sprint(build.
 		!strings.HasPrefix(lines[0], "rnic exec: running without the device view: no view of the devices: the kernel refuses the namespaces") {
 		t.Errorf("no user namespaces: %v, want one line on the view, then the program without it\n%s", err, out)
 	}
+}
+
+// ownDaemon starts an rnicd of the test's own (not the shared one), which
+// the test may stop; it is stopped when the test ends in any case.
+func ownDaemon(t *testing.T) *daemon {
+	t.Helper()
+	var cleanups []func()
+	t.Cleanup(func() {
+		for _, f := range cleanups {
+			f()
+		}
+	})
+	d, err := startDaemon(func(f func()) { cleanups = append(cleanups, f) }, nicUDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -20,7 +20,7 @@ import (
 // HostPortFunc attaches tap (the server's own descriptor, which it takes)
 // to a NIC as its host port. It returns the MAC and Ethernet MTU the TAP's
 // kernel side should have, and what detaches it.
-type HostPortFunc func(tap *os.File) (HostPort, error)
+type HostPortFunc func(tap *os.File, user bool) (HostPort, error)
 
 // HostPort is an attached host port: what the TAP's kernel side should
 // carry (the NIC's MAC, MTU and addresses with their prefixes) and how to
@@ -45,9 +45,6 @@ func handleAttachHostPort(s *Session, req *Request, rep *Reply) error {
 	if _, ok := s.srv.devs[m.Device]; !ok {
 		return fmt.Errorf("%w: %q", proto.ErrNoDevice, m.Device)
 	}
-	if err := mayAttachHostPort(s.cred.Uid, os.Getuid(), m.Device); err != nil {
-		return err
-	}
 	attach := s.srv.hostPorts[m.Device]
 	if attach == nil {
 		return fmt.Errorf("rnicd: %s is not a TAP-mode NIC, so it has no wire to share with a host port: %w",
@@ -58,7 +55,7 @@ func handleAttachHostPort(s *Session, req *Request, rep *Reply) error {
 	if err != nil {
 		return fmt.Errorf("rnicd: host port descriptor: %w", err)
 	}
-	hp, err := attach(os.NewFile(uintptr(fd), "tap"))
+	hp, err := attach(os.NewFile(uintptr(fd), "tap"), userHostPort(s.cred.Uid, os.Getuid()))
 	if err != nil {
 		return err
 	}
@@ -71,12 +68,12 @@ func handleAttachHostPort(s *Session, req *Request, rep *Reply) error {
 	return nil
 }
 
-// mayAttachHostPort: a host port puts the client's frames on the NIC's
-// wire, with its MAC and addresses: raw network access, which the kernel
-// gives root (CAP_NET_RAW) alone; the daemon's own user has it anyway.
-func mayAttachHostPort(client uint32, daemon int, device string) error {
-	if client == 0 || int(client) == daemon {
-		return nil
-	}
-	return fmt.Errorf("rnicd: a host port of %s is for root or rnicd's own user, not uid %d: %w", device, client, nic.ErrPermission)
+// userHostPort: a host port puts the client's frames on the NIC's wire,
+// with its MAC and addresses. Root (and the daemon's own user, who has the
+// NIC anyway) may send what it likes there; another user's port is a
+// user's (tapnic.NIC.AttachUserHostPort): it speaks only as the NIC and
+// gets no connection to a privileged port, as the kernel would allow that
+// user.
+func userHostPort(client uint32, daemon int) bool {
+	return client != 0 && int(client) != daemon
 }
