@@ -19,11 +19,12 @@ import (
 // servedDevice returns the NIC as the server serves it: verbs, its
 // network, rdma_cm. Closing it closes the CM, then the NIC with closeNIC.
 func servedDevice(en *embedded.NIC, tap *tapnic.NIC, closeNIC func() error) (ibv.Device, error) {
-	var network ibv.Network = server.KernelNetwork(en.Addr)
+	opt := ibv.LocalOptions{Network: server.KernelNetwork(en.Addr), Close: closeNIC}
 	if tap != nil {
-		network = tap.Network()
+		opt.Network = tap.Network()
+		opt.Counters = func() []ibv.Counter { return append(en.PortCounters(), tap.HostPortCounters()...) }
 	}
-	dev, err := rdmacm.LocalWith(en, rdmacm.Config{}, ibv.LocalOptions{Network: network, Close: closeNIC})
+	dev, err := rdmacm.LocalWith(en, rdmacm.Config{}, opt)
 	if err != nil {
 		return nil, fmt.Errorf("%s: rdma_cm: %w", en.Name(), err)
 	}

@@ -45,7 +45,7 @@ func openTAPIWARP(d *device) (*device, error) {
 	d.ready = d.tapReadyLine("iwarp tap")
 	d.dev = iw.Verbs(ibv.LocalOptions{Network: tn.Network(), Close: func() error {
 		return errors.Join(iw.Close(), tn.Close())
-	}})
+	}, Counters: func() []ibv.Counter { return append(iw.PortCounters(), tn.HostPortCounters()...) }})
 	return d, nil
 }
 

@@ -3,7 +3,11 @@
 
 package tapnic
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/rnic/rnic/nic/ibv"
+)
 
 // HostPortCounters is a snapshot of a host port's counters.
 type HostPortCounters struct {
@@ -14,7 +18,7 @@ type HostPortCounters struct {
 	FromPortFrames uint64 // frames from the host port put on the wire
 	FromPortBytes  uint64
 	FromPortErrors uint64 // frames from the host port the wire refused (too big, malformed, closing)
-	ForeignSource  uint64 // frames from the host port not from the NIC's MAC (dropped)
+	ForeignSource  uint64 // frames from the host port not from the NIC's MAC, or (a user's port) not from its addresses (dropped)
 }
 
 type portCounters struct {
@@ -30,5 +34,24 @@ func (p *HostPort) Counters() HostPortCounters {
 		ToPortErrors: c.toPortErrors.Load(), FromPortFrames: c.fromPortFrames.Load(),
 		FromPortBytes: c.fromPortBytes.Load(), FromPortErrors: c.fromPortErrors.Load(),
 		ForeignSource: c.foreignSource.Load(),
+	}
+}
+
+// HostPortCounters are the counters of the NIC's host port, named as
+// rnic stat shows them, zero while no port is attached (so that the list
+// of a TAP-mode NIC's counters does not change with attachments).
+func (n *NIC) HostPortCounters() []ibv.Counter {
+	n.portMu.Lock()
+	p := n.port
+	n.portMu.Unlock()
+	var c HostPortCounters
+	if p != nil {
+		c = p.Counters()
+	}
+	return []ibv.Counter{
+		{Name: "host_port_to_frames", Value: c.ToPortFrames}, {Name: "host_port_to_bytes", Value: c.ToPortBytes},
+		{Name: "host_port_to_both", Value: c.Both}, {Name: "host_port_to_errors", Value: c.ToPortErrors},
+		{Name: "host_port_from_frames", Value: c.FromPortFrames}, {Name: "host_port_from_bytes", Value: c.FromPortBytes},
+		{Name: "host_port_from_errors", Value: c.FromPortErrors}, {Name: "host_port_foreign_source", Value: c.ForeignSource},
 	}
 }

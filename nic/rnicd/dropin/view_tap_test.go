@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,6 +30,13 @@ func TestViewTAPReachesWire(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "ping=ok") || !strings.Contains(string(out), d.addrs[0]) {
 		t.Fatalf("root's program in the view of a TAP rnicd: %v, want its rnic0 (%s) to reach %s on the wire\n%s\n%s",
 			err, d.addrs[0], peer, out, d.p.report())
+	}
+	// What crossed the host port shows in rnic stat (the holder keeps
+	// it attached while rnicd runs).
+	st, err := exec.Command(build.rnic, "stat", "--socket", d.socket, "counters").CombinedOutput()
+	m := regexp.MustCompile(`(?m)^counter link rnic0/1 .*\bhost_port_from_frames (\d+)`).FindSubmatch(st)
+	if err != nil || m == nil || string(m[1]) == "0" {
+		t.Errorf("rnic stat counters: %v; want rnic0's host_port_from_frames above 0\n%s", err, st)
 	}
 }
 
