@@ -35,6 +35,7 @@ func sendPeer(r *Run, ps ...rocepeer.Packet) (time.Time, error) {
 		if err != nil {
 			return at, err
 		}
+		r.Sent = no
 		r.Note("#%d→%s", no, describePacket(r, &p.H))
 	}
 	return at, nil
@@ -145,6 +146,25 @@ func dutTransmissions(r *Run, rel, span int, quiet time.Duration, limit int, rep
 				return n, err
 			}
 		}
+	}
+}
+
+// skipBefore takes the DUT's frames captured before frame no (the tester's
+// answer) that are already there or come within quiet (scaled): the DUT
+// sent them before it could have seen the answer (a retransmission whose
+// timer fired while a slow tester was still answering is no fault). The
+// first later frame is kept for the next step.
+func skipBefore(r *Run, no int, quiet time.Duration) {
+	for {
+		f, ok := nextBy(r, r.Bound(quiet))
+		if !ok {
+			return
+		}
+		if f.No > no {
+			r.pending = append([]Frame{f}, r.pending...)
+			return
+		}
+		r.Note("#%d, sent before #%d reached the DUT", f.No, no)
 	}
 }
 

@@ -115,6 +115,8 @@ type Run struct {
 	pending  []Frame
 	// Last is the last frame an Expect matched.
 	Last Frame
+	// Sent is the capture number of the tester's last frame (sendPeer).
+	Sent int
 }
 
 // MR returns the DUT's MR of that name (zero if the setup has none).
