@@ -51,6 +51,11 @@ func (q *qpObj) destroy(s *Session, reaping bool) error {
 	}
 	q.d.bell.close()
 	s.dev.disown(q.qp)
+	if !reaping {
+		// Everything the QP completed is in the rings before the reply:
+		// the client cleans its CQs of them (the drop-in's ibv_destroy_qp).
+		s.settleCQs()
+	}
 	q.mem.free()
 	s.unreserve(kindQP, 0)
 	s.srv.budget.giveQueue(s.cred.Uid, q.queue)

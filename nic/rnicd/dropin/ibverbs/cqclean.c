@@ -1,8 +1,9 @@
-/* Cleaning a CQ of a QP's completions when the QP goes to RESET, as
- * mlx4 and mlx5 do (their cq_clean): a QP reset and brought up again must
- * not find the flushes of its former life in its CQs (rdma-core's pyverbs
- * rereg tests restate QPs after an error and expect their next
- * completions to be new ones). The completions not yet polled lie in the
+/* Cleaning a CQ of a QP's completions when the QP goes to RESET or is
+ * destroyed, as mlx4 and mlx5 do (their cq_clean): a QP reset and brought
+ * up again must not find the flushes of its former life in its CQs
+ * (rdma-core's pyverbs rereg tests restate QPs after an error and expect
+ * their next completions to be new ones), and a destroyed QP's wr_ids
+ * must not come back to a program that has freed what they name. The completions not yet polled lie in the
  * ring between the consumer index and the producer index the daemon
  * published; the others are moved up towards the producer index, keeping
  * their order, and the consumer index skips what was removed. The daemon
@@ -51,23 +52,4 @@ void rnic_cq_clean(struct rnic_cq *q, struct rnic_qp *qp)
 	}
 	pthread_spin_unlock(&q->lock);
 	rnic_cq_kick(q); /* room was made */
-}
-
-/* rnic_cq_count_srq_recvs counts, on qp's SRQ, the receives of qp whose
- * completions wait in q, before qp goes: polled later, they name no QP
- * and could not be counted then (rqdepth.c); the SRQ would stay fuller
- * than it is. */
-void rnic_cq_count_srq_recvs(struct rnic_cq *q, struct rnic_qp *qp)
-{
-	uint32_t qpn = qp->qpx.qp_base.qp_num, prod;
-
-	pthread_spin_lock(&q->lock);
-	prod = ld32(q->ring, CQ_PROD);
-	if (prod - q->cons <= q->slots)
-		for (uint32_t i = q->cons; i != prod; i++) {
-			uint8_t *s = wc_slot(q, i);
-			if (slot_qpn(s) == qpn && (s[9] & IBV_WC_RECV))
-				rnic_count_recv(qp);
-		}
-	pthread_spin_unlock(&q->lock);
 }

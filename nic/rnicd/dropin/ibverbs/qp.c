@@ -397,8 +397,14 @@ RNIC_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 	int err = rnic_handle_call(c, OP_DESTROY_QP, q->h);
 	if (err && !c->conn.dead)
 		return err;
-	if (qp->srq) /* its receives complete on its recv CQ */
-		rnic_cq_count_srq_recvs((struct rnic_cq *)qp->recv_cq, q);
+	/* Its completions go from its CQs, as mlx5's destroy cleans them: a
+	 * program frees what its wr_ids point at once the QP is gone, and
+	 * libfabric's rxm crashed polling a flush of a destroyed QP (the
+	 * daemon moved them all into the rings before replying). Receives
+	 * removed leave their SRQ's count (cqclean.c). */
+	rnic_cq_clean((struct rnic_cq *)qp->send_cq, q);
+	if (qp->recv_cq != qp->send_cq)
+		rnic_cq_clean((struct rnic_cq *)qp->recv_cq, q);
 	rnic_obj_del(c, OBJ_QP, q->h);
 	rnic_release_rings(c, &q->place);
 	pthread_spin_destroy(&q->sq_lock);

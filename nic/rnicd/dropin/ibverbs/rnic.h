@@ -384,7 +384,6 @@ struct rnic_qp {
 
 /* cqclean.c */
 void rnic_cq_clean(struct rnic_cq *q, struct rnic_qp *qp);
-void rnic_cq_count_srq_recvs(struct rnic_cq *q, struct rnic_qp *qp);
 
 /* rqdepth.c: the receive queue's depth, counted as mlx5 counts it */
 void rnic_note_recv(struct rnic_cq *q, const struct ibv_wc *wc);

@@ -414,6 +414,60 @@ static void query_after_modify(const char *d0, const char *d1)
 	side_free(&b);
 }
 
+/* destroy_clean: a destroyed QP's completions leave its CQ, as mlx5's
+ * destroy cleans them, and another QP's stay: receives posted and flushed
+ * by ERR, the QP destroyed before they are polled (libfabric's rxm
+ * crashed on a flush of a QP it had destroyed and freed). */
+static void destroy_clean(const char *d0)
+{
+	struct side a = {0}, b = {0};
+	struct ibv_qp_attr e = {.qp_state = IBV_QPS_ERR};
+	struct ibv_qp_init_attr qa = {0};
+	struct ibv_wc wc[8];
+	char *buf = calloc(1, 4 * PAGE);
+	struct ibv_mr *mr;
+	int n, got = 0;
+
+	side_open(&a, d0, NULL, NULL, NULL, 32, 4);
+	b.ctx = a.ctx, b.pd = a.pd, b.cq = a.cq;
+	qa.send_cq = qa.recv_cq = a.cq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
+	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+	if (!buf || !(b.qp = ibv_create_qp(a.pd, &qa)))
+		die("destroy_clean: a second QP");
+	mr = reg(a.pd, buf, 4 * PAGE, ALL_ACCESS);
+	reset_to_init(&a);
+	reset_to_init(&b);
+	for (int i = 0; i < 3; i++) {
+		post_recv(a.qp, NULL, mr, buf + i * 64, 64);
+		post_recv(b.qp, NULL, mr, buf + PAGE + i * 64, 64);
+	}
+	if (ibv_modify_qp(a.qp, &e, IBV_QP_STATE) || ibv_modify_qp(b.qp, &e, IBV_QP_STATE))
+		die("destroy_clean: modify to ERR");
+	uint32_t gone = a.qp->qp_num, kept = b.qp->qp_num;
+	if (ibv_destroy_qp(a.qp))
+		die("destroy_clean: ibv_destroy_qp");
+	a.qp = NULL;
+	for (long end = now_ms() + 1000; now_ms() < end;) {
+		if ((n = ibv_poll_cq(a.cq, 8, wc)) < 0)
+			die("destroy_clean: ibv_poll_cq");
+		for (int i = 0; i < n; i++) {
+			check(wc[i].qp_num != gone, "destroy_clean: a completion of the destroyed QP %#x polled", gone);
+			if (wc[i].qp_num == kept)
+				got++;
+		}
+		if (got == 3)
+			break;
+	}
+	check(got == 3, "destroy_clean: %d of the other QP's 3 flushes polled, want 3", got);
+	ibv_destroy_qp(b.qp);
+	ibv_dereg_mr(mr);
+	ibv_destroy_cq(a.cq);
+	free(buf);
+	side_free(&a);
+}
+
 void test_verbs(const char *d0, const char *d1)
 {
 	struct ibv_context *ctx;
@@ -436,4 +490,5 @@ void test_verbs(const char *d0, const char *d1)
 	rq_full(d0, d1);
 	srq_full(d0, d1);
 	resize(d0, d1);
+	destroy_clean(d0);
 }
