@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/rnicd/proto"
 )
@@ -104,7 +106,7 @@ func (t *portTable) ephemeral(ps uint8) uint16 {
 	start := rand.IntN(ephemeralCount)
 	for i := range ephemeralCount {
 		p := uint16(ephemeralFirst + (start+i)%ephemeralCount)
-		if len(t.used[portKey{ps, p}]) == 0 {
+		if len(t.used[portKey{ps, p}]) == 0 && (ps != proto.PortSpaceTCP || kernelTCPFree(p)) {
 			return p
 		}
 	}
@@ -292,4 +294,23 @@ func handleCMUnbind(s *Session, req *Request, rep *Reply) error {
 	}
 	rep.Set(&proto.Empty{})
 	return nil
+}
+
+// kernelTCPFree reports whether no kernel TCP socket holds port on any
+// address: an iWARP NIC on kernel TCP listens there once the client calls
+// rdma_listen, and the kernel hands out the same ephemeral range to
+// connections (a side channel's, the daemon's own), so a port taken there
+// would fail the listen with EADDRINUSE after the bind had promised it
+// (TestCMCorners/iwarp/backlog did, once). Checked by binding [::]:port,
+// dual-stack and without SO_REUSEADDR, so connections in TIME_WAIT count
+// too; a RoCEv2 NIC's rdma_cm ports are no TCP ports, but avoiding busy
+// ones costs nothing.
+func kernelTCPFree(port uint16) bool {
+	fd, err := unix.Socket(unix.AF_INET6, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return true // no IPv6: say nothing rather than refuse every port
+	}
+	defer unix.Close(fd)
+	unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 0)
+	return unix.Bind(fd, &unix.SockaddrInet6{Port: int(port)}) == nil
 }

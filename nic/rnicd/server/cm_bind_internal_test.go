@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"net"
 	"net/netip"
 	"sync/atomic"
 	"testing"
@@ -159,5 +160,24 @@ func TestListenFree(t *testing.T) {
 	}
 	if srv.cmPorts.unlistened(proto.PortSpaceTCP, netip.Addr{}, 7100) {
 		t.Fatal("the port does not count as listened on")
+	}
+}
+
+// A port the kernel's TCP holds (a listener, or a connection's ephemeral
+// port) is not free for an rdma_cm bind of port 0: an iWARP NIC's listen
+// on it would fail after the bind promised it.
+func TestKernelTCPFree(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	busy := uint16(l.Addr().(*net.TCPAddr).Port)
+	if kernelTCPFree(busy) {
+		t.Errorf("port %d, which a kernel listener holds, looks free", busy)
+	}
+	l.Close()
+	if !kernelTCPFree(busy) {
+		t.Errorf("port %d still looks busy after its listener closed", busy)
 	}
 }
