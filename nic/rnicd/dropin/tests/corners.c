@@ -133,8 +133,9 @@ void side_open(struct side *s, const char *dev, struct ibv_comp_channel *ch, voi
 		die("ibv_query_gid");
 }
 
-/* to_rts takes s's QP from RESET to RTS, connected to the QP qpn at gid. */
-void to_rts(struct side *s, uint32_t qpn, const union ibv_gid *gid)
+/* to_rtr takes s's QP from RESET to RTR towards the QP qpn at gid, with
+ * flow_label in its address vector; 0 or the errno of the RTR modify. */
+int to_rtr(struct side *s, uint32_t qpn, const union ibv_gid *gid, uint32_t flow_label)
 {
 	struct ibv_qp_attr a = {0};
 
@@ -151,12 +152,18 @@ void to_rts(struct side *s, uint32_t qpn, const union ibv_gid *gid)
 	a.min_rnr_timer = 1;
 	a.ah_attr.is_global = 1;
 	a.ah_attr.grh.dgid = *gid;
+	a.ah_attr.grh.flow_label = flow_label;
 	a.ah_attr.grh.hop_limit = 64;
 	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-					     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		die("modify to RTR");
-	memset(&a, 0, sizeof(a));
+	return ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+						IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+}
+
+/* rtr_to_rts takes s's QP from RTR to RTS. */
+void rtr_to_rts(struct side *s)
+{
+	struct ibv_qp_attr a = {0};
+
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = 14;
 	a.retry_cnt = 7;
@@ -165,6 +172,14 @@ void to_rts(struct side *s, uint32_t qpn, const union ibv_gid *gid)
 	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 					     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
 		die("modify to RTS");
+}
+
+/* to_rts takes s's QP from RESET to RTS, connected to the QP qpn at gid. */
+void to_rts(struct side *s, uint32_t qpn, const union ibv_gid *gid)
+{
+	if (to_rtr(s, qpn, gid, 0))
+		die("modify to RTR");
+	rtr_to_rts(s);
 }
 
 void connect_pair(struct side *a, struct side *b)

@@ -33,6 +33,8 @@ struct ibv_context *open_named(const char *name);
 int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc, int ms);
 void side_open(struct side *s, const char *dev, struct ibv_comp_channel *ch, void *cq_ctx,
 	       struct ibv_srq *srq, int cqe, int send_wr);
+int to_rtr(struct side *s, uint32_t qpn, const union ibv_gid *gid, uint32_t flow_label);
+void rtr_to_rts(struct side *s);
 void to_rts(struct side *s, uint32_t qpn, const union ibv_gid *gid);
 void connect_pair(struct side *a, struct side *b);
 void pair_close(struct side *a, struct side *b);

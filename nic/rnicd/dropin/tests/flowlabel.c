@@ -9,46 +9,6 @@
 
 static char lbuf[64], rbuf[64];
 
-/* to_rtr_flow takes s's QP from RESET to RTR towards qpn at gid, with a
- * flow label of ~0; 0 or the errno of the RTR modify. */
-static int to_rtr_flow(struct side *s, uint32_t qpn, const union ibv_gid *gid)
-{
-	struct ibv_qp_attr a = {0};
-
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
-	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		die("modify to INIT");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = qpn;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *gid;
-	a.ah_attr.grh.flow_label = ALL_ONES;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	return ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-						IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-}
-
-static void rtr_to_rts(struct side *s)
-{
-	struct ibv_qp_attr a = {0};
-
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-					     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-		die("modify to RTS");
-}
-
 static void ah_flow(struct side *a, const union ibv_gid *dgid)
 {
 	struct ibv_ah_attr aa = {0};
@@ -76,7 +36,7 @@ void test_flowlabel(const char *d0, const char *d1)
 	side_open(&a, d0, NULL, NULL, NULL, 16, 16);
 	side_open(&b, d1, NULL, NULL, NULL, 16, 16);
 	ah_flow(&a, &b.gid);
-	err = to_rtr_flow(&a, b.qp->qp_num, &b.gid);
+	err = to_rtr(&a, b.qp->qp_num, &b.gid, ALL_ONES);
 	check(err == 0, "RC modify to RTR with flow_label ~0 (err %d)", err);
 	if (err)
 		die("no RTR");
