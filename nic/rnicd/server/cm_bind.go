@@ -32,9 +32,6 @@ const (
 	ephemeralCount = 0x7000
 )
 
-// privilegedPorts: ports below it bind only for root (PROT_SOCK).
-const privilegedPorts = 1024
-
 type portKey struct {
 	ps   uint8
 	port uint16
@@ -271,9 +268,10 @@ func handleCMBind(s *Session, req *Request, rep *Reply) error {
 	if m.Addr.IsUnspecified() {
 		m.Addr = netip.Addr{}
 	}
-	if m.Port != 0 && m.Port < privilegedPorts && s.cred.Uid != 0 {
-		// as cma_use_port without CAP_NET_BIND_SERVICE (root stands for it)
-		return fmt.Errorf("rnicd: rdma_cm port %d is privileged: %w", m.Port, nic.ErrPermission)
+	// as cma_use_port without CAP_NET_BIND_SERVICE (root stands for it),
+	// the rule the side channel's listeners follow too (privport.go)
+	if err := s.mayBind(m.Port); err != nil {
+		return err
 	}
 	hookRelease(s)
 	b, err := s.srv.cmPorts.bind(s, m.PortSpace, m.Addr.Unmap(), m.Port, s.srv.limits.MaxCMIDs)

@@ -36,6 +36,6 @@ func (s *Session) mayBind(port uint16) error {
 	if port == 0 || port >= unprivilegedPortStart() || s.cred.Uid == 0 {
 		return nil
 	}
-	return fmt.Errorf("rnicd: port %d is privileged (below net.ipv4.ip_unprivileged_port_start %d): only root may listen on it, as with the kernel's bind: %w",
+	return fmt.Errorf("rnicd: port %d is privileged (below net.ipv4.ip_unprivileged_port_start %d): only root may take it, as with the kernel's bind: %w",
 		port, unprivilegedPortStart(), nic.ErrPermission)
 }
