@@ -37,85 +37,58 @@ func newBudget(lim *Limits) *budget {
 	return &budget{lim: lim, uids: make(map[uint32]*mapped)}
 }
 
-// take counts mrs more MR mappings and bytes more mapped bytes for uid,
-// or refuses them, saying which limit and flag refused.
-func (b *budget) take(uid uint32, mrs int, bytes uint64) error {
+// take counts d more for uid (MR mappings, mapped bytes, queue state),
+// or refuses it, saying which limit and flag refused.
+func (b *budget) take(uid uint32, d mapped) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	u := b.uids[uid]
 	if u == nil {
 		u = &mapped{}
 	}
+	who := "uid " + strconv.Itoa(int(uid))
+	l := b.lim
 	switch {
-	case u.mrs+mrs > b.lim.MaxMRsPerUID:
-		return budgetError(b.lim.MaxMRsPerUID, "MRs of uid "+strconv.Itoa(int(uid)), "--max-mrs-per-uid")
-	case u.bytes+bytes > b.lim.MaxMappedBytesPerUID || u.bytes+bytes < bytes:
-		return budgetError(b.lim.MaxMappedBytesPerUID, "bytes mapped for uid "+strconv.Itoa(int(uid)), "--max-mapped-bytes-per-uid")
-	case b.total.mrs+mrs > b.lim.MaxMappings:
-		return budgetError(b.lim.MaxMappings, "MRs of all clients", "--max-mappings")
-	case b.total.bytes+bytes > b.lim.MaxMappedBytes || b.total.bytes+bytes < bytes:
-		return budgetError(b.lim.MaxMappedBytes, "bytes mapped for all clients", "--max-mapped-bytes")
+	case u.mrs+d.mrs > l.MaxMRsPerUID:
+		return budgetError(l.MaxMRsPerUID, "MRs of "+who, "--max-mrs-per-uid")
+	case over(u.bytes, d.bytes, l.MaxMappedBytesPerUID):
+		return budgetError(l.MaxMappedBytesPerUID, "bytes mapped for "+who, "--max-mapped-bytes-per-uid")
+	case over(u.queue, d.queue, l.MaxQueueBytesPerUID):
+		return budgetError(l.MaxQueueBytesPerUID, "bytes of queue state for "+who, "--max-queue-bytes-per-uid")
+	case b.total.mrs+d.mrs > l.MaxMappings:
+		return budgetError(l.MaxMappings, "MRs of all clients", "--max-mappings")
+	case over(b.total.bytes, d.bytes, l.MaxMappedBytes):
+		return budgetError(l.MaxMappedBytes, "bytes mapped for all clients", "--max-mapped-bytes")
+	case over(b.total.queue, d.queue, l.MaxQueueBytes):
+		return budgetError(l.MaxQueueBytes, "bytes of queue state for all clients", "--max-queue-bytes")
 	}
-	u.mrs += mrs
-	u.bytes += bytes
+	u.add(d)
 	b.uids[uid] = u
-	b.total.mrs += mrs
-	b.total.bytes += bytes
+	b.total.add(d)
 	return nil
 }
+
+// over reports whether have+more passes limit (or wraps).
+func over(have, more, limit uint64) bool { return have+more > limit || have+more < more }
 
 // give returns what take counted.
-func (b *budget) give(uid uint32, mrs int, bytes uint64) {
+func (b *budget) give(uid uint32, d mapped) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	u := b.uids[uid]
 	if u == nil {
 		return
 	}
-	u.mrs -= mrs
-	u.bytes -= bytes
-	b.total.mrs -= mrs
-	b.total.bytes -= bytes
+	u.sub(d)
+	b.total.sub(d)
 	if *u == (mapped{}) {
 		delete(b.uids, uid)
 	}
 }
 
-// takeQueue counts bytes of queue state (queueBytes) for uid, or refuses
-// them.
-func (b *budget) takeQueue(uid uint32, bytes uint64) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	u := b.uids[uid]
-	if u == nil {
-		u = &mapped{}
-	}
-	switch {
-	case u.queue+bytes > b.lim.MaxQueueBytesPerUID || u.queue+bytes < bytes:
-		return budgetError(b.lim.MaxQueueBytesPerUID, "bytes of queue state for uid "+strconv.Itoa(int(uid)), "--max-queue-bytes-per-uid")
-	case b.total.queue+bytes > b.lim.MaxQueueBytes || b.total.queue+bytes < bytes:
-		return budgetError(b.lim.MaxQueueBytes, "bytes of queue state for all clients", "--max-queue-bytes")
-	}
-	u.queue += bytes
-	b.uids[uid] = u
-	b.total.queue += bytes
-	return nil
-}
-
-// giveQueue returns what takeQueue counted.
-func (b *budget) giveQueue(uid uint32, bytes uint64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	u := b.uids[uid]
-	if u == nil {
-		return
-	}
-	u.queue -= bytes
-	b.total.queue -= bytes
-	if *u == (mapped{}) {
-		delete(b.uids, uid)
-	}
-}
+// add adds d to m; sub takes it away.
+func (m *mapped) add(d mapped) { m.mrs, m.bytes, m.queue = m.mrs+d.mrs, m.bytes+d.bytes, m.queue+d.queue }
+func (m *mapped) sub(d mapped) { m.mrs, m.bytes, m.queue = m.mrs-d.mrs, m.bytes-d.bytes, m.queue-d.queue }
 
 // Per-WR state the engines keep in the daemon's heap, whatever is posted
 // (measured on amd64, rounded up): a send slot (the WR, its PSN and

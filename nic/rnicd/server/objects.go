@@ -114,7 +114,7 @@ func (s *Session) reserve(k objKind, bytes uint64) error {
 		}
 	}
 	if k == kindMR {
-		if err := s.srv.budget.take(s.cred.Uid, 1, bytes); err != nil {
+		if err := s.srv.budget.take(s.cred.Uid, mapped{mrs: 1, bytes: bytes}); err != nil {
 			return err
 		}
 	}
@@ -140,7 +140,7 @@ func (s *Session) unreserve(k objKind, bytes uint64) {
 	case kindMR:
 		s.mrs--
 		s.mrBytes -= bytes
-		s.srv.budget.give(s.cred.Uid, 1, bytes)
+		s.srv.budget.give(s.cred.Uid, mapped{mrs: 1, bytes: bytes})
 	default:
 		s.objects--
 	}
@@ -155,7 +155,7 @@ func (s *Session) reserveRing(bytes uint64) error {
 	if s.ring+bytes > lim.MaxRingBytes || s.ring+bytes < bytes {
 		return limitError(lim.MaxRingBytes, "bytes of queue rings", "--max-ring-bytes")
 	}
-	if err := s.srv.budget.take(s.cred.Uid, 0, bytes); err != nil {
+	if err := s.srv.budget.take(s.cred.Uid, mapped{bytes: bytes}); err != nil {
 		return err
 	}
 	s.ring += bytes
@@ -166,6 +166,6 @@ func (s *Session) reserveRing(bytes uint64) error {
 func (s *Session) unreserveRing(bytes uint64) {
 	s.mu.Lock()
 	s.ring -= bytes
-	s.srv.budget.give(s.cred.Uid, 0, bytes)
+	s.srv.budget.give(s.cred.Uid, mapped{bytes: bytes})
 	s.mu.Unlock()
 }

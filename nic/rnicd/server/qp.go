@@ -58,7 +58,7 @@ func (q *qpObj) destroy(s *Session, reaping bool) error {
 	}
 	q.mem.free()
 	s.unreserve(kindQP, 0)
-	s.srv.budget.giveQueue(s.cred.Uid, q.queue)
+	s.srv.budget.give(s.cred.Uid, mapped{queue: q.queue})
 	return nil
 }
 
@@ -127,12 +127,12 @@ func handleCreateQP(s *Session, req *Request, rep *Reply) error {
 	// The engines allocate the queues whole when the QP is made: charge
 	// them first.
 	cost := queueBytes(m.Cap)
-	if err := s.srv.budget.takeQueue(s.cred.Uid, cost); err != nil {
+	if err := s.srv.budget.take(s.cred.Uid, mapped{queue: cost}); err != nil {
 		return err
 	}
 	q, layout, err := createQPObj(s, pd, init, m.Type == verbs.QPTypeUD)
 	if err != nil {
-		s.srv.budget.giveQueue(s.cred.Uid, cost)
+		s.srv.budget.give(s.cred.Uid, mapped{queue: cost})
 		return err
 	}
 	q.queue = cost
