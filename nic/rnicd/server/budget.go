@@ -87,8 +87,12 @@ func (b *budget) give(uid uint32, d mapped) {
 }
 
 // add adds d to m; sub takes it away.
-func (m *mapped) add(d mapped) { m.mrs, m.bytes, m.queue = m.mrs+d.mrs, m.bytes+d.bytes, m.queue+d.queue }
-func (m *mapped) sub(d mapped) { m.mrs, m.bytes, m.queue = m.mrs-d.mrs, m.bytes-d.bytes, m.queue-d.queue }
+func (m *mapped) add(d mapped) {
+	m.mrs, m.bytes, m.queue = m.mrs+d.mrs, m.bytes+d.bytes, m.queue+d.queue
+}
+func (m *mapped) sub(d mapped) {
+	m.mrs, m.bytes, m.queue = m.mrs-d.mrs, m.bytes-d.bytes, m.queue-d.queue
+}
 
 // Per-WR state the engines keep in the daemon's heap, whatever is posted
 // (measured on amd64, rounded up): a send slot (the WR, its PSN and
