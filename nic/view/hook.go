@@ -12,7 +12,6 @@ import (
 	"net/netip"
 	"os"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/rnicd/client"
 )
 
@@ -38,12 +37,11 @@ func hostPrefixes(closer io.Closer) []netip.Prefix {
 }
 
 // attachHostPort asks rnicd (client.AttachHostPort). A NIC with no wire
-// (not in the TAP mode), an older daemon, and a daemon that keeps its wire
-// from this user (only root or its own user may put frames on it) leave
-// the view's interface local.
+// (not in the TAP mode) and an older daemon leave the view's interface
+// local; any user gets a host port (a user's speaks only as the NIC).
 func attachHostPort(socket, device string, tap *os.File) (net.HardwareAddr, io.Closer, error) {
 	mac, closer, err := client.AttachHostPort(socket, device, tap)
-	if errors.Is(err, client.ErrNotSupported) || errors.Is(err, nic.ErrPermission) {
+	if errors.Is(err, client.ErrNotSupported) {
 		return nil, nil, fmt.Errorf("%w: %v", ErrNotSupported, err)
 	}
 	return mac, closer, err
