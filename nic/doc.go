@@ -84,7 +84,7 @@
 //	transports transport, transport/clock, transport/udp, transport/stream, tap
 //	backends   nic/embedded, nic/tapnic, nic/rdmacm, nic/passthrough, nic/rnicd/client
 //	server     nic/rnicd/proto, nic/rnicd/server, nic/rnicd/dropin (C drop-in libraries)
-//	programs   nic/tools/{perf,pingpong,rping,demo,sim,ladder}
+//	programs   cmd/internal/{perf,pingpong,rping,demo,sim,ladder}
 //	binaries   cmd/rnic, cmd/rnicd, cmd/interop
 //
 // # Concurrency

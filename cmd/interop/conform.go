@@ -21,7 +21,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rnic/rnic/nic/tools/conform"
+	"github.com/rnic/rnic/cmd/internal/conform"
 )
 
 // conformTarget is one suite run: a guest, the device the agent opens

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/rnic/rnic/nic/tools/conform"
-	"github.com/rnic/rnic/nic/tools/conform/agent"
+	"github.com/rnic/rnic/cmd/internal/conform"
+	"github.com/rnic/rnic/cmd/internal/conform/agent"
 )
 
 const conformHelp = `usage: rnic conform agent [-d DEVICE] [--addr IP | --tap NAME --ip CIDR] [--transport roce|iwarp] [--listen ADDR:PORT] [--tester IP]

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rnic/rnic/nic/tools/conform"
+	"github.com/rnic/rnic/cmd/internal/conform"
 	"github.com/rnic/rnic/transport"
 )
 

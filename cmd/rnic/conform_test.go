@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rnic/rnic/nic/tools/conform"
+	"github.com/rnic/rnic/cmd/internal/conform"
 	"github.com/rnic/rnic/roce/decode"
 	"github.com/rnic/rnic/tap/taptest"
 )

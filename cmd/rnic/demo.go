@@ -10,10 +10,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/rnic/rnic/cmd/internal/demo"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
-	"github.com/rnic/rnic/nic/tools/demo"
 	"github.com/rnic/rnic/roce/wire"
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/udp"

@@ -13,9 +13,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/rnic/rnic/cmd/internal/ladder"
+	"github.com/rnic/rnic/cmd/internal/sim"
 	"github.com/rnic/rnic/nic/embedded"
-	"github.com/rnic/rnic/nic/tools/ladder"
-	"github.com/rnic/rnic/nic/tools/sim"
 	"github.com/rnic/rnic/transport"
 )
 

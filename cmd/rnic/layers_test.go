@@ -24,7 +24,7 @@ func TestProgramsUseTheVerbsAPI(t *testing.T) {
 		for _, rel := range extra {
 			allowed[mod+rel] = true
 		}
-		files, err := filepath.Glob(filepath.Join("..", "..", "nic", "tools", prog, "*.go"))
+		files, err := filepath.Glob(filepath.Join("..", "internal", prog, "*.go"))
 		if err != nil || len(files) == 0 {
 			t.Fatalf("%s: no sources (%v)", prog, err)
 		}
@@ -39,7 +39,7 @@ func TestProgramsUseTheVerbsAPI(t *testing.T) {
 			for _, im := range ast.Imports {
 				path, _ := strconv.Unquote(im.Path.Value)
 				rel, ok := strings.CutPrefix(path, mod)
-				if !ok || allowed[path] || strings.HasPrefix(rel, "nic/") || rel == "nic" || rel == "memory" {
+				if !ok || allowed[path] || strings.HasPrefix(rel, "nic/") || strings.HasPrefix(rel, "cmd/internal/") || rel == "nic" || rel == "memory" {
 					continue
 				}
 				t.Errorf("%s imports %s: a program uses the verbs API and the backends", f, path)

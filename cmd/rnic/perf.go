@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/rnic/rnic/cmd/internal/perf"
 	"github.com/rnic/rnic/nic/ibv"
-	"github.com/rnic/rnic/nic/tools/perf"
 )
 
 const perfHelp = `usage: rnic perf [TEST] [flags]                        both sides in this process

@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/rnic/rnic/cmd/internal/pingpong"
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
-	"github.com/rnic/rnic/nic/tools/pingpong"
 )
 
 const pingpongHelp = `usage: rnic pingpong [flags]            start a server and wait for connection

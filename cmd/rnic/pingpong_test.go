@@ -2,20 +2,19 @@ package main
 
 import (
 	"bytes"
+	"github.com/rnic/rnic/transport/porttest"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/rnic/rnic/nic/tools/loopback"
 )
 
 // freePort returns a TCP port that was free a moment ago, below the
-// ephemeral range (loopback.FreePort).
+// ephemeral range (porttest.FreePort).
 func freePort(t *testing.T) string {
 	t.Helper()
-	p, err := loopback.FreePort()
+	p, err := porttest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/rnic/rnic/cmd/internal/rping"
 	"github.com/rnic/rnic/nic/ibv"
-	"github.com/rnic/rnic/nic/tools/rping"
 )
 
 const rpingHelp = `usage: rnic rping -s [-vVd] [-S size] [-C count] [-a addr] [-p port] [--iwarp] [--ib-dev DEV]

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/rnic/rnic/nic/tools/sim"
+	"github.com/rnic/rnic/cmd/internal/sim"
 )
 
 const simHelp = `usage: rnic sim [flags]

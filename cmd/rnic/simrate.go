@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rnic/rnic/nic/tools/sim"
+	"github.com/rnic/rnic/cmd/internal/sim"
 )
 
 // simClock measures a sim run's wall and CPU time for --timing.

@@ -49,7 +49,7 @@ type IWARPConfig struct {
 	// then hands it over); an FPDU arriving in between sits in the
 	// socket unread until more data comes, and a ping-pong program then
 	// waits forever. Seen in the lab with an RTR (rping's first SEND
-	// 0.3 ms after the RTR: every time) and, by nic/tools/rping, without
+	// 0.3 ms after the RTR: every time) and, by cmd/internal/rping, without
 	// one under load (about one run in five; not reproduced through
 	// rnicd, whose first SEND comes 0.4-10 ms after the Reply). A Linux
 	// initiator, slower, sends milliseconds later.
@@ -68,7 +68,7 @@ type IWARPConfig struct {
 }
 
 // DefaultSettle is a Settle that covers a siw peer in a slow (TCG) guest
-// under load, as nic/tools/rping measured it.
+// under load, as cmd/internal/rping measured it.
 const DefaultSettle = 100 * time.Millisecond
 
 // The engine's figures a program sizes its iWARP use by, so that it needs

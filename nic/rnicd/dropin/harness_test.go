@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/rnic/rnic/transport/porttest"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -21,8 +22,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/rnic/rnic/nic/tools/loopback"
 )
 
 // programTimeout bounds one program (or a server/client pair): generous
@@ -232,11 +231,11 @@ func loopbackAddr() string {
 }
 
 // freeTCPPort returns a TCP port free a moment ago, below the ephemeral
-// range (loopback.FreePort), for a program's side channel (servers listen
+// range (porttest.FreePort), for a program's side channel (servers listen
 // on every address).
 func freeTCPPort(t testing.TB) int {
 	t.Helper()
-	p, err := loopback.FreePort()
+	p, err := porttest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

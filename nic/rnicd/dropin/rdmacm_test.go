@@ -2,6 +2,7 @@ package dropin
 
 import (
 	"fmt"
+	"github.com/rnic/rnic/transport/porttest"
 	"io"
 	"net/netip"
 	"os"
@@ -13,8 +14,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/rnic/rnic/nic/tools/loopback"
 )
 
 // The rdma_cm programs of rdmacm-utils and perftest -R, unmodified, on
@@ -27,7 +26,7 @@ import (
 // below the kernel's ephemeral range: a connection of an earlier test may
 // still hold an ephemeral port there (the listen would fail, EADDRINUSE).
 func cmPort() string {
-	p, err := loopback.FreePort()
+	p, err := porttest.FreePort()
 	if err != nil {
 		panic(err) // no free port below the range: nothing to test on
 	}
