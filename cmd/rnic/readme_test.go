@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,7 +14,9 @@ import (
 	"time"
 )
 
-// The README's examples, checked so that they cannot drift:
+// The examples of every README.md in the tree (the first page at the top,
+// each component's manual beside its code), checked so that they cannot
+// drift:
 //
 //   - a ```go block is excerpts of an example in a _test.go file of the
 //     repository (go test compiles every Example, and runs those with an
@@ -25,27 +29,78 @@ import (
 //     next "$" is a server the next one needs, run alongside;
 //   - every other rnic or rnicd command line of a block names a real
 //     command and real flags; the commands that need root, a lab or
-//     hardware are checked so, not run.
+//     hardware are checked so, not run; a make command names a target of
+//     the Makefile;
+//   - every relative link names a file or folder of the tree.
+//
+// Command lines are written as run from the repository's root (bin/rnic,
+// testdata/...), whichever README holds them.
 
-const readmePath = "../../README.md"
+// repoRoot is the repository's root, seen from this package.
+const repoRoot = "../.."
 
-// readmeBlock is one fenced block of the README.
+// readmeBlock is one fenced block of a README.
 type readmeBlock struct {
 	lang  string
 	line  int // of the opening fence
 	lines []string
 }
 
-func readmeBlocks(t *testing.T) []readmeBlock {
+// readme is one README.md of the tree.
+type readme struct {
+	path   string // from the repository's root, for messages
+	text   string
+	blocks []readmeBlock
+}
+
+// at names a line of the README for a message: "cmd/rnic/README.md:12".
+func (r readme) at(line int) string {
+	return fmt.Sprintf("%s:%d", r.path, line)
+}
+
+// readmes reads every README.md of the tree but hidden folders (.git,
+// .ci) and build output; the top one comes first.
+func readmes(t *testing.T) []readme {
 	t.Helper()
-	f, err := os.Open(readmePath)
+	var out []readme
+	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != repoRoot && (strings.HasPrefix(d.Name(), ".") || isBuildOutput(path)) {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || d.Name() != "README.md" {
+			return nil
+		}
+		rel, _ := filepath.Rel(repoRoot, path)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		out = append(out, readme{path: filepath.ToSlash(rel), text: string(b), blocks: readmeBlocks(t, rel, string(b))})
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	if len(out) == 0 || out[0].path != "README.md" {
+		t.Fatal("no README.md at the repository's root")
+	}
+	return out
+}
+
+// isBuildOutput: the folders make build writes (bin, lib) at the root.
+func isBuildOutput(path string) bool {
+	rel, _ := filepath.Rel(repoRoot, path)
+	return rel == "bin" || rel == "lib"
+}
+
+func readmeBlocks(t *testing.T, path, text string) []readmeBlock {
+	t.Helper()
 	var out []readmeBlock
 	var cur *readmeBlock
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(strings.NewReader(text))
 	for n := 1; sc.Scan(); n++ {
 		l := sc.Text()
 		switch {
@@ -59,7 +114,7 @@ func readmeBlocks(t *testing.T) []readmeBlock {
 		}
 	}
 	if cur != nil {
-		t.Fatalf("README.md:%d: block never closed", cur.line)
+		t.Fatalf("%s:%d: block never closed", path, cur.line)
 	}
 	return out
 }
@@ -67,8 +122,8 @@ func readmeBlocks(t *testing.T) []readmeBlock {
 // TestReadmeGoBlocks: every Go block is excerpts of a tested example.
 func TestReadmeGoBlocks(t *testing.T) {
 	var tests []string // the repository's _test.go files, read
-	filepath.WalkDir("../..", func(path string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() && strings.HasPrefix(d.Name(), ".") && path != "../.." {
+	filepath.WalkDir(repoRoot, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && strings.HasPrefix(d.Name(), ".") && path != repoRoot {
 			return filepath.SkipDir // .git, .ci
 		}
 		if err == nil && !d.IsDir() && strings.HasSuffix(path, "_test.go") {
@@ -79,24 +134,26 @@ func TestReadmeGoBlocks(t *testing.T) {
 		return nil
 	})
 	n := 0
-	for _, b := range readmeBlocks(t) {
-		if b.lang != "go" {
-			continue
-		}
-		n++
-		found := false
-		for _, src := range tests {
-			if holdsExcerpts(src, b.lines) {
-				found = true
-				break
+	for _, r := range readmes(t) {
+		for _, b := range r.blocks {
+			if b.lang != "go" {
+				continue
 			}
-		}
-		if !found {
-			t.Errorf("README.md:%d: this Go block is not excerpts of any example test:\n%s", b.line, strings.Join(b.lines, "\n"))
+			n++
+			found := false
+			for _, src := range tests {
+				if holdsExcerpts(src, b.lines) {
+					found = true
+					break
+				}
+			}
+			if !found {
+				t.Errorf("%s: this Go block is not excerpts of any example test:\n%s", r.at(b.line), strings.Join(b.lines, "\n"))
+			}
 		}
 	}
 	if n == 0 {
-		t.Error("no Go block in the README")
+		t.Error("no Go block in any README")
 	}
 }
 
@@ -155,24 +212,26 @@ var readmeTestArgs = map[string][]string{
 // TestReadmeSessions runs every sample session and compares its output.
 func TestReadmeSessions(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs the README's sample commands (about 20 s)")
+		t.Skip("runs the READMEs' sample commands (about 20 s)")
 	}
 	n := 0
-	for _, b := range readmeBlocks(t) {
-		if len(b.lines) == 0 || !strings.HasPrefix(b.lines[0], "$ ") {
-			continue
-		}
-		for _, s := range sessionSteps(b) {
-			if !s.runnable() {
-				checkCommandLine(t, b.line, s.cmd)
+	for _, r := range readmes(t) {
+		for _, b := range r.blocks {
+			if len(b.lines) == 0 || !strings.HasPrefix(b.lines[0], "$ ") {
 				continue
 			}
-			n++
-			s.run(t, b.line)
+			for _, s := range sessionSteps(b) {
+				if !s.runnable() {
+					checkCommandLine(t, r.at(b.line), s.cmd)
+					continue
+				}
+				n++
+				s.run(t, r.at(b.line))
+			}
 		}
 	}
 	if n == 0 {
-		t.Error("no runnable sample session in the README")
+		t.Error("no runnable sample session in any README")
 	}
 }
 
@@ -237,13 +296,13 @@ func (s *sessionStep) args() []string {
 	return append(out, readmeTestArgs[f[0]]...)
 }
 
-func (s *sessionStep) run(t *testing.T, line int) {
+func (s *sessionStep) run(t *testing.T, where string) {
 	t.Helper()
 	args := s.args()
 	for _, a := range args {
 		if strings.Contains(a, "/shared/") {
 			if _, err := os.Stat(a); err != nil {
-				t.Logf("README.md:%d: %q not run: %s is not here", line, s.cmd, a)
+				t.Logf("%s: %q not run: %s is not here", where, s.cmd, a)
 				return
 			}
 		}
@@ -257,7 +316,7 @@ func (s *sessionStep) run(t *testing.T, line int) {
 		go func() { done <- runIn(ctx, sargs, &sout, &serr) }()
 		defer func() {
 			if code := <-done; code != 0 {
-				t.Errorf("README.md:%d: %q: exit %d\n%s%s", line, s.server.cmd, code, sout.String(), serr.String())
+				t.Errorf("%s: %q: exit %d\n%s%s", where, s.server.cmd, code, sout.String(), serr.String())
 			}
 		}()
 	}
@@ -265,12 +324,12 @@ func (s *sessionStep) run(t *testing.T, line int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if code := runIn(ctx, args, &out, &errb); code != 0 {
-		t.Errorf("README.md:%d: %q: exit %d\n%s%s", line, s.cmd, code, out.String(), errb.String())
+		t.Errorf("%s: %q: exit %d\n%s%s", where, s.cmd, code, out.String(), errb.String())
 		return
 	}
 	if missing := unmatched(s.output, out.String()+errb.String()); missing != "" {
-		t.Errorf("README.md:%d: %q: the sample's line\n  %s\nis not in its output (in order, numbers aside):\n%s%s",
-			line, s.cmd, missing, out.String(), errb.String())
+		t.Errorf("%s: %q: the sample's line\n  %s\nis not in its output (in order, numbers aside):\n%s%s",
+			where, s.cmd, missing, out.String(), errb.String())
 	}
 }
 
@@ -328,16 +387,18 @@ func unmatched(sample []string, output string) string {
 	return ""
 }
 
-// TestReadmeCommandLines: every rnic and rnicd command line of the
-// README's shell blocks names a command and flags that exist.
+// TestReadmeCommandLines: every rnic, rnicd and make command line of the
+// READMEs' blocks names a command and flags (a target) that exist.
 func TestReadmeCommandLines(t *testing.T) {
-	for _, b := range readmeBlocks(t) {
-		for _, l := range b.lines {
-			l = strings.TrimPrefix(strings.TrimSpace(l), "$ ")
-			if i := strings.Index(l, " #"); i >= 0 {
-				l = l[:i]
+	for _, r := range readmes(t) {
+		for _, b := range r.blocks {
+			for _, l := range b.lines {
+				l = strings.TrimPrefix(strings.TrimSpace(l), "$ ")
+				if i := strings.Index(l, " #"); i >= 0 {
+					l = l[:i]
+				}
+				checkCommandLine(t, r.at(b.line), l)
 			}
-			checkCommandLine(t, b.line, l)
 		}
 	}
 }
@@ -345,7 +406,7 @@ func TestReadmeCommandLines(t *testing.T) {
 // rnicdSource is cmd/rnicd's source, where its flags are declared.
 var rnicdSource = func() string {
 	var all []byte
-	files, _ := filepath.Glob("../rnicd/*.go")
+	files, _ := filepath.Glob(filepath.Join(repoRoot, "cmd/rnicd/*.go"))
 	for _, f := range files {
 		if !strings.HasSuffix(f, "_test.go") {
 			b, _ := os.ReadFile(f)
@@ -355,12 +416,13 @@ var rnicdSource = func() string {
 	return string(all)
 }()
 
-// checkCommandLine checks one shell line if it runs rnic or rnicd.
-func checkCommandLine(t *testing.T, line int, l string) {
+// checkCommandLine checks one shell line if it runs rnic, rnicd or make;
+// where names the block for messages.
+func checkCommandLine(t *testing.T, where string, l string) {
 	t.Helper()
 	f := strings.Fields(l)
-	if len(f) > 0 && f[0] == "sudo" {
-		f = f[1:]
+	for len(f) > 0 && (f[0] == "sudo" || strings.Contains(f[0], "=") && !strings.HasPrefix(f[0], "-")) {
+		f = f[1:] // sudo, and VAR=value before a command
 	}
 	if len(f) == 0 {
 		return
@@ -372,7 +434,7 @@ func checkCommandLine(t *testing.T, line int, l string) {
 		}
 		c := lookup(f[1])
 		if c == nil {
-			t.Errorf("README.md:%d: %q: no command %q", line, l, f[1])
+			t.Errorf("%s: %q: no command %q", where, l, f[1])
 			return
 		}
 		help, _, _ := rnic(t, f[1], "--help")
@@ -381,17 +443,36 @@ func checkCommandLine(t *testing.T, line int, l string) {
 				break
 			}
 			if flag, ok := flagOf(a); ok && !strings.Contains(help, flag) {
-				t.Errorf("README.md:%d: %q: rnic %s has no flag %s", line, l, f[1], a)
+				t.Errorf("%s: %q: rnic %s has no flag %s", where, l, f[1], a)
 			}
 		}
 	case "rnicd":
 		for _, a := range f[1:] {
 			if flag, ok := flagOf(a); ok && !strings.Contains(rnicdSource, `"`+strings.TrimLeft(flag, "-")+`"`) {
-				t.Errorf("README.md:%d: %q: rnicd has no flag %s", line, l, a)
+				t.Errorf("%s: %q: rnicd has no flag %s", where, l, a)
+			}
+		}
+	case "make":
+		for _, a := range f[1:] {
+			if strings.HasPrefix(a, "-") {
+				return // make -C DIR: another Makefile
+			}
+			if !strings.Contains(a, "=") && !makeTargets[a] {
+				t.Errorf("%s: %q: the Makefile has no target %s", where, l, a)
 			}
 		}
 	}
 }
+
+// makeTargets are the top Makefile's targets.
+var makeTargets = func() map[string]bool {
+	b, _ := os.ReadFile(filepath.Join(repoRoot, "Makefile"))
+	out := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^([a-zA-Z0-9_-]+):`).FindAllStringSubmatch(string(b), -1) {
+		out[m[1]] = true
+	}
+	return out
+}()
 
 // flagOf is how a command's help names the flag argument a is: "--name"
 // or "-x, " for a shorthand; ok is false for an argument that is not a
@@ -414,11 +495,68 @@ func flagOf(a string) (string, bool) {
 // server waited with its QP in INIT.
 func TestReadmeNetnsLoopback(t *testing.T) {
 	add := regexp.MustCompile(`\bip netns add (\S+)`)
-	for _, b := range readmeBlocks(t) {
-		text := strings.Join(b.lines, "\n")
-		for _, m := range add.FindAllStringSubmatch(text, -1) {
-			if !strings.Contains(text, "ip -n "+m[1]+" link set lo up") {
-				t.Errorf("README.md:%d: namespace %s is made without `ip -n %s link set lo up`", b.line, m[1], m[1])
+	for _, r := range readmes(t) {
+		for _, b := range r.blocks {
+			text := strings.Join(b.lines, "\n")
+			for _, m := range add.FindAllStringSubmatch(text, -1) {
+				if !strings.Contains(text, "ip -n "+m[1]+" link set lo up") {
+					t.Errorf("%s: namespace %s is made without `ip -n %s link set lo up`", r.at(b.line), m[1], m[1])
+				}
+			}
+		}
+	}
+}
+
+// TestReadmeLinks: every relative link of a README ([text](path), images
+// too) names a file or folder of the tree, so a moved file shows here.
+func TestReadmeLinks(t *testing.T) {
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	for _, r := range readmes(t) {
+		for i, l := range strings.Split(r.text, "\n") {
+			for _, m := range link.FindAllStringSubmatch(l, -1) {
+				target, _, _ := strings.Cut(m[1], "#")
+				if target == "" || strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				p := filepath.Join(repoRoot, filepath.Dir(r.path), target)
+				if _, err := os.Stat(p); err != nil {
+					t.Errorf("%s: link to %s: no such file in the tree", r.at(i+1), m[1])
+				}
+			}
+		}
+	}
+}
+
+// TestReadmeFirstPage: the top README stays a first page (what rnic is,
+// how to start, where to read on) and the commands it gives to set up are
+// the ones CI runs, so that a user's first commands are tested ones.
+func TestReadmeFirstPage(t *testing.T) {
+	top := readmes(t)[0]
+	if n := strings.Count(top.text, "\n"); n > 220 {
+		t.Errorf("README.md has %d lines: a first page has about 200; move detail into a component's README.md", n)
+	}
+	ci, err := os.ReadFile(filepath.Join(repoRoot, ".ci/run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	setup := top.blocks[0] // the first block: the set-up commands
+	for _, l := range setup.lines {
+		cmd, _, _ := strings.Cut(l, "#")
+		cmd = strings.TrimSpace(cmd)
+		if strings.HasPrefix(cmd, "make ") && !regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(cmd)+`$`).Match(ci) {
+			t.Errorf("%s: %q is not a line of .ci/run: CI must run what the first page says", top.at(setup.line), cmd)
+		}
+	}
+}
+
+// TestReadmeNoIssueNumbers: the manuals say what is, not which ticket
+// made it so; "issue N" means nothing to a reader of a clone.
+func TestReadmeNoIssueNumbers(t *testing.T) {
+	cite := regexp.MustCompile(`(?i)\bissues? (#|no\.? ?)?[0-9]+`)
+	for _, r := range readmes(t) {
+		for i, l := range strings.Split(r.text, "\n") {
+			if m := cite.FindString(l); m != "" {
+				t.Errorf("%s: %q cites a ticket", r.at(i+1), m)
 			}
 		}
 	}
