@@ -49,10 +49,10 @@ type node struct {
 	close    func() error
 	iw       *embedded.IWARPNIC // an iWARP stage's NIC, with its connection manager
 	pd       *nic.PD
-	buf  []byte
-	mr   *nic.MR
-	addr netip.Addr
-	mac  [6]byte
+	buf      []byte
+	mr       *nic.MR
+	addr     netip.Addr
+	mac      [6]byte
 }
 
 // bufVA is where each node's buffer is registered: the addresses on the
