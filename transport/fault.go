@@ -306,6 +306,9 @@ func (out fate) scripted(st *Counters, frame []byte, v Verdict) fate {
 		if len(v.frame) == 0 {
 			return out.lose(st)
 		}
+		// The link changed the frame's bytes: a capture's reader is told
+		// so as for a random bit flip (NoteCorrupted).
+		out.corrupted = true
 		return out.one(v.frame, 0)
 	}
 	return out.one(frame, 0)

@@ -10,7 +10,7 @@ type LinkNote uint8
 const (
 	NoteLost      LinkNote = 1 << iota // recorded when sent; it never arrived
 	NoteDuplicate                      // the second copy of a duplicated frame
-	NoteCorrupted                      // a bit was flipped on the wire
+	NoteCorrupted                      // its bytes were changed on the wire (a flipped bit, a script's replacement)
 	NoteHeld                           // delayed or held back (reordered) on the wire
 )
 

@@ -25,6 +25,7 @@ var commands = []command{
 	{"decode", "print the RoCEv2 frames and iWARP FPDUs of captures, checking ICRCs and MPA CRCs", runDecode},
 	{"demo", "two NICs over loopback UDP perform every operation, explained step by step", runDemo},
 	{"sim", "two NICs over a simulated faulty link under a checked workload", runSim},
+	{"lab", "named teaching scenarios: one protocol behaviour each, scripted and replayable", runLab},
 	{"pingpong", "ibv_rc_pingpong: bounce SENDs between two NICs, its output and side channel", runPingpong},
 	{"perf", "perftest: bandwidth and latency of WRITE/READ/SEND/atomics, against raw UDP", runPerf},
 	{"rping", "librdmacm rping: READ and WRITE a ping buffer steered by SENDs, rdma_cm over RoCEv2 or iWARP", runRping},

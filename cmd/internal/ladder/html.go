@@ -22,7 +22,7 @@ type frameInfo struct {
 // interaction (nothing is fetched from the network).
 func WriteHTML(w io.Writer, evs []Event, o Options) error {
 	evs = selectEvents(evs, o)
-	d := newDiagram(evs, o, "data-")
+	d := newDiagram(evs, o, "data-", true)
 	info := make(map[string]frameInfo, len(evs))
 	qpSet := map[string]bool{}
 	for i := range evs {
@@ -47,8 +47,11 @@ func WriteHTML(w io.Writer, evs []Event, o Options) error {
 		b.WriteString(`<option value="` + q + `">` + q + "</option>")
 	}
 	b.WriteString("</select> <span class=\"hint\">click an arrow for its decode; click a band to expand it</span></div>\n")
+	writeLegend(&b)
 	b.WriteString("<div id=\"wrap\"><div id=\"pic\">\n")
-	d.svg(&b, "")
+	// The diagram scales down to its pane, never up: every lifeline and
+	// arrow head stays in view without scrolling sideways.
+	d.svg(&b, ` style="max-width:`+num(d.width)+`px"`)
 	b.WriteString("</div>\n<div id=\"detail\"><p class=\"hint\">No frame selected.</p></div></div>\n")
 	b.WriteString("<script type=\"application/json\" id=\"frames\">")
 	// </script> cannot occur: json.Marshal escapes < and >.
@@ -56,6 +59,16 @@ func WriteHTML(w io.Writer, evs []Event, o Options) error {
 	b.WriteString("</script>\n<script>\n" + pageJS + "</script>\n</body></html>\n")
 	_, err = w.Write(b.Bytes())
 	return err
+}
+
+// writeLegend writes the legend as HTML, whose items wrap to the window's
+// width, each with its drawing as a small inline SVG.
+func writeLegend(b *bytes.Buffer) {
+	b.WriteString(`<div id="legend">`)
+	for _, it := range legendItems() {
+		b.WriteString(`<span class="item"><svg width="40" height="12" viewBox="-2 -6 40 12">` + it.draw + `</svg>` + esc(it.text) + `</span>`)
+	}
+	b.WriteString("</div>\n")
 }
 
 func sortedKeys(m map[string]bool) []string {
@@ -73,9 +86,19 @@ func sortedKeys(m map[string]bool) []string {
 
 const pageCSS = `body { margin: 0; font-family: sans-serif; background: #fff; color: #111; }
 #bar { position: sticky; top: 0; background: #f4f4f4; padding: 6px 10px; border-bottom: 1px solid #ccc; z-index: 1; }
+#legend { display: flex; flex-wrap: wrap; gap: 2px 18px; padding: 4px 10px; font-size: 12px; border-bottom: 1px solid #eee; }
+#legend .item { display: inline-flex; align-items: center; gap: 4px; white-space: nowrap; }
 #wrap { display: flex; align-items: flex-start; }
-#pic { flex: 1 1 auto; overflow: auto; }
-#detail { flex: 0 0 420px; position: sticky; top: 40px; max-height: 90vh; overflow: auto; padding: 8px 12px; border-left: 1px solid #ccc; font-size: 13px; }
+#pic { flex: 1 1 auto; min-width: 0; overflow-x: hidden; }
+#pic svg { display: block; width: 100%; height: auto; }
+#detail { flex: 0 0 420px; position: sticky; top: 40px; max-height: 90vh; overflow: auto; padding: 8px 12px; border-left: 1px solid #ccc; font-size: 13px; background: #fff; }
+#detail button.close { float: right; }
+/* Below a wide screen the panel folds away: it floats over the diagram's
+   corner only while a frame is shown, so the diagram has the whole width. */
+@media (max-width: 1599px) {
+  #detail { position: fixed; right: 8px; bottom: 8px; top: auto; width: min(440px, 60vw); max-height: 55vh; border: 1px solid #999; box-shadow: 0 2px 10px rgba(0,0,0,0.3); }
+  #detail:not([data-frame]) { display: none; }
+}
 #detail pre { white-space: pre-wrap; word-break: break-all; background: #f7f7f7; padding: 6px; }
 #detail table { border-collapse: collapse; }
 #detail td { border-bottom: 1px solid #eee; padding: 1px 6px; font-family: monospace; vertical-align: top; }
@@ -135,6 +158,10 @@ function show(n) {
   }
   box.innerHTML = '';
   box.setAttribute('data-frame', n);
+  var close = text('button', '\u00d7');
+  close.className = 'close'; close.title = 'close';
+  close.addEventListener('click', function () { box.removeAttribute('data-frame'); box.innerHTML = ''; });
+  box.appendChild(close);
   box.appendChild(text('h3', 'Frame ' + n + ' (' + f['class'] + ')'));
   box.appendChild(text('pre', f.decode)).id = 'decode';
   if (f.spec) {
@@ -187,8 +214,30 @@ function fromHash() {
     click(g.querySelector('line, path'));
   }
 }
+// #measure writes where the lifelines and arrows lie against the visible
+// part of the diagram's pane into <pre id="measure"> (the browser test
+// reads it): the layout's promise is that they are in view.
+function measure() {
+  var pane = document.getElementById('pic').getBoundingClientRect();
+  var left = Math.max(pane.left, 0), right = Math.min(pane.right, window.innerWidth);
+  var xs = function (sel) {
+    var out = [], els = svg.querySelectorAll(sel);
+    for (var i = 0; i < els.length; i++) {
+      if (els[i].closest('[display="none"]')) continue;
+      var r = els[i].getBoundingClientRect(); out.push([r.left, r.right]);
+    }
+    return out;
+  };
+  var lg = document.getElementById('legend'), pre = document.createElement('pre');
+  pre.id = 'measure';
+  pre.textContent = JSON.stringify({left: left, right: right, lanes: xs('line.lane'),
+    arrows: xs('g.frame line, g.frame path'), pageOverflow: document.documentElement.scrollWidth - window.innerWidth,
+    legendOverflow: lg.scrollWidth - lg.clientWidth});
+  document.body.appendChild(pre);
+}
 function click(el) { el.dispatchEvent(new MouseEvent('click', {bubbles: true, cancelable: true, view: window})); }
 window.addEventListener('hashchange', fromHash);
 fromHash();
+if (/measure/.test(location.hash)) measure();
 })();
 `

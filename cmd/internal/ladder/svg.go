@@ -38,24 +38,27 @@ var classLegend = [numClasses]string{
 
 // diagram is what the renderers draw.
 type diagram struct {
-	title  string
-	lanes  []string
-	laneX  map[string]float64
-	laneW  float64
-	rows   []row
-	byQP   bool
-	attr   string // "rnic:" (SVG file) or "data-" (HTML)
-	width  float64
-	top    float64 // y of the first row
-	height float64
+	title string
+	lanes []string
+	laneX map[string]float64
+	laneW float64
+	rows  []row
+	byQP  bool
+	attr  string // "rnic:" (SVG file) or "data-" (HTML)
+	// noLegend: the legend is drawn outside the SVG (the HTML page), so it
+	// neither widens the diagram nor takes rows above it.
+	noLegend bool
+	width    float64
+	top      float64 // y of the first row
+	height   float64
 }
 
-func newDiagram(evs []Event, o Options, attr string) *diagram {
+func newDiagram(evs []Event, o Options, attr string, noLegend bool) *diagram {
 	gap := o.Gap
 	if gap <= 0 {
 		gap = 10 * time.Millisecond
 	}
-	d := &diagram{title: o.Title, laneX: map[string]float64{}, byQP: o.ByQP, attr: attr}
+	d := &diagram{title: o.Title, laneX: map[string]float64{}, byQP: o.ByQP, attr: attr, noLegend: noLegend}
 	longest := 0
 	for i := range evs {
 		if evs[i].Mark {
@@ -75,8 +78,12 @@ func newDiagram(evs []Event, o Options, attr string) *diagram {
 		d.laneX[l] = leftW + d.laneW/2 + float64(i)*d.laneW
 	}
 	d.rows = layout(evs, gap)
-	d.width = max(leftW+float64(len(d.lanes))*d.laneW, 4*legendCW+20)
-	d.top = legendY + 5*legendRH + 44
+	d.width = leftW + float64(len(d.lanes))*d.laneW
+	d.top = legendY + 44
+	if !noLegend {
+		d.width = max(d.width, 4*legendCW+20)
+		d.top += 5 * legendRH
+	}
 	y := d.top
 	for _, r := range d.rows {
 		y += r.height()
@@ -95,7 +102,7 @@ func (r *row) height() float64 {
 // WriteSVG renders the events as an SVG 1.1 document.
 func WriteSVG(w io.Writer, evs []Event, o Options) error {
 	evs = selectEvents(evs, o)
-	d := newDiagram(evs, o, "rnic:")
+	d := newDiagram(evs, o, "rnic:", false)
 	var b bytes.Buffer
 	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
 	// No DOCTYPE: the rnic: attributes are in a namespace of their own,
@@ -114,7 +121,9 @@ func (d *diagram) svg(b *bytes.Buffer, extra string) {
 	if d.title != "" {
 		fmt.Fprintf(b, `<text x="10" y="24" font-size="15" font-weight="bold" fill="#111111">%s</text>`+"\n", esc(d.title))
 	}
-	d.legend(b)
+	if !d.noLegend {
+		d.legend(b)
+	}
 	d.laneLines(b)
 	y := d.top
 	for i := range d.rows {
@@ -132,15 +141,14 @@ func (d *diagram) defs(b *bytes.Buffer) {
 	b.WriteString("</defs>\n")
 }
 
-// legend says what every colour and shape means.
-func (d *diagram) legend(b *bytes.Buffer) {
-	b.WriteString(`<g class="legend">` + "\n")
-	i := 0
-	item := func(draw, text string) {
-		x, y := 10+float64(i%4)*legendCW, legendY+float64(i/4)*legendRH
-		fmt.Fprintf(b, `<g transform="translate(%s,%s)">%s<text x="40" y="4" fill="#111111">%s</text></g>`+"\n", num(x), num(y), draw, esc(text))
-		i++
-	}
+// legendItem is one entry of the legend: a small drawing (in a 40×12
+// box around the origin) and what it means.
+type legendItem struct{ draw, text string }
+
+// legendItems say what every colour and shape means.
+func legendItems() []legendItem {
+	var items []legendItem
+	item := func(draw, text string) { items = append(items, legendItem{draw, text}) }
 	line := func(colour, dash string) string {
 		if dash != "" {
 			dash = ` stroke-dasharray="` + dash + `"`
@@ -158,6 +166,17 @@ func (d *diagram) legend(b *bytes.Buffer) {
 	item(hourglass(10, 0), "timer expiry / RNR wait (sim trace)")
 	item(`<rect x="0" y="-5" width="32" height="10" fill="#1f5fbf" fill-opacity="0.15" stroke="#1f5fbf"/>`, "run of Middle packets (one band)")
 	item(`<path d="M0,-4 L8,4 L16,-4 L24,4 L32,-4" fill="none" stroke="#333333"/>`, "idle pause (length marked)")
+	return items
+}
+
+// legend draws the legend inside the SVG, four items a row: an SVG file
+// stands alone. The HTML page puts it outside, where it wraps (html.go).
+func (d *diagram) legend(b *bytes.Buffer) {
+	b.WriteString(`<g class="legend">` + "\n")
+	for i, it := range legendItems() {
+		x, y := 10+float64(i%4)*legendCW, legendY+float64(i/4)*legendRH
+		fmt.Fprintf(b, `<g transform="translate(%s,%s)">%s<text x="40" y="4" fill="#111111">%s</text></g>`+"\n", num(x), num(y), it.draw, esc(it.text))
+	}
 	b.WriteString("</g>\n")
 }
 

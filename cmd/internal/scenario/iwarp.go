@@ -1,0 +1,52 @@
+package scenario
+
+import "time"
+
+// The iWARP scenarios: two iWARP NICs on a simulated TCP network.
+var iwarpScenarios = []*Scenario{
+	{
+		Name: "mpa", Title: "iWARP: MPA negotiation with CRCs, then the RTR",
+		Spec: "RFC 5044 §7.1 (MPA Request and Reply), §4.4 (CRC); RFC 6581 §3 (enhanced MPA: IRD/ORD and the RTR)",
+		Look: "rnic0 opens a TCP connection and sends an MPA Request asking for CRCs (flag C), revision 2 with " +
+			"its IRD and ORD and the Ready-to-Receive (RTR) messages it can send in the private data; rnic1 " +
+			"answers with an MPA Reply that grants CRCs and picks the RTR; rnic0 then sends that RTR, a " +
+			"zero-length RDMA WRITE, before anything else. Every FPDU after that ends in a CRC-32C; a message " +
+			"longer than a segment is cut into several FPDUs (DDP segments: the message offset moves on, the " +
+			"last one has the L flag). In Wireshark, rnic.lua checks each CRC: rnic.mpa.crc.status.",
+		iwarp: true,
+		steps: func(s *stage) error {
+			a, b, err := s.iwarpPair()
+			if err != nil {
+				return err
+			}
+			return each(
+				func() error { return b.recv(1, dstOff, 4096) },
+				func() error { return a.post(send(1, a, 1500)) },
+				func() error { a.await(1); b.await(1); return nil },
+				func() error { return oneOp(a, b, write(2, a, b, 3000)) })
+		},
+	},
+	{
+		Name: "terminate", Title: "iWARP: an RDMA WRITE to a bad STag and the Terminate message",
+		Spec: "RFC 5040 §7.3.2, §8 (Terminate: tagged buffer error, invalid STag), RFC 5041 §7.2 (DDP tagged checks)",
+		Look: "rnic0 WRITEs with an STag rnic1 never gave out; the WRITE completes at once (an iWARP WRITE " +
+			"completes when the stream has taken it), but rnic1's DDP layer finds no such tagged buffer and " +
+			"answers with a Terminate message (layer DDP, tagged buffer error, invalid STag) that copies the " +
+			"offending header, then closes the stream; both QPs go to the error state, and a WR posted after " +
+			"that is flushed (WR_FLUSH_ERR) without being sent.",
+		iwarp: true,
+		steps: func(s *stage) error {
+			a, b, err := s.iwarpPair()
+			if err != nil {
+				return err
+			}
+			bad := write(1, a, b, 100)
+			bad.RKey ^= 0x5500
+			return each(
+				func() error { return a.post(bad) },
+				func() error { a.await(1); s.wait(time.Millisecond); a.state(); b.state(); return nil },
+				func() error { return a.post(write(2, a, b, 100)) },
+				func() error { a.await(1); return nil })
+		},
+	},
+}

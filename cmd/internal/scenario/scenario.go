@@ -1,0 +1,108 @@
+package scenario
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/rnic/rnic/nic/embedded"
+	"github.com/rnic/rnic/transport"
+)
+
+// A Scenario is one protocol behaviour, shown by a short deterministic run.
+type Scenario struct {
+	Name  string // what `rnic lab run` takes
+	Title string
+	// Spec is where the behaviour is defined.
+	Spec string
+	// Look says, in a few sentences, what to look for in the output.
+	Look string
+	// iwarp: the stage is two iWARP NICs on a simulated TCP network.
+	iwarp bool
+	// script decides the fate of the link's frames (nil: none is touched;
+	// RoCEv2 only).
+	script func() transport.Script
+	// steps drive the run on the stage.
+	steps func(s *stage) error
+}
+
+// Run is the outcome of a scenario.
+type Run struct {
+	// Output is the narration: every post and completion with its virtual
+	// time, the QPs' final states and the counters that moved.
+	Output string
+	// Trace is the engines' trace, one line per decision.
+	Trace string
+	// Log is the narration and the trace together, in the order they
+	// happened.
+	Log string
+	// Pcap is the capture of the link (classic pcap).
+	Pcap []byte
+	// Notes are what the link did to captured frames, by record number.
+	Notes map[int]transport.LinkNote
+	// Marks are the engines' trace events, by NIC.
+	Marks []Mark
+}
+
+// Mark is one engine trace event of a run.
+type Mark struct {
+	Node string
+	embedded.TraceEvent
+}
+
+// scenarios are every scenario, in teaching order.
+var scenarios = append(append([]*Scenario(nil), roceScenarios...), iwarpScenarios...)
+
+// All lists the scenarios in teaching order.
+func All() []*Scenario { return scenarios }
+
+// Find returns the scenario called name.
+func Find(name string) (*Scenario, error) {
+	for _, sc := range scenarios {
+		if sc.Name == name {
+			return sc, nil
+		}
+	}
+	var names []string
+	for _, sc := range scenarios {
+		names = append(names, sc.Name)
+	}
+	sort.Strings(names)
+	return nil, fmt.Errorf("no scenario %q (rnic lab list names them: %v)", name, names)
+}
+
+// Run runs the scenario: the same output, trace and capture every time.
+func (sc *Scenario) Run() (*Run, error) {
+	var out, trace, log, pcap bytes.Buffer
+	cfg := stageConfig{iwarp: sc.iwarp, trace: io.MultiWriter(&trace, &log), pcap: &pcap}
+	if sc.script != nil {
+		cfg.script = sc.script()
+	}
+	s, err := newStage(cfg, io.MultiWriter(&out, &log))
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(s.out, "scenario %s: %s\n", sc.Name, sc.Title)
+	s.startCounting()
+	err = sc.steps(s)
+	s.wait(100 * time.Millisecond)
+	s.counters()
+	if cerr := s.close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+	r := &Run{Output: out.String(), Trace: trace.String(), Log: log.String(), Pcap: pcap.Bytes(), Notes: s.notes}
+	for _, m := range s.marks {
+		r.Marks = append(r.Marks, Mark{m.node, m.ev})
+	}
+	return r, nil
+}
+
+// Describe writes the scenario's title, spec section and what to look for.
+func (sc *Scenario) Describe(w io.Writer) {
+	fmt.Fprintf(w, "%s: %s\n  defined in: %s\n  look for: %s\n", sc.Name, sc.Title, sc.Spec, sc.Look)
+}

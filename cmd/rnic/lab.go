@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rnic/rnic/cmd/internal/ladder"
+	"github.com/rnic/rnic/cmd/internal/scenario"
+	"github.com/rnic/rnic/transport"
+)
+
+const labHelp = `usage: rnic lab list
+       rnic lab run NAME [--trace] [--pcap FILE.pcap] [--ladder FILE.html|FILE.svg]
+
+Named teaching scenarios: each a short run of two NICs on a simulated link
+with a virtual clock that shows one protocol behaviour (a lost packet and
+the timeout, a PSN sequence error NAK, an RNR NAK, a replayed atomic, ...),
+with its faults scripted rather than drawn at random, so every run prints
+the same lines, trace and capture. list names them, with the spec section
+and what to look for; run prints the narration (every post and completion
+at its virtual time, the QPs' states, the counters that moved), and with
+--trace the engines' every decision. The handout of each scenario is
+cmd/internal/scenario/handouts/NAME.md.
+
+flags of run:
+`
+
+func runLab(args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("rnic lab", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	trace := fs.Bool("trace", false, "print the engines' trace: every PSN, ACK, NAK and timer decision")
+	pcapPath := fs.String("pcap", "", "write every frame on the link to this pcap file")
+	ladderPath := fs.String("ladder", "", "draw the run as a ladder diagram (FILE.svg or FILE.html)")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), labHelp)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return 0
+		}
+		fmt.Fprintf(stderr, "rnic lab: %v (rnic help lab)\n", err)
+		return 2
+	}
+	switch {
+	case fs.NArg() == 1 && fs.Arg(0) == "list":
+		for _, sc := range scenario.All() {
+			sc.Describe(stdout)
+		}
+		return 0
+	case fs.NArg() == 2 && fs.Arg(0) == "run":
+		return labRun(fs.Arg(1), *trace, *pcapPath, *ladderPath, stdout, stderr)
+	}
+	fmt.Fprintln(stderr, "rnic lab: want list, or run NAME (rnic help lab)")
+	return 2
+}
+
+func labRun(name string, trace bool, pcapPath, ladderPath string, stdout, stderr io.Writer) int {
+	sc, err := scenario.Find(name)
+	if err != nil {
+		fmt.Fprintf(stderr, "rnic lab: %v\n", err)
+		return 2
+	}
+	if ladderPath != "" {
+		if err := ladderOutput(ladderPath); err != nil {
+			fmt.Fprintf(stderr, "rnic lab: --ladder: %v\n", err)
+			return 2
+		}
+	}
+	r, err := sc.Run()
+	if err != nil {
+		fmt.Fprintf(stderr, "rnic lab: %v\n", err)
+		return 1
+	}
+	if trace {
+		fmt.Fprint(stdout, r.Log)
+	} else {
+		fmt.Fprint(stdout, r.Output)
+	}
+	if pcapPath != "" {
+		if err := os.WriteFile(pcapPath, r.Pcap, 0o644); err != nil {
+			fmt.Fprintf(stderr, "rnic lab: %v\n", err)
+			return 1
+		}
+	}
+	if ladderPath != "" {
+		if err := labLadder(ladderPath, sc, r); err != nil {
+			fmt.Fprintf(stderr, "rnic lab: ladder: %v\n", err)
+			return 1
+		}
+	}
+	return 0
+}
+
+// labLadder draws a scenario's run with the link's notes and the engines'
+// timer expiries and RNR waits marked.
+func labLadder(path string, sc *scenario.Scenario, r *scenario.Run) error {
+	truth := ladder.Truth{Notes: r.Notes}
+	for _, m := range r.Marks {
+		if ladder.IsTimerOrRNR(m.Msg) {
+			truth.Marks = append(truth.Marks, ladder.Mark{At: transport.PcapEpoch.Add(m.Time),
+				Who: fmt.Sprintf("%s qp=%#06x", m.Node, m.QPN), QP: int(m.QPN), What: m.Msg})
+		}
+	}
+	o := ladder.Options{Title: "rnic lab run " + sc.Name + ": " + sc.Title, Gap: time.Millisecond}
+	evs, start, err := ladder.LoadReader(bytes.NewReader(r.Pcap), "lab", o)
+	if err != nil {
+		return err
+	}
+	return writeLadder(path, ladder.Annotate(evs, start, truth), o)
+}
