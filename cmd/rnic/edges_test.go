@@ -28,6 +28,7 @@ var edgeBase = map[string][]string{
 	"exec":     {"exec"},
 	"ladder":   {"ladder", "/nonexistent/x.pcap", "-o", "/nonexistent/x.svg"},
 	"conform":  {"conform", "run", "--agent", "127.0.21.2:24816", "--udp", "127.0.21.3", "--only", "in-order"},
+	"lab":      {"lab", "run", "rc-basics"},
 }
 
 // heavy are in-range values left out because they would take gigabytes
