@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/rnicdtest"
 )
 
@@ -115,4 +117,51 @@ func TestSocketActivation(t *testing.T) {
 	if fi, err := os.Lstat(sock); err != nil || fi.Mode()&os.ModeSocket == 0 {
 		t.Errorf("the socket systemd listens on is gone after rnicd: %v", err)
 	}
+}
+
+// TestSocketActivationBySystemd: systemd's own implementation of the
+// protocol (systemd-socket-activate, the tool for trying units' services
+// by hand) listens and starts rnicd on the first client, as rnicd.socket
+// does; that client is served.
+func TestSocketActivationBySystemd(t *testing.T) {
+	tool, err := exec.LookPath("systemd-socket-activate")
+	if err != nil {
+		t.Skip("systemd-socket-activate is not installed (apt-get install systemd): activation by systemd's own code not tried")
+	}
+	bin := buildRnicd(t)
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "rnicd.sock")
+	addr := rnicdtest.LoopbackAddr()
+	// The first client connects once the tool listens, and so starts rnicd.
+	opened := make(chan error, 1)
+	go func() {
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Lstat(sock); err == nil {
+				break
+			} else if time.Now().After(deadline) {
+				opened <- err
+				return
+			}
+		}
+		spec, err := ibv.ParseSpec("rnic0@" + sock)
+		if err == nil {
+			var dev ibv.Device
+			if dev, err = ibv.Open(spec); err == nil {
+				_, err = dev.AllocPD()
+				dev.Close()
+			}
+		}
+		opened <- err
+	}()
+	cmd := exec.Command(tool, "--seqpacket", "--listen", sock, bin, "--udp", addr.String(), "--socket", filepath.Join(dir, "not-used.sock"))
+	d := startDaemonCmd(t, cmd, []string{"rnic0: udp " + addr.String() + ":4791", "rnicd: serving rnic0 on " + sock})
+	select {
+	case err := <-opened:
+		if err != nil {
+			t.Fatalf("the first client: %v\nstderr: %s", err, d.stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the first client not served within 20s\nstderr: %s", d.stderr.String())
+	}
+	d.stop(t)
 }
