@@ -24,13 +24,20 @@ import (
 
 // installedTree is a make install into a temporary DESTDIR.
 type installedTree struct {
-	dir    string // temporary, readable by nobody
-	root   string // DESTDIR; the tree is below root/usr
-	libs   bool   // make build built the drop-in libraries
-	output string // make's
+	dir    string   // temporary, readable by nobody
+	root   string   // DESTDIR; the tree is below root/usr
+	vars   []string // make's variables: DESTDIR, PREFIX, BIN, LIBDIR
+	libs   bool     // make build built the drop-in libraries
+	output string   // make's
 }
 
 func (it installedTree) path(p string) string { return filepath.Join(it.root, "usr", p) }
+
+// make runs make target in the checkout with the tree's variables.
+func (it installedTree) make(target string) ([]byte, error) {
+	args := append([]string{"--no-print-directory", "-C", "../..", target}, it.vars...)
+	return exec.Command("make", args...).CombinedOutput()
+}
 
 // makeInstall builds into a temporary directory (BIN, LIBDIR: nothing of
 // the checkout changes) and installs into DESTDIR there.
@@ -49,9 +56,8 @@ func makeInstall(t *testing.T) installedTree {
 	}
 	it := installedTree{dir: dir, root: filepath.Join(dir, "root")}
 	build := filepath.Join(dir, "build")
-	cmd := exec.Command("make", "--no-print-directory", "-C", "../..", "install",
-		"DESTDIR="+it.root, "PREFIX=/usr", "BIN="+build, "LIBDIR="+filepath.Join(build, "lib"))
-	out, err := cmd.CombinedOutput()
+	it.vars = []string{"DESTDIR=" + it.root, "PREFIX=/usr", "BIN=" + build, "LIBDIR=" + filepath.Join(build, "lib")}
+	out, err := it.make("install")
 	it.output = string(out)
 	if err != nil {
 		t.Fatalf("make install: %v\n%s", err, out)
@@ -61,30 +67,45 @@ func makeInstall(t *testing.T) installedTree {
 	return it
 }
 
-// TestMakeInstall checks the installed tree and runs ibv_devices through
-// the installed rnic exec.
+// TestMakeInstall checks the installed tree, runs ibv_devices through the
+// installed rnic exec, and checks that make uninstall leaves no file.
 func TestMakeInstall(t *testing.T) {
 	it := makeInstall(t)
-	for _, p := range []string{"rnic", "rnicd"} {
-		out, err := exec.Command(it.path("bin/"+p), "--version").Output()
-		if err != nil || !strings.HasPrefix(string(out), p+" ") {
-			t.Errorf("installed %s --version: %v, %q", p, err, out)
+	t.Run("tree", func(t *testing.T) {
+		for _, p := range []string{"rnic", "rnicd"} {
+			out, err := exec.Command(it.path("bin/"+p), "--version").Output()
+			if err != nil || !strings.HasPrefix(string(out), p+" ") {
+				t.Errorf("installed %s --version: %v, %q", p, err, out)
+			}
 		}
-	}
-	checkManPages(t, it)
-	checkUnits(t, it)
-	if !it.libs {
-		if !strings.Contains(it.output, "install: the drop-in libraries are not built") {
-			t.Errorf("no libraries built, and make install did not say so:\n%s", it.output)
+		checkManPages(t, it)
+		checkUnits(t, it)
+	})
+	t.Run("exec", func(t *testing.T) {
+		if !it.libs {
+			if !strings.Contains(it.output, "install: the drop-in libraries are not built") {
+				t.Errorf("no libraries built, and make install did not say so:\n%s", it.output)
+			}
+			t.Skip("the drop-in libraries are not built here (gcc, libibverbs-dev): installed rnic exec not run")
 		}
-		t.Skip("the drop-in libraries are not built here (gcc, libibverbs-dev): installed rnic exec not run")
-	}
-	for _, so := range []string{"libibverbs.so.1", "librdmacm.so.1"} {
-		if _, err := os.Stat(it.path("lib/rnic/" + so)); err != nil {
-			t.Errorf("library not installed: %v", err)
+		for _, so := range []string{"libibverbs.so.1", "librdmacm.so.1"} {
+			if _, err := os.Stat(it.path("lib/rnic/" + so)); err != nil {
+				t.Errorf("library not installed: %v", err)
+			}
 		}
-	}
-	execInstalled(t, it)
+		execInstalled(t, it)
+	})
+	t.Run("uninstall", func(t *testing.T) {
+		if out, err := it.make("uninstall"); err != nil {
+			t.Fatalf("make uninstall: %v\n%s", err, out)
+		}
+		filepath.WalkDir(it.root, func(path string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				t.Errorf("left after make uninstall: %s", path)
+			}
+			return err
+		})
+	})
 }
 
 // checkManPages: rnic(1), a page per command rnic help lists, rnicd(8).
