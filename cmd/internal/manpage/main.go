@@ -94,8 +94,17 @@ func helpOf(bin string, args ...string) (string, error) {
 	return string(out), nil
 }
 
-// write writes the pages below dir.
+// write writes the pages below dir, in place of those an earlier run
+// wrote (a command since removed must not keep its page).
 func write(dir string, pages []page) error {
+	for _, pattern := range []string{"man1/rnic.1", "man1/rnic-*.1", "man8/rnicd.8"} {
+		old, _ := filepath.Glob(filepath.Join(dir, pattern))
+		for _, f := range old {
+			if err := os.Remove(f); err != nil {
+				return err
+			}
+		}
+	}
 	for _, p := range pages {
 		path := filepath.Join(dir, p.file())
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

@@ -206,3 +206,30 @@ func renders(t *testing.T, path, name string) {
 		t.Errorf("man -l %s: %v\n%s", path, err, out)
 	}
 }
+
+// TestWriteReplaces: a page an earlier run wrote for a command that is
+// gone does not survive the next run; other files in the directory do.
+func TestWriteReplaces(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "man1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stale, other := filepath.Join(dir, "man1", "rnic-gone.1"), filepath.Join(dir, "man1", "other.1")
+	for _, f := range []string{stale, other} {
+		if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := write(dir, []page{{name: "rnic", section: 1, text: "page"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("stale page kept: %v", err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("another file removed: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "man1", "rnic.1")); err != nil || string(b) != "page" {
+		t.Errorf("rnic.1: %q, %v", b, err)
+	}
+}
