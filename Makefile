@@ -140,3 +140,52 @@ lint:
 
 clean:
 	rm -rf $(BIN) $(LIBDIR) demo.pcap
+
+# make install: the programs in $(PREFIX)/bin; the drop-in libraries (when
+# make build could build them) in $(PREFIX)/lib/rnic, a directory of their
+# own so that they shadow the system's libibverbs only for what rnic exec
+# runs (rnic exec finds ../lib/rnic beside itself); rnicd's systemd units,
+# for the system and the user instance; man pages generated from the
+# programs' help. DESTDIR stages the tree for a package. make uninstall
+# removes what make install put there.
+PREFIX      ?= /usr/local
+MANDIR      ?= $(PREFIX)/share/man
+UNITDIR     ?= $(PREFIX)/lib/systemd/system
+USERUNITDIR ?= $(PREFIX)/lib/systemd/user
+INSTALL     ?= install
+# Fixed relative to each other: rnic exec looks for the libraries in
+# ../lib/rnic beside the rnic binary.
+INSTALL_BIN := $(PREFIX)/bin
+INSTALL_LIB := $(PREFIX)/lib/rnic
+# Where make man writes the pages (man1/, man8/).
+MANOUT      ?= $(BIN)/man
+DROPIN_SOS  := libibverbs.so.1 librdmacm.so.1
+UNITS       := cmd/rnicd/systemd/rnicd.service cmd/rnicd/systemd/rnicd.socket
+
+.PHONY: man install uninstall
+
+man: build
+	$(GO) run ./cmd/internal/manpage -rnic $(BIN)/rnic -rnicd $(BIN)/rnicd -o $(MANOUT)
+
+install: build man
+	$(INSTALL) -d $(DESTDIR)$(INSTALL_BIN) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(USERUNITDIR)
+	$(INSTALL) -m 755 $(BIN)/rnic $(BIN)/rnicd $(DESTDIR)$(INSTALL_BIN)
+	@if [ -e $(LIBDIR)/libibverbs.so.1 ]; then \
+		echo "$(INSTALL) -d $(DESTDIR)$(INSTALL_LIB)" && $(INSTALL) -d $(DESTDIR)$(INSTALL_LIB) && \
+		for so in $(DROPIN_SOS); do if [ -e $(LIBDIR)/$$so ]; then \
+			echo "$(INSTALL) -m 755 $(LIBDIR)/$$so $(DESTDIR)$(INSTALL_LIB)" && $(INSTALL) -m 755 $(LIBDIR)/$$so $(DESTDIR)$(INSTALL_LIB) || exit 1; fi; done; \
+	else echo "install: the drop-in libraries are not built (needs gcc and libibverbs-dev): rnic exec will not run C programs"; fi
+	$(INSTALL) -m 644 $(MANOUT)/man1/*.1 $(DESTDIR)$(MANDIR)/man1
+	$(INSTALL) -m 644 $(MANOUT)/man8/*.8 $(DESTDIR)$(MANDIR)/man8
+	@for dir in $(UNITDIR) $(USERUNITDIR); do for u in $(UNITS); do \
+		echo "sed s|@bindir@|$(INSTALL_BIN)| $$u > $(DESTDIR)$$dir/$$(basename $$u)"; \
+		sed 's|@bindir@|$(INSTALL_BIN)|g' $$u > $(DESTDIR)$$dir/$$(basename $$u) && chmod 644 $(DESTDIR)$$dir/$$(basename $$u) || exit 1; \
+	done; done
+	@if [ -z "$(DESTDIR)" ]; then echo "install: systemctl daemon-reload && systemctl enable --now rnicd.socket starts rnicd on its first client (man rnicd)"; fi
+
+uninstall:
+	rm -f $(DESTDIR)$(INSTALL_BIN)/rnic $(DESTDIR)$(INSTALL_BIN)/rnicd
+	rm -f $(addprefix $(DESTDIR)$(INSTALL_LIB)/,$(DROPIN_SOS))
+	rmdir $(DESTDIR)$(INSTALL_LIB) 2>/dev/null || true
+	rm -f $(DESTDIR)$(MANDIR)/man1/rnic.1 $(DESTDIR)$(MANDIR)/man1/rnic-*.1 $(DESTDIR)$(MANDIR)/man8/rnicd.8
+	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/,$(notdir $(UNITS))) $(addprefix $(DESTDIR)$(USERUNITDIR)/,$(notdir $(UNITS)))

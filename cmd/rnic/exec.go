@@ -29,8 +29,9 @@ exit status are its own. The same by hand:
 
     LD_LIBRARY_PATH=lib ` + ibv.SocketEnv + `=/path/to/rnicd.sock ibv_devinfo
 
-The library is looked for in $RNIC_LIBDIR, else in ../lib beside the rnic
-binary (make build puts it there; it needs gcc and libibverbs-dev).
+The library is looked for in $RNIC_LIBDIR, else in ../lib/rnic beside the
+rnic binary (make install puts it there), else in ../lib (make build puts
+it there; it needs gcc and libibverbs-dev).
 SOCKET defaults to rnicd's own default:
 
     ` + ibv.SocketRule + `
@@ -157,28 +158,49 @@ func planExec(args []string, socket string, self string) (*execPlan, error) {
 }
 
 // findLibDir returns the directory holding the drop-in library: override
-// if set, else ../lib relative to the rnic binary self (symlinks
-// resolved, so a link to bin/rnic in ~/bin still finds it).
+// if set, else the first of libDirsBeside(self) that holds it.
 func findLibDir(override, self string) (string, error) {
-	dir := override
-	if dir == "" {
-		if real, err := filepath.EvalSymlinks(self); err == nil {
-			self = real
+	if override != "" {
+		dir, err := filepath.Abs(override)
+		if err != nil {
+			return "", err
 		}
-		dir = filepath.Join(filepath.Dir(filepath.Dir(self)), "lib")
-	}
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	if _, err := os.Stat(filepath.Join(dir, dropinLib)); err != nil {
-		how := "make build (needs gcc and libibverbs-dev: apt-get install gcc libibverbs-dev)"
-		if override != "" {
-			how = "check $" + libDirEnv
+		if !hasLibrary(dir) {
+			return "", fmt.Errorf("%w: no %s in %s: check $%s", errNoLibrary, dropinLib, dir, libDirEnv)
 		}
-		return "", fmt.Errorf("%w: no %s in %s: %s", errNoLibrary, dropinLib, dir, how)
+		return dir, nil
 	}
-	return dir, nil
+	dirs := libDirsBeside(self)
+	for _, dir := range dirs {
+		if hasLibrary(dir) {
+			return dir, nil
+		}
+	}
+	return "", fmt.Errorf("%w: no %s in %s: make build (needs gcc and libibverbs-dev: apt-get install gcc libibverbs-dev)",
+		errNoLibrary, dropinLib, strings.Join(dirs, " or "))
+}
+
+// libDirsBeside are where the library is beside the rnic binary self
+// (symlinks resolved, so a link to bin/rnic in ~/bin still finds it), in
+// the order looked in: ../lib/rnic, where make install puts it in a
+// directory of its own, first, since an installed rnic's ../lib is a
+// system directory (/usr/local/lib) that may hold the real libibverbs;
+// then ../lib, where make build puts it.
+func libDirsBeside(self string) []string {
+	if real, err := filepath.EvalSymlinks(self); err == nil {
+		self = real
+	}
+	if abs, err := filepath.Abs(self); err == nil {
+		self = abs
+	}
+	lib := filepath.Join(filepath.Dir(filepath.Dir(self)), "lib")
+	return []string{filepath.Join(lib, "rnic"), lib}
+}
+
+// hasLibrary says whether dir holds the drop-in library.
+func hasLibrary(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, dropinLib))
+	return err == nil
 }
 
 // setEnv returns env with key set to value, every older entry removed.

@@ -148,3 +148,32 @@ func TestExecWithoutView(t *testing.T) {
 		}
 	}
 }
+
+// TestFindLibDirInstalled: an installed rnic (PREFIX/bin/rnic) finds the
+// library in PREFIX/lib/rnic, its own directory, before PREFIX/lib, which
+// may hold the system's libibverbs; with neither, the error names both.
+func TestFindLibDirInstalled(t *testing.T) {
+	prefix := t.TempDir()
+	for _, d := range []string{"bin", "lib/rnic"} {
+		if err := os.MkdirAll(filepath.Join(prefix, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(prefix, "bin", "rnic")
+	if err := os.WriteFile(bin, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	real, _ := filepath.EvalSymlinks(prefix)
+	_, err := findLibDir("", bin)
+	if want := filepath.Join(real, "lib", "rnic") + " or " + filepath.Join(real, "lib"); !errors.Is(err, errNoLibrary) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("no library: %v, want errNoLibrary naming %s", err, want)
+	}
+	for _, d := range []string{"lib", "lib/rnic"} { // a system libibverbs, then rnic's
+		if err := os.WriteFile(filepath.Join(prefix, d, dropinLib), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := findLibDir("", bin); err != nil || got != filepath.Join(real, "lib", "rnic") {
+		t.Fatalf("findLibDir = %q, %v; want %q", got, err, filepath.Join(real, "lib", "rnic"))
+	}
+}

@@ -34,7 +34,13 @@ type daemonProc struct {
 // startDaemon starts bin with args and waits for want, its first lines.
 func startDaemon(t *testing.T, bin string, want []string, args ...string) *daemonProc {
 	t.Helper()
-	d := &daemonProc{cmd: exec.Command(bin, args...), stderr: new(bytes.Buffer), lines: make(chan string, 8), exited: make(chan error, 1)}
+	return startDaemonCmd(t, exec.Command(bin, args...), want)
+}
+
+// startDaemonCmd starts cmd, an rnicd, and waits for want, its first lines.
+func startDaemonCmd(t *testing.T, cmd *exec.Cmd, want []string) *daemonProc {
+	t.Helper()
+	d := &daemonProc{cmd: cmd, stderr: new(bytes.Buffer), lines: make(chan string, 8), exited: make(chan error, 1)}
 	d.cmd.Stderr = d.stderr
 	stdout, err := d.cmd.StdoutPipe()
 	if err != nil {

@@ -75,7 +75,10 @@ and so are the clients served at once (--max-clients, and per user
 and going, and their errors, are logged on stderr. A client talks only to a
 daemon running as its own user or as root (it checks SO_PEERCRED first).
 The socket defaults to ` + ibv.SocketRule + `,
-so an unprivileged rnicd and its clients meet without --socket.
+so an unprivileged rnicd and its clients meet without --socket. Started by
+systemd through a socket unit (rnicd.socket: socket activation, LISTEN_FDS),
+rnicd serves on the socket it is handed instead, with the mode the unit
+gives it, and leaves it in place on exit for systemd to listen on.
 
 TAP mode needs CAP_NET_ADMIN. Exits 0 after a signal, 1 when a NIC or the
 socket fails to open (whatever was open is closed), 2 on bad usage.
@@ -109,7 +112,12 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 		fmt.Fprintf(stderr, "%s (rnicd --help)\n", prefixed(err))
 		return 2
 	}
-	d := &daemon{served: make(chan error, 1)}
+	inherited, err := activationListener()
+	if err != nil {
+		fmt.Fprintln(stderr, prefixed(err))
+		return 1
+	}
+	d := &daemon{served: make(chan error, 1), inherited: inherited}
 	fail := func(err error) int {
 		fmt.Fprintln(stderr, prefixed(err))
 		if cerr := d.closeAll(); cerr != nil {
@@ -128,7 +136,7 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 			fmt.Fprintln(stderr, w)
 		}
 	}
-	if opts.socket != "" {
+	if opts.socket != "" || d.inherited != nil {
 		if err := d.serve(opts, stdout, stderr); err != nil {
 			return fail(err)
 		}
@@ -151,12 +159,14 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 	return status
 }
 
-// daemon is what run opened: the NICs, and the server of them once it
+// daemon is what run opened: the NICs, the control socket systemd
+// passed (socket activation), if any, and the server of them once it
 // serves (Serve's end on served).
 type daemon struct {
-	running []*device
-	srv     *server.Server
-	served  chan error
+	running   []*device
+	inherited *net.UnixListener
+	srv       *server.Server
+	served    chan error
 }
 
 // serve starts serving the running NICs on opts.socket.
@@ -176,21 +186,34 @@ func (d *daemon) serve(opts *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	l, err := server.Listen(opts.socket)
+	l, where, err := d.listener(opts.socket)
 	if err != nil {
 		srv.Close()
 		return err
 	}
-	d.srv = srv
+	d.srv, d.inherited = srv, nil // Serve closes l
 	go func() { d.served <- srv.Serve(l) }()
-	fmt.Fprintf(stdout, "rnicd: serving %s on %s\n", strings.Join(names, ", "), opts.socket)
+	fmt.Fprintf(stdout, "rnicd: serving %s on %s\n", strings.Join(names, ", "), where)
 	return nil
+}
+
+// listener is the socket to serve on and its path: the one systemd
+// passed, else a new one at socket.
+func (d *daemon) listener(socket string) (*net.UnixListener, string, error) {
+	if d.inherited != nil {
+		return d.inherited, d.inherited.Addr().String(), nil
+	}
+	l, err := server.Listen(socket)
+	return l, socket, err
 }
 
 // closeAll closes the server, its clients first (their objects go before
 // the NICs), then the NICs, last opened first.
 func (d *daemon) closeAll() error {
 	var errs []error
+	if d.inherited != nil { // not served yet
+		d.inherited.Close()
+	}
 	if d.srv != nil {
 		d.srv.Close()
 		<-d.served
