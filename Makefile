@@ -160,6 +160,11 @@ INSTALL_LIB := $(PREFIX)/lib/rnic
 # Where make man writes the pages (man1/, man8/).
 MANOUT      ?= $(BIN)/man
 DROPIN_SOS  := libibverbs.so.1 librdmacm.so.1
+# rnic.lua, the Wireshark plugin with rnic's ICRC and MPA CRC verdicts, goes
+# where this machine's Wireshark loads Lua plugins from (tshark -G folders),
+# else beside rnic's other shared files (tshark -X lua_script:FILE loads it).
+WIRESHARK_LUADIR ?= $(or $(shell tshark -G folders 2>/dev/null | sed -n 's/^Global Lua Plugins:[[:space:]]*//p'),$(PREFIX)/share/rnic/wireshark)
+WIRESHARK_LUA    := cmd/internal/wireshark/rnic.lua
 UNITS       := cmd/rnicd/systemd/rnicd.service cmd/rnicd/systemd/rnicd.socket
 
 .PHONY: man install uninstall
@@ -175,6 +180,8 @@ install: build man
 		for so in $(DROPIN_SOS); do if [ -e $(LIBDIR)/$$so ]; then \
 			echo "$(INSTALL) -m 755 $(LIBDIR)/$$so $(DESTDIR)$(INSTALL_LIB)" && $(INSTALL) -m 755 $(LIBDIR)/$$so $(DESTDIR)$(INSTALL_LIB) || exit 1; fi; done; \
 	else echo "install: the drop-in libraries are not built (needs gcc and libibverbs-dev): rnic exec will not run C programs"; fi
+	$(INSTALL) -d $(DESTDIR)$(WIRESHARK_LUADIR)
+	$(INSTALL) -m 644 $(WIRESHARK_LUA) $(DESTDIR)$(WIRESHARK_LUADIR)
 	$(INSTALL) -m 644 $(MANOUT)/man1/*.1 $(DESTDIR)$(MANDIR)/man1
 	$(INSTALL) -m 644 $(MANOUT)/man8/*.8 $(DESTDIR)$(MANDIR)/man8
 	@for dir in $(UNITDIR) $(USERUNITDIR); do for u in $(UNITS); do \
@@ -187,5 +194,6 @@ uninstall:
 	rm -f $(DESTDIR)$(INSTALL_BIN)/rnic $(DESTDIR)$(INSTALL_BIN)/rnicd
 	rm -f $(addprefix $(DESTDIR)$(INSTALL_LIB)/,$(DROPIN_SOS))
 	rmdir $(DESTDIR)$(INSTALL_LIB) 2>/dev/null || true
+	rm -f $(DESTDIR)$(WIRESHARK_LUADIR)/rnic.lua
 	rm -f $(DESTDIR)$(MANDIR)/man1/rnic.1 $(DESTDIR)$(MANDIR)/man1/rnic-*.1 $(DESTDIR)$(MANDIR)/man8/rnicd.8
 	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/,$(notdir $(UNITS))) $(addprefix $(DESTDIR)$(USERUNITDIR)/,$(notdir $(UNITS)))

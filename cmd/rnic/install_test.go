@@ -80,6 +80,7 @@ func TestMakeInstall(t *testing.T) {
 		}
 		checkManPages(t, it)
 		checkUnits(t, it)
+		checkWiresharkPlugin(t, it)
 	})
 	t.Run("exec", func(t *testing.T) {
 		if !it.libs {
@@ -239,4 +240,36 @@ func nobodyIDs(t *testing.T) (int, int) {
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
 	return uid, gid
+}
+
+// checkWiresharkPlugin: rnic.lua is installed once, as the file in the
+// checkout, where tshark on this machine loads Lua plugins from (when
+// tshark is installed) or under PREFIX/share/rnic.
+func checkWiresharkPlugin(t *testing.T, it installedTree) {
+	t.Helper()
+	want, err := os.ReadFile("../internal/wireshark/rnic.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	filepath.WalkDir(it.root, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.Name() == "rnic.lua" {
+			found = append(found, path)
+		}
+		return err
+	})
+	if len(found) != 1 {
+		t.Fatalf("rnic.lua installed %d times: %v", len(found), found)
+	}
+	if got, err := os.ReadFile(found[0]); err != nil || string(got) != string(want) {
+		t.Errorf("installed %s differs from the checkout's (%v)", found[0], err)
+	}
+	dir := filepath.Dir(strings.TrimPrefix(found[0], it.root))
+	if out, err := exec.Command("tshark", "-G", "folders").Output(); err == nil {
+		if !strings.Contains(string(out), dir+"\n") {
+			t.Errorf("rnic.lua installed in %s, which tshark -G folders does not list:\n%s", dir, out)
+		}
+	} else if dir != "/usr/share/rnic/wireshark" {
+		t.Errorf("without tshark, rnic.lua installed in %s, want /usr/share/rnic/wireshark", dir)
+	}
 }
