@@ -182,7 +182,7 @@ func (c *iwarpCM) CMListen(port uint16) (ibv.CMListener, error) {
 	l.l, err = c.n.Stack.Listen(netip.AddrPortFrom(c.n.Addr, port), l.request)
 	if errors.Is(err, stream.ErrAddrInUse) {
 		// ibv's contract: EADDRINUSE, not an internal error.
-		return nil, fmt.Errorf("embedded: %w: %w", nic.ErrBusy, err)
+		return nil, fmt.Errorf("embedded: %w: %w", verbs.ErrBusy, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("embedded: %w", err)

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/ibv/ibvtest"
 	"github.com/rnic/rnic/nic/verbs"
@@ -42,7 +41,7 @@ func TestIWARPConnManager(t *testing.T) { ibvtest.RunCM(t, openIWARPPair) }
 // RNIC on iWARP, a RoCEv2 NIC a CA on IB transport.
 func TestTransportReported(t *testing.T) {
 	p := openIWARPPair(t)
-	if a := p.A.Query(); a.Transport != nic.TransportIWARP || a.NodeType != nic.NodeRNIC {
+	if a := p.A.Query(); a.Transport != verbs.TransportIWARP || a.NodeType != verbs.NodeRNIC {
 		t.Errorf("iWARP device: transport %v, node type %v; want iWARP, RNIC", a.Transport, a.NodeType)
 	}
 	r, err := Open(UDPConfig{Addr: netip.MustParseAddr("127.0.0.63"), Port: 47911})
@@ -50,7 +49,7 @@ func TestTransportReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if a := r.Query(); a.Transport != nic.TransportIB || a.NodeType != nic.NodeCA {
+	if a := r.Query(); a.Transport != verbs.TransportIB || a.NodeType != verbs.NodeCA {
 		t.Errorf("RoCEv2 device: transport %v, node type %v; want InfiniBand, CA", a.Transport, a.NodeType)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/verbs"
 )
 
@@ -60,20 +59,20 @@ type CMUDRequest interface {
 }
 
 // The Local wrappers with a ConnManager forward the UD methods to it; one
-// without UD ids refuses them with nic.ErrNotSupported.
+// without UD ids refuses them with verbs.ErrNotSupported.
 
 func listenUD(c ConnManager, port uint16) (CMUDListener, error) {
 	if u, ok := c.(UDConnManager); ok {
 		return u.CMListenUD(port)
 	}
-	return nil, fmt.Errorf("ibv: UD rdma_cm ids: %w", nic.ErrNotSupported)
+	return nil, fmt.Errorf("ibv: UD rdma_cm ids: %w", verbs.ErrNotSupported)
 }
 
 func resolveUD(ctx context.Context, c ConnManager, addr netip.Addr, port uint16, pd []byte) (UDPeer, error) {
 	if u, ok := c.(UDConnManager); ok {
 		return u.CMResolveUD(ctx, addr, port, pd)
 	}
-	return UDPeer{}, fmt.Errorf("ibv: UD rdma_cm ids: %w", nic.ErrNotSupported)
+	return UDPeer{}, fmt.Errorf("ibv: UD rdma_cm ids: %w", verbs.ErrNotSupported)
 }
 
 func (l *localCM) CMListenUD(port uint16) (CMUDListener, error) { return listenUD(l.ConnManager, port) }

@@ -6,7 +6,6 @@ import (
 	"net/netip"
 
 	"github.com/rnic/rnic/memory"
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/verbs"
 )
 
@@ -16,9 +15,9 @@ type Device interface {
 	// Name is the device name (ibv_get_device_name).
 	Name() string
 	// Query returns the device attributes (ibv_query_device).
-	Query() nic.DeviceAttr
+	Query() verbs.DeviceAttr
 	// QueryPort returns port 1's attributes (ibv_query_port).
-	QueryPort(port uint8) (nic.PortAttr, error)
+	QueryPort(port uint8) (verbs.PortAttr, error)
 	// QueryGID returns the GID at index (ibv_query_gid).
 	QueryGID(port uint8, index int) (netip.Addr, error)
 	// GIDs returns the GID table of port 1.

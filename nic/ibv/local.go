@@ -37,7 +37,7 @@ type LocalOptions struct {
 // exactly when opt provides them, so that a program's type assertions tell
 // the truth about what the device offers.
 func Local(dev *nic.Device, opt LocalOptions) Device {
-	l := &local{d: dev, opt: opt, events: make(chan Event, nic.DefaultEventQueueLen)}
+	l := &local{d: dev, opt: opt, events: make(chan Event, verbs.DefaultEventQueueLen)}
 	go l.forwardEvents()
 	switch {
 	case opt.Network != nil && opt.ConnManager != nil:
@@ -144,8 +144,8 @@ func (l *local) wrapEvent(e nic.Event) (Event, bool) {
 }
 
 func (l *local) Name() string                                   { return l.d.Name() }
-func (l *local) Query() nic.DeviceAttr                          { return l.d.Query() }
-func (l *local) QueryPort(port uint8) (nic.PortAttr, error)     { return l.d.QueryPort(port) }
+func (l *local) Query() verbs.DeviceAttr                        { return l.d.Query() }
+func (l *local) QueryPort(port uint8) (verbs.PortAttr, error)   { return l.d.QueryPort(port) }
 func (l *local) QueryGID(port uint8, i int) (netip.Addr, error) { return l.d.QueryGID(port, i) }
 func (l *local) GIDs() []netip.Addr                             { return l.d.GIDs() }
 func (l *local) GIDIndex(a netip.Addr) (int, error)             { return l.d.GIDIndex(a) }
@@ -164,7 +164,7 @@ func (l *local) Close() error {
 // it does device memory. Where there is no memfd, Go memory.
 func (l *local) AllocBuffer(n int) (Buffer, error) {
 	if n <= 0 {
-		return nil, fmt.Errorf("ibv: alloc buffer of %d bytes: %w", n, nic.ErrInvalid)
+		return nil, fmt.Errorf("ibv: alloc buffer of %d bytes: %w", n, verbs.ErrInvalid)
 	}
 	sh, err := memory.NewShared(n)
 	if errors.Is(err, errors.ErrUnsupported) {

@@ -13,6 +13,7 @@ import (
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 // Local returns n as an ibv.Device that offers rdma_cm (ibv.ConnManager)
@@ -74,7 +75,7 @@ func param(p *ibv.ConnParam) *ConnParam {
 func (a ibvCM) CMListen(port uint16) (ibv.CMListener, error) {
 	l, err := a.c.Listen(port)
 	if errors.Is(err, ErrInUse) {
-		return nil, fmt.Errorf("%w: %w", nic.ErrBusy, err) // ibv's contract: EADDRINUSE
+		return nil, fmt.Errorf("%w: %w", verbs.ErrBusy, err) // ibv's contract: EADDRINUSE
 	}
 	if err != nil {
 		return nil, err

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
 )
@@ -161,7 +160,7 @@ func TestIBVUD(t *testing.T) {
 		t.Fatalf("no listener: %v, want ErrUnreachable", err)
 	}
 	plain := ibv.Local(a.n.Device, ibv.LocalOptions{ConnManager: rcOnly{a.cm.ConnManager()}, Close: func() error { return nil }})
-	if _, err := plain.(ibv.UDConnManager).CMListenUD(0); !errors.Is(err, nic.ErrNotSupported) {
+	if _, err := plain.(ibv.UDConnManager).CMListenUD(0); !errors.Is(err, verbs.ErrNotSupported) {
 		t.Fatalf("CM without UD ids: %v, want ErrNotSupported", err)
 	}
 }
@@ -170,7 +169,7 @@ func TestIBVUD(t *testing.T) {
 type rcOnly struct{ ibv.ConnManager }
 
 // TestIBVListenInUse: a second listener on a port says it is busy
-// (nic.ErrBusy: rnicd answers StatusBusy, the drop-in library EADDRINUSE),
+// (verbs.ErrBusy: rnicd answers StatusBusy, the drop-in library EADDRINUSE),
 // not an internal error; the port is free again once the first closes.
 func TestIBVListenInUse(t *testing.T) {
 	a, _ := newPair(t, nil, nil)
@@ -185,8 +184,8 @@ func TestIBVListenInUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cm.CMListen(7174); !errors.Is(err, nic.ErrBusy) {
-		t.Fatalf("a second CMListen on port 7174: %v, want nic.ErrBusy", err)
+	if _, err := cm.CMListen(7174); !errors.Is(err, verbs.ErrBusy) {
+		t.Fatalf("a second CMListen on port 7174: %v, want verbs.ErrBusy", err)
 	}
 	l.Close()
 	l, err = cm.CMListen(7174)

@@ -238,8 +238,8 @@ func (c *Config) checkRanges() error {
 		return fmt.Errorf("%w: port %d", ErrConfig, c.Port)
 	case c.IBPort != 1:
 		return fmt.Errorf("%w: IB port %d: the NIC has port 1 only", ErrConfig, c.IBPort)
-	case c.Size < 1 || c.Size > nic.MaxMsgSize:
-		return fmt.Errorf("%w: size %d, must be 1..%d (max_msg_sz)", ErrConfig, c.Size, nic.MaxMsgSize)
+	case c.Size < 1 || c.Size > verbs.MaxMsgSize:
+		return fmt.Errorf("%w: size %d, must be 1..%d (max_msg_sz)", ErrConfig, c.Size, verbs.MaxMsgSize)
 	case c.RxDepth < 1 || c.RxDepth >= nic.DefaultLimits().MaxCQE:
 		// The CQ holds rx_depth + 1 entries, as ibv_rc_pingpong's.
 		return fmt.Errorf("%w: rx depth %d, must be 1..%d (max_cqe − 1)", ErrConfig, c.RxDepth, nic.DefaultLimits().MaxCQE-1)

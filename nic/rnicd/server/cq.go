@@ -32,7 +32,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
 	"github.com/rnic/rnic/nic/verbs"
@@ -149,7 +148,7 @@ func handleCreateCQ(s *Session, req *Request, rep *Reply) error {
 // what it signals fired arms through, last.
 func newCQ(s *Session, cqe uint32, notify func() (cqNotifier, error)) (*cqObj, proto.CQLayout, error) {
 	if cqe == 0 || cqe > proto.MaxRingSlots {
-		return nil, proto.CQLayout{}, fmt.Errorf("rnicd: create CQ of %d entries: %w", cqe, nic.ErrInvalid)
+		return nil, proto.CQLayout{}, fmt.Errorf("rnicd: create CQ of %d entries: %w", cqe, verbs.ErrInvalid)
 	}
 	layout := proto.CQLayout{Slots: proto.RingSlots(cqe), Cap: cqe}
 	size := layout.Size()

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/cmd/internal/conform/agentproto"
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
@@ -250,7 +249,7 @@ type namedDevice struct {
 
 func (d namedDevice) Name() string { return d.name }
 
-func (d namedDevice) Query() nic.DeviceAttr {
+func (d namedDevice) Query() verbs.DeviceAttr {
 	a := d.Device.Query()
 	a.VendorID = d.vendor
 	return a

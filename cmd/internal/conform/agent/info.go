@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/rnic/rnic/cmd/internal/conform/agentproto"
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 // deviceInfo answers device_info.
@@ -14,8 +14,8 @@ func deviceInfo(d ibv.Device, kind string) agentproto.DeviceInfo {
 	a := d.Query()
 	info := agentproto.DeviceInfo{Name: d.Name(), Kind: kind, Transport: "roce", GIDs: []string{},
 		MaxQPWR: a.MaxQPWR, MaxSGE: a.MaxSGE, MaxCQE: a.MaxCQE, MaxMRSize: a.MaxMRSize,
-		MaxQPRdAtom: a.MaxQPRdAtom, MaxQPInitRdAtom: a.MaxQPInitRdAtom, Atomics: a.AtomicCap != nic.AtomicNone}
-	if a.Transport == nic.TransportIWARP {
+		MaxQPRdAtom: a.MaxQPRdAtom, MaxQPInitRdAtom: a.MaxQPInitRdAtom, Atomics: a.AtomicCap != verbs.AtomicNone}
+	if a.Transport == verbs.TransportIWARP {
 		info.Transport = "iwarp"
 	}
 	if info.Kind == "" {
