@@ -187,14 +187,14 @@ func (n *IWARPNIC) PortCounters() []ibv.Counter {
 }
 
 // ConnManager returns the NIC's rdma_cm: MPA over the NIC's streams. It
-// binds QPs of the NIC given as Local QPs (ibv.Local of n.Device).
+// binds QPs of the NIC given as its ibv QPs (nic.AsIBV of n.Device).
 func (n *IWARPNIC) ConnManager() ibv.ConnManager { return n.cm }
 
 // Verbs returns n as an ibv.Device that offers rdma_cm (ibv.ConnManager):
 // the NIC's own, which replaces any opt.ConnManager, since no other CM can
 // connect its QPs. opt's Counters default to PortCounters and its Close
 // to n.Close.
-func (n *IWARPNIC) Verbs(opt ibv.LocalOptions) ibv.Device {
+func (n *IWARPNIC) Verbs(opt nic.IBVOptions) ibv.Device {
 	if opt.Counters == nil {
 		opt.Counters = n.PortCounters
 	}
@@ -202,7 +202,7 @@ func (n *IWARPNIC) Verbs(opt ibv.LocalOptions) ibv.Device {
 		opt.Close = n.Close
 	}
 	opt.ConnManager = n.cm
-	return ibv.Local(n.Device, opt)
+	return nic.AsIBV(n.Device, opt)
 }
 
 // Close closes the listeners and connections (the QPs go to ERR), then

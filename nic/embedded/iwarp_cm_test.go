@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/iwarp"
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/ibv/ibvtest"
 	"github.com/rnic/rnic/nic/verbs"
@@ -257,7 +258,7 @@ func TestIWARPConnectSettles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := n.Verbs(ibv.LocalOptions{})
+		d := n.Verbs(nic.IBVOptions{})
 		t.Cleanup(func() { d.Close() })
 		return d
 	}

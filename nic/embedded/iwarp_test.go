@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/ibv/ibvtest"
 	"github.com/rnic/rnic/nic/verbs"
@@ -22,7 +23,7 @@ func openIWARPPair(t *testing.T) ibvtest.Pair {
 		if err != nil {
 			t.Fatalf("OpenIWARP(%v): %v", addr, err)
 		}
-		d := n.Verbs(ibv.LocalOptions{})
+		d := n.Verbs(nic.IBVOptions{})
 		t.Cleanup(func() { d.Close() })
 		return d
 	}

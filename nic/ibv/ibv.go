@@ -2,12 +2,17 @@ package ibv
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic/verbs"
 )
+
+// ErrForeign is returned when an object from another Device is given to a
+// Device.
+var ErrForeign = errors.New("ibv: object belongs to another device")
 
 // Device is an open RDMA device with one port (struct ibv_context). All
 // methods, and those of the objects it creates, are safe for concurrent use.

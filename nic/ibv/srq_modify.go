@@ -13,11 +13,3 @@ type SRQModifier interface {
 	ModifySRQ(attr verbs.SRQAttr, mask verbs.SRQAttrMask) error
 	QuerySRQ() verbs.SRQAttr
 }
-
-var _ SRQModifier = (*localSRQ)(nil)
-
-func (s *localSRQ) ModifySRQ(attr verbs.SRQAttr, mask verbs.SRQAttrMask) error {
-	return s.srq.ModifySRQ(attr, mask)
-}
-
-func (s *localSRQ) QuerySRQ() verbs.SRQAttr { return s.srq.Query() }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
@@ -92,7 +93,7 @@ func (d *demo) open(name string, link embedded.Link, addr netip.Addr, mac [6]byt
 	if err != nil {
 		return nil, err
 	}
-	dev := n.Verbs(ibv.LocalOptions{})
+	dev := n.Verbs(nic.IBVOptions{})
 	return d.objects(name, dev, dev, addr, d.roceQPs)
 }
 

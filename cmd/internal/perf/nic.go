@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/netip"
 
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rdmacm"
@@ -131,7 +132,7 @@ func openHost(r *resolved, spec hostSpec) (*host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("perf: open NIC on %v: %w", spec.addr, err)
 	}
-	dev, err := localDevice(n, ibv.LocalOptions{}, spec.cm)
+	dev, err := localDevice(n, nic.IBVOptions{}, spec.cm)
 	if err != nil {
 		n.Close()
 		return nil, err
@@ -141,7 +142,7 @@ func openHost(r *resolved, spec hostSpec) (*host, error) {
 
 // localDevice is n as an ibv.Device, with rdma_cm if cm is set; closing
 // the device closes the CM, then the NIC (opt.Close, if set).
-func localDevice(n *embedded.NIC, opt ibv.LocalOptions, cm bool) (ibv.Device, error) {
+func localDevice(n *embedded.NIC, opt nic.IBVOptions, cm bool) (ibv.Device, error) {
 	if !cm {
 		return n.Verbs(opt), nil
 	}
@@ -171,7 +172,7 @@ var openTAPHost = func(cfg tapnic.Config, cm bool) (*host, error) {
 // own TCP (network), which sends from the NIC's address, and so do the
 // iWARP streams.
 func tapHost(n *embedded.NIC, network ibv.Network, streams embedded.StreamNetwork, closeNIC func() error, cm bool) (*host, error) {
-	dev, err := localDevice(n, ibv.LocalOptions{Network: network, Close: closeNIC}, cm)
+	dev, err := localDevice(n, nic.IBVOptions{Network: network, Close: closeNIC}, cm)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
@@ -66,7 +67,7 @@ func openDevice(ctx context.Context, r *resolved) (ibv.Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pingpong: open NIC on %v: %w", r.Addr, err)
 	}
-	return n.Verbs(ibv.LocalOptions{}), nil
+	return n.Verbs(nic.IBVOptions{}), nil
 }
 
 // openTAPHost opens a NIC in the TAP mode; tests replace it.
@@ -75,5 +76,5 @@ var openTAPHost = func(cfg tapnic.Config) (ibv.Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	return n.NIC.Verbs(ibv.LocalOptions{Network: n.Network(), Close: n.Close}), nil
+	return n.NIC.Verbs(nic.IBVOptions{Network: n.Network(), Close: n.Close}), nil
 }

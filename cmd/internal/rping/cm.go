@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rdmacm"
@@ -62,7 +63,7 @@ func NewRoCE(n *embedded.NIC, cfg rdmacm.Config) (*CM, error) {
 		return nil, fmt.Errorf("rping: %w", err)
 	}
 	// The device is the NIC's to close; Close here only detaches the CM.
-	d := ibv.Local(n.Device, ibv.LocalOptions{ConnManager: c.ConnManager(), Close: c.Close})
+	d := nic.AsIBV(n.Device, nic.IBVOptions{ConnManager: c.ConnManager(), Close: c.Close})
 	retries := int(cfg.MaxRetries)
 	if retries == 0 {
 		retries = rdmaCMRetries

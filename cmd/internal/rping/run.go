@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rdmacm"
@@ -175,7 +176,7 @@ func openLocalRoCE(cfg *Config) (ibv.Device, error) {
 		}
 		n, closeNIC = en, en.Close
 	}
-	d, err := rdmacm.LocalWith(n, rdmacm.Config{}, ibv.LocalOptions{Close: closeNIC})
+	d, err := rdmacm.LocalWith(n, rdmacm.Config{}, nic.IBVOptions{Close: closeNIC})
 	if err != nil {
 		closeNIC()
 		return nil, fmt.Errorf("rping: %w", err)

@@ -32,6 +32,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
 	"github.com/rnic/rnic/nic/verbs"
@@ -349,7 +350,7 @@ func (c *cqObj) chooseMode() {
 // after a solicited completion and which otherwise only disarms. Other
 // CQs keep the arm; its firing is then unclassifiable.
 func (c *cqObj) disarm() {
-	n := ibv.LocalCQ(c.cq)
+	n := nic.CQOf(c.cq)
 	if n == nil {
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/cmd/internal/conform/agentproto"
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
@@ -26,7 +27,7 @@ func pipeDevice(t testing.TB) ibv.Device {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := n.Verbs(ibv.LocalOptions{})
+	d := n.Verbs(nic.IBVOptions{})
 	t.Cleanup(func() { d.Close(); b.Close() })
 	return d
 }

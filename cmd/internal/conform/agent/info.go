@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/rnic/rnic/cmd/internal/conform/agentproto"
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
 )
@@ -47,7 +48,7 @@ const (
 // other devices by their name without its number (mlx5_0 → mlx5).
 func kindOf(d ibv.Device) string {
 	name := d.Name()
-	if ibv.LocalNIC(d) != nil || strings.HasPrefix(name, "rnic") {
+	if nic.DeviceOf(d) != nil || strings.HasPrefix(name, "rnic") {
 		return "rnic"
 	}
 	switch d.Query().VendorID {
