@@ -73,19 +73,57 @@
 //     A UD message longer than that is the engine's to handle (IBTA
 //     C10-93.1.1 as rxe quotes it: send nothing, report no error).
 //
-// # Where nic stands among rnic's packages
+// # Layers
 //
-// Bottom to top; each layer imports only layers below it:
+// rnic's packages form layers, bottom to top; the table below is the one
+// list of which may import which, and cmd/rnic's TestLayers checks every
+// import `go list ./...` reports against it. A package belongs to the row
+// whose pattern matches it most specifically: a path matches itself, and
+// "p/..." matches p and every package below it (the longer p, the more
+// specific). A test helper package (a name ending in "test", such as
+// nic/ibv/ibvtest) belongs to the layer of the package it serves, its
+// parent. A package matching no row fails the test, and so does an import
+// no row allows. A layer may import itself and the layers it names, all of
+// them below it; an "except" row allows the packages it names one more
+// import, each for the reason given below; the "tests" row says what a
+// package's tests may import besides.
 //
-//	model      memory, nic/verbs, nic (this package), nic/ibv (the API as interfaces)
-//	wire       roce/wire, roce/layers, iwarp/wire, roce/cm/mad, roce/decode,
-//	           iwarp/decode
-//	engines    roce, roce/cm, iwarp (they implement verbs.Engine)
-//	transports transport, transport/clock, transport/udp, transport/stream, tap
-//	backends   nic/embedded, nic/tapnic, nic/rdmacm, nic/passthrough, nic/rnicd/client
-//	server     nic/rnicd/proto, nic/rnicd/server, nic/rnicd/dropin (C drop-in libraries)
-//	programs   cmd/internal/{perf,pingpong,rping,demo,sim,ladder}
-//	binaries   cmd/rnic, cmd/rnicd, cmd/interop
+//	layer      | packages                                | may import
+//	model      | memory nic/verbs nic/ibv nic            | -
+//	wire       | roce/wire roce/layers roce/cm/mad       | -
+//	           | roce/decode iwarp/wire iwarp/decode     |
+//	transports | transport transport/... tap             | model wire
+//	engines    | roce roce/cm roce/capcheck iwarp        | model wire transports
+//	backends   | nic/embedded nic/tapnic nic/rdmacm      | model wire transports engines
+//	           | nic/passthrough                         |
+//	daemon     | nic/rnicd/... nic/view                  | model transports backends
+//	programs   | cmd/internal/...                        | model backends
+//	testtools  | cmd/internal/conform/...                | model wire transports engines backends
+//	binaries   | cmd/...                                 | model wire transports engines backends
+//	           |                                         | daemon programs testtools
+//	except     | cmd/internal/perf                       | transport/clock/nap
+//	except     | cmd/internal/demo                       | roce/wire iwarp/wire
+//	except     | cmd/internal/ladder                     | wire transport transport/pcap
+//	except     | cmd/internal/sim                        | transport transport/pcap transport/clock
+//	           |                                         | transport/stream/...
+//	except     | cmd/internal/tapraw                     | tap
+//	tests      |                                         | model wire transports engines backends
+//	           |                                         | daemon
+//
+// Transports sit below the engines: roce and iwarp send through transport
+// and keep time with transport/clock. The daemon's protocol polls its
+// rings with transport/poll. The programs run on the verbs API and the
+// backends, whatever engine and transport a backend picks; the exceptions
+// are the clock perf's memory watch sleeps on (nap), the wire formats the
+// demo narrates frames with, the ladder diagrams (drawn from frames and
+// captures), the simulator (which builds the simulated link and its
+// virtual clock), and tapraw (which measures the TAP device itself).
+//
+// Tests may also import any package of the layers from model to daemon: a
+// lower layer's test may drive it through a higher one (ibv's examples
+// open an embedded NIC; the wire tests read frames back with tshark through
+// transport/tsharktest). No test outside cmd/ imports programs, test tools
+// or binaries (Go's internal rule enforces that for cmd/internal).
 //
 // # Concurrency
 //
