@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/netip"
 
+	"github.com/rnic/rnic/cmd/internal/progkit"
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
@@ -111,16 +112,7 @@ func openHost(r *resolved, spec hostSpec) (*host, error) {
 		return &host{net: ibv.KernelNetwork{}}, nil
 	}
 	if spec.tap != nil {
-		tc := *spec.tap
-		if tc.Name == "" {
-			tc.Name = spec.name
-		}
-		if tc.Pcap == nil {
-			tc.Pcap = spec.pcap
-		}
-		if tc.Trace == nil {
-			tc.Trace = spec.trace
-		}
+		tc := progkit.TAPConfig(*spec.tap, spec.name, spec.pcap, spec.trace)
 		h, err := openTAPHost(tc, spec.cm)
 		if err != nil {
 			return nil, fmt.Errorf("perf: open NIC on TAP %s: %w", tc.TAP, err)
@@ -182,13 +174,5 @@ func tapHost(n *embedded.NIC, network ibv.Network, streams embedded.StreamNetwor
 // openDevice opens the device of another backend r names and picks the
 // addresses and path MTU r left open from it (resolveDevice).
 func openDevice(ctx context.Context, r *resolved) (ibv.Device, error) {
-	dev, err := ibv.Open(r.spec)
-	if err != nil {
-		return nil, fmt.Errorf("perf: %w", err)
-	}
-	if err := r.resolveDevice(ctx, dev); err != nil {
-		dev.Close()
-		return nil, err
-	}
-	return dev, nil
+	return kit.OpenDevice(r.spec, func(dev ibv.Device) error { return r.resolveDevice(ctx, dev) })
 }

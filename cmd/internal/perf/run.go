@@ -276,12 +276,7 @@ func gidAddr(dev ibv.Device, conn net.Conn, def netip.Addr) netip.Addr {
 // one nothing answers (ibv.DialWait), saying so on Progress meanwhile.
 func dial(ctx context.Context, r *resolved, h *host) (net.Conn, error) {
 	target := netip.AddrPortFrom(r.server, uint16(r.Port))
-	conn, err := ibv.DialWait(ctx, h.net, r.Addr, target, ibv.DialOptions{
-		Retry: r.DialRetry, Notice: r.Progress, Who: "perf", What: "the side channel"})
-	if err != nil && ctx.Err() == nil {
-		return nil, fmt.Errorf("perf: connect to %s: %w", target, err)
-	}
-	return conn, err
+	return kit.Dial(ctx, h.net, r.Addr, target, r.DialRetry, r.Progress, "connect to")
 }
 
 // runClient runs the client's side against the server at r.server.

@@ -115,12 +115,7 @@ func sideChannel(ctx context.Context, r *resolved, h ibv.Network) (net.Conn, err
 		return conn, nil
 	}
 	target := netip.AddrPortFrom(r.server, uint16(r.Port))
-	conn, err := ibv.DialWait(ctx, h, r.Addr, target, ibv.DialOptions{
-		Retry: r.DialRetry, Notice: r.Err, Who: "pingpong", What: "the side channel"})
-	if err != nil && ctx.Err() == nil {
-		return nil, fmt.Errorf("pingpong: couldn't connect to %s: %w", target, err)
-	}
-	return conn, err
+	return kit.Dial(ctx, h, r.Addr, target, r.DialRetry, r.Err, "couldn't connect to")
 }
 
 // lingerMax bounds how long a side that has finished waits for its peer

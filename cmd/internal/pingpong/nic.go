@@ -17,6 +17,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/rnic/rnic/cmd/internal/progkit"
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
@@ -34,28 +35,11 @@ const linkMTU = 9000
 // are then picked from its GID table (resolveDevice).
 func openDevice(ctx context.Context, r *resolved) (ibv.Device, error) {
 	if r.spec.Backend != ibv.BackendLocal {
-		dev, err := ibv.Open(r.spec)
-		if err != nil {
-			return nil, fmt.Errorf("pingpong: %w", err)
-		}
-		if err := r.resolveDevice(ctx, dev); err != nil {
-			dev.Close()
-			return nil, err
-		}
-		return dev, nil
+		return kit.OpenDevice(r.spec, func(dev ibv.Device) error { return r.resolveDevice(ctx, dev) })
 	}
 	name := r.spec.Name
 	if r.TAP != nil {
-		tc := *r.TAP
-		if tc.Name == "" {
-			tc.Name = name
-		}
-		if tc.Pcap == nil {
-			tc.Pcap = r.Pcap
-		}
-		if tc.Trace == nil {
-			tc.Trace = r.Trace
-		}
+		tc := progkit.TAPConfig(*r.TAP, name, r.Pcap, r.Trace)
 		dev, err := openTAPHost(tc)
 		if err != nil {
 			return nil, fmt.Errorf("pingpong: open NIC on TAP %s: %w", tc.TAP, err)

@@ -30,6 +30,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/rnic/rnic/cmd/internal/progkit"
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
@@ -152,7 +153,7 @@ func (e *ConnectError) Unwrap() error { return e.Err }
 // lets rdma_cm pick a free port.
 func (c *CM) Listen(addr netip.AddrPort) (Listener, error) {
 	a := addr.Addr().Unmap()
-	if a.IsValid() && !a.IsUnspecified() && !ownAddr(c.d.GIDs(), a) {
+	if a.IsValid() && !a.IsUnspecified() && !progkit.HasAddr(c.d.GIDs(), a) {
 		return nil, fmt.Errorf("rping: %v is not an address of %s", a, c.d.Name())
 	}
 	l, err := c.cm.CMListen(addr.Port())
