@@ -19,7 +19,9 @@
 // Creating verbs are Device methods (AllocPD, RegMR, CreateCQ, CreateSRQ,
 // CreateQP, CreateAH); destroying ones are Device.DeallocPD,
 // Device.DeregMR, and Destroy on the other objects. Errors wrap the
-// sentinels in errors.go; every limit Device.Query reports is enforced.
+// sentinels of nic/verbs (verbs.ErrInvalid, ...), which every backend
+// shares; every limit Device.Query reports is enforced. AsIBV gives a
+// Device to programs written against the verbs API, nic/ibv (ibv.go).
 //
 // # Contract with the engines
 //
@@ -77,7 +79,8 @@
 //
 // rnic's packages form layers, bottom to top; the table below is the one
 // list of which may import which, and cmd/rnic's TestLayers checks every
-// import `go list ./...` reports against it. A package belongs to the row
+// import `go list ./...` reports against it (in the default build and
+// with -tags verbs). A package belongs to the row
 // whose pattern matches it most specifically: a path matches itself, and
 // "p/..." matches p and every package below it (the longer p, the more
 // specific). A test helper package (a name ending in "test", such as

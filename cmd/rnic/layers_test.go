@@ -346,16 +346,56 @@ type listedPackage struct {
 	TestImports []string
 }
 
-// listPackages runs go list -json on every package of the module in dir.
+// buildTags are the builds whose imports are checked: the default one,
+// and the one with the passthrough backend's cgo half (-tags verbs).
+var buildTags = []string{"", "verbs"}
+
+// listPackages lists every package of the module in dir in each of
+// buildTags, merging a package's imports over the builds.
 func listPackages(t *testing.T, dir string) ([]listedPackage, error) {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,TestImports,XTestImports", "./...")
+	byPath := map[string]*listedPackage{}
+	var order []string
+	for _, tags := range buildTags {
+		pkgs, err := listBuild(dir, tags)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range pkgs {
+			q, seen := byPath[p.Path]
+			if !seen {
+				q = &listedPackage{Path: p.Path}
+				byPath[p.Path] = q
+				order = append(order, p.Path)
+			}
+			q.Imports = append(q.Imports, p.Imports...)
+			q.TestImports = append(q.TestImports, p.TestImports...)
+		}
+	}
+	out := make([]listedPackage, len(order))
+	for i, path := range order {
+		out[i] = *byPath[path]
+		out[i].Imports = uniq(out[i].Imports)
+		out[i].TestImports = uniq(out[i].TestImports)
+	}
+	return out, nil
+}
+
+func uniq(s []string) []string {
+	slices.Sort(s)
+	return slices.Compact(s)
+}
+
+// listBuild runs go list -json on every package of the module in dir,
+// with the build tags given.
+func listBuild(dir, tags string) ([]listedPackage, error) {
+	cmd := exec.Command("go", "list", "-tags="+tags, "-json=ImportPath,Imports,TestImports,XTestImports", "./...")
 	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("go list: %w: %s", err, stderr.Bytes())
+		return nil, fmt.Errorf("go list -tags=%q: %w: %s", tags, err, stderr.Bytes())
 	}
 	var pkgs []listedPackage
 	dec := json.NewDecoder(bytes.NewReader(out))
@@ -373,7 +413,7 @@ func listPackages(t *testing.T, dir string) ([]listedPackage, error) {
 			TestImports: append(p.TestImports, p.XTestImports...)})
 	}
 	if len(pkgs) == 0 {
-		return nil, errors.New("go list found no packages")
+		return nil, fmt.Errorf("go list -tags=%q found no packages", tags)
 	}
 	return pkgs, nil
 }
