@@ -168,7 +168,7 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 // of a completion channel and ibv_get_cq_event.
 func (cq *CQ) Notify() <-chan struct{} { return cq.notify }
 
-// Err returns an error wrapping ErrCQOverrun once the CQ has overflowed,
+// Err returns an error wrapping verbs.ErrCQOverrun once the CQ has overflowed,
 // nil before.
 func (cq *CQ) Err() error {
 	cq.mu.Lock()
@@ -202,7 +202,7 @@ func (cq *CQ) Resize(cqe int) error {
 	return nil
 }
 
-// Destroy destroys the CQ (ibv_destroy_cq). It fails with ErrBusy while a
+// Destroy destroys the CQ (ibv_destroy_cq). It fails with verbs.ErrBusy while a
 // QP uses it.
 func (cq *CQ) Destroy() error {
 	cq.mu.Lock()

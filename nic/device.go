@@ -40,7 +40,7 @@ type Config struct {
 	// Limits override the default device limits.
 	Limits Limits
 	// EventQueueLen is the capacity of the Events channel
-	// (DefaultEventQueueLen if 0).
+	// (verbs.DefaultEventQueueLen if 0).
 	EventQueueLen int
 	// PrivilegedQKey lets QPs use controlled Q_Keys (the high bit set),
 	// which the IBTA reserves to privileged consumers; Linux requires

@@ -144,22 +144,6 @@ func TestGIDTable(t *testing.T) {
 	wantIs(t, "Open(257 GIDs)", err, verbs.ErrInvalid)
 }
 
-func TestGIDFromAddr(t *testing.T) {
-	for in, want := range map[string]string{
-		"1.2.3.4":        "::ffff:1.2.3.4",
-		"::ffff:1.2.3.4": "::ffff:1.2.3.4",
-		"2001:db8::1":    "2001:db8::1",
-		"fe80::2%lo":     "fe80::2",
-	} {
-		if got := verbs.GIDFromAddr(netip.MustParseAddr(in)); got != netip.MustParseAddr(want) {
-			t.Errorf("GIDFromAddr(%s) = %v, want %s", in, got, want)
-		}
-	}
-	if verbs.GIDFromAddr(netip.Addr{}).IsValid() {
-		t.Error("GIDFromAddr(invalid) is valid")
-	}
-}
-
 func TestQueryDefaults(t *testing.T) {
 	f := newFixture(t)
 	a := f.d.Query()
@@ -214,7 +198,7 @@ func TestBadLimits(t *testing.T) {
 }
 
 // TestLimitsEnforced checks that every count Query reports is enforced:
-// the limit-th object is created, the next one fails with ErrNoMemory.
+// the limit-th object is created, the next one fails with verbs.ErrNoMemory.
 func TestLimitsEnforced(t *testing.T) {
 	f := newFixture(t, func(c *Config) {
 		c.Limits = Limits{MaxPD: 2, MaxCQ: 2, MaxQP: 2, MaxAH: 2, MaxSRQ: 2, MaxMR: 2}

@@ -101,7 +101,7 @@ func (d *Device) FastRegMR(mr *MR, buf []byte, iova uint64, access memory.Access
 // DeregMR deregisters mr (ibv_dereg_mr). Its key stops resolving at once;
 // DeregMR then waits until no DMA is copying through the region, so that,
 // as in verbs, the memory is the caller's alone when it returns. It fails
-// with ErrBusy while memory windows are bound to the region.
+// with verbs.ErrBusy while memory windows are bound to the region.
 func (d *Device) DeregMR(mr *MR) error {
 	if err := mr.live(d); err != nil {
 		return fmt.Errorf("nic: dereg MR: %w", err)

@@ -22,7 +22,7 @@ type MRChange struct {
 // ReregMR re-registers mr with c, keeping its lkey and rkey, as mlx5
 // does (the kernel's rxe does not re-register at all). Like DeregMR it
 // returns once no DMA uses the memory of the previous registration. It
-// fails with ErrBusy while memory windows are bound to mr; on error mr
+// fails with verbs.ErrBusy while memory windows are bound to mr; on error mr
 // is unchanged.
 func (d *Device) ReregMR(mr *MR, c MRChange) error {
 	if err := mr.live(d); err != nil {

@@ -38,7 +38,7 @@ func (d *Device) AllocPD() (*PD, error) {
 	return &PD{d: d, id: d.nextPD}, nil
 }
 
-// DeallocPD deallocates pd (ibv_dealloc_pd). It fails with ErrBusy while
+// DeallocPD deallocates pd (ibv_dealloc_pd). It fails with verbs.ErrBusy while
 // MRs, QPs, AHs or SRQs still belong to it.
 func (d *Device) DeallocPD(pd *PD) error {
 	if pd == nil || pd.d != d {

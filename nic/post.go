@@ -15,7 +15,7 @@ import (
 // PostSend posts send WRs in order (ibv_post_send). Each is checked,
 // copied (SGE list, inline data), and passed to the engine; the caller may
 // reuse the WRs as soon as PostSend returns. On the first failure the error
-// is a *PostError naming the WR (ibv's bad_wr); earlier WRs stay posted,
+// is a *verbs.PostError naming the WR (ibv's bad_wr); earlier WRs stay posted,
 // later ones are not.
 //
 // The QP must be in RTS, SQD, SQE or ERR: posting to the send queue in
@@ -29,7 +29,7 @@ import (
 // skips the lkey.
 //
 // The send queue depth (max_send_wr) is enforced by the engine, which
-// alone sees WRs retire; a full queue gives ErrQueueFull.
+// alone sees WRs retire; a full queue gives verbs.ErrQueueFull.
 func (q *QP) PostSend(wrs ...*verbs.SendWR) error {
 	q.sendMu.Lock()
 	defer q.sendMu.Unlock()
@@ -164,7 +164,7 @@ func (q *QP) checkSendWR(wr *verbs.SendWR) (uint64, error) {
 
 // PostRecv posts receive WRs to the QP's own receive queue in order
 // (ibv_post_recv); the caller may reuse them at once. On the first failure
-// the error is a *PostError. A QP that uses an SRQ has no receive queue:
+// the error is a *verbs.PostError. A QP that uses an SRQ has no receive queue:
 // post to the SRQ instead.
 //
 // Posting in RESET is an error; from INIT on WRs are queued. In ERR they

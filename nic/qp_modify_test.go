@@ -80,7 +80,7 @@ func specTable() map[[2]verbs.QPState]specCell {
 }
 
 // unsupported are attributes the table allows but rnic refuses with
-// ErrNotSupported (no alternate path in QPAttr, no APM).
+// verbs.ErrNotSupported (no alternate path in QPAttr, no APM).
 const unsupported = verbs.AttrAltPath | verbs.AttrPathMigState
 
 func hasType(ts []verbs.QPType, t verbs.QPType) bool {
@@ -110,7 +110,7 @@ func attrFor(from, to verbs.QPState) *verbs.QPAttr {
 // succeed with their required attributes, with each optional one added,
 // and fail naming the attribute when a required one is missing or a
 // disallowed one is present; invalid transitions fail with
-// ErrInvalidState.
+// verbs.ErrInvalidState.
 func TestModifyTransitions(t *testing.T) {
 	spec := specTable()
 	for _, typ := range qpTypes {
@@ -304,7 +304,7 @@ func TestModifyMisc(t *testing.T) {
 	}
 
 	// An engine error is wrapped; a state change under us is
-	// ErrInvalidState.
+	// verbs.ErrInvalidState.
 	e.mu.Lock()
 	e.modifyErr = errors.New("boom")
 	e.mu.Unlock()

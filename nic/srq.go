@@ -102,7 +102,7 @@ func (s *SRQ) ModifySRQ(attr verbs.SRQAttr, mask verbs.SRQAttrMask) error {
 
 // PostRecv posts receive WRs to the SRQ (ibv_post_srq_recv). WRs are
 // checked and posted in order; on the first failure the error is a
-// *PostError naming it and the rest are not posted. When the SRQ was empty,
+// *verbs.PostError naming it and the rest are not posted. When the SRQ was empty,
 // the engines of the attached QPs are told (Engine.RecvPosted), as one may
 // be waiting for a WQE; while it holds WQEs they are not, since a
 // responder only waits on an empty queue and SRQ QPs advertise no credits.
@@ -172,7 +172,7 @@ func (s *SRQ) Len() int {
 }
 
 // Destroy destroys the SRQ (ibv_destroy_srq), discarding its WQEs. It
-// fails with ErrBusy while QPs are attached.
+// fails with verbs.ErrBusy while QPs are attached.
 func (s *SRQ) Destroy() error {
 	s.mu.Lock()
 	if s.dead {
