@@ -115,7 +115,8 @@
 //
 // Transports sit below the engines: roce and iwarp send through transport
 // and keep time with transport/clock. The daemon's protocol polls its
-// rings with transport/poll. The programs run on the verbs API and the
+// rings with transport/poll. nic/view, which shows rnicd's NICs to the
+// programs rnic exec runs, sits with the daemon, whose client it uses. The programs run on the verbs API and the
 // backends, whatever engine and transport a backend picks; the exceptions
 // are the clock perf's memory watch sleeps on (nap), the wire formats the
 // demo narrates frames with, the ladder diagrams (drawn from frames and
