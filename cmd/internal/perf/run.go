@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/netip"
 
+	"github.com/rnic/rnic/cmd/internal/progkit"
 	"github.com/rnic/rnic/nic/ibv"
 )
 
@@ -193,12 +194,8 @@ func startServer(r *resolved) (*server, error) {
 func listenServer(r *resolved, h *host) (*server, error) {
 	l := r.Listener
 	if l == nil {
-		at := r.Addr
-		if r.anyAddr {
-			at = netip.Addr{}
-		}
 		var err error
-		if l, err = h.Listen(netip.AddrPortFrom(at, uint16(r.Port))); err != nil {
+		if l, err = progkit.Listen(h, r.Addr, r.anyAddr, r.Port); err != nil {
 			h.Close()
 			return nil, fmt.Errorf("perf: listen on port %d: %w", r.Port, err)
 		}
@@ -208,18 +205,11 @@ func listenServer(r *resolved, h *host) (*server, error) {
 
 // accept waits for one client and stops listening.
 func (srv *server) accept(ctx context.Context) (net.Conn, error) {
-	l := srv.l
-	stop := context.AfterFunc(ctx, func() { l.Close() })
-	conn, err := l.Accept()
-	stop()
-	l.Close()
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
+	conn, err := progkit.AcceptOne(ctx, srv.l)
+	if err != nil && ctx.Err() == nil {
 		return nil, fmt.Errorf("perf: accept: %w", err)
 	}
-	return conn, nil
+	return conn, err
 }
 
 // serve accepts one client, serves its test and closes the NIC.

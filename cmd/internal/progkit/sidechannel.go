@@ -29,3 +29,27 @@ func (p Program) Dial(ctx context.Context, network ibv.Network, from netip.Addr,
 	}
 	return conn, err
 }
+
+// Listen listens for the side channel on port through network: on addr,
+// or on every address of the NIC when anyAddr (a server told no address
+// of a NIC with several). The error is network's; the caller words it.
+func Listen(network ibv.Network, addr netip.Addr, anyAddr bool, port int) (net.Listener, error) {
+	if anyAddr {
+		addr = netip.Addr{}
+	}
+	return network.Listen(netip.AddrPortFrom(addr, uint16(port)))
+}
+
+// AcceptOne waits for one client on l and closes l: a server serves one
+// client, as rc_pingpong and perftest do. A cancelled ctx closes l and
+// returns ctx's error; any other failure is l's, for the caller to word.
+func AcceptOne(ctx context.Context, l net.Listener) (net.Conn, error) {
+	stop := context.AfterFunc(ctx, func() { l.Close() })
+	conn, err := l.Accept()
+	stop()
+	l.Close()
+	if err != nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return conn, err
+}
