@@ -2,7 +2,8 @@
 // pingpong, rping) share, so that they cannot drift apart: how a host name
 // becomes an address, which of a NIC's addresses a side takes, what a TAP
 // NIC is built from, how a device of another backend is opened and what it
-// refuses, and how a client reaches its server's side channel.
+// refuses, and the side channel: a server listening for its one client, a
+// client dialing it.
 //
 // Every address it returns is unmapped: an IPv4 address is 10.0.0.1, never
 // ::ffff:10.0.0.1, whether it came from a literal, the resolver, a GID or a
