@@ -162,14 +162,14 @@ func (l *ibvDevice) Close() error {
 // it does device memory. Where there is no memfd, Go memory.
 func (l *ibvDevice) AllocBuffer(n int) (ibv.Buffer, error) {
 	if n <= 0 {
-		return nil, fmt.Errorf("ibv: alloc buffer of %d bytes: %w", n, verbs.ErrInvalid)
+		return nil, fmt.Errorf("nic: alloc buffer of %d bytes: %w", n, verbs.ErrInvalid)
 	}
 	sh, err := memory.NewShared(n)
 	if errors.Is(err, errors.ErrUnsupported) {
 		return &heapBuffer{b: make([]byte, n)}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("ibv: alloc buffer: %w", err)
+		return nil, fmt.Errorf("nic: alloc buffer: %w", err)
 	}
 	return sh, nil
 }
