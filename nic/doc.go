@@ -92,42 +92,52 @@
 // package's tests may import besides.
 //
 //	layer      | packages                                | may import
-//	model      | memory nic/verbs nic/ibv nic            | -
+//	vocabulary | memory nic/verbs nic/ibv                | -
+//	model      | nic                                     | vocabulary
 //	wire       | roce/wire roce/layers roce/cm/mad       | -
 //	           | roce/decode iwarp/wire iwarp/decode     |
-//	transports | transport transport/... tap             | model wire
-//	engines    | roce roce/cm roce/capcheck iwarp        | model wire transports
-//	backends   | nic/embedded nic/tapnic nic/rdmacm      | model wire transports engines
+//	transports | transport transport/... tap             | wire
+//	engines    | roce roce/cm roce/capcheck iwarp        | vocabulary wire transports
+//	clients    | nic/rnicd/proto nic/rnicd/client        | vocabulary transports
 //	           | nic/passthrough                         |
-//	daemon     | nic/rnicd/... nic/view                  | model transports backends
-//	programs   | cmd/internal/...                        | model backends
-//	testtools  | cmd/internal/conform/...                | model wire transports engines backends
-//	binaries   | cmd/...                                 | model wire transports engines backends
-//	           |                                         | daemon programs testtools
+//	backends   | nic/embedded nic/tapnic nic/rdmacm      | vocabulary model wire transports engines
+//	daemon     | nic/rnicd/... nic/view                  | vocabulary model transports clients backends
+//	programs   | cmd/internal/...                        | vocabulary model backends
+//	testtools  | cmd/internal/conform/...                | vocabulary model wire transports engines backends
+//	binaries   | cmd/...                                 | vocabulary model wire transports engines clients
+//	           |                                         | backends daemon programs testtools
 //	except     | cmd/internal/perf                       | transport/clock/nap
 //	except     | cmd/internal/demo                       | roce/wire iwarp/wire
 //	except     | cmd/internal/ladder                     | wire transport transport/pcap
 //	except     | cmd/internal/sim                        | transport transport/pcap transport/clock
 //	           |                                         | transport/stream/...
 //	except     | cmd/internal/tapraw                     | tap
-//	tests      |                                         | model wire transports engines backends
-//	           |                                         | daemon
+//	tests      |                                         | vocabulary model wire transports engines
+//	           |                                         | clients backends daemon
 //
-// Transports sit below the engines: roce and iwarp send through transport
-// and keep time with transport/clock. The daemon's protocol polls its
-// rings with transport/poll. nic/view, which shows rnicd's NICs to the
-// programs rnic exec runs, sits with the daemon, whose client it uses. The programs run on the verbs API and the
-// backends, whatever engine and transport a backend picks; the exceptions
-// are the clock perf's memory watch sleeps on (nap), the wire formats the
-// demo narrates frames with, the ladder diagrams (drawn from frames and
-// captures), the simulator (which builds the simulated link and its
-// virtual clock), and tapraw (which measures the TAP device itself).
+// The verbs API (nic/ibv) and its vocabulary (nic/verbs) sit below every
+// implementation of them: the object model nic adapts itself to ibv
+// (AsIBV), and the backends that are clients of a NIC elsewhere (rnicd's,
+// over its protocol; the kernel's, through libibverbs) use the vocabulary
+// alone, not the object model. Transports sit below the engines: roce and
+// iwarp send through transport and keep time with transport/clock. The
+// daemon's protocol polls its rings with transport/poll. nic/view, which
+// shows rnicd's NICs to the programs rnic exec runs, sits with the daemon,
+// whose client it uses.
 //
-// Tests may also import any package of the layers from model to daemon: a
-// lower layer's test may drive it through a higher one (ibv's examples
-// open an embedded NIC; the wire tests read frames back with tshark through
-// transport/tsharktest). No test outside cmd/ imports programs, test tools
-// or binaries (Go's internal rule enforces that for cmd/internal).
+// The programs run on the verbs API and the backends, whatever engine and
+// transport a backend picks. The exceptions: the clock perf's memory watch
+// sleeps on (nap), the wire formats the demo narrates frames with, the
+// ladder diagrams (drawn from frames and captures), the simulator (which
+// builds the simulated link and its virtual clock), and tapraw (which
+// measures the TAP device itself).
+//
+// Tests may also import any package of the layers from vocabulary to
+// daemon: a lower layer's test may drive it through a higher one (ibv's
+// examples open an embedded NIC; the wire tests read frames back with
+// tshark through transport/tsharktest). No test outside cmd/ imports
+// programs, test tools or binaries (Go's internal rule enforces that for
+// cmd/internal).
 //
 // # Concurrency
 //
