@@ -29,7 +29,7 @@ type AH struct {
 func (d *Device) CreateAH(pd *PD, av verbs.AddressVector) (*AH, error) {
 	norm, reason := d.checkAV(&av, true)
 	if reason != "" {
-		return nil, errorf(ErrInvalid, "create AH: %s", reason)
+		return nil, errorf(verbs.ErrInvalid, "create AH: %s", reason)
 	}
 	d.mu.Lock()
 	err := d.reserve(&d.ahs, d.limits.MaxAH, "AH")
@@ -59,7 +59,7 @@ func (ah *AH) Destroy() error {
 	ah.mu.Lock()
 	if ah.dead {
 		ah.mu.Unlock()
-		return errorf(ErrDestroyed, "destroy AH")
+		return errorf(verbs.ErrDestroyed, "destroy AH")
 	}
 	ah.dead = true
 	ah.mu.Unlock()
@@ -87,7 +87,7 @@ const flowLabelMask = 0xFFFFF
 // multicast is a UD service).
 func (d *Device) checkAV(av *verbs.AddressVector, multicast bool) (verbs.AddressVector, string) {
 	n := *av
-	n.DGID = GIDFromAddr(av.DGID)
+	n.DGID = verbs.GIDFromAddr(av.DGID)
 	switch {
 	case !n.DGID.IsValid():
 		return n, "DGID is not set"

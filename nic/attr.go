@@ -7,52 +7,16 @@
 package nic
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
-// AtomicCap says how atomic the device's atomic operations are (enum
-// ibv_atomic_cap).
-type AtomicCap uint8
-
-// Atomic capabilities.
-const (
-	AtomicNone AtomicCap = 0 // IBV_ATOMIC_NONE: no atomic operations
-	AtomicHCA  AtomicCap = 1 // IBV_ATOMIC_HCA: atomic among QPs of this device
-	AtomicGlob AtomicCap = 2 // IBV_ATOMIC_GLOB: atomic also against CPUs and other devices
-)
-
-func (a AtomicCap) String() string {
-	switch a {
-	case AtomicNone:
-		return "ATOMIC_NONE"
-	case AtomicHCA:
-		return "ATOMIC_HCA"
-	case AtomicGlob:
-		return "ATOMIC_GLOB"
-	}
-	return fmt.Sprintf("AtomicCap(%d)", uint8(a))
-}
-
-// DeviceCap is a set of device capability flags (enum
-// ibv_device_cap_flags, libibverbs values).
-type DeviceCap uint32
-
-// Device capability flags rnic can advertise.
-const (
-	DeviceUDAVPortEnforce DeviceCap = 1 << 6  // IBV_DEVICE_UD_AV_PORT_ENFORCE: AH port numbers are checked
-	DeviceCurrQPStateMod  DeviceCap = 1 << 7  // IBV_DEVICE_CURR_QP_STATE_MOD: modify accepts the current state
-	DeviceSysImageGUID    DeviceCap = 1 << 11 // IBV_DEVICE_SYS_IMAGE_GUID
-	DeviceRCRNRNAKGen     DeviceCap = 1 << 12 // IBV_DEVICE_RC_RNR_NAK_GEN: RC responders send RNR NAKs
-	DeviceSRQResize       DeviceCap = 1 << 13 // IBV_DEVICE_SRQ_RESIZE
-)
-
-// defaultCaps are the capabilities of a RoCE device: everything above is
-// implemented by nic itself, except RNR NAK generation, which the RoCE RC
+// defaultCaps are the capabilities of a RoCE device: every flag verbs names
+// is implemented by nic itself, except RNR NAK generation, which the RoCE RC
 // engine does (an iWARP device overrides Limits.DeviceCap).
-const defaultCaps = DeviceUDAVPortEnforce | DeviceCurrQPStateMod | DeviceSysImageGUID | DeviceRCRNRNAKGen | DeviceSRQResize
+const defaultCaps = verbs.DeviceUDAVPortEnforce | verbs.DeviceCurrQPStateMod | verbs.DeviceSysImageGUID | verbs.DeviceRCRNRNAKGen | verbs.DeviceSRQResize
 
 // Identification values reported by Query.
 const (
@@ -64,9 +28,6 @@ const (
 	VendorPartID = 0x524E
 	// FirmwareVersion is the fw_ver string.
 	FirmwareVersion = "rnic 0.1"
-	// MaxMsgSize is the largest message: 2^31 bytes, the IBTA limit (a
-	// RETH DMA length above 2^31 is invalid, C9-94).
-	MaxMsgSize = 1 << 31
 	// PageSizeCap is page_size_cap: any power of two from 4 KiB to 2 GiB,
 	// rxe's value (MRs are byte-granular here, so no size is refused).
 	PageSizeCap = 0xFFFFF000
@@ -100,7 +61,7 @@ type Limits struct {
 	// RemoteAtomic QP access flag (an iWARP device without RFC 7306).
 	NoAtomics bool
 	// DeviceCap replaces the default capability flags when non-zero.
-	DeviceCap DeviceCap
+	DeviceCap verbs.DeviceCap
 }
 
 // DefaultLimits returns the defaults: rxe's, except max_mr_size (the
@@ -168,7 +129,7 @@ func (l Limits) withDefaults() (Limits, error) {
 		{"MaxQPWR", l.MaxQPWR, math.MaxInt32},
 		{"MaxSGE", l.MaxSGE, math.MaxInt32},
 		{"MaxSGERd", l.MaxSGERd, l.MaxSGE},
-		{"MaxInlineData", l.MaxInlineData, MaxMsgSize},
+		{"MaxInlineData", l.MaxInlineData, verbs.MaxMsgSize},
 		{"MaxCQ", l.MaxCQ, math.MaxInt32},
 		{"MaxCQE", l.MaxCQE, math.MaxInt32},
 		{"MaxMR", l.MaxMR, memory.MaxKeyIndex}, // memory.NewTable checks the sum with windows
@@ -183,56 +144,16 @@ func (l Limits) withDefaults() (Limits, error) {
 		{"MaxSRQSGE", l.MaxSRQSGE, math.MaxInt32},
 	} {
 		if c.v < 0 || c.v > c.max {
-			return l, errorf(ErrInvalid, "limit %s = %d out of range 1..%d", c.name, c.v, c.max)
+			return l, errorf(verbs.ErrInvalid, "limit %s = %d out of range 1..%d", c.name, c.v, c.max)
 		}
 	}
 	return l, nil
 }
 
-// DeviceAttr is what Device.Query reports (struct ibv_device_attr, with
-// max_msg_sz and max_inline_data, which libibverbs reports elsewhere, added).
-type DeviceAttr struct {
-	FwVer           string
-	NodeGUID        uint64 // EUI-64 from the MAC; the big-endian wire value as a number
-	SysImageGUID    uint64
-	MaxMRSize       uint64
-	PageSizeCap     uint64
-	VendorID        uint32
-	VendorPartID    uint32
-	HWVer           uint32
-	MaxQP           int
-	MaxQPWR         int
-	DeviceCapFlags  DeviceCap
-	MaxSGE          int // send and receive SGEs of a QP WR
-	MaxSGERd        int
-	MaxCQ           int
-	MaxCQE          int
-	MaxMR           int
-	MaxPD           int
-	MaxQPRdAtom     int
-	MaxResRdAtom    int
-	MaxQPInitRdAtom int
-	AtomicCap       AtomicCap
-	MaxMW           int // 0: nic offers no memory-window verbs
-	MaxAH           int
-	MaxSRQ          int
-	MaxSRQWR        int
-	MaxSRQSGE       int
-	MaxPKeys        int
-	LocalCAAckDelay uint8
-	PhysPortCnt     uint8
-	MaxInlineData   int
-	MaxMsgSize      uint64
-	// Transport and NodeType are struct ibv_device's transport_type and
-	// node_type.
-	Transport Transport
-	NodeType  NodeType
-}
-
 // Query returns the device attributes (ibv_query_device).
-func (d *Device) Query() DeviceAttr {
+func (d *Device) Query() verbs.DeviceAttr {
 	l := &d.limits
-	return DeviceAttr{
+	return verbs.DeviceAttr{
 		FwVer:           FirmwareVersion,
 		NodeGUID:        d.guid,
 		SysImageGUID:    d.guid,
@@ -261,7 +182,7 @@ func (d *Device) Query() DeviceAttr {
 		LocalCAAckDelay: LocalCAAckDelay,
 		PhysPortCnt:     1,
 		MaxInlineData:   l.MaxInlineData,
-		MaxMsgSize:      MaxMsgSize,
+		MaxMsgSize:      verbs.MaxMsgSize,
 		Transport:       d.transport,
 		NodeType:        d.transport.NodeType(),
 	}
@@ -274,9 +195,9 @@ func (d *Device) Query() DeviceAttr {
 // and against other rnic devices, even in other processes sharing the
 // memory through memory.Shared. That is the IBTA's global atomicity; rxe,
 // which uses a device-wide spinlock, can only claim ATOMIC_HCA.
-func (d *Device) atomicCap() AtomicCap {
+func (d *Device) atomicCap() verbs.AtomicCap {
 	if d.limits.NoAtomics {
-		return AtomicNone
+		return verbs.AtomicNone
 	}
-	return AtomicGlob
+	return verbs.AtomicGlob
 }

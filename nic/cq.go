@@ -42,7 +42,7 @@ var _ verbs.CompletionQueue = (*CQ)(nil)
 // must be 1..max_cqe; the CQ holds exactly cqe, which CQE reports.
 func (d *Device) CreateCQ(cqe int) (*CQ, error) {
 	if cqe < 1 || cqe > d.limits.MaxCQE {
-		return nil, errorf(ErrInvalid, "create CQ: %d entries, must be 1..%d", cqe, d.limits.MaxCQE)
+		return nil, errorf(verbs.ErrInvalid, "create CQ: %d entries, must be 1..%d", cqe, d.limits.MaxCQE)
 	}
 	d.mu.Lock()
 	err := d.reserve(&d.cqs, d.limits.MaxCQ, "CQ")
@@ -152,7 +152,7 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
 	if cq.dead {
-		return errorf(ErrDestroyed, "req notify CQ")
+		return errorf(verbs.ErrDestroyed, "req notify CQ")
 	}
 	switch {
 	case !solicitedOnly:
@@ -168,13 +168,13 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 // of a completion channel and ibv_get_cq_event.
 func (cq *CQ) Notify() <-chan struct{} { return cq.notify }
 
-// Err returns an error wrapping ErrCQOverrun once the CQ has overflowed,
+// Err returns an error wrapping verbs.ErrCQOverrun once the CQ has overflowed,
 // nil before.
 func (cq *CQ) Err() error {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
 	if cq.overrun {
-		return errorf(ErrCQOverrun, "CQ of %d entries", len(cq.ring))
+		return errorf(verbs.ErrCQOverrun, "CQ of %d entries", len(cq.ring))
 	}
 	return nil
 }
@@ -184,16 +184,16 @@ func (cq *CQ) Err() error {
 // max_cqe.
 func (cq *CQ) Resize(cqe int) error {
 	if cqe < 1 || cqe > cq.d.limits.MaxCQE {
-		return errorf(ErrInvalid, "resize CQ: %d entries, must be 1..%d", cqe, cq.d.limits.MaxCQE)
+		return errorf(verbs.ErrInvalid, "resize CQ: %d entries, must be 1..%d", cqe, cq.d.limits.MaxCQE)
 	}
 	ring := make([]verbs.WC, cqe)
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
 	if cq.dead {
-		return errorf(ErrDestroyed, "resize CQ")
+		return errorf(verbs.ErrDestroyed, "resize CQ")
 	}
 	if cqe < cq.n {
-		return errorf(ErrInvalid, "resize CQ to %d entries: it holds %d", cqe, cq.n)
+		return errorf(verbs.ErrInvalid, "resize CQ to %d entries: it holds %d", cqe, cq.n)
 	}
 	first := min(cq.n, len(cq.ring)-cq.head)
 	copy(ring, cq.ring[cq.head:cq.head+first])
@@ -202,18 +202,18 @@ func (cq *CQ) Resize(cqe int) error {
 	return nil
 }
 
-// Destroy destroys the CQ (ibv_destroy_cq). It fails with ErrBusy while a
+// Destroy destroys the CQ (ibv_destroy_cq). It fails with verbs.ErrBusy while a
 // QP uses it.
 func (cq *CQ) Destroy() error {
 	cq.mu.Lock()
 	if cq.dead {
 		cq.mu.Unlock()
-		return errorf(ErrDestroyed, "destroy CQ")
+		return errorf(verbs.ErrDestroyed, "destroy CQ")
 	}
 	if cq.refs > 0 {
 		n := cq.refs
 		cq.mu.Unlock()
-		return errorf(ErrBusy, "destroy CQ: used %d times by QPs", n)
+		return errorf(verbs.ErrBusy, "destroy CQ: used %d times by QPs", n)
 	}
 	cq.dead = true
 	cq.mu.Unlock()
@@ -224,12 +224,12 @@ func (cq *CQ) Destroy() error {
 // acquire records a QP's use of the CQ.
 func (cq *CQ) acquire(d *Device) error {
 	if cq == nil || cq.d != d {
-		return errorf(ErrInvalid, "CQ is not a CQ of %s", d.name)
+		return errorf(verbs.ErrInvalid, "CQ is not a CQ of %s", d.name)
 	}
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
 	if cq.dead {
-		return errorf(ErrDestroyed, "CQ")
+		return errorf(verbs.ErrDestroyed, "CQ")
 	}
 	cq.refs++
 	return nil

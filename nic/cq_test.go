@@ -80,7 +80,7 @@ func TestCQOverrun(t *testing.T) {
 	if e.Type != verbs.EventCQErr || e.CQ != cq {
 		t.Fatalf("event %+v", e)
 	}
-	wantIs(t, "Err after overrun", cq.Err(), ErrCQOverrun)
+	wantIs(t, "Err after overrun", cq.Err(), verbs.ErrCQOverrun)
 	wcs := make([]verbs.WC, 4)
 	if n := cq.Poll(wcs); n != 2 || wcs[0].WRID != 1 || wcs[1].WRID != 2 {
 		t.Fatalf("after overrun polled %d: %v", n, wcs[:n])
@@ -168,8 +168,8 @@ func TestCQResize(t *testing.T) {
 	push(t, cq, 2, verbs.WCSuccess)
 	push(t, cq, 3, verbs.WCSuccess)
 	push(t, cq, 4, verbs.WCSuccess) // wrapped
-	wantIs(t, "resize below count", cq.Resize(3), ErrInvalid)
-	wantIs(t, "resize above max", cq.Resize(f.d.Query().MaxCQE+1), ErrInvalid)
+	wantIs(t, "resize below count", cq.Resize(3), verbs.ErrInvalid)
+	wantIs(t, "resize above max", cq.Resize(f.d.Query().MaxCQE+1), verbs.ErrInvalid)
 	wantIs(t, "resize", cq.Resize(8), nil)
 	if cq.CQE() != 8 {
 		t.Fatalf("CQE %d after resize", cq.CQE())
@@ -194,14 +194,14 @@ func TestCQDestroy(t *testing.T) {
 	cq := newCQ(t, f, 4)
 	rcq := newCQ(t, f, 4)
 	q, _ := f.qpWith(QPInit{Type: verbs.QPTypeRC, SendCQ: cq, RecvCQ: rcq})
-	wantIs(t, "destroy send CQ in use", cq.Destroy(), ErrBusy)
-	wantIs(t, "destroy recv CQ in use", rcq.Destroy(), ErrBusy)
+	wantIs(t, "destroy send CQ in use", cq.Destroy(), verbs.ErrBusy)
+	wantIs(t, "destroy recv CQ in use", rcq.Destroy(), verbs.ErrBusy)
 	wantIs(t, "destroy QP", q.Destroy(), nil)
 	wantIs(t, "destroy CQ", cq.Destroy(), nil)
-	wantIs(t, "destroy CQ twice", cq.Destroy(), ErrDestroyed)
-	wantIs(t, "ReqNotify on destroyed", cq.ReqNotify(false), ErrDestroyed)
+	wantIs(t, "destroy CQ twice", cq.Destroy(), verbs.ErrDestroyed)
+	wantIs(t, "ReqNotify on destroyed", cq.ReqNotify(false), verbs.ErrDestroyed)
 	_, err := f.d.CreateQP(f.pd, QPInit{Type: verbs.QPTypeRC, SendCQ: cq, RecvCQ: rcq})
-	wantIs(t, "CreateQP with destroyed CQ", err, ErrDestroyed)
+	wantIs(t, "CreateQP with destroyed CQ", err, verbs.ErrDestroyed)
 	wantIs(t, "destroy recv CQ", rcq.Destroy(), nil)
 }
 

@@ -31,16 +31,16 @@ type Config struct {
 	LinkLocal bool
 	// MAC is the port's Ethernet address; the node GUID is its EUI-64.
 	MAC [6]byte
-	// Transport is what the Provider's QPs speak (TransportIB, RoCEv2, if
+	// Transport is what the Provider's QPs speak (verbs.TransportIB, RoCEv2, if
 	// zero); Query reports it with its node type.
-	Transport Transport
+	Transport verbs.Transport
 	// MTU is the Ethernet MTU (DefaultLinkMTU if 0). The port's active path
 	// MTU is the largest IB MTU ≤ MTU − 80, as in rxe: 1500 gives 1024.
 	MTU int
 	// Limits override the default device limits.
 	Limits Limits
 	// EventQueueLen is the capacity of the Events channel
-	// (DefaultEventQueueLen if 0).
+	// (verbs.DefaultEventQueueLen if 0).
 	EventQueueLen int
 	// PrivilegedQKey lets QPs use controlled Q_Keys (the high bit set),
 	// which the IBTA reserves to privileged consumers; Linux requires
@@ -64,7 +64,7 @@ type Device struct {
 	guid      uint64
 	limits    Limits
 	privQKey  bool
-	transport Transport
+	transport verbs.Transport
 	mem       *memory.Table
 	events    *eventQueue
 	addrHands sync.Map // *verbs.AddressVector → *AH, for PostSend's AH checks
@@ -94,7 +94,7 @@ func Open(cfg Config) (*Device, error) {
 	}
 	mtu := activeMTU(linkMTU)
 	if mtu == 0 {
-		return nil, errorf(ErrInvalid, "link MTU %d leaves no room for a 256-byte path MTU (needs ≥ %d)", linkMTU, 256+headerRoom)
+		return nil, errorf(verbs.ErrInvalid, "link MTU %d leaves no room for a 256-byte path MTU (needs ≥ %d)", linkMTU, 256+headerRoom)
 	}
 	addrs := cfg.GIDs
 	if cfg.LinkLocal {
@@ -107,7 +107,7 @@ func Open(cfg Config) (*Device, error) {
 	qpnRand, memSeed := seeded(cfg.Seed)
 	mem, err := memory.NewTable(memory.Config{MaxRegions: limits.MaxMR, MaxRegionSize: limits.MaxMRSize, Seed: memSeed})
 	if err != nil {
-		return nil, errorf(ErrInvalid, "memory table: %v", err)
+		return nil, errorf(verbs.ErrInvalid, "memory table: %v", err)
 	}
 	name := cfg.Name
 	if name == "" {
@@ -158,12 +158,12 @@ func (d *Device) Memory() *memory.Table { return d.mem }
 // if Config.Provider was nil; QPs can be created from then on.
 func (d *Device) SetProvider(p verbs.Provider) error {
 	if p == nil {
-		return errorf(ErrInvalid, "set provider: nil")
+		return errorf(verbs.ErrInvalid, "set provider: nil")
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.provider != nil {
-		return errorf(ErrBusy, "set provider: device %s already has one", d.name)
+		return errorf(verbs.ErrBusy, "set provider: device %s already has one", d.name)
 	}
 	d.provider = p
 	return nil
@@ -175,7 +175,7 @@ func (d *Device) Close() error {
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
-		return errorf(ErrClosed, "close %s", d.name)
+		return errorf(verbs.ErrClosed, "close %s", d.name)
 	}
 	d.closed = true
 	d.mu.Unlock()
@@ -193,10 +193,10 @@ func (d *Device) QP(qpn uint32) *QP {
 // reserve takes one object of a kind against its limit. Caller holds d.mu.
 func (d *Device) reserve(count *int, limit int, what string) error {
 	if d.closed {
-		return errorf(ErrClosed, "create %s on %s", what, d.name)
+		return errorf(verbs.ErrClosed, "create %s on %s", what, d.name)
 	}
 	if *count >= limit {
-		return errorf(ErrNoMemory, "%d %ss, the device maximum", limit, what)
+		return errorf(verbs.ErrNoMemory, "%d %ss, the device maximum", limit, what)
 	}
 	*count++
 	return nil

@@ -48,30 +48,30 @@ func TestOpenMTU(t *testing.T) {
 		}
 	}
 	_, err := Open(Config{MTU: 300})
-	wantIs(t, "Open(MTU 300)", err, ErrInvalid)
+	wantIs(t, "Open(MTU 300)", err, verbs.ErrInvalid)
 }
 
 func TestQueryPort(t *testing.T) {
 	f := newFixture(t)
 	pa, err := f.d.QueryPort(1)
 	wantIs(t, "QueryPort(1)", err, nil)
-	want := PortAttr{
-		State: PortActive, MaxMTU: verbs.MTU4096, ActiveMTU: verbs.MTU1024, GIDTblLen: 2,
-		MaxMsgSize: 1 << 31, PKeyTblLen: 1, PhysState: PhysStateLinkUp, LinkLayer: LinkLayerEthernet, LinkMTU: 1500,
+	want := verbs.PortAttr{
+		State: verbs.PortActive, MaxMTU: verbs.MTU4096, ActiveMTU: verbs.MTU1024, GIDTblLen: 2,
+		MaxMsgSize: 1 << 31, PKeyTblLen: 1, PhysState: verbs.PhysStateLinkUp, LinkLayer: verbs.LinkLayerEthernet, LinkMTU: 1500,
 	}
 	if pa != want {
 		t.Errorf("QueryPort = %+v\nwant %+v", pa, want)
 	}
 	_, err = f.d.QueryPort(2)
-	wantIs(t, "QueryPort(2)", err, ErrInvalid)
+	wantIs(t, "QueryPort(2)", err, verbs.ErrInvalid)
 	_, err = f.d.QueryPort(0)
-	wantIs(t, "QueryPort(0)", err, ErrInvalid)
+	wantIs(t, "QueryPort(0)", err, verbs.ErrInvalid)
 	pk, err := f.d.QueryPKey(1, 0)
 	if err != nil || pk != 0xFFFF {
 		t.Errorf("QueryPKey(1, 0) = %#x, %v", pk, err)
 	}
 	_, err = f.d.QueryPKey(1, 1)
-	wantIs(t, "QueryPKey(1, 1)", err, ErrInvalid)
+	wantIs(t, "QueryPKey(1, 1)", err, verbs.ErrInvalid)
 }
 
 func TestGIDTable(t *testing.T) {
@@ -93,11 +93,11 @@ func TestGIDTable(t *testing.T) {
 		t.Errorf("IPv4 GID %v is not IPv4-mapped", d.gids[0])
 	}
 	_, err = d.QueryGID(1, 3)
-	wantIs(t, "QueryGID(1, 3)", err, ErrInvalid)
+	wantIs(t, "QueryGID(1, 3)", err, verbs.ErrInvalid)
 	_, err = d.QueryGID(1, -1)
-	wantIs(t, "QueryGID(1, -1)", err, ErrInvalid)
+	wantIs(t, "QueryGID(1, -1)", err, verbs.ErrInvalid)
 	_, err = d.QueryGID(2, 0)
-	wantIs(t, "QueryGID(2, 0)", err, ErrInvalid)
+	wantIs(t, "QueryGID(2, 0)", err, verbs.ErrInvalid)
 	if pa, _ := d.QueryPort(1); pa.GIDTblLen != 3 {
 		t.Errorf("gid_tbl_len %d, want 3", pa.GIDTblLen)
 	}
@@ -134,30 +134,14 @@ func TestGIDTable(t *testing.T) {
 		{{}},
 	} {
 		_, err := Open(Config{GIDs: bad})
-		wantIs(t, "Open(GIDs "+netip.Addr{}.String()+")", err, ErrInvalid)
+		wantIs(t, "Open(GIDs "+netip.Addr{}.String()+")", err, verbs.ErrInvalid)
 	}
 	tooMany := make([]netip.Addr, 257)
 	for i := range tooMany {
 		tooMany[i] = netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)})
 	}
 	_, err = Open(Config{GIDs: tooMany})
-	wantIs(t, "Open(257 GIDs)", err, ErrInvalid)
-}
-
-func TestGIDFromAddr(t *testing.T) {
-	for in, want := range map[string]string{
-		"1.2.3.4":        "::ffff:1.2.3.4",
-		"::ffff:1.2.3.4": "::ffff:1.2.3.4",
-		"2001:db8::1":    "2001:db8::1",
-		"fe80::2%lo":     "fe80::2",
-	} {
-		if got := GIDFromAddr(netip.MustParseAddr(in)); got != netip.MustParseAddr(want) {
-			t.Errorf("GIDFromAddr(%s) = %v, want %s", in, got, want)
-		}
-	}
-	if GIDFromAddr(netip.Addr{}).IsValid() {
-		t.Error("GIDFromAddr(invalid) is valid")
-	}
+	wantIs(t, "Open(257 GIDs)", err, verbs.ErrInvalid)
 }
 
 func TestQueryDefaults(t *testing.T) {
@@ -182,10 +166,10 @@ func TestQueryDefaults(t *testing.T) {
 	if a.NodeGUID != 0x00005efffe102030 || a.SysImageGUID != a.NodeGUID {
 		t.Errorf("node GUID %#x, sys image GUID %#x", a.NodeGUID, a.SysImageGUID)
 	}
-	if a.AtomicCap != AtomicGlob {
+	if a.AtomicCap != verbs.AtomicGlob {
 		t.Errorf("atomic_cap %v", a.AtomicCap)
 	}
-	if a.DeviceCapFlags != defaultCaps || a.DeviceCapFlags&DeviceSRQResize == 0 {
+	if a.DeviceCapFlags != defaultCaps || a.DeviceCapFlags&verbs.DeviceSRQResize == 0 {
 		t.Errorf("cap flags %#x", a.DeviceCapFlags)
 	}
 
@@ -193,7 +177,7 @@ func TestQueryDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := d.Query(); a.AtomicCap != AtomicNone || a.MaxSGE != 6 || a.MaxSGERd != 1 {
+	if a := d.Query(); a.AtomicCap != verbs.AtomicNone || a.MaxSGE != 6 || a.MaxSGERd != 1 {
 		t.Errorf("overrides: %+v", a)
 	}
 }
@@ -214,7 +198,7 @@ func TestBadLimits(t *testing.T) {
 }
 
 // TestLimitsEnforced checks that every count Query reports is enforced:
-// the limit-th object is created, the next one fails with ErrNoMemory.
+// the limit-th object is created, the next one fails with verbs.ErrNoMemory.
 func TestLimitsEnforced(t *testing.T) {
 	f := newFixture(t, func(c *Config) {
 		c.Limits = Limits{MaxPD: 2, MaxCQ: 2, MaxQP: 2, MaxAH: 2, MaxSRQ: 2, MaxMR: 2}
@@ -227,15 +211,15 @@ func TestLimitsEnforced(t *testing.T) {
 	_, err := f.d.AllocPD()
 	wantIs(t, "PD 2", err, nil)
 	_, err = f.d.AllocPD()
-	wantIs(t, "PD 3", err, ErrNoMemory)
+	wantIs(t, "PD 3", err, verbs.ErrNoMemory)
 	_, err = f.d.CreateCQ(1)
 	wantIs(t, "CQ 2", err, nil)
 	_, err = f.d.CreateCQ(1)
-	wantIs(t, "CQ 3", err, ErrNoMemory)
+	wantIs(t, "CQ 3", err, verbs.ErrNoMemory)
 	f.qp(verbs.QPTypeRC)
 	f.qp(verbs.QPTypeUD)
 	_, err = f.d.CreateQP(f.pd, QPInit{Type: verbs.QPTypeRC, SendCQ: f.cq, RecvCQ: f.cq})
-	wantIs(t, "QP 3", err, ErrNoMemory)
+	wantIs(t, "QP 3", err, verbs.ErrNoMemory)
 	for i := range 2 {
 		_, err = f.d.CreateAH(f.pd, goodAV())
 		wantIs(t, "AH", err, nil)
@@ -246,11 +230,11 @@ func TestLimitsEnforced(t *testing.T) {
 		_ = i
 	}
 	_, err = f.d.CreateAH(f.pd, goodAV())
-	wantIs(t, "AH 3", err, ErrNoMemory)
+	wantIs(t, "AH 3", err, verbs.ErrNoMemory)
 	_, err = f.d.CreateSRQ(f.pd, 1, 1)
-	wantIs(t, "SRQ 3", err, ErrNoMemory)
+	wantIs(t, "SRQ 3", err, verbs.ErrNoMemory)
 	_, err = f.d.RegMR(f.pd, make([]byte, 8), 0)
-	wantIs(t, "MR 3", err, ErrNoMemory)
+	wantIs(t, "MR 3", err, verbs.ErrNoMemory)
 }
 
 func TestSizeLimitsEnforced(t *testing.T) {
@@ -260,9 +244,9 @@ func TestSizeLimitsEnforced(t *testing.T) {
 	_, err := f.d.CreateCQ(16)
 	wantIs(t, "CQ 16", err, nil)
 	_, err = f.d.CreateCQ(17)
-	wantIs(t, "CQ 17", err, ErrInvalid)
+	wantIs(t, "CQ 17", err, verbs.ErrInvalid)
 	_, err = f.d.CreateCQ(0)
-	wantIs(t, "CQ 0", err, ErrInvalid)
+	wantIs(t, "CQ 0", err, verbs.ErrInvalid)
 
 	ok := verbs.QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 4, MaxRecvSGE: 4, MaxInlineData: 32}
 	_, err = f.d.CreateQP(f.pd, QPInit{Type: verbs.QPTypeRC, SendCQ: f.cq, RecvCQ: f.cq, Cap: ok})
@@ -277,22 +261,22 @@ func TestSizeLimitsEnforced(t *testing.T) {
 		c := ok
 		mod(&c)
 		_, err = f.d.CreateQP(f.pd, QPInit{Type: verbs.QPTypeRC, SendCQ: f.cq, RecvCQ: f.cq, Cap: c})
-		wantIs(t, name+" over the limit", err, ErrInvalid)
+		wantIs(t, name+" over the limit", err, verbs.ErrInvalid)
 	}
 
 	_, err = f.d.CreateSRQ(f.pd, 16, 3)
 	wantIs(t, "SRQ at limits", err, nil)
 	_, err = f.d.CreateSRQ(f.pd, 17, 3)
-	wantIs(t, "SRQ max_wr", err, ErrInvalid)
+	wantIs(t, "SRQ max_wr", err, verbs.ErrInvalid)
 	_, err = f.d.CreateSRQ(f.pd, 16, 4)
-	wantIs(t, "SRQ max_sge", err, ErrInvalid)
+	wantIs(t, "SRQ max_sge", err, verbs.ErrInvalid)
 	_, err = f.d.CreateSRQ(f.pd, 0, 1)
-	wantIs(t, "SRQ 0 WRs", err, ErrInvalid)
+	wantIs(t, "SRQ 0 WRs", err, verbs.ErrInvalid)
 
 	_, err = f.d.RegMR(f.pd, make([]byte, 64), 0)
 	wantIs(t, "MR at max_mr_size", err, nil)
 	_, err = f.d.RegMR(f.pd, make([]byte, 65), 0)
-	wantIs(t, "MR above max_mr_size", err, ErrInvalid)
+	wantIs(t, "MR above max_mr_size", err, verbs.ErrInvalid)
 	if f.d.Query().MaxMRSize != 64 {
 		t.Error("max_mr_size not reported")
 	}
@@ -306,11 +290,11 @@ func TestProvider(t *testing.T) {
 	pd, _ := d.AllocPD()
 	cq, _ := d.CreateCQ(4)
 	_, err = d.CreateQP(pd, QPInit{Type: verbs.QPTypeRC, SendCQ: cq, RecvCQ: cq})
-	wantIs(t, "CreateQP without provider", err, ErrNoProvider)
-	wantIs(t, "SetProvider(nil)", d.SetProvider(nil), ErrInvalid)
+	wantIs(t, "CreateQP without provider", err, verbs.ErrNoProvider)
+	wantIs(t, "SetProvider(nil)", d.SetProvider(nil), verbs.ErrInvalid)
 	p := &fakeProvider{}
 	wantIs(t, "SetProvider", d.SetProvider(p), nil)
-	wantIs(t, "SetProvider twice", d.SetProvider(p), ErrBusy)
+	wantIs(t, "SetProvider twice", d.SetProvider(p), verbs.ErrBusy)
 	q, err := d.CreateQP(pd, QPInit{Type: verbs.QPTypeRC, SendCQ: cq, RecvCQ: cq})
 	wantIs(t, "CreateQP", err, nil)
 	e := p.engines[q.QPN()]
@@ -324,9 +308,9 @@ func TestProvider(t *testing.T) {
 	}
 
 	// A provider failure releases everything.
-	p.err = ErrNotSupported
+	p.err = verbs.ErrNotSupported
 	_, err = d.CreateQP(pd, QPInit{Type: verbs.QPTypeUD, SendCQ: cq, RecvCQ: cq})
-	wantIs(t, "CreateQP with failing provider", err, ErrNotSupported)
+	wantIs(t, "CreateQP with failing provider", err, verbs.ErrNotSupported)
 	wantIs(t, "destroy QP", q.Destroy(), nil)
 	wantIs(t, "destroy CQ after failed create", cq.Destroy(), nil)
 	wantIs(t, "dealloc PD after failed create", d.DeallocPD(pd), nil)
@@ -338,14 +322,14 @@ func TestProvider(t *testing.T) {
 func TestClose(t *testing.T) {
 	f := newFixture(t)
 	wantIs(t, "Close", f.d.Close(), nil)
-	wantIs(t, "Close twice", f.d.Close(), ErrClosed)
+	wantIs(t, "Close twice", f.d.Close(), verbs.ErrClosed)
 	if _, ok := <-f.d.Events(); ok {
 		t.Error("event channel not closed")
 	}
 	_, err := f.d.AllocPD()
-	wantIs(t, "AllocPD after Close", err, ErrClosed)
+	wantIs(t, "AllocPD after Close", err, verbs.ErrClosed)
 	_, err = f.d.CreateQP(f.pd, QPInit{Type: verbs.QPTypeRC, SendCQ: f.cq, RecvCQ: f.cq})
-	wantIs(t, "CreateQP after Close", err, ErrClosed)
+	wantIs(t, "CreateQP after Close", err, verbs.ErrClosed)
 	// Raising after close must not panic.
 	f.d.events.raise(Event{Type: verbs.EventCQErr})
 }

@@ -19,7 +19,9 @@
 // Creating verbs are Device methods (AllocPD, RegMR, CreateCQ, CreateSRQ,
 // CreateQP, CreateAH); destroying ones are Device.DeallocPD,
 // Device.DeregMR, and Destroy on the other objects. Errors wrap the
-// sentinels in errors.go; every limit Device.Query reports is enforced.
+// sentinels of nic/verbs (verbs.ErrInvalid, ...), which every backend
+// shares; every limit Device.Query reports is enforced. AsIBV gives a
+// Device to programs written against the verbs API, nic/ibv (ibv.go).
 //
 // # Contract with the engines
 //
@@ -73,19 +75,69 @@
 //     A UD message longer than that is the engine's to handle (IBTA
 //     C10-93.1.1 as rxe quotes it: send nothing, report no error).
 //
-// # Where nic stands among rnic's packages
+// # Layers
 //
-// Bottom to top; each layer imports only layers below it:
+// rnic's packages form layers, bottom to top; the table below is the one
+// list of which may import which, and cmd/rnic's TestLayers checks every
+// import `go list ./...` reports against it (in the default build and
+// with -tags verbs). A package belongs to the row
+// whose pattern matches it most specifically: a path matches itself, and
+// "p/..." matches p and every package below it (the longer p, the more
+// specific). A test helper package (a name ending in "test", such as
+// nic/ibv/ibvtest) belongs to the layer of the package it serves, its
+// parent. A package matching no row fails the test, and so does an import
+// no row allows. A layer may import itself and the layers it names, all of
+// them below it; an "except" row allows the packages it names one more
+// import, each for the reason given below; the "tests" row says what a
+// package's tests may import besides.
 //
-//	model      memory, nic/verbs, nic (this package), nic/ibv (the API as interfaces)
-//	wire       roce/wire, roce/layers, iwarp/wire, roce/cm/mad, roce/decode,
-//	           iwarp/decode
-//	engines    roce, roce/cm, iwarp (they implement verbs.Engine)
-//	transports transport, transport/clock, transport/udp, transport/stream, tap
-//	backends   nic/embedded, nic/tapnic, nic/rdmacm, nic/passthrough, nic/rnicd/client
-//	server     nic/rnicd/proto, nic/rnicd/server, nic/rnicd/dropin (C drop-in libraries)
-//	programs   cmd/internal/{perf,pingpong,rping,demo,sim,ladder}
-//	binaries   cmd/rnic, cmd/rnicd, cmd/interop
+//	layer      | packages                                | may import
+//	vocabulary | memory nic/verbs nic/ibv                | -
+//	model      | nic                                     | vocabulary
+//	wire       | roce/wire roce/layers roce/cm/mad       | -
+//	           | roce/decode iwarp/wire iwarp/decode     |
+//	transports | transport transport/... tap             | wire
+//	engines    | roce roce/cm roce/capcheck iwarp        | vocabulary wire transports
+//	clients    | nic/rnicd/proto nic/rnicd/client        | vocabulary transports
+//	           | nic/passthrough                         |
+//	backends   | nic/embedded nic/tapnic nic/rdmacm      | vocabulary model wire transports engines
+//	daemon     | nic/rnicd/... nic/view                  | vocabulary model transports clients backends
+//	programs   | cmd/internal/...                        | vocabulary model backends
+//	testtools  | cmd/internal/conform/...                | vocabulary model wire transports engines backends
+//	binaries   | cmd/...                                 | vocabulary model wire transports engines clients
+//	           |                                         | backends daemon programs testtools
+//	except     | cmd/internal/perf                       | transport/clock/nap
+//	except     | cmd/internal/demo                       | roce/wire iwarp/wire
+//	except     | cmd/internal/ladder                     | wire transport transport/pcap
+//	except     | cmd/internal/sim                        | transport transport/pcap transport/clock
+//	           |                                         | transport/stream/...
+//	except     | cmd/internal/tapraw                     | tap
+//	tests      |                                         | vocabulary model wire transports engines
+//	           |                                         | clients backends daemon
+//
+// The verbs API (nic/ibv) and its vocabulary (nic/verbs) sit below every
+// implementation of them: the object model nic adapts itself to ibv
+// (AsIBV), and the backends that are clients of a NIC elsewhere (rnicd's,
+// over its protocol; the kernel's, through libibverbs) use the vocabulary
+// alone, not the object model. Transports sit below the engines: roce and
+// iwarp send through transport and keep time with transport/clock. The
+// daemon's protocol polls its rings with transport/poll. nic/view, which
+// shows rnicd's NICs to the programs rnic exec runs, sits with the daemon,
+// whose client it uses.
+//
+// The programs run on the verbs API and the backends, whatever engine and
+// transport a backend picks. The exceptions: the clock perf's memory watch
+// sleeps on (nap), the wire formats the demo narrates frames with, the
+// ladder diagrams (drawn from frames and captures), the simulator (which
+// builds the simulated link and its virtual clock), and tapraw (which
+// measures the TAP device itself).
+//
+// Tests may also import any package of the layers from vocabulary to
+// daemon: a lower layer's test may drive it through a higher one (ibv's
+// examples open an embedded NIC; the wire tests read frames back with
+// tshark through transport/tsharktest). No test outside cmd/ imports
+// programs, test tools or binaries (Go's internal rule enforces that for
+// cmd/internal).
 //
 // # Concurrency
 //

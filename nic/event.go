@@ -13,10 +13,6 @@ import (
 	"github.com/rnic/rnic/nic/verbs"
 )
 
-// DefaultEventQueueLen is the event queue length when Config.EventQueueLen
-// is 0.
-const DefaultEventQueueLen = 1024
-
 // Event is an asynchronous event (struct ibv_async_event): its type and the
 // object it concerns. Exactly one of QP, CQ and SRQ is set, or none for a
 // port event (Port is then 1).
@@ -38,7 +34,7 @@ type eventQueue struct {
 
 func newEventQueue(n int) *eventQueue {
 	if n <= 0 {
-		n = DefaultEventQueueLen
+		n = verbs.DefaultEventQueueLen
 	}
 	return &eventQueue{ch: make(chan Event, n)}
 }

@@ -260,7 +260,7 @@ func (f *fixture) mr(size int, acc memory.Access) (*MR, []byte) {
 
 // goodAV is a valid RC/UC/UD address vector for the fixture's device.
 func goodAV() verbs.AddressVector {
-	return verbs.AddressVector{DGID: GIDFromAddr(peerV4), SGIDIndex: 0, HopLimit: 64, PortNum: 1}
+	return verbs.AddressVector{DGID: verbs.GIDFromAddr(peerV4), SGIDIndex: 0, HopLimit: 64, PortNum: 1}
 }
 
 // goodAttr holds a valid value for every attribute.

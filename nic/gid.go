@@ -18,21 +18,13 @@ package nic
 import (
 	"encoding/binary"
 	"net/netip"
+
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 // maxGIDs is the largest GID table: an address vector's sgid_index is one
 // byte.
 const maxGIDs = 256
-
-// GIDFromAddr returns the RoCEv2 GID of an IP address: IPv4 addresses
-// (plain or already mapped) become ::ffff:a.b.c.d, IPv6 addresses are kept;
-// any IPv6 zone is dropped. It returns the zero Addr for an invalid one.
-func GIDFromAddr(a netip.Addr) netip.Addr {
-	if !a.IsValid() {
-		return netip.Addr{}
-	}
-	return netip.AddrFrom16(a.As16())
-}
 
 // LinkLocalGID is the link-local GID of a RoCE port: fe80::/64 with the
 // EUI-64 interface identifier of the MAC (RFC 4291 Appendix A), which
@@ -62,17 +54,17 @@ func buildGIDTable(addrs []netip.Addr, mac [6]byte) ([]netip.Addr, error) {
 		return []netip.Addr{LinkLocalGID(mac)}, nil
 	}
 	if len(addrs) > maxGIDs {
-		return nil, errorf(ErrInvalid, "%d GIDs, at most %d", len(addrs), maxGIDs)
+		return nil, errorf(verbs.ErrInvalid, "%d GIDs, at most %d", len(addrs), maxGIDs)
 	}
 	gids := make([]netip.Addr, 0, len(addrs))
 	seen := make(map[netip.Addr]bool, len(addrs))
 	for i, a := range addrs {
-		g := GIDFromAddr(a)
+		g := verbs.GIDFromAddr(a)
 		if !g.IsValid() || g.IsUnspecified() || g.Unmap().IsUnspecified() || g.IsMulticast() || g.Unmap().IsMulticast() {
-			return nil, errorf(ErrInvalid, "GID %d: %v cannot be a source address", i, a)
+			return nil, errorf(verbs.ErrInvalid, "GID %d: %v cannot be a source address", i, a)
 		}
 		if seen[g] {
-			return nil, errorf(ErrInvalid, "GID %d: %v listed twice", i, a)
+			return nil, errorf(verbs.ErrInvalid, "GID %d: %v listed twice", i, a)
 		}
 		seen[g] = true
 		gids = append(gids, g)
@@ -87,7 +79,7 @@ func WithLinkLocal(addrs []netip.Addr, mac [6]byte) []netip.Addr {
 	ll := LinkLocalGID(mac)
 	out := []netip.Addr{ll}
 	for _, a := range addrs {
-		if GIDFromAddr(a) != ll {
+		if verbs.GIDFromAddr(a) != ll {
 			out = append(out, a)
 		}
 	}
@@ -100,7 +92,7 @@ func (d *Device) QueryGID(port uint8, index int) (netip.Addr, error) {
 		return netip.Addr{}, err
 	}
 	if index < 0 || index >= len(d.gids) {
-		return netip.Addr{}, errorf(ErrInvalid, "GID index %d, table has %d (%s)", index, len(d.gids), d.gidLayout())
+		return netip.Addr{}, errorf(verbs.ErrInvalid, "GID index %d, table has %d (%s)", index, len(d.gids), d.gidLayout())
 	}
 	return d.gids[index], nil
 }
@@ -126,5 +118,5 @@ func (d *Device) GIDIndex(addr netip.Addr) (int, error) {
 			return i, nil
 		}
 	}
-	return 0, errorf(ErrInvalid, "%v is not in the GID table %v", addr, d.gids)
+	return 0, errorf(verbs.ErrInvalid, "%v is not in the GID table %v", addr, d.gids)
 }

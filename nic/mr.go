@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 // MR is a registered memory region.
@@ -55,14 +56,14 @@ func (d *Device) RegMRIOVA(pd *PD, buf []byte, iova uint64, access memory.Access
 // mapping sh names the same bytes by the same addresses.
 func (d *Device) RegMRShared(pd *PD, sh *memory.Shared, off, n int, access memory.Access) (*MR, error) {
 	if sh == nil {
-		return nil, errorf(ErrInvalid, "reg shared MR: nil memory")
+		return nil, errorf(verbs.ErrInvalid, "reg shared MR: nil memory")
 	}
 	mem := sh.Bytes()
 	if mem == nil {
-		return nil, errorf(ErrInvalid, "reg shared MR: memory is closed")
+		return nil, errorf(verbs.ErrInvalid, "reg shared MR: memory is closed")
 	}
 	if off < 0 || n <= 0 || off > len(mem) || n > len(mem)-off {
-		return nil, errorf(ErrInvalid, "reg shared MR: [%d, %d+%d) outside %d bytes", off, off, n, len(mem))
+		return nil, errorf(verbs.ErrInvalid, "reg shared MR: [%d, %d+%d) outside %d bytes", off, off, n, len(mem))
 	}
 	return d.RegMRIOVA(pd, mem[off:off+n], uint64(off), access)
 }
@@ -100,7 +101,7 @@ func (d *Device) FastRegMR(mr *MR, buf []byte, iova uint64, access memory.Access
 // DeregMR deregisters mr (ibv_dereg_mr). Its key stops resolving at once;
 // DeregMR then waits until no DMA is copying through the region, so that,
 // as in verbs, the memory is the caller's alone when it returns. It fails
-// with ErrBusy while memory windows are bound to the region.
+// with verbs.ErrBusy while memory windows are bound to the region.
 func (d *Device) DeregMR(mr *MR) error {
 	if err := mr.live(d); err != nil {
 		return fmt.Errorf("nic: dereg MR: %w", err)
@@ -108,7 +109,7 @@ func (d *Device) DeregMR(mr *MR) error {
 	mr.mu.Lock()
 	if mr.dead {
 		mr.mu.Unlock()
-		return errorf(ErrDestroyed, "dereg MR %#x", mr.r.LKey())
+		return errorf(verbs.ErrDestroyed, "dereg MR %#x", mr.r.LKey())
 	}
 	if err := d.mem.Deregister(mr.r); err != nil {
 		mr.mu.Unlock()
@@ -124,12 +125,12 @@ func (d *Device) DeregMR(mr *MR) error {
 // live checks that mr is a live MR of d.
 func (mr *MR) live(d *Device) error {
 	if mr == nil || mr.d != d {
-		return errorf(ErrInvalid, "not an MR of %s", d.name)
+		return errorf(verbs.ErrInvalid, "not an MR of %s", d.name)
 	}
 	mr.mu.Lock()
 	defer mr.mu.Unlock()
 	if mr.dead {
-		return errorf(ErrDestroyed, "MR %#x", mr.r.LKey())
+		return errorf(verbs.ErrDestroyed, "MR %#x", mr.r.LKey())
 	}
 	return nil
 }
@@ -164,11 +165,11 @@ func memErr(op string, err error) error {
 	var s error
 	switch {
 	case errors.Is(err, memory.ErrNoResources):
-		s = ErrNoMemory
+		s = verbs.ErrNoMemory
 	case errors.Is(err, memory.ErrBusy):
-		s = ErrBusy
+		s = verbs.ErrBusy
 	default: // invalid access, argument, size, closed shared memory
-		s = ErrInvalid
+		s = verbs.ErrInvalid
 	}
 	return fmt.Errorf("nic: %s: %w: %w", op, s, err)
 }

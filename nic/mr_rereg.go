@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 // MRChange is what ReregMR changes. A nil Buf keeps the memory and its
@@ -21,7 +22,7 @@ type MRChange struct {
 // ReregMR re-registers mr with c, keeping its lkey and rkey, as mlx5
 // does (the kernel's rxe does not re-register at all). Like DeregMR it
 // returns once no DMA uses the memory of the previous registration. It
-// fails with ErrBusy while memory windows are bound to mr; on error mr
+// fails with verbs.ErrBusy while memory windows are bound to mr; on error mr
 // is unchanged.
 func (d *Device) ReregMR(mr *MR, c MRChange) error {
 	if err := mr.live(d); err != nil {
@@ -38,7 +39,7 @@ func (d *Device) ReregMR(mr *MR, c MRChange) error {
 	if mr.dead {
 		mr.mu.Unlock()
 		pd.put()
-		return errorf(ErrDestroyed, "rereg MR %#x", mr.r.LKey())
+		return errorf(verbs.ErrDestroyed, "rereg MR %#x", mr.r.LKey())
 	}
 	drained, err := d.mem.Reregister(mr.r, memory.Rereg{PD: pd.id, Mem: c.Buf, IOVA: c.IOVA, Access: c.Access})
 	if err != nil {

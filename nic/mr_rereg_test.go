@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 // TestReregMR: the keys stay; a PD change moves the MR's hold from one PD
@@ -21,7 +22,7 @@ func TestReregMR(t *testing.T) {
 	if mr.PD() != pd2 || mr.LKey() != key || mr.RKey() != key || mr.Access() != memory.LocalWrite|memory.RemoteWrite {
 		t.Fatalf("after rereg: pd %v key %#x (was %#x) access %v", mr.PD() == pd2, mr.LKey(), key, mr.Access())
 	}
-	wantIs(t, "DeallocPD of pd2, which the MR now uses", f.d.DeallocPD(pd2), ErrBusy)
+	wantIs(t, "DeallocPD of pd2, which the MR now uses", f.d.DeallocPD(pd2), verbs.ErrBusy)
 
 	buf := make([]byte, 32)
 	wantIs(t, "ReregMR translation, back to the first PD", f.d.ReregMR(mr, MRChange{PD: f.pd, Buf: buf, IOVA: 0x7000, Access: memory.LocalWrite}), nil)
@@ -29,8 +30,8 @@ func TestReregMR(t *testing.T) {
 		t.Errorf("after a translation change: addr %#x len %d key %#x", mr.Addr(), mr.Len(), mr.LKey())
 	}
 	wantIs(t, "DeallocPD of pd2, no longer used", f.d.DeallocPD(pd2), nil)
-	wantIs(t, "ReregMR to a deallocated PD", f.d.ReregMR(mr, MRChange{PD: pd2, Access: memory.LocalWrite}), ErrDestroyed)
-	wantIs(t, "ReregMR with remote write but no local write", f.d.ReregMR(mr, MRChange{Access: memory.RemoteWrite}), ErrInvalid)
+	wantIs(t, "ReregMR to a deallocated PD", f.d.ReregMR(mr, MRChange{PD: pd2, Access: memory.LocalWrite}), verbs.ErrDestroyed)
+	wantIs(t, "ReregMR with remote write but no local write", f.d.ReregMR(mr, MRChange{Access: memory.RemoteWrite}), verbs.ErrInvalid)
 	if mr.PD() != f.pd || mr.Access() != memory.LocalWrite || mr.Addr() != 0x7000 {
 		t.Errorf("a refused rereg changed the MR")
 	}
@@ -39,5 +40,5 @@ func TestReregMR(t *testing.T) {
 		t.Errorf("keeping the memory moved it: addr %#x len %d", mr.Addr(), mr.Len())
 	}
 	wantIs(t, "DeregMR", f.d.DeregMR(mr), nil)
-	wantIs(t, "ReregMR of a deregistered MR", f.d.ReregMR(mr, MRChange{Access: memory.LocalWrite}), ErrDestroyed)
+	wantIs(t, "ReregMR of a deregistered MR", f.d.ReregMR(mr, MRChange{Access: memory.LocalWrite}), verbs.ErrDestroyed)
 }

@@ -32,19 +32,19 @@ func TestPDBusy(t *testing.T) {
 		ah.Destroy,
 		srq.Destroy,
 	} {
-		wantIs(t, "DeallocPD while used", f.d.DeallocPD(pd), ErrBusy)
+		wantIs(t, "DeallocPD while used", f.d.DeallocPD(pd), verbs.ErrBusy)
 		wantIs(t, "release", release(), nil)
 	}
 	wantIs(t, "DeallocPD", f.d.DeallocPD(pd), nil)
-	wantIs(t, "DeallocPD twice", f.d.DeallocPD(pd), ErrDestroyed)
+	wantIs(t, "DeallocPD twice", f.d.DeallocPD(pd), verbs.ErrDestroyed)
 	_, err = f.d.RegMR(pd, make([]byte, 16), 0)
-	wantIs(t, "RegMR on a deallocated PD", err, ErrDestroyed)
+	wantIs(t, "RegMR on a deallocated PD", err, verbs.ErrDestroyed)
 	_, err = f.d.CreateAH(pd, goodAV())
-	wantIs(t, "CreateAH on a deallocated PD", err, ErrDestroyed)
+	wantIs(t, "CreateAH on a deallocated PD", err, verbs.ErrDestroyed)
 
 	other, _ := Open(Config{})
-	wantIs(t, "DeallocPD of another device", other.DeallocPD(f.pd), ErrInvalid)
-	wantIs(t, "DeallocPD(nil)", f.d.DeallocPD(nil), ErrInvalid)
+	wantIs(t, "DeallocPD of another device", other.DeallocPD(f.pd), verbs.ErrInvalid)
+	wantIs(t, "DeallocPD(nil)", f.d.DeallocPD(nil), verbs.ErrInvalid)
 }
 
 func TestMR(t *testing.T) {
@@ -77,21 +77,21 @@ func TestMR(t *testing.T) {
 	}
 
 	_, err = f.d.RegMR(f.pd, buf, memory.RemoteWrite) // needs LocalWrite
-	wantIs(t, "RemoteWrite without LocalWrite", err, ErrInvalid)
+	wantIs(t, "RemoteWrite without LocalWrite", err, verbs.ErrInvalid)
 	if !errors.Is(err, memory.ErrInvalidAccess) {
 		t.Errorf("memory's error not kept: %v", err)
 	}
 	_, err = f.d.RegMR(f.pd, nil, 0)
-	wantIs(t, "empty MR", err, ErrInvalid)
+	wantIs(t, "empty MR", err, verbs.ErrInvalid)
 	_, err = f.d.RegMR(nil, buf, 0)
-	wantIs(t, "nil PD", err, ErrInvalid)
+	wantIs(t, "nil PD", err, verbs.ErrInvalid)
 
 	wantIs(t, "DeregMR", f.d.DeregMR(mr), nil)
-	wantIs(t, "DeregMR twice", f.d.DeregMR(mr), ErrDestroyed)
+	wantIs(t, "DeregMR twice", f.d.DeregMR(mr), verbs.ErrDestroyed)
 	if _, fault := f.d.Memory().CheckLocal(f.pd.ID(), mr.LKey(), mr.Addr(), 1, 0); fault == memory.Ok {
 		t.Error("deregistered key still resolves")
 	}
-	wantIs(t, "DeregMR(nil)", f.d.DeregMR(nil), ErrInvalid)
+	wantIs(t, "DeregMR(nil)", f.d.DeregMR(nil), verbs.ErrInvalid)
 }
 
 func TestFastMR(t *testing.T) {
@@ -105,7 +105,7 @@ func TestFastMR(t *testing.T) {
 		t.Errorf("key %#x lkey %#x addr %#x", key, mr.LKey(), mr.Addr())
 	}
 	_, err = f.d.FastRegMR(mr, buf, 0, 0)
-	wantIs(t, "FastRegMR while valid", err, ErrBusy)
+	wantIs(t, "FastRegMR while valid", err, verbs.ErrBusy)
 	if fault := f.d.Memory().Invalidate(f.pd.ID(), 0, key); fault != memory.Ok {
 		t.Fatalf("Invalidate: %v", fault)
 	}
@@ -116,7 +116,7 @@ func TestFastMR(t *testing.T) {
 	}
 	wantIs(t, "DeregMR", f.d.DeregMR(mr), nil)
 	_, err = f.d.FastRegMR(mr, buf, 0, 0)
-	wantIs(t, "FastRegMR after dereg", err, ErrDestroyed)
+	wantIs(t, "FastRegMR after dereg", err, verbs.ErrDestroyed)
 }
 
 func TestSharedMR(t *testing.T) {
@@ -132,9 +132,9 @@ func TestSharedMR(t *testing.T) {
 		t.Errorf("shared MR addr %d len %d", mr.Addr(), mr.Len())
 	}
 	_, err = f.d.RegMRShared(f.pd, sh, 8000, 1024, 0)
-	wantIs(t, "beyond the mapping", err, ErrInvalid)
+	wantIs(t, "beyond the mapping", err, verbs.ErrInvalid)
 	_, err = f.d.RegMRShared(f.pd, nil, 0, 1, 0)
-	wantIs(t, "nil shared", err, ErrInvalid)
+	wantIs(t, "nil shared", err, verbs.ErrInvalid)
 	wantIs(t, "DeregMR", f.d.DeregMR(mr), nil)
 }
 
@@ -160,7 +160,7 @@ func TestAH(t *testing.T) {
 		a := goodAV()
 		mod(&a)
 		_, err := f.d.CreateAH(f.pd, a)
-		wantIs(t, name, err, ErrInvalid)
+		wantIs(t, name, err, verbs.ErrInvalid)
 	}
 	// A flow label wider than 20 bits keeps its low 20 bits, as providers
 	// do (UCX puts ~0 in every AV).
@@ -172,7 +172,7 @@ func TestAH(t *testing.T) {
 		t.Errorf("flow label %#x, want 0xfffff", flah.AV().FlowLabel)
 	}
 	wantIs(t, "Destroy", ah.Destroy(), nil)
-	wantIs(t, "Destroy twice", ah.Destroy(), ErrDestroyed)
+	wantIs(t, "Destroy twice", ah.Destroy(), verbs.ErrDestroyed)
 }
 
 func TestQPDestroyReleases(t *testing.T) {
@@ -210,15 +210,15 @@ func TestQPEvents(t *testing.T) {
 func TestCreateQPChecks(t *testing.T) {
 	f := newFixture(t)
 	_, err := f.d.CreateQP(f.pd, QPInit{Type: 1, SendCQ: f.cq, RecvCQ: f.cq})
-	wantIs(t, "type 1", err, ErrInvalid)
+	wantIs(t, "type 1", err, verbs.ErrInvalid)
 	_, err = f.d.CreateQP(f.pd, QPInit{Type: verbs.QPTypeRC, SendCQ: f.cq})
-	wantIs(t, "no recv CQ", err, ErrInvalid)
+	wantIs(t, "no recv CQ", err, verbs.ErrInvalid)
 	_, err = f.d.CreateQP(nil, QPInit{Type: verbs.QPTypeRC, SendCQ: f.cq, RecvCQ: f.cq})
-	wantIs(t, "nil PD", err, ErrInvalid)
+	wantIs(t, "nil PD", err, verbs.ErrInvalid)
 	other, _ := Open(Config{Provider: &fakeProvider{}})
 	ocq, _ := other.CreateCQ(1)
 	_, err = f.d.CreateQP(f.pd, QPInit{Type: verbs.QPTypeRC, SendCQ: f.cq, RecvCQ: ocq})
-	wantIs(t, "CQ of another device", err, ErrInvalid)
+	wantIs(t, "CQ of another device", err, verbs.ErrInvalid)
 	// With an SRQ, receive caps are ignored even beyond the limits.
 	s := newSRQ(t, f, 1, 1)
 	q, err := f.d.CreateQP(f.pd, QPInit{Type: verbs.QPTypeRC, SendCQ: f.cq, RecvCQ: f.cq, SRQ: s,

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 // PD is a protection domain.
@@ -37,21 +38,21 @@ func (d *Device) AllocPD() (*PD, error) {
 	return &PD{d: d, id: d.nextPD}, nil
 }
 
-// DeallocPD deallocates pd (ibv_dealloc_pd). It fails with ErrBusy while
+// DeallocPD deallocates pd (ibv_dealloc_pd). It fails with verbs.ErrBusy while
 // MRs, QPs, AHs or SRQs still belong to it.
 func (d *Device) DeallocPD(pd *PD) error {
 	if pd == nil || pd.d != d {
-		return errorf(ErrInvalid, "dealloc PD: not a PD of %s", d.name)
+		return errorf(verbs.ErrInvalid, "dealloc PD: not a PD of %s", d.name)
 	}
 	pd.mu.Lock()
 	if pd.dead {
 		pd.mu.Unlock()
-		return errorf(ErrDestroyed, "dealloc PD %d", pd.id)
+		return errorf(verbs.ErrDestroyed, "dealloc PD %d", pd.id)
 	}
 	if pd.refs > 0 {
 		n := pd.refs
 		pd.mu.Unlock()
-		return errorf(ErrBusy, "dealloc PD %d: %d objects still use it", pd.id, n)
+		return errorf(verbs.ErrBusy, "dealloc PD %d: %d objects still use it", pd.id, n)
 	}
 	pd.dead = true
 	pd.mu.Unlock()
@@ -66,12 +67,12 @@ func (pd *PD) ID() memory.PD { return pd.id }
 // deallocated.
 func (pd *PD) acquire(d *Device) error {
 	if pd == nil || pd.d != d {
-		return errorf(ErrInvalid, "PD is not a PD of %s", d.name)
+		return errorf(verbs.ErrInvalid, "PD is not a PD of %s", d.name)
 	}
 	pd.mu.Lock()
 	defer pd.mu.Unlock()
 	if pd.dead {
-		return errorf(ErrDestroyed, "PD %d", pd.id)
+		return errorf(verbs.ErrDestroyed, "PD %d", pd.id)
 	}
 	pd.refs++
 	return nil

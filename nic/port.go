@@ -5,49 +5,8 @@
 package nic
 
 import (
-	"fmt"
-
 	"github.com/rnic/rnic/nic/verbs"
 )
-
-// PortState is a port's logical state (enum ibv_port_state).
-type PortState uint8
-
-// Port states.
-const (
-	PortDown   PortState = 1
-	PortInit   PortState = 2
-	PortArmed  PortState = 3
-	PortActive PortState = 4
-)
-
-// String names the state as iproute2's rdma link show does (DOWN, INIT,
-// ARMED, ACTIVE).
-func (s PortState) String() string {
-	switch s {
-	case PortDown:
-		return "DOWN"
-	case PortInit:
-		return "INIT"
-	case PortArmed:
-		return "ARMED"
-	case PortActive:
-		return "ACTIVE"
-	}
-	return fmt.Sprintf("UNKNOWN(%d)", uint8(s))
-}
-
-// LinkLayer is a port's link layer (IBV_LINK_LAYER_*).
-type LinkLayer uint8
-
-// Link layers.
-const (
-	LinkLayerInfiniBand LinkLayer = 1
-	LinkLayerEthernet   LinkLayer = 2
-)
-
-// PhysStateLinkUp is the physical port state "LinkUp" (IBTA §14.2.5.6).
-const PhysStateLinkUp = 5
 
 // DefaultPKey is the one P_Key of a RoCE port (full member, default
 // partition); rxe accepts no other (protocols.md §1.5).
@@ -63,20 +22,6 @@ const headerRoom = 80
 
 // DefaultLinkMTU is the Ethernet MTU assumed when Config.MTU is 0.
 const DefaultLinkMTU = 1500
-
-// PortAttr is what QueryPort reports (struct ibv_port_attr, the fields that
-// mean something on RoCE).
-type PortAttr struct {
-	State      PortState
-	MaxMTU     verbs.MTU // largest path MTU the port supports at all: 4096
-	ActiveMTU  verbs.MTU // largest path MTU the link allows: ≤ link MTU − 80
-	GIDTblLen  int
-	MaxMsgSize uint64
-	PKeyTblLen int
-	PhysState  uint8
-	LinkLayer  LinkLayer
-	LinkMTU    int // the Ethernet MTU the port was configured with
-}
 
 // activeMTU returns the largest IB MTU not above linkMTU − 80, rxe's rule
 // (eth_mtu_int_to_enum): Ethernet 1500 gives 1024, 9000 gives 4096. It
@@ -94,25 +39,25 @@ func activeMTU(linkMTU int) verbs.MTU {
 // checkPort accepts port 1, the only one (ports are numbered from 1).
 func checkPort(port uint8) error {
 	if port != 1 {
-		return errorf(ErrInvalid, "port %d: the device has port 1 only", port)
+		return errorf(verbs.ErrInvalid, "port %d: the device has port 1 only", port)
 	}
 	return nil
 }
 
 // QueryPort returns the attributes of port (ibv_query_port).
-func (d *Device) QueryPort(port uint8) (PortAttr, error) {
+func (d *Device) QueryPort(port uint8) (verbs.PortAttr, error) {
 	if err := checkPort(port); err != nil {
-		return PortAttr{}, err
+		return verbs.PortAttr{}, err
 	}
-	return PortAttr{
-		State:      PortActive,
+	return verbs.PortAttr{
+		State:      verbs.PortActive,
 		MaxMTU:     verbs.MTU4096,
 		ActiveMTU:  d.mtu,
 		GIDTblLen:  len(d.gids),
-		MaxMsgSize: MaxMsgSize,
+		MaxMsgSize: verbs.MaxMsgSize,
 		PKeyTblLen: pkeyTableLen,
-		PhysState:  PhysStateLinkUp,
-		LinkLayer:  LinkLayerEthernet,
+		PhysState:  verbs.PhysStateLinkUp,
+		LinkLayer:  verbs.LinkLayerEthernet,
 		LinkMTU:    d.linkMTU,
 	}, nil
 }
@@ -123,7 +68,7 @@ func (d *Device) QueryPKey(port uint8, index int) (uint16, error) {
 		return 0, err
 	}
 	if index != 0 {
-		return 0, errorf(ErrInvalid, "P_Key index %d, table has %d", index, pkeyTableLen)
+		return 0, errorf(verbs.ErrInvalid, "P_Key index %d, table has %d", index, pkeyTableLen)
 	}
 	return DefaultPKey, nil
 }

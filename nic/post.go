@@ -15,7 +15,7 @@ import (
 // PostSend posts send WRs in order (ibv_post_send). Each is checked,
 // copied (SGE list, inline data), and passed to the engine; the caller may
 // reuse the WRs as soon as PostSend returns. On the first failure the error
-// is a *PostError naming the WR (ibv's bad_wr); earlier WRs stay posted,
+// is a *verbs.PostError naming the WR (ibv's bad_wr); earlier WRs stay posted,
 // later ones are not.
 //
 // The QP must be in RTS, SQD, SQE or ERR: posting to the send queue in
@@ -29,12 +29,12 @@ import (
 // skips the lkey.
 //
 // The send queue depth (max_send_wr) is enforced by the engine, which
-// alone sees WRs retire; a full queue gives ErrQueueFull.
+// alone sees WRs retire; a full queue gives verbs.ErrQueueFull.
 func (q *QP) PostSend(wrs ...*verbs.SendWR) error {
 	q.sendMu.Lock()
 	defer q.sendMu.Unlock()
 	if q.destroyed.Load() {
-		return errorf(ErrDestroyed, "post send on %v", q)
+		return errorf(verbs.ErrDestroyed, "post send on %v", q)
 	}
 	for i, wr := range wrs {
 		if err := q.postSend(wr); err != nil {
@@ -42,7 +42,7 @@ func (q *QP) PostSend(wrs ...*verbs.SendWR) error {
 			if wr != nil {
 				id = wr.ID
 			}
-			return &PostError{Index: i, WRID: id, Err: err}
+			return &verbs.PostError{Index: i, WRID: id, Err: err}
 		}
 	}
 	return nil
@@ -51,11 +51,11 @@ func (q *QP) PostSend(wrs ...*verbs.SendWR) error {
 // postSend checks, copies and posts one WR. Caller holds sendMu.
 func (q *QP) postSend(wr *verbs.SendWR) error {
 	if wr == nil {
-		return errorf(ErrInvalid, "nil send WR")
+		return errorf(verbs.ErrInvalid, "nil send WR")
 	}
 	switch st := q.eng.State(); st {
 	case verbs.QPSReset, verbs.QPSInit, verbs.QPSRTR:
-		return errorf(ErrInvalidState, "post send on %v in %v", q, st)
+		return errorf(verbs.ErrInvalidState, "post send on %v in %v", q, st)
 	}
 	total, err := q.checkSendWR(wr)
 	if err != nil {
@@ -76,7 +76,7 @@ func (q *QP) postSend(wr *verbs.SendWR) error {
 		w.SGL = q.slab.sgl(wr.SGL)
 		w.Inline = q.slab.bytes(int(total))
 		if _, f := q.d.mem.Gather(q.pd.id, wr.SGL, w.Inline); f != memory.Ok {
-			return errorf(ErrInvalid, "inline WR %#x: gathering its SGEs: %v", wr.ID, f)
+			return errorf(verbs.ErrInvalid, "inline WR %#x: gathering its SGEs: %v", wr.ID, f)
 		}
 	}
 	if err := q.eng.PostSend(w); err != nil {
@@ -92,21 +92,21 @@ func (q *QP) checkSendWR(wr *verbs.SendWR) (uint64, error) {
 	switch {
 	case verbs.OpcodesOf(q.typ).Has(op):
 	case verbs.UnsupportedOpcodes.Has(op):
-		return 0, errorf(ErrNotSupported, "%v WRs", op)
+		return 0, errorf(verbs.ErrNotSupported, "%v WRs", op)
 	case verbs.RCOpcodes.Has(op):
-		return 0, errorf(ErrInvalid, "%v is not a %v operation", op, q.typ)
+		return 0, errorf(verbs.ErrInvalid, "%v is not a %v operation", op, q.typ)
 	default:
-		return 0, errorf(ErrInvalid, "unknown send opcode %d", op)
+		return 0, errorf(verbs.ErrInvalid, "unknown send opcode %d", op)
 	}
 	if verbs.AtomicOpcodes.Has(op) && q.d.limits.NoAtomics {
-		return 0, errorf(ErrNotSupported, "%v on a device without atomics", op)
+		return 0, errorf(verbs.ErrNotSupported, "%v on a device without atomics", op)
 	}
 	if bad := wr.Flags &^ verbs.KnownSendFlags; bad != 0 {
-		return 0, errorf(ErrInvalid, "unknown send flags %#x", uint8(bad))
+		return 0, errorf(verbs.ErrInvalid, "unknown send flags %#x", uint8(bad))
 	}
 	inline := wr.Flags&verbs.SendInline != 0
 	if wr.Inline != nil && (!inline || len(wr.SGL) > 0) {
-		return 0, errorf(ErrInvalid, "Inline data needs the INLINE flag and no SGEs")
+		return 0, errorf(verbs.ErrInvalid, "Inline data needs the INLINE flag and no SGEs")
 	}
 
 	maxSGE := int(q.cap.MaxSendSGE)
@@ -114,22 +114,22 @@ func (q *QP) checkSendWR(wr *verbs.SendWR) (uint64, error) {
 		maxSGE = min(maxSGE, q.d.limits.MaxSGERd)
 	}
 	if len(wr.SGL) > maxSGE {
-		return 0, errorf(ErrInvalid, "%v WR with %d SGEs, the QP allows %d", op, len(wr.SGL), maxSGE)
+		return 0, errorf(verbs.ErrInvalid, "%v WR with %d SGEs, the QP allows %d", op, len(wr.SGL), maxSGE)
 	}
 	total := memory.TotalLength(wr.SGL)
 	if wr.Inline != nil {
 		total = uint64(len(wr.Inline))
 	}
-	if total > MaxMsgSize {
-		return 0, errorf(ErrInvalid, "%d-byte message exceeds max_msg_sz %d", total, MaxMsgSize)
+	if total > verbs.MaxMsgSize {
+		return 0, errorf(verbs.ErrInvalid, "%d-byte message exceeds max_msg_sz %d", total, verbs.MaxMsgSize)
 	}
 
 	if inline {
 		if !verbs.InlineOpcodes.Has(op) {
-			return 0, errorf(ErrInvalid, "INLINE with %v: only SEND and RDMA WRITE carry inline data", op)
+			return 0, errorf(verbs.ErrInvalid, "INLINE with %v: only SEND and RDMA WRITE carry inline data", op)
 		}
 		if total > uint64(q.cap.MaxInlineData) {
-			return 0, errorf(ErrInvalid, "%d inline bytes, the QP allows %d", total, q.cap.MaxInlineData)
+			return 0, errorf(verbs.ErrInvalid, "%d inline bytes, the QP allows %d", total, q.cap.MaxInlineData)
 		}
 	}
 	if verbs.AtomicOpcodes.Has(op) {
@@ -137,26 +137,26 @@ func (q *QP) checkSendWR(wr *verbs.SendWR) (uint64, error) {
 		// remote address must be naturally aligned for a 64-bit atomic;
 		// rxe refuses a misaligned one at post time too.
 		if len(wr.SGL) != 1 || wr.SGL[0].Length != 8 {
-			return 0, errorf(ErrInvalid, "%v needs exactly one 8-byte SGE", op)
+			return 0, errorf(verbs.ErrInvalid, "%v needs exactly one 8-byte SGE", op)
 		}
 		if wr.RemoteAddr&7 != 0 {
-			return 0, errorf(ErrInvalid, "%v remote address %#x is not 8-byte aligned", op, wr.RemoteAddr)
+			return 0, errorf(verbs.ErrInvalid, "%v remote address %#x is not 8-byte aligned", op, wr.RemoteAddr)
 		}
 	}
 	if q.typ == verbs.QPTypeUD {
 		if wr.AH == nil {
-			return 0, errorf(ErrInvalid, "UD send without an address handle")
+			return 0, errorf(verbs.ErrInvalid, "UD send without an address handle")
 		}
 		ah := q.d.lookupAH(wr.AH)
 		if ah == nil {
-			return 0, errorf(ErrInvalid, "UD send: AH is not from CreateAH or was destroyed (use AH.AV())")
+			return 0, errorf(verbs.ErrInvalid, "UD send: AH is not from CreateAH or was destroyed (use AH.AV())")
 		}
 		if ah.pd != q.pd {
 			// Protection domains: an AH is usable only by QPs of its PD.
-			return 0, errorf(ErrInvalid, "UD send: AH in PD %d, QP in PD %d", ah.pd.id, q.pd.id)
+			return 0, errorf(verbs.ErrInvalid, "UD send: AH in PD %d, QP in PD %d", ah.pd.id, q.pd.id)
 		}
 		if wr.RemoteQPN > maxPSN {
-			return 0, errorf(ErrInvalid, "UD send: remote QPN %#x exceeds 24 bits", wr.RemoteQPN)
+			return 0, errorf(verbs.ErrInvalid, "UD send: remote QPN %#x exceeds 24 bits", wr.RemoteQPN)
 		}
 	}
 	return total, nil
@@ -164,7 +164,7 @@ func (q *QP) checkSendWR(wr *verbs.SendWR) (uint64, error) {
 
 // PostRecv posts receive WRs to the QP's own receive queue in order
 // (ibv_post_recv); the caller may reuse them at once. On the first failure
-// the error is a *PostError. A QP that uses an SRQ has no receive queue:
+// the error is a *verbs.PostError. A QP that uses an SRQ has no receive queue:
 // post to the SRQ instead.
 //
 // Posting in RESET is an error; from INIT on WRs are queued. In ERR they
@@ -174,33 +174,33 @@ func (q *QP) checkSendWR(wr *verbs.SendWR) (uint64, error) {
 // successful post the engine is told (RecvPosted).
 func (q *QP) PostRecv(wrs ...*verbs.RecvWR) error {
 	if q.srq != nil {
-		return errorf(ErrInvalid, "post recv on %v: it receives from an SRQ", q)
+		return errorf(verbs.ErrInvalid, "post recv on %v: it receives from an SRQ", q)
 	}
 	r := q.rq
 	gen := r.gen.Load()
 	if st := q.eng.State(); st == verbs.QPSReset {
-		return errorf(ErrInvalidState, "post recv on %v in RESET", q)
+		return errorf(verbs.ErrInvalidState, "post recv on %v in RESET", q)
 	}
 	r.mu.Lock()
 	if q.destroyed.Load() {
 		r.mu.Unlock()
-		return errorf(ErrDestroyed, "post recv on %v", q)
+		return errorf(verbs.ErrDestroyed, "post recv on %v", q)
 	}
 	if r.gen.Load() != gen {
 		// Reset while we looked at the state: the post counts as made in
 		// RESET.
 		r.mu.Unlock()
-		return errorf(ErrInvalidState, "post recv on %v: QP reset meanwhile", q)
+		return errorf(verbs.ErrInvalidState, "post recv on %v: QP reset meanwhile", q)
 	}
 	var err error
 	posted := 0
 	for i, wr := range wrs {
 		if e := checkRecvWR(wr, r.maxSGE); e != nil {
-			err = &PostError{Index: i, WRID: wrID(wr), Err: e}
+			err = &verbs.PostError{Index: i, WRID: wrID(wr), Err: e}
 			break
 		}
 		if r.n == len(r.ring) {
-			err = &PostError{Index: i, WRID: wr.ID, Err: errorf(ErrQueueFull, "%v receive queue holds its max_recv_wr %d WRs", q, len(r.ring))}
+			err = &verbs.PostError{Index: i, WRID: wr.ID, Err: errorf(verbs.ErrQueueFull, "%v receive queue holds its max_recv_wr %d WRs", q, len(r.ring))}
 			break
 		}
 		r.push(wr)

@@ -22,8 +22,8 @@ func TestPostSendState(t *testing.T) {
 		err := q.PostSend(sendWR(verbs.WRSend))
 		switch st {
 		case verbs.QPSReset, verbs.QPSInit, verbs.QPSRTR:
-			wantIs(t, "post in "+st.String(), err, ErrInvalidState)
-			var pe *PostError
+			wantIs(t, "post in "+st.String(), err, verbs.ErrInvalidState)
+			var pe *verbs.PostError
 			if !errors.As(err, &pe) || pe.Index != 0 || pe.WRID != 7 {
 				t.Errorf("%v: %v is not a PostError for WR 0", st, err)
 			}
@@ -50,9 +50,9 @@ func TestPostSendState(t *testing.T) {
 func TestPostSendOpcodes(t *testing.T) {
 	type want struct{ rc, uc, ud error }
 	ok := want{}
-	rcOnly := want{nil, ErrInvalid, ErrInvalid}
-	rcUC := want{nil, nil, ErrInvalid}
-	unsup := want{ErrNotSupported, ErrNotSupported, ErrNotSupported}
+	rcOnly := want{nil, verbs.ErrInvalid, verbs.ErrInvalid}
+	rcUC := want{nil, nil, verbs.ErrInvalid}
+	unsup := want{verbs.ErrNotSupported, verbs.ErrNotSupported, verbs.ErrNotSupported}
 	table := map[verbs.WROpcode]want{
 		verbs.WRSend:             ok,
 		verbs.WRSendWithImm:      ok,
@@ -66,8 +66,8 @@ func TestPostSendOpcodes(t *testing.T) {
 		verbs.WRBindMW:           unsup,
 		verbs.WRFlush:            unsup,
 		verbs.WRAtomicWrite:      unsup,
-		verbs.WROpcode(10):       {ErrInvalid, ErrInvalid, ErrInvalid},
-		verbs.WROpcode(200):      {ErrInvalid, ErrInvalid, ErrInvalid},
+		verbs.WROpcode(10):       {verbs.ErrInvalid, verbs.ErrInvalid, verbs.ErrInvalid},
+		verbs.WROpcode(200):      {verbs.ErrInvalid, verbs.ErrInvalid, verbs.ErrInvalid},
 	}
 	f := newFixture(t)
 	mr, _ := f.mr(64, memory.LocalWrite)
@@ -102,32 +102,32 @@ func TestPostSendChecks(t *testing.T) {
 		wr   *verbs.SendWR
 		err  error
 	}{
-		{"nil", nil, ErrInvalid},
+		{"nil", nil, verbs.ErrInvalid},
 		{"4 SGEs", sendWR(verbs.WRSend, sge(0, 1), sge(1, 1), sge(2, 1), sge(3, 1)), nil},
-		{"5 SGEs", sendWR(verbs.WRSend, sge(0, 1), sge(1, 1), sge(2, 1), sge(3, 1), sge(4, 1)), ErrInvalid},
+		{"5 SGEs", sendWR(verbs.WRSend, sge(0, 1), sge(1, 1), sge(2, 1), sge(3, 1), sge(4, 1)), verbs.ErrInvalid},
 		{"READ 2 SGEs", sendWR(verbs.WRRDMARead, sge(0, 1), sge(1, 1)), nil},
-		{"READ 3 SGEs > max_sge_rd", sendWR(verbs.WRRDMARead, sge(0, 1), sge(1, 1), sge(2, 1)), ErrInvalid},
+		{"READ 3 SGEs > max_sge_rd", sendWR(verbs.WRRDMARead, sge(0, 1), sge(1, 1), sge(2, 1)), verbs.ErrInvalid},
 		{"zero-length SEND", sendWR(verbs.WRSend), nil},
-		{"unknown flag", &verbs.SendWR{Opcode: verbs.WRSend, Flags: 1 << 5}, ErrInvalid},
+		{"unknown flag", &verbs.SendWR{Opcode: verbs.WRSend, Flags: 1 << 5}, verbs.ErrInvalid},
 		{"all flags", &verbs.SendWR{Opcode: verbs.WRSend, Flags: verbs.SendFence | verbs.SendSignaled | verbs.SendSolicited | verbs.SendInline}, nil},
 		{"2^31 bytes", sendWR(verbs.WRRDMAWrite, verbs.SGE{Length: 1 << 31}), nil},
-		{"2^31+1 bytes", sendWR(verbs.WRRDMAWrite, verbs.SGE{Length: 1 << 31}, verbs.SGE{Length: 1}), ErrInvalid},
+		{"2^31+1 bytes", sendWR(verbs.WRRDMAWrite, verbs.SGE{Length: 1 << 31}, verbs.SGE{Length: 1}), verbs.ErrInvalid},
 		{"inline 16", inl(sendWR(verbs.WRSend, sge(0, 16))), nil},
-		{"inline 17", inl(sendWR(verbs.WRSend, sge(0, 17))), ErrInvalid},
+		{"inline 17", inl(sendWR(verbs.WRSend, sge(0, 17))), verbs.ErrInvalid},
 		{"inline WRITE", inl(sendWR(verbs.WRRDMAWriteWithImm, sge(0, 8))), nil},
-		{"inline READ", inl(sendWR(verbs.WRRDMARead, sge(0, 8))), ErrInvalid},
-		{"inline atomic", inl(sendWR(verbs.WRAtomicFetchAdd, sge(0, 8))), ErrInvalid},
-		{"inline bad lkey", inl(sendWR(verbs.WRSend, verbs.SGE{Addr: mr.Addr(), Length: 4, LKey: mr.LKey() + 1})), ErrInvalid},
-		{"inline out of bounds", inl(sendWR(verbs.WRSend, sge(250, 10))), ErrInvalid},
+		{"inline READ", inl(sendWR(verbs.WRRDMARead, sge(0, 8))), verbs.ErrInvalid},
+		{"inline atomic", inl(sendWR(verbs.WRAtomicFetchAdd, sge(0, 8))), verbs.ErrInvalid},
+		{"inline bad lkey", inl(sendWR(verbs.WRSend, verbs.SGE{Addr: mr.Addr(), Length: 4, LKey: mr.LKey() + 1})), verbs.ErrInvalid},
+		{"inline out of bounds", inl(sendWR(verbs.WRSend, sge(250, 10))), verbs.ErrInvalid},
 		{"Inline bytes", &verbs.SendWR{Opcode: verbs.WRSend, Flags: verbs.SendInline, Inline: []byte("hello")}, nil},
-		{"Inline bytes too long", &verbs.SendWR{Opcode: verbs.WRSend, Flags: verbs.SendInline, Inline: make([]byte, 17)}, ErrInvalid},
-		{"Inline bytes without flag", &verbs.SendWR{Opcode: verbs.WRSend, Inline: []byte("x")}, ErrInvalid},
-		{"Inline bytes and SGEs", &verbs.SendWR{Opcode: verbs.WRSend, Flags: verbs.SendInline, Inline: []byte("x"), SGL: []verbs.SGE{sge(0, 1)}}, ErrInvalid},
+		{"Inline bytes too long", &verbs.SendWR{Opcode: verbs.WRSend, Flags: verbs.SendInline, Inline: make([]byte, 17)}, verbs.ErrInvalid},
+		{"Inline bytes without flag", &verbs.SendWR{Opcode: verbs.WRSend, Inline: []byte("x")}, verbs.ErrInvalid},
+		{"Inline bytes and SGEs", &verbs.SendWR{Opcode: verbs.WRSend, Flags: verbs.SendInline, Inline: []byte("x"), SGL: []verbs.SGE{sge(0, 1)}}, verbs.ErrInvalid},
 		{"atomic", &verbs.SendWR{Opcode: verbs.WRAtomicCmpSwp, SGL: []verbs.SGE{sge(8, 8)}, RemoteAddr: 0x1000}, nil},
-		{"atomic 4-byte SGE", &verbs.SendWR{Opcode: verbs.WRAtomicCmpSwp, SGL: []verbs.SGE{sge(8, 4)}, RemoteAddr: 0x1000}, ErrInvalid},
-		{"atomic no SGE", &verbs.SendWR{Opcode: verbs.WRAtomicFetchAdd, RemoteAddr: 0x1000}, ErrInvalid},
-		{"atomic 2 SGEs", &verbs.SendWR{Opcode: verbs.WRAtomicFetchAdd, SGL: []verbs.SGE{sge(0, 8), sge(8, 8)}, RemoteAddr: 0x1000}, ErrInvalid},
-		{"atomic misaligned", &verbs.SendWR{Opcode: verbs.WRAtomicFetchAdd, SGL: []verbs.SGE{sge(8, 8)}, RemoteAddr: 0x1004}, ErrInvalid},
+		{"atomic 4-byte SGE", &verbs.SendWR{Opcode: verbs.WRAtomicCmpSwp, SGL: []verbs.SGE{sge(8, 4)}, RemoteAddr: 0x1000}, verbs.ErrInvalid},
+		{"atomic no SGE", &verbs.SendWR{Opcode: verbs.WRAtomicFetchAdd, RemoteAddr: 0x1000}, verbs.ErrInvalid},
+		{"atomic 2 SGEs", &verbs.SendWR{Opcode: verbs.WRAtomicFetchAdd, SGL: []verbs.SGE{sge(0, 8), sge(8, 8)}, RemoteAddr: 0x1000}, verbs.ErrInvalid},
+		{"atomic misaligned", &verbs.SendWR{Opcode: verbs.WRAtomicFetchAdd, SGL: []verbs.SGE{sge(8, 8)}, RemoteAddr: 0x1004}, verbs.ErrInvalid},
 	}
 	for _, c := range cases {
 		err := q.PostSend(c.wr)
@@ -165,7 +165,7 @@ func TestPostSendNoAtomics(t *testing.T) {
 	mr, _ := f.mr(64, memory.LocalWrite)
 	q, _ := f.qpIn(verbs.QPTypeRC, verbs.QPSRTS)
 	err := q.PostSend(&verbs.SendWR{Opcode: verbs.WRAtomicCmpSwp, SGL: []verbs.SGE{{Addr: mr.Addr(), Length: 8, LKey: mr.LKey()}}})
-	wantIs(t, "atomic without atomics", err, ErrNotSupported)
+	wantIs(t, "atomic without atomics", err, verbs.ErrNotSupported)
 }
 
 func TestPostSendUD(t *testing.T) {
@@ -185,12 +185,12 @@ func TestPostSendUD(t *testing.T) {
 	if w := e.postedWRs()[0]; w.AH != ah.AV() || w.RemoteQPN != 0x42 {
 		t.Errorf("posted %+v", w)
 	}
-	wantIs(t, "no AH", q.PostSend(ud(nil, 1)), ErrInvalid)
-	wantIs(t, "raw AV", q.PostSend(ud(&rawAV, 1)), ErrInvalid)
-	wantIs(t, "AH of another PD", q.PostSend(ud(otherAH.AV(), 1)), ErrInvalid)
-	wantIs(t, "remote QPN > 24 bits", q.PostSend(ud(ah.AV(), 1<<24)), ErrInvalid)
+	wantIs(t, "no AH", q.PostSend(ud(nil, 1)), verbs.ErrInvalid)
+	wantIs(t, "raw AV", q.PostSend(ud(&rawAV, 1)), verbs.ErrInvalid)
+	wantIs(t, "AH of another PD", q.PostSend(ud(otherAH.AV(), 1)), verbs.ErrInvalid)
+	wantIs(t, "remote QPN > 24 bits", q.PostSend(ud(ah.AV(), 1<<24)), verbs.ErrInvalid)
 	wantIs(t, "destroy AH", ah.Destroy(), nil)
-	wantIs(t, "destroyed AH", q.PostSend(ud(ah.AV(), 1)), ErrInvalid)
+	wantIs(t, "destroyed AH", q.PostSend(ud(ah.AV(), 1)), verbs.ErrInvalid)
 }
 
 func TestPostSendQueueFull(t *testing.T) {
@@ -201,8 +201,8 @@ func TestPostSendQueueFull(t *testing.T) {
 		wrs[i] = &verbs.SendWR{ID: uint64(i), Opcode: verbs.WRSend}
 	}
 	err := q.PostSend(wrs...)
-	wantIs(t, "10 WRs into 8", err, ErrQueueFull)
-	var pe *PostError
+	wantIs(t, "10 WRs into 8", err, verbs.ErrQueueFull)
+	var pe *verbs.PostError
 	if !errors.As(err, &pe) || pe.Index != 8 || pe.WRID != 8 {
 		t.Fatalf("bad_wr: %v", err)
 	}
@@ -212,8 +212,8 @@ func TestPostSendBatchStopsAtBadWR(t *testing.T) {
 	f := newFixture(t)
 	q, e := f.qpIn(verbs.QPTypeRC, verbs.QPSRTS)
 	err := q.PostSend(&verbs.SendWR{ID: 1, Opcode: verbs.WRSend}, &verbs.SendWR{ID: 2, Opcode: 99}, &verbs.SendWR{ID: 3, Opcode: verbs.WRSend})
-	var pe *PostError
-	if !errors.As(err, &pe) || pe.Index != 1 || pe.WRID != 2 || !errors.Is(err, ErrInvalid) {
+	var pe *verbs.PostError
+	if !errors.As(err, &pe) || pe.Index != 1 || pe.WRID != 2 || !errors.Is(err, verbs.ErrInvalid) {
 		t.Fatalf("err %v", err)
 	}
 	if ws := e.postedWRs(); len(ws) != 1 || ws[0].ID != 1 {
@@ -224,7 +224,7 @@ func TestPostSendBatchStopsAtBadWR(t *testing.T) {
 func TestPostRecv(t *testing.T) {
 	f := newFixture(t)
 	q, e := f.qp(verbs.QPTypeRC) // max_recv_wr 8, max_recv_sge 4
-	wantIs(t, "post in RESET", q.PostRecv(&verbs.RecvWR{ID: 1}), ErrInvalidState)
+	wantIs(t, "post in RESET", q.PostRecv(&verbs.RecvWR{ID: 1}), verbs.ErrInvalidState)
 	e.setState(verbs.QPSInit)
 	sgl := []verbs.SGE{{Addr: 1, Length: 2, LKey: 3}, {Addr: 4, Length: 5, LKey: 6}}
 	wantIs(t, "post in INIT", q.PostRecv(&verbs.RecvWR{ID: 1, SGL: sgl}), nil)
@@ -236,16 +236,16 @@ func TestPostRecv(t *testing.T) {
 	if !ok || wr.ID != 1 || len(wr.SGL) != 2 || wr.SGL[0].Length != 2 || wr.SGL[1].LKey != 6 {
 		t.Fatalf("popped %+v", wr)
 	}
-	wantIs(t, "5 SGEs", q.PostRecv(&verbs.RecvWR{SGL: make([]verbs.SGE, 5)}), ErrInvalid)
-	wantIs(t, "nil WR", q.PostRecv(nil), ErrInvalid)
+	wantIs(t, "5 SGEs", q.PostRecv(&verbs.RecvWR{SGL: make([]verbs.SGE, 5)}), verbs.ErrInvalid)
+	wantIs(t, "nil WR", q.PostRecv(nil), verbs.ErrInvalid)
 
 	wrs := make([]*verbs.RecvWR, 9)
 	for i := range wrs {
 		wrs[i] = &verbs.RecvWR{ID: uint64(10 + i)}
 	}
 	err := q.PostRecv(wrs...)
-	var pe *PostError
-	if !errors.As(err, &pe) || pe.Index != 8 || !errors.Is(err, ErrQueueFull) {
+	var pe *verbs.PostError
+	if !errors.As(err, &pe) || pe.Index != 8 || !errors.Is(err, verbs.ErrQueueFull) {
 		t.Fatalf("9 WRs into 8: %v", err)
 	}
 	if q.rq.Len() != 8 || e.recvPosted.Load() != 2 {
@@ -277,7 +277,7 @@ func TestPostRecvOnSRQQP(t *testing.T) {
 	wantIs(t, "CreateSRQ", err, nil)
 	q, e := f.qpWith(QPInit{Type: verbs.QPTypeRC, SendCQ: f.cq, RecvCQ: f.cq, SRQ: srq, Cap: defaultCap})
 	e.setState(verbs.QPSRTS)
-	wantIs(t, "PostRecv on an SRQ QP", q.PostRecv(&verbs.RecvWR{}), ErrInvalid)
+	wantIs(t, "PostRecv on an SRQ QP", q.PostRecv(&verbs.RecvWR{}), verbs.ErrInvalid)
 	if c := q.Cap(); c.MaxRecvWR != 0 || c.MaxRecvSGE != 0 {
 		t.Errorf("receive caps of an SRQ QP: %+v", c)
 	}
@@ -326,12 +326,12 @@ func TestPostAfterDestroy(t *testing.T) {
 	f := newFixture(t)
 	q, _ := f.qpIn(verbs.QPTypeRC, verbs.QPSRTS)
 	wantIs(t, "destroy", q.Destroy(), nil)
-	wantIs(t, "PostSend", q.PostSend(sendWR(verbs.WRSend)), ErrDestroyed)
-	wantIs(t, "PostRecv", q.PostRecv(&verbs.RecvWR{}), ErrDestroyed)
-	wantIs(t, "Modify", q.Modify(attrFor(3, 6), verbs.AttrState), ErrDestroyed)
+	wantIs(t, "PostSend", q.PostSend(sendWR(verbs.WRSend)), verbs.ErrDestroyed)
+	wantIs(t, "PostRecv", q.PostRecv(&verbs.RecvWR{}), verbs.ErrDestroyed)
+	wantIs(t, "Modify", q.Modify(attrFor(3, 6), verbs.AttrState), verbs.ErrDestroyed)
 	_, err := q.Query()
-	wantIs(t, "Query", err, ErrDestroyed)
-	wantIs(t, "destroy twice", q.Destroy(), ErrDestroyed)
+	wantIs(t, "Query", err, verbs.ErrDestroyed)
+	wantIs(t, "destroy twice", q.Destroy(), verbs.ErrDestroyed)
 }
 
 func TestSendWRCopiesSurviveReuse(t *testing.T) {

@@ -65,15 +65,15 @@ func (d *Device) CreateQP(pd *PD, init QPInit) (*QP, error) {
 	provider := d.provider
 	if provider == nil {
 		d.mu.Unlock()
-		return nil, errorf(ErrNoProvider, "create QP on %s", d.name)
+		return nil, errorf(verbs.ErrNoProvider, "create QP on %s", d.name)
 	}
 	if d.closed {
 		d.mu.Unlock()
-		return nil, errorf(ErrClosed, "create QP on %s", d.name)
+		return nil, errorf(verbs.ErrClosed, "create QP on %s", d.name)
 	}
 	if len(d.qps) >= d.limits.MaxQP {
 		d.mu.Unlock()
-		return nil, errorf(ErrNoMemory, "%d QPs, the device maximum", d.limits.MaxQP)
+		return nil, errorf(verbs.ErrNoMemory, "%d QPs, the device maximum", d.limits.MaxQP)
 	}
 	qpn := d.allocQPN()
 	d.qps[qpn] = nil // reserved while the engine is created
@@ -126,10 +126,10 @@ func (d *Device) checkQPInit(init *QPInit) error {
 	switch init.Type {
 	case verbs.QPTypeRC, verbs.QPTypeUC, verbs.QPTypeUD:
 	default:
-		return errorf(ErrInvalid, "create QP: type %d: RC, UC or UD only", init.Type)
+		return errorf(verbs.ErrInvalid, "create QP: type %d: RC, UC or UD only", init.Type)
 	}
 	if init.SendCQ == nil || init.RecvCQ == nil {
-		return errorf(ErrInvalid, "create QP: send and receive CQs are required")
+		return errorf(verbs.ErrInvalid, "create QP: send and receive CQs are required")
 	}
 	c := &init.Cap
 	l := &d.limits
@@ -149,7 +149,7 @@ func (d *Device) checkQPInit(init *QPInit) error {
 			continue // ignored with an SRQ
 		}
 		if uint64(f.v) > uint64(f.max) {
-			return errorf(ErrInvalid, "create QP: %s %d exceeds the device's %d", f.name, f.v, f.max)
+			return errorf(verbs.ErrInvalid, "create QP: %s %d exceeds the device's %d", f.name, f.v, f.max)
 		}
 	}
 	return nil
@@ -233,7 +233,7 @@ func (q *QP) Query() (verbs.QPAttr, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.destroyed.Load() {
-		return verbs.QPAttr{}, errorf(ErrDestroyed, "query QP %#x", q.qpn)
+		return verbs.QPAttr{}, errorf(verbs.ErrDestroyed, "query QP %#x", q.qpn)
 	}
 	a := q.eng.Query()
 	a.State = q.eng.State()
@@ -264,7 +264,7 @@ func (q *QP) Destroy() error {
 	}
 	q.sendMu.Unlock()
 	if already {
-		return errorf(ErrDestroyed, "destroy QP %#x", q.qpn)
+		return errorf(verbs.ErrDestroyed, "destroy QP %#x", q.qpn)
 	}
 	q.eng.Destroy()
 	if q.srq != nil {

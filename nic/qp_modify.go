@@ -225,15 +225,15 @@ func lowestBit(m verbs.QPAttrMask) verbs.QPAttrMask { return m & -m }
 // does both).
 func (q *QP) Modify(attr *verbs.QPAttr, mask verbs.QPAttrMask) error {
 	if attr == nil {
-		return errorf(ErrInvalid, "modify %v: nil attributes", q)
+		return errorf(verbs.ErrInvalid, "modify %v: nil attributes", q)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.destroyed.Load() {
-		return errorf(ErrDestroyed, "modify %v", q)
+		return errorf(verbs.ErrDestroyed, "modify %v", q)
 	}
 	if unknown := mask &^ allAttrs; unknown != 0 {
-		return errorf(ErrInvalid, "modify %v: unknown attribute mask bits %#x", q, uint32(unknown))
+		return errorf(verbs.ErrInvalid, "modify %v: unknown attribute mask bits %#x", q, uint32(unknown))
 	}
 	cur := q.eng.State()
 	next := cur
@@ -244,21 +244,21 @@ func (q *QP) Modify(attr *verbs.QPAttr, mask verbs.QPAttrMask) error {
 		return &AttrError{QPN: q.qpn, Type: q.typ, From: cur, To: next, Attr: a, Reason: fmt.Sprintf(format, args...), Err: err}
 	}
 	if next > verbs.QPSErr {
-		return fail(verbs.AttrState, ErrInvalid, "no QP state %d", uint8(next))
+		return fail(verbs.AttrState, verbs.ErrInvalid, "no QP state %d", uint8(next))
 	}
 	tr := qpTransitions[cur][next]
 	if tr.valid&typeBit(q.typ) == 0 {
-		return fail(verbs.AttrState, ErrInvalidState, "%v→%v is not a valid transition for %v QPs", cur, next, q.typ)
+		return fail(verbs.AttrState, verbs.ErrInvalidState, "%v→%v is not a valid transition for %v QPs", cur, next, q.typ)
 	}
 	req, opt := tr.req.of(q.typ), tr.opt.of(q.typ)
 	if extra := mask &^ (req | opt | verbs.AttrState); extra != 0 {
-		return fail(lowestBit(extra), ErrInvalid, "not allowed in %v→%v for %v QPs", cur, next, q.typ)
+		return fail(lowestBit(extra), verbs.ErrInvalid, "not allowed in %v→%v for %v QPs", cur, next, q.typ)
 	}
 	if missing := req &^ mask; missing != 0 {
-		return fail(lowestBit(missing), ErrInvalid, "required by %v→%v for %v QPs (missing: %s)", cur, next, q.typ, AttrName(missing))
+		return fail(lowestBit(missing), verbs.ErrInvalid, "required by %v→%v for %v QPs (missing: %s)", cur, next, q.typ, AttrName(missing))
 	}
 	if mask&verbs.AttrCurState != 0 && attr.CurState != cur {
-		return fail(verbs.AttrCurState, ErrInvalidState, "the QP is in %v, not %v", cur, attr.CurState)
+		return fail(verbs.AttrCurState, verbs.ErrInvalidState, "the QP is in %v, not %v", cur, attr.CurState)
 	}
 	a := *attr
 	for m := mask; m != 0; m &^= lowestBit(m) {
@@ -273,13 +273,13 @@ func (q *QP) Modify(attr *verbs.QPAttr, mask verbs.QPAttrMask) error {
 	oldRd := q.destRdAtom
 	if mask&verbs.AttrMaxDestRdAtomic != 0 {
 		if err := q.setDestRdAtom(int(a.MaxDestRdAtomic)); err != nil {
-			return fail(verbs.AttrMaxDestRdAtomic, ErrNoMemory, "%v", err)
+			return fail(verbs.AttrMaxDestRdAtomic, verbs.ErrNoMemory, "%v", err)
 		}
 	}
 	if err := q.eng.Modify(cur, &a, mask); err != nil {
 		_ = q.setDestRdAtom(oldRd) // only gives back what was taken
 		if now := q.eng.State(); now != cur {
-			return fmt.Errorf("nic: modify %v %v→%v: the QP moved to %v: %w: %w", q, cur, next, now, ErrInvalidState, err)
+			return fmt.Errorf("nic: modify %v %v→%v: the QP moved to %v: %w: %w", q, cur, next, now, verbs.ErrInvalidState, err)
 		}
 		return fmt.Errorf("nic: modify %v %v→%v: engine: %w", q, cur, next, err)
 	}
@@ -319,78 +319,78 @@ func (d *Device) checkQPAttr(t verbs.QPType, bit verbs.QPAttrMask, a *verbs.QPAt
 	switch bit {
 	case verbs.AttrAccessFlags:
 		if bad := a.AccessFlags &^ qpAccess; bad != 0 {
-			return fmt.Sprintf("%v: only LocalWrite, RemoteWrite, RemoteRead and RemoteAtomic apply to a QP", a.AccessFlags), ErrInvalid
+			return fmt.Sprintf("%v: only LocalWrite, RemoteWrite, RemoteRead and RemoteAtomic apply to a QP", a.AccessFlags), verbs.ErrInvalid
 		}
 		if a.AccessFlags&memory.RemoteAtomic != 0 && d.limits.NoAtomics {
-			return "RemoteAtomic on a device without atomics", ErrNotSupported
+			return "RemoteAtomic on a device without atomics", verbs.ErrNotSupported
 		}
 	case verbs.AttrPKeyIndex:
 		if a.PKeyIndex >= pkeyTableLen {
-			return fmt.Sprintf("pkey_index %d, the P_Key table has %d entry", a.PKeyIndex, pkeyTableLen), ErrInvalid
+			return fmt.Sprintf("pkey_index %d, the P_Key table has %d entry", a.PKeyIndex, pkeyTableLen), verbs.ErrInvalid
 		}
 	case verbs.AttrPort:
 		if a.PortNum != 1 {
-			return fmt.Sprintf("port %d, the device has port 1 only", a.PortNum), ErrInvalid
+			return fmt.Sprintf("port %d, the device has port 1 only", a.PortNum), verbs.ErrInvalid
 		}
 	case verbs.AttrQKey:
 		// IBTA Q_Key rules: a Q_Key with the high-order bit set is a
 		// controlled Q_Key, for privileged consumers only.
 		if a.QKey&0x80000000 != 0 && !d.privQKey {
-			return fmt.Sprintf("controlled Q_Key %#x needs Config.PrivilegedQKey", a.QKey), ErrPermission
+			return fmt.Sprintf("controlled Q_Key %#x needs Config.PrivilegedQKey", a.QKey), verbs.ErrPermission
 		}
 	case verbs.AttrAV:
 		av, reason := d.checkAV(&a.AV, t == verbs.QPTypeUD)
 		if reason != "" {
-			return reason, ErrInvalid
+			return reason, verbs.ErrInvalid
 		}
 		a.AV = av
 	case verbs.AttrPathMTU:
 		if a.PathMTU < verbs.MTU256 || a.PathMTU > verbs.MTU4096 {
-			return fmt.Sprintf("path_mtu %d, must be 1 (256) .. 5 (4096)", a.PathMTU), ErrInvalid
+			return fmt.Sprintf("path_mtu %d, must be 1 (256) .. 5 (4096)", a.PathMTU), verbs.ErrInvalid
 		}
 		if a.PathMTU > d.mtu {
-			return fmt.Sprintf("path_mtu %d bytes exceeds the port's active MTU %d", a.PathMTU.Bytes(), d.mtu.Bytes()), ErrInvalid
+			return fmt.Sprintf("path_mtu %d bytes exceeds the port's active MTU %d", a.PathMTU.Bytes(), d.mtu.Bytes()), verbs.ErrInvalid
 		}
 	case verbs.AttrTimeout:
 		if a.Timeout > 31 {
-			return fmt.Sprintf("timeout %d, must be 0..31", a.Timeout), ErrInvalid
+			return fmt.Sprintf("timeout %d, must be 0..31", a.Timeout), verbs.ErrInvalid
 		}
 	case verbs.AttrRetryCnt:
 		if a.RetryCnt > 7 {
-			return fmt.Sprintf("retry_cnt %d, must be 0..7", a.RetryCnt), ErrInvalid
+			return fmt.Sprintf("retry_cnt %d, must be 0..7", a.RetryCnt), verbs.ErrInvalid
 		}
 	case verbs.AttrRNRRetry:
 		if a.RNRRetry > 7 {
-			return fmt.Sprintf("rnr_retry %d, must be 0..7", a.RNRRetry), ErrInvalid
+			return fmt.Sprintf("rnr_retry %d, must be 0..7", a.RNRRetry), verbs.ErrInvalid
 		}
 	case verbs.AttrMinRNRTimer:
 		if a.MinRNRTimer > 31 {
-			return fmt.Sprintf("min_rnr_timer %d, must be 0..31", a.MinRNRTimer), ErrInvalid
+			return fmt.Sprintf("min_rnr_timer %d, must be 0..31", a.MinRNRTimer), verbs.ErrInvalid
 		}
 	case verbs.AttrRQPSN:
 		if a.RQPSN > maxPSN {
-			return fmt.Sprintf("rq_psn %#x exceeds 24 bits", a.RQPSN), ErrInvalid
+			return fmt.Sprintf("rq_psn %#x exceeds 24 bits", a.RQPSN), verbs.ErrInvalid
 		}
 	case verbs.AttrSQPSN:
 		if a.SQPSN > maxPSN {
-			return fmt.Sprintf("sq_psn %#x exceeds 24 bits", a.SQPSN), ErrInvalid
+			return fmt.Sprintf("sq_psn %#x exceeds 24 bits", a.SQPSN), verbs.ErrInvalid
 		}
 	case verbs.AttrDestQPN:
 		if a.DestQPN > maxPSN {
-			return fmt.Sprintf("dest_qp_num %#x exceeds 24 bits", a.DestQPN), ErrInvalid
+			return fmt.Sprintf("dest_qp_num %#x exceeds 24 bits", a.DestQPN), verbs.ErrInvalid
 		}
 	case verbs.AttrMaxQPRdAtomic:
 		if int(a.MaxRdAtomic) > d.limits.MaxQPInitRdAtom {
-			return fmt.Sprintf("max_rd_atomic %d exceeds max_qp_init_rd_atom %d", a.MaxRdAtomic, d.limits.MaxQPInitRdAtom), ErrInvalid
+			return fmt.Sprintf("max_rd_atomic %d exceeds max_qp_init_rd_atom %d", a.MaxRdAtomic, d.limits.MaxQPInitRdAtom), verbs.ErrInvalid
 		}
 	case verbs.AttrMaxDestRdAtomic:
 		if int(a.MaxDestRdAtomic) > d.limits.MaxQPRdAtom {
-			return fmt.Sprintf("max_dest_rd_atomic %d exceeds max_qp_rd_atom %d", a.MaxDestRdAtomic, d.limits.MaxQPRdAtom), ErrInvalid
+			return fmt.Sprintf("max_dest_rd_atomic %d exceeds max_qp_rd_atom %d", a.MaxDestRdAtomic, d.limits.MaxQPRdAtom), verbs.ErrInvalid
 		}
 	case verbs.AttrAltPath, verbs.AttrPathMigState:
 		// The table allows them, but QPAttr has no alternate path and
 		// the device does not advertise IBV_DEVICE_AUTO_PATH_MIG.
-		return "alternate paths (automatic path migration) are not supported", ErrNotSupported
+		return "alternate paths (automatic path migration) are not supported", verbs.ErrNotSupported
 	}
 	return "", nil
 }

@@ -80,7 +80,7 @@ func specTable() map[[2]verbs.QPState]specCell {
 }
 
 // unsupported are attributes the table allows but rnic refuses with
-// ErrNotSupported (no alternate path in QPAttr, no APM).
+// verbs.ErrNotSupported (no alternate path in QPAttr, no APM).
 const unsupported = verbs.AttrAltPath | verbs.AttrPathMigState
 
 func hasType(ts []verbs.QPType, t verbs.QPType) bool {
@@ -110,7 +110,7 @@ func attrFor(from, to verbs.QPState) *verbs.QPAttr {
 // succeed with their required attributes, with each optional one added,
 // and fail naming the attribute when a required one is missing or a
 // disallowed one is present; invalid transitions fail with
-// ErrInvalidState.
+// verbs.ErrInvalidState.
 func TestModifyTransitions(t *testing.T) {
 	spec := specTable()
 	for _, typ := range qpTypes {
@@ -133,7 +133,7 @@ func TestModifyTransitions(t *testing.T) {
 					}
 					if !valid {
 						_, err := try(verbs.AttrState)
-						wantIs(t, "invalid transition", err, ErrInvalidState)
+						wantIs(t, "invalid transition", err, verbs.ErrInvalidState)
 						var ae *AttrError
 						if !errors.As(err, &ae) || ae.Attr != verbs.AttrState {
 							t.Fatalf("error %v does not name STATE", err)
@@ -148,7 +148,7 @@ func TestModifyTransitions(t *testing.T) {
 					}
 					eachBit(req, func(b verbs.QPAttrMask) {
 						e, err := try(stateBit | req&^b)
-						checkAttrErr(t, "missing "+AttrName(b), err, b, ErrInvalid)
+						checkAttrErr(t, "missing "+AttrName(b), err, b, verbs.ErrInvalid)
 						if len(e.modifies) != 0 {
 							t.Fatalf("engine called despite missing %s", AttrName(b))
 						}
@@ -156,14 +156,14 @@ func TestModifyTransitions(t *testing.T) {
 					eachBit(opt, func(b verbs.QPAttrMask) {
 						_, err := try(stateBit | req | b)
 						if b&unsupported != 0 {
-							checkAttrErr(t, "optional "+AttrName(b), err, b, ErrNotSupported)
+							checkAttrErr(t, "optional "+AttrName(b), err, b, verbs.ErrNotSupported)
 							return
 						}
 						wantIs(t, "optional "+AttrName(b), err, nil)
 					})
 					eachBit(allAttrs&^(req|opt|verbs.AttrState), func(b verbs.QPAttrMask) {
 						_, err := try(stateBit | req | b)
-						checkAttrErr(t, "disallowed "+AttrName(b), err, b, ErrInvalid)
+						checkAttrErr(t, "disallowed "+AttrName(b), err, b, verbs.ErrInvalid)
 					})
 				})
 			}
@@ -207,49 +207,49 @@ func TestModifyRanges(t *testing.T) {
 	)
 	R, I, RTR, RTS := verbs.QPSReset, verbs.QPSInit, verbs.QPSRTR, verbs.QPSRTS
 	cases := []rng{
-		{"pkey_index 1", RC, R, I, toInit, verbs.AttrPKeyIndex, ErrInvalid, func(a *verbs.QPAttr) { a.PKeyIndex = 1 }},
-		{"port 0", RC, R, I, toInit, verbs.AttrPort, ErrInvalid, func(a *verbs.QPAttr) { a.PortNum = 0 }},
-		{"port 2", UD, R, I, toInitUD, verbs.AttrPort, ErrInvalid, func(a *verbs.QPAttr) { a.PortNum = 2 }},
-		{"access MWBind", RC, R, I, toInit, verbs.AttrAccessFlags, ErrInvalid, func(a *verbs.QPAttr) { a.AccessFlags = memory.MWBind }},
-		{"access unknown bit", UC, R, I, toInit, verbs.AttrAccessFlags, ErrInvalid, func(a *verbs.QPAttr) { a.AccessFlags = 1 << 9 }},
+		{"pkey_index 1", RC, R, I, toInit, verbs.AttrPKeyIndex, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.PKeyIndex = 1 }},
+		{"port 0", RC, R, I, toInit, verbs.AttrPort, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.PortNum = 0 }},
+		{"port 2", UD, R, I, toInitUD, verbs.AttrPort, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.PortNum = 2 }},
+		{"access MWBind", RC, R, I, toInit, verbs.AttrAccessFlags, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.AccessFlags = memory.MWBind }},
+		{"access unknown bit", UC, R, I, toInit, verbs.AttrAccessFlags, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.AccessFlags = 1 << 9 }},
 		{"access all remote + local", RC, R, I, toInit, 0, nil, func(a *verbs.QPAttr) {
 			a.AccessFlags = memory.LocalWrite | memory.RemoteWrite | memory.RemoteRead | memory.RemoteAtomic
 		}},
-		{"controlled qkey", UD, R, I, toInitUD, verbs.AttrQKey, ErrPermission, func(a *verbs.QPAttr) { a.QKey = 0x80010000 }},
+		{"controlled qkey", UD, R, I, toInitUD, verbs.AttrQKey, verbs.ErrPermission, func(a *verbs.QPAttr) { a.QKey = 0x80010000 }},
 		{"qkey 0x7fffffff", UD, R, I, toInitUD, 0, nil, func(a *verbs.QPAttr) { a.QKey = 0x7fffffff }},
-		{"path_mtu 0", RC, I, RTR, toRTR, verbs.AttrPathMTU, ErrInvalid, func(a *verbs.QPAttr) { a.PathMTU = 0 }},
-		{"path_mtu 6", RC, I, RTR, toRTR, verbs.AttrPathMTU, ErrInvalid, func(a *verbs.QPAttr) { a.PathMTU = 6 }},
-		{"path_mtu above active", UC, I, RTR, toRTR &^ (verbs.AttrMaxDestRdAtomic | verbs.AttrMinRNRTimer), verbs.AttrPathMTU, ErrInvalid,
+		{"path_mtu 0", RC, I, RTR, toRTR, verbs.AttrPathMTU, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.PathMTU = 0 }},
+		{"path_mtu 6", RC, I, RTR, toRTR, verbs.AttrPathMTU, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.PathMTU = 6 }},
+		{"path_mtu above active", UC, I, RTR, toRTR &^ (verbs.AttrMaxDestRdAtomic | verbs.AttrMinRNRTimer), verbs.AttrPathMTU, verbs.ErrInvalid,
 			func(a *verbs.QPAttr) { a.PathMTU = verbs.MTU2048 }},
 		{"path_mtu 256", RC, I, RTR, toRTR, 0, nil, func(a *verbs.QPAttr) { a.PathMTU = verbs.MTU256 }},
-		{"rq_psn 2^24", RC, I, RTR, toRTR, verbs.AttrRQPSN, ErrInvalid, func(a *verbs.QPAttr) { a.RQPSN = 1 << 24 }},
+		{"rq_psn 2^24", RC, I, RTR, toRTR, verbs.AttrRQPSN, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.RQPSN = 1 << 24 }},
 		{"rq_psn max", RC, I, RTR, toRTR, 0, nil, func(a *verbs.QPAttr) { a.RQPSN = 1<<24 - 1 }},
-		{"dest_qpn 2^24", RC, I, RTR, toRTR, verbs.AttrDestQPN, ErrInvalid, func(a *verbs.QPAttr) { a.DestQPN = 1 << 24 }},
-		{"min_rnr_timer 32", RC, I, RTR, toRTR, verbs.AttrMinRNRTimer, ErrInvalid, func(a *verbs.QPAttr) { a.MinRNRTimer = 32 }},
+		{"dest_qpn 2^24", RC, I, RTR, toRTR, verbs.AttrDestQPN, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.DestQPN = 1 << 24 }},
+		{"min_rnr_timer 32", RC, I, RTR, toRTR, verbs.AttrMinRNRTimer, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.MinRNRTimer = 32 }},
 		{"min_rnr_timer 31", RC, I, RTR, toRTR, 0, nil, func(a *verbs.QPAttr) { a.MinRNRTimer = 31 }},
-		{"max_dest_rd_atomic 129", RC, I, RTR, toRTR, verbs.AttrMaxDestRdAtomic, ErrInvalid, func(a *verbs.QPAttr) { a.MaxDestRdAtomic = 129 }},
+		{"max_dest_rd_atomic 129", RC, I, RTR, toRTR, verbs.AttrMaxDestRdAtomic, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.MaxDestRdAtomic = 129 }},
 		{"max_dest_rd_atomic 128", RC, I, RTR, toRTR, 0, nil, func(a *verbs.QPAttr) { a.MaxDestRdAtomic = 128 }},
 		{"max_dest_rd_atomic 0", RC, I, RTR, toRTR, 0, nil, func(a *verbs.QPAttr) { a.MaxDestRdAtomic = 0 }},
-		{"av dgid unset", RC, I, RTR, toRTR, verbs.AttrAV, ErrInvalid, func(a *verbs.QPAttr) { a.AV.DGID = netip.Addr{} }},
-		{"av dgid ::", RC, I, RTR, toRTR, verbs.AttrAV, ErrInvalid, func(a *verbs.QPAttr) { a.AV.DGID = netip.IPv6Unspecified() }},
-		{"av dgid 0.0.0.0", RC, I, RTR, toRTR, verbs.AttrAV, ErrInvalid, func(a *verbs.QPAttr) { a.AV.DGID = netip.MustParseAddr("::ffff:0.0.0.0") }},
-		{"av dgid multicast on RC", RC, I, RTR, toRTR, verbs.AttrAV, ErrInvalid, func(a *verbs.QPAttr) { a.AV.DGID = netip.MustParseAddr("239.1.1.1") }},
-		{"av sgid_index beyond table", RC, I, RTR, toRTR, verbs.AttrAV, ErrInvalid, func(a *verbs.QPAttr) { a.AV.SGIDIndex = 2 }},
-		{"av IPv6 SGID to IPv4 DGID", RC, I, RTR, toRTR, verbs.AttrAV, ErrInvalid, func(a *verbs.QPAttr) { a.AV.SGIDIndex = 1 }},
+		{"av dgid unset", RC, I, RTR, toRTR, verbs.AttrAV, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.AV.DGID = netip.Addr{} }},
+		{"av dgid ::", RC, I, RTR, toRTR, verbs.AttrAV, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.AV.DGID = netip.IPv6Unspecified() }},
+		{"av dgid 0.0.0.0", RC, I, RTR, toRTR, verbs.AttrAV, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.AV.DGID = netip.MustParseAddr("::ffff:0.0.0.0") }},
+		{"av dgid multicast on RC", RC, I, RTR, toRTR, verbs.AttrAV, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.AV.DGID = netip.MustParseAddr("239.1.1.1") }},
+		{"av sgid_index beyond table", RC, I, RTR, toRTR, verbs.AttrAV, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.AV.SGIDIndex = 2 }},
+		{"av IPv6 SGID to IPv4 DGID", RC, I, RTR, toRTR, verbs.AttrAV, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.AV.SGIDIndex = 1 }},
 		{"av IPv6", RC, I, RTR, toRTR, 0, nil, func(a *verbs.QPAttr) { a.AV.SGIDIndex, a.AV.DGID = 1, netip.MustParseAddr("fd00::2") }},
-		{"av port 0", RC, I, RTR, toRTR, verbs.AttrAV, ErrInvalid, func(a *verbs.QPAttr) { a.AV.PortNum = 0 }},
+		{"av port 0", RC, I, RTR, toRTR, verbs.AttrAV, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.AV.PortNum = 0 }},
 		{"av flow label ~0 (low 20 bits kept)", RC, I, RTR, toRTR, 0, nil, func(a *verbs.QPAttr) { a.AV.FlowLabel = ^uint32(0) }},
-		{"av sl 16", RC, I, RTR, toRTR, verbs.AttrAV, ErrInvalid, func(a *verbs.QPAttr) { a.AV.SL = 16 }},
+		{"av sl 16", RC, I, RTR, toRTR, verbs.AttrAV, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.AV.SL = 16 }},
 		{"av full byte tc and hop limit", RC, I, RTR, toRTR, 0, nil, func(a *verbs.QPAttr) { a.AV.TrafficClass, a.AV.HopLimit = 255, 255 }},
-		{"timeout 32", RC, RTR, RTS, toRTS, verbs.AttrTimeout, ErrInvalid, func(a *verbs.QPAttr) { a.Timeout = 32 }},
+		{"timeout 32", RC, RTR, RTS, toRTS, verbs.AttrTimeout, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.Timeout = 32 }},
 		{"timeout 0", RC, RTR, RTS, toRTS, 0, nil, func(a *verbs.QPAttr) { a.Timeout = 0 }},
-		{"retry_cnt 8", RC, RTR, RTS, toRTS, verbs.AttrRetryCnt, ErrInvalid, func(a *verbs.QPAttr) { a.RetryCnt = 8 }},
-		{"rnr_retry 8", RC, RTR, RTS, toRTS, verbs.AttrRNRRetry, ErrInvalid, func(a *verbs.QPAttr) { a.RNRRetry = 8 }},
-		{"sq_psn 2^24", UD, RTR, RTS, verbs.AttrState | verbs.AttrSQPSN, verbs.AttrSQPSN, ErrInvalid, func(a *verbs.QPAttr) { a.SQPSN = 1 << 24 }},
-		{"max_rd_atomic 129", RC, RTR, RTS, toRTS, verbs.AttrMaxQPRdAtomic, ErrInvalid, func(a *verbs.QPAttr) { a.MaxRdAtomic = 129 }},
+		{"retry_cnt 8", RC, RTR, RTS, toRTS, verbs.AttrRetryCnt, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.RetryCnt = 8 }},
+		{"rnr_retry 8", RC, RTR, RTS, toRTS, verbs.AttrRNRRetry, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.RNRRetry = 8 }},
+		{"sq_psn 2^24", UD, RTR, RTS, verbs.AttrState | verbs.AttrSQPSN, verbs.AttrSQPSN, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.SQPSN = 1 << 24 }},
+		{"max_rd_atomic 129", RC, RTR, RTS, toRTS, verbs.AttrMaxQPRdAtomic, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.MaxRdAtomic = 129 }},
 		{"max_rd_atomic 128", RC, RTR, RTS, toRTS, 0, nil, func(a *verbs.QPAttr) { a.MaxRdAtomic = 128 }},
-		{"state 7", RC, RTS, RTS, verbs.AttrState, verbs.AttrState, ErrInvalid, func(a *verbs.QPAttr) { a.State = 7 }},
-		{"cur_state mismatch", UD, verbs.QPSSQE, RTS, verbs.AttrState | verbs.AttrCurState, verbs.AttrCurState, ErrInvalidState,
+		{"state 7", RC, RTS, RTS, verbs.AttrState, verbs.AttrState, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.State = 7 }},
+		{"cur_state mismatch", UD, verbs.QPSSQE, RTS, verbs.AttrState | verbs.AttrCurState, verbs.AttrCurState, verbs.ErrInvalidState,
 			func(a *verbs.QPAttr) { a.CurState = RTS }},
 		{"cur_state match", UD, verbs.QPSSQE, RTS, verbs.AttrState | verbs.AttrCurState, 0, nil, nil},
 	}
@@ -280,15 +280,15 @@ func TestModifyRanges(t *testing.T) {
 func TestModifyMisc(t *testing.T) {
 	f := newFixture(t)
 	q, e := f.qp(verbs.QPTypeRC)
-	wantIs(t, "nil attr", q.Modify(nil, verbs.AttrState), ErrInvalid)
-	wantIs(t, "unknown mask bit", q.Modify(attrFor(0, 1), verbs.AttrState|1<<21), ErrInvalid)
+	wantIs(t, "nil attr", q.Modify(nil, verbs.AttrState), verbs.ErrInvalid)
+	wantIs(t, "unknown mask bit", q.Modify(attrFor(0, 1), verbs.AttrState|1<<21), verbs.ErrInvalid)
 
 	// RESET→RESET and a modify with no attribute at all are valid.
 	wantIs(t, "RESET→RESET", q.Modify(attrFor(0, 0), verbs.AttrState), nil)
 	wantIs(t, "empty modify in RESET", q.Modify(attrFor(0, 0), 0), nil)
 	// RTR→RTR (no state change) is not.
 	e.setState(verbs.QPSRTR)
-	wantIs(t, "RTR without state change", q.Modify(attrFor(2, 2), verbs.AttrAccessFlags), ErrInvalidState)
+	wantIs(t, "RTR without state change", q.Modify(attrFor(2, 2), verbs.AttrAccessFlags), verbs.ErrInvalidState)
 
 	// The engine receives the DGID in GID form.
 	e.setState(verbs.QPSInit)
@@ -304,12 +304,12 @@ func TestModifyMisc(t *testing.T) {
 	}
 
 	// An engine error is wrapped; a state change under us is
-	// ErrInvalidState.
+	// verbs.ErrInvalidState.
 	e.mu.Lock()
 	e.modifyErr = errors.New("boom")
 	e.mu.Unlock()
 	err := q.Modify(attrFor(2, 6), verbs.AttrState)
-	if err == nil || errors.Is(err, ErrInvalidState) {
+	if err == nil || errors.Is(err, verbs.ErrInvalidState) {
 		t.Errorf("engine failure: %v", err)
 	}
 	// The engine moves the QP to ERR between nic's check and its Modify:
@@ -320,7 +320,7 @@ func TestModifyMisc(t *testing.T) {
 	e.raceTo = &errState
 	e.mu.Unlock()
 	err = q.Modify(attrFor(3, 4), verbs.AttrState)
-	wantIs(t, "modify raced by the engine", err, ErrInvalidState)
+	wantIs(t, "modify raced by the engine", err, verbs.ErrInvalidState)
 	if e.State() != verbs.QPSErr {
 		t.Error("state")
 	}
@@ -371,7 +371,7 @@ func TestResRdAtomAccounting(t *testing.T) {
 	q2, _ := f.qpIn(verbs.QPTypeRC, verbs.QPSInit)
 	wantIs(t, "q1 takes 8", toRTR(q1, 8), nil)
 	err := toRTR(q2, 3)
-	checkAttrErr(t, "q2 takes 3 of the 2 left", err, verbs.AttrMaxDestRdAtomic, ErrNoMemory)
+	checkAttrErr(t, "q2 takes 3 of the 2 left", err, verbs.AttrMaxDestRdAtomic, verbs.ErrNoMemory)
 	wantIs(t, "q2 takes 2", toRTR(q2, 2), nil)
 	wantIs(t, "q1 reset", q1.Modify(attrFor(verbs.QPSRTR, verbs.QPSReset), verbs.AttrState), nil)
 	wantIs(t, "q2 destroyed", q2.Destroy(), nil)
@@ -396,7 +396,7 @@ func TestNoAtomicsAccess(t *testing.T) {
 	a := attrFor(verbs.QPSReset, verbs.QPSInit)
 	a.AccessFlags = memory.RemoteAtomic
 	err := q.Modify(a, verbs.AttrState|verbs.AttrPKeyIndex|verbs.AttrPort|verbs.AttrAccessFlags)
-	checkAttrErr(t, "RemoteAtomic without atomics", err, verbs.AttrAccessFlags, ErrNotSupported)
+	checkAttrErr(t, "RemoteAtomic without atomics", err, verbs.AttrAccessFlags, verbs.ErrNotSupported)
 }
 
 // TestFullBringUp walks RC, UC and UD QPs through the states as an
@@ -440,7 +440,7 @@ func TestFullBringUp(t *testing.T) {
 		if typ == verbs.QPTypeUD && got.PathMTU != verbs.MTU1024 {
 			t.Errorf("UD path MTU %d, want the port's", got.PathMTU)
 		}
-		if typ != verbs.QPTypeUD && got.AV.DGID != GIDFromAddr(peerV4) {
+		if typ != verbs.QPTypeUD && got.AV.DGID != verbs.GIDFromAddr(peerV4) {
 			t.Errorf("%v: AV %+v", typ, got.AV)
 		}
 		_ = e

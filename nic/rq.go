@@ -118,10 +118,10 @@ func (q *rq) Len() int {
 // checkRecvWR checks a receive WR against a queue's SGE limit.
 func checkRecvWR(wr *verbs.RecvWR, maxSGE int) error {
 	if wr == nil {
-		return errorf(ErrInvalid, "nil receive WR")
+		return errorf(verbs.ErrInvalid, "nil receive WR")
 	}
 	if len(wr.SGL) > maxSGE {
-		return errorf(ErrInvalid, "receive WR has %d SGEs, the queue allows %d", len(wr.SGL), maxSGE)
+		return errorf(verbs.ErrInvalid, "receive WR has %d SGEs, the queue allows %d", len(wr.SGL), maxSGE)
 	}
 	return nil
 }

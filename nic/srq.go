@@ -14,22 +14,6 @@ import (
 	"github.com/rnic/rnic/nic/verbs"
 )
 
-// SRQAttr are an SRQ's attributes (struct ibv_srq_attr).
-type SRQAttr struct {
-	MaxWR  int // WQEs the SRQ holds
-	MaxSGE int // SGEs per WQE (fixed at creation)
-	Limit  int // armed limit, 0 when not armed
-}
-
-// SRQAttrMask selects what ModifySRQ changes (enum ibv_srq_attr_mask).
-type SRQAttrMask uint8
-
-// SRQ attribute mask bits.
-const (
-	SRQMaxWR SRQAttrMask = 1 << 0 // resize (IBV_SRQ_MAX_WR)
-	SRQLimit SRQAttrMask = 1 << 1 // arm the limit (IBV_SRQ_LIMIT)
-)
-
 // SRQ is a shared receive queue. It implements verbs.RecvQueue.
 type SRQ struct {
 	d      *Device
@@ -52,10 +36,10 @@ var _ verbs.RecvQueue = (*SRQ)(nil)
 // arm it with ModifySRQ.
 func (d *Device) CreateSRQ(pd *PD, maxWR, maxSGE int) (*SRQ, error) {
 	if maxWR < 1 || maxWR > d.limits.MaxSRQWR {
-		return nil, errorf(ErrInvalid, "create SRQ: max_wr %d, must be 1..%d", maxWR, d.limits.MaxSRQWR)
+		return nil, errorf(verbs.ErrInvalid, "create SRQ: max_wr %d, must be 1..%d", maxWR, d.limits.MaxSRQWR)
 	}
 	if maxSGE < 1 || maxSGE > d.limits.MaxSRQSGE {
-		return nil, errorf(ErrInvalid, "create SRQ: max_sge %d, must be 1..%d", maxSGE, d.limits.MaxSRQSGE)
+		return nil, errorf(verbs.ErrInvalid, "create SRQ: max_sge %d, must be 1..%d", maxSGE, d.limits.MaxSRQSGE)
 	}
 	d.mu.Lock()
 	err := d.reserve(&d.srqs, d.limits.MaxSRQ, "SRQ")
@@ -76,41 +60,41 @@ func (d *Device) CreateSRQ(pd *PD, maxWR, maxSGE int) (*SRQ, error) {
 func (s *SRQ) PD() *PD { return s.pd }
 
 // Query returns the SRQ's attributes (ibv_query_srq).
-func (s *SRQ) Query() SRQAttr {
+func (s *SRQ) Query() verbs.SRQAttr {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return SRQAttr{MaxWR: len(s.ring), MaxSGE: s.maxSGE, Limit: s.limit}
+	return verbs.SRQAttr{MaxWR: len(s.ring), MaxSGE: s.maxSGE, Limit: s.limit}
 }
 
 // ModifySRQ resizes the SRQ (SRQMaxWR) and/or arms its limit (SRQLimit;
 // a limit of 0 disarms it) (ibv_modify_srq). The limit must not exceed
 // max_wr; the new max_wr must hold the WQEs already posted.
-func (s *SRQ) ModifySRQ(attr SRQAttr, mask SRQAttrMask) error {
-	if mask&^(SRQMaxWR|SRQLimit) != 0 {
-		return errorf(ErrInvalid, "modify SRQ: unknown mask bits %#x", uint8(mask&^(SRQMaxWR|SRQLimit)))
+func (s *SRQ) ModifySRQ(attr verbs.SRQAttr, mask verbs.SRQAttrMask) error {
+	if mask&^(verbs.SRQMaxWR|verbs.SRQLimit) != 0 {
+		return errorf(verbs.ErrInvalid, "modify SRQ: unknown mask bits %#x", uint8(mask&^(verbs.SRQMaxWR|verbs.SRQLimit)))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.dead {
-		return errorf(ErrDestroyed, "modify SRQ")
+		return errorf(verbs.ErrDestroyed, "modify SRQ")
 	}
 	maxWR := len(s.ring)
-	if mask&SRQMaxWR != 0 {
+	if mask&verbs.SRQMaxWR != 0 {
 		if attr.MaxWR < 1 || attr.MaxWR > s.d.limits.MaxSRQWR {
-			return errorf(ErrInvalid, "modify SRQ: max_wr %d, must be 1..%d", attr.MaxWR, s.d.limits.MaxSRQWR)
+			return errorf(verbs.ErrInvalid, "modify SRQ: max_wr %d, must be 1..%d", attr.MaxWR, s.d.limits.MaxSRQWR)
 		}
 		if attr.MaxWR < s.n {
-			return errorf(ErrInvalid, "modify SRQ: max_wr %d below the %d WQEs posted", attr.MaxWR, s.n)
+			return errorf(verbs.ErrInvalid, "modify SRQ: max_wr %d below the %d WQEs posted", attr.MaxWR, s.n)
 		}
 		maxWR = attr.MaxWR
 	}
-	if mask&SRQLimit != 0 && (attr.Limit < 0 || attr.Limit > maxWR) {
-		return errorf(ErrInvalid, "modify SRQ: limit %d, must be 0..max_wr %d", attr.Limit, maxWR)
+	if mask&verbs.SRQLimit != 0 && (attr.Limit < 0 || attr.Limit > maxWR) {
+		return errorf(verbs.ErrInvalid, "modify SRQ: limit %d, must be 0..max_wr %d", attr.Limit, maxWR)
 	}
 	if maxWR != len(s.ring) {
 		s.resize(maxWR)
 	}
-	if mask&SRQLimit != 0 {
+	if mask&verbs.SRQLimit != 0 {
 		s.limit = attr.Limit
 	}
 	return nil
@@ -118,7 +102,7 @@ func (s *SRQ) ModifySRQ(attr SRQAttr, mask SRQAttrMask) error {
 
 // PostRecv posts receive WRs to the SRQ (ibv_post_srq_recv). WRs are
 // checked and posted in order; on the first failure the error is a
-// *PostError naming it and the rest are not posted. When the SRQ was empty,
+// *verbs.PostError naming it and the rest are not posted. When the SRQ was empty,
 // the engines of the attached QPs are told (Engine.RecvPosted), as one may
 // be waiting for a WQE; while it holds WQEs they are not, since a
 // responder only waits on an empty queue and SRQ QPs advertise no credits.
@@ -126,17 +110,17 @@ func (s *SRQ) PostRecv(wrs ...*verbs.RecvWR) error {
 	s.mu.Lock()
 	if s.dead {
 		s.mu.Unlock()
-		return errorf(ErrDestroyed, "post SRQ recv")
+		return errorf(verbs.ErrDestroyed, "post SRQ recv")
 	}
 	wasEmpty := s.n == 0
 	var err error
 	for i, wr := range wrs {
 		if e := checkRecvWR(wr, s.maxSGE); e != nil {
-			err = &PostError{Index: i, WRID: wrID(wr), Err: e}
+			err = &verbs.PostError{Index: i, WRID: wrID(wr), Err: e}
 			break
 		}
 		if s.n == len(s.ring) {
-			err = &PostError{Index: i, WRID: wr.ID, Err: errorf(ErrQueueFull, "SRQ holds its max_wr %d WQEs", len(s.ring))}
+			err = &verbs.PostError{Index: i, WRID: wr.ID, Err: errorf(verbs.ErrQueueFull, "SRQ holds its max_wr %d WQEs", len(s.ring))}
 			break
 		}
 		s.push(wr)
@@ -188,17 +172,17 @@ func (s *SRQ) Len() int {
 }
 
 // Destroy destroys the SRQ (ibv_destroy_srq), discarding its WQEs. It
-// fails with ErrBusy while QPs are attached.
+// fails with verbs.ErrBusy while QPs are attached.
 func (s *SRQ) Destroy() error {
 	s.mu.Lock()
 	if s.dead {
 		s.mu.Unlock()
-		return errorf(ErrDestroyed, "destroy SRQ")
+		return errorf(verbs.ErrDestroyed, "destroy SRQ")
 	}
 	if s.refs > 0 {
 		n := s.refs
 		s.mu.Unlock()
-		return errorf(ErrBusy, "destroy SRQ: %d QPs attached", n)
+		return errorf(verbs.ErrBusy, "destroy SRQ: %d QPs attached", n)
 	}
 	s.dead = true
 	s.clear()
@@ -212,12 +196,12 @@ func (s *SRQ) Destroy() error {
 // destroyed while the QP is being created.
 func (s *SRQ) acquire(d *Device) error {
 	if s.d != d {
-		return errorf(ErrInvalid, "SRQ is not an SRQ of %s", d.name)
+		return errorf(verbs.ErrInvalid, "SRQ is not an SRQ of %s", d.name)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.dead {
-		return errorf(ErrDestroyed, "SRQ")
+		return errorf(verbs.ErrDestroyed, "SRQ")
 	}
 	s.refs++
 	return nil

@@ -30,7 +30,7 @@ func TestSRQLimitOncePerArm(t *testing.T) {
 	f := newFixture(t)
 	s := newSRQ(t, f, 16, 2)
 	postN(t, s, 10)
-	wantIs(t, "arm 5", s.ModifySRQ(SRQAttr{Limit: 5}, SRQLimit), nil)
+	wantIs(t, "arm 5", s.ModifySRQ(verbs.SRQAttr{Limit: 5}, verbs.SRQLimit), nil)
 	if s.Query().Limit != 5 {
 		t.Fatal("limit not armed")
 	}
@@ -53,7 +53,7 @@ func TestSRQLimitOncePerArm(t *testing.T) {
 
 	// Re-arm: fires again.
 	postN(t, s, 3)
-	wantIs(t, "re-arm", s.ModifySRQ(SRQAttr{Limit: 3}, SRQLimit), nil)
+	wantIs(t, "re-arm", s.ModifySRQ(verbs.SRQAttr{Limit: 3}, verbs.SRQLimit), nil)
 	s.Pop() // 2 < 3
 	if e := nextEvent(t, f.d); e.Type != verbs.EventSRQLimitReached {
 		t.Fatalf("re-armed: %v", e.Type)
@@ -61,7 +61,7 @@ func TestSRQLimitOncePerArm(t *testing.T) {
 	noEvent(t, f.d)
 
 	// Armed while already below the limit: the next Pop fires.
-	wantIs(t, "arm above count", s.ModifySRQ(SRQAttr{Limit: 10}, SRQLimit), nil)
+	wantIs(t, "arm above count", s.ModifySRQ(verbs.SRQAttr{Limit: 10}, verbs.SRQLimit), nil)
 	s.Pop()
 	if e := nextEvent(t, f.d); e.Type != verbs.EventSRQLimitReached {
 		t.Fatalf("armed below: %v", e.Type)
@@ -71,14 +71,14 @@ func TestSRQLimitOncePerArm(t *testing.T) {
 		s.Pop()
 	}
 	noEvent(t, f.d)
-	wantIs(t, "arm", s.ModifySRQ(SRQAttr{Limit: 1}, SRQLimit), nil)
+	wantIs(t, "arm", s.ModifySRQ(verbs.SRQAttr{Limit: 1}, verbs.SRQLimit), nil)
 	if _, ok := s.Pop(); ok {
 		t.Fatal("popped from an empty SRQ")
 	}
 	noEvent(t, f.d)
 	// Limit 0 disarms.
 	postN(t, s, 2)
-	wantIs(t, "disarm", s.ModifySRQ(SRQAttr{Limit: 0}, SRQLimit), nil)
+	wantIs(t, "disarm", s.ModifySRQ(verbs.SRQAttr{Limit: 0}, verbs.SRQLimit), nil)
 	s.Pop()
 	s.Pop()
 	noEvent(t, f.d)
@@ -87,13 +87,13 @@ func TestSRQLimitOncePerArm(t *testing.T) {
 func TestSRQModify(t *testing.T) {
 	f := newFixture(t)
 	s := newSRQ(t, f, 4, 2)
-	wantIs(t, "limit > max_wr", s.ModifySRQ(SRQAttr{Limit: 5}, SRQLimit), ErrInvalid)
-	wantIs(t, "negative limit", s.ModifySRQ(SRQAttr{Limit: -1}, SRQLimit), ErrInvalid)
-	wantIs(t, "unknown mask", s.ModifySRQ(SRQAttr{}, 4), ErrInvalid)
+	wantIs(t, "limit > max_wr", s.ModifySRQ(verbs.SRQAttr{Limit: 5}, verbs.SRQLimit), verbs.ErrInvalid)
+	wantIs(t, "negative limit", s.ModifySRQ(verbs.SRQAttr{Limit: -1}, verbs.SRQLimit), verbs.ErrInvalid)
+	wantIs(t, "unknown mask", s.ModifySRQ(verbs.SRQAttr{}, 4), verbs.ErrInvalid)
 	postN(t, s, 3)
-	wantIs(t, "shrink below count", s.ModifySRQ(SRQAttr{MaxWR: 2}, SRQMaxWR), ErrInvalid)
-	wantIs(t, "grow and arm", s.ModifySRQ(SRQAttr{MaxWR: 8, Limit: 6}, SRQMaxWR|SRQLimit), nil)
-	if a := s.Query(); a != (SRQAttr{MaxWR: 8, MaxSGE: 2, Limit: 6}) {
+	wantIs(t, "shrink below count", s.ModifySRQ(verbs.SRQAttr{MaxWR: 2}, verbs.SRQMaxWR), verbs.ErrInvalid)
+	wantIs(t, "grow and arm", s.ModifySRQ(verbs.SRQAttr{MaxWR: 8, Limit: 6}, verbs.SRQMaxWR|verbs.SRQLimit), nil)
+	if a := s.Query(); a != (verbs.SRQAttr{MaxWR: 8, MaxSGE: 2, Limit: 6}) {
 		t.Errorf("Query %+v", a)
 	}
 	for i := range 3 {
@@ -109,8 +109,8 @@ func TestSRQPost(t *testing.T) {
 	s := newSRQ(t, f, 4, 2)
 	qa, ea := f.qpWith(QPInit{Type: verbs.QPTypeRC, SendCQ: f.cq, RecvCQ: f.cq, SRQ: s})
 	_, eb := f.qpWith(QPInit{Type: verbs.QPTypeUD, SendCQ: f.cq, RecvCQ: f.cq, SRQ: s})
-	wantIs(t, "3 SGEs", s.PostRecv(&verbs.RecvWR{SGL: make([]verbs.SGE, 3)}), ErrInvalid)
-	wantIs(t, "nil WR", s.PostRecv(nil), ErrInvalid)
+	wantIs(t, "3 SGEs", s.PostRecv(&verbs.RecvWR{SGL: make([]verbs.SGE, 3)}), verbs.ErrInvalid)
+	wantIs(t, "nil WR", s.PostRecv(nil), verbs.ErrInvalid)
 	if ea.recvPosted.Load() != 0 {
 		t.Fatal("RecvPosted for nothing posted")
 	}
@@ -123,8 +123,8 @@ func TestSRQPost(t *testing.T) {
 		t.Fatalf("RecvPosted on a non-empty SRQ")
 	}
 	err := s.PostRecv(&verbs.RecvWR{ID: 50}, &verbs.RecvWR{ID: 51})
-	var pe *PostError
-	if !errors.As(err, &pe) || pe.Index != 1 || pe.WRID != 51 || !errors.Is(err, ErrQueueFull) {
+	var pe *verbs.PostError
+	if !errors.As(err, &pe) || pe.Index != 1 || pe.WRID != 51 || !errors.Is(err, verbs.ErrQueueFull) {
 		t.Fatalf("full SRQ: %v", err)
 	}
 	if s.Len() != 4 {
@@ -145,15 +145,15 @@ func TestSRQDestroy(t *testing.T) {
 	f := newFixture(t)
 	s := newSRQ(t, f, 4, 1)
 	q, _ := f.qpWith(QPInit{Type: verbs.QPTypeRC, SendCQ: f.cq, RecvCQ: f.cq, SRQ: s})
-	wantIs(t, "destroy attached SRQ", s.Destroy(), ErrBusy)
-	wantIs(t, "dealloc PD with SRQ", f.d.DeallocPD(f.pd), ErrBusy)
+	wantIs(t, "destroy attached SRQ", s.Destroy(), verbs.ErrBusy)
+	wantIs(t, "dealloc PD with SRQ", f.d.DeallocPD(f.pd), verbs.ErrBusy)
 	wantIs(t, "destroy QP", q.Destroy(), nil)
 	wantIs(t, "destroy SRQ", s.Destroy(), nil)
-	wantIs(t, "destroy SRQ twice", s.Destroy(), ErrDestroyed)
-	wantIs(t, "post to destroyed SRQ", s.PostRecv(&verbs.RecvWR{}), ErrDestroyed)
-	wantIs(t, "modify destroyed SRQ", s.ModifySRQ(SRQAttr{Limit: 1}, SRQLimit), ErrDestroyed)
+	wantIs(t, "destroy SRQ twice", s.Destroy(), verbs.ErrDestroyed)
+	wantIs(t, "post to destroyed SRQ", s.PostRecv(&verbs.RecvWR{}), verbs.ErrDestroyed)
+	wantIs(t, "modify destroyed SRQ", s.ModifySRQ(verbs.SRQAttr{Limit: 1}, verbs.SRQLimit), verbs.ErrDestroyed)
 	_, err := f.d.CreateQP(f.pd, QPInit{Type: verbs.QPTypeRC, SendCQ: f.cq, RecvCQ: f.cq, SRQ: s})
-	wantIs(t, "CreateQP on destroyed SRQ", err, ErrDestroyed)
+	wantIs(t, "CreateQP on destroyed SRQ", err, verbs.ErrDestroyed)
 }
 
 // TestSRQConcurrent posts and pops from several goroutines with the limit
@@ -174,7 +174,7 @@ func TestSRQConcurrent(t *testing.T) {
 				for s.PostRecv(&verbs.RecvWR{ID: uint64(i)}) != nil {
 				}
 				if i%100 == 0 {
-					_ = s.ModifySRQ(SRQAttr{Limit: 10}, SRQLimit)
+					_ = s.ModifySRQ(verbs.SRQAttr{Limit: 10}, verbs.SRQLimit)
 				}
 			}
 		}()
@@ -221,7 +221,7 @@ func TestSRQPopFit(t *testing.T) {
 			t.Fatalf("PostRecv: %v", err)
 		}
 	}
-	wantIs(t, "arm 2", s.ModifySRQ(SRQAttr{Limit: 2}, SRQLimit), nil)
+	wantIs(t, "arm 2", s.ModifySRQ(verbs.SRQAttr{Limit: 2}, verbs.SRQLimit), nil)
 	if _, ok, fits := s.PopFit(17); !ok || fits || s.Len() != 2 {
 		t.Fatalf("PopFit(17) of a 16-byte WQE: ok=%v fits=%v, %d left", ok, fits, s.Len())
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rnic/rnic/cmd/internal/demo"
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
@@ -369,7 +370,7 @@ func runDemoDevice(ctx context.Context, fs *pflag.FlagSet, dev, addrA string, po
 			fmt.Fprintf(stderr, "rnic demo: %s: %v\n", spec, err)
 			return 1
 		}
-		d = ibv.Local(n.Device, ibv.LocalOptions{Close: n.Close})
+		d = nic.AsIBV(n.Device, nic.IBVOptions{Close: n.Close})
 		fmt.Fprintf(stdout, "rnic demo: both sides on %s, a NIC on %v over loopback UDP (port %d)\n", spec, a, port)
 	} else {
 		if d, err = ibv.Open(spec); err != nil {

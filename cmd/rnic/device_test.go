@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/passthrough"
@@ -43,7 +44,7 @@ func installFakeRnicd(t *testing.T) *fakeRnicd {
 			return nil, err
 		}
 		f.opens.Add(1)
-		return &fakeRnicdDevice{Device: ibv.Local(n.Device, ibv.LocalOptions{Close: n.Close}), f: f}, nil
+		return &fakeRnicdDevice{Device: nic.AsIBV(n.Device, nic.IBVOptions{Close: n.Close}), f: f}, nil
 	})
 	t.Cleanup(func() { ibv.Register(ibv.BackendDaemon, prev) })
 	return f

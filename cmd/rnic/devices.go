@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/passthrough"
@@ -106,7 +107,7 @@ func openLocal(name string, addr netip.Addr) (ibv.Device, error) {
 		b.Close()
 		return nil, err
 	}
-	return ibv.Local(n.Device, ibv.LocalOptions{Close: func() error {
+	return nic.AsIBV(n.Device, nic.IBVOptions{Close: func() error {
 		err := n.Close()
 		b.Close()
 		return err

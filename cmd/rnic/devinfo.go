@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 const devinfoHelp = `usage: rnic devinfo [-d DEVICE] [-v] [--socket PATH] [--addr IP]
@@ -184,7 +184,7 @@ func printDevinfo(w io.Writer, e deviceEntry, d ibv.Device, verbose bool) error 
 		field(port, "phys_state", "%s", physState(pa.PhysState))
 	}
 	typ := ", RoCE v2"
-	if e.spec.Backend == ibv.BackendVerbs || a.Transport == nic.TransportIWARP {
+	if e.spec.Backend == ibv.BackendVerbs || a.Transport == verbs.TransportIWARP {
 		typ = "" // ibv_devinfo names the GID type of RoCE ports only
 	}
 	for i, g := range d.GIDs() {
@@ -197,7 +197,7 @@ func printDevinfo(w io.Writer, e deviceEntry, d ibv.Device, verbose bool) error 
 }
 
 // printLimits prints ibv_devinfo -v's device limits.
-func printLimits(field func(indent, name, format string, v ...any), in string, a nic.DeviceAttr) {
+func printLimits(field func(indent, name, format string, v ...any), in string, a verbs.DeviceAttr) {
 	field(in, "max_mr_size", "0x%x", a.MaxMRSize)
 	field(in, "page_size_cap", "0x%x", a.PageSizeCap)
 	field(in, "max_qp", "%d", a.MaxQP)
@@ -244,27 +244,27 @@ func gidString(g netip.Addr) string {
 	return s
 }
 
-func portState(s nic.PortState) string {
-	name := map[nic.PortState]string{nic.PortDown: "PORT_DOWN", nic.PortInit: "PORT_INIT",
-		nic.PortArmed: "PORT_ARMED", nic.PortActive: "PORT_ACTIVE"}[s]
+func portState(s verbs.PortState) string {
+	name := map[verbs.PortState]string{verbs.PortDown: "PORT_DOWN", verbs.PortInit: "PORT_INIT",
+		verbs.PortArmed: "PORT_ARMED", verbs.PortActive: "PORT_ACTIVE"}[s]
 	if name == "" {
 		name = "invalid state"
 	}
 	return fmt.Sprintf("%s (%d)", name, s)
 }
 
-func linkLayer(l nic.LinkLayer) string {
+func linkLayer(l verbs.LinkLayer) string {
 	switch l {
-	case nic.LinkLayerEthernet:
+	case verbs.LinkLayerEthernet:
 		return "Ethernet"
-	case nic.LinkLayerInfiniBand:
+	case verbs.LinkLayerInfiniBand:
 		return "InfiniBand"
 	}
 	return fmt.Sprintf("Unknown (%d)", l)
 }
 
 func physState(s uint8) string {
-	if s == nic.PhysStateLinkUp {
+	if s == verbs.PhysStateLinkUp {
 		return "LINK_UP (5)"
 	}
 	return fmt.Sprintf("%d", s)

@@ -11,6 +11,7 @@ import (
 	"github.com/rnic/rnic/cmd/internal/pingpong"
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 const pingpongHelp = `usage: rnic pingpong [flags]            start a server and wait for connection
@@ -198,7 +199,7 @@ func (f *pingpongFlags) taps(cfg *pingpong.Config) error {
 var pingpongBounds = []bound{
 	{"port", 1, 65535},
 	{"ib-port", 1, 1},
-	{"size", 1, nic.MaxMsgSize},
+	{"size", 1, verbs.MaxMsgSize},
 	{"rx-depth", 1, int64(nic.DefaultLimits().MaxCQE - 1)},
 	{"iters", 1, 1<<31 - 1},
 	{"sl", 0, 15},

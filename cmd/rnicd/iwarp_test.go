@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv/ibvtest"
 	"github.com/rnic/rnic/nic/rnicd/rnicdtest"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 func TestParseArgsTCP(t *testing.T) {
@@ -48,7 +48,7 @@ func TestDaemonIWARP(t *testing.T) {
 	d := startDaemon(t, bin, []string{"iw0: iwarp tcp " + a0.String() + " ready", "iw1: iwarp tcp " + a1.String() + " ready",
 		"rnicd: serving iw0, iw1 on " + sock},
 		"--name", "iw0", "--tcp", a0.String(), "--device", "name=iw1,tcp="+a1.String(), "--socket", sock)
-	if a := openDev(t, "iw0@"+sock).Query(); a.Transport != nic.TransportIWARP || a.NodeType != nic.NodeRNIC {
+	if a := openDev(t, "iw0@"+sock).Query(); a.Transport != verbs.TransportIWARP || a.NodeType != verbs.NodeRNIC {
 		t.Fatalf("transport %v, node type %v; want iWARP, RNIC", a.Transport, a.NodeType)
 	}
 	ibvtest.RunCM(t, func(t *testing.T) ibvtest.Pair {

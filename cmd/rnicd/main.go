@@ -18,6 +18,7 @@ import (
 	"syscall"
 
 	"github.com/rnic/rnic/cmd/internal/version"
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/server"
@@ -301,7 +302,7 @@ func openIWARP(d *device) (*device, error) {
 	}
 	d.iw = n
 	d.ready = fmt.Sprintf("%s: iwarp tcp %v ready", s.Name, s.TCP)
-	d.dev = n.Verbs(ibv.LocalOptions{Network: server.KernelNetwork(n.Addr)})
+	d.dev = n.Verbs(nic.IBVOptions{Network: server.KernelNetwork(n.Addr)})
 	return d, nil
 }
 

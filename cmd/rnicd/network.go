@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rdmacm"
@@ -19,7 +20,7 @@ import (
 // servedDevice returns the NIC as the server serves it: verbs, its
 // network, rdma_cm. Closing it closes the CM, then the NIC with closeNIC.
 func servedDevice(en *embedded.NIC, tap *tapnic.NIC, closeNIC func() error) (ibv.Device, error) {
-	opt := ibv.LocalOptions{Network: server.KernelNetwork(en.Addr), Close: closeNIC}
+	opt := nic.IBVOptions{Network: server.KernelNetwork(en.Addr), Close: closeNIC}
 	if tap != nil {
 		opt.Network = tap.Network()
 		opt.Counters = func() []ibv.Counter { return append(en.PortCounters(), tap.HostPortCounters()...) }

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/rnic/rnic/iwarp"
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
@@ -43,7 +44,7 @@ func openTAPIWARP(d *device) (*device, error) {
 	}
 	d.tap, d.iw = tn, iw
 	d.ready = d.tapReadyLine("iwarp tap")
-	d.dev = iw.Verbs(ibv.LocalOptions{Network: tn.Network(), Close: func() error {
+	d.dev = iw.Verbs(nic.IBVOptions{Network: tn.Network(), Close: func() error {
 		return errors.Join(iw.Close(), tn.Close())
 	}, Counters: func() []ibv.Counter { return append(iw.PortCounters(), tn.HostPortCounters()...) }})
 	return d, nil

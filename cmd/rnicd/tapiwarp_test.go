@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv/ibvtest"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 func TestParseArgsTransport(t *testing.T) {
@@ -77,7 +77,7 @@ func TestDaemonsTAPIWARP(t *testing.T) {
 			"--socket", socks[i], "--name", "iw0", "--transport", "iwarp", "--tap", tap, "--ip", addrs[i].String()+"/24",
 			"--netns", ns, "--bridge", "br0", "--pcap", pcap)
 	}
-	if a := openDev(t, "iw0@"+socks[0]).Query(); a.Transport != nic.TransportIWARP || a.NodeType != nic.NodeRNIC {
+	if a := openDev(t, "iw0@"+socks[0]).Query(); a.Transport != verbs.TransportIWARP || a.NodeType != verbs.NodeRNIC {
 		t.Fatalf("transport %v, node type %v; want iWARP, RNIC", a.Transport, a.NodeType)
 	}
 	ibvtest.RunCM(t, func(t *testing.T) ibvtest.Pair {

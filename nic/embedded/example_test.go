@@ -45,7 +45,7 @@ func Example() {
 		me.qp.Modify(&verbs.QPAttr{State: verbs.QPSInit, PortNum: 1, AccessFlags: memory.RemoteWrite},
 			verbs.AttrState|verbs.AttrPKeyIndex|verbs.AttrPort|verbs.AttrAccessFlags)
 		me.qp.Modify(&verbs.QPAttr{State: verbs.QPSRTR, PathMTU: verbs.MTU1024, DestQPN: peer.qp.QPN(), RQPSN: 100,
-			MaxDestRdAtomic: 1, MinRNRTimer: 12, AV: verbs.AddressVector{DGID: nic.GIDFromAddr(peer.n.Addr), HopLimit: 64, PortNum: 1}},
+			MaxDestRdAtomic: 1, MinRNRTimer: 12, AV: verbs.AddressVector{DGID: verbs.GIDFromAddr(peer.n.Addr), HopLimit: 64, PortNum: 1}},
 			verbs.AttrState|verbs.AttrAV|verbs.AttrPathMTU|verbs.AttrDestQPN|verbs.AttrRQPSN|verbs.AttrMaxDestRdAtomic|verbs.AttrMinRNRTimer)
 		me.qp.Modify(&verbs.QPAttr{State: verbs.QPSRTS, SQPSN: 100, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: 1},
 			verbs.AttrState|verbs.AttrSQPSN|verbs.AttrTimeout|verbs.AttrRetryCnt|verbs.AttrRNRRetry|verbs.AttrMaxQPRdAtomic)

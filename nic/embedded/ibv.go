@@ -3,7 +3,10 @@
 
 package embedded
 
-import "github.com/rnic/rnic/nic/ibv"
+import (
+	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/ibv"
+)
 
 // PortCounters returns the RoCE engine's counters (rdma statistic's
 // names) as the port's, and on a kernel UDP link the link's own losses:
@@ -28,12 +31,12 @@ func (n *NIC) PortCounters() []ibv.Counter {
 
 // Verbs returns n as an ibv.Device. opt's Counters default to
 // PortCounters and its Close to n.Close.
-func (n *NIC) Verbs(opt ibv.LocalOptions) ibv.Device {
+func (n *NIC) Verbs(opt nic.IBVOptions) ibv.Device {
 	if opt.Counters == nil {
 		opt.Counters = n.PortCounters
 	}
 	if opt.Close == nil {
 		opt.Close = n.Close
 	}
-	return ibv.Local(n.Device, opt)
+	return nic.AsIBV(n.Device, opt)
 }

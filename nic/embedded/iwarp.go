@@ -16,6 +16,7 @@ import (
 	"github.com/rnic/rnic/iwarp"
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/clock"
 	"github.com/rnic/rnic/transport/stream"
@@ -127,7 +128,7 @@ func OpenIWARP(cfg IWARPConfig) (*IWARPNIC, error) {
 	// The MAC only names the node (its GUID): the kernel's TCP hides the
 	// real one, as the embedded RoCE mode's UDP does.
 	dev, err := nic.Open(nic.Config{Name: cfg.Name, Provider: stack, GIDs: []netip.Addr{n.Addr},
-		MAC: udp.SyntheticMAC(n.Addr), Transport: nic.TransportIWARP, Limits: iwarpLimits(), Seed: cfg.Seed})
+		MAC: udp.SyntheticMAC(n.Addr), Transport: verbs.TransportIWARP, Limits: iwarpLimits(), Seed: cfg.Seed})
 	if err != nil {
 		stack.Close()
 		return nil, fmt.Errorf("embedded: %w", err)
@@ -139,7 +140,7 @@ func OpenIWARP(cfg IWARPConfig) (*IWARPNIC, error) {
 // iwarpCaps are the capability flags of an iWARP device: nic's own, less
 // UD address-vector port checks (iWARP has no UD) and RNR NAK generation
 // (iWARP has no RNR: a SEND that finds no receive WQE is a Terminate).
-const iwarpCaps = nic.DeviceCurrQPStateMod | nic.DeviceSysImageGUID | nic.DeviceSRQResize
+const iwarpCaps = verbs.DeviceCurrQPStateMod | verbs.DeviceSysImageGUID | verbs.DeviceSRQResize
 
 // iwarpMaxRdAtom is the largest IRD (max_qp_rd_atom) and ORD
 // (max_qp_init_rd_atom) of an iWARP QP: the engine takes up to
@@ -186,14 +187,14 @@ func (n *IWARPNIC) PortCounters() []ibv.Counter {
 }
 
 // ConnManager returns the NIC's rdma_cm: MPA over the NIC's streams. It
-// binds QPs of the NIC given as Local QPs (ibv.Local of n.Device).
+// binds QPs of the NIC given as its ibv QPs (nic.AsIBV of n.Device).
 func (n *IWARPNIC) ConnManager() ibv.ConnManager { return n.cm }
 
 // Verbs returns n as an ibv.Device that offers rdma_cm (ibv.ConnManager):
 // the NIC's own, which replaces any opt.ConnManager, since no other CM can
 // connect its QPs. opt's Counters default to PortCounters and its Close
 // to n.Close.
-func (n *IWARPNIC) Verbs(opt ibv.LocalOptions) ibv.Device {
+func (n *IWARPNIC) Verbs(opt nic.IBVOptions) ibv.Device {
 	if opt.Counters == nil {
 		opt.Counters = n.PortCounters
 	}
@@ -201,7 +202,7 @@ func (n *IWARPNIC) Verbs(opt ibv.LocalOptions) ibv.Device {
 		opt.Close = n.Close
 	}
 	opt.ConnManager = n.cm
-	return ibv.Local(n.Device, opt)
+	return nic.AsIBV(n.Device, opt)
 }
 
 // Close closes the listeners and connections (the QPs go to ERR), then

@@ -72,7 +72,7 @@ func iwarpParamOf(p *ibv.ConnParam) iwarpParam {
 // ready unwraps an ibv.QP of this NIC and brings it to INIT: an RC QP in
 // RESET (moved to INIT with access), or already in INIT.
 func (c *iwarpCM) ready(qp ibv.QP, access memory.Access) (*nic.QP, error) {
-	q := ibv.LocalQP(qp)
+	q := nic.QPOf(qp)
 	if q == nil || c.n.Device.QP(q.QPN()) != q {
 		return nil, fmt.Errorf("embedded: iWARP CM: %w", ibv.ErrForeign)
 	}
@@ -182,7 +182,7 @@ func (c *iwarpCM) CMListen(port uint16) (ibv.CMListener, error) {
 	l.l, err = c.n.Stack.Listen(netip.AddrPortFrom(c.n.Addr, port), l.request)
 	if errors.Is(err, stream.ErrAddrInUse) {
 		// ibv's contract: EADDRINUSE, not an internal error.
-		return nil, fmt.Errorf("embedded: %w: %w", nic.ErrBusy, err)
+		return nil, fmt.Errorf("embedded: %w: %w", verbs.ErrBusy, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("embedded: %w", err)

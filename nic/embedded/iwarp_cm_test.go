@@ -189,8 +189,8 @@ func TestIWARPOnlyRC(t *testing.T) {
 	for _, typ := range []verbs.QPType{verbs.QPTypeUD, verbs.QPTypeUC} {
 		_, err := p.A.CreateQP(pd, ibv.QPInit{Type: typ, SendCQ: cq, RecvCQ: cq,
 			Cap: verbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}})
-		if !errors.Is(err, nic.ErrNotSupported) {
-			t.Errorf("%v QP on iWARP: %v; want nic.ErrNotSupported", typ, err)
+		if !errors.Is(err, verbs.ErrNotSupported) {
+			t.Errorf("%v QP on iWARP: %v; want verbs.ErrNotSupported", typ, err)
 		}
 	}
 }
@@ -207,10 +207,10 @@ func TestIWARPDeviceAttrs(t *testing.T) {
 	if a.MaxQPRdAtom != 255 || a.MaxQPInitRdAtom != 255 {
 		t.Errorf("max_qp_rd_atom %d, max_qp_init_rd_atom %d; want 255, 255", a.MaxQPRdAtom, a.MaxQPInitRdAtom)
 	}
-	if a.AtomicCap != nic.AtomicGlob {
-		t.Errorf("atomic_cap %v, want %v", a.AtomicCap, nic.AtomicGlob)
+	if a.AtomicCap != verbs.AtomicGlob {
+		t.Errorf("atomic_cap %v, want %v", a.AtomicCap, verbs.AtomicGlob)
 	}
-	if no := nic.DeviceRCRNRNAKGen | nic.DeviceUDAVPortEnforce; a.DeviceCapFlags&no != 0 {
+	if no := verbs.DeviceRCRNRNAKGen | verbs.DeviceUDAVPortEnforce; a.DeviceCapFlags&no != 0 {
 		t.Errorf("device_cap_flags %#x claim RNR NAKs or UD port checks", uint32(a.DeviceCapFlags))
 	}
 
@@ -258,7 +258,7 @@ func TestIWARPConnectSettles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := n.Verbs(ibv.LocalOptions{})
+		d := n.Verbs(nic.IBVOptions{})
 		t.Cleanup(func() { d.Close() })
 		return d
 	}
@@ -304,7 +304,7 @@ func TestIWARPConnectSettles(t *testing.T) {
 	}
 }
 
-// A second listener on a port says it is busy (nic.ErrBusy: rnicd answers
+// A second listener on a port says it is busy (verbs.ErrBusy: rnicd answers
 // StatusBusy, the drop-in library EADDRINUSE), not an internal error (the
 // library's EIO).
 func TestIWARPListenInUse(t *testing.T) {
@@ -315,7 +315,7 @@ func TestIWARPListenInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if _, err := cm.CMListen(l.Port()); !errors.Is(err, nic.ErrBusy) {
-		t.Fatalf("a second CMListen on port %d: %v, want nic.ErrBusy", l.Port(), err)
+	if _, err := cm.CMListen(l.Port()); !errors.Is(err, verbs.ErrBusy) {
+		t.Fatalf("a second CMListen on port %d: %v, want verbs.ErrBusy", l.Port(), err)
 	}
 }

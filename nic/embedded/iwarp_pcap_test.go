@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
@@ -67,7 +68,7 @@ func TestIWARPPcap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	da, db := na.Verbs(ibv.LocalOptions{}), nb.Verbs(ibv.LocalOptions{})
+	da, db := na.Verbs(nic.IBVOptions{}), nb.Verbs(nic.IBVOptions{})
 	defer db.Close()
 	a, b := newIWEnd(t, da), newIWEnd(t, db)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -23,7 +23,7 @@ func openIWARPPair(t *testing.T) ibvtest.Pair {
 		if err != nil {
 			t.Fatalf("OpenIWARP(%v): %v", addr, err)
 		}
-		d := n.Verbs(ibv.LocalOptions{})
+		d := n.Verbs(nic.IBVOptions{})
 		t.Cleanup(func() { d.Close() })
 		return d
 	}
@@ -42,7 +42,7 @@ func TestIWARPConnManager(t *testing.T) { ibvtest.RunCM(t, openIWARPPair) }
 // RNIC on iWARP, a RoCEv2 NIC a CA on IB transport.
 func TestTransportReported(t *testing.T) {
 	p := openIWARPPair(t)
-	if a := p.A.Query(); a.Transport != nic.TransportIWARP || a.NodeType != nic.NodeRNIC {
+	if a := p.A.Query(); a.Transport != verbs.TransportIWARP || a.NodeType != verbs.NodeRNIC {
 		t.Errorf("iWARP device: transport %v, node type %v; want iWARP, RNIC", a.Transport, a.NodeType)
 	}
 	r, err := Open(UDPConfig{Addr: netip.MustParseAddr("127.0.0.63"), Port: 47911})
@@ -50,7 +50,7 @@ func TestTransportReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if a := r.Query(); a.Transport != nic.TransportIB || a.NodeType != nic.NodeCA {
+	if a := r.Query(); a.Transport != verbs.TransportIB || a.NodeType != verbs.NodeCA {
 		t.Errorf("RoCEv2 device: transport %v, node type %v; want InfiniBand, CA", a.Transport, a.NodeType)
 	}
 }

@@ -130,7 +130,7 @@ func parseInfo(line string) (peerInfo, error) {
 }
 
 func (e *ends) connect(p peerInfo) error {
-	av := verbs.AddressVector{DGID: nic.GIDFromAddr(e.peerAddr), HopLimit: 64, PortNum: 1}
+	av := verbs.AddressVector{DGID: verbs.GIDFromAddr(e.peerAddr), HopLimit: 64, PortNum: 1}
 	all := memory.RemoteWrite | memory.RemoteRead | memory.RemoteAtomic
 	for _, c := range []struct {
 		qp   *nic.QP
@@ -210,7 +210,7 @@ func peerMain() int {
 	fmt.Println("READY")
 	done := make(chan struct{})
 	go func() { io.Copy(io.Discard, in); close(done) }()
-	h, err := e.nic.CreateAH(e.pd, verbs.AddressVector{DGID: nic.GIDFromAddr(peer), HopLimit: 64, PortNum: 1})
+	h, err := e.nic.CreateAH(e.pd, verbs.AddressVector{DGID: verbs.GIDFromAddr(peer), HopLimit: 64, PortNum: 1})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "peer:", err)
 		return 1
@@ -397,7 +397,7 @@ func twoProcesses(t *testing.T, me, peer netip.Addr, myPort, peerPort uint16) {
 		t.Fatalf("UC immediate did not come back: %+v", got)
 	}
 	// UD: a datagram comes back; its GRH area holds the child's IP header.
-	h, err := e.nic.CreateAH(e.pd, verbs.AddressVector{DGID: nic.GIDFromAddr(peer), HopLimit: 64, PortNum: 1})
+	h, err := e.nic.CreateAH(e.pd, verbs.AddressVector{DGID: verbs.GIDFromAddr(peer), HopLimit: 64, PortNum: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,7 +92,7 @@ func connectScaleQP(b *testing.B, qp, peer *nic.QP, addr netip.Addr) {
 		b.Fatal(err)
 	}
 	rtr := verbs.QPAttr{State: verbs.QPSRTR, PathMTU: verbs.MTU4096, DestQPN: peer.QPN(), RQPSN: 0x1234,
-		MaxDestRdAtomic: 4, MinRNRTimer: 1, AV: verbs.AddressVector{DGID: nic.GIDFromAddr(addr), HopLimit: 64, PortNum: 1}}
+		MaxDestRdAtomic: 4, MinRNRTimer: 1, AV: verbs.AddressVector{DGID: verbs.GIDFromAddr(addr), HopLimit: 64, PortNum: 1}}
 	if err := qp.Modify(&rtr, verbs.AttrState|verbs.AttrAV|verbs.AttrPathMTU|verbs.AttrDestQPN|
 		verbs.AttrRQPSN|verbs.AttrMaxDestRdAtomic|verbs.AttrMinRNRTimer); err != nil {
 		b.Fatal(err)

@@ -52,7 +52,7 @@ type ConnParam struct {
 type ConnManager interface {
 	// CMListen listens for connection requests on port (rdma_listen); port
 	// 0 picks a free one, as rdma_bind_addr does. A port that has a
-	// listener already gives an error wrapping nic.ErrBusy (rdma_listen's
+	// listener already gives an error wrapping verbs.ErrBusy (rdma_listen's
 	// EADDRINUSE).
 	CMListen(port uint16) (CMListener, error)
 	// CMConnect connects qp (an RC QP in RESET, or in INIT with receives

@@ -3,10 +3,8 @@ package ibv
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/netip"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/verbs"
 )
 
@@ -58,36 +56,3 @@ type CMUDRequest interface {
 	// (rdma_accept); the server gets no ESTABLISHED.
 	Accept(qp QP, privateData []byte) error
 }
-
-// The Local wrappers with a ConnManager forward the UD methods to it; one
-// without UD ids refuses them with nic.ErrNotSupported.
-
-func listenUD(c ConnManager, port uint16) (CMUDListener, error) {
-	if u, ok := c.(UDConnManager); ok {
-		return u.CMListenUD(port)
-	}
-	return nil, fmt.Errorf("ibv: UD rdma_cm ids: %w", nic.ErrNotSupported)
-}
-
-func resolveUD(ctx context.Context, c ConnManager, addr netip.Addr, port uint16, pd []byte) (UDPeer, error) {
-	if u, ok := c.(UDConnManager); ok {
-		return u.CMResolveUD(ctx, addr, port, pd)
-	}
-	return UDPeer{}, fmt.Errorf("ibv: UD rdma_cm ids: %w", nic.ErrNotSupported)
-}
-
-func (l *localCM) CMListenUD(port uint16) (CMUDListener, error) { return listenUD(l.ConnManager, port) }
-func (l *localCM) CMResolveUD(ctx context.Context, addr netip.Addr, port uint16, pd []byte) (UDPeer, error) {
-	return resolveUD(ctx, l.ConnManager, addr, port, pd)
-}
-func (l *localNetCM) CMListenUD(port uint16) (CMUDListener, error) {
-	return listenUD(l.ConnManager, port)
-}
-func (l *localNetCM) CMResolveUD(ctx context.Context, addr netip.Addr, port uint16, pd []byte) (UDPeer, error) {
-	return resolveUD(ctx, l.ConnManager, addr, port, pd)
-}
-
-var (
-	_ UDConnManager = (*localCM)(nil)
-	_ UDConnManager = (*localNetCM)(nil)
-)

@@ -1,7 +1,7 @@
 // Package ibv is rnic's verbs API as an interface, so one program runs on
 // any backend by changing its device string (ibv_open_device by name):
 //
-//	rnic0                          the in-process NIC (embedded, simulated or TAP mode): Local
+//	rnic0                          the in-process NIC (embedded, simulated or TAP mode): nic.AsIBV
 //	rnic0@/run/rnic/rnicd.sock     a NIC served by rnicd to co-located processes (nic/rnicd/client)
 //	verbs:rxe0, verbs:mlx5_0       real RDMA hardware (or rxe/siw) through libibverbs (nic/passthrough)
 //

@@ -5,6 +5,7 @@ import (
 	"log"
 	"net/netip"
 
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	_ "github.com/rnic/rnic/nic/passthrough"  // verbs:NAME: libibverbs devices (a build with -tags verbs)
@@ -49,12 +50,12 @@ func ExampleOpen_verbs() {
 
 // The in-process NIC is built, not opened: embedded.Open (or a TAP-mode
 // NIC, or a NIC on the simulated link) gives the same ibv.Device.
-func ExampleLocal() {
+func Example_inProcess() {
 	n, err := embedded.Open(embedded.UDPConfig{Name: "rnic0", Addr: netip.MustParseAddr("127.0.0.44")})
 	if err != nil {
 		log.Fatal(err)
 	}
-	dev := n.Verbs(ibv.LocalOptions{}) // closing dev closes the NIC
+	dev := n.Verbs(nic.IBVOptions{}) // closing dev closes the NIC
 	defer dev.Close()
 	port, err := dev.QueryPort(1)
 	if err != nil {

@@ -2,13 +2,17 @@ package ibv
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 
 	"github.com/rnic/rnic/memory"
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/verbs"
 )
+
+// ErrForeign is returned when an object from another Device is given to a
+// Device.
+var ErrForeign = errors.New("ibv: object belongs to another device")
 
 // Device is an open RDMA device with one port (struct ibv_context). All
 // methods, and those of the objects it creates, are safe for concurrent use.
@@ -16,9 +20,9 @@ type Device interface {
 	// Name is the device name (ibv_get_device_name).
 	Name() string
 	// Query returns the device attributes (ibv_query_device).
-	Query() nic.DeviceAttr
+	Query() verbs.DeviceAttr
 	// QueryPort returns port 1's attributes (ibv_query_port).
-	QueryPort(port uint8) (nic.PortAttr, error)
+	QueryPort(port uint8) (verbs.PortAttr, error)
 	// QueryGID returns the GID at index (ibv_query_gid).
 	QueryGID(port uint8, index int) (netip.Addr, error)
 	// GIDs returns the GID table of port 1.

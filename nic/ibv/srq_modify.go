@@ -4,20 +4,12 @@
 
 package ibv
 
-import "github.com/rnic/rnic/nic"
+import "github.com/rnic/rnic/nic/verbs"
 
 // SRQModifier is an SRQ whose limit can be armed (IBV_SRQ_LIMIT: once
 // fewer WQEs than the limit remain, the device raises
 // EventSRQLimitReached and disarms it) and whose attributes can be read.
 type SRQModifier interface {
-	ModifySRQ(attr nic.SRQAttr, mask nic.SRQAttrMask) error
-	QuerySRQ() nic.SRQAttr
+	ModifySRQ(attr verbs.SRQAttr, mask verbs.SRQAttrMask) error
+	QuerySRQ() verbs.SRQAttr
 }
-
-var _ SRQModifier = (*localSRQ)(nil)
-
-func (s *localSRQ) ModifySRQ(attr nic.SRQAttr, mask nic.SRQAttrMask) error {
-	return s.srq.ModifySRQ(attr, mask)
-}
-
-func (s *localSRQ) QuerySRQ() nic.SRQAttr { return s.srq.Query() }

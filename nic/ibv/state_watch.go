@@ -13,7 +13,3 @@ type StateWatcher interface {
 	// (never after Destroy returns). f must not call back into the QP.
 	WatchState(f func(verbs.QPState))
 }
-
-var _ StateWatcher = (*localQP)(nil)
-
-func (q *localQP) WatchState(f func(verbs.QPState)) { q.qp.WatchState(f) }

@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 type buffer struct {
@@ -30,7 +30,7 @@ type buffer struct {
 
 func (d *device) AllocBuffer(n int) (ibv.Buffer, error) {
 	if n <= 0 {
-		return nil, fmt.Errorf("passthrough: alloc buffer of %d bytes: %w", n, nic.ErrInvalid)
+		return nil, fmt.Errorf("passthrough: alloc buffer of %d bytes: %w", n, verbs.ErrInvalid)
 	}
 	if d.closed.Load() {
 		return nil, errClosed()
@@ -38,7 +38,7 @@ func (d *device) AllocBuffer(n int) (ibv.Buffer, error) {
 	page := os.Getpagesize()
 	size := (n + page - 1) / page * page
 	if size < n {
-		return nil, fmt.Errorf("passthrough: alloc buffer of %d bytes: %w", n, nic.ErrInvalid)
+		return nil, fmt.Errorf("passthrough: alloc buffer of %d bytes: %w", n, verbs.ErrInvalid)
 	}
 	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
@@ -66,7 +66,7 @@ func (b *buffer) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return fmt.Errorf("passthrough: close buffer: %w", nic.ErrDestroyed)
+		return fmt.Errorf("passthrough: close buffer: %w", verbs.ErrDestroyed)
 	}
 	b.closed = true
 	if b.refs == 0 {

@@ -30,7 +30,6 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
 )
@@ -297,10 +296,10 @@ func (d *device) qpOf(x ibv.QP) (*qp, error) {
 		return nil, fmt.Errorf("passthrough: rdma_cm: %w", ibv.ErrForeign)
 	}
 	if q.typ != verbs.QPTypeRC {
-		return nil, fmt.Errorf("passthrough: rdma_cm: a %v QP: only RC connects: %w", q.typ, nic.ErrInvalid)
+		return nil, fmt.Errorf("passthrough: rdma_cm: a %v QP: only RC connects: %w", q.typ, verbs.ErrInvalid)
 	}
 	if st := q.State(); st != verbs.QPSReset && st != verbs.QPSInit {
-		return nil, fmt.Errorf("passthrough: rdma_cm: QP %#x is in %v, not RESET or INIT: %w", q.qpn, st, nic.ErrInvalidState)
+		return nil, fmt.Errorf("passthrough: rdma_cm: QP %#x is in %v, not RESET or INIT: %w", q.qpn, st, verbs.ErrInvalidState)
 	}
 	return q, nil
 }
@@ -406,7 +405,7 @@ func (l *listener) Accept(ctx context.Context) (ibv.CMRequest, error) {
 	case r := <-l.reqs:
 		return r, nil
 	case <-l.done:
-		return nil, fmt.Errorf("passthrough: accept: listener %w", nic.ErrClosed)
+		return nil, fmt.Errorf("passthrough: accept: listener %w", verbs.ErrClosed)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -452,7 +451,7 @@ func (r *request) answer() error {
 	r.answered.Lock()
 	defer r.answered.Unlock()
 	if r.done {
-		return fmt.Errorf("passthrough: connection request already answered: %w", nic.ErrInvalid)
+		return fmt.Errorf("passthrough: connection request already answered: %w", verbs.ErrInvalid)
 	}
 	r.done = true
 	return nil
@@ -560,7 +559,7 @@ func (c *conn) dial(ctx context.Context, dst netip.AddrPort, privateData []byte,
 		return nil
 	})
 	if dev != c.d.name {
-		return fmt.Errorf("the route leaves through RDMA device %q, not %s: %w", dev, c.d.name, nic.ErrInvalid)
+		return fmt.Errorf("the route leaves through RDMA device %q, not %s: %w", dev, c.d.name, verbs.ErrInvalid)
 	}
 	err = c.id.do(func(id *C.struct_rdma_cm_id) error {
 		if r, err := C.rdma_resolve_route(id, resolveTimeoutMS); r != 0 {
@@ -614,7 +613,7 @@ func (c *conn) dial(ctx context.Context, dst netip.AddrPort, privateData []byte,
 // naming qpn.
 func (c *conn) connect(qpn uint32, privateData []byte, par ibv.ConnParam, accept bool) error {
 	if len(privateData) > 255 {
-		return fmt.Errorf("%d bytes of private data, at most 255: %w", len(privateData), nic.ErrInvalid)
+		return fmt.Errorf("%d bytes of private data, at most 255: %w", len(privateData), verbs.ErrInvalid)
 	}
 	return c.id.do(func(id *C.struct_rdma_cm_id) error {
 		var p unsafe.Pointer

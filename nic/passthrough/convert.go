@@ -16,7 +16,6 @@ import (
 	"net/netip"
 	"unsafe"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/verbs"
 )
 
@@ -24,7 +23,7 @@ import (
 // none.
 func ahAttrFromAV(av *verbs.AddressVector, port uint8, out *C.struct_ibv_ah_attr) {
 	*out = C.struct_ibv_ah_attr{}
-	gid := nic.GIDFromAddr(av.DGID)
+	gid := verbs.GIDFromAddr(av.DGID)
 	if gid.IsValid() {
 		*(*[16]byte)(unsafe.Pointer(&out.grh.dgid)) = gid.As16()
 	}

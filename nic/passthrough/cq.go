@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
 )
@@ -33,7 +32,7 @@ type cq struct {
 
 func (d *device) CreateCQ(cqe int) (ibv.CQ, error) {
 	if cqe <= 0 {
-		return nil, fmt.Errorf("passthrough: create CQ of %d entries: %w", cqe, nic.ErrInvalid)
+		return nil, fmt.Errorf("passthrough: create CQ of %d entries: %w", cqe, verbs.ErrInvalid)
 	}
 	if err := d.enter(); err != nil {
 		return nil, err
@@ -113,7 +112,7 @@ func (q *cq) ReqNotify(solicitedOnly bool) error {
 
 func (q *cq) Notify() <-chan struct{} { return q.notify }
 
-// Err is nic.ErrCQOverrun after IBV_EVENT_CQ_ERR, nic.ErrClosed once the
+// Err is verbs.ErrCQOverrun after IBV_EVENT_CQ_ERR, verbs.ErrClosed once the
 // device is closed.
 func (q *cq) Err() error {
 	if q.d.closed.Load() {
@@ -132,7 +131,7 @@ func (q *cq) setErr(err error) {
 	}
 }
 
-// Destroy fails with nic.ErrBusy while QPs use the CQ.
+// Destroy fails with verbs.ErrBusy while QPs use the CQ.
 func (q *cq) Destroy() error { return q.d.destroy(q, "CQ") }
 
 func (q *cq) free() error {

@@ -25,7 +25,6 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
 )
@@ -33,8 +32,8 @@ import (
 type device struct {
 	name  string
 	ctx   *C.struct_ibv_context
-	iwarp bool           // IBV_TRANSPORT_IWARP: QPs connect only through rdma_cm
-	attr  nic.DeviceAttr // queried at open; fixed for the device's life
+	iwarp bool             // IBV_TRANSPORT_IWARP: QPs connect only through rdma_cm
+	attr  verbs.DeviceAttr // queried at open; fixed for the device's life
 
 	// life is held for reading by every verb that passes ctx to C (enter)
 	// and for writing by Close.
@@ -85,7 +84,7 @@ func (h *handle) rlock(what string) (unlock func(), err error) {
 	h.mu.RLock()
 	if h.gone {
 		h.mu.RUnlock()
-		return nil, fmt.Errorf("passthrough: %s: %w", what, nic.ErrDestroyed)
+		return nil, fmt.Errorf("passthrough: %s: %w", what, verbs.ErrDestroyed)
 	}
 	return h.mu.RUnlock, nil
 }
@@ -137,13 +136,13 @@ func (d *device) add(id uintptr, h *handle, o object) {
 }
 
 // destroy frees o and forgets it; a second destroy fails with
-// nic.ErrDestroyed.
+// verbs.ErrDestroyed.
 func (d *device) destroy(o object, what string) error {
 	h := o.base()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.gone {
-		return fmt.Errorf("passthrough: destroy %s: %w", what, nic.ErrDestroyed)
+		return fmt.Errorf("passthrough: destroy %s: %w", what, verbs.ErrDestroyed)
 	}
 	if err := o.free(); err != nil {
 		return fmt.Errorf("passthrough: destroy %s: %w", what, err)
@@ -155,7 +154,7 @@ func (d *device) destroy(o object, what string) error {
 	return nil
 }
 
-func errClosed() error { return fmt.Errorf("passthrough: %w", nic.ErrClosed) }
+func errClosed() error { return fmt.Errorf("passthrough: %w", verbs.ErrClosed) }
 
 func (d *device) Name() string { return d.name }
 
@@ -218,7 +217,7 @@ func (d *device) queryDevice() error {
 	if r := C.rn_query_port(d.ctx, 1, &p); r != 0 {
 		return fmt.Errorf("ibv_query_port: %w", errnoErr(r))
 	}
-	d.attr = nic.DeviceAttr{
+	d.attr = verbs.DeviceAttr{
 		FwVer:           C.GoString(&a.fw_ver[0]),
 		NodeGUID:        be64(unsafe.Pointer(&a.node_guid)),
 		SysImageGUID:    be64(unsafe.Pointer(&a.sys_image_guid)),
@@ -229,7 +228,7 @@ func (d *device) queryDevice() error {
 		HWVer:           uint32(a.hw_ver),
 		MaxQP:           int(a.max_qp),
 		MaxQPWR:         int(a.max_qp_wr),
-		DeviceCapFlags:  nic.DeviceCap(a.device_cap_flags),
+		DeviceCapFlags:  verbs.DeviceCap(a.device_cap_flags),
 		MaxSGE:          int(a.max_sge),
 		MaxSGERd:        int(a.max_sge_rd),
 		MaxCQ:           int(a.max_cq),
@@ -239,7 +238,7 @@ func (d *device) queryDevice() error {
 		MaxQPRdAtom:     int(a.max_qp_rd_atom),
 		MaxResRdAtom:    int(a.max_res_rd_atom),
 		MaxQPInitRdAtom: int(a.max_qp_init_rd_atom),
-		AtomicCap:       nic.AtomicCap(a.atomic_cap),
+		AtomicCap:       verbs.AtomicCap(a.atomic_cap),
 		MaxMW:           int(a.max_mw),
 		MaxAH:           int(a.max_ah),
 		MaxSRQ:          int(a.max_srq),
@@ -252,11 +251,11 @@ func (d *device) queryDevice() error {
 	}
 	d.attr.MaxInlineData = d.probeInline()
 	// struct ibv_device's, which ibv_query_device does not report.
-	d.attr.Transport = nic.TransportIB
+	d.attr.Transport = verbs.TransportIB
 	if d.iwarp {
-		d.attr.Transport = nic.TransportIWARP
+		d.attr.Transport = verbs.TransportIWARP
 	}
-	d.attr.NodeType = nic.NodeType(d.ctx.device.node_type)
+	d.attr.NodeType = verbs.NodeType(d.ctx.device.node_type)
 	return nil
 }
 
@@ -290,27 +289,27 @@ func be64(p unsafe.Pointer) uint64 {
 	return binary.BigEndian.Uint64((*[8]byte)(p)[:])
 }
 
-func (d *device) Query() nic.DeviceAttr { return d.attr }
+func (d *device) Query() verbs.DeviceAttr { return d.attr }
 
-func (d *device) QueryPort(port uint8) (nic.PortAttr, error) {
+func (d *device) QueryPort(port uint8) (verbs.PortAttr, error) {
 	var p C.struct_ibv_port_attr
 	if err := d.enter(); err != nil {
-		return nic.PortAttr{}, err
+		return verbs.PortAttr{}, err
 	}
 	r := C.rn_query_port(d.ctx, C.uint8_t(port), &p)
 	d.leave()
 	if r != 0 {
-		return nic.PortAttr{}, fmt.Errorf("passthrough: query port %d: %w", port, errnoErr(r))
+		return verbs.PortAttr{}, fmt.Errorf("passthrough: query port %d: %w", port, errnoErr(r))
 	}
-	return nic.PortAttr{
-		State:      nic.PortState(p.state),
+	return verbs.PortAttr{
+		State:      verbs.PortState(p.state),
 		MaxMTU:     verbs.MTU(p.max_mtu),
 		ActiveMTU:  verbs.MTU(p.active_mtu),
 		GIDTblLen:  int(p.gid_tbl_len),
 		MaxMsgSize: uint64(p.max_msg_sz),
 		PKeyTblLen: int(p.pkey_tbl_len),
 		PhysState:  uint8(p.phys_state),
-		LinkLayer:  nic.LinkLayer(p.link_layer),
+		LinkLayer:  verbs.LinkLayer(p.link_layer),
 		LinkMTU:    d.linkMTU(),
 	}, nil
 }

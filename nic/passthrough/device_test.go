@@ -19,7 +19,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rnic/rnic/memory"
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
 )
@@ -49,7 +48,7 @@ func TestQuery(t *testing.T) {
 	if a.MaxQP <= 0 || a.MaxCQE <= 0 || a.MaxSGE <= 0 || a.MaxMR <= 0 || a.PhysPortCnt < 1 || a.MaxMsgSize == 0 {
 		t.Errorf("implausible device attributes %+v", a)
 	}
-	if want := map[bool]nic.Transport{false: nic.TransportIB, true: nic.TransportIWARP}[d.iwarp]; a.Transport != want ||
+	if want := map[bool]verbs.Transport{false: verbs.TransportIB, true: verbs.TransportIWARP}[d.iwarp]; a.Transport != want ||
 		a.NodeType != want.NodeType() {
 		t.Errorf("transport %v, node type %v; want %v, %v (rxe: IB, CA; siw: iWARP, RNIC)", a.Transport, a.NodeType, want, want.NodeType())
 	}
@@ -60,7 +59,7 @@ func TestQuery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.State != nic.PortActive || p.ActiveMTU.Bytes() == 0 || p.LinkLayer != nic.LinkLayerEthernet {
+	if p.State != verbs.PortActive || p.ActiveMTU.Bytes() == 0 || p.LinkLayer != verbs.LinkLayerEthernet {
 		t.Errorf("port 1: %+v, want ACTIVE on Ethernet with a valid MTU", p)
 	}
 	if p.LinkMTU < 576 || p.ActiveMTU.Bytes() > p.LinkMTU {
@@ -85,13 +84,13 @@ func TestQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	gids := d.GIDs()
-	if i >= len(gids) || gids[i] != nic.GIDFromAddr(addr) {
+	if i >= len(gids) || gids[i] != verbs.GIDFromAddr(addr) {
 		t.Errorf("GIDIndex(%v) = %d, GIDs() = %v", addr, i, gids)
 	}
-	if g, err := d.QueryGID(1, i); err != nil || g != nic.GIDFromAddr(addr) {
-		t.Errorf("QueryGID(1, %d) = %v, %v; want %v", i, g, err, nic.GIDFromAddr(addr))
+	if g, err := d.QueryGID(1, i); err != nil || g != verbs.GIDFromAddr(addr) {
+		t.Errorf("QueryGID(1, %d) = %v, %v; want %v", i, g, err, verbs.GIDFromAddr(addr))
 	}
-	if _, err := d.GIDIndex(netip4(192, 0, 2, 1)); !errors.Is(err, nic.ErrInvalid) {
+	if _, err := d.GIDIndex(netip4(192, 0, 2, 1)); !errors.Is(err, verbs.ErrInvalid) {
 		t.Errorf("GIDIndex of a foreign address: %v, want ErrInvalid", err)
 	}
 }
@@ -205,7 +204,7 @@ func TestRDMA(t *testing.T) {
 		t.Errorf("READ got %q", got)
 	}
 
-	if d.attr.AtomicCap == nic.AtomicNone {
+	if d.attr.AtomicCap == verbs.AtomicNone {
 		t.Logf("%s has no atomics", d.name)
 		return
 	}
@@ -328,8 +327,8 @@ func TestPostErrorIndex(t *testing.T) {
 	}
 	wrs[17] = nil
 	err = q.PostRecv(wrs...)
-	var pe *nic.PostError
-	if !errors.As(err, &pe) || pe.Index != 17 || !errors.Is(err, nic.ErrInvalid) {
+	var pe *verbs.PostError
+	if !errors.As(err, &pe) || pe.Index != 17 || !errors.Is(err, verbs.ErrInvalid) {
 		t.Fatalf("PostRecv with a nil WR at 17: %v, want a PostError at index 17", err)
 	}
 	if err := q.Modify(&verbs.QPAttr{State: verbs.QPSErr}, verbs.AttrState); err != nil {
@@ -359,7 +358,7 @@ func TestErrorMapping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pd.Dealloc(); !errors.Is(err, nic.ErrBusy) {
+	if err := pd.Dealloc(); !errors.Is(err, verbs.ErrBusy) {
 		t.Errorf("Dealloc of a PD with an MR: %v, want ErrBusy", err)
 	}
 	cq, _ := d.CreateCQ(8)
@@ -367,23 +366,23 @@ func TestErrorMapping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cq.Destroy(); !errors.Is(err, nic.ErrBusy) {
+	if err := cq.Destroy(); !errors.Is(err, verbs.ErrBusy) {
 		t.Errorf("Destroy of a CQ a QP uses: %v, want ErrBusy", err)
 	}
-	if err := q.Modify(&verbs.QPAttr{State: verbs.QPSRTS}, verbs.AttrState); !errors.Is(err, nic.ErrInvalid) {
+	if err := q.Modify(&verbs.QPAttr{State: verbs.QPSRTS}, verbs.AttrState); !errors.Is(err, verbs.ErrInvalid) {
 		t.Errorf("RESET→RTS: %v, want ErrInvalid", err)
 	}
-	if _, err := d.RegMR(pd, buf.Bytes(), memory.RemoteWrite); !errors.Is(err, nic.ErrInvalid) {
+	if _, err := d.RegMR(pd, buf.Bytes(), memory.RemoteWrite); !errors.Is(err, verbs.ErrInvalid) {
 		t.Errorf("RegMR with RemoteWrite without LocalWrite: %v, want ErrInvalid", err)
 	}
 	other := openDevice(t)
 	if _, err := other.RegMR(pd, buf.Bytes(), memory.LocalWrite); !errors.Is(err, ibv.ErrForeign) {
 		t.Errorf("RegMR with another device's PD: %v, want ErrForeign", err)
 	}
-	if _, err := d.CreateQP(pd, ibv.QPInit{Type: verbs.QPTypeRC}); !errors.Is(err, nic.ErrInvalid) {
+	if _, err := d.CreateQP(pd, ibv.QPInit{Type: verbs.QPTypeRC}); !errors.Is(err, verbs.ErrInvalid) {
 		t.Errorf("CreateQP without CQs: %v, want ErrInvalid", err)
 	}
-	if _, err := d.CreateCQ(0); !errors.Is(err, nic.ErrInvalid) {
+	if _, err := d.CreateCQ(0); !errors.Is(err, verbs.ErrInvalid) {
 		t.Errorf("CreateCQ(0): %v, want ErrInvalid", err)
 	}
 	for _, step := range []struct {
@@ -393,11 +392,11 @@ func TestErrorMapping(t *testing.T) {
 		if err := step.f(); err != nil {
 			t.Errorf("%s: %v", step.name, err)
 		}
-		if err := step.f(); !errors.Is(err, nic.ErrDestroyed) {
+		if err := step.f(); !errors.Is(err, verbs.ErrDestroyed) {
 			t.Errorf("%s twice: %v, want ErrDestroyed", step.name, err)
 		}
 	}
-	if err := q.PostSend(&verbs.SendWR{ID: 1}); !errors.Is(err, nic.ErrDestroyed) {
+	if err := q.PostSend(&verbs.SendWR{ID: 1}); !errors.Is(err, verbs.ErrDestroyed) {
 		t.Errorf("PostSend on a destroyed QP: %v, want ErrDestroyed", err)
 	}
 }
@@ -451,7 +450,7 @@ func TestCQOverrunEvent(t *testing.T) {
 		wrs[i] = &verbs.SendWR{ID: uint64(i), Opcode: verbs.WRRDMAWrite, SGL: l.sge(0, 8), RemoteAddr: l.mr.Addr() + 64, RKey: l.mr.RKey()}
 	}
 	if err := q.PostSend(wrs...); err != nil {
-		var pe *nic.PostError
+		var pe *verbs.PostError
 		if !errors.As(err, &pe) || pe.Index < 2 {
 			t.Fatal(err)
 		}
@@ -467,7 +466,7 @@ func TestCQOverrunEvent(t *testing.T) {
 			if ev.CQ != small {
 				t.Errorf("CQ_ERR names %v, want the small CQ", ev.CQ)
 			}
-			if !errors.Is(small.Err(), nic.ErrCQOverrun) {
+			if !errors.Is(small.Err(), verbs.ErrCQOverrun) {
 				t.Errorf("Err after CQ_ERR: %v", small.Err())
 			}
 			return
@@ -517,7 +516,7 @@ func TestBufferLifetime(t *testing.T) {
 	if mapped() {
 		t.Error("buffer still mapped after Close and the last Dereg")
 	}
-	if err := buf.Close(); !errors.Is(err, nic.ErrDestroyed) {
+	if err := buf.Close(); !errors.Is(err, verbs.ErrDestroyed) {
 		t.Errorf("second Close: %v, want ErrDestroyed", err)
 	}
 }
@@ -550,31 +549,31 @@ func TestClose(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Close(); !errors.Is(err, nic.ErrClosed) {
+	if err := d.Close(); !errors.Is(err, verbs.ErrClosed) {
 		t.Errorf("second Close: %v, want ErrClosed", err)
 	}
-	if err := q.PostSend(&verbs.SendWR{ID: 1}); !errors.Is(err, nic.ErrDestroyed) {
+	if err := q.PostSend(&verbs.SendWR{ID: 1}); !errors.Is(err, verbs.ErrDestroyed) {
 		t.Errorf("PostSend after Close: %v", err)
 	}
-	if err := srq.PostRecv(&verbs.RecvWR{ID: 1}); !errors.Is(err, nic.ErrDestroyed) {
+	if err := srq.PostRecv(&verbs.RecvWR{ID: 1}); !errors.Is(err, verbs.ErrDestroyed) {
 		t.Errorf("SRQ PostRecv after Close: %v", err)
 	}
-	if n := cq.Poll(make([]verbs.WC, 1)); n != 0 || !errors.Is(cq.Err(), nic.ErrClosed) {
+	if n := cq.Poll(make([]verbs.WC, 1)); n != 0 || !errors.Is(cq.Err(), verbs.ErrClosed) {
 		t.Errorf("CQ after Close: Poll %d, Err %v", n, cq.Err())
 	}
-	if err := mr.Dereg(); !errors.Is(err, nic.ErrDestroyed) {
+	if err := mr.Dereg(); !errors.Is(err, verbs.ErrDestroyed) {
 		t.Errorf("Dereg after Close: %v", err)
 	}
-	if _, err := d.AllocPD(); !errors.Is(err, nic.ErrClosed) {
+	if _, err := d.AllocPD(); !errors.Is(err, verbs.ErrClosed) {
 		t.Errorf("AllocPD after Close: %v", err)
 	}
-	if _, err := d.QueryPort(1); !errors.Is(err, nic.ErrClosed) {
+	if _, err := d.QueryPort(1); !errors.Is(err, verbs.ErrClosed) {
 		t.Errorf("QueryPort after Close: %v", err)
 	}
 	if lst != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		if _, err := lst.Accept(ctx); !errors.Is(err, nic.ErrClosed) {
+		if _, err := lst.Accept(ctx); !errors.Is(err, verbs.ErrClosed) {
 			t.Errorf("Accept on a closed device: %v, want ErrClosed", err)
 		}
 	}

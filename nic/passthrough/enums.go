@@ -14,7 +14,6 @@ import "C"
 
 import (
 	"github.com/rnic/rnic/memory"
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/verbs"
 )
 
@@ -150,21 +149,21 @@ func enumPairs() []enumPair {
 		{"IBV_EVENT_QP_LAST_WQE_REACHED", int64(verbs.EventQPLastWQEReached), C.IBV_EVENT_QP_LAST_WQE_REACHED},
 
 		// enum ibv_port_state, IBV_LINK_LAYER_*, enum ibv_atomic_cap
-		{"IBV_PORT_DOWN", int64(nic.PortDown), C.IBV_PORT_DOWN},
-		{"IBV_PORT_INIT", int64(nic.PortInit), C.IBV_PORT_INIT},
-		{"IBV_PORT_ARMED", int64(nic.PortArmed), C.IBV_PORT_ARMED},
-		{"IBV_PORT_ACTIVE", int64(nic.PortActive), C.IBV_PORT_ACTIVE},
-		{"IBV_LINK_LAYER_INFINIBAND", int64(nic.LinkLayerInfiniBand), C.IBV_LINK_LAYER_INFINIBAND},
-		{"IBV_LINK_LAYER_ETHERNET", int64(nic.LinkLayerEthernet), C.IBV_LINK_LAYER_ETHERNET},
-		{"IBV_ATOMIC_NONE", int64(nic.AtomicNone), C.IBV_ATOMIC_NONE},
-		{"IBV_ATOMIC_HCA", int64(nic.AtomicHCA), C.IBV_ATOMIC_HCA},
-		{"IBV_ATOMIC_GLOB", int64(nic.AtomicGlob), C.IBV_ATOMIC_GLOB},
+		{"IBV_PORT_DOWN", int64(verbs.PortDown), C.IBV_PORT_DOWN},
+		{"IBV_PORT_INIT", int64(verbs.PortInit), C.IBV_PORT_INIT},
+		{"IBV_PORT_ARMED", int64(verbs.PortArmed), C.IBV_PORT_ARMED},
+		{"IBV_PORT_ACTIVE", int64(verbs.PortActive), C.IBV_PORT_ACTIVE},
+		{"IBV_LINK_LAYER_INFINIBAND", int64(verbs.LinkLayerInfiniBand), C.IBV_LINK_LAYER_INFINIBAND},
+		{"IBV_LINK_LAYER_ETHERNET", int64(verbs.LinkLayerEthernet), C.IBV_LINK_LAYER_ETHERNET},
+		{"IBV_ATOMIC_NONE", int64(verbs.AtomicNone), C.IBV_ATOMIC_NONE},
+		{"IBV_ATOMIC_HCA", int64(verbs.AtomicHCA), C.IBV_ATOMIC_HCA},
+		{"IBV_ATOMIC_GLOB", int64(verbs.AtomicGlob), C.IBV_ATOMIC_GLOB},
 
 		// enum ibv_device_cap_flags (those nic names)
-		{"IBV_DEVICE_UD_AV_PORT_ENFORCE", int64(nic.DeviceUDAVPortEnforce), C.IBV_DEVICE_UD_AV_PORT_ENFORCE},
-		{"IBV_DEVICE_CURR_QP_STATE_MOD", int64(nic.DeviceCurrQPStateMod), C.IBV_DEVICE_CURR_QP_STATE_MOD},
-		{"IBV_DEVICE_SYS_IMAGE_GUID", int64(nic.DeviceSysImageGUID), C.IBV_DEVICE_SYS_IMAGE_GUID},
-		{"IBV_DEVICE_RC_RNR_NAK_GEN", int64(nic.DeviceRCRNRNAKGen), C.IBV_DEVICE_RC_RNR_NAK_GEN},
-		{"IBV_DEVICE_SRQ_RESIZE", int64(nic.DeviceSRQResize), C.IBV_DEVICE_SRQ_RESIZE},
+		{"IBV_DEVICE_UD_AV_PORT_ENFORCE", int64(verbs.DeviceUDAVPortEnforce), C.IBV_DEVICE_UD_AV_PORT_ENFORCE},
+		{"IBV_DEVICE_CURR_QP_STATE_MOD", int64(verbs.DeviceCurrQPStateMod), C.IBV_DEVICE_CURR_QP_STATE_MOD},
+		{"IBV_DEVICE_SYS_IMAGE_GUID", int64(verbs.DeviceSysImageGUID), C.IBV_DEVICE_SYS_IMAGE_GUID},
+		{"IBV_DEVICE_RC_RNR_NAK_GEN", int64(verbs.DeviceRCRNRNAKGen), C.IBV_DEVICE_RC_RNR_NAK_GEN},
+		{"IBV_DEVICE_SRQ_RESIZE", int64(verbs.DeviceSRQResize), C.IBV_DEVICE_SRQ_RESIZE},
 	}
 }

@@ -1,7 +1,7 @@
 //go:build verbs
 
 // errno values from libibverbs and librdmacm as nic's error sentinels, so
-// errors.Is(err, nic.ErrBusy) and the like hold on every backend; the
+// errors.Is(err, verbs.ErrBusy) and the like hold on every backend; the
 // errno stays in the chain (errors.Is(err, syscall.EBUSY) holds too).
 
 package passthrough
@@ -13,13 +13,13 @@ import (
 	"fmt"
 	"syscall"
 
-	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 // errnoErr converts a verb's return value (an errno, positive or, from
 // some providers, negative) into an error.
 func errnoErr(r C.int) error {
-	return errnoSentinel(errnoOf(r), nic.ErrNoMemory)
+	return errnoSentinel(errnoOf(r), verbs.ErrNoMemory)
 }
 
 // errnoOf is the errno a verb returned, whatever its sign.
@@ -40,17 +40,17 @@ func errnoSentinel(e error, enomem error) error {
 	var s error
 	switch errno {
 	case 0:
-		return fmt.Errorf("unknown failure: %w", nic.ErrInvalid)
+		return fmt.Errorf("unknown failure: %w", verbs.ErrInvalid)
 	case syscall.EINVAL:
-		s = nic.ErrInvalid
+		s = verbs.ErrInvalid
 	case syscall.ENOMEM:
 		s = enomem
 	case syscall.EBUSY:
-		s = nic.ErrBusy
+		s = verbs.ErrBusy
 	case syscall.EOPNOTSUPP, syscall.ENOSYS, syscall.EPROTONOSUPPORT:
-		s = nic.ErrNotSupported
+		s = verbs.ErrNotSupported
 	case syscall.EPERM, syscall.EACCES:
-		s = nic.ErrPermission
+		s = verbs.ErrPermission
 	default:
 		return errno
 	}
@@ -61,7 +61,7 @@ func errnoSentinel(e error, enomem error) error {
 // (cgo's second result); a call that failed without errno set says so.
 func cErr(err error) error {
 	if err == nil {
-		return fmt.Errorf("failed without an errno: %w", nic.ErrInvalid)
+		return fmt.Errorf("failed without an errno: %w", verbs.ErrInvalid)
 	}
-	return errnoSentinel(err, nic.ErrNoMemory)
+	return errnoSentinel(err, verbs.ErrNoMemory)
 }

@@ -24,7 +24,7 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 // gidEntry is one valid GID table entry.
@@ -59,7 +59,7 @@ func (d *device) addressGIDs() []gidEntry {
 		if err != nil {
 			continue
 		}
-		e := gidEntry{gid: nic.GIDFromAddr(p.Addr()), ifindex: ifc.Index}
+		e := gidEntry{gid: verbs.GIDFromAddr(p.Addr()), ifindex: ifc.Index}
 		if p.Addr().Is4() {
 			v4 = append(v4, e)
 		} else {
@@ -139,7 +139,7 @@ func (d *device) QueryGID(port uint8, index int) (netip.Addr, error) {
 				return e.gid, nil
 			}
 		}
-		return netip.Addr{}, fmt.Errorf("passthrough: query GID %d of port %d: %w", index, port, nic.ErrInvalid)
+		return netip.Addr{}, fmt.Errorf("passthrough: query GID %d of port %d: %w", index, port, verbs.ErrInvalid)
 	}
 	if err := d.enter(); err != nil {
 		return netip.Addr{}, err
@@ -147,7 +147,7 @@ func (d *device) QueryGID(port uint8, index int) (netip.Addr, error) {
 	defer d.leave()
 	var g C.union_ibv_gid
 	if r := C.ibv_query_gid(d.ctx, C.uint8_t(port), C.int(index), &g); r != 0 {
-		return netip.Addr{}, fmt.Errorf("passthrough: query GID %d of port %d: %w", index, port, nic.ErrInvalid)
+		return netip.Addr{}, fmt.Errorf("passthrough: query GID %d of port %d: %w", index, port, verbs.ErrInvalid)
 	}
 	return netip.AddrFrom16(*(*[16]byte)(unsafe.Pointer(&g))), nil
 }
@@ -155,7 +155,7 @@ func (d *device) QueryGID(port uint8, index int) (netip.Addr, error) {
 // GIDIndex returns the index of addr's GID; where a RoCE device lists the
 // address twice (RoCE v1 and v2), the v2 entry, which is what rnic speaks.
 func (d *device) GIDIndex(addr netip.Addr) (int, error) {
-	g := nic.GIDFromAddr(addr)
+	g := verbs.GIDFromAddr(addr)
 	entries, err := d.gidTable()
 	if err != nil {
 		return 0, err
@@ -173,7 +173,7 @@ func (d *device) GIDIndex(addr netip.Addr) (int, error) {
 		}
 	}
 	if best < 0 {
-		return 0, fmt.Errorf("passthrough: %v is not in %s's GID table: %w", addr, d.name, nic.ErrInvalid)
+		return 0, fmt.Errorf("passthrough: %v is not in %s's GID table: %w", addr, d.name, verbs.ErrInvalid)
 	}
 	return best, nil
 }

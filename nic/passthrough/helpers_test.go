@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/memory"
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
 )
@@ -48,7 +47,7 @@ func openDevice(t testing.TB) *device {
 	}
 	d := dv.(*device)
 	t.Cleanup(func() {
-		if err := d.Close(); err != nil && !errors.Is(err, nic.ErrClosed) {
+		if err := d.Close(); err != nil && !errors.Is(err, verbs.ErrClosed) {
 			t.Errorf("Close: %v", err)
 		}
 	})
@@ -123,7 +122,7 @@ func newLoop(t testing.TB, d *device, depth int) *loop {
 	t.Cleanup(func() { l.buf.Close() })
 	l.mem = l.buf.Bytes()
 	access := memory.LocalWrite | memory.RemoteWrite | memory.RemoteRead
-	if d.attr.AtomicCap != nic.AtomicNone {
+	if d.attr.AtomicCap != verbs.AtomicNone {
 		access |= memory.RemoteAtomic
 	}
 	if l.mr, err = d.RegMR(l.pd, l.mem, access); err != nil {
@@ -181,7 +180,7 @@ func (l *loop) qp(t testing.TB) ibv.QP {
 func (l *loop) connect(t testing.TB, q ibv.QP, rqpn, sqpsn, rqpsn uint32) {
 	t.Helper()
 	access := memory.RemoteWrite | memory.RemoteRead
-	if l.d.attr.AtomicCap != nic.AtomicNone {
+	if l.d.attr.AtomicCap != verbs.AtomicNone {
 		access |= memory.RemoteAtomic
 	}
 	port, err := l.d.QueryPort(1)

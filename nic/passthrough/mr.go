@@ -18,8 +18,8 @@ import (
 	"unsafe"
 
 	"github.com/rnic/rnic/memory"
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 type mr struct {
@@ -41,7 +41,7 @@ func (d *device) RegMRIOVA(pd ibv.PD, buf []byte, iova uint64, access memory.Acc
 
 func (d *device) regMR(x ibv.PD, buf []byte, iova uint64, useIOVA bool, access memory.Access) (ibv.MR, error) {
 	if err := access.ValidateRegion(); err != nil {
-		return nil, fmt.Errorf("passthrough: register MR: %w: %w", nic.ErrInvalid, err)
+		return nil, fmt.Errorf("passthrough: register MR: %w: %w", verbs.ErrInvalid, err)
 	}
 	if err := d.enter(); err != nil {
 		return nil, err

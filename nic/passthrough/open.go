@@ -20,7 +20,6 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
 )
@@ -79,7 +78,7 @@ func open(name string) (*device, error) {
 		iwarp:  ctx.device.transport_type == C.IBV_TRANSPORT_IWARP,
 		objs:   make(map[uintptr]object),
 		bufs:   make(map[*buffer]struct{}),
-		events: make(chan ibv.Event, nic.DefaultEventQueueLen),
+		events: make(chan ibv.Event, verbs.DefaultEventQueueLen),
 	}
 	if err := d.queryDevice(); err != nil {
 		C.ibv_close_device(ctx)
@@ -203,7 +202,7 @@ func (d *device) asyncEvent() error {
 		out.QP = q
 	}
 	if c, ok := d.lookup(uintptr(ev.cq)).(*cq); ok && ev.cq != 0 {
-		c.setErr(nic.ErrCQOverrun)
+		c.setErr(verbs.ErrCQOverrun)
 		out.CQ = c
 	}
 	if s, ok := d.lookup(uintptr(ev.srq)).(*srq); ok && ev.srq != 0 {

@@ -34,7 +34,7 @@ func (d *device) AllocPD() (ibv.PD, error) {
 	return p, nil
 }
 
-// Dealloc fails with nic.ErrBusy while MRs, QPs, SRQs or AHs use the PD.
+// Dealloc fails with verbs.ErrBusy while MRs, QPs, SRQs or AHs use the PD.
 func (p *pd) Dealloc() error { return p.d.destroy(p, "PD") }
 
 func (p *pd) free() error {

@@ -4,7 +4,7 @@
 // SGE arrays on its stack; one cgo call per RN_BATCH WRs builds the
 // ibv_send_wr/ibv_recv_wr chain in C memory and posts it, as ibv_post_send
 // would a chain of the caller's. On an error the WRs before the failing
-// one are posted and the error is a *nic.PostError naming it.
+// one are posted and the error is a *verbs.PostError naming it.
 
 package passthrough
 
@@ -22,7 +22,6 @@ import "C"
 import (
 	"fmt"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/verbs"
 )
 
@@ -42,7 +41,7 @@ func (q *qp) PostSend(wrs ...*verbs.SendWR) error {
 	q.mu.RLock()
 	defer q.mu.RUnlock()
 	if q.gone {
-		return &nic.PostError{Index: 0, WRID: idOf(wrs[0]), Err: fmt.Errorf("passthrough: post send: %w", nic.ErrDestroyed)}
+		return &verbs.PostError{Index: 0, WRID: idOf(wrs[0]), Err: fmt.Errorf("passthrough: post send: %w", verbs.ErrDestroyed)}
 	}
 	if q.typ == verbs.QPTypeUD {
 		q.d.ahMu.RLock()
@@ -65,12 +64,12 @@ func (q *qp) PostSend(wrs ...*verbs.SendWR) error {
 			var bad C.int
 			if r := C.rn_post_send(q.c, &b.w[0], C.int(b.n), &b.sg[0], (*C.uint8_t)(&b.inl[0]), &bad); r != 0 {
 				i := done + int(bad)
-				return &nic.PostError{Index: i, WRID: idOf(wrs[i]), Err: fmt.Errorf("passthrough: post send: %w", postErrno(r))}
+				return &verbs.PostError{Index: i, WRID: idOf(wrs[i]), Err: fmt.Errorf("passthrough: post send: %w", postErrno(r))}
 			}
 		}
 		done += b.n
 		if stop != nil {
-			return &nic.PostError{Index: done, WRID: idOf(wrs[done]), Err: stop}
+			return &verbs.PostError{Index: done, WRID: idOf(wrs[done]), Err: stop}
 		}
 	}
 	return nil
@@ -91,12 +90,12 @@ type sendBatch struct {
 // it: a single WR always fits).
 func (b *sendBatch) add(q *qp, wr *verbs.SendWR) (bool, error) {
 	if wr == nil {
-		return false, fmt.Errorf("passthrough: nil send WR: %w", nic.ErrInvalid)
+		return false, fmt.Errorf("passthrough: nil send WR: %w", verbs.ErrInvalid)
 	}
 	if wr.Opcode == verbs.WRBindMW || wr.Opcode == verbs.WRFlush {
 		// ibv_post_send has no fields for them (ibv_bind_mw and the
 		// extended WR API do), and ibv has no MW verbs.
-		return false, fmt.Errorf("passthrough: %v through ibv_post_send: %w", wr.Opcode, nic.ErrNotSupported)
+		return false, fmt.Errorf("passthrough: %v through ibv_post_send: %w", wr.Opcode, verbs.ErrNotSupported)
 	}
 	c := &b.w[b.n]
 	*c = C.struct_rn_send_wr{
@@ -119,7 +118,7 @@ func (b *sendBatch) add(q *qp, wr *verbs.SendWR) (bool, error) {
 	if q.typ == verbs.QPTypeUD {
 		h := q.d.ahs[wr.AH]
 		if h == nil {
-			return false, fmt.Errorf("passthrough: UD send WR without an address handle of this device: %w", nic.ErrInvalid)
+			return false, fmt.Errorf("passthrough: UD send WR without an address handle of this device: %w", verbs.ErrInvalid)
 		}
 		c.ah = h.c
 	}
@@ -133,7 +132,7 @@ func (b *sendBatch) data(c *C.struct_rn_send_wr, wr *verbs.SendWR) (bool, error)
 		// The caller's bytes, copied here as nic copies them at post
 		// time; the SGL is not used.
 		if len(wr.Inline) > batchInline {
-			return false, fmt.Errorf("passthrough: %d inline bytes, at most %d: %w", len(wr.Inline), batchInline, nic.ErrInvalid)
+			return false, fmt.Errorf("passthrough: %d inline bytes, at most %d: %w", len(wr.Inline), batchInline, verbs.ErrInvalid)
 		}
 		if b.ni+len(wr.Inline) > batchInline {
 			return false, nil
@@ -144,7 +143,7 @@ func (b *sendBatch) data(c *C.struct_rn_send_wr, wr *verbs.SendWR) (bool, error)
 		return true, nil
 	}
 	if len(wr.SGL) > batchSGEs {
-		return false, fmt.Errorf("passthrough: %d SGEs in one WR, at most %d: %w", len(wr.SGL), batchSGEs, nic.ErrInvalid)
+		return false, fmt.Errorf("passthrough: %d SGEs in one WR, at most %d: %w", len(wr.SGL), batchSGEs, verbs.ErrInvalid)
 	}
 	if b.ns+len(wr.SGL) > batchSGEs {
 		return false, nil
@@ -169,7 +168,7 @@ func postErrno(r C.int) error {
 	if r < 0 {
 		r = -r
 	}
-	return errnoSentinel(errnoOf(r), nic.ErrQueueFull)
+	return errnoSentinel(errnoOf(r), verbs.ErrQueueFull)
 }
 
 func (q *qp) PostRecv(wrs ...*verbs.RecvWR) error {
@@ -179,7 +178,7 @@ func (q *qp) PostRecv(wrs ...*verbs.RecvWR) error {
 	q.mu.RLock()
 	defer q.mu.RUnlock()
 	if q.gone {
-		return &nic.PostError{Index: 0, WRID: recvID(wrs[0]), Err: fmt.Errorf("passthrough: post receive: %w", nic.ErrDestroyed)}
+		return &verbs.PostError{Index: 0, WRID: recvID(wrs[0]), Err: fmt.Errorf("passthrough: post receive: %w", verbs.ErrDestroyed)}
 	}
 	return postRecv(q.c, nil, wrs)
 }
@@ -203,11 +202,11 @@ func postRecv(qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, wrs []*verbs.RecvWR) e
 		for done+n < len(wrs) && n < C.RN_BATCH {
 			wr := wrs[done+n]
 			if wr == nil {
-				stop = fmt.Errorf("passthrough: nil receive WR: %w", nic.ErrInvalid)
+				stop = fmt.Errorf("passthrough: nil receive WR: %w", verbs.ErrInvalid)
 				break
 			}
 			if len(wr.SGL) > batchSGEs {
-				stop = fmt.Errorf("passthrough: %d SGEs in one WR, at most %d: %w", len(wr.SGL), batchSGEs, nic.ErrInvalid)
+				stop = fmt.Errorf("passthrough: %d SGEs in one WR, at most %d: %w", len(wr.SGL), batchSGEs, verbs.ErrInvalid)
 				break
 			}
 			if ns+len(wr.SGL) > batchSGEs {
@@ -229,12 +228,12 @@ func postRecv(qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, wrs []*verbs.RecvWR) e
 			}
 			if r != 0 {
 				i := done + int(bad)
-				return &nic.PostError{Index: i, WRID: recvID(wrs[i]), Err: fmt.Errorf("passthrough: post receive: %w", postErrno(r))}
+				return &verbs.PostError{Index: i, WRID: recvID(wrs[i]), Err: fmt.Errorf("passthrough: post receive: %w", postErrno(r))}
 			}
 		}
 		done += n
 		if stop != nil {
-			return &nic.PostError{Index: done, WRID: recvID(wrs[done]), Err: stop}
+			return &verbs.PostError{Index: done, WRID: recvID(wrs[done]), Err: stop}
 		}
 	}
 	return nil

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
 )
@@ -70,7 +69,7 @@ func (d *device) CreateQP(x ibv.PD, init ibv.QPInit) (ibv.QP, error) {
 	}{{init.SendCQ, &a.send_cq}, {init.RecvCQ, &a.recv_cq}} {
 		q, ok := c.q.(*cq)
 		if c.q == nil {
-			return fail(fmt.Errorf("a send and a receive CQ are required: %w", nic.ErrInvalid))
+			return fail(fmt.Errorf("a send and a receive CQ are required: %w", verbs.ErrInvalid))
 		}
 		if !ok || q.d != d {
 			return fail(ibv.ErrForeign)

@@ -12,7 +12,6 @@ import "C"
 import (
 	"fmt"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
 )
@@ -24,7 +23,7 @@ type srq struct {
 
 func (d *device) CreateSRQ(x ibv.PD, maxWR, maxSGE int) (ibv.SRQ, error) {
 	if maxWR <= 0 || maxSGE <= 0 {
-		return nil, fmt.Errorf("passthrough: create SRQ of %d WRs × %d SGEs: %w", maxWR, maxSGE, nic.ErrInvalid)
+		return nil, fmt.Errorf("passthrough: create SRQ of %d WRs × %d SGEs: %w", maxWR, maxSGE, verbs.ErrInvalid)
 	}
 	if err := d.enter(); err != nil {
 		return nil, err
@@ -55,12 +54,12 @@ func (s *srq) PostRecv(wrs ...*verbs.RecvWR) error {
 		return nil
 	}
 	if s.gone {
-		return &nic.PostError{Index: 0, WRID: recvID(wrs[0]), Err: fmt.Errorf("passthrough: post to SRQ: %w", nic.ErrDestroyed)}
+		return &verbs.PostError{Index: 0, WRID: recvID(wrs[0]), Err: fmt.Errorf("passthrough: post to SRQ: %w", verbs.ErrDestroyed)}
 	}
 	return postRecv(nil, s.c, wrs)
 }
 
-// Destroy fails with nic.ErrBusy while QPs use the SRQ.
+// Destroy fails with verbs.ErrBusy while QPs use the SRQ.
 func (s *srq) Destroy() error { return s.d.destroy(s, "SRQ") }
 
 func (s *srq) free() error {

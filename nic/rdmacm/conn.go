@@ -128,7 +128,7 @@ func (c *CM) Connect(ctx context.Context, qp *nic.QP, addr netip.Addr, port uint
 		ResponderResources: cp.ResponderResources, InitiatorDepth: cp.InitiatorDepth,
 		RetryCount: cp.RetryCount, RNRRetryCount: cp.RNRRetryCount, PKey: 0xFFFF, PathMTU: uint8(mtu),
 		PrimaryLocalLID: cm.PermissiveLID, PrimaryRemoteLID: cm.PermissiveLID,
-		PrimaryLocalGID: nic.GIDFromAddr(local), PrimaryRemoteGID: nic.GIDFromAddr(addr),
+		PrimaryLocalGID: verbs.GIDFromAddr(local), PrimaryRemoteGID: verbs.GIDFromAddr(addr),
 		// rdma_cm's RoCEv2 flow label: a hash of the ports, so that ECMP
 		// spreads connections (cma.c, rdma_calc_flow_label).
 		FlowLabel: flowLabel(sport, port), HopLimit: 64, LocalACKTimeout: c.ackTimeout(),
@@ -136,7 +136,7 @@ func (c *CM) Connect(ctx context.Context, qp *nic.QP, addr netip.Addr, port uint
 	}
 	conn := newConn(qp)
 	conn.local, conn.remote = netip.AddrPortFrom(local, sport), netip.AddrPortFrom(addr, port)
-	av := verbs.AddressVector{DGID: nic.GIDFromAddr(addr), SGIDIndex: sgid, HopLimit: 64, PortNum: 1}
+	av := verbs.AddressVector{DGID: verbs.GIDFromAddr(addr), SGIDIndex: sgid, HopLimit: 64, PortNum: 1}
 	onREP := func(ev cm.Event) error {
 		if ev.Type != cm.EventREP {
 			return conn.handle(ev)

@@ -13,21 +13,22 @@ import (
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 // Local returns n as an ibv.Device that offers rdma_cm (ibv.ConnManager)
 // on its QP1. Closing the device closes the CM, then n.
 func Local(n *embedded.NIC, cfg Config) (ibv.Device, error) {
-	return LocalWith(n, cfg, ibv.LocalOptions{})
+	return LocalWith(n, cfg, nic.IBVOptions{})
 }
 
 // LocalWith is Local with the device's other options: opt.Close, if set,
 // closes the NIC in place of n.Close (a TAP-mode NIC closes its TAP too);
 // opt.Counters defaults to the RoCEv2 engine's counters. The CM goes in
 // opt.ConnManager, which must be nil.
-func LocalWith(n *embedded.NIC, cfg Config, opt ibv.LocalOptions) (ibv.Device, error) {
+func LocalWith(n *embedded.NIC, cfg Config, opt nic.IBVOptions) (ibv.Device, error) {
 	if opt.ConnManager != nil {
-		return nil, fmt.Errorf("rdmacm: local device: LocalOptions already has a ConnManager")
+		return nil, fmt.Errorf("rdmacm: local device: IBVOptions already has a ConnManager")
 	}
 	c, err := New(n, cfg)
 	if err != nil {
@@ -46,7 +47,7 @@ func LocalWith(n *embedded.NIC, cfg Config, opt ibv.LocalOptions) (ibv.Device, e
 }
 
 // ConnManager returns c as an ibv.ConnManager. It binds QPs of c's NIC
-// given as Local QPs (ibv.Local of the NIC's *nic.Device): those in RESET,
+// given as its ibv QPs (nic.AsIBV of the NIC's *nic.Device): those in RESET,
 // or in INIT with receives posted, as after rdma_create_qp. A connection's
 // QP is the ibv.QP it was given.
 func (c *CM) ConnManager() ibv.ConnManager { return ibvCM{c} }
@@ -55,7 +56,7 @@ type ibvCM struct{ c *CM }
 
 // qp unwraps an ibv.QP of the CM's NIC.
 func (a ibvCM) qp(qp ibv.QP) (*nic.QP, error) {
-	q := ibv.LocalQP(qp)
+	q := nic.QPOf(qp)
 	if q == nil || a.c.n.Device.QP(q.QPN()) != q {
 		return nil, fmt.Errorf("rdmacm: %w", ibv.ErrForeign)
 	}
@@ -74,7 +75,7 @@ func param(p *ibv.ConnParam) *ConnParam {
 func (a ibvCM) CMListen(port uint16) (ibv.CMListener, error) {
 	l, err := a.c.Listen(port)
 	if errors.Is(err, ErrInUse) {
-		return nil, fmt.Errorf("%w: %w", nic.ErrBusy, err) // ibv's contract: EADDRINUSE
+		return nil, fmt.Errorf("%w: %w", verbs.ErrBusy, err) // ibv's contract: EADDRINUSE
 	}
 	if err != nil {
 		return nil, err

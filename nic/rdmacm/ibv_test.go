@@ -33,9 +33,9 @@ func TestLocal(t *testing.T) {
 	if ctr := d.(ibv.Counters).Counters(); len(ctr) == 0 || ctr[0].Name == "" {
 		t.Fatalf("counters %v", ctr)
 	}
-	// A QP of B's NIC, even wrapped as a Local QP of B, is foreign to A.
-	db := ibv.Local(b.n.Device, ibv.LocalOptions{Close: func() error { return nil }})
-	foreign := ibv.WrapQP(db, b.qp(t))
+	// A QP of B's NIC, even wrapped as an ibv QP of B, is foreign to A.
+	db := nic.AsIBV(b.n.Device, nic.IBVOptions{Close: func() error { return nil }})
+	foreign := nic.WrapQP(db, b.qp(t))
 	if _, err := cm.CMConnect(ctxT(t), foreign, addrB, 1, nil, nil); !errors.Is(err, ibv.ErrForeign) {
 		t.Fatalf("CMConnect with another NIC's QP: %v, want ErrForeign", err)
 	}
@@ -52,11 +52,11 @@ func TestLocal(t *testing.T) {
 func TestLocalWith(t *testing.T) {
 	a, _ := newPair(t, nil, nil)
 	a.cm.Close()
-	if _, err := LocalWith(a.n, Config{}, ibv.LocalOptions{ConnManager: ibvCM{}}); err == nil {
+	if _, err := LocalWith(a.n, Config{}, nic.IBVOptions{ConnManager: ibvCM{}}); err == nil {
 		t.Fatal("LocalWith took a ConnManager of its caller's")
 	}
 	closed := 0
-	d, err := LocalWith(a.n, Config{}, ibv.LocalOptions{Close: func() error { closed++; return nil }})
+	d, err := LocalWith(a.n, Config{}, nic.IBVOptions{Close: func() error { closed++; return nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,18 +94,18 @@ func TestIBVConnParam(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	da := ibv.Local(a.n.Device, ibv.LocalOptions{ConnManager: a.cm.ConnManager(), Close: func() error { return nil }})
-	db := ibv.Local(b.n.Device, ibv.LocalOptions{ConnManager: b.cm.ConnManager(), Close: func() error { return nil }})
+	da := nic.AsIBV(a.n.Device, nic.IBVOptions{ConnManager: a.cm.ConnManager(), Close: func() error { return nil }})
+	db := nic.AsIBV(b.n.Device, nic.IBVOptions{ConnManager: b.cm.ConnManager(), Close: func() error { return nil }})
 	p := &ibv.ConnParam{ResponderResources: 4, InitiatorDepth: 4}
 	res := make(chan error, 1)
 	go func() {
 		r, err := ibvListener{l, ibvCM{b.cm}}.Accept(ctx)
 		if err == nil {
-			_, err = r.Accept(ctx, ibv.WrapQP(db, b.qp(t)), nil, p)
+			_, err = r.Accept(ctx, nic.WrapQP(db, b.qp(t)), nil, p)
 		}
 		res <- err
 	}()
-	cn, err := da.(ibv.ConnManager).CMConnect(ctx, ibv.WrapQP(da, a.qp(t)), addrB, l.Port(), nil, p)
+	cn, err := da.(ibv.ConnManager).CMConnect(ctx, nic.WrapQP(da, a.qp(t)), addrB, l.Port(), nil, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,15 +124,15 @@ func TestIBVConnParam(t *testing.T) {
 	}
 }
 
-// TestIBVUD: UD ids through ibv.Local's wrappers: a resolve reaches the
+// TestIBVUD: UD ids through nic.AsIBV's wrappers: a resolve reaches the
 // listener's request, its Accept answers with the ibv QP's number and
 // Q_Key; a request without a listener wraps ibv.ErrUnreachable; a Local
 // device whose CM has no UD ids refuses them with ErrNotSupported.
 func TestIBVUD(t *testing.T) {
 	a, b := newPair(t, nil, nil)
 	ctx := ctxT(t)
-	da := ibv.Local(a.n.Device, ibv.LocalOptions{ConnManager: a.cm.ConnManager(), Close: func() error { return nil }})
-	db := ibv.Local(b.n.Device, ibv.LocalOptions{ConnManager: b.cm.ConnManager(), Close: func() error { return nil }})
+	da := nic.AsIBV(a.n.Device, nic.IBVOptions{ConnManager: a.cm.ConnManager(), Close: func() error { return nil }})
+	db := nic.AsIBV(b.n.Device, nic.IBVOptions{ConnManager: b.cm.ConnManager(), Close: func() error { return nil }})
 	l, err := db.(ibv.UDConnManager).CMListenUD(0)
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +143,7 @@ func TestIBVUD(t *testing.T) {
 	go func() {
 		r, err := l.Accept(ctx)
 		if err == nil {
-			err = r.Accept(ibv.WrapQP(db, qb), []byte("ud ok"))
+			err = r.Accept(nic.WrapQP(db, qb), []byte("ud ok"))
 		}
 		res <- err
 	}()
@@ -160,8 +160,8 @@ func TestIBVUD(t *testing.T) {
 	if _, err := da.(ibv.UDConnManager).CMResolveUD(ctx, addrB, l.Port()+1, nil); !errors.Is(err, ibv.ErrUnreachable) {
 		t.Fatalf("no listener: %v, want ErrUnreachable", err)
 	}
-	plain := ibv.Local(a.n.Device, ibv.LocalOptions{ConnManager: rcOnly{a.cm.ConnManager()}, Close: func() error { return nil }})
-	if _, err := plain.(ibv.UDConnManager).CMListenUD(0); !errors.Is(err, nic.ErrNotSupported) {
+	plain := nic.AsIBV(a.n.Device, nic.IBVOptions{ConnManager: rcOnly{a.cm.ConnManager()}, Close: func() error { return nil }})
+	if _, err := plain.(ibv.UDConnManager).CMListenUD(0); !errors.Is(err, verbs.ErrNotSupported) {
 		t.Fatalf("CM without UD ids: %v, want ErrNotSupported", err)
 	}
 }
@@ -170,7 +170,7 @@ func TestIBVUD(t *testing.T) {
 type rcOnly struct{ ibv.ConnManager }
 
 // TestIBVListenInUse: a second listener on a port says it is busy
-// (nic.ErrBusy: rnicd answers StatusBusy, the drop-in library EADDRINUSE),
+// (verbs.ErrBusy: rnicd answers StatusBusy, the drop-in library EADDRINUSE),
 // not an internal error; the port is free again once the first closes.
 func TestIBVListenInUse(t *testing.T) {
 	a, _ := newPair(t, nil, nil)
@@ -185,8 +185,8 @@ func TestIBVListenInUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cm.CMListen(7174); !errors.Is(err, nic.ErrBusy) {
-		t.Fatalf("a second CMListen on port 7174: %v, want nic.ErrBusy", err)
+	if _, err := cm.CMListen(7174); !errors.Is(err, verbs.ErrBusy) {
+		t.Fatalf("a second CMListen on port 7174: %v, want verbs.ErrBusy", err)
 	}
 	l.Close()
 	l, err = cm.CMListen(7174)

@@ -181,7 +181,7 @@ func (r *Request) Accept(ctx context.Context, qp *nic.QP, privateData []byte, p 
 	if hop == 0 {
 		hop = 64
 	}
-	av := verbs.AddressVector{DGID: nic.GIDFromAddr(peer), SGIDIndex: sgid, HopLimit: hop,
+	av := verbs.AddressVector{DGID: verbs.GIDFromAddr(peer), SGIDIndex: sgid, HopLimit: hop,
 		TrafficClass: q.TrafficClass, FlowLabel: q.FlowLabel, PortNum: 1}
 	ack := q.LocalACKTimeout
 	if ack == 0 {

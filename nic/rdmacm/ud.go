@@ -224,7 +224,7 @@ func udPeer(r cm.SIDRResult, addr netip.Addr, sgid uint8, local, remote netip.Ad
 	case r.QKey != UDPQKey:
 		return nil, fmt.Errorf("%w: %#x", ErrQKey, r.QKey)
 	}
-	av := verbs.AddressVector{DGID: nic.GIDFromAddr(addr), SGIDIndex: sgid, HopLimit: 64, PortNum: 1}
+	av := verbs.AddressVector{DGID: verbs.GIDFromAddr(addr), SGIDIndex: sgid, HopLimit: 64, PortNum: 1}
 	return &UDPeer{QPN: r.QPN, QKey: r.QKey, AV: av, PrivateData: r.PrivateData, Local: local, Remote: remote}, nil
 }
 

@@ -67,7 +67,7 @@ func newEnd(t *testing.T, n *tapnic.NIC) *end {
 // timeout and retry are the requester's retransmission settings.
 func connect(t *testing.T, me, peer *end, peerAddr netip.Addr, timeout, retry uint8) {
 	t.Helper()
-	connectAV(t, me, peer, verbs.AddressVector{DGID: nic.GIDFromAddr(peerAddr),
+	connectAV(t, me, peer, verbs.AddressVector{DGID: verbs.GIDFromAddr(peerAddr),
 		SGIDIndex: gidIndex(me.n, peerAddr), HopLimit: 64, PortNum: 1}, timeout, retry)
 }
 

@@ -23,7 +23,7 @@ import (
 	"os"
 	"sync"
 
-	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/roce/wire"
 	"github.com/rnic/rnic/tap"
 )
@@ -46,7 +46,7 @@ type HostPort struct {
 // without IFF_VNET_HDR; its other end should have the NIC's MAC and
 // addresses) the NIC's host port, until the HostPort is closed or the NIC
 // is. It takes f. A NIC has one host port at a time: a second attach fails
-// with nic.ErrBusy.
+// with verbs.ErrBusy.
 func (n *NIC) AttachHostPort(f *os.File) (*HostPort, error) {
 	return n.attachHostPort(f, false)
 }
@@ -64,13 +64,13 @@ func (n *NIC) attachHostPort(f *os.File, user bool) (*HostPort, error) {
 	if n.port != nil || n.closed {
 		f.Close()
 		if n.closed {
-			return nil, fmt.Errorf("tapnic: %s: %w", n.Name(), nic.ErrClosed)
+			return nil, fmt.Errorf("tapnic: %s: %w", n.Name(), verbs.ErrClosed)
 		}
-		return nil, fmt.Errorf("tapnic: %s has a host port already: %w", n.Name(), nic.ErrBusy)
+		return nil, fmt.Errorf("tapnic: %s has a host port already: %w", n.Name(), verbs.ErrBusy)
 	}
 	dev, err := tap.AdoptTAP(f, n.host.Offload())
 	if err != nil {
-		return nil, fmt.Errorf("tapnic: %s: host port: %w", n.Name(), errors.Join(err, nic.ErrInvalid))
+		return nil, fmt.Errorf("tapnic: %s: host port: %w", n.Name(), errors.Join(err, verbs.ErrInvalid))
 	}
 	p := &HostPort{n: n, dev: dev, done: make(chan struct{}),
 		cls: classifier{mac: n.host.MAC(), rocePort: wire.UDPPort, tcpOwns: n.tcp.Owns, user: user, privStart: privilegedPorts()}}

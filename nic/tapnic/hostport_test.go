@@ -13,7 +13,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/tap"
 	"github.com/rnic/rnic/tap/taptest"
@@ -132,14 +131,14 @@ func testHostPort(t *testing.T, vnet bool) {
 		t.Fatal(err)
 	}
 	pw.Close()
-	if _, err := a.AttachHostPort(pr); !errors.Is(err, tap.ErrNotTAP) || !errors.Is(err, nic.ErrInvalid) {
+	if _, err := a.AttachHostPort(pr); !errors.Is(err, tap.ErrNotTAP) || !errors.Is(err, verbs.ErrInvalid) {
 		t.Fatalf("attach a pipe: %v, want ErrNotTAP and ErrInvalid", err)
 	}
 	p, err := a.AttachHostPort(dupFile(t, view.File))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.AttachHostPort(dupFile(t, view.File)); !errors.Is(err, nic.ErrBusy) {
+	if _, err := a.AttachHostPort(dupFile(t, view.File)); !errors.Is(err, verbs.ErrBusy) {
 		t.Fatalf("second attach: %v, want ErrBusy", err)
 	}
 	mac := a.Host().MAC()

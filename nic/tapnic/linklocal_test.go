@@ -36,8 +36,8 @@ func TestLinkLocalGID(t *testing.T) {
 		n    *nic.Device
 		want []netip.Addr
 	}{
-		{a.Device, []netip.Addr{llA, nic.GIDFromAddr(tn.Addr4(2).Addr()), tn.Addr6(2).Addr()}},
-		{b.Device, []netip.Addr{llB, nic.GIDFromAddr(tn.Addr4(3).Addr())}},
+		{a.Device, []netip.Addr{llA, verbs.GIDFromAddr(tn.Addr4(2).Addr()), tn.Addr6(2).Addr()}},
+		{b.Device, []netip.Addr{llB, verbs.GIDFromAddr(tn.Addr4(3).Addr())}},
 	} {
 		for i, w := range c.want {
 			if g, err := c.n.QueryGID(1, i); err != nil || g != w {

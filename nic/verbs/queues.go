@@ -31,6 +31,10 @@ type CompletionQueue interface {
 	Solicited()
 }
 
+// DefaultEventQueueLen is how many asynchronous events a device holds for
+// a program that has not read them yet, unless configured otherwise.
+const DefaultEventQueueLen = 1024
+
 // AsyncEvent is an asynchronous event type (enum ibv_event_type).
 type AsyncEvent uint8
 

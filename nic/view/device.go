@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/client"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 // Device is one NIC of the daemon as the view shows it.
@@ -22,10 +22,10 @@ type Device struct {
 	NodeGUID     uint64
 	SysImageGUID uint64
 	FwVer        string
-	Transport    nic.Transport
-	State        nic.PortState
+	Transport    verbs.Transport
+	State        verbs.PortState
 	PhysState    uint8
-	LinkLayer    nic.LinkLayer
+	LinkLayer    verbs.LinkLayer
 	LinkMTU      int
 	GIDs         []netip.Addr
 	GIDTblLen    int

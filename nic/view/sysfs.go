@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 // uverbsABI is what /sys/class/infiniband_verbs/abi_version holds: the
@@ -84,7 +85,7 @@ func port(d *Device, ifname string) *Node {
 		// The kernel's read of an unused entry's attributes fails; here
 		// the file is absent (UCX and libibverbs take a failed read
 		// alike). iWARP ports have no RoCE GID types.
-		if i < len(d.GIDs) && d.Transport == nic.TransportIB {
+		if i < len(d.GIDs) && d.Transport == verbs.TransportIB {
 			types.put(fmt.Sprint(i), file("RoCE v2\n"))
 			if ifname != "" {
 				ndevs.put(fmt.Sprint(i), file(ifname+"\n"))
@@ -124,23 +125,23 @@ func gidString(g netip.Addr) string {
 	return s.String()
 }
 
-func nodeType(t nic.NodeType) string {
-	if t == nic.NodeRNIC {
+func nodeType(t verbs.NodeType) string {
+	if t == verbs.NodeRNIC {
 		return "4: RNIC\n"
 	}
 	return "1: CA\n"
 }
 
 // portState names a state as the kernel's state_show does.
-func portState(s nic.PortState) string {
+func portState(s verbs.PortState) string {
 	switch s {
-	case nic.PortDown:
+	case verbs.PortDown:
 		return "DOWN"
-	case nic.PortInit:
+	case verbs.PortInit:
 		return "INIT"
-	case nic.PortArmed:
+	case verbs.PortArmed:
 		return "ARMED"
-	case nic.PortActive:
+	case verbs.PortActive:
 		return "ACTIVE"
 	case 5:
 		return "ACTIVE_DEFER"
@@ -158,8 +159,8 @@ func physState(s uint8) string {
 	return "<unknown>"
 }
 
-func linkLayer(l nic.LinkLayer) string {
-	if l == nic.LinkLayerInfiniBand {
+func linkLayer(l verbs.LinkLayer) string {
+	if l == verbs.LinkLayerInfiniBand {
 		return "InfiniBand\n"
 	}
 	return "Ethernet\n"

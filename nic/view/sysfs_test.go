@@ -4,13 +4,13 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 func roceDevice() Device {
 	return Device{Index: 1, Name: "rnic1", NodeGUID: 0x02007fff_fe000003, SysImageGUID: 0x02007fff_fe000003,
-		FwVer: "rnic 0.1", Transport: nic.TransportIB, State: nic.PortActive, PhysState: nic.PhysStateLinkUp,
-		LinkLayer: nic.LinkLayerEthernet, GIDs: []netip.Addr{netip.MustParseAddr("::ffff:127.0.0.3")}, GIDTblLen: 2, PKeyTblLen: 1}
+		FwVer: "rnic 0.1", Transport: verbs.TransportIB, State: verbs.PortActive, PhysState: verbs.PhysStateLinkUp,
+		LinkLayer: verbs.LinkLayerEthernet, GIDs: []netip.Addr{netip.MustParseAddr("::ffff:127.0.0.3")}, GIDTblLen: 2, PKeyTblLen: 1}
 }
 
 // TestSysClassFormats: each file as the kernel's sysfs prints it.
@@ -52,7 +52,7 @@ func TestSysClassFormats(t *testing.T) {
 // TestSysClassIWARP: an iWARP NIC is an RNIC with no RoCE GID types.
 func TestSysClassIWARP(t *testing.T) {
 	d := roceDevice()
-	d.Transport = nic.TransportIWARP
+	d.Transport = verbs.TransportIWARP
 	root := SysClass([]Device{d}, nil, "")
 	if n := root.Get("infiniband/rnic1/node_type"); n == nil || n.Data != "4: RNIC\n" {
 		t.Errorf("node_type %+v, want 4: RNIC", n)

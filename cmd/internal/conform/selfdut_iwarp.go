@@ -16,6 +16,7 @@ import (
 	"github.com/rnic/rnic/cmd/internal/conform/agent"
 	"github.com/rnic/rnic/cmd/internal/conform/agentproto"
 	"github.com/rnic/rnic/cmd/internal/conform/iwport"
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/transport"
@@ -67,7 +68,7 @@ func StartSelfIWARP(opt SelfOptions) (*SelfIWARP, error) {
 		d.Close()
 		return nil, err
 	}
-	d.NIC, d.Device = n, n.Verbs(ibv.LocalOptions{})
+	d.NIC, d.Device = n, n.Verbs(nic.IBVOptions{})
 	if err := d.start(); err != nil {
 		d.Close()
 		return nil, err

@@ -225,7 +225,7 @@ func (s *side) create() error {
 // race. Another backend's NIC gives its own (rnicd's is shared memory
 // too).
 func (s *side) alloc() error {
-	if ibv.LocalNIC(s.dev) != nil {
+	if nic.DeviceOf(s.dev) != nil {
 		sh, err := memory.NewShared(bufSize)
 		if err != nil {
 			return err
@@ -262,7 +262,7 @@ func (s *side) close() {
 		s.mr.Dereg()
 	}
 	if s.fmr != nil {
-		ibv.LocalNIC(s.dev).DeregMR(s.fmr)
+		nic.DeviceOf(s.dev).DeregMR(s.fmr)
 	}
 	if s.closer == nil && s.pd != nil {
 		s.pd.Dealloc()

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 )
@@ -49,7 +50,7 @@ func openLoopbackNIC(t *testing.T, name string) ibv.Device {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ibv.Local(n.Device, ibv.LocalOptions{Close: n.Close})
+	return nic.AsIBV(n.Device, nic.IBVOptions{Close: n.Close})
 }
 
 // TestDemoOnOneDevice: every step passes with both sides on one device,

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
@@ -148,7 +149,7 @@ func (d *demo) openIWARPSide(name, peer string, addr netip.Addr, pcap *embedded.
 	if tap != nil {
 		closeAll = func() error { err := n.Close(); tap.Close(); return err }
 	}
-	dev := n.Verbs(ibv.LocalOptions{Close: closeAll})
+	dev := n.Verbs(nic.IBVOptions{Close: closeAll})
 	return d.objects(name, dev, dev, addr, d.iwarpQP)
 }
 
@@ -246,9 +247,9 @@ func (d *demo) sendInv() error {
 	a, b := d.a, d.b
 	// Fast registration is the verbs model's (a local NIC's), as on
 	// Linux it is a kernel consumer's.
-	dev := ibv.LocalNIC(b.dev)
+	dev := nic.DeviceOf(b.dev)
 	var err error
-	if b.fmr, err = dev.AllocFastMR(ibv.LocalPD(b.pd)); err != nil {
+	if b.fmr, err = dev.AllocFastMR(nic.PDOf(b.pd)); err != nil {
 		return err
 	}
 	const off, n = 0xC000, 0x1000

@@ -93,7 +93,7 @@ func (d *demo) open(name string, link embedded.Link, addr netip.Addr, mac [6]byt
 	if err != nil {
 		return nil, err
 	}
-	dev := n.Verbs(ibv.LocalOptions{})
+	dev := n.Verbs(nic.IBVOptions{})
 	return d.objects(name, dev, dev, addr, d.roceQPs)
 }
 
@@ -157,7 +157,7 @@ func (d *demo) roceQPs(s *side) error {
 	}
 	s.psn = rand.Uint32() & 0xFFFFFF
 	fmt.Fprintf(d.out, "%s: address %v (RoCEv2 GID %v), RC QP %#06x, UD QP %#06x, memory region rkey %#x at %#x\n",
-		s.name, s.addr, nic.GIDFromAddr(s.addr), s.qp.QPN(), s.ud.QPN(), s.mr.RKey(), s.mr.Addr())
+		s.name, s.addr, verbs.GIDFromAddr(s.addr), s.qp.QPN(), s.ud.QPN(), s.mr.RKey(), s.mr.Addr())
 	return nil
 }
 
@@ -173,7 +173,7 @@ func (d *demo) connect() error {
 		}
 		rtr := verbs.QPAttr{State: verbs.QPSRTR, PathMTU: verbs.MTU1024, DestQPN: peer.qp.QPN(), RQPSN: peer.psn,
 			MaxDestRdAtomic: 1, MinRNRTimer: 12,
-			AV: verbs.AddressVector{DGID: nic.GIDFromAddr(peer.addr), HopLimit: 64, PortNum: 1, SGIDIndex: uint8(me.sgid)}}
+			AV: verbs.AddressVector{DGID: verbs.GIDFromAddr(peer.addr), HopLimit: 64, PortNum: 1, SGIDIndex: uint8(me.sgid)}}
 		if err := me.qp.Modify(&rtr, verbs.AttrState|verbs.AttrAV|verbs.AttrPathMTU|verbs.AttrDestQPN|
 			verbs.AttrRQPSN|verbs.AttrMaxDestRdAtomic|verbs.AttrMinRNRTimer); err != nil {
 			return err
@@ -252,7 +252,7 @@ func (d *demo) ud() error {
 	if err := b.ud.PostRecv(&verbs.RecvWR{ID: 103, SGL: b.sge(0xA000, 40+256)}); err != nil {
 		return err
 	}
-	ah, err := a.dev.CreateAH(a.pd, verbs.AddressVector{DGID: nic.GIDFromAddr(b.addr), HopLimit: 64, PortNum: 1, SGIDIndex: uint8(a.sgid)})
+	ah, err := a.dev.CreateAH(a.pd, verbs.AddressVector{DGID: verbs.GIDFromAddr(b.addr), HopLimit: 64, PortNum: 1, SGIDIndex: uint8(a.sgid)})
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
@@ -147,7 +148,7 @@ func (d *demo) openTAPs() error {
 // tapDevice is a TAP NIC's verbs device; closing it closes the NIC and
 // its TAP.
 func tapDevice(n *tapNIC) ibv.Device {
-	return n.nic.Verbs(ibv.LocalOptions{Close: n.closer.Close})
+	return n.nic.Verbs(nic.IBVOptions{Close: n.closer.Close})
 }
 
 // frameLog is the writer under rnic0's TAP pcap: it takes the pcap stream

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/verbs"
 )
 
@@ -123,7 +122,7 @@ func (l *bwLoop) post(i int) (posted bool, err error) {
 		}
 		l.t.posted[l.totS] = int64(time.Since(l.start))
 		if err := q.qp.PostSend(w); err != nil {
-			if errors.Is(err, nic.ErrQueueFull) {
+			if errors.Is(err, verbs.ErrQueueFull) {
 				l.ready.push(i) // the engine still holds WRs we counted done: poll
 				return posted, nil
 			}

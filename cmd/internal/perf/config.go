@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/cmd/internal/loopback"
+	"github.com/rnic/rnic/cmd/internal/progkit"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
@@ -226,6 +227,9 @@ type Config struct {
 // ErrConfig is wrapped by configuration errors.
 var ErrConfig = errors.New("perf: bad configuration")
 
+// kit words the shared plumbing's errors as perf's.
+var kit = progkit.Program{Name: "perf", ErrConfig: ErrConfig}
+
 // role says which sides run in this process.
 type role uint8
 
@@ -391,13 +395,13 @@ func (r *resolved) resolveAddrs(ctx context.Context) error {
 			c.Addr = loopback.Other(r.server)
 		}
 	case roleClient:
-		a, err := lookup(ctx, c.Server, nil)
+		a, err := kit.Lookup(ctx, c.Server, nil)
 		if err != nil {
 			return err
 		}
 		r.server = a
 		if !c.Addr.IsValid() {
-			if c.Addr, err = clientAddr(a); err != nil {
+			if c.Addr, err = kit.ClientAddr(a, DefaultRDMAPort); err != nil {
 				return err
 			}
 		}
@@ -578,15 +582,9 @@ func (r *resolved) resolveTAP(ctx context.Context) error {
 		if t == nil {
 			continue
 		}
-		if t.TAP == "" {
-			return fmt.Errorf("%w: TAP mode without a TAP device name", ErrConfig)
-		}
-		if len(t.Prefixes) == 0 {
-			return fmt.Errorf("%w: TAP %s has no address", ErrConfig, t.TAP)
-		}
-		addrs := make([]netip.Addr, len(t.Prefixes))
-		for i, p := range t.Prefixes {
-			addrs[i] = p.Addr().Unmap()
+		addrs, err := kit.TAPAddrs(t)
+		if err != nil {
+			return err
 		}
 		if t == c.TAP {
 			own = addrs
@@ -607,32 +605,22 @@ func (r *resolved) resolveTAP(ctx context.Context) error {
 			r.server = srvOwn[0]
 			if c.Addr.IsValid() {
 				// The server's address of the family the client asked for.
-				if a, ok := addrOfFamily(srvOwn, c.Addr.Unmap()); ok {
+				if a, ok := progkit.AddrOfFamily(srvOwn, c.Addr); ok {
 					r.server = a
 				}
 			}
 		}
 		c.ServerAddr = r.server
 	case roleClient:
-		a, err := lookup(ctx, c.Server, own)
+		a, err := kit.Lookup(ctx, c.Server, own)
 		if err != nil {
 			return err
 		}
 		r.server = a
 	}
-	if c.Addr.IsValid() {
-		c.Addr = c.Addr.Unmap()
-		if !slices.Contains(own, c.Addr) {
-			return fmt.Errorf("%w: address %v is not one of TAP %s's %v", ErrConfig, c.Addr, c.TAP.TAP, own)
-		}
-		if r.server.IsValid() && r.server.Is4() != c.Addr.Is4() {
-			return fmt.Errorf("%w: address %v cannot reach server %v", ErrConfig, c.Addr, r.server)
-		}
-		return nil
-	}
-	a, ok := addrOfFamily(own, r.server)
-	if !ok {
-		return fmt.Errorf("%w: TAP %s has no address of server %v's family (it has %v)", ErrConfig, c.TAP.TAP, r.server, own)
+	a, err := kit.ChooseAddr(own, c.Addr, r.server, "TAP "+c.TAP.TAP)
+	if err != nil {
+		return err
 	}
 	c.Addr = a
 	return nil
@@ -666,8 +654,7 @@ func (r *resolved) checkDevice() error {
 	default:
 		return nil
 	}
-	return fmt.Errorf("%w: %s is for a NIC of this process, not device %s (its %s backend owns the port)",
-		ErrConfig, what, r.spec, r.spec.Backend)
+	return kit.NotLocal(r.spec, what)
 }
 
 // resolveDevice picks, for the device of another backend dev (r.dev),
@@ -685,14 +672,14 @@ func (r *resolved) resolveDevice(ctx context.Context, dev ibv.Device) error {
 		return fmt.Errorf("perf: query port 1 of %s: %w", r.spec, err)
 	}
 	r.devMTU = pa.ActiveMTU.Bytes()
-	own := deviceAddrs(dev)
+	own := progkit.DeviceAddrs(dev)
 	if len(own) == 0 {
 		return fmt.Errorf("%w: device %s has no IP address in its GID table %v", ErrConfig, r.spec, dev.GIDs())
 	}
 	what := "device " + r.spec.String()
 	switch r.role {
 	case roleClient:
-		if r.server, err = lookup(ctx, c.Server, own); err != nil {
+		if r.server, err = kit.Lookup(ctx, c.Server, own); err != nil {
 			return err
 		}
 	case roleBoth:
@@ -702,21 +689,9 @@ func (r *resolved) resolveDevice(ctx context.Context, dev ibv.Device) error {
 			return fmt.Errorf("%w: both sides run on device %s: one address (--addr), not a server's of its own", ErrConfig, r.spec)
 		}
 	}
-	if c.Addr.IsValid() {
-		c.Addr = c.Addr.Unmap()
-		if !slices.Contains(own, c.Addr) {
-			return fmt.Errorf("%w: address %v is not one of %s's %v", ErrConfig, c.Addr, what, own)
-		}
-		if r.server.IsValid() && r.server.Is4() != c.Addr.Is4() {
-			return fmt.Errorf("%w: address %v cannot reach server %v", ErrConfig, c.Addr, r.server)
-		}
-	} else {
-		a, ok := addrOfFamily(own, r.server)
-		if !ok {
-			return fmt.Errorf("%w: %s has no address of server %v's family (it has %v)", ErrConfig, what, r.server, own)
-		}
-		c.Addr = a
-		r.anyAddr = r.role == roleServer
+	r.anyAddr = r.role == roleServer && !c.Addr.IsValid()
+	if c.Addr, err = kit.ChooseAddr(own, c.Addr, r.server, what); err != nil {
+		return err
 	}
 	if r.role == roleBoth {
 		r.server, c.ServerAddr = c.Addr, c.Addr
@@ -725,68 +700,6 @@ func (r *resolved) resolveDevice(ctx context.Context, dev ibv.Device) error {
 		return r.testDefaults()
 	}
 	return nil
-}
-
-// deviceAddrs is the IP addresses in a device's GID table, in its order:
-// the GIDs that name an address (IPv4 ones unmapped) and can carry a side
-// channel (no link-local fe80:: GID, whose zone a GID does not say).
-func deviceAddrs(dev ibv.Device) []netip.Addr {
-	var out []netip.Addr
-	for _, g := range dev.GIDs() {
-		a := g.Unmap()
-		if a.IsValid() && !a.IsUnspecified() && !a.IsLinkLocalUnicast() && !slices.Contains(out, a) {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
-// addrOfFamily is the first of own of peer's family, or own's first for
-// an invalid peer (a server).
-func addrOfFamily(own []netip.Addr, peer netip.Addr) (netip.Addr, bool) {
-	for _, a := range own {
-		if !peer.IsValid() || a.Is4() == peer.Unmap().Is4() {
-			return a, true
-		}
-	}
-	return netip.Addr{}, false
-}
-
-// clientAddr picks a client's address for a server at server.
-func clientAddr(server netip.Addr) (netip.Addr, error) {
-	a, err := loopback.ClientAddr(server, DefaultRDMAPort)
-	switch {
-	case errors.Is(err, loopback.ErrOneAddress):
-		return a, fmt.Errorf("%w: %w", ErrConfig, err)
-	case err != nil:
-		return a, fmt.Errorf("perf: %w", err)
-	}
-	return a, nil
-}
-
-// lookup resolves host, IPv4 first; with own set (the TAP mode), the
-// first of a family the NIC has an address of.
-func lookup(ctx context.Context, host string, own []netip.Addr) (netip.Addr, error) {
-	if a, err := netip.ParseAddr(host); err == nil {
-		return a.Unmap(), nil
-	}
-	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-	if err != nil || len(addrs) == 0 {
-		return netip.Addr{}, fmt.Errorf("perf: resolve %s: %w", host, err)
-	}
-	if own != nil {
-		for _, a := range addrs {
-			if _, ok := addrOfFamily(own, a); ok {
-				return a.Unmap(), nil
-			}
-		}
-	}
-	for _, a := range addrs {
-		if a.Unmap().Is4() {
-			return a.Unmap(), nil
-		}
-	}
-	return addrs[0], nil
 }
 
 // rttFactor is what a latency sample is divided by: write and send

@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 )
@@ -110,7 +111,7 @@ func openIWARPSide(r *resolved, h *host, addr netip.Addr, spec sideSpec, mss int
 	if err != nil {
 		return nil, fmt.Errorf("perf: open iWARP device on %v: %w", addr, err)
 	}
-	dev := n.Verbs(ibv.LocalOptions{})
+	dev := n.Verbs(nic.IBVOptions{})
 	s, err := openSide(r, dev, addr, spec)
 	if err != nil {
 		dev.Close()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 // devLimits are the device attributes (ibv_query_device) a test uses.
@@ -20,14 +21,14 @@ type devLimits struct {
 }
 
 // limitsOf reads them from a device's attributes.
-func limitsOf(name string, a nic.DeviceAttr) devLimits {
+func limitsOf(name string, a verbs.DeviceAttr) devLimits {
 	return devLimits{name: name, maxQP: a.MaxQP, maxQPWR: a.MaxQPWR, maxCQE: a.MaxCQE, maxMsg: a.MaxMsgSize}
 }
 
 // localLimits are those of a NIC this process builds (nic's defaults).
 func localLimits() devLimits {
 	l := nic.DefaultLimits()
-	return devLimits{name: "the rnic NIC", maxQP: l.MaxQP, maxQPWR: l.MaxQPWR, maxCQE: l.MaxCQE, maxMsg: nic.MaxMsgSize}
+	return devLimits{name: "the rnic NIC", maxQP: l.MaxQP, maxQPWR: l.MaxQPWR, maxCQE: l.MaxCQE, maxMsg: verbs.MaxMsgSize}
 }
 
 // recvDepth is the receives a QP of the test keeps posted: SEND tests
@@ -69,7 +70,7 @@ func (c *Config) checkLimits(l devLimits) error {
 // a: maxOutReads, within the device's max_qp_rd_atom and its
 // max_res_rd_atom shared by all QPs (rxe's 0x3f000 holds 2016 QPs at 128),
 // and at least 1. A device that reports no limit is taken at its word.
-func fitOutReads(a nic.DeviceAttr, qps int) int {
+func fitOutReads(a verbs.DeviceAttr, qps int) int {
 	n := maxOutReads
 	if a.MaxQPRdAtom > 0 {
 		n = min(n, a.MaxQPRdAtom)

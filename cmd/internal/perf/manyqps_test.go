@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
 )
 
@@ -54,7 +54,7 @@ func TestManyQPsConfig(t *testing.T) {
 // TestFitOutReads: the READ depth of every QP together stays within the
 // device's responder resources.
 func TestFitOutReads(t *testing.T) {
-	a := nic.DeviceAttr{MaxQPRdAtom: 128, MaxResRdAtom: 0x3f000}
+	a := verbs.DeviceAttr{MaxQPRdAtom: 128, MaxResRdAtom: 0x3f000}
 	for _, c := range []struct{ qps, want int }{{1, 128}, {2016, 128}, {2017, 127}, {10000, 25}, {1 << 20, 1}} {
 		if got := fitOutReads(a, c.qps); got != c.want || c.qps*got > a.MaxResRdAtom && got > 1 {
 			t.Errorf("%d QPs: %d reads each, want %d", c.qps, got, c.want)

@@ -25,6 +25,7 @@ import (
 	"unsafe"
 
 	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 )
 
@@ -39,7 +40,7 @@ type buffer struct {
 // in shared memory where there is some (ibv.Local's AllocBuffer is the Go
 // heap), another backend's from the device.
 func newBuffer(dev ibv.Device, n int) (*buffer, error) {
-	if ibv.LocalNIC(dev) == nil {
+	if nic.DeviceOf(dev) == nil {
 		b, err := dev.AllocBuffer(n)
 		if err != nil {
 			return nil, err

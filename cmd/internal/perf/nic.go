@@ -21,6 +21,8 @@ import (
 	"net"
 	"net/netip"
 
+	"github.com/rnic/rnic/cmd/internal/progkit"
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rdmacm"
@@ -110,16 +112,7 @@ func openHost(r *resolved, spec hostSpec) (*host, error) {
 		return &host{net: ibv.KernelNetwork{}}, nil
 	}
 	if spec.tap != nil {
-		tc := *spec.tap
-		if tc.Name == "" {
-			tc.Name = spec.name
-		}
-		if tc.Pcap == nil {
-			tc.Pcap = spec.pcap
-		}
-		if tc.Trace == nil {
-			tc.Trace = spec.trace
-		}
+		tc := progkit.TAPConfig(*spec.tap, spec.name, spec.pcap, spec.trace)
 		h, err := openTAPHost(tc, spec.cm)
 		if err != nil {
 			return nil, fmt.Errorf("perf: open NIC on TAP %s: %w", tc.TAP, err)
@@ -131,7 +124,7 @@ func openHost(r *resolved, spec hostSpec) (*host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("perf: open NIC on %v: %w", spec.addr, err)
 	}
-	dev, err := localDevice(n, ibv.LocalOptions{}, spec.cm)
+	dev, err := localDevice(n, nic.IBVOptions{}, spec.cm)
 	if err != nil {
 		n.Close()
 		return nil, err
@@ -141,7 +134,7 @@ func openHost(r *resolved, spec hostSpec) (*host, error) {
 
 // localDevice is n as an ibv.Device, with rdma_cm if cm is set; closing
 // the device closes the CM, then the NIC (opt.Close, if set).
-func localDevice(n *embedded.NIC, opt ibv.LocalOptions, cm bool) (ibv.Device, error) {
+func localDevice(n *embedded.NIC, opt nic.IBVOptions, cm bool) (ibv.Device, error) {
 	if !cm {
 		return n.Verbs(opt), nil
 	}
@@ -171,7 +164,7 @@ var openTAPHost = func(cfg tapnic.Config, cm bool) (*host, error) {
 // own TCP (network), which sends from the NIC's address, and so do the
 // iWARP streams.
 func tapHost(n *embedded.NIC, network ibv.Network, streams embedded.StreamNetwork, closeNIC func() error, cm bool) (*host, error) {
-	dev, err := localDevice(n, ibv.LocalOptions{Network: network, Close: closeNIC}, cm)
+	dev, err := localDevice(n, nic.IBVOptions{Network: network, Close: closeNIC}, cm)
 	if err != nil {
 		return nil, err
 	}
@@ -181,13 +174,5 @@ func tapHost(n *embedded.NIC, network ibv.Network, streams embedded.StreamNetwor
 // openDevice opens the device of another backend r names and picks the
 // addresses and path MTU r left open from it (resolveDevice).
 func openDevice(ctx context.Context, r *resolved) (ibv.Device, error) {
-	dev, err := ibv.Open(r.spec)
-	if err != nil {
-		return nil, fmt.Errorf("perf: %w", err)
-	}
-	if err := r.resolveDevice(ctx, dev); err != nil {
-		dev.Close()
-		return nil, err
-	}
-	return dev, nil
+	return kit.OpenDevice(r.spec, func(dev ibv.Device) error { return r.resolveDevice(ctx, dev) })
 }

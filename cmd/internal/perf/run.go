@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/netip"
 
+	"github.com/rnic/rnic/cmd/internal/progkit"
 	"github.com/rnic/rnic/nic/ibv"
 )
 
@@ -193,12 +194,8 @@ func startServer(r *resolved) (*server, error) {
 func listenServer(r *resolved, h *host) (*server, error) {
 	l := r.Listener
 	if l == nil {
-		at := r.Addr
-		if r.anyAddr {
-			at = netip.Addr{}
-		}
 		var err error
-		if l, err = h.Listen(netip.AddrPortFrom(at, uint16(r.Port))); err != nil {
+		if l, err = progkit.Listen(h, r.Addr, r.anyAddr, r.Port); err != nil {
 			h.Close()
 			return nil, fmt.Errorf("perf: listen on port %d: %w", r.Port, err)
 		}
@@ -208,18 +205,11 @@ func listenServer(r *resolved, h *host) (*server, error) {
 
 // accept waits for one client and stops listening.
 func (srv *server) accept(ctx context.Context) (net.Conn, error) {
-	l := srv.l
-	stop := context.AfterFunc(ctx, func() { l.Close() })
-	conn, err := l.Accept()
-	stop()
-	l.Close()
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
+	conn, err := progkit.AcceptOne(ctx, srv.l)
+	if err != nil && ctx.Err() == nil {
 		return nil, fmt.Errorf("perf: accept: %w", err)
 	}
-	return conn, nil
+	return conn, err
 }
 
 // serve accepts one client, serves its test and closes the NIC.
@@ -276,12 +266,7 @@ func gidAddr(dev ibv.Device, conn net.Conn, def netip.Addr) netip.Addr {
 // one nothing answers (ibv.DialWait), saying so on Progress meanwhile.
 func dial(ctx context.Context, r *resolved, h *host) (net.Conn, error) {
 	target := netip.AddrPortFrom(r.server, uint16(r.Port))
-	conn, err := ibv.DialWait(ctx, h.net, r.Addr, target, ibv.DialOptions{
-		Retry: r.DialRetry, Notice: r.Progress, Who: "perf", What: "the side channel"})
-	if err != nil && ctx.Err() == nil {
-		return nil, fmt.Errorf("perf: connect to %s: %w", target, err)
-	}
-	return conn, err
+	return kit.Dial(ctx, h.net, r.Addr, target, r.DialRetry, r.Progress, "connect to")
 }
 
 // runClient runs the client's side against the server at r.server.

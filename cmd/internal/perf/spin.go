@@ -42,6 +42,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/transport/clock/nap"
 )
@@ -104,7 +105,7 @@ func (s *side) openWatch() error {
 	if s.cfg.Mode != ModeLat {
 		return nil
 	}
-	if m := ibv.LocalMR(s.mr); m != nil {
+	if m := nic.MROf(s.mr); m != nil {
 		s.watch = &memWatch{landed: m.Region().Watch()}
 		return nil
 	}

@@ -12,10 +12,10 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"slices"
 	"time"
 
 	"github.com/rnic/rnic/cmd/internal/loopback"
+	"github.com/rnic/rnic/cmd/internal/progkit"
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
@@ -135,6 +135,9 @@ const DefaultDialRetry = 2 * time.Second
 // ErrConfig is wrapped by configuration errors.
 var ErrConfig = errors.New("pingpong: bad configuration")
 
+// kit words the shared plumbing's errors as pingpong's.
+var kit = progkit.Program{Name: "pingpong", ErrConfig: ErrConfig}
+
 // resolved is a Config with defaults applied and values checked.
 type resolved struct {
 	Config
@@ -179,7 +182,7 @@ func (cfg Config) resolve(ctx context.Context) (*resolved, error) {
 		return r, nil
 	}
 	if c.Server != "" {
-		a, err := lookup(ctx, c.Server, nil)
+		a, err := kit.Lookup(ctx, c.Server, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -238,8 +241,8 @@ func (c *Config) checkRanges() error {
 		return fmt.Errorf("%w: port %d", ErrConfig, c.Port)
 	case c.IBPort != 1:
 		return fmt.Errorf("%w: IB port %d: the NIC has port 1 only", ErrConfig, c.IBPort)
-	case c.Size < 1 || c.Size > nic.MaxMsgSize:
-		return fmt.Errorf("%w: size %d, must be 1..%d (max_msg_sz)", ErrConfig, c.Size, nic.MaxMsgSize)
+	case c.Size < 1 || c.Size > verbs.MaxMsgSize:
+		return fmt.Errorf("%w: size %d, must be 1..%d (max_msg_sz)", ErrConfig, c.Size, verbs.MaxMsgSize)
 	case c.RxDepth < 1 || c.RxDepth >= nic.DefaultLimits().MaxCQE:
 		// The CQ holds rx_depth + 1 entries, as ibv_rc_pingpong's.
 		return fmt.Errorf("%w: rx depth %d, must be 1..%d (max_cqe − 1)", ErrConfig, c.RxDepth, nic.DefaultLimits().MaxCQE-1)
@@ -271,20 +274,15 @@ func (c *Config) fitUDSize() error {
 func (r *resolved) resolveTAP(ctx context.Context) error {
 	c := &r.Config
 	t := c.TAP
-	switch {
-	case c.Link != nil || c.Listener != nil:
+	if c.Link != nil || c.Listener != nil {
 		return fmt.Errorf("%w: the TAP mode has its own link and side channel (no Link, no Listener)", ErrConfig)
-	case t.TAP == "":
-		return fmt.Errorf("%w: TAP mode without a TAP device name", ErrConfig)
-	case len(t.Prefixes) == 0:
-		return fmt.Errorf("%w: TAP %s has no address", ErrConfig, t.TAP)
+	}
+	own, err := kit.TAPAddrs(t)
+	if err != nil {
+		return err
 	}
 	if fit := tapnic.PathMTU(t.MTU); c.MTU > fit {
 		return fmt.Errorf("%w: path MTU %d does not fit TAP %s's Ethernet MTU %d (at most %d)", ErrConfig, c.MTU, t.TAP, max(t.MTU, 1500), fit)
-	}
-	own := make([]netip.Addr, len(t.Prefixes))
-	for i, p := range t.Prefixes {
-		own[i] = p.Addr().Unmap()
 	}
 	return r.resolveOwn(ctx, own, "TAP "+t.TAP)
 }
@@ -305,8 +303,7 @@ func (r *resolved) checkDevice() error {
 	default:
 		return nil
 	}
-	return fmt.Errorf("%w: %s is for a NIC of this process, not device %s (its %s backend owns the port)",
-		ErrConfig, what, r.spec, r.spec.Backend)
+	return kit.NotLocal(r.spec, what)
 }
 
 // resolveDevice picks the addresses from an opened device's GID table and
@@ -324,25 +321,11 @@ func (r *resolved) resolveDevice(ctx context.Context, dev ibv.Device) error {
 		}
 		c.MTU = min(c.MTU, port)
 	}
-	own := deviceAddrs(dev)
+	own := progkit.DeviceAddrs(dev)
 	if len(own) == 0 {
 		return fmt.Errorf("%w: device %s has no IP address in its GID table %v", ErrConfig, r.spec, dev.GIDs())
 	}
 	return r.resolveOwn(ctx, own, "device "+r.spec.String())
-}
-
-// deviceAddrs is the IP addresses in a device's GID table, in its order:
-// the GIDs that name an address (IPv4 ones unmapped) and can carry a side
-// channel (no link-local fe80:: GID, whose zone a GID does not say).
-func deviceAddrs(dev ibv.Device) []netip.Addr {
-	var out []netip.Addr
-	for _, g := range dev.GIDs() {
-		a := g.Unmap()
-		if a.IsValid() && !a.IsUnspecified() && !a.IsLinkLocalUnicast() && !slices.Contains(out, a) {
-			out = append(out, a)
-		}
-	}
-	return out
 }
 
 // resolveOwn picks the NIC's address among own, the addresses of a NIC
@@ -353,66 +336,19 @@ func deviceAddrs(dev ibv.Device) []netip.Addr {
 func (r *resolved) resolveOwn(ctx context.Context, own []netip.Addr, what string) error {
 	c := &r.Config
 	if c.Server != "" {
-		a, err := lookup(ctx, c.Server, own)
+		a, err := kit.Lookup(ctx, c.Server, own)
 		if err != nil {
 			return err
 		}
 		r.server = a
 	}
-	if c.Addr.IsValid() {
-		c.Addr = c.Addr.Unmap()
-		if !slices.Contains(own, c.Addr) {
-			return fmt.Errorf("%w: address %v is not one of %s's %v", ErrConfig, c.Addr, what, own)
-		}
-		if r.server.IsValid() && r.server.Is4() != c.Addr.Is4() {
-			return fmt.Errorf("%w: address %v cannot reach server %v", ErrConfig, c.Addr, r.server)
-		}
-		return nil
-	}
-	r.anyAddr = c.Server == ""
-	a, ok := addrOfFamily(own, r.server)
-	if !ok {
-		return fmt.Errorf("%w: %s has no address of server %v's family (it has %v)", ErrConfig, what, r.server, own)
+	r.anyAddr = c.Server == "" && !c.Addr.IsValid()
+	a, err := kit.ChooseAddr(own, c.Addr, r.server, what)
+	if err != nil {
+		return err
 	}
 	c.Addr = a
 	return nil
-}
-
-// addrOfFamily is the first of own of peer's family, or own's first for
-// an invalid peer (a server).
-func addrOfFamily(own []netip.Addr, peer netip.Addr) (netip.Addr, bool) {
-	for _, a := range own {
-		if !peer.IsValid() || a.Is4() == peer.Unmap().Is4() {
-			return a, true
-		}
-	}
-	return netip.Addr{}, false
-}
-
-// lookup resolves host to one address, IPv4 first (a RoCEv2 GID of an
-// IPv4 address is what rc_pingpong users expect to see); with own set
-// (the TAP mode), the first of a family the NIC has an address of.
-func lookup(ctx context.Context, host string, own []netip.Addr) (netip.Addr, error) {
-	if a, err := netip.ParseAddr(host); err == nil {
-		return a.Unmap(), nil
-	}
-	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-	if err != nil || len(addrs) == 0 {
-		return netip.Addr{}, fmt.Errorf("pingpong: resolve %s: %w", host, err)
-	}
-	if own != nil {
-		for _, a := range addrs {
-			if _, ok := addrOfFamily(own, a); ok {
-				return a.Unmap(), nil
-			}
-		}
-	}
-	for _, a := range addrs {
-		if a.Unmap().Is4() {
-			return a.Unmap(), nil
-		}
-	}
-	return addrs[0].Unmap(), nil
 }
 
 // defaultAddr applies the address convention (Config.Addr). server is
@@ -421,12 +357,5 @@ func defaultAddr(server netip.Addr) (netip.Addr, error) {
 	if !server.IsValid() {
 		return loopback.Server, nil
 	}
-	a, err := loopback.ClientAddr(server, DefaultRDMAPort)
-	switch {
-	case errors.Is(err, loopback.ErrOneAddress):
-		return a, fmt.Errorf("%w: %w", ErrConfig, err)
-	case err != nil:
-		return a, fmt.Errorf("pingpong: %w", err)
-	}
-	return a, nil
+	return kit.ClientAddr(server, DefaultRDMAPort)
 }

@@ -10,11 +10,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/rnic/rnic/transport/porttest"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rnic/rnic/transport/porttest"
 
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/rnicdtest"

@@ -17,6 +17,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/rnic/rnic/cmd/internal/progkit"
 	"github.com/rnic/rnic/nic/ibv"
 )
 
@@ -92,35 +93,20 @@ func sideChannel(ctx context.Context, r *resolved, h ibv.Network) (net.Conn, err
 		l := r.Listener
 		if l == nil {
 			var err error
-			at := r.Addr
-			if r.anyAddr {
-				at = netip.Addr{}
-			}
-			l, err = h.Listen(netip.AddrPortFrom(at, uint16(r.Port)))
+			l, err = progkit.Listen(h, r.Addr, r.anyAddr, r.Port)
 			if err != nil {
 				return nil, fmt.Errorf("pingpong: couldn't listen to port %d: %w", r.Port, err)
 			}
 		}
 		// One client, as rc_pingpong: the listener closes once it has it.
-		stop := context.AfterFunc(ctx, func() { l.Close() })
-		conn, err := l.Accept()
-		stop()
-		l.Close()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
+		conn, err := progkit.AcceptOne(ctx, l)
+		if err != nil && ctx.Err() == nil {
 			return nil, fmt.Errorf("pingpong: accept() failed: %w", err)
 		}
-		return conn, nil
+		return conn, err
 	}
 	target := netip.AddrPortFrom(r.server, uint16(r.Port))
-	conn, err := ibv.DialWait(ctx, h, r.Addr, target, ibv.DialOptions{
-		Retry: r.DialRetry, Notice: r.Err, Who: "pingpong", What: "the side channel"})
-	if err != nil && ctx.Err() == nil {
-		return nil, fmt.Errorf("pingpong: couldn't connect to %s: %w", target, err)
-	}
-	return conn, err
+	return kit.Dial(ctx, h, r.Addr, target, r.DialRetry, r.Err, "couldn't connect to")
 }
 
 // lingerMax bounds how long a side that has finished waits for its peer

@@ -6,6 +6,7 @@ package pingpong
 import (
 	"testing"
 
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/nic/tapnic/tapnictest"
@@ -25,7 +26,7 @@ func newFakeTAPs(t *testing.T, a, b string) *fakeTAPs {
 			return nil, err
 		}
 		// The fake's TCP is the NIC's own network, as a TAP NIC's.
-		return ibv.Local(h.NIC().Device, ibv.LocalOptions{Network: h, Close: h.Close}), nil
+		return nic.AsIBV(h.NIC().Device, nic.IBVOptions{Network: h, Close: h.Close}), nil
 	}
 	t.Cleanup(func() { openTAPHost = old })
 	return f

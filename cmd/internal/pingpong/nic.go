@@ -17,6 +17,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/rnic/rnic/cmd/internal/progkit"
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
@@ -33,28 +35,11 @@ const linkMTU = 9000
 // are then picked from its GID table (resolveDevice).
 func openDevice(ctx context.Context, r *resolved) (ibv.Device, error) {
 	if r.spec.Backend != ibv.BackendLocal {
-		dev, err := ibv.Open(r.spec)
-		if err != nil {
-			return nil, fmt.Errorf("pingpong: %w", err)
-		}
-		if err := r.resolveDevice(ctx, dev); err != nil {
-			dev.Close()
-			return nil, err
-		}
-		return dev, nil
+		return kit.OpenDevice(r.spec, func(dev ibv.Device) error { return r.resolveDevice(ctx, dev) })
 	}
 	name := r.spec.Name
 	if r.TAP != nil {
-		tc := *r.TAP
-		if tc.Name == "" {
-			tc.Name = name
-		}
-		if tc.Pcap == nil {
-			tc.Pcap = r.Pcap
-		}
-		if tc.Trace == nil {
-			tc.Trace = r.Trace
-		}
+		tc := progkit.TAPConfig(*r.TAP, name, r.Pcap, r.Trace)
 		dev, err := openTAPHost(tc)
 		if err != nil {
 			return nil, fmt.Errorf("pingpong: open NIC on TAP %s: %w", tc.TAP, err)
@@ -66,7 +51,7 @@ func openDevice(ctx context.Context, r *resolved) (ibv.Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pingpong: open NIC on %v: %w", r.Addr, err)
 	}
-	return n.Verbs(ibv.LocalOptions{}), nil
+	return n.Verbs(nic.IBVOptions{}), nil
 }
 
 // openTAPHost opens a NIC in the TAP mode; tests replace it.
@@ -75,5 +60,5 @@ var openTAPHost = func(cfg tapnic.Config) (ibv.Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	return n.NIC.Verbs(ibv.LocalOptions{Network: n.Network(), Close: n.Close}), nil
+	return n.NIC.Verbs(nic.IBVOptions{Network: n.Network(), Close: n.Close}), nil
 }

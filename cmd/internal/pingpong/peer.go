@@ -16,7 +16,6 @@ import (
 	"net/netip"
 
 	"github.com/rnic/rnic/memory"
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
 )
@@ -221,7 +220,7 @@ func (p *peer) connect(remote Dest, local, peer net.IP) error {
 		if !ok {
 			return fmt.Errorf("pingpong: the peer sent no GID and its address is unknown")
 		}
-		av.DGID, av.HopLimit = nic.GIDFromAddr(a), 64
+		av.DGID, av.HopLimit = verbs.GIDFromAddr(a), 64
 	}
 	if p.cfg.UD {
 		return p.connectUD(remote, av)

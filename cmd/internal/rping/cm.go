@@ -30,7 +30,9 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/rnic/rnic/cmd/internal/progkit"
 	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rdmacm"
@@ -62,7 +64,7 @@ func NewRoCE(n *embedded.NIC, cfg rdmacm.Config) (*CM, error) {
 		return nil, fmt.Errorf("rping: %w", err)
 	}
 	// The device is the NIC's to close; Close here only detaches the CM.
-	d := ibv.Local(n.Device, ibv.LocalOptions{ConnManager: c.ConnManager(), Close: c.Close})
+	d := nic.AsIBV(n.Device, nic.IBVOptions{ConnManager: c.ConnManager(), Close: c.Close})
 	retries := int(cfg.MaxRetries)
 	if retries == 0 {
 		retries = rdmaCMRetries
@@ -151,7 +153,7 @@ func (e *ConnectError) Unwrap() error { return e.Err }
 // lets rdma_cm pick a free port.
 func (c *CM) Listen(addr netip.AddrPort) (Listener, error) {
 	a := addr.Addr().Unmap()
-	if a.IsValid() && !a.IsUnspecified() && !ownAddr(c.d.GIDs(), a) {
+	if a.IsValid() && !a.IsUnspecified() && !progkit.HasAddr(c.d.GIDs(), a) {
 		return nil, fmt.Errorf("rping: %v is not an address of %s", a, c.d.Name())
 	}
 	l, err := c.cm.CMListen(addr.Port())

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/netip"
 
+	"github.com/rnic/rnic/cmd/internal/progkit"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
@@ -81,6 +82,9 @@ type Config struct {
 
 // ErrConfig is wrapped by configuration errors (usage errors).
 var ErrConfig = errors.New("rping: bad configuration")
+
+// kit words the shared plumbing's errors as rping's.
+var kit = progkit.Program{Name: "rping", ErrConfig: ErrConfig}
 
 func (c *Config) check() error {
 	if c.Port == 0 {

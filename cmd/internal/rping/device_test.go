@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rdmacm"
 )
@@ -47,9 +48,9 @@ func registerFake(t *testing.T, withCM bool) *fakeBackend {
 			return n.Close()
 		}
 		if !withCM {
-			return ibv.Local(n.Device, ibv.LocalOptions{Close: closeNIC}), nil
+			return nic.AsIBV(n.Device, nic.IBVOptions{Close: closeNIC}), nil
 		}
-		return rdmacm.LocalWith(n, rdmacm.Config{}, ibv.LocalOptions{Close: closeNIC})
+		return rdmacm.LocalWith(n, rdmacm.Config{}, nic.IBVOptions{Close: closeNIC})
 	})
 	t.Cleanup(func() { ibv.Register(ibv.BackendDaemon, prev) })
 	return f

@@ -15,8 +15,8 @@ package rping
 import (
 	"fmt"
 
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
-	"github.com/rnic/rnic/nic/ibv"
 )
 
 // DefaultSettle is how long an iWARP Connect waits after the MPA Reply
@@ -43,7 +43,7 @@ func NewIWARP(cfg embedded.IWARPConfig) (*CM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rping: %w", err)
 	}
-	c, err := NewCM(n.Verbs(ibv.LocalOptions{}))
+	c, err := NewCM(n.Verbs(nic.IBVOptions{}))
 	if err != nil {
 		n.Close()
 		return nil, err

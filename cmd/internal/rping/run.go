@@ -10,6 +10,8 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/rnic/rnic/cmd/internal/progkit"
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rdmacm"
@@ -76,7 +78,7 @@ func iwarpOnTAP(cfg *Config, icfg *embedded.IWARPConfig) (closeNIC func(), err e
 	if err != nil {
 		return nil, fmt.Errorf("rping: open NIC on TAP %s: %w", tc.TAP, err)
 	}
-	if cfg.Server && cfg.Addr.IsValid() && !cfg.Addr.IsUnspecified() && !ownAddr(n.Addrs, cfg.Addr) {
+	if cfg.Server && cfg.Addr.IsValid() && !cfg.Addr.IsUnspecified() && !progkit.HasAddr(n.Addrs, cfg.Addr) {
 		n.Close()
 		return nil, fmt.Errorf("%w: -a %v is not one of the NIC's addresses %v", ErrConfig, cfg.Addr, n.Addrs)
 	}
@@ -145,21 +147,12 @@ func openLocalRoCE(cfg *Config) (ibv.Device, error) {
 	var n *embedded.NIC
 	var closeNIC func() error
 	if cfg.TAP != nil {
-		tc := *cfg.TAP
-		if tc.Pcap == nil {
-			tc.Pcap = cfg.Pcap
-		}
-		if tc.Trace == nil {
-			tc.Trace = cfg.Trace
-		}
-		if tc.Name == "" {
-			tc.Name = cfg.Device.Name
-		}
+		tc := progkit.TAPConfig(*cfg.TAP, cfg.Device.Name, cfg.Pcap, cfg.Trace)
 		tn, addrs, closeTAP, err := openTAPNIC(tc)
 		if err != nil {
 			return nil, fmt.Errorf("rping: open NIC on TAP %s: %w", tc.TAP, err)
 		}
-		if cfg.Server && cfg.Addr.IsValid() && !cfg.Addr.IsUnspecified() && !ownAddr(addrs, cfg.Addr) {
+		if cfg.Server && cfg.Addr.IsValid() && !cfg.Addr.IsUnspecified() && !progkit.HasAddr(addrs, cfg.Addr) {
 			closeTAP()
 			return nil, fmt.Errorf("%w: -a %v is not one of the NIC's addresses %v", ErrConfig, cfg.Addr, addrs)
 		}
@@ -175,7 +168,7 @@ func openLocalRoCE(cfg *Config) (ibv.Device, error) {
 		}
 		n, closeNIC = en, en.Close
 	}
-	d, err := rdmacm.LocalWith(n, rdmacm.Config{}, ibv.LocalOptions{Close: closeNIC})
+	d, err := rdmacm.LocalWith(n, rdmacm.Config{}, nic.IBVOptions{Close: closeNIC})
 	if err != nil {
 		closeNIC()
 		return nil, fmt.Errorf("rping: %w", err)
@@ -198,19 +191,15 @@ var openTAPNIC = func(cfg tapnic.Config) (*embedded.NIC, []netip.Addr, func() er
 // libibverbs). Its rdma_cm picks the source address toward the server; -I,
 // if given, must be one of the device's.
 func openRemoteRoCE(cfg *Config) (ibv.Device, error) {
-	d, err := ibv.Open(cfg.Device)
-	if err != nil {
-		return nil, fmt.Errorf("rping: %w", err)
-	}
-	if _, ok := d.(ibv.ConnManager); !ok {
-		d.Close()
-		return nil, fmt.Errorf("rping: device %v offers no rdma_cm", cfg.Device)
-	}
-	if cfg.Source.IsValid() && !ownAddr(d.GIDs(), cfg.Source) {
-		d.Close()
-		return nil, fmt.Errorf("%w: -I %v is not an address of %v", ErrConfig, cfg.Source, cfg.Device)
-	}
-	return d, nil
+	return kit.OpenDevice(cfg.Device, func(d ibv.Device) error {
+		if _, ok := d.(ibv.ConnManager); !ok {
+			return fmt.Errorf("rping: device %v offers no rdma_cm", cfg.Device)
+		}
+		if cfg.Source.IsValid() && !progkit.HasAddr(d.GIDs(), cfg.Source) {
+			return fmt.Errorf("%w: -I %v is not an address of %v", ErrConfig, cfg.Source, cfg.Device)
+		}
+		return nil
+	})
 }
 
 // sourceToward is the address the kernel would send from toward the
@@ -228,15 +217,6 @@ func sourceToward(server netip.Addr, port uint16) (netip.Addr, error) {
 // lastACKLinger is how long a TAP-mode server lingers before closing its
 // NIC, for the peer's ACK of its FIN.
 const lastACKLinger = 200 * time.Millisecond
-
-func ownAddr(addrs []netip.Addr, a netip.Addr) bool {
-	for _, x := range addrs {
-		if x.Unmap() == a.Unmap() {
-			return true
-		}
-	}
-	return false
-}
 
 // mssFor is the TCP payload of a full segment on an Ethernet MTU, less the
 // 12 bytes of the timestamp option both Linux and gVisor send: siw sizes

@@ -386,7 +386,7 @@ func (w *world) connect(e *end) error {
 	peer := e.peer
 	rtr := verbs.QPAttr{State: verbs.QPSRTR, PathMTU: verbs.MTUFromBytes(w.cfg.MTU), DestQPN: peer.qp.QPN(),
 		RQPSN: peer.psn, MaxDestRdAtomic: uint8(min(w.cfg.Depth, 16)), MinRNRTimer: 1,
-		AV: verbs.AddressVector{DGID: nic.GIDFromAddr(peer.nd.addr), HopLimit: 64, PortNum: 1, DMAC: peer.nd.mac}}
+		AV: verbs.AddressVector{DGID: verbs.GIDFromAddr(peer.nd.addr), HopLimit: 64, PortNum: 1, DMAC: peer.nd.mac}}
 	if err := e.qp.Modify(&rtr, verbs.AttrState|verbs.AttrAV|verbs.AttrPathMTU|verbs.AttrDestQPN|
 		verbs.AttrRQPSN|verbs.AttrMaxDestRdAtomic|verbs.AttrMinRNRTimer); err != nil {
 		return err

@@ -8,7 +8,6 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/verbs"
 )
 
@@ -18,7 +17,7 @@ import (
 func atomicRC(t *testing.T, p Pair) (c *rc, word, result int) {
 	t.Helper()
 	c = newRC(t, p, verbs.QPCap{})
-	if c.a.attr.AtomicCap == nic.AtomicNone || c.b.attr.AtomicCap == nic.AtomicNone {
+	if c.a.attr.AtomicCap == verbs.AtomicNone || c.b.attr.AtomicCap == verbs.AtomicNone {
 		t.Skipf("atomic_cap %v and %v", c.a.attr.AtomicCap, c.b.attr.AtomicCap)
 	}
 	if c.pa.ord == 0 {

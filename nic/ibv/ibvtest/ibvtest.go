@@ -15,7 +15,7 @@ import (
 type Pair struct {
 	A, B ibv.Device
 	// AddrA and AddrB are each side's address: its GID is
-	// nic.GIDFromAddr(addr), its GID index Device.GIDIndex(addr).
+	// verbs.GIDFromAddr(addr), its GID index Device.GIDIndex(addr).
 	AddrA, AddrB netip.Addr
 	// IWARP says the devices are iWARP: their QPs connect only through a
 	// CM (Run skips), and the wire carries no QP numbers, so a CMConn's

@@ -1,5 +1,5 @@
 // The suite run against rnic itself: two in-process NICs (on an in-memory
-// link, on kernel UDP sockets, and one NIC talking to itself) behind ibv.Local
+// link, on kernel UDP sockets, and one NIC talking to itself) behind nic.AsIBV
 // with nic/rdmacm.
 
 package ibvtest_test

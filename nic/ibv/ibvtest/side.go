@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/rnic/rnic/memory"
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
 )
@@ -38,8 +37,8 @@ type side struct {
 	addr  netip.Addr
 	gid   int  // GID index of addr
 	iwarp bool // Pair.IWARP: the wire carries no QP numbers
-	attr  nic.DeviceAttr
-	port  nic.PortAttr
+	attr  verbs.DeviceAttr
+	port  verbs.PortAttr
 
 	pd       ibv.PD
 	mem      []byte // bufSize bytes, registered as mr
@@ -70,7 +69,7 @@ func newSide(t *testing.T, dev ibv.Device, addr netip.Addr) *side {
 	}
 	cleanup(t, "DeallocPD", s.pd.Dealloc)
 	access := memory.LocalWrite | memory.RemoteWrite | memory.RemoteRead
-	if s.attr.AtomicCap != nic.AtomicNone {
+	if s.attr.AtomicCap != verbs.AtomicNone {
 		access |= memory.RemoteAtomic
 	}
 	if s.mr, err = dev.RegMR(s.pd, s.mem, access); err != nil {
@@ -193,7 +192,7 @@ func (s *side) toInit(t *testing.T, qp ibv.QP) {
 		attr.QKey, mask = qkey, mask|verbs.AttrQKey
 	} else {
 		attr.AccessFlags = memory.LocalWrite | memory.RemoteWrite | memory.RemoteRead
-		if s.attr.AtomicCap != nic.AtomicNone {
+		if s.attr.AtomicCap != verbs.AtomicNone {
 			attr.AccessFlags |= memory.RemoteAtomic
 		}
 		mask |= verbs.AttrAccessFlags
@@ -205,7 +204,7 @@ func (s *side) toInit(t *testing.T, qp ibv.QP) {
 
 // av is the address vector from s toward peer.
 func (s *side) av(peer *side) verbs.AddressVector {
-	return verbs.AddressVector{DGID: nic.GIDFromAddr(peer.addr), SGIDIndex: uint8(s.gid), HopLimit: 64, PortNum: 1}
+	return verbs.AddressVector{DGID: verbs.GIDFromAddr(peer.addr), SGIDIndex: uint8(s.gid), HopLimit: 64, PortNum: 1}
 }
 
 // rcPath is what one RC QP is told of its peer.

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/rnicdtest"
 	"github.com/rnic/rnic/nic/verbs"
@@ -226,7 +227,7 @@ func writePingPong(b *testing.B, x, y *end) {
 	// await waits until e's target holds seq.
 	await := func(e *end, seq byte) {
 		var landed <-chan struct{}
-		if m := ibv.LocalMR(e.mr); m != nil {
+		if m := nic.MROf(e.mr); m != nil {
 			landed = m.Region().Watch()
 		}
 		deadline := time.Now().Add(10 * time.Second)

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/client"
 	"github.com/rnic/rnic/nic/rnicd/rnicdtest"
@@ -126,7 +125,7 @@ func TestRunawayCQConsumer(t *testing.T) {
 	for posted, deadline := 0, time.Now().Add(5*time.Second); posted < 400 && time.Now().Before(deadline); {
 		err := a.qp.PostSend(&verbs.SendWR{ID: uint64(posted), Opcode: verbs.WRRDMAWrite, Flags: verbs.SendSignaled,
 			SGL: sge(a, 0, 8), RemoteAddr: b.mr.Addr(), RKey: b.mr.RKey()})
-		if errors.Is(err, nic.ErrQueueFull) {
+		if errors.Is(err, verbs.ErrQueueFull) {
 			time.Sleep(100 * time.Microsecond)
 			continue
 		}

@@ -18,7 +18,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rnic/rnic/memory"
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
 	"github.com/rnic/rnic/nic/verbs"
@@ -46,8 +45,8 @@ type Device struct {
 	spec  ibv.Spec
 	conn  *net.UnixConn
 	name  string
-	attr  nic.DeviceAttr
-	port  nic.PortAttr
+	attr  verbs.DeviceAttr
+	port  verbs.PortAttr
 	gids  []netip.Addr
 	bell  *sessionBell // the session doorbell, from version 4
 	arena *arena       // the ring chunks, from version 5
@@ -118,7 +117,7 @@ func Open(spec ibv.Spec) (*Device, error) {
 	d := &Device{spec: spec, conn: conn, spin: proto.PollsFor(daemon.Pid), pending: make(map[uint32]chan reply),
 		qps: make(map[uint32]*QP), cqs: make(map[uint32]*CQ), srqs: make(map[uint32]*SRQ),
 		mrs: make(map[uint32]*MR), ahs: make(map[*verbs.AddressVector]*AH),
-		events: make(chan ibv.Event, nic.DefaultEventQueueLen), gone: make(chan struct{}), readDone: make(chan struct{}),
+		events: make(chan ibv.Event, verbs.DefaultEventQueueLen), gone: make(chan struct{}), readDone: make(chan struct{}),
 		arena: newArena(), rbuf: make([]byte, proto.MaxMessage), roob: make([]byte, unix.CmsgSpace(proto.MaxFDs*4))}
 	d.riov.Base = &d.rbuf[0]
 	d.riov.SetLen(len(d.rbuf))
@@ -261,7 +260,7 @@ func (d *Device) read() {
 	cause := d.hangCause
 	d.hangMu.Unlock()
 	if d.closed.Load() {
-		d.goneErr = fmt.Errorf("rnicd device %s: %w", d.spec, nic.ErrClosed)
+		d.goneErr = fmt.Errorf("rnicd device %s: %w", d.spec, verbs.ErrClosed)
 	} else if cause != nil {
 		d.goneErr = fmt.Errorf("rnicd %s: %w: %v", d.spec.Socket, ErrDaemonGone, cause)
 	} else {
@@ -451,7 +450,7 @@ func mapRing(fd int, size uint64) (*memory.Shared, error) {
 // device, and the client side of them is released.
 func (d *Device) Close() error {
 	if d.closed.Swap(true) {
-		return fmt.Errorf("rnicd device %s: close: %w", d.spec, nic.ErrClosed)
+		return fmt.Errorf("rnicd device %s: close: %w", d.spec, verbs.ErrClosed)
 	}
 	d.conn.Close()
 	<-d.readDone

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rdmacm"
@@ -65,7 +66,7 @@ func rtuLosingDevice(t *testing.T) ibv.Device {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev, err := rdmacm.LocalWith(n, rdmacm.Config{}, ibv.LocalOptions{})
+	dev, err := rdmacm.LocalWith(n, rdmacm.Config{}, nic.IBVOptions{})
 	if err != nil {
 		n.Close()
 		t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
 	"github.com/rnic/rnic/nic/verbs"
@@ -41,7 +40,7 @@ var _ ibv.CQ = (*CQ)(nil)
 // CreateCQ creates a CQ of cqe entries.
 func (d *Device) CreateCQ(cqe int) (ibv.CQ, error) {
 	if cqe <= 0 || cqe > proto.MaxRingSlots {
-		return nil, fmt.Errorf("rnicd: create CQ of %d entries: %w", cqe, nic.ErrInvalid)
+		return nil, fmt.Errorf("rnicd: create CQ of %d entries: %w", cqe, verbs.ErrInvalid)
 	}
 	var rep proto.CreateCQOnReply
 	d.arena.mu.Lock()
@@ -172,7 +171,7 @@ func (c *CQ) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.dead.Load() && c.ring.Flags.Load()&proto.FlagOverrun != 0 {
-		return fmt.Errorf("rnicd: CQ of %d entries: %w", c.cqe, nic.ErrCQOverrun)
+		return fmt.Errorf("rnicd: CQ of %d entries: %w", c.cqe, verbs.ErrCQOverrun)
 	}
 	return nil
 }
@@ -182,7 +181,7 @@ func (c *CQ) usable() error {
 		return err
 	}
 	if c.dead.Load() {
-		return fmt.Errorf("rnicd: CQ: %w", nic.ErrDestroyed)
+		return fmt.Errorf("rnicd: CQ: %w", verbs.ErrDestroyed)
 	}
 	return nil
 }
@@ -190,7 +189,7 @@ func (c *CQ) usable() error {
 // Destroy destroys the CQ.
 func (c *CQ) Destroy() error {
 	if c.dead.Load() {
-		return fmt.Errorf("rnicd: destroy CQ: %w", nic.ErrDestroyed)
+		return fmt.Errorf("rnicd: destroy CQ: %w", verbs.ErrDestroyed)
 	}
 	_, err := c.d.call(proto.OpDestroyCQ, &proto.Handle{H: c.h}, nil, &proto.Empty{})
 	if err != nil && c.d.goneError() == nil {

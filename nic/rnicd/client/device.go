@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sync/atomic"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
 	"github.com/rnic/rnic/nic/verbs"
@@ -22,13 +21,13 @@ func (d *Device) Spec() ibv.Spec { return d.spec }
 
 // Query returns the device attributes (as the daemon reported them at
 // open).
-func (d *Device) Query() nic.DeviceAttr { return d.attr }
+func (d *Device) Query() verbs.DeviceAttr { return d.attr }
 
 // QueryPort returns a port's attributes.
-func (d *Device) QueryPort(port uint8) (nic.PortAttr, error) {
+func (d *Device) QueryPort(port uint8) (verbs.PortAttr, error) {
 	var rep proto.PortReply
 	if _, err := d.call(proto.OpQueryPort, &proto.QueryPortReq{Port: port}, nil, &rep); err != nil {
-		return nic.PortAttr{}, err
+		return verbs.PortAttr{}, err
 	}
 	return rep.Attr, nil
 }

@@ -14,15 +14,15 @@ import (
 	"os"
 	"time"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 // ErrNotSupported is wrapped by AttachHostPort's error when the device
 // takes no host port: not a TAP-mode NIC, or a daemon that predates host
 // ports. The caller then keeps its TAP to itself.
-var ErrNotSupported = nic.ErrNotSupported
+var ErrNotSupported = verbs.ErrNotSupported
 
 // attachTimeout bounds the attach round trip: a wedged daemon must not
 // hang the program that waits for its network.
@@ -35,7 +35,7 @@ const attachTimeout = 10 * time.Second
 // closer that detaches it again; the attachment also ends when this
 // process dies. The caller keeps tap and may close its own copy. A NIC
 // that is not in the TAP mode fails with an error wrapping
-// ErrNotSupported, one with a host port already with nic.ErrBusy.
+// ErrNotSupported, one with a host port already with verbs.ErrBusy.
 func AttachHostPort(socket, device string, tap *os.File) (mac net.HardwareAddr, closer io.Closer, err error) {
 	if socket == "" {
 		socket = ibv.DefaultSocketPath()

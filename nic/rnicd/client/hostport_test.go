@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/rnicd/client"
 	"github.com/rnic/rnic/nic/rnicd/proto"
 	"github.com/rnic/rnic/nic/rnicd/rnicdtest"
 	"github.com/rnic/rnic/nic/rnicd/server"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 // fakePort is a host port that records what it got: one at a time, as a
@@ -29,7 +29,7 @@ func (p *fakePort) attach(f *os.File, _ bool) (server.HostPort, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.attached {
-		return server.HostPort{}, nic.ErrBusy
+		return server.HostPort{}, verbs.ErrBusy
 	}
 	p.attached = true
 	p.detached = make(chan struct{})
@@ -80,7 +80,7 @@ func TestAttachHostPort(t *testing.T) {
 		hp.Prefixes[0].String() != "10.1.2.3/24" || hp.Prefixes[1].String() != "fd00::3/64" {
 		t.Errorf("attachment %#v, want MTU 9000 and the NIC's prefixes", closer)
 	}
-	if _, _, err := client.AttachHostPort(d.Socket, "rnic0", r); !errors.Is(err, nic.ErrBusy) {
+	if _, _, err := client.AttachHostPort(d.Socket, "rnic0", r); !errors.Is(err, verbs.ErrBusy) {
 		t.Errorf("second attach: %v, want ErrBusy", err)
 	}
 	fp.mu.Lock()

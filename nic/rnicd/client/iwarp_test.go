@@ -6,16 +6,16 @@ package client_test
 import (
 	"testing"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv/ibvtest"
 	"github.com/rnic/rnic/nic/rnicd/rnicdtest"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 func TestIWARPThroughDaemon(t *testing.T) {
 	d := rnicdtest.Start(t, rnicdtest.Options{NICs: 2, IWARP: true})
 	t.Run("transport", func(t *testing.T) {
 		a := open(t, d, 0).Query()
-		if a.Transport != nic.TransportIWARP || a.NodeType != nic.NodeRNIC {
+		if a.Transport != verbs.TransportIWARP || a.NodeType != verbs.NodeRNIC {
 			t.Fatalf("client's device: transport %v, node type %v; want iWARP, RNIC", a.Transport, a.NodeType)
 		}
 	})
@@ -34,7 +34,7 @@ func TestIWARPThroughDaemon(t *testing.T) {
 // A RoCEv2 NIC served by rnicd is a CA on IB transport to its clients.
 func TestRoCETransportThroughDaemon(t *testing.T) {
 	d := rnicdtest.Start(t, rnicdtest.Options{})
-	if a := open(t, d, 0).Query(); a.Transport != nic.TransportIB || a.NodeType != nic.NodeCA {
+	if a := open(t, d, 0).Query(); a.Transport != verbs.TransportIB || a.NodeType != verbs.NodeCA {
 		t.Fatalf("client's device: transport %v, node type %v; want InfiniBand, CA", a.Transport, a.NodeType)
 	}
 }

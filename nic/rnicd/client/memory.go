@@ -10,9 +10,9 @@ import (
 	"unsafe"
 
 	"github.com/rnic/rnic/memory"
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 // buffer is memory from AllocBuffer. MRs over it keep it mapped after
@@ -63,7 +63,7 @@ func (b *buffer) unpin() {
 // the only memory RegMR takes.
 func (d *Device) AllocBuffer(n int) (ibv.Buffer, error) {
 	if n <= 0 {
-		return nil, fmt.Errorf("rnicd: alloc buffer of %d bytes: %w", n, nic.ErrInvalid)
+		return nil, fmt.Errorf("rnicd: alloc buffer of %d bytes: %w", n, verbs.ErrInvalid)
 	}
 	sh, err := memory.NewShared(n)
 	if err != nil {
@@ -80,7 +80,7 @@ func (d *Device) AllocBuffer(n int) (ibv.Buffer, error) {
 // hold on the buffer taken (unpin drops it).
 func (d *Device) pin(mem []byte) (*buffer, uint64, error) {
 	if len(mem) == 0 {
-		return nil, 0, fmt.Errorf("rnicd: register 0 bytes: %w", nic.ErrInvalid)
+		return nil, 0, fmt.Errorf("rnicd: register 0 bytes: %w", verbs.ErrInvalid)
 	}
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(mem)))
 	end := start + uintptr(len(mem))
@@ -94,7 +94,7 @@ func (d *Device) pin(mem []byte) (*buffer, uint64, error) {
 			return b, uint64(start - bs), nil
 		}
 	}
-	return nil, 0, fmt.Errorf("rnicd: register memory: it must come from Device.AllocBuffer, which the daemon can map: %w", nic.ErrInvalid)
+	return nil, 0, fmt.Errorf("rnicd: register memory: it must come from Device.AllocBuffer, which the daemon can map: %w", verbs.ErrInvalid)
 }
 
 func (d *Device) unpin(b *buffer) {
@@ -192,14 +192,14 @@ func (d *Device) gather(pd *PD, sgl []memory.SGE, dst []byte) (int, error) {
 		e := &sgl[i]
 		m := d.mrs[e.LKey]
 		if m == nil || m.pd != pd {
-			return 0, fmt.Errorf("rnicd: inline SGE %d: lkey %#x is no MR of the QP's PD: %w", i, e.LKey, nic.ErrInvalid)
+			return 0, fmt.Errorf("rnicd: inline SGE %d: lkey %#x is no MR of the QP's PD: %w", i, e.LKey, verbs.ErrInvalid)
 		}
 		// Addresses run from m.addr (ZeroBased MRs from 0) over m.mem.
 		if e.Addr < m.addr || e.Addr-m.addr > uint64(len(m.mem)) || uint64(e.Length) > uint64(len(m.mem))-(e.Addr-m.addr) {
-			return 0, fmt.Errorf("rnicd: inline SGE %d: [%#x, +%d) outside MR %#x: %w", i, e.Addr, e.Length, e.LKey, nic.ErrInvalid)
+			return 0, fmt.Errorf("rnicd: inline SGE %d: [%#x, +%d) outside MR %#x: %w", i, e.Addr, e.Length, e.LKey, verbs.ErrInvalid)
 		}
 		if int(e.Length) > len(dst)-n {
-			return 0, fmt.Errorf("rnicd: inline data longer than %d bytes: %w", len(dst), nic.ErrInvalid)
+			return 0, fmt.Errorf("rnicd: inline data longer than %d bytes: %w", len(dst), verbs.ErrInvalid)
 		}
 		off := e.Addr - m.addr
 		n += copy(dst[n:], m.mem[off:off+uint64(e.Length)])

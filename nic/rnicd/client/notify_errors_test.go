@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/memory"
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/client"
 	"github.com/rnic/rnic/nic/rnicd/rnicdtest"
@@ -113,7 +112,7 @@ func TestCQNotify(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Error("a destroyed CQ's Notify is still open")
 	}
-	if err := cq.ReqNotify(false); !errors.Is(err, nic.ErrDestroyed) {
+	if err := cq.ReqNotify(false); !errors.Is(err, verbs.ErrDestroyed) {
 		t.Errorf("ReqNotify on a destroyed CQ: %v, want ErrDestroyed", err)
 	}
 }
@@ -124,46 +123,46 @@ func TestVerbsErrors(t *testing.T) {
 
 	t.Run("synchronous", func(t *testing.T) {
 		a := newEnd(t, devA, verbs.QPTypeRC, 4096)
-		var pe *nic.PostError
+		var pe *verbs.PostError
 		// In RESET (and INIT, RTR) posting to the send queue fails.
 		err := a.qp.PostSend(&verbs.SendWR{Opcode: verbs.WRSend, SGL: sge(a, 0, 1)})
-		if !errors.Is(err, nic.ErrInvalidState) || !errors.As(err, &pe) || pe.Index != 0 {
+		if !errors.Is(err, verbs.ErrInvalidState) || !errors.As(err, &pe) || pe.Index != 0 {
 			t.Errorf("post send in RESET: %v, want a PostError wrapping ErrInvalidState", err)
 		}
-		if err := a.qp.PostRecv(&verbs.RecvWR{}); !errors.Is(err, nic.ErrInvalidState) {
+		if err := a.qp.PostRecv(&verbs.RecvWR{}); !errors.Is(err, verbs.ErrInvalidState) {
 			t.Errorf("post recv in RESET: %v, want ErrInvalidState", err)
 		}
 		// A transition nic refuses, with nic's message.
 		err = a.qp.Modify(&verbs.QPAttr{State: verbs.QPSRTS}, verbs.AttrState)
-		if !errors.Is(err, nic.ErrInvalid) && !errors.Is(err, nic.ErrInvalidState) {
+		if !errors.Is(err, verbs.ErrInvalid) && !errors.Is(err, verbs.ErrInvalidState) {
 			t.Errorf("RESET→RTS: %v, want an invalid-argument error", err)
 		}
 		b := newEnd(t, devB, verbs.QPTypeRC, 4096)
 		connect(t, a, b, nil)
 		tooMany := make([]verbs.SGE, 5)
-		if err := a.qp.PostSend(&verbs.SendWR{Opcode: verbs.WRSend, SGL: tooMany}); !errors.Is(err, nic.ErrInvalid) {
+		if err := a.qp.PostSend(&verbs.SendWR{Opcode: verbs.WRSend, SGL: tooMany}); !errors.Is(err, verbs.ErrInvalid) {
 			t.Errorf("5 SGEs on a QP of 4: %v, want ErrInvalid", err)
 		}
-		if err := a.qp.PostSend(&verbs.SendWR{Opcode: verbs.WRAtomicFetchAdd, SGL: sge(a, 0, 8), RemoteAddr: 3}); !errors.Is(err, nic.ErrInvalid) {
+		if err := a.qp.PostSend(&verbs.SendWR{Opcode: verbs.WRAtomicFetchAdd, SGL: sge(a, 0, 8), RemoteAddr: 3}); !errors.Is(err, verbs.ErrInvalid) {
 			t.Errorf("misaligned atomic: %v, want ErrInvalid", err)
 		}
-		if err := a.qp.PostSend(&verbs.SendWR{Opcode: verbs.WRSend, Flags: verbs.SendInline, Inline: make([]byte, 65)}); !errors.Is(err, nic.ErrInvalid) {
+		if err := a.qp.PostSend(&verbs.SendWR{Opcode: verbs.WRSend, Flags: verbs.SendInline, Inline: make([]byte, 65)}); !errors.Is(err, verbs.ErrInvalid) {
 			t.Errorf("65 inline bytes on a QP of 64: %v, want ErrInvalid", err)
 		}
-		if _, err := devA.RegMR(a.pd, make([]byte, 64), memory.LocalWrite); !errors.Is(err, nic.ErrInvalid) ||
+		if _, err := devA.RegMR(a.pd, make([]byte, 64), memory.LocalWrite); !errors.Is(err, verbs.ErrInvalid) ||
 			!strings.Contains(err.Error(), "AllocBuffer") {
 			t.Errorf("RegMR of heap memory: %v, want ErrInvalid naming AllocBuffer", err)
 		}
 		if _, err := devA.CreateQP(a.pd, ibv.QPInit{Type: verbs.QPTypeRC, SendCQ: b.cq, RecvCQ: a.cq, Cap: defaultCap}); !errors.Is(err, ibv.ErrForeign) {
 			t.Errorf("CreateQP with another device's CQ: %v, want ErrForeign", err)
 		}
-		if err := a.pd.Dealloc(); !errors.Is(err, nic.ErrBusy) {
+		if err := a.pd.Dealloc(); !errors.Is(err, verbs.ErrBusy) {
 			t.Errorf("dealloc a PD in use: %v, want ErrBusy", err)
 		}
 		if err := b.mr.Dereg(); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.mr.Dereg(); !errors.Is(err, nic.ErrInvalid) {
+		if err := b.mr.Dereg(); !errors.Is(err, verbs.ErrInvalid) {
 			t.Errorf("dereg twice: %v, want ErrInvalid (no such MR)", err)
 		}
 	})
@@ -204,7 +203,7 @@ func TestLimits(t *testing.T) {
 		if i < 2 && err != nil {
 			t.Fatalf("QP %d: %v", i, err)
 		}
-		if i == 2 && (!errors.Is(err, client.ErrLimit) || !errors.Is(err, nic.ErrNoMemory) || !strings.Contains(err.Error(), "2 QPs per client")) {
+		if i == 2 && (!errors.Is(err, client.ErrLimit) || !errors.Is(err, verbs.ErrNoMemory) || !strings.Contains(err.Error(), "2 QPs per client")) {
 			t.Errorf("third QP: %v, want ErrLimit and ErrNoMemory naming the limit", err)
 		}
 	}
@@ -253,7 +252,7 @@ func TestQueueFull(t *testing.T) {
 		posted++
 		time.Sleep(50 * time.Microsecond) // let the drainer keep up, to reach the NIC's depth too
 	}
-	if !errors.Is(err, nic.ErrQueueFull) {
+	if !errors.Is(err, verbs.ErrQueueFull) {
 		t.Fatalf("after %d posts: %v, want ErrQueueFull", posted, err)
 	}
 	if posted < depth || posted > 2*depth+16 {

@@ -1,7 +1,7 @@
 // The optional capabilities of a daemon's device (ibv.Network for side
 // channels, ibv.ConnManager for rdma_cm): the device ibv.Open returns
 // implements each exactly when the daemon's device offers it, so that a
-// program's type assertions tell the truth, as ibv.Local's do.
+// program's type assertions tell the truth, as nic.AsIBV's do.
 
 package client
 

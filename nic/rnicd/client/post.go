@@ -10,7 +10,6 @@ import (
 	"fmt"
 
 	"github.com/rnic/rnic/memory"
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/rnicd/proto"
 	"github.com/rnic/rnic/nic/verbs"
 )
@@ -21,12 +20,12 @@ func (q *QP) usable() error {
 		return err
 	}
 	if q.dead.Load() {
-		return fmt.Errorf("rnicd: %v: %w", q, nic.ErrDestroyed)
+		return fmt.Errorf("rnicd: %v: %w", q, verbs.ErrDestroyed)
 	}
 	return nil
 }
 
-// PostSend posts send WRs in order; on an error (a *nic.PostError for a
+// PostSend posts send WRs in order; on an error (a *verbs.PostError for a
 // WR at fault) the WRs before the failing one were posted.
 func (q *QP) PostSend(wrs ...*verbs.SendWR) error {
 	if !canSend(q.ringState()) {
@@ -45,7 +44,7 @@ func (q *QP) PostSend(wrs ...*verbs.SendWR) error {
 			if wr != nil {
 				id = wr.ID
 			}
-			err = &nic.PostError{Index: i, WRID: id, Err: err}
+			err = &verbs.PostError{Index: i, WRID: id, Err: err}
 			break
 		}
 		posted++
@@ -73,10 +72,10 @@ func (q *QP) refreshState() {
 // postSend checks wr and writes it into the send ring. Caller holds sqMu.
 func (q *QP) postSend(wr *verbs.SendWR) error {
 	if wr == nil {
-		return fmt.Errorf("rnicd: nil send WR: %w", nic.ErrInvalid)
+		return fmt.Errorf("rnicd: nil send WR: %w", verbs.ErrInvalid)
 	}
 	if st := q.ringState(); !canSend(st) {
-		return fmt.Errorf("rnicd: post send on %v in %v: %w", q, st, nic.ErrInvalidState)
+		return fmt.Errorf("rnicd: post send on %v in %v: %w", q, st, verbs.ErrInvalidState)
 	}
 	ah, err := q.checkSendWR(wr)
 	if err != nil {
@@ -84,7 +83,7 @@ func (q *QP) postSend(wr *verbs.SendWR) error {
 	}
 	r := &q.rings.SQ
 	if q.sqProd-r.Cons.Load() >= r.Cap {
-		return fmt.Errorf("rnicd: %v send queue holds its max_send_wr %d WRs: %w", q, r.Cap, nic.ErrQueueFull)
+		return fmt.Errorf("rnicd: %v send queue holds its max_send_wr %d WRs: %w", q, r.Cap, verbs.ErrQueueFull)
 	}
 	slot := r.Slot(q.sqProd)
 	n := 0
@@ -97,7 +96,7 @@ func (q *QP) postSend(wr *verbs.SendWR) error {
 		}
 	}
 	if err := proto.PutSendWQE(slot, wr, ah, n); err != nil {
-		return fmt.Errorf("rnicd: %w: %w", err, nic.ErrInvalid)
+		return fmt.Errorf("rnicd: %w: %w", err, verbs.ErrInvalid)
 	}
 	q.sqProd++
 	r.Prod.Store(q.sqProd)
@@ -111,67 +110,67 @@ func (q *QP) checkSendWR(wr *verbs.SendWR) (uint32, error) {
 	switch {
 	case verbs.OpcodesOf(q.typ).Has(op):
 	case verbs.UnsupportedOpcodes.Has(op):
-		return 0, fmt.Errorf("rnicd: %v WRs: %w", op, nic.ErrNotSupported)
+		return 0, fmt.Errorf("rnicd: %v WRs: %w", op, verbs.ErrNotSupported)
 	case verbs.RCOpcodes.Has(op):
-		return 0, fmt.Errorf("rnicd: %v is not a %v operation: %w", op, q.typ, nic.ErrInvalid)
+		return 0, fmt.Errorf("rnicd: %v is not a %v operation: %w", op, q.typ, verbs.ErrInvalid)
 	default:
-		return 0, fmt.Errorf("rnicd: unknown send opcode %d: %w", op, nic.ErrInvalid)
+		return 0, fmt.Errorf("rnicd: unknown send opcode %d: %w", op, verbs.ErrInvalid)
 	}
-	if verbs.AtomicOpcodes.Has(op) && q.d.attr.AtomicCap == nic.AtomicNone {
-		return 0, fmt.Errorf("rnicd: %v on a device without atomics: %w", op, nic.ErrNotSupported)
+	if verbs.AtomicOpcodes.Has(op) && q.d.attr.AtomicCap == verbs.AtomicNone {
+		return 0, fmt.Errorf("rnicd: %v on a device without atomics: %w", op, verbs.ErrNotSupported)
 	}
 	if bad := wr.Flags &^ verbs.KnownSendFlags; bad != 0 {
-		return 0, fmt.Errorf("rnicd: unknown send flags %#x: %w", uint8(bad), nic.ErrInvalid)
+		return 0, fmt.Errorf("rnicd: unknown send flags %#x: %w", uint8(bad), verbs.ErrInvalid)
 	}
 	inline := wr.Flags&verbs.SendInline != 0
 	if wr.Inline != nil && (!inline || len(wr.SGL) > 0) {
-		return 0, fmt.Errorf("rnicd: Inline data needs the INLINE flag and no SGEs: %w", nic.ErrInvalid)
+		return 0, fmt.Errorf("rnicd: Inline data needs the INLINE flag and no SGEs: %w", verbs.ErrInvalid)
 	}
 	maxSGE := int(q.cap.MaxSendSGE)
 	if op == verbs.WRRDMARead {
 		maxSGE = min(maxSGE, q.d.attr.MaxSGERd)
 	}
 	if len(wr.SGL) > maxSGE {
-		return 0, fmt.Errorf("rnicd: %v WR with %d SGEs, the QP allows %d: %w", op, len(wr.SGL), maxSGE, nic.ErrInvalid)
+		return 0, fmt.Errorf("rnicd: %v WR with %d SGEs, the QP allows %d: %w", op, len(wr.SGL), maxSGE, verbs.ErrInvalid)
 	}
 	total := memory.TotalLength(wr.SGL)
 	if wr.Inline != nil {
 		total = uint64(len(wr.Inline))
 	}
-	if total > nic.MaxMsgSize {
-		return 0, fmt.Errorf("rnicd: %d-byte message exceeds max_msg_sz %d: %w", total, nic.MaxMsgSize, nic.ErrInvalid)
+	if total > verbs.MaxMsgSize {
+		return 0, fmt.Errorf("rnicd: %d-byte message exceeds max_msg_sz %d: %w", total, verbs.MaxMsgSize, verbs.ErrInvalid)
 	}
 	if inline {
 		if !verbs.InlineOpcodes.Has(op) {
-			return 0, fmt.Errorf("rnicd: INLINE with %v: only SEND and RDMA WRITE carry inline data: %w", op, nic.ErrInvalid)
+			return 0, fmt.Errorf("rnicd: INLINE with %v: only SEND and RDMA WRITE carry inline data: %w", op, verbs.ErrInvalid)
 		}
 		if total > uint64(q.cap.MaxInlineData) {
-			return 0, fmt.Errorf("rnicd: %d inline bytes, the QP allows %d: %w", total, q.cap.MaxInlineData, nic.ErrInvalid)
+			return 0, fmt.Errorf("rnicd: %d inline bytes, the QP allows %d: %w", total, q.cap.MaxInlineData, verbs.ErrInvalid)
 		}
 	}
 	if verbs.AtomicOpcodes.Has(op) {
 		if len(wr.SGL) != 1 || wr.SGL[0].Length != 8 {
-			return 0, fmt.Errorf("rnicd: %v needs exactly one 8-byte SGE: %w", op, nic.ErrInvalid)
+			return 0, fmt.Errorf("rnicd: %v needs exactly one 8-byte SGE: %w", op, verbs.ErrInvalid)
 		}
 		if wr.RemoteAddr&7 != 0 {
-			return 0, fmt.Errorf("rnicd: %v remote address %#x is not 8-byte aligned: %w", op, wr.RemoteAddr, nic.ErrInvalid)
+			return 0, fmt.Errorf("rnicd: %v remote address %#x is not 8-byte aligned: %w", op, wr.RemoteAddr, verbs.ErrInvalid)
 		}
 	}
 	if q.typ != verbs.QPTypeUD {
 		return 0, nil
 	}
 	if wr.AH == nil {
-		return 0, fmt.Errorf("rnicd: UD send without an address handle: %w", nic.ErrInvalid)
+		return 0, fmt.Errorf("rnicd: UD send without an address handle: %w", verbs.ErrInvalid)
 	}
 	a := q.d.ah(wr.AH)
 	if a == nil {
-		return 0, fmt.Errorf("rnicd: UD send: AH is not from CreateAH or was destroyed (use AH.AV()): %w", nic.ErrInvalid)
+		return 0, fmt.Errorf("rnicd: UD send: AH is not from CreateAH or was destroyed (use AH.AV()): %w", verbs.ErrInvalid)
 	}
 	if a.pd != q.pd {
-		return 0, fmt.Errorf("rnicd: UD send: AH and QP are in different PDs: %w", nic.ErrInvalid)
+		return 0, fmt.Errorf("rnicd: UD send: AH and QP are in different PDs: %w", verbs.ErrInvalid)
 	}
 	if wr.RemoteQPN > 0xffffff {
-		return 0, fmt.Errorf("rnicd: UD send: remote QPN %#x exceeds 24 bits: %w", wr.RemoteQPN, nic.ErrInvalid)
+		return 0, fmt.Errorf("rnicd: UD send: remote QPN %#x exceeds 24 bits: %w", wr.RemoteQPN, verbs.ErrInvalid)
 	}
 	return a.h, nil
 }
@@ -179,7 +178,7 @@ func (q *QP) checkSendWR(wr *verbs.SendWR) (uint32, error) {
 // PostRecv posts receive WRs to the QP's own receive queue.
 func (q *QP) PostRecv(wrs ...*verbs.RecvWR) error {
 	if q.srq != nil {
-		return fmt.Errorf("rnicd: post recv on %v: it receives from an SRQ: %w", q, nic.ErrInvalid)
+		return fmt.Errorf("rnicd: post recv on %v: it receives from an SRQ: %w", q, verbs.ErrInvalid)
 	}
 	q.rqMu.Lock()
 	defer q.rqMu.Unlock()
@@ -188,7 +187,7 @@ func (q *QP) PostRecv(wrs ...*verbs.RecvWR) error {
 	}
 	st := q.ringState()
 	if st == verbs.QPSReset {
-		return fmt.Errorf("rnicd: post recv on %v in RESET: %w", q, nic.ErrInvalidState)
+		return fmt.Errorf("rnicd: post recv on %v in RESET: %w", q, verbs.ErrInvalidState)
 	}
 	err := postRecv(&q.rings.RQ, &q.rqProd, int(q.cap.MaxRecvSGE), wrs, q)
 	// In INIT nothing can arrive yet (and the daemon takes the ring
@@ -200,7 +199,7 @@ func (q *QP) PostRecv(wrs ...*verbs.RecvWR) error {
 }
 
 // postRecv writes receive WRs into ring r (a QP's or an SRQ's), rings the
-// doorbell of b if any was written, and returns a *nic.PostError for the
+// doorbell of b if any was written, and returns a *verbs.PostError for the
 // first WR at fault.
 func postRecv(r *proto.WorkRing, prod *uint32, maxSGE int, wrs []*verbs.RecvWR, b doorbell) error {
 	var err error
@@ -208,16 +207,16 @@ func postRecv(r *proto.WorkRing, prod *uint32, maxSGE int, wrs []*verbs.RecvWR, 
 	for i, wr := range wrs {
 		switch {
 		case wr == nil:
-			err = &nic.PostError{Index: i, Err: fmt.Errorf("rnicd: nil receive WR: %w", nic.ErrInvalid)}
+			err = &verbs.PostError{Index: i, Err: fmt.Errorf("rnicd: nil receive WR: %w", verbs.ErrInvalid)}
 		case len(wr.SGL) > maxSGE:
-			err = &nic.PostError{Index: i, WRID: wr.ID,
-				Err: fmt.Errorf("rnicd: receive WR has %d SGEs, the queue allows %d: %w", len(wr.SGL), maxSGE, nic.ErrInvalid)}
+			err = &verbs.PostError{Index: i, WRID: wr.ID,
+				Err: fmt.Errorf("rnicd: receive WR has %d SGEs, the queue allows %d: %w", len(wr.SGL), maxSGE, verbs.ErrInvalid)}
 		case *prod-r.Cons.Load() >= r.Cap:
-			err = &nic.PostError{Index: i, WRID: wr.ID,
-				Err: fmt.Errorf("rnicd: receive queue holds its %d WRs: %w", r.Cap, nic.ErrQueueFull)}
+			err = &verbs.PostError{Index: i, WRID: wr.ID,
+				Err: fmt.Errorf("rnicd: receive queue holds its %d WRs: %w", r.Cap, verbs.ErrQueueFull)}
 		default:
 			if e := proto.PutRecvWQE(r.Slot(*prod), wr); e != nil {
-				err = &nic.PostError{Index: i, WRID: wr.ID, Err: fmt.Errorf("rnicd: %w: %w", e, nic.ErrInvalid)}
+				err = &verbs.PostError{Index: i, WRID: wr.ID, Err: fmt.Errorf("rnicd: %w: %w", e, verbs.ErrInvalid)}
 				break
 			}
 			*prod++

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
 	"github.com/rnic/rnic/nic/verbs"
@@ -47,7 +46,7 @@ func (d *Device) CreateQP(pd ibv.PD, init ibv.QPInit) (ibv.QP, error) {
 	}
 	req := &proto.CreateQPReq{PD: p.h, Type: init.Type, SigAll: init.SigAll, Cap: init.Cap}
 	if init.SendCQ == nil || init.RecvCQ == nil {
-		return nil, fmt.Errorf("rnicd: create QP: send and receive CQs are required: %w", nic.ErrInvalid)
+		return nil, fmt.Errorf("rnicd: create QP: send and receive CQs are required: %w", verbs.ErrInvalid)
 	}
 	scq, err := d.cq(init.SendCQ)
 	if err != nil {
@@ -143,7 +142,7 @@ func (q *QP) State() verbs.QPState {
 // effect before the change.
 func (q *QP) Modify(attr *verbs.QPAttr, mask verbs.QPAttrMask) error {
 	if attr == nil {
-		return fmt.Errorf("rnicd: modify %v: nil attributes: %w", q, nic.ErrInvalid)
+		return fmt.Errorf("rnicd: modify %v: nil attributes: %w", q, verbs.ErrInvalid)
 	}
 	var rep proto.QPStateReply
 	_, err := q.d.call(proto.OpModifyQP, &proto.ModifyQPReq{QP: q.h, Mask: mask, Attr: *attr}, nil, &rep)
@@ -162,7 +161,7 @@ func (q *QP) Query() (verbs.QPAttr, error) {
 // Destroy destroys the QP.
 func (q *QP) Destroy() error {
 	if q.dead.Load() {
-		return fmt.Errorf("rnicd: destroy %v: %w", q, nic.ErrDestroyed)
+		return fmt.Errorf("rnicd: destroy %v: %w", q, verbs.ErrDestroyed)
 	}
 	_, err := q.d.call(proto.OpDestroyQP, &proto.Handle{H: q.h}, nil, &proto.Empty{})
 	if err != nil && q.d.goneError() == nil {

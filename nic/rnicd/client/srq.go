@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
 	"github.com/rnic/rnic/nic/verbs"
@@ -40,7 +39,7 @@ func (d *Device) CreateSRQ(pd ibv.PD, maxWR, maxSGE int) (ibv.SRQ, error) {
 		return nil, err
 	}
 	if maxWR <= 0 || maxSGE <= 0 || maxWR > proto.MaxRingSlots || maxSGE > proto.MaxSlotSize {
-		return nil, fmt.Errorf("rnicd: create SRQ of %d WRs of %d SGEs: %w", maxWR, maxSGE, nic.ErrInvalid)
+		return nil, fmt.Errorf("rnicd: create SRQ of %d WRs of %d SGEs: %w", maxWR, maxSGE, verbs.ErrInvalid)
 	}
 	rep := proto.CreateSRQReply{Version: proto.Version}
 	d.arena.mu.Lock()
@@ -82,7 +81,7 @@ func (s *SRQ) PostRecv(wrs ...*verbs.RecvWR) error {
 		return err
 	}
 	if s.dead.Load() {
-		return fmt.Errorf("rnicd: post SRQ recv: %w", nic.ErrDestroyed)
+		return fmt.Errorf("rnicd: post SRQ recv: %w", verbs.ErrDestroyed)
 	}
 	err := postRecv(&s.rings.RQ, &s.prod, s.maxSGE, wrs, s)
 	// QPs using the SRQ may be receiving now.
@@ -101,7 +100,7 @@ func (s *SRQ) ring() {
 // Destroy destroys the SRQ.
 func (s *SRQ) Destroy() error {
 	if s.dead.Load() {
-		return fmt.Errorf("rnicd: destroy SRQ: %w", nic.ErrDestroyed)
+		return fmt.Errorf("rnicd: destroy SRQ: %w", verbs.ErrDestroyed)
 	}
 	_, err := s.d.call(proto.OpDestroySRQ, &proto.Handle{H: s.h}, nil, &proto.Empty{})
 	if err != nil && s.d.goneError() == nil {

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/rnicd/client"
+	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/tap/taptest"
 )
 
@@ -42,7 +42,7 @@ func TestHostPortPingpong(t *testing.T) {
 		t.Fatalf("%v\n%s", err, d.p.report())
 	}
 	defer closer.Close()
-	if _, _, err := client.AttachHostPort(d.socket, "rnic0", view.File); !errors.Is(err, nic.ErrBusy) {
+	if _, _, err := client.AttachHostPort(d.socket, "rnic0", view.File); !errors.Is(err, verbs.ErrBusy) {
 		t.Fatalf("second attach: %v, want EBUSY", err)
 	}
 	view.Configure(t, mac, 1500, n.Addr4(20).String())
@@ -79,7 +79,7 @@ func TestHostPortPingpong(t *testing.T) {
 			c.Close()
 			break
 		}
-		if !errors.Is(err, nic.ErrBusy) || time.Since(start) > 20*time.Second {
+		if !errors.Is(err, verbs.ErrBusy) || time.Since(start) > 20*time.Second {
 			t.Fatalf("attach after the first closed: %v", err)
 		}
 	}

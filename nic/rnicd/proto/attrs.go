@@ -5,12 +5,11 @@
 package proto
 
 import (
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/verbs"
 )
 
 // PutDeviceAttr writes a.
-func PutDeviceAttr(w *Writer, a *nic.DeviceAttr) {
+func PutDeviceAttr(w *Writer, a *verbs.DeviceAttr) {
 	w.String(a.FwVer)
 	w.U64(a.NodeGUID)
 	w.U64(a.SysImageGUID)
@@ -37,7 +36,7 @@ func PutDeviceAttr(w *Writer, a *nic.DeviceAttr) {
 }
 
 // GetDeviceAttr reads what PutDeviceAttr wrote.
-func GetDeviceAttr(r *Reader, a *nic.DeviceAttr) {
+func GetDeviceAttr(r *Reader, a *verbs.DeviceAttr) {
 	a.FwVer = r.String(MaxName)
 	a.NodeGUID = r.U64()
 	a.SysImageGUID = r.U64()
@@ -48,12 +47,12 @@ func GetDeviceAttr(r *Reader, a *nic.DeviceAttr) {
 	a.HWVer = r.U32()
 	a.MaxQP = r.Int()
 	a.MaxQPWR = r.Int()
-	a.DeviceCapFlags = nic.DeviceCap(r.U32())
+	a.DeviceCapFlags = verbs.DeviceCap(r.U32())
 	for _, p := range []*int{&a.MaxSGE, &a.MaxSGERd, &a.MaxCQ, &a.MaxCQE, &a.MaxMR, &a.MaxPD, &a.MaxQPRdAtom,
 		&a.MaxResRdAtom, &a.MaxQPInitRdAtom} {
 		*p = r.Int()
 	}
-	a.AtomicCap = nic.AtomicCap(r.U8())
+	a.AtomicCap = verbs.AtomicCap(r.U8())
 	for _, p := range []*int{&a.MaxMW, &a.MaxAH, &a.MaxSRQ, &a.MaxSRQWR, &a.MaxSRQSGE, &a.MaxPKeys} {
 		*p = r.Int()
 	}
@@ -64,7 +63,7 @@ func GetDeviceAttr(r *Reader, a *nic.DeviceAttr) {
 }
 
 // PutPortAttr writes a.
-func PutPortAttr(w *Writer, a *nic.PortAttr) {
+func PutPortAttr(w *Writer, a *verbs.PortAttr) {
 	w.U8(uint8(a.State))
 	w.U8(uint8(a.MaxMTU))
 	w.U8(uint8(a.ActiveMTU))
@@ -77,15 +76,15 @@ func PutPortAttr(w *Writer, a *nic.PortAttr) {
 }
 
 // GetPortAttr reads what PutPortAttr wrote.
-func GetPortAttr(r *Reader, a *nic.PortAttr) {
-	a.State = nic.PortState(r.U8())
+func GetPortAttr(r *Reader, a *verbs.PortAttr) {
+	a.State = verbs.PortState(r.U8())
 	a.MaxMTU = verbs.MTU(r.U8())
 	a.ActiveMTU = verbs.MTU(r.U8())
 	a.GIDTblLen = r.Int()
 	a.MaxMsgSize = r.U64()
 	a.PKeyTblLen = r.Int()
 	a.PhysState = r.U8()
-	a.LinkLayer = nic.LinkLayer(r.U8())
+	a.LinkLayer = verbs.LinkLayer(r.U8())
 	a.LinkMTU = r.Int()
 }
 

@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"sync"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/verbs"
 )
 
@@ -75,8 +74,8 @@ func (m *OpenReq) Decode(r *Reader) { m.Version = r.U32(); m.Name = r.String(Max
 type OpenReply struct {
 	Version uint32
 	Name    string
-	Attr    nic.DeviceAttr
-	Port    nic.PortAttr
+	Attr    verbs.DeviceAttr
+	Port    verbs.PortAttr
 	GIDs    []netip.Addr
 }
 
@@ -110,8 +109,8 @@ func (m *OpenReply) Decode(r *Reader) {
 		m.GIDs = append(m.GIDs, r.Addr())
 	}
 	if m.Version >= VersionTransport {
-		m.Attr.Transport = nic.Transport(r.U8())
-		m.Attr.NodeType = nic.NodeType(r.U8())
+		m.Attr.Transport = verbs.Transport(r.U8())
+		m.Attr.NodeType = verbs.NodeType(r.U8())
 	}
 }
 
@@ -122,7 +121,7 @@ func (m *QueryPortReq) Encode(w *Writer) { w.U8(m.Port) }
 func (m *QueryPortReq) Decode(r *Reader) { m.Port = r.U8() }
 
 // PortReply holds a port's attributes.
-type PortReply struct{ Attr nic.PortAttr }
+type PortReply struct{ Attr verbs.PortAttr }
 
 func (m *PortReply) Encode(w *Writer) { PutPortAttr(w, &m.Attr) }
 func (m *PortReply) Decode(r *Reader) { GetPortAttr(r, &m.Attr) }

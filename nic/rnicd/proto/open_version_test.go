@@ -3,8 +3,8 @@ package proto
 import (
 	"testing"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 // OPEN's reply is in the client's version: a version 1 client (the C
@@ -12,7 +12,7 @@ import (
 // byte; a version 2 client gets the transport and node type of an iWARP
 // device.
 func TestOpenReplyTransportByVersion(t *testing.T) {
-	attr := nic.DeviceAttr{FwVer: "x", MaxQP: 4, Transport: nic.TransportIWARP, NodeType: nic.NodeRNIC}
+	attr := verbs.DeviceAttr{FwVer: "x", MaxQP: 4, Transport: verbs.TransportIWARP, NodeType: verbs.NodeRNIC}
 	enc := func(v uint32) []byte {
 		w := NewWriter(nil)
 		(&OpenReply{Version: v, Name: "iw0", Attr: attr}).Encode(w)
@@ -31,7 +31,7 @@ func TestOpenReplyTransportByVersion(t *testing.T) {
 	got = OpenReply{}
 	r = NewReader(v2)
 	got.Decode(r)
-	if err := r.Done(); err != nil || got.Attr.Transport != nic.TransportIWARP || got.Attr.NodeType != nic.NodeRNIC {
+	if err := r.Done(); err != nil || got.Attr.Transport != verbs.TransportIWARP || got.Attr.NodeType != verbs.NodeRNIC {
 		t.Fatalf("version 2: %v, transport %v, node type %v; want iWARP, RNIC", err, got.Attr.Transport, got.Attr.NodeType)
 	}
 }

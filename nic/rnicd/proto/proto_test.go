@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/verbs"
 )
 
@@ -181,15 +180,15 @@ func TestErrorReplies(t *testing.T) {
 		}
 	}
 	// nic's sentinels map to their statuses and back.
-	for _, e := range []error{nic.ErrInvalid, nic.ErrBusy, nic.ErrNoMemory, nic.ErrQueueFull, nic.ErrInvalidState,
-		nic.ErrNotSupported, nic.ErrPermission, nic.ErrDestroyed, nic.ErrNoProvider, nic.ErrClosed, nic.ErrCQOverrun} {
+	for _, e := range []error{verbs.ErrInvalid, verbs.ErrBusy, verbs.ErrNoMemory, verbs.ErrQueueFull, verbs.ErrInvalidState,
+		verbs.ErrNotSupported, verbs.ErrPermission, verbs.ErrDestroyed, verbs.ErrNoProvider, verbs.ErrClosed, verbs.ErrCQOverrun} {
 		err := ErrorOf(OpAllocPD, StatusOf(errors.Join(errors.New("context"), e)), "x")
 		if !errors.Is(err, e) {
 			t.Errorf("%v did not survive the wire: %v", e, err)
 		}
 	}
-	if err := ErrorOf(OpAllocPD, StatusOf(ErrLimit), "x"); !errors.Is(err, ErrLimit) || !errors.Is(err, nic.ErrNoMemory) {
-		t.Errorf("a limit error is %v, want ErrLimit and nic.ErrNoMemory", err)
+	if err := ErrorOf(OpAllocPD, StatusOf(ErrLimit), "x"); !errors.Is(err, ErrLimit) || !errors.Is(err, verbs.ErrNoMemory) {
+		t.Errorf("a limit error is %v, want ErrLimit and verbs.ErrNoMemory", err)
 	}
 }
 

@@ -18,7 +18,6 @@ package proto
 import (
 	"net/netip"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/verbs"
 )
 
@@ -95,7 +94,7 @@ func (m *StatPage) Decode(r *Reader) { m.After = r.U64() }
 // its port counters.
 type StatDevice struct {
 	Name      string
-	State     nic.PortState
+	State     verbs.PortState
 	ActiveMTU verbs.MTU
 	LinkMTU   uint32
 	GIDs      []netip.Addr
@@ -116,7 +115,7 @@ func (m *StatDevice) Encode(w *Writer) {
 
 func (m *StatDevice) Decode(r *Reader) {
 	m.Name = r.String(MaxName)
-	m.State = nic.PortState(r.U8())
+	m.State = verbs.PortState(r.U8())
 	m.ActiveMTU = verbs.MTU(r.U8())
 	m.LinkMTU = r.U32()
 	n := r.U32()

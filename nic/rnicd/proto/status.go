@@ -9,8 +9,8 @@ import (
 	"fmt"
 
 	"github.com/rnic/rnic/memory"
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 // Status is a reply's outcome.
@@ -31,17 +31,17 @@ const (
 	StatusClosed
 	StatusCQOverrun
 	// StatusLimit: a per-client limit of the daemon (ErrLimit, and
-	// nic.ErrNoMemory as a device limit would be).
+	// verbs.ErrNoMemory as a device limit would be).
 	StatusLimit
 	// StatusBadMessage: the request was malformed (ErrMalformed).
 	StatusBadMessage
 	// StatusUnknownOp: the daemon does not implement the op
-	// (nic.ErrNotSupported).
+	// (verbs.ErrNotSupported).
 	StatusUnknownOp
 	// StatusNoDevice: no device of that name, or none opened yet.
 	StatusNoDevice
 	// StatusBadHandle: no object of that kind with that handle in this
-	// connection (nic.ErrInvalid).
+	// connection (verbs.ErrInvalid).
 	StatusBadHandle
 	// StatusVersion: the client speaks another protocol version.
 	StatusVersion
@@ -76,32 +76,32 @@ var (
 
 // sentinels maps each status to the errors a client's error wraps.
 var sentinels = [...][]error{
-	StatusInvalid:      {nic.ErrInvalid},
-	StatusBusy:         {nic.ErrBusy},
-	StatusNoMemory:     {nic.ErrNoMemory},
-	StatusQueueFull:    {nic.ErrQueueFull},
-	StatusInvalidState: {nic.ErrInvalidState},
-	StatusNotSupported: {nic.ErrNotSupported},
-	StatusPermission:   {nic.ErrPermission},
-	StatusDestroyed:    {nic.ErrDestroyed},
-	StatusNoProvider:   {nic.ErrNoProvider},
-	StatusClosed:       {nic.ErrClosed},
-	StatusCQOverrun:    {nic.ErrCQOverrun},
-	StatusLimit:        {ErrLimit, nic.ErrNoMemory},
-	StatusBadMessage:   {ErrMalformed, nic.ErrInvalid},
-	StatusUnknownOp:    {nic.ErrNotSupported},
+	StatusInvalid:      {verbs.ErrInvalid},
+	StatusBusy:         {verbs.ErrBusy},
+	StatusNoMemory:     {verbs.ErrNoMemory},
+	StatusQueueFull:    {verbs.ErrQueueFull},
+	StatusInvalidState: {verbs.ErrInvalidState},
+	StatusNotSupported: {verbs.ErrNotSupported},
+	StatusPermission:   {verbs.ErrPermission},
+	StatusDestroyed:    {verbs.ErrDestroyed},
+	StatusNoProvider:   {verbs.ErrNoProvider},
+	StatusClosed:       {verbs.ErrClosed},
+	StatusCQOverrun:    {verbs.ErrCQOverrun},
+	StatusLimit:        {ErrLimit, verbs.ErrNoMemory},
+	StatusBadMessage:   {ErrMalformed, verbs.ErrInvalid},
+	StatusUnknownOp:    {verbs.ErrNotSupported},
 	StatusNoDevice:     {ErrNoDevice},
-	StatusBadHandle:    {ErrBadHandle, nic.ErrInvalid},
+	StatusBadHandle:    {ErrBadHandle, verbs.ErrInvalid},
 	StatusVersion:      {ErrVersion},
 	StatusInternal:     nil,
 	StatusRejected:     {ibv.ErrRejected},
 	StatusUnreachable:  {ibv.ErrUnreachable},
-	StatusAddrNotAvail: {ErrAddrNotAvail, nic.ErrBusy},
+	StatusAddrNotAvail: {ErrAddrNotAvail, verbs.ErrBusy},
 }
 
 // StatusOf returns the status for err (StatusOK for nil): a RemoteError's
 // own, else that of the first sentinel err wraps, rnicd's own before
-// nic's, so an error wrapping both ErrLimit and nic.ErrNoMemory reports
+// nic's, so an error wrapping both ErrLimit and verbs.ErrNoMemory reports
 // StatusLimit.
 func StatusOf(err error) Status {
 	if err == nil {

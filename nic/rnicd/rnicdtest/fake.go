@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rnic/rnic/memory"
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 )
@@ -77,7 +78,7 @@ func (f *FakeBackend) open(s ibv.Spec) (ibv.Device, error) {
 		return nil, err
 	}
 	f.count(&f.c.Opens)
-	d := &fakeDevice{Device: ibv.Local(n.Device, ibv.LocalOptions{Close: n.Close}), f: f}
+	d := &fakeDevice{Device: nic.AsIBV(n.Device, nic.IBVOptions{Close: n.Close}), f: f}
 	if f.cfg.Net {
 		return &fakeNetDevice{d}, nil
 	}

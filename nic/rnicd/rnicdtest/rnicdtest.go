@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rdmacm"
@@ -67,15 +68,15 @@ func OpenNIC(name string, mtu int) (*embedded.NIC, error) {
 	return nil, fmt.Errorf("open embedded NIC: %w", err)
 }
 
-// Device wraps an embedded NIC as rnicd serves it: ibv.Local with its
+// Device wraps an embedded NIC as rnicd serves it: nic.AsIBV with its
 // counters and its Close.
-func Device(n *embedded.NIC) ibv.Device { return n.Verbs(ibv.LocalOptions{}) }
+func Device(n *embedded.NIC) ibv.Device { return n.Verbs(nic.IBVOptions{}) }
 
 // ServedDevice wraps an embedded NIC as rnicd serves it: Device, with
 // rdma_cm on its QP1 and the kernel's TCP on its address for side
 // channels. Closing it closes the CM, then the NIC.
 func ServedDevice(n *embedded.NIC) (ibv.Device, error) {
-	return rdmacm.LocalWith(n, rdmacm.Config{}, ibv.LocalOptions{Network: server.KernelNetwork(n.Addr)})
+	return rdmacm.LocalWith(n, rdmacm.Config{}, nic.IBVOptions{Network: server.KernelNetwork(n.Addr)})
 }
 
 // OpenIWARPNIC opens an iWARP NIC named name on kernel TCP at a fresh
@@ -92,7 +93,7 @@ func OpenIWARPNIC(name string) (*embedded.IWARPNIC, error) {
 // device with its own rdma_cm, and the kernel's TCP on its address for
 // side channels.
 func ServedIWARPDevice(n *embedded.IWARPNIC) ibv.Device {
-	return n.Verbs(ibv.LocalOptions{Network: server.KernelNetwork(n.Addr)})
+	return n.Verbs(nic.IBVOptions{Network: server.KernelNetwork(n.Addr)})
 }
 
 // New starts a daemon listening on socket: its devices are ServedDevices.

@@ -23,8 +23,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rnic/rnic/memory"
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/rnicd/proto"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 func init() {
@@ -135,7 +135,7 @@ func (a *arena) chunkLen(k int, size uint64) uint64 {
 // alloc places a ring of size bytes and returns its slot, zeroed.
 func (a *arena) alloc(size uint64) (arenaSlot, error) {
 	if size == 0 || size > proto.MaxOwnChunk {
-		return arenaSlot{}, fmt.Errorf("rnicd: rings of %d bytes: %w", size, nic.ErrInvalid)
+		return arenaSlot{}, fmt.Errorf("rnicd: rings of %d bytes: %w", size, verbs.ErrInvalid)
 	}
 	k := classOf(size)
 	a.mu.Lock()
@@ -217,7 +217,7 @@ func (a *arena) retireCur() {
 // newChunk makes a chunk of n bytes, charged to the session.
 func (a *arena) newChunk(n uint64, own bool) (*arenaChunk, error) {
 	if a.nextID == ^uint32(0) {
-		return nil, fmt.Errorf("rnicd: ring arena chunk ids spent: %w", nic.ErrNoMemory)
+		return nil, fmt.Errorf("rnicd: ring arena chunk ids spent: %w", verbs.ErrNoMemory)
 	}
 	if err := a.s.reserveRing(n); err != nil {
 		return nil, err

@@ -12,8 +12,8 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/rnicd/proto"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 // maxAsync bounds a client's asynchronous requests in flight.
@@ -80,7 +80,7 @@ func (x *sessionExt) newHandle() uint32 {
 }
 
 // errSessionGone fails work that ends after its client.
-var errSessionGone = fmt.Errorf("rnicd: client gone: %w", nic.ErrClosed)
+var errSessionGone = fmt.Errorf("rnicd: client gone: %w", verbs.ErrClosed)
 
 // work is an asynchronous request's work: it returns the result body
 // (nil for none) and, optionally, what to do once the result is sent.
@@ -96,7 +96,7 @@ func (x *sessionExt) startAsync(rep *Reply, token uint32, resultOp proto.Op, w w
 	case x.closed:
 		return errSessionGone
 	case x.async[token] != nil:
-		return fmt.Errorf("rnicd: token %d already in flight: %w", token, nic.ErrInvalid)
+		return fmt.Errorf("rnicd: token %d already in flight: %w", token, verbs.ErrInvalid)
 	case len(x.async) >= maxAsync:
 		return limitError(maxAsync, "requests in flight", "(fixed)")
 	}

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/memory"
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/rnicd/proto"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 // waker is what a drainer sleeps on: its own eventfd (protocol versions 1
@@ -100,7 +100,7 @@ func (b *sessionBell) add() (*bellWaker, error) {
 		w.i = uint32(len(b.wakers))
 		b.wakers = append(b.wakers, nil)
 	} else {
-		return nil, fmt.Errorf("rnicd: %d QPs and SRQs in one session: %w", proto.MaxBells, nic.ErrNoMemory)
+		return nil, fmt.Errorf("rnicd: %d QPs and SRQs in one session: %w", proto.MaxBells, verbs.ErrNoMemory)
 	}
 	b.wakers[w.i] = w
 	return w, nil

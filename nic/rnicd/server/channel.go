@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/rnicd/proto"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 func init() {
@@ -42,7 +42,7 @@ func (c *chanObj) destroy(s *Session, _ bool) error {
 	n := c.cqs
 	c.mu.Unlock()
 	if n > 0 {
-		return fmt.Errorf("rnicd: destroy channel: %d CQs on it: %w", n, nic.ErrBusy)
+		return fmt.Errorf("rnicd: destroy channel: %d CQs on it: %w", n, verbs.ErrBusy)
 	}
 	c.mem.free()
 	unix.Close(c.fd)
@@ -62,7 +62,7 @@ func (c *chanObj) slot() (channelSlot, error) {
 		i = c.next
 		c.next++
 	default:
-		return channelSlot{}, fmt.Errorf("rnicd: %d CQs on one channel: %w", proto.MaxChannelCQs, nic.ErrNoMemory)
+		return channelSlot{}, fmt.Errorf("rnicd: %d CQs on one channel: %w", proto.MaxChannelCQs, verbs.ErrNoMemory)
 	}
 	c.cqs++
 	return channelSlot{ch: c, events: c.events, fd: c.fd, slot: i}, nil
@@ -79,7 +79,7 @@ func (c *chanObj) put(i uint32) {
 
 func handleCreateChannel(s *Session, req *Request, rep *Reply) error {
 	if s.version < proto.VersionCompChannel {
-		return fmt.Errorf("rnicd: completion channels need protocol version %d: %w", proto.VersionCompChannel, nic.ErrInvalid)
+		return fmt.Errorf("rnicd: completion channels need protocol version %d: %w", proto.VersionCompChannel, verbs.ErrInvalid)
 	}
 	if err := s.reserve(kindChannel, 0); err != nil {
 		return err
@@ -116,7 +116,7 @@ func handleCreateCQOn(s *Session, req *Request, rep *Reply) error {
 		return err
 	}
 	if s.version < proto.VersionCompChannel {
-		return fmt.Errorf("rnicd: CQ on a channel needs protocol version %d: %w", proto.VersionCompChannel, nic.ErrInvalid)
+		return fmt.Errorf("rnicd: CQ on a channel needs protocol version %d: %w", proto.VersionCompChannel, verbs.ErrInvalid)
 	}
 	notify := func() (cqNotifier, error) { return noNotifier{}, nil }
 	if m.Channel != 0 {

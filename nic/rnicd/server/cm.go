@@ -14,9 +14,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 func init() {
@@ -76,7 +76,7 @@ func (c *cmConn) abort() {
 func connManagerOf(s *Session) (ibv.ConnManager, error) {
 	cm, ok := s.dev.dev.(ibv.ConnManager)
 	if !ok {
-		return nil, fmt.Errorf("rnicd: %s offers no rdma_cm: %w", s.dev.dev.Name(), nic.ErrNotSupported)
+		return nil, fmt.Errorf("rnicd: %s offers no rdma_cm: %w", s.dev.dev.Name(), verbs.ErrNotSupported)
 	}
 	return cm, nil
 }

@@ -16,8 +16,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/rnicd/proto"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 func init() {
@@ -85,7 +85,7 @@ func (t *portTable) bind(owner *Session, ps uint8, addr netip.Addr, port uint16,
 		case !addr.IsValid() || !b.addr.IsValid(): // as cma_check_port: EADDRNOTAVAIL
 			return nil, fmt.Errorf("%w: port %d is bound, one of the binds to the wildcard", proto.ErrAddrNotAvail, port)
 		case addr == b.addr:
-			return nil, fmt.Errorf("rnicd: rdma_cm port %d of %v is bound already: %w", port, addr, nic.ErrBusy)
+			return nil, fmt.Errorf("rnicd: rdma_cm port %d of %v is bound already: %w", port, addr, verbs.ErrBusy)
 		}
 	}
 	for t.next++; t.next == 0 || t.byID[t.next] != nil; t.next++ {
@@ -198,7 +198,7 @@ func (t *portTable) boundByOther(ps uint8, port uint16, pid int32) bool {
 func (s *Session) listenFree(ps uint8, port uint16, open func(uint16) (*cmListener, uint16, error)) (*cmListener, uint16, error) {
 	t := &s.srv.cmPorts
 	if port != 0 && t.boundByOther(ps, port, s.cred.Pid) {
-		return nil, 0, fmt.Errorf("rnicd: rdma_cm port %d is bound by another client: %w", port, nic.ErrBusy)
+		return nil, 0, fmt.Errorf("rnicd: rdma_cm port %d is bound by another client: %w", port, verbs.ErrBusy)
 	}
 	for range 8 {
 		l, got, err := open(port)
@@ -210,7 +210,7 @@ func (s *Session) listenFree(ps uint8, port uint16, open func(uint16) (*cmListen
 		}
 		l.close()
 	}
-	return nil, 0, fmt.Errorf("rnicd: no free rdma_cm port found: %w", nic.ErrBusy)
+	return nil, 0, fmt.Errorf("rnicd: no free rdma_cm port found: %w", verbs.ErrBusy)
 }
 
 // listenGrace bounds how long a connect waits for a bound port's listener.
@@ -263,7 +263,7 @@ func handleCMBind(s *Session, req *Request, rep *Reply) error {
 		return err
 	}
 	if m.PortSpace != proto.PortSpaceTCP && m.PortSpace != proto.PortSpaceUDP {
-		return fmt.Errorf("rnicd: rdma_cm port space %d: %w", m.PortSpace, nic.ErrInvalid)
+		return fmt.Errorf("rnicd: rdma_cm port space %d: %w", m.PortSpace, verbs.ErrInvalid)
 	}
 	if m.Addr.IsUnspecified() {
 		m.Addr = netip.Addr{}

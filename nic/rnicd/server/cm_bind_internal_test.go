@@ -11,14 +11,14 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 // Port 0 binds to distinct ephemeral ports; a bound port is refused to a
 // second bind that overlaps it (the same address or a wildcard on either
-// side) with nic.ErrBusy, whoever asks, and is free again once released;
+// side) with verbs.ErrBusy, whoever asks, and is free again once released;
 // binds of one port on two addresses coexist; port spaces are apart.
 func TestPortTableBind(t *testing.T) {
 	var tb portTable
@@ -44,12 +44,12 @@ func TestPortTableBind(t *testing.T) {
 	for _, c := range []struct {
 		addr netip.Addr
 		ps   uint8
-		want error // nic.ErrBusy: EADDRINUSE; ErrAddrNotAvail: EADDRNOTAVAIL
-	}{{ip2, proto.PortSpaceTCP, nic.ErrBusy}, {wild, proto.PortSpaceTCP, proto.ErrAddrNotAvail},
+		want error // verbs.ErrBusy: EADDRINUSE; ErrAddrNotAvail: EADDRNOTAVAIL
+	}{{ip2, proto.PortSpaceTCP, verbs.ErrBusy}, {wild, proto.PortSpaceTCP, proto.ErrAddrNotAvail},
 		{ip3, proto.PortSpaceTCP, nil}, {ip2, proto.PortSpaceUDP, nil}} {
 		_, err := tb.bind(b, c.ps, c.addr, 7000, 100)
 		if (c.want == nil && err != nil) || (c.want != nil && !errors.Is(err, c.want)) ||
-			(c.want == nic.ErrBusy && errors.Is(err, proto.ErrAddrNotAvail)) {
+			(c.want == verbs.ErrBusy && errors.Is(err, proto.ErrAddrNotAvail)) {
 			t.Errorf("bind %v port space %d port 7000 over %v: %v, want %v", c.addr, c.ps, ip2, err, c.want)
 		}
 	}
@@ -148,7 +148,7 @@ func TestListenFree(t *testing.T) {
 		opened = append(opened, port)
 		return &cmListener{l: fakeListener{port, &closed}}, port, nil
 	}
-	if _, _, err := b.listenFree(proto.PortSpaceTCP, 7100, open); !errors.Is(err, nic.ErrBusy) || len(opened) != 0 {
+	if _, _, err := b.listenFree(proto.PortSpaceTCP, 7100, open); !errors.Is(err, verbs.ErrBusy) || len(opened) != 0 {
 		t.Fatalf("another process's listen on a bound port: %v (opened %v), want ErrBusy and none opened", err, opened)
 	}
 	if _, port, err := b.listenFree(proto.PortSpaceTCP, 0, open); err != nil || port != 7101 || closed != 1 {

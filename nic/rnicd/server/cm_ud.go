@@ -9,9 +9,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 func init() {
@@ -23,7 +23,7 @@ func init() {
 func udConnManagerOf(s *Session) (ibv.UDConnManager, error) {
 	cm, ok := s.dev.dev.(ibv.UDConnManager)
 	if !ok {
-		return nil, fmt.Errorf("rnicd: %s offers no UD rdma_cm ids: %w", s.dev.dev.Name(), nic.ErrNotSupported)
+		return nil, fmt.Errorf("rnicd: %s offers no UD rdma_cm ids: %w", s.dev.dev.Name(), verbs.ErrNotSupported)
 	}
 	return cm, nil
 }

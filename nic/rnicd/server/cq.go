@@ -149,7 +149,7 @@ func handleCreateCQ(s *Session, req *Request, rep *Reply) error {
 // what it signals fired arms through, last.
 func newCQ(s *Session, cqe uint32, notify func() (cqNotifier, error)) (*cqObj, proto.CQLayout, error) {
 	if cqe == 0 || cqe > proto.MaxRingSlots {
-		return nil, proto.CQLayout{}, fmt.Errorf("rnicd: create CQ of %d entries: %w", cqe, nic.ErrInvalid)
+		return nil, proto.CQLayout{}, fmt.Errorf("rnicd: create CQ of %d entries: %w", cqe, verbs.ErrInvalid)
 	}
 	layout := proto.CQLayout{Slots: proto.RingSlots(cqe), Cap: cqe}
 	size := layout.Size()
@@ -350,7 +350,7 @@ func (c *cqObj) chooseMode() {
 // after a solicited completion and which otherwise only disarms. Other
 // CQs keep the arm; its firing is then unclassifiable.
 func (c *cqObj) disarm() {
-	n := ibv.LocalCQ(c.cq)
+	n := nic.CQOf(c.cq)
 	if n == nil {
 		return
 	}

@@ -13,9 +13,9 @@ package server
 import (
 	"fmt"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 func init() { Register(proto.OpResizeCQ, handleResizeCQ) }
@@ -26,10 +26,10 @@ func handleResizeCQ(s *Session, req *Request, rep *Reply) error {
 		return err
 	}
 	if s.version < proto.VersionCompChannel {
-		return fmt.Errorf("rnicd: resize CQ needs protocol version %d: %w", proto.VersionCompChannel, nic.ErrInvalid)
+		return fmt.Errorf("rnicd: resize CQ needs protocol version %d: %w", proto.VersionCompChannel, verbs.ErrInvalid)
 	}
 	if m.CQE == 0 || m.CQE > proto.MaxRingSlots {
-		return fmt.Errorf("rnicd: resize CQ to %d entries: %w", m.CQE, nic.ErrInvalid)
+		return fmt.Errorf("rnicd: resize CQ to %d entries: %w", m.CQE, verbs.ErrInvalid)
 	}
 	c, err := lookup[*cqObj](s, m.CQ, kindCQ)
 	if err != nil {
@@ -37,7 +37,7 @@ func handleResizeCQ(s *Session, req *Request, rep *Reply) error {
 	}
 	rz, ok := c.cq.(ibv.ResizeCQ)
 	if !ok {
-		return fmt.Errorf("rnicd: resize CQ: %w", nic.ErrNotSupported)
+		return fmt.Errorf("rnicd: resize CQ: %w", verbs.ErrNotSupported)
 	}
 	layout := proto.CQLayout{Slots: proto.RingSlots(m.CQE), Cap: m.CQE}
 	if err := s.checkRing(layout.Size()); err != nil {
@@ -74,10 +74,10 @@ func (c *cqObj) resize(rz ibv.ResizeCQ, mem *ringMem, ring *proto.CQRing) error 
 	cons := c.ring.Cons.Load()
 	n := c.prod - cons
 	if n > c.ring.Slots() {
-		return fmt.Errorf("rnicd: resize CQ: the client's consumer index %d is not within its ring (producer %d): %w", cons, c.prod, nic.ErrInvalid)
+		return fmt.Errorf("rnicd: resize CQ: the client's consumer index %d is not within its ring (producer %d): %w", cons, c.prod, verbs.ErrInvalid)
 	}
 	if n > ring.Cap {
-		return fmt.Errorf("rnicd: resize CQ to %d entries: %d completions not polled: %w", ring.Cap, n, nic.ErrInvalid)
+		return fmt.Errorf("rnicd: resize CQ to %d entries: %d completions not polled: %w", ring.Cap, n, verbs.ErrInvalid)
 	}
 	if err := rz.Resize(int(ring.Cap)); err != nil {
 		return err

@@ -1,5 +1,5 @@
 // Package server is rnicd's side of the co-located verbs service: it serves
-// ibv.Devices (the daemon's NICs, as ibv.Local wraps them) to client
+// ibv.Devices (the daemon's NICs, as nic.AsIBV wraps them) to client
 // processes over a Unix SOCK_SEQPACKET socket, with the data plane in
 // shared memory (package proto has the wire and the ring layouts). From
 // protocol version 5 every ring of a session is a slot of the session's

@@ -22,7 +22,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/rnicd/proto"
 	"github.com/rnic/rnic/nic/verbs"
 )
@@ -251,11 +250,11 @@ func (d *drainer) drainSend() (full bool) {
 // refused it (a client error: counted, and skipped) rather than found its
 // queue full, which full reports.
 func (d *drainer) consumed(err error) (n int, full bool) {
-	var pe *nic.PostError
+	var pe *verbs.PostError
 	if errors.As(err, &pe) {
 		n = pe.Index
 	}
-	if errors.Is(err, nic.ErrQueueFull) {
+	if errors.Is(err, verbs.ErrQueueFull) {
 		return n, true
 	}
 	d.wqeError(err)

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
@@ -31,7 +32,7 @@ func FuzzHandle(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	dev := nicDev.Verbs(ibv.LocalOptions{})
+	dev := nicDev.Verbs(nic.IBVOptions{})
 	defer dev.Close()
 	// Small limits: objects pile up across inputs.
 	srv, err := New(Config{Devices: []ibv.Device{dev},

@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/rnicd/proto"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 // HostPortFunc attaches tap (the server's own descriptor, which it takes)
@@ -48,7 +48,7 @@ func handleAttachHostPort(s *Session, req *Request, rep *Reply) error {
 	attach := s.srv.hostPorts[m.Device]
 	if attach == nil {
 		return fmt.Errorf("rnicd: %s is not a TAP-mode NIC, so it has no wire to share with a host port: %w",
-			m.Device, nic.ErrNotSupported)
+			m.Device, verbs.ErrNotSupported)
 	}
 	// The request's descriptors are closed after the handler: keep a dup.
 	fd, err := unix.FcntlInt(uintptr(req.FDs[0]), unix.F_DUPFD_CLOEXEC, 0)

@@ -14,9 +14,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 func init() {
@@ -32,7 +32,7 @@ func init() {
 func networkOf(s *Session) (ibv.Network, error) {
 	n, ok := s.dev.dev.(ibv.Network)
 	if !ok {
-		return nil, fmt.Errorf("rnicd: %s has no TCP/IP stack to share: %w", s.dev.dev.Name(), nic.ErrNotSupported)
+		return nil, fmt.Errorf("rnicd: %s has no TCP/IP stack to share: %w", s.dev.dev.Name(), verbs.ErrNotSupported)
 	}
 	return n, nil
 }
@@ -105,7 +105,7 @@ func (l *netListener) accept(ctx context.Context) (net.Conn, error) {
 	case c := <-l.conns:
 		return c, nil
 	case <-l.done:
-		return nil, fmt.Errorf("rnicd: listener closed: %w", nic.ErrClosed)
+		return nil, fmt.Errorf("rnicd: listener closed: %w", verbs.ErrClosed)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

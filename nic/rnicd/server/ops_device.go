@@ -6,9 +6,9 @@ package server
 import (
 	"fmt"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 func init() {
@@ -28,7 +28,7 @@ func handleOpen(s *Session, req *Request, rep *Reply) error {
 		return fmt.Errorf("%w: client speaks version %d, daemon %d..%d", proto.ErrVersion, m.Version, proto.MinVersion, proto.Version)
 	}
 	if s.dev != nil {
-		return fmt.Errorf("rnicd: open %s: this connection has %s open: %w", m.Name, s.dev.dev.Name(), nic.ErrInvalid)
+		return fmt.Errorf("rnicd: open %s: this connection has %s open: %w", m.Name, s.dev.dev.Name(), verbs.ErrInvalid)
 	}
 	d, ok := s.srv.devs[m.Name]
 	if !ok {
@@ -82,7 +82,7 @@ func handleQueryGID(s *Session, req *Request, rep *Reply) error {
 		return err
 	}
 	if m.Index > 1<<20 {
-		return fmt.Errorf("rnicd: GID index %d: %w", m.Index, nic.ErrInvalid)
+		return fmt.Errorf("rnicd: GID index %d: %w", m.Index, verbs.ErrInvalid)
 	}
 	g, err := s.dev.dev.QueryGID(m.Port, int(m.Index))
 	if err != nil {

@@ -12,9 +12,9 @@ import (
 	"fmt"
 
 	"github.com/rnic/rnic/memory"
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 func init() {
@@ -60,7 +60,7 @@ func handleRegMR(s *Session, req *Request, rep *Reply) error {
 	const maxInt = int(^uint(0) >> 1)
 	if m.FileSize == 0 || m.FileSize > uint64(maxInt) || m.Length == 0 ||
 		m.Offset > m.FileSize || m.Length > m.FileSize-m.Offset {
-		return fmt.Errorf("rnicd: reg MR: %d bytes at %d of a %d-byte memfd: %w", m.Length, m.Offset, m.FileSize, nic.ErrInvalid)
+		return fmt.Errorf("rnicd: reg MR: %d bytes at %d of a %d-byte memfd: %w", m.Length, m.Offset, m.FileSize, verbs.ErrInvalid)
 	}
 	if err := s.reserve(kindMR, m.FileSize); err != nil {
 		return err

@@ -9,9 +9,9 @@ import (
 	"fmt"
 
 	"github.com/rnic/rnic/memory"
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 func init() { Register(proto.OpReregMRWindow, handleReregMRWindow) }
@@ -23,7 +23,7 @@ func handleReregMRWindow(s *Session, req *Request, rep *Reply) error {
 	}
 	translate := m.Flags&proto.ReregTranslation != 0
 	if m.Flags&^proto.ReregTranslation != 0 {
-		return fmt.Errorf("rnicd: rereg MR: flags %#x: %w", m.Flags, nic.ErrInvalid)
+		return fmt.Errorf("rnicd: rereg MR: flags %#x: %w", m.Flags, verbs.ErrInvalid)
 	}
 	want := 0
 	if translate {
@@ -38,7 +38,7 @@ func handleReregMRWindow(s *Session, req *Request, rep *Reply) error {
 	}
 	rr, ok := o.mr.(ibv.ReregMR)
 	if !ok {
-		return fmt.Errorf("rnicd: rereg MR: %w", nic.ErrNotSupported)
+		return fmt.Errorf("rnicd: rereg MR: %w", verbs.ErrNotSupported)
 	}
 	pd, err := lookup[*pdObj](s, m.PD, kindPD)
 	if err != nil {

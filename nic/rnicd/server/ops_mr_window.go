@@ -12,8 +12,8 @@ import (
 	"os"
 
 	"github.com/rnic/rnic/memory"
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/rnicd/proto"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 func init() { Register(proto.OpRegMRWindow, handleRegMRWindow) }
@@ -24,12 +24,12 @@ func window(off, length uint64) (start, size, skip uint64, err error) {
 	pg := uint64(os.Getpagesize())
 	const maxInt = uint64(^uint(0) >> 1)
 	if length == 0 || off > maxInt || length > maxInt-off {
-		return 0, 0, 0, fmt.Errorf("rnicd: reg MR window: %d bytes at %d: %w", length, off, nic.ErrInvalid)
+		return 0, 0, 0, fmt.Errorf("rnicd: reg MR window: %d bytes at %d: %w", length, off, verbs.ErrInvalid)
 	}
 	start = off &^ (pg - 1)
 	end := (off + length + pg - 1) &^ (pg - 1)
 	if end < off+length || end-start > maxInt {
-		return 0, 0, 0, fmt.Errorf("rnicd: reg MR window: %d bytes at %d: %w", length, off, nic.ErrInvalid)
+		return 0, 0, 0, fmt.Errorf("rnicd: reg MR window: %d bytes at %d: %w", length, off, verbs.ErrInvalid)
 	}
 	return start, end - start, off - start, nil
 }

@@ -7,9 +7,9 @@ package server
 import (
 	"fmt"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 func init() { Register(proto.OpSRQLimit, handleSRQLimit) }
@@ -25,12 +25,12 @@ func handleSRQLimit(s *Session, req *Request, rep *Reply) error {
 	}
 	mod, ok := o.srq.(ibv.SRQModifier)
 	if !ok {
-		return fmt.Errorf("rnicd: SRQ limit on %s: %w", s.dev.dev.Name(), nic.ErrNotSupported)
+		return fmt.Errorf("rnicd: SRQ limit on %s: %w", s.dev.dev.Name(), verbs.ErrNotSupported)
 	}
 	if m.Limit > 1<<31-1 {
-		return fmt.Errorf("rnicd: SRQ limit %d: %w", m.Limit, nic.ErrInvalid)
+		return fmt.Errorf("rnicd: SRQ limit %d: %w", m.Limit, verbs.ErrInvalid)
 	}
-	if err := mod.ModifySRQ(nic.SRQAttr{Limit: int(m.Limit)}, nic.SRQLimit); err != nil {
+	if err := mod.ModifySRQ(verbs.SRQAttr{Limit: int(m.Limit)}, verbs.SRQLimit); err != nil {
 		return err
 	}
 	rep.Set(&proto.Empty{})

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 // unprivilegedPortStart is the kernel's net.ipv4.ip_unprivileged_port_start
@@ -37,5 +37,5 @@ func (s *Session) mayBind(port uint16) error {
 		return nil
 	}
 	return fmt.Errorf("rnicd: port %d is privileged (below net.ipv4.ip_unprivileged_port_start %d): only root may take it, as with the kernel's bind: %w",
-		port, unprivilegedPortStart(), nic.ErrPermission)
+		port, unprivilegedPortStart(), verbs.ErrPermission)
 }

@@ -4,9 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/rnic/rnic/nic/verbs"
 	"golang.org/x/sys/unix"
-
-	"github.com/rnic/rnic/nic"
 )
 
 // Through the daemon a client binds what the kernel would let it bind:
@@ -25,7 +24,7 @@ func TestMayBindPrivilegedPorts(t *testing.T) {
 	}{{user, 0, true}, {user, start, true}, {user, 18515, true}, {user, start - 1, false}, {user, 22, start <= 22},
 		{root, 22, true}, {root, 1, true}} {
 		err := c.s.mayBind(c.port)
-		if (err == nil) != c.ok || (err != nil && !errors.Is(err, nic.ErrPermission)) {
+		if (err == nil) != c.ok || (err != nil && !errors.Is(err, verbs.ErrPermission)) {
 			t.Errorf("uid %d port %d: %v, want allowed %v", c.s.cred.Uid, c.port, err, c.ok)
 		}
 	}

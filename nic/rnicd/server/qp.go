@@ -7,7 +7,6 @@ package server
 import (
 	"fmt"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
 	"github.com/rnic/rnic/nic/verbs"
@@ -89,7 +88,7 @@ func qpLayout(cap verbs.QPCap, srq bool) (proto.RingLayout, error) {
 	if l.SQSlots > 0 {
 		if l.SQSlotSize = proto.SendSlotSize(cap.MaxSendSGE, cap.MaxInlineData); l.SQSlotSize == 0 {
 			return l, fmt.Errorf("rnicd: send WQEs of %d SGEs or %d inline bytes exceed %d bytes: %w",
-				cap.MaxSendSGE, cap.MaxInlineData, proto.MaxSlotSize, nic.ErrInvalid)
+				cap.MaxSendSGE, cap.MaxInlineData, proto.MaxSlotSize, verbs.ErrInvalid)
 		}
 	}
 	if !srq {
@@ -97,13 +96,13 @@ func qpLayout(cap verbs.QPCap, srq bool) (proto.RingLayout, error) {
 		if l.RQSlots > 0 {
 			if l.RQSlotSize = proto.RecvSlotSize(cap.MaxRecvSGE); l.RQSlotSize == 0 {
 				return l, fmt.Errorf("rnicd: receive WQEs of %d SGEs exceed %d bytes: %w",
-					cap.MaxRecvSGE, proto.MaxSlotSize, nic.ErrInvalid)
+					cap.MaxRecvSGE, proto.MaxSlotSize, verbs.ErrInvalid)
 			}
 		}
 	}
 	if l.SQSlots > proto.MaxRingSlots || l.RQSlots > proto.MaxRingSlots {
 		return l, fmt.Errorf("rnicd: queues of %d/%d WRs exceed the %d a ring holds: %w",
-			cap.MaxSendWR, cap.MaxRecvWR, proto.MaxRingSlots, nic.ErrInvalid)
+			cap.MaxSendWR, cap.MaxRecvWR, proto.MaxRingSlots, verbs.ErrInvalid)
 	}
 	return l, l.Validate()
 }
@@ -192,7 +191,7 @@ func qpInit(s *Session, m *proto.CreateQPReq) (ibv.QPInit, error) {
 func (s *Session) canRing(cap verbs.QPCap, srq bool) error {
 	if cap.MaxSendWR > proto.MaxRingSlots || cap.MaxRecvWR > proto.MaxRingSlots {
 		return fmt.Errorf("rnicd: create QP: queues of %d/%d WRs exceed the %d a ring holds: %w",
-			cap.MaxSendWR, cap.MaxRecvWR, proto.MaxRingSlots, nic.ErrInvalid)
+			cap.MaxSendWR, cap.MaxRecvWR, proto.MaxRingSlots, verbs.ErrInvalid)
 	}
 	l, err := qpLayout(cap, srq)
 	if err != nil {

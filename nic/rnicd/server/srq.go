@@ -6,7 +6,6 @@ package server
 import (
 	"fmt"
 
-	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
 	"github.com/rnic/rnic/nic/verbs"
@@ -59,7 +58,7 @@ func handleCreateSRQ(s *Session, req *Request, rep *Reply) error {
 	}
 	layout := proto.RingLayout{RQSlots: proto.RingSlots(m.MaxWR), RQCap: m.MaxWR, RQSlotSize: proto.RecvSlotSize(m.MaxSGE)}
 	if m.MaxWR == 0 || m.MaxWR > proto.MaxRingSlots || layout.RQSlotSize == 0 {
-		return fmt.Errorf("rnicd: create SRQ of %d WRs of %d SGEs: %w", m.MaxWR, m.MaxSGE, nic.ErrInvalid)
+		return fmt.Errorf("rnicd: create SRQ of %d WRs of %d SGEs: %w", m.MaxWR, m.MaxSGE, verbs.ErrInvalid)
 	}
 	if err := layout.Validate(); err != nil {
 		return err

@@ -27,7 +27,7 @@ func pipeDevice(t testing.TB) ibv.Device {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := n.Verbs(ibv.LocalOptions{})
+	d := n.Verbs(nic.IBVOptions{})
 	t.Cleanup(func() { d.Close(); b.Close() })
 	return d
 }
@@ -250,7 +250,7 @@ type namedDevice struct {
 
 func (d namedDevice) Name() string { return d.name }
 
-func (d namedDevice) Query() nic.DeviceAttr {
+func (d namedDevice) Query() verbs.DeviceAttr {
 	a := d.Device.Query()
 	a.VendorID = d.vendor
 	return a

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rdmacm"
@@ -54,7 +55,7 @@ func OpenDevice(o DeviceOptions) (ibv.Device, error) {
 		if err != nil {
 			return nil, fmt.Errorf("agent: %w", err)
 		}
-		return n.Verbs(ibv.LocalOptions{}), nil
+		return n.Verbs(nic.IBVOptions{}), nil
 	}
 	n, err := embedded.Open(embedded.UDPConfig{Name: spec.Name, Addr: o.Addr, Port: o.Port, MTU: localLinkMTU, Pcap: o.Pcap})
 	if err != nil {
@@ -82,7 +83,7 @@ func openTAP(name string, o DeviceOptions) (ibv.Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	d, err := rdmacm.LocalWith(n.NIC, rdmacm.Config{}, ibv.LocalOptions{Network: n.Network(), Close: n.Close})
+	d, err := rdmacm.LocalWith(n.NIC, rdmacm.Config{}, nic.IBVOptions{Network: n.Network(), Close: n.Close})
 	if err != nil {
 		n.Close()
 		return nil, fmt.Errorf("agent: %w", err)

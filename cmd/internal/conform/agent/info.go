@@ -7,6 +7,7 @@ import (
 	"github.com/rnic/rnic/cmd/internal/conform/agentproto"
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 // deviceInfo answers device_info.
@@ -14,8 +15,8 @@ func deviceInfo(d ibv.Device, kind string) agentproto.DeviceInfo {
 	a := d.Query()
 	info := agentproto.DeviceInfo{Name: d.Name(), Kind: kind, Transport: "roce", GIDs: []string{},
 		MaxQPWR: a.MaxQPWR, MaxSGE: a.MaxSGE, MaxCQE: a.MaxCQE, MaxMRSize: a.MaxMRSize,
-		MaxQPRdAtom: a.MaxQPRdAtom, MaxQPInitRdAtom: a.MaxQPInitRdAtom, Atomics: a.AtomicCap != nic.AtomicNone}
-	if a.Transport == nic.TransportIWARP {
+		MaxQPRdAtom: a.MaxQPRdAtom, MaxQPInitRdAtom: a.MaxQPInitRdAtom, Atomics: a.AtomicCap != verbs.AtomicNone}
+	if a.Transport == verbs.TransportIWARP {
 		info.Transport = "iwarp"
 	}
 	if info.Kind == "" {
@@ -47,7 +48,7 @@ const (
 // other devices by their name without its number (mlx5_0 → mlx5).
 func kindOf(d ibv.Device) string {
 	name := d.Name()
-	if ibv.LocalNIC(d) != nil || strings.HasPrefix(name, "rnic") {
+	if nic.DeviceOf(d) != nil || strings.HasPrefix(name, "rnic") {
 		return "rnic"
 	}
 	switch d.Query().VendorID {

@@ -1,6 +1,6 @@
-// Local's optional interfaces and WrapQP.
+// AsIBV's optional interfaces and WrapQP.
 
-package ibv_test
+package nic_test
 
 import (
 	"context"
@@ -44,10 +44,10 @@ func (f *fakeCM) CMConnect(_ context.Context, qp ibv.QP, addr netip.Addr, port u
 	return nil, errFake
 }
 
-// TestLocalOptionalInterfaces: Local's device implements Network and
-// ConnManager exactly when LocalOptions gives them, their calls reach what
-// was given, and LocalNIC finds the *nic.Device behind every kind.
-func TestLocalOptionalInterfaces(t *testing.T) {
+// TestIBVOptionalInterfaces: AsIBV's device implements Network and
+// ConnManager exactly when IBVOptions gives them, their calls reach what
+// was given, and DeviceOf finds the *nic.Device behind every kind.
+func TestIBVOptionalInterfaces(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		net, cm bool
@@ -57,7 +57,7 @@ func TestLocalOptionalInterfaces(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var opt ibv.LocalOptions
+			var opt nic.IBVOptions
 			fn, fc := &fakeNet{}, &fakeCM{}
 			if c.net {
 				opt.Network = fn
@@ -65,7 +65,7 @@ func TestLocalOptionalInterfaces(t *testing.T) {
 			if c.cm {
 				opt.ConnManager = fc
 			}
-			d := ibv.Local(dev, opt)
+			d := nic.AsIBV(dev, opt)
 			defer d.Close()
 			n, isNet := d.(ibv.Network)
 			cm, isCM := d.(ibv.ConnManager)
@@ -73,10 +73,10 @@ func TestLocalOptionalInterfaces(t *testing.T) {
 				t.Fatalf("implements Network %v, ConnManager %v; want %v, %v", isNet, isCM, c.net, c.cm)
 			}
 			if _, ok := d.(ibv.Counters); !ok {
-				t.Error("a Local device does not implement Counters")
+				t.Error("an AsIBV device does not implement Counters")
 			}
-			if ibv.LocalNIC(d) != dev {
-				t.Fatal("LocalNIC does not return the device Local wraps")
+			if nic.DeviceOf(d) != dev {
+				t.Fatal("DeviceOf does not return the device AsIBV wraps")
 			}
 			if isNet {
 				a := netip.MustParseAddrPort("10.0.0.1:7")
@@ -103,8 +103,8 @@ func TestLocalOptionalInterfaces(t *testing.T) {
 			}
 		})
 	}
-	if ibv.LocalNIC(nil) != nil {
-		t.Error("LocalNIC(nil) is not nil")
+	if nic.DeviceOf(nil) != nil {
+		t.Error("DeviceOf(nil) is not nil")
 	}
 }
 
@@ -124,7 +124,7 @@ func TestWrapQP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nb.Close()
-	d := ibv.Local(na.Device, ibv.LocalOptions{ConnManager: &fakeCM{}, Close: func() error { return nil }})
+	d := nic.AsIBV(na.Device, nic.IBVOptions{ConnManager: &fakeCM{}, Close: func() error { return nil }})
 	mkQP := func(n *embedded.NIC) *nic.QP {
 		pd, err := n.AllocPD()
 		if err != nil {
@@ -142,11 +142,11 @@ func TestWrapQP(t *testing.T) {
 		return qp
 	}
 	qp := mkQP(na)
-	w := ibv.WrapQP(d, qp)
-	if w == nil || ibv.LocalQP(w) != qp || w.QPN() != qp.QPN() {
+	w := nic.WrapQP(d, qp)
+	if w == nil || nic.QPOf(w) != qp || w.QPN() != qp.QPN() {
 		t.Fatalf("WrapQP = %v", w)
 	}
-	if ibv.WrapQP(d, qp) != w {
+	if nic.WrapQP(d, qp) != w {
 		t.Fatal("a second WrapQP made another wrapper")
 	}
 
@@ -163,40 +163,40 @@ func TestWrapQP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ibv.WrapQP(d, ibv.LocalQP(own)) != own {
+	if nic.WrapQP(d, nic.QPOf(own)) != own {
 		t.Fatal("WrapQP of the device's own QP is not that QP")
 	}
 
-	if w := ibv.WrapQP(d, mkQP(nb)); w != nil {
+	if w := nic.WrapQP(d, mkQP(nb)); w != nil {
 		t.Fatalf("WrapQP of another device's QP = %v, want nil", w)
 	}
 	if err := w.Destroy(); err != nil {
 		t.Fatal(err)
 	}
-	if w := ibv.WrapQP(d, qp); w != nil {
+	if w := nic.WrapQP(d, qp); w != nil {
 		t.Fatalf("WrapQP of a destroyed QP = %v, want nil", w)
 	}
-	if ibv.WrapQP(&notLocal{d}, qp) != nil {
-		t.Fatal("WrapQP on a device that is not Local is not nil")
+	if nic.WrapQP(&foreignDevice{d}, qp) != nil {
+		t.Fatal("WrapQP on a device that is not AsIBV's is not nil")
 	}
 }
 
-// notLocal is a Device that is not one of Local's.
-type notLocal struct{ ibv.Device }
+// foreignDevice is an ibv.Device that is not one of AsIBV's.
+type foreignDevice struct{ ibv.Device }
 
-// TestLocalEventOfUnwrappedQP: an event of a QP the Local device has no
+// TestIBVEventOfUnwrappedQP: an event of a QP the AsIBV device has no
 // wrapper for (destroyed meanwhile, or never wrapped) is dropped, not
 // passed on without its QP, where it would look like a port event (UCX's
 // async handler dereferenced the NULL element.qp of one). A wrapped QP's
 // event that follows it comes first, with its QP.
-func TestLocalEventOfUnwrappedQP(t *testing.T) {
+func TestIBVEventOfUnwrappedQP(t *testing.T) {
 	link, _ := transport.NewPipe()
 	n, err := embedded.Open(embedded.UDPConfig{Addr: netip.MustParseAddr("10.0.0.1"), Link: link})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	d := ibv.Local(n.Device, ibv.LocalOptions{Close: func() error { return nil }})
+	d := nic.AsIBV(n.Device, nic.IBVOptions{Close: func() error { return nil }})
 	pd, err := d.AllocPD()
 	if err != nil {
 		t.Fatal(err)
@@ -225,7 +225,7 @@ func TestLocalEventOfUnwrappedQP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := n.CreateQP(rawPD, nic.QPInit{Type: verbs.QPTypeRC, SendCQ: ibv.LocalCQ(cq), RecvCQ: ibv.LocalCQ(cq),
+	raw, err := n.CreateQP(rawPD, nic.QPInit{Type: verbs.QPTypeRC, SendCQ: nic.CQOf(cq), RecvCQ: nic.CQOf(cq),
 		SRQ: rawSRQ, Cap: verbs.QPCap{MaxSendWR: 1, MaxSendSGE: 1}})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,138 @@
+// What a device reports about itself (ibv_query_device and struct
+// ibv_device): its attributes, capability flags, transport and node type.
+// Every backend fills these in and the verbs API hands them out, so they
+// live here rather than with any one implementation.
+
+package verbs
+
+import "fmt"
+
+// DeviceAttr is what a device's Query reports (struct ibv_device_attr, with
+// max_msg_sz and max_inline_data, which libibverbs reports elsewhere, added).
+type DeviceAttr struct {
+	FwVer           string
+	NodeGUID        uint64 // EUI-64 from the MAC; the big-endian wire value as a number
+	SysImageGUID    uint64
+	MaxMRSize       uint64
+	PageSizeCap     uint64
+	VendorID        uint32
+	VendorPartID    uint32
+	HWVer           uint32
+	MaxQP           int
+	MaxQPWR         int
+	DeviceCapFlags  DeviceCap
+	MaxSGE          int // send and receive SGEs of a QP WR
+	MaxSGERd        int
+	MaxCQ           int
+	MaxCQE          int
+	MaxMR           int
+	MaxPD           int
+	MaxQPRdAtom     int
+	MaxResRdAtom    int
+	MaxQPInitRdAtom int
+	AtomicCap       AtomicCap
+	MaxMW           int // 0: no memory-window verbs
+	MaxAH           int
+	MaxSRQ          int
+	MaxSRQWR        int
+	MaxSRQSGE       int
+	MaxPKeys        int
+	LocalCAAckDelay uint8
+	PhysPortCnt     uint8
+	MaxInlineData   int
+	MaxMsgSize      uint64
+	// Transport and NodeType are struct ibv_device's transport_type and
+	// node_type.
+	Transport Transport
+	NodeType  NodeType
+}
+
+// AtomicCap says how atomic the device's atomic operations are (enum
+// ibv_atomic_cap).
+type AtomicCap uint8
+
+// Atomic capabilities.
+const (
+	AtomicNone AtomicCap = 0 // IBV_ATOMIC_NONE: no atomic operations
+	AtomicHCA  AtomicCap = 1 // IBV_ATOMIC_HCA: atomic among QPs of this device
+	AtomicGlob AtomicCap = 2 // IBV_ATOMIC_GLOB: atomic also against CPUs and other devices
+)
+
+func (a AtomicCap) String() string {
+	switch a {
+	case AtomicNone:
+		return "ATOMIC_NONE"
+	case AtomicHCA:
+		return "ATOMIC_HCA"
+	case AtomicGlob:
+		return "ATOMIC_GLOB"
+	}
+	return fmt.Sprintf("AtomicCap(%d)", uint8(a))
+}
+
+// DeviceCap is a set of device capability flags (enum
+// ibv_device_cap_flags, libibverbs values).
+type DeviceCap uint32
+
+// Device capability flags a backend can advertise.
+const (
+	DeviceUDAVPortEnforce DeviceCap = 1 << 6  // IBV_DEVICE_UD_AV_PORT_ENFORCE: AH port numbers are checked
+	DeviceCurrQPStateMod  DeviceCap = 1 << 7  // IBV_DEVICE_CURR_QP_STATE_MOD: modify accepts the current state
+	DeviceSysImageGUID    DeviceCap = 1 << 11 // IBV_DEVICE_SYS_IMAGE_GUID
+	DeviceRCRNRNAKGen     DeviceCap = 1 << 12 // IBV_DEVICE_RC_RNR_NAK_GEN: RC responders send RNR NAKs
+	DeviceSRQResize       DeviceCap = 1 << 13 // IBV_DEVICE_SRQ_RESIZE
+)
+
+// MaxMsgSize is the largest message: 2^31 bytes, the IBTA limit (a RETH
+// DMA length above 2^31 is invalid, C9-94).
+const MaxMsgSize = 1 << 31
+
+// Transport is a device's transport (enum ibv_transport_type: the values
+// are libibverbs').
+type Transport uint8
+
+// Transports.
+const (
+	// TransportIB is InfiniBand transport; RoCEv2 carries it over UDP.
+	TransportIB Transport = 0 // IBV_TRANSPORT_IB
+	// TransportIWARP is RDMAP/DDP/MPA over TCP.
+	TransportIWARP Transport = 1 // IBV_TRANSPORT_IWARP
+)
+
+func (t Transport) String() string {
+	switch t {
+	case TransportIB:
+		return "InfiniBand"
+	case TransportIWARP:
+		return "iWARP"
+	}
+	return fmt.Sprintf("transport(%d)", uint8(t))
+}
+
+// NodeType is a device's node type (enum ibv_node_type: the values are
+// libibverbs').
+type NodeType uint8
+
+// Node types rnic's devices have.
+const (
+	NodeCA   NodeType = 1 // IBV_NODE_CA: an IB (here RoCE) channel adapter
+	NodeRNIC NodeType = 4 // IBV_NODE_RNIC: an iWARP RDMA NIC
+)
+
+func (n NodeType) String() string {
+	switch n {
+	case NodeCA:
+		return "CA"
+	case NodeRNIC:
+		return "RNIC"
+	}
+	return fmt.Sprintf("node(%d)", uint8(n))
+}
+
+// NodeType is the node type of a device with transport t.
+func (t Transport) NodeType() NodeType {
+	if t == TransportIWARP {
+		return NodeRNIC
+	}
+	return NodeCA
+}

@@ -1,0 +1,59 @@
+// A port as ibv_query_port reports it: its logical and physical state, link
+// layer and MTUs.
+
+package verbs
+
+import "fmt"
+
+// PortAttr is what a device's QueryPort reports (struct ibv_port_attr, the fields that
+// mean something on RoCE).
+type PortAttr struct {
+	State      PortState
+	MaxMTU     MTU // largest path MTU the port supports at all: 4096
+	ActiveMTU  MTU // largest path MTU the link allows: ≤ link MTU − 80
+	GIDTblLen  int
+	MaxMsgSize uint64
+	PKeyTblLen int
+	PhysState  uint8
+	LinkLayer  LinkLayer
+	LinkMTU    int // the Ethernet MTU the port was configured with
+}
+
+// PortState is a port's logical state (enum ibv_port_state).
+type PortState uint8
+
+// Port states.
+const (
+	PortDown   PortState = 1
+	PortInit   PortState = 2
+	PortArmed  PortState = 3
+	PortActive PortState = 4
+)
+
+// String names the state as iproute2's rdma link show does (DOWN, INIT,
+// ARMED, ACTIVE).
+func (s PortState) String() string {
+	switch s {
+	case PortDown:
+		return "DOWN"
+	case PortInit:
+		return "INIT"
+	case PortArmed:
+		return "ARMED"
+	case PortActive:
+		return "ACTIVE"
+	}
+	return fmt.Sprintf("UNKNOWN(%d)", uint8(s))
+}
+
+// LinkLayer is a port's link layer (IBV_LINK_LAYER_*).
+type LinkLayer uint8
+
+// Link layers.
+const (
+	LinkLayerInfiniBand LinkLayer = 1
+	LinkLayerEthernet   LinkLayer = 2
+)
+
+// PhysStateLinkUp is the physical port state "LinkUp" (IBTA §14.2.5.6).
+const PhysStateLinkUp = 5
