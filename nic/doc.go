@@ -111,6 +111,7 @@
 //	except     | cmd/internal/ladder                     | wire transport transport/pcap
 //	except     | cmd/internal/sim                        | transport transport/pcap transport/clock
 //	           |                                         | transport/stream/...
+//	except     | cmd/internal/scenario                   | transport transport/clock transport/stream/...
 //	except     | cmd/internal/tapraw                     | tap
 //	tests      |                                         | vocabulary model wire transports engines
 //	           |                                         | clients backends daemon
@@ -128,8 +129,9 @@
 // The programs run on the verbs API and the backends, whatever engine and
 // transport a backend picks. The exceptions: the clock perf's memory watch
 // sleeps on (nap), the wire formats the demo narrates frames with, the
-// ladder diagrams (drawn from frames and captures), the simulator (which
-// builds the simulated link and its virtual clock), and tapraw (which
+// ladder diagrams (drawn from frames and captures), the simulator and the
+// teaching scenarios (which build the simulated link, the simulated TCP
+// network and their virtual clock), and tapraw (which
 // measures the TAP device itself).
 //
 // Tests may also import any package of the layers from vocabulary to

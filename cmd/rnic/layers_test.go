@@ -417,3 +417,38 @@ func listBuild(dir, tags string) ([]listedPackage, error) {
 	}
 	return pkgs, nil
 }
+
+// TestReadmeShowsTheLayerTable: the README's "Layers" block is the table
+// of nic/doc.go, line for line, so the first page cannot show another one.
+func TestReadmeShowsTheLayerTable(t *testing.T) {
+	doc, err := os.ReadFile(layerDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	inSection := false
+	for _, line := range strings.Split(string(doc), "\n") {
+		if text, ok := strings.CutPrefix(line, "// #"); ok {
+			inSection = strings.TrimSpace(text) == "Layers"
+			continue
+		}
+		if row, ok := strings.CutPrefix(line, "//\t"); ok && inSection {
+			want = append(want, row)
+		}
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(readme), "\n## Layers\n")
+	if !ok {
+		t.Fatal("README.md has no Layers section")
+	}
+	_, block, _ := strings.Cut(after, "```\n")
+	block, _, _ = strings.Cut(block, "```")
+	got := strings.Split(strings.TrimRight(block, "\n"), "\n")
+	if !slices.Equal(got, want) {
+		t.Errorf("README.md's Layers block differs from the table in nic/doc.go:\n%s\nwant:\n%s",
+			strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

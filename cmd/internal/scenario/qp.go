@@ -101,7 +101,7 @@ func (e *end) connect(peer *end, o qpOptions) error {
 
 // av is the address vector that reaches n.
 func (n *node) av() verbs.AddressVector {
-	return verbs.AddressVector{DGID: nic.GIDFromAddr(n.addr), HopLimit: 64, PortNum: 1, DMAC: n.mac}
+	return verbs.AddressVector{DGID: verbs.GIDFromAddr(n.addr), HopLimit: 64, PortNum: 1, DMAC: n.mac}
 }
 
 // post posts wr on e's send queue and narrates it.
