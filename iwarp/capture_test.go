@@ -8,6 +8,7 @@ import (
 	"github.com/rnic/rnic/iwarp/wire"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/stream"
 	"github.com/rnic/rnic/transport/tsharktest"
 )
@@ -24,7 +25,7 @@ func TestCaptureTshark(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "iwarp-"+name+".pcap")
-			w, err := transport.CreatePcap(path)
+			w, err := pcap.Create(path)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,8 +13,8 @@ import (
 	"github.com/rnic/rnic/iwarp/wire"
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic/verbs"
-	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/clock"
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/stream"
 	"github.com/rnic/rnic/transport/tsharktest"
 	gbuffer "gvisor.dev/gvisor/pkg/buffer"
@@ -31,7 +31,7 @@ import (
 // written to a pcap with an Ethernet header and kept for inspection.
 type nsCapture struct {
 	a, b *stack.Stack
-	pcap *transport.PcapWriter
+	pcap *pcap.Writer
 	mu   sync.Mutex
 	pkts [][]byte // IPv4 packets, in the order sent
 }
@@ -72,7 +72,7 @@ func newNSStack(t *testing.T, ep stack.LinkEndpoint, addr netip.Addr) *stack.Sta
 }
 
 func newNSCapture(t *testing.T, path string) *nsCapture {
-	w, err := transport.CreatePcap(path)
+	w, err := pcap.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/clock"
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/stream"
 	"github.com/rnic/rnic/transport/udp"
 )
@@ -55,7 +56,7 @@ type IWARPConfig struct {
 	// initiator, slower, sends milliseconds later.
 	Settle time.Duration
 	// Pcap, if set, records every connection as Ethernet/IP/TCP frames.
-	Pcap *transport.PcapWriter
+	Pcap *pcap.Writer
 	// Trace, if set, receives the engine's connection and QP trace.
 	Trace io.Writer
 	// Wrap, if set, wraps each connection's stream above the capture: a
@@ -156,7 +157,7 @@ func iwarpLimits() nic.Limits {
 // streamTee records each connection in w (if set) with the clock's
 // timestamps, and wraps it in wrap (if set) above the capture; nil if
 // neither is set.
-func streamTee(w *transport.PcapWriter, clk clock.Clock, wrap func(stream.Conn) stream.Conn) func(stream.Conn) stream.Conn {
+func streamTee(w *pcap.Writer, clk clock.Clock, wrap func(stream.Conn) stream.Conn) func(stream.Conn) stream.Conn {
 	if w == nil && wrap == nil {
 		return nil
 	}

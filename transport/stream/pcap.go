@@ -42,7 +42,7 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 
-	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/udp"
 )
 
@@ -100,7 +100,7 @@ type receiver struct {
 // teeConn records a Conn's traffic as TCP frames.
 type teeConn struct {
 	c      Conn
-	w      *transport.PcapWriter
+	w      *pcap.Writer
 	now    func() time.Time
 	framer func([]byte) int
 	recv   atomic.Pointer[receiver]
@@ -119,7 +119,7 @@ type teeConn struct {
 // into w as Ethernet/IP/TCP frames, stamped by now (time.Now for kernel
 // TCP, transport.VirtualTimestamps(clk) in a simulation); it is
 // TeeConnWith without a Leading function. See TeeConnWith.
-func TeeConn(c Conn, w *transport.PcapWriter, local, remote Endpoint, now func() time.Time) Conn {
+func TeeConn(c Conn, w *pcap.Writer, local, remote Endpoint, now func() time.Time) Conn {
 	return TeeConnWith(c, w, TeeConfig{Local: local, Remote: remote, Now: now})
 }
 
@@ -166,7 +166,7 @@ type TeeConfig struct {
 // For a simulated pair, one tee at either end records the whole
 // conversation: what that end wrote and what it received (with any
 // corruption the receiver saw).
-func TeeConnWith(c Conn, w *transport.PcapWriter, cfg TeeConfig) Conn {
+func TeeConnWith(c Conn, w *pcap.Writer, cfg TeeConfig) Conn {
 	local, remote := cfg.Local, cfg.Remote
 	if !local.Addr.IsValid() {
 		local.Addr = c.LocalAddr()

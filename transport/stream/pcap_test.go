@@ -28,6 +28,7 @@ import (
 
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/clock"
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/stream"
 	"github.com/rnic/rnic/transport/tsharktest"
 )
@@ -149,10 +150,10 @@ func checkStream(t *testing.T, what string, got, want []byte) {
 	}
 }
 
-func newPcap(t *testing.T, name string) (*transport.PcapWriter, string) {
+func newPcap(t *testing.T, name string) (*pcap.Writer, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), name)
-	w, err := transport.CreatePcap(path)
+	w, err := pcap.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func simConversation(t *testing.T, cfg stream.SimConfig, n int) (pathA, pathB st
 	clk.Run(nil)
 	checkDelivered(t, "B", sb, a2b, io.EOF)
 	checkDelivered(t, "A", sa, b2a, io.EOF)
-	for _, w := range []*transport.PcapWriter{wa, wb} {
+	for _, w := range []*pcap.Writer{wa, wb} {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +257,7 @@ func TestPcapKernelTCP(t *testing.T) {
 	waitFeeder(t, "client", fc)
 	checkDelivered(t, "server", ss, up, io.EOF)
 	checkDelivered(t, "client", cs, down, io.EOF)
-	for _, w := range []*transport.PcapWriter{wc, ws} {
+	for _, w := range []*pcap.Writer{wc, ws} {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -362,7 +363,7 @@ func mpaFramer(p []byte) int {
 // reply, and only then FPDUs, 40 Sends each way (RFC 5044 §7.1: tshark's
 // MPA state machine follows exactly that order). wait runs the connection
 // until cond holds. It then checks the capture with tshark.
-func mpaConversation(t *testing.T, ta, b stream.Conn, w *transport.PcapWriter, path string, wait func(cond func() bool)) {
+func mpaConversation(t *testing.T, ta, b stream.Conn, w *pcap.Writer, path string, wait func(cond func() bool)) {
 	t.Helper()
 	req := mpaFrame("MPA ID Req Frame", []byte("hello"))
 	rep := mpaFrame("MPA ID Rep Frame", nil)

@@ -17,7 +17,7 @@ import (
 	"github.com/rnic/rnic/iwarp/wire"
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic/verbs"
-	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/stream"
 )
 
@@ -29,7 +29,7 @@ import (
 type IWARPPort struct {
 	Addr    netip.Addr
 	Network stream.Network
-	Pcap    *transport.PcapWriter
+	Pcap    *pcap.Writer
 }
 
 // iwSession is one iWARP case's state, kept in Run.Vars.
@@ -371,7 +371,7 @@ func openIWARP(cfg *Config, opt Options) error {
 	}
 	pw := opt.Pcap
 	if pw == nil {
-		pw, _ = transport.NewPcapWriter(io.Discard)
+		pw, _ = pcap.NewWriter(io.Discard)
 	}
 	cfg.TesterAddr, cfg.IWARP = opt.UDP, &IWARPPort{Addr: opt.UDP, Pcap: pw}
 	return nil

@@ -18,8 +18,8 @@ import (
 	"github.com/rnic/rnic/cmd/internal/conform/iwport"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
-	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/clock"
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/stream"
 )
 
@@ -30,7 +30,7 @@ type SelfIWARP struct {
 	Agent  *agent.Server
 	Client *agentproto.Client
 	Tester netip.Addr
-	Pcap   *transport.PcapWriter
+	Pcap   *pcap.Writer
 	// Network is the simulated network of the simulated mode (nil: the
 	// host's TCP).
 	Network    stream.Network
@@ -52,7 +52,7 @@ func StartSelfIWARP(opt SelfOptions) (*SelfIWARP, error) {
 	}
 	d := &SelfIWARP{Tester: testA, Pcap: opt.Pcap}
 	if d.Pcap == nil {
-		d.Pcap, _ = transport.NewPcapWriter(io.Discard)
+		d.Pcap, _ = pcap.NewWriter(io.Discard)
 	}
 	cfg := embedded.IWARPConfig{Name: "rnic0", Addr: dutA, Trace: opt.Trace, Network: iwport.Network(&stream.TCP{}, d.stream)}
 	if opt.Sim {

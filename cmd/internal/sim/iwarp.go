@@ -12,8 +12,8 @@ import (
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/verbs"
-	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/clock"
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/stream"
 )
 
@@ -53,10 +53,10 @@ func runIWARP(cfg Config) (*Result, error) {
 	}
 	clk := clock.NewVirtual()
 	net := stream.NewSimNetwork(clk, stream.SimNetConfig{Conn: stream.SimConfig{Seed: cfg.Seed, Chop: cfg.Chop}})
-	var pw *transport.PcapWriter
+	var pw *pcap.Writer
 	if cfg.Pcap != nil {
 		var err error
-		if pw, err = transport.NewPcapWriter(cfg.Pcap); err != nil {
+		if pw, err = pcap.NewWriter(cfg.Pcap); err != nil {
 			return nil, err
 		}
 	}
@@ -118,7 +118,7 @@ func (w *world) listenIWARP() (io.Closer, error) {
 // newIWARPNode opens iWARP device n on the simulated TCP network; pw, if
 // set, records its connections (one tee at one end records both
 // directions).
-func (w *world) newIWARPNode(name string, net stream.Network, n byte, pw *transport.PcapWriter) (*node, error) {
+func (w *world) newIWARPNode(name string, net stream.Network, n byte, pw *pcap.Writer) (*node, error) {
 	nd := &node{name: name, nextVA: firstVA, addr: netip.AddrFrom4([4]byte{10, 0, 0, n})}
 	nc, err := embedded.OpenIWARP(embedded.IWARPConfig{Name: name, Addr: nd.addr, Network: net, Clock: w.clk, CRC: true,
 		Pcap: pw, Trace: w.cfg.Trace, Seed: deviceSeed(w.cfg.Seed, n)})

@@ -6,7 +6,7 @@
 // many frames within one microsecond. The writer is shared by everything that
 // captures (both directions of a link, several tees), hence the mutex.
 
-package transport
+package pcap
 
 import (
 	"bufio"
@@ -19,34 +19,21 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
-
-	"github.com/rnic/rnic/transport/clock"
 )
 
-// PcapSnaplen is the snapshot length written in the file header (libpcap's
+// Snaplen is the snapshot length written in the file header (libpcap's
 // maximum); longer frames are truncated in the capture.
-const PcapSnaplen = 262144
+const Snaplen = 262144
 
-// PcapEpoch is the wall-clock instant that virtual time zero maps to in
-// captures of simulated runs. It is a constant so that the same seed gives
-// a byte-identical pcap.
-var PcapEpoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
+// ErrClosed is returned by a Writer after Close.
+var ErrClosed = errors.New("pcap: writer closed")
 
-// VirtualTimestamps returns a timestamp source for Tee that stamps frames
-// PcapEpoch + clk.Now(), the convention of simulated runs.
-func VirtualTimestamps(clk clock.Clock) func() time.Time {
-	return func() time.Time { return PcapEpoch.Add(clk.Now()) }
-}
-
-// ErrPcapClosed is returned by a PcapWriter after Close.
-var ErrPcapClosed = errors.New("transport: pcap writer closed")
-
-// PcapWriter writes Ethernet frames to a classic pcap stream with
+// Writer writes Ethernet frames to a classic pcap stream with
 // nanosecond timestamps. It is safe for concurrent use. Errors are sticky:
 // after the first failed write every call returns that error, since the file
 // is no longer well formed, and Close reports it, so capture points that
 // cannot return an error (a link's event loop) lose nothing silently.
-type PcapWriter struct {
+type Writer struct {
 	mu     sync.Mutex
 	buf    *bufio.Writer
 	pw     *pcapgo.Writer
@@ -56,25 +43,25 @@ type PcapWriter struct {
 	closed bool
 }
 
-// NewPcapWriter writes a pcap file header to w and returns a writer for the
+// NewWriter writes a pcap file header to w and returns a writer for the
 // frames. Output is buffered: call Flush or Close. Close does not close w.
-func NewPcapWriter(w io.Writer) (*PcapWriter, error) {
+func NewWriter(w io.Writer) (*Writer, error) {
 	buf := bufio.NewWriterSize(w, 64<<10)
 	pw := pcapgo.NewWriterNanos(buf)
-	if err := pw.WriteFileHeader(PcapSnaplen, layers.LinkTypeEthernet); err != nil {
+	if err := pw.WriteFileHeader(Snaplen, layers.LinkTypeEthernet); err != nil {
 		return nil, err
 	}
-	return &PcapWriter{buf: buf, pw: pw}, nil
+	return &Writer{buf: buf, pw: pw}, nil
 }
 
-// CreatePcap creates (or truncates) the file at path and returns a writer
+// Create creates (or truncates) the file at path and returns a writer
 // whose Close also closes the file.
-func CreatePcap(path string) (*PcapWriter, error) {
+func Create(path string) (*Writer, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, err
 	}
-	p, err := NewPcapWriter(f)
+	p, err := NewWriter(f)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -88,7 +75,7 @@ func CreatePcap(path string) (*PcapWriter, error) {
 // Where frames are recorded as they happen, use WriteFrameNow: a timestamp
 // taken before the call may be older than a record another goroutine writes
 // in between.
-func (p *PcapWriter) WriteFrame(ts time.Time, frame []byte) error {
+func (p *Writer) WriteFrame(ts time.Time, frame []byte) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.writeLocked(ts, frame)
@@ -99,7 +86,7 @@ func (p *PcapWriter) WriteFrame(ts time.Time, frame []byte) error {
 // the goroutines recording at once (a capture point records a frame at the
 // moment it leaves or arrives, so the file's order is causal and its
 // timestamps never decrease as long as now does not).
-func (p *PcapWriter) WriteFrameNow(now func() time.Time, frame []byte) error {
+func (p *Writer) WriteFrameNow(now func() time.Time, frame []byte) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.writeLocked(now(), frame)
@@ -107,7 +94,7 @@ func (p *PcapWriter) WriteFrameNow(now func() time.Time, frame []byte) error {
 
 // WriteFramesNow appends frames that arrived or left together, all stamped
 // with one now() read under the lock.
-func (p *PcapWriter) WriteFramesNow(now func() time.Time, frames [][]byte) error {
+func (p *Writer) WriteFramesNow(now func() time.Time, frames [][]byte) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	ts := now()
@@ -119,16 +106,16 @@ func (p *PcapWriter) WriteFramesNow(now func() time.Time, frames [][]byte) error
 	return nil
 }
 
-func (p *PcapWriter) writeLocked(ts time.Time, frame []byte) error {
+func (p *Writer) writeLocked(ts time.Time, frame []byte) error {
 	if p.err != nil {
 		return p.err
 	}
 	if p.closed {
-		return ErrPcapClosed
+		return ErrClosed
 	}
 	data := frame
-	if len(data) > PcapSnaplen {
-		data = data[:PcapSnaplen]
+	if len(data) > Snaplen {
+		data = data[:Snaplen]
 	}
 	ci := gopacket.CaptureInfo{Timestamp: ts, CaptureLength: len(data), Length: len(frame)}
 	if err := p.pw.WritePacket(ci, data); err != nil {
@@ -140,25 +127,25 @@ func (p *PcapWriter) writeLocked(ts time.Time, frame []byte) error {
 }
 
 // Frames reports how many frames have been written.
-func (p *PcapWriter) Frames() int {
+func (p *Writer) Frames() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.frames
 }
 
 // Flush writes buffered records to the underlying writer.
-func (p *PcapWriter) Flush() error {
+func (p *Writer) Flush() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.flushLocked()
 }
 
-func (p *PcapWriter) flushLocked() error {
+func (p *Writer) flushLocked() error {
 	if p.err != nil {
 		return p.err
 	}
 	if p.closed {
-		return ErrPcapClosed
+		return ErrClosed
 	}
 	if err := p.buf.Flush(); err != nil {
 		p.err = err
@@ -166,13 +153,13 @@ func (p *PcapWriter) flushLocked() error {
 	return p.err
 }
 
-// Close flushes, closes the file if CreatePcap opened it, and reports the
-// first error the writer met. Closing twice returns ErrPcapClosed.
-func (p *PcapWriter) Close() error {
+// Close flushes, closes the file if Create opened it, and reports the
+// first error the writer met. Closing twice returns ErrClosed.
+func (p *Writer) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return ErrPcapClosed
+		return ErrClosed
 	}
 	p.closed = true
 	err := p.err

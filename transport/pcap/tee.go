@@ -5,27 +5,29 @@
 // (simulated link, UDP socket, TAP). This is how loopback and kernel-socket
 // runs still produce a pcap with every frame (DESIGN.md "Who uses it").
 
-package transport
+package pcap
 
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/rnic/rnic/transport"
 )
 
 // teeEndpoint records every frame crossing ep.
 type teeEndpoint struct {
-	ep   Endpoint
-	w    *PcapWriter
+	ep   transport.Endpoint
+	w    *Writer
 	now  func() time.Time
 	recv atomic.Pointer[func([]byte)]
 	// closed stops recording sends once the tee is closed: they can only
-	// fail with ErrClosed, never reach a wire.
+	// fail with transport.ErrClosed, never reach a wire.
 	closed atomic.Bool
 }
 
-// Tee returns an Endpoint that behaves like ep and writes to w every frame
-// sent through it and every frame it receives, each recorded at the moment
-// it crosses the port and stamped under w's lock (PcapWriter.WriteFrameNow):
+// Tee returns a transport.Endpoint that behaves like ep and writes to w
+// every frame sent through it and every frame it receives, each recorded at
+// the moment it crosses the port and stamped under w's lock (Writer.WriteFrameNow):
 // a frame sent is recorded before ep sees it, a frame received before the
 // receiver does. So nothing that answers a frame (an ACK, a READ response,
 // in this process or in a peer that sees the frame the instant ep sends it)
@@ -33,15 +35,15 @@ type teeEndpoint struct {
 // then refuses (a full socket buffer, a frame a kernel socket cannot
 // reproduce) stays in the capture as a frame lost on the wire, as the
 // simulated link records its lost frames. now supplies the timestamps:
-// time.Now on a real wire, VirtualTimestamps(clk) in a simulation. Install
+// time.Now on a real wire, transport.VirtualTimestamps(clk) in a simulation. Install
 // receivers on the tee, not on ep, from then on. Capture errors do not
 // disturb traffic: they are sticky in w and reported by its Close. Closing
 // the tee closes ep but not w, which may be shared.
 //
-// When ep delivers in batches (BatchEndpoint), so does the tee.
-func Tee(ep Endpoint, w *PcapWriter, now func() time.Time) Endpoint {
+// When ep delivers in batches (transport.BatchEndpoint), so does the tee.
+func Tee(ep transport.Endpoint, w *Writer, now func() time.Time) transport.Endpoint {
 	t := &teeEndpoint{ep: ep, w: w, now: now}
-	if be, ok := ep.(BatchEndpoint); ok {
+	if be, ok := ep.(transport.BatchEndpoint); ok {
 		bt := &batchTee{teeEndpoint: t}
 		be.SetBatchReceiver(bt.arriveBatch)
 		return bt
@@ -50,7 +52,7 @@ func Tee(ep Endpoint, w *PcapWriter, now func() time.Time) Endpoint {
 	return t
 }
 
-// batchTee is a tee over a BatchEndpoint.
+// batchTee is a tee over a transport.BatchEndpoint.
 type batchTee struct {
 	*teeEndpoint
 	brecv atomic.Pointer[func([][]byte)]
@@ -69,10 +71,10 @@ func (t *batchTee) arriveBatch(frames [][]byte) {
 	}
 }
 
-// SetBatchReceiver implements BatchEndpoint.
+// SetBatchReceiver implements transport.BatchEndpoint.
 func (t *batchTee) SetBatchReceiver(f func(frames [][]byte)) { t.brecv.Store(&f) }
 
-// Send implements Endpoint. The frame is recorded before ep gets it (see
+// Send implements transport.Endpoint. The frame is recorded before ep gets it (see
 // Tee); an empty frame, which every Endpoint refuses, and a frame sent after
 // Close are not.
 func (t *teeEndpoint) Send(frame []byte) error {
@@ -85,7 +87,7 @@ func (t *teeEndpoint) Send(frame []byte) error {
 // SendBatch sends frames through ep's own SendBatch when it has one, else
 // one by one, and records them first, as Send does.
 func (t *teeEndpoint) SendBatch(frames [][]byte) error {
-	bs, ok := t.ep.(BatchSender)
+	bs, ok := t.ep.(transport.BatchSender)
 	if !ok {
 		for _, f := range frames {
 			if err := t.Send(f); err != nil {
@@ -107,10 +109,10 @@ func (t *teeEndpoint) arrive(frame []byte) {
 	}
 }
 
-// SetReceiver implements Endpoint.
+// SetReceiver implements transport.Endpoint.
 func (t *teeEndpoint) SetReceiver(f func(frame []byte)) { t.recv.Store(&f) }
 
-// Close implements Endpoint.
+// Close implements transport.Endpoint.
 func (t *teeEndpoint) Close() error {
 	t.closed.Store(true)
 	return t.ep.Close()

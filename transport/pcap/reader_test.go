@@ -2,7 +2,7 @@
 // folder, every classic pcap flavour, pcapng, gzip, and clear refusals of
 // non-Ethernet and non-capture input.
 
-package transport_test
+package pcap_test
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/gopacket/gopacket/pcapgo"
 
 	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 // capturesDir is the shared folder's captures, ../shared from the project
@@ -33,7 +34,7 @@ func TestReadRealCaptures(t *testing.T) {
 		t.Skipf("no captures in %s (the shared folder is not next to the repository)", capturesDir)
 	}
 	for _, p := range paths {
-		frames, err := transport.ReadPcap(p)
+		frames, err := pcap.ReadFile(p)
 		if err != nil {
 			t.Errorf("%s: %v", p, err)
 			continue
@@ -92,7 +93,7 @@ func TestReadClassicFlavours(t *testing.T) {
 		{"ns little-endian", binary.LittleEndian, true},
 		{"ns big-endian", binary.BigEndian, true},
 	} {
-		frames, err := transport.ReadPcapFrom(bytes.NewReader(classicPcap(c.order, c.nanos, 1, ts, data)))
+		frames, err := pcap.ReadFrom(bytes.NewReader(classicPcap(c.order, c.nanos, 1, ts, data)))
 		if err != nil {
 			t.Errorf("%s: %v", c.name, err)
 			continue
@@ -123,7 +124,7 @@ func TestReadPcapng(t *testing.T) {
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	frames, err := transport.ReadPcapFrom(bytes.NewReader(buf.Bytes()))
+	frames, err := pcap.ReadFrom(bytes.NewReader(buf.Bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,14 +140,14 @@ func TestReadPcapng(t *testing.T) {
 
 func TestReadGzipped(t *testing.T) {
 	var raw bytes.Buffer
-	w, _ := transport.NewPcapWriter(&raw)
+	w, _ := pcap.NewWriter(&raw)
 	_ = w.WriteFrame(transport.PcapEpoch, mkFrame(3, 64))
 	_ = w.Close()
 	var z bytes.Buffer
 	zw := gzip.NewWriter(&z)
 	_, _ = zw.Write(raw.Bytes())
 	_ = zw.Close()
-	frames, err := transport.ReadPcapFrom(&z)
+	frames, err := pcap.ReadFrom(&z)
 	if err != nil || len(frames) != 1 || frameID(frames[0].Data) != 3 {
 		t.Fatalf("gzipped capture: %v, %d frames", err, len(frames))
 	}
@@ -170,12 +171,12 @@ func TestReadRefusals(t *testing.T) {
 		{"empty", "", "empty"},
 		{"truncated record", string(classicPcap(binary.LittleEndian, false, 1, ts, mkFrame(1, 64))[:50]), "record 1"},
 	} {
-		_, err := transport.ReadPcapFrom(strings.NewReader(c.in))
+		_, err := pcap.ReadFrom(strings.NewReader(c.in))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one mentioning %q", c.name, err, c.want)
 		}
 	}
-	if _, err := transport.ReadPcap(filepath.Join(t.TempDir(), "missing.pcap")); !os.IsNotExist(err) {
+	if _, err := pcap.ReadFile(filepath.Join(t.TempDir(), "missing.pcap")); !os.IsNotExist(err) {
 		t.Errorf("missing file: %v", err)
 	}
 }

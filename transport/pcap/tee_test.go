@@ -1,4 +1,4 @@
-package transport_test
+package pcap_test
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 // answeringEndpoint models a peer faster than the sender: each frame sent
@@ -38,8 +39,8 @@ func (e *answeringEndpoint) Close() error               { return nil }
 // that answers it, however fast the answer.
 func TestTeeRecordsBeforeSending(t *testing.T) {
 	var buf bytes.Buffer
-	w, _ := transport.NewPcapWriter(&buf)
-	tee := transport.Tee(&answeringEndpoint{}, w, time.Now)
+	w, _ := pcap.NewWriter(&buf)
+	tee := pcap.Tee(&answeringEndpoint{}, w, time.Now)
 	tee.SetReceiver(func([]byte) {})
 	for id := uint32(1); id <= 3; id++ {
 		if err := tee.Send(mkFrame(id, 64)); err != nil {
@@ -76,11 +77,11 @@ func (discardEndpoint) Close() error             { return nil }
 // file's order, because the stamp is taken under the writer's lock.
 func TestTeeTimestampsNeverDecrease(t *testing.T) {
 	var buf bytes.Buffer
-	w, _ := transport.NewPcapWriter(&buf)
+	w, _ := pcap.NewWriter(&buf)
 	const senders, each = 8, 2000
 	var wg sync.WaitGroup
 	for s := range senders {
-		tee := transport.Tee(discardEndpoint{}, w, time.Now)
+		tee := pcap.Tee(discardEndpoint{}, w, time.Now)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -112,9 +113,9 @@ func TestTeeTimestampsNeverDecrease(t *testing.T) {
 // record.
 func TestTeeClosedRecordsNothing(t *testing.T) {
 	var buf bytes.Buffer
-	w, _ := transport.NewPcapWriter(&buf)
+	w, _ := pcap.NewWriter(&buf)
 	a, _ := transport.NewPipe()
-	tee := transport.Tee(a, w, time.Now)
+	tee := pcap.Tee(a, w, time.Now)
 	if err := tee.Close(); err != nil {
 		t.Fatal(err)
 	}

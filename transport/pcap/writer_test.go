@@ -3,7 +3,7 @@
 // crossed the wire, the tee shows what one NIC sent and received, and write
 // errors are not lost.
 
-package transport_test
+package pcap_test
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/clock"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 type record struct {
@@ -56,7 +57,7 @@ func readWithPcapgo(t *testing.T, b []byte) []record {
 
 func TestPcapWriterRoundTrip(t *testing.T) {
 	var buf bytes.Buffer
-	w, err := transport.NewPcapWriter(&buf)
+	w, err := pcap.NewWriter(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestPcapWriterRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	big := make([]byte, transport.PcapSnaplen+10)
+	big := make([]byte, pcap.Snaplen+10)
 	_ = w.WriteFrame(transport.PcapEpoch.Add(2*time.Second), big)
 	if w.Frames() != 4 {
 		t.Errorf("Frames() = %d", w.Frames())
@@ -78,10 +79,10 @@ func TestPcapWriterRoundTrip(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Close(); !errors.Is(err, transport.ErrPcapClosed) {
+	if err := w.Close(); !errors.Is(err, pcap.ErrClosed) {
 		t.Errorf("second Close: %v", err)
 	}
-	if err := w.WriteFrame(transport.PcapEpoch, mkFrame(9, 60)); !errors.Is(err, transport.ErrPcapClosed) {
+	if err := w.WriteFrame(transport.PcapEpoch, mkFrame(9, 60)); !errors.Is(err, pcap.ErrClosed) {
 		t.Errorf("write after Close: %v", err)
 	}
 	recs := readWithPcapgo(t, buf.Bytes())
@@ -93,7 +94,7 @@ func TestPcapWriterRoundTrip(t *testing.T) {
 			t.Errorf("record %d: %v %x", i, recs[i].ts, recs[i].data)
 		}
 	}
-	if ci := recs[3].ci; ci.CaptureLength != transport.PcapSnaplen || ci.Length != len(big) {
+	if ci := recs[3].ci; ci.CaptureLength != pcap.Snaplen || ci.Length != len(big) {
 		t.Errorf("oversized frame recorded as %+v", ci)
 	}
 }
@@ -102,7 +103,7 @@ func TestPcapWriterRoundTrip(t *testing.T) {
 // at arrival time with the bytes that arrived.
 func TestSimLinkPcap(t *testing.T) {
 	var buf bytes.Buffer
-	w, _ := transport.NewPcapWriter(&buf)
+	w, _ := pcap.NewWriter(&buf)
 	clk := clock.NewVirtual()
 	script := func(dir transport.Direction, i int, f []byte) transport.Verdict {
 		if dir != transport.AtoB {
@@ -160,10 +161,10 @@ func TestSimLinkPcap(t *testing.T) {
 
 func TestTee(t *testing.T) {
 	var buf bytes.Buffer
-	w, _ := transport.NewPcapWriter(&buf)
+	w, _ := pcap.NewWriter(&buf)
 	clk := clock.NewVirtual()
 	a, b := transport.NewSimLink(clk, transport.SimConfig{})
-	ta := transport.Tee(a, w, transport.VirtualTimestamps(clk))
+	ta := pcap.Tee(a, w, transport.VirtualTimestamps(clk))
 	got := recorder(clk, ta)
 	b.SetReceiver(func(f []byte) { _ = b.Send(mkFrame(frameID(f)+100, 80)) })
 	_ = ta.Send(mkFrame(1, 64))
@@ -199,7 +200,7 @@ type failWriter struct{}
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
 
 func TestPcapWriterErrorsAreSticky(t *testing.T) {
-	w, err := transport.NewPcapWriter(failWriter{})
+	w, err := pcap.NewWriter(failWriter{})
 	if err != nil {
 		t.Fatal(err) // buffered: the header has not hit the writer yet
 	}
@@ -217,7 +218,7 @@ func TestPcapWriterErrorsAreSticky(t *testing.T) {
 
 func TestCreatePcap(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.pcap")
-	w, err := transport.CreatePcap(path)
+	w, err := pcap.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +226,7 @@ func TestCreatePcap(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	frames, err := transport.ReadPcap(path)
+	frames, err := pcap.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

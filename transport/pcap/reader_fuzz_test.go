@@ -1,4 +1,4 @@
-package transport_test
+package pcap_test
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 // FuzzPcapReader: no input makes the capture reader panic or loop forever,
@@ -20,13 +21,13 @@ func FuzzPcapReader(f *testing.F) {
 		}
 	}
 	var buf bytes.Buffer
-	if w, err := transport.NewPcapWriter(&buf); err == nil {
+	if w, err := pcap.NewWriter(&buf); err == nil {
 		_ = w.WriteFrame(transport.PcapEpoch, []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0x08, 0x00})
 		_ = w.Flush()
 		f.Add(buf.Bytes())
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := transport.NewPcapReader(bytes.NewReader(data))
+		r, err := pcap.NewReader(bytes.NewReader(data))
 		if err != nil {
 			return
 		}

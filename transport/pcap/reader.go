@@ -7,7 +7,7 @@
 // error rather than decoded as garbage. The parsing itself is gopacket's
 // pcapgo (DESIGN.md principle 6); this file only picks the reader.
 
-package transport
+package pcap
 
 import (
 	"bufio"
@@ -34,8 +34,8 @@ type Frame struct {
 // Truncated reports whether the capture kept only part of the frame.
 func (f Frame) Truncated() bool { return f.Length > len(f.Data) }
 
-// PcapReader reads Ethernet frames from a capture.
-type PcapReader struct {
+// Reader reads Ethernet frames from a capture.
+type Reader struct {
 	next func() ([]byte, gopacket.CaptureInfo, error)
 	ng   bool
 	n    int
@@ -51,23 +51,23 @@ const (
 	magicPcapNanoBE  = 0x4d3cb2a1
 )
 
-// NewPcapReader detects the capture format of r and reads its header. It
+// NewReader detects the capture format of r and reads its header. It
 // fails if the capture is not Ethernet (pcapng: checked per packet, since
 // interfaces may differ).
-func NewPcapReader(r io.Reader) (*PcapReader, error) {
+func NewReader(r io.Reader) (*Reader, error) {
 	br := bufio.NewReader(r)
 	head, err := br.Peek(4)
 	if len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b {
 		zr, zerr := gzip.NewReader(br)
 		if zerr != nil {
-			return nil, fmt.Errorf("transport: gzipped capture: %w", zerr)
+			return nil, fmt.Errorf("pcap: gzipped capture: %w", zerr)
 		}
 		br = bufio.NewReader(zr)
 		head, err = br.Peek(4)
 	}
 	if err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, errors.New("transport: capture is empty or shorter than a file header")
+			return nil, errors.New("pcap: capture is empty or shorter than a file header")
 		}
 		return nil, err
 	}
@@ -75,47 +75,47 @@ func NewPcapReader(r io.Reader) (*PcapReader, error) {
 	case magicPcapngSHB:
 		ng, err := pcapgo.NewNgReader(br, pcapgo.NgReaderOptions{WantMixedLinkType: true})
 		if err != nil {
-			return nil, fmt.Errorf("transport: pcapng: %w", err)
+			return nil, fmt.Errorf("pcap: pcapng: %w", err)
 		}
-		return &PcapReader{next: ng.ReadPacketData, ng: true}, nil
+		return &Reader{next: ng.ReadPacketData, ng: true}, nil
 	case magicPcapMicroLE, magicPcapMicroBE, magicPcapNanoLE, magicPcapNanoBE:
 		pr, err := pcapgo.NewReader(br)
 		if err != nil {
-			return nil, fmt.Errorf("transport: pcap: %w", err)
+			return nil, fmt.Errorf("pcap: classic pcap: %w", err)
 		}
 		if lt := pr.LinkType(); lt != layers.LinkTypeEthernet {
 			return nil, linkTypeError(lt)
 		}
-		return &PcapReader{next: pr.ReadPacketData}, nil
+		return &Reader{next: pr.ReadPacketData}, nil
 	}
-	return nil, fmt.Errorf("transport: not a pcap or pcapng capture (magic % x)", head)
+	return nil, fmt.Errorf("pcap: not a pcap or pcapng capture (magic % x)", head)
 }
 
 func linkTypeError(lt layers.LinkType) error {
-	return fmt.Errorf("transport: capture link type %d (%v) is not Ethernet; only Ethernet captures are supported", uint32(lt), lt)
+	return fmt.Errorf("pcap: capture link type %d (%v) is not Ethernet; only Ethernet captures are supported", uint32(lt), lt)
 }
 
 // Next returns the next frame, or io.EOF after the last one.
-func (p *PcapReader) Next() (Frame, error) {
+func (p *Reader) Next() (Frame, error) {
 	data, ci, err := p.next()
 	if err != nil {
 		if err == io.EOF {
 			return Frame{}, io.EOF
 		}
-		return Frame{}, fmt.Errorf("transport: capture record %d: %w", p.n+1, err)
+		return Frame{}, fmt.Errorf("pcap: capture record %d: %w", p.n+1, err)
 	}
 	if p.ng && len(ci.AncillaryData) > 0 {
 		if lt, ok := ci.AncillaryData[0].(layers.LinkType); ok && lt != layers.LinkTypeEthernet {
-			return Frame{}, fmt.Errorf("transport: capture record %d: %w", p.n+1, linkTypeError(lt))
+			return Frame{}, fmt.Errorf("pcap: capture record %d: %w", p.n+1, linkTypeError(lt))
 		}
 	}
 	p.n++
 	return Frame{Timestamp: ci.Timestamp, Data: data, Length: ci.Length}, nil
 }
 
-// ReadPcapFrom reads every frame of a capture.
-func ReadPcapFrom(r io.Reader) ([]Frame, error) {
-	pr, err := NewPcapReader(r)
+// ReadFrom reads every frame of a capture.
+func ReadFrom(r io.Reader) ([]Frame, error) {
+	pr, err := NewReader(r)
 	if err != nil {
 		return nil, err
 	}
@@ -132,14 +132,14 @@ func ReadPcapFrom(r io.Reader) ([]Frame, error) {
 	}
 }
 
-// ReadPcap reads every frame of the capture file at path.
-func ReadPcap(path string) ([]Frame, error) {
+// ReadFile reads every frame of the capture file at path.
+func ReadFile(path string) ([]Frame, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	frames, err := ReadPcapFrom(f)
+	frames, err := ReadFrom(f)
 	if err != nil {
 		return frames, fmt.Errorf("%s: %w", path, err)
 	}
