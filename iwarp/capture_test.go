@@ -10,6 +10,7 @@ import (
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/streamcap"
 	"github.com/rnic/rnic/transport/tsharktest"
 )
 
@@ -35,7 +36,7 @@ func TestCaptureTshark(t *testing.T) {
 			o.a.NoCRC, o.b.NoCRC = !crc, !crc
 			h := newHarness(t, o)
 			h.a.stack.cfg.Tee = func(c stream.Conn) stream.Conn {
-				return stream.TeeConnWith(c, w, stream.TeeConfig{Now: transport.VirtualTimestamps(h.clk), Framer: CaptureFramer})
+				return streamcap.TeeConnWith(c, w, streamcap.TeeConfig{Now: transport.VirtualTimestamps(h.clk), Framer: CaptureFramer})
 			}
 			h.listen(o)
 			h.connect(o)

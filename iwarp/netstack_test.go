@@ -16,6 +16,7 @@ import (
 	"github.com/rnic/rnic/transport/clock"
 	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/netstack"
 	"github.com/rnic/rnic/transport/tsharktest"
 	gbuffer "gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -194,7 +195,7 @@ func TestNetstackFPDUAlignment(t *testing.T) {
 	mk := func(name string, s *stack.Stack, addr netip.Addr, qpn uint32) *node {
 		nd := &node{name: name, addr: addr, scq: &testCQ{}, rcq: &testCQ{}, rq: &testRQ{}}
 		var err error
-		nd.stack, err = NewStack(Config{Clock: clk, Network: stream.NewNetstack(s, 1, stream.TCPConfig{}), Addr: addr})
+		nd.stack, err = NewStack(Config{Clock: clk, Network: netstack.New(s, 1, stream.TCPConfig{}), Addr: addr})
 		if err != nil {
 			t.Fatal(err)
 		}

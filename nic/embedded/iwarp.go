@@ -20,6 +20,8 @@ import (
 	"github.com/rnic/rnic/transport/clock"
 	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/kerneltcp"
+	"github.com/rnic/rnic/transport/stream/streamcap"
 	"github.com/rnic/rnic/transport/udp"
 )
 
@@ -31,7 +33,7 @@ type IWARPConfig struct {
 	// and its connections leave from (e.g. 127.0.0.2 or ::1).
 	Addr netip.Addr
 	// Network carries the streams: kernel TCP if nil (the embedded mode),
-	// a TAP-mode NIC's own TCP, or a stream.SimNetwork on a virtual Clock.
+	// a TAP-mode NIC's own TCP, or a simstream.Network on a virtual Clock.
 	Network stream.Network
 	// Clock drives the engine (a real clock if nil).
 	Clock clock.Clock
@@ -102,7 +104,7 @@ func OpenIWARP(cfg IWARPConfig) (*IWARPNIC, error) {
 		return nil, fmt.Errorf("embedded: an iWARP NIC needs an address, not %v", cfg.Addr)
 	}
 	if cfg.Network == nil {
-		cfg.Network = &stream.TCP{}
+		cfg.Network = &kerneltcp.Network{}
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.NewReal()
@@ -167,7 +169,7 @@ func streamTee(w *pcap.Writer, clk clock.Clock, wrap func(stream.Conn) stream.Co
 	}
 	return func(s stream.Conn) stream.Conn {
 		if w != nil {
-			s = stream.TeeConnWith(s, w, stream.TeeConfig{Now: now, Framer: iwarp.CaptureFramer})
+			s = streamcap.TeeConnWith(s, w, streamcap.TeeConfig{Now: now, Framer: iwarp.CaptureFramer})
 		}
 		if wrap != nil {
 			s = wrap(s)

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/kerneltcp"
+	"github.com/rnic/rnic/transport/stream/netstack"
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -158,7 +160,7 @@ var contractTargets = []contractTarget{
 		name:  "kernel",
 		addrs: loopbacks,
 		setup: func(t *testing.T, cfg stream.TCPConfig) (stream.Network, stream.Network, func(bool)) {
-			n := &stream.TCP{Config: cfg}
+			n := &kerneltcp.Network{Config: cfg}
 			return n, n, nil
 		},
 	},
@@ -167,7 +169,7 @@ var contractTargets = []contractTarget{
 		addrs: nsServerAddrs,
 		setup: func(t *testing.T, cfg stream.TCPConfig) (stream.Network, stream.Network, func(bool)) {
 			w := newNSWire(t)
-			return stream.NewNetstack(w.a, testNIC, cfg), stream.NewNetstack(w.b, testNIC, cfg), w.drop.Store
+			return netstack.New(w.a, testNIC, cfg), netstack.New(w.b, testNIC, cfg), w.drop.Store
 		},
 	},
 }

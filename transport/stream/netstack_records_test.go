@@ -1,4 +1,4 @@
-// Tests of NetstackConn as a RecordWriter: every TCP segment netstack
+// Tests of netstack.Conn as a RecordWriter: every TCP segment netstack
 // emits begins and ends at a record boundary (the property MPA needs so
 // that each segment starts with an FPDU, RFC 5044 §5), with backpressure
 // at both levels (this package's SendBuffer and netstack's own send
@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/netstack"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
@@ -196,7 +197,7 @@ func recordSizes(seed uint64, n, most int) (ends []int) {
 // recordPair connects a client on w.a to a server on w.b at addr.
 func recordPair(t *testing.T, e *endChecks, w *nsWire, cfg stream.TCPConfig, addr string) (c, s stream.Conn, cs, ss *sink) {
 	t.Helper()
-	c, s, cs, ss, _, _ = contractPair(t, e, stream.NewNetstack(w.a, testNIC, cfg), stream.NewNetstack(w.b, testNIC, cfg), addr)
+	c, s, cs, ss, _, _ = contractPair(t, e, netstack.New(w.a, testNIC, cfg), netstack.New(w.b, testNIC, cfg), addr)
 	return c, s, cs, ss
 }
 

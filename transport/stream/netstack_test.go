@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/kerneltcp"
+	"github.com/rnic/rnic/transport/stream/netstack"
 )
 
 // contractPair listens on addr of server, dials it from client, and
@@ -559,10 +561,10 @@ func benchStream(b *testing.B, client, server stream.Network, addr string) {
 // the ratio.
 func BenchmarkNetstackStream(b *testing.B) {
 	w := newNSWire(b)
-	benchStream(b, stream.NewNetstack(w.a, testNIC, stream.TCPConfig{}), stream.NewNetstack(w.b, testNIC, stream.TCPConfig{}), nsServerAddrs[0])
+	benchStream(b, netstack.New(w.a, testNIC, stream.TCPConfig{}), netstack.New(w.b, testNIC, stream.TCPConfig{}), nsServerAddrs[0])
 }
 
 func BenchmarkKernelStream(b *testing.B) {
-	n := &stream.TCP{}
+	n := &kerneltcp.Network{}
 	benchStream(b, n, n, "127.0.0.1")
 }

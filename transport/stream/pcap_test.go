@@ -30,6 +30,9 @@ import (
 	"github.com/rnic/rnic/transport/clock"
 	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/kerneltcp"
+	"github.com/rnic/rnic/transport/stream/simstream"
+	"github.com/rnic/rnic/transport/stream/streamcap"
 	"github.com/rnic/rnic/transport/tsharktest"
 )
 
@@ -162,15 +165,15 @@ func newPcap(t *testing.T, name string) (*pcap.Writer, string) {
 
 // simConversation exchanges n random bytes each way over a chopped
 // simulated pair, capturing at A into one file and at B into another.
-func simConversation(t *testing.T, cfg stream.SimConfig, n int) (pathA, pathB string, a2b, b2a []byte) {
+func simConversation(t *testing.T, cfg simstream.Config, n int) (pathA, pathB string, a2b, b2a []byte) {
 	t.Helper()
 	clk := clock.NewVirtual()
-	a, b := stream.NewSimPair(clk, cfg)
+	a, b := simstream.NewPair(clk, cfg)
 	wa, pathA := newPcap(t, "a.pcap")
 	wb, pathB := newPcap(t, "b.pcap")
 	now := transport.VirtualTimestamps(clk)
-	ta := stream.TeeConn(a, wa, stream.Endpoint{}, stream.Endpoint{}, now)
-	tb := stream.TeeConn(b, wb, stream.Endpoint{MSS: 65483}, stream.Endpoint{}, now)
+	ta := streamcap.TeeConn(a, wa, streamcap.Endpoint{}, streamcap.Endpoint{}, now)
+	tb := streamcap.TeeConn(b, wb, streamcap.Endpoint{MSS: 65483}, streamcap.Endpoint{}, now)
 	a2b, b2a = pattern(7, n), pattern(8, n)
 	sa, sb := newSink(ta, nil), newSink(tb, nil)
 	fa, fb := newFeeder(ta, a2b, 1, 30000, true), newFeeder(tb, b2a, 2, 30000, true)
@@ -229,7 +232,7 @@ func TestPcapKernelTCP(t *testing.T) {
 	tsharktest.Path(t)
 	wc, pathC := newPcap(t, "client.pcap")
 	ws, pathS := newPcap(t, "server.pcap")
-	l, err := stream.Listen(netip.MustParseAddrPort("127.0.0.1:0"))
+	l, err := kerneltcp.Listen(netip.MustParseAddrPort("127.0.0.1:0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,17 +240,17 @@ func TestPcapKernelTCP(t *testing.T) {
 	up, down := pattern(11, 500000), pattern(12, 400000)
 	serverDone := make(chan *sink, 1)
 	l.SetAcceptor(func(c stream.Conn) {
-		tc := stream.TeeConn(c, ws, stream.Endpoint{MSS: 65483}, stream.Endpoint{MSS: 65483}, time.Now)
+		tc := streamcap.TeeConn(c, ws, streamcap.Endpoint{MSS: 65483}, streamcap.Endpoint{MSS: 65483}, time.Now)
 		s := newSink(tc, nil)
 		f := newFeeder(tc, down, 3, 70000, true)
 		go f.pump()
 		serverDone <- s
 	})
-	c, err := stream.Dial(netip.Addr{}, l.Addr(), 5*time.Second)
+	c, err := kerneltcp.Dial(netip.Addr{}, l.Addr(), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc := stream.TeeConn(c, wc, stream.Endpoint{}, stream.Endpoint{}, time.Now)
+	tc := streamcap.TeeConn(c, wc, streamcap.Endpoint{}, streamcap.Endpoint{}, time.Now)
 	cs := newSink(tc, nil)
 	fc := newFeeder(tc, up, 4, 70000, true)
 	fc.pump()
@@ -273,12 +276,12 @@ func TestPcapKernelTCP(t *testing.T) {
 
 func TestPcapReset(t *testing.T) {
 	clk := clock.NewVirtual()
-	a, b := stream.NewSimPair(clk, stream.SimConfig{})
+	a, b := simstream.NewPair(clk, simstream.Config{})
 	wa, pathA := newPcap(t, "a.pcap")
 	wb, pathB := newPcap(t, "b.pcap")
 	now := transport.VirtualTimestamps(clk)
-	ta := stream.TeeConn(a, wa, stream.Endpoint{}, stream.Endpoint{}, now)
-	tb := stream.TeeConn(b, wb, stream.Endpoint{}, stream.Endpoint{}, now)
+	ta := streamcap.TeeConn(a, wa, streamcap.Endpoint{}, streamcap.Endpoint{}, now)
+	tb := streamcap.TeeConn(b, wb, streamcap.Endpoint{}, streamcap.Endpoint{}, now)
 	sa, sb := newSink(ta, nil), newSink(tb, nil)
 	ta.Write([]byte("some bytes"))
 	tb.Write([]byte("an answer"))
@@ -436,10 +439,10 @@ func TestPcapMPASim(t *testing.T) {
 	clk := clock.NewVirtual()
 	cfg := arbitrary
 	cfg.MSS = 700 // FPDUs spread over several segments, chunks split anywhere
-	a, b := stream.NewSimPair(clk, cfg)
+	a, b := simstream.NewPair(clk, cfg)
 	w, path := newPcap(t, "mpa-sim.pcap")
-	ta := stream.TeeConnWith(a, w, stream.TeeConfig{
-		Local: stream.Endpoint{MSS: 1000}, Remote: stream.Endpoint{MSS: 1000},
+	ta := streamcap.TeeConnWith(a, w, streamcap.TeeConfig{
+		Local: streamcap.Endpoint{MSS: 1000}, Remote: streamcap.Endpoint{MSS: 1000},
 		Now: transport.VirtualTimestamps(clk), Framer: mpaFramer,
 	})
 	mpaConversation(t, ta, b, w, path, func(cond func() bool) { clk.Run(cond) })
@@ -448,21 +451,21 @@ func TestPcapMPASim(t *testing.T) {
 func TestPcapMPAKernelTCP(t *testing.T) {
 	checkNoLeak(t)
 	tsharktest.Path(t)
-	l, err := stream.Listen(netip.MustParseAddrPort("[::1]:0"))
+	l, err := kerneltcp.Listen(netip.MustParseAddrPort("[::1]:0"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	accepted := make(chan stream.Conn, 1)
 	l.SetAcceptor(func(c stream.Conn) { accepted <- c })
-	a, err := stream.Dial(netip.Addr{}, l.Addr(), 5*time.Second)
+	a, err := kerneltcp.Dial(netip.Addr{}, l.Addr(), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := <-accepted
 	w, path := newPcap(t, "mpa-tcp.pcap")
-	ta := stream.TeeConnWith(a, w, stream.TeeConfig{
-		Local: stream.Endpoint{MSS: 65483}, Remote: stream.Endpoint{MSS: 65483}, Now: time.Now, Framer: mpaFramer,
+	ta := streamcap.TeeConnWith(a, w, streamcap.TeeConfig{
+		Local: streamcap.Endpoint{MSS: 65483}, Remote: streamcap.Endpoint{MSS: 65483}, Now: time.Now, Framer: mpaFramer,
 	})
 	mpaConversation(t, ta, b, w, path, func(cond func() bool) {
 		for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(time.Millisecond) {
@@ -479,9 +482,9 @@ func TestPcapFramerOnForeignBytes(t *testing.T) {
 	// gives up framing: the capture stays whole and consistent.
 	tsharktest.Path(t)
 	clk := clock.NewVirtual()
-	a, b := stream.NewSimPair(clk, arbitrary)
+	a, b := simstream.NewPair(clk, arbitrary)
 	w, path := newPcap(t, "foreign.pcap")
-	ta := stream.TeeConnWith(a, w, stream.TeeConfig{Now: transport.VirtualTimestamps(clk), Framer: mpaFramer})
+	ta := streamcap.TeeConnWith(a, w, streamcap.TeeConfig{Now: transport.VirtualTimestamps(clk), Framer: mpaFramer})
 	up, down := pattern(21, 400000), pattern(22, 1000)
 	sa, sb := newSink(ta, nil), newSink(b, nil)
 	fa, fb := newFeeder(ta, up, 1, 30000, true), newFeeder(b, down, 2, 300, true)

@@ -15,6 +15,7 @@ import (
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/clock"
 	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/simstream"
 )
 
 // chunkTrace is one delivery: when and how much.
@@ -28,17 +29,17 @@ type simRun struct {
 	fa, fb       *feeder
 	sa, sb       *sink
 	clk          *clock.Virtual
-	a, b         *stream.SimConn
+	a, b         *simstream.Conn
 	traceA, trcB []chunkTrace
 }
 
 // runSim exchanges n random bytes each way over a simulated pair with cfg,
 // both ends writing in random sizes up to maxWrite, then closing, and runs
 // the clock to the end.
-func runSim(t *testing.T, cfg stream.SimConfig, n, maxWrite int) *simRun {
+func runSim(t *testing.T, cfg simstream.Config, n, maxWrite int) *simRun {
 	t.Helper()
 	r := &simRun{clk: clock.NewVirtual()}
-	r.a, r.b = stream.NewSimPair(r.clk, cfg)
+	r.a, r.b = simstream.NewPair(r.clk, cfg)
 	r.a2b, r.b2a = pattern(1, n), pattern(2, n)
 	r.sa, r.sb = newSink(r.a, r.clk.Now), newSink(r.b, r.clk.Now)
 	r.fa = newFeeder(r.a, r.a2b, cfg.Seed^1, maxWrite, true)
@@ -71,7 +72,7 @@ func checkDelivered(t *testing.T, name string, s *sink, want []byte, wantErr err
 	}
 }
 
-var arbitrary = stream.SimConfig{
+var arbitrary = simstream.Config{
 	Seed:       42,
 	Latency:    5 * time.Microsecond,
 	Bandwidth:  10e9,
@@ -115,7 +116,7 @@ func TestSimExchangeSplitCoalesce(t *testing.T) {
 func TestSimZeroConfig(t *testing.T) {
 	// The zero config is reliable too: segments at the MSS, writes of one
 	// event coalesced.
-	r := runSim(t, stream.SimConfig{}, 300000, 5000)
+	r := runSim(t, simstream.Config{}, 300000, 5000)
 	checkDelivered(t, "B", r.sb, r.a2b, io.EOF)
 	checkDelivered(t, "A", r.sa, r.b2a, io.EOF)
 }
@@ -142,7 +143,7 @@ func TestSimTiming(t *testing.T) {
 	// One 10000-byte write at 1 Gb/s with 100µs latency: the last byte
 	// leaves after 80µs of serialisation and arrives 100µs later.
 	clk := clock.NewVirtual()
-	a, b := stream.NewSimPair(clk, stream.SimConfig{Latency: 100 * time.Microsecond, Bandwidth: 1e9})
+	a, b := simstream.NewPair(clk, simstream.Config{Latency: 100 * time.Microsecond, Bandwidth: 1e9})
 	s := newSink(b, clk.Now)
 	if _, err := a.Write(make([]byte, 10000)); err != nil {
 		t.Fatal(err)
@@ -164,7 +165,7 @@ func TestSimTiming(t *testing.T) {
 
 func TestSimBackpressure(t *testing.T) {
 	clk := clock.NewVirtual()
-	a, b := stream.NewSimPair(clk, stream.SimConfig{SendBuffer: 1000})
+	a, b := simstream.NewPair(clk, simstream.Config{SendBuffer: 1000})
 	writable := 0
 	a.SetWritable(func() { writable++ })
 	if _, err := a.Write(make([]byte, 5000)); err != nil {
@@ -199,7 +200,7 @@ func TestSimBackpressure(t *testing.T) {
 
 func TestSimCorruptAt(t *testing.T) {
 	cfg := arbitrary
-	cfg.Tamper = stream.CorruptAt(transport.AtoB, 12345, 0x10)
+	cfg.Tamper = simstream.CorruptAt(transport.AtoB, 12345, 0x10)
 	r := runSim(t, cfg, 100000, 7000)
 	want := bytes.Clone(r.a2b)
 	want[12345] ^= 0x10
@@ -210,7 +211,7 @@ func TestSimCorruptAt(t *testing.T) {
 func TestSimResetAt(t *testing.T) {
 	for _, off := range []int64{0, 1, 5000, 99999} {
 		cfg := arbitrary
-		cfg.Reset = &stream.ResetPoint{Dir: transport.AtoB, Offset: off}
+		cfg.Reset = &simstream.ResetPoint{Dir: transport.AtoB, Offset: off}
 		r := runSim(t, cfg, 100000, 7000)
 		checkDelivered(t, "B", r.sb, r.a2b[:off], stream.ErrReset)
 		// A learns of the reset from B's RST, unless B's FIN (B wrote all
@@ -222,7 +223,7 @@ func TestSimResetAt(t *testing.T) {
 		if off < 50000 && !errors.Is(err, stream.ErrReset) {
 			t.Errorf("offset %d: A: onClose(%v), want ErrReset", off, err)
 		}
-		for name, c := range map[string]*stream.SimConn{"A": r.a, "B": r.b} {
+		for name, c := range map[string]*simstream.Conn{"A": r.a, "B": r.b} {
 			if _, err := c.Write([]byte("x")); err == nil {
 				t.Errorf("offset %d: %s: Write after the reset succeeded", off, name)
 			}
@@ -235,7 +236,7 @@ func TestSimResetAt(t *testing.T) {
 
 func TestSimAbort(t *testing.T) {
 	clk := clock.NewVirtual()
-	a, b := stream.NewSimPair(clk, stream.SimConfig{})
+	a, b := simstream.NewPair(clk, simstream.Config{})
 	sa, sb := newSink(a, clk.Now), newSink(b, clk.Now)
 	a.Write([]byte("before"))
 	clk.Run(nil)
@@ -267,7 +268,7 @@ func TestSimAbort(t *testing.T) {
 
 func TestSimHalfClose(t *testing.T) {
 	clk := clock.NewVirtual()
-	a, b := stream.NewSimPair(clk, arbitrary)
+	a, b := simstream.NewPair(clk, arbitrary)
 	sa, sb := newSink(a, clk.Now), newSink(b, clk.Now)
 	a.Write([]byte("request"))
 	a.Close()
@@ -288,7 +289,7 @@ func TestSimHalfClose(t *testing.T) {
 
 func TestSimReceiverInstalledLate(t *testing.T) {
 	clk := clock.NewVirtual()
-	a, b := stream.NewSimPair(clk, stream.SimConfig{})
+	a, b := simstream.NewPair(clk, simstream.Config{})
 	a.Write([]byte("early"))
 	a.Close()
 	clk.Run(nil)
@@ -301,9 +302,9 @@ func TestSimReceiverInstalledLate(t *testing.T) {
 }
 
 func TestSimConfigValidate(t *testing.T) {
-	for _, c := range []stream.SimConfig{
+	for _, c := range []simstream.Config{
 		{Latency: -1}, {MSS: -1}, {Chop: 1.5}, {Chop: -0.1}, {Coalesce: -1}, {SendBuffer: -1},
-		{Reset: &stream.ResetPoint{Offset: -1}},
+		{Reset: &simstream.ResetPoint{Offset: -1}},
 	} {
 		if c.Validate() == nil {
 			t.Errorf("%+v accepted", c)
@@ -311,8 +312,8 @@ func TestSimConfigValidate(t *testing.T) {
 	}
 	defer func() {
 		if recover() == nil {
-			t.Error("NewSimPair accepted an invalid config")
+			t.Error("NewPair accepted an invalid config")
 		}
 	}()
-	stream.NewSimPair(clock.NewVirtual(), stream.SimConfig{Chop: 2})
+	simstream.NewPair(clock.NewVirtual(), simstream.Config{Chop: 2})
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rnic/rnic/transport/clock"
 	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/simstream"
 )
 
 var (
@@ -39,8 +40,8 @@ func dial(clk *clock.Virtual, n stream.Dialer, local netip.Addr, remote netip.Ad
 func TestSimNetConnectAccept(t *testing.T) {
 	clk := clock.NewVirtual()
 	const lat, delay = 10 * time.Microsecond, 7 * time.Microsecond
-	n := stream.NewSimNetwork(clk, stream.SimNetConfig{
-		Conn:        stream.SimConfig{Latency: lat, Chop: 0.5, Seed: 9},
+	n := simstream.NewNetwork(clk, simstream.NetConfig{
+		Conn:        simstream.Config{Latency: lat, Chop: 0.5, Seed: 9},
 		AcceptDelay: delay,
 	})
 	l, err := n.Listen(simServer)
@@ -100,17 +101,17 @@ func TestSimNetRefusedAndTimeout(t *testing.T) {
 	dropped := netip.MustParseAddrPort("10.0.0.3:18515")
 	refused := netip.MustParseAddrPort("10.0.0.4:18515")
 	clk := clock.NewVirtual()
-	n := stream.NewSimNetwork(clk, stream.SimNetConfig{
-		Conn:        stream.SimConfig{Latency: lat},
+	n := simstream.NewNetwork(clk, simstream.NetConfig{
+		Conn:        simstream.Config{Latency: lat},
 		DialTimeout: time.Second,
-		Connect: func(local, remote netip.AddrPort) stream.ConnectVerdict {
+		Connect: func(local, remote netip.AddrPort) simstream.ConnectVerdict {
 			switch remote {
 			case dropped:
-				return stream.ConnectDrop
+				return simstream.ConnectDrop
 			case refused:
-				return stream.ConnectRefuse
+				return simstream.ConnectRefuse
 			}
-			return stream.ConnectAuto
+			return simstream.ConnectAuto
 		},
 	})
 	for _, addr := range []netip.AddrPort{dropped, refused} {
@@ -147,8 +148,8 @@ func TestSimNetRefusedAndTimeout(t *testing.T) {
 
 func TestSimNetTimeoutShorterThanHandshake(t *testing.T) {
 	clk := clock.NewVirtual()
-	n := stream.NewSimNetwork(clk, stream.SimNetConfig{
-		Conn: stream.SimConfig{Latency: time.Millisecond}, AcceptDelay: time.Second, DialTimeout: 100 * time.Millisecond,
+	n := simstream.NewNetwork(clk, simstream.NetConfig{
+		Conn: simstream.Config{Latency: time.Millisecond}, AcceptDelay: time.Second, DialTimeout: 100 * time.Millisecond,
 	})
 	l, _ := n.Listen(simServer)
 	l.SetAcceptor(func(stream.Conn) { t.Error("accepted after the dialer gave up") })
@@ -161,7 +162,7 @@ func TestSimNetTimeoutShorterThanHandshake(t *testing.T) {
 
 func TestSimNetCancel(t *testing.T) {
 	clk := clock.NewVirtual()
-	n := stream.NewSimNetwork(clk, stream.SimNetConfig{Conn: stream.SimConfig{Latency: time.Millisecond}})
+	n := simstream.NewNetwork(clk, simstream.NetConfig{Conn: simstream.Config{Latency: time.Millisecond}})
 	l, _ := n.Listen(simServer)
 	l.SetAcceptor(func(stream.Conn) { t.Error("accepted a canceled dial") })
 	r, cancel := dial(clk, n, simClient, simServer)
@@ -188,7 +189,7 @@ func TestSimNetCancel(t *testing.T) {
 
 func TestSimNetBacklogAndClose(t *testing.T) {
 	clk := clock.NewVirtual()
-	n := stream.NewSimNetwork(clk, stream.SimNetConfig{})
+	n := simstream.NewNetwork(clk, simstream.NetConfig{})
 	l, _ := n.Listen(simServer)
 	// No acceptor yet: the connection completes and waits in the backlog,
 	// with the client's bytes.
@@ -237,7 +238,7 @@ func TestSimNetPerConnectionSeeds(t *testing.T) {
 	// connection do not depend on the traffic of the first.
 	run := func(firstBytes int) []int {
 		clk := clock.NewVirtual()
-		n := stream.NewSimNetwork(clk, stream.SimNetConfig{Conn: stream.SimConfig{Seed: 3, Chop: 0.5}})
+		n := simstream.NewNetwork(clk, simstream.NetConfig{Conn: simstream.Config{Seed: 3, Chop: 0.5}})
 		l, _ := n.Listen(simServer)
 		var sinks []*sink
 		l.SetAcceptor(func(c stream.Conn) { sinks = append(sinks, newSink(c, nil)) })

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/kerneltcp"
 )
 
 var loopbacks = []string{"127.0.0.1", "::1"}
@@ -46,7 +47,7 @@ func checkNoLeak(t *testing.T) {
 // their receivers installed.
 func tcpPair(t *testing.T, addr string, cfg stream.TCPConfig) (client, server stream.Conn, cs, ss *sink) {
 	t.Helper()
-	n := &stream.TCP{Config: cfg}
+	n := &kerneltcp.Network{Config: cfg}
 	l, err := n.Listen(netip.AddrPortFrom(netip.MustParseAddr(addr), 0))
 	if err != nil {
 		t.Fatal(err)
@@ -207,29 +208,29 @@ func TestTCPHalfCloseAndLinger(t *testing.T) {
 func TestTCPDialErrors(t *testing.T) {
 	checkNoLeak(t)
 	// A port nobody listens on: listen, note the port, close.
-	l, err := stream.Listen(netip.MustParseAddrPort("127.0.0.1:0"))
+	l, err := kerneltcp.Listen(netip.MustParseAddrPort("127.0.0.1:0"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := l.Addr()
-	if _, err := stream.Listen(addr); !errors.Is(err, stream.ErrAddrInUse) {
+	if _, err := kerneltcp.Listen(addr); !errors.Is(err, stream.ErrAddrInUse) {
 		t.Errorf("second Listen: %v, want ErrAddrInUse", err)
 	}
 	l.Close()
 	if err := l.Close(); err != nil {
 		t.Errorf("second listener Close: %v", err)
 	}
-	if _, err := stream.Dial(netip.Addr{}, addr, time.Second); !errors.Is(err, stream.ErrRefused) {
+	if _, err := kerneltcp.Dial(netip.Addr{}, addr, time.Second); !errors.Is(err, stream.ErrRefused) {
 		t.Errorf("Dial: %v, want ErrRefused", err)
 	}
 	done := make(chan error, 1)
-	(&stream.TCP{}).Dial(netip.MustParseAddr("127.0.0.1"), addr, func(c stream.Conn, err error) { done <- err })
+	(&kerneltcp.Network{}).Dial(netip.MustParseAddr("127.0.0.1"), addr, func(c stream.Conn, err error) { done <- err })
 	if err := <-done; !errors.Is(err, stream.ErrRefused) {
 		t.Errorf("async Dial: %v, want ErrRefused", err)
 	}
 	// Cancel before the dial goroutine finishes: done says ErrCanceled
 	// (or, if the refusal won the race, ErrRefused), exactly once.
-	cancel := (&stream.TCP{}).Dial(netip.Addr{}, addr, func(c stream.Conn, err error) { done <- err })
+	cancel := (&kerneltcp.Network{}).Dial(netip.Addr{}, addr, func(c stream.Conn, err error) { done <- err })
 	cancel()
 	if err := <-done; !errors.Is(err, stream.ErrCanceled) && !errors.Is(err, stream.ErrRefused) {
 		t.Errorf("canceled Dial: %v", err)
@@ -246,7 +247,7 @@ func TestTCPBackpressure(t *testing.T) {
 	checkNoLeak(t)
 	// The server reads nothing (no receiver): the kernel buffers fill,
 	// then the client's queue, then Write refuses, without blocking.
-	n := &stream.TCP{Config: stream.TCPConfig{SendBuffer: 256 << 10}}
+	n := &kerneltcp.Network{Config: stream.TCPConfig{SendBuffer: 256 << 10}}
 	l, err := n.Listen(netip.MustParseAddrPort("127.0.0.1:0"))
 	if err != nil {
 		t.Fatal(err)
@@ -300,13 +301,13 @@ func TestTCPBackpressure(t *testing.T) {
 
 func TestTCPListenerAcceptorNil(t *testing.T) {
 	checkNoLeak(t)
-	l, err := stream.Listen(netip.MustParseAddrPort("[::1]:0"))
+	l, err := kerneltcp.Listen(netip.MustParseAddrPort("[::1]:0"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	l.SetAcceptor(nil) // connections are reset
-	c, err := stream.Dial(netip.Addr{}, l.Addr(), time.Second)
+	c, err := kerneltcp.Dial(netip.Addr{}, l.Addr(), time.Second)
 	if errors.Is(err, stream.ErrReset) {
 		return // the RST beat the connect
 	}

@@ -23,7 +23,7 @@ import (
 
 // IWARPPort is the tester's iWARP side (Config.IWARP): its own TCP
 // connections from or to Addr (the tester's address; the DUT's when
-// invalid) on Network (nil: the host's kernel TCP; a stream.SimNetwork in
+// invalid) on Network (nil: the host's kernel TCP; a simstream.Network in
 // the simulated mode), recorded in Pcap, which numbers the frames of the
 // evidence (a capture to io.Discard numbers them too).
 type IWARPPort struct {

@@ -21,6 +21,8 @@ import (
 	"github.com/rnic/rnic/transport/clock"
 	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/kerneltcp"
+	"github.com/rnic/rnic/transport/stream/simstream"
 )
 
 // SelfIWARP is an in-process rnic iWARP DUT with its agent.
@@ -54,10 +56,10 @@ func StartSelfIWARP(opt SelfOptions) (*SelfIWARP, error) {
 	if d.Pcap == nil {
 		d.Pcap, _ = pcap.NewWriter(io.Discard)
 	}
-	cfg := embedded.IWARPConfig{Name: "rnic0", Addr: dutA, Trace: opt.Trace, Network: iwport.Network(&stream.TCP{}, d.stream)}
+	cfg := embedded.IWARPConfig{Name: "rnic0", Addr: dutA, Trace: opt.Trace, Network: iwport.Network(&kerneltcp.Network{}, d.stream)}
 	if opt.Sim {
 		clk := clock.NewVirtual()
-		d.Network = stream.NewSimNetwork(clk, stream.SimNetConfig{Conn: stream.SimConfig{Seed: 1, Latency: time.Microsecond}})
+		d.Network = simstream.NewNetwork(clk, simstream.NetConfig{Conn: simstream.Config{Seed: 1, Latency: time.Microsecond}})
 		cfg.Network, cfg.Clock = iwport.Network(d.Network, d.stream), clk
 		d.stop, d.done = make(chan struct{}), make(chan struct{})
 		go paceClock(clk, d.stop, d.done)

@@ -15,7 +15,7 @@ import (
 	"github.com/rnic/rnic/roce/wire"
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/pcap"
-	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/kerneltcp"
 	"github.com/rnic/rnic/transport/udp"
 )
 
@@ -79,7 +79,7 @@ func (f *fakeTAPs) open(cfg tapnic.Config) (*tapNIC, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tapNIC{nic: n, streams: &stream.TCP{}, closer: closeCounter{f, cfg.TAP, n}}, nil
+	return &tapNIC{nic: n, streams: &kerneltcp.Network{}, closer: closeCounter{f, cfg.TAP, n}}, nil
 }
 
 func prefixes(s ...string) []netip.Prefix {

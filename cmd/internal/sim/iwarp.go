@@ -15,6 +15,7 @@ import (
 	"github.com/rnic/rnic/transport/clock"
 	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/simstream"
 )
 
 // DefaultChop is the probability with which an iWARP run's simulated
@@ -52,7 +53,7 @@ func runIWARP(cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("sim: chop %v outside [0, 1]", cfg.Chop)
 	}
 	clk := clock.NewVirtual()
-	net := stream.NewSimNetwork(clk, stream.SimNetConfig{Conn: stream.SimConfig{Seed: cfg.Seed, Chop: cfg.Chop}})
+	net := simstream.NewNetwork(clk, simstream.NetConfig{Conn: simstream.Config{Seed: cfg.Seed, Chop: cfg.Chop}})
 	var pw *pcap.Writer
 	if cfg.Pcap != nil {
 		var err error

@@ -13,6 +13,8 @@ import (
 	"github.com/rnic/rnic/iwarp/wire"
 	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/kerneltcp"
+	"github.com/rnic/rnic/transport/stream/streamcap"
 )
 
 // Errors of Recv and RecvMPA.
@@ -78,7 +80,7 @@ func Dial(ctx context.Context, n stream.Network, local netip.Addr, remote netip.
 
 func network(n stream.Network) stream.Network {
 	if n == nil {
-		return &stream.TCP{}
+		return &kerneltcp.Network{}
 	}
 	return n
 }
@@ -126,7 +128,7 @@ func (l *Listener) Close() error { return l.l.Close() }
 
 func newPort(c stream.Conn, pcap *pcap.Writer) *Port {
 	if pcap != nil {
-		c = stream.TeeConnWith(c, pcap, stream.TeeConfig{Now: time.Now, Framer: iwarp.CaptureFramer})
+		c = streamcap.TeeConnWith(c, pcap, streamcap.TeeConfig{Now: time.Now, Framer: iwarp.CaptureFramer})
 	}
 	p := &Port{conn: c, pcap: pcap}
 	p.cond = sync.NewCond(&p.mu)

@@ -7,17 +7,17 @@
 // connection's one-way latency L:
 //
 //	t        SYN leaves the dialer
-//	t+L      SYN reaches the listener's address; SimNetConfig.Connect (if
+//	t+L      SYN reaches the listener's address; NetConfig.Connect (if
 //	         set) decides its fate
 //	t+2L+D   SYN-ACK reaches the dialer: done(conn, nil)      (D = AcceptDelay)
 //	t+3L+D   ACK reaches the listener: the acceptor gets the passive end
 //
 // Nobody listening (or ConnectRefuse) answers with a RST: done(nil,
-// ErrRefused) at t+2L. ConnectDrop loses the SYN: done(nil, ErrTimeout) at
+// stream.ErrRefused) at t+2L. ConnectDrop loses the SYN: done(nil, stream.ErrTimeout) at
 // t+DialTimeout. Bytes the dialer writes from done on wait at the passive
 // end until its receiver is installed.
 
-package stream
+package simstream
 
 import (
 	"math/rand/v2"
@@ -26,33 +26,34 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/transport/clock"
+	"github.com/rnic/rnic/transport/stream"
 )
 
-// ConnectVerdict is the fate of a connection attempt in a SimNetwork.
+// ConnectVerdict is the fate of a connection attempt in a Network.
 type ConnectVerdict uint8
 
 const (
 	// ConnectAuto accepts when something listens at the address and
 	// refuses otherwise, as a host does.
 	ConnectAuto ConnectVerdict = iota
-	// ConnectRefuse answers the SYN with a RST: ErrRefused.
+	// ConnectRefuse answers the SYN with a RST: stream.ErrRefused.
 	ConnectRefuse
-	// ConnectDrop loses the SYN: the dialer times out (ErrTimeout).
+	// ConnectDrop loses the SYN: the dialer times out (stream.ErrTimeout).
 	ConnectDrop
 )
 
-// SimNetConfig configures a SimNetwork.
-type SimNetConfig struct {
+// NetConfig configures a Network.
+type NetConfig struct {
 	// Conn configures every connection (its A and B are ignored). Each
 	// connection draws its random choices from its own seed, derived from
 	// Conn.Seed and the connection's number (0 for the first Dial), so
 	// adding a connection does not change the others' chunks. In
 	// Conn.Tamper and Conn.Reset, AtoB is the dialer's direction.
-	Conn SimConfig
+	Conn Config
 	// AcceptDelay is how long the listening side takes to answer a SYN,
 	// on top of the latency.
 	AcceptDelay time.Duration
-	// DialTimeout bounds a Dial; zero means DefaultDialTimeout.
+	// DialTimeout bounds a Dial; zero means stream.DefaultDialTimeout.
 	DialTimeout time.Duration
 	// Connect, if set, decides the fate of each SYN when it reaches the
 	// listener's address (local is the dialer's address). It runs inside
@@ -60,37 +61,37 @@ type SimNetConfig struct {
 	Connect func(local, remote netip.AddrPort) ConnectVerdict
 }
 
-// SimNetwork is a simulated network of TCP endpoints on a virtual clock. It
-// implements Network.
-type SimNetwork struct {
+// Network is a simulated network of TCP endpoints on a virtual clock. It
+// implements stream.Network.
+type Network struct {
 	clk       *clock.Virtual
-	cfg       SimNetConfig
+	cfg       NetConfig
 	mu        sync.Mutex
-	listeners map[netip.AddrPort]*SimListener
+	listeners map[netip.AddrPort]*Listener
 	nextPort  uint16
 	conns     uint64
 }
 
-var _ Network = (*SimNetwork)(nil)
+var _ stream.Network = (*Network)(nil)
 
 // First ephemeral port handed out (IANA's dynamic range).
 const firstEphemeral = 49152
 
-// NewSimNetwork returns an empty network driven by clk. It panics if
+// NewNetwork returns an empty network driven by clk. It panics if
 // cfg.Conn is invalid.
-func NewSimNetwork(clk *clock.Virtual, cfg SimNetConfig) *SimNetwork {
+func NewNetwork(clk *clock.Virtual, cfg NetConfig) *Network {
 	if err := cfg.Conn.Validate(); err != nil {
 		panic(err)
 	}
 	cfg.Conn = cfg.Conn.withDefaults()
 	if cfg.DialTimeout <= 0 {
-		cfg.DialTimeout = DefaultDialTimeout
+		cfg.DialTimeout = stream.DefaultDialTimeout
 	}
-	return &SimNetwork{clk: clk, cfg: cfg, listeners: map[netip.AddrPort]*SimListener{}, nextPort: firstEphemeral}
+	return &Network{clk: clk, cfg: cfg, listeners: map[netip.AddrPort]*Listener{}, nextPort: firstEphemeral}
 }
 
 // ephemeralLocked returns a port not listened on at addr.
-func (n *SimNetwork) ephemeralLocked(addr netip.Addr) uint16 {
+func (n *Network) ephemeralLocked(addr netip.Addr) uint16 {
 	for {
 		p := n.nextPort
 		n.nextPort++
@@ -103,8 +104,8 @@ func (n *SimNetwork) ephemeralLocked(addr netip.Addr) uint16 {
 	}
 }
 
-// Listen implements Network.
-func (n *SimNetwork) Listen(addr netip.AddrPort) (Listener, error) {
+// Listen implements stream.Network.
+func (n *Network) Listen(addr netip.AddrPort) (stream.Listener, error) {
 	l, err := n.ListenSim(addr)
 	if err != nil {
 		return nil, err
@@ -113,24 +114,24 @@ func (n *SimNetwork) Listen(addr netip.AddrPort) (Listener, error) {
 }
 
 // ListenSim is Listen returning the concrete type.
-func (n *SimNetwork) ListenSim(addr netip.AddrPort) (*SimListener, error) {
-	addr = unmapPort(addr)
+func (n *Network) ListenSim(addr netip.AddrPort) (*Listener, error) {
+	addr = stream.UnmapPort(addr)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if addr.Port() == 0 {
 		addr = netip.AddrPortFrom(addr.Addr(), n.ephemeralLocked(addr.Addr()))
 	}
 	if _, busy := n.listeners[addr]; busy {
-		return nil, ErrAddrInUse
+		return nil, stream.ErrAddrInUse
 	}
-	l := &SimListener{n: n, addr: addr}
+	l := &Listener{n: n, addr: addr}
 	n.listeners[addr] = l
 	return l, nil
 }
 
 // lookupLocked finds the listener for remote: the exact address, or the
 // unspecified address of its family with the same port.
-func (n *SimNetwork) lookupLocked(remote netip.AddrPort) *SimListener {
+func (n *Network) lookupLocked(remote netip.AddrPort) *Listener {
 	if l := n.listeners[remote]; l != nil {
 		return l
 	}
@@ -143,21 +144,21 @@ func (n *SimNetwork) lookupLocked(remote netip.AddrPort) *SimListener {
 
 // simDial is one Dial in progress.
 type simDial struct {
-	n        *SimNetwork
+	n        *Network
 	local    netip.AddrPort
 	remote   netip.AddrPort
 	seq      uint64
-	done     func(Conn, error)
+	done     func(stream.Conn, error)
 	finished bool
 	timeout  clock.Timer
 	step     clock.Timer
 }
 
-// Dial implements Dialer; see the file comment for the timeline. A zero
+// Dial implements stream.Dialer; see the file comment for the timeline. A zero
 // local address means the remote's own address (a connection within one
 // host); the port is always an ephemeral one.
-func (n *SimNetwork) Dial(local netip.Addr, remote netip.AddrPort, done func(Conn, error)) (cancel func()) {
-	remote = unmapPort(remote)
+func (n *Network) Dial(local netip.Addr, remote netip.AddrPort, done func(stream.Conn, error)) (cancel func()) {
+	remote = stream.UnmapPort(remote)
 	if !local.IsValid() {
 		local = remote.Addr()
 	}
@@ -167,7 +168,7 @@ func (n *SimNetwork) Dial(local netip.Addr, remote netip.AddrPort, done func(Con
 	d := &simDial{n: n, remote: remote, done: done, seq: n.conns,
 		local: netip.AddrPortFrom(local, n.ephemeralLocked(local))}
 	n.conns++
-	d.timeout = n.clk.AfterFunc(n.cfg.DialTimeout, func() { d.finish(nil, ErrTimeout) })
+	d.timeout = n.clk.AfterFunc(n.cfg.DialTimeout, func() { d.finish(nil, stream.ErrTimeout) })
 	d.step = n.clk.AfterFunc(n.cfg.Conn.Latency, d.synArrives)
 	return d.cancel
 }
@@ -183,12 +184,12 @@ func (d *simDial) cancel() {
 	d.finished = true
 	d.timeout.Stop()
 	d.step.Stop()
-	n.clk.AfterFunc(0, func() { d.done(nil, ErrCanceled) })
+	n.clk.AfterFunc(0, func() { d.done(nil, stream.ErrCanceled) })
 }
 
 // finish ends the attempt with c or err, unless it already ended (then c,
 // which nobody will get, is reset).
-func (d *simDial) finish(c *SimConn, err error) {
+func (d *simDial) finish(c *Conn, err error) {
 	n := d.n
 	n.mu.Lock()
 	if d.finished {
@@ -234,53 +235,53 @@ func (d *simDial) synArrives() {
 	case v == ConnectDrop:
 		// No answer: the timeout ends the attempt.
 	case v == ConnectRefuse, l == nil:
-		d.step = n.clk.AfterFunc(n.cfg.Conn.Latency, func() { d.finish(nil, ErrRefused) })
+		d.step = n.clk.AfterFunc(n.cfg.Conn.Latency, func() { d.finish(nil, stream.ErrRefused) })
 	default:
 		d.step = n.clk.AfterFunc(n.cfg.AcceptDelay+n.cfg.Conn.Latency, func() { d.synAckArrives(l) })
 	}
 }
 
-func (d *simDial) synAckArrives(l *SimListener) {
+func (d *simDial) synAckArrives(l *Listener) {
 	n := d.n
 	if !d.live() {
 		return
 	}
 	cfg := n.cfg.Conn
 	cfg.Seed = rand.New(rand.NewPCG(cfg.Seed, 0x636f6e6e00000000|d.seq)).Uint64() // "conn" | number
-	a, b := newSimPair(n.clk, cfg, d.local, d.remote)
+	a, b := newPair(n.clk, cfg, d.local, d.remote)
 	// The ACK is the first thing on the dialer's wire: it reaches the
 	// listener before any byte written from done.
 	n.clk.AfterFunc(cfg.Latency, func() { l.enqueue(b) })
 	d.finish(a, nil)
 }
 
-// SimListener listens on a SimNetwork. It implements Listener; the
+// Listener listens on a Network. It implements stream.Listener; the
 // acceptor runs inside the clock's event loop.
-type SimListener struct {
-	n         *SimNetwork
+type Listener struct {
+	n         *Network
 	addr      netip.AddrPort
-	acceptor  func(Conn)
-	backlog   []*SimConn
+	acceptor  func(stream.Conn)
+	backlog   []*Conn
 	closed    bool
 	accepting bool
 }
 
-var _ Listener = (*SimListener)(nil)
+var _ stream.Listener = (*Listener)(nil)
 
-// Addr implements Listener.
-func (l *SimListener) Addr() netip.AddrPort { return l.addr }
+// Addr implements stream.Listener.
+func (l *Listener) Addr() netip.AddrPort { return l.addr }
 
-// SetAcceptor implements Listener.
-func (l *SimListener) SetAcceptor(onConn func(Conn)) {
+// SetAcceptor implements stream.Listener.
+func (l *Listener) SetAcceptor(onConn func(stream.Conn)) {
 	l.n.mu.Lock()
 	defer l.n.mu.Unlock()
 	l.acceptor = onConn
 	l.armLocked()
 }
 
-// Close implements Listener: connections whose handshake is not complete
+// Close implements stream.Listener: connections whose handshake is not complete
 // yet, or that wait for the acceptor, are reset.
-func (l *SimListener) Close() error {
+func (l *Listener) Close() error {
 	n := l.n
 	n.mu.Lock()
 	if l.closed {
@@ -300,7 +301,7 @@ func (l *SimListener) Close() error {
 	return nil
 }
 
-func (l *SimListener) enqueue(c *SimConn) {
+func (l *Listener) enqueue(c *Conn) {
 	n := l.n
 	n.mu.Lock()
 	if l.closed {
@@ -313,7 +314,7 @@ func (l *SimListener) enqueue(c *SimConn) {
 	n.mu.Unlock()
 }
 
-func (l *SimListener) armLocked() {
+func (l *Listener) armLocked() {
 	if l.accepting || l.acceptor == nil || len(l.backlog) == 0 {
 		return
 	}
@@ -321,7 +322,7 @@ func (l *SimListener) armLocked() {
 	l.n.clk.AfterFunc(0, l.accept)
 }
 
-func (l *SimListener) accept() {
+func (l *Listener) accept() {
 	n := l.n
 	n.mu.Lock()
 	defer n.mu.Unlock()

@@ -1,7 +1,7 @@
 // Kernel TCP: the iWARP stream of the embedded mode (DESIGN.md "Modes").
 //
-// A TCPConn wraps a net.TCPConn (TCP_NODELAY on) in the event-driven Conn
-// contract:
+// A Conn wraps a net.TCPConn (TCP_NODELAY on) in the event-driven
+// stream.Conn contract:
 //
 //   - Receiving: a reader goroutine, started by the first SetReceiver (so
 //     bytes that arrive earlier wait in the kernel's receive buffer), reads
@@ -23,7 +23,7 @@
 // refusal the engine keeps receiving, stops generating FPDUs, and resumes
 // on the writable callback, which is how siw treats a full socket.
 
-package stream
+package kerneltcp
 
 import (
 	"context"
@@ -35,69 +35,40 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/internal/connbase"
 )
 
-// Defaults for TCPConfig fields left zero.
-const (
-	DefaultReadBuffer  = 64 << 10
-	DefaultLinger      = 30 * time.Second
-	DefaultDialTimeout = 10 * time.Second
+// The parts of a connection and a listener shared with netstack.
+type (
+	connBase     = connbase.Conn
+	listenerBase = connbase.Listener
 )
 
-// TCPConfig configures kernel TCP connections. The zero value uses the
-// defaults.
-type TCPConfig struct {
-	// SendBuffer bounds the bytes Write queues (see "Backpressure" in the
-	// package comment); 0 means DefaultSendBuffer.
-	SendBuffer int
-	// ReadBuffer is the size of each connection's reused read buffer, the
-	// largest chunk onData gets; 0 means DefaultReadBuffer.
-	ReadBuffer int
-	// Linger bounds how long a closed connection waits for its queued
-	// bytes to leave and for the peer's FIN; when it runs out the
-	// connection is reset and onClose gets ErrTimeout. 0 means
-	// DefaultLinger, a negative value waits forever.
-	Linger time.Duration
-	// DialTimeout bounds Dial; 0 means DefaultDialTimeout.
-	DialTimeout time.Duration
+// Network is the host's TCP stack as a stream.Network. The zero value is
+// ready to use.
+type Network struct {
+	Config stream.TCPConfig
 }
 
-func (c TCPConfig) withDefaults() TCPConfig {
-	c.SendBuffer = sendBufferOr(c.SendBuffer)
-	if c.ReadBuffer <= 0 {
-		c.ReadBuffer = DefaultReadBuffer
-	}
-	if c.Linger == 0 {
-		c.Linger = DefaultLinger
-	}
-	if c.DialTimeout <= 0 {
-		c.DialTimeout = DefaultDialTimeout
-	}
-	return c
-}
+var _ stream.Network = (*Network)(nil)
 
-// TCP is the host's TCP stack as a Network. The zero value is ready to use.
-type TCP struct {
-	Config TCPConfig
-}
-
-var _ Network = (*TCP)(nil)
-
-// Listen starts listening with the default configuration; see TCP.Listen.
-func Listen(addr netip.AddrPort) (*TCPListener, error) {
-	return (&TCP{}).ListenTCP(addr)
+// Listen starts listening with the default configuration; see Network.ListenTCP.
+func Listen(addr netip.AddrPort) (*Listener, error) {
+	return (&Network{}).ListenTCP(addr)
 }
 
 // Dial connects with the default configuration and the given timeout
 // (0: DefaultDialTimeout), blocking until the connection is established or
-// has failed; see TCP.DialContext.
-func Dial(local netip.Addr, remote netip.AddrPort, timeout time.Duration) (*TCPConn, error) {
-	n := &TCP{Config: TCPConfig{DialTimeout: timeout}}
+// has failed; see Network.DialContext.
+func Dial(local netip.Addr, remote netip.AddrPort, timeout time.Duration) (*Conn, error) {
+	n := &Network{Config: stream.TCPConfig{DialTimeout: timeout}}
 	return n.DialContext(context.Background(), local, remote)
 }
 
-// Listen implements Network.
-func (n *TCP) Listen(addr netip.AddrPort) (Listener, error) {
+// Listen implements stream.Network.
+func (n *Network) Listen(addr netip.AddrPort) (stream.Listener, error) {
 	l, err := n.ListenTCP(addr)
 	if err != nil {
 		return nil, err
@@ -107,24 +78,24 @@ func (n *TCP) Listen(addr netip.AddrPort) (Listener, error) {
 
 // ListenTCP listens on addr (port 0: a free port, see Addr). No
 // connection is accepted before SetAcceptor.
-func (n *TCP) ListenTCP(addr netip.AddrPort) (*TCPListener, error) {
-	addr = unmapPort(addr)
+func (n *Network) ListenTCP(addr netip.AddrPort) (*Listener, error) {
+	addr = stream.UnmapPort(addr)
 	l, err := net.ListenTCP(network(addr.Addr()), net.TCPAddrFromAddrPort(addr))
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
-			err = fmt.Errorf("%w: %w", ErrAddrInUse, err)
+			err = fmt.Errorf("%w: %w", stream.ErrAddrInUse, err)
 		}
 		return nil, err
 	}
-	tl := &TCPListener{l: l, cfg: n.Config.withDefaults()}
-	tl.addr = tcpAddrPort(l.Addr())
+	tl := &Listener{l: l, cfg: n.Config.WithDefaults()}
+	tl.Bound = tcpAddrPort(l.Addr())
 	return tl, nil
 }
 
-// Dial implements Dialer: the connection is made on a goroutine, which
+// Dial implements stream.Dialer: the connection is made on a goroutine, which
 // then calls done.
-func (n *TCP) Dial(local netip.Addr, remote netip.AddrPort, done func(Conn, error)) (cancel func()) {
-	return dialAsync(func(ctx context.Context) (Conn, error) {
+func (n *Network) Dial(local netip.Addr, remote netip.AddrPort, done func(stream.Conn, error)) (cancel func()) {
+	return connbase.DialAsync(func(ctx context.Context) (stream.Conn, error) {
 		c, err := n.DialContext(ctx, local, remote)
 		if err != nil {
 			return nil, err
@@ -135,10 +106,10 @@ func (n *TCP) Dial(local netip.Addr, remote netip.AddrPort, done func(Conn, erro
 
 // DialContext connects from local (zero: chosen by the kernel) to remote,
 // blocking until the connection is established, the dial timeout passes
-// (ErrTimeout), the peer refuses (ErrRefused) or ctx ends.
-func (n *TCP) DialContext(ctx context.Context, local netip.Addr, remote netip.AddrPort) (*TCPConn, error) {
-	cfg := n.Config.withDefaults()
-	remote = unmapPort(remote)
+// (stream.ErrTimeout), the peer refuses (stream.ErrRefused) or ctx ends.
+func (n *Network) DialContext(ctx context.Context, local netip.Addr, remote netip.AddrPort) (*Conn, error) {
+	cfg := n.Config.WithDefaults()
+	remote = stream.UnmapPort(remote)
 	d := net.Dialer{Timeout: cfg.DialTimeout}
 	if local.IsValid() {
 		d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(local.Unmap(), 0))
@@ -148,17 +119,17 @@ func (n *TCP) DialContext(ctx context.Context, local netip.Addr, remote netip.Ad
 		var ne net.Error
 		switch {
 		case errors.Is(err, syscall.ECONNREFUSED):
-			err = fmt.Errorf("%w: %w", ErrRefused, err)
+			err = fmt.Errorf("%w: %w", stream.ErrRefused, err)
 		case errors.Is(err, context.Canceled):
-			err = fmt.Errorf("%w: %w", ErrCanceled, err)
+			err = fmt.Errorf("%w: %w", stream.ErrCanceled, err)
 		case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):
-			err = fmt.Errorf("%w: %w", ErrTimeout, err)
+			err = fmt.Errorf("%w: %w", stream.ErrTimeout, err)
 		default:
 			err = mapErr(err)
 		}
 		return nil, err
 	}
-	return newTCPConn(c.(*net.TCPConn), cfg, true)
+	return newConn(c.(*net.TCPConn), cfg, true)
 }
 
 // network is the net package's network name for an address family.
@@ -169,39 +140,36 @@ func network(a netip.Addr) string {
 	return "tcp6"
 }
 
-func unmapPort(ap netip.AddrPort) netip.AddrPort {
-	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-}
-
 func tcpAddrPort(a net.Addr) netip.AddrPort {
 	if ta, ok := a.(*net.TCPAddr); ok {
-		return unmapPort(ta.AddrPort())
+		return stream.UnmapPort(ta.AddrPort())
 	}
 	return netip.AddrPort{}
 }
 
-// TCPListener is a kernel TCP listening socket. It implements Listener: an
+// Listener is a kernel TCP listening socket. It implements
+// stream.Listener: an
 // accept goroutine, started by the first SetAcceptor, calls the acceptor
 // with each connection.
-type TCPListener struct {
+type Listener struct {
 	listenerBase
 	l   *net.TCPListener
-	cfg TCPConfig
+	cfg stream.TCPConfig
 }
 
-var _ Listener = (*TCPListener)(nil)
+var _ stream.Listener = (*Listener)(nil)
 
-// SetAcceptor implements Listener. A connection accepted while the
+// SetAcceptor implements stream.Listener. A connection accepted while the
 // acceptor is nil is reset.
-func (l *TCPListener) SetAcceptor(onConn func(Conn)) {
-	l.setAcceptor(onConn, l.acceptLoop)
+func (l *Listener) SetAcceptor(onConn func(stream.Conn)) {
+	l.InstallAcceptor(onConn, l.acceptLoop)
 }
 
-// Close implements Listener. It does not wait for the accept goroutine,
+// Close implements stream.Listener. It does not wait for the accept goroutine,
 // which ends at once (Close may be called from the acceptor).
-func (l *TCPListener) Close() error { return l.closeOnce(l.l.Close) }
+func (l *Listener) Close() error { return l.CloseOnce(l.l.Close) }
 
-func (l *TCPListener) acceptLoop() {
+func (l *Listener) acceptLoop() {
 	backoff := 5 * time.Millisecond
 	for {
 		c, err := l.l.AcceptTCP()
@@ -215,11 +183,11 @@ func (l *TCPListener) acceptLoop() {
 			continue
 		}
 		backoff = 5 * time.Millisecond
-		conn, err := newTCPConn(c, l.cfg, false)
+		conn, err := newConn(c, l.cfg, false)
 		if err != nil {
 			continue
 		}
-		l.hand(conn)
+		l.Hand(conn)
 	}
 }
 
@@ -230,17 +198,17 @@ func isTemporaryAccept(err error) bool {
 		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EINTR)
 }
 
-// TCPConn is a kernel TCP connection. It implements Conn; see the file
+// Conn is a kernel TCP connection. It implements stream.Conn; see the file
 // comment for its goroutines.
-type TCPConn struct {
+type Conn struct {
 	connBase
 	c   *net.TCPConn
 	raw syscall.RawConn
 }
 
-var _ Conn = (*TCPConn)(nil)
+var _ stream.Conn = (*Conn)(nil)
 
-func newTCPConn(c *net.TCPConn, cfg TCPConfig, active bool) (*TCPConn, error) {
+func newConn(c *net.TCPConn, cfg stream.TCPConfig, active bool) (*Conn, error) {
 	if err := c.SetNoDelay(true); err != nil {
 		c.Close()
 		return nil, err
@@ -250,26 +218,26 @@ func newTCPConn(c *net.TCPConn, cfg TCPConfig, active bool) (*TCPConn, error) {
 		c.Close()
 		return nil, err
 	}
-	tc := &TCPConn{c: c, raw: raw}
-	tc.init(cfg, active)
-	tc.local, tc.remote = tcpAddrPort(c.LocalAddr()), tcpAddrPort(c.RemoteAddr())
+	tc := &Conn{c: c, raw: raw}
+	tc.Init(cfg, active)
+	tc.Local, tc.Remote = tcpAddrPort(c.LocalAddr()), tcpAddrPort(c.RemoteAddr())
 	return tc, nil
 }
 
-// SetReceiver implements Conn. The first call starts the reader goroutine.
-func (c *TCPConn) SetReceiver(onData func(p []byte), onClose func(err error)) {
-	c.setReceiver(onData, onClose, c.readLoop)
+// SetReceiver implements stream.Conn. The first call starts the reader goroutine.
+func (c *Conn) SetReceiver(onData func(p []byte), onClose func(err error)) {
+	c.InstallReceiver(onData, onClose, c.readLoop)
 }
 
-// Write implements Conn.
-func (c *TCPConn) Write(b []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.werr == nil && len(b) == 0 {
+// Write implements stream.Conn.
+func (c *Conn) Write(b []byte) (int, error) {
+	c.Mu.Lock()
+	defer c.Mu.Unlock()
+	if c.Werr == nil && len(b) == 0 {
 		return 0, nil
 	}
 	total := len(b)
-	buffered, err := c.admitLocked(len(b))
+	buffered, err := c.AdmitLocked(len(b))
 	if err != nil {
 		return 0, err
 	}
@@ -278,159 +246,159 @@ func (c *TCPConn) Write(b []byte) (int, error) {
 		n, err := writeNow(c.raw, b)
 		if err != nil {
 			c.failLocked(mapErr(err))
-			return 0, c.werr
+			return 0, c.Werr
 		}
 		b = b[n:]
 		if len(b) == 0 {
 			return total, nil
 		}
 	}
-	c.queue = append(c.queue, b...)
-	c.startWriterLocked(c.writeLoop)
-	c.signal()
+	c.Queue = append(c.Queue, b...)
+	c.StartWriterLocked(c.writeLoop)
+	c.Signal()
 	return total, nil
 }
 
-// Close implements Conn.
-func (c *TCPConn) Close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.beginCloseLocked() {
+// Close implements stream.Conn.
+func (c *Conn) Close() error {
+	c.Mu.Lock()
+	defer c.Mu.Unlock()
+	if !c.BeginCloseLocked() {
 		return nil
 	}
-	if c.cfg.Linger > 0 {
-		c.c.SetDeadline(time.Now().Add(c.cfg.Linger))
+	if c.Cfg.Linger > 0 {
+		c.c.SetDeadline(time.Now().Add(c.Cfg.Linger))
 	}
-	c.finishCloseLocked(c.finLocked, c.writeLoop)
+	c.FinishCloseLocked(c.finLocked, c.writeLoop)
 	return nil
 }
 
-// Abort implements Conn.
-func (c *TCPConn) Abort() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cause != nil || c.released {
+// Abort implements stream.Conn.
+func (c *Conn) Abort() error {
+	c.Mu.Lock()
+	defer c.Mu.Unlock()
+	if c.Cause != nil || c.Released {
 		return nil
 	}
-	c.werr = ErrClosed
-	c.cause = ErrAborted
-	c.queue = nil
+	c.Werr = stream.ErrClosed
+	c.Cause = stream.ErrAborted
+	c.Queue = nil
 	c.c.SetLinger(0) // close sends RST
 	c.releaseLocked()
-	c.signal()
+	c.Signal()
 	return nil
 }
 
 // failLocked records the connection's death and closes the socket (with
 // RST), which ends the reader and the writer.
-func (c *TCPConn) failLocked(err error) {
-	if c.cause != nil {
+func (c *Conn) failLocked(err error) {
+	if c.Cause != nil {
 		return
 	}
-	c.cause = err
-	if c.werr == nil {
-		c.werr = err
+	c.Cause = err
+	if c.Werr == nil {
+		c.Werr = err
 	}
-	c.queue = nil
-	if !c.released {
+	c.Queue = nil
+	if !c.Released {
 		c.c.SetLinger(0)
 	}
 	c.releaseLocked()
-	c.signal()
+	c.Signal()
 }
 
-func (c *TCPConn) releaseLocked() {
-	if !c.released {
-		c.released = true
+func (c *Conn) releaseLocked() {
+	if !c.Released {
+		c.Released = true
 		c.c.Close()
 	}
 }
 
 // maybeReleaseLocked closes the socket once both directions are over.
-func (c *TCPConn) maybeReleaseLocked() {
-	if c.bothDoneLocked() {
+func (c *Conn) maybeReleaseLocked() {
+	if c.BothDoneLocked() {
 		c.releaseLocked()
 	}
 }
 
 // finLocked sends the FIN (everything queued has been written).
-func (c *TCPConn) finLocked() {
+func (c *Conn) finLocked() {
 	if err := c.c.CloseWrite(); err != nil {
 		c.failLocked(mapErr(err))
 	}
-	c.writerDone = true
+	c.WriterDone = true
 	c.maybeReleaseLocked()
 }
 
-func (c *TCPConn) writeLoop() {
+func (c *Conn) writeLoop() {
 	for {
-		c.mu.Lock()
-		if c.cause != nil {
-			c.writerDone = true
-			c.mu.Unlock()
+		c.Mu.Lock()
+		if c.Cause != nil {
+			c.WriterDone = true
+			c.Mu.Unlock()
 			return
 		}
-		if len(c.queue) == 0 {
-			if c.closing {
+		if len(c.Queue) == 0 {
+			if c.Closing {
 				c.finLocked()
-				c.mu.Unlock()
+				c.Mu.Unlock()
 				return
 			}
-			c.mu.Unlock()
-			<-c.wake
+			c.Mu.Unlock()
+			<-c.Wake
 			continue
 		}
-		buf := c.queue
-		c.queue, c.spare = c.spare[:0], nil
-		c.writing = len(buf)
-		c.mu.Unlock()
+		buf := c.Queue
+		c.Queue, c.Spare = c.Spare[:0], nil
+		c.Writing = len(buf)
+		c.Mu.Unlock()
 
 		_, err := c.c.Write(buf)
 
-		c.mu.Lock()
-		c.writing = 0
-		if cap(buf) <= 2*c.cfg.SendBuffer {
-			c.spare = buf[:0]
+		c.Mu.Lock()
+		c.Writing = 0
+		if cap(buf) <= 2*c.Cfg.SendBuffer {
+			c.Spare = buf[:0]
 		}
 		if err != nil {
 			c.failLocked(mapErr(err))
 		}
-		notify := c.writableLocked(len(c.queue))
-		c.mu.Unlock()
+		notify := c.WritableLocked(len(c.Queue))
+		c.Mu.Unlock()
 		if notify {
-			c.notifyWritable()
+			c.NotifyWritable()
 		}
 	}
 }
 
-func (c *TCPConn) readLoop() {
-	buf := make([]byte, c.cfg.ReadBuffer)
+func (c *Conn) readLoop() {
+	buf := make([]byte, c.Cfg.ReadBuffer)
 	for {
 		n, err := c.c.Read(buf)
 		if n > 0 {
-			c.deliver(buf[:n])
+			c.Deliver(buf[:n])
 		}
 		if err != nil {
-			c.notifyClosed(c.readEnded(err))
+			c.NotifyClosed(c.readEnded(err))
 			return
 		}
 	}
 }
 
 // readEnded settles why reading stopped and tears down what must go.
-func (c *TCPConn) readEnded(err error) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.readerDone = true
-	if c.cause != nil {
-		return c.cause // local Abort, a failed write, a timeout
+func (c *Conn) readEnded(err error) error {
+	c.Mu.Lock()
+	defer c.Mu.Unlock()
+	c.ReaderDone = true
+	if c.Cause != nil {
+		return c.Cause // local Abort, a failed write, a timeout
 	}
 	if errors.Is(err, io.EOF) {
 		c.maybeReleaseLocked()
 		return io.EOF
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		err = fmt.Errorf("%w: the peer did not close within %v", ErrTimeout, c.cfg.Linger)
+		err = fmt.Errorf("%w: the peer did not close within %v", stream.ErrTimeout, c.Cfg.Linger)
 	} else {
 		err = mapErr(err)
 	}
@@ -442,9 +410,9 @@ func (c *TCPConn) readEnded(err error) error {
 func mapErr(err error) error {
 	switch {
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
-		return fmt.Errorf("%w: %w", ErrReset, err)
+		return fmt.Errorf("%w: %w", stream.ErrReset, err)
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return fmt.Errorf("%w: %w", ErrTimeout, err)
+		return fmt.Errorf("%w: %w", stream.ErrTimeout, err)
 	}
 	return err
 }

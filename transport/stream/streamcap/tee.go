@@ -25,7 +25,7 @@
 // (see Framer). Sequence numbers start at a hash of the addresses, so the
 // same run gives the same file.
 
-package stream
+package streamcap
 
 import (
 	"encoding/binary"
@@ -43,6 +43,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/rnic/rnic/transport/pcap"
+	"github.com/rnic/rnic/transport/stream"
 	"github.com/rnic/rnic/transport/udp"
 )
 
@@ -99,7 +100,7 @@ type receiver struct {
 
 // teeConn records a Conn's traffic as TCP frames.
 type teeConn struct {
-	c      Conn
+	c      stream.Conn
 	w      *pcap.Writer
 	now    func() time.Time
 	framer func([]byte) int
@@ -115,11 +116,11 @@ type teeConn struct {
 	tcp   layers.TCP
 }
 
-// TeeConn returns a Conn that behaves like c and writes its conversation
-// into w as Ethernet/IP/TCP frames, stamped by now (time.Now for kernel
-// TCP, transport.VirtualTimestamps(clk) in a simulation); it is
+// TeeConn returns a stream.Conn that behaves like c and writes its
+// conversation into w as Ethernet/IP/TCP frames, stamped by now (time.Now
+// for kernel TCP, transport.VirtualTimestamps(clk) in a simulation); it is
 // TeeConnWith without a Leading function. See TeeConnWith.
-func TeeConn(c Conn, w *pcap.Writer, local, remote Endpoint, now func() time.Time) Conn {
+func TeeConn(c stream.Conn, w *pcap.Writer, local, remote Endpoint, now func() time.Time) stream.Conn {
 	return TeeConnWith(c, w, TeeConfig{Local: local, Remote: remote, Now: now})
 }
 
@@ -153,7 +154,7 @@ type TeeConfig struct {
 	Framer func(p []byte) int
 }
 
-// TeeConnWith returns a Conn that behaves like c and writes its
+// TeeConnWith returns a stream.Conn that behaves like c and writes its
 // conversation into w as Ethernet/IP/TCP frames. The handshake is written
 // at once, in the direction c.Active() says, so wrap c right after Dial or
 // accept, before any Write and before SetReceiver; install the receiver on
@@ -166,7 +167,7 @@ type TeeConfig struct {
 // For a simulated pair, one tee at either end records the whole
 // conversation: what that end wrote and what it received (with any
 // corruption the receiver saw).
-func TeeConnWith(c Conn, w *pcap.Writer, cfg TeeConfig) Conn {
+func TeeConnWith(c stream.Conn, w *pcap.Writer, cfg TeeConfig) stream.Conn {
 	local, remote := cfg.Local, cfg.Remote
 	if !local.Addr.IsValid() {
 		local.Addr = c.LocalAddr()
@@ -174,10 +175,10 @@ func TeeConnWith(c Conn, w *pcap.Writer, cfg TeeConfig) Conn {
 	if !remote.Addr.IsValid() {
 		remote.Addr = c.RemoteAddr()
 	}
-	local.Addr, remote.Addr = unmapPort(local.Addr), unmapPort(remote.Addr)
+	local.Addr, remote.Addr = stream.UnmapPort(local.Addr), stream.UnmapPort(remote.Addr)
 	v4 := local.Addr.Addr().Is4()
 	if v4 != remote.Addr.Addr().Is4() {
-		panic(fmt.Sprintf("stream: TeeConn: addresses of different families: %v and %v", local.Addr, remote.Addr))
+		panic(fmt.Sprintf("streamcap: TeeConn: addresses of different families: %v and %v", local.Addr, remote.Addr))
 	}
 	t := &teeConn{c: c, w: w, now: cfg.Now, framer: cfg.Framer, sbuf: gopacket.NewSerializeBuffer()}
 	for i, e := range [2]Endpoint{local, remote} {
@@ -397,7 +398,7 @@ func (t *teeConn) rst(from int) {
 	t.emit(from, tcpFlags{rst: true, ack: true}, nil)
 }
 
-// Write implements Conn; refused bytes are not recorded.
+// Write implements stream.Conn; refused bytes are not recorded.
 func (t *teeConn) Write(b []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -408,7 +409,7 @@ func (t *teeConn) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// SetReceiver implements Conn.
+// SetReceiver implements stream.Conn.
 func (t *teeConn) SetReceiver(onData func(p []byte), onClose func(err error)) {
 	t.recv.Store(&receiver{onData, onClose})
 	t.c.SetReceiver(t.arrive, t.end)
@@ -429,9 +430,9 @@ func (t *teeConn) end(err error) {
 	case err == nil: // not a valid reason; record nothing
 	case errors.Is(err, io.EOF):
 		t.fin(remote)
-	case errors.Is(err, ErrReset):
+	case errors.Is(err, stream.ErrReset):
 		t.rst(remote)
-	case errors.Is(err, ErrAborted):
+	case errors.Is(err, stream.ErrAborted):
 		// The RST was recorded by Abort.
 	default:
 		t.rst(local) // the local stack gave up (a timeout, an error)
@@ -442,13 +443,13 @@ func (t *teeConn) end(err error) {
 	}
 }
 
-// SetWritable implements Conn.
+// SetWritable implements stream.Conn.
 func (t *teeConn) SetWritable(f func()) { t.c.SetWritable(f) }
 
-// Buffered implements Conn.
+// Buffered implements stream.Conn.
 func (t *teeConn) Buffered() int { return t.c.Buffered() }
 
-// Close implements Conn.
+// Close implements stream.Conn.
 func (t *teeConn) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -459,7 +460,7 @@ func (t *teeConn) Close() error {
 	return err
 }
 
-// Abort implements Conn.
+// Abort implements stream.Conn.
 func (t *teeConn) Abort() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -470,11 +471,11 @@ func (t *teeConn) Abort() error {
 	return err
 }
 
-// LocalAddr implements Conn.
+// LocalAddr implements stream.Conn.
 func (t *teeConn) LocalAddr() netip.AddrPort { return t.c.LocalAddr() }
 
-// RemoteAddr implements Conn.
+// RemoteAddr implements stream.Conn.
 func (t *teeConn) RemoteAddr() netip.AddrPort { return t.c.RemoteAddr() }
 
-// Active implements Conn.
+// Active implements stream.Conn.
 func (t *teeConn) Active() bool { return t.c.Active() }

@@ -2,8 +2,8 @@
 // "Modes", the tap row), where the NIC has its own TCP/IP stack on the TAP
 // (tap.TCPStack) instead of the host's.
 //
-// A NetstackConn wraps a netstack tcpip.Endpoint in the event-driven Conn
-// contract with the same structure as the kernel's TCPConn (tcp.go):
+// A Conn wraps a netstack tcpip.Endpoint in the event-driven stream.Conn
+// contract with the same structure as the kernel's (kerneltcp.Conn):
 //
 //   - Receiving: a reader goroutine, started by the first SetReceiver (so
 //     bytes that arrive earlier wait in the endpoint's receive buffer),
@@ -16,7 +16,7 @@
 //     the endpoint does not take is queued for a writer goroutine, started
 //     on first need, which waits for the endpoint to become writable.
 //
-// Records (WriteRecords, the RecordWriter of stream.go): netstack makes
+// Records (WriteRecords, the stream.RecordWriter): netstack makes
 // one TCP segment of each endpoint Write, merges whole queued writes while
 // they fit one segment, and splits a write only when it is larger than a
 // segment or than the peer's window. So each record is its own endpoint
@@ -42,7 +42,7 @@
 // later calls get a bare "closed". brokenCause settles the reason when the
 // reader or the writer got only the bare error.
 
-package stream
+package netstack
 
 import (
 	"context"
@@ -60,6 +60,15 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 	"gvisor.dev/gvisor/pkg/waiter"
+
+	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/internal/connbase"
+)
+
+// The parts of a connection and a listener shared with kernel TCP.
+type (
+	connBase     = connbase.Conn
+	listenerBase = connbase.Listener
 )
 
 // netstackListenBacklog matches Linux's default somaxconn.
@@ -70,26 +79,26 @@ const netstackListenBacklog = 4096
 // it.
 const brokenSettle = 100 * time.Millisecond
 
-// Netstack is a gVisor TCP/IP stack as a Network: connections are netstack
-// TCP endpoints on one NIC of the stack.
-type Netstack struct {
+// Network is a gVisor TCP/IP stack as a stream.Network: connections are
+// netstack TCP endpoints on one NIC of the stack.
+type Network struct {
 	s   *stack.Stack
 	nic tcpip.NICID
-	cfg TCPConfig
+	cfg stream.TCPConfig
 }
 
-var _ Network = (*Netstack)(nil)
+var _ stream.Network = (*Network)(nil)
 
-// NewNetstack returns the Network of TCP connections on NIC nic of s,
+// New returns the Network of TCP connections on NIC nic of s,
 // configured by cfg (SendBuffer, ReadBuffer, Linger, DialTimeout as for
 // kernel TCP). The stack's TCP options (buffer sizes, SACK) are the
 // caller's.
-func NewNetstack(s *stack.Stack, nic tcpip.NICID, cfg TCPConfig) *Netstack {
-	return &Netstack{s: s, nic: nic, cfg: cfg.withDefaults()}
+func New(s *stack.Stack, nic tcpip.NICID, cfg stream.TCPConfig) *Network {
+	return &Network{s: s, nic: nic, cfg: cfg.WithDefaults()}
 }
 
-// Listen implements Network.
-func (n *Netstack) Listen(addr netip.AddrPort) (Listener, error) {
+// Listen implements stream.Network.
+func (n *Network) Listen(addr netip.AddrPort) (stream.Listener, error) {
 	l, err := n.ListenNetstack(addr)
 	if err != nil {
 		return nil, err
@@ -100,12 +109,12 @@ func (n *Netstack) Listen(addr netip.AddrPort) (Listener, error) {
 // ListenNetstack listens on addr (port 0: a free port, see Addr; the zero
 // or unspecified address: every address, IPv4 and IPv6). No connection is
 // accepted before SetAcceptor.
-func (n *Netstack) ListenNetstack(addr netip.AddrPort) (*NetstackListener, error) {
-	addr = unmapPort(addr)
+func (n *Network) ListenNetstack(addr netip.AddrPort) (*Listener, error) {
+	addr = stream.UnmapPort(addr)
 	wq := new(waiter.Queue)
 	ep, terr := n.s.NewEndpoint(tcp.ProtocolNumber, netstackProtocol(addr.Addr()), wq)
 	if terr != nil {
-		return nil, fmt.Errorf("stream: netstack listen %v: %w", addr, netstackErr(terr))
+		return nil, fmt.Errorf("netstack: listen %v: %w", addr, netstackErr(terr))
 	}
 	ep.SocketOptions().SetDelayOption(false)
 	// SO_REUSEADDR, as siw's listeners and Go's kernel ones: a port
@@ -113,27 +122,27 @@ func (n *Netstack) ListenNetstack(addr netip.AddrPort) (*NetstackListener, error
 	ep.SocketOptions().SetReuseAddress(true)
 	if terr := ep.Bind(n.fullAddress(addr, false)); terr != nil {
 		ep.Close()
-		return nil, fmt.Errorf("stream: netstack listen %v: %w", addr, netstackErr(terr))
+		return nil, fmt.Errorf("netstack: listen %v: %w", addr, netstackErr(terr))
 	}
 	if terr := ep.Listen(netstackListenBacklog); terr != nil {
 		ep.Close()
-		return nil, fmt.Errorf("stream: netstack listen %v: %w", addr, netstackErr(terr))
+		return nil, fmt.Errorf("netstack: listen %v: %w", addr, netstackErr(terr))
 	}
 	la, terr := ep.GetLocalAddress()
 	if terr != nil {
 		ep.Close()
-		return nil, fmt.Errorf("stream: netstack listen %v: %w", addr, netstackErr(terr))
+		return nil, fmt.Errorf("netstack: listen %v: %w", addr, netstackErr(terr))
 	}
 	bound := netip.AddrPortFrom(addr.Addr(), la.Port)
-	l := &NetstackListener{n: n, ep: ep, wq: wq, stop: make(chan struct{})}
-	l.addr = bound
+	l := &Listener{n: n, ep: ep, wq: wq, stop: make(chan struct{})}
+	l.Bound = bound
 	return l, nil
 }
 
-// Dial implements Dialer: the connection is made on a goroutine, which
+// Dial implements stream.Dialer: the connection is made on a goroutine, which
 // then calls done.
-func (n *Netstack) Dial(local netip.Addr, remote netip.AddrPort, done func(Conn, error)) (cancel func()) {
-	return dialAsync(func(ctx context.Context) (Conn, error) {
+func (n *Network) Dial(local netip.Addr, remote netip.AddrPort, done func(stream.Conn, error)) (cancel func()) {
+	return connbase.DialAsync(func(ctx context.Context) (stream.Conn, error) {
 		c, err := n.DialContext(ctx, local, remote)
 		if err != nil {
 			return nil, err
@@ -144,22 +153,22 @@ func (n *Netstack) Dial(local netip.Addr, remote netip.AddrPort, done func(Conn,
 
 // DialContext connects from local (zero: chosen by netstack) to remote,
 // blocking until the connection is established, the dial timeout passes
-// (ErrTimeout), the peer refuses (ErrRefused) or ctx ends (ErrCanceled).
-func (n *Netstack) DialContext(ctx context.Context, local netip.Addr, remote netip.AddrPort) (*NetstackConn, error) {
-	remote = unmapPort(remote)
+// (stream.ErrTimeout), the peer refuses (stream.ErrRefused) or ctx ends (stream.ErrCanceled).
+func (n *Network) DialContext(ctx context.Context, local netip.Addr, remote netip.AddrPort) (*Conn, error) {
+	remote = stream.UnmapPort(remote)
 	wq := new(waiter.Queue)
 	ep, terr := n.s.NewEndpoint(tcp.ProtocolNumber, netstackProtocol(remote.Addr()), wq)
 	if terr != nil {
-		return nil, fmt.Errorf("stream: netstack dial %v: %w", remote, netstackErr(terr))
+		return nil, fmt.Errorf("netstack: dial %v: %w", remote, netstackErr(terr))
 	}
 	ep.SocketOptions().SetDelayOption(false)
 	// Registered before Connect so that the outcome cannot be missed.
 	entry, notify := waiter.NewChannelEntry(waiter.WritableEvents | waiter.EventHUp | waiter.EventErr)
 	wq.EventRegister(&entry)
 	defer wq.EventUnregister(&entry)
-	fail := func(err error) (*NetstackConn, error) {
+	fail := func(err error) (*Conn, error) {
 		ep.Close()
-		return nil, fmt.Errorf("stream: netstack dial %v: %w", remote, err)
+		return nil, fmt.Errorf("netstack: dial %v: %w", remote, err)
 	}
 	if local.IsValid() {
 		if terr := ep.Bind(n.fullAddress(netip.AddrPortFrom(local.Unmap(), 0), false)); terr != nil {
@@ -173,9 +182,9 @@ func (n *Netstack) DialContext(ctx context.Context, local netip.Addr, remote net
 		for netstackConnecting(ep) {
 			select {
 			case <-ctx.Done():
-				return fail(fmt.Errorf("%w: %w", ErrCanceled, ctx.Err()))
+				return fail(fmt.Errorf("%w: %w", stream.ErrCanceled, ctx.Err()))
 			case <-timer.C:
-				return fail(fmt.Errorf("%w: no answer within %v", ErrTimeout, n.cfg.DialTimeout))
+				return fail(fmt.Errorf("%w: no answer within %v", stream.ErrTimeout, n.cfg.DialTimeout))
 			case <-notify:
 			}
 		}
@@ -187,9 +196,9 @@ func (n *Netstack) DialContext(ctx context.Context, local netip.Addr, remote net
 	}
 	if st := tcp.EndpointState(ep.State()); st == tcp.StateError || st == tcp.StateClose {
 		// Broken right after the handshake, with the reason already taken.
-		return fail(fmt.Errorf("%w: netstack endpoint %v", ErrReset, st))
+		return fail(fmt.Errorf("%w: netstack endpoint %v", stream.ErrReset, st))
 	}
-	return newNetstackConn(n, ep, wq, true), nil
+	return newConn(n, ep, wq, true), nil
 }
 
 // netstackConnecting reports whether a TCP endpoint's handshake is under
@@ -205,7 +214,7 @@ func netstackConnecting(ep tcpip.Endpoint) bool {
 // fullAddress converts an address for netstack: the zero or unspecified
 // address is netstack's "any". A remote address names the NIC so that the
 // route is looked up there.
-func (n *Netstack) fullAddress(ap netip.AddrPort, remote bool) tcpip.FullAddress {
+func (n *Network) fullAddress(ap netip.AddrPort, remote bool) tcpip.FullAddress {
 	fa := tcpip.FullAddress{Port: ap.Port()}
 	if a := ap.Addr().Unmap(); a.IsValid() && !a.IsUnspecified() {
 		fa.Addr = tcpip.AddrFromSlice(a.AsSlice())
@@ -231,55 +240,55 @@ func netstackAddrPort(fa tcpip.FullAddress) netip.AddrPort {
 	return netip.AddrPortFrom(a.Unmap(), fa.Port)
 }
 
-// netstackErr wraps a netstack error in this package's.
+// netstackErr wraps a netstack error in package stream's.
 func netstackErr(e tcpip.Error) error {
 	switch e.(type) {
 	case *tcpip.ErrConnectionReset:
-		return fmt.Errorf("%w: netstack: %s", ErrReset, e)
+		return fmt.Errorf("%w: netstack: %s", stream.ErrReset, e)
 	case *tcpip.ErrConnectionRefused:
-		return fmt.Errorf("%w: netstack: %s", ErrRefused, e)
+		return fmt.Errorf("%w: netstack: %s", stream.ErrRefused, e)
 	case *tcpip.ErrTimeout:
-		return fmt.Errorf("%w: netstack: %s", ErrTimeout, e)
+		return fmt.Errorf("%w: netstack: %s", stream.ErrTimeout, e)
 	case *tcpip.ErrPortInUse, *tcpip.ErrDuplicateAddress:
-		return fmt.Errorf("%w: netstack: %s", ErrAddrInUse, e)
+		return fmt.Errorf("%w: netstack: %s", stream.ErrAddrInUse, e)
 	case *tcpip.ErrAborted, *tcpip.ErrConnectionAborted:
 		// The local stack aborted the connection (it is closing).
-		return fmt.Errorf("%w: netstack: %s", ErrAborted, e)
+		return fmt.Errorf("%w: netstack: %s", stream.ErrAborted, e)
 	}
-	return fmt.Errorf("stream: netstack: %s", e)
+	return fmt.Errorf("netstack: %s", e)
 }
 
-// NetstackListener is a listening netstack endpoint. It implements
+// Listener is a listening netstack endpoint. It implements
 // Listener: an accept goroutine, started by the first SetAcceptor, calls
 // the acceptor with each connection.
-type NetstackListener struct {
+type Listener struct {
 	listenerBase
-	n    *Netstack
+	n    *Network
 	ep   tcpip.Endpoint
 	wq   *waiter.Queue
 	stop chan struct{} // closed by Close: ends the accept goroutine
 }
 
-var _ Listener = (*NetstackListener)(nil)
+var _ stream.Listener = (*Listener)(nil)
 
-// SetAcceptor implements Listener. A connection accepted while the
+// SetAcceptor implements stream.Listener. A connection accepted while the
 // acceptor is nil is reset.
-func (l *NetstackListener) SetAcceptor(onConn func(Conn)) {
-	l.setAcceptor(onConn, l.acceptLoop)
+func (l *Listener) SetAcceptor(onConn func(stream.Conn)) {
+	l.InstallAcceptor(onConn, l.acceptLoop)
 }
 
-// Close implements Listener: netstack resets the connections still in the
+// Close implements stream.Listener: netstack resets the connections still in the
 // backlog. It does not wait for the accept goroutine (Close may be called
 // from the acceptor).
-func (l *NetstackListener) Close() error {
-	return l.closeOnce(func() error {
+func (l *Listener) Close() error {
+	return l.CloseOnce(func() error {
 		close(l.stop)
 		l.ep.Close()
 		return nil
 	})
 }
 
-func (l *NetstackListener) acceptLoop() {
+func (l *Listener) acceptLoop() {
 	entry, notify := waiter.NewChannelEntry(waiter.ReadableEvents | waiter.EventHUp | waiter.EventErr)
 	l.wq.EventRegister(&entry)
 	defer l.wq.EventUnregister(&entry)
@@ -302,14 +311,14 @@ func (l *NetstackListener) acceptLoop() {
 			continue
 		}
 		ep.SocketOptions().SetDelayOption(false)
-		c := newNetstackConn(l.n, ep, wq, false)
-		l.hand(c)
+		c := newConn(l.n, ep, wq, false)
+		l.Hand(c)
 	}
 }
 
-// NetstackConn is a netstack TCP connection. It implements Conn; see the
+// Conn is a netstack TCP connection. It implements Conn; see the
 // file comment for its goroutines.
-type NetstackConn struct {
+type Conn struct {
 	connBase
 	ep              tcpip.Endpoint
 	wq              *waiter.Queue
@@ -322,26 +331,26 @@ type NetstackConn struct {
 }
 
 var (
-	_ Conn         = (*NetstackConn)(nil)
-	_ RecordWriter = (*NetstackConn)(nil)
+	_ stream.Conn         = (*Conn)(nil)
+	_ stream.RecordWriter = (*Conn)(nil)
 )
 
-// queuedRecord is one record of NetstackConn.queue.
+// queuedRecord is one record of Conn.queue.
 type queuedRecord struct {
 	end   int  // offset in the queue just past the record
 	whole bool // from WriteRecords: offered whole; else (Write) any prefix may go
 }
 
-func newNetstackConn(n *Netstack, ep tcpip.Endpoint, wq *waiter.Queue, active bool) *NetstackConn {
-	c := &NetstackConn{ep: ep, wq: wq, stop: make(chan struct{})}
-	c.init(n.cfg, active)
+func newConn(n *Network, ep tcpip.Endpoint, wq *waiter.Queue, active bool) *Conn {
+	c := &Conn{ep: ep, wq: wq, stop: make(chan struct{})}
+	c.Init(n.cfg, active)
 	if a, err := ep.GetLocalAddress(); err == nil {
-		c.local = netstackAddrPort(a)
+		c.Local = netstackAddrPort(a)
 	}
 	if a, err := ep.GetRemoteAddress(); err == nil {
-		c.remote = netstackAddrPort(a)
+		c.Remote = netstackAddrPort(a)
 	}
-	c.segPayload = n.segmentPayload(ep, c.local, c.remote)
+	c.segPayload = n.segmentPayload(ep, c.Local, c.Remote)
 	return c
 }
 
@@ -351,7 +360,7 @@ func newNetstackConn(n *Netstack, ep tcpip.Endpoint, wq *waiter.Queue, active bo
 // blocks, as the endpoint's maxOptionSize counts them). The peer's MSS
 // caps it too, and netstack does not expose it: it is taken to be no
 // smaller than ours, as on one Ethernet it is.
-func (n *Netstack) segmentPayload(ep tcpip.Endpoint, local, remote netip.AddrPort) int {
+func (n *Network) segmentPayload(ep tcpip.Endpoint, local, remote netip.AddrPort) int {
 	if !local.IsValid() || !remote.IsValid() {
 		return 0
 	}
@@ -401,7 +410,7 @@ type recordReader struct {
 }
 
 // errRecordRefused: the record does not fit the endpoint's send buffer.
-var errRecordRefused = errors.New("stream: record does not fit the send buffer")
+var errRecordRefused = errors.New("netstack: record does not fit the send buffer")
 
 func (r *recordReader) reset(b []byte, whole bool) { r.b, r.whole, r.refused = b, whole, false }
 
@@ -427,8 +436,8 @@ func (r *recordReader) Read(p []byte) (int, error) {
 
 // offer writes b into the endpoint, whole when whole is set (see the file
 // comment): it returns how many bytes the endpoint took, and the
-// endpoint's error, ErrWouldBlock for a refused record.
-func (c *NetstackConn) offer(r *recordReader, b []byte, whole bool) (int, tcpip.Error) {
+// endpoint's error, stream.ErrWouldBlock for a refused record.
+func (c *Conn) offer(r *recordReader, b []byte, whole bool) (int, tcpip.Error) {
 	whole = whole && len(b) <= c.wholeLimit()
 	r.reset(b, whole)
 	n, terr := c.ep.Write(r, tcpip.WriteOptions{Atomic: whole})
@@ -440,27 +449,27 @@ func (c *NetstackConn) offer(r *recordReader, b []byte, whole bool) (int, tcpip.
 
 // wholeLimit is the largest record offered whole: one that netstack copies
 // in one chunk and that fits once the send buffer has drained to half.
-func (c *NetstackConn) wholeLimit() int {
+func (c *Conn) wholeLimit() int {
 	return min(buffer.MaxChunkSize, int(c.ep.SocketOptions().GetSendBufferSize())/2)
 }
 
-// SegmentPayload implements RecordWriter.
-func (c *NetstackConn) SegmentPayload() int { return c.segPayload }
+// SegmentPayload implements stream.RecordWriter.
+func (c *Conn) SegmentPayload() int { return c.segPayload }
 
-// SetReceiver implements Conn. The first call starts the reader goroutine.
-func (c *NetstackConn) SetReceiver(onData func(p []byte), onClose func(err error)) {
-	c.setReceiver(onData, onClose, c.readLoop)
+// SetReceiver implements stream.Conn. The first call starts the reader goroutine.
+func (c *Conn) SetReceiver(onData func(p []byte), onClose func(err error)) {
+	c.InstallReceiver(onData, onClose, c.readLoop)
 }
 
-// Write implements Conn.
-func (c *NetstackConn) Write(b []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.werr == nil && len(b) == 0 {
+// Write implements stream.Conn.
+func (c *Conn) Write(b []byte) (int, error) {
+	c.Mu.Lock()
+	defer c.Mu.Unlock()
+	if c.Werr == nil && len(b) == 0 {
 		return 0, nil
 	}
 	total := len(b)
-	buffered, err := c.admitLocked(len(b))
+	buffered, err := c.AdmitLocked(len(b))
 	if err != nil {
 		return 0, err
 	}
@@ -470,34 +479,34 @@ func (c *NetstackConn) Write(b []byte) (int, error) {
 		n, terr := c.offer(&c.fastRR, b, false)
 		b = b[n:]
 		if c.offerFailedLocked(terr) {
-			return 0, c.werr
+			return 0, c.Werr
 		}
 		if len(b) == 0 {
 			return total, nil
 		}
 	}
 	c.enqueueLocked(b, false)
-	c.startWriterLocked(c.writeLoop)
-	c.signal()
+	c.StartWriterLocked(c.writeLoop)
+	c.Signal()
 	return total, nil
 }
 
-// WriteRecords implements RecordWriter: each record is offered to the
+// WriteRecords implements stream.RecordWriter: each record is offered to the
 // endpoint whole, in order; what is not taken at once waits for the writer
 // goroutine, record bounds and all.
-func (c *NetstackConn) WriteRecords(b []byte, ends []int) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.werr != nil {
-		return 0, c.werr
+func (c *Conn) WriteRecords(b []byte, ends []int) (int, error) {
+	c.Mu.Lock()
+	defer c.Mu.Unlock()
+	if c.Werr != nil {
+		return 0, c.Werr
 	}
 	if len(b) == 0 && len(ends) == 0 {
 		return 0, nil
 	}
 	if !validRecords(ends, len(b)) {
-		return 0, fmt.Errorf("%w: %d ends for %d bytes", ErrBadRecords, len(ends), len(b))
+		return 0, fmt.Errorf("%w: %d ends for %d bytes", stream.ErrBadRecords, len(ends), len(b))
 	}
-	buffered, err := c.admitLocked(len(b))
+	buffered, err := c.AdmitLocked(len(b))
 	if err != nil {
 		return 0, err
 	}
@@ -507,7 +516,7 @@ func (c *NetstackConn) WriteRecords(b []byte, ends []int) (int, error) {
 			n, terr := c.offer(&c.fastRR, b[start+taken:ends[0]], true)
 			taken += n
 			if c.offerFailedLocked(terr) {
-				return 0, c.werr
+				return 0, c.Werr
 			}
 			if start+taken < ends[0] {
 				break // the endpoint is full (or broken): the writer goes on
@@ -528,25 +537,25 @@ func (c *NetstackConn) WriteRecords(b []byte, ends []int) (int, error) {
 		c.enqueueLocked(b[start:e], true)
 		start = e
 	}
-	c.startWriterLocked(c.writeLoop)
-	c.signal()
+	c.StartWriterLocked(c.writeLoop)
+	c.Signal()
 	return len(b), nil
 }
 
 // enqueueLocked appends b to the writer's queue as one record (whole) or as
 // plain bytes, which join plain bytes before them.
-func (c *NetstackConn) enqueueLocked(b []byte, whole bool) {
-	c.queue = append(c.queue, b...)
+func (c *Conn) enqueueLocked(b []byte, whole bool) {
+	c.Queue = append(c.Queue, b...)
 	if n := len(c.recs); !whole && n > 0 && !c.recs[n-1].whole {
-		c.recs[n-1].end = len(c.queue)
+		c.recs[n-1].end = len(c.Queue)
 		return
 	}
-	c.recs = append(c.recs, queuedRecord{end: len(c.queue), whole: whole})
+	c.recs = append(c.recs, queuedRecord{end: len(c.Queue), whole: whole})
 }
 
 // offerFailedLocked handles the error of a Write or WriteRecords offer:
 // true when the connection is now known broken.
-func (c *NetstackConn) offerFailedLocked(terr tcpip.Error) bool {
+func (c *Conn) offerFailedLocked(terr tcpip.Error) bool {
 	switch terr.(type) {
 	case nil, *tcpip.ErrWouldBlock:
 	case *tcpip.ErrConnectionReset, *tcpip.ErrTimeout, *tcpip.ErrAborted, *tcpip.ErrConnectionAborted:
@@ -560,69 +569,69 @@ func (c *NetstackConn) offerFailedLocked(terr tcpip.Error) bool {
 	return false
 }
 
-// Close implements Conn.
-func (c *NetstackConn) Close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.beginCloseLocked() {
+// Close implements stream.Conn.
+func (c *Conn) Close() error {
+	c.Mu.Lock()
+	defer c.Mu.Unlock()
+	if !c.BeginCloseLocked() {
 		return nil
 	}
-	if c.cfg.Linger > 0 {
-		c.linger = time.AfterFunc(c.cfg.Linger, c.lingerExpired)
+	if c.Cfg.Linger > 0 {
+		c.linger = time.AfterFunc(c.Cfg.Linger, c.lingerExpired)
 	}
-	c.finishCloseLocked(c.finLocked, c.writeLoop)
+	c.FinishCloseLocked(c.finLocked, c.writeLoop)
 	return nil
 }
 
-// Abort implements Conn.
-func (c *NetstackConn) Abort() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cause != nil || c.released {
+// Abort implements stream.Conn.
+func (c *Conn) Abort() error {
+	c.Mu.Lock()
+	defer c.Mu.Unlock()
+	if c.Cause != nil || c.Released {
 		return nil
 	}
-	c.werr = ErrClosed
-	c.cause = ErrAborted
-	c.queue, c.recs = nil, nil
+	c.Werr = stream.ErrClosed
+	c.Cause = stream.ErrAborted
+	c.Queue, c.recs = nil, nil
 	c.ep.Abort() // RST
 	c.releaseLocked()
 	return nil
 }
 
 // lingerExpired ends a closed connection whose peer has not closed in
-// time (TCPConfig.Linger).
-func (c *NetstackConn) lingerExpired() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.released {
+// time (stream.TCPConfig.Linger).
+func (c *Conn) lingerExpired() {
+	c.Mu.Lock()
+	defer c.Mu.Unlock()
+	if c.Released {
 		return
 	}
-	c.failLocked(fmt.Errorf("%w: the peer did not close within %v", ErrTimeout, c.cfg.Linger))
+	c.failLocked(fmt.Errorf("%w: the peer did not close within %v", stream.ErrTimeout, c.Cfg.Linger))
 }
 
 // failLocked records the connection's death and resets and releases the
 // endpoint, which ends the reader and the writer.
-func (c *NetstackConn) failLocked(err error) {
-	if c.cause != nil {
+func (c *Conn) failLocked(err error) {
+	if c.Cause != nil {
 		return
 	}
-	c.cause = err
-	if c.werr == nil {
-		c.werr = err
+	c.Cause = err
+	if c.Werr == nil {
+		c.Werr = err
 	}
-	c.queue, c.recs = nil, nil
-	if !c.released {
+	c.Queue, c.recs = nil, nil
+	if !c.Released {
 		c.ep.Abort()
 	}
 	c.releaseLocked()
 }
 
 // releaseLocked closes the endpoint and wakes the goroutines.
-func (c *NetstackConn) releaseLocked() {
-	if c.released {
+func (c *Conn) releaseLocked() {
+	if c.Released {
 		return
 	}
-	c.released = true
+	c.Released = true
 	if c.linger != nil {
 		c.linger.Stop()
 	}
@@ -631,8 +640,8 @@ func (c *NetstackConn) releaseLocked() {
 }
 
 // maybeReleaseLocked closes the endpoint once both directions are over.
-func (c *NetstackConn) maybeReleaseLocked() {
-	if c.bothDoneLocked() {
+func (c *Conn) maybeReleaseLocked() {
+	if c.BothDoneLocked() {
 		c.releaseLocked()
 	}
 }
@@ -640,17 +649,17 @@ func (c *NetstackConn) maybeReleaseLocked() {
 // finLocked sends the FIN after the bytes the endpoint holds. If the
 // connection is already broken there is nothing to do: the reader reports
 // why.
-func (c *NetstackConn) finLocked() {
+func (c *Conn) finLocked() {
 	c.ep.Shutdown(tcpip.ShutdownWrite)
-	c.writerDone = true
+	c.WriterDone = true
 	c.maybeReleaseLocked()
 }
 
 // brokenCause returns why the endpoint broke when a Read or Write returned
 // only a bare "closed" (see the file comment): the reason if netstack
 // still holds it, else the one another goroutine records within
-// brokenSettle, else ErrReset. It is called without c.mu.
-func (c *NetstackConn) brokenCause() error {
+// brokenSettle, else stream.ErrReset. It is called without c.Mu.
+func (c *Conn) brokenCause() error {
 	if terr := c.ep.LastError(); terr != nil {
 		return netstackErr(terr)
 	}
@@ -658,14 +667,14 @@ func (c *NetstackConn) brokenCause() error {
 	defer t.Stop()
 	select {
 	case <-c.stop:
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.cause != nil {
-			return c.cause
+		c.Mu.Lock()
+		defer c.Mu.Unlock()
+		if c.Cause != nil {
+			return c.Cause
 		}
 	case <-t.C:
 	}
-	return fmt.Errorf("%w: netstack endpoint closed", ErrReset)
+	return fmt.Errorf("%w: netstack endpoint closed", stream.ErrReset)
 }
 
 // broken reports whether a netstack endpoint is in its error state.
@@ -674,35 +683,35 @@ func broken(ep tcpip.Endpoint) bool {
 	return st == tcp.StateError
 }
 
-func (c *NetstackConn) writeLoop() {
+func (c *Conn) writeLoop() {
 	entry, notify := waiter.NewChannelEntry(waiter.WritableEvents | waiter.EventHUp | waiter.EventErr)
 	c.wq.EventRegister(&entry)
 	defer c.wq.EventUnregister(&entry)
 	for {
-		c.mu.Lock()
-		if c.cause != nil || c.released {
-			c.writerDone = true
-			c.mu.Unlock()
+		c.Mu.Lock()
+		if c.Cause != nil || c.Released {
+			c.WriterDone = true
+			c.Mu.Unlock()
 			return
 		}
-		if len(c.queue) == 0 {
-			if c.closing {
+		if len(c.Queue) == 0 {
+			if c.Closing {
 				c.finLocked()
-				c.mu.Unlock()
+				c.Mu.Unlock()
 				return
 			}
-			c.mu.Unlock()
+			c.Mu.Unlock()
 			select {
-			case <-c.wake:
+			case <-c.Wake:
 			case <-c.stop:
 			}
 			continue
 		}
-		buf, recs := c.queue, c.recs
-		c.queue, c.spare = c.spare[:0], nil
+		buf, recs := c.Queue, c.recs
+		c.Queue, c.Spare = c.Spare[:0], nil
 		c.recs, c.spareRecs = c.spareRecs[:0], nil
-		c.writing = len(buf)
-		c.mu.Unlock()
+		c.Writing = len(buf)
+		c.Mu.Unlock()
 
 		var err error
 		start := 0
@@ -717,7 +726,7 @@ func (c *NetstackConn) writeLoop() {
 					select {
 					case <-notify:
 					case <-c.stop:
-						err = ErrClosed // released: the cause is recorded
+						err = stream.ErrClosed // released: the cause is recorded
 					}
 				case *tcpip.ErrConnectionReset, *tcpip.ErrTimeout, *tcpip.ErrAborted, *tcpip.ErrConnectionAborted:
 					err = netstackErr(terr)
@@ -734,42 +743,42 @@ func (c *NetstackConn) writeLoop() {
 			start = rec.end
 		}
 
-		c.mu.Lock()
-		c.writing = 0
-		if cap(buf) <= 2*c.cfg.SendBuffer {
-			c.spare, c.spareRecs = buf[:0], recs[:0]
+		c.Mu.Lock()
+		c.Writing = 0
+		if cap(buf) <= 2*c.Cfg.SendBuffer {
+			c.Spare, c.spareRecs = buf[:0], recs[:0]
 		}
 		if err != nil {
 			c.failLocked(err)
 		}
-		c.mu.Unlock()
+		c.Mu.Unlock()
 	}
 }
 
 // progress accounts for n bytes the endpoint took from the writer and
 // calls the writable callback when a refused Write may now succeed.
-func (c *NetstackConn) progress(n int) {
-	c.mu.Lock()
-	c.writing -= n
-	notify := c.writableLocked(len(c.queue) + c.writing)
-	c.mu.Unlock()
+func (c *Conn) progress(n int) {
+	c.Mu.Lock()
+	c.Writing -= n
+	notify := c.WritableLocked(len(c.Queue) + c.Writing)
+	c.Mu.Unlock()
 	if notify {
-		c.notifyWritable()
+		c.NotifyWritable()
 	}
 }
 
-func (c *NetstackConn) readLoop() {
+func (c *Conn) readLoop() {
 	entry, notify := waiter.NewChannelEntry(waiter.ReadableEvents | waiter.EventHUp | waiter.EventErr)
 	c.wq.EventRegister(&entry)
 	defer c.wq.EventUnregister(&entry)
-	buf := make([]byte, c.cfg.ReadBuffer)
+	buf := make([]byte, c.Cfg.ReadBuffer)
 	var w tcpip.SliceWriter
 	for {
 		w = buf
 		res, terr := c.ep.Read(&w, tcpip.ReadOptions{})
 		if n := res.Count; n > 0 {
 			c.ep.ModerateRecvBuf(n)
-			c.deliver(buf[:n])
+			c.Deliver(buf[:n])
 		}
 		var reason error
 		switch terr.(type) {
@@ -780,7 +789,7 @@ func (c *NetstackConn) readLoop() {
 			case <-notify:
 				continue
 			case <-c.stop:
-				reason = c.readEnded(ErrClosed)
+				reason = c.readEnded(stream.ErrClosed)
 			}
 		case *tcpip.ErrClosedForReceive:
 			if broken(c.ep) {
@@ -793,18 +802,18 @@ func (c *NetstackConn) readLoop() {
 		default:
 			reason = c.readEnded(netstackErr(terr))
 		}
-		c.notifyClosed(reason)
+		c.NotifyClosed(reason)
 		return
 	}
 }
 
 // readEnded settles why reading stopped and tears down what must go.
-func (c *NetstackConn) readEnded(err error) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.readerDone = true
-	if c.cause != nil {
-		return c.cause // local Abort, a failed write, linger, a reason recorded first
+func (c *Conn) readEnded(err error) error {
+	c.Mu.Lock()
+	defer c.Mu.Unlock()
+	c.ReaderDone = true
+	if c.Cause != nil {
+		return c.Cause // local Abort, a failed write, linger, a reason recorded first
 	}
 	if errors.Is(err, io.EOF) {
 		c.maybeReleaseLocked()
@@ -812,4 +821,17 @@ func (c *NetstackConn) readEnded(err error) error {
 	}
 	c.failLocked(err)
 	return err
+}
+
+// validRecords reports whether ends partition n bytes into records:
+// strictly rising, positive, the last one n.
+func validRecords(ends []int, n int) bool {
+	prev := 0
+	for _, e := range ends {
+		if e <= prev {
+			return false
+		}
+		prev = e
+	}
+	return prev == n
 }

@@ -16,7 +16,7 @@
 //
 // Arbitrary split and coalescing, which the MPA parser must survive:
 //   - writes made before the pump runs (the same event, or within
-//     SimConfig.Coalesce, or while the wire is busy when Bandwidth is set)
+//     Config.Coalesce, or while the wire is busy when Bandwidth is set)
 //     share segments, so a segment can span several writes;
 //   - a segment is at most MSS bytes, and with probability Chop it is cut
 //     shorter, at a uniformly random point;
@@ -25,11 +25,11 @@
 //     what has arrived (the rest follows in further onData calls at the
 //     same instant), as a short read does.
 //
-// Every random choice comes from PCG streams seeded by SimConfig.Seed: the
+// Every random choice comes from PCG streams seeded by Config.Seed: the
 // same seed and the same writes give the same chunks at the same virtual
 // times.
 
-package stream
+package simstream
 
 import (
 	"fmt"
@@ -41,29 +41,30 @@ import (
 
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/clock"
+	"github.com/rnic/rnic/transport/stream"
 )
 
-// Defaults of a SimConfig.
+// Defaults of a Config.
 const (
-	// DefaultSimMSS is the largest segment of a simulated connection whose
-	// SimConfig.MSS is zero: the TCP payload of a 1500-byte IPv4 frame.
-	DefaultSimMSS = 1460
-	// DefaultSimPort is the listening port of NewSimPair's B end when
-	// SimConfig.B is zero (perftest's port; tshark claims no dissector on
+	// DefaultMSS is the largest segment of a simulated connection whose
+	// Config.MSS is zero: the TCP payload of a 1500-byte IPv4 frame.
+	DefaultMSS = 1460
+	// DefaultPort is the listening port of NewPair's B end when
+	// Config.B is zero (perftest's port; tshark claims no dissector on
 	// it).
-	DefaultSimPort = 18515
+	DefaultPort = 18515
 )
 
-// Default addresses of NewSimPair's ends.
+// Default addresses of NewPair's ends.
 var (
-	DefaultSimA = netip.MustParseAddrPort("10.0.0.1:49152")
-	DefaultSimB = netip.AddrPortFrom(netip.MustParseAddr("10.0.0.2"), DefaultSimPort)
+	DefaultA = netip.MustParseAddrPort("10.0.0.1:49152")
+	DefaultB = netip.AddrPortFrom(netip.MustParseAddr("10.0.0.2"), DefaultPort)
 )
 
 // ResetPoint resets a simulated connection once Offset bytes of direction
 // Dir have been put on the wire: the receiving end gets exactly those
-// bytes, then onClose(ErrReset), as if its stack had reset the connection,
-// and its RST reaches the sender one latency later (onClose(ErrReset)
+// bytes, then onClose(stream.ErrReset), as if its stack had reset the connection,
+// and its RST reaches the sender one latency later (onClose(stream.ErrReset)
 // there too, after what it had received). Bytes written beyond Offset are
 // dropped. Offset 0 resets the connection at the first write in Dir.
 type ResetPoint struct {
@@ -71,10 +72,10 @@ type ResetPoint struct {
 	Offset int64
 }
 
-// SimConfig configures a simulated connection. The zero value is a
+// Config configures a simulated connection. The zero value is a
 // 1µs, unlimited-bandwidth connection with 1460-byte segments and no random
 // splitting.
-type SimConfig struct {
+type Config struct {
 	// Seed seeds every random choice.
 	Seed uint64
 	// Latency is the one-way delay; zero means transport.DefaultLatency.
@@ -83,7 +84,7 @@ type SimConfig struct {
 	// unlimited. When set, segments queue behind each other and writes made
 	// meanwhile coalesce into the following segments.
 	Bandwidth uint64
-	// MSS is the largest segment; zero means DefaultSimMSS.
+	// MSS is the largest segment; zero means DefaultMSS.
 	MSS int
 	// Chop in [0, 1] is the probability that a segment is cut short, and
 	// that a delivery hands over only part of what arrived, each at a
@@ -93,13 +94,13 @@ type SimConfig struct {
 	// send queue, so that the writes made meanwhile share segments (a
 	// corked socket). Zero still coalesces the writes of one event.
 	Coalesce time.Duration
-	// SendBuffer is each end's send buffer (see "Backpressure"): bytes
-	// written and not yet delivered to the peer's receiver. Zero means
-	// DefaultSendBuffer.
+	// SendBuffer is each end's send buffer (see "Backpressure" in package
+	// stream): bytes written and not yet delivered to the peer's receiver.
+	// Zero means stream.DefaultSendBuffer.
 	SendBuffer int
 	// Tamper, if set, sees every segment as it goes on the wire: dir is the
 	// segment's direction (AtoB from the A end, or from the dialer in a
-	// SimNetwork), off the stream offset of its first byte (from 0), seg
+	// Network), off the stream offset of its first byte (from 0), seg
 	// its bytes, which Tamper may modify in place (the receiver gets the
 	// modified bytes) but must not keep. It runs inside the clock's event
 	// loop with the connection's lock held and must not call the
@@ -107,50 +108,52 @@ type SimConfig struct {
 	Tamper func(dir transport.Direction, off int64, seg []byte)
 	// Reset, if set, resets the connection at a chosen byte offset.
 	Reset *ResetPoint
-	// A and B are the addresses of NewSimPair's ends (zero: DefaultSimA,
-	// DefaultSimB); A is the active end. A SimNetwork ignores them.
+	// A and B are the addresses of NewPair's ends (zero: DefaultA,
+	// DefaultB); A is the active end. A Network ignores them.
 	A, B netip.AddrPort
 }
 
 // Validate reports the first invalid field of c.
-func (c SimConfig) Validate() error {
+func (c Config) Validate() error {
 	switch {
 	case c.Latency < 0:
-		return fmt.Errorf("stream: negative Latency %v", c.Latency)
+		return fmt.Errorf("simstream: negative Latency %v", c.Latency)
 	case c.MSS < 0:
-		return fmt.Errorf("stream: negative MSS %d", c.MSS)
+		return fmt.Errorf("simstream: negative MSS %d", c.MSS)
 	case !(c.Chop >= 0 && c.Chop <= 1):
-		return fmt.Errorf("stream: Chop = %v is outside [0, 1]", c.Chop)
+		return fmt.Errorf("simstream: Chop = %v is outside [0, 1]", c.Chop)
 	case c.Coalesce < 0:
-		return fmt.Errorf("stream: negative Coalesce %v", c.Coalesce)
+		return fmt.Errorf("simstream: negative Coalesce %v", c.Coalesce)
 	case c.SendBuffer < 0:
-		return fmt.Errorf("stream: negative SendBuffer %d", c.SendBuffer)
+		return fmt.Errorf("simstream: negative SendBuffer %d", c.SendBuffer)
 	case c.Reset != nil && c.Reset.Offset < 0:
-		return fmt.Errorf("stream: negative Reset.Offset %d", c.Reset.Offset)
+		return fmt.Errorf("simstream: negative Reset.Offset %d", c.Reset.Offset)
 	case c.Reset != nil && c.Reset.Dir > transport.BtoA:
-		return fmt.Errorf("stream: invalid Reset.Dir %v", c.Reset.Dir)
+		return fmt.Errorf("simstream: invalid Reset.Dir %v", c.Reset.Dir)
 	}
 	return nil
 }
 
-func (c SimConfig) withDefaults() SimConfig {
+func (c Config) withDefaults() Config {
 	if c.Latency == 0 {
 		c.Latency = transport.DefaultLatency
 	}
 	if c.MSS == 0 {
-		c.MSS = DefaultSimMSS
+		c.MSS = DefaultMSS
 	}
-	c.SendBuffer = sendBufferOr(c.SendBuffer)
+	if c.SendBuffer <= 0 {
+		c.SendBuffer = stream.DefaultSendBuffer
+	}
 	if !c.A.IsValid() {
-		c.A = DefaultSimA
+		c.A = DefaultA
 	}
 	if !c.B.IsValid() {
-		c.B = DefaultSimB
+		c.B = DefaultB
 	}
 	return c
 }
 
-// CorruptAt returns a SimConfig.Tamper that XORs the byte at stream offset
+// CorruptAt returns a Config.Tamper that XORs the byte at stream offset
 // off of direction dir with mask (a non-zero mask: 0x01 flips one bit), to
 // provoke an MPA CRC error.
 func CorruptAt(dir transport.Direction, off int64, mask byte) func(transport.Direction, int64, []byte) {
@@ -207,17 +210,17 @@ type simDir struct {
 // simPair is the shared state of a connection's two ends.
 type simPair struct {
 	clk  *clock.Virtual
-	cfg  SimConfig
+	cfg  Config
 	mu   sync.Mutex
 	dirs [2]simDir
-	ends [2]*SimConn
+	ends [2]*Conn
 }
 
-// SimConn is one end of a simulated connection. It implements Conn; its
+// Conn is one end of a simulated connection. It implements stream.Conn; its
 // callbacks run inside the virtual clock's event loop. Its methods are safe
 // for concurrent use, but a run is deterministic only when everything
 // happens on the goroutine running the clock.
-type SimConn struct {
+type Conn struct {
 	p             *simPair
 	dir           transport.Direction // the direction this end sends in
 	local, remote netip.AddrPort
@@ -238,21 +241,21 @@ type SimConn struct {
 	writableWant bool
 }
 
-var _ Conn = (*SimConn)(nil)
+var _ stream.Conn = (*Conn)(nil)
 
-// NewSimPair returns the two ends of a connected simulated TCP connection
+// NewPair returns the two ends of a connected simulated TCP connection
 // driven by clk: a (cfg.A, the active end) and b (cfg.B). No handshake
-// happens; for connection set-up on the clock use a SimNetwork. It panics
-// if cfg is invalid (see SimConfig.Validate).
-func NewSimPair(clk *clock.Virtual, cfg SimConfig) (a, b *SimConn) {
+// happens; for connection set-up on the clock use a Network. It panics
+// if cfg is invalid (see Config.Validate).
+func NewPair(clk *clock.Virtual, cfg Config) (a, b *Conn) {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
 	cfg = cfg.withDefaults()
-	return newSimPair(clk, cfg, cfg.A, cfg.B)
+	return newPair(clk, cfg, cfg.A, cfg.B)
 }
 
-func newSimPair(clk *clock.Virtual, cfg SimConfig, aAddr, bAddr netip.AddrPort) (a, b *SimConn) {
+func newPair(clk *clock.Virtual, cfg Config, aAddr, bAddr netip.AddrPort) (a, b *Conn) {
 	p := &simPair{clk: clk, cfg: cfg}
 	p.dirs[transport.AtoB].segRng = rand.New(rand.NewPCG(cfg.Seed, streamSegAtoB))
 	p.dirs[transport.BtoA].segRng = rand.New(rand.NewPCG(cfg.Seed, streamSegBtoA))
@@ -264,30 +267,30 @@ func newSimPair(clk *clock.Virtual, cfg SimConfig, aAddr, bAddr netip.AddrPort) 
 	if r := cfg.Reset; r != nil {
 		p.dirs[r.Dir].resetOff = r.Offset
 	}
-	a = &SimConn{p: p, dir: transport.AtoB, local: aAddr, remote: bAddr, active: true}
-	b = &SimConn{p: p, dir: transport.BtoA, local: bAddr, remote: aAddr}
+	a = &Conn{p: p, dir: transport.AtoB, local: aAddr, remote: bAddr, active: true}
+	b = &Conn{p: p, dir: transport.BtoA, local: bAddr, remote: aAddr}
 	p.ends[transport.AtoB], p.ends[transport.BtoA] = a, b
 	return a, b
 }
 
-// LocalAddr implements Conn.
-func (e *SimConn) LocalAddr() netip.AddrPort { return e.local }
+// LocalAddr implements stream.Conn.
+func (e *Conn) LocalAddr() netip.AddrPort { return e.local }
 
-// RemoteAddr implements Conn.
-func (e *SimConn) RemoteAddr() netip.AddrPort { return e.remote }
+// RemoteAddr implements stream.Conn.
+func (e *Conn) RemoteAddr() netip.AddrPort { return e.remote }
 
-// Active implements Conn.
-func (e *SimConn) Active() bool { return e.active }
+// Active implements stream.Conn.
+func (e *Conn) Active() bool { return e.active }
 
 // Direction reports the direction this end sends in.
-func (e *SimConn) Direction() transport.Direction { return e.dir }
+func (e *Conn) Direction() transport.Direction { return e.dir }
 
-func (e *SimConn) out() *simDir { return &e.p.dirs[e.dir] }
-func (e *SimConn) in() *simDir  { return &e.p.dirs[1-e.dir] }
+func (e *Conn) out() *simDir { return &e.p.dirs[e.dir] }
+func (e *Conn) in() *simDir  { return &e.p.dirs[1-e.dir] }
 
-// SetReceiver implements Conn. Deliveries start with the first call, in
+// SetReceiver implements stream.Conn. Deliveries start with the first call, in
 // the clock's event loop, never inside SetReceiver.
-func (e *SimConn) SetReceiver(onData func(p []byte), onClose func(err error)) {
+func (e *Conn) SetReceiver(onData func(p []byte), onClose func(err error)) {
 	p := e.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -296,24 +299,24 @@ func (e *SimConn) SetReceiver(onData func(p []byte), onClose func(err error)) {
 	e.armDeliverLocked()
 }
 
-// SetWritable implements Conn.
-func (e *SimConn) SetWritable(f func()) {
+// SetWritable implements stream.Conn.
+func (e *Conn) SetWritable(f func()) {
 	e.p.mu.Lock()
 	e.onWritable = f
 	e.p.mu.Unlock()
 }
 
-// Buffered implements Conn: bytes written and not yet delivered to the
+// Buffered implements stream.Conn: bytes written and not yet delivered to the
 // peer's receiver.
-func (e *SimConn) Buffered() int {
+func (e *Conn) Buffered() int {
 	e.p.mu.Lock()
 	defer e.p.mu.Unlock()
 	d := e.out()
 	return int(d.written - d.delivered)
 }
 
-// Write implements Conn.
-func (e *SimConn) Write(b []byte) (int, error) {
+// Write implements stream.Conn.
+func (e *Conn) Write(b []byte) (int, error) {
 	p := e.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -324,9 +327,9 @@ func (e *SimConn) Write(b []byte) (int, error) {
 		return 0, nil
 	}
 	d := e.out()
-	if refuse(int(d.written-d.delivered), len(b), p.cfg.SendBuffer) {
+	if stream.MustRefuse(int(d.written-d.delivered), len(b), p.cfg.SendBuffer) {
 		e.blocked = true
-		return 0, ErrWouldBlock
+		return 0, stream.ErrWouldBlock
 	}
 	if d.dead {
 		return len(b), nil // a reset is on its way; the bytes go nowhere
@@ -337,8 +340,8 @@ func (e *SimConn) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// Close implements Conn.
-func (e *SimConn) Close() error {
+// Close implements stream.Conn.
+func (e *Conn) Close() error {
 	p := e.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -347,7 +350,7 @@ func (e *SimConn) Close() error {
 	}
 	e.closed = true
 	if e.werr == nil {
-		e.werr = ErrClosed
+		e.werr = stream.ErrClosed
 	}
 	if d := e.out(); !d.dead {
 		d.finQueued = true
@@ -356,9 +359,9 @@ func (e *SimConn) Close() error {
 	return nil
 }
 
-// Abort implements Conn. Segments already on the wire still arrive; the
+// Abort implements stream.Conn. Segments already on the wire still arrive; the
 // RST follows them.
-func (e *SimConn) Abort() error {
+func (e *Conn) Abort() error {
 	p := e.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -367,7 +370,7 @@ func (e *SimConn) Abort() error {
 		return nil
 	}
 	e.aborted = true
-	e.werr = ErrClosed
+	e.werr = stream.ErrClosed
 	p.killLocked(e.dir)
 	p.sendLocked(e.dir, segRST)
 	// What arrived and what will arrive is discarded.
@@ -488,7 +491,7 @@ func (p *simPair) pump(dir transport.Direction) {
 	}
 }
 
-// scriptedResetLocked carries out SimConfig.Reset: the sender of dir stops,
+// scriptedResetLocked carries out Config.Reset: the sender of dir stops,
 // and a RST that the receiver echoes follows the bytes on the wire.
 func (p *simPair) scriptedResetLocked(dir transport.Direction) {
 	p.dirs[dir].resetOff = -1
@@ -518,7 +521,7 @@ func (p *simPair) arrive(dir transport.Direction) {
 			}
 			d.rstIn = true
 			if to.werr == nil {
-				to.werr = ErrReset // after Close, Write keeps saying ErrClosed
+				to.werr = stream.ErrReset // after Close, Write keeps saying stream.ErrClosed
 			}
 			p.killLocked(to.dir)
 			if s.kind == segRSTEcho {
@@ -539,7 +542,7 @@ func (p *simPair) arrive(dir transport.Direction) {
 	to.armDeliverLocked()
 }
 
-func (e *SimConn) armDeliverLocked() {
+func (e *Conn) armDeliverLocked() {
 	in := e.in()
 	pending := e.aborted || in.arrived > in.delivered || in.finArrived || in.rstIn
 	if e.delivering || e.closeDone || !e.receiverSet || !pending {
@@ -555,7 +558,7 @@ func (e *SimConn) armDeliverLocked() {
 
 // deliver hands what has arrived to the receiver, then the end of the
 // stream, if it came.
-func (e *SimConn) deliver() {
+func (e *Conn) deliver() {
 	p := e.p
 	in := e.in()
 	p.mu.Lock()
@@ -565,7 +568,7 @@ func (e *SimConn) deliver() {
 		var reason error
 		switch {
 		case e.aborted:
-			reason = ErrAborted
+			reason = stream.ErrAborted
 		case in.arrived > in.delivered:
 			n := int(in.arrived - in.delivered)
 			if p.cfg.Chop > 0 && n > 1 && in.readRng.Float64() < p.cfg.Chop {
@@ -582,7 +585,7 @@ func (e *SimConn) deliver() {
 			p.consumedLocked(1 - e.dir)
 			continue
 		case in.rstIn:
-			reason = ErrReset
+			reason = stream.ErrReset
 		case in.finArrived:
 			reason = io.EOF
 		default:
@@ -620,7 +623,7 @@ func (p *simPair) consumedLocked(dir transport.Direction) {
 	}
 }
 
-func (e *SimConn) writable() {
+func (e *Conn) writable() {
 	e.p.mu.Lock()
 	e.writableWant = false
 	f := e.onWritable
