@@ -2,7 +2,7 @@
 // split/coalesce, determinism from the seed, timing, backpressure, and the
 // corruption, reset, abort and half-close paths.
 
-package stream_test
+package simstream_test
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"github.com/rnic/rnic/transport/clock"
 	"github.com/rnic/rnic/transport/stream"
 	"github.com/rnic/rnic/transport/stream/simstream"
+	"github.com/rnic/rnic/transport/stream/streamtest"
 )
 
 // chunkTrace is one delivery: when and how much.
@@ -26,8 +27,8 @@ type chunkTrace struct {
 
 type simRun struct {
 	a2b, b2a     []byte
-	fa, fb       *feeder
-	sa, sb       *sink
+	fa, fb       *streamtest.Feeder
+	sa, sb       *streamtest.Sink
 	clk          *clock.Virtual
 	a, b         *simstream.Conn
 	traceA, trcB []chunkTrace
@@ -40,38 +41,23 @@ func runSim(t *testing.T, cfg simstream.Config, n, maxWrite int) *simRun {
 	t.Helper()
 	r := &simRun{clk: clock.NewVirtual()}
 	r.a, r.b = simstream.NewPair(r.clk, cfg)
-	r.a2b, r.b2a = pattern(1, n), pattern(2, n)
-	r.sa, r.sb = newSink(r.a, r.clk.Now), newSink(r.b, r.clk.Now)
-	r.fa = newFeeder(r.a, r.a2b, cfg.Seed^1, maxWrite, true)
-	r.fb = newFeeder(r.b, r.b2a, cfg.Seed^2, maxWrite, true)
-	r.clk.AfterFunc(0, r.fa.pump)
-	r.clk.AfterFunc(3*time.Microsecond, r.fb.pump)
+	r.a2b, r.b2a = streamtest.Pattern(1, n), streamtest.Pattern(2, n)
+	r.sa, r.sb = streamtest.NewSink(r.a, r.clk.Now), streamtest.NewSink(r.b, r.clk.Now)
+	r.fa = streamtest.NewFeeder(r.a, r.a2b, cfg.Seed^1, maxWrite, true)
+	r.fb = streamtest.NewFeeder(r.b, r.b2a, cfg.Seed^2, maxWrite, true)
+	r.clk.AfterFunc(0, r.fa.Pump)
+	r.clk.AfterFunc(3*time.Microsecond, r.fb.Pump)
 	r.clk.Run(nil)
-	for i, n := range r.sa.chunks {
-		r.traceA = append(r.traceA, chunkTrace{r.sa.times[i], n})
+	for i, n := range r.sa.Chunks {
+		r.traceA = append(r.traceA, chunkTrace{r.sa.Times[i], n})
 	}
-	for i, n := range r.sb.chunks {
-		r.trcB = append(r.trcB, chunkTrace{r.sb.times[i], n})
+	for i, n := range r.sb.Chunks {
+		r.trcB = append(r.trcB, chunkTrace{r.sb.Times[i], n})
 	}
 	return r
 }
 
-func checkDelivered(t *testing.T, name string, s *sink, want []byte, wantErr error) {
-	t.Helper()
-	got, closes, err := s.result()
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s: got %d bytes, want %d; first difference at %d", name, len(got), len(want), firstDiff(got, want))
-	}
-	if closes != 1 {
-		t.Errorf("%s: onClose called %d times, want 1", name, closes)
-	} else if !errors.Is(err, wantErr) {
-		t.Errorf("%s: onClose(%v), want %v", name, err, wantErr)
-	}
-	if s.afterEnd != 0 {
-		t.Errorf("%s: %d onData calls after onClose", name, s.afterEnd)
-	}
-}
-
+// arbitrary splits and coalesces the stream as a busy network would.
 var arbitrary = simstream.Config{
 	Seed:       42,
 	Latency:    5 * time.Microsecond,
@@ -83,22 +69,22 @@ var arbitrary = simstream.Config{
 
 func TestSimExchangeSplitCoalesce(t *testing.T) {
 	r := runSim(t, arbitrary, 1<<20, 20000)
-	checkDelivered(t, "B", r.sb, r.a2b, io.EOF)
-	checkDelivered(t, "A", r.sa, r.b2a, io.EOF)
+	streamtest.CheckDelivered(t, "B", r.sb, r.a2b, io.EOF)
+	streamtest.CheckDelivered(t, "A", r.sa, r.b2a, io.EOF)
 	for _, c := range []struct {
 		name   string
-		f      *feeder
+		f      *streamtest.Feeder
 		chunks []int
-	}{{"A->B", r.fa, r.sb.chunks}, {"B->A", r.fb, r.sa.chunks}} {
-		if c.f.err != nil {
-			t.Errorf("%s: writer: %v", c.name, c.f.err)
+	}{{"A->B", r.fa, r.sb.Chunks}, {"B->A", r.fb, r.sa.Chunks}} {
+		if c.f.Err != nil {
+			t.Errorf("%s: writer: %v", c.name, c.f.Err)
 		}
-		split, coalesced := splitAndCoalesced(c.f.writes, c.chunks)
-		t.Logf("%s: %d writes, %d chunks (sizes %v...), %d refusals", c.name, len(c.f.writes), len(c.chunks), c.chunks[:min(8, len(c.chunks))], c.f.refusals)
+		split, coalesced := streamtest.SplitAndCoalesced(c.f.Writes, c.chunks)
+		t.Logf("%s: %d writes, %d chunks (sizes %v...), %d refusals", c.name, len(c.f.Writes), len(c.chunks), c.chunks[:min(8, len(c.chunks))], c.f.Refusals)
 		if !split || !coalesced {
 			t.Errorf("%s: split=%v coalesced=%v; want both", c.name, split, coalesced)
 		}
-		if c.f.refusals == 0 {
+		if c.f.Refusals == 0 {
 			t.Errorf("%s: the 64 KiB send buffer never refused a write", c.name)
 		}
 		if slices.Contains(c.chunks, 0) {
@@ -117,8 +103,8 @@ func TestSimZeroConfig(t *testing.T) {
 	// The zero config is reliable too: segments at the MSS, writes of one
 	// event coalesced.
 	r := runSim(t, simstream.Config{}, 300000, 5000)
-	checkDelivered(t, "B", r.sb, r.a2b, io.EOF)
-	checkDelivered(t, "A", r.sa, r.b2a, io.EOF)
+	streamtest.CheckDelivered(t, "B", r.sb, r.a2b, io.EOF)
+	streamtest.CheckDelivered(t, "A", r.sa, r.b2a, io.EOF)
 }
 
 func TestSimDeterminism(t *testing.T) {
@@ -136,7 +122,7 @@ func TestSimDeterminism(t *testing.T) {
 	if slices.Equal(r1.trcB, r3.trcB) {
 		t.Errorf("different seeds, identical chunk boundaries")
 	}
-	checkDelivered(t, "B (other seed)", r3.sb, r3.a2b, io.EOF)
+	streamtest.CheckDelivered(t, "B (other seed)", r3.sb, r3.a2b, io.EOF)
 }
 
 func TestSimTiming(t *testing.T) {
@@ -144,22 +130,22 @@ func TestSimTiming(t *testing.T) {
 	// leaves after 80µs of serialisation and arrives 100µs later.
 	clk := clock.NewVirtual()
 	a, b := simstream.NewPair(clk, simstream.Config{Latency: 100 * time.Microsecond, Bandwidth: 1e9})
-	s := newSink(b, clk.Now)
+	s := streamtest.NewSink(b, clk.Now)
 	if _, err := a.Write(make([]byte, 10000)); err != nil {
 		t.Fatal(err)
 	}
-	if len(s.chunks) != 0 {
+	if len(s.Chunks) != 0 {
 		t.Fatal("Write delivered synchronously")
 	}
 	clk.Run(nil)
-	if got := s.times[0]; got != 100*time.Microsecond+1460*8*time.Nanosecond {
+	if got := s.Times[0]; got != 100*time.Microsecond+1460*8*time.Nanosecond {
 		t.Errorf("first segment at %v", got)
 	}
-	if got := s.times[len(s.times)-1]; got != 180*time.Microsecond {
+	if got := s.Times[len(s.Times)-1]; got != 180*time.Microsecond {
 		t.Errorf("last byte at %v, want 180µs", got)
 	}
-	if len(s.got) != 10000 || len(s.chunks) != 7 { // ceil(10000/1460) segments
-		t.Errorf("got %d bytes in %d chunks", len(s.got), len(s.chunks))
+	if len(s.Got) != 10000 || len(s.Chunks) != 7 { // ceil(10000/1460) segments
+		t.Errorf("got %d bytes in %d chunks", len(s.Got), len(s.Chunks))
 	}
 }
 
@@ -182,10 +168,10 @@ func TestSimBackpressure(t *testing.T) {
 		t.Errorf("writable called %d times with no receiver draining", writable)
 	}
 	// Bytes wait for the receiver, which drains them.
-	s := newSink(b, nil)
+	s := streamtest.NewSink(b, nil)
 	clk.Run(nil)
-	if len(s.got) != 5000 || writable != 1 || a.Buffered() != 0 {
-		t.Errorf("after SetReceiver: %d bytes delivered, writable %d times, Buffered %d", len(s.got), writable, a.Buffered())
+	if len(s.Got) != 5000 || writable != 1 || a.Buffered() != 0 {
+		t.Errorf("after SetReceiver: %d bytes delivered, writable %d times, Buffered %d", len(s.Got), writable, a.Buffered())
 	}
 	if _, err := a.Write(make([]byte, 600)); err != nil {
 		t.Fatal(err)
@@ -204,8 +190,8 @@ func TestSimCorruptAt(t *testing.T) {
 	r := runSim(t, cfg, 100000, 7000)
 	want := bytes.Clone(r.a2b)
 	want[12345] ^= 0x10
-	checkDelivered(t, "B", r.sb, want, io.EOF)
-	checkDelivered(t, "A", r.sa, r.b2a, io.EOF) // the other way is untouched
+	streamtest.CheckDelivered(t, "B", r.sb, want, io.EOF)
+	streamtest.CheckDelivered(t, "A", r.sa, r.b2a, io.EOF) // the other way is untouched
 }
 
 func TestSimResetAt(t *testing.T) {
@@ -213,10 +199,10 @@ func TestSimResetAt(t *testing.T) {
 		cfg := arbitrary
 		cfg.Reset = &simstream.ResetPoint{Dir: transport.AtoB, Offset: off}
 		r := runSim(t, cfg, 100000, 7000)
-		checkDelivered(t, "B", r.sb, r.a2b[:off], stream.ErrReset)
+		streamtest.CheckDelivered(t, "B", r.sb, r.a2b[:off], stream.ErrReset)
 		// A learns of the reset from B's RST, unless B's FIN (B wrote all
 		// it had and closed) got there first.
-		_, closes, err := r.sa.result()
+		_, closes, err := r.sa.Result()
 		if closes != 1 || !errors.Is(err, stream.ErrReset) && !errors.Is(err, io.EOF) {
 			t.Errorf("offset %d: A: onClose %d times, %v; want once, ErrReset", off, closes, err)
 		}
@@ -237,7 +223,7 @@ func TestSimResetAt(t *testing.T) {
 func TestSimAbort(t *testing.T) {
 	clk := clock.NewVirtual()
 	a, b := simstream.NewPair(clk, simstream.Config{})
-	sa, sb := newSink(a, clk.Now), newSink(b, clk.Now)
+	sa, sb := streamtest.NewSink(a, clk.Now), streamtest.NewSink(b, clk.Now)
 	a.Write([]byte("before"))
 	clk.Run(nil)
 	a.Write([]byte("after, in flight"))
@@ -250,14 +236,14 @@ func TestSimAbort(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Errorf("Close after Abort: %v", err)
 	}
-	if sa.closes != 0 {
+	if sa.Closes != 0 {
 		t.Fatal("onClose called synchronously from Abort")
 	}
 	b.Write([]byte("to a dead end"))
 	clk.Run(nil)
-	checkDelivered(t, "A", sa, nil, stream.ErrAborted)
+	streamtest.CheckDelivered(t, "A", sa, nil, stream.ErrAborted)
 	// The bytes written before Abort but not yet cut are dropped with it.
-	checkDelivered(t, "B", sb, []byte("before"), stream.ErrReset)
+	streamtest.CheckDelivered(t, "B", sb, []byte("before"), stream.ErrReset)
 	if _, err := b.Write([]byte("x")); !errors.Is(err, stream.ErrReset) {
 		t.Errorf("B: Write after reset: %v, want ErrReset", err)
 	}
@@ -269,19 +255,19 @@ func TestSimAbort(t *testing.T) {
 func TestSimHalfClose(t *testing.T) {
 	clk := clock.NewVirtual()
 	a, b := simstream.NewPair(clk, arbitrary)
-	sa, sb := newSink(a, clk.Now), newSink(b, clk.Now)
+	sa, sb := streamtest.NewSink(a, clk.Now), streamtest.NewSink(b, clk.Now)
 	a.Write([]byte("request"))
 	a.Close()
 	a.Close()
 	clk.Run(nil)
-	checkDelivered(t, "B", sb, []byte("request"), io.EOF)
+	streamtest.CheckDelivered(t, "B", sb, []byte("request"), io.EOF)
 	// B may still answer A, which keeps receiving after its Close.
 	if _, err := b.Write([]byte("response")); err != nil {
 		t.Fatalf("Write after the peer's FIN: %v", err)
 	}
 	b.Close()
 	clk.Run(nil)
-	checkDelivered(t, "A", sa, []byte("response"), io.EOF)
+	streamtest.CheckDelivered(t, "A", sa, []byte("response"), io.EOF)
 	if err := a.Abort(); err != nil {
 		t.Errorf("Abort after both FINs: %v", err)
 	}
@@ -293,12 +279,12 @@ func TestSimReceiverInstalledLate(t *testing.T) {
 	a.Write([]byte("early"))
 	a.Close()
 	clk.Run(nil)
-	s := newSink(b, nil)
-	if len(s.got) != 0 {
+	s := streamtest.NewSink(b, nil)
+	if len(s.Got) != 0 {
 		t.Fatal("SetReceiver delivered synchronously")
 	}
 	clk.Run(nil)
-	checkDelivered(t, "B", s, []byte("early"), io.EOF)
+	streamtest.CheckDelivered(t, "B", s, []byte("early"), io.EOF)
 }
 
 func TestSimConfigValidate(t *testing.T) {

@@ -5,7 +5,7 @@
 // timeout and cancel, listener close, address in use, onClose exactly
 // once, callbacks never concurrent, no goroutine left behind.
 
-package stream_test
+package netstack_test
 
 import (
 	"errors"
@@ -19,11 +19,12 @@ import (
 	"github.com/rnic/rnic/transport/stream"
 	"github.com/rnic/rnic/transport/stream/kerneltcp"
 	"github.com/rnic/rnic/transport/stream/netstack"
+	"github.com/rnic/rnic/transport/stream/streamtest"
 )
 
 // contractPair listens on addr of server, dials it from client, and
 // returns both ends with guarded receivers installed.
-func contractPair(t *testing.T, e *endChecks, client, server stream.Network, addr string) (c, s stream.Conn, cs, ss *sink, cg, sg *callGuard) {
+func contractPair(t *testing.T, e *endChecks, client, server stream.Network, addr string) (c, s stream.Conn, cs, ss *streamtest.Sink, cg, sg *callGuard) {
 	t.Helper()
 	l, err := server.Listen(netip.AddrPortFrom(netip.MustParseAddr(addr), 0))
 	if err != nil {
@@ -63,13 +64,13 @@ func contractPair(t *testing.T, e *endChecks, client, server stream.Network, add
 }
 
 // waitArrived waits until s has received want (a prefix check each time).
-func waitArrived(t *testing.T, s *sink, want []byte) {
+func waitArrived(t *testing.T, s *streamtest.Sink, want []byte) {
 	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); ; {
-		got, _, _ := s.result()
+		got, _, _ := s.Result()
 		if len(got) >= len(want) {
 			if string(got[:len(want)]) != string(want) {
-				t.Fatalf("received bytes differ at %d", firstDiff(got, want))
+				t.Fatalf("received bytes differ at %d", streamtest.FirstDiff(got, want))
 			}
 			return
 		}
@@ -83,7 +84,7 @@ func waitArrived(t *testing.T, s *sink, want []byte) {
 func TestContractExchange(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, tg contractTarget, addr string) {
 		e := newEndChecks(t)
-		checkNoLeak(t)
+		streamtest.CheckNoLeak(t)
 		client, server, _ := tg.setup(t, stream.TCPConfig{SendBuffer: 128 << 10, ReadBuffer: 16 << 10})
 		c, s, cs, ss, cg, sg := contractPair(t, e, client, server, addr)
 		if !c.Active() || s.Active() {
@@ -93,21 +94,21 @@ func TestContractExchange(t *testing.T) {
 			t.Errorf("addresses: %v->%v, %v->%v", c.LocalAddr(), c.RemoteAddr(), s.LocalAddr(), s.RemoteAddr())
 		}
 		const n = 8 << 20
-		up, down := pattern(3, n), pattern(4, n)
+		up, down := streamtest.Pattern(3, n), streamtest.Pattern(4, n)
 		fc := guardedFeeder(c, cg, up, 5, 100000, true)
 		fs := guardedFeeder(s, sg, down, 6, 100000, true)
-		go fc.pump()
-		go fs.pump()
-		waitFeeder(t, "client", fc)
-		waitFeeder(t, "server", fs)
-		ss.wait(t, "server")
-		cs.wait(t, "client")
-		checkDelivered(t, "server", ss, up, io.EOF)
-		checkDelivered(t, "client", cs, down, io.EOF)
-		split, coalesced := splitAndCoalesced(fc.writes, ss.chunks)
+		go fc.Pump()
+		go fs.Pump()
+		streamtest.WaitFeeder(t, "client", fc)
+		streamtest.WaitFeeder(t, "server", fs)
+		ss.Wait(t, "server")
+		cs.Wait(t, "client")
+		streamtest.CheckDelivered(t, "server", ss, up, io.EOF)
+		streamtest.CheckDelivered(t, "client", cs, down, io.EOF)
+		split, coalesced := streamtest.SplitAndCoalesced(fc.Writes, ss.Chunks)
 		t.Logf("client: %d writes (%d refused), server got %d chunks; split %v coalesced %v",
-			len(fc.writes), fc.refusals, len(ss.chunks), split, coalesced)
-		if fc.refusals+fs.refusals == 0 {
+			len(fc.Writes), fc.Refusals, len(ss.Chunks), split, coalesced)
+		if fc.Refusals+fs.Refusals == 0 {
 			t.Log("the send buffer never filled")
 		}
 		if c.Buffered() != 0 || s.Buffered() != 0 {
@@ -130,7 +131,7 @@ func TestContractExchange(t *testing.T) {
 func TestContractAbort(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, tg contractTarget, addr string) {
 		e := newEndChecks(t)
-		checkNoLeak(t)
+		streamtest.CheckNoLeak(t)
 		client, server, _ := tg.setup(t, stream.TCPConfig{})
 		c, s, cs, ss, _, _ := contractPair(t, e, client, server, addr)
 		if _, err := c.Write([]byte("hello")); err != nil {
@@ -148,10 +149,10 @@ func TestContractAbort(t *testing.T) {
 		if err := c.Close(); err != nil {
 			t.Errorf("Close after Abort: %v", err)
 		}
-		cs.wait(t, "client")
-		ss.wait(t, "server")
-		checkDelivered(t, "client", cs, nil, stream.ErrAborted)
-		checkDelivered(t, "server", ss, []byte("hello"), stream.ErrReset)
+		cs.Wait(t, "client")
+		ss.Wait(t, "server")
+		streamtest.CheckDelivered(t, "client", cs, nil, stream.ErrAborted)
+		streamtest.CheckDelivered(t, "server", ss, []byte("hello"), stream.ErrReset)
 		if _, err := c.Write([]byte("x")); !errors.Is(err, stream.ErrClosed) {
 			t.Errorf("client Write after Abort: %v, want ErrClosed", err)
 		}
@@ -165,52 +166,52 @@ func TestContractAbort(t *testing.T) {
 func TestContractHalfClose(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, tg contractTarget, addr string) {
 		e := newEndChecks(t)
-		checkNoLeak(t)
+		streamtest.CheckNoLeak(t)
 		client, server, _ := tg.setup(t, stream.TCPConfig{SendBuffer: 256 << 10})
 		c, s, cs, ss, cg, sg := contractPair(t, e, client, server, addr)
 		// The client sends a request and closes; the server gets every
 		// byte, then EOF.
-		req := pattern(7, 1<<20)
+		req := streamtest.Pattern(7, 1<<20)
 		fc := guardedFeeder(c, cg, req, 8, 50000, true)
-		go fc.pump()
-		waitFeeder(t, "client", fc)
-		ss.wait(t, "server")
-		checkDelivered(t, "server", ss, req, io.EOF)
+		go fc.Pump()
+		streamtest.WaitFeeder(t, "client", fc)
+		ss.Wait(t, "server")
+		streamtest.CheckDelivered(t, "server", ss, req, io.EOF)
 		// The server keeps sending after the client's FIN: the client
 		// still receives all of it, then the server's FIN.
-		resp := pattern(9, 3<<20)
+		resp := streamtest.Pattern(9, 3<<20)
 		fs := guardedFeeder(s, sg, resp, 10, 70000, true)
-		go fs.pump()
-		waitFeeder(t, "server", fs)
-		cs.wait(t, "client")
-		checkDelivered(t, "client", cs, resp, io.EOF)
+		go fs.Pump()
+		streamtest.WaitFeeder(t, "server", fs)
+		cs.Wait(t, "client")
+		streamtest.CheckDelivered(t, "client", cs, resp, io.EOF)
 	})
 }
 
 func TestContractLinger(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, tg contractTarget, addr string) {
 		e := newEndChecks(t)
-		checkNoLeak(t)
+		streamtest.CheckNoLeak(t)
 		client, server, _ := tg.setup(t, stream.TCPConfig{Linger: 200 * time.Millisecond})
 		c, s, cs, ss, _, _ := contractPair(t, e, client, server, addr)
 		c.Write([]byte("request"))
 		c.Close()
-		ss.wait(t, "server")
-		checkDelivered(t, "server", ss, []byte("request"), io.EOF)
+		ss.Wait(t, "server")
+		streamtest.CheckDelivered(t, "server", ss, []byte("request"), io.EOF)
 		// The server answers after the client's FIN but never closes: the
 		// client receives the answer, then its linger runs out.
 		if _, err := s.Write([]byte("response")); err != nil {
 			t.Fatal(err)
 		}
-		cs.wait(t, "client")
-		checkDelivered(t, "client", cs, []byte("response"), stream.ErrTimeout)
+		cs.Wait(t, "client")
+		streamtest.CheckDelivered(t, "client", cs, []byte("response"), stream.ErrTimeout)
 		s.Abort()
 	})
 }
 
 func TestContractDialErrors(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, tg contractTarget, addr string) {
-		checkNoLeak(t)
+		streamtest.CheckNoLeak(t)
 		client, server, _ := tg.setup(t, stream.TCPConfig{DialTimeout: 5 * time.Second})
 		// A port nobody listens on: listen, note the port, close.
 		l, err := server.Listen(netip.AddrPortFrom(netip.MustParseAddr(addr), 0))
@@ -265,7 +266,7 @@ func TestContractDialErrors(t *testing.T) {
 // netstack only (loopback never loses a SYN).
 func TestContractDialTimeoutAndCancel(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, tg contractTarget, addr string) {
-		checkNoLeak(t)
+		streamtest.CheckNoLeak(t)
 		client, server, blackhole := tg.setup(t, stream.TCPConfig{DialTimeout: 300 * time.Millisecond})
 		if blackhole == nil {
 			t.Skip("this target cannot drop packets")
@@ -322,7 +323,7 @@ func TestContractDialTimeoutAndCancel(t *testing.T) {
 func TestContractBackpressure(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, tg contractTarget, addr string) {
 		e := newEndChecks(t)
-		checkNoLeak(t)
+		streamtest.CheckNoLeak(t)
 		// The server reads nothing (no receiver): the stack's buffers
 		// fill, then the client's queue, then Write refuses, without
 		// blocking.
@@ -349,7 +350,7 @@ func TestContractBackpressure(t *testing.T) {
 		s := <-accepted
 		writable := make(chan struct{}, 1)
 		c.SetWritable(func() { writable <- struct{}{} })
-		cs := e.sink("client", newSink(c, nil))
+		cs := e.sink("client", streamtest.NewSink(c, nil))
 		chunk := make([]byte, 32<<10)
 		total := 0
 		start := time.Now()
@@ -379,18 +380,18 @@ func TestContractBackpressure(t *testing.T) {
 			t.Fatal("writable called while nobody reads")
 		}
 		// Reading on the server drains the client and calls writable.
-		ss := e.sink("server", newSink(s, nil))
+		ss := e.sink("server", streamtest.NewSink(s, nil))
 		if !cameWithin(writable, 10*time.Second) {
 			t.Fatal("writable never called")
 		}
 		c.Close()
-		ss.wait(t, "server")
-		if got, _, err := ss.result(); len(got) != total || err != io.EOF {
+		ss.Wait(t, "server")
+		if got, _, err := ss.Result(); len(got) != total || err != io.EOF {
 			t.Errorf("server got %d bytes (%v), want %d", len(got), err, total)
 		}
 		s.Close()
-		cs.wait(t, "client")
-		checkDelivered(t, "client", cs, nil, io.EOF)
+		cs.Wait(t, "client")
+		streamtest.CheckDelivered(t, "client", cs, nil, io.EOF)
 	})
 }
 
@@ -426,7 +427,7 @@ func cameWithin(ch <-chan struct{}, d time.Duration) bool {
 func TestContractListenerClose(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, tg contractTarget, addr string) {
 		e := newEndChecks(t)
-		checkNoLeak(t)
+		streamtest.CheckNoLeak(t)
 		client, server, _ := tg.setup(t, stream.TCPConfig{})
 		l, err := server.Listen(netip.AddrPortFrom(netip.MustParseAddr(addr), 0))
 		if err != nil {
@@ -446,11 +447,11 @@ func TestContractListenerClose(t *testing.T) {
 			l.Close()
 			return
 		}
-		cs := e.sink("client", newSink(c, nil))
+		cs := e.sink("client", streamtest.NewSink(c, nil))
 		// Closing the listener resets the connection waiting in it.
 		l.Close()
-		cs.wait(t, "client")
-		checkDelivered(t, "client", cs, nil, stream.ErrReset)
+		cs.Wait(t, "client")
+		streamtest.CheckDelivered(t, "client", cs, nil, stream.ErrReset)
 		c.Abort()
 		// Nobody listens any more.
 		done := make(chan error, 1)
@@ -469,7 +470,7 @@ func TestContractListenerClose(t *testing.T) {
 func TestContractAcceptorNil(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, tg contractTarget, addr string) {
 		e := newEndChecks(t)
-		checkNoLeak(t)
+		streamtest.CheckNoLeak(t)
 		client, server, _ := tg.setup(t, stream.TCPConfig{})
 		l, err := server.Listen(netip.AddrPortFrom(netip.MustParseAddr(addr), 0))
 		if err != nil {
@@ -488,9 +489,9 @@ func TestContractAcceptorNil(t *testing.T) {
 		if c == nil {
 			return
 		}
-		s := e.sink("client", newSink(c, nil))
-		s.wait(t, "client")
-		if _, _, err := s.result(); !errors.Is(err, stream.ErrReset) {
+		s := e.sink("client", streamtest.NewSink(c, nil))
+		s.Wait(t, "client")
+		if _, _, err := s.Result(); !errors.Is(err, stream.ErrReset) {
 			t.Errorf("client of a nil acceptor: %v, want ErrReset", err)
 		}
 		c.Abort()

@@ -3,7 +3,7 @@
 // told to drop everything), and the contract targets the shared tests run
 // against: kernel TCP on loopback (the reference) and netstack.
 
-package stream_test
+package netstack_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/rnic/rnic/transport/stream"
 	"github.com/rnic/rnic/transport/stream/kerneltcp"
 	"github.com/rnic/rnic/transport/stream/netstack"
+	"github.com/rnic/rnic/transport/stream/streamtest"
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -158,7 +159,7 @@ type contractTarget struct {
 var contractTargets = []contractTarget{
 	{
 		name:  "kernel",
-		addrs: loopbacks,
+		addrs: streamtest.Loopbacks,
 		setup: func(t *testing.T, cfg stream.TCPConfig) (stream.Network, stream.Network, func(bool)) {
 			n := &kerneltcp.Network{Config: cfg}
 			return n, n, nil
@@ -198,27 +199,27 @@ func (g *callGuard) enter() {
 func (g *callGuard) exit() { g.in.Add(-1) }
 
 // guardedSink is newSink with every callback passing through g.
-func guardedSink(c stream.Conn, g *callGuard) *sink {
-	s := &sink{closed: make(chan struct{})}
+func guardedSink(c stream.Conn, g *callGuard) *streamtest.Sink {
+	s := &streamtest.Sink{Closed: make(chan struct{})}
 	c.SetReceiver(func(p []byte) {
 		g.enter()
 		defer g.exit()
-		s.data(p)
+		s.OnData(p)
 	}, func(err error) {
 		g.enter()
 		defer g.exit()
-		s.end(err)
+		s.OnClose(err)
 	})
 	return s
 }
 
 // guardedFeeder is newFeeder whose writable callback passes through g.
-func guardedFeeder(c stream.Conn, g *callGuard, data []byte, seed uint64, maxWrite int, close bool) *feeder {
-	f := newFeeder(c, data, seed, maxWrite, close)
+func guardedFeeder(c stream.Conn, g *callGuard, data []byte, seed uint64, maxWrite int, close bool) *streamtest.Feeder {
+	f := streamtest.NewFeeder(c, data, seed, maxWrite, close)
 	c.SetWritable(func() {
 		g.enter()
 		defer g.exit()
-		f.pump()
+		f.Pump()
 	})
 	return f
 }
@@ -229,17 +230,17 @@ func guardedFeeder(c stream.Conn, g *callGuard, data []byte, seed uint64, maxWri
 // cleanup then runs after checkNoLeak's wait.
 type endChecks struct {
 	mu     sync.Mutex
-	sinks  map[string]*sink
+	sinks  map[string]*streamtest.Sink
 	guards map[string]*callGuard
 }
 
 func newEndChecks(t *testing.T) *endChecks {
-	e := &endChecks{sinks: map[string]*sink{}, guards: map[string]*callGuard{}}
+	e := &endChecks{sinks: map[string]*streamtest.Sink{}, guards: map[string]*callGuard{}}
 	t.Cleanup(func() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		for name, s := range e.sinks {
-			if _, closes, _ := s.result(); closes != 1 {
+			if _, closes, _ := s.Result(); closes != 1 {
 				t.Errorf("%s: onClose ran %d times, want 1", name, closes)
 			}
 		}
@@ -252,7 +253,7 @@ func newEndChecks(t *testing.T) *endChecks {
 	return e
 }
 
-func (e *endChecks) sink(name string, s *sink) *sink {
+func (e *endChecks) sink(name string, s *streamtest.Sink) *streamtest.Sink {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.sinks[name] = s

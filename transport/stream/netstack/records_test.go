@@ -4,7 +4,7 @@
 // at both levels (this package's SendBuffer and netstack's own send
 // buffer), and the bytes arrive whole and in order, records or not.
 
-package stream_test
+package netstack_test
 
 import (
 	"errors"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/rnic/rnic/transport/stream"
 	"github.com/rnic/rnic/transport/stream/netstack"
+	"github.com/rnic/rnic/transport/stream/streamtest"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
@@ -195,7 +196,7 @@ func recordSizes(seed uint64, n, most int) (ends []int) {
 }
 
 // recordPair connects a client on w.a to a server on w.b at addr.
-func recordPair(t *testing.T, e *endChecks, w *nsWire, cfg stream.TCPConfig, addr string) (c, s stream.Conn, cs, ss *sink) {
+func recordPair(t *testing.T, e *endChecks, w *nsWire, cfg stream.TCPConfig, addr string) (c, s stream.Conn, cs, ss *streamtest.Sink) {
 	t.Helper()
 	c, s, cs, ss, _, _ = contractPair(t, e, netstack.New(w.a, testNIC, cfg), netstack.New(w.b, testNIC, cfg), addr)
 	return c, s, cs, ss
@@ -203,13 +204,13 @@ func recordPair(t *testing.T, e *endChecks, w *nsWire, cfg stream.TCPConfig, add
 
 // finish waits for the client's FIN at the server, closes the server's
 // side and waits for it at the client.
-func finish(t *testing.T, s stream.Conn, cs, ss *sink) {
+func finish(t *testing.T, s stream.Conn, cs, ss *streamtest.Sink) {
 	t.Helper()
-	ss.wait(t, "server")
+	ss.Wait(t, "server")
 	if err := s.Close(); err != nil {
 		t.Error(err)
 	}
-	cs.wait(t, "client")
+	cs.Wait(t, "client")
 }
 
 // TestNetstackRecordsAligned: records of mixed sizes up to SegmentPayload,
@@ -229,7 +230,7 @@ func TestNetstackRecordsAligned(t *testing.T) {
 		} {
 			t.Run(addr+"/"+tc.name, func(t *testing.T) {
 				e := newEndChecks(t)
-				checkNoLeak(t)
+				streamtest.CheckNoLeak(t)
 				w := newNSWireBuf(t, tc.sendBuf)
 				var log segmentLog
 				watch := log.packet
@@ -251,7 +252,7 @@ func TestNetstackRecordsAligned(t *testing.T) {
 						ends = append(ends, i*sp)
 					}
 				}
-				data := pattern(21, ends[len(ends)-1])
+				data := streamtest.Pattern(21, ends[len(ends)-1])
 				f := newRecordFeeder(c, data, ends, 5, 64, 0)
 				go f.pump()
 				<-f.done
@@ -259,7 +260,7 @@ func TestNetstackRecordsAligned(t *testing.T) {
 					t.Fatal(f.err)
 				}
 				finish(t, s, cs, ss)
-				checkDelivered(t, "server", ss, data, io.EOF)
+				streamtest.CheckDelivered(t, "server", ss, data, io.EOF)
 				segs, largest := log.check(t, ends)
 				t.Logf("%d records (%d bytes) in %d batches, %d refused; %d segments, largest %d, SegmentPayload %d",
 					len(ends), len(data), f.batches, f.refusals, segs, largest, sp)
@@ -285,11 +286,11 @@ func TestNetstackRecordsAligned(t *testing.T) {
 // deliver every byte once, in order, and Buffered drains to 0.
 func TestNetstackRecordsMixedWithWrite(t *testing.T) {
 	e := newEndChecks(t)
-	checkNoLeak(t)
+	streamtest.CheckNoLeak(t)
 	w := newNSWireBuf(t, 64<<10)
 	c, s, cs, ss := recordPair(t, e, w, stream.TCPConfig{SendBuffer: 128 << 10, ReadBuffer: 16 << 10}, nsServerAddrs[0])
 	ends := recordSizes(3, 8000, 4000) // some larger than a segment
-	data := pattern(22, ends[len(ends)-1])
+	data := streamtest.Pattern(22, ends[len(ends)-1])
 	f := newRecordFeeder(c, data, ends, 9, 32, 3)
 	go f.pump()
 	<-f.done
@@ -297,7 +298,7 @@ func TestNetstackRecordsMixedWithWrite(t *testing.T) {
 		t.Fatal(f.err)
 	}
 	finish(t, s, cs, ss)
-	checkDelivered(t, "server", ss, data, io.EOF)
+	streamtest.CheckDelivered(t, "server", ss, data, io.EOF)
 	if c.Buffered() != 0 {
 		t.Errorf("Buffered = %d after the end", c.Buffered())
 	}
@@ -310,7 +311,7 @@ func TestNetstackRecordsMixedWithWrite(t *testing.T) {
 // are refused with nothing written; after Close, ErrClosed.
 func TestNetstackWriteRecordsErrors(t *testing.T) {
 	e := newEndChecks(t)
-	checkNoLeak(t)
+	streamtest.CheckNoLeak(t)
 	w := newNSWire(t)
 	c, s, cs, ss := recordPair(t, e, w, stream.TCPConfig{}, nsServerAddrs[0])
 	rw := c.(stream.RecordWriter)
@@ -331,5 +332,5 @@ func TestNetstackWriteRecordsErrors(t *testing.T) {
 		t.Errorf("after Close: %v", err)
 	}
 	finish(t, s, cs, ss)
-	checkDelivered(t, "server", ss, b, io.EOF)
+	streamtest.CheckDelivered(t, "server", ss, b, io.EOF)
 }

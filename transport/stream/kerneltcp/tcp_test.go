@@ -2,13 +2,12 @@
 // both ways with backpressure, orderly close, reset, refusal, linger,
 // idempotent Close/Abort, and no goroutine left behind.
 
-package stream_test
+package kerneltcp_test
 
 import (
 	"errors"
 	"io"
 	"net/netip"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -16,36 +15,12 @@ import (
 
 	"github.com/rnic/rnic/transport/stream"
 	"github.com/rnic/rnic/transport/stream/kerneltcp"
+	"github.com/rnic/rnic/transport/stream/streamtest"
 )
-
-var loopbacks = []string{"127.0.0.1", "::1"}
-
-// checkNoLeak fails the test if, once it is over, more goroutines run than
-// at the start (waiting a little for goroutines that are ending).
-func checkNoLeak(t *testing.T) {
-	t.Helper()
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			now := runtime.NumGoroutine()
-			if now <= before {
-				return
-			}
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Errorf("goroutine leak: %d before, %d after:\n%s", before, now, buf)
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
-}
 
 // tcpPair listens on addr with cfg, dials it, and returns both ends with
 // their receivers installed.
-func tcpPair(t *testing.T, addr string, cfg stream.TCPConfig) (client, server stream.Conn, cs, ss *sink) {
+func tcpPair(t *testing.T, addr string, cfg stream.TCPConfig) (client, server stream.Conn, cs, ss *streamtest.Sink) {
 	t.Helper()
 	n := &kerneltcp.Network{Config: cfg}
 	l, err := n.Listen(netip.AddrPortFrom(netip.MustParseAddr(addr), 0))
@@ -56,11 +31,11 @@ func tcpPair(t *testing.T, addr string, cfg stream.TCPConfig) (client, server st
 	accepted := make(chan stream.Conn, 1)
 	var (
 		mu sync.Mutex
-		s  *sink
+		s  *streamtest.Sink
 	)
 	l.SetAcceptor(func(c stream.Conn) {
 		mu.Lock()
-		s = newSink(c, nil)
+		s = streamtest.NewSink(c, nil)
 		mu.Unlock()
 		accepted <- c
 	})
@@ -68,7 +43,7 @@ func tcpPair(t *testing.T, addr string, cfg stream.TCPConfig) (client, server st
 	var derr error
 	n.Dial(netip.Addr{}, l.Addr(), func(c stream.Conn, err error) {
 		if err == nil {
-			cs = newSink(c, nil)
+			cs = streamtest.NewSink(c, nil)
 		}
 		client, derr = c, err
 		close(done)
@@ -88,21 +63,9 @@ func tcpPair(t *testing.T, addr string, cfg stream.TCPConfig) (client, server st
 	return client, server, cs, ss
 }
 
-func waitFeeder(t *testing.T, name string, f *feeder) {
-	t.Helper()
-	select {
-	case <-f.doneCh:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("%s: writer stuck", name)
-	}
-	if f.err != nil {
-		t.Fatalf("%s: %v", name, f.err)
-	}
-}
-
 func TestTCPExchange(t *testing.T) {
-	checkNoLeak(t)
-	for _, addr := range loopbacks {
+	streamtest.CheckNoLeak(t)
+	for _, addr := range streamtest.Loopbacks {
 		t.Run(addr, func(t *testing.T) {
 			c, s, cs, ss := tcpPair(t, addr, stream.TCPConfig{SendBuffer: 128 << 10, ReadBuffer: 16 << 10})
 			if !c.Active() || s.Active() {
@@ -112,21 +75,21 @@ func TestTCPExchange(t *testing.T) {
 				t.Errorf("addresses: %v->%v, %v->%v", c.LocalAddr(), c.RemoteAddr(), s.LocalAddr(), s.RemoteAddr())
 			}
 			const n = 8 << 20
-			up, down := pattern(3, n), pattern(4, n)
-			fc := newFeeder(c, up, 5, 100000, true)
-			fs := newFeeder(s, down, 6, 100000, true)
-			go fc.pump()
-			go fs.pump()
-			waitFeeder(t, "client", fc)
-			waitFeeder(t, "server", fs)
-			ss.wait(t, "server")
-			cs.wait(t, "client")
-			checkDelivered(t, "server", ss, up, io.EOF)
-			checkDelivered(t, "client", cs, down, io.EOF)
-			split, coalesced := splitAndCoalesced(fc.writes, ss.chunks)
+			up, down := streamtest.Pattern(3, n), streamtest.Pattern(4, n)
+			fc := streamtest.NewFeeder(c, up, 5, 100000, true)
+			fs := streamtest.NewFeeder(s, down, 6, 100000, true)
+			go fc.Pump()
+			go fs.Pump()
+			streamtest.WaitFeeder(t, "client", fc)
+			streamtest.WaitFeeder(t, "server", fs)
+			ss.Wait(t, "server")
+			cs.Wait(t, "client")
+			streamtest.CheckDelivered(t, "server", ss, up, io.EOF)
+			streamtest.CheckDelivered(t, "client", cs, down, io.EOF)
+			split, coalesced := streamtest.SplitAndCoalesced(fc.Writes, ss.Chunks)
 			t.Logf("client: %d writes (%d refused), server got %d chunks; split %v coalesced %v",
-				len(fc.writes), fc.refusals, len(ss.chunks), split, coalesced)
-			if fc.refusals+fs.refusals == 0 {
+				len(fc.Writes), fc.Refusals, len(ss.Chunks), split, coalesced)
+			if fc.Refusals+fs.Refusals == 0 {
 				t.Log("the send buffer never filled (the kernel took everything at once)")
 			}
 			if _, err := c.Write([]byte("x")); !errors.Is(err, stream.ErrClosed) {
@@ -145,8 +108,8 @@ func TestTCPExchange(t *testing.T) {
 }
 
 func TestTCPAbort(t *testing.T) {
-	checkNoLeak(t)
-	for _, addr := range loopbacks {
+	streamtest.CheckNoLeak(t)
+	for _, addr := range streamtest.Loopbacks {
 		t.Run(addr, func(t *testing.T) {
 			c, s, cs, ss := tcpPair(t, addr, stream.TCPConfig{})
 			if _, err := c.Write([]byte("hello")); err != nil {
@@ -155,7 +118,7 @@ func TestTCPAbort(t *testing.T) {
 			// Wait for the bytes, so the abort is a reset and not a
 			// refusal of unread data.
 			for deadline := time.Now().Add(10 * time.Second); ; {
-				got, _, _ := ss.result()
+				got, _, _ := ss.Result()
 				if string(got) == "hello" {
 					break
 				}
@@ -173,10 +136,10 @@ func TestTCPAbort(t *testing.T) {
 			if err := c.Close(); err != nil {
 				t.Errorf("Close after Abort: %v", err)
 			}
-			cs.wait(t, "client")
-			ss.wait(t, "server")
-			checkDelivered(t, "client", cs, nil, stream.ErrAborted)
-			checkDelivered(t, "server", ss, []byte("hello"), stream.ErrReset)
+			cs.Wait(t, "client")
+			ss.Wait(t, "server")
+			streamtest.CheckDelivered(t, "client", cs, nil, stream.ErrAborted)
+			streamtest.CheckDelivered(t, "server", ss, []byte("hello"), stream.ErrReset)
 			if _, err := c.Write([]byte("x")); !errors.Is(err, stream.ErrClosed) {
 				t.Errorf("client Write after Abort: %v, want ErrClosed", err)
 			}
@@ -189,24 +152,24 @@ func TestTCPAbort(t *testing.T) {
 }
 
 func TestTCPHalfCloseAndLinger(t *testing.T) {
-	checkNoLeak(t)
+	streamtest.CheckNoLeak(t)
 	c, s, cs, ss := tcpPair(t, "127.0.0.1", stream.TCPConfig{Linger: 200 * time.Millisecond})
 	c.Write([]byte("request"))
 	c.Close()
-	ss.wait(t, "server")
-	checkDelivered(t, "server", ss, []byte("request"), io.EOF)
+	ss.Wait(t, "server")
+	streamtest.CheckDelivered(t, "server", ss, []byte("request"), io.EOF)
 	// The server answers after the client's FIN; the client still
 	// receives, but the server never closes: the client's linger runs out.
 	if _, err := s.Write([]byte("response")); err != nil {
 		t.Fatal(err)
 	}
-	cs.wait(t, "client")
-	checkDelivered(t, "client", cs, []byte("response"), stream.ErrTimeout)
+	cs.Wait(t, "client")
+	streamtest.CheckDelivered(t, "client", cs, []byte("response"), stream.ErrTimeout)
 	s.Abort()
 }
 
 func TestTCPDialErrors(t *testing.T) {
-	checkNoLeak(t)
+	streamtest.CheckNoLeak(t)
 	// A port nobody listens on: listen, note the port, close.
 	l, err := kerneltcp.Listen(netip.MustParseAddrPort("127.0.0.1:0"))
 	if err != nil {
@@ -244,7 +207,7 @@ func TestTCPDialErrors(t *testing.T) {
 }
 
 func TestTCPBackpressure(t *testing.T) {
-	checkNoLeak(t)
+	streamtest.CheckNoLeak(t)
 	// The server reads nothing (no receiver): the kernel buffers fill,
 	// then the client's queue, then Write refuses, without blocking.
 	n := &kerneltcp.Network{Config: stream.TCPConfig{SendBuffer: 256 << 10}}
@@ -262,7 +225,7 @@ func TestTCPBackpressure(t *testing.T) {
 	s := <-accepted
 	writable := make(chan struct{}, 1)
 	c.SetWritable(func() { writable <- struct{}{} })
-	cs := newSink(c, nil)
+	cs := streamtest.NewSink(c, nil)
 	chunk := make([]byte, 32<<10)
 	total := 0
 	start := time.Now()
@@ -284,23 +247,23 @@ func TestTCPBackpressure(t *testing.T) {
 	}
 	t.Logf("refused after %d bytes, %d queued", total, c.Buffered())
 	// Reading on the server drains the client and calls writable.
-	ss := newSink(s, nil)
+	ss := streamtest.NewSink(s, nil)
 	select {
 	case <-writable:
 	case <-time.After(10 * time.Second):
 		t.Fatal("writable never called")
 	}
 	c.Close()
-	ss.wait(t, "server")
-	if got, _, err := ss.result(); len(got) != total || err != io.EOF {
+	ss.Wait(t, "server")
+	if got, _, err := ss.Result(); len(got) != total || err != io.EOF {
 		t.Errorf("server got %d bytes (%v), want %d", len(got), err, total)
 	}
 	s.Close()
-	cs.wait(t, "client")
+	cs.Wait(t, "client")
 }
 
 func TestTCPListenerAcceptorNil(t *testing.T) {
-	checkNoLeak(t)
+	streamtest.CheckNoLeak(t)
 	l, err := kerneltcp.Listen(netip.MustParseAddrPort("[::1]:0"))
 	if err != nil {
 		t.Fatal(err)
@@ -314,9 +277,9 @@ func TestTCPListenerAcceptorNil(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newSink(c, nil)
-	s.wait(t, "client")
-	if _, _, err := s.result(); !errors.Is(err, stream.ErrReset) && !errors.Is(err, io.EOF) {
+	s := streamtest.NewSink(c, nil)
+	s.Wait(t, "client")
+	if _, _, err := s.Result(); !errors.Is(err, stream.ErrReset) && !errors.Is(err, io.EOF) {
 		t.Errorf("client of a nil acceptor: %v", err)
 	}
 	c.Abort()

@@ -1,7 +1,7 @@
 // Tests of connection set-up on the simulated network: the handshake's
 // timeline, refusal, timeout, cancel, listener close, and addresses.
 
-package stream_test
+package simstream_test
 
 import (
 	"errors"
@@ -13,6 +13,7 @@ import (
 	"github.com/rnic/rnic/transport/clock"
 	"github.com/rnic/rnic/transport/stream"
 	"github.com/rnic/rnic/transport/stream/simstream"
+	"github.com/rnic/rnic/transport/stream/streamtest"
 )
 
 var (
@@ -54,16 +55,16 @@ func TestSimNetConnectAccept(t *testing.T) {
 	var (
 		acceptedAt time.Duration
 		server     stream.Conn
-		ss         *sink
+		ss         *streamtest.Sink
 	)
 	l.SetAcceptor(func(c stream.Conn) {
 		acceptedAt, server = clk.Now(), c
-		ss = newSink(c, clk.Now)
+		ss = streamtest.NewSink(c, clk.Now)
 		c.Write([]byte("MPA ID Rep Frame"))
 		c.Close()
 	})
 	r, _ := dial(clk, n, simClient, simServer)
-	var cs *sink
+	var cs *streamtest.Sink
 	clk.Run(func() bool { return r.n > 0 })
 	if r.err != nil {
 		t.Fatalf("Dial: %v", r.err)
@@ -71,7 +72,7 @@ func TestSimNetConnectAccept(t *testing.T) {
 	if r.at != 2*lat+delay {
 		t.Errorf("dial done at %v, want %v", r.at, 2*lat+delay)
 	}
-	cs = newSink(r.conn, clk.Now)
+	cs = streamtest.NewSink(r.conn, clk.Now)
 	r.conn.Write([]byte("MPA ID Req Frame"))
 	r.conn.Close()
 	clk.Run(nil)
@@ -81,8 +82,8 @@ func TestSimNetConnectAccept(t *testing.T) {
 	if server == nil {
 		t.Fatal("nothing accepted")
 	}
-	checkDelivered(t, "server", ss, []byte("MPA ID Req Frame"), io.EOF)
-	checkDelivered(t, "client", cs, []byte("MPA ID Rep Frame"), io.EOF)
+	streamtest.CheckDelivered(t, "server", ss, []byte("MPA ID Req Frame"), io.EOF)
+	streamtest.CheckDelivered(t, "client", cs, []byte("MPA ID Rep Frame"), io.EOF)
 	if !r.conn.Active() || server.Active() {
 		t.Errorf("Active: client %v, server %v", r.conn.Active(), server.Active())
 	}
@@ -200,21 +201,21 @@ func TestSimNetBacklogAndClose(t *testing.T) {
 	}
 	r.conn.Write([]byte("queued"))
 	clk.Run(nil)
-	var ss *sink
-	l.SetAcceptor(func(c stream.Conn) { ss = newSink(c, nil) })
+	var ss *streamtest.Sink
+	l.SetAcceptor(func(c stream.Conn) { ss = streamtest.NewSink(c, nil) })
 	clk.Run(nil)
-	if ss == nil || string(ss.got) != "queued" {
+	if ss == nil || string(ss.Got) != "queued" {
 		t.Fatalf("backlogged connection: %v", ss)
 	}
 	// A connection waiting when the listener closes is reset.
 	l.SetAcceptor(nil)
 	r2, _ := dial(clk, n, simClient, simServer)
 	clk.Run(nil)
-	cs := newSink(r2.conn, nil)
+	cs := streamtest.NewSink(r2.conn, nil)
 	l.Close()
 	l.Close()
 	clk.Run(nil)
-	checkDelivered(t, "client of a closed listener", cs, nil, stream.ErrReset)
+	streamtest.CheckDelivered(t, "client of a closed listener", cs, nil, stream.ErrReset)
 	r3, _ := dial(clk, n, simClient, simServer)
 	clk.Run(nil)
 	if !errors.Is(r3.err, stream.ErrRefused) {
@@ -240,15 +241,15 @@ func TestSimNetPerConnectionSeeds(t *testing.T) {
 		clk := clock.NewVirtual()
 		n := simstream.NewNetwork(clk, simstream.NetConfig{Conn: simstream.Config{Seed: 3, Chop: 0.5}})
 		l, _ := n.Listen(simServer)
-		var sinks []*sink
-		l.SetAcceptor(func(c stream.Conn) { sinks = append(sinks, newSink(c, nil)) })
+		var sinks []*streamtest.Sink
+		l.SetAcceptor(func(c stream.Conn) { sinks = append(sinks, streamtest.NewSink(c, nil)) })
 		r1, _ := dial(clk, n, simClient, simServer)
 		r2, _ := dial(clk, n, simClient, simServer)
 		clk.Run(nil)
 		r1.conn.Write(make([]byte, firstBytes))
 		r2.conn.Write(make([]byte, 50000))
 		clk.Run(nil)
-		return sinks[1].chunks
+		return sinks[1].Chunks
 	}
 	a, b := run(1000), run(70000)
 	if len(a) != len(b) {

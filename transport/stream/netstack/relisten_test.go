@@ -1,10 +1,11 @@
-package stream_test
+package netstack_test
 
 import (
 	"net/netip"
 	"testing"
 
 	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/streamtest"
 )
 
 // A port whose listener is closed can be listened on again while a
@@ -16,7 +17,7 @@ import (
 func TestContractRelistenWhileConnected(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, tg contractTarget, addr string) {
 		e := newEndChecks(t)
-		checkNoLeak(t)
+		streamtest.CheckNoLeak(t)
 		client, server, _ := tg.setup(t, stream.TCPConfig{})
 		c, s, cs, ss, _, _ := contractPair(t, e, client, server, addr) // its listener is closed
 		defer func() {
@@ -25,8 +26,8 @@ func TestContractRelistenWhileConnected(t *testing.T) {
 			// busy machine the kernel target's may come late.
 			c.Abort()
 			s.Abort()
-			cs.wait(t, "client")
-			ss.wait(t, "server")
+			cs.Wait(t, "client")
+			ss.Wait(t, "server")
 		}()
 		at := netip.AddrPortFrom(netip.MustParseAddr(addr), s.LocalAddr().Port())
 		l, err := server.Listen(at)
@@ -60,7 +61,7 @@ func TestContractRelistenWhileConnected(t *testing.T) {
 func TestContractRelistenAfterTimeWait(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, tg contractTarget, addr string) {
 		e := newEndChecks(t)
-		checkNoLeak(t)
+		streamtest.CheckNoLeak(t)
 		client, server, _ := tg.setup(t, stream.TCPConfig{})
 		any := netip.IPv4Unspecified()
 		if netip.MustParseAddr(addr).Is6() {
@@ -86,9 +87,9 @@ func TestContractRelistenAfterTimeWait(t *testing.T) {
 		ss, cs := e.sink("server", guardedSink(s, e.guard("server"))), e.sink("client", guardedSink(c, e.guard("client")))
 		l.Close()
 		s.Close() // the server ends first: its end goes to TIME_WAIT
-		cs.wait(t, "client")
+		cs.Wait(t, "client")
 		c.Close()
-		ss.wait(t, "server")
+		ss.Wait(t, "server")
 		again, err := server.Listen(netip.AddrPortFrom(any, port))
 		if err != nil {
 			t.Fatalf("Listen on port %d again after its connection ended: %v", port, err)

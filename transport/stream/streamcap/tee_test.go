@@ -4,7 +4,7 @@
 // the reassembled streams equal to the bytes written. One capture carries
 // an MPA handshake and FPDUs, which tshark must dissect as iWARP.
 
-package stream_test
+package streamcap_test
 
 import (
 	"bytes"
@@ -33,8 +33,20 @@ import (
 	"github.com/rnic/rnic/transport/stream/kerneltcp"
 	"github.com/rnic/rnic/transport/stream/simstream"
 	"github.com/rnic/rnic/transport/stream/streamcap"
+	"github.com/rnic/rnic/transport/stream/streamtest"
 	"github.com/rnic/rnic/transport/tsharktest"
 )
+
+// arbitrary splits and coalesces a simulated stream as a busy network
+// would: the capture must not depend on how the bytes travelled.
+var arbitrary = simstream.Config{
+	Seed:       42,
+	Latency:    5 * time.Microsecond,
+	Bandwidth:  10e9,
+	Chop:       0.5,
+	Coalesce:   2 * time.Microsecond,
+	SendBuffer: 64 << 10,
+}
 
 // readPcap opens path with pcapgo and decodes every frame as
 // Ethernet/IP/TCP, failing on anything else; it returns the TCP layers.
@@ -149,7 +161,7 @@ func follow(t *testing.T, path string, extra []string) (client, server []byte) {
 func checkStream(t *testing.T, what string, got, want []byte) {
 	t.Helper()
 	if string(got) != string(want) {
-		t.Errorf("%s: tshark reassembled %d bytes, want %d; first difference at %d", what, len(got), len(want), firstDiff(got, want))
+		t.Errorf("%s: tshark reassembled %d bytes, want %d; first difference at %d", what, len(got), len(want), streamtest.FirstDiff(got, want))
 	}
 }
 
@@ -174,14 +186,14 @@ func simConversation(t *testing.T, cfg simstream.Config, n int) (pathA, pathB st
 	now := transport.VirtualTimestamps(clk)
 	ta := streamcap.TeeConn(a, wa, streamcap.Endpoint{}, streamcap.Endpoint{}, now)
 	tb := streamcap.TeeConn(b, wb, streamcap.Endpoint{MSS: 65483}, streamcap.Endpoint{}, now)
-	a2b, b2a = pattern(7, n), pattern(8, n)
-	sa, sb := newSink(ta, nil), newSink(tb, nil)
-	fa, fb := newFeeder(ta, a2b, 1, 30000, true), newFeeder(tb, b2a, 2, 30000, true)
-	clk.AfterFunc(0, fa.pump)
-	clk.AfterFunc(0, fb.pump)
+	a2b, b2a = streamtest.Pattern(7, n), streamtest.Pattern(8, n)
+	sa, sb := streamtest.NewSink(ta, nil), streamtest.NewSink(tb, nil)
+	fa, fb := streamtest.NewFeeder(ta, a2b, 1, 30000, true), streamtest.NewFeeder(tb, b2a, 2, 30000, true)
+	clk.AfterFunc(0, fa.Pump)
+	clk.AfterFunc(0, fb.Pump)
 	clk.Run(nil)
-	checkDelivered(t, "B", sb, a2b, io.EOF)
-	checkDelivered(t, "A", sa, b2a, io.EOF)
+	streamtest.CheckDelivered(t, "B", sb, a2b, io.EOF)
+	streamtest.CheckDelivered(t, "A", sa, b2a, io.EOF)
 	for _, w := range []*pcap.Writer{wa, wb} {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
@@ -228,7 +240,7 @@ func TestPcapSim(t *testing.T) {
 }
 
 func TestPcapKernelTCP(t *testing.T) {
-	checkNoLeak(t)
+	streamtest.CheckNoLeak(t)
 	tsharktest.Path(t)
 	wc, pathC := newPcap(t, "client.pcap")
 	ws, pathS := newPcap(t, "server.pcap")
@@ -237,13 +249,13 @@ func TestPcapKernelTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	up, down := pattern(11, 500000), pattern(12, 400000)
-	serverDone := make(chan *sink, 1)
+	up, down := streamtest.Pattern(11, 500000), streamtest.Pattern(12, 400000)
+	serverDone := make(chan *streamtest.Sink, 1)
 	l.SetAcceptor(func(c stream.Conn) {
 		tc := streamcap.TeeConn(c, ws, streamcap.Endpoint{MSS: 65483}, streamcap.Endpoint{MSS: 65483}, time.Now)
-		s := newSink(tc, nil)
-		f := newFeeder(tc, down, 3, 70000, true)
-		go f.pump()
+		s := streamtest.NewSink(tc, nil)
+		f := streamtest.NewFeeder(tc, down, 3, 70000, true)
+		go f.Pump()
 		serverDone <- s
 	})
 	c, err := kerneltcp.Dial(netip.Addr{}, l.Addr(), 5*time.Second)
@@ -251,15 +263,15 @@ func TestPcapKernelTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	tc := streamcap.TeeConn(c, wc, streamcap.Endpoint{}, streamcap.Endpoint{}, time.Now)
-	cs := newSink(tc, nil)
-	fc := newFeeder(tc, up, 4, 70000, true)
-	fc.pump()
+	cs := streamtest.NewSink(tc, nil)
+	fc := streamtest.NewFeeder(tc, up, 4, 70000, true)
+	fc.Pump()
 	ss := <-serverDone
-	ss.wait(t, "server")
-	cs.wait(t, "client")
-	waitFeeder(t, "client", fc)
-	checkDelivered(t, "server", ss, up, io.EOF)
-	checkDelivered(t, "client", cs, down, io.EOF)
+	ss.Wait(t, "server")
+	cs.Wait(t, "client")
+	streamtest.WaitFeeder(t, "client", fc)
+	streamtest.CheckDelivered(t, "server", ss, up, io.EOF)
+	streamtest.CheckDelivered(t, "client", cs, down, io.EOF)
 	for _, w := range []*pcap.Writer{wc, ws} {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
@@ -282,15 +294,15 @@ func TestPcapReset(t *testing.T) {
 	now := transport.VirtualTimestamps(clk)
 	ta := streamcap.TeeConn(a, wa, streamcap.Endpoint{}, streamcap.Endpoint{}, now)
 	tb := streamcap.TeeConn(b, wb, streamcap.Endpoint{}, streamcap.Endpoint{}, now)
-	sa, sb := newSink(ta, nil), newSink(tb, nil)
+	sa, sb := streamtest.NewSink(ta, nil), streamtest.NewSink(tb, nil)
 	ta.Write([]byte("some bytes"))
 	tb.Write([]byte("an answer"))
 	clk.Run(nil)
 	ta.Abort()
 	ta.Abort()
 	clk.Run(nil)
-	checkDelivered(t, "A", sa, []byte("an answer"), stream.ErrAborted)
-	checkDelivered(t, "B", sb, []byte("some bytes"), stream.ErrReset)
+	streamtest.CheckDelivered(t, "A", sa, []byte("an answer"), stream.ErrAborted)
+	streamtest.CheckDelivered(t, "B", sb, []byte("some bytes"), stream.ErrReset)
 	wa.Close()
 	wb.Close()
 	for _, path := range []string{pathA, pathB} {
@@ -372,33 +384,33 @@ func mpaConversation(t *testing.T, ta, b stream.Conn, w *pcap.Writer, path strin
 	rep := mpaFrame("MPA ID Rep Frame", nil)
 	var upF, downF []byte
 	for i := range 40 {
-		upF = append(upF, fpduSend(uint32(i+1), pattern(uint64(i), 1+i*37))...)
-		downF = append(downF, fpduSend(uint32(i+1), pattern(uint64(100+i), 2500-i*50))...)
+		upF = append(upF, fpduSend(uint32(i+1), streamtest.Pattern(uint64(i), 1+i*37))...)
+		downF = append(downF, fpduSend(uint32(i+1), streamtest.Pattern(uint64(100+i), 2500-i*50))...)
 	}
 	up, down := append(bytes.Clone(req), upF...), append(bytes.Clone(rep), downF...)
-	sa, sb := newSink(ta, nil), newSink(b, nil)
-	received := func(s *sink, n int) func() bool {
-		return func() bool { got, _, _ := s.result(); return len(got) >= n }
+	sa, sb := streamtest.NewSink(ta, nil), streamtest.NewSink(b, nil)
+	received := func(s *streamtest.Sink, n int) func() bool {
+		return func() bool { got, _, _ := s.Result(); return len(got) >= n }
 	}
 	if _, err := ta.Write(req); err != nil {
 		t.Fatal(err)
 	}
 	wait(received(sb, len(req)))
-	fb := newFeeder(b, downF, 2, 3000, true)
+	fb := streamtest.NewFeeder(b, downF, 2, 3000, true)
 	if _, err := b.Write(rep); err != nil {
 		t.Fatal(err)
 	}
-	fb.pump()
+	fb.Pump()
 	wait(received(sa, len(rep)))
-	fa := newFeeder(ta, upF, 1, 3000, true)
-	fa.pump()
-	closed := func(s *sink) func() bool {
-		return func() bool { _, n, _ := s.result(); return n > 0 }
+	fa := streamtest.NewFeeder(ta, upF, 1, 3000, true)
+	fa.Pump()
+	closed := func(s *streamtest.Sink) func() bool {
+		return func() bool { _, n, _ := s.Result(); return n > 0 }
 	}
 	wait(closed(sa))
 	wait(closed(sb))
-	checkDelivered(t, "B", sb, up, io.EOF)
-	checkDelivered(t, "A", sa, down, io.EOF)
+	streamtest.CheckDelivered(t, "B", sb, up, io.EOF)
+	streamtest.CheckDelivered(t, "A", sa, down, io.EOF)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -449,7 +461,7 @@ func TestPcapMPASim(t *testing.T) {
 }
 
 func TestPcapMPAKernelTCP(t *testing.T) {
-	checkNoLeak(t)
+	streamtest.CheckNoLeak(t)
 	tsharktest.Path(t)
 	l, err := kerneltcp.Listen(netip.MustParseAddrPort("[::1]:0"))
 	if err != nil {
@@ -485,14 +497,14 @@ func TestPcapFramerOnForeignBytes(t *testing.T) {
 	a, b := simstream.NewPair(clk, arbitrary)
 	w, path := newPcap(t, "foreign.pcap")
 	ta := streamcap.TeeConnWith(a, w, streamcap.TeeConfig{Now: transport.VirtualTimestamps(clk), Framer: mpaFramer})
-	up, down := pattern(21, 400000), pattern(22, 1000)
-	sa, sb := newSink(ta, nil), newSink(b, nil)
-	fa, fb := newFeeder(ta, up, 1, 30000, true), newFeeder(b, down, 2, 300, true)
-	clk.AfterFunc(0, fa.pump)
-	clk.AfterFunc(0, fb.pump)
+	up, down := streamtest.Pattern(21, 400000), streamtest.Pattern(22, 1000)
+	sa, sb := streamtest.NewSink(ta, nil), streamtest.NewSink(b, nil)
+	fa, fb := streamtest.NewFeeder(ta, up, 1, 30000, true), streamtest.NewFeeder(b, down, 2, 300, true)
+	clk.AfterFunc(0, fa.Pump)
+	clk.AfterFunc(0, fb.Pump)
 	clk.Run(nil)
-	checkDelivered(t, "B", sb, up, io.EOF)
-	checkDelivered(t, "A", sa, down, io.EOF)
+	streamtest.CheckDelivered(t, "B", sb, up, io.EOF)
+	streamtest.CheckDelivered(t, "A", sa, down, io.EOF)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
