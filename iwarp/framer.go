@@ -1,8 +1,6 @@
 package iwarp
 
-import (
-	"github.com/rnic/rnic/iwarp/wire"
-)
+import "github.com/rnic/rnic/iwarp/wire"
 
 // CaptureFramer is the streamcap.TeeConfig.Framer of an iWARP connection
 // without markers (wire.MessageLen). With it a capture's TCP segments

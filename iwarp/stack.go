@@ -76,8 +76,8 @@ func (m RTRMode) only() rtrKind {
 type Config struct {
 	// Clock drives every timer; the virtual clock makes runs deterministic.
 	Clock clock.Clock
-	// Network opens and accepts the byte streams: &kerneltcp.Network{} for kernel
-	// sockets, a *simstream.Network on the virtual clock.
+	// Network opens and accepts the byte streams: &kerneltcp.Network{} for
+	// kernel sockets, a *simstream.Network on the virtual clock.
 	Network stream.Network
 	// Addr is the local address connections are dialed from; the zero
 	// Addr lets the network choose.

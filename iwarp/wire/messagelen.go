@@ -1,8 +1,6 @@
 package wire
 
-import (
-	"encoding/binary"
-)
+import "encoding/binary"
 
 // MessageLen is the length of the MPA message at the start of p, a
 // connection's byte stream without markers: an MPA Request or Reply is 20

@@ -10,10 +10,10 @@ import (
 	"github.com/rnic/rnic/transport/pcap"
 )
 
-// FuzzPcapReader: no input makes the capture reader panic or loop forever,
+// FuzzReader: no input makes the capture reader panic or loop forever,
 // and no frame exceeds the largest snapshot length a capture may declare.
 // (Inputs may be gzip-compressed, so output can outgrow input.)
-func FuzzPcapReader(f *testing.F) {
+func FuzzReader(f *testing.F) {
 	files, _ := filepath.Glob("../testdata/captures/*.pcap")
 	for _, p := range files {
 		if b, err := os.ReadFile(p); err == nil && len(b) < 64<<10 {

@@ -25,20 +25,20 @@ type teeEndpoint struct {
 	closed atomic.Bool
 }
 
-// Tee returns a transport.Endpoint that behaves like ep and writes to w
-// every frame sent through it and every frame it receives, each recorded at
-// the moment it crosses the port and stamped under w's lock (Writer.WriteFrameNow):
-// a frame sent is recorded before ep sees it, a frame received before the
-// receiver does. So nothing that answers a frame (an ACK, a READ response,
-// in this process or in a peer that sees the frame the instant ep sends it)
-// can be recorded before it, and the timestamps never decrease. A frame ep
-// then refuses (a full socket buffer, a frame a kernel socket cannot
-// reproduce) stays in the capture as a frame lost on the wire, as the
-// simulated link records its lost frames. now supplies the timestamps:
-// time.Now on a real wire, transport.VirtualTimestamps(clk) in a simulation. Install
-// receivers on the tee, not on ep, from then on. Capture errors do not
-// disturb traffic: they are sticky in w and reported by its Close. Closing
-// the tee closes ep but not w, which may be shared.
+// Tee returns a transport.Endpoint that behaves like ep and writes to w every
+// frame sent through it and every frame it receives, each recorded at the
+// moment it crosses the port and stamped under w's lock
+// (Writer.WriteFrameNow): a frame sent is recorded before ep sees it, a frame
+// received before the receiver does. So nothing that answers a frame (an ACK,
+// a READ response, in this process or in a peer that sees the frame the
+// instant ep sends it) can be recorded before it, and the timestamps never
+// decrease. A frame ep then refuses (a full socket buffer, a frame a kernel
+// socket cannot reproduce) stays in the capture as a frame lost on the wire,
+// as the simulated link records its lost frames. now supplies the timestamps:
+// time.Now on a real wire, transport.VirtualTimestamps(clk) in a simulation.
+// Install receivers on the tee, not on ep, from then on. Capture errors do
+// not disturb traffic: they are sticky in w and reported by its Close.
+// Closing the tee closes ep but not w, which may be shared.
 //
 // When ep delivers in batches (transport.BatchEndpoint), so does the tee.
 func Tee(ep transport.Endpoint, w *Writer, now func() time.Time) transport.Endpoint {
@@ -74,9 +74,9 @@ func (t *batchTee) arriveBatch(frames [][]byte) {
 // SetBatchReceiver implements transport.BatchEndpoint.
 func (t *batchTee) SetBatchReceiver(f func(frames [][]byte)) { t.brecv.Store(&f) }
 
-// Send implements transport.Endpoint. The frame is recorded before ep gets it (see
-// Tee); an empty frame, which every Endpoint refuses, and a frame sent after
-// Close are not.
+// Send implements transport.Endpoint. The frame is recorded before ep gets it
+// (see Tee); an empty frame, which every Endpoint refuses, and a frame sent
+// after Close are not.
 func (t *teeEndpoint) Send(frame []byte) error {
 	if len(frame) > 0 && !t.closed.Load() {
 		_ = t.w.WriteFrameNow(t.now, frame)

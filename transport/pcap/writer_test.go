@@ -55,7 +55,7 @@ func readWithPcapgo(t *testing.T, b []byte) []record {
 	}
 }
 
-func TestPcapWriterRoundTrip(t *testing.T) {
+func TestWriterRoundTrip(t *testing.T) {
 	var buf bytes.Buffer
 	w, err := pcap.NewWriter(&buf)
 	if err != nil {
@@ -199,7 +199,7 @@ type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
 
-func TestPcapWriterErrorsAreSticky(t *testing.T) {
+func TestWriterErrorsAreSticky(t *testing.T) {
 	w, err := pcap.NewWriter(failWriter{})
 	if err != nil {
 		t.Fatal(err) // buffered: the header has not hit the writer yet

@@ -166,9 +166,10 @@ type Listener interface {
 	Close() error
 }
 
-// Network is where connections live: the host's TCP (kerneltcp), a TAP
-// NIC's own stack (netstack) or a simulated network (simstream). The iWARP connection manager takes a Network, so
-// the same code runs in the embedded and the simulated mode.
+// Network is where connections live: the host's TCP (kerneltcp), a TAP NIC's
+// own stack (netstack) or a simulated network (simstream). The iWARP
+// connection manager takes a Network, so the same code runs in the embedded
+// and the simulated mode.
 type Network interface {
 	Dialer
 	// Listen starts listening on addr (port 0: any free port).

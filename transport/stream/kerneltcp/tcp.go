@@ -54,7 +54,8 @@ type Network struct {
 
 var _ stream.Network = (*Network)(nil)
 
-// Listen starts listening with the default configuration; see Network.ListenTCP.
+// Listen starts listening with the default configuration; see
+// Network.ListenTCP.
 func Listen(addr netip.AddrPort) (*Listener, error) {
 	return (&Network{}).ListenTCP(addr)
 }
@@ -224,7 +225,8 @@ func newConn(c *net.TCPConn, cfg stream.TCPConfig, active bool) (*Conn, error) {
 	return tc, nil
 }
 
-// SetReceiver implements stream.Conn. The first call starts the reader goroutine.
+// SetReceiver implements stream.Conn. The first call starts the reader
+// goroutine.
 func (c *Conn) SetReceiver(onData func(p []byte), onClose func(err error)) {
 	c.InstallReceiver(onData, onClose, c.readLoop)
 }

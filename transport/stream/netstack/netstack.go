@@ -153,7 +153,8 @@ func (n *Network) Dial(local netip.Addr, remote netip.AddrPort, done func(stream
 
 // DialContext connects from local (zero: chosen by netstack) to remote,
 // blocking until the connection is established, the dial timeout passes
-// (stream.ErrTimeout), the peer refuses (stream.ErrRefused) or ctx ends (stream.ErrCanceled).
+// (stream.ErrTimeout), the peer refuses (stream.ErrRefused) or ctx ends
+// (stream.ErrCanceled).
 func (n *Network) DialContext(ctx context.Context, local netip.Addr, remote netip.AddrPort) (*Conn, error) {
 	remote = stream.UnmapPort(remote)
 	wq := new(waiter.Queue)
@@ -277,8 +278,8 @@ func (l *Listener) SetAcceptor(onConn func(stream.Conn)) {
 	l.InstallAcceptor(onConn, l.acceptLoop)
 }
 
-// Close implements stream.Listener: netstack resets the connections still in the
-// backlog. It does not wait for the accept goroutine (Close may be called
+// Close implements stream.Listener: netstack resets the connections still in
+// the backlog. It does not wait for the accept goroutine (Close may be called
 // from the acceptor).
 func (l *Listener) Close() error {
 	return l.CloseOnce(func() error {
@@ -456,7 +457,8 @@ func (c *Conn) wholeLimit() int {
 // SegmentPayload implements stream.RecordWriter.
 func (c *Conn) SegmentPayload() int { return c.segPayload }
 
-// SetReceiver implements stream.Conn. The first call starts the reader goroutine.
+// SetReceiver implements stream.Conn. The first call starts the reader
+// goroutine.
 func (c *Conn) SetReceiver(onData func(p []byte), onClose func(err error)) {
 	c.InstallReceiver(onData, onClose, c.readLoop)
 }

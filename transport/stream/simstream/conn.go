@@ -61,12 +61,12 @@ var (
 	DefaultB = netip.AddrPortFrom(netip.MustParseAddr("10.0.0.2"), DefaultPort)
 )
 
-// ResetPoint resets a simulated connection once Offset bytes of direction
-// Dir have been put on the wire: the receiving end gets exactly those
-// bytes, then onClose(stream.ErrReset), as if its stack had reset the connection,
-// and its RST reaches the sender one latency later (onClose(stream.ErrReset)
-// there too, after what it had received). Bytes written beyond Offset are
-// dropped. Offset 0 resets the connection at the first write in Dir.
+// ResetPoint resets a simulated connection once Offset bytes of direction Dir
+// have been put on the wire: the receiving end gets exactly those bytes, then
+// onClose(stream.ErrReset), as if its stack had reset the connection, and its
+// RST reaches the sender one latency later (onClose(stream.ErrReset) there
+// too, after what it had received). Bytes written beyond Offset are dropped.
+// Offset 0 resets the connection at the first write in Dir.
 type ResetPoint struct {
 	Dir    transport.Direction
 	Offset int64

@@ -13,9 +13,9 @@
 //	t+3L+D   ACK reaches the listener: the acceptor gets the passive end
 //
 // Nobody listening (or ConnectRefuse) answers with a RST: done(nil,
-// stream.ErrRefused) at t+2L. ConnectDrop loses the SYN: done(nil, stream.ErrTimeout) at
-// t+DialTimeout. Bytes the dialer writes from done on wait at the passive
-// end until its receiver is installed.
+// stream.ErrRefused) at t+2L. ConnectDrop loses the SYN: done(nil,
+// stream.ErrTimeout) at t+DialTimeout. Bytes the dialer writes from done on
+// wait at the passive end until its receiver is installed.
 
 package simstream
 

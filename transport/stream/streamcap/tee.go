@@ -238,7 +238,7 @@ func (t *teeConn) handshake(active bool) {
 type tcpFlags struct{ syn, ack, psh, fin, rst bool }
 
 // emit writes one segment from side `from`, advancing its sequence number,
-// stamped under the writer's lock (PcapWriter.WriteFrameNow) so that records
+// stamped under the writer's lock (pcap.Writer.WriteFrameNow) so that records
 // of other connections and links sharing the file keep time order.
 func (t *teeConn) emit(from int, f tcpFlags, payload []byte) {
 	s, peer := &t.side[from], &t.side[1-from]
