@@ -6,7 +6,7 @@
 //
 //	             ┌────────── NIC ───────────────────────────────┐
 //	verbs ──────▶│ embedded.NIC (nic.Device + roce.Stack)       │
-//	iwarp ──────▶│ Streams (netstack.Network on the TCPStack)    │
+//	iwarp ──────▶│ Streams (netstack.Network on the TCPStack)   │
 //	side channel▶│ Dial/Listen (gonet on the TCPStack)          │
 //	             │        tap.Host ── tap.Device ── TAP ── wire │
 //	             └──────────────────────────────────────────────┘
