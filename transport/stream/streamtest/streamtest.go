@@ -1,8 +1,6 @@
-// Package streamtest holds what the tests of the stream implementations
-// (kerneltcp, netstack, simstream, streamcap) share: a writer that drives
-// a stream.Conn as the iWARP engine does (Feeder, with backpressure), a
-// receiver that records what arrived and when (Sink), and the checks run
-// on them. It is for tests only.
+// Helpers: an engine-like writer that respects backpressure, a receiver
+// that records what arrived and when, and the checks made on them.
+
 package streamtest
 
 import (
