@@ -8,7 +8,9 @@ import (
 	"github.com/rnic/rnic/iwarp/wire"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/streamcap"
 	"github.com/rnic/rnic/transport/tsharktest"
 )
 
@@ -24,7 +26,7 @@ func TestCaptureTshark(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "iwarp-"+name+".pcap")
-			w, err := transport.CreatePcap(path)
+			w, err := pcap.Create(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -34,7 +36,7 @@ func TestCaptureTshark(t *testing.T) {
 			o.a.NoCRC, o.b.NoCRC = !crc, !crc
 			h := newHarness(t, o)
 			h.a.stack.cfg.Tee = func(c stream.Conn) stream.Conn {
-				return stream.TeeConnWith(c, w, stream.TeeConfig{Now: transport.VirtualTimestamps(h.clk), Framer: CaptureFramer})
+				return streamcap.TeeConnWith(c, w, streamcap.TeeConfig{Now: transport.VirtualTimestamps(h.clk), Framer: CaptureFramer})
 			}
 			h.listen(o)
 			h.connect(o)

@@ -8,7 +8,7 @@ import (
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
-	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/simstream"
 )
 
 // Each case makes A do something B must refuse, and checks B's Terminate
@@ -185,7 +185,7 @@ func TestTerminates(t *testing.T) {
 			name: "crc error",
 			// A's stream: MPA Request (20+4), the RTR FPDU (20), then the
 			// Send's FPDU: corrupt a payload byte.
-			opts: func(o *opts) { o.sim.Tamper = stream.CorruptAt(transport.AtoB, 24+20+30, 0x01) },
+			opts: func(o *opts) { o.sim.Tamper = simstream.CorruptAt(transport.AtoB, 24+20+30, 0x01) },
 			run: func(t *testing.T, e env) {
 				e.b.recv(7, 0, 100)
 				e.a.post(t, verbs.SendWR{ID: 1, Opcode: verbs.WRSend, SGL: []verbs.SGE{e.a.sge(0, 100)}})

@@ -15,7 +15,7 @@ import (
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/clock"
-	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/simstream"
 )
 
 // Test doubles for the objects nic provides, and a two-stack harness on
@@ -104,7 +104,7 @@ type opts struct {
 	ird, ord  uint16
 	sqDepth   uint32
 	maxSGE    uint32 // the QPs' max_send_sge (4 when 0)
-	sim       stream.SimConfig
+	sim       simstream.Config
 	trace     bool
 	rejectPD  []byte // B rejects with this private data
 	noAccept  bool
@@ -123,7 +123,7 @@ func defaultOpts() opts {
 type harness struct {
 	t       testing.TB
 	clk     *clock.Virtual
-	net     *stream.SimNetwork
+	net     *simstream.Network
 	a, b    *node
 	trace   []string
 	tmu     sync.Mutex
@@ -152,7 +152,7 @@ func newHarness(t testing.TB, o opts) *harness {
 		}
 		h.wireBuf[d] = append(h.wireBuf[d], seg...)
 	}
-	h.net = stream.NewSimNetwork(h.clk, stream.SimNetConfig{Conn: simc})
+	h.net = simstream.NewNetwork(h.clk, simstream.NetConfig{Conn: simc})
 	h.a = h.newNode("A", addrA, 1, o.a, o)
 	h.b = h.newNode("B", addrB, 2, o.b, o)
 	if !o.noConnect {

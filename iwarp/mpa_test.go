@@ -12,6 +12,7 @@ import (
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/simstream"
 )
 
 // exchange runs a SEND each way and a READ, to show the connection works.
@@ -285,7 +286,7 @@ func TestDisconnect(t *testing.T) {
 func TestStreamReset(t *testing.T) {
 	o := defaultOpts()
 	// Reset A's direction after 2000 bytes: in the middle of a Send.
-	o.sim.Reset = &stream.ResetPoint{Dir: transport.AtoB, Offset: 2000}
+	o.sim.Reset = &simstream.ResetPoint{Dir: transport.AtoB, Offset: 2000}
 	h := newHarness(t, o)
 	a, b := h.a, h.b
 	b.recv(1, 0, 100000)

@@ -13,9 +13,10 @@ import (
 	"github.com/rnic/rnic/iwarp/wire"
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic/verbs"
-	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/clock"
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/netstack"
 	"github.com/rnic/rnic/transport/tsharktest"
 	gbuffer "gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -31,7 +32,7 @@ import (
 // written to a pcap with an Ethernet header and kept for inspection.
 type nsCapture struct {
 	a, b *stack.Stack
-	pcap *transport.PcapWriter
+	pcap *pcap.Writer
 	mu   sync.Mutex
 	pkts [][]byte // IPv4 packets, in the order sent
 }
@@ -72,7 +73,7 @@ func newNSStack(t *testing.T, ep stack.LinkEndpoint, addr netip.Addr) *stack.Sta
 }
 
 func newNSCapture(t *testing.T, path string) *nsCapture {
-	w, err := transport.CreatePcap(path)
+	w, err := pcap.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +195,7 @@ func TestNetstackFPDUAlignment(t *testing.T) {
 	mk := func(name string, s *stack.Stack, addr netip.Addr, qpn uint32) *node {
 		nd := &node{name: name, addr: addr, scq: &testCQ{}, rcq: &testCQ{}, rq: &testRQ{}}
 		var err error
-		nd.stack, err = NewStack(Config{Clock: clk, Network: stream.NewNetstack(s, 1, stream.TCPConfig{}), Addr: addr})
+		nd.stack, err = NewStack(Config{Clock: clk, Network: netstack.New(s, 1, stream.TCPConfig{}), Addr: addr})
 		if err != nil {
 			t.Fatal(err)
 		}

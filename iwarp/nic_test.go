@@ -11,7 +11,7 @@ import (
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport/clock"
-	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/simstream"
 )
 
 // TestThroughNic drives the engine through nic, as an application would:
@@ -19,7 +19,7 @@ import (
 // manager, then verbs.
 func TestThroughNic(t *testing.T) {
 	clk := clock.NewVirtual()
-	net := stream.NewSimNetwork(clk, stream.SimNetConfig{Conn: stream.SimConfig{Chop: 0.3, Seed: 1}})
+	net := simstream.NewNetwork(clk, simstream.NetConfig{Conn: simstream.Config{Chop: 0.3, Seed: 1}})
 	type side struct {
 		stack *iwarp.Stack
 		dev   *nic.Device

@@ -76,15 +76,15 @@ func (m RTRMode) only() rtrKind {
 type Config struct {
 	// Clock drives every timer; the virtual clock makes runs deterministic.
 	Clock clock.Clock
-	// Network opens and accepts the byte streams: &stream.TCP{} for kernel
-	// sockets, a *stream.SimNetwork on the virtual clock.
+	// Network opens and accepts the byte streams: &kerneltcp.Network{} for
+	// kernel sockets, a *simstream.Network on the virtual clock.
 	Network stream.Network
 	// Addr is the local address connections are dialed from; the zero
 	// Addr lets the network choose.
 	Addr netip.Addr
 	// Tee, if set, wraps every connection right after it is opened or
 	// accepted, before anything is read or written: the place for a pcap
-	// tee (stream.TeeConnWith with CaptureFramer).
+	// tee (streamcap.TeeConnWith with CaptureFramer).
 	Tee func(stream.Conn) stream.Conn
 
 	// MPA options.

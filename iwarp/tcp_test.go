@@ -9,7 +9,7 @@ import (
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport/clock"
-	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/kerneltcp"
 )
 
 // waitCQ waits (wall clock) until cq holds n completions.
@@ -42,7 +42,7 @@ func TestKernelTCP(t *testing.T) {
 			mk := func(name string, qpn uint32) *node {
 				nd := &node{name: name, addr: addr, scq: &testCQ{}, rcq: &testCQ{}, rq: &testRQ{}}
 				var err error
-				nd.stack, err = NewStack(Config{Clock: clk, Network: &stream.TCP{}, Addr: addr, MSS: 16 << 10,
+				nd.stack, err = NewStack(Config{Clock: clk, Network: &kerneltcp.Network{}, Addr: addr, MSS: 16 << 10,
 					OnConnEvent: func(e ConnEvent) { nd.mu.Lock(); nd.conn = append(nd.conn, e); nd.mu.Unlock() }})
 				if err != nil {
 					t.Fatal(err)

@@ -111,7 +111,8 @@
 //	except     | cmd/internal/ladder                     | wire transport transport/pcap
 //	except     | cmd/internal/sim                        | transport transport/pcap transport/clock
 //	           |                                         | transport/stream/...
-//	except     | cmd/internal/scenario                   | transport transport/clock transport/stream/...
+//	except     | cmd/internal/scenario                   | transport transport/pcap transport/clock
+//	           |                                         | transport/stream/...
 //	except     | cmd/internal/tapraw                     | tap
 //	tests      |                                         | vocabulary model wire transports engines
 //	           |                                         | clients backends daemon

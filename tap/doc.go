@@ -11,7 +11,7 @@
 //	  ├─ ICMP / ICMPv6 echo (icmp.go): `ping` works
 //	  ├─ UDP 4791 ──────────────── RoCE endpoint (roce.go) ── roce.Stack
 //	  └─ TCP ───────────────────── TCPStack (netstack.go): gVisor netstack
-//	                                 ├─ iWARP streams (transport/stream.Netstack)
+//	                                 ├─ iWARP streams (transport/stream/netstack)
 //	                                 └─ the tools' side channels (gonet)
 //
 // One device, one MAC, one set of IP addresses for both protocols: the

@@ -41,6 +41,7 @@ import (
 
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/clock"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 // Ethernet and IP numbers.
@@ -102,7 +103,7 @@ type HostConfig struct {
 	RoCEPort uint16
 	// Pcap, if set, receives every frame read from or written to IO, also
 	// the ones dropped.
-	Pcap *transport.PcapWriter
+	Pcap *pcap.Writer
 	// Clock drives the neighbour timers and the ICMP rate limit; nil is the
 	// real clock.
 	Clock clock.Clock
@@ -119,7 +120,7 @@ type Host struct {
 	mac      [6]byte
 	mtu      int
 	rocePort uint16
-	pcap     *transport.PcapWriter
+	pcap     *pcap.Writer
 	stamp    func() time.Time
 	clk      clock.Clock
 	ncfg     NeighborConfig

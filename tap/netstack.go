@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/netstack"
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
@@ -250,7 +251,7 @@ func (t *TCPStack) NICID() tcpip.NICID { return tcpStackNIC }
 
 // Streams returns the stack as a stream.Network for iWARP.
 func (t *TCPStack) Streams(cfg stream.TCPConfig) stream.Network {
-	return stream.NewNetstack(t.s, tcpStackNIC, cfg)
+	return netstack.New(t.s, tcpStackNIC, cfg)
 }
 
 // Stats returns the stack's drop and delivery counters.

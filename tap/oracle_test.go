@@ -7,7 +7,7 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 
-	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/tsharktest"
 )
 
@@ -17,7 +17,7 @@ import (
 func TestTsharkOracle(t *testing.T) {
 	tsharktest.Path(t) // skips without tshark
 	path := filepath.Join(t.TempDir(), "host.pcap")
-	pw, err := transport.CreatePcap(path)
+	pw, err := pcap.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,9 @@
 // and nothing here looks inside them. Keeping the transport blind to RDMA
 // headers is what lets the same engine run over a simulated link, a kernel
 // socket or a TAP device, and lets fault injection and capture be written
-// once, as wrappers around any Endpoint.
+// once, as wrappers around any Endpoint. Capture writing and reading live
+// in transport/pcap, apart, so that the engines, which import this package
+// for its interfaces, do not link gopacket.
 //
 // This file holds the vocabulary every transport shares: the Endpoint
 // interface, link directions, per-direction counters and common errors.

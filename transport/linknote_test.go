@@ -7,6 +7,7 @@ import (
 
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/clock"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 // TestSimLinkNotes checks that the link tells which capture record it
@@ -15,7 +16,7 @@ import (
 func TestSimLinkNotes(t *testing.T) {
 	clk := clock.NewVirtual()
 	var buf bytes.Buffer
-	w, err := transport.NewPcapWriter(&buf)
+	w, err := pcap.NewWriter(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestSimLinkNotes(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	frames, err := transport.ReadPcapFrom(&buf)
+	frames, err := pcap.ReadFrom(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,8 +47,9 @@ type SimConfig struct {
 	Bandwidth uint64
 	// Faults are injected on the wire (Faults.Seed is ignored: Seed rules).
 	Faults FaultConfig
-	// Pcap, if set, records what crosses the wire; see NewSimLink.
-	Pcap *PcapWriter
+	// Pcap, if set, records what crosses the wire (a pcap.Writer); see
+	// NewSimLink.
+	Pcap FrameRecorder
 	// Notes, if set (with Pcap), is told what the faults did to a frame
 	// the capture cannot show by itself: it gets the record's 1-based
 	// number in the capture and the notes, for every record that has any.
@@ -212,7 +213,7 @@ func (l *simLink) serialisation(n int) time.Duration {
 }
 
 // record writes one capture record stamped at virtual time t. Write errors
-// are sticky in the PcapWriter and surface from its Close.
+// are sticky in the recorder (a pcap.Writer surfaces them from its Close).
 func (l *simLink) record(t time.Duration, frame []byte, n LinkNote) {
 	if l.cfg.Pcap != nil {
 		_ = l.cfg.Pcap.WriteFrame(PcapEpoch.Add(t), frame)

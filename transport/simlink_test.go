@@ -16,6 +16,7 @@ import (
 
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/clock"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 // mkFrame builds an n-byte Ethernet frame (local experimental EtherType
@@ -252,11 +253,11 @@ func TestNewSimLinkRejectsBadConfig(t *testing.T) {
 
 // simRun drives a busy two-way conversation over a faulty, jittery,
 // bandwidth-limited link and returns both receivers' logs and the pcap.
-func simRun(t *testing.T, seed uint64) (log []string, pcap []byte) {
+func simRun(t *testing.T, seed uint64) (log []string, capture []byte) {
 	t.Helper()
 	clk := clock.NewVirtual()
 	var buf bytes.Buffer
-	w, err := transport.NewPcapWriter(&buf)
+	w, err := pcap.NewWriter(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}

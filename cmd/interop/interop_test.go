@@ -10,19 +10,19 @@ import (
 	"testing"
 
 	"github.com/rnic/rnic/roce/wire"
-	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 const captures = "../../../shared/captures"
 
 // golden reads a lab capture, skipping when the shared folder is absent.
-func golden(t *testing.T, name string) []transport.Frame {
+func golden(t *testing.T, name string) []pcap.Frame {
 	t.Helper()
 	path := filepath.Join(captures, name)
 	if _, err := os.Stat(path); err != nil {
 		t.Skipf("golden capture %s not available: %v", path, err)
 	}
-	frames, err := transport.ReadPcap(path)
+	frames, err := pcap.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestRetransmissionsDuplicate(t *testing.T) {
 	// The duplicate goes a little later, as a retry would.
 	dup := slices.Insert(slices.Clone(frames), req+3, frames[req])
 	var buf bytes.Buffer
-	pw, err := transport.NewPcapWriter(&buf)
+	pw, err := pcap.NewWriter(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestRetransmissionsDuplicate(t *testing.T) {
 		pw.WriteFrame(fr.Timestamp, fr.Data)
 	}
 	pw.Flush()
-	back, err := transport.ReadPcapFrom(&buf)
+	back, err := pcap.ReadFrom(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestRetransmissionsDuplicate(t *testing.T) {
 // TestRetransmissionsIgnoresOtherFrames: ARP, TCP and garbage do not
 // count and do not panic.
 func TestRetransmissionsIgnoresOtherFrames(t *testing.T) {
-	junk := []transport.Frame{{Data: nil}, {Data: []byte{1, 2, 3}}, {Data: make([]byte, 60)}, {Data: make([]byte, 60)}}
+	junk := []pcap.Frame{{Data: nil}, {Data: []byte{1, 2, 3}}, {Data: make([]byte, 60)}, {Data: make([]byte, 60)}}
 	if n := CountRoCERetransmissions(junk); n != 0 {
 		t.Errorf("%d", n)
 	}

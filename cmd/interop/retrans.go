@@ -12,7 +12,7 @@ import (
 	"net/netip"
 
 	"github.com/rnic/rnic/roce/wire"
-	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 // psnKey identifies one request PSN of one sender towards one QP.
@@ -25,7 +25,7 @@ type psnKey struct {
 // CountRoCERetransmissions counts the RoCEv2 request packets of frames
 // whose (source, destination, destination QP, PSN) appeared before. Frames
 // that are not RoCEv2 on port 4791 (ARP, TCP, bad frames) are ignored.
-func CountRoCERetransmissions(frames []transport.Frame) int {
+func CountRoCERetransmissions(frames []pcap.Frame) int {
 	seen := make(map[psnKey]struct{})
 	n := 0
 	var f wire.Frame
@@ -55,7 +55,7 @@ func CountRoCERetransmissions(frames []transport.Frame) int {
 // CountRoCERetransmissionsFile is CountRoCERetransmissions over the capture
 // at path.
 func CountRoCERetransmissionsFile(path string) (int, error) {
-	frames, err := transport.ReadPcap(path)
+	frames, err := pcap.ReadFile(path)
 	if err != nil {
 		return 0, fmt.Errorf("interop: %w", err)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/rnic/rnic/roce/capcheck"
-	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 // TestDemoCaptureCausal runs `rnic demo --pcap` (RoCEv2 over loopback UDP,
@@ -39,12 +39,12 @@ func TestDemoCaptureCausal(t *testing.T) {
 
 func demoCaptureCausal(t *testing.T, i int, name string, args ...string) {
 	t.Helper()
-	pcap := filepath.Join(t.TempDir(), "demo.pcap")
+	path := filepath.Join(t.TempDir(), "demo.pcap")
 	var out, errOut bytes.Buffer
-	if code := run(append([]string{"demo", "--pcap", pcap}, args...), &out, &errOut); code != 0 {
+	if code := run(append([]string{"demo", "--pcap", path}, args...), &out, &errOut); code != 0 {
 		t.Fatalf("%s run %d: exit %d\n%s\n%s", name, i, code, out.String(), errOut.String())
 	}
-	frames, err := transport.ReadPcap(pcap)
+	frames, err := pcap.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/cmd/internal/conform"
-	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 // TestConformIWARPTwoProcesses: the iWARP suite as the README shows it,
@@ -29,9 +29,9 @@ func TestConformIWARPTwoProcesses(t *testing.T) {
 	tester := netip.AddrFrom4([4]byte{net3[0], net3[1], net3[2], 3})
 	agent := start(t, "agent", "conform", "agent", "--addr", dut.String(), "--transport", "iwarp", "--listen", "127.0.0.1:0")
 	addr := agentAddr(t, agent)
-	junit, pcap := filepath.Join(dir, "iwarp.xml"), filepath.Join(dir, "iwarp.pcap")
+	junit, capture := filepath.Join(dir, "iwarp.xml"), filepath.Join(dir, "iwarp.pcap")
 	run := start(t, "run", "conform", "run", "--agent", addr, "--udp", tester.String(), "--transport", "iwarp",
-		"--json", "--junit", junit, "--pcap", pcap)
+		"--json", "--junit", junit, "--pcap", capture)
 	out := run.wait(t, 2*time.Minute)
 	var rep conform.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
@@ -42,7 +42,7 @@ func TestConformIWARPTwoProcesses(t *testing.T) {
 		t.Fatalf("summary %+v (DUT %+v), want %d iWARP cases all passing\n%s", s, rep.DUT, want, out)
 	}
 	checkConformJUnit(t, junit, want)
-	frames, err := transport.ReadPcap(pcap)
+	frames, err := pcap.ReadFile(capture)
 	if err != nil {
 		t.Fatal(err)
 	}

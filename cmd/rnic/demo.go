@@ -17,6 +17,7 @@ import (
 	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/roce/wire"
 	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/udp"
 )
 
@@ -184,9 +185,9 @@ func runDemoLoopback(ctx context.Context, f *demoFlags, marks *demoMarks, stdout
 	if code := openDemoLinks(&cfg, stderr); code != 0 {
 		return code
 	}
-	var pw *transport.PcapWriter
+	var pw *pcap.Writer
 	if *f.pcap != "" {
-		if pw, err = transport.CreatePcap(*f.pcap); err != nil {
+		if pw, err = pcap.Create(*f.pcap); err != nil {
 			cfg.LinkA.Close()
 			cfg.LinkB.Close()
 			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("demo: ", err))
@@ -274,9 +275,9 @@ func runDemoIWARP(ctx context.Context, addrA, addrB string, ipv6 bool, port uint
 		fmt.Fprintf(stderr, "rnic %s\n", withPrefix("demo: ", err))
 		return 2
 	}
-	var pw *transport.PcapWriter
+	var pw *pcap.Writer
 	if pcapPath != "" {
-		if pw, err = transport.CreatePcap(pcapPath); err != nil {
+		if pw, err = pcap.Create(pcapPath); err != nil {
 			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("demo: ", err))
 			return 2
 		}
@@ -299,10 +300,10 @@ func runDemoIWARP(ctx context.Context, addrA, addrB string, ipv6 bool, port uint
 // TAP-mode NICs; marks, if set, collects the RoCE engines' timer expiries
 // and RNR waits.
 func runDemoTAP(ctx context.Context, a, b *tapnic.Config, iwarp bool, pcapPath string, timeout time.Duration, marks *demoMarks, stdout, stderr io.Writer) int {
-	var pw *transport.PcapWriter
+	var pw *pcap.Writer
 	if pcapPath != "" {
 		var err error
-		if pw, err = transport.CreatePcap(pcapPath); err != nil {
+		if pw, err = pcap.Create(pcapPath); err != nil {
 			fmt.Fprintf(stderr, "rnic %s\n", withPrefix("demo: ", err))
 			return 2
 		}

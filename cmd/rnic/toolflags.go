@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 // parseFlags parses args into fs. On --help it prints the usage on stdout
@@ -29,11 +29,11 @@ func parseFlags(fs *pflag.FlagSet, args []string, stdout io.Writer) (help bool, 
 }
 
 // openPcap creates the --pcap file; nil when path is empty.
-func openPcap(path string) (*transport.PcapWriter, error) {
+func openPcap(path string) (*pcap.Writer, error) {
 	if path == "" {
 		return nil, nil
 	}
-	return transport.CreatePcap(path)
+	return pcap.Create(path)
 }
 
 // toolCommand is one of those commands while it starts.
@@ -65,7 +65,7 @@ func (t toolCommand) parse(fs *pflag.FlagSet, args []string, resolve func() erro
 }
 
 // pcap opens the --pcap file (nil for none): ok, or the exit status.
-func (t toolCommand) pcap(path string) (pw *transport.PcapWriter, code int, ok bool) {
+func (t toolCommand) pcap(path string) (pw *pcap.Writer, code int, ok bool) {
 	pw, err := openPcap(path)
 	if err != nil {
 		fmt.Fprintf(t.stderr, "rnic %s\n", withPrefix(t.name+": ", err))
@@ -76,8 +76,8 @@ func (t toolCommand) pcap(path string) (pw *transport.PcapWriter, code int, ok b
 
 // toolCaptures are a run's --pcap file and --trace writer.
 type toolCaptures struct {
-	pcap  *transport.PcapWriter // nil without --pcap
-	trace io.Writer             // stderr with --trace, else nil
+	pcap  *pcap.Writer // nil without --pcap
+	trace io.Writer    // stderr with --trace, else nil
 }
 
 // close closes the --pcap file, if any.

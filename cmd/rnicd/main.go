@@ -23,7 +23,7 @@ import (
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/server"
 	"github.com/rnic/rnic/nic/tapnic"
-	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 const help = `usage: rnicd --tap NAME --ip CIDR [--ip6 CIDR] [--mac MAC] [--mtu N]
@@ -233,7 +233,7 @@ type device struct {
 	udp   *embedded.NIC      // UDP mode
 	iw    *embedded.IWARPNIC // TCP (iWARP) mode
 	dev   ibv.Device
-	pcap  *transport.PcapWriter
+	pcap  *pcap.Writer
 	ready string
 }
 
@@ -244,7 +244,7 @@ func openDevice(s deviceSpec) (*device, error) {
 	}
 	d := &device{spec: s}
 	if s.PcapPath != "" {
-		pw, err := transport.CreatePcap(s.PcapPath)
+		pw, err := pcap.Create(s.PcapPath)
 		if err != nil {
 			return nil, fmt.Errorf("%s: pcap: %w", s.Name, err)
 		}

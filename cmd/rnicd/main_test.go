@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 // rnicd runs the command line with a stop channel and returns stdout,
@@ -249,7 +249,7 @@ func countEchoReplies(t *testing.T, path string) int {
 		t.Fatalf("open pcap: %v", err)
 	}
 	defer f.Close()
-	r, err := transport.NewPcapReader(f)
+	r, err := pcap.NewReader(f)
 	if err != nil {
 		t.Fatalf("read pcap: %v", err)
 	}

@@ -6,7 +6,7 @@ import "encoding/binary"
 // connection's byte stream without markers: an MPA Request or Reply is 20
 // octets plus its private data, an FPDU 2 + ULPDU_Length + pad + CRC. It
 // is 0 when p is too short to tell. It cuts a captured or observed stream
-// into messages (stream.TeeConfig.Framer).
+// into messages (streamcap.TeeConfig.Framer).
 func MessageLen(p []byte) int {
 	const key = "MPA ID "
 	if n := min(len(p), len(key)); string(p[:n]) == key[:n] {

@@ -19,7 +19,10 @@ import (
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/clock"
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/kerneltcp"
+	"github.com/rnic/rnic/transport/stream/streamcap"
 	"github.com/rnic/rnic/transport/udp"
 )
 
@@ -31,7 +34,7 @@ type IWARPConfig struct {
 	// and its connections leave from (e.g. 127.0.0.2 or ::1).
 	Addr netip.Addr
 	// Network carries the streams: kernel TCP if nil (the embedded mode),
-	// a TAP-mode NIC's own TCP, or a stream.SimNetwork on a virtual Clock.
+	// a TAP-mode NIC's own TCP, or a simstream.Network on a virtual Clock.
 	Network stream.Network
 	// Clock drives the engine (a real clock if nil).
 	Clock clock.Clock
@@ -56,7 +59,7 @@ type IWARPConfig struct {
 	// initiator, slower, sends milliseconds later.
 	Settle time.Duration
 	// Pcap, if set, records every connection as Ethernet/IP/TCP frames.
-	Pcap *transport.PcapWriter
+	Pcap *pcap.Writer
 	// Trace, if set, receives the engine's connection and QP trace.
 	Trace io.Writer
 	// Wrap, if set, wraps each connection's stream above the capture: a
@@ -102,7 +105,7 @@ func OpenIWARP(cfg IWARPConfig) (*IWARPNIC, error) {
 		return nil, fmt.Errorf("embedded: an iWARP NIC needs an address, not %v", cfg.Addr)
 	}
 	if cfg.Network == nil {
-		cfg.Network = &stream.TCP{}
+		cfg.Network = &kerneltcp.Network{}
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.NewReal()
@@ -157,7 +160,7 @@ func iwarpLimits() nic.Limits {
 // streamTee records each connection in w (if set) with the clock's
 // timestamps, and wraps it in wrap (if set) above the capture; nil if
 // neither is set.
-func streamTee(w *transport.PcapWriter, clk clock.Clock, wrap func(stream.Conn) stream.Conn) func(stream.Conn) stream.Conn {
+func streamTee(w *pcap.Writer, clk clock.Clock, wrap func(stream.Conn) stream.Conn) func(stream.Conn) stream.Conn {
 	if w == nil && wrap == nil {
 		return nil
 	}
@@ -167,7 +170,7 @@ func streamTee(w *transport.PcapWriter, clk clock.Clock, wrap func(stream.Conn) 
 	}
 	return func(s stream.Conn) stream.Conn {
 		if w != nil {
-			s = stream.TeeConnWith(s, w, stream.TeeConfig{Now: now, Framer: iwarp.CaptureFramer})
+			s = streamcap.TeeConnWith(s, w, streamcap.TeeConfig{Now: now, Framer: iwarp.CaptureFramer})
 		}
 		if wrap != nil {
 			s = wrap(s)

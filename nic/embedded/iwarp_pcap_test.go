@@ -13,7 +13,7 @@ import (
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
-	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/tsharktest"
 )
 
@@ -56,7 +56,7 @@ func newIWEnd(t *testing.T, d ibv.Device) *iwEnd {
 // of CMConnect, the Reply, and a SEND as RDMAP over DDP.
 func TestIWARPPcap(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "iwarp.pcap")
-	w, err := transport.CreatePcap(path)
+	w, err := pcap.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/rnic/rnic/roce"
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/clock"
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/udp"
 )
 
@@ -39,7 +40,7 @@ type Config struct {
 	// Resolve maps peer addresses to MACs (neighbour table).
 	Resolve func(netip.Addr) ([6]byte, bool)
 	// Pcap, if set, records every frame the NIC sends and receives.
-	Pcap *transport.PcapWriter
+	Pcap *pcap.Writer
 	// Trace, if set, receives the engine's trace, one line per event.
 	Trace io.Writer
 	// TraceEvents, if set, receives the engine's trace events themselves
@@ -96,9 +97,9 @@ func NewNIC(cfg Config) (*NIC, error) {
 	if cfg.Pcap != nil {
 		clk := cfg.Clock
 		if v, ok := clk.(*clock.Virtual); ok {
-			link = transport.Tee(link, cfg.Pcap, transport.VirtualTimestamps(v))
+			link = pcap.Tee(link, cfg.Pcap, transport.VirtualTimestamps(v))
 		} else {
-			link = transport.Tee(link, cfg.Pcap, time.Now)
+			link = pcap.Tee(link, cfg.Pcap, time.Now)
 		}
 	}
 	addrs := cfg.Addrs

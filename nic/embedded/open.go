@@ -7,6 +7,7 @@ import (
 
 	"github.com/rnic/rnic/roce/wire"
 	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/udp"
 )
 
@@ -29,7 +30,7 @@ type UDPConfig struct {
 	// MTU is the link MTU (1500 if zero: path MTU 1024; loopback allows
 	// 9000 and path MTU 4096).
 	MTU   int
-	Pcap  *transport.PcapWriter
+	Pcap  *pcap.Writer
 	Trace io.Writer
 	// Link, if set, replaces the kernel socket (tests run whole NICs on
 	// transport.NewPipe): the NIC keeps the embedded mode's synthetic MACs

@@ -19,7 +19,7 @@ import (
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/roce/decode"
-	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/tsharktest"
 )
 
@@ -59,7 +59,7 @@ const (
 	recvSlot = 16 << 10
 )
 
-func openEnds(addr netip.Addr, port, peerPort uint16, peer netip.Addr, pcap *transport.PcapWriter) (*ends, error) {
+func openEnds(addr netip.Addr, port, peerPort uint16, peer netip.Addr, pcap *pcap.Writer) (*ends, error) {
 	n, err := Open(UDPConfig{Addr: addr, Port: port, PeerPorts: map[netip.Addr]uint16{peer: peerPort}, MTU: 9000, Pcap: pcap})
 	if err != nil {
 		return nil, err
@@ -181,7 +181,7 @@ func peerMain() int {
 	peer := netip.MustParseAddr(os.Getenv("RNIC_PEER_OF"))
 	port, _ := strconv.Atoi(os.Getenv("RNIC_PEER_PORT"))
 	peerPort, _ := strconv.Atoi(os.Getenv("RNIC_PEER_PEERPORT"))
-	pw, err := transport.CreatePcap(os.Getenv("RNIC_PEER_PCAP"))
+	pw, err := pcap.Create(os.Getenv("RNIC_PEER_PCAP"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -301,7 +301,7 @@ func twoProcesses(t *testing.T, me, peer netip.Addr, myPort, peerPort uint16) {
 			cmd.Wait()
 		}
 	}()
-	pw, err := transport.CreatePcap(myPcap)
+	pw, err := pcap.Create(myPcap)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,12 +10,13 @@ import (
 
 	"github.com/rnic/rnic/roce"
 	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/stream"
 )
 
 // PcapWriter records a NIC's frames in a pcap file (UDPConfig.Pcap,
 // IWARPConfig.Pcap, tapnic.Config.Pcap).
-type PcapWriter = transport.PcapWriter
+type PcapWriter = pcap.Writer
 
 // Link carries a RoCEv2 NIC's frames (UDPConfig.Link: tests run whole
 // NICs on an in-memory pipe instead of the kernel's UDP).
@@ -28,7 +29,7 @@ type StreamNetwork = stream.Network
 
 // NewPcapWriter writes a pcap file header to w and returns a writer for
 // a NIC's frames.
-func NewPcapWriter(w io.Writer) (*PcapWriter, error) { return transport.NewPcapWriter(w) }
+func NewPcapWriter(w io.Writer) (*PcapWriter, error) { return pcap.NewWriter(w) }
 
 // StreamConn is one of an iWARP NIC's TCP streams (IWARPConfig.Wrap).
 type StreamConn = stream.Conn

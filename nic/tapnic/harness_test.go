@@ -10,11 +10,11 @@ import (
 	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/tap/taptest"
-	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 // openNIC opens a TAP-mode NIC on a new TAP on tn's bridge.
-func openNIC(t *testing.T, tn *taptest.Net, name string, pcap *transport.PcapWriter, prefixes ...netip.Prefix) *tapnic.NIC {
+func openNIC(t *testing.T, tn *taptest.Net, name string, pcap *pcap.Writer, prefixes ...netip.Prefix) *tapnic.NIC {
 	t.Helper()
 	n, err := tapnic.Open(tapnic.Config{Name: name, TAP: "t-" + name, Netns: tn.Name, Bridge: tn.Bridge,
 		Prefixes: prefixes, MTU: 1500, Pcap: pcap})

@@ -12,7 +12,7 @@ import (
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/roce/decode"
 	"github.com/rnic/rnic/tap/taptest"
-	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/tsharktest"
 )
 
@@ -25,7 +25,7 @@ import (
 func TestLinkLocalGID(t *testing.T) {
 	tn := taptest.New(t, 66)
 	path := filepath.Join(t.TempDir(), "a.pcap")
-	pw, err := transport.CreatePcap(path)
+	pw, err := pcap.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@
 //
 //	             ┌────────── NIC ───────────────────────────────┐
 //	verbs ──────▶│ embedded.NIC (nic.Device + roce.Stack)       │
-//	iwarp ──────▶│ Streams (stream.Netstack on the TCPStack)    │
+//	iwarp ──────▶│ Streams (netstack.Network on the TCPStack)   │
 //	side channel▶│ Dial/Listen (gonet on the TCPStack)          │
 //	             │        tap.Host ── tap.Device ── TAP ── wire │
 //	             └──────────────────────────────────────────────┘
@@ -28,7 +28,7 @@ import (
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/roce"
 	"github.com/rnic/rnic/tap"
-	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/stream"
 	"github.com/rnic/rnic/transport/udp"
 )
@@ -65,7 +65,7 @@ type Config struct {
 	// (iWARP and side channels), ARP, ND and ICMP alike. With offload the
 	// TCP frames are the super-segments the NIC and the kernel exchange, as
 	// tcpdump shows them on a host with TSO and GRO.
-	Pcap *transport.PcapWriter
+	Pcap *pcap.Writer
 	// NoOffload turns off host segmentation and checksum offload
 	// (tap.DeviceConfig.Offload, on when the kernel takes it): TCP (iWARP,
 	// side channels) then crosses the TAP in wire-sized segments, one per

@@ -16,7 +16,7 @@ import (
 	"github.com/rnic/rnic/roce"
 	"github.com/rnic/rnic/roce/decode"
 	"github.com/rnic/rnic/tap/taptest"
-	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/tsharktest"
 )
 
@@ -99,7 +99,7 @@ func TestRCAcrossTAPsIPv6Only(t *testing.T) {
 func testRC(t *testing.T, subnet int, v6 bool) {
 	tn := taptest.New(t, subnet)
 	path := filepath.Join(t.TempDir(), "a.pcap")
-	pw, err := transport.CreatePcap(path)
+	pw, err := pcap.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}

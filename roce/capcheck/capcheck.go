@@ -31,7 +31,7 @@ import (
 	"net/netip"
 
 	"github.com/rnic/rnic/roce/wire"
-	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 // Violation is one frame that breaks causality.
@@ -70,7 +70,7 @@ type Result struct {
 // Check returns the frames of a capture that break causality. port is the
 // RoCEv2 UDP port (0: 4791). Frames that are not RoCEv2 only have their
 // timestamps checked.
-func Check(frames []transport.Frame, port uint16) Result {
+func Check(frames []pcap.Frame, port uint16) Result {
 	c := &checker{reqs: map[dir][]psnRange{}}
 	var res Result
 	out := &res.Violations

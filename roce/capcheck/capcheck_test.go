@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/roce/wire"
-	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 var (
@@ -37,10 +37,10 @@ func resp(op wire.Opcode, psn uint32, syn wire.Syndrome) []byte {
 	return frame(hostB, hostA, op, psn, syn, 0)
 }
 
-func capture(fs ...[]byte) []transport.Frame {
-	out := make([]transport.Frame, len(fs))
+func capture(fs ...[]byte) []pcap.Frame {
+	out := make([]pcap.Frame, len(fs))
 	for i, f := range fs {
-		out[i] = transport.Frame{Timestamp: t0.Add(time.Duration(i) * time.Microsecond), Data: f, Length: len(f)}
+		out[i] = pcap.Frame{Timestamp: t0.Add(time.Duration(i) * time.Microsecond), Data: f, Length: len(f)}
 	}
 	return out
 }
@@ -64,7 +64,7 @@ func TestCausalCapturePasses(t *testing.T) {
 
 func TestAnswersBeforeQuestions(t *testing.T) {
 	ack := wire.ACKSyndrome(wire.CreditsUnlimited)
-	cases := map[string][]transport.Frame{
+	cases := map[string][]pcap.Frame{
 		"ack first":              capture(resp(wire.RCAck, 5, ack), req(wire.RCSendOnly, 5, 0)),
 		"atomic ack first":       capture(resp(wire.RCAtomicAck, 7, ack), req(wire.RCCmpSwap, 7, 0)),
 		"nak first":              capture(resp(wire.RCAck, 9, wire.NAKSyndrome(wire.NAKRemoteAccess)), req(wire.RCWriteOnly, 9, 4)),

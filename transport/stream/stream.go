@@ -1,8 +1,14 @@
-// Package stream carries iWARP's byte streams: reliable, ordered TCP
-// connections, either the kernel's (tcp.go, the embedded mode) or simulated
-// on a virtual clock (sim.go and simnet.go, the simulated mode), plus a tee
-// that turns a connection's traffic into a Wireshark-ready TCP capture
-// (pcap.go).
+// Package stream is the contract of iWARP's byte streams: reliable,
+// ordered TCP connections (Conn, RecordWriter), how they are opened
+// (Dialer, Listener, Network), the errors they report, and the
+// configuration the TCP-backed implementations share (TCPConfig).
+//
+// The implementations are packages of their own, so that the engine, which
+// imports only this contract, links none of them: kerneltcp (the host's
+// TCP, the embedded mode), netstack (gVisor's TCP/IP stack on a TAP, the
+// TAP mode) and simstream (connections on a virtual clock, the simulated
+// mode). streamcap turns a connection's traffic into a Wireshark-ready TCP
+// capture.
 //
 // The iWARP engine (MPA/DDP/RDMAP) sits on Conn and must not know which
 // kind it has (DESIGN.md "Packages"). To keep the engine a state machine
@@ -109,7 +115,7 @@ type Conn interface {
 // §5, §6; siw sizes each FPDU to the socket's MSS and sends it as one
 // segment), without the stream knowing what a record is. A Conn that does
 // not implement it segments as it likes (kernel TCP: the kernel's
-// business). Wrappers such as the pcap tee hide it; the engine then falls
+// business). Wrappers such as streamcap's tee hide it; the engine then falls
 // back to Write.
 type RecordWriter interface {
 	// SegmentPayload is the largest TCP payload one segment carries now:
@@ -160,9 +166,10 @@ type Listener interface {
 	Close() error
 }
 
-// Network is where connections live: the host's TCP (TCP) or a simulated
-// network (SimNetwork). The iWARP connection manager takes a Network, so
-// the same code runs in the embedded and the simulated mode.
+// Network is where connections live: the host's TCP (kerneltcp), a TAP NIC's
+// own stack (netstack) or a simulated network (simstream). The iWARP
+// connection manager takes a Network, so the same code runs in the embedded
+// and the simulated mode.
 type Network interface {
 	Dialer
 	// Listen starts listening on addr (port 0: any free port).
@@ -199,29 +206,15 @@ var (
 	ErrBadRecords = errors.New("stream: record ends do not partition the bytes")
 )
 
-// sendBufferOr returns n, or DefaultSendBuffer when n is not positive.
-func sendBufferOr(n int) int {
-	if n <= 0 {
-		return DefaultSendBuffer
-	}
-	return n
-}
-
-// validRecords reports whether ends partition n bytes into records:
-// strictly rising, positive, the last one n.
-func validRecords(ends []int, n int) bool {
-	prev := 0
-	for _, e := range ends {
-		if e <= prev {
-			return false
-		}
-		prev = e
-	}
-	return prev == n
-}
-
-// refuse reports whether Write must refuse n more bytes on a connection
-// with buffered bytes pending and a send buffer of limit bytes.
-func refuse(buffered, n, limit int) bool {
+// MustRefuse reports whether Write must refuse n more bytes on a
+// connection with buffered bytes pending and a send buffer of limit bytes
+// (see "Backpressure"): every implementation applies this one rule.
+func MustRefuse(buffered, n, limit int) bool {
 	return buffered > 0 && buffered+n > limit
+}
+
+// UnmapPort returns ap with an IPv4-mapped IPv6 address unmapped: the form
+// in which a Conn reports its addresses (LocalAddr, RemoteAddr).
+func UnmapPort(ap netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }

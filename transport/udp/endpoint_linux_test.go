@@ -17,6 +17,7 @@ import (
 
 	"github.com/rnic/rnic/roce/wire"
 	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 // TestExchange sends frames both ways and checks that each arrives as
@@ -386,12 +387,12 @@ func TestTeeCapture(t *testing.T) {
 		t.Run(map[bool]string{false: "IPv4", true: "IPv6"}[v6], func(t *testing.T) {
 			a, b := openPair(t, v6, nil)
 			var bufA, bufB bytes.Buffer
-			wA, err := transport.NewPcapWriter(&bufA)
+			wA, err := pcap.NewWriter(&bufA)
 			if err != nil {
 				t.Fatal(err)
 			}
-			wB, _ := transport.NewPcapWriter(&bufB)
-			ta, tb := transport.Tee(a, wA, time.Now), transport.Tee(b, wB, time.Now)
+			wB, _ := pcap.NewWriter(&bufB)
+			ta, tb := pcap.Tee(a, wA, time.Now), pcap.Tee(b, wB, time.Now)
 			got := make(chan struct{}, 64)
 			ta.SetReceiver(func([]byte) { got <- struct{}{} })
 			tb.SetReceiver(func([]byte) { got <- struct{}{} })
@@ -412,14 +413,14 @@ func TestTeeCapture(t *testing.T) {
 				}
 			}
 			for name, c := range map[string]struct {
-				w   *transport.PcapWriter
+				w   *pcap.Writer
 				buf *bytes.Buffer
 				ep  *Endpoint
 			}{"a": {wA, &bufA, a}, "b": {wB, &bufB, b}} {
 				if err := c.w.Close(); err != nil {
 					t.Fatal(err)
 				}
-				frames, err := transport.ReadPcapFrom(c.buf)
+				frames, err := pcap.ReadFrom(c.buf)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -17,19 +17,19 @@ import (
 	"github.com/rnic/rnic/iwarp/wire"
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic/verbs"
-	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/stream"
 )
 
 // IWARPPort is the tester's iWARP side (Config.IWARP): its own TCP
 // connections from or to Addr (the tester's address; the DUT's when
-// invalid) on Network (nil: the host's kernel TCP; a stream.SimNetwork in
+// invalid) on Network (nil: the host's kernel TCP; a simstream.Network in
 // the simulated mode), recorded in Pcap, which numbers the frames of the
 // evidence (a capture to io.Discard numbers them too).
 type IWARPPort struct {
 	Addr    netip.Addr
 	Network stream.Network
-	Pcap    *transport.PcapWriter
+	Pcap    *pcap.Writer
 }
 
 // iwSession is one iWARP case's state, kept in Run.Vars.
@@ -371,7 +371,7 @@ func openIWARP(cfg *Config, opt Options) error {
 	}
 	pw := opt.Pcap
 	if pw == nil {
-		pw, _ = transport.NewPcapWriter(io.Discard)
+		pw, _ = pcap.NewWriter(io.Discard)
 	}
 	cfg.TesterAddr, cfg.IWARP = opt.UDP, &IWARPPort{Addr: opt.UDP, Pcap: pw}
 	return nil

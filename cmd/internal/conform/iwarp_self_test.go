@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 // TestIWARPSuiteSelf runs every iWARP case against rnic itself, over the
@@ -86,7 +86,7 @@ func runIWARPSelf(cases []Case, sim bool) []iwOutcome {
 // cites are the frames of the capture that carry what it says.
 func TestIWARPEvidenceFrames(t *testing.T) {
 	var buf bytes.Buffer
-	pw, err := transport.NewPcapWriter(&buf)
+	pw, err := pcap.NewWriter(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestIWARPEvidenceFrames(t *testing.T) {
 		t.Fatalf("%s: %s", res.Verdict, res.Detail)
 	}
 	pw.Flush()
-	frames, err := transport.ReadPcapFrom(&buf)
+	frames, err := pcap.ReadFrom(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}

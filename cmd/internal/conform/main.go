@@ -11,7 +11,7 @@ import (
 
 	"github.com/rnic/rnic/cmd/internal/conform/agentproto"
 	"github.com/rnic/rnic/tap"
-	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/udp"
 )
 
@@ -41,7 +41,7 @@ type Options struct {
 	Transport Transport
 	// Only selects cases by a pattern (see Cases).
 	Only string
-	Pcap *transport.PcapWriter
+	Pcap *pcap.Writer
 	// Slow scales every wait bound.
 	Slow float64
 	// Progress, if set, gets each result as it is known.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rnic/rnic/roce/wire"
 	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 // PortConfig addresses the tester's RoCEv2 port and its DUT.
@@ -27,7 +28,7 @@ type PortConfig struct {
 	SrcPort uint16
 	// Pcap, if set, records every frame both ways, in the order of their
 	// numbers.
-	Pcap *transport.PcapWriter
+	Pcap *pcap.Writer
 	// Clock, if set, is the time of the frames and the capture: a
 	// simulated link's virtual clock, so that a case timing the DUT
 	// measures the DUT's time, not how late the link's pacing ran

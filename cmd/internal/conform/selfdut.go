@@ -20,6 +20,7 @@ import (
 	"github.com/rnic/rnic/nic/rdmacm"
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/clock"
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/udp"
 )
 
@@ -29,7 +30,7 @@ type SelfOptions struct {
 	// pair in 127.0.0.0/8.
 	DUTAddr, TesterAddr netip.Addr
 	// Pcap, if set, is the tester's capture.
-	Pcap *transport.PcapWriter
+	Pcap *pcap.Writer
 	// Trace, if set, gets the DUT engine's trace.
 	Trace io.Writer
 	// Sim puts the DUT and the tester on a simulated link (the simulated

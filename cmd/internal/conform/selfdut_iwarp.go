@@ -19,9 +19,11 @@ import (
 	"github.com/rnic/rnic/nic"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
-	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/clock"
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/kerneltcp"
+	"github.com/rnic/rnic/transport/stream/simstream"
 )
 
 // SelfIWARP is an in-process rnic iWARP DUT with its agent.
@@ -31,7 +33,7 @@ type SelfIWARP struct {
 	Agent  *agent.Server
 	Client *agentproto.Client
 	Tester netip.Addr
-	Pcap   *transport.PcapWriter
+	Pcap   *pcap.Writer
 	// Network is the simulated network of the simulated mode (nil: the
 	// host's TCP).
 	Network    stream.Network
@@ -53,12 +55,12 @@ func StartSelfIWARP(opt SelfOptions) (*SelfIWARP, error) {
 	}
 	d := &SelfIWARP{Tester: testA, Pcap: opt.Pcap}
 	if d.Pcap == nil {
-		d.Pcap, _ = transport.NewPcapWriter(io.Discard)
+		d.Pcap, _ = pcap.NewWriter(io.Discard)
 	}
-	cfg := embedded.IWARPConfig{Name: "rnic0", Addr: dutA, Trace: opt.Trace, Network: iwport.Network(&stream.TCP{}, d.stream)}
+	cfg := embedded.IWARPConfig{Name: "rnic0", Addr: dutA, Trace: opt.Trace, Network: iwport.Network(&kerneltcp.Network{}, d.stream)}
 	if opt.Sim {
 		clk := clock.NewVirtual()
-		d.Network = stream.NewSimNetwork(clk, stream.SimNetConfig{Conn: stream.SimConfig{Seed: 1, Latency: time.Microsecond}})
+		d.Network = simstream.NewNetwork(clk, simstream.NetConfig{Conn: simstream.Config{Seed: 1, Latency: time.Microsecond}})
 		cfg.Network, cfg.Clock = iwport.Network(d.Network, d.stream), clk
 		d.stop, d.done = make(chan struct{}), make(chan struct{})
 		go paceClock(clk, d.stop, d.done)

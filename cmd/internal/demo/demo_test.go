@@ -11,12 +11,13 @@ import (
 	"github.com/rnic/rnic/roce/capcheck"
 	"github.com/rnic/rnic/roce/wire"
 	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 func TestDemoOverPipe(t *testing.T) {
 	la, lb := transport.NewPipe()
-	var out, pcap bytes.Buffer
-	pw, err := embedded.NewPcapWriter(&pcap)
+	var out, capture bytes.Buffer
+	pw, err := embedded.NewPcapWriter(&capture)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func TestDemoOverPipe(t *testing.T) {
 		}
 	}
 	// Every frame of the capture decodes and its ICRC verifies.
-	frames, err := transport.ReadPcapFrom(&pcap)
+	frames, err := pcap.ReadFrom(&capture)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestDemoOverPipe(t *testing.T) {
 
 // checkCausal fails t if a response in the capture precedes its request
 // or a timestamp goes back (roce/capcheck).
-func checkCausal(t *testing.T, frames []transport.Frame) {
+func checkCausal(t *testing.T, frames []pcap.Frame) {
 	t.Helper()
 	res := capcheck.Check(frames, 0)
 	if res.Responses == 0 {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/tsharktest"
 )
 
@@ -16,7 +16,7 @@ import (
 // tshark dissect the capture as MPA from the SYN.
 func TestIWARPDemo(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "iwarp-demo.pcap")
-	pw, err := transport.CreatePcap(path)
+	pw, err := pcap.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,8 @@ import (
 	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/roce/wire"
 	"github.com/rnic/rnic/transport"
-	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/pcap"
+	"github.com/rnic/rnic/transport/stream/kerneltcp"
 	"github.com/rnic/rnic/transport/udp"
 )
 
@@ -78,7 +79,7 @@ func (f *fakeTAPs) open(cfg tapnic.Config) (*tapNIC, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tapNIC{nic: n, streams: &stream.TCP{}, closer: closeCounter{f, cfg.TAP, n}}, nil
+	return &tapNIC{nic: n, streams: &kerneltcp.Network{}, closer: closeCounter{f, cfg.TAP, n}}, nil
 }
 
 func prefixes(s ...string) []netip.Prefix {
@@ -96,8 +97,8 @@ func prefixes(s ...string) []netip.Prefix {
 // are closed.
 func TestDemoTAP(t *testing.T) {
 	f := newFakeTAPs(t, "tapA", "tapB")
-	var out, pcap bytes.Buffer
-	pw, err := embedded.NewPcapWriter(&pcap)
+	var out, capture bytes.Buffer
+	pw, err := embedded.NewPcapWriter(&capture)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func TestDemoTAP(t *testing.T) {
 			t.Errorf("narration lacks %q", want)
 		}
 	}
-	frames, err := transport.ReadPcapFrom(&pcap)
+	frames, err := pcap.ReadFrom(&capture)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rnic/rnic/roce/wire"
 	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 // writeAcks writes a capture of acknowledgements from 192.0.2.2 to QP 0x11
@@ -15,7 +16,7 @@ import (
 func writeAcks(t *testing.T, syndromes ...wire.Syndrome) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "acks.pcap")
-	w, err := transport.CreatePcap(path)
+	w, err := pcap.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,10 +10,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/rnic/rnic/transport/porttest"
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/rnic/rnic/transport/pcap"
+	"github.com/rnic/rnic/transport/porttest"
 
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/rnicdtest"
@@ -124,7 +126,7 @@ func TestOnTwoDevices(t *testing.T) {
 // a backend not linked in says so.
 func TestDeviceConfigErrors(t *testing.T) {
 	installFakeBackend(t, false)
-	pw, err := transport.NewPcapWriter(&bytes.Buffer{})
+	pw, err := pcap.NewWriter(&bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}

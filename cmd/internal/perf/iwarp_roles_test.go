@@ -14,6 +14,7 @@ import (
 
 	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 // The loopback addresses of this file's two-process iWARP tests: no other
@@ -200,7 +201,7 @@ func TestIWARPServerCancel(t *testing.T) {
 
 func TestIWARPConfigErrors(t *testing.T) {
 	a, _ := transport.NewPipe()
-	pw, err := transport.NewPcapWriter(&bytes.Buffer{})
+	pw, err := pcap.NewWriter(&bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}

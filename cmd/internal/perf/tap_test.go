@@ -12,6 +12,7 @@ import (
 
 	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 func prefixes(s ...string) []netip.Prefix {
@@ -122,7 +123,7 @@ func TestTAPRDMACM(t *testing.T) {
 // index 1, and the client's pcap and the trace go to the TAP NICs.
 func TestTAPOneProcess(t *testing.T) {
 	f := newFakeTAPs(t, "tapS", "tapC")
-	pw, err := transport.NewPcapWriter(&bytes.Buffer{})
+	pw, err := pcap.NewWriter(&bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}

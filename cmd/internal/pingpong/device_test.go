@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/porttest"
 
 	"github.com/rnic/rnic/nic/ibv"
@@ -111,7 +112,7 @@ func TestRunOnDevice(t *testing.T) {
 // a backend not linked in says so.
 func TestDeviceConfigErrors(t *testing.T) {
 	installFakeBackend(t, false)
-	pw, err := transport.NewPcapWriter(&bytes.Buffer{})
+	pw, err := pcap.NewWriter(&bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 func prefixes(s ...string) []netip.Prefix {
@@ -74,7 +75,7 @@ func TestRunTAPIPv6Only(t *testing.T) {
 // the TAP NIC.
 func TestRunTAPPcapAndTrace(t *testing.T) {
 	f := newFakeTAPs(t, "tapS", "tapC")
-	pw, err := transport.NewPcapWriter(&bytes.Buffer{})
+	pw, err := pcap.NewWriter(&bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}

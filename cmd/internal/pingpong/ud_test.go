@@ -9,6 +9,7 @@ import (
 	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/roce/wire"
 	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 // TestRunUD runs ibv_ud_pingpong's exchange between two NICs: over the
@@ -42,8 +43,8 @@ func TestRunUD(t *testing.T) {
 // SEND Only (opcode 0x64) with a DETH holding Q_Key 0x11111111 and the
 // sender's QPN, to the peer's QPN, and nothing acknowledged.
 func TestRunUDWire(t *testing.T) {
-	var pcap bytes.Buffer
-	pw, err := transport.NewPcapWriter(&pcap)
+	var capture bytes.Buffer
+	pw, err := pcap.NewWriter(&capture)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestRunUDWire(t *testing.T) {
 	srv, cli := pair{server: s, client: cfg, serverLink: a, clientLnk: b}.run(t)
 	checkPairOf(t, true, srv, cli, 64, 5)
 	pw.Flush()
-	frames, err := transport.ReadPcapFrom(&pcap)
+	frames, err := pcap.ReadFrom(&capture)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/rnic/rnic/nic/rdmacm"
 	"github.com/rnic/rnic/roce/cm"
 	"github.com/rnic/rnic/roce/wire"
-	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 // The RoCE tests' NICs: embedded-mode NICs on loopback addresses of their
@@ -113,8 +113,8 @@ func TestPingRoCEEmbedded(t *testing.T) {
 // ping SEND, READ request, READ response, SEND, SEND, WRITE, SEND (each
 // ACKed), and DREQ/DREP at the end.
 func TestPingRoCEWire(t *testing.T) {
-	var pcap bytes.Buffer
-	pw, err := transport.NewPcapWriter(&pcap)
+	var capture bytes.Buffer
+	pw, err := pcap.NewWriter(&capture)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestPingRoCEWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	var seq []string
-	for i, f := range readPcapFrames(t, pcap.Bytes()) {
+	for i, f := range readPcapFrames(t, capture.Bytes()) {
 		seq = append(seq, frameKind(f))
 		// What the kernel socket sent: IPv4 ID 0 (the MADs' too) and a
 		// correct ICRC.

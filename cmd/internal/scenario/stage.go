@@ -15,7 +15,8 @@ import (
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/clock"
-	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/pcap"
+	"github.com/rnic/rnic/transport/stream/simstream"
 )
 
 // A stage is two RoCEv2 NICs, rnic0 (10.0.0.1) and rnic1 (10.0.0.2), on a
@@ -26,7 +27,7 @@ type stage struct {
 	clk   *clock.Virtual
 	nodes [2]*node
 	out   io.Writer // the narration
-	pcap  *transport.PcapWriter
+	pcap  *pcap.Writer
 	// notes are the link's notes by capture record (frames it lost or
 	// corrupted on the script's word); marks the engines' trace events.
 	notes map[int]transport.LinkNote
@@ -72,7 +73,7 @@ type stageConfig struct {
 func newStage(cfg stageConfig, out io.Writer) (*stage, error) {
 	s := &stage{clk: clock.NewVirtual(), out: out, notes: map[int]transport.LinkNote{}}
 	if cfg.pcap != nil {
-		pw, err := transport.NewPcapWriter(cfg.pcap)
+		pw, err := pcap.NewWriter(cfg.pcap)
 		if err != nil {
 			return nil, err
 		}
@@ -122,7 +123,7 @@ func (s *stage) roceNodes(cfg stageConfig) error {
 // cuts a segment short; both ask for MPA CRCs. (Not for markers: the
 // capture's segments follow the FPDUs only without them.)
 func (s *stage) iwarpNodes(cfg stageConfig) error {
-	net := stream.NewSimNetwork(s.clk, stream.SimNetConfig{Conn: stream.SimConfig{Seed: 1}})
+	net := simstream.NewNetwork(s.clk, simstream.NetConfig{Conn: simstream.Config{Seed: 1}})
 	for i := range s.nodes {
 		n := newNode(i)
 		c := embedded.IWARPConfig{Name: n.name, Addr: n.addr, Network: net, Clock: s.clk, CRC: true,

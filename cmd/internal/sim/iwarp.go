@@ -12,9 +12,10 @@ import (
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/verbs"
-	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/clock"
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/simstream"
 )
 
 // DefaultChop is the probability with which an iWARP run's simulated
@@ -52,11 +53,11 @@ func runIWARP(cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("sim: chop %v outside [0, 1]", cfg.Chop)
 	}
 	clk := clock.NewVirtual()
-	net := stream.NewSimNetwork(clk, stream.SimNetConfig{Conn: stream.SimConfig{Seed: cfg.Seed, Chop: cfg.Chop}})
-	var pw *transport.PcapWriter
+	net := simstream.NewNetwork(clk, simstream.NetConfig{Conn: simstream.Config{Seed: cfg.Seed, Chop: cfg.Chop}})
+	var pw *pcap.Writer
 	if cfg.Pcap != nil {
 		var err error
-		if pw, err = transport.NewPcapWriter(cfg.Pcap); err != nil {
+		if pw, err = pcap.NewWriter(cfg.Pcap); err != nil {
 			return nil, err
 		}
 	}
@@ -118,7 +119,7 @@ func (w *world) listenIWARP() (io.Closer, error) {
 // newIWARPNode opens iWARP device n on the simulated TCP network; pw, if
 // set, records its connections (one tee at one end records both
 // directions).
-func (w *world) newIWARPNode(name string, net stream.Network, n byte, pw *transport.PcapWriter) (*node, error) {
+func (w *world) newIWARPNode(name string, net stream.Network, n byte, pw *pcap.Writer) (*node, error) {
 	nd := &node{name: name, nextVA: firstVA, addr: netip.AddrFrom4([4]byte{10, 0, 0, n})}
 	nc, err := embedded.OpenIWARP(embedded.IWARPConfig{Name: name, Addr: nd.addr, Network: net, Clock: w.clk, CRC: true,
 		Pcap: pw, Trace: w.cfg.Trace, Seed: deviceSeed(w.cfg.Seed, n)})

@@ -16,6 +16,7 @@ import (
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/clock"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 // Config describes a run.
@@ -130,10 +131,10 @@ func Run(cfg Config) (*Result, error) {
 	clk := clock.NewVirtual()
 	link := transport.SimConfig{Seed: cfg.Seed, Faults: transport.Symmetric(transport.Faults{
 		Loss: cfg.Loss, Reorder: cfg.Reorder, Dup: cfg.Dup, Corrupt: cfg.Corrupt})}
-	var pw *transport.PcapWriter
+	var pw *pcap.Writer
 	if cfg.Pcap != nil {
 		var err error
-		if pw, err = transport.NewPcapWriter(cfg.Pcap); err != nil {
+		if pw, err = pcap.NewWriter(cfg.Pcap); err != nil {
 			return nil, err
 		}
 		link.Pcap, link.Notes = pw, cfg.LinkNotes

@@ -20,6 +20,7 @@ import (
 	"github.com/rnic/rnic/roce/wire"
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/kerneltcp"
 	"github.com/rnic/rnic/transport/udp"
 )
 
@@ -184,7 +185,7 @@ func (h *Host) Retryable(err error) bool {
 
 // Streams: kernel TCP; iWARP tests over the fake give the NICs loopback
 // addresses.
-func (h *Host) Streams() stream.Network { return &stream.TCP{} }
+func (h *Host) Streams() stream.Network { return &kerneltcp.Network{} }
 
 type memListener struct {
 	f     *TAPs

@@ -7,13 +7,13 @@ import (
 	"testing"
 
 	"github.com/rnic/rnic/roce/wire"
-	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 // goldenMADs returns the CM MADs (with their IP source) of a capture of
 // real rxe peers (tshark -Y infiniband.mad of /work/shared/captures).
 func goldenMADs(t testing.TB, path string) (mads [][]byte) {
-	frames, err := transport.ReadPcap(path)
+	frames, err := pcap.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rdmacm"
 	"github.com/rnic/rnic/nic/tapnic"
-	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 // DeviceOptions say which device the agent drives.
@@ -22,7 +22,7 @@ type DeviceOptions struct {
 	Addr netip.Addr
 	Port uint16
 	// Pcap, if set, records the frames of a NIC of this process.
-	Pcap *transport.PcapWriter
+	Pcap *pcap.Writer
 	// IWARP makes a NIC of this process an iWARP NIC (MPA over kernel
 	// TCP on Addr) instead of RoCEv2.
 	IWARP bool

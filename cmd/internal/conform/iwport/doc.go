@@ -1,6 +1,6 @@
 // Package iwport is the conformance tester's raw iWARP side: one TCP
 // connection to or from the device under test (DUT) — the host's TCP, or
-// a stream.SimNetwork in the simulated mode — on which the tester
+// a simstream.Network in the simulated mode — on which the tester
 // speaks MPA, DDP and RDMAP by hand (RFC 5044, 5041, 5040, 6581, 7306)
 // instead of through an engine, so that a case can send what a correct
 // peer never would and see exactly what the DUT answers.

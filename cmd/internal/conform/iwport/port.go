@@ -11,8 +11,10 @@ import (
 
 	"github.com/rnic/rnic/iwarp"
 	"github.com/rnic/rnic/iwarp/wire"
-	"github.com/rnic/rnic/transport"
+	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/stream"
+	"github.com/rnic/rnic/transport/stream/kerneltcp"
+	"github.com/rnic/rnic/transport/stream/streamcap"
 )
 
 // Errors of Recv and RecvMPA.
@@ -28,7 +30,7 @@ var (
 // run on the connection's own goroutines.
 type Port struct {
 	conn stream.Conn
-	pcap *transport.PcapWriter
+	pcap *pcap.Writer
 
 	mu       sync.Mutex
 	cond     *sync.Cond
@@ -53,7 +55,7 @@ type chunk struct {
 // Dial connects from local (invalid: any) to the DUT listening at remote,
 // over n (nil: the host's TCP). pcap, if not nil, records the
 // conversation.
-func Dial(ctx context.Context, n stream.Network, local netip.Addr, remote netip.AddrPort, pcap *transport.PcapWriter) (*Port, error) {
+func Dial(ctx context.Context, n stream.Network, local netip.Addr, remote netip.AddrPort, pcap *pcap.Writer) (*Port, error) {
 	type dialed struct {
 		c   stream.Conn
 		err error
@@ -78,7 +80,7 @@ func Dial(ctx context.Context, n stream.Network, local netip.Addr, remote netip.
 
 func network(n stream.Network) stream.Network {
 	if n == nil {
-		return &stream.TCP{}
+		return &kerneltcp.Network{}
 	}
 	return n
 }
@@ -86,13 +88,13 @@ func network(n stream.Network) stream.Network {
 // Listener waits for the DUT's connection.
 type Listener struct {
 	l     stream.Listener
-	pcap  *transport.PcapWriter
+	pcap  *pcap.Writer
 	conns chan stream.Conn
 }
 
 // Listen listens on addr (port 0: any free port) of n (nil: the host's
 // TCP) for the DUT.
-func Listen(n stream.Network, addr netip.AddrPort, pcap *transport.PcapWriter) (*Listener, error) {
+func Listen(n stream.Network, addr netip.AddrPort, pcap *pcap.Writer) (*Listener, error) {
 	sl, err := network(n).Listen(addr)
 	if err != nil {
 		return nil, fmt.Errorf("iwport: listen on %v: %w", addr, err)
@@ -124,9 +126,9 @@ func (l *Listener) Accept(ctx context.Context) (*Port, error) {
 // Close stops listening.
 func (l *Listener) Close() error { return l.l.Close() }
 
-func newPort(c stream.Conn, pcap *transport.PcapWriter) *Port {
+func newPort(c stream.Conn, pcap *pcap.Writer) *Port {
 	if pcap != nil {
-		c = stream.TeeConnWith(c, pcap, stream.TeeConfig{Now: time.Now, Framer: iwarp.CaptureFramer})
+		c = streamcap.TeeConnWith(c, pcap, streamcap.TeeConfig{Now: time.Now, Framer: iwarp.CaptureFramer})
 	}
 	p := &Port{conn: c, pcap: pcap}
 	p.cond = sync.NewCond(&p.mu)
