@@ -76,13 +76,14 @@ take() {
 
 run_mode() { # MODE
 	local mode name server client booted=false failed=0
-	while read -r mode name server; do
+	# The table comes in on fd 3: the guests' commands get no stdin to eat.
+	while read -r -u 3 mode name server; do
 		[ "$mode" = "$1" ] && [[ $name =~ $ONLY ]] || continue
 		$booted || { boot_pair "$1" || return 1; booted=true; }
 		client="$server $A"
 		[[ $server == *"|"* ]] && client=${server#*| } server=${server%% |*}
 		take "$name" "$server" "$client" || failed=1
-	done <<<"$CAPTURES"
+	done 3<<<"$CAPTURES" </dev/null
 	if $booted; then
 		"$VM" stop A
 		"$VM" stop B
