@@ -223,7 +223,7 @@ cap_start() {
 	ip netns exec "$LAB_NS" tcpdump -i "$ifc" -s 0 -U -n --immediate-mode -w "$file" "$@" </dev/null 2>"$ef" &
 	echo $! >"$pf"
 	for ((i = 0; i < 50; i++)); do
-		grep -q 'listening on' "$ef" && return 0
+		grep -qs 'listening on' "$ef" && return 0 # the file appears when tcpdump's shell opens it
 		sleep 0.1
 	done
 	cat "$ef" >&2
