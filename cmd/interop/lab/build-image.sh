@@ -51,8 +51,15 @@ DROP_MODULES=(
 
 say() { printf '[build-image %(%T)T] %s\n' -1 "$*" >&2; }
 key() { printf '%s\n' "$@" | sha256sum | cut -c1-16; }
-fresh() { [ -e "$1" ] && [ "$(cat ".stamp-$2" 2>/dev/null)" = "$3" ]; } # OUTPUT STAGE KEY
-stamp() { echo "$2" >".stamp-$1"; }                                        # STAGE KEY
+# fresh OUTPUT STAGE KEY: the stage's output exists and was built from KEY.
+# Otherwise the stage's stamp goes at once, so that a build interrupted
+# half-way is never taken for a finished one.
+fresh() {
+	[ -e "$1" ] && [ "$(cat ".stamp-$2" 2>/dev/null)" = "$3" ] && return
+	rm -f ".stamp-$2"
+	return 1
+}
+stamp() { echo "$2" >".stamp-$1"; } # STAGE KEY
 
 # mirror is the Debian mirror apt uses on this host (not the security one).
 mirror() {
