@@ -46,7 +46,7 @@ func (l *Lab) vm(ctx context.Context, args ...string) (string, error) {
 }
 
 // Prepare brings the image up to date and the network up. build-image.sh
-// rebuilds only the stages whose inputs changed (seconds when none did),
+// rebuilds only the stages whose inputs changed (under a second when none did),
 // so an image older than the lab's package list or guest files is not
 // booted.
 func (l *Lab) Prepare(ctx context.Context) error {
