@@ -110,8 +110,8 @@ else
 	@echo "fuzz: the drop-in library's decoders not fuzzed: apt-get install gcc libibverbs-dev"
 endif
 
-# Interop with Linux rxe and siw (root; boots QEMU guests from ../shared/lab,
-# building the lab image first if needed): every pairing of issue 7 in both
+# Interop with Linux rxe and siw (root; boots QEMU guests of the lab in
+# cmd/interop/lab, whose image it builds or brings up to date first): every pairing of issue 7 in both
 # roles, each capture decoded and checked by tshark, a table at the end.
 # INTEROP_FLAGS=--smoke runs the CI subset, --only REGEXP selects rows,
 # --list prints every row's commands.

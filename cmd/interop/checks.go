@@ -3,8 +3,8 @@
 // no expert finding of warning or worse beyond the ones real rxe/siw
 // captures have too), and the retransmission count (RoCEv2: counted here
 // over the frames; iWARP: tshark's tcp.analysis.retransmission).
-// ../shared/reference/wireshark.md §A6 and ../shared/lab/README.md,
-// "Dissecting the captures".
+// The tshark switches are those that decode real rxe and siw captures
+// completely (lab/README.md, "Reading the captures").
 
 package main
 
@@ -56,9 +56,9 @@ func (s DecodeSummary) Problem(iwarp bool) string {
 	return strings.Join(p, ", ")
 }
 
-// tsharkHeuristicsOff are the payload heuristics wireshark.md §A6 turns
-// off: they claim perftest's and rping's small SENDs and report false
-// "Malformed Packet: RPCoRDMA".
+// tsharkHeuristicsOff are Wireshark's heuristics for protocols carried
+// over RDMA: they claim perftest's and rping's small SENDs and report
+// false "Malformed Packet: RPCoRDMA".
 var tsharkHeuristicsOff = []string{"rpcrdma_infiniband", "smb_direct_infiniband", "iser_infiniband",
 	"nvme_rdma", "lnet_ib", "fc_infiniband", "sdp_infiniband", "smcr_infiniband", "mellanox_eoib",
 	"eth_over_ib", "rpcrdma_iwarp", "smb_direct_iwarp"}
@@ -73,7 +73,7 @@ func tsharkArgs(pcap string) []string {
 }
 
 // benignExpert are expert findings (≥ warning) that real guest-to-guest
-// captures have as well (lab README): perftest closes its TCP side
+// captures have as well (lab/README.md): perftest closes its TCP side
 // channel with a RST, and Wireshark 4.0 checks MPA requests against
 // revision 1 while siw speaks revision 2 (RFC 6581). And TCP's own
 // recovery and flow control (a duplicate SACK after a retransmission, a

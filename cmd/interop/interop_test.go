@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"errors"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,16 +12,13 @@ import (
 	"github.com/rnic/rnic/transport/pcap"
 )
 
-const captures = "../../../shared/captures"
+// captures holds the golden captures taken in the lab.
+const captures = "../../testdata/captures"
 
-// golden reads a lab capture, skipping when the shared folder is absent.
+// golden reads a golden capture.
 func golden(t *testing.T, name string) []pcap.Frame {
 	t.Helper()
-	path := filepath.Join(captures, name)
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("golden capture %s not available: %v", path, err)
-	}
-	frames, err := pcap.ReadFile(path)
+	frames, err := pcap.ReadFile(filepath.Join(captures, name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +39,7 @@ var goldenRetrans = map[string]int{"rxe-write-lat-64.pcap": 1, "rxe-send-lat-64.
 func TestRetransmissionsGolden(t *testing.T) {
 	names, _ := filepath.Glob(filepath.Join(captures, "rxe-*.pcap"))
 	if len(names) == 0 {
-		t.Skip("no golden rxe captures in " + captures)
+		t.Fatal("no golden rxe captures in " + captures)
 	}
 	for _, path := range names {
 		n, err := CountRoCERetransmissionsFile(path)

@@ -1,6 +1,7 @@
-// The lab, driven through its own script (../shared/lab/vm.sh): building
-// the image when it is missing, the namespace and bridge, booting and
-// stopping this harness's guests, and running commands in them.
+// The lab, driven through its own scripts (lab/vm.sh and
+// lab/build-image.sh beside this file): the guest image, the namespace and
+// bridge, booting and stopping this harness's guests, and running commands
+// in them.
 
 package main
 
@@ -10,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -25,9 +25,6 @@ type Lab struct {
 	// booted are the guests this run started (and stops at the end).
 	booted []*Guest
 }
-
-// labCache is where build-image.sh puts the image.
-const labCache = "/var/cache/rnic-lab"
 
 // labState is vm.sh's state directory (its LAB_STATE default): a guest's
 // /lab is labState/NAME/share.
@@ -48,18 +45,15 @@ func (l *Lab) vm(ctx context.Context, args ...string) (string, error) {
 	return out.String(), nil
 }
 
-// Prepare builds the image if it is missing and brings the network up.
+// Prepare brings the image up to date and the network up. build-image.sh
+// rebuilds only the stages whose inputs changed (under a second when none did),
+// so an image older than the lab's package list or guest files is not
+// booted.
 func (l *Lab) Prepare(ctx context.Context) error {
-	for _, f := range []string{"vmlinuz", "initrd.img", "rootfs.img"} {
-		if _, err := os.Stat(filepath.Join(labCache, f)); err != nil {
-			fmt.Fprintf(l.Log, "lab image incomplete (%s missing): running build-image.sh\n", f)
-			cmd := exec.CommandContext(ctx, "bash", filepath.Join(l.Dir, "build-image.sh"))
-			cmd.Stdout, cmd.Stderr = l.Log, l.Log
-			if err := cmd.Run(); err != nil {
-				return fmt.Errorf("build-image.sh: %w", err)
-			}
-			break
-		}
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(l.Dir, "build-image.sh"))
+	cmd.Stdout, cmd.Stderr = l.Log, l.Log
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("build-image.sh: %w", err)
 	}
 	if out, err := l.vm(ctx, "net-up"); err != nil {
 		return fmt.Errorf("%w\n%s", err, out)

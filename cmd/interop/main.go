@@ -5,7 +5,7 @@
 //	go run ./cmd/interop [--only REGEXP] [--smoke] [--keep] [--out DIR] [--lab DIR] [--list]
 //	go run ./cmd/interop --conform [--only PATTERN] [--keep] [--out DIR] [--lab DIR]
 //
-// It builds the lab image if it is missing (lab/build-image.sh), brings the
+// It brings the lab image up to date (lab/build-image.sh), brings the
 // lab network up (vm.sh net-up), boots the guests the selected rows need
 // (reusing ones already running), builds rnic into a temporary directory
 // (and, for the passthrough rows, rnic and nic/passthrough's test binaries
@@ -52,7 +52,7 @@ func parseFlags(args []string, stderr io.Writer) (*flags, int) {
 	fs := pflag.NewFlagSet("interop", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	f := &flags{
-		lab:     fs.String("lab", "", "the lab directory (default ../shared/lab from the repository root)"),
+		lab:     fs.String("lab", "", "the lab directory (default cmd/interop/lab in the repository)"),
 		only:    fs.String("only", "", "run only the rows whose \"pairing / role\" matches this regular expression"),
 		smoke:   fs.Bool("smoke", false, "the CI subset: rxe rc pingpong and siw rping, both roles; the passthrough tests in both guests; rnic -d verbs:rxe0 pingpong as client; Debian's ibv_rc_pingpong and rping (rxe, siw) on rnicd through the drop-in libraries, both roles"),
 		keep:    fs.Bool("keep", false, "leave the guests running (a later run reuses them)"),
@@ -150,7 +150,7 @@ func listRows(stdout io.Writer, rows []Row) {
 // dirs fills in the default lab directory and makes the output one.
 func (f *flags) dirs(root string) error {
 	if *f.lab == "" {
-		*f.lab = filepath.Join(root, "..", "shared", "lab")
+		*f.lab = filepath.Join(root, "cmd", "interop", "lab")
 	}
 	if *f.out == "" {
 		var err error
@@ -182,7 +182,7 @@ func runLab(ctx context.Context, f *flags, root string, rows []Row, stdout, stde
 		return 1
 	}
 	if _, err := exec.LookPath("tshark"); err != nil {
-		fmt.Fprintln(stdout, "interop: tshark is not installed: every row fails its oracle check (see reference/wireshark.md §A1)")
+		fmt.Fprintln(stdout, "interop: tshark is not installed: every row fails its oracle check (apt-get install tshark)")
 	}
 	rn := &Runner{Lab: l, Rnic: bin, Out: *f.out, Guest: guestFiles}
 	if needDropin(rows) {

@@ -1,9 +1,9 @@
 // The table of pairings: every real tool the lab's guests run (rdma-core's
 // ibv_rc_pingpong, ibv_ud_pingpong and rping, perftest's ib_*_bw and
 // ib_*_lat) against its rnic counterpart, each in both roles. The commands
-// are the lab's demo commands (../shared/lab/README.md, "Demos"), so a row
-// can be compared frame by frame with the golden capture of the same
-// command between two guests. Then the passthrough backend (issue 9): rnic
+// are those of the lab's golden captures (lab/captures.sh), so a row can
+// be compared frame by frame with the capture of the same command between
+// two guests. Then the passthrough backend (issue 9): rnic
 // built with -tags verbs runs in a guest on its rxe or siw device, against
 // rnic in the TAP mode, and the backend's own tests run in the guests.
 
@@ -197,7 +197,7 @@ func (r Row) ProgramArgs() []string {
 	return strings.Fields(expand(r.RnicClient, self, g.Addr))
 }
 
-// Lab network names (../shared/lab/vm.sh defaults): the namespace, its
+// Lab network names (lab/vm.sh defaults): the namespace, its
 // bridge and the namespace's own address on it, where the side channels
 // of programs run in the namespace listen (vm.sh's LAB_BR_IP).
 const (

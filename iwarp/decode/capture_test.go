@@ -24,7 +24,7 @@ var siwFPDUs = map[string]int{
 // its CRC verified where CRCs were negotiated; nothing is unknown; the
 // counts are iwarp/wire's. Each connection shows its MPA Request and Reply.
 func TestCaptures(t *testing.T) {
-	files, shared := captureFiles(t)
+	files := captureFiles(t)
 	total, conns := 0, 0
 	for _, path := range files {
 		name := filepath.Base(path)
@@ -50,7 +50,7 @@ func TestCaptures(t *testing.T) {
 		conns += res.mpa / 2
 	}
 	t.Logf("%d FPDUs over %d connections in %d captures", total, conns, len(files))
-	if shared && (total != 1046 || conns != 16 || len(files) != 9) {
+	if total != 1046 || conns != 16 || len(files) != 9 {
 		t.Errorf("%d FPDUs over %d connections in %d captures, want 1046 over 16 in 9", total, conns, len(files))
 	}
 }

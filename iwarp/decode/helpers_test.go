@@ -188,20 +188,14 @@ func bare(l string) string {
 	return rest
 }
 
-// captureFiles returns the siw captures: all of ../shared/captures when it
-// is there, else the copies in testdata/captures.
-func captureFiles(t testing.TB) (files []string, shared bool) {
+// captureFiles returns the real siw captures in testdata/captures.
+func captureFiles(t testing.TB) []string {
 	t.Helper()
-	files, _ = filepath.Glob("../../../shared/captures/siw-*.pcap")
-	if len(files) > 0 {
-		return files, true
-	}
-	t.Log("../shared/captures not present: checking testdata/captures only")
-	files, _ = filepath.Glob("../../testdata/captures/siw-*.pcap")
+	files, _ := filepath.Glob("../../testdata/captures/siw-*.pcap")
 	if len(files) == 0 {
 		t.Fatal("no siw captures found")
 	}
-	return files, false
+	return files
 }
 
 // readPcap returns the frames of a capture.

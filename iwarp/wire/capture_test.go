@@ -16,14 +16,10 @@ import (
 	"github.com/gopacket/gopacket/pcapgo"
 )
 
-// captureFiles returns the siw captures to check: every siw capture of
-// ../shared/captures when it is there, else the copies in testdata/captures.
+// captureFiles returns the real siw captures in testdata/captures.
 func captureFiles(t testing.TB) []string {
 	t.Helper()
-	files, _ := filepath.Glob("../../../shared/captures/siw-*.pcap")
-	if len(files) == 0 {
-		files, _ = filepath.Glob("../../testdata/captures/siw-*.pcap")
-	}
+	files, _ := filepath.Glob("../../testdata/captures/siw-*.pcap")
 	if len(files) == 0 {
 		t.Fatal("no siw captures found")
 	}

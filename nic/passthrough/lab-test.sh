@@ -6,12 +6,13 @@
 # non-zero if any run failed. From the repository root, as root:
 #   bash nic/passthrough/lab-test.sh   (RUN=pattern selects tests)
 set -u
-LAB=${LAB:-../shared/lab}   # the lab directory (vm.sh)
+LAB=${LAB:-cmd/interop/lab}   # the lab directory (vm.sh, build-image.sh)
 OUT=${OUT:-/tmp/pt}
 RUN=${RUN:-.}   # -test.run pattern
 mkdir -p "$OUT"
 go test -c -tags verbs -o "$OUT/passthrough.test" ./nic/passthrough || exit 1
 go test -c -race -tags verbs -o "$OUT/passthrough.race.test" ./nic/passthrough || exit 1
+bash "$LAB/build-image.sh" || exit 1
 bash "$LAB/vm.sh" net-up || exit 1
 rc=0
 for g in "P1 10.77.0.31 rxe" "P2 10.77.0.32 siw"; do

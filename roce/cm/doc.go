@@ -20,6 +20,6 @@
 // and id.go (the state machine of §12.9 with its timers, retries and
 // duplicate handling), sidr_manager.go.
 //
-// The wire is checked against real captures of rxe (testdata in
-// /work/shared/captures, decoded by tshark as the oracle).
+// The wire is checked against real captures of rxe (testdata/captures,
+// decoded by tshark as the oracle).
 package cm

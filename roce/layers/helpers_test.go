@@ -17,13 +17,10 @@ import (
 	"github.com/rnic/rnic/roce/wire"
 )
 
-// captureFiles returns the real rxe captures: the copies in testdata and,
-// when present, the full set in ../shared/captures.
+// captureFiles returns the real rxe captures in testdata/captures.
 func captureFiles(t testing.TB) []string {
 	t.Helper()
 	files, _ := filepath.Glob("../../testdata/captures/rxe-*.pcap")
-	shared, _ := filepath.Glob("../../../shared/captures/rxe-*.pcap")
-	files = append(files, shared...)
 	if len(files) == 0 {
 		t.Fatal("no rxe captures in testdata/captures")
 	}

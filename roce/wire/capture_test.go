@@ -12,13 +12,10 @@ import (
 	"github.com/gopacket/gopacket/pcapgo"
 )
 
-// captureFiles returns the RoCEv2 captures to check: the copies kept in
-// testdata, and every rxe capture of ../shared/captures when it is there.
+// captureFiles returns the real rxe captures in testdata/captures.
 func captureFiles(t *testing.T) []string {
 	t.Helper()
 	files, _ := filepath.Glob("../../testdata/captures/rxe-*.pcap")
-	shared, _ := filepath.Glob("../../../shared/captures/rxe-*.pcap")
-	files = append(files, shared...)
 	if len(files) == 0 {
 		t.Fatal("no captures found in testdata/captures")
 	}

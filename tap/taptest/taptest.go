@@ -1,6 +1,6 @@
 // Package taptest builds the private network a TAP-mode test runs in: a
 // network namespace of its own with a bridge, onto which the test's NICs
-// put their TAPs (the recipe of ../shared/lab/vm.sh: bridge with STP off,
+// put their TAPs (the recipe of cmd/interop/lab/vm.sh: bridge with STP off,
 // forward delay 0, multicast snooping off, an address on the bridge for the
 // namespace's own kernel stack, so `ping` from the namespace reaches the
 // NICs).

@@ -1,5 +1,5 @@
-// Tests of the capture reader: every real capture in the shared captures
-// folder, every classic pcap flavour, pcapng, gzip, and clear refusals of
+// Tests of the capture reader: every real capture in testdata/captures,
+// every classic pcap flavour, pcapng, gzip, and clear refusals of
 // non-Ethernet and non-capture input.
 
 package pcap_test
@@ -22,16 +22,15 @@ import (
 	"github.com/rnic/rnic/transport/pcap"
 )
 
-// capturesDir is the shared folder's captures, ../shared from the project
-// root (DESIGN.md).
-const capturesDir = "../../shared/captures"
+// capturesDir holds the real rxe and siw captures.
+const capturesDir = "../testdata/captures"
 
 func TestReadRealCaptures(t *testing.T) {
 	paths, _ := filepath.Glob(filepath.Join(capturesDir, "*.pcap"))
 	paths2, _ := filepath.Glob(filepath.Join(capturesDir, "*.pcapng"))
 	paths = append(paths, paths2...)
 	if len(paths) == 0 {
-		t.Skipf("no captures in %s (the shared folder is not next to the repository)", capturesDir)
+		t.Fatalf("no captures in %s", capturesDir)
 	}
 	for _, p := range paths {
 		frames, err := pcap.ReadFile(p)

@@ -84,8 +84,8 @@
 // steps read and write the stream.
 //
 // Verdicts: pass; FAIL; deviation-known (the case fails on a DUT whose
-// DeviceInfo.Kind a Deviation names, citing ../shared/reference/
-// protocols.md); not-applicable (Case.Needs says why, a step wraps
+// DeviceInfo.Kind a Deviation names, with a note of the peer's documented
+// behaviour); not-applicable (Case.Needs says why, a step wraps
 // ErrNotApplicable, or the agent answers "unsupported"). The evidence is
 // one line: frame numbers in the tester's capture (#n→ sent, #n← from
 // the DUT) with what they carried, and the completions seen.

@@ -11,7 +11,8 @@ import (
 )
 
 // goldenMADs returns the CM MADs (with their IP source) of a capture of
-// real rxe peers (tshark -Y infiniband.mad of /work/shared/captures).
+// real rxe peers (the frames tshark -Y infiniband.mad finds in
+// testdata/captures/rxe-rping.pcap and rxe-write-bw-cm-4096.pcap).
 func goldenMADs(t testing.TB, path string) (mads [][]byte) {
 	frames, err := pcap.ReadFile(path)
 	if err != nil {
