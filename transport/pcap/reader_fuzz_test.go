@@ -14,7 +14,7 @@ import (
 // and no frame exceeds the largest snapshot length a capture may declare.
 // (Inputs may be gzip-compressed, so output can outgrow input.)
 func FuzzReader(f *testing.F) {
-	files, _ := filepath.Glob("../testdata/captures/*.pcap")
+	files, _ := filepath.Glob("../../testdata/captures/*.pcap")
 	for _, p := range files {
 		if b, err := os.ReadFile(p); err == nil && len(b) < 64<<10 {
 			f.Add(b)

@@ -23,7 +23,7 @@ import (
 )
 
 // capturesDir holds the real rxe and siw captures.
-const capturesDir = "../testdata/captures"
+const capturesDir = "../../testdata/captures"
 
 func TestReadRealCaptures(t *testing.T) {
 	paths, _ := filepath.Glob(filepath.Join(capturesDir, "*.pcap"))
