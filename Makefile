@@ -85,7 +85,7 @@ demo: build
 	$(BIN)/rnic demo --pcap demo.pcap
 	@out=$$($(BIN)/rnic decode demo.pcap) && echo "$$out" | tail -n 1
 
-# One table of issue 19's workloads (rnic perf one and two processes,
+# One table of the performance workloads (rnic perf one and two processes,
 # through rnicd, rnic sim, QP setup), each against its baseline from the
 # same run: a couple of minutes. BENCH_FLAGS=-quick: a tenth of the work.
 bench: build
@@ -111,7 +111,7 @@ else
 endif
 
 # Interop with Linux rxe and siw (root; boots QEMU guests of the lab in
-# cmd/interop/lab, whose image it builds or brings up to date first): every pairing of issue 7 in both
+# cmd/interop/lab, whose image it builds or brings up to date first): every pairing of rnic with rxe and siw in both
 # roles, each capture decoded and checked by tshark, a table at the end.
 # INTEROP_FLAGS=--smoke runs the CI subset, --only REGEXP selects rows,
 # --list prints every row's commands.

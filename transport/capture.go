@@ -23,6 +23,17 @@ func VirtualTimestamps(clk clock.Clock) func() time.Time {
 	return func() time.Time { return PcapEpoch.Add(clk.Now()) }
 }
 
+// A FrameRecorder that is also a NoteRecorder keeps, with a frame the
+// link did something to, a note saying what (a pcapng packet comment:
+// "rnic: lost", "rnic: duplicate,delayed"), so that the capture file itself
+// tells its reader, as SimConfig.Notes tells the program.
+type NoteRecorder interface {
+	WriteFrameNote(ts time.Time, frame []byte, note string) error
+}
+
+// NotePrefix starts every note a link writes in a capture.
+const NotePrefix = "rnic: "
+
 // FrameRecorder keeps frames with their timestamps: what a simulated link
 // records of its wire (SimConfig.Pcap). A pcap.Writer is one; its errors
 // are sticky, so the link ignores what WriteFrame returns.

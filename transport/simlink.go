@@ -216,7 +216,11 @@ func (l *simLink) serialisation(n int) time.Duration {
 // are sticky in the recorder (a pcap.Writer surfaces them from its Close).
 func (l *simLink) record(t time.Duration, frame []byte, n LinkNote) {
 	if l.cfg.Pcap != nil {
-		_ = l.cfg.Pcap.WriteFrame(PcapEpoch.Add(t), frame)
+		if nr, ok := l.cfg.Pcap.(NoteRecorder); ok && n != 0 {
+			_ = nr.WriteFrameNote(PcapEpoch.Add(t), frame, NotePrefix+n.String())
+		} else {
+			_ = l.cfg.Pcap.WriteFrame(PcapEpoch.Add(t), frame)
+		}
 		if n != 0 && l.cfg.Notes != nil {
 			l.cfg.Notes(l.cfg.Pcap.Frames(), n)
 		}

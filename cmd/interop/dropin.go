@@ -1,4 +1,4 @@
-// Drop-in rows (issue 14): rnicd serves one NIC on the row's TAP, and an
+// Drop-in rows: rnicd serves one NIC on the row's TAP, and an
 // unmodified C program (Debian's ibv_rc_pingpong, ib_write_bw) runs on it
 // through the drop-in libibverbs.so.1, started with rnic exec inside the
 // lab's namespace so that its side channel (a kernel TCP socket) reaches

@@ -161,7 +161,7 @@ func TestSelect(t *testing.T) {
 	}
 }
 
-// TestTable: the table covers issue 7's list, every label is unique, every
+// TestTable: the table covers every pairing, every label is unique, every
 // row has both commands, and the commands are the lab's.
 func TestTable(t *testing.T) {
 	rows := Rows(Pairings)
@@ -234,7 +234,7 @@ func TestTable(t *testing.T) {
 	}
 }
 
-// TestDropinRows: issue 14's rows run Debian's own tools on rnic, in both
+// TestDropinRows: the drop-in rows run Debian's own tools on rnic, in both
 // roles: rnicd on the guest's TAP with its capture, the program on rnicd's
 // rnic0 with the guest's GID index, and the guest's client dialing the
 // side channel at rnicd's NIC's address, where the program's view has it
@@ -272,7 +272,7 @@ func TestDropinRows(t *testing.T) {
 	}
 }
 
-// TestDropinCMRows: issue 15's rows, programs connecting through rdma_cm:
+// TestDropinCMRows: the rdma_cm drop-in rows, programs connecting through rdma_cm:
 // the guest's client and the program's server address rnicd's NIC (its
 // TAP address), not the namespace's; for siw guests rnicd's NIC is an
 // iWARP one.

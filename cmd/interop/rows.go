@@ -3,7 +3,7 @@
 // ib_*_lat) against its rnic counterpart, each in both roles. The commands
 // are those of the lab's golden captures (lab/captures.sh), so a row can
 // be compared frame by frame with the capture of the same command between
-// two guests. Then the passthrough backend (issue 9): rnic
+// two guests. Then the passthrough backend: rnic
 // built with -tags verbs runs in a guest on its rxe or siw device, against
 // rnic in the TAP mode, and the backend's own tests run in the guests.
 
@@ -208,7 +208,7 @@ const (
 	dropinDevice = "rnic0"
 )
 
-// Pairings is the whole table (issue 7's list).
+// Pairings is the whole table: every pairing of rnic with rxe and siw.
 var Pairings = buildPairings()
 
 func buildPairings() []*Pairing {
@@ -350,7 +350,7 @@ func (t *table) siw() {
 	}
 }
 
-// passthrough adds issue 9's rows: rnic -d verbs:rxe0 against rnic on its
+// passthrough adds the passthrough rows: rnic -d verbs:rxe0 against rnic on its
 // TAP (RoCEv2, the ibv_rc_pingpong side channel), rnic rping --ib-dev
 // verbs:siw0 against rnic rping --iwarp (rdma_cm over siw), and the
 // backend's tests in each guest.
@@ -369,7 +369,7 @@ func (t *table) passthrough() {
 	}
 }
 
-// addDropin adds issue 14's rows: Debian's unmodified ibv_rc_pingpong and
+// addDropin adds the drop-in rows: Debian's unmodified ibv_rc_pingpong and
 // ib_write_bw on rnic (rnicd on its TAP, the program through the drop-in
 // libibverbs.so.1) against the same tool on rxe. GID index 1 is the
 // IPv4-mapped GID on both (rnicd's TAP NIC has Linux's GID table).
@@ -390,7 +390,7 @@ func addDropin(add func(*Pairing)) {
 	addDropinCM(add)
 }
 
-// addDropinCM adds issue 15's lab rows: Debian's unmodified rping and
+// addDropinCM adds the rdma_cm drop-in rows: Debian's unmodified rping and
 // ib_write_bw -R through the drop-in librdmacm.so.1 on rnicd's TAP NIC
 // against the same tool in the guest: rping over RoCEv2 (rxe, IB CM on
 // QP1) and over iWARP (siw, MPA over the NIC's own TCP; siwcrc asks for

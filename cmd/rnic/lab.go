@@ -16,7 +16,7 @@ import (
 )
 
 const labHelp = `usage: rnic lab list
-       rnic lab run NAME [--trace] [--pcap FILE.pcap] [--ladder FILE.html|FILE.svg]
+       rnic lab run NAME [--trace] [--pcap FILE.pcapng] [--ladder FILE.html|FILE.svg]
 
 Named teaching scenarios: each a short run of two NICs on a simulated link
 with a virtual clock that shows one protocol behaviour (a lost packet and
@@ -35,7 +35,7 @@ func runLab(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("rnic lab", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	trace := fs.Bool("trace", false, "print the engines' trace: every PSN, ACK, NAK and timer decision")
-	pcapPath := fs.String("pcap", "", "write every frame on the link to this pcap file")
+	pcapPath := fs.String("pcap", "", "write every frame on the link to this pcapng file, with the link's notes as packet comments")
 	ladderPath := fs.String("ladder", "", "draw the run as a ladder diagram (FILE.svg or FILE.html)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), labHelp)

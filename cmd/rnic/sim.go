@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rnic/rnic/cmd/internal/sim"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 const simHelp = `usage: rnic sim [flags]
@@ -79,7 +80,7 @@ func newSimFlags() *simFlags {
 	fs.IntVar(&cfg.MTU, "mtu", sim.DefaultMTU, "path MTU: 256, 512, 1024, 2048 or 4096")
 	fs.IntVar(&cfg.MaxMsg, "max-msg", sim.DefaultMaxMsg, "largest message in bytes")
 	fs.IntVar(&cfg.Depth, "depth", sim.DefaultDepth, "outstanding operations per QP")
-	f.pcap = fs.String("pcap", "", "write every frame on the link to this pcap file")
+	f.pcap = fs.String("pcap", "", "write every frame on the link to this pcap file (FILE.pcapng: with the link's notes as packet comments)")
 	fs.BoolVar(&cfg.IWARP, "iwarp", false, "iWARP over simulated TCP instead of RoCEv2 over a simulated link")
 	fs.Float64Var(&cfg.Chop, "chop", sim.DefaultChop, "iWARP: probability that a stream segment or delivery is cut at a random point")
 	f.trace = fs.Bool("trace", false, "print every QP state change and PSN/ACK/NAK decision")
@@ -135,7 +136,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		defer pf.Close()
-		cfg.Pcap = pf
+		cfg.Pcap, cfg.PcapNG = pf, pcap.IsNg(*f.pcap)
 	}
 	if *f.trace {
 		cfg.Trace = stdout

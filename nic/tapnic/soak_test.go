@@ -9,7 +9,7 @@ import (
 )
 
 // TestSoakTAP: QPs by the thousand between two TAP-mode NICs leave nothing
-// behind (the TAP mode's part of issue 16's soak).
+// behind (the TAP mode's part of the soak).
 func TestSoakTAP(t *testing.T) {
 	tn := taptest.New(t, 67)
 	a := openNIC(t, tn, "rnica", nil, tn.Addr4(2))

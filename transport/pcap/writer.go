@@ -13,6 +13,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,16 +29,17 @@ const Snaplen = 262144
 // ErrClosed is returned by a Writer after Close.
 var ErrClosed = errors.New("pcap: writer closed")
 
-// Writer writes Ethernet frames to a classic pcap stream with
-// nanosecond timestamps. It is safe for concurrent use. Errors are sticky:
+// Writer writes Ethernet frames to a classic pcap stream (or a pcapng one:
+// NewNgWriter) with nanosecond timestamps. It is safe for concurrent use. Errors are sticky:
 // after the first failed write every call returns that error, since the file
 // is no longer well formed, and Close reports it, so capture points that
 // cannot return an error (a link's event loop) lose nothing silently.
 type Writer struct {
 	mu     sync.Mutex
 	buf    *bufio.Writer
-	pw     *pcapgo.Writer
-	file   io.Closer // closed by Close when the writer opened it
+	pw     *pcapgo.Writer   // classic pcap, or
+	ng     *pcapgo.NgWriter // pcapng, whose records also keep comments
+	file   io.Closer        // closed by Close when the writer opened it
 	frames int
 	err    error
 	closed bool
@@ -54,14 +56,36 @@ func NewWriter(w io.Writer) (*Writer, error) {
 	return &Writer{buf: buf, pw: pw}, nil
 }
 
+// NewNgWriter is NewWriter for a pcapng stream: one Ethernet interface
+// with nanosecond timestamps, and each record may carry a comment
+// (WriteFrameNote), which Wireshark shows as the packet's comment.
+func NewNgWriter(w io.Writer) (*Writer, error) {
+	buf := bufio.NewWriterSize(w, 64<<10)
+	intf := pcapgo.DefaultNgInterface
+	intf.LinkType, intf.SnapLength, intf.OS, intf.Name = layers.LinkTypeEthernet, Snaplen, "", "rnic"
+	ng, err := pcapgo.NewNgWriterInterface(buf, intf, pcapgo.NgWriterOptions{SectionInfo: pcapgo.NgSectionInfo{Application: "rnic"}})
+	if err != nil {
+		return nil, err
+	}
+	return &Writer{buf: buf, ng: ng}, nil
+}
+
+// IsNg says whether a capture file at path is written as pcapng: its
+// name ends in ".pcapng".
+func IsNg(path string) bool { return strings.HasSuffix(path, ".pcapng") }
+
 // Create creates (or truncates) the file at path and returns a writer
-// whose Close also closes the file.
+// whose Close also closes the file: pcapng when IsNg(path), else classic.
 func Create(path string) (*Writer, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, err
 	}
-	p, err := NewWriter(f)
+	open := NewWriter
+	if IsNg(path) {
+		open = NewNgWriter
+	}
+	p, err := open(f)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -78,7 +102,15 @@ func Create(path string) (*Writer, error) {
 func (p *Writer) WriteFrame(ts time.Time, frame []byte) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.writeLocked(ts, frame)
+	return p.writeLocked(ts, frame, "")
+}
+
+// WriteFrameNote is WriteFrame with a comment on the record (pcapng); a
+// classic pcap has no place for it and keeps the frame alone.
+func (p *Writer) WriteFrameNote(ts time.Time, frame []byte, note string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.writeLocked(ts, frame, note)
 }
 
 // WriteFrameNow appends one frame stamped now(), read under the writer's
@@ -89,7 +121,7 @@ func (p *Writer) WriteFrame(ts time.Time, frame []byte) error {
 func (p *Writer) WriteFrameNow(now func() time.Time, frame []byte) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.writeLocked(now(), frame)
+	return p.writeLocked(now(), frame, "")
 }
 
 // WriteFramesNow appends frames that arrived or left together, all stamped
@@ -99,14 +131,14 @@ func (p *Writer) WriteFramesNow(now func() time.Time, frames [][]byte) error {
 	defer p.mu.Unlock()
 	ts := now()
 	for _, f := range frames {
-		if err := p.writeLocked(ts, f); err != nil {
+		if err := p.writeLocked(ts, f, ""); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (p *Writer) writeLocked(ts time.Time, frame []byte) error {
+func (p *Writer) writeLocked(ts time.Time, frame []byte, note string) error {
 	if p.err != nil {
 		return p.err
 	}
@@ -118,7 +150,16 @@ func (p *Writer) writeLocked(ts time.Time, frame []byte) error {
 		data = data[:Snaplen]
 	}
 	ci := gopacket.CaptureInfo{Timestamp: ts, CaptureLength: len(data), Length: len(frame)}
-	if err := p.pw.WritePacket(ci, data); err != nil {
+	var err error
+	switch {
+	case p.ng == nil:
+		err = p.pw.WritePacket(ci, data)
+	case note != "":
+		err = p.ng.WritePacketWithOptions(ci, data, pcapgo.NgPacketOptions{Comments: []string{note}})
+	default:
+		err = p.ng.WritePacket(ci, data)
+	}
+	if err != nil {
 		p.err = err
 		return err
 	}
@@ -147,10 +188,18 @@ func (p *Writer) flushLocked() error {
 	if p.closed {
 		return ErrClosed
 	}
-	if err := p.buf.Flush(); err != nil {
-		p.err = err
-	}
+	p.err = p.flushBuffers()
 	return p.err
+}
+
+// flushBuffers writes out the pcapng writer's buffer, then ours.
+func (p *Writer) flushBuffers() error {
+	if p.ng != nil {
+		if err := p.ng.Flush(); err != nil {
+			return err
+		}
+	}
+	return p.buf.Flush()
 }
 
 // Close flushes, closes the file if Create opened it, and reports the
@@ -164,7 +213,7 @@ func (p *Writer) Close() error {
 	p.closed = true
 	err := p.err
 	if err == nil {
-		if err = p.buf.Flush(); err != nil {
+		if err = p.flushBuffers(); err != nil {
 			p.err = err
 		}
 	}

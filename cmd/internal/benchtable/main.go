@@ -1,5 +1,5 @@
 // Command benchtable is `make bench`: it runs the performance workloads of
-// issue 19 with short iteration counts, each beside its baseline measured
+// the performance goals with short iteration counts, each beside its baseline measured
 // in the same run, and prints one table (workload, rnic, baseline, ratio)
 // so that the next change can be compared in one run. Timing never fails
 // anything: a workload that cannot run prints its error in its row.

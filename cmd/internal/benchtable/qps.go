@@ -9,7 +9,7 @@ import (
 	"syscall"
 )
 
-// manyQPs is issue 19's scale goal: traffic spread over this many RC QP
+// manyQPs is the scale goal: traffic spread over this many RC QP
 // pairs at ≥ 0.8× one QP's bandwidth.
 const manyQPs = 10000
 

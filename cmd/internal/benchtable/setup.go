@@ -12,7 +12,7 @@ import (
 	"strings"
 )
 
-// Issue 19's goals for QP setup: 10,000 RC QPs created and connected in at
+// The goals for QP setup: 10,000 RC QPs created and connected in at
 // most a second, at most 8 KiB of engine state per idle QP.
 const (
 	setupPairs     = 10000

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// simTarget is issue 19's goal for the simulated mode, in packets (sent
+// simTarget is the goal for the simulated mode, in packets (sent
 // and received) per CPU-second through the RC engine at 10% loss.
 const simTarget = 2e6
 

@@ -1,6 +1,6 @@
 package main
 
-// The TAP rows (issue 19 goal 3): rnic perf over two TAP-mode NICs on a
+// The TAP rows: rnic perf over two TAP-mode NICs on a
 // bridge in a namespace the bench creates, against raw frames through
 // TAPs on the same bridge and against kernel TCP between two namespaces
 // on that bridge (veth), each figure the median of tapReps runs. Beside

@@ -62,7 +62,7 @@ func TestUDSendBWContended(t *testing.T) {
 // the streaming responder or a lost response made the requester ask again
 // while the rest of the stream was still coming; each local ACK timeout
 // behind that stream asked for yet another whole replay, until
-// RETRY_EXC_ERR (issue 16 item 1).
+// RETRY_EXC_ERR.
 func TestLargeReadContended(t *testing.T) {
 	for _, iwarp := range []bool{false, true} {
 		name := "roce"

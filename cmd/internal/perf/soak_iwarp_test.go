@@ -1,6 +1,6 @@
 package perf
 
-// iWARP's part of issue 16 item 12: perf runs over iWARP (both sides in
+// iWARP's part of the soak: perf runs over iWARP (both sides in
 // this process, each QP a TCP connection with its goroutines and timers)
 // leave nothing behind.
 

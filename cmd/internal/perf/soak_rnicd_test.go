@@ -1,6 +1,6 @@
 package perf
 
-// The scenario of issue 16 item 12: short perf runs, one after another,
+// The soak through rnicd: short perf runs, one after another,
 // through one daemon. Daemon and clients live in this process, so what it
 // holds after the runs (descriptors, mappings, goroutines, heap) is what
 // they leave behind: nothing beyond the slack.

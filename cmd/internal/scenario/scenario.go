@@ -38,7 +38,8 @@ type Run struct {
 	// Log is the narration and the trace together, in the order they
 	// happened.
 	Log string
-	// Pcap is the capture of the link (classic pcap).
+	// Pcap is the capture of the link: pcapng, each frame the script lost
+	// or changed with a comment saying so ("rnic: lost").
 	Pcap []byte
 	// Notes are what the link did to captured frames, by record number.
 	Notes map[int]transport.LinkNote

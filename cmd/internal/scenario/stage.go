@@ -73,7 +73,7 @@ type stageConfig struct {
 func newStage(cfg stageConfig, out io.Writer) (*stage, error) {
 	s := &stage{clk: clock.NewVirtual(), out: out, notes: map[int]transport.LinkNote{}}
 	if cfg.pcap != nil {
-		pw, err := pcap.NewWriter(cfg.pcap)
+		pw, err := pcap.NewNgWriter(cfg.pcap)
 		if err != nil {
 			return nil, err
 		}

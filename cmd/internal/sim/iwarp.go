@@ -54,15 +54,11 @@ func runIWARP(cfg Config) (*Result, error) {
 	}
 	clk := clock.NewVirtual()
 	net := simstream.NewNetwork(clk, simstream.NetConfig{Conn: simstream.Config{Seed: cfg.Seed, Chop: cfg.Chop}})
-	var pw *pcap.Writer
-	if cfg.Pcap != nil {
-		var err error
-		if pw, err = pcap.NewWriter(cfg.Pcap); err != nil {
-			return nil, err
-		}
+	pw, err := cfg.pcapWriter()
+	if err != nil {
+		return nil, err
 	}
 	w := &world{cfg: cfg, clk: clk, rng: rand.New(rand.NewPCG(cfg.Seed, 0x73696d)), iwarp: true}
-	var err error
 	if w.a, err = w.newIWARPNode("rnic0", net, 1, pw); err != nil {
 		return nil, err
 	}

@@ -36,6 +36,9 @@ type Config struct {
 	Timeout uint8
 	// Pcap, if set, receives every frame that crosses the link.
 	Pcap io.Writer
+	// PcapNG writes Pcap as pcapng, each frame the link lost, duplicated,
+	// corrupted or delayed with a comment saying so ("rnic: lost").
+	PcapNG bool
 	// Trace, if set, receives the engines' trace lines.
 	Trace io.Writer
 	// LinkNotes, if set with Pcap, is told which capture records the
@@ -120,6 +123,18 @@ func (c *Config) defaults() error {
 	return c.checkSize()
 }
 
+// pcapWriter is the writer of cfg.Pcap (nil without one): pcapng with
+// PcapNG, else classic pcap.
+func (cfg *Config) pcapWriter() (*pcap.Writer, error) {
+	switch {
+	case cfg.Pcap == nil:
+		return nil, nil
+	case cfg.PcapNG:
+		return pcap.NewNgWriter(cfg.Pcap)
+	}
+	return pcap.NewWriter(cfg.Pcap)
+}
+
 // Run performs a simulation.
 func Run(cfg Config) (*Result, error) {
 	if cfg.IWARP {
@@ -131,12 +146,11 @@ func Run(cfg Config) (*Result, error) {
 	clk := clock.NewVirtual()
 	link := transport.SimConfig{Seed: cfg.Seed, Faults: transport.Symmetric(transport.Faults{
 		Loss: cfg.Loss, Reorder: cfg.Reorder, Dup: cfg.Dup, Corrupt: cfg.Corrupt})}
-	var pw *pcap.Writer
-	if cfg.Pcap != nil {
-		var err error
-		if pw, err = pcap.NewWriter(cfg.Pcap); err != nil {
-			return nil, err
-		}
+	pw, err := cfg.pcapWriter()
+	if err != nil {
+		return nil, err
+	}
+	if pw != nil {
 		link.Pcap, link.Notes = pw, cfg.LinkNotes
 	}
 	if err := link.Validate(); err != nil {
@@ -145,7 +159,6 @@ func Run(cfg Config) (*Result, error) {
 	ea, eb := transport.NewSimLink(clk, link)
 	w := &world{cfg: cfg, clk: clk, rng: rand.New(rand.NewPCG(cfg.Seed, 0x73696d)),
 		psns: rand.New(rand.NewPCG(cfg.Seed, 0x70736e))} // "psn"
-	var err error
 	if w.a, err = w.newNode("rnic0", ea, 1); err != nil {
 		return nil, err
 	}

@@ -11,9 +11,13 @@
 --   rnic.mpa.crc         the MPA CRC computed over an FPDU (RFC 5044 4.4)
 --   rnic.mpa.crc.status  "good", "bad" or "unused" (zero, as when not negotiated)
 --   rnic.mpa.crc.bad     present only on an FPDU whose CRC is wrong
---   rnic.note and rnic.{retransmission,duplicate,lost,corrupted,delayed}:
---                        what rnic knew of a frame it captured (its
---                        packet comment "rnic: ..."), e.g. on a simulated link
+--   rnic.note and rnic.{lost,duplicate,corrupted,delayed}:
+--                        what a simulated link did to a frame, from the
+--                        packet comment rnic writes in a pcapng capture
+--                        ("rnic: lost,corrupted"; rnic sim --pcap F.pcapng)
+--   rnic.retransmission  a RoCEv2 request packet sent again: one whose
+--                        addresses, destination QP and PSN an earlier frame
+--                        carried (a link's noted duplicate is not one)
 --
 -- Load it with  tshark -X lua_script:rnic.lua  or install it in Wireshark's
 -- plugin folder (make install does).
@@ -142,6 +146,43 @@ local function checkICRC(s, tree)
 	end
 end
 
+local commentField = Field.new("frame.comment")
+
+-- checkNotes turns rnic's packet comments ("rnic: lost,corrupted", written
+-- by a simulated link into a pcapng capture) into fields.
+local function checkNotes(tree)
+	for _, fi in ipairs({ commentField() }) do
+		local notes = tostring(fi.value):match("^rnic: (.*)$")
+		if notes then
+			local t = tree:add(rnic, "rnic: " .. notes)
+			t:add(f.note, notes)
+			for word in notes:gmatch("[^,]+") do
+				if f[word] then t:add(f[word], true) end
+			end
+		end
+	end
+end
+
+-- firstSeen maps a RoCEv2 request packet's identity (addresses, destination
+-- QP, PSN) to the frame that carried it first: a later frame with the same
+-- identity is a retransmission, unless the link noted it as its duplicate.
+local firstSeen = {}
+
+local function checkRetransmission(s, tree, frameNumber, noted)
+	local ip, udp, _, v6 = roceOffsets(s)
+	if not ip then return end
+	local op = s:byte(udp + 8)
+	if band(op, 0x1F) >= 0x0D and band(op, 0x1F) <= 0x12 then return end -- responses and ACKs
+	local addrs = v6 and s:sub(ip + 8, ip + 39) or s:sub(ip + 12, ip + 19)
+	local key = addrs .. s:sub(udp + 8 + 5, udp + 8 + 7) .. s:sub(udp + 8 + 9, udp + 8 + 11)
+	local first = firstSeen[key]
+	if not first then
+		firstSeen[key] = frameNumber
+	elseif first < frameNumber and not noted then
+		tree:add(rnic, "rnic: retransmission"):add(f.retransmission, true)
+	end
+end
+
 local fpduField = Field.new("iwarp_mpa.fpdu")
 local crcFlagField = Field.new("iwarp_mpa.crc_flag")
 local streamField = Field.new("tcp.stream")
@@ -185,7 +226,14 @@ local function checkMPA(tree)
 end
 
 function rnic.dissector(tvb, pinfo, tree)
-	if tvb:len() >= 14 then checkICRC(tvb:raw(), tree) end
+	local comment = commentField()
+	local duplicate = comment and tostring(comment.value):match("^rnic: .*duplicate") ~= nil
+	checkNotes(tree)
+	if tvb:len() >= 14 then
+		local s = tvb:raw()
+		checkICRC(s, tree)
+		checkRetransmission(s, tree, pinfo.number, duplicate)
+	end
 	checkMPA(tree)
 end
 
