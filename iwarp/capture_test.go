@@ -36,7 +36,7 @@ func TestCaptureTshark(t *testing.T) {
 			o.a.NoCRC, o.b.NoCRC = !crc, !crc
 			h := newHarness(t, o)
 			h.a.stack.cfg.Tee = func(c stream.Conn) stream.Conn {
-				return streamcap.TeeConnWith(c, w, streamcap.TeeConfig{Now: transport.VirtualTimestamps(h.clk), Framer: CaptureFramer})
+				return streamcap.TeeConnWith(c, w, streamcap.TeeConfig{Now: transport.VirtualTimestamps(h.clk), NewFramer: func() streamcap.Framer { return NewCaptureFramer() }})
 			}
 			h.listen(o)
 			h.connect(o)

@@ -84,7 +84,7 @@ type Config struct {
 	Addr netip.Addr
 	// Tee, if set, wraps every connection right after it is opened or
 	// accepted, before anything is read or written: the place for a pcap
-	// tee (streamcap.TeeConnWith with CaptureFramer).
+	// tee (streamcap.TeeConnWith with NewCaptureFramer).
 	Tee func(stream.Conn) stream.Conn
 
 	// MPA options.

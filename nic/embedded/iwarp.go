@@ -42,6 +42,9 @@ type IWARPConfig struct {
 	MSS int
 	// CRC asks peers for MPA CRCs (C=1); a peer that asks gets them anyway.
 	CRC bool
+	// Markers asks peers for MPA markers (M=1) and sends them to a peer
+	// that asks (RFC 5044 §4.3).
+	Markers bool
 	// RTR selects the Ready-to-Receive messages offered and accepted
 	// (iwarp.RTRAuto if zero; iwarp.RTRNone as Linux siw initiates).
 	RTR iwarp.RTRMode
@@ -113,7 +116,7 @@ func OpenIWARP(cfg IWARPConfig) (*IWARPNIC, error) {
 	n := &IWARPNIC{Addr: cfg.Addr.Unmap(), settle: cfg.Settle}
 	n.cm = newIWARPCM(n)
 	scfg := iwarp.Config{Clock: cfg.Clock, Network: cfg.Network, Addr: n.Addr, MSS: cfg.MSS,
-		NoCRC: !cfg.CRC, RTR: cfg.RTR, OnConnEvent: n.cm.event}
+		NoCRC: !cfg.CRC, Markers: cfg.Markers, RTR: cfg.RTR, OnConnEvent: n.cm.event}
 	scfg.Tee = streamTee(cfg.Pcap, cfg.Clock, cfg.Wrap)
 	if cfg.Trace != nil {
 		var mu sync.Mutex
@@ -170,7 +173,7 @@ func streamTee(w *pcap.Writer, clk clock.Clock, wrap func(stream.Conn) stream.Co
 	}
 	return func(s stream.Conn) stream.Conn {
 		if w != nil {
-			s = streamcap.TeeConnWith(s, w, streamcap.TeeConfig{Now: now, Framer: iwarp.CaptureFramer})
+			s = streamcap.TeeConnWith(s, w, streamcap.TeeConfig{Now: now, NewFramer: func() streamcap.Framer { return iwarp.NewCaptureFramer() }})
 		}
 		if wrap != nil {
 			s = wrap(s)

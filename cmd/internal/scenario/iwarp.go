@@ -5,14 +5,16 @@ import "time"
 // The iWARP scenarios: two iWARP NICs on a simulated TCP network.
 var iwarpScenarios = []*Scenario{
 	{
-		Name: "mpa", Title: "iWARP: MPA negotiation with CRCs, then the RTR",
-		Spec: "RFC 5044 §7.1 (MPA Request and Reply), §4.4 (CRC); RFC 6581 §3 (enhanced MPA: IRD/ORD and the RTR)",
-		Look: "rnic0 opens a TCP connection and sends an MPA Request asking for CRCs (flag C), revision 2 with " +
-			"its IRD and ORD and the Ready-to-Receive (RTR) messages it can send in the private data; rnic1 " +
-			"answers with an MPA Reply that grants CRCs and picks the RTR; rnic0 then sends that RTR, a " +
-			"zero-length RDMA WRITE, before anything else. Every FPDU after that ends in a CRC-32C; a message " +
-			"longer than a segment is cut into several FPDUs (DDP segments: the message offset moves on, the " +
-			"last one has the L flag). In Wireshark, rnic.lua checks each CRC: rnic.mpa.crc.status.",
+		Name: "mpa", Title: "iWARP: MPA negotiation with CRCs and markers, then the RTR",
+		Spec: "RFC 5044 §7.1 (MPA Request and Reply), §4.3 (markers), §4.4 (CRC); RFC 6581 §3 (enhanced MPA: IRD/ORD and the RTR)",
+		Look: "rnic0 opens a TCP connection and sends an MPA Request asking for CRCs (flag C) and markers (flag M), " +
+			"revision 2 with its IRD and ORD and the Ready-to-Receive (RTR) messages it can send in the private " +
+			"data; rnic1's MPA Reply asks for both too and picks the RTR; rnic0 then sends that RTR, a zero-length " +
+			"RDMA WRITE, before anything else. From then on every FPDU ends in a CRC-32C, and every 512 octets of " +
+			"each direction's stream (counted from the first octet after its MPA frame) carry a marker pointing " +
+			"back to the start of the FPDU it lies in: the first sits in front of the RTR. A message longer than " +
+			"a segment is cut into several FPDUs (DDP segments: the message offset moves on, the last has the L " +
+			"flag). In Wireshark, rnic.lua checks each CRC, markers included: rnic.mpa.crc.status.",
 		iwarp: true,
 		steps: func(s *stage) error {
 			a, b, err := s.iwarpPair()

@@ -70,7 +70,7 @@ var shows = map[string][]string{
 	"ud":            {"send UD SEND Only", "RECV SUCCESS bytes=240"},
 	"uc-gap":        {"the message in progress is lost", "second WRITE's 1000 bytes: intact", "last packet: missing", "uc_dropped_msgs=1"},
 	"icrc":          {"icrc_err=1", "retransmit_timeouts=1", "RECV SUCCESS bytes=512"},
-	"mpa":           {"MPA Request from 10.0.0.1:49152: rev 2 crc=true", "RTR (zero-length write) received", "RECV SUCCESS bytes=1500"},
+	"mpa":           {"MPA Request from 10.0.0.1:49152: rev 2 crc=true markers=true", "markers(tx)=true", "RTR (zero-length write) received", "RECV SUCCESS bytes=1500"},
 	"terminate":     {"Terminate sent: DDP, tagged buffer error, invalid STag", "term_rcvd=1", "WR_FLUSH_ERR", "is in state ERR"},
 }
 

@@ -62,8 +62,8 @@ const bufVA = 0x7f00_0000_0000
 
 // stageConfig is what a scenario asks of its stage.
 type stageConfig struct {
-	// iwarp: iWARP NICs on a simulated TCP network (with MPA CRCs)
-	// instead of RoCEv2 NICs on a simulated link.
+	// iwarp: iWARP NICs on a simulated TCP network (with MPA CRCs and
+	// markers) instead of RoCEv2 NICs on a simulated link.
 	iwarp  bool
 	script transport.Script
 	trace  io.Writer // the engines' trace lines, or nil
@@ -120,13 +120,12 @@ func (s *stage) roceNodes(cfg stageConfig) error {
 }
 
 // iwarpNodes opens two iWARP NICs on a simulated TCP network that never
-// cuts a segment short; both ask for MPA CRCs. (Not for markers: the
-// capture's segments follow the FPDUs only without them.)
+// cuts a segment short; both ask for MPA CRCs and markers.
 func (s *stage) iwarpNodes(cfg stageConfig) error {
 	net := simstream.NewNetwork(s.clk, simstream.NetConfig{Conn: simstream.Config{Seed: 1}})
 	for i := range s.nodes {
 		n := newNode(i)
-		c := embedded.IWARPConfig{Name: n.name, Addr: n.addr, Network: net, Clock: s.clk, CRC: true,
+		c := embedded.IWARPConfig{Name: n.name, Addr: n.addr, Network: net, Clock: s.clk, CRC: true, Markers: true,
 			Trace: cfg.trace, Seed: nodeSeed(i)}
 		if i == 0 {
 			c.Pcap = s.pcap // one end's tee records both directions

@@ -53,3 +53,25 @@ func TestMPACRCFlagsAlteredFPDUs(t *testing.T) {
 	altered := writeAltered(t, b)
 	equalFrames(t, "rnic.mpa.crc.bad", frameNumbers(t, tshark(t, altered, "rnic.mpa.crc.bad", "frame.number")), want)
 }
+
+// TestMPACRCWithMarkers: in the mpa scenario both NICs use CRCs and
+// markers; every FPDU's CRC, computed over its markers too (the one in
+// front of the first FPDU included), is good, and changing a marker's
+// reserved half, which the CRC covers, makes that FPDU bad.
+func TestMPACRCWithMarkers(t *testing.T) {
+	r, file := runScenario(t, "mpa")
+	fpdus := fpduFrames(t, file)
+	if len(fpdus) < 5 {
+		t.Fatalf("%d FPDU frames", len(fpdus))
+	}
+	equalFrames(t, "good with markers", frameNumbers(t, tshark(t, file, `rnic.mpa.crc.status == "good"`, "frame.number")), fpdus)
+	first := fpdus[0] // the RTR: its FPDU starts at stream offset 0, behind a marker
+	fr := ngFrames(t, r.Pcap)[first-1]
+	off, _ := tcpPayload(fr)
+	if off < 0 || fr[off] != 0 || fr[off+1] != 0 {
+		t.Fatalf("frame %d does not start with a marker", first)
+	}
+	fr[off+1] = 0x01 // the marker's reserved half
+	altered := writeAltered(t, r.Pcap)
+	equalFrames(t, "rnic.mpa.crc.bad", frameNumbers(t, tshark(t, altered, "rnic.mpa.crc.bad", "frame.number")), []int{first})
+}

@@ -59,3 +59,23 @@ func tcpPayload(fr []byte) (int, int) {
 	end := ip + int(binary.BigEndian.Uint16(fr[ip+2:]))
 	return start, end - start
 }
+
+// ngFrames returns the packet data of each Enhanced Packet Block of a
+// little-endian pcapng file (the slices alias b, so editing a frame edits
+// the file).
+func ngFrames(t *testing.T, b []byte) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for off := 0; off+12 <= len(b); {
+		typ, n := binary.LittleEndian.Uint32(b[off:]), int(binary.LittleEndian.Uint32(b[off+4:]))
+		if n < 12 || off+n > len(b) {
+			t.Fatalf("pcapng block at %d: length %d", off, n)
+		}
+		if typ == 6 { // Enhanced Packet Block: interface, timestamp, lengths, data
+			capLen := int(binary.LittleEndian.Uint32(b[off+20:]))
+			out = append(out, b[off+28:off+28+capLen])
+		}
+		off += n
+	}
+	return out
+}

@@ -48,6 +48,7 @@ local e_mpa = ProtoExpert.new("rnic.mpa.crc.bad.expert", "MPA CRC is wrong",
 rnic.experts = { e_icrc, e_mpa }
 
 local band, bxor, rshift, bnot = bit32.band, bit32.bxor, bit32.rshift, bit32.bnot
+local wireMarkerLen = 4 -- an MPA marker: reserved half, FPDUPTR
 
 -- crcTable is the byte table of a reflected CRC-32 with polynomial poly.
 local function crcTable(poly)
@@ -184,6 +185,24 @@ local function checkRetransmission(s, tree, frameNumber, noted)
 end
 
 local fpduField = Field.new("iwarp_mpa.fpdu")
+local markersField = Field.new("iwarp_mpa.markers")
+
+-- fpduBytes are the octets an FPDU's CRC covers, the CRC field included.
+-- Wireshark's FPDU item covers the markers inside an FPDU, but not one
+-- that sits in front of the FPDU's ULPDU_Length (at a 512-octet boundary of
+-- the stream), which the CRC covers too (RFC 5044 §4.4): then its markers
+-- item starts four octets before the FPDU's, and those octets are added.
+local function fpduBytes(fi, tvb)
+	local s = fi.range:bytes():raw()
+	local at = fi.offset - wireMarkerLen
+	if at < 0 or tvb:len() < fi.offset + fi.len or tvb:raw(fi.offset, fi.len) ~= s then
+		return s -- not the frame's own bytes (a reassembled FPDU)
+	end
+	for _, m in ipairs({ markersField() }) do
+		if m.offset == at then return tvb:raw(at, wireMarkerLen) .. s end
+	end
+	return s
+end
 local crcFlagField = Field.new("iwarp_mpa.crc_flag")
 local streamField = Field.new("tcp.stream")
 
@@ -201,12 +220,12 @@ end
 -- markers among them), stored least significant byte first in its last four
 -- bytes. A zero CRC is what a sender writes when no CRC was negotiated, and
 -- wrong only on a connection seen to negotiate one.
-local function checkMPA(tree)
+local function checkMPA(tvb, tree)
 	noteNegotiation()
 	local stream = streamField()
 	local inUse = stream and crcInUse[stream.value]
 	for _, fi in ipairs({ fpduField() }) do
-		local s = fi.range:bytes():raw()
+		local s = fpduBytes(fi, tvb)
 		if #s >= 6 then
 			local got = le32(s, #s - 3)
 			local want = bnot(update(castagnoli, 0xFFFFFFFF, s:sub(1, #s - 4)))
@@ -234,7 +253,7 @@ function rnic.dissector(tvb, pinfo, tree)
 		checkICRC(s, tree)
 		checkRetransmission(s, tree, pinfo.number, duplicate)
 	end
-	checkMPA(tree)
+	checkMPA(tvb, tree)
 end
 
 register_postdissector(rnic, true)

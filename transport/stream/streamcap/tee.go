@@ -20,8 +20,8 @@
 // tshark sees no duplicate ACKs). The segmentation is the tee's, not the
 // wire's: the kernel's real segments are invisible through a socket, and
 // the simulation's are arbitrary. By default a segment never spans two
-// writes or two received chunks; with TeeConfig.Framer the segments follow
-// the protocol's messages instead, which tshark's MPA dissector needs
+// writes or two received chunks; with TeeConfig.NewFramer the segments
+// follow the protocol's messages instead, which tshark's MPA dissector needs
 // (see Framer). Sequence numbers start at a hash of the addresses, so the
 // same run gives the same file.
 
@@ -82,14 +82,17 @@ type teeSide struct {
 	acked   bool   // lastAck is valid
 	ipID    uint16
 	fin     bool
-	// framing: TeeConfig.Framer applies to this side's bytes; pend holds
-	// the start of an incomplete message.
+	// framing: framer (from TeeConfig.NewFramer) applies to this side's
+	// bytes; pend holds the start of an incomplete message, at stream
+	// offset pendOff.
 	framing bool
+	framer  Framer
+	pendOff int64
 	opened  bool // the first message was written
 	pend    []byte
 }
 
-// maxPending bounds the bytes held back for TeeConfig.Framer (an MPA FPDU
+// maxPending bounds the bytes held back for a Framer (an MPA FPDU
 // is at most 65543 bytes); beyond it framing stops.
 const maxPending = 256 << 10
 
@@ -103,7 +106,6 @@ type teeConn struct {
 	c      stream.Conn
 	w      *pcap.Writer
 	now    func() time.Time
-	framer func([]byte) int
 	recv   atomic.Pointer[receiver]
 
 	mu    sync.Mutex
@@ -131,28 +133,33 @@ type TeeConfig struct {
 	// Now stamps the frames: time.Now for kernel TCP,
 	// transport.VirtualTimestamps(clk) in a simulation.
 	Now func() time.Time
-	// Framer, if set, tells where the messages of the stream begin and
-	// end, so that the capture's segments follow them: given bytes that
-	// start a message, it returns the message's length, 0 when it needs
-	// more bytes to tell, or a negative number when the bytes do not start
-	// a message it knows (framing then stops for that direction). With a
-	// Framer, the first message of each direction has a segment of its
-	// own, and every other segment holds whole messages (as many as fit in
-	// the MSS; a longer message is cut into MSS-sized segments, the last
-	// ending with it); the bytes of an incomplete message are held back
-	// from the capture (never from the receiver) until it is complete.
+	// NewFramer, if set, gives each direction a Framer, so that the
+	// capture's segments follow the protocol's messages: the first message
+	// of each direction has a segment of its own, and every other segment
+	// holds whole messages (as many as fit in the MSS; a longer message is
+	// cut into MSS-sized segments, the last ending with it); the bytes of
+	// an incomplete message are held back from the capture (never from the
+	// receiver) until it is complete.
 	//
 	// Dissectors that find their messages at segment starts need this when
 	// chunks split and coalesce arbitrarily: tshark 4.0's iWARP dissector
 	// recognises the MPA request and reply only at the start of a segment,
 	// loses the FPDU framing when FPDU bytes share the reply's segment, and
 	// loses it again whenever a segment ends within the first 8 bytes of an
-	// FPDU. For iWARP without markers the Framer is: 20 + PD_Length for
-	// bytes starting with "MPA ID Req Frame" or "MPA ID Rep Frame", else
-	// 2 + ULPDU_Length + pad + 4 (the iwarp package owns that rule: this
-	// package does not parse RDMA headers).
-	Framer func(p []byte) int
+	// FPDU. The iwarp package has the iWARP Framer (the MPA Request or
+	// Reply, then FPDUs with or without markers): this package does not
+	// parse RDMA headers.
+	NewFramer func() Framer
 }
+
+// A Framer tells where the messages of one direction of a stream begin
+// and end. Given bytes p that start a message at stream offset off (from
+// the direction's first byte), it returns the message's length, 0 when it
+// needs more bytes to tell, or a negative number when the bytes do not
+// start a message it knows (framing then stops for that direction). It is
+// called in stream order, and again for the same offset when it asked for
+// more bytes or the message was not complete yet.
+type Framer func(off int64, p []byte) int
 
 // TeeConnWith returns a stream.Conn that behaves like c and writes its
 // conversation into w as Ethernet/IP/TCP frames. The handshake is written
@@ -180,7 +187,7 @@ func TeeConnWith(c stream.Conn, w *pcap.Writer, cfg TeeConfig) stream.Conn {
 	if v4 != remote.Addr.Addr().Is4() {
 		panic(fmt.Sprintf("streamcap: TeeConn: addresses of different families: %v and %v", local.Addr, remote.Addr))
 	}
-	t := &teeConn{c: c, w: w, now: cfg.Now, framer: cfg.Framer, sbuf: gopacket.NewSerializeBuffer()}
+	t := &teeConn{c: c, w: w, now: cfg.Now, sbuf: gopacket.NewSerializeBuffer()}
 	for i, e := range [2]Endpoint{local, remote} {
 		s := &t.side[i]
 		s.addr = e.Addr
@@ -192,7 +199,9 @@ func TeeConnWith(c stream.Conn, w *pcap.Writer, cfg TeeConfig) stream.Conn {
 		s.mss = teeMSS(e.MSS, v4)
 		s.nxt = isn(e.Addr, [2]Endpoint{local, remote}[1-i].Addr)
 		s.ipID = uint16(s.nxt >> 7)
-		s.framing = cfg.Framer != nil
+		if cfg.NewFramer != nil {
+			s.framer, s.framing = cfg.NewFramer(), true
+		}
 	}
 	t.handshake(c.Active())
 	return t
@@ -307,7 +316,7 @@ func (t *teeConn) ackIfNew(from int) {
 }
 
 // data records b, sent by side `from`, in segments that follow the
-// messages TeeConfig.Framer finds.
+// messages its Framer finds.
 func (t *teeConn) data(from int, b []byte) {
 	s := &t.side[from]
 	if !s.framing {
@@ -319,7 +328,7 @@ func (t *teeConn) data(from int, b []byte) {
 	mss := s.mss
 	seg, off := 0, 0 // the segment being packed is p[seg:off]; p[:off] are whole messages
 	for off < len(p) {
-		n := t.framer(p[off:])
+		n := s.framer(s.pendOff+int64(off), p[off:])
 		if n < 0 {
 			s.framing = false // not a message: record the rest as it comes
 			break
@@ -344,7 +353,7 @@ func (t *teeConn) data(from int, b []byte) {
 		off = len(p)
 	}
 	t.segments(from, p[seg:off])
-	s.pend = append(p[:0], p[off:]...)
+	s.pend, s.pendOff = append(p[:0], p[off:]...), s.pendOff+int64(off)
 }
 
 // flush records what side `from` holds back, before its FIN or a RST.

@@ -355,10 +355,12 @@ func fpduSend(msn uint32, payload []byte) []byte {
 	return binary.LittleEndian.AppendUint32(f, crc32.Checksum(f, crc32.MakeTable(crc32.Castagnoli)))
 }
 
-// mpaFramer is the TeeConfig.Framer of iWARP without markers: an MPA
-// request or reply (RFC 5044 §7.1) is 20 bytes plus its private data, an
-// FPDU 2 + ULPDU_Length + pad + CRC.
-func mpaFramer(p []byte) int {
+// mpaFramer is a Framer of iWARP without markers: an MPA request or reply
+// (RFC 5044 §7.1) is 20 bytes plus its private data, an FPDU 2 +
+// ULPDU_Length + pad + CRC.
+func newMPAFramer() streamcap.Framer { return mpaFramer }
+
+func mpaFramer(_ int64, p []byte) int {
 	const key = "MPA ID "
 	if n := min(len(p), len(key)); string(p[:n]) == key[:n] {
 		if len(p) < 20 {
@@ -455,7 +457,7 @@ func TestPcapMPASim(t *testing.T) {
 	w, path := newPcap(t, "mpa-sim.pcap")
 	ta := streamcap.TeeConnWith(a, w, streamcap.TeeConfig{
 		Local: streamcap.Endpoint{MSS: 1000}, Remote: streamcap.Endpoint{MSS: 1000},
-		Now: transport.VirtualTimestamps(clk), Framer: mpaFramer,
+		Now: transport.VirtualTimestamps(clk), NewFramer: newMPAFramer,
 	})
 	mpaConversation(t, ta, b, w, path, func(cond func() bool) { clk.Run(cond) })
 }
@@ -477,7 +479,7 @@ func TestPcapMPAKernelTCP(t *testing.T) {
 	b := <-accepted
 	w, path := newPcap(t, "mpa-tcp.pcap")
 	ta := streamcap.TeeConnWith(a, w, streamcap.TeeConfig{
-		Local: streamcap.Endpoint{MSS: 65483}, Remote: streamcap.Endpoint{MSS: 65483}, Now: time.Now, Framer: mpaFramer,
+		Local: streamcap.Endpoint{MSS: 65483}, Remote: streamcap.Endpoint{MSS: 65483}, Now: time.Now, NewFramer: newMPAFramer,
 	})
 	mpaConversation(t, ta, b, w, path, func(cond func() bool) {
 		for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(time.Millisecond) {
@@ -496,7 +498,7 @@ func TestPcapFramerOnForeignBytes(t *testing.T) {
 	clk := clock.NewVirtual()
 	a, b := simstream.NewPair(clk, arbitrary)
 	w, path := newPcap(t, "foreign.pcap")
-	ta := streamcap.TeeConnWith(a, w, streamcap.TeeConfig{Now: transport.VirtualTimestamps(clk), Framer: mpaFramer})
+	ta := streamcap.TeeConnWith(a, w, streamcap.TeeConfig{Now: transport.VirtualTimestamps(clk), NewFramer: newMPAFramer})
 	up, down := streamtest.Pattern(21, 400000), streamtest.Pattern(22, 1000)
 	sa, sb := streamtest.NewSink(ta, nil), streamtest.NewSink(b, nil)
 	fa, fb := streamtest.NewFeeder(ta, up, 1, 30000, true), streamtest.NewFeeder(b, down, 2, 300, true)

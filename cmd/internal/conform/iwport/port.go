@@ -128,7 +128,7 @@ func (l *Listener) Close() error { return l.l.Close() }
 
 func newPort(c stream.Conn, pcap *pcap.Writer) *Port {
 	if pcap != nil {
-		c = streamcap.TeeConnWith(c, pcap, streamcap.TeeConfig{Now: time.Now, Framer: iwarp.CaptureFramer})
+		c = streamcap.TeeConnWith(c, pcap, streamcap.TeeConfig{Now: time.Now, NewFramer: func() streamcap.Framer { return iwarp.NewCaptureFramer() }})
 	}
 	p := &Port{conn: c, pcap: pcap}
 	p.cond = sync.NewCond(&p.mu)
