@@ -3,7 +3,7 @@
 // struct rping_rdma_info, with rping's flags, output and exit statuses
 // (rdma-core's librdmacm/examples/rping.c).
 //
-// One round, as on the wire (captures/siw-rping.pcap):
+// One round, as on the wire (testdata/captures/siw-rping.pcap):
 //
 //	client                                   server
 //	SEND  {start_buf, rkey, size}  ───────▶  (read advert)
