@@ -20,7 +20,7 @@ func (n *node) fpdu(h *wire.Headers, payload []byte) []byte {
 }
 
 // TestReceiveAllocs: placing a Write and reassembling a Send allocate
-// nothing in the steady state (DESIGN.md principle 2).
+// nothing in the steady state (nic/README.md, principle 2).
 func TestReceiveAllocs(t *testing.T) {
 	h := newHarness(t, defaultOpts())
 	b := h.b

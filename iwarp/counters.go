@@ -8,7 +8,7 @@ import (
 )
 
 // Counter identifies one of a Stack's counters. Every drop and every
-// decision that ends a connection has a counter of its own (DESIGN.md
+// decision that ends a connection has a counter of its own (nic/README.md,
 // principle 4).
 type Counter int
 

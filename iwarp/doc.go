@@ -30,7 +30,7 @@
 //
 // # Engine
 //
-// Like roce, the engine is an event → action state machine (DESIGN.md
+// Like roce, the engine is an event → action state machine (nic/README.md,
 // principle 1): events are verbs calls, stream callbacks (bytes, close,
 // writable) and timers on the injected clock; actions are stream writes,
 // completions, async events and timers. Each QP has one lock; stream

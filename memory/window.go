@@ -1,8 +1,8 @@
-// Memory windows, Type 1 and Type 2B as rxe supports them (protocols.md
-// §1.8): allocation, binding to a sub-range of an MR with their own remote
-// rights and rkey, and deallocation. The bind rules are the IBTA ones rxe
-// implements by name (C10-72..75, o10-36.2.2, o10-37.2.30/40); invalidation
-// is in invalidate.go.
+// Memory windows, Type 1 and Type 2B as rxe supports them (rxe advertises
+// no Type 2A): allocation, binding to a sub-range of an MR with their own
+// remote rights and rkey, and deallocation. The bind rules are the IBTA
+// ones rxe implements by name (C10-72..75, o10-36.2.2, o10-37.2.30/40);
+// invalidation is in invalidate.go.
 
 package memory
 

@@ -9,7 +9,7 @@ import (
 )
 
 // DefaultPKey is the one P_Key of a RoCE port (full member, default
-// partition); rxe accepts no other (protocols.md §1.5).
+// partition); rxe accepts no other (its P_Key table has this one entry).
 const DefaultPKey = 0xFFFF
 
 // pkeyTableLen is the P_Key table length: only index 0, DefaultPKey.

@@ -9,7 +9,7 @@ import (
 
 // Counter identifies one of a Stack's counters. Names follow rxe's
 // (rdma statistic) where rxe has one, so people who know rxe feel at home;
-// every drop has a counter of its own (DESIGN.md principle 4).
+// every drop has a counter of its own (nic/README.md, principle 4).
 type Counter int
 
 // Counters.

@@ -8,7 +8,7 @@
 // it reaches the engine. Frames from the link are decoded, their ICRC
 // checked, and dispatched by destination QP.
 //
-// Engines are state machines, not threads (DESIGN.md principle 1): a QP
+// Engines are state machines, not threads (nic/README.md, principle 1): a QP
 // reacts to three kinds of events — a work request posted, a packet
 // received, a timer fired — each under the QP's lock, and emits frames,
 // completions and timers. Time comes from a clock.Clock, so with the

@@ -20,8 +20,8 @@ import (
 // QP1 is special: nic never hands out QPNs 0 and 1 (they are no verbs
 // QPs), every port has one, its Q_Key is the well-known GSI Q_Key
 // (C13-13: a GSI datagram carrying another Q_Key is dropped), and it
-// accepts any P_Key of the port's P_Key table (here the one entry 0xFFFF:
-// rxe's table, §1.5 of reference/protocols.md). The Stack therefore does
+// accepts any P_Key of the port's P_Key table (here the one entry 0xFFFF,
+// as in rxe's table). The Stack therefore does
 // not create it through verbs: a management agent (the CM in roce/cm)
 // attaches a handler with SetGSIHandler and sends with SendGSI.
 

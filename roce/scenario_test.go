@@ -12,10 +12,9 @@ import (
 	"github.com/rnic/rnic/transport"
 )
 
-// Scripted conformance scenarios in the spirit of roce-sim
-// (reference/protocols.md §3): each names the IBTA rule it checks, drives
-// one situation through the scripted link, and checks completions, QP
-// states and counters.
+// Scripted conformance scenarios in the spirit of roce-sim: each names the
+// IBTA rule it checks, drives one situation through the scripted link, and
+// checks completions, QP states and counters.
 
 // opcodeOf returns the BTH opcode and PSN of a RoCEv2 frame.
 func opcodeOf(frame []byte) (wire.Opcode, uint32, bool) {

@@ -1,5 +1,5 @@
 // Host counters: every frame the host stack reads or writes, and every
-// reason it drops one (DESIGN.md principle 4). Names follow Linux (rxe,
+// reason it drops one (nic/README.md, principle 4). Names follow Linux (rxe,
 // /proc/net/snmp, neighbour statistics) where one exists; the comment on
 // each field gives that name.
 

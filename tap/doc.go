@@ -1,5 +1,5 @@
 // Package tap puts a NIC on a real Ethernet: a TAP device it owns like
-// hardware owns its port (DESIGN.md "Modes", the tap row).
+// hardware owns its port (nic/README.md, "Modes").
 //
 // The pipeline, from the wire up:
 //

@@ -1,5 +1,5 @@
-// TCPStack: gVisor's netstack as the NIC's own TCP (DESIGN.md "Modes", the
-// tap row: "gVisor TCP on the same TAP").
+// TCPStack: gVisor's netstack as the NIC's own TCP: in the TAP mode iWARP
+// runs over gVisor's TCP on the same device (nic/README.md, "Modes").
 //
 // The stack sits at the IP layer. The Host (host.go) owns everything below
 // it: it strips Ethernet from inbound frames and hands over whole IPv4/IPv6

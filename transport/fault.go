@@ -5,7 +5,7 @@
 // link (simlink.go) and the WithFaults decorator (faulty.go) behave the same
 // way for the same configuration. Two modes exist:
 //   - random faults, drawn from a seeded PCG so that a failing run replays
-//     exactly from its seed (DESIGN.md principle 1);
+//     exactly from its seed (nic/README.md, principle 1);
 //   - a script, for conformance scenarios that need "drop exactly the third
 //     frame" rather than "drop about 1%".
 //

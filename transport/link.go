@@ -1,8 +1,8 @@
 // Package transport moves whole Ethernet frames between NICs.
 //
-// It is the layer below the RoCE engines (DESIGN.md "Shape"): engines hand it
-// complete frames (Ethernet/IP/UDP/BTH/...) and get complete frames back,
-// and nothing here looks inside them. Keeping the transport blind to RDMA
+// It is the layer below the RoCE engines (nic/README.md, "Layers"): engines
+// hand it complete frames (Ethernet/IP/UDP/BTH/...) and get complete frames
+// back, and nothing here looks inside them. Keeping the transport blind to RDMA
 // headers is what lets the same engine run over a simulated link, a kernel
 // socket or a TAP device, and lets fault injection and capture be written
 // once, as wrappers around any Endpoint. Capture writing and reading live
@@ -108,7 +108,7 @@ func (d Direction) String() string {
 //	Sent - Dropped + Duplicated == Delivered + Discarded
 //
 // holds; tests use it to prove no frame vanished without a reason
-// (DESIGN.md principle 4).
+// (nic/README.md, principle 4).
 type Counters struct {
 	Sent       uint64 // frames accepted by Send
 	Delivered  uint64 // frame copies handed to the receiving side

@@ -1,7 +1,7 @@
 // Simulated link: a point-to-point wire between two NICs in one process,
 // whose every delivery is an event on a virtual clock.
 //
-// This is the transport of the simulated mode (DESIGN.md "Modes"): no
+// This is the transport of the simulated mode (nic/README.md, "Modes"): no
 // goroutines, no wall time. A frame sent at virtual time t arrives at
 //
 //	max(previous arrival, t' + serialisation + latency + jitter + stall) + hold

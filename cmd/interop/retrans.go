@@ -1,9 +1,10 @@
 // Counting retransmissions in a RoCEv2 capture: a request packet (any
 // opcode that is not a response: SEND, WRITE, READ request, atomics, UD
 // SEND) that its sender put on the wire with a PSN it had already used
-// towards the same destination QP. On a clean bridge there should be
-// none; each one means a sender's retry timer fired or it was NAKed.
-// IBTA Vol 1 §9.7 (PSN), reference/protocols.md §1.6.
+// towards the same destination QP. On a clean bridge there should be none;
+// each one means a sender's retry timer fired or it was NAKed. IBTA Vol 1
+// §9.7 (PSN); rxe, for one, resends from the oldest unacknowledged PSN when
+// its retry timer fires.
 
 package main
 

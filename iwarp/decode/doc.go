@@ -7,11 +7,11 @@
 //
 // # Recognising MPA
 //
-// As Wireshark's MPA heuristic does (reference/wireshark.md §A3), only a
-// connection whose start was captured can be decoded: the SYN (or the
-// SYN-ACK, which acknowledges it) gives each direction's initial sequence
-// number, and a connection is MPA when one direction's first payload
-// octets are an MPA Request ("MPA ID Req Frame") or Reply. Once the Request
+// As Wireshark's MPA heuristic does (transport/tsharktest/README.md,
+// "MPA"), only a connection whose start was captured can be decoded: the
+// SYN (or the SYN-ACK, which acknowledges it) gives each direction's
+// initial sequence number, and a connection is MPA when one direction's
+// first payload octets are an MPA Request ("MPA ID Req Frame") or Reply. Once the Request
 // and the Reply have both been seen, wire.Negotiate gives each direction's
 // framing (CRC-32C in both when either side set C; markers toward a side
 // that set M) and both directions are deframed from the octet after their

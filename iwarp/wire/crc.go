@@ -16,8 +16,8 @@ import (
 //
 // Byte order: the 32-bit CRC is written least significant byte first, as
 // Linux siw does (put_unaligned_le32 of ~crc32c) and as Wireshark checks it
-// (reference/wireshark.md §A3, §A8). Every FPDU of the siw -mpacrc captures
-// verifies this way.
+// (transport/tsharktest/README.md, "CRC rules"). Every FPDU of the siw
+// -mpacrc captures verifies this way.
 
 // CRCLen is the size of the CRC field that ends every FPDU.
 const CRCLen = 4

@@ -43,8 +43,8 @@ type ConnParam struct {
 	// ExactIRDORD takes ResponderResources and InitiatorDepth as given,
 	// 0 included, as rdma_cm does with a program's conn_param: perftest's
 	// rdma_cm mode asks for 0 on connections that make no READs, and
-	// siw's MPA frames carry 0 (captures/siw-*-bw-4096.pcap). The iWARP
-	// CM honours it.
+	// siw's MPA frames carry 0 (testdata/captures/siw-*-bw-4096.pcap).
+	// The iWARP CM honours it.
 	ExactIRDORD bool
 }
 

@@ -1,5 +1,5 @@
 // Host port counters: what crossed between the wire and the host port, and
-// what was lost on the way (DESIGN.md principle 4: every drop counted).
+// what was lost on the way (nic/README.md, principle 4: every drop counted).
 
 package tapnic
 

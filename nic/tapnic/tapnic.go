@@ -1,8 +1,8 @@
-// Package tapnic assembles a whole NIC in the TAP mode (DESIGN.md "Modes"):
-// a TAP device (tap.Device), the host stack on it (tap.Host: MAC filter,
-// ARP, ND, ICMP, demux), the RoCEv2 engine on the Host's RoCE endpoint, and
-// gVisor's TCP (tap.TCPStack) for iWARP and for the tools' own side
-// channels.
+// Package tapnic assembles a whole NIC in the TAP mode (nic/README.md,
+// "Modes"): a TAP device (tap.Device), the host stack on it (tap.Host: MAC
+// filter, ARP, ND, ICMP, demux), the RoCEv2 engine on the Host's RoCE
+// endpoint, and gVisor's TCP (tap.TCPStack) for iWARP and for the tools'
+// own side channels.
 //
 //	             ┌────────── NIC ───────────────────────────────┐
 //	verbs ──────▶│ embedded.NIC (nic.Device + roce.Stack)       │

@@ -6,7 +6,8 @@ import (
 )
 
 // The RoCEv2 Invariant CRC, IBTA Vol 1 Annex A17.3.3 (and §7.8.1 for the IB
-// original); reference/protocols.md §1.4 and reference/wireshark.md §A8.
+// original), computed as Linux rxe does; transport/tsharktest/README.md,
+// "CRC rules", gives the rule with its test vectors.
 //
 // It is CRC-32 with the IEEE 802.3 polynomial (not CRC-32C) over
 //

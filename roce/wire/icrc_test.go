@@ -8,9 +8,9 @@ import (
 	"testing"
 )
 
-// Vectors from reference/wireshark.md §A8: a real ConnectX-4 Lx CNP (TOS
-// 0xC2, BECN set) and a synthetic RC SEND Only whose ICRC tshark and rxe
-// agree on.
+// Vectors (transport/tsharktest/README.md, "CRC rules"): a real
+// ConnectX-4 Lx CNP (TOS 0xC2, BECN set), published with scapy's RoCE
+// tests, and a synthetic RC SEND Only whose ICRC tshark and rxe agree on.
 var icrcVectors = []struct {
 	name, hex string
 	icrc      uint32 // as the wire bytes read little-endian

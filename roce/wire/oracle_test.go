@@ -11,7 +11,7 @@ import (
 	"github.com/rnic/rnic/transport/tsharktest"
 )
 
-// The Wireshark oracle (reference/wireshark.md §A6, §A9): a capture holding
+// The Wireshark oracle (transport/tsharktest/README.md): a capture holding
 // every opcode of the table, over IPv4 and IPv6, with and without 802.1Q,
 // with varied field values and payload lengths giving every pad count, must
 // dissect with no malformed frame and no expert warning (UDP checksums
@@ -170,7 +170,8 @@ func TestTsharkOracle(t *testing.T) {
 		// them little-endian. Agreeing on its value means agreeing on
 		// where every header ends.
 		c.int("infiniband.invariant.crc", uint64(bits.ReverseBytes32(of.f.Packet.WireICRC())))
-		// data.len includes the pad (wireshark.md §A2); no data, no field.
+		// data.len includes the pad (transport/tsharktest/README.md,
+		// "RoCEv2"); no data, no field.
 		if n := of.payload + wire.PadFor(of.payload); n > 0 {
 			c.int("data.len", uint64(n))
 		} else {

@@ -339,7 +339,7 @@ func TestPSN(t *testing.T) {
 }
 
 // TestDecodeAllocs: decoding a frame, reading its headers and verifying its
-// ICRC allocate nothing (DESIGN.md principle 2).
+// ICRC allocate nothing (nic/README.md, principle 2).
 func TestDecodeAllocs(t *testing.T) {
 	for _, op := range []Opcode{RCWriteFirst, RCSendOnlyImm, RCAtomicAck, UDSendOnly, RCReadRequest} {
 		for _, v6 := range []bool{false, true} {

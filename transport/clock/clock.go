@@ -1,9 +1,9 @@
 // Package clock gives engines their notion of time.
 //
-// Engines never read the wall clock: they ask a Clock (DESIGN.md principle 1).
-// With the Virtual clock every retry, RNR wait and timeout of a simulated run
-// happens in a deterministic order and takes no wall time; with Real the same
-// engine code runs against time.Now and time.AfterFunc.
+// Engines never read the wall clock: they ask a Clock (nic/README.md,
+// principle 1). With the Virtual clock every retry, RNR wait and timeout of
+// a simulated run happens in a deterministic order and takes no wall time;
+// with Real the same engine code runs against time.Now and time.AfterFunc.
 package clock
 
 import (

@@ -5,7 +5,7 @@
 // (microsecond or nanosecond, either byte order) or pcapng, optionally
 // gzipped, and yields Ethernet frames; anything else is refused with a clear
 // error rather than decoded as garbage. The parsing itself is gopacket's
-// pcapgo (DESIGN.md principle 6); this file only picks the reader.
+// pcapgo (nic/README.md, principle 6); this file only picks the reader.
 
 package pcap
 

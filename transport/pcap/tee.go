@@ -3,7 +3,7 @@
 // Wrapping an Endpoint records what that NIC sent and received, the view a
 // tcpdump on the NIC's interface gives, whatever the transport underneath
 // (simulated link, UDP socket, TAP). This is how loopback and kernel-socket
-// runs still produce a pcap with every frame (DESIGN.md "Who uses it").
+// runs still produce a pcap with every frame.
 
 package pcap
 

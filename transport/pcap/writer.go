@@ -1,9 +1,9 @@
 // Pcap writing: every frame the NIC sent or received, in a file Wireshark
-// opens (DESIGN.md "Who uses it").
+// opens.
 //
-// The file format is gopacket's pcapgo (DESIGN.md principle 6): classic pcap,
-// Ethernet link type, nanosecond timestamps, because virtual-time runs put
-// many frames within one microsecond. The writer is shared by everything that
+// The file format is gopacket's pcapgo (nic/README.md, principle 6):
+// classic pcap, Ethernet link type, nanosecond timestamps, because
+// virtual-time runs put many frames within one microsecond. The writer is shared by everything that
 // captures (both directions of a link, several tees), hence the mutex.
 
 package pcap

@@ -11,8 +11,8 @@
 // capture.
 //
 // The iWARP engine (MPA/DDP/RDMAP) sits on Conn and must not know which
-// kind it has (DESIGN.md "Packages"). To keep the engine a state machine
-// (DESIGN.md principle 1) the contract is event-driven, not blocking:
+// kind it has (nic/README.md, "Layers"). To keep the engine a state machine
+// (nic/README.md, principle 1) the contract is event-driven, not blocking:
 //
 //   - bytes arrive through a callback (SetReceiver), in order, split and
 //     coalesced arbitrarily, as TCP does: the engine's MPA parser must cope

@@ -17,7 +17,7 @@ type Options struct {
 	RoCEPort int
 	// RequireMPA fails the check on any TCP payload that tshark did not
 	// dissect as iWARP MPA (for iWARP captures, which must hold the whole
-	// connection from the SYN; wireshark.md §A3).
+	// connection from the SYN; README.md, "MPA").
 	RequireMPA bool
 	// Args are extra tshark arguments, placed after the common ones.
 	Args []string
@@ -101,7 +101,7 @@ func Check(t testing.TB, pcap string, o Options) {
 }
 
 // badMPACRC returns the frames whose MPA CRC tshark labels "Bad CRC32". The
-// verdict is only in the label text (wireshark.md §A3), hence -V.
+// verdict is only in the label text (README.md, "MPA"), hence -V.
 func badMPACRC(t testing.TB, pcap string, o Options) []int {
 	t.Helper()
 	args := append(commonArgs(t, pcap, o), "-V", "-Y", "iwarp_mpa.crc_check")

@@ -24,7 +24,7 @@ func Path(t testing.TB) string {
 	p, err := exec.LookPath("tshark")
 	if err != nil {
 		t.Skip("tshark not found on PATH; install it to run the Wireshark oracle " +
-			"(reference/wireshark.md §A1: apt-get install --no-install-recommends tshark)")
+			"(transport/tsharktest/README.md, \"Installing tshark\")")
 	}
 	return p
 }
@@ -85,8 +85,8 @@ func firstLine(s string) string {
 	return l
 }
 
-// The payload heuristics of reference/wireshark.md §A6 (3), by the short
-// names --disable-heuristic wants.
+// The payload heuristics Wireshark would try on RDMA payloads (README.md,
+// "Payload heuristics"), by the short names --disable-heuristic wants.
 var payloadHeuristics = []string{
 	"rpcrdma_infiniband", "smb_direct_infiniband", "iser_infiniband", "nvme_rdma", "lnet_ib",
 	"fc_infiniband", "sdp_infiniband", "smcr_infiniband", "mellanox_eoib", "eth_over_ib",

@@ -54,7 +54,7 @@ func TestCheckClean(t *testing.T) {
 		if psn, _ := r.Int("infiniband.bth.psn"); psn != 5 {
 			t.Errorf("frame %s: psn %v", r["frame.number"], r["infiniband.bth.psn"])
 		}
-		// The payload tshark shows includes the pad (wireshark.md §A2).
+		// The payload tshark shows includes the pad (README.md, "RoCEv2").
 		if n, _ := r.Int("data.len"); n != 8 {
 			t.Errorf("frame %s: data.len %v, want 8 (5 bytes + pad 3)", r["frame.number"], r["data.len"])
 		}

@@ -1,4 +1,4 @@
-// Package udp is the link of rnic's embedded mode (DESIGN.md "Modes"): a
+// Package udp is the link of rnic's embedded mode (nic/README.md, "Modes"): a
 // NIC owns an IP address and the RoCEv2 UDP port through ordinary kernel
 // UDP sockets, with no root and no TAP device.
 //

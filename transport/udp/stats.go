@@ -1,7 +1,7 @@
 // Counters of an embedded-mode link.
 //
 // Every frame that does not make it across has a counter saying why
-// (DESIGN.md principle 4). The counters are atomics grouped by the
+// (nic/README.md, principle 4). The counters are atomics grouped by the
 // goroutines that touch them, senders on one cache line and the receive
 // loop on another, so that counting does not make the two directions
 // contend.

@@ -135,8 +135,8 @@ func TestOnTheWire(t *testing.T) {
 }
 
 // TestConnectedSocketID records what a connected socket would do instead
-// (the reason every socket here stays unconnected): DESIGN.md says Linux
-// then counts IP IDs up. Logged, not asserted: it documents the kernel.
+// (the reason every socket here stays unconnected): Linux then takes
+// IP IDs from a running counter. Logged, not asserted: it documents the kernel.
 func TestConnectedSocketID(t *testing.T) {
 	sn := newSniffer(t)
 	a, b := openPair(t, false, nil)

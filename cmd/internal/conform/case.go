@@ -53,7 +53,10 @@ type Case struct {
 type Deviation struct {
 	// Kind is DeviceInfo.Kind ("rxe", "siw", a driver name).
 	Kind string
-	// Ref is where it is documented ("reference/protocols.md §1.11.2").
+	// Ref is where it is documented, a file of the repository from its
+	// root: an entry of this package's README ("cmd/internal/conform/
+	// README.md: rxe retries", after its heading) or the rnic file that
+	// records the behaviour ("iwarp/wire/fpdu.go (FPDU pad)").
 	Ref string
 	// Note says what the DUT does instead.
 	Note string

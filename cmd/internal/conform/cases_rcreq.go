@@ -71,7 +71,7 @@ func ackTimerCases() []Case {
 			Break: repeatsBreak(),
 		},
 		retryExhausted("9.7.6.1.3/retry-exhausted", 2, nil),
-		retryExhausted("9.7.6.1.3/retry-cnt-7", 7, []Deviation{{Kind: "rxe", Ref: "reference/protocols.md §1.6, §1.11.1",
+		retryExhausted("9.7.6.1.3/retry-cnt-7", 7, []Deviation{{Kind: "rxe", Ref: "cmd/internal/conform/README.md: rxe retries",
 			Note: "rxe treats retry_cnt 7 as infinite (only rnr_retry 7 is)"}}),
 	}
 }
@@ -633,7 +633,7 @@ func credits() Case {
 	return Case{
 		ID: "9.7.7.2/credits-honoured", Section: "IBTA Vol 1 §9.7.7.2", Transport: RoCE,
 		Title: "with 0 credits the DUT sends one SEND and holds the next until an ACK grants a credit",
-		Deviations: []Deviation{{Kind: "rxe", Ref: "reference/protocols.md §1.6, §1.11.3",
+		Deviations: []Deviation{{Kind: "rxe", Ref: "cmd/internal/conform/README.md: rxe credits",
 			Note: "rxe ignores the AETH credit count"}},
 		Setup: Setup{Attr: reqAttrs(18, 7, 7)},
 		Steps: []Step{

@@ -106,7 +106,7 @@ var iwMPACases = []Case{{
 		s.r.Note("the ULP got 512 octets")
 		return nil
 	}}},
-	Deviations: []Deviation{{Kind: "siw", Ref: "reference/protocols.md §2.2", Note: "private data ≤ RDMA_MAX_PRIVATE_DATA (256)"}},
+	Deviations: []Deviation{{Kind: "siw", Ref: "cmd/internal/conform/README.md: siw private data", Note: "private data ≤ RDMA_MAX_PRIVATE_DATA (256)"}},
 	Break:      iwBreak("corrupts private data", iwEditMPA(iwport.In, func(b []byte) { b[len(b)-1] ^= 0xFF })),
 }, {
 	ID: "RFC5044-7.1.1/pd-513", Section: "RFC 5044 §7.1.1", Title: "a PD_Length above 512 is refused",

@@ -28,7 +28,7 @@ func iwImmediate(imm uint32) IW {
 }
 
 // iwRFC7306 marks cases a DUT without RFC 7306 fails as documented.
-var iwRFC7306 = []Deviation{{Kind: "siw", Ref: "reference/protocols.md §2.3", Note: "RFC 7306 is not implemented"}}
+var iwRFC7306 = []Deviation{{Kind: "siw", Ref: "cmd/internal/conform/README.md: siw RFC 7306", Note: "RFC 7306 is not implemented"}}
 
 var iwSenderCases = []Case{{
 	ID: "RFC5041-5.3/dut-send", Section: "RFC 5041 §5.3, RFC 5040 §5.4", Title: "the DUT's Sends: untagged on queue 0, MSN 1 then 2, MO 0, L",

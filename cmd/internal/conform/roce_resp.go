@@ -96,7 +96,7 @@ var respCases = []Case{
 			Send{{Op: wire.RCSendOnly, PSN: 0, AckReq: true, Payload: pattern(8, 1)}},
 			Expect{Want: []Check{IsOp(wire.RCAck), PSNIs(0), CreditsIs(3)}},
 		},
-		Deviations: []Deviation{{Kind: "rxe", Ref: "reference/protocols.md §1.11 item 3", Note: "rxe sends no credits (code 31)"}},
+		Deviations: []Deviation{{Kind: "rxe", Ref: "cmd/internal/conform/README.md: rxe credits", Note: "rxe sends no credits (code 31)"}},
 		Break: &Break{Name: "ACKs without credits", Out: RewriteAETH(func(s wire.Syndrome, m uint32) (wire.Syndrome, uint32) {
 			if s.Type() == wire.AckTypeACK {
 				s = wire.ACKSyndrome(wire.CreditsUnlimited)

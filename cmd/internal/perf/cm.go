@@ -2,10 +2,10 @@
 // manager (over RoCEv2 the device's ibv.ConnManager: a local NIC's
 // nic/rdmacm, the IB CM's MADs on QP1, service ID 0x01064853 for TCP port
 // 18515, or rnicd's or libibverbs' rdma_cm; over iWARP the iWARP CM,
-// cm_iwarp.go),
-// the side channel as SENDs on the first (cmchannel.go). The order, from
-// captures/rxe-write-bw-cm-4096.pcap (an rxe client and server, perftest
-// 4.5); the siw captures show the same messages over MPA:
+// cm_iwarp.go), the side channel as SENDs on the first (cmchannel.go). The
+// order, from testdata/captures/rxe-write-bw-cm-4096.pcap (an rxe client
+// and server, perftest 4.5); the siw captures show the same messages over
+// MPA:
 //
 //	client                                      server
 //	REQ/REP/RTU: connection 1 (the control QP), 56 zero bytes of private data

@@ -1,14 +1,14 @@
 // perftest's receive credits in a SEND bw test over iWARP (rdma_cm mode):
 // an iWARP SEND that finds no receive posted ends the connection, so the
 // receiver tells the sender how many messages it has taken. Each side's
-// record then names, instead of a data buffer, a 4-byte credit word per
-// QP (perftest_resources.c, ctx_alloc_credit); the receiver RDMA WRITEs
-// its count of completed receives there, little-endian as perftest's
-// host order on x86, whenever the count modulo the receive depth is a
-// multiple of a third of it (run_iter_bw_server: 6, 12, 18, 20 for 20
-// messages, as captures/siw-send-bw-4096.pcap shows); the sender keeps
-// fewer than the receive depth of SENDs beyond the last credit
-// (run_iter_bw: swindow).
+// record then names, instead of a data buffer, a 4-byte credit word per QP
+// (perftest_resources.c, ctx_alloc_credit); the receiver RDMA WRITEs its
+// count of completed receives there, little-endian as perftest's host order
+// on x86, whenever the count modulo the receive depth is a multiple of a
+// third of it (run_iter_bw_server: 6, 12, 18, 20 for 20 messages, as
+// testdata/captures/siw-send-bw-4096.pcap shows); the sender keeps fewer
+// than the receive depth of SENDs beyond the last credit (run_iter_bw:
+// swindow).
 
 package perf
 

@@ -1,10 +1,10 @@
 // perftest's rdma_cm mode (-R) over iWARP, the only way perftest runs on
 // siw: each connection is a TCP connection to the server's port (18515)
 // carrying the MPA Request and Reply of RFC 5044 / RFC 6581 (revision 2,
-// IRD and ORD as the only private data: 0 and 0 on the control
-// connection and on a WRITE or SEND test's data QPs, 128 each on a READ
-// test's, as captures/siw-*-bw-4096.pcap show), then the same SENDs as
-// over RoCEv2 (cm.go), all through the iWARP NIC's connection manager
+// IRD and ORD as the only private data: 0 and 0 on the control connection
+// and on a WRITE or SEND test's data QPs, 128 each on a READ test's, as
+// testdata/captures/siw-*-bw-4096.pcap show), then the same SENDs as over
+// RoCEv2 (cm.go), all through the iWARP NIC's connection manager
 // (ibv.ConnManager). A disconnect is TCP's FIN, as siw closes an RTS QP.
 
 package perf

@@ -63,7 +63,8 @@ func TestCMOneProcess(t *testing.T) {
 }
 
 // TestCMRecordGolden parses the server's record of
-// captures/rxe-write-bw-cm-4096.pcap (frame 33) and marshals it back.
+// testdata/captures/rxe-write-bw-cm-4096.pcap (frame 33) and marshals it
+// back.
 func TestCMRecordGolden(t *testing.T) {
 	b, _ := hex.DecodeString("0000000000000001000000220018aae600001559000000000000561b7103400000000000000000000000ffff0a4d000b0000000000000001")
 	k, err := ParseCMRecord(b)
@@ -143,9 +144,9 @@ func noSettle(t *testing.T) {
 	t.Cleanup(func() { cmSettle = old })
 }
 
-// TestCMIWARPParam: in rdma_cm mode over iWARP the MPA frames carry IRD
-// and ORD as siw's perftest does (captures/siw-*-bw-4096.pcap): 0 on the
-// control connection and on a WRITE test's data QPs, 128 on a READ
+// TestCMIWARPParam: in rdma_cm mode over iWARP the MPA frames carry IRD and
+// ORD as siw's perftest does (testdata/captures/siw-*-bw-4096.pcap): 0 on
+// the control connection and on a WRITE test's data QPs, 128 on a READ
 // test's, taken as given rather than raised to rdma_cm's default 1.
 func TestCMIWARPParam(t *testing.T) {
 	for _, c := range []struct {

@@ -36,7 +36,7 @@ const cmCreditOff = (cmSlots + 1) * cmSlot
 const cmRecordSize = 56
 
 // cmMTUSize is the MTU message in rdma_cm mode: the ASCII digit padded to
-// a 4-byte int (captures/rxe-write-bw-cm-4096.pcap: 33 00 00 00).
+// a 4-byte int (testdata/captures/rxe-write-bw-cm-4096.pcap: 33 00 00 00).
 const cmMTUSize = 4
 
 // cmChannel is one side's control QP and its memory.

@@ -99,8 +99,8 @@ func tapMSS(eth int, peer netip.Addr) int {
 
 // openIWARPSide opens an iWARP NIC on addr, its streams h's, and creates
 // the objects of openSide on it. In rdma_cm mode the NIC speaks as siw
-// under rdma_cm (captures/siw-*.pcap): no CRC asked for (a peer that asks
-// gets them) and no peer-to-peer RTR offered.
+// under rdma_cm (testdata/captures/siw-*.pcap): no CRC asked for (a peer
+// that asks gets them) and no peer-to-peer RTR offered.
 func openIWARPSide(r *resolved, h *host, addr netip.Addr, spec sideSpec, mss int) (*side, error) {
 	cfg := embedded.IWARPConfig{Name: spec.name, Addr: addr, Network: h.Streams(), MSS: mss,
 		CRC: !r.RDMACM, Trace: r.Trace}

@@ -1,7 +1,8 @@
-// perftest's key message (src/perftest_communication.h, protocols.md §4.2):
-// the text record each side sends per QP over the side channel. rnic perf
-// exchanges its keys in this exact form already, so that speaking
-// perftest's whole protocol later only adds the steps around it.
+// perftest's key message (linux-rdma/perftest,
+// src/perftest_communication.h): the text record each side sends per QP
+// over the side channel. rnic perf exchanges its keys in this exact form
+// already, so that speaking perftest's whole protocol later only adds the
+// steps around it.
 
 package perf
 

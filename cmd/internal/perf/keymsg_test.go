@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// The client's QP of captures/logs/rxe-write-bw-4096.log: LID 0, QPN 0x14,
-// PSN 0x147ede, RKey 0x544, VAddr 0x5583d975a000, GID ::ffff:10.77.0.12;
-// out_reads 0x80 and SRQN 0, as perftest fills them.
+// The client's QP of testdata/captures/logs/rxe-write-bw-4096.log: LID 0,
+// QPN 0x14, PSN 0x147ede, RKey 0x544, VAddr 0x5583d975a000, GID
+// ::ffff:10.77.0.12; out_reads 0x80 and SRQN 0, as perftest fills them.
 var goldenKey = Key{OutReads: 0x80, QPN: 0x14, PSN: 0x147ede, RKey: 0x544, VAddr: 0x5583d975a000,
 	GID: netip.MustParseAddr("::ffff:10.77.0.12").As16()}
 

@@ -1,6 +1,6 @@
-// perftest's side channel (linux-rdma/perftest, perftest_communication.c;
-// protocols.md §4.2): the fixed-size messages the two sides trade over
-// TCP port 18515 in lock-step, the client writing first.
+// perftest's side channel (linux-rdma/perftest, perftest_communication.c):
+// the fixed-size messages the two sides trade over TCP port 18515 in
+// lock-step, the client writing first.
 //
 //	client                                   server
 //	version   char[16] "6.06"    ──▶ ◀──     version

@@ -17,7 +17,7 @@ import (
 )
 
 // Side-channel payloads of perftest 4.5 (bookworm's) in
-// captures/rxe-write-bw-64.pcap: ib_write_bw -s 64 -n 100, client
+// testdata/captures/rxe-write-bw-64.pcap: ib_write_bw -s 64 -n 100, client
 // 10.77.0.12, server 10.77.0.11 (tshark -Y 'tcp.port==18515 &&
 // tcp.len>0' -e tcp.payload).
 const (

@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-// TestAddrLinesGolden prints the client QP of captures/logs/rxe-write-bw-
-// 4096.log as perftest did, and the READ and SEND variants.
+// TestAddrLinesGolden prints the client QP of
+// testdata/captures/logs/rxe-write-bw-4096.log as perftest did, and the
+// READ and SEND variants.
 func TestAddrLinesGolden(t *testing.T) {
 	for _, c := range []struct {
 		op   Op

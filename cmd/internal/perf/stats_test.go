@@ -46,8 +46,8 @@ func TestLatStats(t *testing.T) {
 }
 
 // TestRowsGolden formats the figures of the captured rxe runs
-// (captures/logs/rxe-write-bw-4096.log, rxe-write-lat-64.log) exactly as
-// perftest printed them.
+// (testdata/captures/logs/rxe-write-bw-4096.log, rxe-write-lat-64.log)
+// exactly as perftest printed them.
 func TestRowsGolden(t *testing.T) {
 	bw := bwRow(4096, 20, &BWStats{PeakMBps: 9.18, AvgMBps: 7.95, MsgRateMpps: 0.002036})
 	if want := " 4096       20               9.18               7.95   \t\t   0.002036\n"; bw != want {

@@ -1,7 +1,7 @@
-// The address message of ibv_rc_pingpong's side channel (protocols.md
-// §4.3): what each side tells the other about its QP, in the exact bytes
-// rc_pingpong sends, so an rnic pingpong and a real ibv_rc_pingpong could
-// read each other's messages.
+// The address message of ibv_rc_pingpong's side channel (rdma-core's
+// libibverbs/examples/rc_pingpong.c and pingpong.c): what each side tells
+// the other about its QP, in the exact bytes rc_pingpong sends, so an rnic
+// pingpong and a real ibv_rc_pingpong could read each other's messages.
 
 package pingpong
 

@@ -8,8 +8,9 @@ import (
 	"testing"
 )
 
-// The client's message from captures/logs/rxe-rc-pingpong.log: LID 0, QPN
-// 0x11, PSN 0x977ee4, GID ::ffff:10.77.0.12, as rc_pingpong writes it.
+// The client's message from testdata/captures/logs/rxe-rc-pingpong.log: LID
+// 0, QPN 0x11, PSN 0x977ee4, GID ::ffff:10.77.0.12, as rc_pingpong writes
+// it.
 var goldenMsg = []byte("0000:000011:977ee4:00000000000000000000ffff0a4d000c\x00")
 
 func TestDestGolden(t *testing.T) {

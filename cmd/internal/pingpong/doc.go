@@ -4,12 +4,12 @@
 // forth and report the throughput and the time per round trip in the real
 // tool's exact words.
 //
-// The side channel is rc_pingpong's own, byte for byte (protocols.md
-// §4.3): a TCP connection on port 18515 over which the client writes its
-// 52-byte address message "LID:QPN:PSN:GID", the server reads it, connects
-// its QP and answers with its own, and the client connects and writes
-// "done". Dest and its codec are that message; ClientExchange and
-// ServerExchange are the two halves of the exchange.
+// The side channel is rc_pingpong's own, byte for byte: a TCP connection on
+// port 18515 over which the client writes its 52-byte address message
+// "LID:QPN:PSN:GID", the server reads it, connects its QP and answers with
+// its own, and the client connects and writes "done". Dest and its codec
+// are that message; ClientExchange and ServerExchange are the two halves of
+// the exchange.
 //
 // # Addresses in the embedded mode
 //

@@ -1,5 +1,5 @@
 // The side channel: one TCP connection over which the two sides swap their
-// address messages in rc_pingpong's order (protocols.md §4.3), and which
+// address messages in rc_pingpong's order (client first), and which
 // then serves as the barrier at the end of the run (linger). The server
 // connects its QP before it answers, so by the time the client has the
 // server's address the server is ready to receive; the client connects its

@@ -4,7 +4,7 @@
 // REQ/REP/RTU and DREQ/DREP MADs on QP1 with rdma_cm's header and TCP port
 // space service ID, in the role the kernel's rdma_cm and ib_cm play under
 // rping on rxe. What goes on the wire is what rping over rxe sends
-// (captures/rxe-rping.pcap):
+// (testdata/captures/rxe-rping.pcap):
 //
 //	client                                   server
 //	REQ  (QP1, service 0x0000000001061C06) ─▶

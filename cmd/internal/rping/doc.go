@@ -1,9 +1,9 @@
 // Package rping is librdmacm's rping on rnic: a client and a server bounce
 // a ping buffer through RDMA READ and RDMA WRITE, steered by SENDs of
 // struct rping_rdma_info, with rping's flags, output and exit statuses
-// (librdmacm/examples/rping.c; reference/protocols.md §4.4).
+// (rdma-core's librdmacm/examples/rping.c).
 //
-// One round, as on the wire (captures/siw-rping.pcap):
+// One round, as on the wire (testdata/captures/siw-rping.pcap):
 //
 //	client                                   server
 //	SEND  {start_buf, rkey, size}  ───────▶  (read advert)

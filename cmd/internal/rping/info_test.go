@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// The client's read advert of captures/siw-rping.pcap frame 10 (the SEND's
-// payload after the 18-byte untagged DDP/RDMAP header).
+// The client's read advert of testdata/captures/siw-rping.pcap frame 10
+// (the SEND's payload after the 18-byte untagged DDP/RDMAP header).
 const captureAdvert = "00005590b240b43068637c0000000040"
 
 func TestInfoFromCapture(t *testing.T) {

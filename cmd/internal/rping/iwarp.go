@@ -3,12 +3,12 @@
 // TCP in the TAP mode) and its connection manager, the role Linux iw_cm
 // plays under rdma_cm (cm.go connects through it as through any rdma_cm).
 // What goes on the wire is what rping over siw sends
-// (captures/siw-rping.pcap): TCP, then the MPA Request/Reply of RFC 5044 /
-// RFC 6581, revision 2 with the enhanced flag, IRD 1 and ORD 1 as the only
-// private data, no peer-to-peer RTR offered (siw's peer_to_peer is off)
-// and, unless asked, no CRC (siw's mpa_crc_required is off; a peer that
-// asks gets CRCs anyway). A disconnect is TCP's FIN, as siw closes an RTS
-// QP.
+// (testdata/captures/siw-rping.pcap): TCP, then the MPA Request/Reply of
+// RFC 5044 / RFC 6581, revision 2 with the enhanced flag, IRD 1 and ORD 1
+// as the only private data, no peer-to-peer RTR offered (siw's peer_to_peer
+// is off) and, unless asked, no CRC (siw's mpa_crc_required is off; a peer
+// that asks gets CRCs anyway). A disconnect is TCP's FIN, as siw closes an
+// RTS QP.
 
 package rping
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// The ping data of captures/siw-rping.pcap: frame 12 (ping 0's READ
+// The ping data of testdata/captures/siw-rping.pcap: frame 12 (ping 0's READ
 // Response) and frame 20 (ping 1's), 64 bytes each.
 var capturePings = []string{
 	"72646d612d70696e672d303a204142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f606162636465666768696a6b6c6d6e6f70717200",
@@ -25,7 +25,7 @@ func TestFillPingMatchesCapture(t *testing.T) {
 }
 
 func TestFillPingLog(t *testing.T) {
-	// captures/logs/siw-rping.log: ping 9 wraps past 'z' back to 'A'.
+	// testdata/captures/logs/siw-rping.log: ping 9 wraps past 'z' back to 'A'.
 	got := make([]byte, 64)
 	FillPing(got, 9)
 	if want := "rdma-ping-9: JKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyzA"; string(cString(got)) != want {

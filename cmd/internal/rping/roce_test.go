@@ -109,9 +109,9 @@ func TestPingRoCEEmbedded(t *testing.T) {
 }
 
 // TestPingRoCEWire records the client's frames and checks the sequence of
-// rping over rxe (captures/rxe-rping.pcap): REQ, REP, RTU on QP1, then per
-// ping SEND, READ request, READ response, SEND, SEND, WRITE, SEND (each
-// ACKed), and DREQ/DREP at the end.
+// rping over rxe (testdata/captures/rxe-rping.pcap): REQ, REP, RTU on QP1,
+// then per ping SEND, READ request, READ response, SEND, SEND, WRITE, SEND
+// (each ACKed), and DREQ/DREP at the end.
 func TestPingRoCEWire(t *testing.T) {
 	var capture bytes.Buffer
 	pw, err := pcap.NewWriter(&capture)

@@ -1,4 +1,4 @@
-// Kernel TCP: the iWARP stream of the embedded mode (DESIGN.md "Modes").
+// Kernel TCP: the iWARP stream of the embedded mode (nic/README.md, "Modes").
 //
 // A Conn wraps a net.TCPConn (TCP_NODELAY on) in the event-driven
 // stream.Conn contract:

@@ -1,5 +1,5 @@
-// gVisor netstack TCP: the iWARP stream of the TAP mode (DESIGN.md
-// "Modes", the tap row), where the NIC has its own TCP/IP stack on the TAP
+// gVisor netstack TCP: the iWARP stream of the TAP mode (nic/README.md,
+// "Modes"), where the NIC has its own TCP/IP stack on the TAP
 // (tap.TCPStack) instead of the host's.
 //
 // A Conn wraps a netstack tcpip.Endpoint in the event-driven stream.Conn

@@ -1,5 +1,5 @@
 // Simulated stream: an in-memory TCP connection whose every delivery is an
-// event on a virtual clock (the simulated mode of DESIGN.md "Modes").
+// event on a virtual clock (the simulated mode of nic/README.md, "Modes").
 //
 // Each direction is one ordered byte queue with three cursors:
 //

@@ -1,7 +1,7 @@
 // TCP capture synthesis: a pcap of a stream connection that Wireshark
 // dissects as a real TCP conversation, so that tshark's iWARP MPA
 // heuristic, which needs the whole connection from the SYN
-// (reference/wireshark.md §A3, §A9), decodes the FPDUs.
+// (transport/tsharktest/README.md, "MPA"), decodes the FPDUs.
 //
 // Neither a kernel socket nor the simulated stream shows TCP headers, so
 // the tee writes them: it keeps both directions' sequence numbers and turns
