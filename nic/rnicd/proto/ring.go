@@ -16,7 +16,7 @@
 //	384     daemon  RQ done: every receive WQE before it is in the NIC's
 //	                queue, or that queue is full
 //	448     daemon  bell: the object's bit in the session doorbell
-//	                (version 4, see bell.go)
+//	                (bell.go)
 //	512     SQ slots (SQSlots × SQSlotSize), then RQ slots (RQSlots × RQSlotSize)
 //
 // An SRQ uses the RQ fields and has no SQ slots.
@@ -38,9 +38,8 @@
 //
 // The client's doorbell handshake (virtio-style event suppression): it
 // writes WQEs, stores the producer index, then loads sleeping and rings
-// the doorbell only if it is 1 (before version 4 by writing the object's
-// doorbell eventfd; from version 4 by setting its bit in the session
-// doorbell and writing the session's eventfd, bell.go). The daemon's drainer stores
+// the doorbell only if it is 1 (by setting its bit in the session doorbell
+// and writing the session's eventfd, bell.go). The daemon's drainer stores
 // sleeping = 1, loads the producer indices again and sleeps only if they
 // show nothing new. Go's atomics are sequentially consistent, so one of the
 // two sees the other's store.
@@ -263,7 +262,7 @@ type WorkRings struct {
 	// RQDone: receive WQEs before it are in the NIC (or its queue is
 	// full).
 	RQDone *atomic.Uint32
-	// Bell is the object's bit in the session doorbell (version 4).
+	// Bell is the object's bit in the session doorbell.
 	Bell *atomic.Uint32
 }
 

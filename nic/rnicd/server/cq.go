@@ -140,7 +140,7 @@ func handleCreateCQ(s *Session, req *Request, rep *Reply) error {
 	if err != nil {
 		return err
 	}
-	rep.Set(&proto.CreateCQReply{Version: s.version, CQ: c.h, Ring: layout, Place: c.mem.place()}, append(c.mem.fds(), int(c.notify.(notifyFD)))...)
+	rep.Set(&proto.CreateCQReply{CQ: c.h, Ring: layout, Place: c.mem.place()}, append(c.mem.fds(), int(c.notify.(notifyFD)))...)
 	rep.After(c.mem.sent)
 	return nil
 }

@@ -1,7 +1,7 @@
-// How a CQ's mover tells the client that an armed CQ fired. Up to version
-// 5 every CQ has an eventfd of its own (it goes in CREATE_CQ's reply).
-// From version 6 (proto/chanevents.go) a CQ on a completion channel sets
-// its slot in the channel's event set and writes the channel's one
+// How a CQ's mover tells the client that an armed CQ fired. A CQ made by
+// CREATE_CQ has an eventfd of its own (it goes in the reply). A CQ made
+// by CREATE_CQ_ON (proto/chanevents.go) on a completion channel sets its
+// slot in the channel's event set and writes the channel's one
 // eventfd, and a CQ without a channel has nothing to signal: neither
 // costs a descriptor of its own.
 
@@ -26,8 +26,8 @@ type notifyFD int
 func (n notifyFD) signal()  { signal(int(n)) }
 func (n notifyFD) release() { unix.Close(int(n)) }
 
-// channelSlot is a CQ's slot in a completion channel's event set
-// (version 6): the set bit names the CQ, the channel's eventfd wakes the
+// channelSlot is a CQ's slot in a completion channel's event set: the
+// set bit names the CQ, the channel's eventfd wakes the
 // client. The set is written before the eventfd, so a client woken finds
 // the slot (or took it on an earlier wake).
 type channelSlot struct {
@@ -51,7 +51,7 @@ func (c channelSlot) release() {
 	}
 }
 
-// noNotifier is a CQ without a completion channel (version 6): an arm
+// noNotifier is a CQ without a completion channel: an arm
 // fires nothing the client could wait on, as with a verbs CQ that has no
 // channel.
 type noNotifier struct{}

@@ -37,7 +37,7 @@ func TestQueueBytesPerUID(t *testing.T) {
 	if st != proto.StatusOK {
 		t.Fatalf("first big QP: %v %s", st, body)
 	}
-	first := decode(t, body, &proto.CreateQPReply{Version: proto.Version}).QP
+	first := decode(t, body, &proto.CreateQPReply{}).QP
 	// Another client of the same uid: over the uid's budget.
 	st, msg := create(b, big)
 	if st != proto.StatusLimit || !strings.Contains(msg, "--max-queue-bytes-per-uid") {
