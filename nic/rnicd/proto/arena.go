@@ -42,6 +42,8 @@ func init() {
 }
 
 // Arena geometry.
+//
+//rnicd:cheader
 const (
 	// ArenaPage is the alignment of every slot (and so of every ring).
 	ArenaPage = 4096

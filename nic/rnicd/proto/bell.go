@@ -33,6 +33,8 @@ import (
 )
 
 // Session doorbell geometry.
+//
+//rnicd:cheader
 const (
 	BellSummaryWords = 16
 	BellLeafWords    = BellSummaryWords * 64

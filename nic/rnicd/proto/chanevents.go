@@ -24,6 +24,8 @@
 package proto
 
 // Channel event set geometry: the doorbell's.
+//
+//rnicd:cheader
 const (
 	// MaxChannelCQs is how many CQs one completion channel may hold.
 	MaxChannelCQs = MaxBells

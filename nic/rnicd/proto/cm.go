@@ -49,6 +49,8 @@ const (
 
 // MaxPrivateData bounds private data (a REP's 196 bytes are the most
 // rdma_cm carries).
+//
+//rnicd:cheader
 const MaxPrivateData = 196
 
 func init() {
@@ -262,6 +264,8 @@ func (m *CMDisconnectReq) Decode(r *Reader) { m.Token = r.U32(); m.Conn = r.U32(
 
 // MaxRejectPrivateData bounds a REJ's private data (IBTA 12.6.7: 148
 // bytes).
+//
+//rnicd:cheader
 const MaxRejectPrivateData = 148
 
 // CMRejectInfo is the body of a CM_CONNECT result with StatusRejected:

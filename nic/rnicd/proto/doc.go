@@ -110,3 +110,5 @@
 //     (dropin/tests/golden) if the library decodes it.
 //  7. Bump Version if an existing body or layout changed.
 package proto
+
+//go:generate go run ./internal/cheader -o ../dropin/include/rnicd_proto.h

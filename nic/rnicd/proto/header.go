@@ -8,6 +8,8 @@ import (
 )
 
 // Sizes and bounds of control messages.
+//
+//rnicd:cheader
 const (
 	HeaderLen = 16
 	// MaxMessage is the largest message, header included; a bigger one

@@ -138,9 +138,13 @@ func specComment(vs *ast.ValueSpec) string {
 }
 
 // snake turns a Go identifier into upper snake case, keeping acronyms
-// whole, plural ones too: offSQProd → OFF_SQ_PROD, MaxFDs → MAX_FDS,
+// whole, plural ones too: ringSQProd → RING_SQ_PROD, MaxFDs → MAX_FDS,
 // OpCMListenUD → OP_CM_LISTEN_UD.
 func snake(id string) string {
+	// The verbs keys are one word each: InvRKey → INV_RKEY.
+	for _, k := range []string{"LKey", "RKey", "QKey", "PKey"} {
+		id = strings.ReplaceAll(id, k, k[:1]+"key")
+	}
 	r := []rune(id)
 	var b strings.Builder
 	for i, c := range r {

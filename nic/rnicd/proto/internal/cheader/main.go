@@ -11,7 +11,7 @@
 //     identifier (OpCreateCQ becomes RNICD_OP_CREATE_CQ);
 //   - every constant of a const block whose doc comment carries the
 //     directive //rnicd:cheader (ring offsets, slot layouts, sizes,
-//     the version), named the same way (offSQProd: RNICD_OFF_SQ_PROD).
+//     the version), named the same way (ringSQProd: RNICD_RING_SQ_PROD).
 //
 // Usage: cheader [-pkg DIR] [-o FILE]; without -o it writes to stdout.
 package main
