@@ -509,7 +509,7 @@ func AppendMessage(b []byte, h Header, body Message) []byte {
 		body.Encode(&w)
 	}
 	b = w.b
-	le.PutUint32(b[start+12:], uint32(len(b)-start-HeaderLen))
+	le.PutUint32(b[start+hdrBodyLen:], uint32(len(b)-start-HeaderLen))
 	return b
 }
 
@@ -525,6 +525,6 @@ func AppendError(b []byte, op Op, seq uint32, st Status, msg string) []byte {
 	w := Writer{b: b}
 	w.String(msg)
 	b = w.b
-	le.PutUint32(b[start+12:], uint32(len(b)-start-HeaderLen))
+	le.PutUint32(b[start+hdrBodyLen:], uint32(len(b)-start-HeaderLen))
 	return b
 }

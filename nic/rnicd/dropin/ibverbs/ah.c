@@ -18,7 +18,7 @@ RNIC_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *
 	w_init(&w);
 	w_u32(&w, ((struct rnic_pd *)pd)->h);
 	rnic_w_av(&w, attr);
-	if ((err = ctx_call(c, OP_CREATE_AH, &w, NULL, 0, &rep)))
+	if ((err = ctx_call(c, RNICD_OP_CREATE_AH, &w, NULL, 0, &rep)))
 		return errno = err, NULL;
 	rnic_close_fds(rep.fds, rep.nfds);
 	if (!(a = calloc(1, sizeof(*a))))
@@ -28,7 +28,7 @@ RNIC_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *
 	struct ibv_ah_attr norm;
 	rnic_r_av(&r, &norm);
 	if ((err = r_done(&r))) {
-		rnic_handle_call(c, OP_DESTROY_AH, a->h);
+		rnic_handle_call(c, RNICD_OP_DESTROY_AH, a->h);
 		free(a);
 		return errno = err, NULL;
 	}
@@ -42,7 +42,7 @@ RNIC_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 {
 	struct rnic_ah *a = (struct rnic_ah *)ah;
 	struct rnic_context *c = to_rctx(ah->context);
-	int err = rnic_handle_call(c, OP_DESTROY_AH, a->h);
+	int err = rnic_handle_call(c, RNICD_OP_DESTROY_AH, a->h);
 	if (err && !c->conn.dead)
 		return err;
 	free(a);

@@ -55,7 +55,7 @@ static void chan_undo(struct rnic_context *c, struct rnic_channel *ch)
 	if (ch->set)
 		rnic_release_rings(c, &ch->place);
 	if (ch->h)
-		rnic_handle_call(c, OP_DESTROY_CHANNEL, ch->h);
+		rnic_handle_call(c, RNICD_OP_DESTROY_CHANNEL, ch->h);
 	free(ch);
 }
 
@@ -76,7 +76,7 @@ RNIC_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context 
 	ch->ch.fd = -1;
 	w_init(&w);
 	pthread_mutex_lock(&c->ring_mu);
-	if (!(err = ctx_call(c, OP_CREATE_CHANNEL, &w, NULL, 0, rep))) {
+	if (!(err = ctx_call(c, RNICD_OP_CREATE_CHANNEL, &w, NULL, 0, rep))) {
 		err = chan_reply(c, ch, rep);
 		rnic_close_fds(rep->fds, rep->nfds);
 	}
@@ -101,7 +101,7 @@ RNIC_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	pthread_mutex_unlock(&channel->context->mutex);
 	if (busy)
 		return EBUSY;
-	err = rnic_handle_call(c, OP_DESTROY_CHANNEL, ch->h);
+	err = rnic_handle_call(c, RNICD_OP_DESTROY_CHANNEL, ch->h);
 	if (err && !c->conn.dead)
 		return err;
 	close(channel->fd);

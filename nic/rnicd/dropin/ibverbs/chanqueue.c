@@ -12,7 +12,7 @@ int rnic_read_channel(struct rbuf *r, uint32_t *h, struct rnic_place *p)
 {
 	int err;
 	*h = r_u32(r);
-	if ((err = rnic_read_place(r, p, BELL_AREA_LEN)))
+	if ((err = rnic_read_place(r, p, RNICD_BELL_AREA_LEN)))
 		return err;
 	if ((err = r_done(r)))
 		return err;
@@ -25,9 +25,9 @@ int rnic_read_cq(struct rbuf *r, struct rnic_cq *q)
 	q->h = r_u32(r);
 	q->slots = r_u32(r);
 	q->cap = r_u32(r);
-	if (q->slots == 0 || (q->slots & (q->slots - 1)) || q->slots > 1u << 21 || q->cap == 0 || q->cap > q->slots)
+	if (q->slots == 0 || (q->slots & (q->slots - 1)) || q->slots > RNICD_MAX_RING_SLOTS || q->cap == 0 || q->cap > q->slots)
 		return EPROTO;
-	if ((err = rnic_read_place(r, &q->place, RING_HDR + (uint64_t)q->slots * WC_SLOT)))
+	if ((err = rnic_read_place(r, &q->place, RNICD_RING_HEADER_LEN + (uint64_t)q->slots * RNICD_WC_SLOT_LEN)))
 		return err;
 	q->chan_slot = r_u32(r);
 	return r_done(r);
@@ -67,7 +67,7 @@ int rnic_chan_add(struct rnic_channel *ch, struct rnic_cq *q)
 {
 	uint32_t s = q->chan_slot;
 	int err = 0;
-	if (s >= MAX_BELLS)
+	if (s >= RNICD_MAX_BELLS)
 		return EPROTO;
 	pthread_mutex_lock(&ch->mu);
 	if (s >= ch->cap)
@@ -121,8 +121,8 @@ static void queue(struct rnic_channel *ch, uint32_t s)
  * before the summary bit, and writes the eventfd after both. */
 void rnic_chan_collect(struct rnic_channel *ch)
 {
-	uint64_t *leaves = ch->set + BELL_SUMMARY_WORDS;
-	for (uint32_t w = 0; w < BELL_SUMMARY_WORDS; w++) {
+	uint64_t *leaves = ch->set + RNICD_BELL_SUMMARY_WORDS;
+	for (uint32_t w = 0; w < RNICD_BELL_SUMMARY_WORDS; w++) {
 		uint64_t sum = __atomic_exchange_n(&ch->set[w], 0, __ATOMIC_SEQ_CST);
 		while (sum) {
 			uint32_t k = w * 64 + (uint32_t)__builtin_ctzll(sum);

@@ -15,15 +15,6 @@
 #include <unistd.h>
 #include <sys/mman.h>
 
-/* proto/arena.go */
-enum {
-	ARENA_PAGE = 4096,
-	ARENA_CHUNK_LEN = 2 << 20,
-};
-/* MaxOwnChunk: the largest rings (2^21 slots of 64 KiB, twice) and their
- * header, page-rounded. */
-#define MAX_OWN_CHUNK ((uint64_t)(RING_HDR + 2 * ((uint64_t)1 << 21) * (64 << 10) + ARENA_PAGE - 1) & ~(uint64_t)(ARENA_PAGE - 1))
-
 int rnic_read_place(struct rbuf *r, struct rnic_place *p, uint64_t size)
 {
 	p->chunk = r_u32(r);
@@ -34,10 +25,10 @@ int rnic_read_place(struct rbuf *r, struct rnic_place *p, uint64_t size)
 		return EPROTO;
 	if (p->chunk == 0 || p->own > 1)
 		return EPROTO;
-	if (p->own ? p->offset != 0 || p->chunk_len > MAX_OWN_CHUNK || p->chunk_len % ARENA_PAGE
-		   : p->chunk_len != ARENA_CHUNK_LEN)
+	if (p->own ? p->offset != 0 || p->chunk_len > RNICD_MAX_OWN_CHUNK || p->chunk_len % RNICD_ARENA_PAGE
+		   : p->chunk_len != RNICD_ARENA_CHUNK_LEN)
 		return EPROTO;
-	if (p->offset % ARENA_PAGE || p->offset > p->chunk_len || size > p->chunk_len - p->offset)
+	if (p->offset % RNICD_ARENA_PAGE || p->offset > p->chunk_len || size > p->chunk_len - p->offset)
 		return EPROTO;
 	return 0;
 }
@@ -82,7 +73,7 @@ static int fetch_chunk(struct rnic_context *c, const struct rnic_place *p, struc
 		return ENOMEM;
 	w_init(&w);
 	w_u32(&w, p->chunk);
-	if (!(err = ctx_call(c, OP_RING_CHUNK, &w, NULL, 0, rep))) {
+	if (!(err = ctx_call(c, RNICD_OP_RING_CHUNK, &w, NULL, 0, rep))) {
 		err = rep->nfds == 1 && rep->len == 0 ? add_chunk(c, p, rep->fds[0], out) : EPROTO;
 		rnic_close_fds(rep->fds, rep->nfds);
 	}

@@ -31,7 +31,7 @@ static int cq_reply(struct rnic_context *c, struct rnic_cq *q, struct rnic_reply
 		return err;
 	if (fdi != rep->nfds)
 		return EPROTO;
-	q->cons = ld32(q->ring, CQ_CONS);
+	q->cons = ld32(q->ring, RNICD_CQ_CONS);
 	return 0;
 }
 
@@ -64,7 +64,7 @@ struct rnic_cq *rnic_create_cq(struct rnic_context *c, int cqe, struct ibv_comp_
 	w_u32(&w, (uint32_t)cqe);
 	w_u32(&w, ch ? ((struct rnic_channel *)ch)->h : 0);
 	pthread_mutex_lock(&c->ring_mu);
-	if ((err = ctx_call(c, OP_CREATE_CQ_ON, &w, NULL, 0, &rep))) {
+	if ((err = ctx_call(c, RNICD_OP_CREATE_CQ_ON, &w, NULL, 0, &rep))) {
 		pthread_mutex_unlock(&c->ring_mu);
 		free(q);
 		return errno = err, NULL;
@@ -77,7 +77,7 @@ struct rnic_cq *rnic_create_cq(struct rnic_context *c, int cqe, struct ibv_comp_
 	if (err) {
 		if (q->ring)
 			rnic_release_rings(c, &q->place);
-		rnic_handle_call(c, OP_DESTROY_CQ, q->h);
+		rnic_handle_call(c, RNICD_OP_DESTROY_CQ, q->h);
 		free(q);
 		return errno = err, NULL;
 	}
@@ -108,7 +108,7 @@ RNIC_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 {
 	struct rnic_cq *q = (struct rnic_cq *)cq;
 	struct rnic_context *c = to_rctx(cq->context);
-	int err = rnic_handle_call(c, OP_DESTROY_CQ, q->h);
+	int err = rnic_handle_call(c, RNICD_OP_DESTROY_CQ, q->h);
 	if (err && !c->conn.dead)
 		return err;
 	rnic_obj_del(c, OBJ_CQ, q->h);
@@ -127,46 +127,42 @@ RNIC_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 	return 0;
 }
 
-static uint32_t get32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
-
-static uint64_t get64(const uint8_t *p) { return get32(p) | (uint64_t)get32(p + 4) << 32; }
-
 /* wc_from_slot decodes a completion slot (proto/wc.go) into wc. The
  * immediate is kept as the wire has it (network order), as ibv_wc wants. */
 void rnic_wc_from_slot(const uint8_t *s, struct ibv_wc *wc)
 {
 	memset(wc, 0, sizeof(*wc));
-	wc->wr_id = get64(s);
-	wc->status = (enum ibv_wc_status)s[8];
-	wc->opcode = (enum ibv_wc_opcode)s[9];
-	wc->wc_flags = s[10];
-	wc->sl = s[11]; /* UD: the RoCE L3 header type, as mlx5 reports it */
-	wc->vendor_err = get32(s + 12);
-	wc->byte_len = get32(s + 16);
+	wc->wr_id = get64(s + RNICD_WC_WRID);
+	wc->status = (enum ibv_wc_status)s[RNICD_WC_STATUS];
+	wc->opcode = (enum ibv_wc_opcode)s[RNICD_WC_OPCODE];
+	wc->wc_flags = s[RNICD_WC_FLAGS];
+	wc->sl = s[RNICD_WC_SL]; /* UD: the RoCE L3 header type, as mlx5 reports it */
+	wc->vendor_err = get32(s + RNICD_WC_VENDOR_ERR);
+	wc->byte_len = get32(s + RNICD_WC_BYTE_LEN);
 	if (wc->wc_flags & IBV_WC_WITH_INV)
-		wc->invalidated_rkey = get32(s + 24);
+		wc->invalidated_rkey = get32(s + RNICD_WC_INV_RKEY);
 	else
-		wc->imm_data = htobe32(get32(s + 20));
-	wc->qp_num = get32(s + 28);
-	wc->src_qp = get32(s + 32);
-	wc->pkey_index = (uint16_t)(s[36] | s[37] << 8);
+		wc->imm_data = htobe32(get32(s + RNICD_WC_IMM));
+	wc->qp_num = get32(s + RNICD_WC_QPN);
+	wc->src_qp = get32(s + RNICD_WC_SRC_QP);
+	wc->pkey_index = get16(s + RNICD_WC_PKEY_INDEX);
 }
 
 /* kick tells the daemon there is room again, if it waits for it. */
 void rnic_cq_kick(struct rnic_cq *q)
 {
-	uint32_t m = ld32(q->ring, CQ_MOVER);
+	uint32_t m = ld32(q->ring, RNICD_CQ_MOVER);
 	struct rnic_context *c;
 	struct wbuf w;
-	if (!(m & MOVER_WANTS_SPACE) ||
-	    !__atomic_compare_exchange_n(ring_u32(q->ring, CQ_MOVER), &m, m & ~(uint32_t)MOVER_WANTS_SPACE, 0,
+	if (!(m & RNICD_MOVER_WANTS_SPACE) ||
+	    !__atomic_compare_exchange_n(ring_u32(q->ring, RNICD_CQ_MOVER), &m, m & ~(uint32_t)RNICD_MOVER_WANTS_SPACE, 0,
 					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
 		return;
 	c = to_rctx(q->cq.context);
 	w_init(&w);
 	w_u32(&w, q->h);
 	pthread_mutex_lock(&c->conn.mu);
-	rnic_notice(&c->conn, OP_KICK_CQ, &w);
+	rnic_notice(&c->conn, RNICD_OP_KICK_CQ, &w);
 	pthread_mutex_unlock(&c->conn.mu);
 }
 
@@ -178,21 +174,21 @@ int rnic_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 
 	if (n <= 0)
 		return 0;
-	if (ld32(q->ring, CQ_PROD) == q->cons) {
+	if (ld32(q->ring, RNICD_CQ_PROD) == q->cons) {
 		rnic_cq_idle(q);
 		return 0;
 	}
 	pthread_spin_lock(&q->lock);
-	avail = ld32(q->ring, CQ_PROD) - q->cons;
+	avail = ld32(q->ring, RNICD_CQ_PROD) - q->cons;
 	if (avail > q->slots)
 		avail = 0; /* a daemon writing nonsense */
 	for (; k < n && (uint32_t)k < avail; k++) {
-		rnic_wc_from_slot(q->ring + RING_HDR + (size_t)(q->cons & (q->slots - 1)) * WC_SLOT, &wc[k]);
+		rnic_wc_from_slot(q->ring + RNICD_RING_HEADER_LEN + (size_t)(q->cons & (q->slots - 1)) * RNICD_WC_SLOT_LEN, &wc[k]);
 		rnic_note_recv(q, &wc[k]);
 		q->cons++;
 	}
 	if (k > 0)
-		st32(q->ring, CQ_CONS, q->cons);
+		st32(q->ring, RNICD_CQ_CONS, q->cons);
 	q->empty_polls = 0;
 	pthread_spin_unlock(&q->lock);
 	if (k > 0)
@@ -203,21 +199,21 @@ int rnic_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 int rnic_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
 	struct rnic_cq *q = (struct rnic_cq *)cq;
-	uint32_t none = ARM_NONE;
+	uint32_t none = RNICD_ARM_NONE;
 	int want_sol, mover_sol;
 
 	if (solicited_only)
 		/* an arm for any completion stays one */
-		__atomic_compare_exchange_n(ring_u32(q->ring, CQ_ARM), &none, ARM_SOLICITED, 0, __ATOMIC_SEQ_CST,
+		__atomic_compare_exchange_n(ring_u32(q->ring, RNICD_CQ_ARM), &none, RNICD_ARM_SOLICITED, 0, __ATOMIC_SEQ_CST,
 					    __ATOMIC_SEQ_CST);
 	else
-		st32(q->ring, CQ_ARM, ARM_NEXT);
-	want_sol = ld32(q->ring, CQ_ARM) == ARM_SOLICITED;
-	mover_sol = (ld32(q->ring, CQ_MOVER) & MOVER_SOLICITED) != 0;
+		st32(q->ring, RNICD_CQ_ARM, RNICD_ARM_NEXT);
+	want_sol = ld32(q->ring, RNICD_CQ_ARM) == RNICD_ARM_SOLICITED;
+	mover_sol = (ld32(q->ring, RNICD_CQ_MOVER) & RNICD_MOVER_SOLICITED) != 0;
 	if (want_sol != mover_sol)
 		/* the daemon's CQ is armed for the other kind: re-arm it
 		 * before returning, so the arm is in force */
-		return rnic_handle_call(to_rctx(cq->context), OP_ARM_CQ, q->h);
+		return rnic_handle_call(to_rctx(cq->context), RNICD_OP_ARM_CQ, q->h);
 	return 0;
 }
 

@@ -12,10 +12,10 @@ static inline struct rnic_cq *to_q(struct ibv_cq_ex *x) { return (struct rnic_cq
 /* load reads the completion at the consumer index, if there is one. */
 static int load(struct rnic_cq *q)
 {
-	uint32_t avail = ld32(q->ring, CQ_PROD) - q->cons;
+	uint32_t avail = ld32(q->ring, RNICD_CQ_PROD) - q->cons;
 	if (avail == 0 || avail > q->slots)
 		return ENOENT;
-	rnic_wc_from_slot(q->ring + RING_HDR + (size_t)(q->cons & (q->slots - 1)) * WC_SLOT, &q->cur);
+	rnic_wc_from_slot(q->ring + RNICD_RING_HEADER_LEN + (size_t)(q->cons & (q->slots - 1)) * RNICD_WC_SLOT_LEN, &q->cur);
 	rnic_note_recv(q, &q->cur);
 	q->cq.wr_id = q->cur.wr_id;
 	q->cq.status = q->cur.status;
@@ -27,7 +27,7 @@ static int start_poll(struct ibv_cq_ex *x, struct ibv_poll_cq_attr *attr)
 	struct rnic_cq *q = to_q(x);
 	if (attr && attr->comp_mask)
 		return EINVAL;
-	if (ld32(q->ring, CQ_PROD) == q->cons) {
+	if (ld32(q->ring, RNICD_CQ_PROD) == q->cons) {
 		rnic_cq_idle(q);
 		return ENOENT;
 	}
@@ -56,7 +56,7 @@ static void end_poll(struct ibv_cq_ex *x)
 	if (q->cur_valid)
 		q->cons++;
 	q->cur_valid = 0;
-	st32(q->ring, CQ_CONS, q->cons);
+	st32(q->ring, RNICD_CQ_CONS, q->cons);
 	pthread_spin_unlock(&q->lock);
 	rnic_cq_kick(q);
 }

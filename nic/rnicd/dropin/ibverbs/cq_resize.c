@@ -25,7 +25,7 @@ static int swap_ring(struct rnic_context *c, struct rnic_cq *q, struct rnic_repl
 	q->cap = n.cap;
 	q->place = n.place;
 	q->ring = n.ring;
-	q->cons = ld32(q->ring, CQ_CONS);
+	q->cons = ld32(q->ring, RNICD_CQ_CONS);
 	q->cq.cqe = (int)q->cap;
 	return 0;
 }
@@ -46,9 +46,9 @@ RNIC_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 	w_u32(&w, (uint32_t)cqe);
 	pthread_spin_lock(&q->lock);
 	/* the daemon copies from the consumer index: publish it first */
-	st32(q->ring, CQ_CONS, q->cons);
+	st32(q->ring, RNICD_CQ_CONS, q->cons);
 	pthread_mutex_lock(&c->ring_mu);
-	err = ctx_call(c, OP_RESIZE_CQ, &w, NULL, 0, &rep);
+	err = ctx_call(c, RNICD_OP_RESIZE_CQ, &w, NULL, 0, &rep);
 	if (!err) {
 		struct rnic_place was = q->place;
 		if (!(err = swap_ring(c, q, &rep))) {

@@ -14,7 +14,7 @@
 
 static inline uint8_t *wc_slot(struct rnic_cq *q, uint32_t i)
 {
-	return q->ring + RING_HDR + (size_t)(i & (q->slots - 1)) * WC_SLOT;
+	return q->ring + RNICD_RING_HEADER_LEN + (size_t)(i & (q->slots - 1)) * RNICD_WC_SLOT_LEN;
 }
 
 static uint32_t slot_qpn(const uint8_t *s)
@@ -31,7 +31,7 @@ void rnic_cq_clean(struct rnic_cq *q, struct rnic_qp *qp)
 	uint32_t qpn = qp->qpx.qp_base.qp_num, prod, i, dst;
 
 	pthread_spin_lock(&q->lock);
-	prod = ld32(q->ring, CQ_PROD);
+	prod = ld32(q->ring, RNICD_CQ_PROD);
 	if (prod - q->cons > q->slots) { /* a daemon writing nonsense */
 		pthread_spin_unlock(&q->lock);
 		return;
@@ -44,11 +44,11 @@ void rnic_cq_clean(struct rnic_cq *q, struct rnic_qp *qp)
 			continue;
 		}
 		if (--dst != i)
-			memcpy(wc_slot(q, dst), s, WC_SLOT);
+			memcpy(wc_slot(q, dst), s, RNICD_WC_SLOT_LEN);
 	}
 	if (dst != q->cons) {
 		q->cons = dst;
-		st32(q->ring, CQ_CONS, q->cons);
+		st32(q->ring, RNICD_CQ_CONS, q->cons);
 	}
 	pthread_spin_unlock(&q->lock);
 	rnic_cq_kick(q); /* room was made */

@@ -78,19 +78,19 @@ static int list_devices(struct rnic_conn *c, const char *sock, struct ibv_device
 {
 	struct wbuf w;
 	struct rbuf r;
-	uint8_t *rep = malloc(RNIC_MAX_MSG);
+	uint8_t *rep = malloc(RNICD_MAX_MESSAGE);
 	uint64_t after = 0;
 	int more = 1, err = 0;
 
 	if (!rep)
 		return ENOMEM;
 	while (more && !err) {
-		int fds[RNIC_MAX_FDS], nfds;
+		int fds[RNICD_MAX_FDS], nfds;
 		size_t len;
 		uint32_t cnt;
 		w_init(&w);
 		w_u64(&w, after);
-		if ((err = rnic_call(c, OP_STAT_DEVICES, &w, NULL, 0, rep, RNIC_MAX_MSG, &len, fds, &nfds)))
+		if ((err = rnic_call(c, RNICD_OP_STAT_DEVICES, &w, NULL, 0, rep, RNICD_MAX_MESSAGE, &len, fds, &nfds)))
 			break;
 		rnic_close_fds(fds, nfds);
 		r_init(&r, rep, len);
@@ -243,7 +243,7 @@ static int open_reply(struct rnic_context *c, struct rnic_device *d, const struc
 	uint32_t n;
 	int err;
 	r_init(&r, rep->body, rep->len);
-	if (r_u32(&r) != RNIC_PROTO_VERSION)
+	if (r_u32(&r) != RNICD_VERSION)
 		return EPROTO;
 	r_str(&r, name, sizeof(name));
 	r_dev_attr(&r, &c->attr);
@@ -269,7 +269,7 @@ static int open_bell(struct rnic_context *c, struct rnic_reply *rep)
 	int err;
 	if (rep->nfds != 2)
 		return EPROTO;
-	if ((err = rnic_map_fd(rep->fds[0], BELL_AREA_LEN, &mem)))
+	if ((err = rnic_map_fd(rep->fds[0], RNICD_BELL_AREA_LEN, &mem)))
 		return err;
 	c->bell_area = (uint64_t *)(void *)mem;
 	c->bell_fd = rep->fds[1];
@@ -282,7 +282,7 @@ static void close_bell(struct rnic_context *c)
 {
 	if (!c->bell_area)
 		return;
-	munmap(c->bell_area, BELL_AREA_LEN);
+	munmap(c->bell_area, RNICD_BELL_AREA_LEN);
 	close(c->bell_fd);
 	c->bell_area = NULL;
 }
@@ -307,9 +307,9 @@ static int open_conn(struct rnic_context *c, struct rnic_device *d)
 		return err;
 	}
 	w_init(&w);
-	w_u32(&w, RNIC_PROTO_VERSION);
+	w_u32(&w, RNICD_VERSION);
 	w_str(&w, d->dev.name);
-	err = ctx_call(c, OP_OPEN, &w, NULL, 0, rep);
+	err = ctx_call(c, RNICD_OP_OPEN, &w, NULL, 0, rep);
 	if (!err) {
 		err = open_reply(c, d, rep);
 		if (!err)
@@ -499,7 +499,7 @@ static int query_port(struct rnic_context *c, uint8_t port, struct ibv_port_attr
 		return ENOMEM;
 	w_init(&w);
 	w_u8(&w, port);
-	err = ctx_call(c, OP_QUERY_PORT, &w, NULL, 0, rep);
+	err = ctx_call(c, RNICD_OP_QUERY_PORT, &w, NULL, 0, rep);
 	if (!err) {
 		rnic_close_fds(rep->fds, rep->nfds);
 		r_init(&r, rep->body, rep->len);

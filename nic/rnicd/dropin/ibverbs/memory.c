@@ -338,7 +338,7 @@ RNIC_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	int err;
 
 	w_init(&w);
-	if ((err = ctx_call(c, OP_ALLOC_PD, &w, NULL, 0, &rep)))
+	if ((err = ctx_call(c, RNICD_OP_ALLOC_PD, &w, NULL, 0, &rep)))
 		return errno = err, NULL;
 	rnic_close_fds(rep.fds, rep.nfds);
 	p = calloc(1, sizeof(*p));
@@ -372,7 +372,7 @@ int rnic_handle_call(struct rnic_context *c, uint16_t op, uint32_t h)
 RNIC_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 {
 	struct rnic_pd *p = (struct rnic_pd *)pd;
-	int err = rnic_handle_call(to_rctx(pd->context), OP_DEALLOC_PD, p->h);
+	int err = rnic_handle_call(to_rctx(pd->context), RNICD_OP_DEALLOC_PD, p->h);
 	if (err && err != EIO)
 		return err;
 	free(p);
@@ -398,7 +398,7 @@ static int reg(struct rnic_mr *m, struct ibv_pd *pd, void *addr, size_t len, uin
 	w_u64(&w, (uintptr_t)addr); /* the arena offset is the address */
 	w_u64(&w, len);
 	w_u64(&w, iova);
-	if ((err = ctx_call(c, OP_REG_MR_WINDOW, &w, &fd, 1, &rep)))
+	if ((err = ctx_call(c, RNICD_OP_REG_MR_WINDOW, &w, &fd, 1, &rep)))
 		return err;
 	rnic_close_fds(rep.fds, rep.nfds);
 	r_init(&r, rep.body, rep.len);
@@ -447,7 +447,7 @@ RNIC_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t
 RNIC_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 {
 	struct rnic_mr *m = (struct rnic_mr *)mr;
-	int err = rnic_handle_call(to_rctx(mr->context), OP_DEREG_MR, m->h);
+	int err = rnic_handle_call(to_rctx(mr->context), RNICD_OP_DEREG_MR, m->h);
 	if (err && err != EIO)
 		return err;
 	/* The pages stay on the arena: the application still uses them,

@@ -11,13 +11,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "the ring slots are little-endian; this code writes host-order fields"
-#endif
-
-static inline void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
-static inline void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
-static inline void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
 
 /* rnic_ring_bell wakes the drainer of a ring if it sleeps: the ring's bit
  * in the session doorbell, then its summary bit (atomic ORs, so threads
@@ -28,9 +21,9 @@ void rnic_ring_bell(struct rnic_context *c, uint8_t *mem, uint32_t bell)
 	uint32_t k = bell / 64;
 	/* The producer index was stored (seq_cst) before this load: the
 	 * drainer either sees it or has published sleeping = 1. */
-	if (!ld32(mem, RING_SLEEPING) || bell >= MAX_BELLS)
+	if (!ld32(mem, RNICD_RING_SLEEPING) || bell >= RNICD_MAX_BELLS)
 		return;
-	__atomic_fetch_or(&c->bell_area[BELL_SUMMARY_WORDS + k], (uint64_t)1 << (bell % 64), __ATOMIC_SEQ_CST);
+	__atomic_fetch_or(&c->bell_area[RNICD_BELL_SUMMARY_WORDS + k], (uint64_t)1 << (bell % 64), __ATOMIC_SEQ_CST);
 	__atomic_fetch_or(&c->bell_area[k / 64], (uint64_t)1 << (k % 64), __ATOMIC_SEQ_CST);
 	if (write(c->bell_fd, &one, sizeof(one)) < 0) {
 		/* the daemon is gone: its reaping ends the QP */
@@ -44,7 +37,7 @@ void rnic_ring_bell(struct rnic_context *c, uint8_t *mem, uint32_t bell)
 void rnic_wait_recvs(struct rnic_context *c, uint8_t *mem, uint32_t prod)
 {
 	struct timespec nap = {0, 20000};
-	for (int i = 0; (int32_t)(ld32(mem, RING_RQ_DONE) - prod) < 0; i++) {
+	for (int i = 0; (int32_t)(ld32(mem, RNICD_RING_RQ_DONE) - prod) < 0; i++) {
 		if (c->conn.dead || i > 200 + 50000)
 			return;
 		if (i < 200)
@@ -98,10 +91,10 @@ static int check_send(struct rnic_qp *q, const struct ibv_send_wr *wr, uint64_t 
 		*total += wr->sg_list[i].length;
 	if (*total > c->attr.max_msg_size)
 		return EINVAL;
-	if (inl && (*total > q->cap.max_inline_data || *total > q->sq.slot_size - SEND_WQE_HDR ||
+	if (inl && (*total > q->cap.max_inline_data || *total > q->sq.slot_size - RNICD_SEND_WQE_HEADER_LEN ||
 		    wr->opcode == IBV_WR_RDMA_READ || wr->opcode > IBV_WR_SEND_WITH_IMM))
 		return EINVAL;
-	if (!inl && (uint32_t)wr->num_sge > (q->sq.slot_size - SEND_WQE_HDR) / SGE_LEN)
+	if (!inl && (uint32_t)wr->num_sge > (q->sq.slot_size - RNICD_SEND_WQE_HEADER_LEN) / RNICD_SGE_LEN)
 		return EINVAL;
 	if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
 		if (c->attr.atomic_cap == IBV_ATOMIC_NONE)
@@ -118,57 +111,57 @@ static int check_send(struct rnic_qp *q, const struct ibv_send_wr *wr, uint64_t 
 /* rnic_put_send_hdr writes the fixed part of a send WQE. */
 void rnic_put_send_hdr(uint8_t *s, uint64_t wr_id, uint8_t opcode, uint8_t flags)
 {
-	memset(s, 0, SEND_WQE_HDR);
-	put64(s, wr_id);
-	s[8] = opcode;
-	s[9] = flags;
+	memset(s, 0, RNICD_SEND_WQE_HEADER_LEN);
+	put64(s + RNICD_SEND_WRID, wr_id);
+	s[RNICD_SEND_OPCODE] = opcode;
+	s[RNICD_SEND_FLAGS] = flags;
 }
 
 static void write_send(struct rnic_qp *q, uint8_t *s, const struct ibv_send_wr *wr, uint64_t total)
 {
 	rnic_put_send_hdr(s, wr->wr_id, (uint8_t)wr->opcode, (uint8_t)wr->send_flags);
 	if (wr->opcode == IBV_WR_SEND_WITH_INV)
-		put32(s + 20, wr->invalidate_rkey);
+		put32(s + RNICD_SEND_INV_RKEY, wr->invalidate_rkey);
 	else
-		put32(s + 16, be32toh(wr->imm_data)); /* proto: host order of the wire value */
+		put32(s + RNICD_SEND_IMM, be32toh(wr->imm_data)); /* proto: host order of the wire value */
 	switch (q->qpx.qp_base.qp_type) {
 	case IBV_QPT_UD:
-		put32(s + 36, ((struct rnic_ah *)wr->wr.ud.ah)->h);
-		put32(s + 56, wr->wr.ud.remote_qpn);
-		put32(s + 60, wr->wr.ud.remote_qkey);
+		put32(s + RNICD_SEND_AH, ((struct rnic_ah *)wr->wr.ud.ah)->h);
+		put32(s + RNICD_SEND_REMOTE_QPN, wr->wr.ud.remote_qpn);
+		put32(s + RNICD_SEND_REMOTE_QKEY, wr->wr.ud.remote_qkey);
 		break;
 	default:
 		if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
-			put64(s + 24, wr->wr.atomic.remote_addr);
-			put32(s + 32, wr->wr.atomic.rkey);
-			put64(s + 40, wr->wr.atomic.compare_add);
-			put64(s + 48, wr->wr.atomic.swap);
+			put64(s + RNICD_SEND_REMOTE_ADDR, wr->wr.atomic.remote_addr);
+			put32(s + RNICD_SEND_RKEY, wr->wr.atomic.rkey);
+			put64(s + RNICD_SEND_COMPARE_ADD, wr->wr.atomic.compare_add);
+			put64(s + RNICD_SEND_SWAP, wr->wr.atomic.swap);
 		} else {
-			put64(s + 24, wr->wr.rdma.remote_addr);
-			put32(s + 32, wr->wr.rdma.rkey);
+			put64(s + RNICD_SEND_REMOTE_ADDR, wr->wr.rdma.remote_addr);
+			put32(s + RNICD_SEND_RKEY, wr->wr.rdma.rkey);
 		}
 	}
 	if (wr->send_flags & IBV_SEND_INLINE) {
-		uint8_t *p = s + SEND_WQE_HDR;
+		uint8_t *p = s + RNICD_SEND_WQE_HEADER_LEN;
 		for (int i = 0; i < wr->num_sge; i++) {
 			memcpy(p, (void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
 			p += wr->sg_list[i].length;
 		}
-		put32(s + 12, (uint32_t)total);
+		put32(s + RNICD_SEND_INLINE_LEN, (uint32_t)total);
 		return;
 	}
-	put16(s + 10, (uint16_t)wr->num_sge);
+	put16(s + RNICD_SEND_NUM_SGE, (uint16_t)wr->num_sge);
 	for (int i = 0; i < wr->num_sge; i++) {
-		uint8_t *e = s + SEND_WQE_HDR + i * SGE_LEN;
-		put64(e, wr->sg_list[i].addr);
-		put32(e + 8, wr->sg_list[i].length);
-		put32(e + 12, wr->sg_list[i].lkey);
+		uint8_t *e = s + RNICD_SEND_WQE_HEADER_LEN + i * RNICD_SGE_LEN;
+		put64(e + RNICD_SGE_ADDR, wr->sg_list[i].addr);
+		put32(e + RNICD_SGE_LENGTH, wr->sg_list[i].length);
+		put32(e + RNICD_SGE_LKEY, wr->sg_list[i].lkey);
 	}
 }
 
 static int sq_ready(struct rnic_qp *q)
 {
-	uint32_t st = ld32(q->mem, RING_STATE);
+	uint32_t st = ld32(q->mem, RNICD_RING_STATE);
 	return st != IBV_QPS_RESET && st != IBV_QPS_INIT && st != IBV_QPS_RTR;
 }
 
@@ -186,12 +179,12 @@ int rnic_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr
 	for (; wr && !err; wr = wr->next, posted++) {
 		if ((err = check_send(q, wr, &total)))
 			break;
-		if (q->sq_prod - ld32(q->mem, RING_SQ_CONS) >= q->sq.cap) {
+		if (q->sq_prod - ld32(q->mem, RNICD_RING_SQ_CONS) >= q->sq.cap) {
 			err = ENOMEM;
 			break;
 		}
 		write_send(q, slot(&q->sq, q->sq_prod), wr, total);
-		st32(q->mem, RING_SQ_PROD, ++q->sq_prod);
+		st32(q->mem, RNICD_RING_SQ_PROD, ++q->sq_prod);
 	}
 	if (posted)
 		rnic_ring_bell(to_rctx(q->qpx.qp_base.context), q->mem, q->bell);
@@ -209,25 +202,25 @@ static int put_recv(struct rnic_ring *r, uint8_t *mem, uint32_t *prod, const uin
 	for (; wr; wr = wr->next) {
 		uint8_t *s;
 		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge ||
-		    (uint32_t)wr->num_sge > (r->slot_size - RECV_WQE_HDR) / SGE_LEN) {
+		    (uint32_t)wr->num_sge > (r->slot_size - RNICD_RECV_WQE_HEADER_LEN) / RNICD_SGE_LEN) {
 			*bad = wr;
 			return EINVAL;
 		}
-		if (*prod - ld32(mem, RING_RQ_CONS) >= r->cap || rnic_rq_full(*prod, done, depth)) {
+		if (*prod - ld32(mem, RNICD_RING_RQ_CONS) >= r->cap || rnic_rq_full(*prod, done, depth)) {
 			*bad = wr;
 			return ENOMEM;
 		}
 		s = slot(r, *prod);
-		put64(s, wr->wr_id);
-		put32(s + 8, (uint32_t)wr->num_sge);
-		put32(s + 12, 0);
+		put64(s + RNICD_RECV_WRID, wr->wr_id);
+		put32(s + RNICD_RECV_NUM_SGE, (uint32_t)wr->num_sge);
+		put32(s + RNICD_RECV_RESVD, 0);
 		for (int i = 0; i < wr->num_sge; i++) {
-			uint8_t *e = s + RECV_WQE_HDR + i * SGE_LEN;
-			put64(e, wr->sg_list[i].addr);
-			put32(e + 8, wr->sg_list[i].length);
-			put32(e + 12, wr->sg_list[i].lkey);
+			uint8_t *e = s + RNICD_RECV_WQE_HEADER_LEN + i * RNICD_SGE_LEN;
+			put64(e + RNICD_SGE_ADDR, wr->sg_list[i].addr);
+			put32(e + RNICD_SGE_LENGTH, wr->sg_list[i].length);
+			put32(e + RNICD_SGE_LKEY, wr->sg_list[i].lkey);
 		}
-		st32(mem, RING_RQ_PROD, ++*prod);
+		st32(mem, RNICD_RING_RQ_PROD, ++*prod);
 		(*posted)++;
 	}
 	return 0;
@@ -245,7 +238,7 @@ int rnic_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 		return EINVAL;
 	}
 	pthread_spin_lock(&q->rq_lock);
-	st = ld32(q->mem, RING_STATE);
+	st = ld32(q->mem, RNICD_RING_STATE);
 	if (st == IBV_QPS_RESET || c->conn.dead) {
 		pthread_spin_unlock(&q->rq_lock);
 		*bad = wr;

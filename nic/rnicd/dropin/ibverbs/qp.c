@@ -36,11 +36,11 @@ int rnic_read_layout(struct rbuf *r, struct rnic_ring *sq, struct rnic_ring *rq)
 	}
 	for (int i = 0; i < 2; i++) {
 		struct rnic_ring *x = rs[i];
-		uint32_t min = i == 0 ? SEND_WQE_HDR : RECV_WQE_HDR;
+		uint32_t min = i == 0 ? RNICD_SEND_WQE_HEADER_LEN : RNICD_RECV_WQE_HEADER_LEN;
 		if (x->slots == 0 && x->cap == 0)
 			continue;
-		if ((x->slots & (x->slots - 1)) || x->slots > 1u << 21 || x->cap == 0 || x->cap > x->slots ||
-		    x->slot_size % 64 || x->slot_size < min || x->slot_size > 64 << 10)
+		if ((x->slots & (x->slots - 1)) || x->slots > RNICD_MAX_RING_SLOTS || x->cap == 0 || x->cap > x->slots ||
+		    x->slot_size % RNICD_CACHE_LINE || x->slot_size < min || x->slot_size > RNICD_MAX_SLOT_SIZE)
 			return EPROTO;
 	}
 	return 0;
@@ -54,14 +54,14 @@ int rnic_place_rings(struct rnic_context *c, struct rbuf *r, struct rnic_reply *
 		     struct rnic_ring *sq, struct rnic_ring *rq, struct rnic_place *p, uint8_t **mem)
 {
 	size_t sqlen = (size_t)sq->slots * sq->slot_size;
-	uint64_t len = RING_HDR + sqlen + (uint64_t)rq->slots * rq->slot_size;
+	uint64_t len = RNICD_RING_HEADER_LEN + sqlen + (uint64_t)rq->slots * rq->slot_size;
 	int err;
 	if ((err = rnic_read_place(r, p, len)) || (err = r_done(r)))
 		return err;
 	if ((err = rnic_take_rings(c, p, rep, fdi, 0, mem)))
 		return err;
-	sq->base = *mem + RING_HDR;
-	rq->base = *mem + RING_HDR + sqlen;
+	sq->base = *mem + RNICD_RING_HEADER_LEN;
+	rq->base = *mem + RNICD_RING_HEADER_LEN + sqlen;
 	return 0;
 }
 
@@ -80,9 +80,9 @@ static int qp_reply(struct rnic_context *c, struct rnic_qp *q, struct rnic_reply
 		return err;
 	if (fdi != rep->nfds)
 		return EPROTO;
-	q->bell = ld32(q->mem, RING_BELL);
-	q->sq_prod = ld32(q->mem, RING_SQ_PROD);
-	q->rq_prod = ld32(q->mem, RING_RQ_PROD);
+	q->bell = ld32(q->mem, RNICD_RING_BELL);
+	q->sq_prod = ld32(q->mem, RNICD_RING_SQ_PROD);
+	q->rq_prod = ld32(q->mem, RNICD_RING_RQ_PROD);
 	q->rq_done = q->rq_prod;
 	return 0;
 }
@@ -124,11 +124,11 @@ static int check_init(struct rnic_context *c, struct ibv_qp_init_attr_ex *a)
  * daemon to refuse (EINVAL). */
 static struct ibv_qp_cap grant_send_cap(const struct rnic_context *c, struct ibv_qp_cap cap)
 {
-	uint64_t wqe = (uint64_t)cap.max_send_sge * SGE_LEN;
+	uint64_t wqe = (uint64_t)cap.max_send_sge * RNICD_SGE_LEN;
 	if (wqe < cap.max_inline_data)
 		wqe = cap.max_inline_data;
 	if (cap.max_send_sge < c->attr.max_sge)
-		cap.max_send_sge = (uint32_t)(wqe / SGE_LEN < c->attr.max_sge ? wqe / SGE_LEN : c->attr.max_sge);
+		cap.max_send_sge = (uint32_t)(wqe / RNICD_SGE_LEN < c->attr.max_sge ? wqe / RNICD_SGE_LEN : c->attr.max_sge);
 	if (cap.max_inline_data < c->attr.max_inline)
 		cap.max_inline_data = (uint32_t)(wqe < c->attr.max_inline ? wqe : c->attr.max_inline);
 	return cap;
@@ -156,7 +156,7 @@ static struct rnic_qp *create_qp(struct rnic_context *c, struct ibv_qp_init_attr
 	cap = grant_send_cap(c, a->cap);
 	w_qp_cap(&w, &cap);
 	pthread_mutex_lock(&c->ring_mu);
-	if ((err = ctx_call(c, OP_CREATE_QP, &w, NULL, 0, &rep))) {
+	if ((err = ctx_call(c, RNICD_OP_CREATE_QP, &w, NULL, 0, &rep))) {
 		pthread_mutex_unlock(&c->ring_mu);
 		free(q);
 		return errno = err, NULL;
@@ -167,7 +167,7 @@ static struct rnic_qp *create_qp(struct rnic_context *c, struct ibv_qp_init_attr
 	if (err) {
 		if (q->mem)
 			rnic_release_rings(c, &q->place);
-		rnic_handle_call(c, OP_DESTROY_QP, q->h);
+		rnic_handle_call(c, RNICD_OP_DESTROY_QP, q->h);
 		free(q);
 		return errno = err, NULL;
 	}
@@ -324,7 +324,7 @@ RNIC_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int a
 	w_qp_attr(&w, attr, attr_mask);
 	/* the error is returned and left in errno, as rdma-core's command
 	 * write leaves it (qperf prints strerror(errno)) */
-	if ((err = ctx_call(to_rctx(qp->context), OP_MODIFY_QP, &w, NULL, 0, &rep)))
+	if ((err = ctx_call(to_rctx(qp->context), RNICD_OP_MODIFY_QP, &w, NULL, 0, &rep)))
 		return errno = err;
 	rnic_close_fds(rep.fds, rep.nfds);
 	r_init(&r, rep.body, rep.len);
@@ -353,7 +353,7 @@ void rnic_refresh_state(struct rnic_qp *q)
 
 	w_init(&w);
 	w_u32(&w, q->h);
-	if (ctx_call(to_rctx(q->qpx.qp_base.context), OP_QP_STATE, &w, NULL, 0, &rep) == 0)
+	if (ctx_call(to_rctx(q->qpx.qp_base.context), RNICD_OP_QP_STATE, &w, NULL, 0, &rep) == 0)
 		rnic_close_fds(rep.fds, rep.nfds);
 }
 
@@ -369,7 +369,7 @@ RNIC_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int at
 	(void)attr_mask; /* every attribute is returned */
 	w_init(&w);
 	w_u32(&w, q->h);
-	if ((err = ctx_call(to_rctx(qp->context), OP_QUERY_QP, &w, NULL, 0, &rep)))
+	if ((err = ctx_call(to_rctx(qp->context), RNICD_OP_QUERY_QP, &w, NULL, 0, &rep)))
 		return err;
 	rnic_close_fds(rep.fds, rep.nfds);
 	r_init(&r, rep.body, rep.len);
@@ -394,7 +394,7 @@ RNIC_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 {
 	struct rnic_qp *q = (struct rnic_qp *)qp;
 	struct rnic_context *c = to_rctx(qp->context);
-	int err = rnic_handle_call(c, OP_DESTROY_QP, q->h);
+	int err = rnic_handle_call(c, RNICD_OP_DESTROY_QP, q->h);
 	if (err && !c->conn.dead)
 		return err;
 	/* Its completions go from its CQs, as mlx5's destroy cleans them: a

@@ -48,7 +48,7 @@ static int rereg_call(struct rnic_mr *m, struct ibv_pd *pd, int translate, void 
 	w_u64(&w, translate ? (uintptr_t)addr : 0); /* the arena offset is the address */
 	w_u64(&w, translate ? length : 0);
 	w_u64(&w, translate ? (uintptr_t)addr : 0);
-	if ((err = ctx_call(c, OP_REREG_MR_WINDOW, &w, translate ? &fd : NULL, translate ? 1 : 0, &rep)))
+	if ((err = ctx_call(c, RNICD_OP_REREG_MR_WINDOW, &w, translate ? &fd : NULL, translate ? 1 : 0, &rep)))
 		return err;
 	rnic_close_fds(rep.fds, rep.nfds);
 	r_init(&r, rep.body, rep.len);

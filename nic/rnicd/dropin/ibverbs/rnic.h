@@ -12,7 +12,10 @@
 #include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <infiniband/verbs.h>
+
+#include "rnicd_proto.h"
 
 #define RNIC_EXPORT __attribute__((visibility("default")))
 
@@ -54,63 +57,6 @@ RNIC_V11(ibv_query_qp)
 RNIC_V11(ibv_query_srq)
 RNIC_V11(ibv_reg_mr)
 RNIC_V11(ibv_resize_cq)
-
-/* proto/header.go, proto/op.go */
-enum {
-	RNIC_HDR_LEN = 16,
-	RNIC_MAX_MSG = 64 << 10,
-	RNIC_MAX_FDS = 4,
-	RNIC_PROTO_VERSION = 6, /* 2: OPEN's reply ends with transport and node type;
-				   3: CM_GET_REQUEST's result with the request's parameters;
-				   4: the session doorbell;
-				   5: the ring arena (chunks.c);
-				   6: completion channels (channel.c) */
-	RNIC_KIND_REQUEST = 1,
-	RNIC_KIND_REPLY = 2,
-	RNIC_KIND_EVENT = 3,
-	RNIC_KIND_NOTICE = 4,
-};
-
-enum rnic_op {
-	OP_OPEN = 0x0001,
-	OP_QUERY_PORT = 0x0002,
-	OP_QUERY_GID = 0x0003,
-	OP_ALLOC_PD = 0x0010,
-	OP_DEALLOC_PD = 0x0011,
-	OP_REG_MR = 0x0012,
-	OP_DEREG_MR = 0x0013,
-	OP_CREATE_CQ = 0x0014,
-	OP_DESTROY_CQ = 0x0015,
-	OP_KICK_CQ = 0x0016,
-	OP_CREATE_SRQ = 0x0017,
-	OP_DESTROY_SRQ = 0x0018,
-	OP_CREATE_QP = 0x0019,
-	OP_DESTROY_QP = 0x001a,
-	OP_MODIFY_QP = 0x001b,
-	OP_QUERY_QP = 0x001c,
-	OP_QP_STATE = 0x001d,
-	OP_CREATE_AH = 0x001e,
-	OP_DESTROY_AH = 0x001f,
-	OP_ARM_CQ = 0x0020,
-	OP_REG_MR_WINDOW = 0x0021,
-	OP_SRQ_LIMIT = 0x0022,
-	OP_RING_CHUNK = 0x0023,
-	OP_CREATE_CHANNEL = 0x0024,
-	OP_DESTROY_CHANNEL = 0x0025,
-	OP_CREATE_CQ_ON = 0x0026,
-	OP_REREG_MR_WINDOW = 0x0030,
-	OP_RESIZE_CQ = 0x0031,
-	OP_STAT_DEVICES = 0x0302,
-	OP_EVENT = 0x8001,
-};
-
-/* proto/status.go */
-enum rnic_status {
-	ST_OK, ST_INVALID, ST_BUSY, ST_NOMEM, ST_QUEUE_FULL, ST_INVALID_STATE,
-	ST_NOT_SUPPORTED, ST_PERMISSION, ST_DESTROYED, ST_NO_PROVIDER, ST_CLOSED,
-	ST_CQ_OVERRUN, ST_LIMIT, ST_BAD_MESSAGE, ST_UNKNOWN_OP, ST_NO_DEVICE,
-	ST_BAD_HANDLE, ST_VERSION, ST_INTERNAL, ST_REJECTED, ST_UNREACHABLE, ST_ADDR_NOT_AVAIL,
-};
 
 /* A body being written: fixed buffer, little-endian fields. */
 struct wbuf {
@@ -176,8 +122,8 @@ struct rnic_conn {
 	int lost_fds; /* the last message received lost its descriptors (MSG_CTRUNC) */
 	struct rnic_event evq[RNIC_EVQ];
 	unsigned evq_head, evq_len;
-	uint8_t rx[RNIC_MAX_MSG];
-	uint8_t txh[RNIC_HDR_LEN + 4096];
+	uint8_t rx[RNICD_MAX_MESSAGE];
+	uint8_t txh[RNICD_HEADER_LEN + 4096];
 };
 
 /* The socket path: $RNIC_SOCKET, else $XDG_RUNTIME_DIR/rnic/rnicd.sock for
@@ -190,7 +136,7 @@ void rnic_conn_close(struct rnic_conn *c);
 
 /* rnic_call sends body w as a request op with fds, and waits for the
  * reply: its body into reply (cap bytes; *len set), its descriptors into
- * rfds (*nrfds, at most RNIC_MAX_FDS). Returns 0 or an errno value.
+ * rfds (*nrfds, at most RNICD_MAX_FDS). Returns 0 or an errno value.
  * Caller holds c->mu. */
 int rnic_call(struct rnic_conn *c, uint16_t op, const struct wbuf *w, const int *fds, int nfds,
 	      uint8_t *reply, size_t cap, size_t *len, int *rfds, int *nrfds);
@@ -293,7 +239,7 @@ void *rnic_obj_find(struct rnic_context *c, uint8_t kind, uint32_t h);
 struct rnic_reply {
 	uint8_t body[8192];
 	size_t len;
-	int fds[RNIC_MAX_FDS];
+	int fds[RNICD_MAX_FDS];
 	int nfds;
 };
 int ctx_call(struct rnic_context *c, uint16_t op, struct wbuf *body, const int *fds, int nfds,
@@ -391,13 +337,6 @@ void rnic_count_recv(struct rnic_qp *p);
 int rnic_rq_full(uint32_t prod, const uint32_t *done, uint32_t depth);
 void rnic_rq_forget(struct rnic_qp *q);
 
-/* The session doorbell (proto/bell.go). */
-enum {
-	BELL_SUMMARY_WORDS = 16,
-	BELL_LEAF_WORDS = BELL_SUMMARY_WORDS * 64,
-	MAX_BELLS = BELL_LEAF_WORDS * 64,
-	BELL_AREA_LEN = (BELL_SUMMARY_WORDS + BELL_LEAF_WORDS) * 8,
-};
 
 /* A completion channel (protocol version 6, proto/chanevents.go): the
  * daemon's eventfd (the program's channel->fd) and an event set in the
@@ -409,7 +348,7 @@ enum {
 struct rnic_channel {
 	struct ibv_comp_channel ch; /* first: what the program holds */
 	uint32_t h;
-	uint64_t *set; /* BELL_SUMMARY_WORDS summary words, then the leaves */
+	uint64_t *set; /* RNICD_BELL_SUMMARY_WORDS summary words, then the leaves */
 	struct rnic_place place;
 	pthread_mutex_t mu; /* everything below */
 	struct rnic_cq **cqs; /* by slot; NULL: no CQ */
@@ -419,16 +358,34 @@ struct rnic_channel {
 	uint64_t dropped; /* fired slots that named no CQ of the channel */
 };
 
-/* Ring header offsets (proto/ring.go). */
-enum {
-	RING_HDR = 512,
-	RING_SQ_PROD = 0, RING_RQ_PROD = 64, RING_SQ_CONS = 128, RING_RQ_CONS = 192,
-	RING_SLEEPING = 256, RING_STATE = 320, RING_RQ_DONE = 384, RING_BELL = 448,
-	CQ_PROD = 0, CQ_CONS = 64, CQ_ARM = 128, CQ_MOVER = 192, CQ_FLAGS = 256,
-	ARM_NONE = 0, ARM_NEXT = 1, ARM_SOLICITED = 2,
-	MOVER_SOLICITED = 1, MOVER_WANTS_SPACE = 2,
-	SEND_WQE_HDR = 64, RECV_WQE_HDR = 16, SGE_LEN = 16, WC_SLOT = 48,
-};
+
+/* Slot fields (the RNICD_SEND_*, RNICD_RECV_*, RNICD_SGE_* and RNICD_WC_*
+ * offsets of rnicd_proto.h) are little-endian, as this host is; slots are
+ * byte arrays, so the fields go through memcpy, never a cast. */
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the ring slots are little-endian; this code reads and writes host-order fields"
+#endif
+static inline void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
+static inline void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static inline void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+static inline uint16_t get16(const uint8_t *p)
+{
+	uint16_t v;
+	memcpy(&v, p, 2);
+	return v;
+}
+static inline uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+static inline uint64_t get64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
 
 static inline uint32_t *ring_u32(uint8_t *base, size_t off) { return (uint32_t *)(base + off); }
 static inline uint32_t ld32(uint8_t *base, size_t off)

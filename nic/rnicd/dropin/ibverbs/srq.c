@@ -21,8 +21,8 @@ static int srq_reply(struct rnic_context *c, struct rnic_srq *s, struct rnic_rep
 		return err;
 	if (fdi != rep->nfds)
 		return EPROTO;
-	s->bell = ld32(s->mem, RING_BELL);
-	s->prod = ld32(s->mem, RING_RQ_PROD);
+	s->bell = ld32(s->mem, RNICD_RING_BELL);
+	s->prod = ld32(s->mem, RNICD_RING_RQ_PROD);
 	s->done = s->prod;
 	return 0;
 }
@@ -44,7 +44,7 @@ RNIC_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_ini
 	w_u32(&w, attr->attr.max_wr);
 	w_u32(&w, attr->attr.max_sge);
 	pthread_mutex_lock(&c->ring_mu);
-	if ((err = ctx_call(c, OP_CREATE_SRQ, &w, NULL, 0, &rep))) {
+	if ((err = ctx_call(c, RNICD_OP_CREATE_SRQ, &w, NULL, 0, &rep))) {
 		pthread_mutex_unlock(&c->ring_mu);
 		free(s);
 		return errno = err, NULL;
@@ -55,7 +55,7 @@ RNIC_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_ini
 	if (err) {
 		if (s->mem)
 			rnic_release_rings(c, &s->place);
-		rnic_handle_call(c, OP_DESTROY_SRQ, s->h);
+		rnic_handle_call(c, RNICD_OP_DESTROY_SRQ, s->h);
 		free(s);
 		return errno = err, NULL;
 	}
@@ -80,7 +80,7 @@ RNIC_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 {
 	struct rnic_srq *s = (struct rnic_srq *)srq;
 	struct rnic_context *c = to_rctx(srq->context);
-	int err = rnic_handle_call(c, OP_DESTROY_SRQ, s->h);
+	int err = rnic_handle_call(c, RNICD_OP_DESTROY_SRQ, s->h);
 	if (err && !c->conn.dead)
 		return err;
 	rnic_obj_del(c, OBJ_SRQ, s->h);
@@ -118,7 +118,7 @@ RNIC_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, i
 	w_init(&w);
 	w_u32(&w, s->h);
 	w_u32(&w, attr->srq_limit);
-	if ((err = ctx_call(to_rctx(srq->context), OP_SRQ_LIMIT, &w, NULL, 0, &rep)))
+	if ((err = ctx_call(to_rctx(srq->context), RNICD_OP_SRQ_LIMIT, &w, NULL, 0, &rep)))
 		return err;
 	rnic_close_fds(rep.fds, rep.nfds);
 	s->limit = attr->srq_limit;

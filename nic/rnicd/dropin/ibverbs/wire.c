@@ -125,30 +125,30 @@ int r_done(const struct rbuf *r) { return r->err || r->off != r->n ? EPROTO : 0;
 int rnic_status_errno(uint32_t st)
 {
 	switch (st) {
-	case ST_OK:
+	case RNICD_STATUS_OK:
 		return 0;
-	case ST_BUSY:
+	case RNICD_STATUS_BUSY:
 		return EBUSY;
-	case ST_NOMEM:
-	case ST_QUEUE_FULL:
-	case ST_LIMIT:
+	case RNICD_STATUS_NO_MEMORY:
+	case RNICD_STATUS_QUEUE_FULL:
+	case RNICD_STATUS_LIMIT:
 		return ENOMEM;
-	case ST_NOT_SUPPORTED:
-	case ST_UNKNOWN_OP:
+	case RNICD_STATUS_NOT_SUPPORTED:
+	case RNICD_STATUS_UNKNOWN_OP:
 		return EOPNOTSUPP;
-	case ST_PERMISSION:
+	case RNICD_STATUS_PERMISSION:
 		return EACCES;
-	case ST_NO_DEVICE:
-	case ST_NO_PROVIDER:
+	case RNICD_STATUS_NO_DEVICE:
+	case RNICD_STATUS_NO_PROVIDER:
 		return ENODEV;
-	case ST_VERSION:
+	case RNICD_STATUS_VERSION:
 		return EPROTO;
-	case ST_CLOSED:
-	case ST_INTERNAL:
+	case RNICD_STATUS_CLOSED:
+	case RNICD_STATUS_INTERNAL:
 		return EIO;
-	case ST_ADDR_NOT_AVAIL: /* an rdma_cm bind (proto/status.go) */
+	case RNICD_STATUS_ADDR_NOT_AVAIL: /* an rdma_cm bind (proto/status.go) */
 		return EADDRNOTAVAIL;
-	case ST_REJECTED:
+	case RNICD_STATUS_REJECTED:
 		return ECONNREFUSED;
 	default: /* invalid, invalid state, destroyed, bad message/handle, overrun */
 		return EINVAL;
@@ -295,7 +295,7 @@ static void on_event(struct rnic_conn *c, uint16_t op, const uint8_t *body, size
 {
 	struct rbuf r;
 	struct rnic_event e;
-	if (op != OP_EVENT) { /* events of other concerns: rdma_cm's go to librdmacm */
+	if (op != RNICD_OP_EVENT) { /* events of other concerns: rdma_cm's go to librdmacm */
 		rnic_cm_deliver(c, op, body, n);
 		return;
 	}
@@ -310,10 +310,10 @@ static void on_event(struct rnic_conn *c, uint16_t op, const uint8_t *body, size
 
 /* recv_one receives one message (blocking unless dontwait): 0 and the
  * header fields, EAGAIN, or EIO once the daemon is gone. */
-static int recv_one(struct rnic_conn *c, int dontwait, uint8_t hdr[RNIC_HDR_LEN], size_t *n,
+static int recv_one(struct rnic_conn *c, int dontwait, uint8_t hdr[RNICD_HEADER_LEN], size_t *n,
 		    int *fds, int *nfds)
 {
-	char cbuf[CMSG_SPACE(sizeof(int) * RNIC_MAX_FDS)];
+	char cbuf[CMSG_SPACE(sizeof(int) * RNICD_MAX_FDS)];
 	struct iovec iov = {.iov_base = c->rx, .iov_len = sizeof(c->rx)};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
 	ssize_t got;
@@ -333,7 +333,7 @@ static int recv_one(struct rnic_conn *c, int dontwait, uint8_t hdr[RNIC_HDR_LEN]
 		for (int i = 0; i < k; i++) {
 			int fd;
 			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (*nfds < RNIC_MAX_FDS)
+			if (*nfds < RNICD_MAX_FDS)
 				fds[(*nfds)++] = fd;
 			else
 				close(fd);
@@ -345,11 +345,11 @@ static int recv_one(struct rnic_conn *c, int dontwait, uint8_t hdr[RNIC_HDR_LEN]
 		return EIO;
 	}
 	c->lost_fds = 0;
-	if ((size_t)got < RNIC_HDR_LEN || (mh.msg_flags & MSG_TRUNC)) {
+	if ((size_t)got < RNICD_HEADER_LEN || (mh.msg_flags & MSG_TRUNC)) {
 		rnic_close_fds(fds, *nfds);
 		*nfds = 0;
 		*n = 0;
-		memset(hdr, 0, RNIC_HDR_LEN);
+		memset(hdr, 0, RNICD_HEADER_LEN);
 		return 0; /* a message we cannot read: skipped */
 	}
 	if (mh.msg_flags & MSG_CTRUNC) {
@@ -360,8 +360,8 @@ static int recv_one(struct rnic_conn *c, int dontwait, uint8_t hdr[RNIC_HDR_LEN]
 		*nfds = 0;
 		c->lost_fds = 1;
 	}
-	memcpy(hdr, c->rx, RNIC_HDR_LEN);
-	*n = (size_t)got - RNIC_HDR_LEN;
+	memcpy(hdr, c->rx, RNICD_HEADER_LEN);
+	*n = (size_t)got - RNICD_HEADER_LEN;
 	return 0;
 }
 
@@ -382,7 +382,7 @@ static int64_t mono_ns(void)
 
 /* recv_reply receives the next message for a call: polled for
  * REPLY_SPIN_NS, then waited for. */
-static int recv_reply(struct rnic_conn *c, uint8_t hdr[RNIC_HDR_LEN], size_t *n, int *fds, int *nfds)
+static int recv_reply(struct rnic_conn *c, uint8_t hdr[RNICD_HEADER_LEN], size_t *n, int *fds, int *nfds)
 {
 	int64_t deadline = mono_ns() + REPLY_SPIN_NS;
 	int err;
@@ -400,31 +400,32 @@ static uint32_t le32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | 
 static void dispatch(struct rnic_conn *c, const uint8_t *hdr, size_t n, int *fds, int nfds)
 {
 	rnic_close_fds(fds, nfds);
-	if (hdr[2] == RNIC_KIND_EVENT)
-		on_event(c, (uint16_t)(hdr[0] | hdr[1] << 8), c->rx + RNIC_HDR_LEN, n);
+	if (hdr[RNICD_HDR_KIND] == RNICD_KIND_EVENT)
+		on_event(c, (uint16_t)(hdr[RNICD_HDR_OP] | hdr[RNICD_HDR_OP + 1] << 8), c->rx + RNICD_HEADER_LEN, n);
 }
 
 static int send_msg(struct rnic_conn *c, uint16_t op, uint8_t kind, const struct wbuf *w,
 		    const int *fds, int nfds)
 {
-	char cbuf[CMSG_SPACE(sizeof(int) * RNIC_MAX_FDS)];
+	char cbuf[CMSG_SPACE(sizeof(int) * RNICD_MAX_FDS)];
 	uint8_t *h = c->txh;
-	struct iovec iov = {.iov_base = h, .iov_len = RNIC_HDR_LEN + w->n};
+	struct iovec iov = {.iov_base = h, .iov_len = RNICD_HEADER_LEN + w->n};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	uint32_t seq = kind == RNIC_KIND_REQUEST ? ++c->seq : 0;
+	uint32_t seq = kind == RNICD_KIND_REQUEST ? ++c->seq : 0;
 	ssize_t sent;
 
-	if (w->overflow || nfds > RNIC_MAX_FDS)
+	if (w->overflow || nfds > RNICD_MAX_FDS)
 		return EINVAL;
 	if (c->dead)
 		return EIO;
-	memset(h, 0, RNIC_HDR_LEN);
-	h[0] = (uint8_t)op, h[1] = (uint8_t)(op >> 8), h[2] = kind, h[3] = (uint8_t)nfds;
+	memset(h, 0, RNICD_HEADER_LEN);
+	h[RNICD_HDR_OP] = (uint8_t)op, h[RNICD_HDR_OP + 1] = (uint8_t)(op >> 8);
+	h[RNICD_HDR_KIND] = kind, h[RNICD_HDR_NFDS] = (uint8_t)nfds;
 	for (int i = 0; i < 4; i++) {
-		h[4 + i] = (uint8_t)(seq >> (8 * i));
-		h[12 + i] = (uint8_t)(w->n >> (8 * i));
+		h[RNICD_HDR_SEQ + i] = (uint8_t)(seq >> (8 * i));
+		h[RNICD_HDR_BODY_LEN + i] = (uint8_t)(w->n >> (8 * i));
 	}
-	memcpy(h + RNIC_HDR_LEN, w->b, w->n);
+	memcpy(h + RNICD_HEADER_LEN, w->b, w->n);
 	if (nfds > 0) {
 		struct cmsghdr *cm;
 		mh.msg_control = cbuf;
@@ -447,38 +448,56 @@ static int send_msg(struct rnic_conn *c, uint16_t op, uint8_t kind, const struct
 
 int rnic_notice(struct rnic_conn *c, uint16_t op, const struct wbuf *w)
 {
-	return send_msg(c, op, RNIC_KIND_NOTICE, w, NULL, 0);
+	return send_msg(c, op, RNICD_KIND_NOTICE, w, NULL, 0);
+}
+
+/* report_version prints the daemon's refusal of this library's protocol
+ * version (OPEN's StatusVersion reply, whose body is the message): the
+ * errno alone (EPROTO) would not say that the library and rnicd are of
+ * different builds. */
+static void report_version(const uint8_t *body, size_t n)
+{
+	struct rbuf r;
+	char msg[RNICD_MAX_ERROR_LEN + 1];
+	r_init(&r, body, n);
+	r_str(&r, msg, sizeof(msg));
+	fprintf(stderr, "libibverbs (rnic): this library speaks rnicd protocol version %d; %s\n", RNICD_VERSION,
+		r.err ? "rnicd refused it" : msg);
 }
 
 int rnic_call(struct rnic_conn *c, uint16_t op, const struct wbuf *w, const int *fds, int nfds,
 	      uint8_t *reply, size_t cap, size_t *len, int *rfds, int *nrfds)
 {
-	uint8_t hdr[RNIC_HDR_LEN];
-	int got[RNIC_MAX_FDS], ngot, err;
+	uint8_t hdr[RNICD_HEADER_LEN];
+	int got[RNICD_MAX_FDS], ngot, err;
+	uint32_t st;
 	size_t n;
 
 	*nrfds = 0;
-	if ((err = send_msg(c, op, RNIC_KIND_REQUEST, w, fds, nfds)))
+	if ((err = send_msg(c, op, RNICD_KIND_REQUEST, w, fds, nfds)))
 		return err;
 	for (;;) {
 		if ((err = recv_reply(c, hdr, &n, got, &ngot)))
 			return err;
-		if (hdr[2] != RNIC_KIND_REPLY || le32(hdr + 4) != c->seq) {
+		if (hdr[RNICD_HDR_KIND] != RNICD_KIND_REPLY || le32(hdr + RNICD_HDR_SEQ) != c->seq) {
 			if (!c->lost_fds)
 				dispatch(c, hdr, n, got, ngot);
 			continue;
 		}
-		if (c->lost_fds && le32(hdr + 8) == ST_OK)
+		st = le32(hdr + RNICD_HDR_STATUS);
+		if (c->lost_fds && st == RNICD_STATUS_OK)
 			return EMFILE; /* what the daemon made for it stays its until the session ends */
-		if (le32(hdr + 8) != ST_OK) {
+		if (st != RNICD_STATUS_OK) {
 			rnic_close_fds(got, ngot);
-			return rnic_status_errno(le32(hdr + 8));
+			if (st == RNICD_STATUS_VERSION)
+				report_version(c->rx + RNICD_HEADER_LEN, n);
+			return rnic_status_errno(st);
 		}
 		if (n > cap) {
 			rnic_close_fds(got, ngot);
 			return EPROTO;
 		}
-		memcpy(reply, c->rx + RNIC_HDR_LEN, n);
+		memcpy(reply, c->rx + RNICD_HEADER_LEN, n);
 		*len = n;
 		memcpy(rfds, got, sizeof(int) * (size_t)ngot);
 		*nrfds = ngot;
@@ -488,8 +507,8 @@ int rnic_call(struct rnic_conn *c, uint16_t op, const struct wbuf *w, const int 
 
 void rnic_poll_events(struct rnic_conn *c)
 {
-	uint8_t hdr[RNIC_HDR_LEN];
-	int fds[RNIC_MAX_FDS], nfds;
+	uint8_t hdr[RNICD_HEADER_LEN];
+	int fds[RNICD_MAX_FDS], nfds;
 	size_t n;
 	while (recv_one(c, 1, hdr, &n, fds, &nfds) == 0)
 		if (!c->lost_fds)

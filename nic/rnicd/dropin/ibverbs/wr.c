@@ -11,8 +11,6 @@ void rnic_put_send_hdr(uint8_t *s, uint64_t wr_id, uint8_t opcode, uint8_t flags
 
 static inline struct rnic_qp *to_q(struct ibv_qp_ex *x) { return (struct rnic_qp *)x; }
 
-static inline void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
-static inline void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
 
 static void wr_start(struct ibv_qp_ex *x)
 {
@@ -22,7 +20,7 @@ static void wr_start(struct ibv_qp_ex *x)
 	q->wr_slot = NULL;
 	q->wr_err = 0;
 	{
-		uint32_t st = ld32(q->mem, RING_STATE);
+		uint32_t st = ld32(q->mem, RNICD_RING_STATE);
 		if (st == IBV_QPS_RESET || st == IBV_QPS_INIT || st == IBV_QPS_RTR)
 			q->wr_err = EINVAL;
 	}
@@ -40,7 +38,7 @@ static uint8_t *begin(struct ibv_qp_ex *x, enum ibv_wr_opcode op, int allowed)
 		q->wr_err = EINVAL;
 		return NULL;
 	}
-	if (q->sq_prod - ld32(q->mem, RING_SQ_CONS) >= q->sq.cap) {
+	if (q->sq_prod - ld32(q->mem, RNICD_RING_SQ_CONS) >= q->sq.cap) {
 		q->wr_err = ENOMEM;
 		return NULL;
 	}
@@ -58,8 +56,8 @@ static void rdma(struct ibv_qp_ex *x, enum ibv_wr_opcode op, int allowed, uint32
 {
 	uint8_t *s = begin(x, op, allowed);
 	if (s) {
-		put64(s + 24, addr);
-		put32(s + 32, rkey);
+		put64(s + RNICD_SEND_REMOTE_ADDR, addr);
+		put32(s + RNICD_SEND_RKEY, rkey);
 	}
 }
 
@@ -72,7 +70,7 @@ static void wr_rdma_write_imm(struct ibv_qp_ex *x, uint32_t rkey, uint64_t addr,
 {
 	rdma(x, IBV_WR_RDMA_WRITE_WITH_IMM, not_ud(x), rkey, addr);
 	if (to_q(x)->wr_slot)
-		put32(to_q(x)->wr_slot + 16, be32toh(imm));
+		put32(to_q(x)->wr_slot + RNICD_SEND_IMM, be32toh(imm));
 }
 
 static void wr_rdma_read(struct ibv_qp_ex *x, uint32_t rkey, uint64_t addr)
@@ -89,10 +87,10 @@ static void atomic(struct ibv_qp_ex *x, enum ibv_wr_opcode op, uint32_t rkey, ui
 		to_q(x)->wr_err = EOPNOTSUPP;
 	s = begin(x, op, is_rc(x) && !(addr & 7));
 	if (s) {
-		put64(s + 24, addr);
-		put32(s + 32, rkey);
-		put64(s + 40, cmp_add);
-		put64(s + 48, swap);
+		put64(s + RNICD_SEND_REMOTE_ADDR, addr);
+		put32(s + RNICD_SEND_RKEY, rkey);
+		put64(s + RNICD_SEND_COMPARE_ADD, cmp_add);
+		put64(s + RNICD_SEND_SWAP, swap);
 	}
 }
 
@@ -112,14 +110,14 @@ static void wr_send_imm(struct ibv_qp_ex *x, __be32 imm)
 {
 	uint8_t *s = begin(x, IBV_WR_SEND_WITH_IMM, 1);
 	if (s)
-		put32(s + 16, be32toh(imm));
+		put32(s + RNICD_SEND_IMM, be32toh(imm));
 }
 
 static void wr_send_inv(struct ibv_qp_ex *x, uint32_t rkey)
 {
 	uint8_t *s = begin(x, IBV_WR_SEND_WITH_INV, is_rc(x));
 	if (s)
-		put32(s + 20, rkey);
+		put32(s + RNICD_SEND_INV_RKEY, rkey);
 }
 
 static void fail(struct ibv_qp_ex *x, int err)
@@ -151,9 +149,9 @@ static void wr_set_ud_addr(struct ibv_qp_ex *x, struct ibv_ah *ah, uint32_t qpn,
 		return;
 	if (x->qp_base.qp_type != IBV_QPT_UD || !ah || ah->pd != x->qp_base.pd || qpn > 0xffffff)
 		return fail(x, EINVAL);
-	put32(s + 36, ((struct rnic_ah *)ah)->h);
-	put32(s + 56, qpn);
-	put32(s + 60, qkey);
+	put32(s + RNICD_SEND_AH, ((struct rnic_ah *)ah)->h);
+	put32(s + RNICD_SEND_REMOTE_QPN, qpn);
+	put32(s + RNICD_SEND_REMOTE_QKEY, qkey);
 }
 
 static void wr_set_sge_list(struct ibv_qp_ex *x, size_t n, const struct ibv_sge *sge)
@@ -163,18 +161,18 @@ static void wr_set_sge_list(struct ibv_qp_ex *x, size_t n, const struct ibv_sge 
 	uint64_t total = 0;
 	if (!s)
 		return;
-	if (n > q->cap.max_send_sge || n > (q->sq.slot_size - SEND_WQE_HDR) / SGE_LEN)
+	if (n > q->cap.max_send_sge || n > (q->sq.slot_size - RNICD_SEND_WQE_HEADER_LEN) / RNICD_SGE_LEN)
 		return fail(x, EINVAL);
 	for (size_t i = 0; i < n; i++) {
-		uint8_t *e = s + SEND_WQE_HDR + i * SGE_LEN;
-		put64(e, sge[i].addr);
-		put32(e + 8, sge[i].length);
-		put32(e + 12, sge[i].lkey);
+		uint8_t *e = s + RNICD_SEND_WQE_HEADER_LEN + i * RNICD_SGE_LEN;
+		put64(e + RNICD_SGE_ADDR, sge[i].addr);
+		put32(e + RNICD_SGE_LENGTH, sge[i].length);
+		put32(e + RNICD_SGE_LKEY, sge[i].lkey);
 		total += sge[i].length;
 	}
 	if ((q->wr_op == IBV_WR_ATOMIC_CMP_AND_SWP || q->wr_op == IBV_WR_ATOMIC_FETCH_AND_ADD) && (n != 1 || total != 8))
 		return fail(x, EINVAL);
-	s[10] = (uint8_t)n, s[11] = (uint8_t)(n >> 8);
+	put16(s + RNICD_SEND_NUM_SGE, (uint16_t)n);
 }
 
 static void wr_set_sge(struct ibv_qp_ex *x, uint32_t lkey, uint64_t addr, uint32_t length)
@@ -192,16 +190,16 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *x, size_t n, const struct 
 		return;
 	for (size_t i = 0; i < n; i++)
 		total += buf[i].length;
-	if (total > q->cap.max_inline_data || total > q->sq.slot_size - SEND_WQE_HDR || q->wr_op == IBV_WR_RDMA_READ ||
+	if (total > q->cap.max_inline_data || total > q->sq.slot_size - RNICD_SEND_WQE_HEADER_LEN || q->wr_op == IBV_WR_RDMA_READ ||
 	    q->wr_op > IBV_WR_SEND_WITH_IMM)
 		return fail(x, EINVAL);
 	total = 0;
 	for (size_t i = 0; i < n; i++) {
-		memcpy(s + SEND_WQE_HDR + total, buf[i].addr, buf[i].length);
+		memcpy(s + RNICD_SEND_WQE_HEADER_LEN + total, buf[i].addr, buf[i].length);
 		total += buf[i].length;
 	}
-	s[9] |= IBV_SEND_INLINE;
-	put32(s + 12, (uint32_t)total);
+	s[RNICD_SEND_FLAGS] |= IBV_SEND_INLINE;
+	put32(s + RNICD_SEND_INLINE_LEN, (uint32_t)total);
 }
 
 static void wr_set_inline_data(struct ibv_qp_ex *x, void *addr, size_t length)
@@ -217,7 +215,7 @@ static int wr_complete(struct ibv_qp_ex *x)
 	if (err)
 		q->sq_prod = q->wr_first;
 	else if (q->sq_prod != q->wr_first) {
-		st32(q->mem, RING_SQ_PROD, q->sq_prod);
+		st32(q->mem, RNICD_RING_SQ_PROD, q->sq_prod);
 		rnic_ring_bell(to_rctx(q->qpx.qp_base.context), q->mem, q->bell);
 	}
 	pthread_spin_unlock(&q->sq_lock);

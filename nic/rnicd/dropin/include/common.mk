@@ -7,7 +7,7 @@ OUT     ?= ../../../../lib
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Werror -std=gnu11
 INC     := -I../include
-SHARED  := ../include/rn_codec.h ../include/common.mk
+SHARED  := ../include/rn_codec.h ../include/rnicd_proto.h ../include/common.mk
 SRCS    := $(sort $(wildcard *.c))
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address -fno-omit-frame-pointer

@@ -189,6 +189,17 @@ enum {
 	RNICD_MAX_NAME = 64, /* MaxName bounds names (devices, counters). */
 };
 
+/* Header fields: byte offsets in the header (the diagram in doc.go).
+ * (header.go) */
+enum {
+	RNICD_HDR_OP = 0, /* u16 */
+	RNICD_HDR_KIND = 2, /* u8 */
+	RNICD_HDR_NFDS = 3, /* u8 */
+	RNICD_HDR_SEQ = 4, /* u32 */
+	RNICD_HDR_STATUS = 8, /* u32 */
+	RNICD_HDR_BODY_LEN = 12, /* u32 */
+};
+
 /* The protocol version a client announces in OpOpen. The daemon speaks
  * this one version only and refuses a client of any other (StatusVersion):
  * client and daemon ship together, so a change of any layout here, in the

@@ -145,7 +145,7 @@ int cm_reserve(struct cm_id *c, int dev, const struct sockaddr *addr, uint16_t *
 	c_u8(&b, port_space(c));
 	put_addr(&b, addr);
 	c_u16(&b, *port);
-	err = cm_call(dev, OP_CM_BIND, &b, rep, sizeof(rep), &n);
+	err = cm_call(dev, RNICD_OP_CM_BIND, &b, rep, sizeof(rep), &n);
 	if (err == EOPNOTSUPP)
 		return 0;
 	if (err)
@@ -176,5 +176,5 @@ void cm_unreserve(struct cm_id *c)
 	if (!h || cm_devs[dev].dead)
 		return;
 	c_u32(&b, h);
-	cm_call(dev, OP_CM_UNBIND, &b, NULL, 0, NULL);
+	cm_call(dev, RNICD_OP_CM_UNBIND, &b, NULL, 0, NULL);
 }

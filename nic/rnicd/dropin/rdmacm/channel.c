@@ -144,9 +144,9 @@ void cm_sink(void *key, uint16_t op, const uint8_t *body, size_t n)
 	for (int i = 0; i < cm_ndevs; i++) {
 		if (cm_devs[i].key != key)
 			continue;
-		if (op == OP_CM_RESULT)
+		if (op == RNICD_OP_CM_RESULT)
 			cm_on_result(i, body, n);
-		else if (op == OP_CM_DISCONNECTED)
+		else if (op == RNICD_OP_CM_DISCONNECTED)
 			cm_on_disconnected(i, body, n);
 		break;
 	}

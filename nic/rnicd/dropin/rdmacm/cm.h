@@ -18,6 +18,8 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 
+#include "rnicd_proto.h"
+
 #define CM_EXPORT __attribute__((visibility("default")))
 
 /* rnic's libibverbs, version node RNIC_PRIVATE_1 (ibverbs/private.c). */
@@ -30,28 +32,9 @@ int rnic_private_cm_call(struct ibv_context *ctx, uint16_t op, const void *body,
 int rnic_private_cm_poll(struct ibv_context *ctx);
 uint32_t rnic_private_qp_handle(struct ibv_qp *qp);
 
-/* proto/cm.go, proto/status.go */
+/* Limits of librdmacm's own. */
 enum {
-	OP_CM_LISTEN = 0x0201,
-	OP_CM_CLOSE_LISTENER = 0x0202,
-	OP_CM_GET_REQUEST = 0x0203,
-	OP_CM_REJECT = 0x0204,
-	OP_CM_ACCEPT = 0x0205,
-	OP_CM_CONNECT = 0x0206,
-	OP_CM_DISCONNECT = 0x0207,
-	OP_CM_CANCEL = 0x0208,
-	OP_CM_LISTEN_UD = 0x0209, /* proto/cm_ud.go */
-	OP_CM_RESOLVE_UD = 0x020A,
-	OP_CM_BIND = 0x020B, /* proto/cm_bind.go */
-	OP_CM_UNBIND = 0x020C,
-	OP_CM_RESULT = 0x8200,
-	OP_CM_DISCONNECTED = 0x8201,
-	ST_OK = 0,
-	ST_REJECTED = 19,
-	ST_UNREACHABLE = 20,
-	CM_MAX_PRIVATE = 196, /* a REP's; the daemon's limit (proto.MaxPrivateData) */
 	CM_MAX_REQ_PRIVATE = 56, /* a REQ's 92 after rdma_cm's 36-byte header */
-	CM_MAX_REJ_PRIVATE = 148, /* a REJ's */
 	CM_MAX_DEVS = 16,
 	/* requests pulled from the daemon's listener ahead of the program
 	 * (its own queue holds 16): rdma_listen's backlog, 0 taking this */
@@ -115,7 +98,7 @@ void cm_unreserve(struct cm_id *c);
  * points to, until rdma_ack_cm_event. */
 struct cm_event {
 	struct rdma_cm_event ev;
-	uint8_t pd[CM_MAX_PRIVATE];
+	uint8_t pd[RNICD_MAX_PRIVATE_DATA];
 	struct cm_id *owner;
 	struct cm_event *next;
 };

@@ -113,7 +113,7 @@ static void on_request(struct cm_id *l, int dev, struct rdec *r)
 {
 	struct cm_id *c;
 	struct cm_event *e = NULL;
-	uint8_t pd[CM_MAX_PRIVATE], param[4];
+	uint8_t pd[RNICD_MAX_PRIVATE_DATA], param[4];
 	size_t pdn;
 	uint32_t req = d_u32(r);
 
@@ -154,7 +154,7 @@ static void on_request(struct cm_id *l, int dev, struct rdec *r)
 /* on_established: CM_ACCEPT's or CM_CONNECT's result (CMConnInfo). */
 static void on_established(struct cm_id *c, struct rdec *r)
 {
-	uint8_t pd[CM_MAX_PRIVATE];
+	uint8_t pd[RNICD_MAX_PRIVATE_DATA];
 	size_t pdn;
 	struct cm_event *e;
 	c->conn = d_u32(r);
@@ -170,7 +170,7 @@ static void on_established(struct cm_id *c, struct rdec *r)
  * the peer's QPN, Q_Key and the address handle attributes toward it. */
 static void on_resolved(struct cm_id *c, struct rdec *r)
 {
-	uint8_t pd[CM_MAX_PRIVATE];
+	uint8_t pd[RNICD_MAX_PRIVATE_DATA];
 	struct sockaddr_storage ss;
 	struct ibv_ah_attr ah = {0};
 	const uint8_t *gid;
@@ -254,12 +254,12 @@ static int iw_reject_status(uint16_t reason)
  * without data. On iWARP the status is the kernel's errno instead. */
 static struct cm_event *rejected(struct cm_id *c, struct rdec *r)
 {
-	uint8_t pd[CM_MAX_PRIVATE];
+	uint8_t pd[RNICD_MAX_PRIVATE_DATA];
 	uint16_t reason = 28;
 	size_t pdn = 0;
 	if (r->n) {
 		reason = d_u16(r);
-		pdn = d_blob(r, pd, 148);
+		pdn = d_blob(r, pd, RNICD_MAX_REJECT_PRIVATE_DATA);
 		if (r->err)
 			reason = 28, pdn = 0;
 	}
@@ -274,7 +274,7 @@ static void failed(struct cm_async_op *a, uint32_t st, struct rdec *res)
 	switch (a->kind) {
 	case AS_CONNECT:
 		c->state = ST_ROUTE_RESOLVED;
-		if (st == ST_REJECTED)
+		if (st == RNICD_STATUS_REJECTED)
 			e = rejected(c, res);
 		else
 			e = cm_event_new(c, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
@@ -286,7 +286,7 @@ static void failed(struct cm_async_op *a, uint32_t st, struct rdec *res)
 		/* as cma_sidr_rep_handler: a negative SIDR_REP's status, or a
 		 * timeout */
 		c->state = ST_ROUTE_RESOLVED;
-		if (st == ST_UNREACHABLE) {
+		if (st == RNICD_STATUS_UNREACHABLE) {
 			uint16_t status = d_u16(res);
 			e = cm_event_new(c, RDMA_CM_EVENT_UNREACHABLE, res->err ? 1 : status);
 		} else
@@ -319,7 +319,7 @@ void cm_on_result(int dev, const uint8_t *body, size_t n)
 	res = (struct rdec){.b = r.b + r.off, .n = bn};
 	if (a->id->destroyed)
 		;
-	else if (st != ST_OK)
+	else if (st != RNICD_STATUS_OK)
 		failed(a, st, &res);
 	else if (a->kind == AS_GET_REQUEST) {
 		on_request(a->id, dev, &res);
@@ -357,7 +357,7 @@ static int get_request(struct cm_id *l, int dev)
 	struct cbuf b = {0};
 	c_u32(&b, 0);
 	c_u32(&b, l->listener[dev]);
-	return cm_async(l, dev, AS_GET_REQUEST, OP_CM_GET_REQUEST, &b);
+	return cm_async(l, dev, AS_GET_REQUEST, RNICD_OP_CM_GET_REQUEST, &b);
 }
 
 /* cm_rearm sends the CM_GET_REQUESTs listeners wait for (no lock held). */
@@ -393,7 +393,7 @@ static int listen_dev(struct cm_id *c, int i, uint16_t *port)
 	int err;
 	struct rdec r = {.b = rep};
 	c_u16(&b, *port);
-	if ((err = cm_call(i, c->id.qp_type == IBV_QPT_UD ? OP_CM_LISTEN_UD : OP_CM_LISTEN, &b, rep, sizeof(rep), &n)))
+	if ((err = cm_call(i, c->id.qp_type == IBV_QPT_UD ? RNICD_OP_CM_LISTEN_UD : RNICD_OP_CM_LISTEN, &b, rep, sizeof(rep), &n)))
 		return err;
 	r.n = n;
 	c->listener[i] = d_u32(&r);
@@ -455,6 +455,6 @@ void cm_close_listeners(struct cm_id *c)
 			continue;
 		c->listener[i] = 0;
 		c_u32(&b, h);
-		cm_call(i, OP_CM_CLOSE_LISTENER, &b, NULL, 0, NULL);
+		cm_call(i, RNICD_OP_CM_CLOSE_LISTENER, &b, NULL, 0, NULL);
 	}
 }

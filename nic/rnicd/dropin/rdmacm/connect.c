@@ -85,7 +85,7 @@ static int connect_ud(struct cm_id *c, const struct rdma_conn_param *param)
 	c_u16(&b, ntohs(w.sin_port));
 	c_blob(&b, param ? param->private_data : NULL, param && param->private_data ? param->private_data_len : 0);
 	c->state = ST_CONNECT;
-	if ((err = cm_async(c, c->dev, AS_RESOLVE_UD, OP_CM_RESOLVE_UD, &b))) {
+	if ((err = cm_async(c, c->dev, AS_RESOLVE_UD, RNICD_OP_CM_RESOLVE_UD, &b))) {
 		c->state = ST_ROUTE_RESOLVED;
 		return cm_fail(err);
 	}
@@ -108,7 +108,7 @@ CM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 		return cm_fail(EOPNOTSUPP);
 	/* IB's REQ holds 56 bytes after rdma_cm's header; iWARP's MPA request
 	 * takes a uint8_t's worth, of which the daemon carries 196 */
-	if (param && param->private_data_len > (cm_on_iwarp(c) ? CM_MAX_PRIVATE : CM_MAX_REQ_PRIVATE))
+	if (param && param->private_data_len > (cm_on_iwarp(c) ? RNICD_MAX_PRIVATE_DATA : CM_MAX_REQ_PRIVATE))
 		return cm_fail(EINVAL);
 	if ((err = conn_param(id, param, &fixed, &param_used)))
 		return cm_fail(err);
@@ -119,7 +119,7 @@ CM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	c_u16(&b, ntohs(w.sin_port));
 	put_param(&b, param_used);
 	c->state = ST_CONNECT;
-	if ((err = cm_async(c, c->dev, AS_CONNECT, OP_CM_CONNECT, &b))) {
+	if ((err = cm_async(c, c->dev, AS_CONNECT, RNICD_OP_CM_CONNECT, &b))) {
 		c->state = ST_ROUTE_RESOLVED;
 		return cm_fail(err);
 	}
@@ -136,7 +136,7 @@ CM_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	int err;
 	if (!id || c->state != ST_REQ_RCVD || !id->qp)
 		return cm_fail(EINVAL);
-	if (param && param->private_data_len > CM_MAX_PRIVATE) /* a REP's, as ib_send_cm_rep */
+	if (param && param->private_data_len > RNICD_MAX_PRIVATE_DATA) /* a REP's, as ib_send_cm_rep */
 		return cm_fail(EINVAL);
 	if (id->qp_type != IBV_QPT_UD && (err = conn_param(id, param, &fixed, &param_used)))
 		return cm_fail(err);
@@ -149,7 +149,7 @@ CM_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	c_u32(&b, req);
 	c_u32(&b, rnic_private_qp_handle(id->qp));
 	put_param(&b, param_used);
-	if ((err = cm_async(c, c->dev, AS_ACCEPT, OP_CM_ACCEPT, &b)))
+	if ((err = cm_async(c, c->dev, AS_ACCEPT, RNICD_OP_CM_ACCEPT, &b)))
 		return cm_fail(err);
 	if (id->qp_type == IBV_QPT_UD)
 		return 0; /* the SIDR_REP is sent; the server gets no ESTABLISHED */
@@ -167,7 +167,7 @@ CM_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8
 	/* a REJ's 148, as ib_send_cm_rej; on iWARP too, as far as the daemon
 	 * carries a reject's private data back (proto.MaxRejectPrivateData),
 	 * rather than cut it short */
-	if (private_data && private_data_len > CM_MAX_REJ_PRIVATE)
+	if (private_data && private_data_len > RNICD_MAX_REJECT_PRIVATE_DATA)
 		return cm_fail(EINVAL);
 	pthread_mutex_lock(&cm_mu);
 	req = c->req;
@@ -176,7 +176,7 @@ CM_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8
 	pthread_mutex_unlock(&cm_mu);
 	c_u32(&b, req);
 	c_blob(&b, private_data, private_data ? private_data_len : 0);
-	err = cm_call(c->dev, OP_CM_REJECT, &b, NULL, 0, NULL);
+	err = cm_call(c->dev, RNICD_OP_CM_REJECT, &b, NULL, 0, NULL);
 	return err ? cm_fail(err) : 0;
 }
 
@@ -201,7 +201,7 @@ CM_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 	pthread_mutex_unlock(&cm_mu);
 	c_u32(&b, 0);
 	c_u32(&b, c->conn);
-	err = cm_async(c, c->dev, AS_DISCONNECT, OP_CM_DISCONNECT, &b);
+	err = cm_async(c, c->dev, AS_DISCONNECT, RNICD_OP_CM_DISCONNECT, &b);
 	if (err == EINVAL) { /* the peer's DREQ took the connection first */
 		pthread_mutex_lock(&cm_mu);
 		down_event(c);

@@ -118,12 +118,12 @@ CM_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	if (req && dev >= 0) { /* an unanswered request: refused */
 		c_u32(&b, req);
 		c_blob(&b, NULL, 0);
-		cm_call(dev, OP_CM_REJECT, &b, NULL, 0, NULL);
+		cm_call(dev, RNICD_OP_CM_REJECT, &b, NULL, 0, NULL);
 	} else if (conn && !down && dev >= 0) {
 		b.n = 0;
 		c_u32(&b, 0);
 		c_u32(&b, conn);
-		cm_async(c, dev, AS_DISCONNECT, OP_CM_DISCONNECT, &b);
+		cm_async(c, dev, AS_DISCONNECT, RNICD_OP_CM_DISCONNECT, &b);
 	}
 	if (c->id.event)
 		rdma_ack_cm_event(c->id.event);

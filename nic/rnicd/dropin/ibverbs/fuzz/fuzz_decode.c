@@ -34,8 +34,8 @@ static void decode_all(const uint8_t *b, size_t n)
 	(void)r_done(&r);
 	r_init(&r, b, n);
 	(void)rnic_read_layout(&r, &sq, &rq);
-	if (rnic_read_place(&r, &place, RING_HDR) == 0 &&
-	    (place.offset % 4096 || place.offset + RING_HDR > place.chunk_len || place.chunk == 0)) {
+	if (rnic_read_place(&r, &place, RNICD_RING_HEADER_LEN) == 0 &&
+	    (place.offset % 4096 || place.offset + RNICD_RING_HEADER_LEN > place.chunk_len || place.chunk == 0)) {
 		fprintf(stderr, "place %u+%llu of a %llu-byte chunk passes its check\n", place.chunk,
 			(unsigned long long)place.offset, (unsigned long long)place.chunk_len);
 		abort();
@@ -46,9 +46,9 @@ static void decode_all(const uint8_t *b, size_t n)
 	r_gid(&r, gid);
 	(void)r_int(&r);
 	(void)r_done(&r);
-	if (n >= WC_SLOT) {
-		uint8_t slot[WC_SLOT];
-		memcpy(slot, b, WC_SLOT); /* a slot is always WC_SLOT bytes */
+	if (n >= RNICD_WC_SLOT_LEN) {
+		uint8_t slot[RNICD_WC_SLOT_LEN];
+		memcpy(slot, b, RNICD_WC_SLOT_LEN); /* a slot is always RNICD_WC_SLOT_LEN bytes */
 		rnic_wc_from_slot(slot, &wc);
 	}
 	replies(b, n);
@@ -66,7 +66,7 @@ static void replies(const uint8_t *b, size_t n)
 
 	r_init(&r, b, n);
 	if (rnic_read_channel(&r, &h, &place) == 0 &&
-	    (h == 0 || place.offset % 4096 || place.offset + BELL_AREA_LEN > place.chunk_len)) {
+	    (h == 0 || place.offset % 4096 || place.offset + RNICD_BELL_AREA_LEN > place.chunk_len)) {
 		fprintf(stderr, "channel %u at %llu of a %llu-byte chunk passes its check\n", h,
 			(unsigned long long)place.offset, (unsigned long long)place.chunk_len);
 		abort();
@@ -75,7 +75,7 @@ static void replies(const uint8_t *b, size_t n)
 	r_init(&r, b, n);
 	if (rnic_read_cq(&r, &q) == 0 &&
 	    (q.slots == 0 || (q.slots & (q.slots - 1)) || q.cap > q.slots ||
-	     q.place.offset + RING_HDR + (uint64_t)q.slots * WC_SLOT > q.place.chunk_len)) {
+	     q.place.offset + RNICD_RING_HEADER_LEN + (uint64_t)q.slots * RNICD_WC_SLOT_LEN > q.place.chunk_len)) {
 		fprintf(stderr, "CQ of %u slots at %llu passes its check\n", q.slots, (unsigned long long)q.place.offset);
 		abort();
 	}
@@ -93,7 +93,7 @@ static const uint32_t chan_slots[] = {0, 5, 63, 64, 499, 4095};
  * empty. */
 static void event_set(const uint8_t *b, size_t n)
 {
-	static uint64_t set[BELL_AREA_LEN / 8];
+	static uint64_t set[RNICD_BELL_AREA_LEN / 8];
 	static struct rnic_cq cqs[NCHAN_CQS];
 	struct rnic_channel ch;
 	struct rnic_cq bad = {0};
@@ -105,7 +105,7 @@ static void event_set(const uint8_t *b, size_t n)
 		uint16_t w = (uint16_t)(b[i] | b[i + 1] << 8);
 		uint64_t v;
 		memcpy(&v, b + i + 2, 8);
-		set[w % (BELL_AREA_LEN / 8)] |= v;
+		set[w % (RNICD_BELL_AREA_LEN / 8)] |= v;
 	}
 	memset(&ch, 0, sizeof(ch));
 	pthread_mutex_init(&ch.mu, NULL);
@@ -119,7 +119,7 @@ static void event_set(const uint8_t *b, size_t n)
 	bad.chan_slot = 5; /* held */
 	if (rnic_chan_add(&ch, &bad) != EPROTO)
 		abort();
-	bad.chan_slot = MAX_BELLS; /* out of range */
+	bad.chan_slot = RNICD_MAX_BELLS; /* out of range */
 	if (rnic_chan_add(&ch, &bad) != EPROTO)
 		abort();
 	for (int round = 0; round < 2; round++) {

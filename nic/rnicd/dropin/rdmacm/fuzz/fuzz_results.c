@@ -30,7 +30,7 @@ int rnic_private_cm_call(struct ibv_context *ctx, uint16_t op, const void *body,
 	const uint8_t *b = body;
 	(void)ctx, (void)reply, (void)cap;
 	/* an async request starts with its token (the driver's own have op 0) */
-	if (n >= 4 && (op == 0 || op == OP_CM_GET_REQUEST || op == OP_CM_DISCONNECT))
+	if (n >= 4 && (op == 0 || op == RNICD_OP_CM_GET_REQUEST || op == RNICD_OP_CM_DISCONNECT))
 		last_token = b[0] | b[1] << 8 | b[2] << 16 | (uint32_t)b[3] << 24;
 	*len = 0;
 	return 0;
@@ -51,7 +51,7 @@ static void result(uint32_t token, uint32_t st, const uint8_t *b, size_t n)
 	put_u32(m, token), put_u32(m + 4, st), put_u32(m + 8, 0), put_u32(m + 12, (uint32_t)n);
 	if (n)
 		memcpy(m + 16, b, n);
-	cm_sink(&key, OP_CM_RESULT, m, 16 + n);
+	cm_sink(&key, RNICD_OP_CM_RESULT, m, 16 + n);
 }
 
 static void one(const uint8_t *in, size_t n)
@@ -87,10 +87,10 @@ static void one(const uint8_t *in, size_t n)
 		c_u32(&b, 0);
 		cm_async(to_cid(u), 0, AS_GET_REQUEST, 0, &b);
 		for (uint32_t t = from; t <= last_token; t++)
-			result(t, round == 2 ? ST_UNREACHABLE : round ? ST_REJECTED : ST_OK, in, n);
+			result(t, round == 2 ? RNICD_STATUS_UNREACHABLE : round ? RNICD_STATUS_REJECTED : RNICD_STATUS_OK, in, n);
 	}
-	cm_sink(&key, OP_CM_DISCONNECTED, in, n);
-	cm_sink(&key, OP_CM_RESULT, in, n); /* and as a whole message */
+	cm_sink(&key, RNICD_OP_CM_DISCONNECTED, in, n);
+	cm_sink(&key, RNICD_OP_CM_RESULT, in, n); /* and as a whole message */
 	while (rdma_get_cm_event(ch, &ev) == 0) {
 		struct rdma_cm_id *id = ev->event == RDMA_CM_EVENT_CONNECT_REQUEST ? ev->id : NULL;
 		if (ev->param.conn.private_data_len)
