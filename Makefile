@@ -16,13 +16,13 @@ VERBS_HDRS  := /usr/include/infiniband/verbs.h /usr/include/rdma/rdma_cma.h
 # The drop-in libibverbs.so.1 (nic/rnicd/dropin): C against the system's
 # public verbs headers, the public symbols of rdma-core 44 with their
 # versions, so unmodified programs load it with LD_LIBRARY_PATH=$(LIBDIR)
-# (or rnic exec). Its own Makefile (nic/rnicd/dropin/ibverbs) has the
+# (or rnic exec). Its own Makefile (nic/rnicd/dropin/libibverbs) has the
 # flags. Needs gcc and libibverbs-dev; without them make build says so and
 # builds the Go programs only.
 CC          ?= gcc
 LIBDIR      ?= lib
-DROPIN_LIB  := nic/rnicd/dropin/ibverbs
-DROPIN_CM   := nic/rnicd/dropin/rdmacm
+DROPIN_LIB  := nic/rnicd/dropin/libibverbs
+DROPIN_CM   := nic/rnicd/dropin/librdmacm
 HAVE_CC_VERBS := $(shell command -v $(CC) >/dev/null 2>&1 && [ -e /usr/include/infiniband/verbs.h ] && echo yes)
 
 .PHONY: all build lib lib-asan test test-race test-verbs demo bench bench-go fuzz lint interop conform-lab clean
@@ -47,7 +47,7 @@ endif
 # lib: the drop-in library; lib-asan: the same under AddressSanitizer, in
 # $(LIBDIR)/asan (for programs built with -fsanitize=address, or run with
 # LD_PRELOAD of the compiler's libasan.so).
-# librdmacm.so.1 (nic/rnicd/dropin/rdmacm) links to that libibverbs.
+# librdmacm.so.1 (nic/rnicd/dropin/librdmacm) links to that libibverbs.
 lib:
 	@$(MAKE) --no-print-directory -C $(DROPIN_LIB) CC=$(CC) OUT=$(abspath $(LIBDIR))
 	@if [ -e $(DROPIN_CM)/Makefile ] && [ -e /usr/include/rdma/rdma_cma.h ]; then \

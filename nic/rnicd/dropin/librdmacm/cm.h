@@ -22,7 +22,7 @@
 
 #define CM_EXPORT __attribute__((visibility("default")))
 
-/* rnic's libibverbs, version node RNIC_PRIVATE_1 (ibverbs/private.c). */
+/* rnic's libibverbs, version node RNIC_PRIVATE_1 (libibverbs/private.c). */
 typedef void (*rnic_cm_sink_fn)(void *key, uint16_t op, const uint8_t *body, size_t n);
 void rnic_private_cm_sink(rnic_cm_sink_fn fn);
 void *rnic_private_cm_key(struct ibv_context *ctx);
