@@ -96,7 +96,8 @@ bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # Runs every native fuzz target for FUZZTIME each, then the drop-in
-# library's decoder fuzzer (C, ASan + UBSan) where gcc and the headers are.
+# libraries' decoder fuzzers (C, ASan + UBSan, seeded with the golden
+# bodies of nic/rnicd/proto/testdata/golden) where gcc and the headers are.
 fuzz:
 	@set -e; for pkg in $$($(GO) list ./...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
@@ -106,6 +107,8 @@ fuzz:
 	done
 ifeq ($(HAVE_CC_VERBS),yes)
 	@$(MAKE) --no-print-directory -C $(DROPIN_LIB) fuzz OUT=$(abspath $(LIBDIR))/fuzz
+	@if [ -e /usr/include/rdma/rdma_cma.h ]; then $(MAKE) --no-print-directory -C $(DROPIN_CM) fuzz OUT=$(abspath $(LIBDIR))/fuzz; \
+	else echo "fuzz: librdmacm's decoders not fuzzed: apt-get install librdmacm-dev"; fi
 else
 	@echo "fuzz: the drop-in library's decoders not fuzzed: apt-get install gcc libibverbs-dev"
 endif

@@ -6,8 +6,11 @@
  * libFuzzer, so this is a mutation loop of its own: valid seeds, then
  * random bit flips, truncations and extensions, each input decoded under
  * AddressSanitizer. A decoder must never read past its input, whatever it
- * is given; it may only report an error. Built and run by `make fuzz`. */
+ * is given; it may only report an error. The seeds are its own and, given
+ * a directory, every golden body the Go encoder wrote there. Built and
+ * run by `make fuzz`. Usage: fuzz_decode [ITERS [SEED [DIR]]] */
 #include "../rnic.h"
+#include "rn_corpus.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,10 +197,22 @@ static size_t seed(uint8_t *b, int which)
 int main(int argc, char **argv)
 {
 	long iters = argc > 1 ? atol(argv[1]) : 200000;
-	uint8_t base[4096], *in;
+	uint8_t base[RN_CORPUS_FILE], *in;
+	struct rn_corpus corpus = {0};
 	srand(argc > 2 ? (unsigned)atoi(argv[2]) : 1);
+	if (argc > 3 && rn_corpus_load(&corpus, argv[3]) < 0) {
+		perror(argv[3]);
+		return 2;
+	}
 	for (long i = 0; i < iters; i++) {
-		size_t n = seed(base, (int)(i % 7));
+		int k = (int)(i % (7 + corpus.len));
+		size_t n;
+		if (k < 7) {
+			n = seed(base, k);
+		} else {
+			n = corpus.n[k - 7];
+			memcpy(base, corpus.b[k - 7], n);
+		}
 		switch (rand() % 4) {
 		case 0: /* truncate */
 			n = (size_t)rand() % (n + 1);
@@ -216,6 +231,7 @@ int main(int argc, char **argv)
 		decode_all(in, n);
 		free(in);
 	}
-	printf("fuzz_decode: %ld inputs, no fault\n", iters);
+	printf("fuzz_decode: %ld inputs (%d golden seeds), no fault\n", iters, corpus.len);
+	rn_corpus_free(&corpus);
 	return 0;
 }

@@ -5,8 +5,11 @@
  * make are then taken and acknowledged, the ids destroyed. gcc has no
  * libFuzzer: valid seeds, then random flips, truncations and extensions,
  * under AddressSanitizer and UBSan (leaks checked at exit). The daemon is
- * stubbed: the driver links the CM sources, not libibverbs. */
+ * stubbed: the driver links the CM sources, not libibverbs. Given a
+ * directory, every golden body the Go encoder wrote there is a seed too.
+ * Usage: fuzz_results [ITERS [DIR]] */
 #include "../cm.h"
+#include "rn_corpus.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -146,15 +149,27 @@ static size_t seed(uint8_t *out, int which)
 int main(int argc, char **argv)
 {
 	long iters = argc > 1 ? atol(argv[1]) : 100000;
-	uint8_t buf[1024], in[1024];
+	uint8_t buf[RN_CORPUS_FILE], in[RN_CORPUS_FILE];
+	struct rn_corpus corpus = {0};
 	unsigned s = 1;
 
+	if (argc > 2 && rn_corpus_load(&corpus, argv[2]) < 0) {
+		perror(argv[2]);
+		return 2;
+	}
 	cm_ndevs = 1;
 	cm_devs[0].key = &key;
 	cm_devs[0].fd = -1;
 	cm_devs[0].dead = 1; /* no socket to watch or read */
 	for (long i = 0; i < iters; i++) {
-		size_t n = seed(buf, (int)(i % 4));
+		int k = (int)(i % (4 + corpus.len));
+		size_t n;
+		if (k < 4) {
+			n = seed(buf, k);
+		} else {
+			n = corpus.n[k - 4];
+			memcpy(buf, corpus.b[k - 4], n);
+		}
 		memcpy(in, buf, n);
 		for (int m = rand_r(&s) % 8; m > 0; m--) {
 			switch (rand_r(&s) % 3) {
@@ -172,6 +187,7 @@ int main(int argc, char **argv)
 		}
 		one(in, n);
 	}
-	printf("fuzz_results: %ld inputs\n", iters);
+	printf("fuzz_results: %ld inputs (%d golden seeds)\n", iters, corpus.len);
+	rn_corpus_free(&corpus);
 	return 0;
 }
