@@ -65,7 +65,7 @@ func goldenTable() []golden {
 		{file: "CREATE_CHANNEL.reply.1", m: &CreateChannelReply{Channel: 7, Place: goldenPlace}},
 		{file: "CREATE_QP.request.1", m: &CreateQPReq{PD: 2, SendCQ: 9, RecvCQ: 10, SRQ: 0, Type: verbs.QPTypeRC, SigAll: true, Cap: qpCap}},
 		{file: "CREATE_QP.reply.1", m: &CreateQPReply{QP: 11, QPN: 0x000123, Cap: qpCap,
-			Ring: RingLayout{SQSlots: 128, SQSlotSize: 320, SQCap: 128, RQSlots: 256, RQSlotSize: 64, RQCap: 256},
+			Ring:  RingLayout{SQSlots: 128, SQSlotSize: 320, SQCap: 128, RQSlots: 256, RQSlotSize: 64, RQCap: 256},
 			Place: goldenPlace}},
 		{file: "CREATE_SRQ.reply.1", m: &CreateSRQReply{SRQ: 12,
 			Ring: RingLayout{RQSlots: 512, RQSlotSize: 128, RQCap: 500}, Place: RingPlace{Chunk: 4, Own: true, ChunkLen: 80 * ArenaPage}}},
