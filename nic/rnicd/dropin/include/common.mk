@@ -7,7 +7,7 @@ OUT     ?= ../../../../lib
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Werror -std=gnu11
 INC     := -I../include
-SHARED  := ../include/rn_codec.h ../include/rn_corpus.h ../include/rnicd_proto.h ../include/common.mk
+SHARED  := ../include/rn_codec.h ../include/rn_container.h ../include/rn_corpus.h ../include/rnicd_proto.h ../include/common.mk
 # The golden message bodies the Go encoder wrote: the fuzzers' extra seeds
 # and what make golden decodes.
 GOLDEN  ?= ../../proto/testdata/golden

@@ -16,7 +16,7 @@ RNIC_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *
 	if (!attr->is_global)
 		return errno = EINVAL, NULL; /* RoCE: the GRH is the address */
 	w_init(&w);
-	w_u32(&w, ((struct rnic_pd *)pd)->h);
+	w_u32(&w, (to_rpd(pd))->h);
 	rnic_w_av(&w, attr);
 	if ((err = ctx_call(c, RNICD_OP_CREATE_AH, &w, NULL, 0, &rep)))
 		return errno = err, NULL;
@@ -40,7 +40,7 @@ RNIC_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *
 
 RNIC_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 {
-	struct rnic_ah *a = (struct rnic_ah *)ah;
+	struct rnic_ah *a = to_rah(ah);
 	struct rnic_context *c = to_rctx(ah->context);
 	int err = rnic_handle_call(c, RNICD_OP_DESTROY_AH, a->h);
 	if (err && !c->conn.dead)

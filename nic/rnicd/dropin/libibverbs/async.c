@@ -70,7 +70,7 @@ static int to_ibv(struct rnic_context *c, const struct rnic_event *e, struct ibv
 	case OBJ_SRQ:
 		out->element.srq = rnic_obj_find(c, OBJ_SRQ, e->handle);
 		if (out->element.srq && e->type == IBV_EVENT_SRQ_LIMIT_REACHED)
-			((struct rnic_srq *)out->element.srq)->limit = 0; /* the event disarms it */
+			(to_rsrq(out->element.srq))->limit = 0; /* the event disarms it */
 		return out->element.srq != NULL;
 	default:
 		out->element.port_num = e->port;

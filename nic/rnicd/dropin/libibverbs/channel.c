@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static inline struct rnic_channel *to_chan(struct ibv_comp_channel *c) { return (struct rnic_channel *)c; }
 
 /* chan_reply takes CREATE_CHANNEL's reply: the event set in the session's
  * ring chunks (mapping its chunk if the reply brings it) and the eventfd,
@@ -92,7 +91,7 @@ RNIC_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context 
 
 RNIC_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 {
-	struct rnic_channel *ch = to_chan(channel);
+	struct rnic_channel *ch = to_rchan(channel);
 	struct rnic_context *c = to_rctx(channel->context);
 	int busy, err;
 
@@ -197,7 +196,7 @@ static int wait_event(struct rnic_channel *ch, struct rnic_context *c, int nonbl
 
 RNIC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
 {
-	struct rnic_channel *ch = to_chan(channel);
+	struct rnic_channel *ch = to_rchan(channel);
 	struct rnic_context *c = to_rctx(channel->context);
 	int nonblock = fcntl(channel->fd, F_GETFL) & O_NONBLOCK;
 	struct rnic_cq *q;
@@ -206,7 +205,7 @@ RNIC_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq
 
 	for (int tries = 0;; tries++) {
 		if ((q = next_event(ch, &ctx))) {
-			*cq = (struct ibv_cq *)&q->cq;
+			*cq = ibv_cq_ex_to_cq(&q->cq);
 			*cq_context = ctx;
 			return 0;
 		}

@@ -41,7 +41,7 @@ static int cq_on(struct rnic_context *c, struct rnic_cq *q, struct ibv_comp_chan
 	int err;
 	if (!ch)
 		return 0;
-	if ((err = rnic_chan_add((struct rnic_channel *)ch, q)))
+	if ((err = rnic_chan_add(to_rchan(ch), q)))
 		return err;
 	pthread_mutex_lock(&c->vctx.context.mutex);
 	ch->refcnt++;
@@ -62,7 +62,7 @@ struct rnic_cq *rnic_create_cq(struct rnic_context *c, int cqe, struct ibv_comp_
 		return errno = ENOMEM, NULL;
 	w_init(&w);
 	w_u32(&w, (uint32_t)cqe);
-	w_u32(&w, ch ? ((struct rnic_channel *)ch)->h : 0);
+	w_u32(&w, ch ? (to_rchan(ch))->h : 0);
 	pthread_mutex_lock(&c->ring_mu);
 	if ((err = ctx_call(c, RNICD_OP_CREATE_CQ_ON, &w, NULL, 0, &rep))) {
 		pthread_mutex_unlock(&c->ring_mu);
@@ -101,12 +101,12 @@ RNIC_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, v
 	if (!(q = rnic_create_cq(to_rctx(context), cqe, channel)))
 		return NULL;
 	q->cq.cq_context = cq_context;
-	return (struct ibv_cq *)&q->cq;
+	return ibv_cq_ex_to_cq(&q->cq);
 }
 
 RNIC_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 {
-	struct rnic_cq *q = (struct rnic_cq *)cq;
+	struct rnic_cq *q = to_rcq(cq);
 	struct rnic_context *c = to_rctx(cq->context);
 	int err = rnic_handle_call(c, RNICD_OP_DESTROY_CQ, q->h);
 	if (err && !c->conn.dead)
@@ -168,7 +168,7 @@ void rnic_cq_kick(struct rnic_cq *q)
 
 int rnic_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 {
-	struct rnic_cq *q = (struct rnic_cq *)cq;
+	struct rnic_cq *q = to_rcq(cq);
 	uint32_t avail;
 	int k = 0;
 
@@ -198,7 +198,7 @@ int rnic_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 
 int rnic_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
-	struct rnic_cq *q = (struct rnic_cq *)cq;
+	struct rnic_cq *q = to_rcq(cq);
 	uint32_t none = RNICD_ARM_NONE;
 	int want_sol, mover_sol;
 

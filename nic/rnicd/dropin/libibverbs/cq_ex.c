@@ -7,7 +7,7 @@
 #include "rnic.h"
 
 
-static inline struct rnic_cq *to_q(struct ibv_cq_ex *x) { return (struct rnic_cq *)x; }
+static inline struct rnic_cq *to_q(struct ibv_cq_ex *x) { return to_rcq_ex(x); }
 
 /* load reads the completion at the consumer index, if there is one. */
 static int load(struct rnic_cq *q)

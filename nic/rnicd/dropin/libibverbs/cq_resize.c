@@ -32,7 +32,7 @@ static int swap_ring(struct rnic_context *c, struct rnic_cq *q, struct rnic_repl
 
 RNIC_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 {
-	struct rnic_cq *q = (struct rnic_cq *)cq;
+	struct rnic_cq *q = to_rcq(cq);
 	struct rnic_context *c = to_rctx(cq->context);
 	struct rnic_place old = {0};
 	struct rnic_reply rep;

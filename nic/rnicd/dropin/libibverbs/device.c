@@ -363,7 +363,7 @@ static void set_ops(struct rnic_context *c)
 
 RNIC_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
-	struct rnic_device *d = (struct rnic_device *)device;
+	struct rnic_device *d = to_rdev(device);
 	struct rnic_context *c = calloc(1, sizeof(*c));
 	int err;
 
@@ -410,7 +410,7 @@ RNIC_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
 	__be64 g = 0;
 	if (!c)
 		return 0;
-	if (open_conn(c, (struct rnic_device *)device) == 0) {
+	if (open_conn(c, to_rdev(device)) == 0) {
 		g = htobe64(c->attr.node_guid);
 		close_bell(c);
 		rnic_conn_close(&c->conn);

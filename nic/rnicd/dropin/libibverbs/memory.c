@@ -371,7 +371,7 @@ int rnic_handle_call(struct rnic_context *c, uint16_t op, uint32_t h)
 
 RNIC_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 {
-	struct rnic_pd *p = (struct rnic_pd *)pd;
+	struct rnic_pd *p = to_rpd(pd);
 	int err = rnic_handle_call(to_rctx(pd->context), RNICD_OP_DEALLOC_PD, p->h);
 	if (err && err != EIO)
 		return err;
@@ -393,7 +393,7 @@ static int reg(struct rnic_mr *m, struct ibv_pd *pd, void *addr, size_t len, uin
 	if ((err = rnic_arena_share(addr, len, &fd)))
 		return err;
 	w_init(&w);
-	w_u32(&w, ((struct rnic_pd *)pd)->h);
+	w_u32(&w, (to_rpd(pd))->h);
 	w_u32(&w, access & ~(unsigned)IBV_ACCESS_OPTIONAL_RANGE);
 	w_u64(&w, (uintptr_t)addr); /* the arena offset is the address */
 	w_u64(&w, len);
@@ -446,7 +446,7 @@ RNIC_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t
 
 RNIC_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 {
-	struct rnic_mr *m = (struct rnic_mr *)mr;
+	struct rnic_mr *m = to_rmr(mr);
 	int err = rnic_handle_call(to_rctx(mr->context), RNICD_OP_DEREG_MR, m->h);
 	if (err && err != EIO)
 		return err;

@@ -14,13 +14,25 @@
 
 /* rnic_ring_bell wakes the drainer of a ring if it sleeps: the ring's bit
  * in the session doorbell, then its summary bit (atomic ORs, so threads
- * posting to other QPs at once lose nothing), then the session eventfd. */
+ * posting to other QPs at once lose nothing), then the session eventfd.
+ *
+ * Callers ring after releasing the queue's lock: the eventfd write is a
+ * system call, and under a spinlock it would make every other poster of
+ * the queue spin through it. Nothing is lost by it: the caller's own
+ * producer store is sequenced before this load of sleeping, whichever
+ * thread rings; a poster that finds the drainer awake leaves it to see the
+ * new index, and two posters may both ring (the daemon takes the bit
+ * once). The QP or SRQ outlives the call, as verbs requires of a program
+ * that posts and destroys. */
 void rnic_ring_bell(struct rnic_context *c, uint8_t *mem, uint32_t bell)
 {
 	uint64_t one = 1;
 	uint32_t k = bell / 64;
-	/* The producer index was stored (seq_cst) before this load: the
-	 * drainer either sees it or has published sleeping = 1. */
+	/* Memory order: the producer index was stored seq_cst before this
+	 * seq_cst load, and the drainer stores sleeping = 1 (seq_cst) before
+	 * it loads the producer indices again (proto/ring.go): in the single
+	 * total order one of the two loads sees the other side's store, so
+	 * either the drainer sees the new WQEs or this load sees it asleep. */
 	if (!ld32(mem, RNICD_RING_SLEEPING) || bell >= RNICD_MAX_BELLS)
 		return;
 	__atomic_fetch_or(&c->bell_area[RNICD_BELL_SUMMARY_WORDS + k], (uint64_t)1 << (bell % 64), __ATOMIC_SEQ_CST);
@@ -126,7 +138,7 @@ static void write_send(struct rnic_qp *q, uint8_t *s, const struct ibv_send_wr *
 		put32(s + RNICD_SEND_IMM, be32toh(wr->imm_data)); /* proto: host order of the wire value */
 	switch (q->qpx.qp_base.qp_type) {
 	case IBV_QPT_UD:
-		put32(s + RNICD_SEND_AH, ((struct rnic_ah *)wr->wr.ud.ah)->h);
+		put32(s + RNICD_SEND_AH, (to_rah(wr->wr.ud.ah))->h);
 		put32(s + RNICD_SEND_REMOTE_QPN, wr->wr.ud.remote_qpn);
 		put32(s + RNICD_SEND_REMOTE_QKEY, wr->wr.ud.remote_qkey);
 		break;
@@ -167,7 +179,7 @@ static int sq_ready(struct rnic_qp *q)
 
 int rnic_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
-	struct rnic_qp *q = (struct rnic_qp *)qp;
+	struct rnic_qp *q = to_rqp(qp);
 	int err = 0, posted = 0;
 	uint64_t total;
 
@@ -186,9 +198,9 @@ int rnic_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr
 		write_send(q, slot(&q->sq, q->sq_prod), wr, total);
 		st32(q->mem, RNICD_RING_SQ_PROD, ++q->sq_prod);
 	}
-	if (posted)
-		rnic_ring_bell(to_rctx(q->qpx.qp_base.context), q->mem, q->bell);
 	pthread_spin_unlock(&q->sq_lock);
+	if (posted) /* after the unlock: see rnic_ring_bell */
+		rnic_ring_bell(to_rctx(q->qpx.qp_base.context), q->mem, q->bell);
 	if (err)
 		*bad = wr;
 	return err;
@@ -228,7 +240,7 @@ static int put_recv(struct rnic_ring *r, uint8_t *mem, uint32_t *prod, const uin
 
 int rnic_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-	struct rnic_qp *q = (struct rnic_qp *)qp;
+	struct rnic_qp *q = to_rqp(qp);
 	struct rnic_context *c = to_rctx(qp->context);
 	uint32_t st, prod;
 	int err, posted = 0;
@@ -246,12 +258,12 @@ int rnic_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 	}
 	err = put_recv(&q->rq, q->mem, &q->rq_prod, &q->rq_done, q->cap.max_recv_wr, q->cap.max_recv_sge, wr, bad,
 		       &posted);
-	if (posted)
-		rnic_ring_bell(to_rctx(q->qpx.qp_base.context), q->mem, q->bell);
-	/* In INIT nothing can arrive yet (the daemon takes the ring before
-	 * it moves the QP on); later a message may come at once. */
 	prod = q->rq_prod;
 	pthread_spin_unlock(&q->rq_lock);
+	if (posted)
+		rnic_ring_bell(c, q->mem, q->bell);
+	/* In INIT nothing can arrive yet (the daemon takes the ring before
+	 * it moves the QP on); later a message may come at once. */
 	if (posted && st != IBV_QPS_INIT)
 		rnic_wait_recvs(c, q->mem, prod);
 	return err;
@@ -259,7 +271,7 @@ int rnic_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 
 int rnic_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-	struct rnic_srq *s = (struct rnic_srq *)srq;
+	struct rnic_srq *s = to_rsrq(srq);
 	struct rnic_context *c = to_rctx(srq->context);
 	uint32_t prod;
 	int err, posted = 0;
@@ -270,11 +282,11 @@ int rnic_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_r
 	}
 	pthread_spin_lock(&s->lock);
 	err = put_recv(&s->rq, s->mem, &s->prod, &s->done, s->rq.cap, s->max_sge, wr, bad, &posted);
-	if (posted)
-		rnic_ring_bell(to_rctx(s->srq.context), s->mem, s->bell);
 	prod = s->prod;
 	pthread_spin_unlock(&s->lock);
-	if (posted)
+	if (posted) {
+		rnic_ring_bell(c, s->mem, s->bell);
 		rnic_wait_recvs(c, s->mem, prod);
+	}
 	return err;
 }

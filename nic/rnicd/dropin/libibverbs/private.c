@@ -84,5 +84,5 @@ RNIC_EXPORT int rnic_private_cm_poll(struct ibv_context *ctx)
 /* rnic_private_qp_handle is the daemon's handle of qp. */
 RNIC_EXPORT uint32_t rnic_private_qp_handle(struct ibv_qp *qp)
 {
-	return ((struct rnic_qp *)qp)->h;
+	return (to_rqp(qp))->h;
 }

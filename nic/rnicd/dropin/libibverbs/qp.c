@@ -147,10 +147,10 @@ static struct rnic_qp *create_qp(struct rnic_context *c, struct ibv_qp_init_attr
 	if (!(q = calloc(1, sizeof(*q))))
 		return errno = ENOMEM, NULL;
 	w_init(&w);
-	w_u32(&w, ((struct rnic_pd *)a->pd)->h);
-	w_u32(&w, ((struct rnic_cq *)a->send_cq)->h);
-	w_u32(&w, ((struct rnic_cq *)a->recv_cq)->h);
-	w_u32(&w, a->srq ? ((struct rnic_srq *)a->srq)->h : 0);
+	w_u32(&w, (to_rpd(a->pd))->h);
+	w_u32(&w, (to_rcq(a->send_cq))->h);
+	w_u32(&w, (to_rcq(a->recv_cq))->h);
+	w_u32(&w, a->srq ? (to_rsrq(a->srq))->h : 0);
 	w_u8(&w, (uint8_t)a->qp_type);
 	w_u8(&w, a->sq_sig_all ? 1 : 0);
 	cap = grant_send_cap(c, a->cap);
@@ -224,7 +224,7 @@ RNIC_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_a
 
 RNIC_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
-	return &((struct rnic_qp *)qp)->qpx;
+	return &(to_rqp(qp))->qpx;
 }
 
 /* w_ah_attr writes an address vector (proto.PutAV). RoCE needs the GRH:
@@ -311,7 +311,7 @@ static void r_qp_attr(struct rbuf *r, struct ibv_qp_attr *a)
 
 RNIC_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 {
-	struct rnic_qp *q = (struct rnic_qp *)qp;
+	struct rnic_qp *q = to_rqp(qp);
 	struct rnic_reply rep;
 	struct wbuf w;
 	struct rbuf r;
@@ -334,9 +334,9 @@ RNIC_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int a
 	qp->state = (enum ibv_qp_state)st;
 	if (st == IBV_QPS_RESET) {
 		/* its completions go from its CQs, its receives from the count */
-		rnic_cq_clean((struct rnic_cq *)qp->send_cq, q);
+		rnic_cq_clean(to_rcq(qp->send_cq), q);
 		if (qp->recv_cq != qp->send_cq)
-			rnic_cq_clean((struct rnic_cq *)qp->recv_cq, q);
+			rnic_cq_clean(to_rcq(qp->recv_cq), q);
 		rnic_rq_forget(q);
 	}
 	return 0;
@@ -360,7 +360,7 @@ void rnic_refresh_state(struct rnic_qp *q)
 RNIC_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 			     struct ibv_qp_init_attr *init_attr)
 {
-	struct rnic_qp *q = (struct rnic_qp *)qp;
+	struct rnic_qp *q = to_rqp(qp);
 	struct rnic_reply rep;
 	struct wbuf w;
 	struct rbuf r;
@@ -392,7 +392,7 @@ RNIC_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int at
 
 RNIC_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 {
-	struct rnic_qp *q = (struct rnic_qp *)qp;
+	struct rnic_qp *q = to_rqp(qp);
 	struct rnic_context *c = to_rctx(qp->context);
 	int err = rnic_handle_call(c, RNICD_OP_DESTROY_QP, q->h);
 	if (err && !c->conn.dead)
@@ -402,9 +402,9 @@ RNIC_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 	 * libfabric's rxm crashed polling a flush of a destroyed QP (the
 	 * daemon moved them all into the rings before replying). Receives
 	 * removed leave their SRQ's count (cqclean.c). */
-	rnic_cq_clean((struct rnic_cq *)qp->send_cq, q);
+	rnic_cq_clean(to_rcq(qp->send_cq), q);
 	if (qp->recv_cq != qp->send_cq)
-		rnic_cq_clean((struct rnic_cq *)qp->recv_cq, q);
+		rnic_cq_clean(to_rcq(qp->recv_cq), q);
 	rnic_obj_del(c, OBJ_QP, q->h);
 	rnic_release_rings(c, &q->place);
 	pthread_spin_destroy(&q->sq_lock);

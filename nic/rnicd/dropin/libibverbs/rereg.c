@@ -43,7 +43,7 @@ static int rereg_call(struct rnic_mr *m, struct ibv_pd *pd, int translate, void 
 	w_init(&w);
 	w_u32(&w, m->h);
 	w_u32(&w, translate ? 1 : 0); /* proto.ReregTranslation */
-	w_u32(&w, ((struct rnic_pd *)pd)->h);
+	w_u32(&w, (to_rpd(pd))->h);
 	w_u32(&w, access & ~(unsigned)IBV_ACCESS_OPTIONAL_RANGE);
 	w_u64(&w, translate ? (uintptr_t)addr : 0); /* the arena offset is the address */
 	w_u64(&w, translate ? length : 0);
@@ -62,7 +62,7 @@ static int rereg_call(struct rnic_mr *m, struct ibv_pd *pd, int translate, void 
 RNIC_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length,
 			     int access)
 {
-	struct rnic_mr *m = (struct rnic_mr *)mr;
+	struct rnic_mr *m = to_rmr(mr);
 	int translate = flags & IBV_REREG_MR_CHANGE_TRANSLATION;
 	struct ibv_pd *npd;
 	unsigned nacc;

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <infiniband/verbs.h>
 
+#include "rn_container.h"
 #include "rnicd_proto.h"
 
 #define RNIC_EXPORT __attribute__((visibility("default")))
@@ -202,7 +203,22 @@ struct rnic_place {
 };
 
 /* A context: the extended verbs_context (so the inline _ex verbs find
- * their ops), its connection and what OPEN said about the device. */
+ * their ops), its connection and what OPEN said about the device.
+ *
+ * Lock order, outermost first; a thread holding one takes only those
+ * below it:
+ *   a CQ's lock (spinlock: a resize holds it over its round trip)
+ *   ring_mu     (a create or resize, over its round trip and the mapping
+ *                of a new chunk: replies naming a chunk arrive in order)
+ *   conn.mu     (one round trip at a time; events read meanwhile are
+ *                dispatched with it held: rdma_cm's to librdmacm's sink,
+ *                which takes librdmacm's cm_mu below it)
+ *   objs_mu, a channel's mu, the program-visible context->mutex and
+ *   cq->mutex (leaves: nothing is taken under them)
+ * The QP and SRQ spinlocks (sq_lock, rq_lock, an SRQ's lock) are leaves
+ * too: posting takes nothing under them and rings the doorbell after
+ * releasing them (rnic_ring_bell). librdmacm never calls into this library
+ * with cm_mu held. */
 struct rnic_context {
 	struct verbs_context vctx;
 	struct rnic_conn conn;
@@ -225,10 +241,6 @@ struct rnic_context {
 	uint64_t qp_gen; /* bumped as a QP goes: CQs' QP caches (rqdepth.c) go stale */
 };
 
-static inline struct rnic_context *to_rctx(struct ibv_context *c)
-{
-	return (struct rnic_context *)((char *)c - offsetof(struct rnic_context, vctx.context));
-}
 
 void rnic_obj_add(struct rnic_context *c, uint8_t kind, uint32_t h, void *obj);
 void rnic_obj_del(struct rnic_context *c, uint8_t kind, uint32_t h);
@@ -328,6 +340,25 @@ struct rnic_qp {
 	int wr_err;
 };
 
+/* From the public structures to the library's objects (rn_container.h). */
+static inline struct rnic_context *to_rctx(struct ibv_context *c)
+{
+	return rn_container_of(c, struct rnic_context, vctx.context);
+}
+static inline struct rnic_device *to_rdev(struct ibv_device *d) { return rn_container_of(d, struct rnic_device, dev); }
+static inline struct rnic_pd *to_rpd(struct ibv_pd *pd) { return rn_container_of(pd, struct rnic_pd, pd); }
+static inline struct rnic_mr *to_rmr(struct ibv_mr *mr) { return rn_container_of(mr, struct rnic_mr, mr); }
+static inline struct rnic_ah *to_rah(struct ibv_ah *ah) { return rn_container_of(ah, struct rnic_ah, ah); }
+static inline struct rnic_srq *to_rsrq(struct ibv_srq *srq) { return rn_container_of(srq, struct rnic_srq, srq); }
+/* An ibv_cq is the prefix of the ibv_cq_ex a CQ embeds (ibv_cq_ex_to_cq
+ * casts the other way): both lead to the CQ. */
+static inline struct rnic_cq *to_rcq_ex(struct ibv_cq_ex *cq) { return rn_container_of(cq, struct rnic_cq, cq); }
+static inline struct rnic_cq *to_rcq(struct ibv_cq *cq) { return to_rcq_ex((struct ibv_cq_ex *)(void *)cq); }
+static inline struct rnic_qp *to_rqp_ex(struct ibv_qp_ex *qp) { return rn_container_of(qp, struct rnic_qp, qpx); }
+static inline struct rnic_qp *to_rqp(struct ibv_qp *qp) { return rn_container_of(qp, struct rnic_qp, qpx.qp_base); }
+struct rnic_channel;
+static inline struct rnic_channel *to_rchan(struct ibv_comp_channel *ch);
+
 /* cqclean.c */
 void rnic_cq_clean(struct rnic_cq *q, struct rnic_qp *qp);
 
@@ -358,6 +389,11 @@ struct rnic_channel {
 	uint64_t dropped; /* fired slots that named no CQ of the channel */
 };
 
+static inline struct rnic_channel *to_rchan(struct ibv_comp_channel *ch)
+{
+	return rn_container_of(ch, struct rnic_channel, ch);
+}
+
 
 /* Slot fields (the RNICD_SEND_*, RNICD_RECV_*, RNICD_SGE_* and RNICD_WC_*
  * offsets of rnicd_proto.h) are little-endian, as this host is; slots are
@@ -387,7 +423,16 @@ static inline uint64_t get64(const uint8_t *p)
 	return v;
 }
 
-static inline uint32_t *ring_u32(uint8_t *base, size_t off) { return (uint32_t *)(base + off); }
+/* The ring header's indices and flags are shared with the daemon, which
+ * accesses them with Go's sync/atomic (sequentially consistent); these
+ * use __ATOMIC_SEQ_CST for the same single total order, which the
+ * doorbell handshake (rnic_ring_bell) and the CQ's arm (proto/ring.go)
+ * rely on. A slot is written with plain stores before the producer
+ * index's store publishes it, and read with plain loads after the load
+ * of the daemon's producer index (seq_cst orders them as release and
+ * acquire would). Each header field is 4-byte aligned in its own cache
+ * line (RNICD_CACHE_LINE), so the accesses are lock-free. */
+static inline uint32_t *ring_u32(uint8_t *base, size_t off) { return (uint32_t *)(void *)(base + off); }
 static inline uint32_t ld32(uint8_t *base, size_t off)
 {
 	return __atomic_load_n(ring_u32(base, off), __ATOMIC_SEQ_CST);

@@ -43,7 +43,7 @@ static void count_done(uint32_t *done, const uint32_t *prod)
 /* rnic_count_recv counts a receive of p done: on its SRQ if it has one. */
 void rnic_count_recv(struct rnic_qp *p)
 {
-	struct rnic_srq *s = (struct rnic_srq *)p->qpx.qp_base.srq;
+	struct rnic_srq *s = to_rsrq(p->qpx.qp_base.srq);
 	if (s)
 		count_done(&s->done, &s->prod);
 	else

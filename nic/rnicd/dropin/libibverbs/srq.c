@@ -40,7 +40,7 @@ RNIC_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_ini
 	if (!(s = calloc(1, sizeof(*s))))
 		return errno = ENOMEM, NULL;
 	w_init(&w);
-	w_u32(&w, ((struct rnic_pd *)pd)->h);
+	w_u32(&w, (to_rpd(pd))->h);
 	w_u32(&w, attr->attr.max_wr);
 	w_u32(&w, attr->attr.max_sge);
 	pthread_mutex_lock(&c->ring_mu);
@@ -78,7 +78,7 @@ RNIC_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_ini
 
 RNIC_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 {
-	struct rnic_srq *s = (struct rnic_srq *)srq;
+	struct rnic_srq *s = to_rsrq(srq);
 	struct rnic_context *c = to_rctx(srq->context);
 	int err = rnic_handle_call(c, RNICD_OP_DESTROY_SRQ, s->h);
 	if (err && !c->conn.dead)
@@ -94,7 +94,7 @@ RNIC_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 
 RNIC_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
 {
-	struct rnic_srq *s = (struct rnic_srq *)srq;
+	struct rnic_srq *s = to_rsrq(srq);
 	attr->max_wr = s->rq.cap;
 	attr->max_sge = s->max_sge;
 	attr->srq_limit = s->limit;
@@ -106,7 +106,7 @@ RNIC_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
  * does not claim IBV_DEVICE_SRQ_RESIZE. */
 RNIC_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int attr_mask)
 {
-	struct rnic_srq *s = (struct rnic_srq *)srq;
+	struct rnic_srq *s = to_rsrq(srq);
 	struct rnic_reply rep;
 	struct wbuf w;
 	int err;

@@ -9,7 +9,7 @@
 
 void rnic_put_send_hdr(uint8_t *s, uint64_t wr_id, uint8_t opcode, uint8_t flags);
 
-static inline struct rnic_qp *to_q(struct ibv_qp_ex *x) { return (struct rnic_qp *)x; }
+static inline struct rnic_qp *to_q(struct ibv_qp_ex *x) { return to_rqp_ex(x); }
 
 
 static void wr_start(struct ibv_qp_ex *x)
@@ -149,7 +149,7 @@ static void wr_set_ud_addr(struct ibv_qp_ex *x, struct ibv_ah *ah, uint32_t qpn,
 		return;
 	if (x->qp_base.qp_type != IBV_QPT_UD || !ah || ah->pd != x->qp_base.pd || qpn > 0xffffff)
 		return fail(x, EINVAL);
-	put32(s + RNICD_SEND_AH, ((struct rnic_ah *)ah)->h);
+	put32(s + RNICD_SEND_AH, (to_rah(ah))->h);
 	put32(s + RNICD_SEND_REMOTE_QPN, qpn);
 	put32(s + RNICD_SEND_REMOTE_QKEY, qkey);
 }
@@ -211,14 +211,16 @@ static void wr_set_inline_data(struct ibv_qp_ex *x, void *addr, size_t length)
 static int wr_complete(struct ibv_qp_ex *x)
 {
 	struct rnic_qp *q = to_q(x);
-	int err = q->wr_err;
+	int err = q->wr_err, posted = 0;
 	if (err)
 		q->sq_prod = q->wr_first;
 	else if (q->sq_prod != q->wr_first) {
 		st32(q->mem, RNICD_RING_SQ_PROD, q->sq_prod);
-		rnic_ring_bell(to_rctx(q->qpx.qp_base.context), q->mem, q->bell);
+		posted = 1;
 	}
 	pthread_spin_unlock(&q->sq_lock);
+	if (posted) /* after the unlock: see rnic_ring_bell */
+		rnic_ring_bell(to_rctx(q->qpx.qp_base.context), q->mem, q->bell);
 	return err;
 }
 

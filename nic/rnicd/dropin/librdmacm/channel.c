@@ -250,7 +250,7 @@ CM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_
 
 CM_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 {
-	struct cm_event *e = (struct cm_event *)event;
+	struct cm_event *e = to_cev(event);
 	if (!event)
 		return cm_fail(EINVAL);
 	pthread_mutex_lock(&cm_mu);

@@ -18,6 +18,7 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 
+#include "rn_container.h"
 #include "rnicd_proto.h"
 
 #define CM_EXPORT __attribute__((visibility("default")))
@@ -76,7 +77,12 @@ struct cm_dev {
 	int dead;
 };
 
-extern pthread_mutex_t cm_mu; /* guards everything below and every id */
+/* cm_mu guards everything below and every id. It is taken with a
+ * libibverbs context's connection locked (the sink of CM events runs
+ * while libibverbs reads the socket), so it is never held across a call
+ * into libibverbs (cm_call, rdma_create_qp, ...): the order is the
+ * connection's lock, then cm_mu. */
+extern pthread_mutex_t cm_mu;
 extern struct cm_dev cm_devs[CM_MAX_DEVS];
 extern int cm_ndevs;
 int cm_init(void);
@@ -137,8 +143,13 @@ struct cm_id {
 	struct cm_id *next;
 };
 
-static inline struct cm_id *to_cid(struct rdma_cm_id *id) { return (struct cm_id *)id; }
-static inline struct cm_channel *to_cch(struct rdma_event_channel *c) { return (struct cm_channel *)c; }
+/* From the public structures to the library's objects (rn_container.h). */
+static inline struct cm_id *to_cid(struct rdma_cm_id *id) { return rn_container_of(id, struct cm_id, id); }
+static inline struct cm_channel *to_cch(struct rdma_event_channel *c)
+{
+	return rn_container_of(c, struct cm_channel, ch);
+}
+static inline struct cm_event *to_cev(struct rdma_cm_event *e) { return rn_container_of(e, struct cm_event, ev); }
 
 extern struct cm_id *cm_ids;
 extern struct cm_channel *cm_channels;
