@@ -25,7 +25,7 @@ DROPIN_LIB  := nic/rnicd/dropin/libibverbs
 DROPIN_CM   := nic/rnicd/dropin/librdmacm
 HAVE_CC_VERBS := $(shell command -v $(CC) >/dev/null 2>&1 && [ -e /usr/include/infiniband/verbs.h ] && echo yes)
 
-.PHONY: all build lib lib-asan test test-race test-verbs demo bench bench-go fuzz lint interop conform-lab clean
+.PHONY: all build lib lib-asan lib-clang abi test test-race test-verbs demo bench bench-go fuzz lint interop conform-lab clean
 
 all: build
 
@@ -57,6 +57,21 @@ lib-asan:
 	@$(MAKE) --no-print-directory -C $(DROPIN_LIB) CC=$(CC) OUT=$(abspath $(LIBDIR))/asan SAN=1
 	@if [ -e $(DROPIN_CM)/Makefile ] && [ -e /usr/include/rdma/rdma_cma.h ]; then \
 		$(MAKE) --no-print-directory -C $(DROPIN_CM) CC=$(CC) OUT=$(abspath $(LIBDIR))/asan SAN=1; fi
+
+# lib-clang: both libraries built by clang into $(LIBDIR)/clang, with the
+# same -Wall -Wextra -Werror: the C must be clean under both compilers.
+CLANG       ?= clang
+lib-clang:
+	@if ! command -v $(CLANG) >/dev/null 2>&1; then \
+		echo "lib-clang: not built: no $(CLANG) (apt-get install clang)"; \
+	elif [ "$(HAVE_CC_VERBS)" != yes ]; then \
+		echo "lib-clang: not built: apt-get install gcc libibverbs-dev"; \
+	else \
+		$(MAKE) --no-print-directory -C $(DROPIN_LIB) CC=$(CLANG) OUT=$(abspath $(LIBDIR))/clang && \
+		if [ -e /usr/include/rdma/rdma_cma.h ]; then \
+			$(MAKE) --no-print-directory -C $(DROPIN_CM) CC=$(CLANG) OUT=$(abspath $(LIBDIR))/clang; \
+		else echo "lib-clang: librdmacm.so.1 not built: apt-get install librdmacm-dev"; fi; \
+	fi
 
 # The whole test suite: vet, every package's tests, then the engine and
 # transport packages again under the race detector.
