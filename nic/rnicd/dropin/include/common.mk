@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # What both drop-in libraries' Makefiles share: the compiler and its
 # warnings, the shared headers (include/), every .c of the library's
 # folder, and SAN=1 for AddressSanitizer. The top-level Makefile calls

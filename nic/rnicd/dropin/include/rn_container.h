@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rn_container_of: from a public structure the program holds (an ibv_qp,
  * an rdma_cm_id) to the library's object that embeds it. Both libraries
  * use it instead of casts, so an embedded member need not be the first

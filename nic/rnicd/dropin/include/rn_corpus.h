@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The fuzzers' seed corpus: every file of a directory (the golden bodies
  * of nic/rnicd/proto/testdata/golden, written by the Go encoder), so each
  * fuzzer starts from what the daemon really sends besides its own seeds. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Address handles, and the AH of a received UD datagram's sender. */
 #include "rnic.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Asynchronous events: the daemon sends them on the control socket; they
  * are queued whenever a message is read there (rnic_call, or here) and
  * handed out by ibv_get_async_event. The context's async_fd is an epoll

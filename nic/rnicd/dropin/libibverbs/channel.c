@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Completion channels (protocol version 6, proto/chanevents.go): one
  * descriptor per channel, none per CQ, as with the kernel's. The
  * channel's fd is the daemon's eventfd, written when an armed CQ on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A completion channel's CQs by slot and its queue of events
  * (proto/chanevents.go). The event set lies in memory the daemon writes:
  * a fired slot out of range, or naming no CQ of the channel (destroyed,

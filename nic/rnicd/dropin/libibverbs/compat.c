@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Symbols that exist for the loader only: the IBVERBS_1.0 compat entry
  * points (the 2005 ABI, whose structures differ from today's: a program
  * linked against it gets ENOSYS rather than silent corruption) and the

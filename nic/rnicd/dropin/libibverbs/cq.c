@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Completion queues. Polling reads the ring the daemon fills, with no
  * system call (a KICK_CQ notice only when the daemon waits for room). A
  * CQ costs no descriptor: its events come through its slot of its

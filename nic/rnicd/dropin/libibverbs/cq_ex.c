@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The extended CQ (ibv_create_cq_ex): start_poll takes the CQ and reads
  * the oldest completion, next_poll consumes it and reads the next,
  * end_poll consumes the last one read and publishes the consumer index

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ibv_resize_cq: the daemon gives the CQ a new ring of the new size
  * (RESIZE_CQ), the completions not yet polled moved to its start; the
  * CQ reads the new ring from then on and gives the old one back at its

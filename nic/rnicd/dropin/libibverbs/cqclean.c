@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Cleaning a CQ of a QP's completions when the QP goes to RESET or is
  * destroyed, as mlx4 and mlx5 do (their cq_clean): a QP reset and brought
  * up again must not find the flushes of its former life in its CQs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Devices: the list (the daemon's NICs, by STAT_DEVICES), opening one (a
  * connection of its own and OPEN), and the queries: device, port, GIDs
  * with their types, P_Keys, the node GUID. */

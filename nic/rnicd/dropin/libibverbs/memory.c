@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Protection domains and memory regions over memory the application
  * allocated itself.
  *

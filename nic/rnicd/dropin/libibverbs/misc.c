@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The calls that need no daemon: names of enums, rate conversions, and
  * the public calls rnic does not implement, each failing as libibverbs
  * documents (EOPNOTSUPP; NULL with errno for constructors). */

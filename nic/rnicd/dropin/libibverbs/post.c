@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Posting: a WR is checked as the NIC would check it (so errors are
  * synchronous), written into the next slot of the ring (proto/wqe.go),
  * the producer index published, and the doorbell written only if the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Private entry points for rnic's drop-in librdmacm.so.1 (version node
  * RNIC_PRIVATE_1, not part of any public ABI): rdma_cm runs through the
  * daemon session of the context that owns the QP (the daemon binds QPs by

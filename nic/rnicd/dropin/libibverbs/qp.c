@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Queue pairs: create, modify, query and destroy are round trips; the
  * send and receive rings (post.c, wr.c) are mapped at creation. */
 #include "rnic.h"

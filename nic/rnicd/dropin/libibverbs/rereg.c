@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ibv_rereg_mr: the MR is re-registered in place by the daemon
  * (REREG_MR_WINDOW) and keeps its lkey and rkey, as on mlx5, so a peer
  * holding the rkey need not be told again. New memory is moved onto the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Internal declarations of rnic's drop-in libibverbs.so.1: the wire of
  * rnicd's control protocol (nic/rnicd/proto), the connection, and the
  * objects behind the public verbs structures. Nothing here is exported:

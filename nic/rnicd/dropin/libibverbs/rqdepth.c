@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The receive queue's depth. A QP's receives wait in two places: the
  * ring the library writes and, once the daemon has taken them, the NIC's
  * own queue; each holds up to max_recv_wr, so the ring's room alone would

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Shared receive queues: a ring like a QP's receive queue (post.c). */
 #include "rnic.h"
 

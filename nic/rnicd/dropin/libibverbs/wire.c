@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The control connection to rnicd: the field codec of message bodies
  * (proto/codec.go), the socket, the daemon's credentials, request/reply
  * round trips and the queue of events that arrive in between. */

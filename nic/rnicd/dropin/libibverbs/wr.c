@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The ibv_wr_* API of struct ibv_qp_ex: wr_start takes the send ring,
  * each ibv_wr_<op> claims the next slot and writes the WQE's header there,
  * the ibv_wr_set_* calls fill in its address, SGEs or inline data, and

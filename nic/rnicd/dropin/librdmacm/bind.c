@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Binding an id to an address: the loopback address and the daemon's
  * port reservations.
  *

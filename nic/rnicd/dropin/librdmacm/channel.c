@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Event channels: the queue of an id's events, its fd (an epoll set of an
  * eventfd written for each queued event and the devices' sockets, so it
  * polls readable when an event may be had, and may be made non-blocking),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Internal declarations of rnic's drop-in librdmacm.so.1: rdma_cm over
  * rnicd's CM ops (nic/rnicd/proto/cm.go), sent on the daemon session of
  * the rnic libibverbs context an id is bound to (the daemon binds QPs by

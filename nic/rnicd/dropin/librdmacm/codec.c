@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The field codec of rnicd's message bodies (proto/codec.go), as far as
  * the CM ops need it: little-endian integers, length-prefixed blobs and
  * addresses as a family byte and 16 bytes. */

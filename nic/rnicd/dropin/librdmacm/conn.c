@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Connections through the daemon's CM: listen (a CM_GET_REQUEST kept in
  * flight per device listened on), accept, reject, connect, disconnect,
  * and the results and disconnects the daemon sends back as events. */

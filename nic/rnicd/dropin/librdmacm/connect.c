@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rdma_connect, rdma_accept, rdma_reject, rdma_disconnect, rdma_establish,
  * rdma_get_request and the waiting of synchronous ids (no channel given:
  * each call returns once its event came, as librdmacm's do). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The devices: every rnic device opened once, on first use, with its
  * address (the IPv4 address of its first IPv4-mapped GID: a RoCEv2 NIC's,
  * after the link-local GID 0 of a NIC on a TAP, or an iWARP NIC's TCP

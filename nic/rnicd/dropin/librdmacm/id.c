@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rdma_cm ids: create/destroy, binding to a device by address, address
  * and route resolution (local: a RoCEv2 NIC of the daemon has the source
  * address; the destination must be reachable from it), listen, migrate,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rdma_getaddrinfo / rdma_freeaddrinfo, rdma_create_ep /
  * rdma_destroy_ep, and what rnicd's CM does not offer: multicast, ECE
  * (EOPNOTSUPP) and rdma_notify (nothing to do: the daemon sends the RTU). */

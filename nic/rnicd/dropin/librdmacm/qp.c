@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* QPs of ids: rdma_create_qp(_ex) on the id's device (a default PD and
  * completion queues made when the caller gives none, as librdmacm does),
  * moved to INIT for the CM to take on; rdma_init_qp_attr; SRQs; and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rsockets (rsocket.h) are not supported by rnic's librdmacm: every call
  * is exported, so programs linked against them load, and fails with
  * ENOSYS. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rdma_event_str, and RNIC_CM_TRACE=1: a line on stderr per listen and per event handed out,
  * for the tests (a server is ready once it listens: no socket shows it)
  * and for whoever debugs a program. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A fuzz driver for the library's decoders of what rnicd sends: message
  * bodies (device and port attributes, ring layouts, address vectors, QP
  * attributes through the field readers, CREATE_CHANNEL's and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A fuzz driver for the library's decoders of what rnicd sends on the CM
  * ops: CM_RESULT (AsyncResult and its bodies: CMRequestInfo, CMConnInfo,
  * CMRejectInfo, CMUDPeerInfo) and CM_DISCONNECTED, for connected and UD ids, fed to the sink with requests of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cm_corners: the corners of librdmacm that the unmodified Debian programs
  * do not reach, checked against the documented semantics (rdma-core 44's

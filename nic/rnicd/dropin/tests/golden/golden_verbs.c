@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The golden bodies of nic/rnicd/proto/testdata/golden, written by the Go
  * encoder, decoded by libibverbs' own decoders: every field must come out
  * as proto/golden_test.go put it in, so the C side and the daemon agree
