@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Completion channels (protocol version 6, proto/chanevents.go): one
+/* Completion channels (proto/chanevents.go): one
  * descriptor per channel, none per CQ, as with the kernel's. The
  * channel's fd is the daemon's eventfd, written when an armed CQ on the
  * channel fires, after it set the CQ's slot in the channel's event set.

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The session's ring chunks (protocol version 5, proto/arena.go): rnicd
+/* The session's ring chunks (proto/arena.go): rnicd
  * places the rings of every QP, SRQ and CQ in a few memfd chunks and sends
  * each chunk's memfd with the first reply that names it. The library maps
  * a chunk once, whole, and keeps it until ibv_close_device; creating an

@@ -61,7 +61,7 @@ static struct rnic_device *device_named(const char *name, const char *sock, uint
 static void read_stat_device(struct rbuf *r, char *name, size_t cap)
 {
 	uint8_t gid[16];
-	char s[65];
+	char s[RNICD_MAX_NAME + 1];
 	uint32_t n;
 	r_str(r, name, cap);
 	r_u8(r), r_u8(r), r_u32(r);
@@ -235,11 +235,12 @@ static int set_transport(struct rnic_context *c, struct rnic_device *d, uint8_t 
 	return 0;
 }
 
-/* open_reply reads OPEN's reply (version 5) into the context. */
+/* open_reply reads OPEN's reply into the context; a reply of another
+ * version is a daemon of another build (it refuses ours first). */
 static int open_reply(struct rnic_context *c, struct rnic_device *d, const struct rnic_reply *rep)
 {
 	struct rbuf r;
-	char name[65];
+	char name[RNICD_MAX_NAME + 1];
 	uint8_t transport, node;
 	uint32_t n;
 	int err;
@@ -250,7 +251,7 @@ static int open_reply(struct rnic_context *c, struct rnic_device *d, const struc
 	r_dev_attr(&r, &c->attr);
 	r_port_attr(&r, &c->port);
 	n = r_u32(&r);
-	if (n > 256)
+	if (n > RNICD_MAX_GIDS)
 		return EPROTO;
 	for (uint32_t i = 0; i < n; i++)
 		r_gid(&r, c->gids[i]);

@@ -151,7 +151,7 @@ int rnic_status_errno(uint32_t st);
 
 /* Device attributes (proto.PutDeviceAttr / PutPortAttr). */
 struct rnic_dev_attr {
-	char fw_ver[64];
+	char fw_ver[RNICD_MAX_NAME + 1];
 	uint64_t node_guid, sys_image_guid, max_mr_size, page_size_cap;
 	uint32_t vendor_id, vendor_part_id, hw_ver;
 	uint64_t max_qp, max_qp_wr;
@@ -225,7 +225,7 @@ struct rnic_context {
 	struct rnic_conn conn;
 	struct rnic_dev_attr attr;
 	struct rnic_port_attr port;
-	uint8_t gids[256][16];
+	uint8_t gids[RNICD_MAX_GIDS][16];
 	unsigned ngids;
 	int iwarp; /* the device's transport is iWARP: its GIDs are no RoCE GIDs */
 	/* the session doorbell (proto/bell.go): summary words, then leaves */
@@ -370,7 +370,7 @@ int rnic_rq_full(uint32_t prod, const uint32_t *done, uint32_t depth);
 void rnic_rq_forget(struct rnic_qp *q);
 
 
-/* A completion channel (protocol version 6, proto/chanevents.go): the
+/* A completion channel (proto/chanevents.go): the
  * daemon's eventfd (the program's channel->fd) and an event set in the
  * session's arena with the doorbell's layout, one slot per CQ on the
  * channel. Fired slots are taken from the set into a queue of the
