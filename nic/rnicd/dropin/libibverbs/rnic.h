@@ -151,7 +151,7 @@ int rnic_status_errno(uint32_t st);
 
 /* Device attributes (proto.PutDeviceAttr / PutPortAttr). */
 struct rnic_dev_attr {
-	char fw_ver[RNICD_MAX_NAME + 1];
+	char fw_ver[64]; /* ibv_device_attr.fw_ver's size: a longer one is cut */
 	uint64_t node_guid, sys_image_guid, max_mr_size, page_size_cap;
 	uint32_t vendor_id, vendor_part_id, hw_ver;
 	uint64_t max_qp, max_qp_wr;
