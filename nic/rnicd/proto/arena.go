@@ -4,7 +4,7 @@
 // ftruncate, seal, mmap or SCM_RIGHTS on either side once its chunk is
 // mapped, and destroying one no munmap.
 //
-// A CREATE_QP, CREATE_SRQ or CREATE_CQ reply names where the object's
+// A CREATE_QP, CREATE_SRQ or CREATE_CQ_ON reply names where the object's
 // rings lie (RingPlace): an offset in a chunk, by chunk id. The first
 // reply naming a chunk carries the chunk's memfd (before any other
 // descriptor of the reply); later ones carry none for it. The client maps

@@ -65,8 +65,8 @@ const (
 	// while CQs are on it.
 	OpDestroyChannel Op = 0x0025
 	// OpCreateCQOn creates a CQ on a channel, or on none (Channel 0)
-	// (CreateCQOnReq); the reply is CREATE_CQ's, with no eventfd: the
-	// CQ's events come through its Slot of the channel's event set.
+	// (CreateCQOnReq); the reply (CreateCQOnReply) carries no eventfd:
+	// the CQ's events come through its Slot of the channel's event set.
 	OpCreateCQOn Op = 0x0026
 )
 
@@ -95,7 +95,7 @@ type CreateCQOnReq struct{ CQE, Channel uint32 }
 func (m *CreateCQOnReq) Encode(w *Writer) { w.U32(m.CQE); w.U32(m.Channel) }
 func (m *CreateCQOnReq) Decode(r *Reader) { m.CQE = r.U32(); m.Channel = r.U32() }
 
-// CreateCQOnReply is CREATE_CQ's reply and the CQ's
+// CreateCQOnReply is the CQ (CreateCQReply) and the CQ's
 // slot in its channel's event set (meaningless without a channel).
 type CreateCQOnReply struct {
 	CreateCQReply

@@ -25,7 +25,7 @@ func FuzzDecodeMessage(f *testing.F) {
 	}
 	f.Add(AppendError(nil, OpOpen, 3, StatusNoDevice, "no such device"), uint8(0))
 	place := RingPlace{Chunk: 1, ChunkLen: ArenaChunkLen, Offset: 8 * ArenaPage}
-	for _, m := range []Message{&CreateQPReply{Place: place}, &CreateSRQReply{Place: place}, &CreateCQReply{Place: place}} {
+	for _, m := range []Message{&CreateQPReply{Place: place}, &CreateSRQReply{Place: place}, &CreateCQOnReply{CreateCQReply: CreateCQReply{Place: place}}} {
 		f.Add(AppendMessage(nil, Header{Op: replyOp(m), Kind: KindReply, Seq: 2}, m), uint8(1))
 	}
 	// Completion channels: the replies as the daemon makes
@@ -67,7 +67,7 @@ func replyOp(m Message) Op {
 	case *CreateSRQReply:
 		return OpCreateSRQ
 	}
-	return OpCreateCQ
+	return OpCreateCQOn
 }
 
 // placeOf returns the arena place of a create reply.

@@ -214,15 +214,9 @@ func (m *RegMRReply) Decode(r *Reader) {
 	m.Len = r.U64()
 }
 
-// CreateCQReq creates a CQ of CQE entries.
-type CreateCQReq struct{ CQE uint32 }
-
-func (m *CreateCQReq) Encode(w *Writer) { w.U32(m.CQE) }
-func (m *CreateCQReq) Decode(r *Reader) { m.CQE = r.U32() }
-
-// CreateCQReply describes the CQ: its ring lies at Place of the session's
-// arena. The chunk's memfd, the first time a reply names the chunk
-// (arena.go), and the notify eventfd come with it, in that order.
+// CreateCQReply describes a CQ: its ring lies at Place of the session's
+// arena; the chunk's memfd comes with the first reply that names the
+// chunk (arena.go). It begins CREATE_CQ_ON's reply (CreateCQOnReply).
 type CreateCQReply struct {
 	CQ    uint32
 	Ring  CQLayout
@@ -420,7 +414,6 @@ var bodies = struct {
 	OpDeallocPD:  {func() Message { return new(Handle) }, func() Message { return new(Empty) }},
 	OpRegMR:      {func() Message { return new(RegMRReq) }, func() Message { return new(RegMRReply) }},
 	OpDeregMR:    {func() Message { return new(Handle) }, func() Message { return new(Empty) }},
-	OpCreateCQ:   {func() Message { return new(CreateCQReq) }, func() Message { return new(CreateCQReply) }},
 	OpDestroyCQ:  {func() Message { return new(Handle) }, func() Message { return new(Empty) }},
 	OpKickCQ:     {func() Message { return new(Handle) }, nil},
 	OpCreateSRQ:  {func() Message { return new(CreateSRQReq) }, func() Message { return new(CreateSRQReply) }},

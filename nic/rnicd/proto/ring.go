@@ -27,7 +27,7 @@
 //	0       daemon  producer: completions written up to here
 //	64      client  consumer: completions polled up to here
 //	128     both    arm: ArmNext or ArmSolicited, set by ReqNotify; the
-//	                daemon clears it when it writes the notify eventfd
+//	                daemon clears it when it fires the CQ's notifier
 //	192     daemon  mover state: MoverSolicited, MoverWantsSpace
 //	256     daemon  flags: FlagOverrun once the CQ overran
 //	512     slots (Slots × WCSlotLen)
@@ -96,7 +96,7 @@ const (
 //rnicd:cheader
 const (
 	ArmNone      = 0
-	ArmNext      = 1 // the next completion fires the notify eventfd
+	ArmNext      = 1 // the next completion fires the CQ's event
 	ArmSolicited = 2 // the next solicited or unsuccessful one does
 )
 

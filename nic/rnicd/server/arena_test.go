@@ -36,9 +36,9 @@ func TestRingArena(t *testing.T) {
 	r := dial(t, d.Socket)
 	r.expect(proto.OpOpen, &proto.OpenReq{Version: proto.Version, Name: "rnic0"}, proto.StatusOK)
 	r.expect(proto.OpAllocPD, &proto.Empty{}, proto.StatusOK)
-	r.expect(proto.OpCreateCQ, &proto.CreateCQReq{CQE: 8}, proto.StatusOK)
-	if r.fds != 2 {
-		t.Errorf("first CREATE_CQ reply with %d descriptors, want 2 (the chunk, notify)", r.fds)
+	r.expect(proto.OpCreateCQOn, &proto.CreateCQOnReq{CQE: 8}, proto.StatusOK)
+	if r.fds != 1 {
+		t.Errorf("first CREATE_CQ_ON reply with %d descriptors, want the chunk's", r.fds)
 	}
 	seen := map[proto.RingPlace]bool{}
 	var qps []proto.CreateQPReply
@@ -86,7 +86,7 @@ func TestRingArenaLimit(t *testing.T) {
 	r := dial(t, d.Socket)
 	r.expect(proto.OpOpen, &proto.OpenReq{Version: proto.Version, Name: "rnic0"}, proto.StatusOK)
 	r.expect(proto.OpAllocPD, &proto.Empty{}, proto.StatusOK)
-	r.expect(proto.OpCreateCQ, &proto.CreateCQReq{CQE: 8}, proto.StatusOK) // one page
+	r.expect(proto.OpCreateCQOn, &proto.CreateCQOnReq{CQE: 8}, proto.StatusOK) // one page
 	// A QP of 4 WRs each way takes a page: the two chunks hold the CQ
 	// and 2·512−1 QPs.
 	n := 2*proto.ArenaChunkLen/proto.ArenaPage - 1
@@ -102,7 +102,7 @@ func TestRingArenaLimit(t *testing.T) {
 	if msg == "" {
 		t.Error("over-limit CREATE_QP refused without a message")
 	}
-	r.expect(proto.OpCreateCQ, &proto.CreateCQReq{CQE: 8}, proto.StatusLimit)
+	r.expect(proto.OpCreateCQOn, &proto.CreateCQOnReq{CQE: 8}, proto.StatusLimit)
 	r.expect(proto.OpDestroyQP, &proto.Handle{H: last.QP}, proto.StatusOK)
 	if again := r.createQP(4); again.Place != last.Place {
 		t.Errorf("after a destroy the QP lands at %+v, want the freed %+v", again.Place, last.Place)

@@ -1,17 +1,11 @@
-// How a CQ's mover tells the client that an armed CQ fired. A CQ made by
-// CREATE_CQ has an eventfd of its own (it goes in the reply). A CQ made
-// by CREATE_CQ_ON (proto/chanevents.go) on a completion channel sets its
-// slot in the channel's event set and writes the channel's one
-// eventfd, and a CQ without a channel has nothing to signal: neither
-// costs a descriptor of its own.
+// How a CQ's mover tells the client that an armed CQ fired. A CQ on a
+// completion channel (proto/chanevents.go) sets its slot in the channel's
+// event set and writes the channel's one eventfd, and a CQ without a
+// channel has nothing to signal: neither costs a descriptor of its own.
 
 package server
 
-import (
-	"golang.org/x/sys/unix"
-
-	"github.com/rnic/rnic/nic/rnicd/proto"
-)
+import "github.com/rnic/rnic/nic/rnicd/proto"
 
 // cqNotifier signals a fired arm; release frees what it holds when the
 // CQ goes.
@@ -19,12 +13,6 @@ type cqNotifier interface {
 	signal()
 	release()
 }
-
-// notifyFD is a CQ's own eventfd (versions 1 to 5).
-type notifyFD int
-
-func (n notifyFD) signal()  { signal(int(n)) }
-func (n notifyFD) release() { unix.Close(int(n)) }
 
 // channelSlot is a CQ's slot in a completion channel's event set: the
 // set bit names the CQ, the channel's eventfd wakes the

@@ -5,8 +5,7 @@
 // ring of a session is a slot of the session's ring arena (arena.go): a
 // few memfd chunks, each sent and mapped once. A CQ's fired arm sets its
 // slot in its completion channel's event set and writes the channel's one
-// eventfd (channel.go, cqnotify.go); a CQ made by CREATE_CQ has its own
-// eventfd instead.
+// eventfd (channel.go, cqnotify.go).
 //
 //	client process                          rnicd
 //	  verbs call ── control message ──────▶ Session ── ibv.Device (nic)

@@ -21,7 +21,7 @@ func queueClient(t *testing.T, d *rnicdtest.Daemon) *raw {
 	r := dial(t, d.Socket)
 	r.expect(proto.OpOpen, &proto.OpenReq{Version: proto.Version, Name: "rnic0"}, proto.StatusOK)
 	r.expect(proto.OpAllocPD, &proto.Empty{}, proto.StatusOK)
-	r.expect(proto.OpCreateCQ, &proto.CreateCQReq{CQE: 64}, proto.StatusOK)
+	r.expect(proto.OpCreateCQOn, &proto.CreateCQOnReq{CQE: 64}, proto.StatusOK)
 	return r
 }
 

@@ -29,13 +29,14 @@ enum rnicd_op {
 	RNICD_OP_DEALLOC_PD = 0x0011,
 	RNICD_OP_REG_MR = 0x0012, /* + the memfd */
 	RNICD_OP_DEREG_MR = 0x0013,
-	RNICD_OP_CREATE_CQ = 0x0014, /* reply + ring memfd, notify eventfd */
+	/* 0x0014 was CREATE_CQ, a CQ with an eventfd of its own: CQs are made by
+	 * OpCreateCQOn (chanevents.go). */
 	RNICD_OP_DESTROY_CQ = 0x0015,
 	/* notice: the CQ's mover should look at its ring header (room made) */
 	RNICD_OP_KICK_CQ = 0x0016,
-	RNICD_OP_CREATE_SRQ = 0x0017, /* reply + ring memfd, doorbell eventfd */
+	RNICD_OP_CREATE_SRQ = 0x0017, /* reply + the ring chunk's memfd, the first time */
 	RNICD_OP_DESTROY_SRQ = 0x0018,
-	RNICD_OP_CREATE_QP = 0x0019, /* reply + ring memfd, doorbell eventfd */
+	RNICD_OP_CREATE_QP = 0x0019, /* reply + the ring chunk's memfd, the first time */
 	RNICD_OP_DESTROY_QP = 0x001a,
 	RNICD_OP_MODIFY_QP = 0x001b,
 	RNICD_OP_QUERY_QP = 0x001c,
@@ -56,8 +57,8 @@ enum rnicd_op {
 	 * CQs are on it. */
 	RNICD_OP_DESTROY_CHANNEL = 0x0025,
 	/* OpCreateCQOn creates a CQ on a channel, or on none (Channel 0)
-	 * (CreateCQOnReq); the reply is CREATE_CQ's, with no eventfd: the CQ's
-	 * events come through its Slot of the channel's event set. */
+	 * (CreateCQOnReq); the reply (CreateCQOnReply) carries no eventfd: the
+	 * CQ's events come through its Slot of the channel's event set. */
 	RNICD_OP_CREATE_CQ_ON = 0x0026,
 	RNICD_OP_REREG_MR_WINDOW = 0x0030,
 	RNICD_OP_RESIZE_CQ = 0x0031,
@@ -247,7 +248,7 @@ enum {
 /* Completion ring arm values. (ring.go) */
 enum {
 	RNICD_ARM_NONE = 0,
-	RNICD_ARM_NEXT = 1, /* the next completion fires the notify eventfd */
+	RNICD_ARM_NEXT = 1, /* the next completion fires the CQ's event */
 	RNICD_ARM_SOLICITED = 2, /* the next solicited or unsuccessful one does */
 };
 

@@ -8,7 +8,7 @@
 // included (go/types evaluates them, iota and expressions alike):
 //
 //   - every constant of type Op, Status or Kind, named after its Go
-//     identifier (OpCreateCQ becomes RNICD_OP_CREATE_CQ);
+//     identifier (OpCreateQP becomes RNICD_OP_CREATE_QP);
 //   - every constant of a const block whose doc comment carries the
 //     directive //rnicd:cheader (ring offsets, slot layouts, sizes,
 //     the version), named the same way (ringSQProd: RNICD_RING_SQ_PROD).
