@@ -71,10 +71,10 @@
 // # One version
 //
 // A client announces Version in OPEN and the daemon refuses any other
-// with StatusVersion, whose message names both versions. The two ship
-// together (rnic exec puts the daemon's own drop-in libraries before a
-// program), so there is no compatibility path: a change of a body, a ring
-// layout or a slot bumps Version.
+// with StatusVersion, whose message names both versions (the C library
+// prints it). rnicd, rnic and the drop-in libraries are built and
+// installed together, so there is no compatibility path: a change of a
+// body, a ring layout or a slot bumps Version.
 //
 // # The C side
 //
@@ -100,14 +100,16 @@
 //     go test ./nic/rnicd/proto -run TestGolden -update.
 //  4. Serve it: server.Register in nic/rnicd/server; call it from
 //     nic/rnicd/client.
-//  5. Run go generate ./nic/rnicd/proto: the op appears in rnicd_proto.h as
-//     RNICD_OP_<NAME>. A new constant the C side needs goes in a const
-//     block marked //rnicd:cheader.
+//  5. Run go generate ./nic/rnicd/proto: the op appears in rnicd_proto.h
+//     named after its Go identifier (OpFooBar: RNICD_OP_FOO_BAR). A new
+//     constant the C side needs goes in a const block marked
+//     //rnicd:cheader.
 //  6. In C, call it with rnic_call/ctx_call (libibverbs) or
 //     rnic_private_cm_call (librdmacm), writing the body with the w_*/c_*
 //     helpers in the order Encode writes it, and reading the reply with
-//     r_*/d_* in Decode's order; add its golden reply to the C golden test
-//     (dropin/tests/golden) if the library decodes it.
+//     r_*/d_* in Decode's order. If the library decodes its reply, check
+//     the golden reply's fields in dropin/tests/golden/golden_verbs.c
+//     (TestCGoldenAndFuzzers runs it; the fuzzers take every golden file).
 //  7. Bump Version if an existing body or layout changed.
 package proto
 
