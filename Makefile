@@ -16,16 +16,16 @@ VERBS_HDRS  := /usr/include/infiniband/verbs.h /usr/include/rdma/rdma_cma.h
 # The drop-in libibverbs.so.1 (nic/rnicd/dropin): C against the system's
 # public verbs headers, the public symbols of rdma-core 44 with their
 # versions, so unmodified programs load it with LD_LIBRARY_PATH=$(LIBDIR)
-# (or rnic exec). Its own Makefile (nic/rnicd/dropin/ibverbs) has the
+# (or rnic exec). Its own Makefile (nic/rnicd/dropin/libibverbs) has the
 # flags. Needs gcc and libibverbs-dev; without them make build says so and
 # builds the Go programs only.
 CC          ?= gcc
 LIBDIR      ?= lib
-DROPIN_LIB  := nic/rnicd/dropin/ibverbs
-DROPIN_CM   := nic/rnicd/dropin/rdmacm
+DROPIN_LIB  := nic/rnicd/dropin/libibverbs
+DROPIN_CM   := nic/rnicd/dropin/librdmacm
 HAVE_CC_VERBS := $(shell command -v $(CC) >/dev/null 2>&1 && [ -e /usr/include/infiniband/verbs.h ] && echo yes)
 
-.PHONY: all build lib lib-asan test test-race test-verbs demo bench bench-go fuzz lint interop conform-lab clean
+.PHONY: all build lib lib-asan lib-clang abi test test-race test-verbs demo bench bench-go fuzz lint interop conform-lab clean
 
 all: build
 
@@ -47,7 +47,7 @@ endif
 # lib: the drop-in library; lib-asan: the same under AddressSanitizer, in
 # $(LIBDIR)/asan (for programs built with -fsanitize=address, or run with
 # LD_PRELOAD of the compiler's libasan.so).
-# librdmacm.so.1 (nic/rnicd/dropin/rdmacm) links to that libibverbs.
+# librdmacm.so.1 (nic/rnicd/dropin/librdmacm) links to that libibverbs.
 lib:
 	@$(MAKE) --no-print-directory -C $(DROPIN_LIB) CC=$(CC) OUT=$(abspath $(LIBDIR))
 	@if [ -e $(DROPIN_CM)/Makefile ] && [ -e /usr/include/rdma/rdma_cma.h ]; then \
@@ -57,6 +57,21 @@ lib-asan:
 	@$(MAKE) --no-print-directory -C $(DROPIN_LIB) CC=$(CC) OUT=$(abspath $(LIBDIR))/asan SAN=1
 	@if [ -e $(DROPIN_CM)/Makefile ] && [ -e /usr/include/rdma/rdma_cma.h ]; then \
 		$(MAKE) --no-print-directory -C $(DROPIN_CM) CC=$(CC) OUT=$(abspath $(LIBDIR))/asan SAN=1; fi
+
+# lib-clang: both libraries built by clang into $(LIBDIR)/clang, with the
+# same -Wall -Wextra -Werror: the C must be clean under both compilers.
+CLANG       ?= clang
+lib-clang:
+	@if ! command -v $(CLANG) >/dev/null 2>&1; then \
+		echo "lib-clang: not built: no $(CLANG) (apt-get install clang)"; \
+	elif [ "$(HAVE_CC_VERBS)" != yes ]; then \
+		echo "lib-clang: not built: apt-get install gcc libibverbs-dev"; \
+	else \
+		$(MAKE) --no-print-directory -C $(DROPIN_LIB) CC=$(CLANG) OUT=$(abspath $(LIBDIR))/clang && \
+		if [ -e /usr/include/rdma/rdma_cma.h ]; then \
+			$(MAKE) --no-print-directory -C $(DROPIN_CM) CC=$(CLANG) OUT=$(abspath $(LIBDIR))/clang; \
+		else echo "lib-clang: librdmacm.so.1 not built: apt-get install librdmacm-dev"; fi; \
+	fi
 
 # The whole test suite: vet, every package's tests, then the engine and
 # transport packages again under the race detector.
@@ -96,7 +111,8 @@ bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # Runs every native fuzz target for FUZZTIME each, then the drop-in
-# library's decoder fuzzer (C, ASan + UBSan) where gcc and the headers are.
+# libraries' decoder fuzzers (C, ASan + UBSan, seeded with the golden
+# bodies of nic/rnicd/proto/testdata/golden) where gcc and the headers are.
 fuzz:
 	@set -e; for pkg in $$($(GO) list ./...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
@@ -106,6 +122,8 @@ fuzz:
 	done
 ifeq ($(HAVE_CC_VERBS),yes)
 	@$(MAKE) --no-print-directory -C $(DROPIN_LIB) fuzz OUT=$(abspath $(LIBDIR))/fuzz
+	@if [ -e /usr/include/rdma/rdma_cma.h ]; then $(MAKE) --no-print-directory -C $(DROPIN_CM) fuzz OUT=$(abspath $(LIBDIR))/fuzz; \
+	else echo "fuzz: librdmacm's decoders not fuzzed: apt-get install librdmacm-dev"; fi
 else
 	@echo "fuzz: the drop-in library's decoders not fuzzed: apt-get install gcc libibverbs-dev"
 endif

@@ -151,8 +151,8 @@ func buildDropin(ctx context.Context, root, dir string) (rnicd, lib string, err 
 	lib = filepath.Join(dir, "lib")
 	// librdmacm.so.1 links to the libibverbs.so.1 built first.
 	for _, l := range []struct{ dir, needs string }{
-		{"nic/rnicd/dropin/ibverbs", "gcc and libibverbs-dev"},
-		{"nic/rnicd/dropin/rdmacm", "gcc and librdmacm-dev"},
+		{"nic/rnicd/dropin/libibverbs", "gcc and libibverbs-dev"},
+		{"nic/rnicd/dropin/librdmacm", "gcc and librdmacm-dev"},
 	} {
 		cmd = exec.CommandContext(ctx, "make", "--no-print-directory", "-C", l.dir, "OUT="+lib)
 		cmd.Dir = root

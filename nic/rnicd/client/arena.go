@@ -1,4 +1,4 @@
-// The session's ring arena (protocol version 5, proto/arena.go): the
+// The session's ring arena (proto/arena.go): the
 // rings of every QP, SRQ and CQ lie in a few chunks the daemon sends once
 // each, mapped here whole until the device is closed. Creating an object
 // whose chunk is mapped maps nothing; destroying one unmaps nothing,

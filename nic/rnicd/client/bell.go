@@ -1,4 +1,4 @@
-// The session doorbell (protocol version 4, proto/bell.go): a post whose
+// The session doorbell (proto/bell.go): a post whose
 // drainer sleeps sets the QP's or SRQ's bit in the session's bitmap and
 // writes the session's one eventfd, so the process holds no descriptor
 // per QP.

@@ -1,4 +1,4 @@
-// The session's completion channel (protocol version 6): every CQ of the
+// The session's completion channel: every CQ of the
 // device holds a slot of one channel's event set, and one goroutine per
 // device turns the channel's eventfd and set into the CQs' Notify, so a
 // CQ costs no descriptor and no goroutine of its own.

@@ -48,8 +48,8 @@ type Device struct {
 	attr  verbs.DeviceAttr
 	port  verbs.PortAttr
 	gids  []netip.Addr
-	bell  *sessionBell // the session doorbell, from version 4
-	arena *arena       // the ring chunks, from version 5
+	bell  *sessionBell // the session doorbell
+	arena *arena       // the ring chunks
 	comp  *cqChannel   // the completion channel of every CQ, from the first (arena.mu)
 
 	wmu sync.Mutex // serialises writes to conn

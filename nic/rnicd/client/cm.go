@@ -99,7 +99,7 @@ func (l *cmListener) Accept(ctx context.Context) (ibv.CMRequest, error) {
 		return nil, err
 	}
 	closeFDs(fds)
-	info := proto.CMRequestInfo{Version: proto.Version}
+	info := proto.CMRequestInfo{}
 	err, ctxErr := p.wait(ctx, proto.OpCMCancel, &info)
 	if err != nil {
 		return nil, err

@@ -72,7 +72,7 @@ func (d *Device) CreateCQ(cqe int) (ibv.CQ, error) {
 	return c, nil
 }
 
-// setup finds the ring of a CREATE_CQ reply in the arena, mapping its
+// setup finds the ring of a CREATE_CQ_ON reply in the arena, mapping its
 // chunk if the reply brings it; its events come through the channel.
 // The caller holds d.arena.mu.
 func (c *CQ) setup(rep *proto.CreateCQReply, fds []int) error {

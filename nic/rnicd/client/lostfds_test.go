@@ -25,7 +25,7 @@ func fakeDaemon(t *testing.T, answer func(h proto.Header) []byte) string {
 }
 
 // sendOpenReply answers OPEN with a session doorbell (its memory and
-// eventfd, as a version 4 daemon sends them).
+// eventfd, as the daemon sends them).
 func sendOpenReply(c *net.UnixConn, rh proto.Header) error {
 	mem, err := memory.NewShared(proto.BellAreaLen)
 	if err != nil {

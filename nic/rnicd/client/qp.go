@@ -65,7 +65,7 @@ func (d *Device) CreateQP(pd ibv.PD, init ibv.QPInit) (ibv.QP, error) {
 		}
 		srq, req.SRQ = s, s.h
 	}
-	rep := proto.CreateQPReply{Version: proto.Version}
+	rep := proto.CreateQPReply{}
 	d.arena.mu.Lock()
 	fds, err := d.call(proto.OpCreateQP, req, nil, &rep)
 	if err != nil {

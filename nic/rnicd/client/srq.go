@@ -41,7 +41,7 @@ func (d *Device) CreateSRQ(pd ibv.PD, maxWR, maxSGE int) (ibv.SRQ, error) {
 	if maxWR <= 0 || maxSGE <= 0 || maxWR > proto.MaxRingSlots || maxSGE > proto.MaxSlotSize {
 		return nil, fmt.Errorf("rnicd: create SRQ of %d WRs of %d SGEs: %w", maxWR, maxSGE, verbs.ErrInvalid)
 	}
-	rep := proto.CreateSRQReply{Version: proto.Version}
+	rep := proto.CreateSRQReply{}
 	d.arena.mu.Lock()
 	fds, err := d.call(proto.OpCreateSRQ, &proto.CreateSRQReq{PD: p.h, MaxWR: uint32(maxWR), MaxSGE: uint32(maxSGE)}, nil, &rep)
 	if err != nil {

@@ -1,10 +1,10 @@
-// The ring arena (version 5): a session's work and completion rings lie
+// The ring arena: a session's work and completion rings lie
 // in a few large memfd-backed chunks the daemon owns, instead of one memfd
 // per QP, SRQ and CQ, so creating an object costs no memfd_create,
 // ftruncate, seal, mmap or SCM_RIGHTS on either side once its chunk is
 // mapped, and destroying one no munmap.
 //
-// A CREATE_QP, CREATE_SRQ or CREATE_CQ reply names where the object's
+// A CREATE_QP, CREATE_SRQ or CREATE_CQ_ON reply names where the object's
 // rings lie (RingPlace): an offset in a chunk, by chunk id. The first
 // reply naming a chunk carries the chunk's memfd (before any other
 // descriptor of the reply); later ones carry none for it. The client maps
@@ -32,9 +32,6 @@ package proto
 
 import "fmt"
 
-// VersionRingArena is the first version with the ring arena.
-const VersionRingArena = 5
-
 // OpRingChunk asks for the memfd of a ring chunk (Handle: the chunk id);
 // the reply carries it.
 const OpRingChunk Op = 0x0023
@@ -45,6 +42,8 @@ func init() {
 }
 
 // Arena geometry.
+//
+//rnicd:cheader
 const (
 	// ArenaPage is the alignment of every slot (and so of every ring).
 	ArenaPage = 4096
@@ -99,37 +98,4 @@ func (p RingPlace) Check(size uint64) error {
 		return fmt.Errorf("%w: %d bytes of rings at %d of a %d-byte chunk", ErrMalformed, size, p.Offset, p.ChunkLen)
 	}
 	return nil
-}
-
-// Versioned is a body whose layout depends on the session's protocol
-// version, which is not sent with it: the receiver sets it before Decode.
-type Versioned interface {
-	Message
-	SetVersion(v uint32)
-}
-
-func (m *CMRequestInfo) SetVersion(v uint32)  { m.Version = v }
-func (m *CreateCQReply) SetVersion(v uint32)  { m.Version = v }
-func (m *CreateSRQReply) SetVersion(v uint32) { m.Version = v }
-func (m *CreateQPReply) SetVersion(v uint32)  { m.Version = v }
-
-// DecodeBodyVersion is DecodeBody for a session of protocol version v.
-func DecodeBodyVersion(h Header, body []byte, v uint32) (Message, error) {
-	if h.Kind != KindReply || h.Status != StatusOK {
-		return DecodeBody(h, body)
-	}
-	b, ok := BodiesOf(h.Op)
-	if !ok || b.Reply == nil {
-		return DecodeBody(h, body)
-	}
-	m := b.Reply()
-	if vm, ok := m.(Versioned); ok {
-		vm.SetVersion(v)
-	}
-	r := NewReader(body)
-	m.Decode(r)
-	if err := r.Done(); err != nil {
-		return nil, fmt.Errorf("%v %v: %w", h.Op, h.Kind, err)
-	}
-	return m, nil
 }

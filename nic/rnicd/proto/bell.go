@@ -1,4 +1,4 @@
-// The session doorbell (version 4): one eventfd and one small shared
+// The session doorbell: one eventfd and one small shared
 // memory area per session, instead of an eventfd per QP and SRQ, so the
 // descriptors of a session do not grow with its objects (a daemon serving
 // 10,000 QPs would otherwise need 10,000 descriptors, and a C program as
@@ -32,14 +32,13 @@ import (
 	"unsafe"
 )
 
-// VersionSessionBell is the first version with the session doorbell.
-const VersionSessionBell = 4
-
 // Session doorbell geometry.
+//
+//rnicd:cheader
 const (
 	BellSummaryWords = 16
 	BellLeafWords    = BellSummaryWords * 64
-	// MaxBells is how many QPs and SRQs a version 4 session may hold.
+	// MaxBells is how many QPs and SRQs a session may hold.
 	MaxBells = BellLeafWords * 64
 	// BellAreaLen is the size of the session doorbell memory.
 	BellAreaLen = (BellSummaryWords + BellLeafWords) * 8

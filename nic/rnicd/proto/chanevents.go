@@ -1,4 +1,4 @@
-// Completion channels (version 6): completion events are
+// Completion channels: completion events are
 // signalled per completion channel, not per CQ, so that a CQ costs no
 // descriptor of its own on either side (real libibverbs costs one per
 // ibv_create_comp_channel and none per CQ; one eventfd per CQ made a C
@@ -23,10 +23,9 @@
 
 package proto
 
-// VersionCompChannel is the first version with completion channels.
-const VersionCompChannel = 6
-
 // Channel event set geometry: the doorbell's.
+//
+//rnicd:cheader
 const (
 	// MaxChannelCQs is how many CQs one completion channel may hold.
 	MaxChannelCQs = MaxBells
@@ -55,7 +54,7 @@ func (e *ChannelEvents) Fire(i uint32) bool { return e.set.Ring(i) }
 // after reading the channel's eventfd).
 func (e *ChannelEvents) Take(f func(i uint32)) { e.set.Take(f) }
 
-// Completion channel ops (version 6).
+// Completion channel ops.
 const (
 	// OpCreateChannel creates a completion channel (Empty). The reply
 	// (CreateChannelReply) carries the place of its event set in the
@@ -66,8 +65,8 @@ const (
 	// while CQs are on it.
 	OpDestroyChannel Op = 0x0025
 	// OpCreateCQOn creates a CQ on a channel, or on none (Channel 0)
-	// (CreateCQOnReq); the reply is CREATE_CQ's, with no eventfd: the
-	// CQ's events come through its Slot of the channel's event set.
+	// (CreateCQOnReq); the reply (CreateCQOnReply) carries no eventfd:
+	// the CQ's events come through its Slot of the channel's event set.
 	OpCreateCQOn Op = 0x0026
 )
 
@@ -96,7 +95,7 @@ type CreateCQOnReq struct{ CQE, Channel uint32 }
 func (m *CreateCQOnReq) Encode(w *Writer) { w.U32(m.CQE); w.U32(m.Channel) }
 func (m *CreateCQOnReq) Decode(r *Reader) { m.CQE = r.U32(); m.Channel = r.U32() }
 
-// CreateCQOnReply is CREATE_CQ's reply (version 5 and on) and the CQ's
+// CreateCQOnReply is the CQ (CreateCQReply) and the CQ's
 // slot in its channel's event set (meaningless without a channel).
 type CreateCQOnReply struct {
 	CreateCQReply
@@ -104,13 +103,11 @@ type CreateCQOnReply struct {
 }
 
 func (m *CreateCQOnReply) Encode(w *Writer) {
-	m.Version = VersionCompChannel
 	m.CreateCQReply.Encode(w)
 	w.U32(m.Slot)
 }
 
 func (m *CreateCQOnReply) Decode(r *Reader) {
-	m.Version = VersionCompChannel
 	m.CreateCQReply.Decode(r)
 	m.Slot = r.U32()
 }

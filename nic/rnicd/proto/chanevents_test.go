@@ -71,7 +71,7 @@ func TestChannelEventsRefuseShortArea(t *testing.T) {
 	}
 }
 
-// The version 6 bodies decode to what was encoded, through the op's
+// The completion channel bodies decode to what was encoded, through the op's
 // registered bodies, and a CQ-on-channel reply keeps the arena place.
 func TestChannelMessagesRoundTrip(t *testing.T) {
 	place := RingPlace{Chunk: 2, ChunkLen: ArenaChunkLen, Offset: 3 * ArenaPage}
@@ -90,7 +90,7 @@ func TestChannelMessagesRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", c.op, err)
 		}
-		got, err := DecodeBodyVersion(h, body, VersionCompChannel)
+		got, err := DecodeBody(h, body)
 		if err != nil {
 			t.Fatalf("%v %v: %v", c.op, c.kind, err)
 		}

@@ -49,6 +49,8 @@ const (
 
 // MaxPrivateData bounds private data (a REP's 196 bytes are the most
 // rdma_cm carries).
+//
+//rnicd:cheader
 const MaxPrivateData = 196
 
 func init() {
@@ -98,13 +100,11 @@ type CMGetRequestReq struct {
 func (m *CMGetRequestReq) Encode(w *Writer) { w.U32(m.Token); w.U32(m.Listener) }
 func (m *CMGetRequestReq) Decode(r *Reader) { m.Token = r.U32(); m.Listener = r.U32() }
 
-// CMRequestInfo is a connection request: CM_GET_REQUEST's result. From
-// VersionConnParam on it ends with the request's connection parameters
-// from the listener's side (ibv.CMRequest.Param): responder resources,
-// initiator depth, retry count, RNR retry count, a byte each. Version is
-// the session's, not sent: it says whether they are.
+// CMRequestInfo is a connection request: CM_GET_REQUEST's result. It ends
+// with the request's connection parameters from the listener's side
+// (ibv.CMRequest.Param): responder resources, initiator depth, retry
+// count, RNR retry count, a byte each.
 type CMRequestInfo struct {
-	Version       uint32
 	Request       uint32
 	PrivateData   []byte
 	Local, Remote netip.AddrPort
@@ -116,13 +116,11 @@ func (m *CMRequestInfo) Encode(w *Writer) {
 	w.Blob(m.PrivateData)
 	w.AddrPort(m.Local)
 	w.AddrPort(m.Remote)
-	if m.Version >= VersionConnParam {
-		p := &m.Param
-		w.U8(p.ResponderResources)
-		w.U8(p.InitiatorDepth)
-		w.U8(p.RetryCount)
-		w.U8(p.RNRRetryCount)
-	}
+	p := &m.Param
+	w.U8(p.ResponderResources)
+	w.U8(p.InitiatorDepth)
+	w.U8(p.RetryCount)
+	w.U8(p.RNRRetryCount)
 }
 
 func (m *CMRequestInfo) Decode(r *Reader) {
@@ -130,13 +128,11 @@ func (m *CMRequestInfo) Decode(r *Reader) {
 	m.PrivateData = r.Blob(MaxPrivateData)
 	m.Local = r.AddrPort()
 	m.Remote = r.AddrPort()
-	if m.Version >= VersionConnParam {
-		p := &m.Param
-		p.ResponderResources = r.U8()
-		p.InitiatorDepth = r.U8()
-		p.RetryCount = r.U8()
-		p.RNRRetryCount = r.U8()
-	}
+	p := &m.Param
+	p.ResponderResources = r.U8()
+	p.InitiatorDepth = r.U8()
+	p.RetryCount = r.U8()
+	p.RNRRetryCount = r.U8()
 }
 
 // CMRejectReq refuses a request.
@@ -268,6 +264,8 @@ func (m *CMDisconnectReq) Decode(r *Reader) { m.Token = r.U32(); m.Conn = r.U32(
 
 // MaxRejectPrivateData bounds a REJ's private data (IBTA 12.6.7: 148
 // bytes).
+//
+//rnicd:cheader
 const MaxRejectPrivateData = 148
 
 // CMRejectInfo is the body of a CM_CONNECT result with StatusRejected:

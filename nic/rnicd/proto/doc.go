@@ -49,11 +49,11 @@
 //
 // # Data plane
 //
-// The daemon creates every ring and both sides map it: before version 5 a
-// sealed memfd per ring, sized by the daemon; from version 5 (the ring
-// arena, arena.go) a slot of one of the session's ring chunks, 2 MiB
-// memfds each mapped once per side and kept for the session, so creating
-// or destroying a QP, SRQ or CQ maps and unmaps nothing. Producer and consumer indices are free-running uint32s on
+// The daemon creates every ring and both sides map it: a slot of one of
+// the session's ring chunks (the ring arena, arena.go), 2 MiB memfds each
+// mapped once per side and kept for the session, so creating or
+// destroying a QP, SRQ or CQ maps and unmaps nothing. Producer and
+// consumer indices are free-running uint32s on
 // separate cache lines, accessed with sync/atomic; a slot is index & (slots
 // − 1). Each side keeps its own copy of the index it owns and never reads
 // it back from the shared page, so a peer scribbling on the header can
@@ -61,22 +61,56 @@
 // the slots.
 //
 // Descriptors are per session, not per QP: each side closes a ring's
-// memfd once it has mapped it (from version 5 the daemon keeps one per
-// 2 MiB chunk, for a client that missed it), and (from version 4) a client wakes the
+// memfd once it has mapped it (the daemon keeps one per 2 MiB chunk, for
+// a client that missed it), and a client wakes the
 // drainers of all its QPs and SRQs through one session doorbell, an
 // eventfd and a bitmap that OPEN's reply carries (bell.go). A session of
 // 10,000 QPs holds no more descriptors than one of a single QP (but for
 // the daemon's one per ring chunk).
 //
-// # Versions
+// # One version
 //
-// A client announces its version in OPEN; the daemon serves every version
-// from MinVersion to Version in the client's layout (messages.go): 2 adds
-// the transport to OPEN's reply, 3 the connection parameters to
-// CMRequestInfo, 4 the session doorbell (bell.go), 5 the ring arena
-// (arena.go). 6 completion channels
-// (chanevents.go: CREATE_CHANNEL, CREATE_CQ_ON; a CQ's events come
-// through its slot of its channel's event set, with no eventfd of its
-// own; CREATE_CQ is served as in version 5). Bodies whose layout depends on the session's version and
-// do not carry it implement Versioned.
+// A client announces Version in OPEN and the daemon refuses any other
+// with StatusVersion, whose message names both versions (the C library
+// prints it). rnicd, rnic and the drop-in libraries are built and
+// installed together, so there is no compatibility path: a change of a
+// body, a ring layout or a slot bumps Version.
+//
+// # The C side
+//
+// The drop-in libraries (nic/rnicd/dropin) speak this protocol in C. They
+// take every number from one generated header,
+// dropin/include/rnicd_proto.h: ops, statuses and kinds by name, and each
+// const block marked //rnicd:cheader (sizes, the version, ring header
+// offsets, WQE and completion slot fields, bell and arena geometry).
+// go generate in this package writes it (internal/cheader); a test there
+// fails while the checked-in header is stale. Bodies are written and read
+// field by field in C as in Go (the codec in rn_codec.h); golden bodies
+// written by the Go encoder (testdata/golden) are decoded by the Go tests
+// and by a C test and fuzzers of the libraries.
+//
+// # Adding an op
+//
+//  1. Number it in its concern's range (op.go), in the file of its concern,
+//     and name it with NameOp in that file's init.
+//  2. Define its request and reply bodies (Encode and Decode reading every
+//     field) and declare them with RegisterBodies: the fuzz target and the
+//     round-trip tests then cover them.
+//  3. Add a golden body (golden_test.go's table) and run
+//     go test ./nic/rnicd/proto -run TestGolden -update.
+//  4. Serve it: server.Register in nic/rnicd/server; call it from
+//     nic/rnicd/client.
+//  5. Run go generate ./nic/rnicd/proto: the op appears in rnicd_proto.h
+//     named after its Go identifier (OpFooBar: RNICD_OP_FOO_BAR). A new
+//     constant the C side needs goes in a const block marked
+//     //rnicd:cheader.
+//  6. In C, call it with rnic_call/ctx_call (libibverbs) or
+//     rnic_private_cm_call (librdmacm), writing the body with the w_*/c_*
+//     helpers in the order Encode writes it, and reading the reply with
+//     r_*/d_* in Decode's order. If the library decodes its reply, check
+//     the golden reply's fields in dropin/tests/golden/golden_verbs.c
+//     (TestCGoldenAndFuzzers runs it; the fuzzers take every golden file).
+//  7. Bump Version if an existing body or layout changed.
 package proto
+
+//go:generate go run ./internal/cheader -o ../dropin/include/rnicd_proto.h

@@ -25,11 +25,10 @@ func FuzzDecodeMessage(f *testing.F) {
 	}
 	f.Add(AppendError(nil, OpOpen, 3, StatusNoDevice, "no such device"), uint8(0))
 	place := RingPlace{Chunk: 1, ChunkLen: ArenaChunkLen, Offset: 8 * ArenaPage}
-	for _, m := range []Versioned{&CreateQPReply{Place: place}, &CreateSRQReply{Place: place}, &CreateCQReply{Place: place}} {
-		m.SetVersion(Version)
+	for _, m := range []Message{&CreateQPReply{Place: place}, &CreateSRQReply{Place: place}, &CreateCQOnReply{CreateCQReply: CreateCQReply{Place: place}}} {
 		f.Add(AppendMessage(nil, Header{Op: replyOp(m), Kind: KindReply, Seq: 2}, m), uint8(1))
 	}
-	// Completion channels (version 6): the replies as the daemon makes
+	// Completion channels: the replies as the daemon makes
 	// them, a CQ request on a channel.
 	f.Add(AppendMessage(nil, Header{Op: OpCreateChannel, Kind: KindReply, Seq: 3},
 		&CreateChannelReply{Channel: 7, Place: place}), uint8(2))
@@ -46,25 +45,21 @@ func FuzzDecodeMessage(f *testing.F) {
 		if err != nil {
 			return
 		}
-		// Bodies whose layout is the session's version's decode as
-		// the oldest and as the newest version.
-		for _, v := range []uint32{MinVersion, Version} {
-			m, err := DecodeBodyVersion(h, body, v)
-			if err != nil || m == nil {
-				continue
-			}
-			again := AppendMessage(nil, h, m)
-			if !bytes.Equal(again[HeaderLen:], body) {
-				t.Fatalf("%v %v version %d: body % x re-encodes as % x", h.Op, h.Kind, v, body, again[HeaderLen:])
-			}
-			if p, ok := placeOf(m); ok && v >= VersionRingArena && p.Check(0) == nil && p.Offset > p.ChunkLen {
-				t.Fatalf("%v: place %+v passes its check outside its chunk", h.Op, p)
-			}
+		m, err := DecodeBody(h, body)
+		if err != nil || m == nil {
+			return
+		}
+		again := AppendMessage(nil, h, m)
+		if !bytes.Equal(again[HeaderLen:], body) {
+			t.Fatalf("%v %v: body % x re-encodes as % x", h.Op, h.Kind, body, again[HeaderLen:])
+		}
+		if p, ok := placeOf(m); ok && p.Check(0) == nil && p.Offset > p.ChunkLen {
+			t.Fatalf("%v: place %+v passes its check outside its chunk", h.Op, p)
 		}
 	})
 }
 
-// replyOp is the op whose reply m is (the arena's versioned replies).
+// replyOp is the op whose reply m is (a create reply naming a place).
 func replyOp(m Message) Op {
 	switch m.(type) {
 	case *CreateQPReply:
@@ -72,7 +67,7 @@ func replyOp(m Message) Op {
 	case *CreateSRQReply:
 		return OpCreateSRQ
 	}
-	return OpCreateCQ
+	return OpCreateCQOn
 }
 
 // placeOf returns the arena place of a create reply.

@@ -8,6 +8,8 @@ import (
 )
 
 // Sizes and bounds of control messages.
+//
+//rnicd:cheader
 const (
 	HeaderLen = 16
 	// MaxMessage is the largest message, header included; a bigger one
@@ -20,6 +22,18 @@ const (
 	MaxErrorLen = 1024
 	// MaxName bounds names (devices, counters).
 	MaxName = 64
+)
+
+// Header fields: byte offsets in the header (the diagram in doc.go).
+//
+//rnicd:cheader
+const (
+	hdrOp      = 0  // u16
+	hdrKind    = 2  // u8
+	hdrNFDs    = 3  // u8
+	hdrSeq     = 4  // u32
+	hdrStatus  = 8  // u32
+	hdrBodyLen = 12 // u32
 )
 
 // Kind says what a message is.
@@ -68,11 +82,11 @@ func (h *Header) Append(b []byte) []byte {
 
 // Put writes the header into b[:HeaderLen].
 func (h *Header) Put(b []byte) {
-	binary.LittleEndian.PutUint16(b[0:], uint16(h.Op))
-	b[2], b[3] = byte(h.Kind), h.NFDs
-	binary.LittleEndian.PutUint32(b[4:], h.Seq)
-	binary.LittleEndian.PutUint32(b[8:], uint32(h.Status))
-	binary.LittleEndian.PutUint32(b[12:], h.BodyLen)
+	binary.LittleEndian.PutUint16(b[hdrOp:], uint16(h.Op))
+	b[hdrKind], b[hdrNFDs] = byte(h.Kind), h.NFDs
+	binary.LittleEndian.PutUint32(b[hdrSeq:], h.Seq)
+	binary.LittleEndian.PutUint32(b[hdrStatus:], uint32(h.Status))
+	binary.LittleEndian.PutUint32(b[hdrBodyLen:], h.BodyLen)
 }
 
 // DecodeMessage splits a received message into its header and body,
@@ -87,15 +101,15 @@ func DecodeMessage(msg []byte, nfds int) (Header, []byte, error) {
 	if len(msg) > MaxMessage {
 		return h, nil, fmt.Errorf("%w: %d-byte message, at most %d", ErrMalformed, len(msg), MaxMessage)
 	}
-	h.Op = Op(binary.LittleEndian.Uint16(msg[0:]))
-	h.Kind = Kind(msg[2])
-	h.NFDs = msg[3]
-	h.Seq = binary.LittleEndian.Uint32(msg[4:])
-	h.Status = Status(binary.LittleEndian.Uint32(msg[8:]))
-	h.BodyLen = binary.LittleEndian.Uint32(msg[12:])
+	h.Op = Op(binary.LittleEndian.Uint16(msg[hdrOp:]))
+	h.Kind = Kind(msg[hdrKind])
+	h.NFDs = msg[hdrNFDs]
+	h.Seq = binary.LittleEndian.Uint32(msg[hdrSeq:])
+	h.Status = Status(binary.LittleEndian.Uint32(msg[hdrStatus:]))
+	h.BodyLen = binary.LittleEndian.Uint32(msg[hdrBodyLen:])
 	switch {
 	case h.Kind < KindRequest || h.Kind > KindNotice:
-		return h, nil, fmt.Errorf("%w: kind %d", ErrMalformed, msg[2])
+		return h, nil, fmt.Errorf("%w: kind %d", ErrMalformed, msg[hdrKind])
 	case int64(h.BodyLen) != int64(len(msg)-HeaderLen):
 		return h, nil, fmt.Errorf("%w: body length %d, message carries %d", ErrMalformed, h.BodyLen, len(msg)-HeaderLen)
 	case h.NFDs > MaxFDs:

@@ -12,35 +12,23 @@ import (
 	"github.com/rnic/rnic/nic/verbs"
 )
 
-// Version is the newest protocol version, the one a client announces in
-// OpOpen; the daemon answers in the client's version, from MinVersion on.
-// Version 2 adds the device's transport and node type to OpenReply (an
-// iWARP NIC is an RNIC on iWARP transport); version 1 clients get the
-// reply without them. Version 3 adds the request's connection parameters
-// to CMRequestInfo. Version 4 adds the session doorbell (bell.go):
-// OpenReply carries its memory and eventfd, a work ring names its bit, and
-// CREATE_QP and CREATE_SRQ replies carry the ring memory alone, with no
-// doorbell eventfd per object. Version 5 adds the ring arena (arena.go):
-// CREATE_QP, CREATE_SRQ and CREATE_CQ replies name a place in the
-// session's ring chunks and carry a chunk's memfd only the first time.
+// The protocol version a client announces in OpOpen. The daemon speaks
+// this one version only and refuses a client of any other (StatusVersion):
+// client and daemon ship together, so a change of any layout here, in the
+// rings or in the C header bumps it, and nothing keeps the old layout.
+//
+//rnicd:cheader
+const Version = 6
+
+// Bounds of OpOpen's and OpCounters' replies.
+//
+//rnicd:cheader
 const (
-	Version    = 6
-	MinVersion = 1
+	// MaxGIDs bounds the GID table sent with OpOpen.
+	MaxGIDs = 256
+	// MaxCounters bounds the counter list of OpCounters.
+	MaxCounters = 512
 )
-
-// VersionTransport is the first version whose OpenReply carries the
-// transport.
-const VersionTransport = 2
-
-// VersionConnParam is the first version whose CMRequestInfo carries the
-// request's connection parameters.
-const VersionConnParam = 3
-
-// MaxGIDs bounds the GID table sent with OpOpen.
-const MaxGIDs = 256
-
-// MaxCounters bounds the counter list of OpCounters.
-const MaxCounters = 512
 
 // Message is a message body.
 type Message interface {
@@ -88,10 +76,8 @@ func (m *OpenReply) Encode(w *Writer) {
 	for _, g := range m.GIDs {
 		w.Addr(g)
 	}
-	if m.Version >= VersionTransport {
-		w.U8(uint8(m.Attr.Transport))
-		w.U8(uint8(m.Attr.NodeType))
-	}
+	w.U8(uint8(m.Attr.Transport))
+	w.U8(uint8(m.Attr.NodeType))
 }
 
 func (m *OpenReply) Decode(r *Reader) {
@@ -108,10 +94,8 @@ func (m *OpenReply) Decode(r *Reader) {
 	for range n {
 		m.GIDs = append(m.GIDs, r.Addr())
 	}
-	if m.Version >= VersionTransport {
-		m.Attr.Transport = verbs.Transport(r.U8())
-		m.Attr.NodeType = verbs.NodeType(r.U8())
-	}
+	m.Attr.Transport = verbs.Transport(r.U8())
+	m.Attr.NodeType = verbs.NodeType(r.U8())
 }
 
 // QueryPortReq asks for a port's attributes.
@@ -229,37 +213,25 @@ func (m *RegMRReply) Decode(r *Reader) {
 	m.Len = r.U64()
 }
 
-// CreateCQReq creates a CQ of CQE entries.
-type CreateCQReq struct{ CQE uint32 }
-
-func (m *CreateCQReq) Encode(w *Writer) { w.U32(m.CQE) }
-func (m *CreateCQReq) Decode(r *Reader) { m.CQE = r.U32() }
-
-// CreateCQReply describes the CQ; the ring memfd and the notify eventfd
-// come with it, in that order. From VersionRingArena on the ring lies at
-// Place of the session's arena, and the memfd is the chunk's, sent only
-// the first time (arena.go). Version is the session's, not sent.
+// CreateCQReply describes a CQ: its ring lies at Place of the session's
+// arena; the chunk's memfd comes with the first reply that names the
+// chunk (arena.go). It begins CREATE_CQ_ON's reply (CreateCQOnReply).
 type CreateCQReply struct {
-	Version uint32
-	CQ      uint32
-	Ring    CQLayout
-	Place   RingPlace
+	CQ    uint32
+	Ring  CQLayout
+	Place RingPlace
 }
 
 func (m *CreateCQReply) Encode(w *Writer) {
 	w.U32(m.CQ)
 	m.Ring.Encode(w)
-	if m.Version >= VersionRingArena {
-		m.Place.Encode(w)
-	}
+	m.Place.Encode(w)
 }
 
 func (m *CreateCQReply) Decode(r *Reader) {
 	m.CQ = r.U32()
 	m.Ring.Decode(r)
-	if m.Version >= VersionRingArena {
-		m.Place.Decode(r)
-	}
+	m.Place.Decode(r)
 }
 
 // CreateSRQReq creates an SRQ.
@@ -268,30 +240,25 @@ type CreateSRQReq struct{ PD, MaxWR, MaxSGE uint32 }
 func (m *CreateSRQReq) Encode(w *Writer) { w.U32(m.PD); w.U32(m.MaxWR); w.U32(m.MaxSGE) }
 func (m *CreateSRQReq) Decode(r *Reader) { m.PD = r.U32(); m.MaxWR = r.U32(); m.MaxSGE = r.U32() }
 
-// CreateSRQReply describes the SRQ; the ring memfd (and before version 4
-// the doorbell eventfd) come with it. From VersionRingArena on the ring
-// lies at Place of the session's arena (as CreateCQReply's).
+// CreateSRQReply describes the SRQ: its ring lies at Place of the
+// session's arena (the chunk's memfd comes with it as with
+// CreateCQReply); the drainer is woken through the session doorbell.
 type CreateSRQReply struct {
-	Version uint32
-	SRQ     uint32
-	Ring    RingLayout
-	Place   RingPlace
+	SRQ   uint32
+	Ring  RingLayout
+	Place RingPlace
 }
 
 func (m *CreateSRQReply) Encode(w *Writer) {
 	w.U32(m.SRQ)
 	m.Ring.Encode(w)
-	if m.Version >= VersionRingArena {
-		m.Place.Encode(w)
-	}
+	m.Place.Encode(w)
 }
 
 func (m *CreateSRQReply) Decode(r *Reader) {
 	m.SRQ = r.U32()
 	m.Ring.Decode(r)
-	if m.Version >= VersionRingArena {
-		m.Place.Decode(r)
-	}
+	m.Place.Decode(r)
 }
 
 // CreateQPReq creates a QP; SRQ is 0 for none.
@@ -322,11 +289,9 @@ func (m *CreateQPReq) Decode(r *Reader) {
 	GetQPCap(r, &m.Cap)
 }
 
-// CreateQPReply describes the QP; the ring memfd (and before version 4
-// the doorbell eventfd) come with it. From VersionRingArena on the rings
-// lie at Place of the session's arena (as CreateCQReply's).
+// CreateQPReply describes the QP: its rings lie at Place of the
+// session's arena (as CreateSRQReply's).
 type CreateQPReply struct {
-	Version uint32
 	QP, QPN uint32
 	Cap     verbs.QPCap
 	Ring    RingLayout
@@ -338,9 +303,7 @@ func (m *CreateQPReply) Encode(w *Writer) {
 	w.U32(m.QPN)
 	PutQPCap(w, &m.Cap)
 	m.Ring.Encode(w)
-	if m.Version >= VersionRingArena {
-		m.Place.Encode(w)
-	}
+	m.Place.Encode(w)
 }
 
 func (m *CreateQPReply) Decode(r *Reader) {
@@ -348,9 +311,7 @@ func (m *CreateQPReply) Decode(r *Reader) {
 	m.QPN = r.U32()
 	GetQPCap(r, &m.Cap)
 	m.Ring.Decode(r)
-	if m.Version >= VersionRingArena {
-		m.Place.Decode(r)
-	}
+	m.Place.Decode(r)
 }
 
 // ModifyQPReq modifies a QP.
@@ -452,7 +413,6 @@ var bodies = struct {
 	OpDeallocPD:  {func() Message { return new(Handle) }, func() Message { return new(Empty) }},
 	OpRegMR:      {func() Message { return new(RegMRReq) }, func() Message { return new(RegMRReply) }},
 	OpDeregMR:    {func() Message { return new(Handle) }, func() Message { return new(Empty) }},
-	OpCreateCQ:   {func() Message { return new(CreateCQReq) }, func() Message { return new(CreateCQReply) }},
 	OpDestroyCQ:  {func() Message { return new(Handle) }, func() Message { return new(Empty) }},
 	OpKickCQ:     {func() Message { return new(Handle) }, nil},
 	OpCreateSRQ:  {func() Message { return new(CreateSRQReq) }, func() Message { return new(CreateSRQReply) }},
@@ -541,7 +501,7 @@ func AppendMessage(b []byte, h Header, body Message) []byte {
 		body.Encode(&w)
 	}
 	b = w.b
-	le.PutUint32(b[start+12:], uint32(len(b)-start-HeaderLen))
+	le.PutUint32(b[start+hdrBodyLen:], uint32(len(b)-start-HeaderLen))
 	return b
 }
 
@@ -557,6 +517,6 @@ func AppendError(b []byte, op Op, seq uint32, st Status, msg string) []byte {
 	w := Writer{b: b}
 	w.String(msg)
 	b = w.b
-	le.PutUint32(b[start+12:], uint32(len(b)-start-HeaderLen))
+	le.PutUint32(b[start+hdrBodyLen:], uint32(len(b)-start-HeaderLen))
 	return b
 }

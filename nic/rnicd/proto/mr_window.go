@@ -1,5 +1,5 @@
 // REG_MR_WINDOW: a memory region over a window of a client's memory arena
-// (the drop-in libibverbs.so.1, nic/rnicd/dropin/ibverbs/memory.c).
+// (the drop-in libibverbs.so.1, nic/rnicd/dropin/libibverbs/memory.c).
 //
 // A C program registers memory it allocated itself (malloc, mmap, static
 // data), which the daemon cannot map. The library keeps one sparse memfd

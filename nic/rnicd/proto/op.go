@@ -43,16 +43,17 @@ const (
 	OpGIDIndex  Op = 0x0004
 	OpCounters  Op = 0x0005
 
-	OpAllocPD    Op = 0x0010
-	OpDeallocPD  Op = 0x0011
-	OpRegMR      Op = 0x0012 // + the memfd
-	OpDeregMR    Op = 0x0013
-	OpCreateCQ   Op = 0x0014 // reply + ring memfd, notify eventfd
+	OpAllocPD   Op = 0x0010
+	OpDeallocPD Op = 0x0011
+	OpRegMR     Op = 0x0012 // + the memfd
+	OpDeregMR   Op = 0x0013
+	// 0x0014 was CREATE_CQ, a CQ with an eventfd of its own: CQs are
+	// made by OpCreateCQOn (chanevents.go).
 	OpDestroyCQ  Op = 0x0015
 	OpKickCQ     Op = 0x0016 // notice: the CQ's mover should look at its ring header (room made)
-	OpCreateSRQ  Op = 0x0017 // reply + ring memfd, doorbell eventfd
+	OpCreateSRQ  Op = 0x0017 // reply + the ring chunk's memfd, the first time
 	OpDestroySRQ Op = 0x0018
-	OpCreateQP   Op = 0x0019 // reply + ring memfd, doorbell eventfd
+	OpCreateQP   Op = 0x0019 // reply + the ring chunk's memfd, the first time
 	OpDestroyQP  Op = 0x001a
 	OpModifyQP   Op = 0x001b
 	OpQueryQP    Op = 0x001c
@@ -74,7 +75,7 @@ var opNames = struct {
 }{m: map[Op]string{
 	OpOpen: "OPEN", OpQueryPort: "QUERY_PORT", OpQueryGID: "QUERY_GID", OpGIDIndex: "GID_INDEX",
 	OpCounters: "COUNTERS", OpAllocPD: "ALLOC_PD", OpDeallocPD: "DEALLOC_PD", OpRegMR: "REG_MR",
-	OpDeregMR: "DEREG_MR", OpCreateCQ: "CREATE_CQ", OpDestroyCQ: "DESTROY_CQ", OpKickCQ: "KICK_CQ",
+	OpDeregMR: "DEREG_MR", OpDestroyCQ: "DESTROY_CQ", OpKickCQ: "KICK_CQ",
 	OpCreateSRQ: "CREATE_SRQ", OpDestroySRQ: "DESTROY_SRQ", OpCreateQP: "CREATE_QP",
 	OpDestroyQP: "DESTROY_QP", OpModifyQP: "MODIFY_QP", OpQueryQP: "QUERY_QP", OpQPState: "QP_STATE",
 	OpCreateAH: "CREATE_AH", OpDestroyAH: "DESTROY_AH", OpArmCQ: "ARM_CQ", OpEvent: "EVENT",

@@ -16,7 +16,7 @@
 //	384     daemon  RQ done: every receive WQE before it is in the NIC's
 //	                queue, or that queue is full
 //	448     daemon  bell: the object's bit in the session doorbell
-//	                (version 4, see bell.go)
+//	                (bell.go)
 //	512     SQ slots (SQSlots × SQSlotSize), then RQ slots (RQSlots × RQSlotSize)
 //
 // An SRQ uses the RQ fields and has no SQ slots.
@@ -27,7 +27,7 @@
 //	0       daemon  producer: completions written up to here
 //	64      client  consumer: completions polled up to here
 //	128     both    arm: ArmNext or ArmSolicited, set by ReqNotify; the
-//	                daemon clears it when it writes the notify eventfd
+//	                daemon clears it when it fires the CQ's notifier
 //	192     daemon  mover state: MoverSolicited, MoverWantsSpace
 //	256     daemon  flags: FlagOverrun once the CQ overran
 //	512     slots (Slots × WCSlotLen)
@@ -38,9 +38,8 @@
 //
 // The client's doorbell handshake (virtio-style event suppression): it
 // writes WQEs, stores the producer index, then loads sleeping and rings
-// the doorbell only if it is 1 (before version 4 by writing the object's
-// doorbell eventfd; from version 4 by setting its bit in the session
-// doorbell and writing the session's eventfd, bell.go). The daemon's drainer stores
+// the doorbell only if it is 1 (by setting its bit in the session doorbell
+// and writing the session's eventfd, bell.go). The daemon's drainer stores
 // sleeping = 1, loads the producer indices again and sleeps only if they
 // show nothing new. Go's atomics are sequentially consistent, so one of the
 // two sees the other's store.
@@ -56,6 +55,8 @@ import (
 )
 
 // Layout constants.
+//
+//rnicd:cheader
 const (
 	CacheLine     = 64
 	RingHeaderLen = 512
@@ -66,34 +67,42 @@ const (
 )
 
 // Work ring header offsets.
+//
+//rnicd:cheader
 const (
-	offSQProd   = 0 * CacheLine
-	offRQProd   = 1 * CacheLine
-	offSQCons   = 2 * CacheLine
-	offRQCons   = 3 * CacheLine
-	offSleeping = 4 * CacheLine
-	offState    = 5 * CacheLine
-	offRQDone   = 6 * CacheLine
-	offBell     = 7 * CacheLine
+	ringSQProd   = 0 * CacheLine
+	ringRQProd   = 1 * CacheLine
+	ringSQCons   = 2 * CacheLine
+	ringRQCons   = 3 * CacheLine
+	ringSleeping = 4 * CacheLine
+	ringState    = 5 * CacheLine
+	ringRQDone   = 6 * CacheLine
+	ringBell     = 7 * CacheLine
 )
 
 // Completion ring header offsets.
+//
+//rnicd:cheader
 const (
-	offCQProd  = 0 * CacheLine
-	offCQCons  = 1 * CacheLine
-	offCQArm   = 2 * CacheLine
-	offCQMover = 3 * CacheLine
-	offCQFlags = 4 * CacheLine
+	cqProd  = 0 * CacheLine
+	cqCons  = 1 * CacheLine
+	cqArm   = 2 * CacheLine
+	cqMover = 3 * CacheLine
+	cqFlags = 4 * CacheLine
 )
 
 // Completion ring arm values.
+//
+//rnicd:cheader
 const (
 	ArmNone      = 0
-	ArmNext      = 1 // the next completion fires the notify eventfd
+	ArmNext      = 1 // the next completion fires the CQ's event
 	ArmSolicited = 2 // the next solicited or unsuccessful one does
 )
 
 // Completion ring mover state bits.
+//
+//rnicd:cheader
 const (
 	// MoverSolicited: the daemon's CQ is armed for solicited completions
 	// only. A client arming the other kind than the bit says asks the
@@ -105,6 +114,8 @@ const (
 )
 
 // FlagOverrun in a completion ring's flags: the CQ overran (CQ_ERR).
+//
+//rnicd:cheader
 const FlagOverrun = 1 << 0
 
 // ErrRingIndex is wrapped when a producer index is out of range.
@@ -263,7 +274,7 @@ type WorkRings struct {
 	// RQDone: receive WQEs before it are in the NIC (or its queue is
 	// full).
 	RQDone *atomic.Uint32
-	// Bell is the object's bit in the session doorbell (version 4).
+	// Bell is the object's bit in the session doorbell.
 	Bell *atomic.Uint32
 }
 
@@ -278,14 +289,14 @@ func NewWorkRings(mem []byte, l RingLayout) (*WorkRings, error) {
 	sqEnd := RingHeaderLen + int(l.SQSlots)*int(l.SQSlotSize)
 	rqEnd := sqEnd + int(l.RQSlots)*int(l.RQSlotSize)
 	w := &WorkRings{
-		SQ: WorkRing{Prod: u32At(mem, offSQProd), Cons: u32At(mem, offSQCons),
+		SQ: WorkRing{Prod: u32At(mem, ringSQProd), Cons: u32At(mem, ringSQCons),
 			slots: mem[RingHeaderLen:sqEnd:sqEnd], Cap: l.SQCap},
-		RQ: WorkRing{Prod: u32At(mem, offRQProd), Cons: u32At(mem, offRQCons),
+		RQ: WorkRing{Prod: u32At(mem, ringRQProd), Cons: u32At(mem, ringRQCons),
 			slots: mem[sqEnd:rqEnd:rqEnd], Cap: l.RQCap},
-		Sleeping: u32At(mem, offSleeping),
-		State:    u32At(mem, offState),
-		RQDone:   u32At(mem, offRQDone),
-		Bell:     u32At(mem, offBell),
+		Sleeping: u32At(mem, ringSleeping),
+		State:    u32At(mem, ringState),
+		RQDone:   u32At(mem, ringRQDone),
+		Bell:     u32At(mem, ringBell),
 	}
 	if l.SQSlots > 0 {
 		w.SQ.slotSize, w.SQ.mask = l.SQSlotSize, l.SQSlots-1
@@ -315,8 +326,8 @@ func NewCQRing(mem []byte, l CQLayout) (*CQRing, error) {
 	}
 	end := RingHeaderLen + int(l.Slots)*WCSlotLen
 	return &CQRing{
-		Prod: u32At(mem, offCQProd), Cons: u32At(mem, offCQCons), Arm: u32At(mem, offCQArm),
-		Mover: u32At(mem, offCQMover), Flags: u32At(mem, offCQFlags),
+		Prod: u32At(mem, cqProd), Cons: u32At(mem, cqCons), Arm: u32At(mem, cqArm),
+		Mover: u32At(mem, cqMover), Flags: u32At(mem, cqFlags),
 		slots: mem[RingHeaderLen:end:end], mask: l.Slots - 1, Cap: l.Cap,
 	}, nil
 }

@@ -17,39 +17,61 @@ package proto
 import "github.com/rnic/rnic/nic/verbs"
 
 // WCSlotLen is the size of a completion slot.
+//
+//rnicd:cheader
 const WCSlotLen = 48
+
+// Completion slot fields: byte offsets in the slot (the table above).
+//
+//rnicd:cheader
+const (
+	wcWRID      = 0  // u64
+	wcStatus    = 8  // u8: verbs.WCStatus (ibv_wc_status's numbers)
+	wcOpcode    = 9  // u8: verbs.WCOpcode (ibv_wc_opcode's numbers)
+	wcFlags     = 10 // u8: verbs.WCFlags (ibv_wc_flags' bits)
+	wcSL        = 11 // u8
+	wcVendorErr = 12 // u32
+	wcByteLen   = 16 // u32
+	wcImm       = 20 // u32, host order of the wire value
+	wcInvRKey   = 24 // u32
+	wcQPN       = 28 // u32
+	wcSrcQP     = 32 // u32
+	wcPKeyIndex = 36 // u16
+	wcResvd16   = 38 // u16, zero
+	wcResvd64   = 40 // u64, zero
+)
 
 // PutWC writes wc into slot (WCSlotLen bytes).
 func PutWC(slot []byte, wc *verbs.WC) {
 	_ = slot[WCSlotLen-1]
-	le.PutUint64(slot[0:], wc.WRID)
-	slot[8], slot[9], slot[10], slot[11] = byte(wc.Status), byte(wc.Opcode), byte(wc.Flags), wc.SL
-	le.PutUint32(slot[12:], wc.VendorErr)
-	le.PutUint32(slot[16:], wc.ByteLen)
-	le.PutUint32(slot[20:], wc.Imm)
-	le.PutUint32(slot[24:], wc.InvRKey)
-	le.PutUint32(slot[28:], wc.QPN)
-	le.PutUint32(slot[32:], wc.SrcQP)
-	le.PutUint16(slot[36:], wc.PKeyIndex)
-	le.PutUint16(slot[38:], 0)
-	le.PutUint64(slot[40:], 0)
+	le.PutUint64(slot[wcWRID:], wc.WRID)
+	slot[wcStatus], slot[wcOpcode], slot[wcFlags], slot[wcSL] = byte(wc.Status), byte(wc.Opcode), byte(wc.Flags), wc.SL
+	le.PutUint32(slot[wcVendorErr:], wc.VendorErr)
+	le.PutUint32(slot[wcByteLen:], wc.ByteLen)
+	le.PutUint32(slot[wcImm:], wc.Imm)
+	le.PutUint32(slot[wcInvRKey:], wc.InvRKey)
+	le.PutUint32(slot[wcQPN:], wc.QPN)
+	le.PutUint32(slot[wcSrcQP:], wc.SrcQP)
+	le.PutUint16(slot[wcPKeyIndex:], wc.PKeyIndex)
+	le.PutUint16(slot[wcResvd16:], 0)
+	le.PutUint64(slot[wcResvd64:], 0)
 }
 
 // GetWC reads the completion in slot into wc.
 func GetWC(slot []byte, wc *verbs.WC) {
 	_ = slot[WCSlotLen-1]
 	*wc = verbs.WC{
-		WRID:      le.Uint64(slot[0:]),
-		Status:    verbs.WCStatus(slot[8]),
-		Opcode:    verbs.WCOpcode(slot[9]),
-		Flags:     verbs.WCFlags(slot[10]),
-		VendorErr: le.Uint32(slot[12:]),
-		ByteLen:   le.Uint32(slot[16:]),
-		Imm:       le.Uint32(slot[20:]),
-		InvRKey:   le.Uint32(slot[24:]),
-		QPN:       le.Uint32(slot[28:]),
-		SrcQP:     le.Uint32(slot[32:]),
-		PKeyIndex: le.Uint16(slot[36:]),
-		SL:        slot[11],
+		WRID:      le.Uint64(slot[wcWRID:]),
+		Status:    verbs.WCStatus(slot[wcStatus]),
+		Opcode:    verbs.WCOpcode(slot[wcOpcode]),
+		Flags:     verbs.WCFlags(slot[wcFlags]),
+		VendorErr: le.Uint32(slot[wcVendorErr:]),
+		ByteLen:   le.Uint32(slot[wcByteLen:]),
+		Imm:       le.Uint32(slot[wcImm:]),
+		InvRKey:   le.Uint32(slot[wcInvRKey:]),
+		QPN:       le.Uint32(slot[wcQPN:]),
+		SrcQP:     le.Uint32(slot[wcSrcQP:]),
+		PKeyIndex: le.Uint16(slot[wcPKeyIndex:]),
+		SL:        slot[wcSL],
 	}
 }

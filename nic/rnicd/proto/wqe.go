@@ -41,10 +41,44 @@ import (
 )
 
 // WQE sizes.
+//
+//rnicd:cheader
 const (
 	SendWQEHeaderLen = 64
 	RecvWQEHeaderLen = 16
 	SGELen           = 16
+)
+
+// Send WQE fields: byte offsets in the slot (the table above).
+//
+//rnicd:cheader
+const (
+	sendWRID       = 0  // u64
+	sendOpcode     = 8  // u8: verbs.WROpcode (ibv_wr_opcode's numbers)
+	sendFlags      = 9  // u8: verbs.SendFlags (ibv_send_flags' bits)
+	sendNumSGE     = 10 // u16
+	sendInlineLen  = 12 // u32
+	sendImm        = 16 // u32, host order of the wire value
+	sendInvRKey    = 20 // u32
+	sendRemoteAddr = 24 // u64
+	sendRKey       = 32 // u32
+	sendAH         = 36 // u32: the client's handle of the AH
+	sendCompareAdd = 40 // u64
+	sendSwap       = 48 // u64
+	sendRemoteQPN  = 56 // u32
+	sendRemoteQKey = 60 // u32
+)
+
+// Receive WQE and SGE fields: byte offsets in a receive slot and in an SGE.
+//
+//rnicd:cheader
+const (
+	recvWRID   = 0  // u64
+	recvNumSGE = 8  // u32
+	recvResvd  = 12 // u32, zero
+	sgeAddr    = 0  // u64
+	sgeLength  = 8  // u32
+	sgeLKey    = 12 // u32
 )
 
 var le = binary.LittleEndian
@@ -71,19 +105,19 @@ func PutSendWQE(slot []byte, wr *verbs.SendWR, ah uint32, inlineLen int) error {
 			return fmt.Errorf("%w: %d SGEs in a slot of %d bytes", ErrMalformed, nsge, room)
 		}
 	}
-	le.PutUint64(slot[0:], wr.ID)
-	slot[8], slot[9] = byte(wr.Opcode), byte(wr.Flags)
-	le.PutUint16(slot[10:], uint16(nsge))
-	le.PutUint32(slot[12:], uint32(inlineLen))
-	le.PutUint32(slot[16:], wr.Imm)
-	le.PutUint32(slot[20:], wr.InvRKey)
-	le.PutUint64(slot[24:], wr.RemoteAddr)
-	le.PutUint32(slot[32:], wr.RKey)
-	le.PutUint32(slot[36:], ah)
-	le.PutUint64(slot[40:], wr.CompareAdd)
-	le.PutUint64(slot[48:], wr.Swap)
-	le.PutUint32(slot[56:], wr.RemoteQPN)
-	le.PutUint32(slot[60:], wr.RemoteQKey)
+	le.PutUint64(slot[sendWRID:], wr.ID)
+	slot[sendOpcode], slot[sendFlags] = byte(wr.Opcode), byte(wr.Flags)
+	le.PutUint16(slot[sendNumSGE:], uint16(nsge))
+	le.PutUint32(slot[sendInlineLen:], uint32(inlineLen))
+	le.PutUint32(slot[sendImm:], wr.Imm)
+	le.PutUint32(slot[sendInvRKey:], wr.InvRKey)
+	le.PutUint64(slot[sendRemoteAddr:], wr.RemoteAddr)
+	le.PutUint32(slot[sendRKey:], wr.RKey)
+	le.PutUint32(slot[sendAH:], ah)
+	le.PutUint64(slot[sendCompareAdd:], wr.CompareAdd)
+	le.PutUint64(slot[sendSwap:], wr.Swap)
+	le.PutUint32(slot[sendRemoteQPN:], wr.RemoteQPN)
+	le.PutUint32(slot[sendRemoteQKey:], wr.RemoteQKey)
 	if !inline {
 		putSGL(slot[SendWQEHeaderLen:], wr.SGL)
 	}
@@ -97,16 +131,16 @@ func SendPayload(slot []byte) []byte { return slot[SendWQEHeaderLen:] }
 func putSGL(b []byte, sgl []verbs.SGE) {
 	for i := range sgl {
 		e := b[i*SGELen : i*SGELen+SGELen]
-		le.PutUint64(e[0:], sgl[i].Addr)
-		le.PutUint32(e[8:], sgl[i].Length)
-		le.PutUint32(e[12:], sgl[i].LKey)
+		le.PutUint64(e[sgeAddr:], sgl[i].Addr)
+		le.PutUint32(e[sgeLength:], sgl[i].Length)
+		le.PutUint32(e[sgeLKey:], sgl[i].LKey)
 	}
 }
 
 func getSGL(b []byte, sgl []verbs.SGE) {
 	for i := range sgl {
 		e := b[i*SGELen : i*SGELen+SGELen]
-		sgl[i] = verbs.SGE{Addr: le.Uint64(e[0:]), Length: le.Uint32(e[8:]), LKey: le.Uint32(e[12:])}
+		sgl[i] = verbs.SGE{Addr: le.Uint64(e[sgeAddr:]), Length: le.Uint32(e[sgeLength:]), LKey: le.Uint32(e[sgeLKey:])}
 	}
 }
 
@@ -120,9 +154,9 @@ func DecodeSendWQE(slot []byte, wr *verbs.SendWR, sgl []verbs.SGE, inline []byte
 		return 0, fmt.Errorf("%w: %d-byte send slot", ErrMalformed, len(slot))
 	}
 	room := len(slot) - SendWQEHeaderLen
-	nsge := int(le.Uint16(slot[10:]))
-	inlineLen := le.Uint32(slot[12:])
-	flags := verbs.SendFlags(slot[9])
+	nsge := int(le.Uint16(slot[sendNumSGE:]))
+	inlineLen := le.Uint32(slot[sendInlineLen:])
+	flags := verbs.SendFlags(slot[sendFlags])
 	switch {
 	case nsge > room/SGELen || nsge > cap(sgl):
 		return 0, fmt.Errorf("%w: send WQE with %d SGEs", ErrMalformed, nsge)
@@ -134,17 +168,17 @@ func DecodeSendWQE(slot []byte, wr *verbs.SendWR, sgl []verbs.SGE, inline []byte
 		return 0, fmt.Errorf("%w: %d inline bytes without the INLINE flag", ErrMalformed, inlineLen)
 	}
 	*wr = verbs.SendWR{
-		ID:         le.Uint64(slot[0:]),
-		Opcode:     verbs.WROpcode(slot[8]),
+		ID:         le.Uint64(slot[sendWRID:]),
+		Opcode:     verbs.WROpcode(slot[sendOpcode]),
 		Flags:      flags,
-		Imm:        le.Uint32(slot[16:]),
-		InvRKey:    le.Uint32(slot[20:]),
-		RemoteAddr: le.Uint64(slot[24:]),
-		RKey:       le.Uint32(slot[32:]),
-		CompareAdd: le.Uint64(slot[40:]),
-		Swap:       le.Uint64(slot[48:]),
-		RemoteQPN:  le.Uint32(slot[56:]),
-		RemoteQKey: le.Uint32(slot[60:]),
+		Imm:        le.Uint32(slot[sendImm:]),
+		InvRKey:    le.Uint32(slot[sendInvRKey:]),
+		RemoteAddr: le.Uint64(slot[sendRemoteAddr:]),
+		RKey:       le.Uint32(slot[sendRKey:]),
+		CompareAdd: le.Uint64(slot[sendCompareAdd:]),
+		Swap:       le.Uint64(slot[sendSwap:]),
+		RemoteQPN:  le.Uint32(slot[sendRemoteQPN:]),
+		RemoteQKey: le.Uint32(slot[sendRemoteQKey:]),
 	}
 	if flags&verbs.SendInline != 0 {
 		wr.Inline = inline[:inlineLen]
@@ -153,7 +187,7 @@ func DecodeSendWQE(slot []byte, wr *verbs.SendWR, sgl []verbs.SGE, inline []byte
 		wr.SGL = sgl[:nsge]
 		getSGL(slot[SendWQEHeaderLen:], wr.SGL)
 	}
-	return le.Uint32(slot[36:]), nil
+	return le.Uint32(slot[sendAH:]), nil
 }
 
 // PutRecvWQE writes wr into slot; it fails if the WR does not fit.
@@ -161,9 +195,9 @@ func PutRecvWQE(slot []byte, wr *verbs.RecvWR) error {
 	if len(slot) < RecvWQEHeaderLen || len(wr.SGL) > (len(slot)-RecvWQEHeaderLen)/SGELen {
 		return fmt.Errorf("%w: %d SGEs in a %d-byte receive slot", ErrMalformed, len(wr.SGL), len(slot))
 	}
-	le.PutUint64(slot[0:], wr.ID)
-	le.PutUint32(slot[8:], uint32(len(wr.SGL)))
-	le.PutUint32(slot[12:], 0)
+	le.PutUint64(slot[recvWRID:], wr.ID)
+	le.PutUint32(slot[recvNumSGE:], uint32(len(wr.SGL)))
+	le.PutUint32(slot[recvResvd:], 0)
 	putSGL(slot[RecvWQEHeaderLen:], wr.SGL)
 	return nil
 }
@@ -174,11 +208,11 @@ func DecodeRecvWQE(slot []byte, wr *verbs.RecvWR, sgl []verbs.SGE) error {
 	if len(slot) < RecvWQEHeaderLen {
 		return fmt.Errorf("%w: %d-byte receive slot", ErrMalformed, len(slot))
 	}
-	n := le.Uint32(slot[8:])
+	n := le.Uint32(slot[recvNumSGE:])
 	if uint64(n) > uint64((len(slot)-RecvWQEHeaderLen)/SGELen) || uint64(n) > uint64(cap(sgl)) {
 		return fmt.Errorf("%w: receive WQE with %d SGEs", ErrMalformed, n)
 	}
-	wr.ID = le.Uint64(slot[0:])
+	wr.ID = le.Uint64(slot[recvWRID:])
 	wr.SGL = sgl[:n]
 	getSGL(slot[RecvWQEHeaderLen:], wr.SGL)
 	return nil

@@ -1,4 +1,4 @@
-// The session's ring arena (protocol version 5, proto/arena.go): the
+// The session's ring arena (proto/arena.go): the
 // daemon carves work and completion rings out of memfd chunks the session
 // owns, so creating an object costs neither a memfd nor a mapping once its
 // chunk exists. Slots are powers of two from a page to half a chunk, one
@@ -38,7 +38,7 @@ func handleRingChunk(s *Session, req *Request, rep *Reply) error {
 		return err
 	}
 	if s.arena == nil {
-		return fmt.Errorf("%w: RING_CHUNK in a version %d session", proto.ErrBadHandle, s.version)
+		return fmt.Errorf("%w: RING_CHUNK before OPEN", proto.ErrBadHandle)
 	}
 	s.arena.mu.Lock()
 	c, ok := s.arena.chunks[m.H]
@@ -265,36 +265,27 @@ func (a *arena) close() {
 	clear(a.free)
 }
 
-// ringMem is one object's ring memory: a memfd of its own (versions 1 to
-// 4) or a slot of the session's arena.
+// ringMem is one object's ring memory: a slot of the session's arena.
 type ringMem struct {
 	s     *Session
 	mem   []byte
-	own   *memory.Shared // versions 1 to 4
-	slot  arenaSlot      // version 5
-	fresh bool           // the slot's chunk goes to the client with this reply
+	slot  arenaSlot
+	fresh bool // the slot's chunk goes to the client with this reply
 }
+
+// errNoArena: ring memory asked for before OPEN made the arena.
+var errNoArena = fmt.Errorf("rnicd: no ring arena before OPEN: %w", verbs.ErrInvalid)
 
 // newRingMem allocates size bytes of ring memory, charged to s.
 func (s *Session) newRingMem(size uint64) (*ringMem, error) {
-	r := &ringMem{s: s}
 	if s.arena == nil {
-		if err := s.reserveRing(size); err != nil {
-			return nil, err
-		}
-		mem, err := memory.NewShared(int(size))
-		if err != nil {
-			s.unreserveRing(size)
-			return nil, err
-		}
-		r.own, r.mem = mem, mem.Bytes()
-		return r, nil
+		return nil, errNoArena
 	}
 	sl, err := s.arena.alloc(size)
 	if err != nil {
 		return nil, err
 	}
-	r.slot, r.mem = sl, s.arena.bytes(sl)
+	r := &ringMem{s: s, slot: sl, mem: s.arena.bytes(sl)}
 	s.arena.mu.Lock()
 	r.fresh = !sl.c.sent
 	s.arena.mu.Unlock()
@@ -304,46 +295,31 @@ func (s *Session) newRingMem(size uint64) (*ringMem, error) {
 // checkRing says whether size bytes of ring memory would fit the
 // session's limit.
 func (s *Session) checkRing(size uint64) error {
-	if s.arena != nil {
-		return s.arena.check(size)
+	if s.arena == nil {
+		return errNoArena
 	}
-	if err := s.reserveRing(size); err != nil {
-		return err
-	}
-	s.unreserveRing(size)
-	return nil
+	return s.arena.check(size)
 }
 
 // fds returns the descriptor the create reply carries for the memory:
-// its memfd, the chunk's the first time, or none.
+// the chunk's memfd the first time, else none.
 func (r *ringMem) fds() []int {
-	switch {
-	case r.own != nil:
-		return []int{r.own.Fd()}
-	case r.fresh:
+	if r.fresh {
 		return []int{r.slot.c.mem.Fd()}
 	}
 	return nil
 }
 
-// place says where the rings lie (version 5).
+// place says where the rings lie.
 func (r *ringMem) place() proto.RingPlace {
-	if r.own != nil {
-		return proto.RingPlace{}
-	}
 	return proto.RingPlace{Chunk: r.slot.c.id, Own: r.slot.c.own, ChunkLen: uint64(r.slot.c.mem.Len()), Offset: r.slot.off}
 }
 
-// sent runs once a successful reply went: a ring's own memfd is closed
-// (the client maps its copy; the daemon keeps the mapping, not the
-// descriptor); a chunk is marked sent, its memfd kept for RING_CHUNK. (A
-// chunk whose first object failed stays unsent: the next reply carries
-// it.)
+// sent runs once a successful reply went: a chunk is marked sent, its
+// memfd kept for RING_CHUNK. (A chunk whose first object failed stays
+// unsent: the next reply carries it.)
 func (r *ringMem) sent() {
-	switch {
-	case r.own != nil:
-		r.own.CloseFd()
-	case r.fresh:
+	if r.fresh {
 		r.s.arena.mu.Lock()
 		r.slot.c.sent = true
 		r.s.arena.mu.Unlock()
@@ -351,11 +327,4 @@ func (r *ringMem) sent() {
 }
 
 // free returns the memory; nothing may use it any more.
-func (r *ringMem) free() {
-	if r.own != nil {
-		r.own.Close()
-		r.s.unreserveRing(uint64(r.own.Len()))
-		return
-	}
-	r.s.arena.release(r.slot)
-}
+func (r *ringMem) free() { r.s.arena.release(r.slot) }

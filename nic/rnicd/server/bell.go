@@ -1,4 +1,4 @@
-// The session doorbell (protocol version 4, proto/bell.go): one eventfd
+// The session doorbell (proto/bell.go): one eventfd
 // and one shared bitmap per session wake the drainers of all its QPs and
 // SRQs, so a session's descriptors do not grow with its objects. Each
 // drainer still sleeps on its own, on a channel the session's bell loop
@@ -17,8 +17,8 @@ import (
 	"github.com/rnic/rnic/nic/verbs"
 )
 
-// waker is what a drainer sleeps on: its own eventfd (protocol versions 1
-// and 2) or its bit in the session doorbell.
+// waker is what a drainer sleeps on: its bit in the session doorbell (or,
+// in tests, an eventfd of its own).
 type waker interface {
 	// wait waits to be woken, for at most timeout if it is positive; it
 	// returns an error once the waker is closed.
@@ -170,11 +170,10 @@ func (w *bellWaker) close() error {
 func (w *bellWaker) fds() []int { return nil }
 
 // newWaker returns what the drainer of rings sleeps on: a bell of the
-// session doorbell, named in the rings, or for an older client an
-// eventfd of its own.
+// session doorbell, named in the rings.
 func (s *Session) newWaker(rings *proto.WorkRings) (waker, error) {
 	if s.bell == nil {
-		return newEventfd()
+		return nil, fmt.Errorf("rnicd: no session doorbell before OPEN: %w", verbs.ErrInvalid)
 	}
 	w, err := s.bell.add()
 	if err != nil {

@@ -1,4 +1,4 @@
-// Completion channels (version 6): one eventfd and one event set per
+// Completion channels: one eventfd and one event set per
 // channel, shared by its CQs (proto/chanevents.go). A CQ on a channel
 // holds a slot of the channel's set; the channel cannot be destroyed
 // while it has CQs, as ibv_destroy_comp_channel refuses.
@@ -78,9 +78,6 @@ func (c *chanObj) put(i uint32) {
 }
 
 func handleCreateChannel(s *Session, req *Request, rep *Reply) error {
-	if s.version < proto.VersionCompChannel {
-		return fmt.Errorf("rnicd: completion channels need protocol version %d: %w", proto.VersionCompChannel, verbs.ErrInvalid)
-	}
 	if err := s.reserve(kindChannel, 0); err != nil {
 		return err
 	}
@@ -114,9 +111,6 @@ func handleCreateCQOn(s *Session, req *Request, rep *Reply) error {
 	var m proto.CreateCQOnReq
 	if err := req.Decode(&m); err != nil {
 		return err
-	}
-	if s.version < proto.VersionCompChannel {
-		return fmt.Errorf("rnicd: CQ on a channel needs protocol version %d: %w", proto.VersionCompChannel, verbs.ErrInvalid)
 	}
 	notify := func() (cqNotifier, error) { return noNotifier{}, nil }
 	if m.Channel != 0 {

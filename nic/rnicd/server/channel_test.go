@@ -7,26 +7,13 @@ import (
 	"github.com/rnic/rnic/nic/rnicd/rnicdtest"
 )
 
-// Version 6: a completion channel carries one eventfd; CQs on it, or on
-// no channel, carry none of their own (at most the first ring chunk's
-// memfd); a channel with CQs cannot be destroyed, and can once they are
-// gone. A version 5 client gets an eventfd with every CQ, as before, and
-// no channels.
-func TestChannelDescriptorsByVersion(t *testing.T) {
+// A completion channel carries one eventfd; CQs on it, or on no channel,
+// carry none of their own (at most the first ring chunk's memfd); a
+// channel with CQs cannot be destroyed, and can once they are gone.
+func TestChannelDescriptors(t *testing.T) {
 	d := rnicdtest.Start(t, rnicdtest.Options{})
 	r := dial(t, d.Socket)
-	r.expect(proto.OpOpen, &proto.OpenReq{Version: proto.VersionRingArena, Name: "rnic0"}, proto.StatusOK)
-	r.expect(proto.OpCreateChannel, &proto.Empty{}, proto.StatusInvalid)
-	r.expect(proto.OpCreateCQOn, &proto.CreateCQOnReq{CQE: 8}, proto.StatusInvalid)
-	for i := range 3 {
-		r.expect(proto.OpCreateCQ, &proto.CreateCQReq{CQE: 8}, proto.StatusOK)
-		if i > 0 && r.fds != 1 { // the first also maps the ring chunk
-			t.Errorf("version 5: CQ %d with %d descriptors, want its eventfd", i, r.fds)
-		}
-	}
-
-	r = dial(t, d.Socket)
-	r.expect(proto.OpOpen, &proto.OpenReq{Version: proto.VersionCompChannel, Name: "rnic0"}, proto.StatusOK)
+	r.expect(proto.OpOpen, &proto.OpenReq{Version: proto.Version, Name: "rnic0"}, proto.StatusOK)
 	r.expect(proto.OpCreateCQOn, &proto.CreateCQOnReq{CQE: 8}, proto.StatusOK) // maps the first chunk
 	r.expect(proto.OpCreateChannel, &proto.Empty{}, proto.StatusOK)
 	if r.fds != 1 {

@@ -263,7 +263,7 @@ func handleCMGetRequest(s *Session, req *Request, rep *Reply) error {
 		}
 		h := x.newHandle()
 		x.cmRequests[h] = &cmRequest{req: r}
-		return &proto.CMRequestInfo{Version: x.s.version, Request: h, PrivateData: r.PrivateData(), Local: r.LocalAddr(), Remote: r.RemoteAddr(),
+		return &proto.CMRequestInfo{Request: h, PrivateData: r.PrivateData(), Local: r.LocalAddr(), Remote: r.RemoteAddr(),
 			Param: r.Param()}, nil, nil
 	})
 }

@@ -63,7 +63,7 @@ func (x *sessionExt) getUDRequest(rep *Reply, token uint32, l ibv.CMUDListener) 
 		}
 		h := x.newHandle()
 		x.cmRequests[h] = &cmRequest{ud: r}
-		return &proto.CMRequestInfo{Version: x.s.version, Request: h, PrivateData: r.PrivateData(), Local: r.LocalAddr(), Remote: r.RemoteAddr()}, nil, nil
+		return &proto.CMRequestInfo{Request: h, PrivateData: r.PrivateData(), Local: r.LocalAddr(), Remote: r.RemoteAddr()}, nil, nil
 	})
 }
 

@@ -7,8 +7,9 @@
 // would (CQ_ERR, and the engine moves the QP to ERR).
 //
 // Completion events: the client's ReqNotify sets the ring's arm word. The
-// mover, having published completions, fires the notify eventfd if the arm
-// asks for them: any completion for ArmNext; for ArmSolicited an
+// mover, having published completions, fires the CQ's notifier (its slot
+// of its completion channel, cqnotify.go) if the arm asks for them: any
+// completion for ArmNext; for ArmSolicited an
 // unsuccessful one, or one the ibv CQ reported as solicited. Only the ibv
 // CQ knows solicitedness, through a solicited-only arm of its own, so the
 // mover arms it the way the client last armed (for any completion until
@@ -39,7 +40,6 @@ import (
 )
 
 func init() {
-	Register(proto.OpCreateCQ, handleCreateCQ)
 	Register(proto.OpDestroyCQ, handleDestroy[*cqObj](kindCQ))
 	Register(proto.OpKickCQ, handleKickCQ)
 	Register(proto.OpArmCQ, handleArmCQ)
@@ -126,23 +126,6 @@ func (c *cqObj) start() {
 func (c *cqObj) halt() {
 	close(c.stop)
 	<-c.done
-}
-
-func handleCreateCQ(s *Session, req *Request, rep *Reply) error {
-	var m proto.CreateCQReq
-	if err := req.Decode(&m); err != nil {
-		return err
-	}
-	c, layout, err := newCQ(s, m.CQE, func() (cqNotifier, error) {
-		fd, err := newNotifyFD()
-		return notifyFD(fd), err
-	})
-	if err != nil {
-		return err
-	}
-	rep.Set(&proto.CreateCQReply{Version: s.version, CQ: c.h, Ring: layout, Place: c.mem.place()}, append(c.mem.fds(), int(c.notify.(notifyFD)))...)
-	rep.After(c.mem.sent)
-	return nil
 }
 
 // newCQ creates a CQ of cqe entries, its ring and its mover; notify makes
@@ -423,7 +406,7 @@ func (c *cqObj) move() (moved int, bad, full bool) {
 	}
 }
 
-// fire signals the client's notify eventfd if its arm asks for what was
+// fire signals the client through its notifier if its arm asks for what was
 // just published.
 func (c *cqObj) fire(moved int, bad bool) {
 	a := c.ring.Arm.Load()

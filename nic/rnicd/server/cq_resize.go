@@ -25,9 +25,6 @@ func handleResizeCQ(s *Session, req *Request, rep *Reply) error {
 	if err := req.Decode(&m); err != nil {
 		return err
 	}
-	if s.version < proto.VersionCompChannel {
-		return fmt.Errorf("rnicd: resize CQ needs protocol version %d: %w", proto.VersionCompChannel, verbs.ErrInvalid)
-	}
 	if m.CQE == 0 || m.CQE > proto.MaxRingSlots {
 		return fmt.Errorf("rnicd: resize CQ to %d entries: %w", m.CQE, verbs.ErrInvalid)
 	}

@@ -1,17 +1,11 @@
-// How a CQ's mover tells the client that an armed CQ fired. Up to version
-// 5 every CQ has an eventfd of its own (it goes in CREATE_CQ's reply).
-// From version 6 (proto/chanevents.go) a CQ on a completion channel sets
-// its slot in the channel's event set and writes the channel's one
-// eventfd, and a CQ without a channel has nothing to signal: neither
-// costs a descriptor of its own.
+// How a CQ's mover tells the client that an armed CQ fired. A CQ on a
+// completion channel (proto/chanevents.go) sets its slot in the channel's
+// event set and writes the channel's one eventfd, and a CQ without a
+// channel has nothing to signal: neither costs a descriptor of its own.
 
 package server
 
-import (
-	"golang.org/x/sys/unix"
-
-	"github.com/rnic/rnic/nic/rnicd/proto"
-)
+import "github.com/rnic/rnic/nic/rnicd/proto"
 
 // cqNotifier signals a fired arm; release frees what it holds when the
 // CQ goes.
@@ -20,14 +14,8 @@ type cqNotifier interface {
 	release()
 }
 
-// notifyFD is a CQ's own eventfd (versions 1 to 5).
-type notifyFD int
-
-func (n notifyFD) signal()  { signal(int(n)) }
-func (n notifyFD) release() { unix.Close(int(n)) }
-
-// channelSlot is a CQ's slot in a completion channel's event set
-// (version 6): the set bit names the CQ, the channel's eventfd wakes the
+// channelSlot is a CQ's slot in a completion channel's event set: the
+// set bit names the CQ, the channel's eventfd wakes the
 // client. The set is written before the eventfd, so a client woken finds
 // the slot (or took it on an earlier wake).
 type channelSlot struct {
@@ -51,7 +39,7 @@ func (c channelSlot) release() {
 	}
 }
 
-// noNotifier is a CQ without a completion channel (version 6): an arm
+// noNotifier is a CQ without a completion channel: an arm
 // fires nothing the client could wait on, as with a verbs CQ that has no
 // channel.
 type noNotifier struct{}

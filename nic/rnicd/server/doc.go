@@ -1,12 +1,11 @@
 // Package server is rnicd's side of the co-located verbs service: it serves
 // ibv.Devices (the daemon's NICs, as nic.AsIBV wraps them) to client
 // processes over a Unix SOCK_SEQPACKET socket, with the data plane in
-// shared memory (package proto has the wire and the ring layouts). From
-// protocol version 5 every ring of a session is a slot of the session's
-// ring arena (arena.go): a few memfd chunks, each sent and mapped once.
-// From version 6 a CQ's fired arm sets its slot in its completion
-// channel's event set and writes the channel's one eventfd (channel.go,
-// cqnotify.go); up to 5 (and for CREATE_CQ) each CQ has its own eventfd.
+// shared memory (package proto has the wire and the ring layouts). Every
+// ring of a session is a slot of the session's ring arena (arena.go): a
+// few memfd chunks, each sent and mapped once. A CQ's fired arm sets its
+// slot in its completion channel's event set and writes the channel's one
+// eventfd (channel.go, cqnotify.go).
 //
 //	client process                          rnicd
 //	  verbs call ── control message ──────▶ Session ── ibv.Device (nic)

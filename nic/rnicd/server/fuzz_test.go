@@ -79,8 +79,8 @@ func FuzzHandle(f *testing.F) {
 	}
 	s.handle(req(proto.OpOpen, &proto.OpenReq{Version: proto.Version, Name: "rnic0"}), nil)
 	s.handle(req(proto.OpAllocPD, &proto.Empty{}), nil)
-	s.handle(req(proto.OpCreateCQ, &proto.CreateCQReq{CQE: 8}), nil)
-	// A completion channel (version 6) with a CQ on it: seeds below put
+	s.handle(req(proto.OpCreateCQOn, &proto.CreateCQOnReq{CQE: 8}), nil)
+	// A completion channel with a CQ on it: seeds below put
 	// more CQs on it and try to destroy it.
 	s.handle(req(proto.OpCreateChannel, &proto.Empty{}), nil)
 	var channel uint32

@@ -135,9 +135,9 @@ func windowPeer(t *testing.T, d *rnicdtest.Daemon, r *raw, pd uint32) *peer {
 		t.Fatal(err)
 	}
 	// The raw side: a CQ and a QP that only responds.
-	cq := decode(t, r.requestFDs(proto.OpCreateCQ, &proto.CreateCQReq{CQE: 8}), &proto.CreateCQReply{Version: proto.Version}).CQ
+	cq := decode(t, r.requestFDs(proto.OpCreateCQOn, &proto.CreateCQOnReq{CQE: 8}), &proto.CreateCQOnReply{}).CQ
 	rq := decode(t, r.requestFDs(proto.OpCreateQP, &proto.CreateQPReq{PD: pd, SendCQ: cq, RecvCQ: cq, Type: verbs.QPTypeRC, Cap: qcap}),
-		&proto.CreateQPReply{Version: proto.Version})
+		&proto.CreateQPReply{})
 	g0, g1 := d.Devices[0].GIDs()[0], d.Devices[1].GIDs()[0]
 	for _, step := range []struct {
 		a    verbs.QPAttr

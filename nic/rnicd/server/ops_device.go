@@ -24,8 +24,9 @@ func handleOpen(s *Session, req *Request, rep *Reply) error {
 	if err := req.Decode(&m); err != nil {
 		return err
 	}
-	if m.Version < proto.MinVersion || m.Version > proto.Version {
-		return fmt.Errorf("%w: client speaks version %d, daemon %d..%d", proto.ErrVersion, m.Version, proto.MinVersion, proto.Version)
+	if m.Version != proto.Version {
+		return fmt.Errorf("%w: client speaks version %d, this rnicd only %d: use the drop-in libraries and rnic of this rnicd's build",
+			proto.ErrVersion, m.Version, proto.Version)
 	}
 	if s.dev != nil {
 		return fmt.Errorf("rnicd: open %s: this connection has %s open: %w", m.Name, s.dev.dev.Name(), verbs.ErrInvalid)
@@ -38,28 +39,23 @@ func handleOpen(s *Session, req *Request, rep *Reply) error {
 	if err != nil {
 		return err
 	}
-	var fds []int
-	if m.Version >= proto.VersionSessionBell {
-		if s.bell, err = newSessionBell(); err != nil {
-			return err
-		}
-		fds = []int{s.bell.mem.Fd(), s.bell.efd.fd}
-		// The client maps its own copy; the daemon keeps the mapping.
-		rep.After(func() { s.bell.mem.CloseFd() })
+	if s.bell, err = newSessionBell(); err != nil {
+		return err
 	}
-	if m.Version >= proto.VersionRingArena {
-		s.arena = newArena(s)
-	}
+	fds := []int{s.bell.mem.Fd(), s.bell.efd.fd}
+	// The client maps its own copy; the daemon keeps the mapping.
+	rep.After(func() { s.bell.mem.CloseFd() })
+	s.arena = newArena(s)
 	gids := d.dev.GIDs()
 	if len(gids) > proto.MaxGIDs {
 		gids = gids[:proto.MaxGIDs]
 	}
 	s.mu.Lock() // Clients reads it from elsewhere
-	s.dev, s.version = d, m.Version
+	s.dev = d
 	s.mu.Unlock()
 	d.attach(s)
 	s.logf("opened %s", m.Name)
-	rep.Set(&proto.OpenReply{Version: m.Version, Name: d.dev.Name(), Attr: d.dev.Query(), Port: port, GIDs: gids}, fds...)
+	rep.Set(&proto.OpenReply{Version: proto.Version, Name: d.dev.Name(), Attr: d.dev.Query(), Port: port, GIDs: gids}, fds...)
 	return nil
 }
 

@@ -140,7 +140,7 @@ func handleCreateQP(s *Session, req *Request, rep *Reply) error {
 	s.dev.own(qp, q)
 	s.insert(q)
 	q.d.start()
-	rep.Set(&proto.CreateQPReply{Version: s.version, QP: q.h, QPN: qp.QPN(), Cap: qp.Cap(), Ring: layout, Place: q.mem.place()},
+	rep.Set(&proto.CreateQPReply{QP: q.h, QPN: qp.QPN(), Cap: qp.Cap(), Ring: layout, Place: q.mem.place()},
 		append(q.mem.fds(), q.d.bell.fds()...)...)
 	rep.After(q.mem.sent)
 	return nil

@@ -21,7 +21,7 @@ func queueClient(t *testing.T, d *rnicdtest.Daemon) *raw {
 	r := dial(t, d.Socket)
 	r.expect(proto.OpOpen, &proto.OpenReq{Version: proto.Version, Name: "rnic0"}, proto.StatusOK)
 	r.expect(proto.OpAllocPD, &proto.Empty{}, proto.StatusOK)
-	r.expect(proto.OpCreateCQ, &proto.CreateCQReq{CQE: 64}, proto.StatusOK)
+	r.expect(proto.OpCreateCQOn, &proto.CreateCQOnReq{CQE: 64}, proto.StatusOK)
 	return r
 }
 
@@ -37,7 +37,7 @@ func TestQueueBytesPerUID(t *testing.T) {
 	if st != proto.StatusOK {
 		t.Fatalf("first big QP: %v %s", st, body)
 	}
-	first := decode(t, body, &proto.CreateQPReply{Version: proto.Version}).QP
+	first := decode(t, body, &proto.CreateQPReply{}).QP
 	// Another client of the same uid: over the uid's budget.
 	st, msg := create(b, big)
 	if st != proto.StatusLimit || !strings.Contains(msg, "--max-queue-bytes-per-uid") {

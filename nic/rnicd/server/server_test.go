@@ -223,7 +223,7 @@ func TestLimitsNameTheFlag(t *testing.T) {
 	r := dial(t, d.Socket)
 	r.expect(proto.OpOpen, &proto.OpenReq{Version: proto.Version, Name: "rnic0"}, proto.StatusOK)
 	r.expect(proto.OpAllocPD, &proto.Empty{}, proto.StatusOK)
-	if msg := r.expect(proto.OpCreateCQ, &proto.CreateCQReq{CQE: 4}, proto.StatusLimit); !strings.Contains(msg, "--max-objects") {
+	if msg := r.expect(proto.OpCreateCQOn, &proto.CreateCQOnReq{CQE: 4}, proto.StatusLimit); !strings.Contains(msg, "--max-objects") {
 		t.Errorf("limit error %q does not name the flag", msg)
 	}
 }

@@ -31,10 +31,9 @@ type Session struct {
 	spin bool   // poll for requests: the client is another process (readspin.go)
 	poll poll.Poller
 
-	dev     *device      // set by OPEN
-	version uint32       // the protocol version of OPEN
-	bell    *sessionBell // set by OPEN from VersionSessionBell
-	arena   *arena       // set by OPEN from VersionRingArena
+	dev   *device      // set by OPEN
+	bell  *sessionBell // set by OPEN
+	arena *arena       // set by OPEN
 
 	mu      sync.RWMutex
 	next    uint32

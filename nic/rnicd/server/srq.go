@@ -101,7 +101,7 @@ func handleCreateSRQ(s *Session, req *Request, rep *Reply) error {
 	s.dev.own(o.srq, o)
 	s.insert(o)
 	o.d.start()
-	rep.Set(&proto.CreateSRQReply{Version: s.version, SRQ: o.h, Ring: layout, Place: o.mem.place()},
+	rep.Set(&proto.CreateSRQReply{SRQ: o.h, Ring: layout, Place: o.mem.place()},
 		append(o.mem.fds(), bell.fds()...)...)
 	rep.After(o.mem.sent)
 	return nil

@@ -17,7 +17,7 @@ func TestSRQLimit(t *testing.T) {
 	r.expect(proto.OpOpen, &proto.OpenReq{Version: proto.Version, Name: "rnic0"}, proto.StatusOK)
 	_, body := r.request(proto.OpAllocPD, &proto.Empty{})
 	pd := decode(t, body, &proto.Handle{}).H
-	srq := decode(t, r.requestFDs(proto.OpCreateSRQ, &proto.CreateSRQReq{PD: pd, MaxWR: 8, MaxSGE: 1}), &proto.CreateSRQReply{Version: proto.Version}).SRQ
+	srq := decode(t, r.requestFDs(proto.OpCreateSRQ, &proto.CreateSRQReq{PD: pd, MaxWR: 8, MaxSGE: 1}), &proto.CreateSRQReply{}).SRQ
 
 	r.expect(proto.OpSRQLimit, &proto.SRQLimitReq{SRQ: srq + 100, Limit: 2}, proto.StatusBadHandle)
 	r.expect(proto.OpSRQLimit, &proto.SRQLimitReq{SRQ: pd, Limit: 2}, proto.StatusBadHandle) // a PD's handle

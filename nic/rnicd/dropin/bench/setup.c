@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* setup: how long an unmodified libibverbs program takes to create N RC
  * QPs and take each to RTS (aimed at its neighbour, as after an exchange
  * of QPNs), then to destroy them, through the drop-in library and rnicd.

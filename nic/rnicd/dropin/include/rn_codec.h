@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The field codec of rnicd's message bodies (proto/codec.go) that both
  * drop-in libraries speak: little-endian integers appended to a bounded
  * buffer, and read back from a body without ever reading past its end.

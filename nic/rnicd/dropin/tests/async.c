@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* corners async: affiliated asynchronous events through the context's
  * async fd: the SRQ limit, a CQ overrun. */
 #include "corners.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* corners asyncobj: every QP event carries its QP. QPs on an SRQ raise
  * QP_LAST_WQE_REACHED as they enter ERR; many are destroyed right after,
  * while their events are in flight, and one lives on. An event of a

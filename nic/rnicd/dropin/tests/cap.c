@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* corners cap: the send queue ibv_create_qp(_ex) grants and reports, as
  * rxe: one WQE holds max_send_sge SGEs or max_inline_data bytes,
  * whichever is larger, and both are raised to that space. Unmodified

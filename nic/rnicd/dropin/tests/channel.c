@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* corners channel: a completion channel's fd is pollable; an armed CQ
  * raises one event per arming, solicited-only arming ignores unsolicited
  * completions; a non-blocking channel says EAGAIN. */

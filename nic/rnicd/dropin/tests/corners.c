@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * corners: the corners of libibverbs that the unmodified Debian programs do
  * not reach, checked against the documented semantics (the man pages of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* corners: shared helpers of the corner tests (see corners.c). */
 #ifndef RNIC_CORNERS_H
 #define RNIC_CORNERS_H

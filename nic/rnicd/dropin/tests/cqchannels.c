@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* corners cqchannels: under a soft RLIMIT_NOFILE of 64, 1000 CQs on two
  * completion channels, all armed (a CQ costs no descriptor, a channel
  * one, as with the kernel's verbs). Receives complete on a few CQs deep

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* corners errors: bad arguments give the return values and errno values
  * libibverbs documents, and objects in use refuse to go. */
 #include "corners.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* corners flowlabel: an address vector whose flow label does not fit 20
  * bits (UCX puts ~0 in every one) is taken, its low 20 bits kept, as
  * providers do: in ibv_create_ah and in an RC QP's RTR, which then

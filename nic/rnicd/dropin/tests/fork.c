@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* corners fork: after ibv_fork_init(), a fork() and the child's exit leave
  * the parent's registered memory and its RDMA intact: a write the parent
  * makes after the fork is what the NIC reads (no copy-on-write page behind

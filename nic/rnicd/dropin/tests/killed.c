@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* corners killed: the daemon dies under a client with objects: the
  * context reports IBV_EVENT_DEVICE_FATAL, later calls fail or complete
  * without hanging (a blocking ibv_get_cq_event fails with EIO), and

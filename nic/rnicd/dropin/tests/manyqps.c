@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* manyqps: a program whose soft RLIMIT_NOFILE is 256 (C programs usually
  * run with 1024 and do not raise it) creates 1000 QPs through rnicd: a
  * QP costs the program no descriptor (its ring memfd is closed once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* corners mr: memory the application allocated itself (malloc'ed at odd
  * offsets, static, mmap'ed), several MRs on the same pages: remote writes
  * land at exactly the addressed bytes, neighbours untouched; the access

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* corners rereg: ibv_rereg_mr keeps the MR's keys (as mlx5; rdma-core's
  * pyverbs tests rely on it) while it moves the MR to new memory, another
  * PD or other rights, each seen at once by a peer's RDMA WRITE through

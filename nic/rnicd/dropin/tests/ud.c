@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* corners ud: UD datagrams carry the GRH in the first 40 bytes of the
  * receive buffer; the address handle made from a received completion
  * (ibv_init_ah_from_wc, ibv_create_ah_from_wc) reaches the sender. */

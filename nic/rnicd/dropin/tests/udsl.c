@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* corners udsl: a UD receive reports the RoCE L3 header type of the
  * datagram in wc.sl, where mlx5 reports it (2 IPv4, 1 IPv6): UCX's
  * ud_verbs reads the DGID in the GRH area by it, and with 0 (what rxe

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* corners verbs: what rdma-core's own tests (pyverbs) read of a device and
  * expect of a QP, as rxe gives it: the kernel's device names, the extended
  * device attributes, the GID table, an ATOMIC WRITE QP refused at creation (rnic has no

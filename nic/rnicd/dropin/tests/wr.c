@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* corners wr: the extended verbs perftest does not use on rnic (it turns
  * them on only for devices it knows): an RC QP made with ibv_create_qp_ex
  * and posted to through ibv_wr_* (batches of mixed opcodes, inline data,

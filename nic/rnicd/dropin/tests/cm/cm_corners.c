@@ -1,8 +1,9 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cm_corners: the corners of librdmacm that the unmodified Debian programs
  * do not reach, checked against the documented semantics (rdma-core 44's
  * man pages, <rdma/rdma_cma.h>) whatever library is loaded: rnic's drop-in
- * librdmacm.so.1 in the tests (nic/rnicd/dropin/rdmacm_test.go), under
+ * librdmacm.so.1 in the tests (nic/rnicd/dropin/librdmacm_test.go), under
  * AddressSanitizer. Server and client are ids of this one process, on two
  * devices' addresses.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* pingpong: an MPI ping-pong between ranks 0 and 1 whose every message is
  * checked, at sizes 1 B to 4 MiB (powers of two). Rank 0 sends a pattern
  * that depends on the size and the round; rank 1 checks it and answers
