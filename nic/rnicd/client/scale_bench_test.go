@@ -18,7 +18,7 @@ import (
 // goroutines and descriptors per pair; the CQs are shared by 1024 QPs.
 // The daemon runs in this process (its figures are the daemon's and the
 // client's together) or in another, as for every real program: then every
-// call is a round trip between processes (issue 19 asks for 10,000 QPs in
+// call is a round trip between processes (the goal is 10,000 QPs in
 // a second). The client's QP limit is raised to fit b.N pairs.
 func BenchmarkCreateConnectQPs(b *testing.B) {
 	maxQPs := func(n int) int { return max(4096, 2*n) }
