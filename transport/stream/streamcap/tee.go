@@ -103,10 +103,10 @@ type receiver struct {
 
 // teeConn records a Conn's traffic as TCP frames.
 type teeConn struct {
-	c      stream.Conn
-	w      *pcap.Writer
-	now    func() time.Time
-	recv   atomic.Pointer[receiver]
+	c    stream.Conn
+	w    *pcap.Writer
+	now  func() time.Time
+	recv atomic.Pointer[receiver]
 
 	mu    sync.Mutex
 	side  [2]teeSide
