@@ -1,22 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"time"
+	"strings"
 
 	"github.com/spf13/pflag"
 
-	"github.com/rnic/rnic/cmd/internal/ladder"
 	"github.com/rnic/rnic/cmd/internal/scenario"
-	"github.com/rnic/rnic/transport"
 )
 
 const labHelp = `usage: rnic lab list
-       rnic lab run NAME [--trace] [--pcap FILE.pcapng] [--ladder FILE.html|FILE.svg]
+       rnic lab run NAME [--iwarp] [--trace] [--pcap FILE.pcapng] [--ladder FILE.html|FILE.svg]
 
 Named teaching scenarios: each a short run of two NICs on a simulated link
 with a virtual clock that shows one protocol behaviour (a lost packet and
@@ -37,6 +34,7 @@ func runLab(args []string, stdout, stderr io.Writer) int {
 	trace := fs.Bool("trace", false, "print the engines' trace: every PSN, ACK, NAK and timer decision")
 	pcapPath := fs.String("pcap", "", "write every frame on the link to this pcapng file, with the link's notes as packet comments")
 	ladderPath := fs.String("ladder", "", "draw the run as a ladder diagram (FILE.svg or FILE.html)")
+	iwarp := fs.Bool("iwarp", false, "run the scenario's iWARP form (rc-basics has one; mpa and terminate are iWARP's own)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), labHelp)
 		fs.PrintDefaults()
@@ -57,14 +55,17 @@ func runLab(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	case fs.NArg() == 2 && fs.Arg(0) == "run":
-		return labRun(fs.Arg(1), *trace, *pcapPath, *ladderPath, stdout, stderr)
+		return labRun(fs.Arg(1), *iwarp, *trace, *pcapPath, *ladderPath, stdout, stderr)
 	}
 	fmt.Fprintln(stderr, "rnic lab: want list, or run NAME (rnic help lab)")
 	return 2
 }
 
-func labRun(name string, trace bool, pcapPath, ladderPath string, stdout, stderr io.Writer) int {
+func labRun(name string, iwarp, trace bool, pcapPath, ladderPath string, stdout, stderr io.Writer) int {
 	sc, err := scenario.Find(name)
+	if err == nil && iwarp {
+		sc, err = sc.IWARP()
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "rnic lab: %v\n", err)
 		return 2
@@ -92,7 +93,7 @@ func labRun(name string, trace bool, pcapPath, ladderPath string, stdout, stderr
 		}
 	}
 	if ladderPath != "" {
-		if err := labLadder(ladderPath, sc, r); err != nil {
+		if err := labLadder(ladderPath, r); err != nil {
 			fmt.Fprintf(stderr, "rnic lab: ladder: %v\n", err)
 			return 1
 		}
@@ -100,20 +101,16 @@ func labRun(name string, trace bool, pcapPath, ladderPath string, stdout, stderr
 	return 0
 }
 
-// labLadder draws a scenario's run with the link's notes and the engines'
-// timer expiries and RNR waits marked.
-func labLadder(path string, sc *scenario.Scenario, r *scenario.Run) error {
-	truth := ladder.Truth{Notes: r.Notes}
-	for _, m := range r.Marks {
-		if ladder.IsTimerOrRNR(m.Msg) {
-			truth.Marks = append(truth.Marks, ladder.Mark{At: transport.PcapEpoch.Add(m.Time),
-				Who: fmt.Sprintf("%s qp=%#06x", m.Node, m.QPN), QP: int(m.QPN), What: m.Msg})
-		}
-	}
-	o := ladder.Options{Title: "rnic lab run " + sc.Name + ": " + sc.Title, Gap: time.Millisecond}
-	evs, start, err := ladder.LoadReader(bytes.NewReader(r.Pcap), "lab", o)
+// labLadder draws a scenario's run into the file at path (.html: the
+// interactive page, else SVG).
+func labLadder(path string, r *scenario.Run) error {
+	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	return writeLadder(path, ladder.Annotate(evs, start, truth), o)
+	err = r.Ladder(f, strings.HasSuffix(path, ".html"))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -2,6 +2,32 @@ package scenario
 
 import "time"
 
+// iwarpBasics is rc-basics over iWARP (rnic lab run rc-basics --iwarp).
+var iwarpBasics = &Scenario{
+	Name: "rc-basics", Title: "iWARP: SEND, WRITE and READ as DDP segments and RDMAP messages",
+	Spec: "RFC 5040 §4 (RDMAP messages), §5 (data transfer); RFC 5041 §5 (tagged and untagged DDP segments)",
+	Look: "the same work as rc-basics over iWARP (the frames are in the capture: --pcap, rnic decode, or " +
+		"--ladder): the 3000-byte SEND goes as untagged DDP segments of queue 0 " +
+		"with one MSN and growing message offsets, the last with the L flag; the WRITE as tagged segments naming " +
+		"rnic1's STag and tagged offset; the READ as one Read Request (queue 1) that rnic1 answers with a Read " +
+		"Response (in two FPDUs), tagged to rnic0's sink STag. No PSNs and no ACKs: TCP below carries them in order, and a WRITE " +
+		"completes as soon as the stream has taken it.",
+	iwarp: true,
+	steps: func(s *stage) error {
+		a, b, err := s.iwarpPair()
+		if err != nil {
+			return err
+		}
+		return each(
+			func() error { return b.recv(1, dstOff, 4096) },
+			func() error { return a.post(send(1, a, 3000)) },
+			func() error { a.await(1); b.await(1); return nil },
+			func() error { return a.post(write(2, a, b, 2048)) },
+			func() error { a.await(1); return nil },
+			func() error { return oneOp(a, b, read(3, a, b, 2000)) })
+	},
+}
+
 // The iWARP scenarios: two iWARP NICs on a simulated TCP network.
 var iwarpScenarios = []*Scenario{
 	{

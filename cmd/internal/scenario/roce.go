@@ -66,7 +66,8 @@ func oneOp(a, b *end, wr *verbs.SendWR) error {
 var roceScenarios = []*Scenario{
 	{
 		Name: "rc-basics", Title: "RC: PSNs, coalesced ACKs and the MSN",
-		Spec: "IBTA Vol 1 §9.7.1 (PSNs), §9.7.5.1.1 (coalesced ACKs), §9.7.5.1.2 (MSN)",
+		Spec:      "IBTA Vol 1 §9.7.1 (PSNs), §9.7.5.1.1 (coalesced ACKs), §9.7.5.1.2 (MSN)",
+		iwarpForm: iwarpBasics,
 		Look: "each packet takes the next PSN; a 3-packet SEND, a 2-packet WRITE and a 2-packet READ: the " +
 			"responder ACKs a message once, at its last packet (AckReq set), not every packet; the AETH's MSN " +
 			"counts completed messages; a READ's responses carry the request's PSNs, one per response packet, " +

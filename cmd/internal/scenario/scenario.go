@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/rnic/rnic/nic/embedded"
@@ -21,6 +22,9 @@ type Scenario struct {
 	Look string
 	// iwarp: the stage is two iWARP NICs on a simulated TCP network.
 	iwarp bool
+	// iwarpForm is the same behaviour shown over iWARP (rnic lab run
+	// NAME --iwarp), where it has one.
+	iwarpForm *Scenario
 	// script decides the fate of the link's frames (nil: none is touched;
 	// RoCEv2 only).
 	script func() transport.Script
@@ -45,6 +49,8 @@ type Run struct {
 	Notes map[int]transport.LinkNote
 	// Marks are the engines' trace events, by NIC.
 	Marks []Mark
+
+	scenario *Scenario
 }
 
 // Mark is one engine trace event of a run.
@@ -74,6 +80,29 @@ func Find(name string) (*Scenario, error) {
 	return nil, fmt.Errorf("no scenario %q (rnic lab list names them: %v)", name, names)
 }
 
+// IWARP returns the scenario's iWARP form: itself when it is one, the form
+// it names, else an error saying why there is none.
+func (sc *Scenario) IWARP() (*Scenario, error) {
+	switch {
+	case sc.iwarp:
+		return sc, nil
+	case sc.iwarpForm != nil:
+		return sc.iwarpForm, nil
+	}
+	return nil, fmt.Errorf("%s has no iWARP form: below iWARP, TCP resends what is lost, and iWARP has no PSNs, ACKs or NAKs of its own (the iWARP scenarios: %s)", sc.Name, iwarpNames())
+}
+
+// iwarpNames lists the scenarios that run over iWARP.
+func iwarpNames() string {
+	var names []string
+	for _, sc := range scenarios {
+		if sc.iwarp || sc.iwarpForm != nil {
+			names = append(names, sc.Name)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
 // Run runs the scenario: the same output, trace and capture every time.
 func (sc *Scenario) Run() (*Run, error) {
 	var out, trace, log, pcap bytes.Buffer
@@ -96,7 +125,7 @@ func (sc *Scenario) Run() (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
-	r := &Run{Output: out.String(), Trace: trace.String(), Log: log.String(), Pcap: pcap.Bytes(), Notes: s.notes}
+	r := &Run{Output: out.String(), Trace: trace.String(), Log: log.String(), Pcap: pcap.Bytes(), Notes: s.notes, scenario: sc}
 	for _, m := range s.marks {
 		r.Marks = append(r.Marks, Mark{m.node, m.ev})
 	}

@@ -1,0 +1,34 @@
+package scenario
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/rnic/rnic/cmd/internal/ladder"
+	"github.com/rnic/rnic/transport"
+)
+
+// Ladder draws the run as a ladder diagram, as SVG or (html) as the
+// interactive page: the capture's frames, the frames the script lost or
+// changed marked so, and the engines' timer expiries and RNR waits.
+func (r *Run) Ladder(w io.Writer, html bool) error {
+	truth := ladder.Truth{Notes: r.Notes}
+	for _, m := range r.Marks {
+		if ladder.IsTimerOrRNR(m.Msg) {
+			truth.Marks = append(truth.Marks, ladder.Mark{At: transport.PcapEpoch.Add(m.Time),
+				Who: fmt.Sprintf("%s qp=%#06x", m.Node, m.QPN), QP: int(m.QPN), What: m.Msg})
+		}
+	}
+	o := ladder.Options{Title: "rnic lab run " + r.scenario.Name + ": " + r.scenario.Title, Gap: time.Millisecond}
+	evs, start, err := ladder.LoadReader(bytes.NewReader(r.Pcap), "lab", o)
+	if err != nil {
+		return err
+	}
+	evs = ladder.Annotate(evs, start, truth)
+	if html {
+		return ladder.WriteHTML(w, evs, o)
+	}
+	return ladder.WriteSVG(w, evs, o)
+}
