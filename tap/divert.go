@@ -4,8 +4,8 @@
 // nic/tapnic/hostport.go). WriteWire is the other direction: a frame that
 // did not come from the host stack, sent onto the wire as it is.
 //
-//	wire ─► read ─► Divert ─┬─ keep ─► handleFrame (ARP, ND, ICMP, RoCE, TCP)
-//	                        └─ taken (the diverter forwarded it)
+//	wire ─► read ─► pcap ─► Divert ─┬─ keep ─► process (ARP, ND, ICMP, RoCE, TCP)
+//	                                └─ taken (the diverter forwarded it)
 //	elsewhere ─► WriteWire ─► pcap ─► wire
 //
 // Frames the host stack turns around (loopback.go) never reach the
@@ -34,28 +34,21 @@ func (h *Host) SetDivert(d Diverter) {
 	h.divert.Store(&d)
 }
 
-// diverted offers a frame read from the wire to the diverter and reports
-// whether it took it.
+// diverted offers a frame read from the wire (counted and recorded
+// already) to the diverter and reports whether it took it.
 func (h *Host) diverted(frame []byte, v VnetHdr) bool {
 	dp := h.divert.Load()
-	if dp == nil || (*dp)(frame, v) {
-		return false
-	}
-	h.cnt.rxFrames.Add(1)
-	h.cnt.rxBytes.Add(uint64(len(frame)))
-	if h.pcap != nil {
-		h.capture(frame, v) // a partial checksum shown finished, as on the wire
-	}
-	return true
+	return dp != nil && !(*dp)(frame, v)
 }
 
-// handleWireFrame is the receive path of a plain IO: the diverter, then
-// the host stack.
+// handleWireFrame is the receive path of a plain IO: the frame is counted
+// and recorded, then offered to the diverter, then to the host stack.
 func (h *Host) handleWireFrame(b []byte) {
+	h.arrived(b, VnetHdr{})
 	if h.diverted(b, VnetHdr{}) {
 		return
 	}
-	h.handleFrame(b)
+	h.process(b)
 }
 
 // WriteWire sends frame, a whole Ethernet frame from elsewhere (a host

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 // TestDivert: a diverter sees frames from the wire before the host stack
@@ -61,5 +63,50 @@ func TestDivert(t *testing.T) {
 	}
 	if err := h.WriteWire([]byte{1, 2}, VnetHdr{}); !errors.Is(err, ErrBadFrame) {
 		t.Errorf("a runt: %v", err)
+	}
+}
+
+// TestDivertCapturesBeforeTheAnswer: a frame the diverter forwards is in
+// the capture before anything sent in answer to it. A host port's kernel
+// may answer at once (its ACK of a FIN, say), from inside the diverter as
+// here; recorded after the diverter returned, the frame would follow its
+// answer, and Wireshark would report a segment ACKed before it was seen.
+func TestDivertCapturesBeforeTheAnswer(t *testing.T) {
+	var capture bytes.Buffer
+	pw, err := pcap.NewWriter(&capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, w := newTestHost(t, false, func(c *HostConfig) { c.Pcap = pw })
+	answer := udpFrame4(t, peerMAC, peer4, 7, []byte("the answer"))
+	h.SetDivert(func(f []byte, v VnetHdr) bool {
+		if !bytes.Contains(f, []byte("the question")) {
+			return true
+		}
+		if err := h.WriteWire(append([]byte(nil), answer...), VnetHdr{}); err != nil {
+			t.Error(err)
+		}
+		return false
+	})
+	w.send(udpFrame4(t, hostMAC, host4, 9999, []byte("the question")))
+	w.next() // the answer reached the wire
+	if err := pw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	frames, err := pcap.ReadFrom(&capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, f := range frames {
+		switch {
+		case bytes.Contains(f.Data, []byte("the question")):
+			order = append(order, "question")
+		case bytes.Contains(f.Data, []byte("the answer")):
+			order = append(order, "answer")
+		}
+	}
+	if len(order) != 2 || order[0] != "question" {
+		t.Errorf("capture order %v, want [question answer]", order)
 	}
 }

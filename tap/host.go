@@ -417,13 +417,28 @@ func (h *Host) readFrames(read func([]byte) (int, error), handle func([]byte), s
 	}
 }
 
-// handleFrame is the receive path for one frame. It never keeps b.
+// handleFrame is the receive path for one frame: counted, recorded,
+// processed. It never keeps b.
 func (h *Host) handleFrame(b []byte) {
+	h.arrived(b, VnetHdr{})
+	h.process(b)
+}
+
+// arrived counts a frame read from the wire and records it in the
+// capture, before anything reacts to it: a host port's kernel, or the
+// host stack, may answer at once, and the answer must not precede the
+// frame in the capture (Wireshark would see a segment ACKed before it was
+// sent).
+func (h *Host) arrived(b []byte, v VnetHdr) {
 	h.cnt.rxFrames.Add(1)
 	h.cnt.rxBytes.Add(uint64(len(b)))
 	if h.pcap != nil {
-		h.pcap.WriteFrameNow(h.stamp, b) // errors are sticky and reported by the writer's Close
+		h.capture(b, v) // errors are sticky and reported by the writer's Close
 	}
+}
+
+// process is the receive path of a frame counted and recorded already.
+func (h *Host) process(b []byte) {
 	if len(b) < ethHeaderLen {
 		h.cnt.malformed.Add(1)
 		return

@@ -71,6 +71,7 @@ func (h *Host) handleVnetFrame(b []byte) {
 		h.cnt.malformed.Add(1)
 		return
 	}
+	h.arrived(frame, v) // a partial checksum shown finished, as on the wire
 	if h.diverted(frame, v) {
 		return
 	}
@@ -81,7 +82,7 @@ func (h *Host) handleVnetFrame(b []byte) {
 	if v.GSOType != vnetGSONone {
 		h.cnt.gsoRx.Add(1)
 	}
-	h.handleFrame(frame)
+	h.process(frame)
 }
 
 // dropVnet counts a frame whose virtio_net_hdr is malformed.
@@ -176,7 +177,7 @@ func (h *Host) sendIPIn(buf, ipPacket []byte, v VnetHdr) error {
 	return nil
 }
 
-// capture records a frame the Host sends. A partial checksum is shown
+// capture records a frame the Host sends or reads. A partial checksum is shown
 // finished, as the segments it becomes carry it on the wire (and Wireshark,
 // validating, would flag the pseudo-header sum as wrong): it is finished in
 // place for the capture and put back for the kernel, which finishes it
