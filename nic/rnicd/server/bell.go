@@ -1,5 +1,5 @@
-// The session doorbell (proto/bell.go): one wake-up socket
-// (wakeup.go) and one shared bitmap per session wake the drainers of all its QPs and
+// The session doorbell (proto/bell.go): one wake-up socket (wakeup.go)
+// and one shared bitmap per session wake the drainers of all its QPs and
 // SRQs, so a session's descriptors do not grow with its objects. Each
 // drainer still sleeps on its own, on a channel the session's bell loop
 // signals when the drainer's bit was rung.
@@ -37,7 +37,7 @@ type sessionBell struct {
 	mem  *memory.Shared
 	view *proto.SessionBell
 	wake *wakeReader
-	pair wakePair
+	pair wakePair // pair.peer is closed once OPEN's reply sent it
 	done chan struct{} // closed when run returns
 
 	mu     sync.RWMutex

@@ -1,5 +1,5 @@
-// Completion channels: one wake-up socket (wakeup.go) and one event set per
-// channel, shared by its CQs (proto/chanevents.go). A CQ on a channel
+// Completion channels: one wake-up socket (wakeup.go) and one event set
+// per channel, shared by its CQs (proto/chanevents.go). A CQ on a channel
 // holds a slot of the channel's set; the channel cannot be destroyed
 // while it has CQs, as ibv_destroy_comp_channel refuses.
 
