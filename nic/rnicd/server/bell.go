@@ -37,7 +37,7 @@ type sessionBell struct {
 	mem  *memory.Shared
 	view *proto.SessionBell
 	wake *wakeReader
-	pair wakePair // pair.peer is closed once OPEN's reply sent it
+	pair wakePair      // pair.peer is closed once OPEN's reply sent it
 	done chan struct{} // closed when run returns
 
 	mu     sync.RWMutex
