@@ -1,7 +1,7 @@
 // The session doorbell (proto/bell.go): a post whose
 // drainer sleeps sets the QP's or SRQ's bit in the session's bitmap and
-// writes the session's one eventfd, so the process holds no descriptor
-// per QP.
+// sends a byte on the session's one doorbell socket, so the process holds
+// no descriptor per QP.
 
 package client
 
@@ -19,11 +19,11 @@ type sessionBell struct {
 	mem  *memory.Shared
 	view *proto.SessionBell
 	fd   int
-	one  [8]byte // the eventfd increment, kept here so a write allocates nothing
+	one  [1]byte // the wake-up byte, kept here so a send allocates nothing
 }
 
 // openBell maps the session doorbell of an OPEN reply (descriptors: its
-// memory, its eventfd), or closes them and fails.
+// memory, its socket), or closes them and fails.
 func openBell(fds []int) (*sessionBell, error) {
 	if len(fds) != 2 {
 		closeFDs(fds)
@@ -40,13 +40,16 @@ func openBell(fds []int) (*sessionBell, error) {
 		unix.Close(fds[1])
 		return nil, err
 	}
-	return &sessionBell{mem: mem, view: view, fd: fds[1], one: [8]byte{1}}, nil
+	return &sessionBell{mem: mem, view: view, fd: fds[1], one: [1]byte{1}}, nil
 }
 
-// ring rings bell i. The caller has seen its drainer sleeping.
+// ring rings bell i. The caller has seen its drainer sleeping. The send
+// never blocks: a full socket (EAGAIN) means the daemon has bytes to read
+// and will take the bit after reading them; a daemon gone (EPIPE, no
+// SIGPIPE) ends the session anyway.
 func (b *sessionBell) ring(i uint32) {
 	if b.view.Ring(i) {
-		unix.Write(b.fd, b.one[:])
+		unix.Sendto(b.fd, b.one[:], unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, nil)
 	}
 }
 

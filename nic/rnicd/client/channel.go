@@ -1,6 +1,6 @@
 // The session's completion channel: every CQ of the
 // device holds a slot of one channel's event set, and one goroutine per
-// device turns the channel's eventfd and set into the CQs' Notify, so a
+// device turns the channel's socket and set into the CQs' Notify, so a
 // CQ costs no descriptor and no goroutine of its own.
 
 package client
@@ -54,10 +54,13 @@ func (d *Device) compChannel() (*cqChannel, error) {
 	return ch, nil
 }
 
-// wait hands each fired slot's event to its CQ until the eventfd closes.
+// wait hands each fired slot's event to its CQ until the socket closes.
+// It drains the socket before it takes the set, so a slot fired after the
+// take comes with a byte the next read returns for (or, if the daemon
+// found the socket full, with the bytes still in it).
 func (ch *cqChannel) wait() {
 	defer close(ch.done)
-	var b [8]byte
+	var b [64]byte
 	for {
 		if _, err := ch.fd.Read(b[:]); err != nil {
 			return

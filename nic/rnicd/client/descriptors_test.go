@@ -22,7 +22,7 @@ func countFDs(t testing.TB) int {
 // TestRingsHoldNoDescriptors creates QPs through an in-process daemon and
 // counts the descriptors they cost the process (daemon and client alike):
 // none. The ring memfds are closed once mapped on both sides, and the
-// drainers are rung through the session doorbell (one eventfd per
+// drainers are rung through the session doorbell (one socket per
 // session) rather than an eventfd per QP. Before, each QP held 4 (its
 // ring memfd and doorbell eventfd on each side), and a daemon serving
 // 10,000 QPs ran out of its descriptor limit.

@@ -10,7 +10,7 @@
 // Control verbs (create, modify, query, destroy) are round trips on the
 // control socket. PostSend, PostRecv and Poll are not: a WQE is written
 // into the QP's send or receive ring and the producer index published,
-// with a doorbell (a bit in the session's doorbell, one eventfd write)
+// with a doorbell (a bit in the session's doorbell, one byte sent)
 // only when the daemon's drainer sleeps; completions are read from the
 // CQ's ring. None allocates. Completion events of every CQ come through
 // the session's one completion channel (channel.go, protocol 6): a CQ

@@ -24,22 +24,23 @@ func fakeDaemon(t *testing.T, answer func(h proto.Header) []byte) string {
 	})
 }
 
-// sendOpenReply answers OPEN with a session doorbell (its memory and
-// eventfd, as the daemon sends them).
+// sendOpenReply answers OPEN with a session doorbell (its memory and the
+// client's end of its socket, as the daemon sends them).
 func sendOpenReply(c *net.UnixConn, rh proto.Header) error {
 	mem, err := memory.NewShared(proto.BellAreaLen)
 	if err != nil {
 		return err
 	}
 	defer mem.Close()
-	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	bell, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(efd)
+	defer unix.Close(bell[0])
+	defer unix.Close(bell[1])
 	rh.NFDs = 2
 	msg := proto.AppendMessage(nil, rh, &proto.OpenReply{Version: proto.Version, Name: "fake"})
-	_, _, err = c.WriteMsgUnix(msg, unix.UnixRights(mem.Fd(), efd), nil)
+	_, _, err = c.WriteMsgUnix(msg, unix.UnixRights(mem.Fd(), bell[1]), nil)
 	return err
 }
 

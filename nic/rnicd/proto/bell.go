@@ -1,5 +1,5 @@
-// The session doorbell: one eventfd and one small shared
-// memory area per session, instead of an eventfd per QP and SRQ, so the
+// The session doorbell: one wake-up socket and one small shared
+// memory area per session, instead of a descriptor per QP and SRQ, so the
 // descriptors of a session do not grow with its objects (a daemon serving
 // 10,000 QPs would otherwise need 10,000 descriptors, and a C program as
 // many beyond its soft limit of 1024).
@@ -14,14 +14,15 @@
 // A work ring names its bell (offset 448 of its header). A client whose
 // drainer sleeps (the handshake in ring.go) sets the bell's leaf bit, then
 // its summary bit (atomic OR: any number of client threads ring at once),
-// then writes the session eventfd. The daemon, woken, swaps each summary
-// word with 0 and each leaf word a set summary bit names with 0, and wakes
-// the drainers of the bells it found. A bit set after the daemon swapped
-// its summary word sets the summary bit again and writes the eventfd
-// again, so no ring is lost; a summary bit whose leaf was already taken
-// costs one look at an empty word. Finding the rung bells costs
-// BellSummaryWords loads plus one per rung leaf word, whatever the
-// number of objects.
+// then sends a byte on the session's socket, without waiting (a full
+// socket already wakes the daemon). The daemon, woken, reads the bytes
+// there, swaps each summary word with 0 and each leaf word a set summary
+// bit names with 0, and wakes the drainers of the bells it found. A bit
+// set after the daemon swapped its summary word sets the summary bit
+// again and sends a byte again, after the daemon's read, so no ring is
+// lost; a summary bit whose leaf was already taken costs one look at an
+// empty word. Finding the rung bells costs BellSummaryWords loads plus
+// one per rung leaf word, whatever the number of objects.
 
 package proto
 

@@ -4,22 +4,31 @@
 // ibv_create_comp_channel and none per CQ; one eventfd per CQ made a C
 // program under a soft RLIMIT_NOFILE of 256 fail at about 238 CQs).
 //
-// A channel is an eventfd and an event set: a two-level bitmap with the
+// A channel is a wake-up socket (below) and an event set: a two-level bitmap with the
 // layout of the session doorbell (bell.go), written the other way round.
 // Each CQ created on a channel gets a slot of the channel's set. The
 // daemon's mover, firing an armed CQ, sets the CQ's slot (leaf bit, then
-// summary bit, atomic OR) and then writes the channel's eventfd. The
-// client, woken through poll(2) or a read of the eventfd, swaps each
+// summary bit, atomic OR) and then sends a byte on the channel's socket.
+// The client, woken through poll(2) or a read of the socket, swaps each
 // summary word with 0 and each leaf word a set summary bit names with 0,
 // and queues one event per slot found (the arm is one-shot, so a slot is
 // set at most once per arm and no event is lost or doubled). A slot set
 // after the client swapped its summary word sets the summary bit again
-// and writes the eventfd again. Finding the fired CQs costs
+// and sends a byte again. Finding the fired CQs costs
 // BellSummaryWords loads plus one per fired leaf word, whatever the
 // number of CQs on the channel.
 //
 // The daemon only ORs into the set and never reads it, so a client
 // scribbling on it confuses only itself.
+//
+// The socket is a Unix stream socketpair: the daemon keeps one end and
+// sends the client the other, so the two are distinct open files and the
+// client's fcntl of its end (clearing O_NONBLOCK) never makes the daemon's
+// sends wait. The daemon sends without waiting and drops a byte the full
+// socket will not take: the bytes already in it wake the client. A client
+// reads the bytes it finds before it takes the set, never after, so a slot
+// set after its take comes with a byte it has not read. The doorbell
+// (bell.go) is the same the other way round.
 
 package proto
 
@@ -46,12 +55,12 @@ func NewChannelEvents(mem []byte) (*ChannelEvents, error) {
 	return &ChannelEvents{set: b}, nil
 }
 
-// Fire sets slot i (the daemon's side, before it writes the channel's
-// eventfd); it reports false for an i out of range.
+// Fire sets slot i (the daemon's side, before it sends on the channel's
+// socket); it reports false for an i out of range.
 func (e *ChannelEvents) Fire(i uint32) bool { return e.set.Ring(i) }
 
 // Take clears every slot set and calls f with each (the client's side,
-// after reading the channel's eventfd).
+// after reading the bytes on the channel's socket).
 func (e *ChannelEvents) Take(f func(i uint32)) { e.set.Take(f) }
 
 // Completion channel ops.
@@ -59,13 +68,13 @@ const (
 	// OpCreateChannel creates a completion channel (Empty). The reply
 	// (CreateChannelReply) carries the place of its event set in the
 	// session's ring arena and, after the chunk's memfd when it is sent,
-	// the channel's eventfd.
+	// the client's end of the channel's socket.
 	OpCreateChannel Op = 0x0024
 	// OpDestroyChannel destroys a channel (Handle); the daemon refuses
 	// while CQs are on it.
 	OpDestroyChannel Op = 0x0025
 	// OpCreateCQOn creates a CQ on a channel, or on none (Channel 0)
-	// (CreateCQOnReq); the reply (CreateCQOnReply) carries no eventfd:
+	// (CreateCQOnReq); the reply (CreateCQOnReply) carries no descriptor:
 	// the CQ's events come through its Slot of the channel's event set.
 	OpCreateCQOn Op = 0x0026
 )

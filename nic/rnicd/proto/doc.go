@@ -8,7 +8,7 @@
 // Every message is one datagram of the socket (message boundaries are the
 // socket's), at most MaxMessage bytes: a 16-byte header, then a body
 // whose layout the op defines, little-endian throughout. File descriptors
-// (memfds, eventfds) travel as SCM_RIGHTS with the message; the header
+// (memfds, sockets) travel as SCM_RIGHTS with the message; the header
 // counts them so the receiver can tell a lost one from none.
 //
 //	 0                   1                   2                   3
@@ -64,7 +64,10 @@
 // memfd once it has mapped it (the daemon keeps one per 2 MiB chunk, for
 // a client that missed it), and a client wakes the
 // drainers of all its QPs and SRQs through one session doorbell, an
-// eventfd and a bitmap that OPEN's reply carries (bell.go). A session of
+// socket and a bitmap that OPEN's reply carries (bell.go). Every socket
+// the daemon signals or is signalled on is one end of a socketpair whose
+// other end only the daemon holds (chanevents.go): no descriptor it
+// shares with a client can make it wait. A session of
 // 10,000 QPs holds no more descriptors than one of a single QP (but for
 // the daemon's one per ring chunk).
 //

@@ -18,7 +18,7 @@ import (
 // rings or in the C header bumps it, and nothing keeps the old layout.
 //
 //rnicd:cheader
-const Version = 6
+const Version = 7
 
 // Bounds of OpOpen's and OpCounters' replies.
 //

@@ -39,7 +39,7 @@
 // The client's doorbell handshake (virtio-style event suppression): it
 // writes WQEs, stores the producer index, then loads sleeping and rings
 // the doorbell only if it is 1 (by setting its bit in the session doorbell
-// and writing the session's eventfd, bell.go). The daemon's drainer stores
+// and sending a byte on the session's doorbell socket, bell.go). The daemon's drainer stores
 // sleeping = 1, loads the producer indices again and sleeps only if they
 // show nothing new. Go's atomics are sequentially consistent, so one of the
 // two sees the other's store.

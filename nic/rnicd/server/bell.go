@@ -1,4 +1,4 @@
-// The session doorbell (proto/bell.go): one eventfd
+// The session doorbell (proto/bell.go): one wake-up socket (wakeup.go)
 // and one shared bitmap per session wake the drainers of all its QPs and
 // SRQs, so a session's descriptors do not grow with its objects. Each
 // drainer still sleeps on its own, on a channel the session's bell loop
@@ -17,8 +17,7 @@ import (
 	"github.com/rnic/rnic/nic/verbs"
 )
 
-// waker is what a drainer sleeps on: its bit in the session doorbell (or,
-// in tests, an eventfd of its own).
+// waker is what a drainer sleeps on: its bit in the session doorbell.
 type waker interface {
 	// wait waits to be woken, for at most timeout if it is positive; it
 	// returns an error once the waker is closed.
@@ -29,17 +28,16 @@ type waker interface {
 	fds() []int
 }
 
-func (e *eventfd) wake()      { signal(e.fd) }
-func (e *eventfd) fds() []int { return []int{e.fd} }
-
 var errWakerClosed = errors.New("rnicd: drainer waker closed")
 
 // sessionBell is a session's doorbell: the bitmap the client rings, the
-// eventfd it writes, and the drainers by bell.
+// socket it writes (the daemon's end, and the client's until OPEN's reply
+// sent it), and the drainers by bell.
 type sessionBell struct {
 	mem  *memory.Shared
 	view *proto.SessionBell
-	efd  *eventfd
+	wake *wakeReader
+	pair wakePair      // pair.peer is closed once OPEN's reply sent it
 	done chan struct{} // closed when run returns
 
 	mu     sync.RWMutex
@@ -57,20 +55,27 @@ func newSessionBell() (*sessionBell, error) {
 		mem.Close()
 		return nil, err
 	}
-	efd, err := newEventfd()
+	pair, err := newWakePair(false)
 	if err != nil {
 		mem.Close()
 		return nil, err
 	}
-	b := &sessionBell{mem: mem, view: view, efd: efd, done: make(chan struct{})}
+	b := &sessionBell{mem: mem, view: view, wake: newWakeReader(pair.own), pair: pair, done: make(chan struct{})}
 	go b.run()
 	return b, nil
 }
 
-// run wakes the drainers whose bells the client rang, until close.
+// run wakes the drainers whose bells the client rang, until close (or
+// until the client closes its end: it can ring no more).
+//
+// No ring is lost: the client sets its bits before it sends its byte, and
+// this loop drains the socket before it takes the bits. A bit set after a
+// take comes with a byte sent after the drain, which the next wait
+// returns for; if that send found the socket full (EAGAIN), the bytes
+// already in it make the next wait return all the same.
 func (b *sessionBell) run() {
 	defer close(b.done)
-	for b.efd.wait(0) == nil {
+	for b.wake.wait(0) == nil {
 		b.view.Take(b.ring)
 	}
 }
@@ -116,7 +121,7 @@ func (b *sessionBell) remove(w *bellWaker) {
 // close ends the bell loop and then (it may be reading the bitmap) frees
 // the memory.
 func (b *sessionBell) close() {
-	b.efd.close()
+	b.wake.close()
 	<-b.done
 	b.mem.Close()
 }

@@ -11,8 +11,8 @@ import (
 )
 
 // The descriptors a session's replies carry: the session doorbell with
-// OPEN (its memory, its eventfd), and with a QP nothing once its ring
-// chunk was sent (no doorbell eventfd per object).
+// OPEN (its memory, its socket), and with a QP nothing once its ring
+// chunk was sent (no doorbell descriptor per object).
 func TestDoorbellDescriptors(t *testing.T) {
 	d := rnicdtest.Start(t, rnicdtest.Options{})
 	r := dial(t, d.Socket)

@@ -1,5 +1,5 @@
-// Completion channels: one eventfd and one event set per
-// channel, shared by its CQs (proto/chanevents.go). A CQ on a channel
+// Completion channels: one wake-up socket (wakeup.go) and one event set
+// per channel, shared by its CQs (proto/chanevents.go). A CQ on a channel
 // holds a slot of the channel's set; the channel cannot be destroyed
 // while it has CQs, as ibv_destroy_comp_channel refuses.
 
@@ -26,7 +26,7 @@ type chanObj struct {
 	h      uint32
 	mem    *ringMem
 	events *proto.ChannelEvents
-	fd     int
+	fd     int // the daemon's end of the wake-up socket
 
 	mu   sync.Mutex
 	free []uint32 // slots given back, reused first
@@ -82,6 +82,7 @@ func handleCreateChannel(s *Session, req *Request, rep *Reply) error {
 		return err
 	}
 	c := &chanObj{s: s, fd: -1}
+	var pair wakePair
 	err := func() error {
 		var err error
 		if c.mem, err = s.newRingMem(proto.ChannelAreaLen); err != nil {
@@ -90,7 +91,8 @@ func handleCreateChannel(s *Session, req *Request, rep *Reply) error {
 		if c.events, err = proto.NewChannelEvents(c.mem.mem); err != nil {
 			return err
 		}
-		c.fd, err = newNotifyFD()
+		pair, err = newWakePair(true)
+		c.fd = pair.own
 		return err
 	}()
 	if err != nil {
@@ -102,7 +104,7 @@ func handleCreateChannel(s *Session, req *Request, rep *Reply) error {
 	}
 	c.h = s.newHandle()
 	s.insert(c)
-	rep.Set(&proto.CreateChannelReply{Channel: c.h, Place: c.mem.place()}, append(c.mem.fds(), c.fd)...)
+	rep.Set(&proto.CreateChannelReply{Channel: c.h, Place: c.mem.place()}, append(c.mem.fds(), pair.sendPeer(rep))...)
 	rep.After(c.mem.sent)
 	return nil
 }

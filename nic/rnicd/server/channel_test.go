@@ -7,7 +7,7 @@ import (
 	"github.com/rnic/rnic/nic/rnicd/rnicdtest"
 )
 
-// A completion channel carries one eventfd; CQs on it, or on no channel,
+// A completion channel carries one socket; CQs on it, or on no channel,
 // carry none of their own (at most the first ring chunk's memfd); a
 // channel with CQs cannot be destroyed, and can once they are gone.
 func TestChannelDescriptors(t *testing.T) {
@@ -17,7 +17,7 @@ func TestChannelDescriptors(t *testing.T) {
 	r.expect(proto.OpCreateCQOn, &proto.CreateCQOnReq{CQE: 8}, proto.StatusOK) // maps the first chunk
 	r.expect(proto.OpCreateChannel, &proto.Empty{}, proto.StatusOK)
 	if r.fds != 1 {
-		t.Errorf("CREATE_CHANNEL with %d descriptors, want the channel's eventfd", r.fds)
+		t.Errorf("CREATE_CHANNEL with %d descriptors, want the channel's socket", r.fds)
 	}
 	const ncq = 200
 	for i := range ncq {

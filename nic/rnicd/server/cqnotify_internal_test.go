@@ -9,8 +9,8 @@ import (
 	"github.com/rnic/rnic/nic/rnicd/proto"
 )
 
-// CQs on one channel fire through its set and its one eventfd: the
-// eventfd becomes readable and the set names exactly the CQs that fired;
+// CQs on one channel fire through its set and its one socket: the
+// client's end becomes readable and the set names exactly the CQs that fired;
 // a slot out of range neither sets a bit nor wakes the client.
 func TestChannelSlotFires(t *testing.T) {
 	words := make([]uint64, proto.ChannelAreaLen/8)
@@ -18,14 +18,16 @@ func TestChannelSlotFires(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fd, err := newNotifyFD()
+	pair, err := newWakePair(true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer unix.Close(fd)
+	defer unix.Close(pair.peer)
+	defer unix.Close(pair.own)
+	fd := pair.own
 	var n cqNotifier = channelSlot{events: events, fd: fd, slot: proto.MaxChannelCQs}
 	n.signal()
-	if readable(t, fd) {
+	if readable(t, pair.peer) {
 		t.Fatal("a slot out of range woke the channel")
 	}
 	fired := []uint32{999, 3, 64 * 64}
@@ -33,8 +35,8 @@ func TestChannelSlotFires(t *testing.T) {
 		n = channelSlot{events: events, fd: fd, slot: s}
 		n.signal()
 	}
-	if !readable(t, fd) {
-		t.Fatal("channel eventfd not readable after its CQs fired")
+	if !readable(t, pair.peer) {
+		t.Fatal("channel socket not readable after its CQs fired")
 	}
 	got := map[uint32]bool{}
 	events.Take(func(i uint32) { got[i] = true })
@@ -46,9 +48,9 @@ func TestChannelSlotFires(t *testing.T) {
 			t.Fatalf("slot %d fired but not taken (took %v)", s, got)
 		}
 	}
-	n.release() // the channel's eventfd stays open
+	n.release() // the channel's socket stays open
 	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
-		t.Fatalf("a CQ's release closed its channel's eventfd: %v", err)
+		t.Fatalf("a CQ's release closed its channel's socket: %v", err)
 	}
 }
 
@@ -63,7 +65,7 @@ func readable(t *testing.T, fd int) bool {
 	if n == 0 {
 		return false
 	}
-	var b [8]byte
+	var b [64]byte
 	unix.Read(fd, b[:])
 	return true
 }

@@ -4,15 +4,18 @@
 // shared memory (package proto has the wire and the ring layouts). Every
 // ring of a session is a slot of the session's ring arena (arena.go): a
 // few memfd chunks, each sent and mapped once. A CQ's fired arm sets its
-// slot in its completion channel's event set and writes the channel's one
-// eventfd (channel.go, cqnotify.go).
+// slot in its completion channel's event set and sends a byte on the
+// channel's one socket (channel.go, cqnotify.go). Every descriptor the
+// daemon signals or is signalled on is its own end of a socketpair
+// (wakeup.go): nothing a client does to the end it holds makes the daemon
+// wait.
 //
 //	client process                          rnicd
 //	  verbs call ── control message ──────▶ Session ── ibv.Device (nic)
 //	  PostSend ──── WQE in SQ ring ─┐          drainer: copy slot, decode,
 //	          session doorbell┴─────▶ bell loop → drainer: post to the ibv QP
 //	  Poll ◀─────── WC in CQ ring ◀──────── mover: ibv CQ → ring,
-//	  Notify ◀───── channel/CQ eventfd ◀───        notify if armed
+//	  Notify ◀───── channel socket ◀───────        notify if armed
 //	  DMA target ── memfd (SCM_RIGHTS) ───▶ mapped, RegMRIOVA at the
 //	                                        client's own addresses
 //

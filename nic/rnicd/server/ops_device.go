@@ -42,7 +42,7 @@ func handleOpen(s *Session, req *Request, rep *Reply) error {
 	if s.bell, err = newSessionBell(); err != nil {
 		return err
 	}
-	fds := []int{s.bell.mem.Fd(), s.bell.efd.fd}
+	fds := []int{s.bell.mem.Fd(), s.bell.pair.sendPeer(rep)}
 	// The client maps its own copy; the daemon keeps the mapping.
 	rep.After(func() { s.bell.mem.CloseFd() })
 	s.arena = newArena(s)

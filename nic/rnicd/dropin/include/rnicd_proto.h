@@ -50,14 +50,14 @@ enum rnicd_op {
 	RNICD_OP_RING_CHUNK = 0x0023,
 	/* OpCreateChannel creates a completion channel (Empty). The reply
 	 * (CreateChannelReply) carries the place of its event set in the session's
-	 * ring arena and, after the chunk's memfd when it is sent, the channel's
-	 * eventfd. */
+	 * ring arena and, after the chunk's memfd when it is sent, the client's
+	 * end of the channel's socket. */
 	RNICD_OP_CREATE_CHANNEL = 0x0024,
 	/* OpDestroyChannel destroys a channel (Handle); the daemon refuses while
 	 * CQs are on it. */
 	RNICD_OP_DESTROY_CHANNEL = 0x0025,
 	/* OpCreateCQOn creates a CQ on a channel, or on none (Channel 0)
-	 * (CreateCQOnReq); the reply (CreateCQOnReply) carries no eventfd: the
+	 * (CreateCQOnReq); the reply (CreateCQOnReply) carries no descriptor: the
 	 * CQ's events come through its Slot of the channel's event set. */
 	RNICD_OP_CREATE_CQ_ON = 0x0026,
 	RNICD_OP_REREG_MR_WINDOW = 0x0030,
@@ -207,7 +207,7 @@ enum {
  * rings or in the C header bumps it, and nothing keeps the old layout.
  * (messages.go) */
 enum {
-	RNICD_VERSION = 6,
+	RNICD_VERSION = 7,
 };
 
 /* Bounds of OpOpen's and OpCounters' replies. (messages.go) */

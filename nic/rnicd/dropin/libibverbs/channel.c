@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Completion channels (proto/chanevents.go): one
  * descriptor per channel, none per CQ, as with the kernel's. The
- * channel's fd is the daemon's eventfd, written when an armed CQ on the
- * channel fires, after it set the CQ's slot in the channel's event set.
- * ibv_get_cq_event reads the eventfd, then takes the set into the
+ * channel's fd is the library's end of a Unix stream socketpair whose
+ * other end the daemon keeps: it sends a byte on it when an armed CQ on
+ * the channel fires, after it set the CQ's slot in the channel's event
+ * set. The two ends are distinct open files, so the program may make its
+ * fd blocking or not (fcntl) and the daemon's sends never wait on it.
+ * ibv_get_cq_event reads the bytes, then takes the set into the
  * library's queue (chanqueue.c), and returns one CQ per call; while
- * events stay queued it writes the eventfd itself, so that poll(2) on
+ * events stay queued it leaves one byte unread, so that poll(2) on
  * the fd says readable as long as ibv_get_cq_event has an event to give.
  * The converse is not exact: a slot taken from the set between the
- * daemon's setting it and its write of the eventfd leaves the fd readable
- * with no event (a spurious wakeup: ibv_get_cq_event then waits, or says
- * EAGAIN on an O_NONBLOCK fd).
+ * daemon's setting it and its send leaves the fd readable with no event
+ * (a spurious wakeup: ibv_get_cq_event then waits, or says EAGAIN on an
+ * O_NONBLOCK fd).
  * A blocking wait also watches the control socket, so a daemon that dies
  * wakes ibv_get_cq_event, which then fails instead of hanging. */
 #include "rnic.h"
@@ -18,11 +21,13 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 
 /* chan_reply takes CREATE_CHANNEL's reply: the event set in the session's
- * ring chunks (mapping its chunk if the reply brings it) and the eventfd,
+ * ring chunks (mapping its chunk if the reply brings it) and the socket,
  * the reply's last descriptor. The caller holds ring_mu. */
 static int chan_reply(struct rnic_context *c, struct rnic_channel *ch, struct rnic_reply *rep)
 {
@@ -38,10 +43,9 @@ static int chan_reply(struct rnic_context *c, struct rnic_channel *ch, struct rn
 		return EPROTO;
 	ch->ch.fd = rep->fds[fdi];
 	rep->fds[fdi] = -1;
-	/* The daemon made the eventfd non-blocking, and the open file is
-	 * shared with it: blocking is the program's to choose (fcntl), as
-	 * with the kernel's channel. The daemon adds 1 at a time to a
-	 * counter read back to 0: its writes do not block. */
+	/* The daemon made both ends non-blocking; this end is the
+	 * program's, blocking until it chooses otherwise (fcntl), as with
+	 * the kernel's channel. The daemon's end is its own open file. */
 	if ((fl = fcntl(ch->ch.fd, F_GETFL)) < 0 || fcntl(ch->ch.fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
 		return errno;
 	return 0;
@@ -112,27 +116,51 @@ RNIC_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	return 0;
 }
 
-/* take_fired reads the eventfd if it is readable, then takes the set:
- * in that order, so that a slot fired after the take comes with a write
- * of its own. Only the library reads the eventfd, under ch->mu, so the
- * read does not block whatever the program made of O_NONBLOCK. */
-static void take_fired(struct rnic_channel *ch)
+/* pending_bytes is the number of wake-up bytes unread on fd. */
+static int pending_bytes(int fd)
 {
-	struct pollfd p = {.fd = ch->ch.fd, .events = POLLIN};
-	uint64_t v;
-	if (poll(&p, 1, 0) == 1 && (p.revents & POLLIN) && read(ch->ch.fd, &v, sizeof(v)) < 0) {
-		/* nothing to do: the set is taken all the same */
-	}
-	rnic_chan_collect(ch);
+	int n = 0;
+	if (ioctl(fd, FIONREAD, &n) < 0)
+		return 0;
+	return n;
 }
 
-/* resignal keeps the eventfd readable while events stay queued. */
-static void resignal(struct rnic_channel *ch)
+/* drain reads n wake-up bytes, or fewer if fewer are there. MSG_DONTWAIT:
+ * it never blocks, whatever the program made of O_NONBLOCK. */
+static void drain(int fd, int n)
 {
-	uint64_t one = 1;
-	if (ch->len > 0 && write(ch->ch.fd, &one, sizeof(one)) < 0) {
-		/* a counter at its maximum is readable anyway */
+	char buf[256];
+	while (n > 0) {
+		ssize_t k = recv(fd, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf), MSG_DONTWAIT);
+		if (k <= 0)
+			return;
+		n -= (int)k;
 	}
+}
+
+/* take_fired takes the set into the queue, reading first all but one
+ * of the bytes that are unread when it starts, and returns their number.
+ * Only those bytes are ever read: each was sent before the take began,
+ * for a slot set before it, so a slot the take misses came with a byte
+ * sent after (left unread), or with a send that found the socket full
+ * (its bytes left unread too, all but the one settle may read). The
+ * byte kept back keeps the fd readable while the queue is looked at.
+ * The caller holds ch->mu: only the library reads the socket. */
+static int take_fired(struct rnic_channel *ch)
+{
+	int n = pending_bytes(ch->ch.fd);
+	if (n > 1)
+		drain(ch->ch.fd, n - 1);
+	rnic_chan_collect(ch);
+	return n;
+}
+
+/* settle reads the byte take_fired kept back once no event stays
+ * queued; while events stay queued it stays, and poll(2) says readable. */
+static void settle(struct rnic_channel *ch, int kept)
+{
+	if (ch->len == 0 && kept > 0)
+		drain(ch->ch.fd, 1);
 }
 
 /* next_event returns the oldest event's CQ and its context, or NULL.
@@ -142,13 +170,13 @@ static void resignal(struct rnic_channel *ch)
 static struct rnic_cq *next_event(struct rnic_channel *ch, void **cq_context)
 {
 	struct rnic_cq *q;
-	int old;
+	int old, kept;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
 	pthread_mutex_lock(&ch->mu);
-	take_fired(ch);
+	kept = take_fired(ch);
 	if ((q = rnic_chan_pop(ch)))
 		*cq_context = q->cq.cq_context;
-	resignal(ch);
+	settle(ch, kept);
 	pthread_mutex_unlock(&ch->mu);
 	pthread_setcancelstate(old, NULL);
 	return q;
@@ -163,13 +191,12 @@ void rnic_chan_detach(struct rnic_cq *q)
 	/* Off first, then the set taken: a fire of its slot still there
 	 * goes with it, not to the next CQ the daemon gives the slot. */
 	rnic_chan_remove(ch, q);
-	take_fired(ch);
-	resignal(ch);
+	settle(ch, take_fired(ch));
 	pthread_mutex_unlock(&ch->mu);
 	pthread_setcancelstate(old, NULL);
 }
 
-/* wait_event waits until the channel's eventfd or the control socket
+/* wait_event waits until the channel's socket or the control socket
  * polls readable, or only looks when nonblock. It returns 0 (look for an
  * event again), EAGAIN (nonblock, nothing readable), EIO (the daemon is
  * gone) or poll's errno: EINTR too, as the kernel's read of the channel

@@ -119,7 +119,7 @@ static void queue(struct rnic_channel *ch, uint32_t s)
 
 /* rnic_chan_collect swaps each set summary word with 0, then each leaf word a summary
  * bit names, and queues every slot found: the daemon sets the leaf bit
- * before the summary bit, and writes the eventfd after both. */
+ * before the summary bit, and sends on the channel's socket after both. */
 void rnic_chan_collect(struct rnic_channel *ch)
 {
 	uint64_t *leaves = ch->set + RNICD_BELL_SUMMARY_WORDS;

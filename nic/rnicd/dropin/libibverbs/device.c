@@ -264,7 +264,7 @@ static int open_reply(struct rnic_context *c, struct rnic_device *d, const struc
 }
 
 /* open_bell maps the session doorbell OPEN's reply carries (its memory,
- * its eventfd) and takes the eventfd. */
+ * its socket) and takes the socket. */
 static int open_bell(struct rnic_context *c, struct rnic_reply *rep)
 {
 	uint8_t *mem;

@@ -9,15 +9,18 @@
 
 #include <sched.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 
 /* rnic_ring_bell wakes the drainer of a ring if it sleeps: the ring's bit
  * in the session doorbell, then its summary bit (atomic ORs, so threads
- * posting to other QPs at once lose nothing), then the session eventfd.
+ * posting to other QPs at once lose nothing), then a byte on the session's
+ * doorbell socket (the daemon keeps the other end: nothing the program does
+ * to this end's flags can make the daemon's reads wait).
  *
- * Callers ring after releasing the queue's lock: the eventfd write is a
+ * Callers ring after releasing the queue's lock: the send is a
  * system call, and under a spinlock it would make every other poster of
  * the queue spin through it. Nothing is lost by it: the caller's own
  * producer store is sequenced before this load of sleeping, whichever
@@ -27,7 +30,7 @@
  * that posts and destroys. */
 void rnic_ring_bell(struct rnic_context *c, uint8_t *mem, uint32_t bell)
 {
-	uint64_t one = 1;
+	const char one = 1;
 	uint32_t k = bell / 64;
 	/* Memory order: the producer index was stored seq_cst before this
 	 * seq_cst load, and the drainer stores sleeping = 1 (seq_cst) before
@@ -38,8 +41,11 @@ void rnic_ring_bell(struct rnic_context *c, uint8_t *mem, uint32_t bell)
 		return;
 	__atomic_fetch_or(&c->bell_area[RNICD_BELL_SUMMARY_WORDS + k], (uint64_t)1 << (bell % 64), __ATOMIC_SEQ_CST);
 	__atomic_fetch_or(&c->bell_area[k / 64], (uint64_t)1 << (k % 64), __ATOMIC_SEQ_CST);
-	if (write(c->bell_fd, &one, sizeof(one)) < 0) {
-		/* the daemon is gone: its reaping ends the QP */
+	/* MSG_DONTWAIT: a full socket (EAGAIN) means the daemon has bytes
+	 * to read before it takes the bits, this one among them; it never
+	 * blocks the poster. MSG_NOSIGNAL: a daemon gone is no SIGPIPE. */
+	if (send(c->bell_fd, &one, sizeof(one), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+		/* full, or the daemon is gone: its reaping ends the QP */
 	}
 }
 

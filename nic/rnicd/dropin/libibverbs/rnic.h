@@ -371,7 +371,7 @@ void rnic_rq_forget(struct rnic_qp *q);
 
 
 /* A completion channel (proto/chanevents.go): the
- * daemon's eventfd (the program's channel->fd) and an event set in the
+ * library's end of the daemon's wake-up socket (the program's channel->fd) and an event set in the
  * session's arena with the doorbell's layout, one slot per CQ on the
  * channel. Fired slots are taken from the set into a queue of the
  * library's, from which ibv_get_cq_event returns one CQ per call. The
@@ -462,7 +462,7 @@ int rnic_map_fd(int fd, size_t len, uint8_t **out);
  * rnic_chan_pop returns the oldest queued event's CQ (or NULL); the
  * caller of these three holds ch->mu. rnic_chan_detach is
  * rnic_chan_remove for a CQ being destroyed, with ch->mu and the
- * channel's eventfd taken care of (channel.c). */
+ * channel's socket taken care of (channel.c). */
 int rnic_read_channel(struct rbuf *r, uint32_t *h, struct rnic_place *p);
 int rnic_read_cq(struct rbuf *r, struct rnic_cq *q);
 int rnic_chan_add(struct rnic_channel *ch, struct rnic_cq *q);

@@ -6,7 +6,7 @@
  * created after them, whose bells lie beyond the first bitmap words, is
  * connected and an RDMA WRITE goes through it. A CQ costs no descriptor
  * either (protocol version 6: its events come through its completion
- * channel's eventfd), so twice as many CQs as the limit are created too
+ * channel's socket), so twice as many CQs as the limit are created too
  * (the corner test cqchannels does more with them). The QPs' rings lie in the session's
  * ring chunks (protocol version 5), a memfd per 2 MiB chunk sent once: at
  * the limit, QPs are created until one needs a new chunk, whose memfd is
