@@ -244,6 +244,12 @@ local function checkMPA(tvb, tree)
 	end
 end
 
+-- init runs before each (re)dissection of a capture: what one file taught
+-- the plugin must not leak into the next.
+function rnic.init()
+	firstSeen, crcInUse = {}, {}
+end
+
 function rnic.dissector(tvb, pinfo, tree)
 	local comment = commentField()
 	local duplicate = comment and tostring(comment.value):match("^rnic: .*duplicate") ~= nil
