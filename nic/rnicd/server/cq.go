@@ -83,8 +83,12 @@ type cqObj struct {
 	done chan struct{}
 
 	// The mover's own state.
-	prod     uint32 // the producer index; never read back from the ring
-	wcs      [moveBatch]verbs.WC
+	prod uint32 // the producer index; never read back from the ring
+	wcs  [moveBatch]verbs.WC
+	// held is a completion taken from the ibv CQ while the ring had no
+	// room (at most one: held[:1] of heldBuf), the next to go in.
+	held     []verbs.WC
+	heldBuf  [1]verbs.WC
 	nicArm   int  // nicArmNone, nicArmNext or nicArmSol
 	solMode  bool // the client arms for solicited completions
 	solSeen  bool // a solicited completion arrived since the last fire decision
@@ -364,7 +368,14 @@ func (c *cqObj) fired() {
 }
 
 // move moves completions from the ibv CQ into the ring while it has room.
-// full reports a ring without room.
+// full reports a ring without room. A completion that arrives while the
+// ring is full is in the CQ all the same, behind the ones the client has
+// not polled: move takes one such (held) and counts it as moved, so that
+// an armed CQ signals it. A client that polls one completion per event
+// (perftest's -e does, with one channel for two CQs) would otherwise wait
+// for ever for the event its own unpolled completions hold back; rxe,
+// whose CQ has no room behind it, drops the completion instead (CQ_ERR),
+// and the program goes on.
 func (c *cqObj) move() (moved int, bad, full bool) {
 	defer func() {
 		if moved > 0 && c.unsorted {
@@ -385,7 +396,24 @@ func (c *cqObj) move() (moved int, bad, full bool) {
 		}
 		room := c.ring.Cap - used
 		if room == 0 {
+			if len(c.held) == 0 && c.cq.Poll(c.heldBuf[:]) == 1 {
+				c.held = c.heldBuf[:1]
+				moved++
+				bad = bad || c.held[0].Status != verbs.WCSuccess
+			}
 			return moved, bad, true
+		}
+		if len(c.held) > 0 {
+			// Counted again: an arm made since it was signalled
+			// asks for it too (a second event is harmless, a lost
+			// one is not).
+			proto.PutWC(c.ring.Slot(c.prod), &c.held[0])
+			c.prod++
+			c.ring.Prod.Store(c.prod)
+			moved++
+			bad = bad || c.held[0].Status != verbs.WCSuccess
+			c.held = nil
+			continue
 		}
 		want := min(int(room), moveBatch)
 		n := c.cq.Poll(c.wcs[:want])
