@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -103,14 +102,4 @@ func labRun(name string, iwarp, trace bool, pcapPath, ladderPath string, stdout,
 
 // labLadder draws a scenario's run into the file at path (.html: the
 // interactive page, else SVG).
-func labLadder(path string, r *scenario.Run) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	err = r.Ladder(f, strings.HasSuffix(path, ".html"))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+func labLadder(path string, r *scenario.Run) error { return createLadder(path, r.Ladder) }

@@ -143,15 +143,22 @@ func frameOrTime(s string) (int, time.Duration, error) {
 }
 
 func writeLadder(path string, evs []ladder.Event, o ladder.Options) error {
+	return createLadder(path, func(w io.Writer, html bool) error {
+		if html {
+			return ladder.WriteHTML(w, evs, o)
+		}
+		return ladder.WriteSVG(w, evs, o)
+	})
+}
+
+// createLadder creates the file at path and has draw write the diagram
+// into it: the interactive page for a name ending in .html, else SVG.
+func createLadder(path string, draw func(w io.Writer, html bool) error) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if strings.HasSuffix(path, ".html") {
-		err = ladder.WriteHTML(f, evs, o)
-	} else {
-		err = ladder.WriteSVG(f, evs, o)
-	}
+	err = draw(f, strings.HasSuffix(path, ".html"))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -181,9 +188,8 @@ func newSimLadder(path string, cfg *sim.Config) (*simLadder, error) {
 	}
 	cfg.LinkNotes = func(record int, n transport.LinkNote) { l.truth.Notes[record] |= n }
 	cfg.TraceEvents = func(node string, e embedded.TraceEvent) {
-		if ladder.IsTimerOrRNR(e.Msg) {
-			l.truth.Marks = append(l.truth.Marks, ladder.Mark{At: transport.PcapEpoch.Add(e.Time),
-				Who: fmt.Sprintf("%s qp=%#06x", node, e.QPN), QP: int(e.QPN), What: e.Msg})
+		if m, ok := ladder.TraceMark(transport.PcapEpoch.Add(e.Time), node, e.QPN, e.Msg); ok {
+			l.truth.Marks = append(l.truth.Marks, m)
 		}
 	}
 	return l, nil
@@ -211,12 +217,12 @@ type demoMarks struct {
 
 // event is the demo's Config.TraceEvents.
 func (m *demoMarks) event(node string, e embedded.TraceEvent) {
-	if !ladder.IsTimerOrRNR(e.Msg) {
+	mark, ok := ladder.TraceMark(time.Now(), node, e.QPN, e.Msg)
+	if !ok {
 		return
 	}
-	at := time.Now()
 	m.mu.Lock()
-	m.marks = append(m.marks, ladder.Mark{At: at, Who: fmt.Sprintf("%s qp=%#06x", node, e.QPN), QP: int(e.QPN), What: e.Msg})
+	m.marks = append(m.marks, mark)
 	m.mu.Unlock()
 }
 

@@ -1,6 +1,7 @@
 package ladder
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -37,6 +38,16 @@ func IsTimerOrRNR(msg string) bool {
 		}
 	}
 	return false
+}
+
+// TraceMark is the mark of an engine trace message that node's QP qpn
+// reported at at, and whether the ladder marks such a message at all
+// (IsTimerOrRNR).
+func TraceMark(at time.Time, node string, qpn uint32, msg string) (Mark, bool) {
+	if !IsTimerOrRNR(msg) {
+		return Mark{}, false
+	}
+	return Mark{At: at, Who: fmt.Sprintf("%s qp=%#06x", node, qpn), QP: int(qpn), What: msg}, true
 }
 
 // Annotate applies t to the events of the capture whose first frame was at

@@ -13,11 +13,7 @@ var iwarpBasics = &Scenario{
 		"Response (in two FPDUs), tagged to rnic0's sink STag. No PSNs and no ACKs: TCP below carries them in order, and a WRITE " +
 		"completes as soon as the stream has taken it.",
 	iwarp: true,
-	steps: func(s *stage) error {
-		a, b, err := s.iwarpPair()
-		if err != nil {
-			return err
-		}
+	steps: func(s *stage, a, b *end) error {
 		return each(
 			func() error { return b.recv(1, dstOff, 4096) },
 			func() error { return a.post(send(1, a, 3000)) },
@@ -42,11 +38,7 @@ var iwarpScenarios = []*Scenario{
 			"a segment is cut into several FPDUs (DDP segments: the message offset moves on, the last has the L " +
 			"flag). In Wireshark, rnic.lua checks each CRC, markers included: rnic.mpa.crc.status.",
 		iwarp: true,
-		steps: func(s *stage) error {
-			a, b, err := s.iwarpPair()
-			if err != nil {
-				return err
-			}
+		steps: func(s *stage, a, b *end) error {
 			return each(
 				func() error { return b.recv(1, dstOff, 4096) },
 				func() error { return a.post(send(1, a, 1500)) },
@@ -63,11 +55,7 @@ var iwarpScenarios = []*Scenario{
 			"offending header, then closes the stream; both QPs go to the error state, and a WR posted after " +
 			"that is flushed (WR_FLUSH_ERR) without being sent.",
 		iwarp: true,
-		steps: func(s *stage) error {
-			a, b, err := s.iwarpPair()
-			if err != nil {
-				return err
-			}
+		steps: func(s *stage, a, b *end) error {
 			bad := write(1, a, b, 100)
 			bad.RKey ^= 0x5500
 			return each(

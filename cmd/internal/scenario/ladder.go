@@ -2,7 +2,6 @@ package scenario
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"time"
 
@@ -16,9 +15,8 @@ import (
 func (r *Run) Ladder(w io.Writer, html bool) error {
 	truth := ladder.Truth{Notes: r.Notes}
 	for _, m := range r.Marks {
-		if ladder.IsTimerOrRNR(m.Msg) {
-			truth.Marks = append(truth.Marks, ladder.Mark{At: transport.PcapEpoch.Add(m.Time),
-				Who: fmt.Sprintf("%s qp=%#06x", m.Node, m.QPN), QP: int(m.QPN), What: m.Msg})
+		if mark, ok := ladder.TraceMark(transport.PcapEpoch.Add(m.Time), m.Node, m.QPN, m.Msg); ok {
+			truth.Marks = append(truth.Marks, mark)
 		}
 	}
 	o := ladder.Options{Title: "rnic lab run " + r.scenario.Name + ": " + r.scenario.Title, Gap: time.Millisecond}

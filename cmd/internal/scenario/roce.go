@@ -21,8 +21,12 @@ const (
 // a 1 ms ACK timeout (4.096 µs × 2^8).
 var rc = qpOptions{typ: verbs.QPTypeRC, retryCnt: 7, rnrRetry: 7, minRNRTimer: 12, timeout: 8}
 
-// rcPair is s.pair(rc), for scenarios that need nothing else.
-func rcPair(s *stage) (*end, *end, error) { return s.pair(rc) }
+// rcRetries is rc with n transport retries.
+func rcRetries(n uint8) *qpOptions {
+	o := rc
+	o.retryCnt = n
+	return &o
+}
 
 func write(id uint64, a, b *end, n int) *verbs.SendWR { return writeAt(id, a, b, n, dstOff) }
 
@@ -72,11 +76,7 @@ var roceScenarios = []*Scenario{
 			"responder ACKs a message once, at its last packet (AckReq set), not every packet; the AETH's MSN " +
 			"counts completed messages; a READ's responses carry the request's PSNs, one per response packet, " +
 			"so the requester's next PSN jumps past them.",
-		steps: func(s *stage) error {
-			a, b, err := rcPair(s)
-			if err != nil {
-				return err
-			}
+		steps: func(s *stage, a, b *end) error {
 			return each(
 				func() error { return b.recv(1, dstOff, 4096) },
 				func() error { return a.post(send(1, a, 3000)) },
@@ -93,11 +93,7 @@ var roceScenarios = []*Scenario{
 			"requester's ACK timer (about 1 ms here) expires and it sends the WRITE again from its first " +
 			"unacknowledged PSN (go-back-N), counted as a retransmission; the completion is a success, 1 ms late.",
 		script: nth(transport.AtoB, opRCWriteLast, 0, drop),
-		steps: func(s *stage) error {
-			a, b, err := rcPair(s)
-			if err != nil {
-				return err
-			}
+		steps: func(s *stage, a, b *end) error {
 			return oneOp(a, b, write(1, a, b, 4000))
 		},
 	},
@@ -108,11 +104,7 @@ var roceScenarios = []*Scenario{
 			"expected one, so the responder drops it and sends one NAK (PSN sequence error) carrying the PSN it " +
 			"expects; the requester resends from that PSN at once, without waiting for a timeout.",
 		script: nth(transport.AtoB, opRCWriteMiddle, 0, drop),
-		steps: func(s *stage) error {
-			a, b, err := rcPair(s)
-			if err != nil {
-				return err
-			}
+		steps: func(s *stage, a, b *end) error {
 			return oneOp(a, b, write(1, a, b, 4000))
 		},
 	},
@@ -123,11 +115,7 @@ var roceScenarios = []*Scenario{
 			"PSN; the responder sees a PSN it already executed: it does not deliver the message a second time " +
 			"(one receive completion) but ACKs it again, and that ACK completes the SEND.",
 		script: nth(transport.BtoA, opRCAck, 0, drop),
-		steps: func(s *stage) error {
-			a, b, err := rcPair(s)
-			if err != nil {
-				return err
-			}
+		steps: func(s *stage, a, b *end) error {
 			return each(
 				func() error { return b.recv(1, dstOff, 4096) },
 				func() error { return b.recv(2, dstOff+4096, 4096) },
@@ -141,11 +129,7 @@ var roceScenarios = []*Scenario{
 		Look: "rnic0 SENDs before rnic1 posted a receive: rnic1 answers with an RNR NAK whose timer field says how " +
 			"long to wait (code 12: 0.64 ms); rnic0 waits that long and sends again, and again, until rnic1 posts " +
 			"a receive after 1.5 ms: the next try is ACKed and both sides complete.",
-		steps: func(s *stage) error {
-			a, b, err := rcPair(s)
-			if err != nil {
-				return err
-			}
+		steps: func(s *stage, a, b *end) error {
 			return each(
 				func() error { return a.post(send(1, a, 256)) },
 				func() error { s.wait(1500 * time.Microsecond); return nil },
@@ -160,11 +144,7 @@ var roceScenarios = []*Scenario{
 			"the one expected, so the requester drops it and sends a new READ request for what is missing only: " +
 			"its PSN is the lost response's, its RETH asks for the remaining bytes at the matching address.",
 		script: nth(transport.BtoA, opRCReadRespMid, 0, drop),
-		steps: func(s *stage) error {
-			a, b, err := rcPair(s)
-			if err != nil {
-				return err
-			}
+		steps: func(s *stage, a, b *end) error {
 			return oneOp(a, b, read(1, a, b, 3000))
 		},
 	},
@@ -175,11 +155,7 @@ var roceScenarios = []*Scenario{
 			"with the same PSN; the responder must not add twice: it answers from the results it keeps of recent " +
 			"atomics, so the original value returned is the first one and the word ends at 100 + 5.",
 		script: nth(transport.BtoA, opRCAtomicAck, 0, drop),
-		steps: func(s *stage) error {
-			a, b, err := rcPair(s)
-			if err != nil {
-				return err
-			}
+		steps: func(s *stage, a, b *end) error {
 			binary.NativeEndian.PutUint64(b.n.buf[wordOff:], 100)
 			wr := &verbs.SendWR{ID: 1, Opcode: verbs.WRAtomicFetchAdd, SGL: a.n.sge(origOff, 8),
 				RemoteAddr: bufVA + wordOff, RKey: b.n.mr.RKey(), CompareAdd: 5}
@@ -198,13 +174,8 @@ var roceScenarios = []*Scenario{
 			"three times in all, a timeout apart; then it completes with RETRY_EXC_ERR, rnic0's QP is in ERR, and " +
 			"the WR posted behind it is flushed (WR_FLUSH_ERR) without being sent.",
 		script: dropFrom(transport.AtoB, 1),
-		steps: func(s *stage) error {
-			o := rc
-			o.retryCnt = 2
-			a, b, err := s.pair(o)
-			if err != nil {
-				return err
-			}
+		qp:     rcRetries(2),
+		steps: func(s *stage, a, b *end) error {
 			return each(
 				func() error { return oneOp(a, b, write(1, a, b, 64)) },
 				func() error { return a.post(write(2, a, b, 64)) },
@@ -218,11 +189,8 @@ var roceScenarios = []*Scenario{
 		Look: "rnic0 sends one datagram to rnic1's QP: the packet carries a DETH with the Q_Key and the sender's " +
 			"QPN; no ACK comes back (UD is unreliable); rnic1's receive completes with 40 bytes more than sent: " +
 			"the GRH area, which for RoCEv2 over IPv4 holds the IPv4 header at its end.",
-		steps: func(s *stage) error {
-			a, b, err := s.pair(qpOptions{typ: verbs.QPTypeUD})
-			if err != nil {
-				return err
-			}
+		qp: &qpOptions{typ: verbs.QPTypeUD},
+		steps: func(s *stage, a, b *end) error {
 			ah, err := a.n.dev.CreateAH(a.n.pd, b.n.av())
 			if err != nil {
 				return err
@@ -242,11 +210,8 @@ var roceScenarios = []*Scenario{
 			"drops the rest of that message and waits for the next FIRST or ONLY packet; nobody resends (UC has " +
 			"no ACKs), the requester's completion is a success anyway, and the next WRITE lands whole.",
 		script: nth(transport.AtoB, opUCWriteMiddle, 0, drop),
-		steps: func(s *stage) error {
-			a, b, err := s.pair(qpOptions{typ: verbs.QPTypeUC})
-			if err != nil {
-				return err
-			}
+		qp:     &qpOptions{typ: verbs.QPTypeUC},
+		steps: func(s *stage, a, b *end) error {
 			return each(
 				func() error { return a.post(write(1, a, b, 3000)) },
 				func() error { a.await(1); return nil },
@@ -268,11 +233,7 @@ var roceScenarios = []*Scenario{
 			"it sends the SEND again, which arrives intact. In Wireshark, rnic.lua flags the bad frame: " +
 			"rnic.icrc.bad.",
 		script: nth(transport.AtoB, opRCSendOnly, 0, flipPayloadBit),
-		steps: func(s *stage) error {
-			a, b, err := rcPair(s)
-			if err != nil {
-				return err
-			}
+		steps: func(s *stage, a, b *end) error {
 			return each(
 				func() error { return b.recv(1, dstOff, 4096) },
 				func() error { return oneOp(a, b, send(1, a, 512)) },

@@ -28,8 +28,12 @@ type Scenario struct {
 	// script decides the fate of the link's frames (nil: none is touched;
 	// RoCEv2 only).
 	script func() transport.Script
-	// steps drive the run on the stage.
-	steps func(s *stage) error
+	// qp is the QP pair's type and attributes (nil: rc); an iWARP
+	// scenario's pair is connected through the connection manager.
+	qp *qpOptions
+	// steps drive the run on the stage, with the pair a (on rnic0) and b
+	// (on rnic1) ready.
+	steps func(s *stage, a, b *end) error
 }
 
 // Run is the outcome of a scenario.
@@ -116,7 +120,7 @@ func (sc *Scenario) Run() (*Run, error) {
 	}
 	fmt.Fprintf(s.out, "scenario %s: %s\n", sc.Name, sc.Title)
 	s.startCounting()
-	err = sc.steps(s)
+	err = sc.run(s)
 	s.wait(100 * time.Millisecond)
 	s.counters()
 	if cerr := s.close(); err == nil {
@@ -125,11 +129,27 @@ func (sc *Scenario) Run() (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
-	r := &Run{Output: out.String(), Trace: trace.String(), Log: log.String(), Pcap: pcap.Bytes(), Notes: s.notes, scenario: sc}
-	for _, m := range s.marks {
-		r.Marks = append(r.Marks, Mark{m.node, m.ev})
-	}
+	r := &Run{Output: out.String(), Trace: trace.String(), Log: log.String(), Pcap: pcap.Bytes(), Notes: s.notes,
+		Marks: s.marks, scenario: sc}
 	return r, nil
+}
+
+// run connects the scenario's QP pair and runs its steps.
+func (sc *Scenario) run(s *stage) error {
+	var a, b *end
+	var err error
+	switch {
+	case sc.iwarp:
+		a, b, err = s.iwarpPair()
+	case sc.qp != nil:
+		a, b, err = s.pair(*sc.qp)
+	default:
+		a, b, err = s.pair(rc)
+	}
+	if err != nil {
+		return err
+	}
+	return sc.steps(s, a, b)
 }
 
 // Describe writes the scenario's title, spec section and what to look for.

@@ -31,15 +31,9 @@ type stage struct {
 	// notes are the link's notes by capture record (frames it lost or
 	// corrupted on the script's word); marks the engines' trace events.
 	notes map[int]transport.LinkNote
-	marks []traceMark
+	marks []Mark
 	// before are the counters when the scenario's steps began.
 	before [2][]ibv.Counter
-}
-
-// traceMark is an engine trace event, kept for the ladder's timer marks.
-type traceMark struct {
-	node string
-	ev   embedded.TraceEvent
 }
 
 // node is one NIC with a protection domain and one registered buffer.
@@ -109,7 +103,7 @@ func (s *stage) roceNodes(cfg stageConfig) error {
 		n := newNode(i)
 		nc, err := embedded.NewNIC(embedded.Config{Name: n.name, Addr: n.addr, MAC: n.mac, MTU: 1500, Link: ep,
 			Clock: s.clk, DeferAcks: true, FixedWindow: true, Trace: cfg.trace, Seed: nodeSeed(i),
-			TraceEvents: func(e embedded.TraceEvent) { s.marks = append(s.marks, traceMark{n.name, e}) }})
+			TraceEvents: func(e embedded.TraceEvent) { s.marks = append(s.marks, Mark{n.name, e}) }})
 		if err != nil {
 			return err
 		}

@@ -132,9 +132,7 @@ local function icrc(s, ip, udp, stop, v6)
 	return bnot(r)
 end
 
-local function checkICRC(s, tree)
-	local ip, udp, stop, v6 = roceOffsets(s)
-	if not ip then return end
+local function checkICRC(s, tree, ip, udp, stop, v6)
 	local want, got = icrc(s, ip, udp, stop, v6), le32(s, stop - 4)
 	local t = tree:add(rnic, "rnic: RoCEv2 ICRC")
 	t:add(f.icrc, want)
@@ -149,18 +147,23 @@ end
 
 local commentField = Field.new("frame.comment")
 
--- checkNotes turns rnic's packet comments ("rnic: lost,corrupted", written
--- by a simulated link into a pcapng capture) into fields.
-local function checkNotes(tree)
+-- rnicNotes is the frame's rnic packet comment ("rnic: lost,corrupted",
+-- written by a simulated link into a pcapng capture) without its prefix,
+-- or nil.
+local function rnicNotes()
 	for _, fi in ipairs({ commentField() }) do
 		local notes = tostring(fi.value):match("^rnic: (.*)$")
-		if notes then
-			local t = tree:add(rnic, "rnic: " .. notes)
-			t:add(f.note, notes)
-			for word in notes:gmatch("[^,]+") do
-				if f[word] then t:add(f[word], true) end
-			end
-		end
+		if notes then return notes end
+	end
+	return nil
+end
+
+-- checkNotes turns the notes into fields.
+local function checkNotes(tree, notes)
+	local t = tree:add(rnic, "rnic: " .. notes)
+	t:add(f.note, notes)
+	for word in notes:gmatch("[^,]+") do
+		if f[word] then t:add(f[word], true) end
 	end
 end
 
@@ -169,9 +172,7 @@ end
 -- identity is a retransmission, unless the link noted it as its duplicate.
 local firstSeen = {}
 
-local function checkRetransmission(s, tree, frameNumber, noted)
-	local ip, udp, _, v6 = roceOffsets(s)
-	if not ip then return end
+local function checkRetransmission(s, tree, frameNumber, noted, ip, udp, v6)
 	local op = s:byte(udp + 8)
 	if band(op, 0x1F) >= 0x0D and band(op, 0x1F) <= 0x12 then return end -- responses and ACKs
 	local addrs = v6 and s:sub(ip + 8, ip + 39) or s:sub(ip + 12, ip + 19)
@@ -251,13 +252,16 @@ function rnic.init()
 end
 
 function rnic.dissector(tvb, pinfo, tree)
-	local comment = commentField()
-	local duplicate = comment and tostring(comment.value):match("^rnic: .*duplicate") ~= nil
-	checkNotes(tree)
+	local notes = rnicNotes()
+	if notes then checkNotes(tree, notes) end
 	if tvb:len() >= 14 then
 		local s = tvb:raw()
-		checkICRC(s, tree)
-		checkRetransmission(s, tree, pinfo.number, duplicate)
+		local ip, udp, stop, v6 = roceOffsets(s)
+		if ip then
+			local duplicate = notes ~= nil and notes:find("duplicate", 1, true) ~= nil
+			checkICRC(s, tree, ip, udp, stop, v6)
+			checkRetransmission(s, tree, pinfo.number, duplicate, ip, udp, v6)
+		end
 	end
 	checkMPA(tvb, tree)
 end
