@@ -16,7 +16,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -128,7 +127,7 @@ func (rn *Runner) runConform(ctx context.Context, t conformTarget, only string) 
 			problems = append(problems, id+": "+why)
 		}
 		if oops := a.kernelNews(ctx); oops != "" && rep != nil {
-			blameKernel(rep, oops)
+			blameKernel(rep, oops, a.crashLog(ctx, oops))
 		}
 		if rep != nil {
 			fmt.Fprintf(rn.Lab.Log, "%s: %-15s %s\n", t.Device, rep.Results[0].Verdict, id)
@@ -268,15 +267,35 @@ func (a *conformAgent) kernelNews(ctx context.Context) string {
 	return first
 }
 
-// blameKernel turns rep's (one) case into a FAIL for what the guest
-// kernel logged during it.
-func blameKernel(rep *conform.Report, line string) {
-	for i := range rep.Results {
-		r := &rep.Results[i]
-		r.Detail = "the guest kernel logged " + strconv.Quote(line) + " during this case; the case said: " + string(r.Verdict) + " " + r.Detail
-		r.Verdict = conform.Fail
+// crashLogLines bounds the kernel log kept with a crash: the BUG line,
+// the registers and the call trace.
+const crashLogLines = 60
+
+// crashLog is the guest kernel's log from line on (dmesg, while the
+// guest still answers), or else the tail of its serial console's log.
+func (a *conformAgent) crashLog(ctx context.Context, line string) []string {
+	quoted := "'" + strings.ReplaceAll(line, "'", `'\''`) + "'"
+	out, rc := a.rn.Lab.Exec(ctx, a.t.Guest, 20, fmt.Sprintf("dmesg | grep -F -m1 -A %d -- %s", crashLogLines, quoted))
+	if rc != 0 || strings.TrimSpace(out) == "" {
+		b, err := os.ReadFile(filepath.Join(labState, a.t.Guest.Name, "console.log"))
+		if err != nil {
+			return nil
+		}
+		out = string(b)
+		lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+		return lines[max(0, len(lines)-crashLogLines):]
 	}
-	rep.Summary = summarize(rep.Results)
+	return strings.Split(strings.TrimRight(out, "\n"), "\n")
+}
+
+// blameKernel marks rep's (one) case DUT-crashed for what the guest
+// kernel logged during it (line, then the log from there), keeping the
+// case's own verdict beside the crash.
+func blameKernel(rep *conform.Report, line string, log []string) {
+	for i := range rep.Results {
+		rep.Results[i].MarkCrashed(line, log)
+	}
+	rep.Recount()
 }
 
 // mergeReport adds rep's results to into (nil: a new report).
@@ -285,29 +304,11 @@ func mergeReport(into, rep *conform.Report) *conform.Report {
 		return into
 	}
 	if into == nil {
-		into = &conform.Report{DUT: rep.DUT}
+		into = &conform.Report{DUT: rep.DUT, Date: rep.Date}
 	}
 	into.Results = append(into.Results, rep.Results...)
-	into.Summary = summarize(into.Results)
+	into.Recount()
 	return into
-}
-
-// summarize counts the verdicts.
-func summarize(rs []conform.Result) conform.Summary {
-	s := conform.Summary{Cases: len(rs)}
-	for _, r := range rs {
-		switch r.Verdict {
-		case conform.Pass:
-			s.Pass++
-		case conform.Fail:
-			s.Fail++
-		case conform.DeviationSeen:
-			s.Deviation++
-		case conform.NotApplicable:
-			s.NotApplicable++
-		}
-	}
-	return s
 }
 
 // testerArgs is the tester's command line: in the lab namespace, on its
@@ -348,7 +349,7 @@ func (rn *Runner) runTester(ctx context.Context, t conformTarget, base, only str
 	if err := json.Unmarshal([]byte(stdout.String()), &rep); err != nil || len(rep.Results) == 0 {
 		return nil, fmt.Sprintf("tester rc=%d, no report (see %s.tester.log)", exitCode(runErr), base)
 	}
-	if rc := exitCode(runErr); rc != 0 && !rep.Failed() {
+	if rc := exitCode(runErr); rc != 0 && rc != rep.ExitCode() {
 		return &rep, fmt.Sprintf("tester rc=%d without a FAIL (see %s.tester.log)", rc, base)
 	}
 	return &rep, ""
@@ -369,7 +370,7 @@ func conformReport(stdout io.Writer, out string, outs []conformOutcome) int {
 		}
 		o.Report.WriteText(stdout)
 		writeReports(o.Report, filepath.Join(out, "conform-"+o.Target.Guest.Kind))
-		if o.Report.Failed() {
+		if o.Report.ExitCode() != 0 {
 			code = 1
 		}
 	}

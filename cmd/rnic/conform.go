@@ -37,8 +37,12 @@ where it speaks MPA, DDP and RDMAP by hand (RFC 5044, 5041, 5040, 6581,
 7306) — crafts each case's frames there, checks the DUT's answers and drives the
 DUT through the agent. Each case is named after the rule it checks
 (IBTA Vol 1 chapter 9, its C9-nn rule where it has one) and ends pass,
-FAIL, deviation-known (a departure documented for the DUT's kind) or
-not-applicable. The evidence names frames by their number in --pcap.
+FAIL (the DUT broke the rule), deviation-known (a departure documented
+for the DUT's kind), not-applicable, or could-not-run (its setup failed,
+the agent stopped answering or the DUT's reply did not parse: nothing is
+said of the rule). A departure met on the way to the case's own rule is
+a finding named after its root cause, beside the verdict. The evidence
+names frames by their number in --pcap.
 
     rnic conform agent --addr 127.0.0.2 --listen 127.0.0.1:7471 &
     rnic conform run --agent 127.0.0.1:7471 --udp 127.0.0.3
@@ -46,7 +50,8 @@ not-applicable. The evidence names frames by their number in --pcap.
     rnic conform agent --addr 127.0.0.2 --transport iwarp --listen 127.0.0.1:7472 &
     rnic conform run --agent 127.0.0.1:7472 --udp 127.0.0.3 --transport iwarp
 
-Exits 1 when a case FAILs or the run cannot start, 2 on bad usage.
+Exits 1 when a case FAILs (or the lab saw it crash the DUT) or the run
+cannot start, 3 when none did but some case could not run, 2 on bad usage.
 
 flags of run:
 `
@@ -314,8 +319,5 @@ func writeConformReport(rep *conform.Report, f *conformRunFlags, stdout, stderr 
 		fmt.Fprintf(stderr, "rnic %s\n", withPrefix("conform: ", err))
 		return 1
 	}
-	if rep.Failed() {
-		return 1
-	}
-	return 0
+	return rep.ExitCode()
 }

@@ -65,10 +65,12 @@ var iwAtomicCases = []Case{{
 		if err != nil {
 			return err
 		}
-		if fr.Term.Code.Layer() != wire.LayerRDMAP {
-			return fmt.Errorf("the Terminate %v, want an RDMAP error", fr.Term.Code)
-		}
-		return s.checkTerminate(fr, HdrDDPRDMA, nil)
+		return s.judgeTerminate(fr, func(fr *iwport.Frame) error {
+			if fr.Term.Code.Layer() != wire.LayerRDMAP {
+				return fmt.Errorf("the Terminate %v, want an RDMAP error", fr.Term.Code)
+			}
+			return s.checkTerminate(fr, HdrDDPRDMA, nil)
+		})
 	}}, ExpectClosed},
 	Break: iwBreak("closes without a Terminate", iwDropTerminate()),
 }}

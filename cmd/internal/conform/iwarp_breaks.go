@@ -53,6 +53,16 @@ func iwTermCode(code wire.TermCode) iwport.Fault {
 	})
 }
 
+// iwTermAsLE makes the NIC's Terminates lay their control word out as a
+// little-endian bitfield would (as siw's do).
+func iwTermAsLE() iwport.Fault {
+	return iwEditFPDU(iwport.Out, wire.OpTerminate, func(b []byte) {
+		if len(b) >= wire.DDPUntaggedLen+wire.TermControlLen {
+			termControlToLE(b[wire.DDPUntaggedLen : wire.DDPUntaggedLen+wire.TermControlLen])
+		}
+	})
+}
+
 // iwTermNoHeaders makes the NIC's Terminates carry no offending headers
 // (M, D and R clear; the FPDU shrinks to the control word).
 func iwTermNoHeaders() iwport.Fault {

@@ -103,10 +103,12 @@ var iwRDMAPTerminate = IW{"expect an RDMAP Terminate", func(s *iwSession) error 
 	if err != nil {
 		return err
 	}
-	if fr.Term.Code.Layer() != wire.LayerRDMAP {
-		return fmt.Errorf("the Terminate %v, want an RDMAP error", fr.Term.Code)
-	}
-	return nil
+	return s.judgeTerminate(fr, func(fr *iwport.Frame) error {
+		if fr.Term.Code.Layer() != wire.LayerRDMAP {
+			return fmt.Errorf("the Terminate %v, want an RDMAP error", fr.Term.Code)
+		}
+		return nil
+	})
 }}
 
 var iwReadCases = []Case{{

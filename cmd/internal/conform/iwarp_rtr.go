@@ -91,10 +91,12 @@ var iwRefusedOrNoRTR = IW{"expect the connection refused, or ended with 'no matc
 	if err != nil {
 		return fmt.Errorf("the DUT accepted (#%d←) and did not terminate: %w", m.Frame, err)
 	}
-	if fr.Term.Code != wire.TermLLPNoMatchingRTR {
-		return fmt.Errorf("the DUT accepted, then sent Terminate %#04x, want %#04x", uint16(fr.Term.Code), uint16(wire.TermLLPNoMatchingRTR))
-	}
-	return nil
+	return s.judgeTerminate(fr, func(fr *iwport.Frame) error {
+		if fr.Term.Code != wire.TermLLPNoMatchingRTR {
+			return fmt.Errorf("the DUT accepted, then sent Terminate %#04x, want %#04x", uint16(fr.Term.Code), uint16(wire.TermLLPNoMatchingRTR))
+		}
+		return nil
+	})
 }}
 
 var iwRTRCases = []Case{{

@@ -45,12 +45,25 @@ var iwTerminateCases = []Case{{
 		if err != nil {
 			return err
 		}
-		if d := fr.Hdr.DDP; d.Tagged || d.QN != wire.QNTerminate || d.MSN != 1 || d.MO != 0 || !d.Last {
-			return fmt.Errorf("the Terminate T=%v QN %d MSN %d MO %d L=%v", d.Tagged, d.QN, d.MSN, d.MO, d.Last)
-		}
-		return nil
+		return s.judgeTerminate(fr, func(fr *iwport.Frame) error {
+			if d := fr.Hdr.DDP; d.Tagged || d.QN != wire.QNTerminate || d.MSN != 1 || d.MO != 0 || !d.Last {
+				return fmt.Errorf("the Terminate T=%v QN %d MSN %d MO %d L=%v", d.Tagged, d.QN, d.MSN, d.MO, d.Last)
+			}
+			return nil
+		})
 	}}},
 	Break: iwBreak("numbers its Terminate MSN 0", iwEditFPDU(iwport.Out, wire.OpTerminate, func(b []byte) { b[13] = 0 })),
+}, {
+	ID: "RFC5040-4.8/term-control", Section: "RFC 5040 §4.8", Title: "the Terminate Control is laid out as the RFC draws it: Layer then EType, M/D/R in the top bits, reserved bits zero",
+	Transport: IWARP, Setup: iwSetup(IWConn{}, 0, 0),
+	Steps: []Step{iwBadWrite, IW{"check the Terminate Control's layout", func(s *iwSession) error {
+		fr, err := s.recvTerminate()
+		if err != nil {
+			return err
+		}
+		return checkTermControl(fr)
+	}}},
+	Break: iwBreak("lays its Terminate Control out as a little-endian bitfield", iwTermAsLE()),
 }, {
 	ID: "RFC5040-4.8/term-seglen", Section: "RFC 5040 §4.8", Title: "the Terminate's DDP Segment Length is the offending segment's length (M set)",
 	Transport: IWARP, Setup: iwSetup(IWConn{}, 0, 0),
@@ -59,11 +72,13 @@ var iwTerminateCases = []Case{{
 		if err != nil {
 			return err
 		}
-		t, n := fr.Term, len(s.lastSent.ULPDU)
-		if !t.M || !t.D || int(t.DDPSegLen) != n {
-			return fmt.Errorf("the Terminate has M=%v D=%v DDP Segment Length %d, want M=1 D=1 and %d (the segment #%d→)", t.M, t.D, t.DDPSegLen, n, s.lastSent.Frame)
-		}
-		return nil
+		return s.judgeTerminate(fr, func(fr *iwport.Frame) error {
+			t, n := fr.Term, len(s.lastSent.ULPDU)
+			if !t.M || !t.D || int(t.DDPSegLen) != n {
+				return fmt.Errorf("the Terminate has M=%v D=%v DDP Segment Length %d, want M=1 D=1 and %d (the segment #%d→)", t.M, t.D, t.DDPSegLen, n, s.lastSent.Frame)
+			}
+			return nil
+		})
 	}}},
 	Deviations: []Deviation{{Kind: "siw", Ref: "iwarp/wire/terminate.go (Terminate)", Note: "siw sends the payload length, not the segment's"}},
 	Break: iwBreak("sends the payload length", iwEditFPDU(iwport.Out, wire.OpTerminate, func(b []byte) {
@@ -172,10 +187,15 @@ var iwCRCCases = []Case{{
 			fr, err := s.port.Recv(s.wait())
 			if err == nil {
 				s.r.Note("%v", fr)
-				if fr.Term == nil || fr.Term.Code != wire.TermLLPCRC {
+				if fr.Opcode() != wire.OpTerminate {
 					return fmt.Errorf("want Terminate %#04x, got %v", uint16(wire.TermLLPCRC), fr)
 				}
-				return nil
+				return s.judgeTerminate(fr, func(fr *iwport.Frame) error {
+					if fr.Term.Code != wire.TermLLPCRC {
+						return fmt.Errorf("want Terminate %#04x, got %v", uint16(wire.TermLLPCRC), fr)
+					}
+					return nil
+				})
 			}
 			if _, cerr := s.port.Closed(0); cerr == nil {
 				s.r.Note("stream closed")
@@ -199,6 +219,22 @@ var iwCRCCases = []Case{{
 		QPState(verbs.QPSRTS)},
 	Break: iwBreak("drops FPDUs with a CRC field set", iwDropFPDU(iwport.In, wire.OpSend)),
 }}
+
+// checkTermControl wants the Terminate to decode as RFC 5040 §4.8 lays it
+// out, with a defined code and the reserved bits zero; if it does not
+// and the little-endian bitfield layout explains it, the error says so
+// with the bytes.
+func checkTermControl(fr *iwport.Frame) error {
+	strict := fr.Err == nil && fr.Term != nil && fr.Term.Reserved == 0 && fr.Term.Code.Known()
+	if strict {
+		return nil
+	}
+	if alt, ok := termAsLE(fr); ok && alt.Term.Reserved == 0 && alt.Term.Code.Known() {
+		f := termLayoutFinding(fr, alt, strictReading(fr))
+		return fmt.Errorf("the Terminate Control is laid out as a little-endian bitfield: %s", f.Evidence)
+	}
+	return fmt.Errorf("the Terminate (#%d←) reads as %s", fr.Frame, strictReading(fr))
+}
 
 func init() {
 	Register(iwTerminateCases...)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"time"
 
 	"github.com/rnic/rnic/cmd/internal/conform/agentproto"
 	"github.com/rnic/rnic/tap"
@@ -65,7 +66,7 @@ func Main(ctx context.Context, opt Options) (*Report, error) {
 		return nil, err
 	}
 	defer client.Close()
-	cfg := &Config{Agent: client, DUTAddr: opt.DUTAddr, Slow: opt.Slow}
+	cfg := &Config{Agent: client, DUTAddr: opt.DUTAddr, Slow: opt.Slow, Pcap: opt.Pcap}
 	closePort, err := openTesterSide(opt, cfg)
 	if err != nil {
 		return nil, err
@@ -77,7 +78,7 @@ func Main(ctx context.Context, opt Options) (*Report, error) {
 	if cfg.Info.Transport != string(opt.Transport) {
 		return nil, fmt.Errorf("conform: the DUT %s speaks %s, the cases %s", cfg.Info.Name, cfg.Info.Transport, opt.Transport)
 	}
-	rep := &Report{DUT: cfg.Info, Results: []Result{}}
+	rep := &Report{DUT: cfg.Info, Date: time.Now().UTC(), Results: []Result{}}
 	for _, c := range cases {
 		if err := ctx.Err(); err != nil {
 			return rep, err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/roce/wire"
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 // Config is what a run of the suite works with.
@@ -39,6 +41,9 @@ type Config struct {
 	// Breaker, set by a self-test, applies a case's Break to the
 	// in-process DUT for one run of the case and returns its undo.
 	Breaker func(b *Break) (restore func())
+	// Pcap, if set, is the run's capture: each result records the
+	// frames its case added to it (Result.Frames).
+	Pcap *pcap.Writer
 }
 
 // Prepare fills the Config's defaults from the agent.
@@ -111,6 +116,7 @@ type Run struct {
 	// Vars is for steps to hand values to later steps.
 	Vars     map[string]any
 	notes    []string
+	findings []Finding
 	cleanups []func()
 	pending  []Frame
 	// Last is the last frame an Expect matched.
@@ -140,12 +146,19 @@ func (r *Run) Note(format string, args ...any) {
 // Verdict is a case's outcome.
 type Verdict string
 
-// Verdicts.
+// Verdicts. FAIL is the DUT breaking the case's rule; could-not-run is a
+// case that never got as far as judging it (its setup failed, the agent
+// stopped answering, the DUT's reply did not parse), which says nothing of
+// the rule; DUT-crashed is a case during which the DUT's host died (the
+// lab harness sees it in the guest kernel's log), whatever the case's own
+// verdict was (Result.Crash keeps it).
 const (
 	Pass          Verdict = "pass"
 	Fail          Verdict = "FAIL"
 	DeviationSeen Verdict = "deviation-known"
 	NotApplicable Verdict = "not-applicable"
+	CouldNotRun   Verdict = "could-not-run"
+	DUTCrashed    Verdict = "DUT-crashed"
 )
 
 // Result is one case's outcome.
@@ -160,7 +173,55 @@ type Result struct {
 	Ref       string        `json:"ref,omitempty"`
 	Broken    string        `json:"broken,omitempty"`
 	Duration  time.Duration `json:"duration_ns"`
+	// Findings are departures from the spec the case came across on the
+	// way to its own rule (a Terminate laid out wrongly, say): each names
+	// its root cause, so that a report lists it once for every case.
+	Findings []Finding `json:"findings,omitempty"`
+	// Frames are the first and last frame of the run's capture that the
+	// case added (zero without a capture).
+	Frames [2]int `json:"frames,omitempty"`
+	// Crash is set when the verdict is DUT-crashed.
+	Crash *Crash `json:"crash,omitempty"`
 }
+
+// Crash is what the DUT's host logged when it died during a case, and
+// the verdict the case itself reached.
+type Crash struct {
+	// Line is the first line of note (the BUG or oops); Log the kernel's
+	// log from there on, as much as was read.
+	Line string   `json:"line"`
+	Log  []string `json:"log,omitempty"`
+	// Verdict and Detail are the case's own.
+	Verdict Verdict `json:"verdict"`
+	Detail  string  `json:"detail,omitempty"`
+}
+
+// MarkCrashed turns the result into DUT-crashed, keeping its own verdict
+// in the Crash beside the kernel's log.
+func (res *Result) MarkCrashed(line string, log []string) {
+	if res.Crash != nil {
+		return
+	}
+	res.Crash = &Crash{Line: line, Log: log, Verdict: res.Verdict, Detail: res.Detail}
+	res.Verdict = DUTCrashed
+	res.Detail = "the DUT's kernel logged " + strconv.Quote(line)
+}
+
+// ErrCouldNotRun is what the error of a case that could not judge its
+// rule matches (errors.Is): see CannotRun.
+var ErrCouldNotRun = errors.New("could not run")
+
+// cannotRun marks an error that kept a case from judging its rule; its
+// text is the error's own.
+type cannotRun struct{ err error }
+
+func (e cannotRun) Error() string        { return e.err.Error() }
+func (e cannotRun) Unwrap() error        { return e.err }
+func (e cannotRun) Is(target error) bool { return target == ErrCouldNotRun }
+
+// CannotRun marks err as one that kept the case from judging its rule:
+// the verdict is could-not-run, not FAIL.
+func CannotRun(err error) error { return cannotRun{err} }
 
 // RunCase runs c once; with broken set its Break is applied first
 // (Config.Breaker must be set).
@@ -183,9 +244,10 @@ func RunCase(cfg *Config, c Case, broken bool) (res Result) {
 		defer cfg.Breaker(c.Break)()
 	}
 	r := newRun(cfg, &c)
+	first := cfg.frames()
 	err := r.setup()
 	if err != nil {
-		err = fmt.Errorf("setup: %w", err)
+		err = CannotRun(fmt.Errorf("setup: %w", err))
 	} else {
 		err = r.steps()
 	}
@@ -193,9 +255,21 @@ func RunCase(cfg *Config, c Case, broken bool) (res Result) {
 		cfg.Port.Drain()
 	}
 	r.teardown()
+	if last := cfg.frames(); last > first {
+		res.Frames = [2]int{first + 1, last}
+	}
+	res.Findings = r.findings
 	res.Evidence = strings.Join(r.notes, "; ")
 	res.Verdict, res.Detail, res.Ref = judge(cfg.Info, &c, err)
 	return res
+}
+
+// frames is how many frames the run's capture holds so far.
+func (cfg *Config) frames() int {
+	if cfg.Pcap == nil {
+		return 0
+	}
+	return cfg.Pcap.Frames()
 }
 
 func newRun(cfg *Config, c *Case) *Run {
@@ -231,6 +305,9 @@ func judge(info agentproto.DeviceInfo, c *Case, err error) (v Verdict, detail, r
 	var ae *agentproto.Error
 	if errors.Is(err, ErrNotApplicable) || errors.As(err, &ae) && ae.Code == agentproto.CodeUnsupported {
 		return NotApplicable, err.Error(), ""
+	}
+	if errors.Is(err, ErrCouldNotRun) || errors.Is(err, agentproto.ErrNoAnswer) {
+		return CouldNotRun, err.Error(), ""
 	}
 	for _, d := range c.Deviations {
 		if d.Kind == info.Kind {

@@ -30,7 +30,12 @@ func TestJudge(t *testing.T) {
 		{"rxe", nil, Pass},
 		{"siw", fmt.Errorf("step 1: %w", ErrNotApplicable), NotApplicable},
 		{"siw", fmt.Errorf("setup: %w", &agentproto.Error{Code: agentproto.CodeUnsupported, Message: "no rdma_cm"}), NotApplicable},
-		{"siw", fmt.Errorf("setup: %w", &agentproto.Error{Code: agentproto.CodeVerbs, Message: "EINVAL"}), Fail},
+		{"siw", fmt.Errorf("step 3: %w", &agentproto.Error{Code: agentproto.CodeVerbs, Message: "EINVAL"}), Fail},
+		// A setup that failed, an agent that stopped answering: the rule
+		// was never judged, whatever the DUT's known deviations.
+		{"rxe", CannotRun(fmt.Errorf("setup: %w", &agentproto.Error{Code: agentproto.CodeVerbs, Message: "EINVAL"})), CouldNotRun},
+		{"rnic", fmt.Errorf("step 2: %w", fmt.Errorf("agentproto: poll_cq: %w: %w", agentproto.ErrNoAnswer, errors.New("EOF"))), CouldNotRun},
+		{"siw", fmt.Errorf("step 4: %w", CannotRun(errors.New("the DUT's Terminate does not decode"))), CouldNotRun},
 	} {
 		v, _, ref := judge(agentproto.DeviceInfo{Kind: tc.kind}, c, tc.err)
 		if v != tc.want || (v == DeviationSeen) != (ref != "") {
@@ -90,27 +95,76 @@ func TestReportFormats(t *testing.T) {
 	rep.add(Result{ID: "A-2", Section: "§2", Title: "two", Transport: RoCE, Verdict: Fail, Detail: "step 2: wrong", Evidence: "#3→x"})
 	rep.add(Result{ID: "A-3", Section: "§3", Title: "three", Transport: RoCE, Verdict: DeviationSeen, Ref: "ref", Detail: "d"})
 	rep.add(Result{ID: "A-4", Section: "§4", Title: "four", Transport: RoCE, Verdict: NotApplicable, Detail: "no atomics"})
-	if !rep.Failed() {
-		t.Error("a report with a FAIL did not fail")
+	rep.add(Result{ID: "A-5", Section: "§5", Title: "five", Transport: RoCE, Verdict: CouldNotRun, Detail: "setup: EINVAL"})
+	crashed := Result{ID: "A-6", Section: "§6", Title: "six", Transport: RoCE, Verdict: Pass, Evidence: "#4←z",
+		Findings: []Finding{{Cause: "some-cause", Section: "§9", Evidence: "#4← 11 00 03 00"}}}
+	crashed.MarkCrashed("kernel BUG at iwcm.c:969!", []string{"kernel BUG at iwcm.c:969!", "Call Trace:"})
+	rep.add(crashed)
+	if !rep.Failed() || rep.ExitCode() != ExitFail {
+		t.Errorf("a report with a FAIL: failed %v, exit %d", rep.Failed(), rep.ExitCode())
 	}
 	var text bytes.Buffer
 	rep.WriteText(&text)
-	if !strings.Contains(text.String(), "4 cases: 1 pass, 1 FAIL, 1 deviation-known, 1 not-applicable") ||
-		!strings.Contains(text.String(), "step 2: wrong [#3→x]") {
-		t.Errorf("text report:\n%s", text.String())
+	for _, want := range []string{"6 cases: 1 pass, 1 FAIL, 1 deviation-known, 1 not-applicable, 1 could-not-run, 1 DUT-crashed; 1 root-cause finding(s): some-cause",
+		"step 2: wrong [#3→x]", "could-not-run", "DUT-crashed", `the DUT's kernel logged "kernel BUG at iwcm.c:969!" [#4←z]`,
+		"the case itself: pass", "(root cause some-cause: #4← 11 00 03 00)"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, text.String())
+		}
 	}
 	var js bytes.Buffer
 	rep.WriteJSON(&js)
 	var back Report
-	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.Summary != rep.Summary || back.Results[2].Ref != "ref" {
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.Summary != rep.Summary || back.Results[2].Ref != "ref" ||
+		back.Results[5].Crash == nil || back.Results[5].Crash.Verdict != Pass || len(back.Results[5].Findings) != 1 {
 		t.Errorf("JSON round trip: %+v %v", back.Summary, err)
 	}
 	var ju bytes.Buffer
 	rep.WriteJUnit(&ju)
-	for _, want := range []string{`tests="4" failures="1" skipped="1"`, `<failure message="step 2: wrong">`, `<skipped message="no atomics">`} {
+	for _, want := range []string{`tests="6" failures="2" errors="1" skipped="1"`, `<failure message="step 2: wrong" type="FAIL">`,
+		`<skipped message="no atomics">`, `<error message="setup: EINVAL" type="could-not-run">`, `type="DUT-crashed"`, "Call Trace:",
+		"root cause some-cause (§9)"} {
 		if !strings.Contains(ju.String(), want) {
 			t.Errorf("JUnit lacks %s:\n%s", want, ju.String())
 		}
+	}
+}
+
+// TestExitCode: FAILs and crashes are exit 1; cases that could not run,
+// when none failed, exit 3; all judged and none failed, 0.
+func TestExitCode(t *testing.T) {
+	for _, tc := range []struct {
+		verdicts []Verdict
+		want     int
+	}{
+		{[]Verdict{Pass, DeviationSeen, NotApplicable}, 0},
+		{[]Verdict{Pass, CouldNotRun}, ExitIncomplete},
+		{[]Verdict{CouldNotRun, Fail}, ExitFail},
+		{[]Verdict{Pass, DUTCrashed, CouldNotRun}, ExitFail},
+	} {
+		rep := &Report{}
+		for _, v := range tc.verdicts {
+			rep.add(Result{Verdict: v})
+		}
+		if got := rep.ExitCode(); got != tc.want {
+			t.Errorf("%v: exit %d, want %d", tc.verdicts, got, tc.want)
+		}
+	}
+}
+
+// TestCouldNotRunSelf: against rnic itself, a case whose setup the DUT
+// refuses and a case whose agent has gone are could-not-run, with why.
+func TestCouldNotRunSelf(t *testing.T) {
+	d, cfg := startSelfTest(t, SelfOptions{})
+	refused := Case{ID: "test/setup-refused", Transport: RoCE,
+		Setup: Setup{Attr: func(a *QPAttrs) { a.PathMTU = 77 }}, Steps: []Step{QPState(verbs.QPSRTS)}}
+	if res := RunCase(cfg, refused, false); res.Verdict != CouldNotRun || !strings.HasPrefix(res.Detail, "setup:") {
+		t.Errorf("a refused setup: %s %s, want could-not-run: setup", res.Verdict, res.Detail)
+	}
+	d.Client.Close()
+	c := Cases(RoCE, "")[0]
+	if res := RunCase(cfg, c, false); res.Verdict != CouldNotRun || !strings.Contains(res.Detail, "did not answer") {
+		t.Errorf("the agent gone: %s %s, want could-not-run: did not answer", res.Verdict, res.Detail)
 	}
 }
 

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"net"
+	"os"
 	"strings"
 
 	"github.com/rnic/rnic/cmd/internal/conform/agentproto"
@@ -33,7 +34,19 @@ func deviceInfo(d ibv.Device, kind string) agentproto.DeviceInfo {
 		}
 	}
 	_, info.CM = d.(ibv.ConnManager)
+	info.Host = hostKernel()
 	return info
+}
+
+// hostKernel names the kernel the agent runs on ("Linux 6.1.0-56-amd64"),
+// "" where it cannot be read: a report says which kernel a DUT driver
+// such as rxe or siw came with.
+func hostKernel() string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return ""
+	}
+	return "Linux " + strings.TrimSpace(string(b))
 }
 
 // Vendor IDs of the software devices (ibv_query_device's vendor_id):

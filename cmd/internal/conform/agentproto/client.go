@@ -49,6 +49,10 @@ func NewClient(conn net.Conn) *Client {
 // Close closes the connection; the agent destroys the session's objects.
 func (c *Client) Close() error { return c.conn.Close() }
 
+// ErrNoAnswer is what a call's error matches (errors.Is) when the agent
+// did not answer at all: the connection failed, closed or timed out.
+var ErrNoAnswer = errors.New("the agent did not answer")
+
 // callTimeout bounds one request: the longest wait a request may ask for
 // plus slack for a busy machine.
 const callTimeout = 60 * time.Second
@@ -73,14 +77,14 @@ func (c *Client) Call(op string, args, res any) error {
 	}
 	c.conn.SetDeadline(time.Now().Add(callTimeout))
 	if _, err := c.conn.Write(append(line, '\n')); err != nil {
-		return fmt.Errorf("agentproto: %s: %w", op, err)
+		return fmt.Errorf("agentproto: %s: %w: %w", op, ErrNoAnswer, err)
 	}
 	if !c.sc.Scan() {
 		err := c.sc.Err()
 		if err == nil {
 			err = errors.New("the agent closed the connection")
 		}
-		return fmt.Errorf("agentproto: %s: %w", op, err)
+		return fmt.Errorf("agentproto: %s: %w: %w", op, ErrNoAnswer, err)
 	}
 	var resp Response
 	if err := json.Unmarshal(c.sc.Bytes(), &resp); err != nil {

@@ -158,6 +158,9 @@ type DeviceInfo struct {
 	Atomics bool `json:"atomics"`
 	// CM is true when the agent can run rdma_cm on the device.
 	CM bool `json:"cm"`
+	// Host is the kernel the agent runs on ("Linux 6.1.0-56-amd64"; ""
+	// when unknown): the version of a kernel driver DUT.
+	Host string `json:"host,omitempty"`
 }
 
 // Handle names one object of the connection.

@@ -155,3 +155,10 @@ func (p *Port) RecvUntil(d time.Duration, match func(*Frame) bool) (*Frame, []*F
 		skipped = append(skipped, fr)
 	}
 }
+
+// Redecode returns a copy of f decoded from ulpdu instead (a reading of
+// the same frame with some field moved where the decoder expects it);
+// the frame number, pad and CRC stay f's.
+func (f *Frame) Redecode(ulpdu []byte) *Frame {
+	return decode(wire.Deframed{ULPDU: ulpdu, Pad: f.Pad, CRC: f.CRC, CRCOK: f.CRCOK}, f.Frame)
+}
