@@ -122,7 +122,7 @@ func (rn *Runner) runConform(ctx context.Context, t conformTarget, only string) 
 			problems = append(problems, err.Error())
 			break
 		}
-		rep, why := rn.runTester(ctx, t, filepath.Join(base, slug(id)), "="+id)
+		rep, why := rn.runTester(ctx, t, filepath.Join(base, strings.TrimSuffix(conform.CaptureName(id), ".pcap")), "="+id)
 		if why != "" {
 			problems = append(problems, id+": "+why)
 		}

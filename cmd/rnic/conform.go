@@ -17,6 +17,7 @@ import (
 const conformHelp = `usage: rnic conform agent [-d DEVICE] [--addr IP | --tap NAME --ip CIDR] [--transport roce|iwarp] [--listen ADDR:PORT] [--tester IP]
        rnic conform run --agent HOST:PORT [--udp IP | --tap NAME --ip CIDR] [--transport roce|iwarp]
                         [--only PATTERN] [--pcap FILE] [--json | --junit FILE] [--list]
+       rnic conform report [-o DIR] [--pcap FILE] RUN.json...
 
 Protocol conformance: checks a device under test (DUT) against named spec
 rules, on the wire, and reports rule by rule what it does right and wrong.
@@ -50,6 +51,12 @@ names frames by their number in --pcap.
     rnic conform agent --addr 127.0.0.2 --transport iwarp --listen 127.0.0.1:7472 &
     rnic conform run --agent 127.0.0.1:7472 --udp 127.0.0.3 --transport iwarp
 
+The report subcommand turns runs' JSON and captures into report.md and a
+self-contained report.html: each departure from the spec once, under its
+root cause, with the rules it touched, the spec section, the evidence, a
+ladder of the frames and the command that runs the case again (rnic
+conform report --help).
+
 Exits 1 when a case FAILs (or the lab saw it crash the DUT) or the run
 cannot start, 3 when none did but some case could not run, 2 on bad usage.
 
@@ -63,6 +70,8 @@ func runConform(args []string, stdout, stderr io.Writer) int {
 			return runConformAgent(args[1:], stdout, stderr)
 		case "run":
 			return runConformRun(args[1:], stdout, stderr)
+		case "report":
+			return runConformReport(args[1:], stdout, stderr)
 		}
 	}
 	fs, _ := newConformRunFlags()
@@ -75,9 +84,9 @@ func runConform(args []string, stdout, stderr io.Writer) int {
 		afs.PrintDefaults()
 		return 0
 	}
-	what := "give a subcommand: agent or run"
+	what := "give a subcommand: agent, run or report"
 	if len(args) > 0 {
-		what = fmt.Sprintf("no subcommand %q: agent or run", args[0])
+		what = fmt.Sprintf("no subcommand %q: agent, run or report", args[0])
 	}
 	fmt.Fprintf(stderr, "rnic conform: %s (rnic help conform)\n", what)
 	return 2

@@ -3,6 +3,11 @@
 
 package conform
 
+import (
+	"regexp"
+	"strings"
+)
+
 // Finding is one departure from the spec seen during a case, beside the
 // case's own verdict. Many cases may meet the same root cause (one
 // wrongly laid out Terminate is seen by every case that provokes a
@@ -28,3 +33,12 @@ func (r *Run) Find(f Finding) {
 	}
 	r.findings = append(r.findings, f)
 }
+
+// CaptureName is the file name of a case's own capture when a run keeps
+// one per case (make conform-lab: DIR/conform-KIND/NAME), which a report
+// finds its frames in.
+func CaptureName(id string) string {
+	return strings.Trim(unsafeName.ReplaceAllString(id, "-"), "-") + ".pcap"
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)

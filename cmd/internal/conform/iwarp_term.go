@@ -61,7 +61,7 @@ var iwTerminateCases = []Case{{
 		if err != nil {
 			return err
 		}
-		return checkTermControl(fr)
+		return s.checkTermControl(fr)
 	}}},
 	Break: iwBreak("lays its Terminate Control out as a little-endian bitfield", iwTermAsLE()),
 }, {
@@ -223,14 +223,15 @@ var iwCRCCases = []Case{{
 // checkTermControl wants the Terminate to decode as RFC 5040 §4.8 lays it
 // out, with a defined code and the reserved bits zero; if it does not
 // and the little-endian bitfield layout explains it, the error says so
-// with the bytes.
-func checkTermControl(fr *iwport.Frame) error {
+// with the bytes, and the case records the finding.
+func (s *iwSession) checkTermControl(fr *iwport.Frame) error {
 	strict := fr.Err == nil && fr.Term != nil && fr.Term.Reserved == 0 && fr.Term.Code.Known()
 	if strict {
 		return nil
 	}
 	if alt, ok := termAsLE(fr); ok && alt.Term.Reserved == 0 && alt.Term.Code.Known() {
 		f := termLayoutFinding(fr, alt, strictReading(fr))
+		s.r.Find(f)
 		return fmt.Errorf("the Terminate Control is laid out as a little-endian bitfield: %s", f.Evidence)
 	}
 	return fmt.Errorf("the Terminate (#%d←) reads as %s", fr.Frame, strictReading(fr))

@@ -98,7 +98,7 @@ func (d *SelfIWARP) stream(u *iwport.Unit) [][]byte {
 
 // Config returns a run configuration for this DUT, with its Breaker.
 func (d *SelfIWARP) Config() (*Config, error) {
-	cfg := &Config{Agent: d.Client, TesterAddr: d.Tester, DUTAddr: d.NIC.Addr, Breaker: d.Breaker,
+	cfg := &Config{Agent: d.Client, TesterAddr: d.Tester, DUTAddr: d.NIC.Addr, Breaker: d.Breaker, Pcap: d.Pcap,
 		IWARP: &IWARPPort{Addr: d.Tester, Network: d.Network, Pcap: d.Pcap}}
 	return cfg, cfg.Prepare()
 }

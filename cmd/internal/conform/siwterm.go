@@ -147,3 +147,10 @@ func (s *iwSession) judgeTerminate(fr *iwport.Frame, check func(*iwport.Frame) e
 	*fr = *alt
 	return altErr
 }
+
+// TerminateAsLE is a Break for the in-process iWARP DUT that lays its
+// Terminate Control out as a little-endian bitfield, as siw does: tests
+// of what a report makes of the finding run a case with it.
+func TerminateAsLE() *Break {
+	return iwBreak("lays its Terminate Control out as siw does", iwTermAsLE())
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"html"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The report fixture: a run of iWARP cases against rnic itself with one
+// group of every kind (cmd/internal/conform/publish's TestFixture).
+const (
+	reportFixtureJSON = "../internal/conform/publish/testdata/selfrun.json"
+	reportFixturePcap = "../internal/conform/publish/testdata/selfrun.pcap"
+)
+
+// TestConformReportBrowser writes the fixture's report with rnic conform
+// report and opens the HTML in headless Chromium at laptop and desktop
+// widths: no console message (no script error), the page does not scroll
+// sideways, every group is there with its ladder (drawn by rnic ladder's
+// code from the capture's frames) and no ladder is wider than the page.
+func TestConformReportBrowser(t *testing.T) {
+	bin := findChromium(t)
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if rc := runConformReport([]string{"-o", dir, "--pcap", reportFixturePcap, reportFixtureJSON}, &stdout, &stderr); rc != 0 {
+		t.Fatalf("rnic conform report: %d: %s", rc, stderr.String())
+	}
+	page := filepath.Join(dir, "report.html")
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "<svg"); n != 5 {
+		t.Errorf("the page inlines %d ladders, want one per group (5)", n)
+	}
+	for _, w := range []int{1024, 1280, 1920} {
+		dom, logs := chromiumDOM(t, bin, "file://"+page+"#measure", w)
+		if c := consoleLines(logs); len(c) > 0 {
+			t.Errorf("at %d px the console says:\n%s", w, strings.Join(c, "\n"))
+		}
+		m := regexp.MustCompile(`<pre id="measure">([^<]*)</pre>`).FindStringSubmatch(dom)
+		if m == nil {
+			t.Fatalf("at %d px the page wrote no measurement", w)
+		}
+		var p struct{ Overflow, Ladders, Wide, Articles int }
+		if err := json.Unmarshal([]byte(html.UnescapeString(m[1])), &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Overflow > 0 || p.Wide > 0 || p.Ladders != 5 || p.Articles != 5 {
+			t.Errorf("at %d px: %+v, want no sideways overflow, 5 groups each with a ladder in view", w, p)
+		}
+	}
+}
+
+// findChromium finds a headless-capable Chromium or skips, saying how to
+// install one.
+func findChromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("no Chromium: apt-get install -y chromium (Debian) to run the browser test")
+	return ""
+}
+
+// chromiumDOM loads url at the given window width and returns the DOM
+// after its scripts ran and what the browser logged.
+func chromiumDOM(t *testing.T, bin, url string, width int) (dom, logs string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+		"--user-data-dir="+t.TempDir(), "--hide-scrollbars", "--enable-logging=stderr", "--v=0",
+		"--window-size="+strconv.Itoa(width)+",900", "--virtual-time-budget=2000", "--dump-dom", url)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium: %v\n%s", err, errb.String())
+	}
+	return out.String(), errb.String()
+}
+
+// consoleLines are the page's console messages among Chromium's log.
+func consoleLines(logs string) []string {
+	var out []string
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, ":CONSOLE") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
