@@ -25,7 +25,7 @@ DROPIN_LIB  := nic/rnicd/dropin/libibverbs
 DROPIN_CM   := nic/rnicd/dropin/librdmacm
 HAVE_CC_VERBS := $(shell command -v $(CC) >/dev/null 2>&1 && [ -e /usr/include/infiniband/verbs.h ] && echo yes)
 
-.PHONY: all build lib lib-asan lib-clang abi test test-race test-verbs demo bench bench-go fuzz lint interop conform-lab clean
+.PHONY: all build lib lib-asan lib-clang abi test test-race test-verbs demo bench bench-go fuzz lint interop conform-lab conform-self clean
 
 all: build
 
@@ -136,12 +136,24 @@ endif
 interop:
 	$(GO) run ./cmd/interop $(INTEROP_FLAGS)
 
+# rnic conform against rnic itself through the command line, as a user runs
+# it (an agent process per transport on loopback, the tester beside it):
+# every RoCEv2 and iWARP case must pass. The runs' JSON, JUnit, captures and
+# their report (rnic conform report) go to CONFORM_SELF_OUT. Half a minute.
+CONFORM_SELF_OUT ?= conform-self
+conform-self: build
+	bash cmd/internal/conform/self.sh $(BIN)/rnic $(CONFORM_SELF_OUT)
+
 # rnic conform against Linux rxe (RoCEv2 cases) and siw (iWARP cases) in the
 # lab (root): the agent, built with -tags verbs, in the guests; the tester on
-# the bridge; a table per device, JSON, JUnit and captures in the output dir.
-# CONFORM_FLAGS=--only PATTERN selects cases, --keep leaves the guests up.
+# the bridge; a table per device, JSON, JUnit and captures in the output dir;
+# the runs' JSON and their report (rnic conform report) in CONFORM_REPORT,
+# the published report of Linux rxe and siw that the README shows.
+# CONFORM_FLAGS=--only PATTERN selects cases (the report then stays in the
+# output dir), --keep leaves the guests up.
+CONFORM_REPORT ?= testdata/conform-lab
 conform-lab:
-	$(GO) run ./cmd/interop --conform $(CONFORM_FLAGS)
+	$(GO) run ./cmd/interop --conform --report $(CONFORM_REPORT) $(CONFORM_FLAGS)
 
 # The tagged passthrough build is linted too where rdma-core's headers are
 # installed (CI installs them); elsewhere lint says it left it out.

@@ -10,6 +10,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,6 +22,8 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/cmd/internal/conform"
+	"github.com/rnic/rnic/cmd/internal/conform/publish"
+	"github.com/rnic/rnic/cmd/internal/ladder"
 )
 
 // conformTarget is one suite run: a guest, the device the agent opens
@@ -91,7 +94,55 @@ func runConformLab(ctx context.Context, f *flags, root string, stdout, stderr io
 		}()
 	}
 	wg.Wait()
-	return conformReport(stdout, *f.out, outs)
+	code := conformReport(stdout, *f.out, outs)
+	dir := filepath.Join(*f.out, "report")
+	if *f.report != "" && *f.only == "" {
+		dir = *f.report
+	}
+	if err := publishConform(dir, *f.out, outs); err != nil {
+		fmt.Fprintf(stderr, "interop: the report: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(dir, publish.MarkdownFile))
+	return code
+}
+
+// publishConform writes the runs' report into dir (rnic conform report:
+// the ladders drawn from each case's own capture in out) and, when dir
+// is not out's, a copy of each run's JSON beside it, which is what the
+// report was made from.
+func publishConform(dir, out string, outs []conformOutcome) error {
+	var runs []publish.Run
+	for _, o := range outs {
+		if o.Report == nil {
+			continue
+		}
+		base := filepath.Join(out, "conform-"+o.Target.Guest.Kind)
+		run, err := publish.LoadRun(base+".json", "")
+		if err != nil {
+			return err
+		}
+		runs = append(runs, run)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if b, err := os.ReadFile(base + ".json"); err == nil {
+			if err := os.WriteFile(filepath.Join(dir, filepath.Base(base)+".json"), b, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	if len(runs) == 0 {
+		return errors.New("no run has a report")
+	}
+	title := "rnic conform: Linux rxe and siw"
+	return publish.Write(dir, runs, publish.Options{Title: title, Ladder: conformLadder})
+}
+
+// conformLadder draws frames from..to of a case's capture, as rnic ladder
+// does.
+func conformLadder(capture string, from, to int, title string) ([]byte, error) {
+	return ladder.CaptureSVG(capture, ladder.Options{From: from, To: to, Title: title})
 }
 
 // runConform runs one suite case by case: the agent in the guest, the

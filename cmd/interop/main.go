@@ -43,7 +43,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 // flags are interop's flags.
 type flags struct {
-	lab, only, out             *string
+	lab, only, out, report     *string
 	smoke, keep, list, conform *bool
 }
 
@@ -58,6 +58,7 @@ func parseFlags(args []string, stderr io.Writer) (*flags, int) {
 		keep:    fs.Bool("keep", false, "leave the guests running (a later run reuses them)"),
 		out:     fs.String("out", "", "directory for captures and logs (default: a new temporary directory)"),
 		list:    fs.Bool("list", false, "print the selected rows' commands and exit"),
+		report:  fs.String("report", "", "--conform: also write the runs' JSON and their report (rnic conform report) into this directory; a run with --only writes them into the output directory only"),
 		conform: fs.Bool("conform", false, "make conform-lab instead of the rows: rnic conform's RoCEv2 cases against rxe, its iWARP cases against siw, through the agent in the guest (--only is then the cases' --only)"),
 	}
 	if err := fs.Parse(args); err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -26,7 +25,8 @@ that run that case again; cases that could not run, apart.
 
 The frames come from the run's capture: --pcap (the capture of rnic
 conform run --pcap, with one RUN.json), else the directory named like
-the JSON without its extension, one capture per case (make conform-lab).
+the JSON without its extension, one capture per case (make conform-lab),
+else the capture so named (RUN.pcap beside RUN.json: make conform-self).
 
 flags:
 `
@@ -71,17 +71,8 @@ func runConformReport(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// conformLadder draws frames from..to of a capture as `rnic ladder`
-// does, as SVG.
+// conformLadder draws frames from..to of a case's capture, as rnic ladder
+// does.
 func conformLadder(capture string, from, to int, title string) ([]byte, error) {
-	o := ladder.Options{From: from, To: to, Title: title}
-	evs, err := ladder.Load(capture, o)
-	if err != nil {
-		return nil, err
-	}
-	var b bytes.Buffer
-	if err := ladder.WriteSVG(&b, evs, o); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
+	return ladder.CaptureSVG(capture, ladder.Options{From: from, To: to, Title: title})
 }

@@ -112,6 +112,18 @@ func WriteSVG(w io.Writer, evs []Event, o Options) error {
 	return err
 }
 
+// CaptureSVG draws the frames o selects of the capture at path as an SVG
+// document (a report that shows the frames of one case).
+func CaptureSVG(path string, o Options) ([]byte, error) {
+	evs, err := Load(path, o)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	err = WriteSVG(&b, evs, o)
+	return b.Bytes(), err
+}
+
 // svg writes the <svg> element; extra is added to its attributes.
 func (d *diagram) svg(b *bytes.Buffer, extra string) {
 	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" version="1.1"%s width="%s" height="%s" viewBox="0 0 %s %s" font-family="DejaVu Sans Mono, Menlo, Consolas, monospace" font-size="10">`+"\n",

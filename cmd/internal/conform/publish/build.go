@@ -27,8 +27,9 @@ type Run struct {
 }
 
 // LoadRun reads a run's JSON. Its captures are found as make conform-lab
-// and rnic conform run keep them: pcap if given, else a directory named
-// like the JSON without its extension (conform-siw.json, conform-siw/).
+// and make conform-self keep them: pcap if given, else a directory named
+// like the JSON without its extension (conform-siw.json, conform-siw/),
+// else a capture so named (conform-roce.json, conform-roce.pcap).
 func LoadRun(jsonPath, pcap string) (Run, error) {
 	b, err := os.ReadFile(jsonPath)
 	if err != nil {
@@ -43,9 +44,11 @@ func LoadRun(jsonPath, pcap string) (Run, error) {
 	}
 	run := Run{Report: &rep, Source: filepath.Base(jsonPath), Pcap: pcap}
 	if pcap == "" {
-		dir := strings.TrimSuffix(jsonPath, filepath.Ext(jsonPath))
-		if st, err := os.Stat(dir); err == nil && st.IsDir() {
-			run.CaseDir = dir
+		base := strings.TrimSuffix(jsonPath, filepath.Ext(jsonPath))
+		if st, err := os.Stat(base); err == nil && st.IsDir() {
+			run.CaseDir = base
+		} else if _, err := os.Stat(base + ".pcap"); err == nil {
+			run.Pcap = base + ".pcap"
 		}
 	}
 	return run, nil
