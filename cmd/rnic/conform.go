@@ -82,6 +82,10 @@ func runConform(args []string, stdout, stderr io.Writer) int {
 		afs, _ := newConformAgentFlags()
 		afs.SetOutput(stdout)
 		afs.PrintDefaults()
+		fmt.Fprint(stdout, "\nflags of report:\n")
+		rfs, _ := newConformReportFlags()
+		rfs.SetOutput(stdout)
+		rfs.PrintDefaults()
 		return 0
 	}
 	what := "give a subcommand: agent, run or report"

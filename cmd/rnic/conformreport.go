@@ -31,16 +31,24 @@ else the capture so named (RUN.pcap beside RUN.json: make conform-self).
 flags:
 `
 
-func runConformReport(args []string, stdout, stderr io.Writer) int {
+type conformReportFlags struct{ out, pcap, title string }
+
+func newConformReportFlags() (*pflag.FlagSet, *conformReportFlags) {
 	fs := pflag.NewFlagSet("rnic conform report", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	out := fs.StringP("output", "o", "conform-report", "the directory to write report.md, report.html and the ladders into")
-	pcap := fs.String("pcap", "", "the run's capture (rnic conform run --pcap), with one RUN.json")
-	title := fs.String("title", "", "the report's title")
+	f := &conformReportFlags{}
+	fs.StringVarP(&f.out, "output", "o", "conform-report", "the directory to write report.md, report.html and the ladders into")
+	fs.StringVar(&f.pcap, "pcap", "", "the run's capture (rnic conform run --pcap), with one RUN.json")
+	fs.StringVar(&f.title, "title", "", "the report's title")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), conformReportHelp)
 		fs.PrintDefaults()
 	}
+	return fs, f
+}
+
+func runConformReport(args []string, stdout, stderr io.Writer) int {
+	fs, f := newConformReportFlags()
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fs.SetOutput(stdout)
@@ -50,24 +58,24 @@ func runConformReport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rnic conform report: %v (rnic help conform)\n", err)
 		return 2
 	}
-	if fs.NArg() == 0 || *pcap != "" && fs.NArg() > 1 {
+	if fs.NArg() == 0 || f.pcap != "" && fs.NArg() > 1 {
 		fmt.Fprintln(stderr, "rnic conform report: give RUN.json (one with --pcap) (rnic help conform)")
 		return 2
 	}
 	var runs []publish.Run
 	for _, p := range fs.Args() {
-		run, err := publish.LoadRun(p, *pcap)
+		run, err := publish.LoadRun(p, f.pcap)
 		if err != nil {
 			fmt.Fprintf(stderr, "rnic conform report: %v\n", err)
 			return 1
 		}
 		runs = append(runs, run)
 	}
-	if err := publish.Write(*out, runs, publish.Options{Title: *title, Ladder: conformLadder}); err != nil {
+	if err := publish.Write(f.out, runs, publish.Options{Title: f.title, Ladder: conformLadder}); err != nil {
 		fmt.Fprintf(stderr, "rnic conform report: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "rnic conform report: %s, %s\n", filepath.Join(*out, publish.MarkdownFile), filepath.Join(*out, publish.HTMLFile))
+	fmt.Fprintf(stdout, "rnic conform report: %s, %s\n", filepath.Join(f.out, publish.MarkdownFile), filepath.Join(f.out, publish.HTMLFile))
 	return 0
 }
 
