@@ -3,7 +3,7 @@
 // in both roles, each run captured on rnic's TAP and checked.
 //
 //	go run ./cmd/interop [--only REGEXP] [--smoke] [--keep] [--out DIR] [--lab DIR] [--list]
-//	go run ./cmd/interop --conform [--only PATTERN] [--keep] [--out DIR] [--lab DIR]
+//	go run ./cmd/interop --conform [--only PATTERN] [--report DIR] [--keep] [--out DIR] [--lab DIR]
 //
 // It brings the lab image up to date (lab/build-image.sh), brings the
 // lab network up (vm.sh net-up), boots the guests the selected rows need

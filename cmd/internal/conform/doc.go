@@ -86,9 +86,15 @@
 // Verdicts: pass; FAIL; deviation-known (the case fails on a DUT whose
 // DeviceInfo.Kind a Deviation names, with a note of the peer's documented
 // behaviour); not-applicable (Case.Needs says why, a step wraps
-// ErrNotApplicable, or the agent answers "unsupported"). The evidence is
-// one line: frame numbers in the tester's capture (#n→ sent, #n← from
-// the DUT) with what they carried, and the completions seen.
+// ErrNotApplicable, or the agent answers "unsupported"); could-not-run
+// (the setup failed, the agent stopped answering, or a step's error is
+// marked CannotRun: the DUT's reply did not parse); DUT-crashed (set by
+// the lab harness, Result.MarkCrashed, which keeps the case's own verdict
+// and the kernel's log in Result.Crash). A step may record a Finding
+// (Run.Find): a departure met on the way to the case's own rule, named by
+// its root cause, kept beside the verdict. The evidence is one line:
+// frame numbers in the tester's capture (#n→ sent, #n← from the DUT)
+// with what they carried, and the completions seen.
 //
 // # iWARP cases
 //
