@@ -140,6 +140,9 @@ func (s *iwSession) judgeTerminate(fr *iwport.Frame, check func(*iwport.Frame) e
 	}
 	altErr := check(alt)
 	if strictErr != nil && altErr != nil {
+		// Both readings decode and neither meets the rule: which layout
+		// the DUT meant is not known, so the evidence gives both.
+		s.r.Note("#%d← read as a little-endian bitfield instead: Terminate %#04x (%v)", fr.Frame, uint16(alt.Term.Code), alt.Term.Code)
 		return strictErr
 	}
 	s.r.Find(termLayoutFinding(fr, alt, strictReading(fr)))
