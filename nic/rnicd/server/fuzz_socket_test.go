@@ -269,7 +269,7 @@ func fuzzSeeds(f *testing.F) {
 		{4, 1, 0, 1},                            // REG_MR of 2 pages on the PD
 		{5, 8, 1},                               // CREATE_CQ_ON of 9
 		{6, 1, 0, 2, 2, 0, 0, 8, 8, 1, 1, 0, 1}, // an RC QP on the PD and the CQ
-		{7, 0, 1},                               // to RTS, aimed at itself
+		{7, 0, 0, 0, 0, 0, 1},                   // to RTS, aimed at itself
 	} {
 		reach = append(reach, step...)
 	}
@@ -283,6 +283,7 @@ func fuzzSeeds(f *testing.F) {
 		reach = append(reach, step...)
 	}
 	f.Add(reach)
+	f.Add(reach[:connected+21])               // the WRITE (it completes) and the receives only
 	f.Add(append(slices.Clone(reach), 13, 0)) // ... and gone mid-request
 	// memfds, a pipe, /dev/null, a socket with a REG_MR
 	f.Add([]byte{1, 1, index(proto.OpAllocPD), 0, 1, 3, 3, 0, 0, 1, 0, 0, 2, 3, 1, index(proto.OpRegMR), 0, 1})
@@ -327,6 +328,7 @@ func FuzzSocket(f *testing.F) {
 		defer debug.SetGCPercent(debug.SetGCPercent(-1))
 		before := d.srv.Stats().ClientsReaped
 		c := dialFuzz(t, d.sock)
+		c.avoid = []uint32{d.good.qp[0].QPN(), d.good.qp[1].QPN()}
 		c.play(&program{b: in}, d.gid)
 		c.close()
 		d.checkServes(t)

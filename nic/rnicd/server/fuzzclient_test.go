@@ -82,6 +82,10 @@ type fuzzClient struct {
 	mr      verbs.SGE // a registered buffer: Addr, Length, LKey
 	rkey    uint32    // its rkey
 	pending []int     // descriptors for the next request
+	// avoid are QPNs a QP of the client must not aim at: RoCEv2 lets
+	// any host that reaches a QP's port send into its stream, which
+	// is the wire's weakness, not the daemon's.
+	avoid []uint32
 	gone    bool      // the daemon ended the session
 }
 
@@ -394,11 +398,11 @@ func (c *fuzzClient) connectSelf(p *program, gid netip.Addr) {
 		return
 	}
 	dest := r.qpn
-	if p.byte()%8 == 0 {
-		dest = p.u32()
+	if d := p.u32(); p.byte()%8 == 0 && !slices.Contains(c.avoid, d) {
+		dest = d
 	}
 	steps := []proto.ModifyQPReq{
-		{QP: r.handle, Mask: verbs.AttrState | verbs.AttrPKeyIndex | verbs.AttrPort | verbs.AttrAccessFlags | verbs.AttrQKey,
+		{QP: r.handle, Mask: verbs.AttrState | verbs.AttrPKeyIndex | verbs.AttrPort | verbs.AttrAccessFlags,
 			Attr: verbs.QPAttr{State: verbs.QPSInit, PortNum: 1, QKey: 0x1111, AccessFlags: memory.RemoteWrite | memory.RemoteRead | memory.RemoteAtomic}},
 		{QP: r.handle, Mask: verbs.AttrState | verbs.AttrAV | verbs.AttrPathMTU | verbs.AttrDestQPN | verbs.AttrRQPSN | verbs.AttrMaxDestRdAtomic | verbs.AttrMinRNRTimer,
 			Attr: verbs.QPAttr{State: verbs.QPSRTR, PathMTU: verbs.MTU1024, DestQPN: dest, RQPSN: 7, MaxDestRdAtomic: 4, MinRNRTimer: 1,
@@ -408,8 +412,12 @@ func (c *fuzzClient) connectSelf(p *program, gid netip.Addr) {
 	}
 	for i := range steps {
 		if st, _, _ := c.requestMsg(proto.OpModifyQP, &steps[i]); st != proto.StatusOK {
-			// A UD QP takes other masks: try the state alone.
-			steps[i].Mask &= verbs.AttrState | verbs.AttrPKeyIndex | verbs.AttrPort | verbs.AttrQKey | verbs.AttrSQPSN
+			// A UD QP takes other attributes: a Q_Key to INIT, the
+			// state alone to RTR, a send PSN to RTS.
+			steps[i].Mask &= verbs.AttrState | verbs.AttrPKeyIndex | verbs.AttrPort | verbs.AttrSQPSN
+			if i == 0 {
+				steps[i].Mask |= verbs.AttrQKey
+			}
 			c.requestMsg(proto.OpModifyQP, &steps[i])
 		}
 	}
