@@ -86,7 +86,7 @@ type fuzzClient struct {
 	// any host that reaches a QP's port send into its stream, which
 	// is the wire's weakness, not the daemon's.
 	avoid []uint32
-	gone    bool      // the daemon ended the session
+	gone  bool // the daemon ended the session
 }
 
 func dialFuzz(t *testing.T, sock string) *fuzzClient {
