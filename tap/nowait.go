@@ -27,8 +27,11 @@ import (
 type vecOp struct {
 	mu    sync.Mutex
 	sysno uintptr // SYS_PREADV2 or SYS_PWRITEV2
-	// nowait: every call passes RWF_NOWAIT, until a kernel refuses it
-	// (EOPNOTSUPP: a tun driver without it, older than Linux 5.10).
+	plain uintptr // SYS_READV or SYS_WRITEV
+	// nowait: every call is sysno's with RWF_NOWAIT, until a kernel
+	// refuses it (EOPNOTSUPP: a tun driver without it; ENOSYS: no
+	// preadv2): the Device then relies on the fd's O_NONBLOCK with
+	// plain readv and writev, as before.
 	nowait atomic.Bool
 	// hdr is room for a virtio_net_hdr (the vnet paths, under mu).
 	hdr [vnetHdrLen]byte
@@ -39,8 +42,8 @@ type vecOp struct {
 	fn  func(fd uintptr) bool
 }
 
-func (o *vecOp) init(sysno uintptr, nowait bool) {
-	o.sysno = sysno
+func (o *vecOp) init(sysno, plain uintptr, nowait bool) {
+	o.sysno, o.plain = sysno, plain
 	o.nowait.Store(nowait)
 	o.fn = o.call
 }
@@ -48,25 +51,24 @@ func (o *vecOp) init(sysno uintptr, nowait bool) {
 // call is the raw conn's function: false (EAGAIN) makes the poller wait
 // for the fd and call it again.
 func (o *vecOp) call(fd uintptr) bool {
-	for {
-		var flags uintptr
-		if o.nowait.Load() {
-			flags = unix.RWF_NOWAIT
-		}
+	var n uintptr
+	var errno unix.Errno
+	if o.nowait.Load() {
 		// Offset -1 (both halves): the file's position, as readv and
 		// writev; a TAP has none.
-		n, _, errno := unix.Syscall6(o.sysno, fd, uintptr(unsafe.Pointer(&o.iov[0])), uintptr(o.cnt),
-			^uintptr(0), ^uintptr(0), flags)
-		if errno == unix.EOPNOTSUPP && flags != 0 {
+		n, _, errno = unix.Syscall6(o.sysno, fd, uintptr(unsafe.Pointer(&o.iov[0])), uintptr(o.cnt), ^uintptr(0), ^uintptr(0), unix.RWF_NOWAIT)
+		if errno == unix.EOPNOTSUPP || errno == unix.ENOSYS {
 			o.nowait.Store(false)
-			continue
 		}
-		o.n, o.err = int(n), nil
-		if errno != 0 {
-			o.n, o.err = 0, errno
-		}
-		return errno != unix.EAGAIN
 	}
+	if !o.nowait.Load() {
+		n, _, errno = unix.Syscall(o.plain, fd, uintptr(unsafe.Pointer(&o.iov[0])), uintptr(o.cnt))
+	}
+	o.n, o.err = int(n), nil
+	if errno != 0 {
+		o.n, o.err = 0, errno
+	}
+	return errno != unix.EAGAIN
 }
 
 // do moves a and then b (either may be empty) through raw, the Device's
@@ -104,6 +106,6 @@ func (o *vecOp) doLocked(raw syscall.RawConn, a, b []byte) (int, error) {
 // initIO makes the Device's read and write ops; nowait for a TAP whose
 // open file description another process shares.
 func (d *Device) initIO(nowait bool) {
-	d.rd.init(unix.SYS_PREADV2, nowait)
-	d.wr.init(unix.SYS_PWRITEV2, nowait)
+	d.rd.init(unix.SYS_PREADV2, unix.SYS_READV, nowait)
+	d.wr.init(unix.SYS_PWRITEV2, unix.SYS_WRITEV, nowait)
 }
