@@ -23,7 +23,9 @@ var ErrNotTAP = errors.New("tap: not a TAP fd without packet information (IFF_TA
 // the kernel may hand it partial checksums and TCP super-segments
 // (TUNSETOFFLOAD); without offload the kernel finishes and segments them
 // itself. AdoptTAP takes f: the Device closes it. The fd is made
-// non-blocking, which the sender's copy of it shares.
+// non-blocking, which the sender's copy of it shares; the sender clearing
+// that flag again cannot make the Device's reads and writes wait
+// (nowait.go).
 func AdoptTAP(f *os.File, offload bool) (*Device, error) {
 	d, err := adoptTAP(f, offload)
 	if err != nil {
@@ -65,7 +67,7 @@ func adoptTAP(f *os.File, offload bool) (*Device, error) {
 		file.Close()
 		return nil, fmt.Errorf("tap: adopt %s: %w", name, err)
 	}
-	d.vw.init()
+	d.initIO(true) // the sender's copy shares the file's flags
 	return d, nil
 }
 

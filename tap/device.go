@@ -89,8 +89,8 @@ type Device struct {
 	file      *os.File
 	offload   bool            // frames carry a virtio_net_hdr (vnet.go)
 	loDown    bool            // the namespace's lo was down (device_lo.go)
-	raw       syscall.RawConn // the fd's, for readv and writev (device_vnet.go)
-	vw        vnetWriter      // WriteVnet's
+	raw       syscall.RawConn // the fd's, for the reads and writes (nowait.go)
+	rd, wr    vecOp           // every read, every write
 
 	// undo puts an attached TAP's configuration back as OpenDevice found
 	// it (except its up state); nil for a created TAP, which vanishes.
@@ -182,7 +182,7 @@ func openDevice(cfg DeviceConfig) (*Device, error) {
 	if d.raw, err = file.SyscallConn(); err != nil {
 		return nil, errors.Join(fmt.Errorf("tap: %s: %w", cfg.Name, err), file.Close())
 	}
-	d.vw.init()
+	d.initIO(false) // the fd is ours alone
 	c := &tapConfigurer{h: h, cfg: cfg, created: d.created}
 	if err := c.configure(d, bridge); err != nil {
 		// Closing the fd removes a TAP we created; an attached one gets
@@ -384,15 +384,16 @@ func (d *Device) MTU() int { return d.mtu }
 func (d *Device) KernelMAC() [6]byte { return d.kernelMAC }
 
 // ReadFrame blocks until the kernel side sends a frame and copies it into
-// b. The fd is non-blocking and owned by Go's poller, so Close wakes a
-// blocked ReadFrame, which then returns an error wrapping os.ErrClosed.
+// b. It waits in Go's poller, never in the kernel (nowait.go), so Close
+// wakes a blocked ReadFrame, which then returns an error wrapping
+// os.ErrClosed.
 // On an offload Device the frame's virtio_net_hdr is read apart and a
 // partial checksum finished (readFrameVnet).
 func (d *Device) ReadFrame(b []byte) (int, error) {
 	if d.offload {
 		return d.readFrameVnet(b)
 	}
-	n, err := d.file.Read(b)
+	n, err := d.rd.do(d.raw, b, nil)
 	if err != nil {
 		return 0, fmt.Errorf("tap: read from %s: %w", d.name, err)
 	}
@@ -400,14 +401,14 @@ func (d *Device) ReadFrame(b []byte) (int, error) {
 }
 
 // WriteFrame sends one Ethernet frame (without FCS) out of the TAP's
-// kernel side (behind a zero virtio_net_hdr on an offload Device). os.File
-// serialises concurrent writes, and a TAP takes each write whole, so frames
-// never interleave.
+// kernel side (behind a zero virtio_net_hdr on an offload Device). Writes
+// are serialised, and a TAP takes each write whole, so frames never
+// interleave.
 func (d *Device) WriteFrame(b []byte) error {
 	if d.offload {
 		return d.WriteVnet(VnetHdr{}, b)
 	}
-	if _, err := d.file.Write(b); err != nil {
+	if _, err := d.wr.do(d.raw, b, nil); err != nil {
 		return fmt.Errorf("tap: write to %s: %w", d.name, err)
 	}
 	return nil

@@ -1,6 +1,7 @@
 // The Device's I/O with a virtio_net_hdr (DeviceConfig.Offload, vnet.go):
 // reads take the header and the frame in one read into one buffer; writes
-// put a header before a frame with writev, so neither side copies the frame.
+// put a header before a frame in one vectored write (nowait.go), so neither
+// side copies the frame.
 
 package tap
 
@@ -8,10 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // Offload reports whether the TAP was opened with a virtio_net_hdr and the
@@ -23,29 +20,23 @@ func (d *Device) Offload() bool { return d.offload }
 // bytes (the kernel truncates a longer frame to len(b)). Only on an offload
 // Device.
 func (d *Device) ReadVnet(b []byte) (int, error) {
-	n, err := d.file.Read(b)
+	n, err := d.rd.do(d.raw, b, nil)
 	if err != nil {
 		return 0, fmt.Errorf("tap: read from %s: %w", d.name, err)
 	}
 	return n, nil
 }
 
-// WriteVnet sends frame behind the virtio_net_hdr v, in one writev. Only
-// on an offload Device. Writes are serialised (the poller's write lock
-// would do it anyway), which lets every write reuse one writer and so
-// allocate nothing.
+// WriteVnet sends frame behind the virtio_net_hdr v, in one call. Only on
+// an offload Device. Writes are serialised (the poller's write lock would
+// do it anyway), which lets every write reuse one header and one set of
+// iovecs and so allocate nothing.
 func (d *Device) WriteVnet(v VnetHdr, frame []byte) error {
-	w := &d.vw
+	w := &d.wr
 	w.mu.Lock()
 	v.put(w.hdr[:])
-	w.frame = frame
-	err := closedErr(d.raw.Write(w.write))
-	n, werr := w.n, w.err
-	w.frame = nil
+	n, err := w.doLocked(d.raw, w.hdr[:], frame)
 	w.mu.Unlock()
-	if err == nil {
-		err = werr
-	}
 	if err == nil && n != vnetHdrLen+len(frame) {
 		err = io.ErrShortWrite
 	}
@@ -55,54 +46,18 @@ func (d *Device) WriteVnet(v VnetHdr, frame []byte) error {
 	return nil
 }
 
-// vnetWriter is the state of one WriteVnet: write, made once, is the
-// function the raw conn calls with the fd.
-type vnetWriter struct {
-	mu    sync.Mutex
-	hdr   [vnetHdrLen]byte
-	frame []byte
-	n     int
-	err   error
-	write func(fd uintptr) bool
-}
-
-func (w *vnetWriter) init() {
-	w.write = func(fd uintptr) bool {
-		w.n, w.err = writev2(int(fd), w.hdr[:], w.frame)
-		return w.err != unix.EAGAIN
-	}
-}
-
-// writev2 writes a and b with one writev, without the allocations of
-// unix.Writev (this is every frame's path).
-func writev2(fd int, a, b []byte) (int, error) {
-	var iov [2]unix.Iovec
-	iov[0].Base, iov[1].Base = &a[0], unsafe.SliceData(b)
-	iov[0].SetLen(len(a))
-	iov[1].SetLen(len(b))
-	n, _, errno := unix.Syscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), 2)
-	if errno != 0 {
-		return int(n), errno
-	}
-	return int(n), nil
-}
-
 // readFrameVnet is ReadFrame on an offload Device: the header is read
-// apart (readv) and, if the kernel left a partial checksum, it is finished,
-// so the frame is whole; it may be a TCP super-segment longer than the MTU.
-// A frame whose header is malformed is skipped.
+// apart (into the reader's own room) and, if the kernel left a partial
+// checksum, it is finished, so the frame is whole; it may be a TCP
+// super-segment longer than the MTU. A frame whose header is malformed is
+// skipped.
 func (d *Device) readFrameVnet(b []byte) (int, error) {
+	r := &d.rd
 	for {
-		var hdr [vnetHdrLen]byte
-		var n int
-		var rerr error
-		err := closedErr(d.raw.Read(func(fd uintptr) bool {
-			n, rerr = unix.Readv(int(fd), [][]byte{hdr[:], b})
-			return rerr != unix.EAGAIN
-		}))
-		if err == nil {
-			err = rerr
-		}
+		r.mu.Lock()
+		n, err := r.doLocked(d.raw, r.hdr[:], b)
+		hdr := r.hdr
+		r.mu.Unlock()
 		if err != nil {
 			return 0, fmt.Errorf("tap: read from %s: %w", d.name, err)
 		}
