@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Event channels: the queue of an id's events, its fd (an epoll set of an
- * eventfd written for each queued event and the devices' sockets, so it
- * polls readable when an event may be had, and may be made non-blocking),
+ * eventfd written for each queued event, a timerfd for its ids' timewait
+ * ends and the devices' sockets, so it polls readable when an event may
+ * be had, and may be made non-blocking),
  * rdma_get_cm_event / rdma_ack_cm_event, and DEVICE_REMOVAL for the ids
  * of a daemon that went away. */
 #include "cm.h"
@@ -13,6 +14,7 @@
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 
 struct cm_channel *cm_channels;
 
@@ -29,7 +31,9 @@ CM_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 		return errno = ENOMEM, NULL;
 	ch->ch.fd = epoll_create1(EPOLL_CLOEXEC);
 	ch->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (ch->ch.fd < 0 || ch->evfd < 0 || epoll_ctl(ch->ch.fd, EPOLL_CTL_ADD, ch->evfd, &ev) < 0) {
+	ch->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (ch->ch.fd < 0 || ch->evfd < 0 || ch->timerfd < 0 || epoll_ctl(ch->ch.fd, EPOLL_CTL_ADD, ch->evfd, &ev) < 0 ||
+	    epoll_ctl(ch->ch.fd, EPOLL_CTL_ADD, ch->timerfd, &ev) < 0) {
 		err = errno;
 		goto fail;
 	}
@@ -49,6 +53,8 @@ fail:
 		close(ch->ch.fd);
 	if (ch->evfd >= 0)
 		close(ch->evfd);
+	if (ch->timerfd >= 0)
+		close(ch->timerfd);
 	free(ch);
 	errno = err;
 	return NULL;
@@ -78,6 +84,7 @@ CM_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 	ch->destroyed = 1;
 	close(ch->ch.fd);
 	close(ch->evfd);
+	close(ch->timerfd);
 	last = ch->waiters == 0;
 	pthread_mutex_unlock(&cm_mu);
 	if (last)
@@ -211,6 +218,7 @@ static struct cm_event *next_event(struct cm_channel *ch, int *nonblock)
 	pthread_mutex_lock(&cm_mu);
 	if (ch->destroyed)
 		orphaned(ch);
+	cm_timewait_fire(ch);
 	e = pop(ch);
 	*nonblock = !e && (fcntl(ch->ch.fd, F_GETFL) & O_NONBLOCK);
 	pthread_mutex_unlock(&cm_mu);
