@@ -42,7 +42,14 @@ const cmTraceListening = "rnic rdmacm: listening on port "
 // and waits until it listens.
 func (d *daemon) startCMServer(t *testing.T, deadline <-chan time.Time, argv ...string) *proc {
 	t.Helper()
-	srv := start(t, "server", []string{"RNIC_CM_TRACE=1"}, nil, append([]string{build.rnic, "exec", "-S", d.socket, "--"}, argv...)...)
+	return d.startCMServerEnv(t, deadline, nil, argv...)
+}
+
+// startCMServerEnv is startCMServer with env added to the server's.
+func (d *daemon) startCMServerEnv(t *testing.T, deadline <-chan time.Time, env []string, argv ...string) *proc {
+	t.Helper()
+	env = append([]string{"RNIC_CM_TRACE=1"}, env...)
+	srv := start(t, "server", env, nil, append([]string{build.rnic, "exec", "-S", d.socket, "--"}, argv...)...)
 	for !strings.Contains(srv.out.String(), cmTraceListening) {
 		select {
 		case <-srv.done:

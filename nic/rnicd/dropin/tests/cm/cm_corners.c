@@ -318,7 +318,8 @@ static void test_nolistener(void)
 	struct rdma_cm_event *ev;
 	int port;
 
-	/* a port that was listened on a moment ago, and no more */
+	/* a port that was listened on a moment ago, and no more (the daemon
+	 * gives its listener 2 s to come back first) */
 	rdma_destroy_id(listener(cc, 1, &port));
 	if (rdma_create_id(cc, &c, NULL, RDMA_PS_TCP))
 		die("rdma_create_id");
