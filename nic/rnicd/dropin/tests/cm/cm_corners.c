@@ -39,7 +39,8 @@
  *                                   disconnect is through; none to an id destroyed
  *                                   before then, none at all on iWARP
  *   cm_corners killed      A0 A1   the daemon dies mid-connect: DEVICE_REMOVAL,
- *                                   ROUTE_ERROR, no hang (prints "ready", then
+ *                                   ROUTE_ERROR, then ENODEV from rdma_get_cm_event
+ *                                   rather than a wait for ever, no hang (prints "ready", then
  *                                   reads stdin's end before going on)
  *
  * Each check prints "ok ..." or "FAIL ..."; exit 0 when all passed, 1 when
@@ -671,6 +672,16 @@ static void test_killed(void)
 	rdma_ack_cm_event(ev);
 	check(rdma_resolve_route(c2, 1000) == 0, "rdma_resolve_route on a removed device is started");
 	expect(cc, RDMA_CM_EVENT_ROUTE_ERROR, "removed device");
+	{
+		/* nothing more can come: rather than wait for ever, the channel
+		 * polls readable and a blocking rdma_get_cm_event fails */
+		struct pollfd p = {.fd = cc->fd, .events = POLLIN};
+		int r, e;
+		check(poll(&p, 1, 2000) == 1, "with the daemon gone the channel polls readable");
+		r = rdma_get_cm_event(cc, &ev);
+		e = errno;
+		check(r == -1 && e == ENODEV, "a blocking rdma_get_cm_event then fails ENODEV (%d, errno %d)", r, e);
+	}
 	ev = next_event(sc);
 	check(ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL, "the listener's ids: DEVICE_REMOVAL (got %s)",
 	      rdma_event_str(ev->event));
