@@ -42,7 +42,14 @@ const cmTraceListening = "rnic rdmacm: listening on port "
 // and waits until it listens.
 func (d *daemon) startCMServer(t *testing.T, deadline <-chan time.Time, argv ...string) *proc {
 	t.Helper()
-	srv := start(t, "server", []string{"RNIC_CM_TRACE=1"}, nil, append([]string{build.rnic, "exec", "-S", d.socket, "--"}, argv...)...)
+	return d.startCMServerEnv(t, deadline, nil, argv...)
+}
+
+// startCMServerEnv is startCMServer with env added to the server's.
+func (d *daemon) startCMServerEnv(t *testing.T, deadline <-chan time.Time, env []string, argv ...string) *proc {
+	t.Helper()
+	env = append([]string{"RNIC_CM_TRACE=1"}, env...)
+	srv := start(t, "server", env, nil, append([]string{build.rnic, "exec", "-S", d.socket, "--"}, argv...)...)
 	for !strings.Contains(srv.out.String(), cmTraceListening) {
 		select {
 		case <-srv.done:
@@ -123,6 +130,13 @@ func TestRping(t *testing.T) {
 			// the DISCONNECTED it got: not checked)
 			mustMatch(t, cli, `(?m)^ping data: rdma-ping-99: `)
 			mustMatch(t, srv, `(?m)^server ping data: rdma-ping-99: `)
+			// rxe's rdma_cm sends TIMEWAIT_EXIT only after the CM's
+			// timewait, by when rping has destroyed its ids
+			for _, p := range []*proc{srv, cli} {
+				if strings.Contains(p.out.String(), "unhandled event") {
+					t.Errorf("%s got an event rping does not expect\n%s", p.name, p.report())
+				}
+			}
 		})
 	}
 }
@@ -393,13 +407,14 @@ func runCMCorner(t *testing.T, d *daemon, stdin io.Reader, test string) *proc {
 // channel destroyed under its waiting thread, UD ids (SIDR: rejected,
 // accepted, no listener), rdma_bind_addr's port (taken at once, reserved,
 // given back), the loopback address (127.0.0.1, ::1) bound and connected
-// to, rdma_getaddrinfo as libfabric calls it, private data at its limits.
+// to, rdma_getaddrinfo as libfabric calls it, private data at its limits,
+// TIMEWAIT_EXIT after the CM's timewait.
 //
 // Over iWARP too, all but the UD one (iWARP has no UD).
 func TestCMCorners(t *testing.T) {
 	for _, tr := range transports {
 		for _, c := range []string{"reject", "nolistener", "params", "addrerror", "nonblock", "backlog", "orphan", "ud",
-			"bind", "loopback", "getaddrinfo", "privdata"} {
+			"bind", "loopback", "getaddrinfo", "privdata", "timewait"} {
 			if c == "ud" && tr.kind == nicTCP {
 				continue
 			}

@@ -54,6 +54,7 @@ type portTable struct {
 	byID    map[uint32]*portBinding
 	used    map[portKey][]*portBinding
 	perSess map[*Session]int
+	closed  map[portKey]closedListen // listeners given back a moment ago (cm_relisten.go)
 }
 
 // conflicts says whether a bind of addr clashes with b, as the kernel's
@@ -90,6 +91,7 @@ func (t *portTable) bind(owner *Session, ps uint8, addr netip.Addr, port uint16,
 	}
 	for t.next++; t.next == 0 || t.byID[t.next] != nil; t.next++ {
 	}
+	delete(t.closed, k) // bound again: its listen is awaited as any bound port's
 	b := &portBinding{id: t.next, key: k, addr: addr, owner: owner}
 	t.byID[b.id] = b
 	t.used[k] = append(t.used[k], b)
@@ -118,6 +120,7 @@ func (t *portTable) release(owner *Session, id uint32) error {
 	if b == nil || b.owner != owner {
 		return fmt.Errorf("%w: CM binding %d", proto.ErrBadHandle, id)
 	}
+	t.noteClosed(b)
 	t.drop(b)
 	return nil
 }
@@ -131,6 +134,7 @@ func (t *portTable) releaseAll(owner *Session) {
 			t.drop(b)
 		}
 	}
+	t.forgetClosed(owner)
 	delete(t.perSess, owner)
 }
 
@@ -164,16 +168,18 @@ func (t *portTable) listened(ps uint8, port uint16) {
 }
 
 // unlistened says whether port ps/port is bound on addr (or the wildcard)
-// by someone who has not listened on it yet.
+// by someone who has not listened on it yet, or its listener was closed a
+// moment ago by a client that may listen again (cm_relisten.go).
 func (t *portTable) unlistened(ps uint8, addr netip.Addr, port uint16) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, b := range t.used[portKey{ps, port}] {
+	k := portKey{ps, port}
+	for _, b := range t.used[k] {
 		if !b.listening && b.conflicts(addr) {
 			return true
 		}
 	}
-	return false
+	return len(t.used[k]) == 0 && t.relistenDue(k, addr)
 }
 
 // boundByOther says whether port ps/port is bound by a process other than
@@ -222,8 +228,10 @@ const listenGrace = 2 * time.Second
 // sends rdma_get_src_port's port over its TCP channel first) race their
 // peer's connect; the kernel's CM is quick enough that the listener wins
 // in practice, the daemon's round trips are not, so its connects to a
-// bound port give the listener that time. A port nobody bound, or one
-// listened on, is connected to at once (no listener: REJECTED 8 at once).
+// bound port give the listener that time, as to a port whose listener its
+// live client closed a moment ago (cm_relisten.go). A port nobody bound,
+// or one listened on, is connected to at once (no listener: REJECTED 8 at
+// once).
 func (t *portTable) awaitListen(ctx context.Context, ps uint8, addr netip.Addr, port uint16) {
 	deadline := time.Now().Add(listenGrace)
 	for t.unlistened(ps, addr.Unmap(), port) && time.Now().Before(deadline) {

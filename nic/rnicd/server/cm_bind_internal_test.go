@@ -118,6 +118,56 @@ func TestPortTableAwaitListen(t *testing.T) {
 	}
 }
 
+// A connect to a port whose listener a live client just closed waits for
+// it to be bound and listened on again (perftest -R's second listen); once
+// that client's session ended, or for a port never listened on, it goes at
+// once.
+func TestPortTableAwaitRelisten(t *testing.T) {
+	var tb portTable
+	s := &Session{}
+	ip2 := netip.MustParseAddr("127.0.0.2")
+	quick := func(what string) {
+		t.Helper()
+		start := time.Now()
+		tb.awaitListen(context.Background(), proto.PortSpaceTCP, ip2, 7002)
+		if d := time.Since(start); d >= listenGrace {
+			t.Fatalf("a connect to %s waited %v", what, d)
+		}
+	}
+	b, err := tb.bind(s, proto.PortSpaceTCP, netip.Addr{}, 7002, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.release(s, b.id); err != nil {
+		t.Fatal(err)
+	}
+	quick("a port bound and given back, never listened on")
+
+	if b, err = tb.bind(s, proto.PortSpaceTCP, netip.Addr{}, 7002, 10); err != nil {
+		t.Fatal(err)
+	}
+	tb.listened(proto.PortSpaceTCP, 7002)
+	if err := tb.release(s, b.id); err != nil {
+		t.Fatal(err)
+	}
+	var relistened atomic.Bool
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		if _, err := tb.bind(s, proto.PortSpaceTCP, netip.Addr{}, 7002, 10); err != nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+		relistened.Store(true)
+		tb.listened(proto.PortSpaceTCP, 7002)
+	}()
+	tb.awaitListen(context.Background(), proto.PortSpaceTCP, ip2, 7002)
+	if !relistened.Load() {
+		t.Fatal("a connect to a port whose listener was just closed went before it listened again")
+	}
+	tb.releaseAll(s) // its listener given back with its session
+	quick("a port whose client is gone")
+}
+
 // fakeListener is a CM listener that only counts its Close.
 type fakeListener struct {
 	port   uint16

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Event channels: the queue of an id's events, its fd (an epoll set of an
- * eventfd written for each queued event and the devices' sockets, so it
- * polls readable when an event may be had, and may be made non-blocking),
+ * eventfd written for each queued event, a timerfd for its ids' timewait
+ * ends and the devices' sockets, so it polls readable when an event may
+ * be had, and may be made non-blocking),
  * rdma_get_cm_event / rdma_ack_cm_event, and DEVICE_REMOVAL for the ids
  * of a daemon that went away. */
 #include "cm.h"
@@ -13,6 +14,7 @@
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 
 struct cm_channel *cm_channels;
 
@@ -29,7 +31,9 @@ CM_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 		return errno = ENOMEM, NULL;
 	ch->ch.fd = epoll_create1(EPOLL_CLOEXEC);
 	ch->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (ch->ch.fd < 0 || ch->evfd < 0 || epoll_ctl(ch->ch.fd, EPOLL_CTL_ADD, ch->evfd, &ev) < 0) {
+	ch->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (ch->ch.fd < 0 || ch->evfd < 0 || ch->timerfd < 0 || epoll_ctl(ch->ch.fd, EPOLL_CTL_ADD, ch->evfd, &ev) < 0 ||
+	    epoll_ctl(ch->ch.fd, EPOLL_CTL_ADD, ch->timerfd, &ev) < 0) {
 		err = errno;
 		goto fail;
 	}
@@ -49,6 +53,8 @@ fail:
 		close(ch->ch.fd);
 	if (ch->evfd >= 0)
 		close(ch->evfd);
+	if (ch->timerfd >= 0)
+		close(ch->timerfd);
 	free(ch);
 	errno = err;
 	return NULL;
@@ -78,6 +84,7 @@ CM_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 	ch->destroyed = 1;
 	close(ch->ch.fd);
 	close(ch->evfd);
+	close(ch->timerfd);
 	last = ch->waiters == 0;
 	pthread_mutex_unlock(&cm_mu);
 	if (last)
@@ -99,10 +106,18 @@ struct cm_event *cm_event_new(struct cm_id *id, enum rdma_cm_event_type type, in
 	return e;
 }
 
+/* wake makes ch's fd poll readable. */
+static void wake(struct cm_channel *ch)
+{
+	uint64_t one = 1;
+	if (write(ch->evfd, &one, sizeof(one)) < 0) {
+		/* saturated: readable anyway */
+	}
+}
+
 void cm_event_queue(struct cm_event *e)
 {
 	struct cm_channel *ch = to_cch(e->owner->id.channel);
-	uint64_t one = 1;
 	if (!ch || e->owner->destroyed) {
 		cm_id_unref(e->owner);
 		free(e);
@@ -113,14 +128,27 @@ void cm_event_queue(struct cm_event *e)
 	else
 		ch->head = e;
 	ch->tail = e;
-	if (write(ch->evfd, &one, sizeof(one)) < 0) {
-		/* saturated: readable anyway */
-	}
+	wake(ch);
+}
+
+/* all_dead: every device's daemon is gone, so no event can come but those
+ * queued. Caller holds cm_mu. */
+static int all_dead(void)
+{
+	for (int i = 0; i < cm_ndevs; i++)
+		if (!cm_devs[i].dead)
+			return 0;
+	return cm_ndevs > 0;
 }
 
 /* dev_died: the daemon of device i is gone: its socket leaves every
  * channel's set (it would poll readable for ever) and each id on it gets
- * DEVICE_REMOVAL, once. Caller holds cm_mu. */
+ * DEVICE_REMOVAL, once, and no TIMEWAIT_EXIT (the kernel destroys the
+ * IB CM's ids of a removed device). Once every daemon is gone each
+ * channel's fd polls readable for good and rdma_get_cm_event fails with
+ * ENODEV after the queued events: nothing else can come, and a program
+ * waiting for a connection's next event would wait for ever. Caller holds
+ * cm_mu. */
 static void dev_died(int i)
 {
 	if (cm_devs[i].dead)
@@ -133,9 +161,13 @@ static void dev_died(int i)
 		if (id->destroyed || id->removal_sent || (id->dev != i && !id->listener[i]))
 			continue;
 		id->removal_sent = 1;
+		id->timewait_due = 0;
 		if ((e = cm_event_new(id, RDMA_CM_EVENT_DEVICE_REMOVAL, 0)))
 			cm_event_queue(e);
 	}
+	if (all_dead())
+		for (struct cm_channel *ch = cm_channels; ch; ch = ch->next)
+			wake(ch);
 }
 
 /* cm_sink receives a context's CM events (with its connection locked). */
@@ -183,11 +215,8 @@ static struct cm_event *pop(struct cm_channel *ch)
 			ch->tail = NULL;
 		e->next = NULL;
 	}
-	if (ch->head) { /* more to come: stay readable */
-		v = 1;
-		if (write(ch->evfd, &v, sizeof(v)) < 0) {
-		}
-	}
+	if (ch->head || all_dead()) /* more to come, or ENODEV: stay readable */
+		wake(ch);
 	return e;
 }
 
@@ -204,15 +233,18 @@ static void orphaned(struct cm_channel *ch)
 		pause();
 }
 
-/* next_event: an event of ch, or NULL and *nonblock. Takes cm_mu. */
-static struct cm_event *next_event(struct cm_channel *ch, int *nonblock)
+/* next_event: an event of ch, or NULL and *nonblock, or NULL and *gone
+ * (every daemon gone, nothing queued). Takes cm_mu. */
+static struct cm_event *next_event(struct cm_channel *ch, int *nonblock, int *gone)
 {
 	struct cm_event *e;
 	pthread_mutex_lock(&cm_mu);
 	if (ch->destroyed)
 		orphaned(ch);
+	cm_timewait_fire(ch);
 	e = pop(ch);
 	*nonblock = !e && (fcntl(ch->ch.fd, F_GETFL) & O_NONBLOCK);
+	*gone = !e && all_dead();
 	pthread_mutex_unlock(&cm_mu);
 	return e;
 }
@@ -222,7 +254,7 @@ CM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_
 	struct cm_channel *ch = to_cch(channel);
 	struct cm_event *e;
 	struct pollfd pfd = {.fd = channel ? channel->fd : -1, .events = POLLIN};
-	int nonblock, err = 0;
+	int nonblock, gone = 0, err = 0;
 
 	if (!channel || !event)
 		return cm_fail(EINVAL);
@@ -232,7 +264,7 @@ CM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_
 	for (;;) {
 		poll_devices();
 		cm_rearm();
-		if ((e = next_event(ch, &nonblock)) || nonblock)
+		if ((e = next_event(ch, &nonblock, &gone)) || nonblock || gone)
 			break;
 		if (poll(&pfd, 1, -1) < 0) { /* EINTR too, as librdmacm's write to the ucma fd */
 			err = errno;
@@ -243,7 +275,7 @@ CM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_
 	ch->waiters--;
 	pthread_mutex_unlock(&cm_mu);
 	if (!e)
-		return cm_fail(err ? err : EAGAIN);
+		return cm_fail(gone ? ENODEV : err ? err : EAGAIN);
 	cm_trace("%s status %d id %p", rdma_event_str(e->ev.event), e->ev.status, (void *)e->ev.id);
 	*event = &e->ev;
 	return 0;

@@ -42,6 +42,8 @@ enum {
 	 * (its own queue holds 16): rdma_listen's backlog, 0 taking this */
 	CM_DEFAULT_BACKLOG = 128,
 	CM_MAX_BACKLOG = 1024,
+	/* the IB CM's timewait on RoCE before TIMEWAIT_EXIT (timewait.c) */
+	CM_TIMEWAIT_MS = 512,
 };
 
 /* Body codec (proto/codec.go): little-endian, length-prefixed blobs. */
@@ -113,6 +115,7 @@ struct cm_event {
 struct cm_channel {
 	struct rdma_event_channel ch; /* ch.fd: epoll set of evfd and the devices' sockets */
 	int evfd;
+	int timerfd;   /* in ch.fd's set: the earliest timewait end of its ids */
 	int waiters;   /* threads in rdma_get_cm_event */
 	int destroyed; /* by rdma_destroy_event_channel, under a waiter */
 	struct cm_event *head, *tail;
@@ -135,6 +138,7 @@ struct cm_id {
 	uint32_t binding;               /* the daemon's port reservation, 0: none */
 	int bind_dev;                   /* the device whose session holds it */
 	int down_sent, timewait_sent, removal_sent, destroyed;
+	long long timewait_due; /* CLOCK_MONOTONIC ms when TIMEWAIT_EXIT is due, 0: none */
 	int refs;     /* events handed out or queued, async ops in flight */
 	uint8_t tos, ack_timeout;
 	int reuse;
@@ -176,9 +180,13 @@ void cm_rearm(void);
 /* cm_call sends a synchronous request on device dev (no lock held). */
 int cm_call(int dev, uint16_t op, struct cbuf *body, void *reply, size_t cap, size_t *len);
 void cm_close_listeners(struct cm_id *id);
-void timewait_exit(struct cm_id *c);
 int cm_on_iwarp(const struct cm_id *c);
 void down_event(struct cm_id *c);
+
+/* TIMEWAIT_EXIT after the CM's timewait (timewait.c). Caller holds cm_mu. */
+void timewait_exit(struct cm_id *c);
+void cm_timewait_arm(struct cm_channel *ch);
+void cm_timewait_fire(struct cm_channel *ch);
 
 /* cm_trace: a line on stderr when RNIC_CM_TRACE is set (trace.c). */
 __attribute__((format(printf, 1, 2))) void cm_trace(const char *fmt, ...);

@@ -224,22 +224,6 @@ int cm_on_iwarp(const struct cm_id *c)
 	return v && v->device->transport_type == IBV_TRANSPORT_IWARP;
 }
 
-/* timewait_exit: the local side's disconnect is through (the daemon's
- * CM holds no timewait of its own to wait for); the kernel's rdma_cm says
- * so with TIMEWAIT_EXIT after DISCONNECTED, on IB transport only: its
- * iWARP handler has no timewait and never sends one. Caller holds cm_mu. */
-void timewait_exit(struct cm_id *c)
-{
-	struct cm_event *e;
-	if (c->timewait_sent)
-		return;
-	c->timewait_sent = 1;
-	if (cm_on_iwarp(c))
-		return;
-	if ((e = cm_event_new(c, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0)))
-		cm_event_queue(e);
-}
-
 /* iw_reject_status: REJECTED's status on an iWARP id, as the kernel's
  * cma_iw_handler passes the driver's: -ECONNREFUSED when nobody listened
  * (the TCP connection was refused; the daemon says "invalid service ID",

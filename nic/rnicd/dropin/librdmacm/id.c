@@ -115,6 +115,7 @@ CM_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	int dev = c->dev, down = c->down_sent;
 	c->req = 0;
 	drop_queued(c);
+	cm_timewait_arm(to_cch(c->id.channel)); /* its TIMEWAIT_EXIT will not come */
 	pthread_mutex_unlock(&cm_mu);
 	if (req && dev >= 0) { /* an unanswered request: refused */
 		c_u32(&b, req);
@@ -413,6 +414,8 @@ CM_EXPORT int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *
 		c->refs++;
 		cm_event_queue(e);
 	}
+	cm_timewait_arm(from); /* a timewait goes with the id */
+	cm_timewait_arm(to_cch(channel));
 	int was_sync = c->sync;
 	c->sync = sync != NULL;
 	pthread_mutex_unlock(&cm_mu);

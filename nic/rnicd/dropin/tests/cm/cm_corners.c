@@ -33,8 +33,14 @@
  *                                   (ENODEV), 0.0.0.0 resolves to the first NIC
  *   cm_corners privdata    A0 A1   private data at the limits of rdma_connect, rdma_accept,
  *                                   rdma_reject (EINVAL one byte past), carried whole
+ *   cm_corners timewait    A0 A1   TIMEWAIT_EXIT as the kernel's rdma_cm sends it on
+ *                                   RoCE: after DISCONNECTED, once the CM's timewait
+ *                                   (half a second) is over, to each side whose
+ *                                   disconnect is through; none to an id destroyed
+ *                                   before then, none at all on iWARP
  *   cm_corners killed      A0 A1   the daemon dies mid-connect: DEVICE_REMOVAL,
- *                                   ROUTE_ERROR, no hang (prints "ready", then
+ *                                   ROUTE_ERROR, then ENODEV from rdma_get_cm_event
+ *                                   rather than a wait for ever, no hang (prints "ready", then
  *                                   reads stdin's end before going on)
  *
  * Each check prints "ok ..." or "FAIL ..."; exit 0 when all passed, 1 when
@@ -313,7 +319,8 @@ static void test_nolistener(void)
 	struct rdma_cm_event *ev;
 	int port;
 
-	/* a port that was listened on a moment ago, and no more */
+	/* a port that was listened on a moment ago, and no more (the daemon
+	 * gives its listener 2 s to come back first) */
 	rdma_destroy_id(listener(cc, 1, &port));
 	if (rdma_create_id(cc, &c, NULL, RDMA_PS_TCP))
 		die("rdma_create_id");
@@ -527,6 +534,109 @@ static void test_orphan(void)
 	pthread_detach(th);
 }
 
+/* connected_pair connects a new client id (*c, on cc) to a new listener
+ * on sc: *req is the server's id; both have seen ESTABLISHED. */
+static void connected_pair(struct rdma_event_channel *sc, struct rdma_event_channel *cc, struct rdma_cm_id **l,
+			   struct rdma_cm_id **c, struct rdma_cm_id **req)
+{
+	int port;
+	*l = listener(sc, 1, &port);
+	if (rdma_create_id(cc, c, NULL, RDMA_PS_TCP))
+		die("rdma_create_id");
+	client_to(cc, *c, port);
+	if (rdma_connect(*c, NULL))
+		die("rdma_connect");
+	*req = expect(sc, RDMA_CM_EVENT_CONNECT_REQUEST, "listener");
+	make_qp(*req);
+	if (rdma_accept(*req, NULL))
+		die("rdma_accept");
+	expect(sc, RDMA_CM_EVENT_ESTABLISHED, "server");
+	expect(cc, RDMA_CM_EVENT_ESTABLISHED, "client");
+}
+
+/* quiet_for says whether ch hands out no event for ms milliseconds; an
+ * event that comes is reported and acked. */
+static int quiet_for(struct rdma_event_channel *ch, long ms, const char *what)
+{
+	struct rdma_cm_event *ev;
+	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
+	long end = now_ms() + ms;
+	int fl = fcntl(ch->fd, F_GETFL), quiet = 1;
+	fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK);
+	while (now_ms() < end) {
+		if (rdma_get_cm_event(ch, &ev) == 0) {
+			printf("%s: unexpected %s\n", what, rdma_event_str(ev->event));
+			rdma_ack_cm_event(ev);
+			quiet = 0;
+			break;
+		}
+		poll(&p, 1, 50);
+	}
+	fcntl(ch->fd, F_SETFL, fl);
+	return quiet;
+}
+
+/* timewait_after: the next event of ch is TIMEWAIT_EXIT, not sooner than
+ * half the kernel's 512 ms timewait after since (the event's latency on a
+ * busy machine comes off the measured wait). */
+static void timewait_after(struct rdma_event_channel *ch, long since, const char *what)
+{
+	struct rdma_cm_event *ev = next_event(ch);
+	long waited = now_ms() - since;
+	check(ev->event == RDMA_CM_EVENT_TIMEWAIT_EXIT, "%s: TIMEWAIT_EXIT follows DISCONNECTED (got %s)", what,
+	      rdma_event_str(ev->event));
+	check(waited >= 256, "%s: TIMEWAIT_EXIT after the CM's timewait, not with DISCONNECTED (%ld ms)", what,
+	      waited);
+	rdma_ack_cm_event(ev);
+}
+
+static void test_timewait(void)
+{
+	struct rdma_event_channel *sc = rdma_create_event_channel(), *cc = rdma_create_event_channel();
+	struct rdma_cm_id *l, *c, *req;
+	long t;
+	int iwarp;
+
+	/* kept alive: each side gets its TIMEWAIT_EXIT, after DISCONNECTED */
+	connected_pair(sc, cc, &l, &c, &req);
+	iwarp = on_iwarp(c);
+	t = now_ms();
+	check(rdma_disconnect(c) == 0, "the client disconnects");
+	expect(cc, RDMA_CM_EVENT_DISCONNECTED, "client");
+	expect(sc, RDMA_CM_EVENT_DISCONNECTED, "server");
+	if (iwarp) {
+		check(quiet_for(cc, 1500, "client") && quiet_for(sc, 10, "server"),
+		      "iWARP: no TIMEWAIT_EXIT (the kernel's iw_cm has no timewait)");
+	} else {
+		check(quiet_for(sc, 50, "server"), "the server's timewait waits for its own rdma_disconnect");
+		timewait_after(cc, t, "client");
+		t = now_ms();
+		check(rdma_disconnect(req) == 0, "the server answers with rdma_disconnect");
+		timewait_after(sc, t, "server");
+	}
+	rdma_destroy_qp(req);
+	rdma_destroy_id(req);
+	rdma_destroy_qp(c);
+	rdma_destroy_id(c);
+	rdma_destroy_id(l);
+
+	/* destroyed within the timewait: nothing more comes */
+	connected_pair(sc, cc, &l, &c, &req);
+	check(rdma_disconnect(c) == 0, "the client disconnects");
+	expect(cc, RDMA_CM_EVENT_DISCONNECTED, "client");
+	expect(sc, RDMA_CM_EVENT_DISCONNECTED, "server");
+	check(rdma_disconnect(req) == 0, "the server answers with rdma_disconnect");
+	rdma_destroy_qp(req);
+	rdma_destroy_id(req);
+	rdma_destroy_qp(c);
+	rdma_destroy_id(c);
+	check(quiet_for(cc, 1200, "client") && quiet_for(sc, 10, "server"),
+	      "no TIMEWAIT_EXIT for ids destroyed in their timewait");
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(sc);
+	rdma_destroy_event_channel(cc);
+}
+
 /* test_killed: a connect waits on a listener that does not answer; the
  * harness kills the daemon once we say ready (stdin closes then). */
 static void test_killed(void)
@@ -562,6 +672,16 @@ static void test_killed(void)
 	rdma_ack_cm_event(ev);
 	check(rdma_resolve_route(c2, 1000) == 0, "rdma_resolve_route on a removed device is started");
 	expect(cc, RDMA_CM_EVENT_ROUTE_ERROR, "removed device");
+	{
+		/* nothing more can come: rather than wait for ever, the channel
+		 * polls readable and a blocking rdma_get_cm_event fails */
+		struct pollfd p = {.fd = cc->fd, .events = POLLIN};
+		int r, e;
+		check(poll(&p, 1, 2000) == 1, "with the daemon gone the channel polls readable");
+		r = rdma_get_cm_event(cc, &ev);
+		e = errno;
+		check(r == -1 && e == ENODEV, "a blocking rdma_get_cm_event then fails ENODEV (%d, errno %d)", r, e);
+	}
 	ev = next_event(sc);
 	check(ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL, "the listener's ids: DEVICE_REMOVAL (got %s)",
 	      rdma_event_str(ev->event));
@@ -1007,7 +1127,8 @@ int main(int argc, char **argv)
 		     {"nonblock", test_nonblock}, {"backlog", test_backlog},       {"orphan", test_orphan},
 		     {"killed", test_killed}, {"ud", test_ud},             {"params", test_params},
 		     {"bind", test_bind},     {"loopback", test_loopback}, {"getaddrinfo", test_getaddrinfo},
-		     {"privdata", test_privdata}, {"noloopback", test_noloopback}};
+		     {"privdata", test_privdata}, {"noloopback", test_noloopback},
+		     {"timewait", test_timewait}};
 	if (argc != 4) {
 		fprintf(stderr, "usage: cm_corners TEST ADDR0 ADDR1\n");
 		return 2;
