@@ -144,6 +144,9 @@ func listRows(stdout io.Writer, rows []Row) {
 				"\n  program: ip netns exec " + labNetns + " rnic exec -S SOCK -- " + joinArgs(r.ProgramArgs())
 		}
 		fmt.Fprintf(stdout, "%s\n  guest %s: %s\n  rnic: %s\n", r.Label(), Guests[r.Guest].Name, r.GuestCommand(), rnic)
+		if r.Fault != nil {
+			fmt.Fprintf(stdout, "  guest %s's egress: %s\n", Guests[r.Guest].Name, netemScript(r.Fault))
+		}
 	}
 }
 
@@ -185,6 +188,7 @@ func runLab(ctx context.Context, f *flags, root string, rows []Row, stdout, stde
 		fmt.Fprintln(stdout, "interop: tshark is not installed: every row fails its oracle check (apt-get install tshark)")
 	}
 	rn := &Runner{Lab: l, Rnic: bin, Out: *f.out, Guest: guestFiles}
+	rn.ClearAllNetem(gs)
 	if needDropin(rows) {
 		fmt.Fprintln(stdout, "building rnicd and the drop-in libibverbs.so.1")
 		if rn.DropinErr = rn.prepareDropin(ctx, root, filepath.Dir(bin), stdout); rn.DropinErr != nil {
@@ -207,9 +211,12 @@ func runRows(ctx context.Context, rn *Runner, rows []Row, stdout io.Writer) []Re
 			break
 		}
 		res := rn.Run(ctx, r)
-		verdict := "PASS"
-		if !res.Pass {
-			verdict = "FAIL: " + oneLine(res.Reason, 200)
+		verdict := res.Verdict()
+		switch {
+		case res.Finding != "":
+			verdict += ": " + oneLine(res.Finding, 200) + " [" + oneLine(res.Reason, 200) + "]"
+		case !res.Pass:
+			verdict += ": " + oneLine(res.Reason, 200)
 		}
 		fmt.Fprintf(stdout, "[%d/%d] %s: %s (%.0fs)\n", i+1, len(rows), r.Label(), verdict, res.Seconds)
 		results = append(results, res)
@@ -228,7 +235,7 @@ func report(stdout io.Writer, out string, results []Result, rows int) int {
 	}
 	fmt.Fprintf(stdout, "captures and logs: %s\n", out)
 	for _, r := range results {
-		if !r.Pass {
+		if r.Failed() {
 			return 1
 		}
 	}

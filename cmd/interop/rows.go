@@ -98,6 +98,9 @@ type Pairing struct {
 	// binary (-tags verbs) in the guest, on its rxe or siw device, with no
 	// rnic on the bridge. Its rows are the plain and the -race binary.
 	Tests bool
+	// Fault is the netem setting on the guest's egress for this
+	// pairing's rows (faults.go); nil on a clean wire.
+	Fault *Fault
 }
 
 // Files the harness copies into a guest's /lab (vm.sh's share) for the
@@ -168,6 +171,11 @@ func (r Row) RnicArgs(pcap string) []string {
 	if g.EthMTU != 1500 {
 		tap = append(tap, "--tap-mtu", fmt.Sprint(g.EthMTU))
 	}
+	if r.Fault != nil {
+		// Its timeouts and the NAKs it gets, counted from the log
+		// (rnicTrace).
+		tap = append(tap, "--trace")
+	}
 	return append(args[:1:1], append(tap, args[1:]...)...)
 }
 
@@ -218,6 +226,7 @@ func buildPairings() []*Pairing {
 	t.siw()
 	t.passthrough()
 	addDropin(t.add)
+	t.faultRows()
 	return t.ps
 }
 

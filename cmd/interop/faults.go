@@ -1,0 +1,113 @@
+// Fault rows: the same tools on a faulty wire. Linux's tc netem in the
+// guest (its Debian kernel has sch_netem; this host's kernel need not)
+// loses, reorders, duplicates, corrupts or rate-limits what the guest
+// sends, for the length of one row. rnic must deliver every byte anyway;
+// what the guest's rxe or siw does under the same faults is its own
+// business, and a failure there is a finding, not a failed row
+// (verdict.go).
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Fault is one netem setting on a guest's egress.
+type Fault struct {
+	Name  string // what the row label says: "loss 1%"
+	Netem string // tc's netem arguments
+	// Corrupts says frames arrive damaged: bad ICRCs, bad checksums and
+	// undecodable frames from the guest are then expected and counted.
+	Corrupts bool
+}
+
+// Faults are the fault rows' settings. netem reorders only what it
+// delays: 25% of the frames go at once, the rest 1 ms later. rate
+// shapes the guest's egress to 20 Mbit/s with netem's own queue (TCG
+// guests send 64 KiB WRITEs at about 110 Mbit/s).
+var Faults = []*Fault{
+	{Name: "loss 1%", Netem: "loss 1%"},
+	{Name: "loss 5%", Netem: "loss 5%"},
+	{Name: "reorder 25%", Netem: "delay 1ms reorder 25%"},
+	{Name: "duplicate 1%", Netem: "duplicate 1%"},
+	{Name: "corrupt 0.1%", Netem: "corrupt 0.1%", Corrupts: true},
+	{Name: "rate 20mbit", Netem: "rate 20mbit"},
+}
+
+// guestIface is the guest's one Ethernet interface (labinit names it).
+const guestIface = "eth0"
+
+// netemScript sets f on the guest's egress (replacing any qdisc there).
+func netemScript(f *Fault) string {
+	return fmt.Sprintf("modprobe sch_netem 2>/dev/null; tc qdisc replace dev %s root netem %s && tc qdisc show dev %s",
+		guestIface, f.Netem, guestIface)
+}
+
+// clearNetemScript removes whatever root qdisc the guest's interface has
+// (deleting the default one fails harmlessly).
+const clearNetemScript = "tc qdisc del dev " + guestIface + " root 2>/dev/null; tc qdisc show dev " + guestIface
+
+// SetNetem puts f on g's egress.
+func (l *Lab) SetNetem(ctx context.Context, g *Guest, f *Fault) error {
+	out, rc := l.Exec(ctx, g, 30, netemScript(f))
+	if rc != 0 || !strings.Contains(out, "netem") {
+		return fmt.Errorf("tc netem %s in guest %s (rc=%d): %s", f.Netem, g.Name, rc, lastLine(out))
+	}
+	return nil
+}
+
+// ClearNetem removes any netem from g's egress. It runs after a row
+// also when the run was interrupted, so it takes its own context.
+func (l *Lab) ClearNetem(g *Guest) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	out, rc := l.Exec(ctx, g, 30, clearNetemScript)
+	if rc != 0 || strings.Contains(out, "netem") {
+		return fmt.Errorf("clearing netem in guest %s (rc=%d): %s", g.Name, rc, lastLine(out))
+	}
+	return nil
+}
+
+// faultRows adds, for every fault, the rows that run under it: against
+// rxe, RC pingpong with --chk, ib_write_bw, ib_read_bw and rping, each
+// checking its data where the tool can (pingpong --chk, rping -V);
+// against siw, rping and ib_write_bw over rdma_cm. Sizes span several
+// packets at path MTU 1024, so a lost packet is one in a message.
+func (t *table) faultRows() {
+	for _, f := range Faults {
+		t.faultPairings(f)
+	}
+}
+
+// faultPairings adds one fault's pairings.
+func (t *table) faultPairings(f *Fault) {
+	name := func(guest, what string) string { return guest + " netem " + f.Name + " " + what }
+	pp := "-g 1 -n 100 -s 4096"
+	t.add(&Pairing{Name: name("rxe", "rc pingpong 4096 --chk"), Guest: "rxe", Fault: f,
+		GuestServer: "ibv_rc_pingpong -d rxe0 -c " + pp, GuestClient: "ibv_rc_pingpong -d rxe0 -c " + pp + " {server}",
+		RnicServer: "pingpong --chk " + pp, RnicClient: "pingpong --chk " + pp + " {server}", ListenPort: 18515})
+	for _, p := range perfTools[:2] { // ib_write_bw, ib_read_bw
+		t.perf("rxe", p.tool, p.op, p.mode, false, "", 65536, 20)
+		t.faulty(f, "rxe netem "+f.Name+" ")
+	}
+	rping := func(guest, iwarp string, port int) {
+		t.add(&Pairing{Name: name(guest, "rping -V"), Guest: guest, Fault: f,
+			GuestServer: "rping -s -a {self} -v -V -C 20", GuestClient: "rping -c -a {server} -v -V -C 20",
+			RnicServer: "rping" + iwarp + " -s -a {self} -C 20 -v -V", RnicClient: "rping" + iwarp + " -c -a {server} -C 20 -v -V",
+			ListenPort: port})
+	}
+	rping("rxe", "", 0)
+	rping("siw", " --iwarp", 7174)
+	t.perf("siw", "ib_write_bw", "write", "bw", true, "", 65536, 20)
+	t.faulty(f, "siw netem "+f.Name+" ")
+}
+
+// faulty makes the pairing added last run under f, its name prefixed.
+func (t *table) faulty(f *Fault, prefix string) {
+	p := t.ps[len(t.ps)-1]
+	p.Fault = f
+	p.Name = prefix + strings.TrimPrefix(strings.TrimPrefix(p.Name, p.Guest), " ")
+}
