@@ -99,10 +99,10 @@ func (rn *Runner) checkFault(ctx context.Context, g *Guest, f *Fault, pcap strin
 	res.Wire = &ws
 	res.Packets, res.Retrans = ws.Rnic.Frames+ws.Peer.Frames, ws.Rnic.Retrans
 	if ws.Rnic.Bad > 0 {
-		why = append(why, fmt.Sprintf("rnic sent %d bad RoCEv2 frames", ws.Rnic.Bad))
+		why = append(why, fmt.Sprintf("rnic sent %d bad frames", ws.Rnic.Bad))
 	}
 	if ws.Peer.Bad > 0 && !f.Corrupts {
-		why = append(why, fmt.Sprintf("%d bad RoCEv2 frames from the guest, and netem corrupts nothing", ws.Peer.Bad))
+		why = append(why, fmt.Sprintf("%d bad frames from the guest, and netem corrupts nothing", ws.Peer.Bad))
 	}
 	if g.IWARP && !f.Corrupts {
 		// The decoder reassembles both MPA streams; only corruption may

@@ -22,19 +22,23 @@ type Fault struct {
 	// Corrupts says frames arrive damaged: bad ICRCs, bad checksums and
 	// undecodable frames from the guest are then expected and counted.
 	Corrupts bool
+	// Bulk limits the fault to the rows that fill the wire (RC pingpong
+	// and ib_write_bw): a rate limit is news only there.
+	Bulk bool
 }
 
 // Faults are the fault rows' settings. netem reorders only what it
 // delays: 25% of the frames go at once, the rest 1 ms later. rate
 // shapes the guest's egress to 20 Mbit/s with netem's own queue (TCG
-// guests send 64 KiB WRITEs at about 110 Mbit/s).
+// guests send 64 KiB WRITEs at about 110 Mbit/s), for the bulk rows
+// only.
 var Faults = []*Fault{
 	{Name: "loss 1%", Netem: "loss 1%"},
 	{Name: "loss 5%", Netem: "loss 5%"},
 	{Name: "reorder 25%", Netem: "delay 1ms reorder 25%"},
 	{Name: "duplicate 1%", Netem: "duplicate 1%"},
 	{Name: "corrupt 0.1%", Netem: "corrupt 0.1%", Corrupts: true},
-	{Name: "rate 20mbit", Netem: "rate 20mbit"},
+	{Name: "rate 20mbit", Netem: "rate 20mbit", Bulk: true},
 }
 
 // guestIface is the guest's one Ethernet interface (labinit names it).
@@ -74,7 +78,8 @@ func (l *Lab) ClearNetem(g *Guest) error {
 // faultRows adds, for every fault, the rows that run under it: against
 // rxe, RC pingpong with --chk, ib_write_bw, ib_read_bw and rping, each
 // checking its data where the tool can (pingpong --chk, rping -V);
-// against siw, rping and ib_write_bw over rdma_cm. Sizes span several
+// against siw, rping and ib_write_bw over rdma_cm. A Bulk fault has the
+// pingpong and the ib_write_bw rows only. Sizes span several
 // packets at path MTU 1024, so a lost packet is one in a message.
 func (t *table) faultRows() {
 	for _, f := range Faults {
@@ -89,18 +94,24 @@ func (t *table) faultPairings(f *Fault) {
 	t.add(&Pairing{Name: name("rxe", "rc pingpong 4096 --chk"), Guest: "rxe", Fault: f,
 		GuestServer: "ibv_rc_pingpong -d rxe0 -c " + pp, GuestClient: "ibv_rc_pingpong -d rxe0 -c " + pp + " {server}",
 		RnicServer: "pingpong --chk " + pp, RnicClient: "pingpong --chk " + pp + " {server}", ListenPort: 18515})
-	for _, p := range perfTools[:2] { // ib_write_bw, ib_read_bw
+	tools := perfTools[:2] // ib_write_bw, ib_read_bw
+	if f.Bulk {
+		tools = perfTools[:1]
+	}
+	for _, p := range tools {
 		t.perf("rxe", p.tool, p.op, p.mode, false, "", 65536, 20)
 		t.faulty(f, "rxe netem "+f.Name+" ")
 	}
-	rping := func(guest, iwarp string, port int) {
+	rping := func(guest, iwarp string, port, cmPort int) {
 		t.add(&Pairing{Name: name(guest, "rping -V"), Guest: guest, Fault: f,
 			GuestServer: "rping -s -a {self} -v -V -C 20", GuestClient: "rping -c -a {server} -v -V -C 20",
 			RnicServer: "rping" + iwarp + " -s -a {self} -C 20 -v -V", RnicClient: "rping" + iwarp + " -c -a {server} -C 20 -v -V",
-			ListenPort: port})
+			ListenPort: port, CMPort: cmPort})
 	}
-	rping("rxe", "", 0)
-	rping("siw", " --iwarp", 7174)
+	if !f.Bulk {
+		rping("rxe", "", 0, rpingPort)
+		rping("siw", " --iwarp", rpingPort, 0)
+	}
 	t.perf("siw", "ib_write_bw", "write", "bw", true, "", 65536, 20)
 	t.faulty(f, "siw netem "+f.Name+" ")
 }

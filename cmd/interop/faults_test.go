@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/netip"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -34,7 +35,14 @@ func TestFaultRows(t *testing.T) {
 			t.Errorf("%s: rnic runs without --trace: %s", r.Label(), args)
 		}
 	}
-	if want := len(Faults) * 12; len(faulty) != want {
+	want := 0
+	for _, f := range Faults {
+		want += 12
+		if f.Bulk {
+			want -= 6 // no ib_read_bw, no rping
+		}
+	}
+	if len(faulty) != want {
 		t.Errorf("%d fault rows, want %d", len(faulty), want)
 	}
 	sel, err := Select(rows, "netem", false)
@@ -72,6 +80,30 @@ func TestFaultRows(t *testing.T) {
 		}
 		if got := strings.Join(rows[i].RnicArgs("x.pcap"), " "); got != c.rnic {
 			t.Errorf("%s rnic:\n got %s\nwant %s", c.label, got, c.rnic)
+		}
+	}
+}
+
+// TestCMListenScript: the guest's readiness check for an rdma_cm
+// server on rxe finds the LISTEN id of its port (a line as the guest's
+// iproute2 prints it), and only that port's.
+func TestCMListenScript(t *testing.T) {
+	line := "link rxe0/1 cm-idn 20 state LISTEN ps TCP pid 3359 comm rping src-addr 10.77.0.21:7174 dst-addr 0.0.0.0:0 "
+	fake := "rdma() { echo '" + line + "'; }; "
+	if err := exec.Command("bash", "-c", fake+cmListenScript(rpingPort, 1)).Run(); err != nil {
+		t.Errorf("port 7174 listening: %v", err)
+	}
+	if err := exec.Command("bash", "-c", fake+cmListenScript(71, 1)).Run(); err == nil {
+		t.Error("port 71 is not listening, yet the script says so")
+	}
+	for _, r := range Rows(Pairings) {
+		g := Guests[r.Guest]
+		cm := strings.Contains(r.GuestServer, "rping") || strings.Contains(r.GuestServer, " -R ")
+		if r.Tests || r.Verbs || g.IWARP || !cm {
+			continue
+		}
+		if r.CMPort == 0 || r.ListenPort != 0 {
+			t.Errorf("%s: an rdma_cm server on rxe without CMPort (%d, ListenPort %d)", r.Label(), r.CMPort, r.ListenPort)
 		}
 	}
 }

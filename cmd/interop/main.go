@@ -15,7 +15,10 @@
 // libibverbs-dev, and Debian's ibverbs-utils and perftest on the host,
 // whose unmodified programs they run), runs the rows one
 // after the other, and prints a table: pairing, role, result (PASS, or
-// FAIL and why), packets on rnic's TAP, retransmissions.
+// FAIL and why), packets on rnic's TAP, retransmissions. The fault rows
+// (faults.go) run under tc netem in the guest; their verdict may also be
+// FINDING, the guest's own failure (verdict.go), and a second table gives
+// both sides' accounts of them.
 // It exits 1 if any row failed. On exit, also after SIGINT, it stops the
 // guests it booted (unless --keep) and removes its TAPs. It must run as
 // root (the lab is a network namespace and QEMU guests).

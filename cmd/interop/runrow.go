@@ -187,7 +187,10 @@ func (rn *Runner) guestServes(ctx context.Context, row Row, g *Guest, base strin
 	if err != nil {
 		return sideRC{rc: -1, tail: "not started"}, sideRC{rc: -1, tail: err.Error()}
 	}
-	if row.ListenPort == 0 || !rn.Lab.WaitListen(ctx, g, row.ListenPort, listenLimit) {
+	switch {
+	case row.ListenPort != 0 && rn.Lab.WaitListen(ctx, g, row.ListenPort, listenLimit):
+	case row.CMPort != 0 && rn.Lab.WaitCMListen(ctx, g, row.CMPort, listenLimit):
+	default:
 		sleepCtx(ctx, fixedSettle)
 	}
 	cctx, cancel := context.WithTimeout(ctx, clientLimit*time.Second)

@@ -25,7 +25,8 @@ type DirStats struct {
 	Retrans int
 	NAKs    int // RoCEv2 NAKs (PSN sequence error, RNR, others) sent
 	// Bad are RoCEv2 frames with a wrong ICRC and frames to the RoCEv2
-	// port that do not decode.
+	// port that do not decode; on iWARP, frames with a wrong TCP or IPv4
+	// checksum.
 	Bad int
 }
 
@@ -102,14 +103,29 @@ func CountWireFile(ctx context.Context, path string, g *Guest) (WireStats, error
 	if err != nil {
 		return ws, err
 	}
-	ws.Rnic.Retrans, ws.Peer.Retrans = 0, 0
+	ws.Rnic.Retrans, ws.Peer.Retrans = bySender(out, g)
+	out, err = runTshark(ctx, append(tsharkArgs(path), "-o", "tcp.check_checksum:TRUE", "-o", "ip.check_checksum:TRUE",
+		"-Y", badChecksum, "-T", "fields", "-e", "ip.src"))
+	if err != nil {
+		return ws, err
+	}
+	ws.Rnic.Bad, ws.Peer.Bad = bySender(out, g)
+	return ws, nil
+}
+
+// badChecksum are the frames whose TCP or IPv4 checksum tshark finds
+// wrong (status 0): on iWARP, the bad frames.
+const badChecksum = "tcp.checksum.status == 0 || ip.checksum.status == 0"
+
+// bySender counts the addresses, one a line, that are rnic's and g's.
+func bySender(out string, g *Guest) (rnic, peer int) {
 	for _, src := range strings.Fields(out) {
 		switch src {
 		case g.RnicIP:
-			ws.Rnic.Retrans++
+			rnic++
 		case g.Addr:
-			ws.Peer.Retrans++
+			peer++
 		}
 	}
-	return ws, nil
+	return rnic, peer
 }
