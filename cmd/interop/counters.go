@@ -6,7 +6,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"strconv"
@@ -88,11 +87,42 @@ func CounterDelta(before, after map[string]int64) string {
 	return strings.Join(s, " ")
 }
 
-// PeerCounters reads g's counters; nil if the guest could not say.
-func (l *Lab) PeerCounters(ctx context.Context, g *Guest) map[string]int64 {
-	out, rc := l.Exec(ctx, g, 30, peerCountersScript(g))
-	if rc != 0 {
-		return nil
+// RnicFaultReport reads the line rnic prints at the end of a run under
+// --faults ("rnic0: faults SPEC: fault_tx_lost 3 retransmitted_pkts 5
+// ..."): what its faults injected and what the NIC did about them; nil
+// if it printed none.
+func RnicFaultReport(log string) map[string]int64 {
+	for _, line := range strings.Split(log, "\n") {
+		_, rest, ok := strings.Cut(line, ": faults ")
+		if !ok || strings.HasPrefix(rest, "on TAP ") { // the start line
+			continue
+		}
+		if _, counts, ok := strings.Cut(rest, ": "); ok {
+			return parsePairs(counts)
+		}
+		return map[string]int64{} // nothing moved
 	}
-	return ParseCounters(out)
+	return nil
+}
+
+// parsePairs reads "name value name value ...".
+func parsePairs(s string) map[string]int64 {
+	m := map[string]int64{}
+	f := strings.Fields(s)
+	for i := 0; i+1 < len(f); i += 2 {
+		if v, err := strconv.ParseInt(f[i+1], 10, 64); err == nil {
+			m[f[i]] = v
+		}
+	}
+	return m
+}
+
+// reportString prints a fault report sorted by name, "name=N".
+func reportString(m map[string]int64) string {
+	var s []string
+	for k, v := range m {
+		s = append(s, fmt.Sprintf("%s=%d", k, v))
+	}
+	sort.Strings(s)
+	return strings.Join(s, " ")
 }

@@ -10,8 +10,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
+	"slices"
 	"strings"
+
+	"github.com/rnic/rnic/transport/pcap"
 )
 
 // tcpAnalysisExpert are tshark's TCP analysis findings (warning or
@@ -31,49 +35,65 @@ type faultFinding struct {
 	Src string
 }
 
-// RunFaultOracle is RunOracle for a fault row: the findings, each with
-// its sender, TCP analysis left out.
-func RunFaultOracle(ctx context.Context, pcap string) ([]faultFinding, error) {
-	args := append(tsharkArgs(pcap), "-Y", "_ws.malformed || _ws.expert.severity >= warning",
-		"-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|",
-		"-e", "frame.number", "-e", "_ws.malformed", "-e", "_ws.expert.message", "-e", "_ws.expert.severity", "-e", "ip.src")
-	out, err := runTshark(ctx, args)
-	if err != nil {
-		return nil, err
-	}
-	fs := parseFaultOracle(out)
-	und, err := runTshark(ctx, append(tsharkArgs(pcap), "-Y", "udp.port==4791 && !infiniband.bth", "-T", "fields", "-e", "frame.number", "-e", "ip.src"))
-	if err != nil {
-		return nil, err
-	}
-	for _, line := range strings.Split(strings.TrimSpace(und), "\n") {
-		if f := strings.Fields(line); len(f) == 2 {
-			fs = append(fs, faultFinding{OracleFinding{f[0], "RoCEv2 frame not dissected"}, f[1]})
-		}
-	}
-	return fs, nil
+// faultFields are the fields of the one tshark pass over a fault row's
+// capture, in this order, every frame: its findings, its sender, its
+// checksums' status (0: bad), whether a RoCEv2 frame was dissected, and
+// the note rnic's own fault injection left on it.
+var faultFields = []string{"frame.number", "_ws.malformed", "_ws.expert.message", "_ws.expert.severity",
+	"ip.src", "tcp.checksum.status", "ip.checksum.status", "udp.dstport", "infiniband.bth.opcode", "frame.comment"}
+
+// tsharkPass is what the pass found: the findings (TCP analysis left
+// out), and by sender the TCP retransmissions and the frames with a bad
+// TCP or IPv4 checksum.
+type tsharkPass struct {
+	Findings       []faultFinding
+	Retrans, BadCk map[string]int
 }
 
-// parseFaultOracle is ParseOracle over tshark's fields with the
-// sender's address last; TCP analysis findings are left out.
-func parseFaultOracle(out string) []faultFinding {
-	src := map[string]string{}
-	var lines []string
+// RunFaultTshark runs the pass over pcap, checksums checked.
+func RunFaultTshark(ctx context.Context, pcap string) (tsharkPass, error) {
+	args := append(tsharkArgs(pcap), "-o", "tcp.check_checksum:TRUE", "-o", "ip.check_checksum:TRUE",
+		"-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|")
+	for _, f := range faultFields {
+		args = append(args, "-e", f)
+	}
+	out, err := runTshark(ctx, args)
+	if err != nil {
+		return tsharkPass{}, err
+	}
+	return parseFaultTshark(out), nil
+}
+
+// parseFaultTshark reads the pass's output. A frame rnic's faults
+// corrupted ("rnic: corrupted") is no finding: rnic sent it damaged on
+// purpose, and the far side must drop it.
+func parseFaultTshark(out string) tsharkPass {
+	p := tsharkPass{Retrans: map[string]int{}, BadCk: map[string]int{}}
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Split(line, "\t")
-		if len(f) == 5 {
-			src[f[0]] = f[4]
-			line = strings.Join(f[:4], "\t")
+		if len(f) < len(faultFields) {
+			continue
 		}
-		lines = append(lines, line)
-	}
-	var fs []faultFinding
-	for _, f := range ParseOracle(strings.Join(lines, "\n")) {
-		if !isTCPAnalysis(f.Message) {
-			fs = append(fs, faultFinding{f, src[f.Frame]})
+		frame, src, note := f[0], f[4], f[9]
+		if strings.Contains(f[2], "retransmission") {
+			p.Retrans[src]++
+		}
+		if strings.Contains(note, injectedCorrupt) {
+			continue
+		}
+		if f[5] == "0" || f[6] == "0" {
+			p.BadCk[src]++
+		}
+		for _, x := range ParseOracle(strings.Join(f[:4], "\t")) {
+			if !isTCPAnalysis(x.Message) {
+				p.Findings = append(p.Findings, faultFinding{x, src})
+			}
+		}
+		if slices.Contains(strings.Split(f[7], "|"), "4791") && f[8] == "" {
+			p.Findings = append(p.Findings, faultFinding{OracleFinding{frame, "RoCEv2 frame not dissected"}, src})
 		}
 	}
-	return fs
+	return p
 }
 
 func isTCPAnalysis(msg string) bool {
@@ -87,47 +107,58 @@ func isTCPAnalysis(msg string) bool {
 
 // checkFault runs a fault row's capture checks and fills res's counts;
 // it returns the problems found.
-func (rn *Runner) checkFault(ctx context.Context, g *Guest, f *Fault, pcap string, res *Result) []string {
-	if _, err := os.Stat(pcap); err != nil {
-		return []string{"no capture"}
-	}
-	var why []string
-	ws, err := CountWireFile(ctx, pcap, g)
+func (rn *Runner) checkFault(ctx context.Context, row Row, g *Guest, pcapPath string, res *Result) []string {
+	frames, err := pcap.ReadFile(pcapPath)
 	if err != nil {
-		why = append(why, err.Error())
+		return []string{"capture: " + err.Error()}
+	}
+	f := row.Fault
+	corrupts := f.Corrupts // bad frames from the guest are expected
+	ws := CountWire(frames, netip.MustParseAddr(g.RnicIP), netip.MustParseAddr(g.Addr))
+	pass, err := RunFaultTshark(ctx, pcapPath)
+	var why []string
+	if err != nil {
+		why = append(why, "tshark: "+err.Error())
+	}
+	if g.IWARP {
+		ws.Rnic.Retrans, ws.Peer.Retrans = pass.Retrans[g.RnicIP], pass.Retrans[g.Addr]
+		ws.Rnic.Bad, ws.Peer.Bad = pass.BadCk[g.RnicIP], pass.BadCk[g.Addr]
 	}
 	res.Wire = &ws
 	res.Packets, res.Retrans = ws.Rnic.Frames+ws.Peer.Frames, ws.Rnic.Retrans
 	if ws.Rnic.Bad > 0 {
-		why = append(why, fmt.Sprintf("rnic sent %d bad frames", ws.Rnic.Bad))
+		why = append(why, fmt.Sprintf("rnic sent %d bad frames its faults did not corrupt", ws.Rnic.Bad))
 	}
-	if ws.Peer.Bad > 0 && !f.Corrupts {
+	if ws.Peer.Bad > 0 && !corrupts {
 		why = append(why, fmt.Sprintf("%d bad frames from the guest, and netem corrupts nothing", ws.Peer.Bad))
 	}
-	if g.IWARP && !f.Corrupts {
-		// The decoder reassembles both MPA streams; only corruption may
-		// leave a CRC or an FPDU it cannot read.
-		out, _ := runOut(ctx, rn.Rnic, "decode", pcap)
-		os.WriteFile(strings.TrimSuffix(pcap, ".pcap")+".decode.txt", []byte(out), 0o644)
-		if sum, err := ParseDecodeSummary(out); err != nil {
-			why = append(why, "rnic decode: "+err.Error())
-		} else if p := sum.Problem(true); p != "" {
-			why = append(why, "decode: "+p)
-		}
+	if g.IWARP && !corrupts && !(row.RnicFaults && f.Corrupts) {
+		why = append(why, rn.decodeIWARP(ctx, pcapPath)...)
 	}
-	fs, err := RunFaultOracle(ctx, pcap)
-	if err != nil {
-		return append(why, "tshark: "+err.Error())
-	}
-	for _, x := range fs {
-		if x.Src == g.Addr && f.Corrupts {
+	for _, x := range pass.Findings {
+		if x.Src == g.Addr && corrupts {
 			res.PeerFindings++
 			continue
 		}
-		why = append(why, fmt.Sprintf("tshark: frame %s from %s: %s", x.Frame, x.Src, x.Message))
-		if len(why) > 3 {
-			break
+		if len(why) < 4 {
+			why = append(why, fmt.Sprintf("tshark: frame %s from %s: %s", x.Frame, x.Src, x.Message))
 		}
 	}
 	return why
+}
+
+// decodeIWARP checks that rnic decode reassembles both MPA streams of an
+// iWARP capture: only corruption may leave a CRC or an FPDU it cannot
+// read.
+func (rn *Runner) decodeIWARP(ctx context.Context, pcapPath string) []string {
+	out, _ := runOut(ctx, rn.Rnic, "decode", pcapPath)
+	os.WriteFile(strings.TrimSuffix(pcapPath, ".pcap")+".decode.txt", []byte(out), 0o644)
+	sum, err := ParseDecodeSummary(out)
+	switch {
+	case err != nil:
+		return []string{"rnic decode: " + err.Error()}
+	case sum.Problem(true) != "":
+		return []string{"decode: " + sum.Problem(true)}
+	}
+	return nil
 }

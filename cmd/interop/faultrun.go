@@ -15,22 +15,24 @@ import (
 
 // runFault runs a fault row; Run has readied its capture and TAP.
 func (rn *Runner) runFault(ctx context.Context, row Row, g *Guest, base, pcap string, start time.Time) Result {
-	before := rn.Lab.PeerCounters(ctx, g)
-	if err := rn.Lab.SetNetem(ctx, g, row.Fault); err != nil {
+	before, err := rn.Lab.SetNetem(ctx, g, row.Fault)
+	if err != nil {
 		rn.clearNetem(g)
 		return Result{Row: row, Packets: -1, Retrans: -1, Reason: err.Error(), Seconds: time.Since(start).Seconds()}
 	}
 	res, why, _ := rn.runSides(ctx, row, g, base, pcap)
-	if err := rn.clearNetem(g); err != nil {
+	after, err := rn.clearNetem(g)
+	if err != nil {
 		why = append(why, err.Error())
 	}
-	if after := rn.Lab.PeerCounters(ctx, g); before != nil && after != nil {
+	if len(before) > 0 && len(after) > 0 {
 		res.PeerDelta = CounterDelta(before, after)
 	}
 	if b, err := os.ReadFile(base + ".rnic.log"); err == nil {
 		res.RnicTrace = RnicTrace(string(b))
+		res.RnicReport = RnicFaultReport(string(b))
 	}
-	checks := rn.checkFault(ctx, g, row.Fault, pcap, &res)
+	checks := rn.checkFault(ctx, row, g, pcap, &res)
 	why = append(why, checks...)
 	res.Pass = len(why) == 0
 	res.Reason = strings.Join(why, "; ")
@@ -45,12 +47,12 @@ func (rn *Runner) runFault(ctx context.Context, row Row, g *Guest, base, pcap st
 
 // clearNetem takes netem off g, saying so on the log if it cannot: a
 // guest left lossy would fail the rows after.
-func (rn *Runner) clearNetem(g *Guest) error {
-	err := rn.Lab.ClearNetem(g)
+func (rn *Runner) clearNetem(g *Guest) (map[string]int64, error) {
+	counters, err := rn.Lab.ClearNetem(g)
 	if err != nil {
 		fmt.Fprintf(rn.Lab.Log, "interop: %v\n", err)
 	}
-	return err
+	return counters, err
 }
 
 // ClearAllNetem takes netem off every guest of the run before the rows

@@ -25,7 +25,15 @@ type Fault struct {
 	// Bulk limits the fault to the rows that fill the wire (RC pingpong
 	// and ib_write_bw): a rate limit is news only there.
 	Bulk bool
+	// Rnic is the same fault in rnic's --faults words, for the rows
+	// where both directions are faulty ("" for none): netem on the
+	// guest's egress, rnic's own injection on its TAP's (dir=tx).
+	Rnic string
 }
+
+// faultSeed seeds rnic's --faults in every row, so that rnic's side of a
+// row replays (netem's side does not: it has no seed).
+const faultSeed = 31
 
 // Faults are the fault rows' settings. netem reorders only what it
 // delays: 25% of the frames go at once, the rest 1 ms later. rate
@@ -34,10 +42,10 @@ type Fault struct {
 // only.
 var Faults = []*Fault{
 	{Name: "loss 1%", Netem: "loss 1%"},
-	{Name: "loss 5%", Netem: "loss 5%"},
-	{Name: "reorder 25%", Netem: "delay 1ms reorder 25%"},
-	{Name: "duplicate 1%", Netem: "duplicate 1%"},
-	{Name: "corrupt 0.1%", Netem: "corrupt 0.1%", Corrupts: true},
+	{Name: "loss 5%", Netem: "loss 5%", Rnic: "loss=0.05"},
+	{Name: "reorder 25%", Netem: "delay 1ms reorder 25%", Rnic: "reorder=25%,reorder-window=1ms"},
+	{Name: "duplicate 1%", Netem: "duplicate 1%", Rnic: "dup=0.01"},
+	{Name: "corrupt 0.1%", Netem: "corrupt 0.1%", Corrupts: true, Rnic: "corrupt=0.001"},
 	{Name: "rate 20mbit", Netem: "rate 20mbit", Bulk: true},
 }
 
@@ -54,25 +62,33 @@ func netemScript(f *Fault) string {
 // (deleting the default one fails harmlessly).
 const clearNetemScript = "tc qdisc del dev " + guestIface + " root 2>/dev/null; tc qdisc show dev " + guestIface
 
-// SetNetem puts f on g's egress.
-func (l *Lab) SetNetem(ctx context.Context, g *Guest, f *Fault) error {
-	out, rc := l.Exec(ctx, g, 30, netemScript(f))
-	if rc != 0 || !strings.Contains(out, "netem") {
-		return fmt.Errorf("tc netem %s in guest %s (rc=%d): %s", f.Netem, g.Name, rc, lastLine(out))
+// countersMark separates a script's two parts in its output.
+const countersMark = "@@counters@@"
+
+// SetNetem reads g's counters (peerCountersScript), then puts f on its egress,
+// in one command: the counters before the row (nil if the guest could
+// not say).
+func (l *Lab) SetNetem(ctx context.Context, g *Guest, f *Fault) (map[string]int64, error) {
+	out, rc := l.Exec(ctx, g, 30, "("+peerCountersScript(g)+"); echo "+countersMark+"; "+netemScript(f))
+	counters, tc, _ := strings.Cut(out, countersMark+"\n")
+	if rc != 0 || !strings.Contains(tc, "netem") {
+		return nil, fmt.Errorf("tc netem %s in guest %s (rc=%d): %s", f.Netem, g.Name, rc, lastLine(out))
 	}
-	return nil
+	return ParseCounters(counters), nil
 }
 
-// ClearNetem removes any netem from g's egress. It runs after a row
-// also when the run was interrupted, so it takes its own context.
-func (l *Lab) ClearNetem(g *Guest) error {
+// ClearNetem removes any netem from g's egress, then reads g's counters:
+// those after the row. It runs after a row also when the run was
+// interrupted, so it takes its own context.
+func (l *Lab) ClearNetem(g *Guest) (map[string]int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
-	out, rc := l.Exec(ctx, g, 30, clearNetemScript)
-	if rc != 0 || strings.Contains(out, "netem") {
-		return fmt.Errorf("clearing netem in guest %s (rc=%d): %s", g.Name, rc, lastLine(out))
+	out, rc := l.Exec(ctx, g, 30, clearNetemScript+"; echo "+countersMark+"; ("+peerCountersScript(g)+")")
+	tc, counters, _ := strings.Cut(out, countersMark+"\n")
+	if rc != 0 || strings.Contains(tc, "netem") {
+		return nil, fmt.Errorf("clearing netem in guest %s (rc=%d): %s", g.Name, rc, lastLine(out))
 	}
-	return nil
+	return ParseCounters(counters), nil
 }
 
 // faultRows adds, for every fault, the rows that run under it: against
@@ -85,7 +101,44 @@ func (t *table) faultRows() {
 	for _, f := range Faults {
 		t.faultPairings(f)
 	}
+	for _, f := range Faults {
+		if f.Rnic != "" {
+			t.bothWays(f)
+		}
+	}
 }
+
+// bothWays adds the rows where the fault is on both directions: netem
+// on the guest's, rnic's --faults on its own. RC pingpong --chk and
+// ib_read_bw (requests one way, responses the other) against rxe,
+// rping -V against siw.
+func (t *table) bothWays(f *Fault) {
+	prefix := func(guest string) string { return guest + " netem+rnic " + f.Name + " " }
+	pp := "-g 1 -n 100 -s 4096"
+	t.add(&Pairing{Name: prefix("rxe") + "rc pingpong 4096 --chk", Guest: "rxe",
+		GuestServer: "ibv_rc_pingpong -d rxe0 -c " + pp, GuestClient: "ibv_rc_pingpong -d rxe0 -c " + pp + " {server}",
+		RnicServer: "pingpong --chk " + pp, RnicClient: "pingpong --chk " + pp + " {server}", ListenPort: 18515})
+	t.faultyBoth(f, "rxe")
+	t.perf("rxe", "ib_read_bw", "read", "bw", false, "", 65536, 20)
+	t.faultyBoth(f, "rxe")
+	t.add(&Pairing{Name: prefix("siw") + "rping -V", Guest: "siw",
+		GuestServer: "rping -s -a {self} -v -V -C 20", GuestClient: "rping -c -a {server} -v -V -C 20",
+		RnicServer: "rping --iwarp -s -a {self} -C 20 -v -V", RnicClient: "rping --iwarp -c -a {server} -C 20 -v -V",
+		ListenPort: rpingPort})
+	t.faultyBoth(f, "siw")
+}
+
+// faultyBoth makes the pairing added last run under f both ways.
+func (t *table) faultyBoth(f *Fault, guest string) {
+	p := t.ps[len(t.ps)-1]
+	p.Fault, p.RnicFaults = f, true
+	if !strings.Contains(p.Name, "netem+rnic") {
+		p.Name = guest + " netem+rnic " + f.Name + " " + strings.TrimPrefix(strings.TrimPrefix(p.Name, guest), " ")
+	}
+}
+
+// rnicFaultSpec is rnic's --faults in a both-ways row.
+func rnicFaultSpec(f *Fault) string { return fmt.Sprintf("%s,seed=%d", f.Rnic, faultSeed) }
 
 // faultPairings adds one fault's pairings.
 func (t *table) faultPairings(f *Fault) {

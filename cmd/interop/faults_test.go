@@ -28,11 +28,18 @@ func TestFaultRows(t *testing.T) {
 			continue
 		}
 		faulty = append(faulty, r.Label())
-		if !strings.Contains(r.Label(), "netem "+r.Fault.Name) {
+		kind := "netem "
+		if r.RnicFaults {
+			kind = "netem+rnic "
+		}
+		if !strings.Contains(r.Label(), kind+r.Fault.Name) {
 			t.Errorf("%s: the label does not name its fault", r.Label())
 		}
 		if !strings.Contains(args, "--trace") {
 			t.Errorf("%s: rnic runs without --trace: %s", r.Label(), args)
+		}
+		if spec := "--faults " + r.Fault.Rnic + ",seed=31"; r.RnicFaults != strings.Contains(args, spec) || strings.Contains(args, "--faults") != r.RnicFaults {
+			t.Errorf("%s: rnic's faults (%v) but %s", r.Label(), r.RnicFaults, args)
 		}
 	}
 	want := 0
@@ -40,6 +47,9 @@ func TestFaultRows(t *testing.T) {
 		want += 12
 		if f.Bulk {
 			want -= 6 // no ib_read_bw, no rping
+		}
+		if f.Rnic != "" {
+			want += 6 // both ways: pingpong, ib_read_bw, siw rping
 		}
 	}
 	if len(faulty) != want {
@@ -213,16 +223,53 @@ func TestCounterDelta(t *testing.T) {
 	}
 }
 
-// TestParseFaultOracle: findings keep their sender; TCP's loss recovery
-// is no finding.
-func TestParseFaultOracle(t *testing.T) {
-	out := "12\t\tPrevious segment(s) not captured (common at capture start)\t6291456\t10.77.0.22\n" +
-		"13\t\tThis frame is a (suspected) out-of-order segment\t6291456\t10.77.0.22\n" +
-		"14\t1\tMalformed Packet (Exception occurred)\t8388608\t10.77.0.21\n" +
-		"15\t\tBogus IP length\t6291456\t10.77.0.61\n"
-	got := parseFaultOracle(out)
-	if len(got) != 2 || got[0].Frame != "14" || got[0].Src != "10.77.0.21" || got[1].Src != "10.77.0.61" {
-		t.Errorf("%+v", got)
+// TestParseFaultTshark: the one tshark pass keeps each finding's
+// sender, leaves TCP's loss recovery out, counts retransmissions and bad
+// checksums by sender, finds RoCEv2 frames tshark did not dissect, and
+// takes a frame rnic's own faults corrupted for no finding.
+func TestParseFaultTshark(t *testing.T) {
+	row := func(f ...string) string {
+		for len(f) < len(faultFields) {
+			f = append(f, "")
+		}
+		return strings.Join(f, "\t") + "\n"
+	}
+	out := row("12", "", "Previous segment(s) not captured (common at capture start)", "6291456", "10.77.0.22", "1", "1") +
+		row("13", "", "This frame is a (suspected) out-of-order segment", "6291456", "10.77.0.22", "1", "1") +
+		row("14", "1", "Malformed Packet (Exception occurred)", "8388608", "10.77.0.21") +
+		row("15", "", "Bad checksum [should be 0xadc3]", "8388608", "10.77.0.22", "0", "1") +
+		row("16", "", "This frame is a (suspected) fast retransmission|This frame is a (suspected) retransmission", "4194304|4194304", "10.77.0.62", "1", "1") +
+		row("17", "", "", "", "10.77.0.21", "", "1", "4791", "") +
+		row("18", "", "", "", "10.77.0.21", "", "1", "4791", "17") +
+		row("19", "", "Bad checksum [should be 0x1]", "8388608", "10.77.0.62", "0", "1", "", "", "rnic: corrupted")
+	p := parseFaultTshark(out)
+	var got []string
+	for _, f := range p.Findings {
+		got = append(got, f.Frame+" "+f.Src)
+	}
+	if want := []string{"14 10.77.0.21", "15 10.77.0.22", "17 10.77.0.21"}; !slices.Equal(got, want) {
+		t.Errorf("findings %q, want %q", got, want)
+	}
+	if p.Retrans["10.77.0.62"] != 1 || p.BadCk["10.77.0.22"] != 1 || p.BadCk["10.77.0.62"] != 0 {
+		t.Errorf("retrans %v, bad checksums %v", p.Retrans, p.BadCk)
+	}
+}
+
+// TestRnicFaultReport: the line rnic prints under --faults, its start
+// line aside.
+func TestRnicFaultReport(t *testing.T) {
+	log := "rnic0: faults on TAP tap-i1: loss=0.05,seed=31 (replay: --faults loss=0.05,seed=31)\n" +
+		"rnic0 1ms qp=0x1 comp  local ACK timeout: psn 5 unacknowledged (retry_cnt left 7)\n" +
+		"rnic0: faults loss=0.05,seed=31: fault_tx_lost 12 retransmitted_pkts 31 retransmit_timeouts 4\n"
+	got := RnicFaultReport(log)
+	if got["fault_tx_lost"] != 12 || got["retransmitted_pkts"] != 31 || got["retransmit_timeouts"] != 4 || len(got) != 3 {
+		t.Errorf("%v", got)
+	}
+	if s := reportString(got); s != "fault_tx_lost=12 retransmit_timeouts=4 retransmitted_pkts=31" {
+		t.Errorf("reportString: %q", s)
+	}
+	if RnicFaultReport("rnic0: faults on TAP t: loss=0.05,seed=31 (replay: --faults loss=0.05,seed=31)\n") != nil {
+		t.Error("a start line is no report")
 	}
 }
 

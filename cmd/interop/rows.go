@@ -105,6 +105,9 @@ type Pairing struct {
 	// Fault is the netem setting on the guest's egress for this
 	// pairing's rows (faults.go); nil on a clean wire.
 	Fault *Fault
+	// RnicFaults puts the same fault on rnic's egress too (its
+	// --faults, Fault.Rnic).
+	RnicFaults bool
 }
 
 // Files the harness copies into a guest's /lab (vm.sh's share) for the
@@ -179,6 +182,9 @@ func (r Row) RnicArgs(pcap string) []string {
 		// Its timeouts and the NAKs it gets, counted from the log
 		// (rnicTrace).
 		tap = append(tap, "--trace")
+	}
+	if r.RnicFaults {
+		tap = append(tap, "--faults", rnicFaultSpec(r.Fault))
 	}
 	return append(args[:1:1], append(tap, args[1:]...)...)
 }

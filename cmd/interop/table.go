@@ -29,6 +29,9 @@ type Result struct {
 	PeerFindings int
 	RnicTrace    map[string]int
 	PeerDelta    string
+	// RnicReport is rnic's own account under --faults (both-ways rows):
+	// what its faults injected, its retransmissions and timeouts.
+	RnicReport map[string]int64
 
 	note                string // a pass's note, as a side said it
 	rnicSide, guestSide sideRC
@@ -114,6 +117,11 @@ func writeFaultTable(w io.Writer, results []Result) {
 			timeouts, traceString(r.RnicTrace), orDash(r.PeerDelta), r.Seconds)
 	}
 	tw.Flush()
+	for _, r := range rows {
+		if r.RnicReport != nil {
+			fmt.Fprintf(w, "%s / %s: rnic's faults and counters: %s\n", r.Row.Name, r.Row.Role, orDash(reportString(r.RnicReport)))
+		}
+	}
 }
 
 // traceString prints rnic's trace counts but the timeouts, "name=N".

@@ -6,7 +6,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -55,6 +54,11 @@ func CountWire(frames []pcap.Frame, rnicIP, peerIP netip.Addr) WireStats {
 			continue
 		}
 		d.Frames++
+		if corruptedByRnic(fr.Comments) {
+			// rnic's own faults (--faults) damaged it on purpose: its
+			// engine sent it sound.
+			continue
+		}
 		switch {
 		case r.Kind == decode.KindUnknown || r.Kind == decode.KindRoCE && !r.ICRCOK:
 			d.Bad++
@@ -87,45 +91,17 @@ func countRoCE(d *DirStats, f *wire.Frame, src, dst netip.Addr, seen map[psnKey]
 	seen[k] = struct{}{}
 }
 
-// CountWireFile is CountWire over the capture at path; for an iWARP
-// guest the retransmissions are tshark's TCP ones, by sender.
-func CountWireFile(ctx context.Context, path string, g *Guest) (WireStats, error) {
-	frames, err := pcap.ReadFile(path)
-	if err != nil {
-		return WireStats{}, fmt.Errorf("interop: %w", err)
-	}
-	rnicIP, peerIP := netip.MustParseAddr(g.RnicIP), netip.MustParseAddr(g.Addr)
-	ws := CountWire(frames, rnicIP, peerIP)
-	if !g.IWARP {
-		return ws, nil
-	}
-	out, err := runTshark(ctx, append(tsharkArgs(path), "-Y", "tcp.analysis.retransmission", "-T", "fields", "-e", "ip.src"))
-	if err != nil {
-		return ws, err
-	}
-	ws.Rnic.Retrans, ws.Peer.Retrans = bySender(out, g)
-	out, err = runTshark(ctx, append(tsharkArgs(path), "-o", "tcp.check_checksum:TRUE", "-o", "ip.check_checksum:TRUE",
-		"-Y", badChecksum, "-T", "fields", "-e", "ip.src"))
-	if err != nil {
-		return ws, err
-	}
-	ws.Rnic.Bad, ws.Peer.Bad = bySender(out, g)
-	return ws, nil
-}
+// injectedCorrupt is the note rnic's fault injection (--faults) leaves
+// in its capture on a frame it corrupted. (A frame it lost is in the
+// capture too, noted "rnic: lost": rnic sent it, and resends it.)
+const injectedCorrupt = "rnic: corrupted"
 
-// badChecksum are the frames whose TCP or IPv4 checksum tshark finds
-// wrong (status 0): on iWARP, the bad frames.
-const badChecksum = "tcp.checksum.status == 0 || ip.checksum.status == 0"
-
-// bySender counts the addresses, one a line, that are rnic's and g's.
-func bySender(out string, g *Guest) (rnic, peer int) {
-	for _, src := range strings.Fields(out) {
-		switch src {
-		case g.RnicIP:
-			rnic++
-		case g.Addr:
-			peer++
+// corruptedByRnic says a frame's notes say rnic's faults corrupted it.
+func corruptedByRnic(comments []string) bool {
+	for _, c := range comments {
+		if strings.Contains(c, injectedCorrupt) {
+			return true
 		}
 	}
-	return rnic, peer
+	return false
 }
