@@ -152,7 +152,7 @@ func (rn *Runner) checkFault(ctx context.Context, row Row, g *Guest, pcapPath st
 // read.
 func (rn *Runner) decodeIWARP(ctx context.Context, pcapPath string) []string {
 	out, _ := runOut(ctx, rn.Rnic, "decode", pcapPath)
-	os.WriteFile(strings.TrimSuffix(pcapPath, ".pcap")+".decode.txt", []byte(out), 0o644)
+	os.WriteFile(strings.TrimSuffix(strings.TrimSuffix(pcapPath, ".pcapng"), ".pcap")+".decode.txt", []byte(out), 0o644)
 	sum, err := ParseDecodeSummary(out)
 	switch {
 	case err != nil:

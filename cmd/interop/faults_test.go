@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -299,5 +300,43 @@ func TestVerdicts(t *testing.T) {
 	results[1].Finding = ""
 	if code := report(&b, t.TempDir(), results, 2); code != 1 {
 		t.Errorf("a failed row passed the run: %d", code)
+	}
+}
+
+// TestKnownFinding: a fault row whose guest failed in a recorded way is a
+// finding only while rnic's side held (unless the entry allows rnic to
+// fail too, reporting the guest's failure), and only for its rows.
+func TestKnownFinding(t *testing.T) {
+	saved := findings
+	defer func() { findings = saved }()
+	findings = []finding{
+		{rows: regexp.MustCompile(`^rxe netem loss 5% ib_read_bw`), guestSays: "Completion with error", note: "rxe gives up"},
+		{rows: regexp.MustCompile(`^siw netem`), guestSays: "stalled", rnicMayFail: true, note: "siw stalls"},
+	}
+	rows := Rows(Pairings)
+	row := func(label string) Row {
+		i := slices.IndexFunc(rows, func(r Row) bool { return r.Label() == label })
+		if i < 0 {
+			t.Fatalf("no row %q", label)
+		}
+		return rows[i]
+	}
+	read := row("rxe netem loss 5% ib_read_bw 65536 / rnic client")
+	failed := sideRC{rc: 1, tail: "Completion with error at client"}
+	for _, c := range []struct {
+		row         Row
+		rnic, guest sideRC
+		want        string
+	}{
+		{read, sideRC{}, failed, "rxe gives up"},
+		{read, sideRC{rc: 1, tail: "RETRY_EXC_ERR"}, failed, ""},    // rnic failed too
+		{read, sideRC{}, sideRC{rc: 1, tail: "something else"}, ""}, // not the recorded way
+		{read, sideRC{}, sideRC{}, ""},                              // the guest did not fail
+		{row("rxe netem loss 1% ib_read_bw 65536 / rnic client"), sideRC{}, failed, ""},
+		{row("siw netem loss 5% rping -V / rnic server"), sideRC{rc: 1, tail: "peer gone"}, sideRC{rc: 1, tail: "stalled"}, "siw stalls"},
+	} {
+		if got := knownFinding(c.row, Result{rnicSide: c.rnic, guestSide: c.guest}); got != c.want {
+			t.Errorf("%s, rnic %+v, guest %+v: %q, want %q", c.row.Label(), c.rnic, c.guest, got, c.want)
+		}
 	}
 }

@@ -84,6 +84,11 @@ func (rn *Runner) Run(ctx context.Context, row Row) Result {
 		}
 	}
 	pcap := base + ".pcap"
+	if row.RnicFaults {
+		// pcapng: rnic's faults note each frame they touched
+		// (corrupted, lost) in its records' comments.
+		pcap = base + ".pcapng"
+	}
 	os.Remove(pcap)
 	DeleteTAP(g.TAP)
 	defer DeleteTAP(g.TAP)
