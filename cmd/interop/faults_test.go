@@ -242,7 +242,8 @@ func TestParseFaultTshark(t *testing.T) {
 		row("16", "", "This frame is a (suspected) fast retransmission|This frame is a (suspected) retransmission", "4194304|4194304", "10.77.0.62", "1", "1") +
 		row("17", "", "", "", "10.77.0.21", "", "1", "4791", "") +
 		row("18", "", "", "", "10.77.0.21", "", "1", "4791", "17") +
-		row("19", "", "Bad checksum [should be 0x1]", "8388608", "10.77.0.62", "0", "1", "", "", "rnic: corrupted")
+		row("19", "", "Bad checksum [should be 0x1]", "8388608", "10.77.0.62", "0", "1", "", "", "rnic: corrupted") +
+		row("20", "", "TCP Checksum 0xffff instead of 0x0000 (see RFC 1624)", "6291456", "10.77.0.22", "0", "1")
 	p := parseFaultTshark(out)
 	var got []string
 	for _, f := range p.Findings {
