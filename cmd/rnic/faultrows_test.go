@@ -178,6 +178,9 @@ func runFaultRow(t *testing.T, tn *taptest.Net, fs faultSet, w workload, row int
 		t.Errorf("faults injected on receive with dir tx: %v", res.injected)
 	}
 	res.icrcBad, res.noted = checkFaultCaptures(t, pcaps, w.iwarp)
+	if w.iwarp {
+		checkChecksumDrops(t, pcaps, res.reaction)
+	}
 	if got := uint64(res.noted); got != res.injected["fault_tx_corrupted"] {
 		t.Errorf("the captures note %d corrupted frames, the injectors counted %d", got, res.injected["fault_tx_corrupted"])
 	}
@@ -293,6 +296,29 @@ func withoutFrames(t *testing.T, path string, frames []pcap.Frame, drop map[[32]
 		t.Fatalf("write %s: %v", clean, err)
 	}
 	return clean
+}
+
+// checkChecksumDrops checks that the NICs refused every corrupted TCP
+// frame whose IPv4 or TCP checksum tshark finds wrong, and nothing else: a
+// corrupted iWARP segment never reaches the stream (and so no memory; the
+// row's data check says the rest arrived). The corrupted frames are the
+// noted ones of each sender's capture, each copy of a duplicate counted.
+func checkChecksumDrops(t *testing.T, pcaps []string, reaction map[string]uint64) {
+	t.Helper()
+	bad := 0
+	for _, p := range pcaps {
+		o := tsharktest.Options{Filter: `frame.comment contains "corrupted" && tcp`}
+		for _, r := range tsharktest.Fields(t, p, o, "tcp.checksum.status", "ip.checksum.status") {
+			if r["tcp.checksum.status"] == "0" || r["ip.checksum.status"] == "0" {
+				bad++
+			}
+		}
+	}
+	dropped := reaction["tcp_checksum_errors"] + reaction["host_bad_checksum"] + reaction["host_malformed"]
+	if dropped != uint64(bad) {
+		t.Errorf("%d corrupted TCP frames fail a checksum, the NICs refused %d (tcp_checksum_errors %d, host_bad_checksum %d, host_malformed %d)",
+			bad, dropped, reaction["tcp_checksum_errors"], reaction["host_bad_checksum"], reaction["host_malformed"])
+	}
 }
 
 // hasNote reports whether a captured frame carries the link note n.
