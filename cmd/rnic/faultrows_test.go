@@ -155,7 +155,7 @@ func runFaultRow(t *testing.T, tn *taptest.Net, fs faultSet, w workload, row int
 		t.Fatalf("ping %v: %s\nserver: %s", srvAddr, out, srv.out.String())
 	}
 	cliArgs := append(append(append([]string{}, w.client...), srvAddr.Addr().String()), side(fmt.Sprintf("fr%d-c", row), cliAddr, seed+1, pcaps[1])...)
-	cli := start(t, "client", cliArgs...)
+	cli := startClient(t, cliArgs, srv)
 	outs := []string{srv.wait(t, 90*time.Second), cli.wait(t, 90*time.Second)}
 	res := faultResult{secs: time.Since(begin).Seconds(), injected: map[string]uint64{}, reaction: map[string]uint64{}}
 	if w.done != "" && !strings.Contains(outs[1], w.done) {
@@ -185,6 +185,37 @@ func runFaultRow(t *testing.T, tn *taptest.Net, fs faultSet, w workload, row int
 		t.Errorf("the captures note %d corrupted frames, the injectors counted %d", got, res.injected["fault_tx_corrupted"])
 	}
 	return res
+}
+
+// startClient starts the row's client. An rping server says nothing once
+// it listens, and its NIC answers ping a moment before, so a client may
+// come too early and be rejected (rping's RDMA_CM_EVENT_REJECTED, as on
+// rxe; over iWARP its TCP connection is refused); it is started again
+// then, while the server waits.
+func startClient(t *testing.T, args []string, srv *proc) *proc {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		cli := start(t, "client", args...)
+		if attempt == 3 || args[0] != "rping" {
+			return cli
+		}
+		select {
+		case <-cli.done:
+			out := strings.ToLower(cli.out.String())
+			if cli.err == nil || !strings.Contains(out, "reject") && !strings.Contains(out, "refused") {
+				return cli
+			}
+			select {
+			case <-srv.done:
+				return cli // the server gave up: the row fails on it
+			default:
+			}
+			t.Logf("client attempt %d turned away (the server not yet listening): %s", attempt, strings.TrimSpace(cli.out.String()))
+			time.Sleep(200 * time.Millisecond)
+		case <-time.After(5 * time.Second):
+			return cli // connected: it runs on
+		}
+	}
 }
 
 // reportLine is a tool's closing fault report: "rnic0: faults SPEC: k v k v".
