@@ -64,8 +64,8 @@ var FaultKeys = []string{"loss", "dup", "corrupt", "reorder", "reorder-window", 
 func IsFaultKey(k string) bool { return slices.Contains(FaultKeys, k) }
 
 // DefaultDelayTime is the stall of a delayed frame when delay-time is not
-// given: long enough to provoke an RC retransmission timeout's neighbour
-// (a late ACK), short enough not to cost a test seconds.
+// given: a latency spike of many frame times that still costs a run of a
+// thousand frames no more than a few seconds.
 const DefaultDelayTime = 2 * time.Millisecond
 
 // ParseFaultSpec parses "key=value,key=value" (FaultKeys). An empty string
