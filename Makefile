@@ -128,6 +128,14 @@ else
 	@echo "fuzz: the drop-in library's decoders not fuzzed: apt-get install gcc libibverbs-dev"
 endif
 
+# rnic <-> rnic under seeded faults on TAPs (root): the rows make test runs
+# in CI (cmd/rnic's TestFaultRows), with one line of figures per row:
+# injected faults, retransmissions, timeouts, checksum drops, seconds.
+.PHONY: fault-rows
+fault-rows:
+	@out=$$($(GO) test -count=1 -v -run '^TestFaultRows$$' ./cmd/rnic/ 2>&1); st=$$?; \
+	echo "$$out" | grep -E ' row |^(ok|FAIL|--- FAIL)|faultrows_test'; exit $$st
+
 # Interop with Linux rxe and siw (root; boots QEMU guests of the lab in
 # cmd/interop/lab, whose image it builds or brings up to date first): every pairing of rnic with rxe and siw in both
 # roles, each capture decoded and checked by tshark, a table at the end.

@@ -182,6 +182,19 @@ func (l *Lab) WaitListen(ctx context.Context, g *Guest, port, timeout int) bool 
 	return rc == 0
 }
 
+// WaitCMListen waits until an rdma_cm id in g listens on port, up to
+// timeout seconds (rdma_cm on rxe opens no socket that ss would show);
+// it reports whether it saw it.
+func (l *Lab) WaitCMListen(ctx context.Context, g *Guest, port, timeout int) bool {
+	_, rc := l.Exec(ctx, g, timeout+10, cmListenScript(port, timeout))
+	return rc == 0
+}
+
+// cmListenScript polls `rdma res show cm_id` for a LISTEN id on port.
+func cmListenScript(port, timeout int) string {
+	return fmt.Sprintf(`for i in $(seq %d); do rdma res show cm_id | grep -q "state LISTEN .*src-addr [^ ]*:%d " && exit 0; sleep 0.1; done; exit 1`, timeout*10, port)
+}
+
 // TAPExists reports whether the lab namespace has a link named tap.
 func TAPExists(ctx context.Context, tap string) bool {
 	return exec.CommandContext(ctx, "ip", "-n", labNetns, "link", "show", tap).Run() == nil

@@ -15,7 +15,10 @@
 // libibverbs-dev, and Debian's ibverbs-utils and perftest on the host,
 // whose unmodified programs they run), runs the rows one
 // after the other, and prints a table: pairing, role, result (PASS, or
-// FAIL and why), packets on rnic's TAP, retransmissions.
+// FAIL and why), packets on rnic's TAP, retransmissions. The fault rows
+// (faults.go) run under tc netem in the guest; their verdict may also be
+// FINDING, the guest's own failure (verdict.go), and a second table gives
+// both sides' accounts of them.
 // It exits 1 if any row failed. On exit, also after SIGINT, it stops the
 // guests it booted (unless --keep) and removes its TAPs. It must run as
 // root (the lab is a network namespace and QEMU guests).
@@ -145,6 +148,9 @@ func listRows(stdout io.Writer, rows []Row) {
 				"\n  program: ip netns exec " + labNetns + " rnic exec -S SOCK -- " + joinArgs(r.ProgramArgs())
 		}
 		fmt.Fprintf(stdout, "%s\n  guest %s: %s\n  rnic: %s\n", r.Label(), Guests[r.Guest].Name, r.GuestCommand(), rnic)
+		if r.Fault != nil {
+			fmt.Fprintf(stdout, "  guest %s's egress: %s\n", Guests[r.Guest].Name, netemScript(r.Fault))
+		}
 	}
 }
 
@@ -186,6 +192,7 @@ func runLab(ctx context.Context, f *flags, root string, rows []Row, stdout, stde
 		fmt.Fprintln(stdout, "interop: tshark is not installed: every row fails its oracle check (apt-get install tshark)")
 	}
 	rn := &Runner{Lab: l, Rnic: bin, Out: *f.out, Guest: guestFiles}
+	rn.ClearAllNetem(gs)
 	if needDropin(rows) {
 		fmt.Fprintln(stdout, "building rnicd and the drop-in libibverbs.so.1")
 		if rn.DropinErr = rn.prepareDropin(ctx, root, filepath.Dir(bin), stdout); rn.DropinErr != nil {
@@ -208,9 +215,12 @@ func runRows(ctx context.Context, rn *Runner, rows []Row, stdout io.Writer) []Re
 			break
 		}
 		res := rn.Run(ctx, r)
-		verdict := "PASS"
-		if !res.Pass {
-			verdict = "FAIL: " + oneLine(res.Reason, 200)
+		verdict := res.Verdict()
+		switch {
+		case res.Finding != "":
+			verdict += ": " + oneLine(res.Finding, 200) + " [" + oneLine(res.Reason, 200) + "]"
+		case !res.Pass:
+			verdict += ": " + oneLine(res.Reason, 200)
 		}
 		fmt.Fprintf(stdout, "[%d/%d] %s: %s (%.0fs)\n", i+1, len(rows), r.Label(), verdict, res.Seconds)
 		results = append(results, res)
@@ -229,7 +239,7 @@ func report(stdout io.Writer, out string, results []Result, rows int) int {
 	}
 	fmt.Fprintf(stdout, "captures and logs: %s\n", out)
 	for _, r := range results {
-		if !r.Pass {
+		if r.Failed() {
 			return 1
 		}
 	}

@@ -79,6 +79,10 @@ type Pairing struct {
 	// ListenPort is the TCP port the guest's server listens on once it is
 	// ready (0: it has none the kernel shows, wait a fixed time).
 	ListenPort int
+	// CMPort is the rdma_cm port the guest's server listens on when the
+	// kernel shows no socket for it (rdma_cm on rxe): the guest's
+	// `rdma res show cm_id` lists its LISTEN id.
+	CMPort int
 	// Verbs says the guest's tool is rnic built with -tags verbs
 	// (guestVerbsRnic), on the guest's device through libibverbs.
 	Verbs bool
@@ -98,6 +102,12 @@ type Pairing struct {
 	// binary (-tags verbs) in the guest, on its rxe or siw device, with no
 	// rnic on the bridge. Its rows are the plain and the -race binary.
 	Tests bool
+	// Fault is the netem setting on the guest's egress for this
+	// pairing's rows (faults.go); nil on a clean wire.
+	Fault *Fault
+	// RnicFaults puts the same fault on rnic's egress too (its
+	// --faults, Fault.Rnic).
+	RnicFaults bool
 }
 
 // Files the harness copies into a guest's /lab (vm.sh's share) for the
@@ -168,6 +178,14 @@ func (r Row) RnicArgs(pcap string) []string {
 	if g.EthMTU != 1500 {
 		tap = append(tap, "--tap-mtu", fmt.Sprint(g.EthMTU))
 	}
+	if r.Fault != nil {
+		// Its timeouts and the NAKs it gets, counted from the log
+		// (rnicTrace).
+		tap = append(tap, "--trace")
+	}
+	if r.RnicFaults {
+		tap = append(tap, "--faults", rnicFaultSpec(r.Fault))
+	}
 	return append(args[:1:1], append(tap, args[1:]...)...)
 }
 
@@ -197,6 +215,9 @@ func (r Row) ProgramArgs() []string {
 	return strings.Fields(expand(r.RnicClient, self, g.Addr))
 }
 
+// rpingPort is rping's default port.
+const rpingPort = 7174
+
 // Lab network names (lab/vm.sh defaults): the namespace, its
 // bridge and the namespace's own address on it, where the side channels
 // of programs run in the namespace listen (vm.sh's LAB_BR_IP).
@@ -218,6 +239,7 @@ func buildPairings() []*Pairing {
 	t.siw()
 	t.passthrough()
 	addDropin(t.add)
+	t.faultRows()
 	return t.ps
 }
 
@@ -273,14 +295,14 @@ func (t *table) perf(guest, tool, op, mode string, cm bool, extra string, size, 
 		name = append(name, fmt.Sprint(size))
 	}
 	opts += fmt.Sprintf(" -n %d", n)
-	port := 18515
+	port, cmPort := 18515, 0
 	if cm && !g.IWARP {
-		port = 0 // rdma_cm on RoCE listens on no TCP socket
+		port, cmPort = 0, 18515 // rdma_cm on RoCE listens on no TCP socket
 	}
 	tool = tool + " " + dev + opts
 	rnic := fmt.Sprintf("perf%s --op %s --mode %s %s%s", iw, op, mode, flags, opts)
 	t.add(&Pairing{Name: strings.Join(name, " "), Guest: guest, GuestServer: tool, GuestClient: tool + " {server}",
-		RnicServer: rnic + " --serve", RnicClient: rnic + " {server}", ListenPort: port})
+		RnicServer: rnic + " --serve", RnicClient: rnic + " {server}", ListenPort: port, CMPort: cmPort})
 }
 
 // rxe adds the rows against rxe at Ethernet MTU 1500: path MTU 1024.
@@ -309,7 +331,7 @@ func (t *table) rxe() {
 	// rdma_cm on RoCEv2: CM MADs on QP1.
 	t.add(&Pairing{Name: "rxe rping", Guest: "rxe",
 		GuestServer: "rping -s -a {self} -v -C 10", GuestClient: "rping -c -a {server} -v -C 10",
-		RnicServer: "rping -s -a {self} -C 10 -v -V", RnicClient: "rping -c -a {server} -C 10 -v -V"})
+		RnicServer: "rping -s -a {self} -C 10 -v -V", RnicClient: "rping -c -a {server} -C 10 -v -V", CMPort: rpingPort})
 	t.perf("rxe", "ib_write_bw", "write", "bw", true, "", 4096, 20)
 }
 
@@ -399,13 +421,13 @@ func addDropin(add func(*Pairing)) {
 func addDropinCM(add func(*Pairing)) {
 	rping := "rping -s -a {self} -v -C 10"
 	for _, g := range []string{"rxe", "siw", "siwcrc"} {
-		port := 7174 // rping's default port
+		port, cmPort := rpingPort, 0
 		if !Guests[g].IWARP {
-			port = 0
+			port, cmPort = 0, rpingPort
 		}
 		add(&Pairing{Name: g + " drop-in rping", Guest: g, Dropin: true, CM: true,
 			GuestServer: rping, GuestClient: "rping -c -a {server} -v -C 10",
-			RnicServer: rping, RnicClient: "rping -c -a {server} -v -C 10", ListenPort: port})
+			RnicServer: rping, RnicClient: "rping -c -a {server} -v -C 10", ListenPort: port, CMPort: cmPort})
 	}
 	guest := "ib_write_bw -d siw0 -R -F -s 65536 -n 5"
 	rnic := "ib_write_bw -d " + dropinDevice + " -R -F -s 65536 -n 5"

@@ -84,11 +84,35 @@ func (rn *Runner) Run(ctx context.Context, row Row) Result {
 		}
 	}
 	pcap := base + ".pcap"
+	if row.RnicFaults {
+		// pcapng: rnic's faults note each frame they touched
+		// (corrupted, lost) in its records' comments.
+		pcap = base + ".pcapng"
+	}
 	os.Remove(pcap)
 	DeleteTAP(g.TAP)
 	defer DeleteTAP(g.TAP)
+	if row.Fault != nil {
+		return rn.runFault(ctx, row, g, base, pcap, start)
+	}
 
-	var why []string
+	res, why, ran := rn.runSides(ctx, row, g, base, pcap)
+	if ran {
+		why = append(why, rn.check(ctx, g, pcap, &res)...)
+	}
+	res.Pass = len(why) == 0
+	res.Reason = strings.Join(why, "; ")
+	if res.Pass {
+		res.Reason = res.note
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res
+}
+
+// runSides runs both sides of a row (and a drop-in row's rnicd) and
+// returns what went wrong with them; ran is false when nothing ran (a
+// drop-in row's rnicd did not start), so there is no capture to check.
+func (rn *Runner) runSides(ctx context.Context, row Row, g *Guest, base, pcap string) (res Result, why []string, ran bool) {
 	startSide := func(ctx context.Context) (*proc, error) {
 		return rn.startRnic(ctx, row.RnicArgs(pcap), base+".rnic.log")
 	}
@@ -97,7 +121,7 @@ func (rn *Runner) Run(ctx context.Context, row Row) Result {
 		var sock string
 		var err error
 		if daemon, sock, err = rn.startDaemon(ctx, row, base, pcap); err != nil {
-			return Result{Row: row, Packets: -1, Retrans: -1, Reason: err.Error(), Seconds: time.Since(start).Seconds()}
+			return Result{Row: row, Packets: -1, Retrans: -1}, []string{err.Error()}, false
 		}
 		startSide = func(ctx context.Context) (*proc, error) { return rn.startProgram(ctx, row, sock, base+".rnic.log") }
 	}
@@ -114,21 +138,14 @@ func (rn *Runner) Run(ctx context.Context, row Row) Result {
 			why = append(why, fmt.Sprintf("rnicd rc=%d: %s", d.rc, d.tail))
 		}
 	}
-	res := Result{Row: row, Packets: -1, Retrans: -1}
+	res = Result{Row: row, Packets: -1, Retrans: -1, note: guest.note, rnicSide: rnic, guestSide: guest}
 	if rnic.rc != 0 {
 		why = append(why, fmt.Sprintf("rnic rc=%d: %s", rnic.rc, rnic.tail))
 	}
 	if guest.rc != 0 {
 		why = append(why, fmt.Sprintf("guest rc=%d: %s", guest.rc, guest.tail))
 	}
-	why = append(why, rn.check(ctx, g, pcap, &res)...)
-	res.Pass = len(why) == 0
-	res.Reason = strings.Join(why, "; ")
-	if res.Pass {
-		res.Reason = guest.note
-	}
-	res.Seconds = time.Since(start).Seconds()
-	return res
+	return res, why, true
 }
 
 // rnicServes: rnic serves on its TAP, the guest's tool connects to it.
@@ -175,7 +192,10 @@ func (rn *Runner) guestServes(ctx context.Context, row Row, g *Guest, base strin
 	if err != nil {
 		return sideRC{rc: -1, tail: "not started"}, sideRC{rc: -1, tail: err.Error()}
 	}
-	if row.ListenPort == 0 || !rn.Lab.WaitListen(ctx, g, row.ListenPort, listenLimit) {
+	switch {
+	case row.ListenPort != 0 && rn.Lab.WaitListen(ctx, g, row.ListenPort, listenLimit):
+	case row.CMPort != 0 && rn.Lab.WaitCMListen(ctx, g, row.CMPort, listenLimit):
+	default:
 		sleepCtx(ctx, fixedSettle)
 	}
 	cctx, cancel := context.WithTimeout(ctx, clientLimit*time.Second)

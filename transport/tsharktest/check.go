@@ -177,3 +177,41 @@ func captureInfo(i, n int) gopacket.CaptureInfo {
 		CaptureLength: n, Length: n,
 	}
 }
+
+// Finding is one frame tshark objects to: malformed, or with expert
+// messages of severity warning or above (Messages, notes left out).
+type Finding struct {
+	Frame     int
+	Malformed bool
+	Messages  []string
+}
+
+// severityWarning is _ws.expert.severity's value for a warning
+// (PI_WARN); errors are above it.
+const severityWarning = 0x00600000
+
+// Findings returns every frame of pcap that Check would report, for a
+// caller that excuses some of them itself (frames a link's faults
+// corrupted on purpose, TCP's recovery from loss).
+func Findings(t testing.TB, pcap string, o Options) []Finding {
+	t.Helper()
+	var out []Finding
+	rows := query(t, pcap, o, "_ws.malformed || _ws.expert.severity >= warning", true,
+		"frame.number", "_ws.malformed", "_ws.expert.message", "_ws.expert.severity")
+	for _, r := range rows {
+		f := Finding{Malformed: r[1] != ""}
+		f.Frame, _ = strconv.Atoi(r[0])
+		msgs, sevs := strings.Split(r[2], ";"), strings.Split(r[3], ";")
+		for i, m := range msgs {
+			sev := int64(0)
+			if i < len(sevs) {
+				sev, _ = strconv.ParseInt(sevs[i], 0, 64)
+			}
+			if m != "" && sev >= severityWarning {
+				f.Messages = append(f.Messages, m)
+			}
+		}
+		out = append(out, f)
+	}
+	return out
+}
