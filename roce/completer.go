@@ -459,19 +459,25 @@ func (qp *QP) handleAtomicAck(p *wire.Packet, psn uint32) {
 }
 
 // replayShowsPeerAlive handles a READ response or atomic acknowledgement
-// that arrives while a retry is under way and answers a PSN beyond the
-// missing one, at or below the highest PSN answered before the retry.
-// Responses of one burst ascend, so such a response cannot be a straggler
-// of a burst already seen: it is the responder replaying our retransmitted
-// requests, and only the missing answer was lost again. The peer is alive
-// and answering, which restores retry_cnt as a response does, and the
-// requester asks again at once instead of after a timeout. Rounds like
+// that arrives while a retry is under way and answers the PSN right after
+// the missing one, at or below the highest PSN answered before the retry.
+// A replay of our retransmitted requests starts at the missing PSN, so when
+// only the missing answer was lost again, the next one is the first to
+// arrive. Any other PSN in that range is taken for a straggler of a burst
+// already seen and ignored: on a wire that reorders (RoCEv2 over routed
+// IP), the old burst's late responses arrive in any order, and asking again
+// for each would make the responder replay the rest of the READ once per
+// straggler, a storm that grows its backlog until our timer gives up. A
+// copy of that one PSN comes once per replay, so rounds stay one per
+// replay. The peer is alive and answering, which restores retry_cnt as a
+// response does, and the requester asks again at once instead of after a
+// timeout. Rounds like
 // this without any progress are bounded (8 × (retry_cnt+1)), so a peer that
 // never delivers the missing answer still ends in RETRY_EXC_ERR. It reports
 // whether it consumed the packet.
 func (qp *QP) replayShowsPeerAlive(p *wire.Packet, psn uint32) bool {
 	r := &qp.req
-	if !r.retrying || !wire.PSNBefore(r.unacked, psn) || wire.PSNBefore(r.replayFloor, psn) {
+	if !r.retrying || psn != wire.PSNAdd(r.unacked, 1) || wire.PSNBefore(r.replayFloor, psn) {
 		return false
 	}
 	r.stalls++
