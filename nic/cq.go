@@ -3,6 +3,19 @@
 // (Poll), with the completion-event arming of ibv_req_notify_cq. A single
 // mutex guards the ring: pushes from several engines and polls from several
 // application goroutines serialise on it, and neither allocates.
+//
+// Overflow follows Linux rxe, not the letter of IBTA: the spec makes a CQ
+// overrun an affiliated asynchronous error (CQ Error, Vol 1 §11.6.3) after
+// which the CQ takes no more completions and every QP that tries to post
+// to it fails (Local Work Queue Catastrophic Error). rxe drops the
+// completion that does not fit, raises IB_EVENT_CQ_ERR and takes the next
+// completion that finds room (rxe_cq_post); its completer goes on, its
+// responder moves the QP to ERR (class G). Programs that ran on rxe rely on
+// that: ib_send_lat -e leaves a 1-entry send CQ full and goes on. So a
+// full CQ here loses the completion, Push returns false for the engine to
+// apply rxe's rule (roce and iwarp: the send side goes on, the receive side
+// moves the QP to ERR), and EventCQErr is raised once per overflow: once
+// for the completions lost back to back, again after one found room.
 
 package nic
 
@@ -31,7 +44,10 @@ type CQ struct {
 	head    int // oldest entry
 	n       int // entries held
 	arm     armState
-	overrun bool
+	overrun bool   // a completion was ever lost (Err)
+	losing  bool   // completions are being lost: CQ_ERR was raised for this overflow
+	taken   uint32 // completions ever polled (wraps), for held
+	held    func(taken uint32) uint32
 	refs    int // QPs using the CQ as send or receive CQ (counted per use)
 	dead    bool
 }
@@ -60,24 +76,28 @@ func (cq *CQ) CQE() int {
 	return len(cq.ring)
 }
 
-// Push adds a completion (verbs.CompletionQueue). A full CQ is a CQ
-// overrun, an affiliated asynchronous error of the CQ: the completion is
-// lost, Push returns false so
-// the engine moves the QP to ERR, EventCQErr is raised once, and the CQ
-// stays in error: every later Push fails too. An unsuccessful completion
-// counts as solicited for a CQ armed for solicited events (ibv_req_notify_cq).
+// Push adds a completion (verbs.CompletionQueue). On a full CQ the
+// completion is lost and Push returns false (see the top of this file);
+// the first of a run of lost completions raises EventCQErr. An
+// unsuccessful completion counts as solicited for a CQ armed for
+// solicited events (ibv_req_notify_cq).
 func (cq *CQ) Push(wc *verbs.WC) bool {
 	cq.mu.Lock()
-	if cq.overrun || cq.dead {
+	if cq.dead {
 		cq.mu.Unlock()
 		return false
 	}
-	if cq.n == len(cq.ring) {
+	if cq.full() {
 		cq.overrun = true
+		raise := !cq.losing
+		cq.losing = true
 		cq.mu.Unlock()
-		cq.d.events.raise(Event{Type: verbs.EventCQErr, CQ: cq})
+		if raise {
+			cq.d.events.raise(Event{Type: verbs.EventCQErr, CQ: cq})
+		}
 		return false
 	}
+	cq.losing = false
 	i := cq.head + cq.n
 	if i >= len(cq.ring) {
 		i -= len(cq.ring)
@@ -93,6 +113,34 @@ func (cq *CQ) Push(wc *verbs.WC) bool {
 		cq.signal()
 	}
 	return true
+}
+
+// full reports whether the CQ has no room, counting what its holder
+// (SetHolder) keeps of what was polled; caller holds cq.mu.
+func (cq *CQ) full() bool {
+	n := len(cq.ring)
+	if cq.n >= n {
+		return true
+	}
+	if cq.held == nil {
+		return false
+	}
+	// A holder reporting more than the capacity (a consumer index gone
+	// wrong) leaves no room: its owner's loss alone.
+	return uint64(cq.n)+uint64(cq.held(cq.taken)) >= uint64(n)
+}
+
+// SetHolder tells the CQ that whoever polls it keeps the completions it
+// polls in a queue of its own until the application takes them, and that
+// the CQ's capacity is for both together: held(taken) says how many of the
+// taken completions ever polled (a count that wraps) the holder still
+// keeps. rnicd's completion mover, which polls into a client's ring, is
+// one: the ring is the CQ the client sees, and must overflow as one.
+// held is called with the CQ's lock held; it must not block.
+func (cq *CQ) SetHolder(held func(taken uint32) uint32) {
+	cq.mu.Lock()
+	cq.held = held
+	cq.mu.Unlock()
 }
 
 // Solicited reports that the completion just pushed carries the solicited
@@ -118,8 +166,7 @@ func (cq *CQ) signal() {
 }
 
 // Poll moves up to len(wcs) completions, oldest first, into wcs and returns
-// how many (ibv_poll_cq). It does not allocate. After an overrun it still
-// returns the completions the CQ held; see Err.
+// how many (ibv_poll_cq). It does not allocate.
 func (cq *CQ) Poll(wcs []verbs.WC) int {
 	cq.mu.Lock()
 	k := min(len(wcs), cq.n)
@@ -131,6 +178,7 @@ func (cq *CQ) Poll(wcs []verbs.WC) int {
 		cq.head -= len(cq.ring)
 	}
 	cq.n -= k
+	cq.taken += uint32(k)
 	cq.mu.Unlock()
 	return k
 }
@@ -168,8 +216,9 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 // of a completion channel and ibv_get_cq_event.
 func (cq *CQ) Notify() <-chan struct{} { return cq.notify }
 
-// Err returns an error wrapping verbs.ErrCQOverrun once the CQ has overflowed,
-// nil before.
+// Err returns an error wrapping verbs.ErrCQOverrun once the CQ has lost a
+// completion to overflow, nil before. The CQ goes on taking completions
+// that find room.
 func (cq *CQ) Err() error {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
