@@ -2,9 +2,15 @@
 // and the mover that carries completions from one to the other.
 //
 // The mover sleeps armed on the ibv CQ and, woken, moves what it holds into
-// the ring while the ring has room. A client that does not poll fills the
-// ring; completions then stay in the ibv CQ, which overruns as a local CQ
-// would (CQ_ERR, and the engine moves the QP to ERR).
+// the ring while the ring has room. The ring is the CQ the client sees, so
+// the two together hold the CQ's size: an in-process NIC's CQ counts what
+// the ring still holds (nic.CQ.SetHolder) and overflows when the two are
+// full, as a CQ of that size does on Linux rxe (nic/cq.go): the completion
+// is lost, the client gets IBV_EVENT_CQ_ERR, and a send completion's QP
+// goes on. So the ring has room for whatever the ibv CQ holds, and a
+// client that does not poll stops nothing. Another NIC's CQ (passthrough)
+// cannot count the ring: a client that does not poll fills the ring, the
+// mover waits for room, and that CQ overruns as its hardware does.
 //
 // Completion events: the client's ReqNotify sets the ring's arm word. The
 // mover, having published completions, fires the CQ's notifier (its slot
@@ -84,11 +90,11 @@ type cqObj struct {
 
 	// The mover's own state.
 	prod uint32 // the producer index; never read back from the ring
-	wcs  [moveBatch]verbs.WC
-	// held is a completion taken from the ibv CQ while the ring had no
-	// room (at most one: held[:1] of heldBuf), the next to go in.
-	held     []verbs.WC
-	heldBuf  [1]verbs.WC
+	// base is what the ibv CQ had given out before the ring's
+	// producer index started (at 0, or at a resize): the ring holds
+	// taken - base - Cons of what was ever taken (holdRing).
+	base     uint32
+	wcs      [moveBatch]verbs.WC
 	nicArm   int  // nicArmNone, nicArmNext or nicArmSol
 	solMode  bool // the client arms for solicited completions
 	solSeen  bool // a solicited completion arrived since the last fire decision
@@ -178,6 +184,7 @@ func newCQ(s *Session, cqe uint32, notify func() (cqNotifier, error)) (*cqObj, p
 	}
 	c.timer = time.NewTimer(time.Hour)
 	c.timer.Stop()
+	c.holdRing()
 	c.h = s.newHandle()
 	s.dev.own(c.cq, c)
 	s.insert(c)
@@ -367,15 +374,31 @@ func (c *cqObj) fired() {
 	c.nicArm = nicArmNone
 }
 
+// holdRing has an in-process NIC's CQ count what the ring holds against
+// its size. Everything the mover takes goes into the ring (move takes no
+// more than the ring has room for), so the ring holds what was taken since
+// base less what the client consumed. It is called again when the ring
+// changes: SetHolder waits for a Push using the old ring, which may then
+// be unmapped.
+func (c *cqObj) holdRing() {
+	n := nic.CQOf(c.cq)
+	if n == nil {
+		return
+	}
+	ring, base, stats := c.ring, c.base, &c.s.srv.stats
+	n.SetHolder(func(taken uint32) uint32 {
+		held := taken - base - ring.Cons.Load()
+		if held > ring.Slots() {
+			// A consumer index ahead of the producer or far behind:
+			// the CQ has no room, the client's own loss.
+			stats.ringIndexErrors.Add(1)
+		}
+		return held
+	})
+}
+
 // move moves completions from the ibv CQ into the ring while it has room.
-// full reports a ring without room. A completion that arrives while the
-// ring is full is in the CQ all the same, behind the ones the client has
-// not polled: move takes one such (held) and counts it as moved, so that
-// an armed CQ signals it. A client that polls one completion per event
-// (perftest's -e does, with one channel for two CQs) would otherwise wait
-// for ever for the event its own unpolled completions hold back; rxe,
-// whose CQ has no room behind it, drops the completion instead (CQ_ERR),
-// and the program goes on.
+// full reports a ring without room.
 func (c *cqObj) move() (moved int, bad, full bool) {
 	defer func() {
 		if moved > 0 && c.unsorted {
@@ -385,7 +408,7 @@ func (c *cqObj) move() (moved int, bad, full bool) {
 	}()
 	for {
 		used := c.prod - c.ring.Cons.Load()
-		if used > c.ring.Cap {
+		if used >= c.ring.Cap {
 			if used > c.ring.Slots() {
 				// The client published a consumer index ahead of
 				// the producer or far behind: it can only hurt its
@@ -394,28 +417,7 @@ func (c *cqObj) move() (moved int, bad, full bool) {
 			}
 			return moved, bad, true
 		}
-		room := c.ring.Cap - used
-		if room == 0 {
-			if len(c.held) == 0 && c.cq.Poll(c.heldBuf[:]) == 1 {
-				c.held = c.heldBuf[:1]
-				moved++
-				bad = bad || c.held[0].Status != verbs.WCSuccess
-			}
-			return moved, bad, true
-		}
-		if len(c.held) > 0 {
-			// Counted again: an arm made since it was signalled
-			// asks for it too (a second event is harmless, a lost
-			// one is not).
-			proto.PutWC(c.ring.Slot(c.prod), &c.held[0])
-			c.prod++
-			c.ring.Prod.Store(c.prod)
-			moved++
-			bad = bad || c.held[0].Status != verbs.WCSuccess
-			c.held = nil
-			continue
-		}
-		want := min(int(room), moveBatch)
+		want := min(int(c.ring.Cap-used), moveBatch)
 		n := c.cq.Poll(c.wcs[:want])
 		for i := range n {
 			if c.wcs[i].Status != verbs.WCSuccess {

@@ -89,7 +89,9 @@ func (c *cqObj) resize(rz ibv.ResizeCQ, mem *ringMem, ring *proto.CQRing) error 
 	ring.Flags.Store(c.ring.Flags.Load())
 	old := c.mem
 	c.mem, c.ring, c.prod = mem, ring, n
+	c.base += cons // taken - base was the old producer index
 	c.evMu.Unlock()
+	c.holdRing()
 	old.free()
 	return nil
 }
