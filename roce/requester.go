@@ -77,8 +77,9 @@ type requester struct {
 	held, unit, turnLeft int
 	budgetBlocked        bool
 
-	retx clock.Deadline // the local ACK timer
-	rnr  clock.Deadline // the wait an RNR NAK asked for
+	retx     clock.Deadline // the local ACK timer
+	retxWait linkWait       // what it waits for on a lossless link (backlog.go)
+	rnr      clock.Deadline // the wait an RNR NAK asked for
 }
 
 // Errors PostSend returns; nic checks most limits first, these are the
@@ -419,6 +420,7 @@ func (r *requester) failLocal(w *swqe, st verbs.WCStatus) {
 // §9.7.6.1.3); timeout 0 means no timer.
 func (qp *QP) armRetransmit() {
 	if t := qp.Attr.Timeout; t != 0 {
+		qp.s.markWait(&qp.req.retxWait)
 		qp.req.retx.Set(ackTimeout(t))
 	}
 }
