@@ -48,7 +48,8 @@ type CQ struct {
 	losing  bool   // completions are being lost: CQ_ERR was raised for this overflow
 	taken   uint32 // completions ever polled (wraps), for held
 	held    func(taken uint32) uint32
-	refs    int // QPs using the CQ as send or receive CQ (counted per use)
+	onFire  func() // SetFire
+	refs    int    // QPs using the CQ as send or receive CQ (counted per use)
 	dead    bool
 }
 
@@ -108,9 +109,10 @@ func (cq *CQ) Push(wc *verbs.WC) bool {
 	if fire {
 		cq.arm = armNone
 	}
+	onFire := cq.onFire
 	cq.mu.Unlock()
 	if fire {
-		cq.signal()
+		cq.fired(onFire)
 	}
 	return true
 }
@@ -150,10 +152,42 @@ func (cq *CQ) Solicited() {
 	cq.mu.Lock()
 	fire := cq.arm != armNone
 	cq.arm = armNone
+	onFire := cq.onFire
 	cq.mu.Unlock()
 	if fire {
-		cq.signal()
+		cq.fired(onFire)
 	}
+}
+
+// fired reports a fired arm: to the SetFire function if there is one,
+// else on Notify.
+func (cq *CQ) fired(onFire func()) {
+	if onFire != nil {
+		onFire()
+		return
+	}
+	cq.signal()
+}
+
+// SetFire has f called in place of a value on Notify each time the CQ's
+// arm fires: on the goroutine that pushed the completion, after the CQ's
+// lock is released, so in the order the engine completes. rnicd's mover
+// carries the completion to its client's ring and signals the client's
+// completion channel there and then: two CQs on one channel then signal
+// in the order their completions came, as a kernel completion channel
+// queues its events (a program that waits for one CQ's event at a time
+// relies on that). f must not call Solicited.
+func (cq *CQ) SetFire(f func()) {
+	cq.mu.Lock()
+	cq.onFire = f
+	cq.mu.Unlock()
+}
+
+// Disarm cancels the CQ's arm without firing it.
+func (cq *CQ) Disarm() {
+	cq.mu.Lock()
+	cq.arm = armNone
+	cq.mu.Unlock()
 }
 
 // signal fires the completion event; a pending, unconsumed event absorbs

@@ -1,6 +1,7 @@
 package nic
 
 import (
+	"strings"
 	"sync"
 	"testing"
 
@@ -316,5 +317,38 @@ func BenchmarkCQPushPoll(b *testing.B) {
 		if i%16 == 15 {
 			cq.Poll(wcs)
 		}
+	}
+}
+
+// TestCQSetFire: an armed CQ with a fire function calls it on the pushing
+// goroutine, in push order across CQs, and sends nothing on Notify; a
+// disarmed CQ calls nothing.
+func TestCQSetFire(t *testing.T) {
+	f := newFixture(t)
+	a, b := newCQ(t, f, 4), newCQ(t, f, 4)
+	var order []string
+	a.SetFire(func() { order = append(order, "a") })
+	b.SetFire(func() { order = append(order, "b") })
+	for _, cq := range []*CQ{a, b} {
+		if err := cq.ReqNotify(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	push(t, b, 1, verbs.WCSuccess)
+	push(t, a, 2, verbs.WCSuccess)
+	if strings.Join(order, "") != "ba" {
+		t.Errorf("fired %v, want b then a", order)
+	}
+	if fired(a) || fired(b) {
+		t.Error("a CQ with a fire function also sent on Notify")
+	}
+	if err := a.ReqNotify(false); err != nil {
+		t.Fatal(err)
+	}
+	a.Disarm()
+	push(t, a, 3, verbs.WCSuccess)
+	a.Solicited()
+	if len(order) != 2 {
+		t.Errorf("a disarmed CQ fired: %v", order)
 	}
 }

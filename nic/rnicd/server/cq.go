@@ -12,6 +12,14 @@
 // cannot count the ring: a client that does not poll fills the ring, the
 // mover waits for room, and that CQ overruns as its hardware does.
 //
+// An in-process CQ's fired arm does the mover's work at once, on the
+// engine's goroutine (fireNow, nic.CQ.SetFire): the completions go into
+// the ring and the client's channel is signalled before the engine
+// completes anything else, so the CQs of one channel signal in the order
+// their completions came, as a kernel completion channel queues its
+// events. A program that waits for one CQ's event at a time on a channel
+// it shares among CQs (perftest's -e) takes another CQ's event otherwise.
+//
 // Completion events: the client's ReqNotify sets the ring's arm word. The
 // mover, having published completions, fires the CQ's notifier (its slot
 // of its completion channel, cqnotify.go) if the arm asks for them: any
@@ -88,7 +96,10 @@ type cqObj struct {
 	stop chan struct{}
 	done chan struct{}
 
-	// The mover's own state.
+	// The mover's state, also touched by fireNow on an engine's
+	// goroutine: mu guards it.
+	mu   sync.Mutex
+	gone bool   // destroyed: fireNow does nothing
 	prod uint32 // the producer index; never read back from the ring
 	// base is what the ibv CQ had given out before the ring's
 	// producer index started (at 0, or at a resize): the ring holds
@@ -115,8 +126,14 @@ func (c *cqObj) event(e verbs.AsyncEvent) {
 
 func (c *cqObj) destroy(s *Session, _ bool) error {
 	c.halt()
+	c.mu.Lock()
+	c.gone = true
+	c.mu.Unlock()
 	if err := c.cq.Destroy(); err != nil {
 		// Still in use by QPs: the CQ lives on, and so must its mover.
+		c.mu.Lock()
+		c.gone = false
+		c.mu.Unlock()
 		c.start()
 		return err
 	}
@@ -185,6 +202,9 @@ func newCQ(s *Session, cqe uint32, notify func() (cqNotifier, error)) (*cqObj, p
 	c.timer = time.NewTimer(time.Hour)
 	c.timer.Stop()
 	c.holdRing()
+	if n := nic.CQOf(c.cq); n != nil {
+		n.SetFire(c.fireNow)
+	}
 	c.h = s.newHandle()
 	s.dev.own(c.cq, c)
 	s.insert(c)
@@ -235,35 +255,84 @@ func handleArmCQ(s *Session, req *Request, rep *Reply) error {
 	return nil
 }
 
+// fireNow is an in-process CQ's fired arm (nic.CQ.SetFire), on the
+// engine's goroutine as it completes: the completions go into the ring
+// and the client's channel is signalled now, in the engine's order, and
+// the CQ is armed again. A ring without room (a consumer index gone
+// wrong) is left to the mover.
+func (c *cqObj) fireNow() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gone {
+		return
+	}
+	c.fired()
+	moved, bad, full := c.move()
+	c.fire(moved, bad)
+	if full {
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+		return
+	}
+	c.rearm() // an error is a destroyed CQ
+}
+
+// step is one round of the mover: it moves what the ibv CQ holds and
+// fires; if that was nothing it arms the ibv CQ for what the client waits
+// for and looks once more (a completion may have come before the arm).
+// idle: nothing came, the mover may sleep; full: the ring has no room.
+func (c *cqObj) step() (idle, full bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	moved, bad, full := c.move()
+	c.fire(moved, bad)
+	if full || moved > 0 {
+		return false, full, nil
+	}
+	if err := c.rearm(); err != nil {
+		return false, false, err
+	}
+	if moved, bad, full = c.move(); moved > 0 || full {
+		c.fire(moved, bad)
+		return false, full, nil
+	}
+	return true, false, nil
+}
+
+// locked runs f with the mover's state locked.
+func (c *cqObj) locked(f func()) {
+	c.mu.Lock()
+	f()
+	c.mu.Unlock()
+}
+
 // run is the mover.
 func (c *cqObj) run() {
 	defer close(c.done)
 	solPoll := solPollMin
 	for {
-		moved, bad, full := c.move()
-		c.fire(moved, bad)
+		idle, full, err := c.step()
+		if err != nil {
+			<-c.stop // the CQ is gone; only halt remains
+			return
+		}
 		if full {
 			if !c.waitSpace() {
 				return
 			}
 			continue
 		}
-		if moved > 0 {
+		if !idle {
 			solPoll = solPollMin
 			continue
 		}
-		// Idle: arm the ibv CQ for what the client waits for, look
-		// once more (a completion may have come before the arm), sleep.
-		if err := c.rearm(); err != nil {
-			<-c.stop // the CQ is gone; only halt remains
-			return
-		}
-		if moved, bad, full = c.move(); moved > 0 || full {
-			c.fire(moved, bad)
-			continue
-		}
 		var tick <-chan time.Time
-		if c.solMode {
+		c.mu.Lock()
+		solMode := c.solMode
+		c.mu.Unlock()
+		if solMode {
 			// Unsolicited completions do not wake the mover: look on
 			// a timer for a client that polls.
 			c.timer.Reset(solPoll)
@@ -272,11 +341,11 @@ func (c *cqObj) run() {
 		}
 		select {
 		case <-c.cq.Notify():
-			c.fired()
+			c.locked(c.fired)
 		case <-c.kick:
 			solPoll = solPollMin
 		case done := <-c.arm:
-			c.rearm()
+			c.locked(func() { c.rearm() })
 			close(done)
 			solPoll = solPollMin
 		case <-tick:
@@ -339,20 +408,15 @@ func (c *cqObj) chooseMode() {
 	}
 }
 
-// disarm consumes a pending arm for any completion, by firing it: an
-// in-process NIC's CQ fires its arm on Solicited, which the engines call
-// after a solicited completion and which otherwise only disarms. Other
-// CQs keep the arm; its firing is then unclassifiable.
+// disarm cancels a pending arm for any completion: an in-process NIC's CQ
+// can (nic.CQ.Disarm). Other CQs keep the arm; its firing is then
+// unclassifiable.
 func (c *cqObj) disarm() {
 	n := nic.CQOf(c.cq)
 	if n == nil {
 		return
 	}
-	n.Solicited()
-	select {
-	case <-c.cq.Notify(): // ours, or that of a completion that just came
-	default:
-	}
+	n.Disarm()
 	// Whatever completion came meanwhile is in the CQ unclassified;
 	// rearm, arming from none, marks it so.
 	c.nicArm = nicArmNone
@@ -398,7 +462,9 @@ func (c *cqObj) holdRing() {
 }
 
 // move moves completions from the ibv CQ into the ring while it has room.
-// full reports a ring without room.
+// full reports a ring without room for what may wait in the ibv CQ: an
+// in-process CQ that counts the ring (holdRing) holds nothing more when
+// the ring is full, and the mover need not wait for room.
 func (c *cqObj) move() (moved int, bad, full bool) {
 	defer func() {
 		if moved > 0 && c.unsorted {
@@ -414,6 +480,9 @@ func (c *cqObj) move() (moved int, bad, full bool) {
 				// the producer or far behind: it can only hurt its
 				// own completions. Treat the ring as full.
 				c.s.srv.stats.ringIndexErrors.Add(1)
+			}
+			if n := nic.CQOf(c.cq); n != nil && n.Len() == 0 {
+				return moved, bad, false
 			}
 			return moved, bad, true
 		}
@@ -461,7 +530,10 @@ func (c *cqObj) fire(moved int, bad bool) {
 func (c *cqObj) waitSpace() bool {
 	c.ring.Mover.Or(proto.MoverWantsSpace)
 	defer c.ring.Mover.And(^uint32(proto.MoverWantsSpace))
-	if used := c.prod - c.ring.Cons.Load(); used < c.ring.Cap {
+	c.mu.Lock()
+	used := c.prod - c.ring.Cons.Load()
+	c.mu.Unlock()
+	if used < c.ring.Cap {
 		return true
 	}
 	c.timer.Reset(spaceRetry)
@@ -469,7 +541,7 @@ func (c *cqObj) waitSpace() bool {
 	select {
 	case <-c.kick:
 	case done := <-c.arm:
-		c.chooseMode() // re-armed for real once there is room to move
+		c.locked(c.chooseMode) // re-armed for real once there is room to move
 		close(done)
 	case <-c.timer.C:
 	case <-c.stop:

@@ -48,8 +48,10 @@ func handleResizeCQ(s *Session, req *Request, rep *Reply) error {
 	if err == nil {
 		s.drainQPs()
 		c.halt()
-		c.move() // what the engine completed counts as waiting too
-		err = c.resize(rz, mem, ring)
+		c.locked(func() {
+			c.move() // what the engine completed counts as waiting too
+			err = c.resize(rz, mem, ring)
+		})
 		c.start()
 	}
 	if err != nil {
