@@ -266,7 +266,9 @@ func (qp *QP) raise(e verbs.AsyncEvent) {
 }
 
 // pushSend and pushRecv queue completions through a field of the QP, so
-// that no WC escapes to the heap; a full CQ puts the QP in ERR.
+// that no WC escapes to the heap. A completion that finds its CQ full is
+// lost and counted, as roce's are (roce/qp.go): the send side goes on, a
+// lost receive completion ends the connection.
 func (qp *QP) pushSend(wc verbs.WC) {
 	if qp.destroyed {
 		return
@@ -274,7 +276,6 @@ func (qp *QP) pushSend(wc verbs.WC) {
 	qp.wc = wc
 	if !qp.Cfg.SendCQ.Push(&qp.wc) {
 		qp.s.ctr.inc(CQOverflow)
-		qp.fatal(fmt.Errorf("iwarp: send CQ overrun"))
 	}
 }
 

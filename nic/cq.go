@@ -3,6 +3,19 @@
 // (Poll), with the completion-event arming of ibv_req_notify_cq. A single
 // mutex guards the ring: pushes from several engines and polls from several
 // application goroutines serialise on it, and neither allocates.
+//
+// Overflow follows Linux rxe, not the letter of IBTA: the spec makes a CQ
+// overrun an affiliated asynchronous error (CQ Error, Vol 1 §11.6.3) after
+// which the CQ takes no more completions and every QP that tries to post
+// to it fails (Local Work Queue Catastrophic Error). rxe drops the
+// completion that does not fit, raises IB_EVENT_CQ_ERR and takes the next
+// completion that finds room (rxe_cq_post); its completer goes on, its
+// responder moves the QP to ERR (class G). Programs that ran on rxe rely on
+// that: ib_send_lat -e leaves a 1-entry send CQ full and goes on. So a
+// full CQ here loses the completion, Push returns false for the engine to
+// apply rxe's rule (roce and iwarp: the send side goes on, the receive side
+// moves the QP to ERR), and EventCQErr is raised once per overflow: once
+// for the completions lost back to back, again after one found room.
 
 package nic
 
@@ -31,8 +44,12 @@ type CQ struct {
 	head    int // oldest entry
 	n       int // entries held
 	arm     armState
-	overrun bool
-	refs    int // QPs using the CQ as send or receive CQ (counted per use)
+	overrun bool   // a completion was ever lost (Err)
+	losing  bool   // completions are being lost: CQ_ERR was raised for this overflow
+	taken   uint32 // completions ever polled (wraps), for held
+	held    func(taken uint32) uint32
+	onFire  func() // SetFire
+	refs    int    // QPs using the CQ as send or receive CQ (counted per use)
 	dead    bool
 }
 
@@ -60,24 +77,28 @@ func (cq *CQ) CQE() int {
 	return len(cq.ring)
 }
 
-// Push adds a completion (verbs.CompletionQueue). A full CQ is a CQ
-// overrun, an affiliated asynchronous error of the CQ: the completion is
-// lost, Push returns false so
-// the engine moves the QP to ERR, EventCQErr is raised once, and the CQ
-// stays in error: every later Push fails too. An unsuccessful completion
-// counts as solicited for a CQ armed for solicited events (ibv_req_notify_cq).
+// Push adds a completion (verbs.CompletionQueue). On a full CQ the
+// completion is lost and Push returns false (see the top of this file);
+// the first of a run of lost completions raises EventCQErr. An
+// unsuccessful completion counts as solicited for a CQ armed for
+// solicited events (ibv_req_notify_cq).
 func (cq *CQ) Push(wc *verbs.WC) bool {
 	cq.mu.Lock()
-	if cq.overrun || cq.dead {
+	if cq.dead {
 		cq.mu.Unlock()
 		return false
 	}
-	if cq.n == len(cq.ring) {
+	if cq.full() {
 		cq.overrun = true
+		raise := !cq.losing
+		cq.losing = true
 		cq.mu.Unlock()
-		cq.d.events.raise(Event{Type: verbs.EventCQErr, CQ: cq})
+		if raise {
+			cq.d.events.raise(Event{Type: verbs.EventCQErr, CQ: cq})
+		}
 		return false
 	}
+	cq.losing = false
 	i := cq.head + cq.n
 	if i >= len(cq.ring) {
 		i -= len(cq.ring)
@@ -88,11 +109,40 @@ func (cq *CQ) Push(wc *verbs.WC) bool {
 	if fire {
 		cq.arm = armNone
 	}
+	onFire := cq.onFire
 	cq.mu.Unlock()
 	if fire {
-		cq.signal()
+		cq.fired(onFire)
 	}
 	return true
+}
+
+// full reports whether the CQ has no room, counting what its holder
+// (SetHolder) keeps of what was polled; caller holds cq.mu.
+func (cq *CQ) full() bool {
+	n := len(cq.ring)
+	if cq.n >= n {
+		return true
+	}
+	if cq.held == nil {
+		return false
+	}
+	// A holder reporting more than the capacity (a consumer index gone
+	// wrong) leaves no room: its owner's loss alone.
+	return uint64(cq.n)+uint64(cq.held(cq.taken)) >= uint64(n)
+}
+
+// SetHolder tells the CQ that whoever polls it keeps the completions it
+// polls in a queue of its own until the application takes them, and that
+// the CQ's capacity is for both together: held(taken) says how many of the
+// taken completions ever polled (a count that wraps) the holder still
+// keeps. rnicd's completion mover, which polls into a client's ring, is
+// one: the ring is the CQ the client sees, and must overflow as one.
+// held is called with the CQ's lock held; it must not block.
+func (cq *CQ) SetHolder(held func(taken uint32) uint32) {
+	cq.mu.Lock()
+	cq.held = held
+	cq.mu.Unlock()
 }
 
 // Solicited reports that the completion just pushed carries the solicited
@@ -102,10 +152,42 @@ func (cq *CQ) Solicited() {
 	cq.mu.Lock()
 	fire := cq.arm != armNone
 	cq.arm = armNone
+	onFire := cq.onFire
 	cq.mu.Unlock()
 	if fire {
-		cq.signal()
+		cq.fired(onFire)
 	}
+}
+
+// fired reports a fired arm: to the SetFire function if there is one,
+// else on Notify.
+func (cq *CQ) fired(onFire func()) {
+	if onFire != nil {
+		onFire()
+		return
+	}
+	cq.signal()
+}
+
+// SetFire has f called in place of a value on Notify each time the CQ's
+// arm fires: on the goroutine that pushed the completion, after the CQ's
+// lock is released, so in the order the engine completes. rnicd's mover
+// carries the completion to its client's ring and signals the client's
+// completion channel there and then: two CQs on one channel then signal
+// in the order their completions came, as a kernel completion channel
+// queues its events (a program that waits for one CQ's event at a time
+// relies on that). f must not call Solicited.
+func (cq *CQ) SetFire(f func()) {
+	cq.mu.Lock()
+	cq.onFire = f
+	cq.mu.Unlock()
+}
+
+// Disarm cancels the CQ's arm without firing it.
+func (cq *CQ) Disarm() {
+	cq.mu.Lock()
+	cq.arm = armNone
+	cq.mu.Unlock()
 }
 
 // signal fires the completion event; a pending, unconsumed event absorbs
@@ -118,8 +200,7 @@ func (cq *CQ) signal() {
 }
 
 // Poll moves up to len(wcs) completions, oldest first, into wcs and returns
-// how many (ibv_poll_cq). It does not allocate. After an overrun it still
-// returns the completions the CQ held; see Err.
+// how many (ibv_poll_cq). It does not allocate.
 func (cq *CQ) Poll(wcs []verbs.WC) int {
 	cq.mu.Lock()
 	k := min(len(wcs), cq.n)
@@ -131,6 +212,7 @@ func (cq *CQ) Poll(wcs []verbs.WC) int {
 		cq.head -= len(cq.ring)
 	}
 	cq.n -= k
+	cq.taken += uint32(k)
 	cq.mu.Unlock()
 	return k
 }
@@ -168,8 +250,9 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 // of a completion channel and ibv_get_cq_event.
 func (cq *CQ) Notify() <-chan struct{} { return cq.notify }
 
-// Err returns an error wrapping verbs.ErrCQOverrun once the CQ has overflowed,
-// nil before.
+// Err returns an error wrapping verbs.ErrCQOverrun once the CQ has lost a
+// completion to overflow, nil before. The CQ goes on taking completions
+// that find room.
 func (cq *CQ) Err() error {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()

@@ -1,6 +1,7 @@
 package nic
 
 import (
+	"strings"
 	"sync"
 	"testing"
 
@@ -67,29 +68,72 @@ func TestCQFIFOAndWrap(t *testing.T) {
 	}
 }
 
+// TestCQOverrun: as on Linux rxe, a full CQ loses the completion and
+// raises CQ_ERR once for a run of lost completions, and takes the next one
+// that finds room; the next run raises CQ_ERR again.
 func TestCQOverrun(t *testing.T) {
 	f := newFixture(t)
 	cq := newCQ(t, f, 2)
 	push(t, cq, 1, verbs.WCSuccess)
 	push(t, cq, 2, verbs.WCSuccess)
 	wantIs(t, "Err before overrun", cq.Err(), nil)
-	if cq.Push(&verbs.WC{WRID: 3}) {
-		t.Fatal("Push into a full CQ succeeded")
+	for id := uint64(3); id <= 4; id++ {
+		if cq.Push(&verbs.WC{WRID: id}) {
+			t.Fatalf("Push of %d into a full CQ succeeded", id)
+		}
 	}
 	e := nextEvent(t, f.d)
 	if e.Type != verbs.EventCQErr || e.CQ != cq {
 		t.Fatalf("event %+v", e)
 	}
+	noEvent(t, f.d) // one event for the run of two
 	wantIs(t, "Err after overrun", cq.Err(), verbs.ErrCQOverrun)
 	wcs := make([]verbs.WC, 4)
-	if n := cq.Poll(wcs); n != 2 || wcs[0].WRID != 1 || wcs[1].WRID != 2 {
+	if n := cq.Poll(wcs[:1]); n != 1 || wcs[0].WRID != 1 {
 		t.Fatalf("after overrun polled %d: %v", n, wcs[:n])
 	}
-	// In error for good: room again does not help, and no second event.
-	if cq.Push(&verbs.WC{WRID: 4}) {
-		t.Error("Push after overrun succeeded")
+	push(t, cq, 5, verbs.WCSuccess) // room again: taken
+	if cq.Push(&verbs.WC{WRID: 6}) {
+		t.Fatal("Push into a full CQ succeeded")
 	}
-	noEvent(t, f.d)
+	if e := nextEvent(t, f.d); e.Type != verbs.EventCQErr || e.CQ != cq {
+		t.Fatalf("second overflow: event %+v", e)
+	}
+	if n := cq.Poll(wcs); n != 2 || wcs[0].WRID != 2 || wcs[1].WRID != 5 {
+		t.Fatalf("polled %d: %v, want 2 and 5", n, wcs[:n])
+	}
+}
+
+// TestCQHolder: a holder's completions count against the capacity until
+// it says they are gone.
+func TestCQHolder(t *testing.T) {
+	f := newFixture(t)
+	cq := newCQ(t, f, 2)
+	var gone uint32 // what the holder's consumer took
+	cq.SetHolder(func(taken uint32) uint32 { return taken - gone })
+	push(t, cq, 1, verbs.WCSuccess)
+	wcs := make([]verbs.WC, 2)
+	if cq.Poll(wcs) != 1 {
+		t.Fatal("poll")
+	}
+	push(t, cq, 2, verbs.WCSuccess) // one held, one in the CQ: full
+	if cq.Push(&verbs.WC{WRID: 3}) {
+		t.Fatal("Push with one held and one queued in a CQ of 2 succeeded")
+	}
+	if e := nextEvent(t, f.d); e.Type != verbs.EventCQErr {
+		t.Fatalf("event %+v", e)
+	}
+	gone = 1
+	push(t, cq, 4, verbs.WCSuccess)
+	if cq.Poll(wcs) != 2 {
+		t.Fatal("poll 2")
+	}
+	gone = 3
+	push(t, cq, 5, verbs.WCSuccess)
+	gone = 1000 // a consumer index gone wrong: no room
+	if cq.Push(&verbs.WC{WRID: 6}) {
+		t.Fatal("Push with a holder past capacity succeeded")
+	}
 }
 
 func TestCQNotify(t *testing.T) {
@@ -273,5 +317,38 @@ func BenchmarkCQPushPoll(b *testing.B) {
 		if i%16 == 15 {
 			cq.Poll(wcs)
 		}
+	}
+}
+
+// TestCQSetFire: an armed CQ with a fire function calls it on the pushing
+// goroutine, in push order across CQs, and sends nothing on Notify; a
+// disarmed CQ calls nothing.
+func TestCQSetFire(t *testing.T) {
+	f := newFixture(t)
+	a, b := newCQ(t, f, 4), newCQ(t, f, 4)
+	var order []string
+	a.SetFire(func() { order = append(order, "a") })
+	b.SetFire(func() { order = append(order, "b") })
+	for _, cq := range []*CQ{a, b} {
+		if err := cq.ReqNotify(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	push(t, b, 1, verbs.WCSuccess)
+	push(t, a, 2, verbs.WCSuccess)
+	if strings.Join(order, "") != "ba" {
+		t.Errorf("fired %v, want b then a", order)
+	}
+	if fired(a) || fired(b) {
+		t.Error("a CQ with a fire function also sent on Notify")
+	}
+	if err := a.ReqNotify(false); err != nil {
+		t.Fatal(err)
+	}
+	a.Disarm()
+	push(t, a, 3, verbs.WCSuccess)
+	a.Solicited()
+	if len(order) != 2 {
+		t.Errorf("a disarmed CQ fired: %v", order)
 	}
 }

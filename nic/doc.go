@@ -57,9 +57,11 @@
 //     is flushed by nic (WR_FLUSH_ERR on the receive CQ), not by the engine.
 //     Modify to RESET empties the QP's own receive queue (nic does it after
 //     Engine.Modify succeeds); the engine resets its send side.
-//   - Completions. CompletionQueue.Push returns false on overrun: the
-//     completion is lost, the CQ raises IBV_EVENT_CQ_ERR once and stays in
-//     error, and the engine must move the QP to ERR. Call Solicited after
+//   - Completions. CompletionQueue.Push returns false on overflow: the
+//     completion is lost and the CQ raises IBV_EVENT_CQ_ERR (once per run
+//     of lost completions) but takes the next one that finds room. As on
+//     Linux rxe, the engine goes on after a lost send completion and moves
+//     the QP to ERR after a lost receive completion. Call Solicited after
 //     pushing a receive completion whose message had the SE bit.
 //   - Events. QPConfig.Event queues an async event and returns at once; it
 //     never blocks and never calls back into the engine. Events reach the

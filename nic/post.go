@@ -228,6 +228,6 @@ func (q *QP) flushRecv() {
 			return
 		}
 		wc := verbs.WC{WRID: wr.ID, Status: verbs.WCWRFlushErr, Opcode: verbs.WCRecv, QPN: q.qpn}
-		q.recvCQ.Push(&wc) // on overrun the CQ has raised CQ_ERR
+		q.recvCQ.Push(&wc) // a flush lost to overflow: the CQ raised CQ_ERR
 	}
 }

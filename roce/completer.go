@@ -332,6 +332,14 @@ func (qp *QP) retransmitTimeout() {
 	if qp.CurState == verbs.QPSErr || !wire.PSNBefore(r.unacked, r.maxSent) || r.rnrWait {
 		return
 	}
+	if qp.s.deferTimeout(&r.retxWait) {
+		qp.s.ctr.inc(TimeoutsDeferred)
+		if qp.s.tracing() {
+			qp.s.tracef(qp.Cfg.QPN, "comp", "local ACK timeout: psn %d still queued on the link, or its answer: waiting again", r.unacked)
+		}
+		r.retx.Set(ackTimeout(qp.Attr.Timeout))
+		return
+	}
 	qp.s.ctr.inc(RetransmitTimeouts)
 	r.retrying = false
 	if qp.s.tracing() {

@@ -56,6 +56,7 @@ const (
 	GSIRcvdMADs                       // MADs delivered to the GSI agent on QP1
 	GSISentMADs                       // MADs sent from QP1
 	BudgetWaits                       // a requester waited for the stack's budget (budget.go)
+	TimeoutsDeferred                  // a local ACK timeout not counted: its frames still queued on a lossless link (backlog.go)
 	NumCounters
 )
 
@@ -68,7 +69,7 @@ var counterNames = [NumCounters]string{
 	"no_qp", "qp_not_ready", "addr_mismatch", "bad_pkey", "icrc_err",
 	"read_responses_sent", "read_replays", "atomic_replays", "resource_miss", "cq_overflow",
 	"qkey_violation", "rcv_no_buf", "uc_dropped_msgs", "ud_too_long",
-	"gsi_rcvd_mads", "gsi_sent_mads", "budget_waits",
+	"gsi_rcvd_mads", "gsi_sent_mads", "budget_waits", "timeouts_deferred",
 }
 
 func (c Counter) String() string { return counterNames[c] }

@@ -3,6 +3,7 @@ package roce
 import (
 	"fmt"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,22 +16,33 @@ import (
 // Test doubles for the objects nic provides, and a two-NIC harness on the
 // simulated link and the virtual clock.
 
+// testCQ locks so that a test on the real clock (backlog_test.go) may
+// take completions while the engine pushes them.
 type testCQ struct {
+	mu        sync.Mutex
 	wcs       []verbs.WC
 	limit     int
 	solicited int
 }
 
 func (c *testCQ) Push(wc *verbs.WC) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.limit > 0 && len(c.wcs) >= c.limit {
 		return false
 	}
 	c.wcs = append(c.wcs, *wc)
 	return true
 }
-func (c *testCQ) Solicited() { c.solicited++ }
+func (c *testCQ) Solicited() {
+	c.mu.Lock()
+	c.solicited++
+	c.mu.Unlock()
+}
 
 func (c *testCQ) take() []verbs.WC {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	w := c.wcs
 	c.wcs = nil
 	return w
@@ -129,17 +141,25 @@ func newHarness(t testing.TB, o qpOpts) *harness {
 }
 
 func (h *harness) newNode(name string, ep *transport.SimEndpoint, n byte, o qpOpts) *node {
-	t := h.t
-	nd := &node{name: name, ep: ep, mac: [6]byte{2, 0, 0, 0, 0, n}, scq: &testCQ{}, rcq: &testCQ{}, rq: &testRQ{}}
+	var trace func(TraceEvent)
+	if o.trace {
+		trace = func(e TraceEvent) { h.trace = append(h.trace, name+" "+e.String()) }
+	}
+	nd := newNodeOn(h.t, name, ep, h.clk, n, o, trace)
+	nd.ep = ep
+	return nd
+}
+
+// newNodeOn makes a node with its stack on link and clk.
+func newNodeOn(t testing.TB, name string, link transport.Endpoint, clk clock.Clock, n byte, o qpOpts, trace func(TraceEvent)) *node {
+	nd := &node{name: name, mac: [6]byte{2, 0, 0, 0, 0, n}, scq: &testCQ{}, rcq: &testCQ{}, rq: &testRQ{}}
 	nd.addr = netip.AddrFrom4([4]byte{192, 0, 2, n})
 	if o.v6 {
 		nd.addr = netip.MustParseAddr(fmt.Sprintf("2001:db8::%d", n))
 	}
 	var err error
-	cfg := Config{Link: ep, Clock: h.clk, MAC: nd.mac, Addrs: []netip.Addr{nd.addr}, Window: o.window, DeferAcks: true, Budget: o.budget}
-	if o.trace {
-		cfg.Trace = func(e TraceEvent) { h.trace = append(h.trace, name+" "+e.String()) }
-	}
+	cfg := Config{Link: link, Clock: clk, MAC: nd.mac, Addrs: []netip.Addr{nd.addr}, Window: o.window, DeferAcks: true, Budget: o.budget,
+		Trace: trace}
 	nd.stack, err = NewStack(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -170,8 +190,10 @@ func (h *harness) newNode(name string, ep *transport.SimEndpoint, n byte, o qpOp
 	return nd
 }
 
-func (h *harness) connect(n, peer *node, o qpOpts) {
-	t := h.t
+func (h *harness) connect(n, peer *node, o qpOpts) { connectQP(h.t, n, peer, o) }
+
+// connectQP brings n's QP to RTS towards peer's.
+func connectQP(t testing.TB, n, peer *node, o qpOpts) {
 	qp := n.qp
 	must := func(cur verbs.QPState, a verbs.QPAttr, m verbs.QPAttrMask) {
 		t.Helper()

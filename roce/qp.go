@@ -295,8 +295,12 @@ func (qp *QP) raise(e verbs.AsyncEvent) {
 	}
 }
 
-// pushSend and pushRecv queue completions; a full CQ is a CQ error and the
-// QP goes to ERR (IBTA §11.4.2.1: "CQ overrun").
+// pushSend and pushRecv queue completions. A completion that finds its CQ
+// full is lost (the CQ raises CQ_ERR) and counted; as on Linux rxe, whose
+// users expect it, the requester goes on (rxe's completer ignores the
+// failed post) and the responder moves the QP to ERR (rxe's class G). IBTA
+// would fail the QP either way (a CQ Error, then a Local Work Queue
+// Catastrophic Error for the QPs that post to it); nic/cq.go says more.
 //
 // The WC goes through a field of the QP: a pointer to a local would escape
 // through the interface call and cost an allocation per completion. The CQ
@@ -305,7 +309,6 @@ func (qp *QP) pushSend(wc verbs.WC) {
 	qp.wc = wc
 	if !qp.Cfg.SendCQ.Push(&qp.wc) {
 		qp.s.ctr.inc(CQOverflow)
-		qp.enterError()
 	}
 }
 

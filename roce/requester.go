@@ -77,8 +77,9 @@ type requester struct {
 	held, unit, turnLeft int
 	budgetBlocked        bool
 
-	retx clock.Deadline // the local ACK timer
-	rnr  clock.Deadline // the wait an RNR NAK asked for
+	retx     clock.Deadline // the local ACK timer
+	retxWait linkWait       // what it waits for on a lossless link (backlog.go)
+	rnr      clock.Deadline // the wait an RNR NAK asked for
 }
 
 // Errors PostSend returns; nic checks most limits first, these are the
@@ -197,7 +198,13 @@ func (qp *QP) PostSend(wr *verbs.SendWR) error {
 // postProgress is progress after a post. An ACK the responder owes but has
 // not sent yet (the receive path lets a woken consumer post first, see
 // Stack.InputBatch) rides in the same burst as the new requests: one
-// sendmmsg instead of two on the round trip of a ping-pong.
+// sendmmsg instead of two on the round trip of a ping-pong. It goes first,
+// as on a NIC that acknowledges at once (rxe): the peer sees its request
+// acknowledged before it sees the answer its consumer may be waiting for.
+// A ping-pong that waits for one CQ's event at a time on a channel it
+// shares (perftest's ib_send_lat -e) otherwise takes the answer's event
+// where it waits for its SEND's, leaves its 1-entry send CQ full, and
+// loses the next send completion.
 func (r *requester) postProgress() {
 	qp := r.qp
 	if !r.canSend() {
@@ -205,10 +212,10 @@ func (r *requester) postProgress() {
 	}
 	qp.beginBatch()
 	defer qp.flushBatch()
-	r.send()
-	if qp.batching && qp.burst != nil && len(qp.burst.frames) > 0 {
+	if r.next < r.tail && !r.rnrWait {
 		qp.resp.flushAck()
 	}
+	r.send()
 }
 
 // opAllowed is the transport's table of send opcodes (IBTA Table 36): UC
@@ -419,6 +426,7 @@ func (r *requester) failLocal(w *swqe, st verbs.WCStatus) {
 // §9.7.6.1.3); timeout 0 means no timer.
 func (qp *QP) armRetransmit() {
 	if t := qp.Attr.Timeout; t != 0 {
+		qp.s.markWait(&qp.req.retxWait)
 		qp.req.retx.Set(ackTimeout(t))
 	}
 }

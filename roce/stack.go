@@ -96,6 +96,10 @@ type Stack struct {
 
 	// budget is shared by the RC requesters (budget.go).
 	budget budget
+
+	// backlog is the link's, if it can tell a queued frame from a lost
+	// one (backlog.go).
+	backlog transport.Backlogger
 }
 
 // ErrUnsupported is returned for QP types the engine does not implement.
@@ -135,6 +139,7 @@ func NewStack(cfg Config) (*Stack, error) {
 		cfg.SourcePorts.HoldSourcePort(SourcePort(GSIQPN)) // QP1 lives as long as the stack
 	}
 	s.sender, _ = cfg.Link.(transport.BatchSender)
+	s.backlog = backlogOf(cfg.Link)
 	if be, ok := cfg.Link.(transport.BatchEndpoint); ok {
 		be.SetBatchReceiver(s.InputBatch)
 	} else {

@@ -72,6 +72,22 @@ type RecvBufferSizer interface {
 	RecvBufferBytes() int
 }
 
+// Backlogger is implemented by a lossless link that knows which frames
+// are still on their way (the in-process pipe): a frame it accepted
+// reaches the receiver unless an end closes. An engine's retransmission
+// timer asks it whether a frame it waits for was lost or is still queued
+// behind a receiver that has not run (a starved process), which only the
+// link can tell.
+type Backlogger interface {
+	// Backlog counts the frames this end sent (out) and those sent
+	// towards it (in).
+	Backlog() (out, in Flow)
+}
+
+// Flow counts frames one way along a link: Sent were accepted, Done have
+// been through the receiver or will never reach it (its end closed).
+type Flow struct{ Sent, Done uint64 }
+
 // ErrClosed is returned by Send on a closed Endpoint.
 var ErrClosed = errors.New("transport: endpoint closed")
 

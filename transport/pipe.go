@@ -8,7 +8,10 @@
 
 package transport
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // pipeDepth bounds the frames in flight towards one end; a sender waits
 // when it is full, as a NIC waits for a busy wire.
@@ -22,6 +25,10 @@ type PipeEnd struct {
 	ch     chan []byte
 	done   chan struct{}
 	closed bool
+
+	// queued counts the frames sent towards this end, delivered those
+	// its receiver has returned from (Backlog).
+	queued, delivered atomic.Uint64
 }
 
 // NewPipe returns the two connected ends of a pipe. Each end runs one
@@ -46,6 +53,7 @@ func (e *PipeEnd) loop() {
 			if r != nil {
 				r(f)
 			}
+			e.delivered.Add(1)
 		case <-e.done:
 			return
 		}
@@ -63,11 +71,31 @@ func (e *PipeEnd) Send(frame []byte) error {
 		return ErrClosed
 	default:
 	}
+	e.peer.queued.Add(1)
 	select {
 	case e.peer.ch <- append([]byte(nil), frame...):
 	case <-e.peer.done:
+		e.peer.delivered.Add(1) // dropped: it will never be delivered
 	}
 	return nil
+}
+
+// Backlog implements Backlogger. Frames queued towards an end that closed
+// count as done: they will never be delivered, and a timer waiting for
+// them must count its timeouts.
+func (e *PipeEnd) Backlog() (out, in Flow) {
+	return e.peer.flow(), e.flow()
+}
+
+// flow is the traffic towards e.
+func (e *PipeEnd) flow() Flow {
+	sent := e.queued.Load()
+	select {
+	case <-e.done:
+		return Flow{Sent: sent, Done: sent}
+	default:
+	}
+	return Flow{Sent: sent, Done: e.delivered.Load()}
 }
 
 // SetReceiver implements Endpoint.

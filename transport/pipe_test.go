@@ -55,3 +55,43 @@ func TestPipe(t *testing.T) {
 		t.Fatalf("send after close: %v", err)
 	}
 }
+
+// TestPipeBacklog: a frame is on its way until its receiver returns; a
+// frame queued towards an end that closed will never arrive and counts
+// as done.
+func TestPipeBacklog(t *testing.T) {
+	a, b := transport.NewPipe()
+	defer a.Close()
+	gate, got := make(chan struct{}), make(chan struct{}, 4)
+	b.SetReceiver(func([]byte) {
+		<-gate
+		got <- struct{}{}
+	})
+	for range 2 {
+		if err := a.Send([]byte{1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, in := a.Backlog()
+	if out.Sent != 2 || out.Done != 0 || in != (transport.Flow{}) {
+		t.Fatalf("two frames held at the receiver: out %+v in %+v", out, in)
+	}
+	if bin, _ := b.Backlog(); bin != (transport.Flow{}) {
+		t.Errorf("b's own sends: %+v", bin)
+	}
+	gate <- struct{}{}
+	<-got
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if out, _ = a.Backlog(); out.Done == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("one frame delivered: out %+v", out)
+		}
+	}
+	b.Close()
+	close(gate)
+	if out, _ = a.Backlog(); out.Done != out.Sent {
+		t.Errorf("frames towards a closed end still counted on their way: %+v", out)
+	}
+}

@@ -23,8 +23,10 @@ type RecvQueue interface {
 
 // CompletionQueue receives completions.
 type CompletionQueue interface {
-	// Push adds a completion. It returns false if the CQ overflowed, which
-	// is a CQ error (IBV_EVENT_CQ_ERR) and puts the QP into ERR.
+	// Push adds a completion. It returns false if the CQ had no room: the
+	// completion is lost (IBV_EVENT_CQ_ERR). As on Linux rxe, a lost send
+	// completion leaves the QP as it is, a lost receive completion puts
+	// it into ERR.
 	Push(wc *WC) bool
 	// Solicited marks that a completion with the solicited event flag
 	// arrived, for CQs armed for solicited events only.

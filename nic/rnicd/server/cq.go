@@ -2,9 +2,23 @@
 // and the mover that carries completions from one to the other.
 //
 // The mover sleeps armed on the ibv CQ and, woken, moves what it holds into
-// the ring while the ring has room. A client that does not poll fills the
-// ring; completions then stay in the ibv CQ, which overruns as a local CQ
-// would (CQ_ERR, and the engine moves the QP to ERR).
+// the ring while the ring has room. The ring is the CQ the client sees, so
+// the two together hold the CQ's size: an in-process NIC's CQ counts what
+// the ring still holds (nic.CQ.SetHolder) and overflows when the two are
+// full, as a CQ of that size does on Linux rxe (nic/cq.go): the completion
+// is lost, the client gets IBV_EVENT_CQ_ERR, and a send completion's QP
+// goes on. So the ring has room for whatever the ibv CQ holds, and a
+// client that does not poll stops nothing. Another NIC's CQ (passthrough)
+// cannot count the ring: a client that does not poll fills the ring, the
+// mover waits for room, and that CQ overruns as its hardware does.
+//
+// An in-process CQ's fired arm does the mover's work at once, on the
+// engine's goroutine (fireNow, nic.CQ.SetFire): the completions go into
+// the ring and the client's channel is signalled before the engine
+// completes anything else, so the CQs of one channel signal in the order
+// their completions came, as a kernel completion channel queues its
+// events. A program that waits for one CQ's event at a time on a channel
+// it shares among CQs (perftest's -e) takes another CQ's event otherwise.
 //
 // Completion events: the client's ReqNotify sets the ring's arm word. The
 // mover, having published completions, fires the CQ's notifier (its slot
@@ -82,13 +96,16 @@ type cqObj struct {
 	stop chan struct{}
 	done chan struct{}
 
-	// The mover's own state.
+	// The mover's state, also touched by fireNow on an engine's
+	// goroutine: mu guards it.
+	mu   sync.Mutex
+	gone bool   // destroyed: fireNow does nothing
 	prod uint32 // the producer index; never read back from the ring
-	wcs  [moveBatch]verbs.WC
-	// held is a completion taken from the ibv CQ while the ring had no
-	// room (at most one: held[:1] of heldBuf), the next to go in.
-	held     []verbs.WC
-	heldBuf  [1]verbs.WC
+	// base is what the ibv CQ had given out before the ring's
+	// producer index started (at 0, or at a resize): the ring holds
+	// taken - base - Cons of what was ever taken (holdRing).
+	base     uint32
+	wcs      [moveBatch]verbs.WC
 	nicArm   int  // nicArmNone, nicArmNext or nicArmSol
 	solMode  bool // the client arms for solicited completions
 	solSeen  bool // a solicited completion arrived since the last fire decision
@@ -109,8 +126,14 @@ func (c *cqObj) event(e verbs.AsyncEvent) {
 
 func (c *cqObj) destroy(s *Session, _ bool) error {
 	c.halt()
+	c.mu.Lock()
+	c.gone = true
+	c.mu.Unlock()
 	if err := c.cq.Destroy(); err != nil {
 		// Still in use by QPs: the CQ lives on, and so must its mover.
+		c.mu.Lock()
+		c.gone = false
+		c.mu.Unlock()
 		c.start()
 		return err
 	}
@@ -178,6 +201,10 @@ func newCQ(s *Session, cqe uint32, notify func() (cqNotifier, error)) (*cqObj, p
 	}
 	c.timer = time.NewTimer(time.Hour)
 	c.timer.Stop()
+	c.holdRing()
+	if n := nic.CQOf(c.cq); n != nil {
+		n.SetFire(c.fireNow)
+	}
 	c.h = s.newHandle()
 	s.dev.own(c.cq, c)
 	s.insert(c)
@@ -228,35 +255,84 @@ func handleArmCQ(s *Session, req *Request, rep *Reply) error {
 	return nil
 }
 
+// fireNow is an in-process CQ's fired arm (nic.CQ.SetFire), on the
+// engine's goroutine as it completes: the completions go into the ring
+// and the client's channel is signalled now, in the engine's order, and
+// the CQ is armed again. A ring without room (a consumer index gone
+// wrong) is left to the mover.
+func (c *cqObj) fireNow() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gone {
+		return
+	}
+	c.fired()
+	moved, bad, full := c.move()
+	c.fire(moved, bad)
+	if full {
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+		return
+	}
+	c.rearm() // an error is a destroyed CQ
+}
+
+// step is one round of the mover: it moves what the ibv CQ holds and
+// fires; if that was nothing it arms the ibv CQ for what the client waits
+// for and looks once more (a completion may have come before the arm).
+// idle: nothing came, the mover may sleep; full: the ring has no room.
+func (c *cqObj) step() (idle, full bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	moved, bad, full := c.move()
+	c.fire(moved, bad)
+	if full || moved > 0 {
+		return false, full, nil
+	}
+	if err := c.rearm(); err != nil {
+		return false, false, err
+	}
+	if moved, bad, full = c.move(); moved > 0 || full {
+		c.fire(moved, bad)
+		return false, full, nil
+	}
+	return true, false, nil
+}
+
+// locked runs f with the mover's state locked.
+func (c *cqObj) locked(f func()) {
+	c.mu.Lock()
+	f()
+	c.mu.Unlock()
+}
+
 // run is the mover.
 func (c *cqObj) run() {
 	defer close(c.done)
 	solPoll := solPollMin
 	for {
-		moved, bad, full := c.move()
-		c.fire(moved, bad)
+		idle, full, err := c.step()
+		if err != nil {
+			<-c.stop // the CQ is gone; only halt remains
+			return
+		}
 		if full {
 			if !c.waitSpace() {
 				return
 			}
 			continue
 		}
-		if moved > 0 {
+		if !idle {
 			solPoll = solPollMin
 			continue
 		}
-		// Idle: arm the ibv CQ for what the client waits for, look
-		// once more (a completion may have come before the arm), sleep.
-		if err := c.rearm(); err != nil {
-			<-c.stop // the CQ is gone; only halt remains
-			return
-		}
-		if moved, bad, full = c.move(); moved > 0 || full {
-			c.fire(moved, bad)
-			continue
-		}
 		var tick <-chan time.Time
-		if c.solMode {
+		c.mu.Lock()
+		solMode := c.solMode
+		c.mu.Unlock()
+		if solMode {
 			// Unsolicited completions do not wake the mover: look on
 			// a timer for a client that polls.
 			c.timer.Reset(solPoll)
@@ -265,11 +341,11 @@ func (c *cqObj) run() {
 		}
 		select {
 		case <-c.cq.Notify():
-			c.fired()
+			c.locked(c.fired)
 		case <-c.kick:
 			solPoll = solPollMin
 		case done := <-c.arm:
-			c.rearm()
+			c.locked(func() { c.rearm() })
 			close(done)
 			solPoll = solPollMin
 		case <-tick:
@@ -332,20 +408,15 @@ func (c *cqObj) chooseMode() {
 	}
 }
 
-// disarm consumes a pending arm for any completion, by firing it: an
-// in-process NIC's CQ fires its arm on Solicited, which the engines call
-// after a solicited completion and which otherwise only disarms. Other
-// CQs keep the arm; its firing is then unclassifiable.
+// disarm cancels a pending arm for any completion: an in-process NIC's CQ
+// can (nic.CQ.Disarm). Other CQs keep the arm; its firing is then
+// unclassifiable.
 func (c *cqObj) disarm() {
 	n := nic.CQOf(c.cq)
 	if n == nil {
 		return
 	}
-	n.Solicited()
-	select {
-	case <-c.cq.Notify(): // ours, or that of a completion that just came
-	default:
-	}
+	n.Disarm()
 	// Whatever completion came meanwhile is in the CQ unclassified;
 	// rearm, arming from none, marks it so.
 	c.nicArm = nicArmNone
@@ -367,15 +438,33 @@ func (c *cqObj) fired() {
 	c.nicArm = nicArmNone
 }
 
+// holdRing has an in-process NIC's CQ count what the ring holds against
+// its size. Everything the mover takes goes into the ring (move takes no
+// more than the ring has room for), so the ring holds what was taken since
+// base less what the client consumed. It is called again when the ring
+// changes: SetHolder waits for a Push using the old ring, which may then
+// be unmapped.
+func (c *cqObj) holdRing() {
+	n := nic.CQOf(c.cq)
+	if n == nil {
+		return
+	}
+	ring, base, stats := c.ring, c.base, &c.s.srv.stats
+	n.SetHolder(func(taken uint32) uint32 {
+		held := taken - base - ring.Cons.Load()
+		if held > ring.Slots() {
+			// A consumer index ahead of the producer or far behind:
+			// the CQ has no room, the client's own loss.
+			stats.ringIndexErrors.Add(1)
+		}
+		return held
+	})
+}
+
 // move moves completions from the ibv CQ into the ring while it has room.
-// full reports a ring without room. A completion that arrives while the
-// ring is full is in the CQ all the same, behind the ones the client has
-// not polled: move takes one such (held) and counts it as moved, so that
-// an armed CQ signals it. A client that polls one completion per event
-// (perftest's -e does, with one channel for two CQs) would otherwise wait
-// for ever for the event its own unpolled completions hold back; rxe,
-// whose CQ has no room behind it, drops the completion instead (CQ_ERR),
-// and the program goes on.
+// full reports a ring without room for what may wait in the ibv CQ: an
+// in-process CQ that counts the ring (holdRing) holds nothing more when
+// the ring is full, and the mover need not wait for room.
 func (c *cqObj) move() (moved int, bad, full bool) {
 	defer func() {
 		if moved > 0 && c.unsorted {
@@ -385,37 +474,19 @@ func (c *cqObj) move() (moved int, bad, full bool) {
 	}()
 	for {
 		used := c.prod - c.ring.Cons.Load()
-		if used > c.ring.Cap {
+		if used >= c.ring.Cap {
 			if used > c.ring.Slots() {
 				// The client published a consumer index ahead of
 				// the producer or far behind: it can only hurt its
 				// own completions. Treat the ring as full.
 				c.s.srv.stats.ringIndexErrors.Add(1)
 			}
-			return moved, bad, true
-		}
-		room := c.ring.Cap - used
-		if room == 0 {
-			if len(c.held) == 0 && c.cq.Poll(c.heldBuf[:]) == 1 {
-				c.held = c.heldBuf[:1]
-				moved++
-				bad = bad || c.held[0].Status != verbs.WCSuccess
+			if n := nic.CQOf(c.cq); n != nil && n.Len() == 0 {
+				return moved, bad, false
 			}
 			return moved, bad, true
 		}
-		if len(c.held) > 0 {
-			// Counted again: an arm made since it was signalled
-			// asks for it too (a second event is harmless, a lost
-			// one is not).
-			proto.PutWC(c.ring.Slot(c.prod), &c.held[0])
-			c.prod++
-			c.ring.Prod.Store(c.prod)
-			moved++
-			bad = bad || c.held[0].Status != verbs.WCSuccess
-			c.held = nil
-			continue
-		}
-		want := min(int(room), moveBatch)
+		want := min(int(c.ring.Cap-used), moveBatch)
 		n := c.cq.Poll(c.wcs[:want])
 		for i := range n {
 			if c.wcs[i].Status != verbs.WCSuccess {
@@ -459,7 +530,10 @@ func (c *cqObj) fire(moved int, bad bool) {
 func (c *cqObj) waitSpace() bool {
 	c.ring.Mover.Or(proto.MoverWantsSpace)
 	defer c.ring.Mover.And(^uint32(proto.MoverWantsSpace))
-	if used := c.prod - c.ring.Cons.Load(); used < c.ring.Cap {
+	c.mu.Lock()
+	used := c.prod - c.ring.Cons.Load()
+	c.mu.Unlock()
+	if used < c.ring.Cap {
 		return true
 	}
 	c.timer.Reset(spaceRetry)
@@ -467,7 +541,7 @@ func (c *cqObj) waitSpace() bool {
 	select {
 	case <-c.kick:
 	case done := <-c.arm:
-		c.chooseMode() // re-armed for real once there is room to move
+		c.locked(c.chooseMode) // re-armed for real once there is room to move
 		close(done)
 	case <-c.timer.C:
 	case <-c.stop:

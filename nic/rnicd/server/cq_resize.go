@@ -48,8 +48,10 @@ func handleResizeCQ(s *Session, req *Request, rep *Reply) error {
 	if err == nil {
 		s.drainQPs()
 		c.halt()
-		c.move() // what the engine completed counts as waiting too
-		err = c.resize(rz, mem, ring)
+		c.locked(func() {
+			c.move() // what the engine completed counts as waiting too
+			err = c.resize(rz, mem, ring)
+		})
 		c.start()
 	}
 	if err != nil {
@@ -89,7 +91,9 @@ func (c *cqObj) resize(rz ibv.ResizeCQ, mem *ringMem, ring *proto.CQRing) error 
 	ring.Flags.Store(c.ring.Flags.Load())
 	old := c.mem
 	c.mem, c.ring, c.prod = mem, ring, n
+	c.base += cons // taken - base was the old producer index
 	c.evMu.Unlock()
+	c.holdRing()
 	old.free()
 	return nil
 }

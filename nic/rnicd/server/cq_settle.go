@@ -12,8 +12,10 @@ package server
 // stopped meanwhile; what does not fit stays for the mover, as always.
 func (c *cqObj) settle() {
 	c.halt()
-	moved, bad, _ := c.move()
-	c.fire(moved, bad)
+	c.locked(func() {
+		moved, bad, _ := c.move()
+		c.fire(moved, bad)
+	})
 	c.start()
 }
 

@@ -1,0 +1,35 @@
+package iwarp
+
+import (
+	"testing"
+
+	"github.com/rnic/rnic/nic/verbs"
+)
+
+// TestSendCQOverflowGoesOn: as roce's, a send completion that finds its
+// CQ full is lost and counted and the connection goes on: the next WRITE
+// lands and completes once the application has polled room.
+func TestSendCQOverflowGoesOn(t *testing.T) {
+	h := newHarness(t, defaultOpts())
+	a, b := h.a, h.b
+	a.scq.limit = 1
+	fill(a.buf[:64], 3)
+	for i := range 3 {
+		a.post(t, verbs.SendWR{ID: uint64(i + 1), Opcode: verbs.WRRDMAWrite, SGL: []verbs.SGE{a.sge(0, 64)},
+			RemoteAddr: b.va(0), RKey: b.mr.RKey()})
+	}
+	h.run()
+	wantWC(t, a.scq.take(), verbs.WC{WRID: 1, Status: verbs.WCSuccess, Opcode: verbs.WCRDMAWrite})
+	if got := a.stack.Counters().Get(CQOverflow); got != 2 {
+		t.Errorf("cq_overflow %d, want 2", got)
+	}
+	h.wantState(a, verbs.QPSRTS)
+	fill(a.buf[64:128], 9)
+	a.post(t, verbs.SendWR{ID: 4, Opcode: verbs.WRRDMAWrite, SGL: []verbs.SGE{a.sge(64, 64)},
+		RemoteAddr: b.va(64), RKey: b.mr.RKey()})
+	h.run()
+	wantWC(t, a.scq.take(), verbs.WC{WRID: 4, Status: verbs.WCSuccess, Opcode: verbs.WCRDMAWrite})
+	if string(b.buf[64:128]) != string(a.buf[64:128]) {
+		t.Error("the WRITE after the overflow did not land")
+	}
+}
