@@ -22,10 +22,14 @@ import (
 	"github.com/rnic/rnic/roce/wire"
 )
 
-// sniffer reads every frame crossing the loopback interface.
+// sniffer reads the frames crossing the loopback interface that carry a
+// UDP datagram to one port. The kernel filters (a classic BPF program on the
+// socket): loopback is shared with every other test and program of the
+// host, and on a busy machine their traffic would fill an unfiltered
+// socket's buffer and push out the one frame looked for.
 type sniffer struct{ fd int }
 
-func newSniffer(t *testing.T) *sniffer {
+func newSniffer(t *testing.T, port uint16) *sniffer {
 	t.Helper()
 	proto := int(htons(unix.ETH_P_ALL))
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, proto)
@@ -43,6 +47,10 @@ func newSniffer(t *testing.T) *sniffer {
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: lo.Index}); err != nil {
 		t.Fatal(err)
 	}
+	prog := udpPortFilter(port)
+	if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}); err != nil {
+		t.Fatal(err)
+	}
 	tv := unix.NsecToTimeval(int64(100 * time.Millisecond))
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
 		t.Fatal(err)
@@ -51,6 +59,36 @@ func newSniffer(t *testing.T) *sniffer {
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// udpPortFilter accepts Ethernet frames (loopback has an all-zero Ethernet
+// header) carrying IPv4 or IPv6 with UDP straight after the IP header and
+// destination port port; it drops every other frame.
+func udpPortFilter(port uint16) []unix.SockFilter {
+	const (
+		ldh  = unix.BPF_LD | unix.BPF_H | unix.BPF_ABS
+		ldb  = unix.BPF_LD | unix.BPF_B | unix.BPF_ABS
+		ldxb = unix.BPF_LDX | unix.BPF_B | unix.BPF_MSH
+		ldhx = unix.BPF_LD | unix.BPF_H | unix.BPF_IND
+		jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		ret  = unix.BPF_RET | unix.BPF_K
+	)
+	return []unix.SockFilter{
+		{Code: ldh, K: 12},                             // 0: EtherType
+		{Code: jeq, K: unix.ETH_P_IP, Jt: 0, Jf: 5},    // 1: IPv4? else 7
+		{Code: ldb, K: 14 + 9},                         // 2: IPv4 protocol
+		{Code: jeq, K: unix.IPPROTO_UDP, Jt: 0, Jf: 8}, // 3: UDP? else drop
+		{Code: ldxb, K: 14},                            // 4: X = IPv4 header length
+		{Code: ldhx, K: 14 + 2},                        // 5: UDP destination port
+		{Code: jeq, K: uint32(port), Jt: 6, Jf: 5},     // 6: accept or drop
+		{Code: jeq, K: unix.ETH_P_IPV6, Jt: 0, Jf: 4},  // 7: IPv6? else drop
+		{Code: ldb, K: 14 + 6},                         // 8: IPv6 next header
+		{Code: jeq, K: unix.IPPROTO_UDP, Jt: 0, Jf: 2}, // 9: UDP? else drop
+		{Code: ldh, K: 14 + 40 + 2},                    // 10: UDP destination port
+		{Code: jeq, K: uint32(port), Jt: 1, Jf: 0},     // 11: accept or drop
+		{Code: ret, K: 0},                              // 12: drop
+		{Code: ret, K: 0xffff},                         // 13: accept
+	}
+}
 
 // find returns the first frame arriving on loopback that match accepts.
 func (s *sniffer) find(t *testing.T, match func([]byte) bool) []byte {
@@ -87,8 +125,8 @@ func udpTo(src, dst netip.Addr, port uint16) func([]byte) bool {
 func TestOnTheWire(t *testing.T) {
 	for _, v6 := range []bool{false, true} {
 		t.Run(map[bool]string{false: "IPv4", true: "IPv6"}[v6], func(t *testing.T) {
-			sn := newSniffer(t)
 			a, b := openPair(t, v6, nil)
+			sn := newSniffer(t, b.Port())
 			b.SetReceiver(func([]byte) {})
 			sent := roceFrame(a, b, frameOpts{tos: 0xB9, ttl: 9, payload: []byte("on the wire")})
 			if err := a.Send(sent); err != nil {
@@ -138,8 +176,8 @@ func TestOnTheWire(t *testing.T) {
 // (the reason every socket here stays unconnected): Linux then takes
 // IP IDs from a running counter. Logged, not asserted: it documents the kernel.
 func TestConnectedSocketID(t *testing.T) {
-	sn := newSniffer(t)
 	a, b := openPair(t, false, nil)
+	sn := newSniffer(t, b.Port())
 	b.SetReceiver(func([]byte) {})
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
