@@ -25,7 +25,7 @@ DROPIN_LIB  := nic/rnicd/dropin/libibverbs
 DROPIN_CM   := nic/rnicd/dropin/librdmacm
 HAVE_CC_VERBS := $(shell command -v $(CC) >/dev/null 2>&1 && [ -e /usr/include/infiniband/verbs.h ] && echo yes)
 
-.PHONY: all build lib lib-asan lib-clang abi test test-race test-verbs demo bench bench-go fuzz lint interop conform-lab clean
+.PHONY: all build lib lib-asan lib-clang abi test test-race test-verbs demo bench bench-go fuzz lint interop conform-lab soak clean
 
 all: build
 
@@ -127,6 +127,21 @@ ifeq ($(HAVE_CC_VERBS),yes)
 else
 	@echo "fuzz: the drop-in library's decoders not fuzzed: apt-get install gcc libibverbs-dev"
 endif
+
+# make soak: our verifying soak program (nic/rnicd/dropin/soak: RC WRITE,
+# READ, SEND, atomics over many QPs, every byte checked) through two
+# unprivileged rnicd daemons with seeded faults on their wires (SOAK_FAULTS,
+# rnicd's --faults keys; none for a clean wire), SOAK_OPS operations; then
+# both daemons must hold the descriptors, mappings and memory they held
+# before, and no object. make test runs a short one (20,000 operations,
+# under AddressSanitizer); this one runs the soak at -O2 (SOAK_ASAN=1 for
+# the sanitizer). SOAK_SEED replays a run; SOAK_QPS, SOAK_MAX_SIZE shape it.
+SOAK_OPS    ?= 1000000
+SOAK_FAULTS ?= loss=0.01,reorder=0.01,dup=0.005,corrupt=0.001
+SOAK_ASAN   ?= 0
+soak:
+	SOAK_OPS=$(SOAK_OPS) SOAK_FAULTS=$(SOAK_FAULTS) SOAK_ASAN=$(SOAK_ASAN) \
+		$(GO) test -count=1 -v -timeout 0 -run '^TestSoak$$' ./nic/rnicd/dropin/
 
 # Interop with Linux rxe and siw (root; boots QEMU guests of the lab in
 # cmd/interop/lab, whose image it builds or brings up to date first): every pairing of rnic with rxe and siw in both
