@@ -33,6 +33,10 @@ type FaultEndpoint struct {
 	pipes  [2]pipe
 	recv   func([]byte)
 	closed bool
+
+	// rec, if set, records what crosses the wrapper (Capture).
+	rec   FrameRecorder
+	stamp func() time.Time
 }
 
 // pipe orders one direction's in-order frames.
@@ -52,6 +56,7 @@ type pipe struct {
 type queued struct {
 	at    time.Duration
 	frame []byte
+	note  LinkNote
 }
 
 // WithFaults wraps ep with the faults of cfg, timed by clk and seeded by
@@ -105,8 +110,10 @@ func (fe *FaultEndpoint) arrive(frame []byte) {
 func (fe *FaultEndpoint) inject(dir Direction, buf []byte, v Verdict) error {
 	fe.mu.Lock()
 	f := fe.inj.decide(dir, buf, v)
+	note := f.notes()
 	if f.lost {
 		fe.mu.Unlock()
+		fe.record(f.wire, note|NoteLost)
 		return nil
 	}
 	now := fe.clk.Now()
@@ -118,20 +125,25 @@ func (fe *FaultEndpoint) inject(dir Direction, buf []byte, v Verdict) error {
 		fe.mu.Unlock()
 		p.serial.Lock()
 		defer p.serial.Unlock()
-		return fe.hand(dir, f.copies[0].frame)
+		return fe.hand(dir, f.copies[0].frame, note)
 	}
 
 	queuedAny := false
-	for _, c := range f.copies[:f.n] {
+	for i, c := range f.copies[:f.n] {
+		n := note
+		if i == 1 {
+			n |= NoteDuplicate
+		}
 		if c.hold > 0 {
+			n |= NoteHeld
 			fe.clk.AfterFunc(at+c.hold-now, func() {
 				p.serial.Lock()
 				defer p.serial.Unlock()
-				_ = fe.hand(dir, c.frame)
+				_ = fe.hand(dir, c.frame, n)
 			})
 			continue
 		}
-		p.queue = append(p.queue, queued{at: at, frame: c.frame})
+		p.queue = append(p.queue, queued{at: at, frame: c.frame, note: n})
 		queuedAny = true
 	}
 	fe.mu.Unlock()
@@ -161,12 +173,14 @@ func (fe *FaultEndpoint) drain(dir Direction) {
 		p.queue[0] = queued{}
 		p.queue = p.queue[1:]
 		fe.mu.Unlock()
-		_ = fe.hand(dir, q.frame)
+		_ = fe.hand(dir, q.frame, q.note)
 	}
 }
 
-// hand passes one copy on; the caller holds the direction's serial lock.
-func (fe *FaultEndpoint) hand(dir Direction, frame []byte) error {
+// hand passes one copy on, recording it with note first; the caller holds
+// the direction's serial lock.
+func (fe *FaultEndpoint) hand(dir Direction, frame []byte, note LinkNote) error {
+	fe.record(frame, note)
 	fe.mu.Lock()
 	st := &fe.inj.stats[dir]
 	if fe.closed {
@@ -196,6 +210,33 @@ func (fe *FaultEndpoint) hand(dir Direction, frame []byte) error {
 	fe.mu.Unlock()
 	r(frame)
 	return nil
+}
+
+// Capture makes fe record every frame that crosses it in rec, stamped by
+// stamp, with a note (NoteRecorder) on each the faults touched, as a
+// simulated link's capture does: a delivered copy when it is handed on,
+// with the bytes the far side gets; a lost frame when it was sent. Call it
+// before traffic flows.
+func (fe *FaultEndpoint) Capture(rec FrameRecorder, stamp func() time.Time) {
+	fe.mu.Lock()
+	fe.rec, fe.stamp = rec, stamp
+	fe.mu.Unlock()
+}
+
+// record writes frame to the capture, if any. Write errors are sticky in
+// the recorder.
+func (fe *FaultEndpoint) record(frame []byte, n LinkNote) {
+	fe.mu.Lock()
+	rec, stamp := fe.rec, fe.stamp
+	fe.mu.Unlock()
+	if rec == nil {
+		return
+	}
+	if nr, ok := rec.(NoteRecorder); ok && n != 0 {
+		_ = nr.WriteFrameNote(stamp(), frame, NotePrefix+n.String())
+		return
+	}
+	_ = rec.WriteFrame(stamp(), frame)
 }
 
 // SetReceiver implements Endpoint.

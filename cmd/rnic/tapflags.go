@@ -6,13 +6,16 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
+	"os"
 	"slices"
 
 	"github.com/spf13/pflag"
 
 	"github.com/rnic/rnic/nic/tapnic"
+	"github.com/rnic/rnic/transport"
 )
 
 // tapModeHelp opens the TAP-mode paragraph of every TAP-mode command's
@@ -28,13 +31,17 @@ type tapFlags struct {
 	mtu             int
 	offload         bool
 	netns, bridge   string
-	fs              *pflag.FlagSet
+	faults          string
+	// faultLog is told each NIC's faults at its start and what they did
+	// at its end (tapnic.Config.FaultLog).
+	faultLog io.Writer
+	fs       *pflag.FlagSet
 }
 
 // addTAPFlags declares the flags on fs. perNIC says the command takes
 // two NICs (demo), whose flags are given once per NIC in order.
 func addTAPFlags(fs *pflag.FlagSet, perNIC bool) *tapFlags {
-	f := &tapFlags{fs: fs}
+	f := &tapFlags{fs: fs, faultLog: os.Stderr}
 	if perNIC {
 		fs.StringArrayVar(&f.taps, "tap", nil, "TAP mode: the TAP device of rnic0, then rnic1 (created if missing, removed on exit)")
 		fs.StringArrayVar(&f.ips, "ip", nil, "TAP mode: each NIC's address with its prefix (CIDR), rnic0's then rnic1's")
@@ -48,6 +55,7 @@ func addTAPFlags(fs *pflag.FlagSet, perNIC bool) *tapFlags {
 	fs.BoolVar(&f.offload, "tap-offload", true, "TAP mode: TCP segmentation and checksum offload with the kernel (iWARP and the side channel move 64 KiB super-segments; false: one wire segment per frame, also in --pcap)")
 	fs.StringVar(&f.netns, "netns", "", "TAP mode: the network namespace (ip netns) of the TAP")
 	fs.StringVar(&f.bridge, "bridge", "", "TAP mode: enslave the TAP(s) to this bridge")
+	fs.StringVar(&f.faults, "faults", "", "TAP mode: seeded faults on the NIC's wire, e.g. loss=0.01,reorder=25%,dup=0.01,corrupt=0.001,delay=0.01,delay-time=1ms..5ms,reorder-window=1ms,seed=7,dir=tx|rx|both (tx, the default: the frames the NIC sends); turns --tap-offload off; the seed is printed, and what was injected at the end")
 	return f
 }
 
@@ -59,7 +67,7 @@ var errTAPFlags = errors.New("bad TAP flags")
 // given once per NIC in order.
 func (f *tapFlags) configs() ([]tapnic.Config, error) {
 	if len(f.taps) == 0 {
-		for _, name := range []string{"ip", "mac", "tap-mtu", "tap-offload", "netns", "bridge"} {
+		for _, name := range []string{"ip", "mac", "tap-mtu", "tap-offload", "netns", "bridge", "faults"} {
 			if f.fs.Changed(name) {
 				return nil, fmt.Errorf("%w: --%s without --tap", errTAPFlags, name)
 			}
@@ -79,12 +87,17 @@ func (f *tapFlags) configs() ([]tapnic.Config, error) {
 	if len(f.macs) > n {
 		return nil, fmt.Errorf("%w: %d --mac for %d TAP(s)", errTAPFlags, len(f.macs), n)
 	}
+	faults, err := f.faultSpec()
+	if err != nil {
+		return nil, err
+	}
 	cfgs := make([]tapnic.Config, n)
 	for i, name := range f.taps {
 		if name == "" || slices.Contains(f.taps[:i], name) {
 			return nil, fmt.Errorf("%w: --tap %q: empty or given twice", errTAPFlags, name)
 		}
-		cfgs[i] = tapnic.Config{TAP: name, MTU: f.mtu, Netns: f.netns, Bridge: f.bridge, NoOffload: !f.offload}
+		cfgs[i] = tapnic.Config{TAP: name, MTU: f.mtu, Netns: f.netns, Bridge: f.bridge, NoOffload: !f.offload,
+			Faults: faults, FaultLog: f.faultLog}
 	}
 	for i, s := range f.ips {
 		p, err := netip.ParsePrefix(s)
@@ -111,6 +124,20 @@ func (f *tapFlags) configs() ([]tapnic.Config, error) {
 		cfgs[i].MAC = [6]byte(hw)
 	}
 	return cfgs, nil
+}
+
+// faultSpec is --faults parsed, its seed drawn if not given (nil
+// without --faults). Every NIC of the command line gets the same spec.
+func (f *tapFlags) faultSpec() (*transport.FaultSpec, error) {
+	if !f.fs.Changed("faults") {
+		return nil, nil
+	}
+	fs, err := transport.ParseFaultSpec(f.faults)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --faults: %v", errTAPFlags, err)
+	}
+	fs = fs.Resolve()
+	return &fs, nil
 }
 
 // pathMTUFor is the largest path MTU a TAP's Ethernet MTU allows (the

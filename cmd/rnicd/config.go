@@ -20,6 +20,7 @@ import (
 	"github.com/rnic/rnic/nic/rnicd/server"
 	"github.com/rnic/rnic/nic/tapnic"
 	"github.com/rnic/rnic/tap"
+	"github.com/rnic/rnic/transport"
 )
 
 // deviceSpec is one NIC to run: its tapnic configuration (TAP mode) or its
@@ -89,8 +90,9 @@ func newFlagSet(first map[string]*string, devices *[]string, opts *options) *pfl
 	for _, k := range deviceKeys {
 		first[k] = fs.String(k, "", help[k])
 	}
+	first["faults"] = fs.String("faults", "", faultsFlagHelp)
 	fs.StringArrayVar(devices, "device", nil,
-		"another NIC: 'name=rnic1,tap=t1,ip=CIDR,ip6=CIDR,mac=MAC,mtu=N,pcap=FILE,netns=NS,bridge=BR,transport=roce|iwarp', 'name=rnic1,udp=ADDR[:PORT],mtu=N,pcap=FILE', 'name=rnic1,tcp=ADDR,pcap=FILE' (iWARP) or 'verbs=rxe0' (repeatable)")
+		"another NIC: 'name=rnic1,tap=t1,ip=CIDR,ip6=CIDR,mac=MAC,mtu=N,pcap=FILE,netns=NS,bridge=BR,transport=roce|iwarp', 'name=rnic1,udp=ADDR[:PORT],mtu=N,pcap=FILE', 'name=rnic1,tcp=ADDR,pcap=FILE' (iWARP) or 'verbs=rxe0' (repeatable); a tap or udp NIC also takes the keys of --faults (loss=0.01,seed=7,...)")
 	d := server.DefaultLimits()
 	fs.StringVar(&opts.socket, "socket", ibv.DefaultSocketPath(),
 		"serve the NICs to local processes on this Unix socket (mode 0600; its directory is created 0700); empty: serve none")
@@ -146,6 +148,14 @@ func parseArgs(args []string) (*options, error) {
 			kv[k] = *first[k]
 		}
 	}
+	if fs.Changed("faults") {
+		if len(kv) == 0 {
+			return nil, errors.New("--faults applies to the first device: give its --tap or --udp too")
+		}
+		if err := mergeFaultsFlag(kv, *first["faults"]); err != nil {
+			return nil, err
+		}
+	}
 	if len(kv) > 0 {
 		_, isTAP := kv["tap"]
 		_, isUDP := kv["udp"]
@@ -190,8 +200,9 @@ func splitDeviceSpec(s string) (map[string]string, error) {
 		switch {
 		case !ok:
 			return nil, fmt.Errorf("%q is not key=value", field)
-		case !isDeviceKey(k):
-			return nil, fmt.Errorf("unknown key %q (keys: %s)", k, strings.Join(deviceKeys, ", "))
+		case !isDeviceKey(k) && !transport.IsFaultKey(k):
+			return nil, fmt.Errorf("unknown key %q (keys: %s; faults: %s)", k, strings.Join(deviceKeys, ", "),
+				strings.Join(transport.FaultKeys, ", "))
 		case v == "":
 			return nil, fmt.Errorf("empty %s", k)
 		}
@@ -229,6 +240,21 @@ func specFromKeys(kv map[string]string, defaultName, flagPrefix string) (deviceS
 		}
 		return k + "="
 	}
+	faults, err := takeFaults(kv)
+	if err != nil {
+		return deviceSpec{}, err
+	}
+	if faults != nil && kv["tap"] == "" && kv["udp"] == "" {
+		return deviceSpec{}, fmt.Errorf("faults apply to a NIC on %s or %s (frames on a wire); not to %s or %s",
+			key("tap"), key("udp"), key("tcp"), key("verbs"))
+	}
+	s, err := nicSpecFromKeys(kv, defaultName, key)
+	s.Faults = faults
+	return s, err
+}
+
+// nicSpecFromKeys is specFromKeys without the fault keys.
+func nicSpecFromKeys(kv map[string]string, defaultName string, key func(string) string) (deviceSpec, error) {
 	if v, ok := kv["verbs"]; ok {
 		return verbsSpecFromKeys(kv, v, key)
 	}

@@ -261,7 +261,8 @@ func openDevice(s deviceSpec) (*device, error) {
 	var en *embedded.NIC
 	if s.UDP.IsValid() {
 		en, err = embedded.Open(embedded.UDPConfig{Name: s.Name, Addr: s.UDP.Addr(), Port: s.UDP.Port(), MTU: s.MTU, Pcap: d.pcap,
-			NoPoll: true}) // its clients spin on the rings (udp.Config.NoPoll)
+			NoPoll: true, // its clients spin on the rings (udp.Config.NoPoll)
+			Faults: s.Faults})
 		if err == nil {
 			d.udp = en
 		}
@@ -277,7 +278,7 @@ func openDevice(s deviceSpec) (*device, error) {
 	if err != nil {
 		return nil, d.openFailed(err)
 	}
-	d.ready = d.readyLine()
+	d.ready = d.readyLine() + faultsReady(s)
 	closeNIC := en.Close
 	if d.tap != nil {
 		closeNIC = d.tap.Close

@@ -23,7 +23,8 @@ func servedDevice(en *embedded.NIC, tap *tapnic.NIC, closeNIC func() error) (ibv
 	opt := nic.IBVOptions{Network: server.KernelNetwork(en.Addr), Close: closeNIC}
 	if tap != nil {
 		opt.Network = tap.Network()
-		opt.Counters = func() []ibv.Counter { return append(en.PortCounters(), tap.HostPortCounters()...) }
+		opt.Counters = withFaultCounters(func() []ibv.Counter { return append(en.PortCounters(), tap.HostPortCounters()...) },
+			tap.FaultCounters)
 	}
 	dev, err := rdmacm.LocalWith(en, rdmacm.Config{}, opt)
 	if err != nil {

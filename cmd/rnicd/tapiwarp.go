@@ -43,10 +43,11 @@ func openTAPIWARP(d *device) (*device, error) {
 		return nil, d.openFailed(fmt.Errorf("%s on tap %s: %w", s.Name, s.TAP, err))
 	}
 	d.tap, d.iw = tn, iw
-	d.ready = d.tapReadyLine("iwarp tap")
+	d.ready = d.tapReadyLine("iwarp tap") + faultsReady(s)
 	d.dev = iw.Verbs(nic.IBVOptions{Network: tn.Network(), Close: func() error {
 		return errors.Join(iw.Close(), tn.Close())
-	}, Counters: func() []ibv.Counter { return append(iw.PortCounters(), tn.HostPortCounters()...) }})
+	}, Counters: withFaultCounters(func() []ibv.Counter { return append(iw.PortCounters(), tn.HostPortCounters()...) },
+		tn.FaultCounters)})
 	return d, nil
 }
 

@@ -26,6 +26,9 @@ func (n *NIC) PortCounters() []ibv.Counter {
 			ibv.Counter{Name: "udp_send_errors", Value: st.SendErrors},
 			ibv.Counter{Name: "udp_recv_errors", Value: st.RecvErrors})
 	}
+	if n.faults != nil {
+		out = append(out, FaultCounters(n.faults.Stats)...)
+	}
 	return out
 }
 

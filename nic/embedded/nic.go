@@ -75,7 +75,9 @@ type NIC struct {
 	MAC   [6]byte
 	link  transport.Endpoint
 	udp   *udp.Endpoint // the kernel UDP link of Open, nil on other links
-	once  sync.Once
+	// faults are the seeded faults on udp (UDPConfig.Faults), if any.
+	faults *transport.FaultEndpoint
+	once   sync.Once
 }
 
 // NewNIC builds a NIC on cfg.Link.

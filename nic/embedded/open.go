@@ -43,6 +43,11 @@ type UDPConfig struct {
 	// NoPoll: the receive loop parks as soon as its socket is empty (see
 	// udp.Config.NoPoll); rnicd's NICs.
 	NoPoll bool
+	// Faults, if set, puts seeded faults between the engine and its
+	// socket (faults.go); its seed must be resolved. Pcap then records
+	// the wire as the faults leave it, with a note on each frame they
+	// touched.
+	Faults *transport.FaultSpec
 }
 
 // Open opens a NIC in the embedded mode.
@@ -76,8 +81,15 @@ func Open(cfg UDPConfig) (*NIC, error) {
 		return nil, fmt.Errorf("embedded: %w", err)
 	}
 	peers := cfg.PeerPorts
-	n, err := NewNIC(Config{Name: cfg.Name, Addr: ep.Addr(), MAC: ep.MAC(), MTU: cfg.MTU, Link: ep,
-		Pcap: cfg.Pcap, Trace: cfg.Trace, Budget: cfg.Budget,
+	var link transport.Endpoint = ep
+	var faults *transport.FaultEndpoint
+	pw := cfg.Pcap
+	if cfg.Faults != nil {
+		faults = withFaults(ep, *cfg.Faults, cfg.Pcap)
+		link, pw = faults, nil
+	}
+	n, err := NewNIC(Config{Name: cfg.Name, Addr: ep.Addr(), MAC: ep.MAC(), MTU: cfg.MTU, Link: link,
+		Pcap: pw, Trace: cfg.Trace, Budget: cfg.Budget,
 		// The kernel hides the peer's MAC; the link puts a synthetic one,
 		// derived from the address, on every frame it delivers, and the
 		// engine addresses peers the same way so captures agree.
@@ -88,6 +100,6 @@ func Open(cfg UDPConfig) (*NIC, error) {
 		ep.Close()
 		return nil, err
 	}
-	n.udp = ep
+	n.udp, n.faults = ep, faults
 	return n, nil
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/roce"
 	"github.com/rnic/rnic/tap"
+	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/stream"
 	"github.com/rnic/rnic/transport/udp"
@@ -76,6 +77,15 @@ type Config struct {
 	// TraceEvents, if set, receives the RoCE engine's trace events (see
 	// embedded.Config.TraceEvents).
 	TraceEvents func(roce.TraceEvent)
+	// Faults, if set, puts seeded faults on the wire (faults.go); its seed
+	// must be resolved (transport.FaultSpec.Resolve). It turns offload
+	// off: a fault hits one wire frame, not a 64 KiB super-segment. Pcap
+	// then records the wire as the faults leave it, with a note on every
+	// frame they touched.
+	Faults *transport.FaultSpec
+	// FaultLog, if set with Faults, is told the faults at Open and what
+	// they did (FaultReport) at Close.
+	FaultLog io.Writer
 }
 
 // ErrConfig is wrapped by configuration errors.
@@ -91,12 +101,15 @@ type NIC struct {
 	// (iwarp.Config.Network).
 	Streams stream.Network
 
-	dev      *tap.Device
-	host     *tap.Host
-	tcp      *tap.TCPStack
-	prefixes []netip.Prefix // the Host's: the link-local address, then Config.Prefixes
-	once     sync.Once
-	err      error
+	dev       *tap.Device
+	faults    *tap.FaultIO // nil without Config.Faults
+	faultSpec transport.FaultSpec
+	faultLog  io.Writer
+	host      *tap.Host
+	tcp       *tap.TCPStack
+	prefixes  []netip.Prefix // the Host's: the link-local address, then Config.Prefixes
+	once      sync.Once
+	err       error
 
 	portMu sync.Mutex // guards port and closed
 	port   *HostPort  // hostport.go
@@ -121,13 +134,24 @@ func Open(cfg Config) (*NIC, error) {
 	}
 	hostPrefixes := withLinkLocal(cfg.Prefixes, cfg.MAC)
 	dev, err := tap.OpenDevice(tap.DeviceConfig{Name: cfg.TAP, Netns: cfg.Netns, Bridge: cfg.Bridge, MTU: cfg.MTU,
-		Offload: !cfg.NoOffload})
+		Offload: !cfg.NoOffload && cfg.Faults == nil})
 	if err != nil {
 		return nil, fmt.Errorf("tapnic: %w", err)
 	}
-	host, err := tap.NewHost(tap.HostConfig{IO: dev, MAC: cfg.MAC, Prefixes: hostPrefixes, MTU: cfg.MTU, Pcap: cfg.Pcap})
+	var wire tap.FrameIO = dev
+	var faults *tap.FaultIO
+	hostPcap := cfg.Pcap
+	if cfg.Faults != nil {
+		if faults, err = openFaults(&cfg, dev); err != nil {
+			dev.Close()
+			return nil, fmt.Errorf("tapnic: %w", err)
+		}
+		wire = faults
+		hostPcap = nil // the faults record the wire
+	}
+	host, err := tap.NewHost(tap.HostConfig{IO: wire, MAC: cfg.MAC, Prefixes: hostPrefixes, MTU: cfg.MTU, Pcap: hostPcap})
 	if err != nil {
-		dev.Close()
+		wire.Close()
 		return nil, fmt.Errorf("tapnic: %w", err)
 	}
 	tcfg := tap.TCPStackConfig{Prefixes: cfg.Prefixes, MTU: cfg.MTU, Output: host.SendIP}
@@ -149,8 +173,12 @@ func Open(cfg Config) (*NIC, error) {
 		return nil, fmt.Errorf("tapnic: %w", err)
 	}
 	host.Start()
-	return &NIC{NIC: en, Addrs: addrs, Streams: tcp.Streams(stream.TCPConfig{}), dev: dev, host: host, tcp: tcp,
-		prefixes: hostPrefixes}, nil
+	n := &NIC{NIC: en, Addrs: addrs, Streams: tcp.Streams(stream.TCPConfig{}), dev: dev, host: host, tcp: tcp,
+		prefixes: hostPrefixes, faults: faults, faultLog: cfg.FaultLog}
+	if cfg.Faults != nil {
+		n.faultSpec = *cfg.Faults
+	}
+	return n, nil
 }
 
 // withLinkLocal returns the host stack's prefixes: the link-local address
@@ -235,6 +263,7 @@ func (n *NIC) TAP() *tap.Device { return n.dev }
 // first), the TCP stack and the host stack, and closes the TAP (a TAP the NIC created vanishes).
 func (n *NIC) Close() error {
 	n.once.Do(func() {
+		n.logFaultReport(n.faultLog) // while the engines' counters still count
 		n.closePort()
 		n.err = n.NIC.Close() // RoCE engine, verbs device, its endpoint on the Host
 		n.tcp.Close()

@@ -29,6 +29,9 @@ type Frame struct {
 	Timestamp time.Time
 	Data      []byte // the captured bytes; owned by the caller
 	Length    int    // the frame's length on the wire; above len(Data) if the capture truncated it
+	// Comments are the record's comments (pcapng only): what a link's
+	// faults did to it, for one ("rnic: lost").
+	Comments []string
 }
 
 // Truncated reports whether the capture kept only part of the frame.
@@ -36,7 +39,7 @@ func (f Frame) Truncated() bool { return f.Length > len(f.Data) }
 
 // Reader reads Ethernet frames from a capture.
 type Reader struct {
-	next func() ([]byte, gopacket.CaptureInfo, error)
+	next func() ([]byte, gopacket.CaptureInfo, []string, error)
 	ng   bool
 	n    int
 }
@@ -77,7 +80,11 @@ func NewReader(r io.Reader) (*Reader, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pcap: pcapng: %w", err)
 		}
-		return &Reader{next: ng.ReadPacketData, ng: true}, nil
+		next := func() ([]byte, gopacket.CaptureInfo, []string, error) {
+			data, ci, opts, err := ng.ReadPacketDataWithOptions()
+			return data, ci, opts.Comments, err
+		}
+		return &Reader{next: next, ng: true}, nil
 	case magicPcapMicroLE, magicPcapMicroBE, magicPcapNanoLE, magicPcapNanoBE:
 		pr, err := pcapgo.NewReader(br)
 		if err != nil {
@@ -86,7 +93,11 @@ func NewReader(r io.Reader) (*Reader, error) {
 		if lt := pr.LinkType(); lt != layers.LinkTypeEthernet {
 			return nil, linkTypeError(lt)
 		}
-		return &Reader{next: pr.ReadPacketData}, nil
+		next := func() ([]byte, gopacket.CaptureInfo, []string, error) {
+			data, ci, err := pr.ReadPacketData()
+			return data, ci, nil, err
+		}
+		return &Reader{next: next}, nil
 	}
 	return nil, fmt.Errorf("pcap: not a pcap or pcapng capture (magic % x)", head)
 }
@@ -97,7 +108,7 @@ func linkTypeError(lt layers.LinkType) error {
 
 // Next returns the next frame, or io.EOF after the last one.
 func (p *Reader) Next() (Frame, error) {
-	data, ci, err := p.next()
+	data, ci, comments, err := p.next()
 	if err != nil {
 		if err == io.EOF {
 			return Frame{}, io.EOF
@@ -110,7 +121,7 @@ func (p *Reader) Next() (Frame, error) {
 		}
 	}
 	p.n++
-	return Frame{Timestamp: ci.Timestamp, Data: data, Length: ci.Length}, nil
+	return Frame{Timestamp: ci.Timestamp, Data: data, Length: ci.Length, Comments: comments}, nil
 }
 
 // ReadFrom reads every frame of a capture.
