@@ -133,14 +133,15 @@ endif
 # unprivileged rnicd daemons with seeded faults on their wires (SOAK_FAULTS,
 # rnicd's --faults keys; none for a clean wire), SOAK_OPS operations; then
 # both daemons must hold the descriptors, mappings and memory they held
-# before, and no object. make test runs a short one (20,000 operations,
-# under AddressSanitizer); this one runs the soak at -O2 (SOAK_ASAN=1 for
+# before, and no object. make test runs a short one (20,000 operations of
+# up to 256 KiB, under AddressSanitizer); this one runs the soak at -O2 (SOAK_ASAN=1 for
 # the sanitizer). SOAK_SEED replays a run; SOAK_QPS, SOAK_MAX_SIZE shape it.
 SOAK_OPS    ?= 1000000
 SOAK_FAULTS ?= loss=0.01,reorder=0.01,dup=0.005,corrupt=0.001
 SOAK_ASAN   ?= 0
+SOAK_MAX_SIZE ?= 1048576
 soak:
-	SOAK_OPS=$(SOAK_OPS) SOAK_FAULTS=$(SOAK_FAULTS) SOAK_ASAN=$(SOAK_ASAN) \
+	SOAK_OPS=$(SOAK_OPS) SOAK_FAULTS=$(SOAK_FAULTS) SOAK_ASAN=$(SOAK_ASAN) SOAK_MAX_SIZE=$(SOAK_MAX_SIZE) \
 		$(GO) test -count=1 -v -timeout 0 -run '^TestSoak$$' ./nic/rnicd/dropin/
 
 # Interop with Linux rxe and siw (root; boots QEMU guests of the lab in
