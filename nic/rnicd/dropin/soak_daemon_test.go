@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -176,4 +177,27 @@ func (s *daemonStat) leftovers() string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// TestSoakBaselineRule: the rule checkSoakBaseline applies tells a daemon
+// that leaked a descriptor, a client's mapping or memory from one that only
+// grew threads and heap within the slack.
+func TestSoakBaselineRule(t *testing.T) {
+	before := holding{fds: 19, maps: 73, threads: 8, rssKiB: 20000}
+	for _, c := range []struct {
+		name  string
+		after holding
+		ok    bool
+	}{
+		{"same", before, true},
+		{"two new threads, their mappings, heap", holding{fds: 19, maps: 73 + 8 + mapsSlack, threads: 10, rssKiB: 30000}, true},
+		{"a descriptor more", holding{fds: 20, maps: 73, threads: 8, rssKiB: 20000}, false},
+		{"a memfd window more", holding{fds: 19, maps: 74, memfds: 1, threads: 8, rssKiB: 20000}, false},
+		{"mappings no thread explains", holding{fds: 19, maps: 73 + mapsSlack + 1, threads: 8, rssKiB: 20000}, false},
+		{"RSS beyond the slack", holding{fds: 19, maps: 73, threads: 8, rssKiB: 20000 + rssSlackKiB + 1}, false},
+	} {
+		if diff := backToBaseline(before, c.after); (diff == "") != c.ok {
+			t.Errorf("%s: backToBaseline = %q, want ok %v", c.name, diff, c.ok)
+		}
+	}
 }

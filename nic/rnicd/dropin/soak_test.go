@@ -114,7 +114,8 @@ func needSoak(t *testing.T, asan bool) string {
 	return soakBuild.bin[asan]
 }
 
-// soakRun is one soak: its responder on daemon a, its requester on b.
+// soakRun is one soak: its responder on daemon a (NIC rnic0), its
+// requester on b (rnic1).
 type soakRun struct {
 	t       *testing.T
 	bin     string
@@ -155,7 +156,7 @@ func (s *soakRun) run(deadline time.Duration, args ...string) {
 	t := s.t
 	t.Helper()
 	port := strconv.Itoa(s.port)
-	resp := s.program("soak responder", s.a, false, "-d", s.a.p.name[len("rnicd "):], "-p", port)
+	resp := s.program("soak responder", s.a, false, "-d", "rnic0", "-p", port)
 	for !listening(resp.cmd.Process.Pid, s.port) {
 		select {
 		case <-resp.done:
@@ -164,7 +165,7 @@ func (s *soakRun) run(deadline time.Duration, args ...string) {
 		}
 	}
 	req := s.program("soak requester", s.b, s.stream,
-		append(append([]string{"-d", s.b.p.name[len("rnicd "):], "-p", port}, args...), "127.0.0.1")...)
+		append(append([]string{"-d", "rnic1", "-p", port}, args...), "127.0.0.1")...)
 	end := time.After(deadline)
 	req.wait(end)
 	if !req.ok() {
