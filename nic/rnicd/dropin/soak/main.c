@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void usage(void)
+/* usage prints the help, on stdout when asked for (--help, exit 0), else
+ * on stderr (exit 2). */
+static void usage(int code)
 {
 	fputs("usage: soak [-d DEV] [-g GID_INDEX] [-p PORT]                     (responder)\n"
 	      "       soak [-d DEV] [-g GID_INDEX] [-p PORT] [-n OPS] [-q QPS] [-D DEPTH] [-c CREDITS]\n"
@@ -21,11 +23,12 @@ static void usage(void)
 	      "SGEs; every byte is a pattern of (SEED, QP, sequence) checked where it lands, atomics\n"
 	      "against a model of the remote word. CREDITS (4): receives the responder keeps posted\n"
 	      "per QP. An operation or message without its completion for SECONDS (60) stops it\n"
-	      "(the watchdog). ACK_TIMEOUT (14): the QPs' local ACK timeout, 4.096 us * 2^N.\n"
+	      "(the watchdog). ACK_TIMEOUT (17): the QPs' local ACK timeout, 4.096 us * 2^N (537 ms:\n"
+	      "up to 128 MiB may wait in flight behind a slow or lossy link).\n"
 	      "Exits 0 when every operation completed and checked, 1 on the first failure (named:\n"
 	      "QP, operation, sequence), 2 on bad usage.\n",
-	      stderr);
-	exit(2);
+	      code ? stderr : stdout);
+	exit(code);
 }
 
 static unsigned long long number(const char *s, unsigned long long min, unsigned long long max)
@@ -35,7 +38,7 @@ static unsigned long long number(const char *s, unsigned long long min, unsigned
 
 	if (!*s || *end || v < min || v > max) {
 		fprintf(stderr, "soak: %s is not a number from %llu to %llu\n", s, min, max);
-		usage();
+		usage(2);
 	}
 	return v;
 }
@@ -52,7 +55,7 @@ int main(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	struct params p = {.ops = 20000, .seed = 1, .qps = 16, .depth = 8, .credits = 4, .max_size = 1 << 20,
-			   .timeout = 60, .ack_timeout = 14};
+			   .timeout = 60, .ack_timeout = 17};
 	const char *dev = NULL, *port = "18600";
 	int gid_index = 0, c;
 
@@ -70,11 +73,12 @@ int main(int argc, char **argv)
 		case 'S': p.seed = number(optarg, 0, ~0ULL); break;
 		case 'w': p.timeout = (uint32_t)number(optarg, 1, 86400); break;
 		case 't': p.ack_timeout = (uint8_t)number(optarg, 0, 31); break;
-		default: usage();
+		case 'h': usage(0); break;
+		default: usage(2);
 		}
 	}
 	if (optind + 1 < argc)
-		usage();
+		usage(2);
 	if (optind == argc)
 		return run_responder(dev, gid_index, port);
 	return run_requester(&p, dev, gid_index, argv[optind], port);
