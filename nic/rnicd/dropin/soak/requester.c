@@ -346,10 +346,14 @@ static void credit(struct requester *r, uint32_t q, const struct ibv_wc *wc)
 	if (wc->opcode != IBV_WC_RECV || !(wc->wc_flags & IBV_WC_WITH_IMM) || wc->byte_len)
 		die("QP %u: a credit came as opcode %d, flags %#x, %u bytes", q, (int)wc->opcode, wc->wc_flags,
 		    wc->byte_len);
-	if (ntohl(wc->imm_data) != (uint32_t)(st->credits + 1))
-		die("QP %u: credit %u after %" PRIu64 ": a message confirmed out of order or twice", q,
-		    ntohl(wc->imm_data), st->credits);
-	st->credits++;
+	/* A credit says how many messages the responder has checked: more than
+	 * the last one said (several at once when it had to wait for room), and
+	 * no more than were sent. */
+	uint32_t upto = ntohl(wc->imm_data), last = (uint32_t)st->credits;
+	if (upto - last - 1 >= (uint32_t)(st->msgs - st->credits))
+		die("QP %u: a credit for %u messages after %" PRIu64 " of %" PRIu64 " sent: confirmed twice or unsent", q,
+		    upto, st->credits, st->msgs);
+	st->credits += upto - last;
 	st->credit_at = now_s();
 	post_credit_recv(r, q);
 }

@@ -24,8 +24,13 @@ struct responder {
 	uint64_t *consumed; /* messages checked, per QP */
 	struct pieces *pc;  /* each receive buffer's scatter pieces: [q * credits + r] */
 	uint64_t *rng;
-	uint64_t messages, bytes, credits_out;
+	uint32_t *sending; /* credits posted and not completed, per QP */
+	uint8_t *owed;     /* a credit waits for room in the QP's send queue */
+	uint64_t messages, bytes, credits_out, deferred;
 };
+
+/* CREDIT_WRS: the send queue of a responder's QP, which holds only credits. */
+#define CREDIT_WRS(p) ((p)->credits + 1)
 
 static void post_recv(struct responder *r, uint32_t q, uint32_t i)
 {
@@ -67,8 +72,15 @@ static void send_credit(struct responder *r, uint32_t q)
 			   *bad;
 	int err;
 
+	if (r->sending[q] == CREDIT_WRS(&r->p)) {
+		r->deferred += !r->owed[q];
+		r->owed[q] = 1;
+		return;
+	}
+	r->owed[q] = 0;
 	if ((err = ibv_post_send(r->s.qp[q], &wr, &bad)))
 		die("QP %u: posting credit %" PRIu64 ": %s", q, r->consumed[q], strerror(err));
+	r->sending[q]++;
 	r->credits_out++;
 }
 
@@ -124,6 +136,9 @@ static void completion(struct responder *r, const struct ibv_wc *wc)
 	if (wc->status != IBV_WC_SUCCESS || wc->opcode != IBV_WC_SEND)
 		die("QP %u: a credit completed with %s, opcode %d", q, ibv_wc_status_str(wc->status), (int)wc->opcode);
 	r->credits_out--;
+	r->sending[q]--;
+	if (r->owed[q])
+		send_credit(r, q);
 }
 
 /* fill_memory writes what the requester's model starts from. */
@@ -187,9 +202,11 @@ static void serve(struct responder *r, FILE *f)
 		if (now_s() - start > r->p.timeout)
 			die("watchdog: %" PRIu64 " credits sent had no completion for %u s", r->credits_out, r->p.timeout);
 	}
-	oob_send(f, "ok %" PRIu64 " messages, %" PRIu64 " bytes checked\n", r->messages, r->bytes);
-	printf("soak: ok: %" PRIu64 " messages, %" PRIu64 " bytes checked for %" PRIu64 " operations\n", r->messages,
-	       r->bytes, total);
+	oob_send(f, "ok %" PRIu64 " messages, %" PRIu64 " bytes checked, %" PRIu64 " credits deferred\n", r->messages,
+		 r->bytes, r->deferred);
+	printf("soak: ok: %" PRIu64 " messages, %" PRIu64 " bytes checked for %" PRIu64 " operations, %" PRIu64
+	       " credits deferred (send queue full of unacknowledged credits)\n",
+	       r->messages, r->bytes, total, r->deferred);
 }
 
 int run_responder(const char *dev, int gid_index, const char *port)
@@ -202,13 +219,16 @@ int run_responder(const char *dev, int gid_index, const char *port)
 		die("fdopen: %s", strerror(errno));
 	read_params(f, &r.p);
 	layout_responder(&r.p, &r.s.lay);
-	side_open(&r.s, dev, gid_index, &r.p, (int)(r.p.qps * 2 * r.p.credits + 16), r.p.credits + 1, r.p.credits);
+	side_open(&r.s, dev, gid_index, &r.p, (int)(r.p.qps * (r.p.credits + CREDIT_WRS(&r.p)) + 16),
+		  CREDIT_WRS(&r.p), r.p.credits);
 	fill_memory(&r);
 	r.consumed = calloc(r.p.qps, sizeof(*r.consumed));
 	r.rng = calloc(r.p.qps, sizeof(*r.rng));
 	r.pc = calloc((size_t)r.p.qps * r.p.credits, sizeof(*r.pc));
+	r.sending = calloc(r.p.qps, sizeof(*r.sending));
+	r.owed = calloc(r.p.qps, sizeof(*r.owed));
 	psn = calloc(r.p.qps, sizeof(*psn));
-	if (!r.consumed || !r.rng || !r.pc || !psn)
+	if (!r.consumed || !r.rng || !r.pc || !r.sending || !r.owed || !psn)
 		die("out of memory");
 	for (uint32_t q = 0; q < r.p.qps; q++) {
 		r.rng[q] = key_of(r.p.seed ^ 1, q, KEY_RNG, 0);
@@ -225,6 +245,8 @@ int run_responder(const char *dev, int gid_index, const char *port)
 	free(r.consumed);
 	free(r.rng);
 	free(r.pc);
+	free(r.sending);
+	free(r.owed);
 	free(r.pr.qpn);
 	free(r.pr.psn);
 	free(psn);
