@@ -305,6 +305,10 @@ static void check_op(struct requester *r, uint32_t q, uint32_t i, struct op *o, 
 	const char *name = o->sweep ? "final read" : op_names[o->kind];
 	long bad;
 
+	if (!o->busy)
+		die("QP %u: a completion (status %s, opcode %d) for work request %u, which has none in flight: a "
+		    "duplicate",
+		    q, ibv_wc_status_str(wc->status), (int)wc->opcode, i);
 	if (wc->status != IBV_WC_SUCCESS)
 		die("QP %u: %s seq %" PRIu64 " (%u bytes) completed with %s (vendor error %u)", q, name, o->seq, o->len,
 		    ibv_wc_status_str(wc->status), wc->vendor_err);
@@ -413,8 +417,10 @@ static void run(struct requester *r)
 				die("a completion of an unknown work request %#" PRIx64, wc[k].wr_id);
 			if (wc[k].wr_id & CREDIT_WR)
 				credit(r, q, &wc[k]);
-			else
+			else if ((uint32_t)wc[k].wr_id < r->p->depth)
 				check_op(r, q, (uint32_t)wc[k].wr_id, &r->qs[q].ops[(uint32_t)wc[k].wr_id], &wc[k]);
+			else
+				die("a completion of an unknown work request %#" PRIx64, wc[k].wr_id);
 		}
 		if (now_s() - dog >= 1) {
 			dog = now_s();
