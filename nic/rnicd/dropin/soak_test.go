@@ -77,11 +77,10 @@ func soakConfigFromEnv(t *testing.T) soakConfig {
 	return c
 }
 
-// The soak program, built once per build flavour.
+// The soak program, built once per flavour (with AddressSanitizer or not).
 var soakBuild struct {
-	once sync.Once
-	bin  map[bool]string
-	err  error
+	mu  sync.Mutex
+	bin map[bool]string
 }
 
 // needSoak builds soak/ with its Makefile (with AddressSanitizer: SAN=1),
@@ -89,28 +88,26 @@ var soakBuild struct {
 func needSoak(t *testing.T, asan bool) string {
 	t.Helper()
 	needLibrary(t)
-	soakBuild.once.Do(func() {
-		soakBuild.bin = map[bool]string{}
-		for _, san := range []bool{false, true} {
-			out := filepath.Join(build.dir, map[bool]string{false: "soak", true: "soak-asan"}[san])
-			args := []string{"--no-print-directory", "-s", "-C", "nic/rnicd/dropin/soak", "OUT=" + out}
-			if san {
-				args = append(args, "SAN=1")
-			}
-			if b, err := command(build.root, "make", args...); err != nil {
-				soakBuild.err = fmt.Errorf("building soak/: %v\n%s", err, b)
-				return
-			}
-			if err := readableByAll(out); err != nil {
-				soakBuild.err = err
-				return
-			}
-			soakBuild.bin[san] = filepath.Join(out, "soak")
-		}
-	})
-	if soakBuild.err != nil {
-		t.Fatal(soakBuild.err)
+	soakBuild.mu.Lock()
+	defer soakBuild.mu.Unlock()
+	if bin := soakBuild.bin[asan]; bin != "" {
+		return bin
 	}
+	out := filepath.Join(build.dir, map[bool]string{false: "soak", true: "soak-asan"}[asan])
+	args := []string{"--no-print-directory", "-s", "-C", "nic/rnicd/dropin/soak", "OUT=" + out}
+	if asan {
+		args = append(args, "SAN=1")
+	}
+	if b, err := command(build.root, "make", args...); err != nil {
+		t.Fatalf("building soak/: %v\n%s", err, b)
+	}
+	if err := readableByAll(out); err != nil {
+		t.Fatal(err)
+	}
+	if soakBuild.bin == nil {
+		soakBuild.bin = map[bool]string{}
+	}
+	soakBuild.bin[asan] = filepath.Join(out, "soak")
 	return soakBuild.bin[asan]
 }
 
