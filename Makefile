@@ -25,7 +25,7 @@ DROPIN_LIB  := nic/rnicd/dropin/libibverbs
 DROPIN_CM   := nic/rnicd/dropin/librdmacm
 HAVE_CC_VERBS := $(shell command -v $(CC) >/dev/null 2>&1 && [ -e /usr/include/infiniband/verbs.h ] && echo yes)
 
-.PHONY: all build lib lib-asan lib-clang abi test test-race test-verbs demo bench bench-go fuzz lint interop conform-lab conform-self clean
+.PHONY: all build lib lib-asan lib-clang abi test test-race test-verbs demo bench bench-go fuzz lint interop conform-lab conform-self soak clean
 
 all: build
 
@@ -135,6 +135,22 @@ endif
 fault-rows:
 	@out=$$($(GO) test -count=1 -v -run '^TestFaultRows$$' ./cmd/rnic/ 2>&1); st=$$?; \
 	echo "$$out" | grep -E ' row |^(ok|FAIL|--- FAIL)|faultrows_test'; exit $$st
+
+# make soak: our verifying soak program (nic/rnicd/dropin/soak: RC WRITE,
+# READ, SEND, atomics over many QPs, every byte checked) through two
+# unprivileged rnicd daemons with seeded faults on their wires (SOAK_FAULTS,
+# rnicd's --faults keys; none for a clean wire), SOAK_OPS operations; then
+# both daemons must hold the descriptors, mappings and memory they held
+# before, and no object. make test runs a short one (20,000 operations of
+# up to 256 KiB, under AddressSanitizer); this one runs the soak at -O2 (SOAK_ASAN=1 for
+# the sanitizer). SOAK_SEED replays a run; SOAK_QPS, SOAK_MAX_SIZE shape it.
+SOAK_OPS    ?= 1000000
+SOAK_FAULTS ?= loss=0.01,reorder=0.01,dup=0.005,corrupt=0.001
+SOAK_ASAN   ?= 0
+SOAK_MAX_SIZE ?= 1048576
+soak:
+	SOAK_OPS=$(SOAK_OPS) SOAK_FAULTS=$(SOAK_FAULTS) SOAK_ASAN=$(SOAK_ASAN) SOAK_MAX_SIZE=$(SOAK_MAX_SIZE) \
+		$(GO) test -count=1 -v -timeout 0 -run '^TestSoak$$' ./nic/rnicd/dropin/
 
 # Interop with Linux rxe and siw (root; boots QEMU guests of the lab in
 # cmd/interop/lab, whose image it builds or brings up to date first): every pairing of rnic with rxe and siw in both

@@ -15,6 +15,7 @@
 //	             tests/cm (rdma_cm), tests/mpi, tests/golden (the golden
 //	             bodies of nic/rnicd/proto/testdata/golden, decoded in C)
 //	bench/       setup.c, QP setup cost
+//	soak/        soak, the verifying RC soak (make soak; TestSoak)
 //
 // make lib builds both into lib/; make lib-asan and make lib-clang build
 // them with AddressSanitizer and with clang. The libraries' licence is in
