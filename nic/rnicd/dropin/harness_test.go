@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/rnic/rnic/transport/porttest"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -22,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rnic/rnic/transport/porttest"
 )
 
 // programTimeout bounds one program (or a server/client pair): generous
@@ -433,18 +434,24 @@ func tryDaemon(cleanup func(func()), kind string, flags ...string) (*daemon, err
 		env = append(env, "RNIC_SOCKET="+d.socket)
 	}
 	d.p.cmd.Env = append(withoutEnv(os.Environ(), "RNIC_SOCKET"), env...)
+	return d, d.launch(cleanup, stdout, w, "rnicd: serving rnic0, rnic1 on "+d.socket)
+}
+
+// launch starts the daemon's command, whose output goes to w (the write end of
+// stdout) besides its log, and waits until it prints the line starting with
+// ready (or fails, or programTimeout passes).
+func (d *daemon) launch(cleanup func(func()), stdout io.Reader, w io.WriteCloser, ready string) error {
 	d.p.cmd.Stdout, d.p.cmd.Stderr = io.MultiWriter(d.p.out, w), d.p.out
 	if err := d.p.cmd.Start(); err != nil {
-		return nil, err
+		return err
 	}
 	go func() { d.p.err = d.p.cmd.Wait(); w.Close(); close(d.p.done) }()
 	cleanup(d.stop)
 	served := make(chan bool, 1)
 	go func() {
-		sc := bufio.NewScanner(stdout)
 		found := false
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "rnicd: serving rnic0, rnic1 on "+d.socket) && !found {
+		for sc := bufio.NewScanner(stdout); sc.Scan(); {
+			if !found && strings.HasPrefix(sc.Text(), ready) {
 				found = true
 				served <- true
 			}
@@ -456,13 +463,13 @@ func tryDaemon(cleanup func(func()), kind string, flags ...string) (*daemon, err
 	select {
 	case ok := <-served:
 		if ok {
-			return d, nil
+			return nil
 		}
 	case <-time.After(programTimeout):
 		d.p.kill()
 	}
 	d.p.wait(time.After(programTimeout))
-	return nil, fmt.Errorf("rnicd did not serve on %s:\n%s", d.socket, d.p.report())
+	return fmt.Errorf("rnicd did not print %q:\n%s", ready, d.p.report())
 }
 
 // stop ends the daemon with SIGTERM, as a user would, then SIGKILL.

@@ -6,7 +6,6 @@ package dropin
 // mappings, memory, objects), read before and after the soak.
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // startSoloDaemon starts rnicd --udp on a fresh loopback address with
@@ -44,35 +42,7 @@ func trySoloDaemon(cleanup func(func()), name string, flags ...string) (*daemon,
 	d.p = &proc{name: "rnicd " + name, cmd: userCommand(argv), out: new(syncBuffer), done: make(chan struct{})}
 	stdout, w := io.Pipe()
 	d.p.cmd.Env = withoutEnv(os.Environ(), "RNIC_SOCKET")
-	d.p.cmd.Stdout, d.p.cmd.Stderr = io.MultiWriter(d.p.out, w), d.p.out
-	if err := d.p.cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() { d.p.err = d.p.cmd.Wait(); w.Close(); close(d.p.done) }()
-	cleanup(d.stop)
-	served := make(chan bool, 1)
-	go func() {
-		found := false
-		for sc := bufio.NewScanner(stdout); sc.Scan(); {
-			if !found && strings.HasPrefix(sc.Text(), "rnicd: serving "+name+" on "+d.socket) {
-				found = true
-				served <- true
-			}
-		}
-		if !found {
-			served <- false
-		}
-	}()
-	select {
-	case ok := <-served:
-		if ok {
-			return d, nil
-		}
-	case <-time.After(programTimeout):
-		d.p.kill()
-	}
-	d.p.wait(time.After(programTimeout))
-	return nil, fmt.Errorf("rnicd did not serve %s on %s:\n%s", name, d.socket, d.p.report())
+	return d, d.launch(cleanup, stdout, w, "rnicd: serving "+name+" on "+d.socket)
 }
 
 // holding is what a daemon process holds from the kernel. memfds are
