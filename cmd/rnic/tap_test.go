@@ -51,11 +51,12 @@ func rnicBinary(t *testing.T) string {
 
 // proc is an rnic process the test started.
 type proc struct {
-	name string
-	cmd  *exec.Cmd
-	out  syncBuffer
-	done chan struct{} // closed when the process has exited
-	err  error         // its exit, once done is closed
+	name   string
+	cmd    *exec.Cmd
+	out    syncBuffer
+	done   chan struct{} // closed when the process has exited
+	err    error         // its exit, once done is closed
+	exited time.Time     // when it exited, once done is closed
 }
 
 // syncBuffer is a bytes.Buffer the process writes while the test reads.
@@ -85,6 +86,7 @@ func start(t *testing.T, name string, args ...string) *proc {
 	}
 	go func() {
 		p.err = p.cmd.Wait()
+		p.exited = time.Now()
 		close(p.done)
 	}()
 	t.Cleanup(func() {
