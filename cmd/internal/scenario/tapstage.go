@@ -21,7 +21,6 @@ import (
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/tapnic"
-	"github.com/rnic/rnic/tap"
 	"github.com/rnic/rnic/transport"
 )
 
@@ -70,7 +69,7 @@ func (s *stage) tapNodes(cfg stageConfig) error {
 		return err
 	}
 	s.teardown = func() error { return ipCmd("netns", "del", ns) }
-	var hosts [2]*tap.Host
+	var hosts [2]neighbors
 	for i := range s.nodes {
 		n := newNode(i)
 		n.gid = 1 // 0 is the link-local GID
@@ -98,10 +97,15 @@ func (s *stage) tapNodes(cfg stageConfig) error {
 	return resolveBothWays(hosts)
 }
 
+// neighbors is a TAP NIC's host stack as resolveBothWays uses it.
+type neighbors interface {
+	Lookup(ip netip.Addr) ([6]byte, bool)
+}
+
 // resolveBothWays waits until each NIC has resolved the other's address
 // (ARP): the bridge then forwards both ways, and the scenario's first
 // frame does not wait on a resolution the simulated link never needs.
-func resolveBothWays(hosts [2]*tap.Host) error {
+func resolveBothWays(hosts [2]neighbors) error {
 	deadline := time.Now().Add(awaitLimit)
 	for i, h := range hosts {
 		peer := newNode(1 - i).addr
