@@ -12,7 +12,7 @@ import (
 )
 
 const labHelp = `usage: rnic lab list
-       rnic lab run NAME [--iwarp] [--trace] [--pcap FILE.pcapng] [--ladder FILE.html|FILE.svg]
+       rnic lab run NAME [--iwarp | --tap] [--trace] [--pcap FILE.pcapng] [--ladder FILE.html|FILE.svg]
 
 Named teaching scenarios: each a short run of two NICs on a simulated link
 with a virtual clock that shows one protocol behaviour (a lost packet and
@@ -24,6 +24,11 @@ at its virtual time, the QPs' states, the counters that moved), and with
 --trace the engines' every decision. The handout of each scenario is
 cmd/internal/scenario/handouts/NAME.md.
 
+With --tap (root) a RoCEv2 scenario runs between two TAP-mode NICs on a
+bridge in a network namespace the command creates and deletes, its script
+applied to the frames on rnic0's TAP, on the real clock: the same steps,
+faults and verdicts, with times (and QPNs) that differ from run to run.
+
 flags of run:
 `
 
@@ -34,6 +39,7 @@ func runLab(args []string, stdout, stderr io.Writer) int {
 	pcapPath := fs.String("pcap", "", "write every frame on the link to this pcapng file, with the link's notes as packet comments")
 	ladderPath := fs.String("ladder", "", "draw the run as a ladder diagram (FILE.svg or FILE.html)")
 	iwarp := fs.Bool("iwarp", false, "run the scenario's iWARP form (rc-basics has one; mpa and terminate are iWARP's own)")
+	onTAP := fs.Bool("tap", false, "run a RoCEv2 scenario on two TAP-mode NICs in a namespace of its own, on the real clock (root)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), labHelp)
 		fs.PrintDefaults()
@@ -54,15 +60,23 @@ func runLab(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	case fs.NArg() == 2 && fs.Arg(0) == "run":
-		return labRun(fs.Arg(1), *iwarp, *trace, *pcapPath, *ladderPath, stdout, stderr)
+		if *iwarp && *onTAP {
+			fmt.Fprintln(stderr, "rnic lab: --iwarp and --tap: the TAP form is RoCEv2's only")
+			return 2
+		}
+		return labRun(fs.Arg(1), labForm{iwarp: *iwarp, tap: *onTAP}, *trace, *pcapPath, *ladderPath, stdout, stderr)
 	}
 	fmt.Fprintln(stderr, "rnic lab: want list, or run NAME (rnic help lab)")
 	return 2
 }
 
-func labRun(name string, iwarp, trace bool, pcapPath, ladderPath string, stdout, stderr io.Writer) int {
+// labForm is which form of a scenario to run: simulated RoCEv2, its
+// iWARP form, or RoCEv2 on TAP NICs.
+type labForm struct{ iwarp, tap bool }
+
+func labRun(name string, form labForm, trace bool, pcapPath, ladderPath string, stdout, stderr io.Writer) int {
 	sc, err := scenario.Find(name)
-	if err == nil && iwarp {
+	if err == nil && form.iwarp {
 		sc, err = sc.IWARP()
 	}
 	if err != nil {
@@ -75,7 +89,11 @@ func labRun(name string, iwarp, trace bool, pcapPath, ladderPath string, stdout,
 			return 2
 		}
 	}
-	r, err := sc.Run()
+	run := sc.Run
+	if form.tap {
+		run = sc.RunTAP
+	}
+	r, err := run()
 	if err != nil {
 		fmt.Fprintf(stderr, "rnic lab: %v\n", err)
 		return 1

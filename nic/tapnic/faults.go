@@ -24,16 +24,24 @@ func openFaults(cfg *Config, dev *tap.Device) (*tap.FaultIO, error) {
 	if cfg.Pcap != nil {
 		rec = cfg.Pcap
 	}
-	fio, err := tap.NewFaultIO(dev, cfg.Faults.Config(), rec)
+	var fc transport.FaultConfig
+	if cfg.Faults != nil {
+		fc = cfg.Faults.Config()
+	}
+	fc.Script = cfg.Script
+	fio, err := tap.NewFaultIO(dev, fc, rec)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.FaultLog != nil {
+	if cfg.FaultLog != nil && cfg.Faults != nil {
 		fmt.Fprintf(cfg.FaultLog, "%s: faults on TAP %s: %s (replay: --faults %s)\n", cfg.Name, cfg.TAP,
 			cfg.Faults, cfg.Faults)
 	}
 	return fio, nil
 }
+
+// faulty reports whether the wire takes faults: seeded, scripted or both.
+func (cfg *Config) faulty() bool { return cfg.Faults != nil || cfg.Script != nil }
 
 // FaultCounters are the faults injected so far, each direction's (tx: the
 // frames the NIC sent, rx: those it received), as port counters; none

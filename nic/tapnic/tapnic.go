@@ -86,6 +86,12 @@ type Config struct {
 	// FaultLog, if set with Faults, is told the faults at Open and what
 	// they did (FaultReport) at Close.
 	FaultLog io.Writer
+	// Script, if set, decides the fate of each IP frame on the wire
+	// before Faults' random draws (transport.FaultConfig.Script: AtoB is
+	// what the NIC sends, BtoA what it receives), so that a scripted
+	// scenario loses exactly the frame it means to. Like Faults it turns
+	// offload off and makes Pcap record the wire with notes.
+	Script transport.Script
 }
 
 // ErrConfig is wrapped by configuration errors.
@@ -134,14 +140,14 @@ func Open(cfg Config) (*NIC, error) {
 	}
 	hostPrefixes := withLinkLocal(cfg.Prefixes, cfg.MAC)
 	dev, err := tap.OpenDevice(tap.DeviceConfig{Name: cfg.TAP, Netns: cfg.Netns, Bridge: cfg.Bridge, MTU: cfg.MTU,
-		Offload: !cfg.NoOffload && cfg.Faults == nil})
+		Offload: !cfg.NoOffload && !cfg.faulty()})
 	if err != nil {
 		return nil, fmt.Errorf("tapnic: %w", err)
 	}
 	var wire tap.FrameIO = dev
 	var faults *tap.FaultIO
 	hostPcap := cfg.Pcap
-	if cfg.Faults != nil {
+	if cfg.faulty() {
 		if faults, err = openFaults(&cfg, dev); err != nil {
 			dev.Close()
 			return nil, fmt.Errorf("tapnic: %w", err)

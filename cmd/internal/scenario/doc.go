@@ -13,6 +13,13 @@
 // Each scenario has a handout, handouts/NAME.md, whose quoted answers the
 // tests check against the run.
 //
+// A RoCEv2 scenario also has a TAP form (RunTAP, tapstage.go): the same
+// steps between two TAP-mode NICs on a bridge in a namespace of their own,
+// the script applied to the frames on rnic0's TAP, on the real clock. Its
+// times differ from run to run, so it has no golden output; its tests
+// check it shows the simulated form's verdicts (the same completions and
+// states, the same NAKs, retries and replays in the counters).
+//
 // The scenarios and the rules they show:
 //
 //	rc-basics      IBTA Vol 1 §9.7.1, §9.7.5.1.1-2      roce.go (its iWARP form: RFC 5040 §4-5, RFC 5041 §5, iwarp.go)

@@ -92,6 +92,9 @@ func (e *end) connect(peer *end, o qpOptions) error {
 	}
 	rts := verbs.QPAttr{State: verbs.QPSRTS, SQPSN: e.psn}
 	mask = verbs.AttrState | verbs.AttrSQPSN
+	if e.s.clk == nil {
+		o.timeout = max(o.timeout, tapMinTimeout)
+	}
 	if o.typ == verbs.QPTypeRC {
 		rts.Timeout, rts.RetryCnt, rts.RNRRetry, rts.MaxRdAtomic = o.timeout, o.retryCnt, o.rnrRetry, 4
 		mask |= verbs.AttrTimeout | verbs.AttrRetryCnt | verbs.AttrRNRRetry | verbs.AttrMaxQPRdAtomic
@@ -101,7 +104,7 @@ func (e *end) connect(peer *end, o qpOptions) error {
 
 // av is the address vector that reaches n.
 func (n *node) av() verbs.AddressVector {
-	return verbs.AddressVector{DGID: verbs.GIDFromAddr(n.addr), HopLimit: 64, PortNum: 1, DMAC: n.mac}
+	return verbs.AddressVector{DGID: verbs.GIDFromAddr(n.addr), SGIDIndex: n.gid, HopLimit: 64, PortNum: 1, DMAC: n.mac}
 }
 
 // post posts wr on e's send queue and narrates it.
@@ -129,6 +132,7 @@ func sglLen(sgl []verbs.SGE) int {
 // had, or nothing is left to happen; it narrates each and returns them.
 func (e *end) await(count int) []verbs.WC {
 	want := len(e.seen) + count
+	deadline := e.s.now() + awaitLimit
 	wcs := make([]verbs.WC, 16)
 	for len(e.seen) < want {
 		n := e.cq.Poll(wcs)
@@ -139,7 +143,7 @@ func (e *end) await(count int) []verbs.WC {
 		if n > 0 {
 			continue
 		}
-		if !e.s.clk.Step() {
+		if !e.s.step(deadline) {
 			e.s.say("%s qp %#06x: nothing more happens (%d of %d completions)", e.n.name, e.qp.QPN(), len(e.seen), want)
 			break
 		}
@@ -147,9 +151,52 @@ func (e *end) await(count int) []verbs.WC {
 	return e.seen[min(len(e.seen), want-count):]
 }
 
-// wait lets d of virtual time pass: the last ACKs go out, timers that find
-// nothing to do expire.
-func (s *stage) wait(d time.Duration) { s.clk.RunFor(d) }
+// awaitLimit is how long await waits on the real clock (a TAP stage) for
+// completions that do not come: far beyond every scenario's timers.
+const awaitLimit = 3 * time.Second
+
+// step lets the next thing happen: the virtual clock's next event (false
+// when none is left), or on the real clock a short sleep (false once
+// deadline has passed).
+func (s *stage) step(deadline time.Duration) bool {
+	if s.clk != nil {
+		return s.clk.Step()
+	}
+	time.Sleep(50 * time.Microsecond)
+	return s.now() < deadline
+}
+
+// tapStretch stretches a scenario's waits on the real clock: on a busy
+// machine a frame can take a millisecond or more to cross a TAP stage's
+// bridge, and a wait that gives the peer time to act (rnr: the SEND meets
+// no receive) must outlast that.
+const tapStretch = 10
+
+// tapMinTimeout is the least local ACK timeout of a TAP stage's RC QPs
+// (4.096 µs × 2^14: 67 ms): on the real clock of a busy machine an ACK
+// can take longer than the simulated form's 1 ms, and a spurious timeout
+// would show a retry the scenario is not about. The timeouts a scenario
+// shows still happen, later.
+const tapMinTimeout = 14
+
+// settle lets the run's last ACKs go out and the timers that find nothing
+// to do expire, before the counters are read.
+func (s *stage) settle() {
+	if s.clk == nil {
+		time.Sleep(100 * time.Millisecond)
+		return
+	}
+	s.clk.RunFor(100 * time.Millisecond)
+}
+
+// wait lets d of time pass (stretched on the real clock, see tapStretch).
+func (s *stage) wait(d time.Duration) {
+	if s.clk == nil {
+		time.Sleep(tapStretch * d)
+		return
+	}
+	s.clk.RunFor(d)
+}
 
 // state narrates e's QP state.
 func (e *end) state() {
@@ -160,3 +207,10 @@ func (e *end) state() {
 	}
 	e.s.say("%s qp %#06x is in state %s", e.n.name, e.qp.QPN(), attr.State)
 }
+
+// sync orders the memory accesses of e's engine and of the steps: on TAP
+// NICs the engine reads and writes the buffer on goroutines of its own,
+// ordered with the steps only through the kernel (a frame sent, a frame
+// received), which Go's race detector cannot see; taking the QP's lock
+// (a query) makes the order visible. It says nothing.
+func (e *end) sync() { _, _ = e.qp.Query() }

@@ -157,6 +157,7 @@ var roceScenarios = []*Scenario{
 		script: nth(transport.BtoA, opRCAtomicAck, 0, drop),
 		steps: func(s *stage, a, b *end) error {
 			binary.NativeEndian.PutUint64(b.n.buf[wordOff:], 100)
+			b.sync()
 			wr := &verbs.SendWR{ID: 1, Opcode: verbs.WRAtomicFetchAdd, SGL: a.n.sge(origOff, 8),
 				RemoteAddr: bufVA + wordOff, RKey: b.n.mr.RKey(), CompareAdd: 5}
 			if err := oneOp(a, b, wr); err != nil {
@@ -218,6 +219,7 @@ var roceScenarios = []*Scenario{
 				func() error { return a.post(writeAt(2, a, b, 1000, dstOff+8192)) },
 				func() error { a.await(1); s.wait(time.Millisecond); return nil },
 				func() error {
+					b.sync()
 					s.say("rnic1's buffer holds the second WRITE's 1000 bytes: %v; the first WRITE's last packet: %v",
 						same(a.n.buf[srcOff:srcOff+1000], b.n.buf[dstOff+8192:dstOff+9192]),
 						same(a.n.buf[srcOff+2048:srcOff+3000], b.n.buf[dstOff+2048:dstOff+3000]))

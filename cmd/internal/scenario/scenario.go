@@ -6,7 +6,7 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"time"
+	"sync"
 
 	"github.com/rnic/rnic/nic/embedded"
 	"github.com/rnic/rnic/transport"
@@ -108,20 +108,28 @@ func iwarpNames() string {
 }
 
 // Run runs the scenario: the same output, trace and capture every time.
-func (sc *Scenario) Run() (*Run, error) {
+func (sc *Scenario) Run() (*Run, error) { return sc.runOn(stageConfig{iwarp: sc.iwarp}) }
+
+// runOn runs the scenario on the stage cfg asks for, with cfg's output
+// writers and script filled in here.
+func (sc *Scenario) runOn(cfg stageConfig) (*Run, error) {
 	var out, trace, log, pcap bytes.Buffer
-	cfg := stageConfig{iwarp: sc.iwarp, trace: io.MultiWriter(&trace, &log), pcap: &pcap}
+	// On TAP NICs the engines trace from goroutines of their own while the
+	// steps narrate: one lock keeps the log's lines whole and in order.
+	var mu sync.Mutex
+	cfg.trace = &lockedWriter{mu: &mu, w: io.MultiWriter(&trace, &log)}
+	cfg.pcap = &pcap
 	if sc.script != nil {
 		cfg.script = sc.script()
 	}
-	s, err := newStage(cfg, io.MultiWriter(&out, &log))
+	s, err := newStage(cfg, &lockedWriter{mu: &mu, w: io.MultiWriter(&out, &log)})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
 	fmt.Fprintf(s.out, "scenario %s: %s\n", sc.Name, sc.Title)
 	s.startCounting()
 	err = sc.run(s)
-	s.wait(100 * time.Millisecond)
+	s.settle()
 	s.counters()
 	if cerr := s.close(); err == nil {
 		err = cerr
@@ -129,9 +137,23 @@ func (sc *Scenario) Run() (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	r := &Run{Output: out.String(), Trace: trace.String(), Log: log.String(), Pcap: pcap.Bytes(), Notes: s.notes,
 		Marks: s.marks, scenario: sc}
 	return r, nil
+}
+
+// lockedWriter writes to w under mu.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // run connects the scenario's QP pair and runs its steps.

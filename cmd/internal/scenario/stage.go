@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rnic/rnic/memory"
@@ -24,7 +25,8 @@ import (
 // a virtual time that is the same in every run, and its faults are a
 // script, not chance.
 type stage struct {
-	clk   *clock.Virtual
+	clk   *clock.Virtual // nil on TAP NICs (tapstage.go): the real clock
+	start time.Time      // when a TAP stage opened: its time zero
 	nodes [2]*node
 	out   io.Writer // the narration
 	pcap  *pcap.Writer
@@ -34,6 +36,11 @@ type stage struct {
 	marks []Mark
 	// before are the counters when the scenario's steps began.
 	before [2][]ibv.Counter
+	// marksMu guards marks: on TAP NICs the engines run on goroutines of
+	// their own.
+	marksMu sync.Mutex
+	// teardown runs after the NICs are closed (a TAP stage's namespace).
+	teardown func() error
 }
 
 // node is one NIC with a protection domain and one registered buffer.
@@ -48,6 +55,7 @@ type node struct {
 	mr       *nic.MR
 	addr     netip.Addr
 	mac      [6]byte
+	gid      uint8 // the source GID index of n.addr (1 on a TAP NIC: 0 is link-local)
 }
 
 // bufVA is where each node's buffer is registered: the addresses on the
@@ -62,10 +70,16 @@ type stageConfig struct {
 	script transport.Script
 	trace  io.Writer // the engines' trace lines, or nil
 	pcap   io.Writer
+	// tap: two TAP-mode NICs on a bridge in a namespace of their own, on
+	// the real clock (tapstage.go).
+	tap bool
 }
 
 func newStage(cfg stageConfig, out io.Writer) (*stage, error) {
 	s := &stage{clk: clock.NewVirtual(), out: out, notes: map[int]transport.LinkNote{}}
+	if cfg.tap {
+		s.clk, s.start = nil, time.Now()
+	}
 	if cfg.pcap != nil {
 		pw, err := pcap.NewNgWriter(cfg.pcap)
 		if err != nil {
@@ -74,8 +88,11 @@ func newStage(cfg stageConfig, out io.Writer) (*stage, error) {
 		s.pcap = pw
 	}
 	open := s.roceNodes
-	if cfg.iwarp {
+	switch {
+	case cfg.iwarp:
 		open = s.iwarpNodes
+	case cfg.tap:
+		open = s.tapNodes
 	}
 	if err := open(cfg); err != nil {
 		s.close()
@@ -103,7 +120,7 @@ func (s *stage) roceNodes(cfg stageConfig) error {
 		n := newNode(i)
 		nc, err := embedded.NewNIC(embedded.Config{Name: n.name, Addr: n.addr, MAC: n.mac, MTU: 1500, Link: ep,
 			Clock: s.clk, DeferAcks: true, FixedWindow: true, Trace: cfg.trace, Seed: nodeSeed(i),
-			TraceEvents: func(e embedded.TraceEvent) { s.marks = append(s.marks, Mark{n.name, e}) }})
+			TraceEvents: func(e embedded.TraceEvent) { s.mark(n.name, e) }})
 		if err != nil {
 			return err
 		}
@@ -163,22 +180,44 @@ func (n *node) register(i int) error {
 	return err
 }
 
-// close releases both NICs and finishes the capture.
+// mark records one engine trace event.
+func (s *stage) mark(name string, e embedded.TraceEvent) {
+	s.marksMu.Lock()
+	s.marks = append(s.marks, Mark{name, e})
+	s.marksMu.Unlock()
+}
+
+// close releases both NICs and what they stood on, and finishes the
+// capture.
 func (s *stage) close() error {
 	for _, n := range s.nodes {
 		if n != nil && n.close != nil {
 			n.close()
 		}
 	}
-	if s.pcap != nil {
-		return s.pcap.Close()
+	var err error
+	if s.teardown != nil {
+		err = s.teardown()
 	}
-	return nil
+	if s.pcap != nil {
+		if perr := s.pcap.Close(); err == nil {
+			err = perr
+		}
+	}
+	return err
+}
+
+// now is the stage's time: virtual, or since a TAP stage opened.
+func (s *stage) now() time.Duration {
+	if s.clk == nil {
+		return time.Since(s.start)
+	}
+	return s.clk.Now()
 }
 
 // say narrates one line.
 func (s *stage) say(format string, a ...any) {
-	fmt.Fprintf(s.out, "%12v  %s\n", s.clk.Now(), fmt.Sprintf(format, a...))
+	fmt.Fprintf(s.out, "%12v  %s\n", s.now(), fmt.Sprintf(format, a...))
 }
 
 // sge is the scatter/gather entry of n bytes at off in node n's buffer.
