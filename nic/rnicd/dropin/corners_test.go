@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -14,35 +13,18 @@ import (
 // The corner tests (tests/*.c) are built with -Wall -Wextra -Werror and
 // AddressSanitizer, linked against the system's libibverbs.so (as any
 // program is), and run on the ASan build of the drop-in library.
-var corners struct {
-	once sync.Once
-	bin  string
-	err  string
-}
+var corners builtOnce
 
 func needCorners(t *testing.T) string {
 	t.Helper()
 	needLibrary(t)
-	corners.once.Do(func() {
+	return corners.get(t, func() (string, error) {
 		srcs, _ := filepath.Glob(filepath.Join(build.root, "nic/rnicd/dropin/tests/*.c"))
 		bin := filepath.Join(build.dir, "corners")
 		args := append([]string{"-std=gnu11", "-g", "-O1", "-Wall", "-Wextra", "-Werror",
 			"-fsanitize=address", "-fno-omit-frame-pointer", "-o", bin}, srcs...)
-		if out, err := command(build.root, "gcc", append(args, "-libverbs")...); err != nil {
-			corners.err = "building the corner tests: " + err.Error() + "\n" + string(out)
-			return
-		}
-		if err := os.Chmod(bin, 0o755); err != nil { // whatever the umask
-
-			corners.err = err.Error()
-			return
-		}
-		corners.bin = bin
+		return compile("building the corner tests", bin, true, "gcc", append(args, "-libverbs")...)
 	})
-	if corners.err != "" {
-		t.Fatal(corners.err)
-	}
-	return corners.bin
 }
 
 // asanExit: a report of AddressSanitizer (or LeakSanitizer) ends the

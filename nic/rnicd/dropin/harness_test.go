@@ -225,6 +225,39 @@ func command(dir, name string, args ...string) ([]byte, error) {
 	return c.CombinedOutput()
 }
 
+// builtOnce is a program or library of the tests, built by the first test
+// that needs it; a failed build fails that test and every later one.
+type builtOnce struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// get returns what mk builds, running mk the first time.
+func (b *builtOnce) get(t testing.TB, mk func() (string, error)) string {
+	t.Helper()
+	b.once.Do(func() { b.path, b.err = mk() })
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
+}
+
+// compile runs a compiler (cc and its arguments) in the repository's root
+// to build out; what names the build in its error, with the compiler's
+// output. executable makes out runnable by every user, whatever the umask.
+func compile(what, out string, executable bool, cc string, args ...string) (string, error) {
+	if b, err := command(build.root, cc, args...); err != nil {
+		return "", fmt.Errorf("%s: %w\n%s", what, err, b)
+	}
+	if executable {
+		if err := os.Chmod(out, 0o755); err != nil {
+			return "", err
+		}
+	}
+	return out, nil
+}
+
 // loopbackAddr returns a random address of 127/8 other than 127.0.0.1,
 // so parallel test runs do not share a RoCEv2 port.
 func loopbackAddr() string {

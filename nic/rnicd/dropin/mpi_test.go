@@ -6,12 +6,10 @@ package dropin
 // that the ranks it starts inherit the library and the device's view.
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -31,11 +29,7 @@ var mpiEnv = []string{
 }
 
 // pingpong is the ping-pong program, built once.
-var pingpong struct {
-	once sync.Once
-	bin  string
-	err  string
-}
+var pingpong builtOnce
 
 // needPingpong skips without Open MPI and returns the built program.
 func needPingpong(t *testing.T) string {
@@ -45,23 +39,11 @@ func needPingpong(t *testing.T) string {
 			t.Skipf("%s is not installed: apt-get install openmpi-bin libopenmpi-dev", n)
 		}
 	}
-	pingpong.once.Do(func() {
+	return pingpong.get(t, func() (string, error) {
 		bin := filepath.Join(build.dir, "pingpong")
 		src := filepath.Join(build.root, "nic/rnicd/dropin/tests/mpi/pingpong.c")
-		if out, err := command(build.root, "mpicc", "-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-o", bin, src); err != nil {
-			pingpong.err = "mpicc pingpong.c: " + err.Error() + "\n" + string(out)
-			return
-		}
-		if err := os.Chmod(bin, 0o755); err != nil {
-			pingpong.err = err.Error()
-			return
-		}
-		pingpong.bin = bin
+		return compile("mpicc pingpong.c", bin, true, "mpicc", "-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-o", bin, src)
 	})
-	if pingpong.err != "" {
-		t.Fatal(pingpong.err)
-	}
-	return pingpong.bin
 }
 
 // TestMPIPingPong: two ranks, rank 0 on rnic0 and rank 1 on rnic1

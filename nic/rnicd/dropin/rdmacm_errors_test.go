@@ -18,28 +18,15 @@ import (
 
 // lateBind is tests/cm/late_bind.c built as an LD_PRELOAD library that
 // holds a process's second rdma_bind_addr for LATE_BIND_MS.
-var lateBind struct {
-	once   sync.Once
-	so     string
-	failed string
-}
+var lateBind builtOnce
 
 func needLateBind(t *testing.T) string {
 	t.Helper()
-	lateBind.once.Do(func() {
+	return lateBind.get(t, func() (string, error) {
 		so := filepath.Join(build.dir, "late_bind.so")
-		out, err := command(build.root, "gcc", "-std=gnu11", "-O1", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
+		return compile("building late_bind.so", so, false, "gcc", "-std=gnu11", "-O1", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
 			"-o", so, "nic/rnicd/dropin/tests/cm/late_bind.c", "-ldl")
-		if err != nil {
-			lateBind.failed = "building late_bind.so: " + err.Error() + "\n" + string(out)
-			return
-		}
-		lateBind.so = so
 	})
-	if lateBind.failed != "" {
-		t.Fatal(lateBind.failed)
-	}
-	return lateBind.so
 }
 
 // TestPerftestRdmaCMLateServer: perftest -R's server binds and listens on

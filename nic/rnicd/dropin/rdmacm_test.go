@@ -2,7 +2,6 @@ package dropin
 
 import (
 	"fmt"
-	"github.com/rnic/rnic/transport/porttest"
 	"io"
 	"net/netip"
 	"os"
@@ -10,10 +9,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rnic/rnic/transport/porttest"
 )
 
 // The rdma_cm programs of rdmacm-utils and perftest -R, unmodified, on
@@ -365,11 +365,7 @@ func runPerftestRdmaCM(t *testing.T, d *daemon, refused, prog string, args ...st
 // -Wextra -Werror and AddressSanitizer against the system's librdmacm.so
 // and run on the ASan build of the drop-in libraries. They are a program
 // of their own: the verbs corner tests (tests/*.c) link no librdmacm.
-var cmCorners struct {
-	once sync.Once
-	bin  string
-	err  string
-}
+var cmCorners builtOnce
 
 func needCMCorners(t *testing.T) string {
 	t.Helper()
@@ -377,21 +373,12 @@ func needCMCorners(t *testing.T) string {
 	if _, err := os.Stat("/usr/include/rdma/rdma_cma.h"); err != nil {
 		t.Skip("no <rdma/rdma_cma.h> to build the rdma_cm corner tests: apt-get install librdmacm-dev")
 	}
-	cmCorners.once.Do(func() {
+	return cmCorners.get(t, func() (string, error) {
 		bin := filepath.Join(build.dir, "cm_corners")
-		out, err := command(build.root, "gcc", "-std=gnu11", "-g", "-O1", "-Wall", "-Wextra", "-Werror",
+		return compile("building the rdma_cm corner tests", bin, false, "gcc", "-std=gnu11", "-g", "-O1", "-Wall", "-Wextra", "-Werror",
 			"-fsanitize=address", "-fno-omit-frame-pointer", "-o", bin, "nic/rnicd/dropin/tests/cm/cm_corners.c",
 			"-lrdmacm", "-libverbs", "-lpthread")
-		if err != nil {
-			cmCorners.err = "building the rdma_cm corner tests: " + err.Error() + "\n" + string(out)
-			return
-		}
-		cmCorners.bin = bin
 	})
-	if cmCorners.err != "" {
-		t.Fatal(cmCorners.err)
-	}
-	return cmCorners.bin
 }
 
 func runCMCorner(t *testing.T, d *daemon, stdin io.Reader, test string) *proc {
