@@ -2,17 +2,16 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"html"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/rnic/rnic/cmd/internal/browsertest"
 )
 
 // The report fixture: a run of iWARP cases against rnic itself with one
@@ -28,7 +27,7 @@ const (
 // sideways, every group is there with its ladder (drawn by rnic ladder's
 // code from the capture's frames) and no ladder is wider than the page.
 func TestConformReportBrowser(t *testing.T) {
-	bin := findChromium(t)
+	bin := browsertest.Find(t)
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	if rc := runConformReport([]string{"-o", dir, "--pcap", reportFixturePcap, reportFixtureJSON}, &stdout, &stderr); rc != 0 {
@@ -43,7 +42,9 @@ func TestConformReportBrowser(t *testing.T) {
 		t.Errorf("the page inlines %d ladders, want one per group (5)", n)
 	}
 	for _, w := range []int{1024, 1280, 1920} {
-		dom, logs := chromiumDOM(t, bin, "file://"+page+"#measure", w)
+		out, errb := browsertest.Run(t, bin, "--enable-logging=stderr", "--v=0", "--window-size="+strconv.Itoa(w)+",900",
+			"--virtual-time-budget=2000", "--dump-dom", "file://"+page+"#measure")
+		dom, logs := string(out), string(errb)
 		if c := consoleLines(logs); len(c) > 0 {
 			t.Errorf("at %d px the console says:\n%s", w, strings.Join(c, "\n"))
 		}
@@ -59,36 +60,6 @@ func TestConformReportBrowser(t *testing.T) {
 			t.Errorf("at %d px: %+v, want no sideways overflow, 5 groups each with a ladder in view", w, p)
 		}
 	}
-}
-
-// findChromium finds a headless-capable Chromium or skips, saying how to
-// install one.
-func findChromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Skip("no Chromium: apt-get install -y chromium (Debian) to run the browser test")
-	return ""
-}
-
-// chromiumDOM loads url at the given window width and returns the DOM
-// after its scripts ran and what the browser logged.
-func chromiumDOM(t *testing.T, bin, url string, width int) (dom, logs string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-		"--user-data-dir="+t.TempDir(), "--hide-scrollbars", "--enable-logging=stderr", "--v=0",
-		"--window-size="+strconv.Itoa(width)+",900", "--virtual-time-budget=2000", "--dump-dom", url)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium: %v\n%s", err, errb.String())
-	}
-	return out.String(), errb.String()
 }
 
 // consoleLines are the page's console messages among Chromium's log.

@@ -2,56 +2,26 @@ package ladder
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"html"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rnic/rnic/cmd/internal/browsertest"
 )
-
-// chromium finds a headless-capable Chromium, or skips the test saying how
-// to install one.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Skip("no Chromium: apt-get install -y chromium (Debian) to run the browser test")
-	return ""
-}
-
-// runChromium runs headless Chromium with its own profile and returns its
-// standard output.
-func runChromium(t *testing.T, bin string, args ...string) []byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-		"--user-data-dir=" + t.TempDir(), "--hide-scrollbars"}
-	cmd := exec.CommandContext(ctx, bin, append(base, args...)...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium %v: %v\n%s", args, err, errb.String())
-	}
-	return out.Bytes()
-}
 
 // TestBrowser opens the HTML page of the simulator's lossy run in a real
 // browser: a screenshot of the right size that is not blank and shows the
 // arrows' colours, and through the DOM, a click on an arrow (one plain,
 // one inside a collapsed band) shows that frame's decode.
 func TestBrowser(t *testing.T) {
-	bin := chromium(t)
+	bin := browsertest.Find(t)
 	o := Options{Gap: time.Millisecond, Title: "rnic sim: loss, duplication, corruption"}
 	evs, err := Load("testdata/sim-loss.pcap", o)
 	if err != nil {
@@ -68,12 +38,13 @@ func TestBrowser(t *testing.T) {
 	url := "file://" + page
 
 	shot := filepath.Join(t.TempDir(), "shot.png")
-	runChromium(t, bin, "--window-size=1200,900", "--screenshot="+shot, url)
+	browsertest.Run(t, bin, "--window-size=1200,900", "--screenshot="+shot, url)
 	checkScreenshot(t, shot, 1200, 900)
 
 	plain, member := pickFrames(t, evs)
 	for _, e := range []*Event{plain, member} {
-		dom := string(runChromium(t, bin, "--virtual-time-budget=2000", "--dump-dom", url+"#click="+strconv.Itoa(e.Frame)))
+		out, _ := browsertest.Run(t, bin, "--virtual-time-budget=2000", "--dump-dom", url+"#click="+strconv.Itoa(e.Frame))
+		dom := string(out)
 		n := strconv.Itoa(e.Frame)
 		if !strings.Contains(dom, `<div id="detail" data-frame="`+n+`">`) {
 			t.Errorf("click on frame %s: the detail panel does not show it", n)
@@ -117,7 +88,8 @@ func checkQPFilter(t *testing.T, bin string) {
 		t.Fatal(err)
 	}
 	url := "file://" + page
-	dom := string(runChromium(t, bin, "--virtual-time-budget=2000", "--dump-dom", url+"#qp="+qp))
+	out, _ := browsertest.Run(t, bin, "--virtual-time-budget=2000", "--dump-dom", url+"#qp="+qp)
+	dom := string(out)
 	tag := regexp.MustCompile(`<g class="frame ([a-z ]+)" id="f[0-9]+" data-frame="[0-9]+" data-class="[a-z]+" data-qps="([0-9a-fx ]*)"`)
 	dim, kept := 0, 0
 	for _, m := range tag.FindAllStringSubmatch(dom, -1) {

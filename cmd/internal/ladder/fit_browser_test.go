@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/rnic/rnic/cmd/internal/browsertest"
 )
 
 // placement is what the page's #measure hook reports: the visible part
@@ -29,7 +31,7 @@ type placement struct {
 // included) is in view without scrolling sideways; at 1024 px at least both
 // lifelines are; the legend wraps instead of overflowing.
 func TestLadderFitsScreens(t *testing.T) {
-	bin := chromium(t)
+	bin := browsertest.Find(t)
 	for _, src := range []struct {
 		name, file string
 		o          Options
@@ -91,7 +93,7 @@ var measured = regexp.MustCompile(`<pre id="measure">([^<]*)</pre>`)
 // its #measure hook wrote.
 func measurePage(t *testing.T, bin, page string, width int) placement {
 	t.Helper()
-	dom := runChromium(t, bin, "--window-size="+strconv.Itoa(width)+",900", "--virtual-time-budget=2000",
+	dom, _ := browsertest.Run(t, bin, "--window-size="+strconv.Itoa(width)+",900", "--virtual-time-budget=2000",
 		"--dump-dom", "file://"+page+"#measure")
 	m := measured.FindSubmatch(dom)
 	if m == nil {
