@@ -1,0 +1,150 @@
+// Package cdispec builds the Container Device Interface spec that gives a
+// container rnicd's NICs (kind rnic.dev/nic): the daemon's socket and the
+// drop-in libraries mounted read-only, the environment that points a
+// program at them, the /dev/infiniband nodes, and an OCI hook that adds
+// the NICs to the container's /sys/class as a kernel driver would.
+// rnic cdi generate writes it; the kubelet device plugin names its devices.
+package cdispec
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"tags.cncf.io/container-device-interface/pkg/parser"
+	specs "tags.cncf.io/container-device-interface/specs-go"
+)
+
+// Vendor and Class make the spec's kind; a device is Kind=NAME.
+const (
+	Vendor = "rnic.dev"
+	Class  = "nic"
+	Kind   = Vendor + "/" + Class
+)
+
+// AllDevice names the device that gives every NIC at once.
+const AllDevice = "all"
+
+// Where the spec puts things inside the container. The socket keeps
+// rnicd's own default path, so a program that is told nothing finds it.
+const (
+	ContainerSocket = "/run/rnic/rnicd.sock"
+	ContainerLibDir = "/usr/lib/rnic"
+)
+
+// The environment a program needs to find the daemon and the drop-ins.
+const (
+	socketEnv = "RNIC_SOCKET"
+	// pinnedEnv names the one socket path a client accepts from a daemon
+	// it sees as the overflow uid: a root rnicd seen from a rootless
+	// container's user namespace (nic/view/pin.go tells the rule).
+	pinnedEnv = "RNIC_VIEW_SOCKET"
+)
+
+// NIC is one NIC of the daemon as the spec names it.
+type NIC struct {
+	// Index is the NIC's place in the daemon's device list: the N of its
+	// /dev/infiniband/uverbsN, as the drop-in numbers devices.
+	Index int
+	// Name is the daemon's name of the NIC and the CDI device's name.
+	Name string
+}
+
+// Options say where the host's parts are.
+type Options struct {
+	// Socket is the daemon's control socket on the host (absolute).
+	Socket string
+	// LibDir is the host directory holding the drop-in libibverbs.so.1
+	// and librdmacm.so.1 (absolute).
+	LibDir string
+	// Hook is the command line of the createContainer hook that adds the
+	// NICs to the container's /sys/class (rnic cdi hook ...), its first
+	// element an absolute path; empty: no hook, no sysfs entries.
+	Hook []string
+}
+
+// Spec returns the spec for nics, at the lowest CDI version that carries
+// what it uses (so that older runtimes, podman 4.3's, read it), checked
+// with the CDI module's validation.
+func Spec(nics []NIC, o Options) (*specs.Spec, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	if len(nics) == 0 {
+		return nil, errors.New("cdispec: the daemon has no NICs")
+	}
+	s := &specs.Spec{Kind: Kind, ContainerEdits: o.commonEdits()}
+	all := specs.Device{Name: AllDevice}
+	for _, n := range nics {
+		if err := parser.ValidateDeviceName(n.Name); err != nil || n.Name == AllDevice {
+			return nil, fmt.Errorf("cdispec: NIC %q cannot be a CDI device name: %w", n.Name, errors.Join(err, errReservedName(n.Name)))
+		}
+		node := uverbsNode(n.Index)
+		s.Devices = append(s.Devices, specs.Device{Name: n.Name,
+			ContainerEdits: specs.ContainerEdits{DeviceNodes: []*specs.DeviceNode{node}}})
+		all.ContainerEdits.DeviceNodes = append(all.ContainerEdits.DeviceNodes, uverbsNode(n.Index))
+	}
+	s.Devices = append(s.Devices, all)
+	v, err := specs.MinimumRequiredVersion(s)
+	if err != nil {
+		return nil, fmt.Errorf("cdispec: %w", err)
+	}
+	s.Version = v
+	if err := Validate(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func errReservedName(name string) error {
+	if name == AllDevice {
+		return fmt.Errorf("%q is the device of every NIC", AllDevice)
+	}
+	return nil
+}
+
+func (o *Options) check() error {
+	for what, p := range map[string]string{"socket": o.Socket, "library directory": o.LibDir} {
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("cdispec: the %s %q is not an absolute path", what, p)
+		}
+	}
+	if len(o.Hook) > 0 && !filepath.IsAbs(o.Hook[0]) {
+		return fmt.Errorf("cdispec: the hook %q is not an absolute path", o.Hook[0])
+	}
+	return nil
+}
+
+// commonEdits are what any of the spec's devices brings: the socket, the
+// libraries, the environment, rdma_cm, and the sysfs hook.
+func (o *Options) commonEdits() specs.ContainerEdits {
+	ro := []string{"bind", "ro", "nosuid", "nodev"}
+	e := specs.ContainerEdits{
+		Env: []string{
+			socketEnv + "=" + ContainerSocket,
+			pinnedEnv + "=" + ContainerSocket,
+			"LD_LIBRARY_PATH=" + ContainerLibDir,
+		},
+		Mounts: []*specs.Mount{
+			{HostPath: o.Socket, ContainerPath: ContainerSocket, Type: "bind", Options: ro},
+			{HostPath: o.LibDir, ContainerPath: ContainerLibDir, Type: "bind", Options: ro},
+		},
+		DeviceNodes: []*specs.DeviceNode{charDevice("/dev/infiniband/rdma_cm")},
+	}
+	if len(o.Hook) > 0 {
+		e.Hooks = []*specs.Hook{{HookName: "createContainer", Path: o.Hook[0], Args: o.Hook}}
+	}
+	return e
+}
+
+// uverbsNode is /dev/infiniband/uverbsN.
+func uverbsNode(index int) *specs.DeviceNode {
+	return charDevice(fmt.Sprintf("/dev/infiniband/uverbs%d", index))
+}
+
+// charDevice is a node at path that is /dev/null underneath: the drop-in
+// never reads it, but UCX and libfabric want a node they may open
+// read-write before they use a device, as rnic exec's view gives.
+func charDevice(path string) *specs.DeviceNode {
+	return &specs.DeviceNode{Path: path, HostPath: "/dev/null", Type: "c", Major: 1, Minor: 3, Permissions: "rw"}
+}
