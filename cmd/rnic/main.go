@@ -32,6 +32,7 @@ var commands = []command{
 	{"devices", "list the RDMA devices rnic can use: its own NIC, rnicd's, libibverbs' (ibv_devices)", runDevices},
 	{"devinfo", "a device's attributes, port, GID table and limits (ibv_devinfo [-v])", runDevinfo},
 	{"exec", "run an unmodified libibverbs program (ibv_devinfo, ib_write_bw, ...) on rnicd's NICs", runExec},
+	{"cdi", "give containers rnicd's NICs through CDI (podman --device rnic.dev/nic=rnic0): generate, list", runCDI},
 	{"ladder", "draw a ladder diagram (SVG or HTML) of a capture's RoCEv2 and iWARP frames", runLadder},
 	{"conform", "protocol conformance: check a device against named spec rules on the wire (agent + tester)", runConform},
 	{"stat", "what an rnicd serves: links, clients, their QPs, counters (rdma link/resource/statistic show)", runStat},
