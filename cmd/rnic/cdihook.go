@@ -41,9 +41,6 @@ func runCDIHook(args []string, stdin io.Reader, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rnic cdi hook: %v\n", err)
 		return 1
 	}
-	// In a rootless container's user namespace a root daemon shows as the
-	// overflow uid: the socket is the one generate checked from the host.
-	os.Setenv(ibv.PinnedEnv, *socket)
 	devs, err := view.Gather(*socket)
 	if err == nil {
 		err = view.ShowInContainer(rootfs, devs)

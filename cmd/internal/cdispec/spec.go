@@ -32,14 +32,12 @@ const (
 	ContainerLibDir = "/usr/lib/rnic"
 )
 
-// The environment a program needs to find the daemon and the drop-ins.
-const (
-	socketEnv = "RNIC_SOCKET"
-	// pinnedEnv names the one socket path a client accepts from a daemon
-	// it sees as the overflow uid: a root rnicd seen from a rootless
-	// container's user namespace (nic/view/pin.go tells the rule).
-	pinnedEnv = "RNIC_VIEW_SOCKET"
-)
+// socketEnv tells a program (the drop-ins, rnic's Go client) where the
+// daemon is. The daemon's socket is its owner's alone, as outside: root's
+// rnicd serves rootful containers, a user's own rnicd the user's rootless
+// ones (where the user is the container's root, so the drop-in's check of
+// who serves the socket passes as it does outside).
+const socketEnv = "RNIC_SOCKET"
 
 // NIC is one NIC of the daemon as the spec names it.
 type NIC struct {
@@ -122,7 +120,6 @@ func (o *Options) commonEdits() specs.ContainerEdits {
 	e := specs.ContainerEdits{
 		Env: []string{
 			socketEnv + "=" + ContainerSocket,
-			pinnedEnv + "=" + ContainerSocket,
 			"LD_LIBRARY_PATH=" + ContainerLibDir,
 		},
 		Mounts: []*specs.Mount{

@@ -52,7 +52,7 @@ func TestSpecGivesOneNIC(t *testing.T) {
 	if got, want := nodePaths(o), []string{"/dev/infiniband/rdma_cm", "/dev/infiniband/uverbs1"}; !slices.Equal(got, want) {
 		t.Errorf("device nodes %v, want %v", got, want)
 	}
-	for _, e := range []string{"RNIC_SOCKET=" + ContainerSocket, "LD_LIBRARY_PATH=" + ContainerLibDir, "RNIC_VIEW_SOCKET=" + ContainerSocket} {
+	for _, e := range []string{"RNIC_SOCKET=" + ContainerSocket, "LD_LIBRARY_PATH=" + ContainerLibDir} {
 		if !slices.Contains(o.Process.Env, e) {
 			t.Errorf("env %v lacks %s", o.Process.Env, e)
 		}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package cdispec_test
+
+const raceEnabled = false
