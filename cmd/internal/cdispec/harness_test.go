@@ -136,6 +136,13 @@ func makeRootfs(dir string, progs []string) error {
 			}
 		}
 	}
+	// glibc loads libgcc_s when a thread exits (rping's do), not through
+	// a link ldd shows.
+	if path := sharedLibrary("libgcc_s.so.1"); path != "" {
+		if err := copyResolved(path, filepath.Join(dir, path)); err != nil {
+			return err
+		}
+	}
 	// Mount points the runtime would otherwise have to make.
 	for _, d := range []string{"proc", "sys", "dev", "etc", "tmp", "run"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
@@ -143,6 +150,19 @@ func makeRootfs(dir string, progs []string) error {
 		}
 	}
 	return os.Chmod(filepath.Join(dir, "tmp"), 0o1777)
+}
+
+// sharedLibrary is where the dynamic linker finds the library name: the
+// first of ldconfig -p's entries, the native one; "" if none.
+func sharedLibrary(name string) string {
+	out, _ := exec.Command("ldconfig", "-p").Output()
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 4 && f[0] == name && f[len(f)-2] == "=>" {
+			return f[len(f)-1]
+		}
+	}
+	return ""
 }
 
 // copyResolved copies the file src names (symlinks followed) to dst.
