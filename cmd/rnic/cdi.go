@@ -51,8 +51,6 @@ mounts, environment and hooks a container gets.
 
 hook is run by the runtime, not by hand: the container's OCI state on
 standard input, in the container's namespaces before it starts.
-
-flags:
 `
 
 // defaultSpecPath is where generate writes unless told.
@@ -60,8 +58,14 @@ const defaultSpecPath = "/etc/cdi/rnic.yaml"
 
 func runCDI(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
-		fmt.Fprint(stdout, cdiHelp)
-		fmt.Fprintln(stdout, "  (each subcommand's: rnic cdi SUBCOMMAND --help)")
+		w := stdout
+		if len(args) == 0 {
+			w = stderr
+		}
+		fmt.Fprint(w, cdiHelp)
+		for _, sub := range []func([]string, io.Writer, io.Writer) int{runCDIGenerate, runCDIList, cdiHookHelp} {
+			sub([]string{"--help"}, w, stderr)
+		}
 		if len(args) == 0 {
 			return 2
 		}
@@ -74,20 +78,26 @@ func runCDI(args []string, stdout, stderr io.Writer) int {
 	case "list":
 		return runCDIList(rest, stdout, stderr)
 	case "hook":
-		return runCDIHook(rest, os.Stdin, stderr)
+		return runCDIHook(rest, os.Stdin, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "rnic cdi: no such subcommand %q (rnic help cdi)\n", sub)
 	return 2
 }
 
-// parseCDIFlags parses a subcommand's flags: nil and the exit status when
-// the command is done (help, or a usage error).
+// cdiHookHelp prints the hook's flags.
+func cdiHookHelp(args []string, stdout, stderr io.Writer) int {
+	return runCDIHook(args, nil, stdout, stderr)
+}
+
+// parseCDIFlags parses a subcommand's flags; done says the command is
+// over (its flags were printed for --help, or the usage was wrong) with
+// status.
 func parseCDIFlags(fs *pflag.FlagSet, args []string, stdout, stderr io.Writer) (done bool, status int) {
 	fs.SetOutput(io.Discard)
 	err := fs.Parse(args)
 	switch {
 	case errors.Is(err, pflag.ErrHelp):
-		fmt.Fprint(stdout, cdiHelp)
+		fmt.Fprintf(stdout, "\n%s flags:\n", fs.Name())
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		return true, 0

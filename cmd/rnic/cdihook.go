@@ -30,10 +30,10 @@ type ociConfig struct {
 	} `json:"root"`
 }
 
-func runCDIHook(args []string, stdin io.Reader, stderr io.Writer) int {
+func runCDIHook(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("rnic cdi hook", pflag.ContinueOnError)
 	socket := fs.StringP("socket", "S", ibv.DefaultSocket, "the rnicd's control socket, as the host sees it")
-	if done, st := parseCDIFlags(fs, args, stderr, stderr); done {
+	if done, st := parseCDIFlags(fs, args, stdout, stderr); done {
 		return st
 	}
 	rootfs, err := containerRoot(stdin)

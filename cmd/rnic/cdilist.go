@@ -53,7 +53,8 @@ func runCDIList(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// printEdits prints what injecting device name made of an empty spec.
+// printEdits prints what injecting device name made of an empty spec
+// (rnic's specs give no device nodes; another spec of the kind may).
 func printEdits(w io.Writer, name string, o *oci.Spec) {
 	fmt.Fprintf(w, "%s\n", name)
 	for _, d := range o.Linux.Devices {

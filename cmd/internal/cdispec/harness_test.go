@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rnic/rnic/cmd/internal/cdispec"
 )
 
 // programTimeout bounds one container (or a server/client pair): podman's
@@ -149,6 +151,21 @@ func makeRootfs(dir string, progs []string) error {
 			return err
 		}
 	}
+	// Mount points of podman's and of the spec's binds: a rootless
+	// runtime, root only in the container's user namespace, cannot make
+	// them in a root file system root owns (an image's, in the user's
+	// storage, is the user's).
+	if err := os.MkdirAll(filepath.Join(dir, cdispec.ContainerLibDir), 0o755); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(cdispec.ContainerSocket)), 0o755); err != nil {
+		return err
+	}
+	for _, f := range []string{"etc/resolv.conf", "etc/hosts", "etc/hostname", cdispec.ContainerSocket} {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			return err
+		}
+	}
 	return os.Chmod(filepath.Join(dir, "tmp"), 0o1777)
 }
 
@@ -205,9 +222,10 @@ func (e *env) findRuntime() (skip string, err error) {
 // box is how a container is run: the CDI devices it is given, its
 // network (podman's --network: none when empty) and environment.
 type box struct {
-	devices []string
-	network string
-	env     []string
+	devices  []string
+	network  string
+	env      []string
+	rootless *rootless // podman run by this user, not root
 }
 
 // podman returns a podman run of argv in a container of the test's root
@@ -215,7 +233,13 @@ type box struct {
 // open files and processes limits above the hard ones, which needs
 // CAP_SYS_RESOURCE a VM's root may lack; the container keeps small ones.
 func (e *env) podman(b box, argv ...string) *exec.Cmd {
-	args := append([]string{}, e.runtime...)
+	var args []string
+	if b.rootless != nil {
+		args = append(b.rootless.as(), "podman", "--root", b.rootless.storage, "--runroot", b.rootless.runroot)
+	} else {
+		args = []string{"podman"}
+	}
+	args = append(args, e.runtime...)
 	args = append(args, "run", "--rm", "--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096")
 	network := b.network
 	if network == "" {
@@ -229,7 +253,7 @@ func (e *env) podman(b box, argv ...string) *exec.Cmd {
 		args = append(args, "--env", v)
 	}
 	args = append(args, "--rootfs", e.rootfs)
-	c := exec.Command("podman", append(args, argv...)...)
+	c := exec.Command(args[0], append(args[1:], argv...)...)
 	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return c
 }
@@ -311,15 +335,20 @@ func (p *proc) wait(t *testing.T) string {
 type daemon struct {
 	socket string
 	addrs  []string
+	prefix []string // how it was started: rnic cdi generate asks it the same way
 	p      *proc
 }
 
 // startRnicd starts an rnicd with a UDP NIC on each address, named as
-// names says, prefixed by prefix (ip netns exec NS, or nothing), and
-// waits until it serves them.
-func (e *env) startRnicd(t *testing.T, prefix []string, names, addrs []string) *daemon {
+// names says, its socket in dir (e.dir when empty), prefixed by prefix
+// (ip netns exec NS, a user's setpriv, or nothing), and waits until it
+// serves them.
+func (e *env) startRnicd(t *testing.T, prefix []string, dir string, names, addrs []string) *daemon {
 	t.Helper()
-	d := &daemon{socket: filepath.Join(e.dir, fmt.Sprintf("run-%d", rand.Uint32()), "rnicd.sock"), addrs: addrs}
+	if dir == "" {
+		dir = e.dir
+	}
+	d := &daemon{socket: filepath.Join(dir, fmt.Sprintf("run-%d", rand.Uint32()), "rnicd.sock"), addrs: addrs, prefix: prefix}
 	argv := append(append([]string{}, prefix...), e.rnicd, "--socket", d.socket, "--udp", addrs[0], "--name", names[0])
 	for i := 1; i < len(addrs); i++ {
 		argv = append(argv, "--device", fmt.Sprintf("name=%s,udp=%s", names[i], addrs[i]))
@@ -419,9 +448,16 @@ func (e *env) installSpecs(t *testing.T, ds ...*daemon) {
 	for i, d := range ds {
 		path := filepath.Join(specDir, fmt.Sprintf("rnic-test-%d.yaml", i))
 		written = append(written, path)
-		out, err := exec.Command(e.rnic, "cdi", "generate", "-S", d.socket, "--libdir", e.lib, "-o", path).CombinedOutput()
+		argv := append(append([]string{}, d.prefix...), e.rnic, "cdi", "generate", "-S", d.socket, "--libdir", e.lib, "-o", "-")
+		c := exec.Command(argv[0], argv[1:]...)
+		var stderr strings.Builder
+		c.Stderr = &stderr
+		out, err := c.Output()
 		if err != nil {
-			t.Fatalf("rnic cdi generate: %v\n%s", err, out)
+			t.Fatalf("rnic cdi generate: %v\n%s", err, stderr.String())
+		}
+		if err := os.WriteFile(path, out, 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

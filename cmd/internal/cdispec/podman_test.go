@@ -20,7 +20,7 @@ import (
 func oneNode(t *testing.T) (*env, *daemon) {
 	t.Helper()
 	e := needPodman(t)
-	d := e.startRnicd(t, nil, []string{"rnic0", "rnic1"}, loopbackAddrs(2))
+	d := e.startRnicd(t, nil, "", []string{"rnic0", "rnic1"}, loopbackAddrs(2))
 	e.installSpecs(t, d)
 	return e, d
 }

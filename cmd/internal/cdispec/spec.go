@@ -79,8 +79,8 @@ func Spec(nics []NIC, o Options) (*specs.Spec, error) {
 		}
 		node := uverbsNode(n.Index)
 		s.Devices = append(s.Devices, specs.Device{Name: n.Name,
-			ContainerEdits: specs.ContainerEdits{DeviceNodes: []*specs.DeviceNode{node}}})
-		all.ContainerEdits.DeviceNodes = append(all.ContainerEdits.DeviceNodes, uverbsNode(n.Index))
+			ContainerEdits: specs.ContainerEdits{Mounts: []*specs.Mount{node}}})
+		all.ContainerEdits.Mounts = append(all.ContainerEdits.Mounts, uverbsNode(n.Index))
 	}
 	s.Devices = append(s.Devices, all)
 	v, err := specs.MinimumRequiredVersion(s)
@@ -125,8 +125,8 @@ func (o *Options) commonEdits() specs.ContainerEdits {
 		Mounts: []*specs.Mount{
 			{HostPath: o.Socket, ContainerPath: ContainerSocket, Type: "bind", Options: ro},
 			{HostPath: o.LibDir, ContainerPath: ContainerLibDir, Type: "bind", Options: ro},
+			devNull("/dev/infiniband/rdma_cm"),
 		},
-		DeviceNodes: []*specs.DeviceNode{charDevice("/dev/infiniband/rdma_cm")},
 	}
 	if len(o.Hook) > 0 {
 		e.Hooks = []*specs.Hook{{HookName: "createContainer", Path: o.Hook[0], Args: o.Hook}}
@@ -135,13 +135,17 @@ func (o *Options) commonEdits() specs.ContainerEdits {
 }
 
 // uverbsNode is /dev/infiniband/uverbsN.
-func uverbsNode(index int) *specs.DeviceNode {
-	return charDevice(fmt.Sprintf("/dev/infiniband/uverbs%d", index))
+func uverbsNode(index int) *specs.Mount {
+	return devNull(fmt.Sprintf("/dev/infiniband/uverbs%d", index))
 }
 
-// charDevice is a node at path that is /dev/null underneath: the drop-in
-// never reads it, but UCX and libfabric want a node they may open
-// read-write before they use a device, as rnic exec's view gives.
-func charDevice(path string) *specs.DeviceNode {
-	return &specs.DeviceNode{Path: path, HostPath: "/dev/null", Type: "c", Major: 1, Minor: 3, Permissions: "rw"}
+// devNull puts /dev/null at path: the drop-in never opens the node, but
+// UCX and libfabric want one they may open read-write before they use a
+// device, as rnic exec's view gives. A bind mount rather than a CDI device
+// node: a rootless runtime cannot make nodes and binds a device from the
+// host path the container sees, which has no /dev/infiniband; a bind of
+// /dev/null works rootful and rootless alike, and every container may use
+// /dev/null.
+func devNull(path string) *specs.Mount {
+	return &specs.Mount{HostPath: "/dev/null", ContainerPath: path, Type: "bind", Options: []string{"bind", "rw", "nosuid", "noexec"}}
 }

@@ -56,7 +56,7 @@ func addNode(t *testing.T, e *env, br *taptest.Net, i int, nic string) *node {
 	if err := txChecksumOff(n.netns, "eth0"); err != nil {
 		t.Fatal(err)
 	}
-	n.d = e.startRnicd(t, []string{"ip", "netns", "exec", n.netns}, []string{nic}, []string{n.addr})
+	n.d = e.startRnicd(t, []string{"ip", "netns", "exec", n.netns}, "", []string{nic}, []string{n.addr})
 	return n
 }
 
