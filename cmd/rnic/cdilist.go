@@ -33,13 +33,15 @@ func runCDIList(args []string, stdout, stderr io.Writer) int {
 			names = append(names, n)
 		}
 	}
+	// What the runtime would refuse or drop (an invalid spec, a device
+	// two specs name) is said, as the runtime would not.
+	for path, errs := range cache.GetErrors() {
+		for _, e := range errs {
+			fmt.Fprintf(stderr, "rnic cdi list: %s: %v\n", path, e)
+		}
+	}
 	if len(names) == 0 {
 		fmt.Fprintf(stderr, "rnic cdi list: no %s devices in %s (rnic cdi generate writes them)\n", cdispec.Kind, strings.Join(*dirs, ", "))
-		for path, errs := range cache.GetErrors() {
-			for _, e := range errs {
-				fmt.Fprintf(stderr, "  %s: %v\n", path, e)
-			}
-		}
 		return 1
 	}
 	for _, n := range names {

@@ -21,5 +21,7 @@
 // mount technique), mounts.go (which mounts the holder makes), netns.go
 // (interfaces), hostaddr.go (addresses the host already carries), hook.go
 // (TAP mode), lock.go (the per-user directory and locks), launch.go
-// (starting the holder), holder.go (the holder), join.go (entering).
+// (starting the holder), holder.go (the holder), join.go (entering),
+// container.go (the same /sys/class in a container, from rnic cdi's OCI
+// hook).
 package view
