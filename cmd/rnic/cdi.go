@@ -170,5 +170,5 @@ func generateSpec(socket, libDir string) (*specs.Spec, error) {
 		nics[i] = cdispec.NIC{Index: i, Name: d.Name}
 	}
 	return cdispec.Spec(nics, cdispec.Options{Socket: socket, LibDir: libDir,
-		Hook: []string{self, "cdi", "hook", "--socket", socket}})
+		Hook: cdispec.HookCommand(self, socket)})
 }

@@ -61,6 +61,13 @@ type Options struct {
 	Hook []string
 }
 
+// HookCommand is the command line of the sysfs hook for Options.Hook:
+// rnic (the absolute path of an rnic binary the runtime can run) asked to
+// show the NICs of the daemon on socket.
+func HookCommand(rnic, socket string) []string {
+	return []string{rnic, "cdi", "hook", "--socket", socket}
+}
+
 // Spec returns the spec for nics, at the lowest CDI version that carries
 // what it uses (so that older runtimes, podman 4.3's, read it), checked
 // with the CDI module's validation.

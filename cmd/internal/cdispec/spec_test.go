@@ -12,7 +12,7 @@ import (
 )
 
 var testOpts = Options{Socket: "/run/rnic/rnicd.sock", LibDir: "/opt/rnic/lib",
-	Hook: []string{"/usr/local/bin/rnic", "cdi", "hook", "--socket", "/run/rnic/rnicd.sock"}}
+	Hook: HookCommand("/usr/local/bin/rnic", "/run/rnic/rnicd.sock")}
 
 // inject writes the spec for nics into a spec directory and injects
 // devices into an empty OCI spec through the CDI module's cache, as a
