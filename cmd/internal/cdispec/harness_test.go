@@ -51,6 +51,15 @@ var shared struct {
 	err  error
 }
 
+// TestMain removes what the container tests built, once all have run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.e != nil {
+		os.RemoveAll(shared.e.dir)
+	}
+	os.Exit(code)
+}
+
 // needPodman skips t unless podman can run containers here as root, and
 // returns the prepared environment.
 func needPodman(t *testing.T) *env {
@@ -92,21 +101,21 @@ func prepare() (*env, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return nil, "", err
-	}
 	e := &env{root: root, dir: dir, rnic: filepath.Join(dir, "bin", "rnic"), rnicd: filepath.Join(dir, "bin", "rnicd"),
 		lib: filepath.Join(dir, "lib"), rootfs: filepath.Join(dir, "rootfs")}
+	if err := os.Chmod(dir, 0o755); err != nil { // the rootless user runs what is built
+		return e, "", err
+	}
 	for _, c := range [][2]string{{e.rnic, "./cmd/rnic"}, {e.rnicd, "./cmd/rnicd"}} {
 		if out, err := command(root, "go", "build", "-o", c[0], c[1]); err != nil {
-			return nil, "", fmt.Errorf("go build %s: %v\n%s", c[1], err, out)
+			return e, "", fmt.Errorf("go build %s: %v\n%s", c[1], err, out)
 		}
 	}
 	if out, err := command(root, "make", "--no-print-directory", "-s", "lib", "LIBDIR="+e.lib); err != nil {
-		return nil, "", fmt.Errorf("make lib: %v\n%s", err, out)
+		return e, "", fmt.Errorf("make lib: %v\n%s", err, out)
 	}
 	if err := makeRootfs(e.rootfs, programs); err != nil {
-		return nil, "", err
+		return e, "", err
 	}
 	skip, err := e.findRuntime()
 	return e, skip, err
