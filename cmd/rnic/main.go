@@ -34,6 +34,7 @@ var commands = []command{
 	{"exec", "run an unmodified libibverbs program (ibv_devinfo, ib_write_bw, ...) on rnicd's NICs", runExec},
 	{"ladder", "draw a ladder diagram (SVG or HTML) of a capture's RoCEv2 and iWARP frames", runLadder},
 	{"conform", "protocol conformance: check a device against named spec rules on the wire (agent + tester)", runConform},
+	{"k8s", "kubelet device plugin: the node's rnicd NICs as the Kubernetes resource rnic.dev/nic", runK8s},
 	{"stat", "what an rnicd serves: links, clients, their QPs, counters (rdma link/resource/statistic show)", runStat},
 }
 

@@ -1,0 +1,245 @@
+// rnic k8s device-plugin against a test kubelet: the real v1beta1
+// Registration service on a unix socket receives the registration, then
+// the test is the kubelet calling the plugin, with the real protobuf
+// types, while an rnicd of the test serves two NICs, stops and restarts.
+
+package main
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	api "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/rnicd/rnicdtest"
+)
+
+// testKubelet is the kubelet's Registration service on a socket.
+type testKubelet struct {
+	api.UnimplementedRegistrationServer
+	srv      *grpc.Server
+	requests chan *api.RegisterRequest
+}
+
+func startTestKubelet(t *testing.T, sock string) *testKubelet {
+	t.Helper()
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &testKubelet{srv: grpc.NewServer(), requests: make(chan *api.RegisterRequest, 4)}
+	api.RegisterRegistrationServer(k.srv, k)
+	go k.srv.Serve(l)
+	t.Cleanup(k.srv.Stop)
+	return k
+}
+
+func (k *testKubelet) Register(_ context.Context, r *api.RegisterRequest) (*api.Empty, error) {
+	k.requests <- r
+	return &api.Empty{}, nil
+}
+
+// registration waits for the plugin to register.
+func (k *testKubelet) registration(t *testing.T) *api.RegisterRequest {
+	t.Helper()
+	select {
+	case r := <-k.requests:
+		return r
+	case <-time.After(30 * time.Second):
+		t.Fatal("the plugin did not register within 30s")
+		return nil
+	}
+}
+
+// pluginClient dials the plugin's socket as the kubelet does.
+func pluginClient(t *testing.T, dir string, r *api.RegisterRequest) api.DevicePluginClient {
+	t.Helper()
+	conn, err := grpc.NewClient("unix://"+filepath.Join(dir, r.Endpoint), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return api.NewDevicePluginClient(conn)
+}
+
+// deviceWatch is a ListAndWatch stream, its responses on a channel.
+type deviceWatch chan *api.ListAndWatchResponse
+
+func watchDevices(t *testing.T, ctx context.Context, c api.DevicePluginClient) deviceWatch {
+	t.Helper()
+	stream, err := c.ListAndWatch(ctx, &api.Empty{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := make(deviceWatch, 16)
+	go func() {
+		defer close(w)
+		for {
+			r, err := stream.Recv()
+			if err != nil {
+				return
+			}
+			w <- r
+		}
+	}()
+	return w
+}
+
+// until waits for a listing that is want (ID=health, in order).
+func (w deviceWatch) until(t *testing.T, want ...string) {
+	t.Helper()
+	var last []string
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case r, ok := <-w:
+			if !ok {
+				t.Fatalf("ListAndWatch ended; last listing %v, want %v", last, want)
+			}
+			last = last[:0]
+			for _, d := range r.Devices {
+				last = append(last, d.ID+"="+d.Health)
+			}
+			if slices.Equal(last, want) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("ListAndWatch said %v, not %v, within 30s", last, want)
+		}
+	}
+}
+
+func TestK8sDevicePlugin(t *testing.T) {
+	dir := t.TempDir()
+	kubeletSock := filepath.Join(dir, "kubelet.sock")
+	rnicdSock := filepath.Join(dir, "run", "rnicd.sock")
+	libDir := filepath.Join(dir, "lib")
+	if err := os.Mkdir(libDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(libDir, dropinLib), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := rnicdtest.New(rnicdSock, rnicdtest.Options{NICs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	kubelet := startTestKubelet(t, kubeletSock)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	restore := setRootContext(ctx)
+	defer restore()
+	var stderr syncBuffer
+	exited := make(chan int, 1)
+	go func() {
+		exited <- run([]string{"k8s", "device-plugin", "--socket", rnicdSock, "--kubelet-socket", kubeletSock,
+			"--lib-dir", libDir, "--poll", "100ms", "--watch", "100ms"}, new(syncBuffer), &stderr)
+	}()
+	defer func() {
+		if t.Failed() {
+			t.Logf("plugin's log:\n%s", stderr.String())
+		}
+	}()
+
+	reg := kubelet.registration(t)
+	if reg.Version != api.Version || reg.ResourceName != "rnic.dev/nic" || reg.Endpoint != k8sEndpoint {
+		t.Fatalf("registered %v", reg)
+	}
+	plugin := pluginClient(t, dir, reg)
+	opts, err := plugin.GetDevicePluginOptions(ctx, &api.Empty{})
+	if err != nil || opts.PreStartRequired || opts.GetPreferredAllocationAvailable {
+		t.Fatalf("GetDevicePluginOptions: %v, %v", opts, err)
+	}
+	watch := watchDevices(t, ctx, plugin)
+	watch.until(t, "rnic0=Healthy", "rnic1=Healthy")
+
+	t.Run("Allocate", func(t *testing.T) { checkAllocate(t, ctx, plugin, rnicdSock, libDir) })
+
+	// The daemon stops: its NICs stay listed, unhealthy; it comes back.
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	watch.until(t, "rnic0=Unhealthy", "rnic1=Unhealthy")
+	d, err = rnicdtest.New(rnicdSock, rnicdtest.Options{NICs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watch.until(t, "rnic0=Healthy", "rnic1=Healthy")
+
+	// The kubelet restarts as a real one does: its old sockets and the
+	// plugins' go, a new Registration socket comes.
+	kubelet.srv.Stop()
+	for _, name := range []string{"kubelet.sock", reg.Endpoint} {
+		os.Remove(filepath.Join(dir, name))
+	}
+	kubelet = startTestKubelet(t, kubeletSock)
+	reg = kubelet.registration(t)
+	if reg.ResourceName != "rnic.dev/nic" {
+		t.Fatalf("registered again %v", reg)
+	}
+	watchDevices(t, ctx, pluginClient(t, dir, reg)).until(t, "rnic0=Healthy", "rnic1=Healthy")
+
+	cancel()
+	select {
+	case st := <-exited:
+		if st != 0 {
+			t.Fatalf("rnic k8s device-plugin exited %d", st)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("rnic k8s device-plugin still running 20s after its context ended")
+	}
+	if _, err := os.Stat(filepath.Join(dir, reg.Endpoint)); !os.IsNotExist(err) {
+		t.Errorf("the plugin left its socket: %v", err)
+	}
+}
+
+// checkAllocate allocates both NICs to one container, one to another, and
+// a NIC the node does not have.
+func checkAllocate(t *testing.T, ctx context.Context, plugin api.DevicePluginClient, rnicdSock, libDir string) {
+	resp, err := plugin.Allocate(ctx, &api.AllocateRequest{ContainerRequests: []*api.ContainerAllocateRequest{
+		{DevicesIds: []string{"rnic0", "rnic1"}}, {DevicesIds: []string{"rnic1"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.ContainerResponses) != 2 {
+		t.Fatalf("%d container responses, want 2", len(resp.ContainerResponses))
+	}
+	for i, want := range [][]string{{"rnic.dev/nic=rnic0", "rnic.dev/nic=rnic1"}, {"rnic.dev/nic=rnic1"}} {
+		c := resp.ContainerResponses[i]
+		var names []string
+		for _, d := range c.CdiDevices {
+			names = append(names, d.Name)
+		}
+		if !slices.Equal(names, want) {
+			t.Errorf("container %d: CDI devices %v, want %v", i, names, want)
+		}
+		if c.Envs[ibv.SocketEnv] != "/run/rnic/rnicd.sock" || c.Envs["LD_LIBRARY_PATH"] != "/usr/local/lib/rnic" {
+			t.Errorf("container %d: environment %v", i, c.Envs)
+		}
+		var mounts []string
+		for _, m := range c.Mounts {
+			mounts = append(mounts, m.HostPath+":"+m.ContainerPath+":"+map[bool]string{true: "ro", false: "rw"}[m.ReadOnly])
+		}
+		wantMounts := []string{filepath.Dir(rnicdSock) + ":/run/rnic:rw", libDir + ":/usr/local/lib/rnic:ro"}
+		if !slices.Equal(mounts, wantMounts) {
+			t.Errorf("container %d: mounts %v, want %v", i, mounts, wantMounts)
+		}
+	}
+	_, err = plugin.Allocate(ctx, &api.AllocateRequest{ContainerRequests: []*api.ContainerAllocateRequest{{DevicesIds: []string{"rnic9"}}}})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Errorf("Allocate of rnic9: %v, want InvalidArgument", err)
+	}
+}
