@@ -7,121 +7,24 @@ package main
 
 import (
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	api "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
+	"github.com/rnic/rnic/cmd/internal/deviceplugin/deviceplugintest"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/rnicdtest"
 )
 
-// testKubelet is the kubelet's Registration service on a socket.
-type testKubelet struct {
-	api.UnimplementedRegistrationServer
-	srv      *grpc.Server
-	requests chan *api.RegisterRequest
-}
-
-func startTestKubelet(t *testing.T, sock string) *testKubelet {
-	t.Helper()
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := &testKubelet{srv: grpc.NewServer(), requests: make(chan *api.RegisterRequest, 4)}
-	api.RegisterRegistrationServer(k.srv, k)
-	go k.srv.Serve(l)
-	t.Cleanup(k.srv.Stop)
-	return k
-}
-
-func (k *testKubelet) Register(_ context.Context, r *api.RegisterRequest) (*api.Empty, error) {
-	k.requests <- r
-	return &api.Empty{}, nil
-}
-
-// registration waits for the plugin to register.
-func (k *testKubelet) registration(t *testing.T) *api.RegisterRequest {
-	t.Helper()
-	select {
-	case r := <-k.requests:
-		return r
-	case <-time.After(30 * time.Second):
-		t.Fatal("the plugin did not register within 30s")
-		return nil
-	}
-}
-
-// pluginClient dials the plugin's socket as the kubelet does.
-func pluginClient(t *testing.T, dir string, r *api.RegisterRequest) api.DevicePluginClient {
-	t.Helper()
-	conn, err := grpc.NewClient("unix://"+filepath.Join(dir, r.Endpoint), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return api.NewDevicePluginClient(conn)
-}
-
-// deviceWatch is a ListAndWatch stream, its responses on a channel.
-type deviceWatch chan *api.ListAndWatchResponse
-
-func watchDevices(t *testing.T, ctx context.Context, c api.DevicePluginClient) deviceWatch {
-	t.Helper()
-	stream, err := c.ListAndWatch(ctx, &api.Empty{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := make(deviceWatch, 16)
-	go func() {
-		defer close(w)
-		for {
-			r, err := stream.Recv()
-			if err != nil {
-				return
-			}
-			w <- r
-		}
-	}()
-	return w
-}
-
-// until waits for a listing that is want (ID=health, in order).
-func (w deviceWatch) until(t *testing.T, want ...string) {
-	t.Helper()
-	var last []string
-	deadline := time.After(30 * time.Second)
-	for {
-		select {
-		case r, ok := <-w:
-			if !ok {
-				t.Fatalf("ListAndWatch ended; last listing %v, want %v", last, want)
-			}
-			last = last[:0]
-			for _, d := range r.Devices {
-				last = append(last, d.ID+"="+d.Health)
-			}
-			if slices.Equal(last, want) {
-				return
-			}
-		case <-deadline:
-			t.Fatalf("ListAndWatch said %v, not %v, within 30s", last, want)
-		}
-	}
-}
-
 func TestK8sDevicePlugin(t *testing.T) {
 	dir := t.TempDir()
-	kubeletSock := filepath.Join(dir, "kubelet.sock")
+	kubeletSock := deviceplugintest.Socket(dir)
 	rnicdSock := filepath.Join(dir, "run", "rnicd.sock")
 	libDir := filepath.Join(dir, "lib")
 	if err := os.Mkdir(libDir, 0o755); err != nil {
@@ -135,7 +38,7 @@ func TestK8sDevicePlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	kubelet := startTestKubelet(t, kubeletSock)
+	kubelet := deviceplugintest.Start(t, dir)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -153,17 +56,17 @@ func TestK8sDevicePlugin(t *testing.T) {
 		}
 	}()
 
-	reg := kubelet.registration(t)
+	reg := kubelet.Registration(t)
 	if reg.Version != api.Version || reg.ResourceName != "rnic.dev/nic" || reg.Endpoint != k8sEndpoint {
 		t.Fatalf("registered %v", reg)
 	}
-	plugin := pluginClient(t, dir, reg)
+	plugin := kubelet.Dial(t, reg)
 	opts, err := plugin.GetDevicePluginOptions(ctx, &api.Empty{})
 	if err != nil || opts.PreStartRequired || opts.GetPreferredAllocationAvailable {
 		t.Fatalf("GetDevicePluginOptions: %v, %v", opts, err)
 	}
-	watch := watchDevices(t, ctx, plugin)
-	watch.until(t, "rnic0=Healthy", "rnic1=Healthy")
+	watch := deviceplugintest.ListAndWatch(t, ctx, plugin)
+	watch.Until(t, "rnic0=Healthy", "rnic1=Healthy")
 
 	t.Run("Allocate", func(t *testing.T) { checkAllocate(t, ctx, plugin, rnicdSock, libDir) })
 
@@ -171,25 +74,25 @@ func TestK8sDevicePlugin(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	watch.until(t, "rnic0=Unhealthy", "rnic1=Unhealthy")
+	watch.Until(t, "rnic0=Unhealthy", "rnic1=Unhealthy")
 	d, err = rnicdtest.New(rnicdSock, rnicdtest.Options{NICs: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	watch.until(t, "rnic0=Healthy", "rnic1=Healthy")
+	watch.Until(t, "rnic0=Healthy", "rnic1=Healthy")
 
 	// The kubelet restarts as a real one does: its old sockets and the
 	// plugins' go, a new Registration socket comes.
-	kubelet.srv.Stop()
+	kubelet.Stop()
 	for _, name := range []string{"kubelet.sock", reg.Endpoint} {
 		os.Remove(filepath.Join(dir, name))
 	}
-	kubelet = startTestKubelet(t, kubeletSock)
-	reg = kubelet.registration(t)
+	kubelet = deviceplugintest.Start(t, dir)
+	reg = kubelet.Registration(t)
 	if reg.ResourceName != "rnic.dev/nic" {
 		t.Fatalf("registered again %v", reg)
 	}
-	watchDevices(t, ctx, pluginClient(t, dir, reg)).until(t, "rnic0=Healthy", "rnic1=Healthy")
+	deviceplugintest.ListAndWatch(t, ctx, kubelet.Dial(t, reg)).Until(t, "rnic0=Healthy", "rnic1=Healthy")
 
 	cancel()
 	select {

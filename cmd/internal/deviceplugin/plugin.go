@@ -53,7 +53,13 @@ func Run(ctx context.Context, cfg Config) error {
 	c, cancel := context.WithTimeout(ctx, inventoryTimeout)
 	nics.update(cfg.Inventory(c))
 	cancel()
-	go nics.poll(ctx, cfg.Inventory, cfg.Poll, cfg.Logf)
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		nics.poll(ctx, cfg.Inventory, cfg.Poll, cfg.Logf)
+	}()
+	// Nothing of the plugin's runs once Run returns.
+	defer func() { <-polled }()
 	for ctx.Err() == nil {
 		err := serveOnce(ctx, cfg, nics)
 		if ctx.Err() != nil {
