@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -144,5 +145,43 @@ func checkAllocate(t *testing.T, ctx context.Context, plugin api.DevicePluginCli
 	_, err = plugin.Allocate(ctx, &api.AllocateRequest{ContainerRequests: []*api.ContainerAllocateRequest{{DevicesIds: []string{"rnic9"}}}})
 	if status.Code(err) != codes.InvalidArgument {
 		t.Errorf("Allocate of rnic9: %v, want InvalidArgument", err)
+	}
+}
+
+// --install-libs copies the libraries rnic exec would use into --lib-dir
+// (made if missing), again over an earlier copy, leaving nothing else.
+func TestK8sInstallLibs(t *testing.T) {
+	src, dst := t.TempDir(), filepath.Join(t.TempDir(), "node", "lib")
+	t.Setenv(libDirEnv, src)
+	for round, content := range []string{"first", "second"} {
+		for _, name := range []string{dropinLib, "librdmacm.so.1"} {
+			if err := os.WriteFile(filepath.Join(src, name), []byte(content+name), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f := k8sFlags{libDir: dst, installLibs: true}
+		if err := f.prepareLibs(); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		entries, err := os.ReadDir(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+			if got, _ := os.ReadFile(filepath.Join(dst, e.Name())); string(got) != content+e.Name() {
+				t.Errorf("round %d: %s holds %q", round, e.Name(), got)
+			}
+		}
+		if !slices.Equal(names, []string{dropinLib, "librdmacm.so.1"}) {
+			t.Errorf("round %d: --lib-dir holds %v", round, names)
+		}
+	}
+	// Without the libraries where rnic exec looks, the plugin does not start.
+	t.Setenv(libDirEnv, t.TempDir())
+	f := k8sFlags{libDir: dst, installLibs: true}
+	if err := f.prepareLibs(); !errors.Is(err, errNoLibrary) {
+		t.Errorf("no libraries to install: %v, want errNoLibrary", err)
 	}
 }
