@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,9 +19,12 @@ import (
 	"google.golang.org/grpc/status"
 	api "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
+	"github.com/rnic/rnic/cmd/internal/deviceplugin"
 	"github.com/rnic/rnic/cmd/internal/deviceplugin/deviceplugintest"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/rnicdtest"
+	"github.com/rnic/rnic/nic/rnicd/server"
+	"github.com/rnic/rnic/nic/verbs"
 )
 
 func TestK8sDevicePlugin(t *testing.T) {
@@ -183,5 +187,58 @@ func TestK8sInstallLibs(t *testing.T) {
 	f := k8sFlags{libDir: dst, installLibs: true}
 	if err := f.prepareLibs(); !errors.Is(err, errNoLibrary) {
 		t.Errorf("no libraries to install: %v, want errNoLibrary", err)
+	}
+}
+
+// downPort is a device whose port 1 is DOWN.
+type downPort struct{ ibv.Device }
+
+func (d downPort) QueryPort(port uint8) (verbs.PortAttr, error) {
+	a, err := d.Device.QueryPort(port)
+	a.State = verbs.PortDown
+	return a, err
+}
+
+// The plugin's inventory: a NIC is healthy while its port is ACTIVE; a
+// daemon that does not answer is an error.
+func TestK8sInventory(t *testing.T) {
+	var devs []ibv.Device
+	for i := range 2 {
+		n, err := rnicdtest.OpenNIC(fmt.Sprintf("rnic%d", i), 1500)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dev := rnicdtest.Device(n)
+		t.Cleanup(func() { dev.Close() })
+		if i == 1 {
+			dev = downPort{dev}
+		}
+		devs = append(devs, dev)
+	}
+	srv, err := server.New(server.Config{Devices: devs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(t.TempDir(), "rnicd.sock")
+	l, err := server.Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		srv.Serve(l)
+	}()
+	defer func() {
+		srv.Close()
+		<-served
+	}()
+	got, err := rnicdInventory(sock)(context.Background())
+	want := []deviceplugin.NIC{{Name: "rnic0", Healthy: true}, {Name: "rnic1", Healthy: false}}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("inventory: %v, %v; want %v", got, err, want)
+	}
+	if got, err := rnicdInventory(filepath.Join(t.TempDir(), "none.sock"))(context.Background()); err == nil {
+		t.Errorf("inventory of no daemon: %v, no error", got)
 	}
 }
