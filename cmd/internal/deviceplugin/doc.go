@@ -5,7 +5,7 @@
 // CDI device names, and for a kubelet or runtime without CDI the same
 // mounts and environment directly.
 //
-// The package knows neither rnicd's protocol nor the CDI spec: a
+// The package knows neither rnicd's protocol nor the CDI spec: an
 // Inventory says which NICs there are and whether each is healthy, a
 // Provider what a container needs to use them. The command (rnic k8s
 // device-plugin) supplies both.
