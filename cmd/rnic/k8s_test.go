@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -240,5 +241,26 @@ func TestK8sInventory(t *testing.T) {
 	}
 	if got, err := rnicdInventory(filepath.Join(t.TempDir(), "none.sock"))(context.Background()); err == nil {
 		t.Errorf("inventory of no daemon: %v, no error", got)
+	}
+}
+
+func TestK8sUsage(t *testing.T) {
+	for _, c := range []struct {
+		args   []string
+		status int
+		stderr string
+	}{
+		{[]string{"k8s"}, 2, "missing subcommand: device-plugin"},
+		{[]string{"k8s", "plugin"}, 2, `unknown subcommand "plugin"`},
+		{[]string{"k8s", "device-plugin", "x"}, 2, `unexpected argument "x"`},
+		{[]string{"k8s", "device-plugin", "--poll", "0"}, 2, "--poll and --watch must be positive"},
+		{[]string{"k8s", "device-plugin", "--cdi=false", "--direct=false"}, 2, "leave Allocate nothing to say"},
+		{[]string{"k8s", "device-plugin", "--install-libs"}, 1, "--install-libs needs --lib-dir"},
+		{[]string{"k8s", "device-plugin", "--lib-dir", t.TempDir()}, 1, "no libibverbs.so.1 there"},
+	} {
+		var stdout, stderr syncBuffer
+		if st := run(c.args, &stdout, &stderr); st != c.status || !strings.Contains(stderr.String(), c.stderr) {
+			t.Errorf("rnic %q: status %d, stderr %q; want %d, %q", c.args, st, stderr.String(), c.status, c.stderr)
+		}
 	}
 }
