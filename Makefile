@@ -25,7 +25,7 @@ DROPIN_LIB  := nic/rnicd/dropin/libibverbs
 DROPIN_CM   := nic/rnicd/dropin/librdmacm
 HAVE_CC_VERBS := $(shell command -v $(CC) >/dev/null 2>&1 && [ -e /usr/include/infiniband/verbs.h ] && echo yes)
 
-.PHONY: all build lib lib-asan lib-clang abi test test-race test-verbs demo bench bench-go fuzz lint interop conform-lab conform-self soak clean
+.PHONY: all build image lib lib-asan lib-clang abi test test-race test-verbs demo bench bench-go fuzz lint interop conform-lab conform-self soak clean
 
 all: build
 
@@ -43,6 +43,21 @@ ifeq ($(HAVE_CC_VERBS),yes)
 else
 	@echo "build: $(LIBDIR)/libibverbs.so.1 (the drop-in libibverbs for C programs) not built: apt-get install gcc libibverbs-dev"
 endif
+
+# image: rnic's container image (cmd/internal/mkimage): rnic and rnicd
+# built static, the drop-in libraries, in one layer, as an OCI layout in
+# $(BIN)/rnic-image and the same as one archive, $(BIN)/rnic-image.tar,
+# named $(IMAGE); the Kubernetes manifests in cmd/rnic/k8s run it. No
+# registry and no container tool: podman load -i, ctr -n k8s.io images
+# import, or skopeo copy oci-archive:... to a registry take it from there.
+# Its files are stamped with the last commit's time (SOURCE_DATE_EPOCH).
+IMAGE       ?= localhost/rnic:latest
+IMAGE_BIN   := $(BIN)/image
+image: lib
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(IMAGE_BIN)/rnic ./cmd/rnic
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(IMAGE_BIN)/rnicd ./cmd/rnicd
+	SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || echo 0)} \
+		$(GO) run ./cmd/internal/mkimage -bin $(IMAGE_BIN) -lib $(LIBDIR) -name $(IMAGE) -o $(BIN)/rnic-image
 
 # lib: the drop-in library; lib-asan: the same under AddressSanitizer, in
 # $(LIBDIR)/asan (for programs built with -fsanitize=address, or run with

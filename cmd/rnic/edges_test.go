@@ -23,12 +23,15 @@ var edgeBase = map[string][]string{
 	"perf":     {"perf", "--rdma-port", "24814", "-n", "2", "--no-raw"},
 	"rping":    {"rping", "-c", "-a", "127.0.21.2", "-I", "127.0.21.3", "-p", "24815", "-C", "1"},
 	"stat":     {"stat", "--socket", "/nonexistent/rnicd.sock"},
-	"devices":  {"devices"},
-	"devinfo":  {"devinfo", "-v"},
-	"exec":     {"exec"},
-	"ladder":   {"ladder", "/nonexistent/x.pcap", "-o", "/nonexistent/x.svg"},
-	"conform":  {"conform", "run", "--agent", "127.0.21.2:24816", "--udp", "127.0.21.3", "--only", "in-order"},
-	"lab":      {"lab", "run", "rc-basics"},
+	// The system's libibverbs stands in for the drop-in (the plugin only
+	// checks it is there); the plugin's socket goes in the test's directory.
+	"k8s":     {"k8s", "device-plugin", "--kubelet-socket", "kubelet.sock", "--socket", "/nonexistent/rnicd.sock", "--lib-dir", "/usr/lib/x86_64-linux-gnu"},
+	"devices": {"devices"},
+	"devinfo": {"devinfo", "-v"},
+	"exec":    {"exec"},
+	"ladder":  {"ladder", "/nonexistent/x.pcap", "-o", "/nonexistent/x.svg"},
+	"conform": {"conform", "run", "--agent", "127.0.21.2:24816", "--udp", "127.0.21.3", "--only", "in-order"},
+	"lab":     {"lab", "run", "rc-basics"},
 }
 
 // heavy are in-range values left out because they would take gigabytes

@@ -35,6 +35,7 @@ var commands = []command{
 	{"cdi", "give containers rnicd's NICs through CDI (podman --device rnic.dev/nic=rnic0): generate, list", runCDI},
 	{"ladder", "draw a ladder diagram (SVG or HTML) of a capture's RoCEv2 and iWARP frames", runLadder},
 	{"conform", "protocol conformance: check a device against named spec rules on the wire (agent + tester)", runConform},
+	{"k8s", "kubelet device plugin: the node's rnicd NICs as the Kubernetes resource rnic.dev/nic", runK8s},
 	{"stat", "what an rnicd serves: links, clients, their QPs, counters (rdma link/resource/statistic show)", runStat},
 }
 
