@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 	api "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
+	"github.com/rnic/rnic/cmd/internal/cdispec"
 	"github.com/rnic/rnic/cmd/internal/deviceplugin"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/client"
@@ -50,6 +51,7 @@ const k8sEndpoint = "rnic.dev-nic.sock"
 // k8sFlags are rnic k8s device-plugin's settings.
 type k8sFlags struct {
 	socket, kubelet, libDir string
+	cdiSpec, cdiHook        string
 	installLibs, cdi        bool
 	direct                  bool
 	poll, watch             time.Duration
@@ -61,6 +63,8 @@ func (f *k8sFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.libDir, "lib-dir", "", "the node's directory of the drop-in libraries that containers mount (default: the one beside rnic)")
 	fs.BoolVar(&f.installLibs, "install-libs", false, "copy the drop-in libraries beside rnic into --lib-dir first")
 	fs.BoolVar(&f.cdi, "cdi", true, "answer Allocate with CDI device names")
+	fs.StringVar(&f.cdiSpec, "cdi-spec", "", "write the node's CDI spec of the daemon's NICs here (e.g. /var/run/cdi/rnic.yaml), again when they change")
+	fs.StringVar(&f.cdiHook, "cdi-hook", "", "the node's path of an rnic binary the spec runs as its sysfs hook (--install-libs copies this rnic there); empty: no hook")
 	fs.BoolVar(&f.direct, "direct", true, "answer Allocate with the mounts and environment too (kubelets or runtimes without CDI)")
 	fs.DurationVar(&f.poll, "poll", 2*time.Second, "how often to ask rnicd for its NICs and their ports")
 	fs.DurationVar(&f.watch, "watch", time.Second, "how often to check the sockets for a kubelet restart")
@@ -98,6 +102,8 @@ func runK8s(args []string, stdout, stderr io.Writer) int {
 		return usageErr(errors.New("--poll and --watch must be positive"))
 	case !f.cdi && !f.direct:
 		return usageErr(errors.New("--cdi=false and --direct=false leave Allocate nothing to say"))
+	case f.cdiHook != "" && (f.cdiSpec == "" || !filepath.IsAbs(f.cdiHook)):
+		return usageErr(errors.New("--cdi-hook needs --cdi-spec and an absolute path"))
 	}
 	if err := f.prepareLibs(); err != nil {
 		fmt.Fprintf(stderr, "rnic k8s: %v\n", err)
@@ -120,7 +126,13 @@ func (f *k8sFlags) prepareLibs() error {
 		if err != nil {
 			return err
 		}
-		return installLibs(from, f.libDir)
+		if err := installLibs(from, f.libDir); err != nil {
+			return err
+		}
+		if f.cdiHook != "" {
+			return installFile(exe, f.cdiHook)
+		}
+		return nil
 	}
 	if f.libDir == "" {
 		f.libDir, err = findLibDir(os.Getenv(libDirEnv), exe)
@@ -141,7 +153,7 @@ func (f *k8sFlags) run(stderr io.Writer) int {
 		Resource:      cdiKind,
 		KubeletSocket: f.kubelet,
 		Endpoint:      k8sEndpoint,
-		Inventory:     rnicdInventory(f.socket),
+		Inventory:     f.inventory(logger.Printf),
 		Provider:      nodeDevices{socket: f.socket, libDir: f.libDir},
 		CDI:           f.cdi,
 		Direct:        f.direct,
@@ -157,6 +169,20 @@ func (f *k8sFlags) run(stderr io.Writer) int {
 		logger.Printf("stopped: %v", cause)
 	}
 	return 0
+}
+
+// inventory is rnicd's, keeping the node's CDI spec if --cdi-spec asks.
+func (f *k8sFlags) inventory(logf func(string, ...any)) deviceplugin.Inventory {
+	inv := rnicdInventory(f.socket)
+	if f.cdiSpec == "" {
+		return inv
+	}
+	opts := cdispec.Options{Socket: f.socket, LibDir: f.libDir}
+	if f.cdiHook != "" {
+		opts.Hook = cdispec.HookCommand(f.cdiHook, f.socket)
+	}
+	k := &specKeeper{path: f.cdiSpec, opts: opts, logf: logf}
+	return k.wrap(inv)
 }
 
 // rnicdInventory lists the NICs of the rnicd on socket: a NIC is healthy
@@ -194,25 +220,35 @@ func rnicdInventory(socket string) deviceplugin.Inventory {
 // another, each through a temporary file renamed into place: a container
 // running with the old file mapped keeps it.
 func installLibs(from, to string) error {
-	if err := os.MkdirAll(to, 0o755); err != nil {
-		return err
-	}
 	for _, name := range []string{dropinLib, "librdmacm.so.1"} {
-		data, err := os.ReadFile(filepath.Join(from, name))
+		err := installFile(filepath.Join(from, name), filepath.Join(to, name))
 		if errors.Is(err, os.ErrNotExist) && name != dropinLib {
 			continue // built without librdmacm-dev
 		}
 		if err != nil {
 			return err
 		}
-		tmp := filepath.Join(to, "."+name+".tmp")
-		if err := os.WriteFile(tmp, data, 0o755); err != nil {
-			return err
-		}
-		if err := os.Rename(tmp, filepath.Join(to, name)); err != nil {
-			os.Remove(tmp)
-			return err
-		}
+	}
+	return nil
+}
+
+// installFile copies from to to (executable), replacing it in one rename
+// so a container starting meanwhile sees the old file or the new one.
+func installFile(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return err
+	}
+	tmp := filepath.Join(filepath.Dir(to), "."+filepath.Base(to)+".tmp")
+	if err := os.WriteFile(tmp, data, 0o755); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, to); err != nil {
+		os.Remove(tmp)
+		return err
 	}
 	return nil
 }

@@ -92,7 +92,13 @@ func checkPluginContainer(t *testing.T, where string, c k8smanifest.Container) {
 	if f.libDir == "" || !f.installLibs {
 		t.Errorf("%s: an image's plugin must install the libraries (--install-libs --lib-dir)", where)
 	}
-	for _, p := range []string{f.socket, filepath.Dir(f.kubelet), f.libDir} {
+	paths := []string{f.socket, filepath.Dir(f.kubelet), f.libDir}
+	for _, p := range []string{f.cdiSpec, f.cdiHook} {
+		if p != "" {
+			paths = append(paths, filepath.Dir(p))
+		}
+	}
+	for _, p := range paths {
 		if got := c.MountFor(p); got != p {
 			t.Errorf("%s: %s is not the node's %s (mounted from %q): the kubelet would mount the wrong path into pods", where, p, p, got)
 		}

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 	api "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
+	"github.com/rnic/rnic/cmd/internal/cdispec"
 	"github.com/rnic/rnic/cmd/internal/deviceplugin"
 	"github.com/rnic/rnic/cmd/internal/deviceplugin/deviceplugintest"
 	"github.com/rnic/rnic/nic/ibv"
@@ -135,14 +136,14 @@ func checkAllocate(t *testing.T, ctx context.Context, plugin api.DevicePluginCli
 		if !slices.Equal(names, want) {
 			t.Errorf("container %d: CDI devices %v, want %v", i, names, want)
 		}
-		if c.Envs[ibv.SocketEnv] != "/run/rnic/rnicd.sock" || c.Envs["LD_LIBRARY_PATH"] != "/usr/local/lib/rnic" {
+		if c.Envs[ibv.SocketEnv] != "/run/rnic/rnicd.sock" || c.Envs["LD_LIBRARY_PATH"] != "/usr/lib/rnic" {
 			t.Errorf("container %d: environment %v", i, c.Envs)
 		}
 		var mounts []string
 		for _, m := range c.Mounts {
 			mounts = append(mounts, m.HostPath+":"+m.ContainerPath+":"+map[bool]string{true: "ro", false: "rw"}[m.ReadOnly])
 		}
-		wantMounts := []string{filepath.Dir(rnicdSock) + ":/run/rnic:rw", libDir + ":/usr/local/lib/rnic:ro"}
+		wantMounts := []string{filepath.Dir(rnicdSock) + ":/run/rnic:rw", libDir + ":/usr/lib/rnic:ro"}
 		if !slices.Equal(mounts, wantMounts) {
 			t.Errorf("container %d: mounts %v, want %v", i, mounts, wantMounts)
 		}
@@ -262,5 +263,77 @@ func TestK8sUsage(t *testing.T) {
 		if st := run(c.args, &stdout, &stderr); st != c.status || !strings.Contains(stderr.String(), c.stderr) {
 			t.Errorf("rnic %q: status %d, stderr %q; want %d, %q", c.args, st, stderr.String(), c.status, c.stderr)
 		}
+	}
+}
+
+// TestK8sPathsAreCDIs: the plugin's direct edits put the socket and the
+// libraries where rnic cdi generate's spec does, so a container sees the
+// same either way.
+func TestK8sPathsAreCDIs(t *testing.T) {
+	if got, want := containerSocketDir, filepath.Dir(cdispec.ContainerSocket); got != want {
+		t.Errorf("socket directory %s, the CDI spec's %s", got, want)
+	}
+	e, err := nodeDevices{socket: "/run/rnic/rnicd.sock", libDir: "/opt/rnic/lib"}.Edits([]string{"rnic0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Env[ibv.SocketEnv]; got != cdispec.ContainerSocket {
+		t.Errorf("%s=%s, the CDI spec's %s", ibv.SocketEnv, got, cdispec.ContainerSocket)
+	}
+}
+
+// TestK8sSpecKeeper: --cdi-spec writes the node's spec of the NICs the
+// daemon lists, numbered as rnic cdi generate numbers them, again when
+// they change and not while they stay; a daemon that does not answer
+// leaves it alone.
+func TestK8sSpecKeeper(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rnic.yaml")
+	var answer []deviceplugin.NIC
+	var down bool
+	inv := func(context.Context) ([]deviceplugin.NIC, error) {
+		if down {
+			return nil, errors.New("no daemon")
+		}
+		return answer, nil
+	}
+	k := &specKeeper{path: path, logf: t.Logf, opts: cdispec.Options{Socket: "/run/rnic/rnicd.sock", LibDir: "/var/lib/rnic/lib",
+		Hook: cdispec.HookCommand("/var/lib/rnic/bin/rnic", "/run/rnic/rnicd.sock")}}
+	poll := k.wrap(inv)
+	devices := func() []string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil
+		}
+		var names []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if n, ok := strings.CutPrefix(strings.TrimSpace(l), "- name: "); ok {
+				names = append(names, n)
+			}
+		}
+		return names
+	}
+	answer = []deviceplugin.NIC{{Name: "rnic0", Healthy: true}, {Name: "rnic1"}}
+	poll(context.Background())
+	if got := devices(); !slices.Equal(got, []string{"rnic0", "rnic1", "all"}) {
+		t.Fatalf("spec devices %v", got)
+	}
+	if b, _ := os.ReadFile(path); !strings.Contains(string(b), "/var/lib/rnic/bin/rnic") || !strings.Contains(string(b), "uverbs1") {
+		t.Errorf("spec lacks the hook or rnic1's node:\n%s", b)
+	}
+	os.Remove(path)
+	poll(context.Background()) // same NICs: not written again
+	if devices() != nil {
+		t.Error("spec rewritten for the same NICs")
+	}
+	down = true
+	poll(context.Background())
+	if devices() != nil {
+		t.Error("spec written while the daemon did not answer")
+	}
+	down, answer = false, answer[:1]
+	poll(context.Background())
+	if got := devices(); !slices.Equal(got, []string{"rnic0", "all"}) {
+		t.Errorf("after a NIC went: spec devices %v", got)
 	}
 }

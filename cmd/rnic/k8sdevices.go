@@ -10,17 +10,19 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/rnic/rnic/cmd/internal/cdispec"
 	"github.com/rnic/rnic/cmd/internal/deviceplugin"
 	"github.com/rnic/rnic/nic/ibv"
 )
 
 // cdiKind is the CDI kind of an rnic NIC: a device is rnic.dev/nic=NAME.
-const cdiKind = "rnic.dev/nic"
+const cdiKind = cdispec.Kind
 
-// Where a container finds the daemon's socket and the drop-in libraries.
+// Where a container finds the daemon's socket and the drop-in libraries:
+// where the CDI spec puts them (the socket's directory, TestK8sPathsAreCDIs).
 const (
 	containerSocketDir = "/run/rnic"
-	containerLibDir    = "/usr/local/lib/rnic"
+	containerLibDir    = cdispec.ContainerLibDir
 )
 
 // nodeDevices describes the NICs of the rnicd on socket, with the
