@@ -104,8 +104,8 @@ func (q *QP) checkSendWR(wr *verbs.SendWR) (uint64, error) {
 	if !q.d.capsEx().Allows(op) {
 		return 0, errorf(verbs.ErrNotSupported, "%v on a device without it", op)
 	}
-	if err := checkIBTA15WR(wr); err != nil {
-		return 0, err
+	if err := verbs.CheckIBTA15WR(wr); err != nil {
+		return 0, fmt.Errorf("nic: %w", err)
 	}
 	if bad := wr.Flags &^ verbs.KnownSendFlags; bad != 0 {
 		return 0, errorf(verbs.ErrInvalid, "unknown send flags %#x", uint8(bad))
@@ -166,36 +166,6 @@ func (q *QP) checkSendWR(wr *verbs.SendWR) (uint64, error) {
 		}
 	}
 	return total, nil
-}
-
-// checkIBTA15WR applies the rules of FLUSH and ATOMIC WRITE WRs, which
-// carry no SGE (ibv_wr_flush and ibv_wr_atomic_write take none): a FLUSH
-// names one or both placement types and a known selectivity, a range no
-// longer than a message; an ATOMIC WRITE's address is 8-byte aligned, as
-// for the other atomics.
-func checkIBTA15WR(wr *verbs.SendWR) error {
-	op := wr.Opcode
-	if !verbs.IBTA15Opcodes.Has(op) {
-		return nil
-	}
-	if len(wr.SGL) > 0 || wr.Inline != nil {
-		return errorf(verbs.ErrInvalid, "%v carries no SGE and no inline data", op)
-	}
-	if op == verbs.WRAtomicWrite {
-		if wr.RemoteAddr&7 != 0 {
-			return errorf(verbs.ErrInvalid, "%v remote address %#x is not 8-byte aligned", op, wr.RemoteAddr)
-		}
-		return nil
-	}
-	switch {
-	case wr.FlushType == 0 || wr.FlushType&^verbs.FlushTypes != 0:
-		return errorf(verbs.ErrInvalid, "FLUSH placement type %#x: want GLOBAL, PERSISTENT or both", uint8(wr.FlushType))
-	case wr.FlushLevel != verbs.FlushRange && wr.FlushLevel != verbs.FlushMR:
-		return errorf(verbs.ErrInvalid, "FLUSH selectivity %d: want RANGE or MR", wr.FlushLevel)
-	case uint64(wr.FlushLen) > verbs.MaxMsgSize:
-		return errorf(verbs.ErrInvalid, "FLUSH of %d bytes exceeds max_msg_sz %d", wr.FlushLen, verbs.MaxMsgSize)
-	}
-	return nil
 }
 
 // PostRecv posts receive WRs to the QP's own receive queue in order
