@@ -164,6 +164,10 @@ func TestIBTA15Errors(t *testing.T) {
 		{"flush range past the end", flushAccess, func(h *harness) verbs.SendWR {
 			return verbs.SendWR{Opcode: verbs.WRFlush, RemoteAddr: h.b.va(bufSize - 4), RKey: h.b.mr.RKey(), FlushType: verbs.FlushGlobal, FlushLen: 8}
 		}, verbs.WCRemAccessErr, AccessViolation},
+		{"flush longer than 2^31 (C9-94)", flushAccess, func(h *harness) verbs.SendWR {
+			return verbs.SendWR{Opcode: verbs.WRFlush, RemoteAddr: h.b.va(0), RKey: h.b.mr.RKey(), FlushType: verbs.FlushGlobal,
+				FlushLevel: verbs.FlushMR, FlushLen: 1<<31 + 1}
+		}, verbs.WCRemInvReqErr, NakInvalidRequest},
 		{"flush bad rkey, zero length", flushAccess, func(h *harness) verbs.SendWR {
 			return verbs.SendWR{Opcode: verbs.WRFlush, RemoteAddr: h.b.va(0), RKey: h.b.mr.RKey() ^ 0x80, FlushType: verbs.FlushGlobal}
 		}, verbs.WCRemAccessErr, BadRKey},

@@ -64,6 +64,10 @@ func (rs *responder) flushRequest(p *wire.Packet, psn uint32) {
 	need, _ := flushNeeds(p.FETH())
 	reth := p.RETH()
 	va, rkey, n := reth.VA(), reth.RKey(), reth.DMALength()
+	if c := checkDMALength(n); c != checkOK {
+		rs.reject(psn, c) // C9-94 holds for every RETH, as rxe checks it
+		return
+	}
 	whole := p.FETH().Selectivity() == wire.FlushSelectWholeMR
 	if f := qp.Cfg.Memory.CheckFlush(qp.Cfg.PD, qp.Cfg.QPN, rkey, va, n, need, whole); f != memory.Ok {
 		rs.nakAccess(psn, f)
