@@ -20,10 +20,17 @@ const (
 	RemoteAtomic Access = 1 << 3 // IBV_ACCESS_REMOTE_ATOMIC
 	MWBind       Access = 1 << 4 // IBV_ACCESS_MW_BIND
 	ZeroBased    Access = 1 << 5 // IBV_ACCESS_ZERO_BASED
+	// FlushGlobal and FlushPersistent let a peer's FLUSH (IBTA 1.5) ask
+	// for global visibility or persistence of the memory's contents.
+	FlushGlobal     Access = 1 << 8 // IBV_ACCESS_FLUSH_GLOBAL
+	FlushPersistent Access = 1 << 9 // IBV_ACCESS_FLUSH_PERSISTENT
 )
 
+// flushAccess is the FLUSH placement rights.
+const flushAccess = FlushGlobal | FlushPersistent
+
 // regionAccess is every flag a memory region may carry.
-const regionAccess = LocalWrite | RemoteWrite | RemoteRead | RemoteAtomic | MWBind | ZeroBased
+const regionAccess = LocalWrite | RemoteWrite | RemoteRead | RemoteAtomic | MWBind | ZeroBased | flushAccess
 
 // windowAccess is every flag a memory window bind may carry.
 const windowAccess = RemoteWrite | RemoteRead | RemoteAtomic | ZeroBased
@@ -57,7 +64,10 @@ func (a Access) validateWindow() error {
 	return nil
 }
 
-var accessNames = [...]string{"LocalWrite", "RemoteWrite", "RemoteRead", "RemoteAtomic", "MWBind", "ZeroBased"}
+// accessNames names the flags by bit; bits 6 and 7 (on-demand paging,
+// huge pages) are not rnic's.
+var accessNames = [...]string{"LocalWrite", "RemoteWrite", "RemoteRead", "RemoteAtomic", "MWBind", "ZeroBased", "", "",
+	"FlushGlobal", "FlushPersistent"}
 
 // String returns the flags joined by '|', e.g. "LocalWrite|RemoteRead", or
 // "0" for none; unknown bits are shown in hex.
@@ -67,7 +77,7 @@ func (a Access) String() string {
 	}
 	var b strings.Builder
 	for i, name := range accessNames {
-		if a&(1<<i) != 0 {
+		if name != "" && a&(1<<i) != 0 {
 			if b.Len() > 0 {
 				b.WriteByte('|')
 			}

@@ -56,8 +56,9 @@ func TestAccessHasAndString(t *testing.T) {
 		{0, "0"},
 		{LocalWrite | RemoteRead, "LocalWrite|RemoteRead"},
 		{allRights | ZeroBased, "LocalWrite|RemoteWrite|RemoteRead|RemoteAtomic|MWBind|ZeroBased"},
-		{RemoteAtomic | 1<<8, "RemoteAtomic|0x100"},
-		{1 << 8, "0x100"},
+		{RemoteAtomic | 1<<6, "RemoteAtomic|0x40"},
+		{1 << 6, "0x40"},
+		{FlushGlobal | FlushPersistent, "FlushGlobal|FlushPersistent"},
 	} {
 		if got := c.a.String(); got != c.want {
 			t.Errorf("String(%#x) = %q, want %q", uint32(c.a), got, c.want)

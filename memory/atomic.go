@@ -48,6 +48,9 @@ func (r *Ref) AtomicWrite(va, v uint64) Fault {
 		return f
 	}
 	atomic.StoreUint64(p, v)
+	if rg := r.tg.region; rg != nil {
+		rg.written() // a placement like a WRITE's: wake a watcher
+	}
 	return Ok
 }
 

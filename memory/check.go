@@ -19,21 +19,9 @@ func (t *Table) CheckRemote(pd PD, qpn uint32, rkey uint32, va uint64, length ui
 	if length == 0 {
 		return Ref{}, Ok
 	}
-	tg := t.lookup(rkey)
-	if tg == nil {
-		return Ref{}, BadKey
-	}
-	if tg.dead.Load() {
-		return Ref{}, t.deadFault(tg)
-	}
-	if tg.pd != pd {
-		return Ref{}, BadPD
-	}
-	if tg.kind == kindMW2 && tg.qpn != qpn {
-		return Ref{}, BadQP
-	}
-	if !tg.access.Has(need) {
-		return Ref{}, NoAccess
+	tg, f := t.resolveRemote(pd, qpn, rkey, need)
+	if f != Ok {
+		return Ref{}, f
 	}
 	off, ok := tg.span(va, uint64(length))
 	if !ok {
@@ -56,6 +44,54 @@ func (t *Table) CheckRemote(pd PD, qpn uint32, rkey uint32, va uint64, length ui
 		p |= permAtomic
 	}
 	return Ref{tg: tg, perm: p}, Ok
+}
+
+// resolveRemote finds the live target of rkey and checks what a remote
+// access needs of it whatever the range: PD, the QP owning a type 2
+// window, the rights in need.
+func (t *Table) resolveRemote(pd PD, qpn uint32, rkey uint32, need Access) (*target, Fault) {
+	tg := t.lookup(rkey)
+	if tg == nil {
+		return nil, BadKey
+	}
+	if tg.dead.Load() {
+		return nil, t.deadFault(tg)
+	}
+	if tg.pd != pd {
+		return nil, BadPD
+	}
+	if tg.kind == kindMW2 && tg.qpn != qpn {
+		return nil, BadQP
+	}
+	if !tg.access.Has(need) {
+		return nil, NoAccess
+	}
+	return tg, Ok
+}
+
+// CheckFlush checks a peer's FLUSH (IBTA 1.5) through rkey, made on QP qpn
+// in pd, asking for the placement rights in need (FlushGlobal,
+// FlushPersistent). A FLUSH of a range must lie inside the key's memory,
+// as a READ's would; one of the whole region (whole) names the region by
+// its key alone, and va and length mean nothing. Unlike a READ or WRITE, a
+// zero-length range still needs a valid key: the FLUSH names memory whose
+// earlier writes it makes visible, not bytes it moves.
+//
+// Nothing is held afterwards: every byte placed through this Table was
+// copied into the region's backing memory before the call that placed it
+// returned, so a FLUSH that passed this check has nothing left to do there
+// (see the package documentation on persistence).
+func (t *Table) CheckFlush(pd PD, qpn uint32, rkey uint32, va uint64, length uint32, need Access, whole bool) Fault {
+	tg, f := t.resolveRemote(pd, qpn, rkey, need&flushAccess)
+	if f != Ok {
+		return f
+	}
+	if !whole {
+		if _, ok := tg.span(va, uint64(length)); !ok {
+			return OutOfBounds
+		}
+	}
+	return Ok
 }
 
 // CheckLocal checks a local access through lkey (an SGE of a work request)

@@ -48,6 +48,23 @@
 // the R_Key or VA; rxe does the same). It returns an empty Ref through which
 // no byte can move.
 //
+// # FLUSH: visibility and persistence
+//
+// IBTA 1.5's FLUSH asks a responder to make what it placed globally visible
+// (FlushGlobal) or persistent (FlushPersistent); Table.CheckFlush checks
+// the rkey and the region's rights for it. On rnic both are reached the
+// moment a placement's copy returns: the NIC has no cache or buffer of its
+// own between the wire and the region, whose backing memory is the
+// registering process's own (Go memory, or an anonymous mapping) or a
+// Shared memfd. Persistence therefore means "in the region's backing
+// memory", which is RAM: it survives the NIC, rnicd and the requester, not
+// the machine. No region is backed by a file of its own (MapShared takes
+// only sealed memfds, which live in the kernel's shmem), so there is no
+// msync step to take; a file-backed region, were one added, would make
+// msync of the flushed range the persistence step. Linux rxe, by contrast,
+// grants FlushPersistent only to regions on persistent-memory pages and
+// writes their cache lines back.
+//
 // # Shared memory
 //
 // Shared is memfd-backed memory that another process can map too (Fd, and

@@ -154,38 +154,53 @@ func (l Limits) withDefaults() (Limits, error) {
 func (d *Device) Query() verbs.DeviceAttr {
 	l := &d.limits
 	return verbs.DeviceAttr{
-		FwVer:           FirmwareVersion,
-		NodeGUID:        d.guid,
-		SysImageGUID:    d.guid,
-		MaxMRSize:       l.MaxMRSize,
-		PageSizeCap:     PageSizeCap,
-		VendorID:        VendorID,
-		VendorPartID:    VendorPartID,
-		MaxQP:           l.MaxQP,
-		MaxQPWR:         l.MaxQPWR,
-		DeviceCapFlags:  l.DeviceCap,
-		MaxSGE:          l.MaxSGE,
-		MaxSGERd:        l.MaxSGERd,
-		MaxCQ:           l.MaxCQ,
-		MaxCQE:          l.MaxCQE,
-		MaxMR:           l.MaxMR,
-		MaxPD:           l.MaxPD,
-		MaxQPRdAtom:     l.MaxQPRdAtom,
-		MaxResRdAtom:    l.MaxResRdAtom,
-		MaxQPInitRdAtom: l.MaxQPInitRdAtom,
-		AtomicCap:       d.atomicCap(),
-		MaxAH:           l.MaxAH,
-		MaxSRQ:          l.MaxSRQ,
-		MaxSRQWR:        l.MaxSRQWR,
-		MaxSRQSGE:       l.MaxSRQSGE,
-		MaxPKeys:        pkeyTableLen,
-		LocalCAAckDelay: LocalCAAckDelay,
-		PhysPortCnt:     1,
-		MaxInlineData:   l.MaxInlineData,
-		MaxMsgSize:      verbs.MaxMsgSize,
-		Transport:       d.transport,
-		NodeType:        d.transport.NodeType(),
+		FwVer:            FirmwareVersion,
+		NodeGUID:         d.guid,
+		SysImageGUID:     d.guid,
+		MaxMRSize:        l.MaxMRSize,
+		PageSizeCap:      PageSizeCap,
+		VendorID:         VendorID,
+		VendorPartID:     VendorPartID,
+		MaxQP:            l.MaxQP,
+		MaxQPWR:          l.MaxQPWR,
+		DeviceCapFlags:   l.DeviceCap,
+		DeviceCapFlagsEx: d.capsEx(),
+		MaxSGE:           l.MaxSGE,
+		MaxSGERd:         l.MaxSGERd,
+		MaxCQ:            l.MaxCQ,
+		MaxCQE:           l.MaxCQE,
+		MaxMR:            l.MaxMR,
+		MaxPD:            l.MaxPD,
+		MaxQPRdAtom:      l.MaxQPRdAtom,
+		MaxResRdAtom:     l.MaxResRdAtom,
+		MaxQPInitRdAtom:  l.MaxQPInitRdAtom,
+		AtomicCap:        d.atomicCap(),
+		MaxAH:            l.MaxAH,
+		MaxSRQ:           l.MaxSRQ,
+		MaxSRQWR:         l.MaxSRQWR,
+		MaxSRQSGE:        l.MaxSRQSGE,
+		MaxPKeys:         pkeyTableLen,
+		LocalCAAckDelay:  LocalCAAckDelay,
+		PhysPortCnt:      1,
+		MaxInlineData:    l.MaxInlineData,
+		MaxMsgSize:       verbs.MaxMsgSize,
+		Transport:        d.transport,
+		NodeType:         d.transport.NodeType(),
 	}
+}
+
+// ibta15Caps are the extended flags of a RoCE device: the RoCE engine
+// executes IBTA 1.5's FLUSH, with either placement type, and ATOMIC WRITE.
+const ibta15Caps = verbs.DeviceFlushGlobal | verbs.DeviceFlushPersistent | verbs.DeviceAtomicWrite
+
+// capsEx is the device's extended capability flags: IBTA 1.5's operations
+// on a RoCE device, none on an iWARP one (RFC 5040 and RFC 7306 define no
+// FLUSH and no ATOMIC WRITE).
+func (d *Device) capsEx() verbs.DeviceCapEx {
+	if d.transport == verbs.TransportIB {
+		return ibta15Caps
+	}
+	return 0
 }
 
 // atomicCap is ATOMIC_GLOB: the responder executes every atomic with one

@@ -40,6 +40,9 @@ func (d *Device) RegMR(pd *PD, buf []byte, access memory.Access) (*MR, error) {
 // RegMRIOVA registers buf in pd with addresses starting at iova
 // (ibv_reg_mr_iova).
 func (d *Device) RegMRIOVA(pd *PD, buf []byte, iova uint64, access memory.Access) (*MR, error) {
+	if err := d.checkFlushAccess("reg MR", access); err != nil {
+		return nil, err
+	}
 	if err := pd.acquire(d); err != nil {
 		return nil, fmt.Errorf("nic: reg MR: %w", err)
 	}
@@ -90,6 +93,9 @@ func (d *Device) AllocFastMR(pd *PD) (*MR, error) {
 func (d *Device) FastRegMR(mr *MR, buf []byte, iova uint64, access memory.Access) (uint32, error) {
 	if err := mr.live(d); err != nil {
 		return 0, fmt.Errorf("nic: fast register: %w", err)
+	}
+	if err := d.checkFlushAccess("fast register", access); err != nil {
+		return 0, err
 	}
 	key, err := d.mem.FastRegister(mr.r, buf, iova, access)
 	if err != nil {
@@ -172,4 +178,14 @@ func memErr(op string, err error) error {
 		s = verbs.ErrInvalid
 	}
 	return fmt.Errorf("nic: %s: %w: %w", op, s, err)
+}
+
+// checkFlushAccess refuses the FLUSH access flags a device does not
+// offer, as the kernel's ib_check_mr_access does (EOPNOTSUPP): an iWARP
+// device has no FLUSH at all.
+func (d *Device) checkFlushAccess(what string, access memory.Access) error {
+	if bad := access & (memory.FlushGlobal | memory.FlushPersistent) &^ d.capsEx().FlushAccess(); bad != 0 {
+		return errorf(verbs.ErrNotSupported, "%s: access %v: the device offers no such FLUSH", what, bad)
+	}
+	return nil
 }

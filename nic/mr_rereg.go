@@ -32,6 +32,9 @@ func (d *Device) ReregMR(mr *MR, c MRChange) error {
 	if pd == nil {
 		pd = mr.PD()
 	}
+	if err := d.checkFlushAccess("rereg MR", c.Access); err != nil {
+		return err
+	}
 	if err := pd.acquire(d); err != nil {
 		return fmt.Errorf("nic: rereg MR: %w", err)
 	}

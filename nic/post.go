@@ -101,6 +101,12 @@ func (q *QP) checkSendWR(wr *verbs.SendWR) (uint64, error) {
 	if verbs.AtomicOpcodes.Has(op) && q.d.limits.NoAtomics {
 		return 0, errorf(verbs.ErrNotSupported, "%v on a device without atomics", op)
 	}
+	if !q.d.capsEx().Allows(op) {
+		return 0, errorf(verbs.ErrNotSupported, "%v on a device without it", op)
+	}
+	if err := verbs.CheckIBTA15WR(wr); err != nil {
+		return 0, fmt.Errorf("nic: %w", err)
+	}
 	if bad := wr.Flags &^ verbs.KnownSendFlags; bad != 0 {
 		return 0, errorf(verbs.ErrInvalid, "unknown send flags %#x", uint8(bad))
 	}

@@ -64,8 +64,8 @@ func TestPostSendOpcodes(t *testing.T) {
 		verbs.WRAtomicFetchAdd:   rcOnly,
 		verbs.WRLocalInv:         rcUC,
 		verbs.WRBindMW:           unsup,
-		verbs.WRFlush:            unsup,
-		verbs.WRAtomicWrite:      unsup,
+		verbs.WRFlush:            rcOnly,
+		verbs.WRAtomicWrite:      rcOnly,
 		verbs.WROpcode(10):       {verbs.ErrInvalid, verbs.ErrInvalid, verbs.ErrInvalid},
 		verbs.WROpcode(200):      {verbs.ErrInvalid, verbs.ErrInvalid, verbs.ErrInvalid},
 	}
@@ -78,6 +78,9 @@ func TestPostSendOpcodes(t *testing.T) {
 			expect := map[verbs.QPType]error{verbs.QPTypeRC: w.rc, verbs.QPTypeUC: w.uc, verbs.QPTypeUD: w.ud}[typ]
 			q, _ := f.qpIn(typ, verbs.QPSRTS)
 			wr := sendWR(op, verbs.SGE{Addr: mr.Addr(), Length: 8, LKey: mr.LKey()})
+			if verbs.IBTA15Opcodes.Has(op) {
+				wr.SGL, wr.FlushType = nil, verbs.FlushGlobal // they take no SGE
+			}
 			if typ == verbs.QPTypeUD {
 				wr.AH = ah.AV()
 			}

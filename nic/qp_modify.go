@@ -21,7 +21,8 @@ const allAttrs = verbs.AttrDestQPN<<1 - 1
 // qpAccess is what a QP's access flags may hold: the remote rights the
 // responder grants, plus LocalWrite, which perftest and others set and
 // which means nothing for a QP (kernel verbs accept it too).
-const qpAccess = memory.LocalWrite | memory.RemoteWrite | memory.RemoteRead | memory.RemoteAtomic
+const qpAccess = memory.LocalWrite | memory.RemoteWrite | memory.RemoteRead | memory.RemoteAtomic |
+	memory.FlushGlobal | memory.FlushPersistent
 
 // maxPSN is the largest 24-bit PSN or QPN.
 const maxPSN = 1<<24 - 1
@@ -319,7 +320,10 @@ func (d *Device) checkQPAttr(t verbs.QPType, bit verbs.QPAttrMask, a *verbs.QPAt
 	switch bit {
 	case verbs.AttrAccessFlags:
 		if bad := a.AccessFlags &^ qpAccess; bad != 0 {
-			return fmt.Sprintf("%v: only LocalWrite, RemoteWrite, RemoteRead and RemoteAtomic apply to a QP", a.AccessFlags), verbs.ErrInvalid
+			return fmt.Sprintf("%v: only LocalWrite, RemoteWrite, RemoteRead, RemoteAtomic and the FLUSH types apply to a QP", a.AccessFlags), verbs.ErrInvalid
+		}
+		if bad := a.AccessFlags & (memory.FlushGlobal | memory.FlushPersistent) &^ d.capsEx().FlushAccess(); bad != 0 {
+			return fmt.Sprintf("%v on a device without that FLUSH", bad), verbs.ErrNotSupported
 		}
 		if a.AccessFlags&memory.RemoteAtomic != 0 && d.limits.NoAtomics {
 			return "RemoteAtomic on a device without atomics", verbs.ErrNotSupported

@@ -211,7 +211,7 @@ func TestModifyRanges(t *testing.T) {
 		{"port 0", RC, R, I, toInit, verbs.AttrPort, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.PortNum = 0 }},
 		{"port 2", UD, R, I, toInitUD, verbs.AttrPort, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.PortNum = 2 }},
 		{"access MWBind", RC, R, I, toInit, verbs.AttrAccessFlags, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.AccessFlags = memory.MWBind }},
-		{"access unknown bit", UC, R, I, toInit, verbs.AttrAccessFlags, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.AccessFlags = 1 << 9 }},
+		{"access unknown bit", UC, R, I, toInit, verbs.AttrAccessFlags, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.AccessFlags = 1 << 6 }},
 		{"access all remote + local", RC, R, I, toInit, 0, nil, func(a *verbs.QPAttr) {
 			a.AccessFlags = memory.LocalWrite | memory.RemoteWrite | memory.RemoteRead | memory.RemoteAtomic
 		}},

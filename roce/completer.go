@@ -366,6 +366,10 @@ func (qp *QP) rnrExpired() {
 func (qp *QP) handleReadResponse(p *wire.Packet, psn uint32) {
 	r := &qp.req
 	w, _ := r.wqeAt(psn)
+	if w != nil && !w.done && verbs.IBTA15Opcodes.Has(w.wr.Opcode) {
+		qp.handleIBTA15Response(p, psn, w)
+		return
+	}
 	if w == nil || w.wr.Opcode != verbs.WRRDMARead || w.done {
 		qp.s.ctr.inc(DuplicateResponse)
 		if qp.s.tracing() {
@@ -443,10 +447,30 @@ func (qp *QP) handleReadResponse(p *wire.Packet, psn uint32) {
 	}
 }
 
+// handleIBTA15Response completes a FLUSH or an ATOMIC WRITE: IBTA 1.5
+// answers both with an RDMA READ Response Only carrying no payload (rxe's
+// send_read_response_ack), an ACK in its AETH. Anything else at their PSN
+// is a bad response.
+func (qp *QP) handleIBTA15Response(p *wire.Packet, psn uint32, w *swqe) {
+	if !qp.ackBefore(psn) {
+		return
+	}
+	if p.Info().Pos != wire.PosOnly || len(p.Payload()) != 0 || p.AETH().Syndrome().Type() != wire.AckTypeACK {
+		qp.failAt(psn, verbs.WCBadRespErr)
+		return
+	}
+	qp.updateCredits(p.AETH())
+	if qp.s.tracing() {
+		qp.s.tracef(qp.Cfg.QPN, "comp", "%v psn=%d answers %v: complete", p.Opcode(), psn, w.wr.Opcode)
+	}
+	w.done = true
+	qp.req.unacked = wire.PSNAdd(psn, 1)
+}
+
 func (qp *QP) handleAtomicAck(p *wire.Packet, psn uint32) {
 	r := &qp.req
 	w, _ := r.wqeAt(psn)
-	if w == nil || !w.rdAtomic || w.wr.Opcode == verbs.WRRDMARead || w.done {
+	if w == nil || !verbs.AtomicOpcodes.Has(w.wr.Opcode) || w.done {
 		qp.s.ctr.inc(DuplicateResponse)
 		return
 	}

@@ -46,7 +46,7 @@ const (
 	IcrcErr                           // icrc_err: invariant CRC mismatch (rxe drops silently)
 	ReadResponsesSent                 // RDMA READ response packets sent
 	ReadReplays                       // duplicate READs answered from the resource ring
-	AtomicReplays                     // duplicate atomics answered from the cache
+	AtomicReplays                     // duplicate atomics, ATOMIC WRITEs and FLUSHes answered from the resource ring
 	ResourceMiss                      // duplicate READ/atomic no longer in the resource ring
 	CQOverflow                        // a completion could not be queued
 	QKeyViolation                     // UD: Q_Key did not match
@@ -57,6 +57,8 @@ const (
 	GSISentMADs                       // MADs sent from QP1
 	BudgetWaits                       // a requester waited for the stack's budget (budget.go)
 	TimeoutsDeferred                  // a local ACK timeout not counted: its frames still queued on a lossless link (backlog.go)
+	AtomicWrites                      // ATOMIC WRITEs executed by the responder (IBTA 1.5)
+	FlushesExecuted                   // FLUSHes executed by the responder (IBTA 1.5)
 	NumCounters
 )
 
@@ -70,6 +72,7 @@ var counterNames = [NumCounters]string{
 	"read_responses_sent", "read_replays", "atomic_replays", "resource_miss", "cq_overflow",
 	"qkey_violation", "rcv_no_buf", "uc_dropped_msgs", "ud_too_long",
 	"gsi_rcvd_mads", "gsi_sent_mads", "budget_waits", "timeouts_deferred",
+	"atomic_writes", "flushes",
 }
 
 func (c Counter) String() string { return counterNames[c] }

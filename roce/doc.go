@@ -63,6 +63,10 @@
 //	§9.7.7.2, §9.7.1 (bounds      budget.go       haveBudget, settleBudget,
 //	  from above only: a stack                    releaseAllBudget,
 //	  budget of unacked bytes)                    wakeBudget
+//	IBTA 1.5 ATOMIC WRITE, FLUSH  respibta15.go,  atomicWrite, flushRequest,
+//	  (rxe ≥ 6.2: empty READ      respchecks.go,  flushNeeds,
+//	  Response Only answers)      completer.go    duplicateRespOnly,
+//	                                              handleIBTA15Response
 //	§9.8.2, §9.9.3.2 (UC)         uc.go           ucRequest, ucSend, ucWrite
 //	§9.8.3, §11.4.1.1 (UD)        ud.go           udReceive
 //	C10-93.1.1 (rxe: UD > MTU)    qp.go           newQP
@@ -81,6 +85,6 @@
 // read and atomic responses, §9.7.4, §9.7.5.1), respchecks.go (the
 // responder's check steps), respnak.go (its NAKs), readstream.go (READ
 // responses in bursts; a duplicate request abandons the stream, §9.7.5.1.4),
-// uc.go (UC responder, §9.8.2), ud.go (UD responder, §9.8.3: too-long
+// respibta15.go (IBTA 1.5's ATOMIC WRITE and FLUSH at the responder), uc.go (UC responder, §9.8.2), ud.go (UD responder, §9.8.3: too-long
 // datagrams dropped, class D), gsi.go (QP1), counters.go, trace.go.
 package roce

@@ -13,20 +13,26 @@ import (
 
 // FuzzEstablishedQP feeds arbitrary packets, wrapped in frames with a valid
 // ICRC and addressed to the QP, into an RTS QP that has READs, atomics,
-// SENDs and WRITEs outstanding, so they reach the responder and the
+// SENDs, WRITEs, an ATOMIC WRITE and a FLUSH outstanding, so they reach the responder and the
 // completer. Whatever arrives, nothing panics, no byte outside the
 // registered region changes, and the engine's state stays bounded.
 func FuzzEstablishedQP(f *testing.F) {
 	// Seeds: one of every opcode, with plausible PSNs.
 	for _, op := range []wire.Opcode{wire.RCSendOnly, wire.RCSendFirst, wire.RCWriteOnly, wire.RCWriteFirst,
 		wire.RCReadRequest, wire.RCCmpSwap, wire.RCFetchAdd, wire.RCAck, wire.RCAtomicAck,
-		wire.RCReadResponseFirst, wire.RCReadResponseOnly, wire.RCReadResponseLast, wire.RCSendLastInv} {
+		wire.RCReadResponseFirst, wire.RCReadResponseOnly, wire.RCReadResponseLast, wire.RCSendLastInv,
+		wire.RCAtomicWrite, wire.RCFlush} {
 		for _, psn := range []uint32{100, 101, 200, 99} {
 			h := wire.Headers{BTH: wire.BTHFields{Opcode: op, PSN: psn, AckReq: true},
 				RETH:      wire.RETHFields{VA: 0x10000, RKey: 0, Length: 64},
 				AETH:      wire.AETHFields{Syndrome: wire.ACKSyndrome(wire.CreditsUnlimited), MSN: 1},
-				AtomicETH: wire.AtomicETHFields{VA: 0x10008, SwapAdd: 1}}
-			pkt := wire.AppendPacket(nil, &h, bytes.Repeat([]byte{0xAB}, 64))
+				AtomicETH: wire.AtomicETHFields{VA: 0x10008, SwapAdd: 1},
+				FETH:      wire.MakeFETH(wire.FlushGlobalVisibility, wire.FlushSelectRange)}
+			n := 64
+			if op == wire.RCAtomicWrite {
+				h.RETH.Length, n = 8, 8
+			}
+			pkt := wire.AppendPacket(nil, &h, bytes.Repeat([]byte{0xAB}, n))
 			f.Add(append([]byte{byte(len(pkt)), byte(len(pkt) >> 8)}, pkt...))
 		}
 	}
@@ -47,7 +53,7 @@ func FuzzEstablishedQP(f *testing.F) {
 			t.Fatal(err)
 		}
 		mem, _ := memory.NewTable(memory.Config{MaxRegions: 8, MaxWindows: 8})
-		all := memory.LocalWrite | memory.RemoteWrite | memory.RemoteRead | memory.RemoteAtomic
+		all := memory.LocalWrite | memory.RemoteWrite | memory.RemoteRead | memory.RemoteAtomic | memory.FlushGlobal | memory.FlushPersistent
 		mr, err := mem.Register(1, region, 0x10000, all)
 		if err != nil {
 			t.Fatal(err)
@@ -84,6 +90,8 @@ func FuzzEstablishedQP(f *testing.F) {
 			{ID: 2, Opcode: verbs.WRAtomicCmpSwp, SGL: sge(0x9000, 8), RemoteAddr: 0x5000, RKey: 7},
 			{ID: 3, Opcode: verbs.WRSend, SGL: sge(0, 600)},
 			{ID: 4, Opcode: verbs.WRRDMAWrite, SGL: sge(0, 300), RemoteAddr: 0x5000, RKey: 7},
+			{ID: 5, Opcode: verbs.WRAtomicWrite, RemoteAddr: 0x5008, RKey: 7, Swap: 9},
+			{ID: 6, Opcode: verbs.WRFlush, RemoteAddr: 0x5000, RKey: 7, FlushType: verbs.FlushGlobal, FlushLen: 64},
 		} {
 			if err := qp.PostSend(&wr); err != nil {
 				t.Fatal(err)

@@ -159,8 +159,13 @@ func (qp *QP) PostSend(wr *verbs.SendWR) error {
 	switch wr.Opcode {
 	case verbs.WRRDMARead:
 		w.rdAtomic = true
-	case verbs.WRAtomicCmpSwp, verbs.WRAtomicFetchAdd:
+	case verbs.WRAtomicCmpSwp, verbs.WRAtomicFetchAdd, verbs.WRAtomicWrite:
 		w.rdAtomic, w.length = true, 8
+	case verbs.WRFlush:
+		// FLUSH and ATOMIC WRITE are answered by a response and take a
+		// responder resource at the peer, as READs and atomics do, so
+		// they count against max_rd_atomic and a fence waits for them.
+		w.rdAtomic, w.length = true, int(wr.FlushLen)
 	case verbs.WRSend, verbs.WRSendWithImm, verbs.WRSendWithInv, verbs.WRRDMAWriteWithImm:
 		w.credit = true
 	case verbs.WRLocalInv:
@@ -226,7 +231,8 @@ func opAllowed(t verbs.QPType, op verbs.WROpcode) bool {
 		return true
 	case verbs.WRRDMAWrite, verbs.WRRDMAWriteWithImm, verbs.WRLocalInv:
 		return t != verbs.QPTypeUD
-	case verbs.WRRDMARead, verbs.WRAtomicCmpSwp, verbs.WRAtomicFetchAdd, verbs.WRSendWithInv:
+	case verbs.WRRDMARead, verbs.WRAtomicCmpSwp, verbs.WRAtomicFetchAdd, verbs.WRSendWithInv,
+		verbs.WRFlush, verbs.WRAtomicWrite:
 		return t == verbs.QPTypeRC
 	}
 	return false
@@ -464,6 +470,10 @@ func requestOpcode(w *swqe, k, n int) wire.Opcode {
 		return wire.RCReadRequest
 	case verbs.WRAtomicCmpSwp:
 		return wire.RCCmpSwap
+	case verbs.WRFlush:
+		return wire.RCFlush
+	case verbs.WRAtomicWrite:
+		return wire.RCAtomicWrite
 	}
 	return wire.RCFetchAdd
 }
@@ -495,13 +505,19 @@ func (qp *QP) sendRequest(w *swqe, k int) bool {
 	switch info.Kind {
 	case wire.KindSend, wire.KindWrite:
 		n = min(qp.mtu, w.length-off)
+	case wire.KindAtomicWrite:
+		n = 8
 	}
 	requestExtHeaders(&h, w, op, off)
 	if qp.Cfg.Type == verbs.QPTypeUD && !qp.udAddress(&h, w) {
 		return false
 	}
 	frame, payload := qp.startFrame(&h, n)
-	if n > 0 && !qp.requestPayload(w, off, payload) {
+	if info.Kind == wire.KindAtomicWrite {
+		// The value's bytes as they lie in host memory, as rxe sends
+		// the 8 bytes ibv_wr_atomic_write points at.
+		binary.NativeEndian.PutUint64(payload, w.wr.Swap)
+	} else if n > 0 && !qp.requestPayload(w, off, payload) {
 		return false
 	}
 	if wire.PSNBefore(psn, r.maxSent) {
@@ -553,7 +569,7 @@ func (qp *QP) requestBTH(h *wire.Headers, w *swqe, op wire.Opcode, psn uint32) {
 }
 
 // requestExtHeaders fills the extension headers op carries: RETH,
-// ImmDt, IETH, AtomicETH; off is the packet's offset in the message.
+// ImmDt, IETH, AtomicETH, FETH; off is the packet's offset in the message.
 func requestExtHeaders(h *wire.Headers, w *swqe, op wire.Opcode, off int) {
 	info := op.Info()
 	if info.Has(wire.HdrRETH) {
@@ -564,6 +580,9 @@ func requestExtHeaders(h *wire.Headers, w *swqe, op wire.Opcode, off int) {
 	}
 	if info.Inv {
 		h.IETH = w.wr.InvRKey
+	}
+	if info.Has(wire.HdrFETH) {
+		h.FETH = wire.MakeFETH(uint8(w.wr.FlushType), uint8(w.wr.FlushLevel))
 	}
 	if info.Has(wire.HdrAtomicETH) {
 		h.AtomicETH = wire.AtomicETHFields{VA: w.wr.RemoteAddr, RKey: w.wr.RKey}

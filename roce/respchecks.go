@@ -19,6 +19,7 @@ const (
 	checkAccess           // QP access flags forbid the operation: invalid request NAK
 	checkNoRdAtomic       // READ or atomic with max_dest_rd_atomic 0: invalid request NAK
 	checkLength           // payload or DMA length wrong: invalid request NAK
+	checkFETH             // FLUSH placement type or selectivity reserved: invalid request NAK
 )
 
 // checkPSN is CHK_PSN (§9.7.5.1.1): the request must carry the expected
@@ -52,10 +53,12 @@ func (rs *responder) checkOpSeq(info *wire.OpInfo) check {
 }
 
 // checkOpValid is CHK_OP_VALID: the opcode must be one this device offers
-// (FLUSH and ATOMIC WRITE are not) and the QP's access flags must allow
-// it. A WRITE is checked at its first packet, as the flags cannot change
-// the meaning of a message already accepted.
-func (rs *responder) checkOpValid(info *wire.OpInfo) check {
+// and the QP's access flags must allow it. A WRITE is checked at its first
+// packet, as the flags cannot change the meaning of a message already
+// accepted. ATOMIC WRITE needs remote write, as a WRITE (rxe does the same);
+// FLUSH needs the QP to allow each placement type it asks for (rxe's
+// check_qp_attr_access), and the region will be checked for them too.
+func (rs *responder) checkOpValid(p *wire.Packet, info *wire.OpInfo) check {
 	var need memory.Access
 	switch info.Kind {
 	case wire.KindSend:
@@ -69,22 +72,49 @@ func (rs *responder) checkOpValid(info *wire.OpInfo) check {
 		need = memory.RemoteRead
 	case wire.KindCmpSwap, wire.KindFetchAdd:
 		need = memory.RemoteAtomic
+	case wire.KindAtomicWrite:
+		need = memory.RemoteWrite
+	case wire.KindFlush:
+		var c check
+		if need, c = flushNeeds(p.FETH()); c != checkOK {
+			return c
+		}
 	default:
 		return checkOpcode
 	}
-	if rs.qp.Attr.AccessFlags&need == 0 {
+	if !rs.qp.Attr.AccessFlags.Has(need) {
 		return checkAccess
 	}
 	return checkOK
 }
 
-// checkResource is CHK_RESOURCE for READs and atomics: they need a
-// responder resource, and max_dest_rd_atomic 0 means the QP has none. A
+// flushNeeds returns the access rights a FLUSH's FETH asks for: one per
+// placement type. A FETH naming no placement type, a reserved one, or a
+// reserved selectivity is malformed.
+func flushNeeds(f wire.FETH) (memory.Access, check) {
+	plt, sel := f.PlacementType(), f.Selectivity()
+	if plt == 0 || plt&^(wire.FlushGlobalVisibility|wire.FlushPersistence) != 0 ||
+		sel != wire.FlushSelectRange && sel != wire.FlushSelectWholeMR {
+		return 0, checkFETH
+	}
+	var need memory.Access
+	if plt&wire.FlushGlobalVisibility != 0 {
+		need |= memory.FlushGlobal
+	}
+	if plt&wire.FlushPersistence != 0 {
+		need |= memory.FlushPersistent
+	}
+	return need, checkOK
+}
+
+// checkResource is CHK_RESOURCE for READs, atomics, FLUSH and ATOMIC
+// WRITE: they need a responder resource, and max_dest_rd_atomic 0 means
+// the QP has none. A
 // SEND's (or WRITE with immediate's) receive WQE is taken later, once the
 // packet's length passed, so a malformed packet consumes no WQE.
 func (rs *responder) checkResource(info *wire.OpInfo) check {
 	switch info.Kind {
-	case wire.KindReadRequest, wire.KindCmpSwap, wire.KindFetchAdd:
+	case wire.KindReadRequest, wire.KindCmpSwap, wire.KindFetchAdd, wire.KindFlush, wire.KindAtomicWrite:
 		if len(rs.res) == 0 {
 			return checkNoRdAtomic
 		}

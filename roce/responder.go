@@ -35,11 +35,21 @@ const (
 	msgDropping // UC: ignoring the rest of a message given up
 )
 
-// resource is a responder resource: an executed READ or atomic, kept so a
-// duplicate can be answered (§9.7.5.1.4).
+// resKind is what a responder resource holds.
+type resKind uint8
+
+const (
+	resRead     resKind = iota // an RDMA READ: replayed from memory
+	resAtomic                  // CmpSwap or FetchAdd: the original value replayed
+	resRespOnly                // FLUSH or ATOMIC WRITE: the empty response replayed
+)
+
+// resource is a responder resource: an executed READ, atomic, FLUSH or
+// ATOMIC WRITE, kept so a duplicate can be answered (§9.7.5.1.4) and never
+// executed twice.
 type resource struct {
 	valid  bool
-	atomic bool
+	kind   resKind
 	first  uint32
 	last   uint32
 	va     uint64
@@ -185,7 +195,7 @@ func (rs *responder) request(p *wire.Packet) {
 	}
 	info := p.Info()
 	if c = rs.checkOpSeq(info); c == checkOK {
-		if c = rs.checkOpValid(info); c == checkOK {
+		if c = rs.checkOpValid(p, info); c == checkOK {
 			c = rs.checkResource(info)
 		}
 	}
@@ -207,6 +217,10 @@ func (rs *responder) execute(p *wire.Packet, psn uint32, info *wire.OpInfo) {
 		rs.read(p, psn)
 	case wire.KindCmpSwap, wire.KindFetchAdd:
 		rs.atomic(p, psn, info)
+	case wire.KindAtomicWrite:
+		rs.atomicWrite(p, psn)
+	case wire.KindFlush:
+		rs.flushRequest(p, psn)
 	}
 }
 
@@ -452,7 +466,7 @@ func (rs *responder) atomic(p *wire.Packet, psn uint32, info *wire.OpInfo) {
 		return
 	}
 	res := rs.newResource()
-	res.atomic, res.first, res.last, res.orig = true, psn, psn, orig
+	res.kind, res.first, res.last, res.orig = resAtomic, psn, psn, orig
 	res.va, res.rkey = va, a.RKey()
 	rs.msn = wire.PSNAdd(rs.msn, 1)
 	rs.advance(psn, 1, false)
@@ -485,7 +499,7 @@ func (rs *responder) duplicate(p *wire.Packet, psn uint32) {
 		rs.flushAck()
 		rs.sendAck(rs.credits(), wire.PSNAdd(rs.epsn, -1))
 	case wire.KindReadRequest:
-		res := rs.findResource(psn, false)
+		res := rs.findResource(psn, resRead)
 		reth := p.RETH()
 		if res == nil || reth.RKey() != res.rkey {
 			qp.s.ctr.inc(ResourceMiss)
@@ -511,7 +525,7 @@ func (rs *responder) duplicate(p *wire.Packet, psn uint32) {
 		rs.flushAck()
 		rs.startStream(res, k)
 	case wire.KindCmpSwap, wire.KindFetchAdd:
-		res := rs.findResource(psn, true)
+		res := rs.findResource(psn, resAtomic)
 		if res == nil {
 			qp.s.ctr.inc(ResourceMiss)
 			return
@@ -519,13 +533,15 @@ func (rs *responder) duplicate(p *wire.Packet, psn uint32) {
 		qp.s.ctr.inc(AtomicReplays)
 		rs.flushAck()
 		rs.atomicAck(psn, res.orig)
+	case wire.KindAtomicWrite, wire.KindFlush:
+		rs.duplicateRespOnly(p, psn)
 	}
 }
 
-func (rs *responder) findResource(psn uint32, atomic bool) *resource {
+func (rs *responder) findResource(psn uint32, kind resKind) *resource {
 	for i := range rs.res {
 		r := &rs.res[i]
-		if r.valid && r.atomic == atomic && wire.PSNAfterOrEqual(psn, r.first) && wire.PSNAfterOrEqual(r.last, psn) {
+		if r.valid && r.kind == kind && wire.PSNAfterOrEqual(psn, r.first) && wire.PSNAfterOrEqual(r.last, psn) {
 			return r
 		}
 	}

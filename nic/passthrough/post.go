@@ -92,9 +92,11 @@ func (b *sendBatch) add(q *qp, wr *verbs.SendWR) (bool, error) {
 	if wr == nil {
 		return false, fmt.Errorf("passthrough: nil send WR: %w", verbs.ErrInvalid)
 	}
-	if wr.Opcode == verbs.WRBindMW || wr.Opcode == verbs.WRFlush {
+	if wr.Opcode == verbs.WRBindMW || verbs.IBTA15Opcodes.Has(wr.Opcode) {
 		// ibv_post_send has no fields for them (ibv_bind_mw and the
-		// extended WR API do), and ibv has no MW verbs.
+		// extended WR API, ibv_wr_flush and ibv_wr_atomic_write, do),
+		// and ibv has no MW verbs. The device's Query leaves out the
+		// FLUSH and ATOMIC WRITE flags accordingly.
 		return false, fmt.Errorf("passthrough: %v through ibv_post_send: %w", wr.Opcode, verbs.ErrNotSupported)
 	}
 	c := &b.w[b.n]

@@ -5,42 +5,49 @@
 
 package verbs
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/rnic/rnic/memory"
+)
 
 // DeviceAttr is what a device's Query reports (struct ibv_device_attr, with
 // max_msg_sz and max_inline_data, which libibverbs reports elsewhere, added).
 type DeviceAttr struct {
-	FwVer           string
-	NodeGUID        uint64 // EUI-64 from the MAC; the big-endian wire value as a number
-	SysImageGUID    uint64
-	MaxMRSize       uint64
-	PageSizeCap     uint64
-	VendorID        uint32
-	VendorPartID    uint32
-	HWVer           uint32
-	MaxQP           int
-	MaxQPWR         int
-	DeviceCapFlags  DeviceCap
-	MaxSGE          int // send and receive SGEs of a QP WR
-	MaxSGERd        int
-	MaxCQ           int
-	MaxCQE          int
-	MaxMR           int
-	MaxPD           int
-	MaxQPRdAtom     int
-	MaxResRdAtom    int
-	MaxQPInitRdAtom int
-	AtomicCap       AtomicCap
-	MaxMW           int // 0: no memory-window verbs
-	MaxAH           int
-	MaxSRQ          int
-	MaxSRQWR        int
-	MaxSRQSGE       int
-	MaxPKeys        int
-	LocalCAAckDelay uint8
-	PhysPortCnt     uint8
-	MaxInlineData   int
-	MaxMsgSize      uint64
+	FwVer          string
+	NodeGUID       uint64 // EUI-64 from the MAC; the big-endian wire value as a number
+	SysImageGUID   uint64
+	MaxMRSize      uint64
+	PageSizeCap    uint64
+	VendorID       uint32
+	VendorPartID   uint32
+	HWVer          uint32
+	MaxQP          int
+	MaxQPWR        int
+	DeviceCapFlags DeviceCap
+	// DeviceCapFlagsEx is what device_cap_flags_ex has beyond
+	// DeviceCapFlags' 32 bits.
+	DeviceCapFlagsEx DeviceCapEx
+	MaxSGE           int // send and receive SGEs of a QP WR
+	MaxSGERd         int
+	MaxCQ            int
+	MaxCQE           int
+	MaxMR            int
+	MaxPD            int
+	MaxQPRdAtom      int
+	MaxResRdAtom     int
+	MaxQPInitRdAtom  int
+	AtomicCap        AtomicCap
+	MaxMW            int // 0: no memory-window verbs
+	MaxAH            int
+	MaxSRQ           int
+	MaxSRQWR         int
+	MaxSRQSGE        int
+	MaxPKeys         int
+	LocalCAAckDelay  uint8
+	PhysPortCnt      uint8
+	MaxInlineData    int
+	MaxMsgSize       uint64
 	// Transport and NodeType are struct ibv_device's transport_type and
 	// node_type.
 	Transport Transport
@@ -82,6 +89,45 @@ const (
 	DeviceRCRNRNAKGen     DeviceCap = 1 << 12 // IBV_DEVICE_RC_RNR_NAK_GEN: RC responders send RNR NAKs
 	DeviceSRQResize       DeviceCap = 1 << 13 // IBV_DEVICE_SRQ_RESIZE
 )
+
+// DeviceCapEx is a set of the extended device capability flags above bit
+// 31 (enum ib_uverbs_device_cap_flags, the upper half of
+// ibv_device_attr_ex's device_cap_flags_ex).
+type DeviceCapEx uint64
+
+// Extended capability flags: IBTA 1.5's FLUSH with each placement type,
+// and ATOMIC WRITE.
+const (
+	DeviceFlushGlobal     DeviceCapEx = 1 << 38 // IB_UVERBS_DEVICE_FLUSH_GLOBAL
+	DeviceFlushPersistent DeviceCapEx = 1 << 39 // IB_UVERBS_DEVICE_FLUSH_PERSISTENT
+	DeviceAtomicWrite     DeviceCapEx = 1 << 40 // IB_UVERBS_DEVICE_ATOMIC_WRITE
+)
+
+// Allows reports whether a device with these flags offers op: FLUSH needs
+// a FLUSH placement type, ATOMIC WRITE its own flag; every other opcode is
+// not theirs to decide.
+func (c DeviceCapEx) Allows(op WROpcode) bool {
+	switch op {
+	case WRFlush:
+		return c&(DeviceFlushGlobal|DeviceFlushPersistent) != 0
+	case WRAtomicWrite:
+		return c&DeviceAtomicWrite != 0
+	}
+	return true
+}
+
+// FlushAccess returns the FLUSH access flags (memory.FlushGlobal,
+// memory.FlushPersistent) a device with these flags accepts in an MR or QP.
+func (c DeviceCapEx) FlushAccess() Access {
+	var a Access
+	if c&DeviceFlushGlobal != 0 {
+		a |= memory.FlushGlobal
+	}
+	if c&DeviceFlushPersistent != 0 {
+		a |= memory.FlushPersistent
+	}
+	return a
+}
 
 // MaxMsgSize is the largest message: 2^31 bytes, the IBTA limit (a RETH
 // DMA length above 2^31 is invalid, C9-94).

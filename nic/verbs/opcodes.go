@@ -26,16 +26,20 @@ func (s OpcodeSet) Has(o WROpcode) bool { return o < 32 && s&(1<<o) != 0 }
 // immediate.
 var (
 	RCOpcodes = Opcodes(WRSend, WRSendWithImm, WRSendWithInv, WRRDMAWrite,
-		WRRDMAWriteWithImm, WRRDMARead, WRAtomicCmpSwp, WRAtomicFetchAdd, WRLocalInv)
+		WRRDMAWriteWithImm, WRRDMARead, WRAtomicCmpSwp, WRAtomicFetchAdd, WRLocalInv,
+		WRFlush, WRAtomicWrite)
 	UCOpcodes = Opcodes(WRSend, WRSendWithImm, WRRDMAWrite, WRRDMAWriteWithImm, WRLocalInv)
 	UDOpcodes = Opcodes(WRSend, WRSendWithImm)
 
 	// UnsupportedOpcodes are valid verbs opcodes rnic does not offer:
-	// memory-window binds need the MW verbs, FLUSH and ATOMIC_WRITE are
-	// IBTA 1.5 additions.
-	UnsupportedOpcodes = Opcodes(WRBindMW, WRFlush, WRAtomicWrite)
+	// memory-window binds need the MW verbs.
+	UnsupportedOpcodes = Opcodes(WRBindMW)
 
 	AtomicOpcodes = Opcodes(WRAtomicCmpSwp, WRAtomicFetchAdd)
+	// IBTA15Opcodes are IBTA 1.5's RC operations, FLUSH and ATOMIC WRITE:
+	// a device offers them only with the matching DeviceCapEx flags (the
+	// RoCE device does; iWARP's RFCs have neither).
+	IBTA15Opcodes = Opcodes(WRFlush, WRAtomicWrite)
 	// InlineOpcodes may carry SendInline data.
 	InlineOpcodes = Opcodes(WRSend, WRSendWithImm, WRSendWithInv, WRRDMAWrite, WRRDMAWriteWithImm)
 )

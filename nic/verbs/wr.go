@@ -107,7 +107,17 @@ type SendWR struct {
 	RemoteAddr uint64
 	RKey       uint32
 	CompareAdd uint64 // CmpSwap: compare; FetchAdd: add
-	Swap       uint64 // CmpSwap: swap; ATOMIC_WRITE: the value
+	// Swap is CmpSwap's swap value, and ATOMIC_WRITE's 8 bytes: placed
+	// in the remote memory as this number in host byte order (the bytes
+	// ibv_wr_atomic_write's pointer points at).
+	Swap uint64
+
+	// FLUSH (IBTA 1.5): what it asks for (one or both placement types),
+	// of what (the range at RemoteAddr of FlushLen bytes, or the whole
+	// region RKey names).
+	FlushType  FlushType
+	FlushLevel FlushLevel
+	FlushLen   uint32
 
 	// Inline is the message of a SendInline WR, copied by nic at post
 	// time (from SGL through the lkeys, or from the caller's Inline). An
@@ -119,6 +129,27 @@ type SendWR struct {
 	RemoteQPN  uint32
 	RemoteQKey uint32
 }
+
+// FlushType is a FLUSH's placement types (enum ibv_placement_type).
+type FlushType uint8
+
+// Placement types: the data placed before the FLUSH becomes visible to
+// every reader of the memory (global visibility), or persistent.
+const (
+	FlushGlobal     FlushType = 1 << 0 // IBV_FLUSH_GLOBAL
+	FlushPersistent FlushType = 1 << 1 // IBV_FLUSH_PERSISTENT
+	// FlushTypes is every placement type.
+	FlushTypes = FlushGlobal | FlushPersistent
+)
+
+// FlushLevel is a FLUSH's selectivity (enum ibv_selectivity_level).
+type FlushLevel uint8
+
+// Selectivity levels.
+const (
+	FlushRange FlushLevel = 0 // IBV_FLUSH_RANGE: RemoteAddr and FlushLen
+	FlushMR    FlushLevel = 1 // IBV_FLUSH_MR: the whole region of RKey
+)
 
 // RecvWR is a receive work request (struct ibv_recv_wr).
 type RecvWR struct {

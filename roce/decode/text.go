@@ -24,9 +24,10 @@ import (
 //	atomic va=0x.. rkey=0x.. add=0x..             (FetchAdd)
 //	orig=0x..                                     (AtomicAckETH)
 //	imm=0xXXXXXXXX  inv rkey=0x..  deth qkey=0x.. srcqp=0xQQQQQQ
-//	feth placement=N selectivity=N
+//	feth placement=global|persistence|global+persistence selectivity=range|mr
 //
-// payload counts the payload bytes without the pad. A frame to the RoCEv2
+// (a reserved FETH value shows as its number). payload counts the payload
+// bytes without the pad. A frame to the RoCEv2
 // port that does not decode is shown as
 //
 //	#N T SRC > DST unknown: REASON [opcode=0xNN] [caplen=N len=N]
@@ -145,12 +146,34 @@ func appendExtText(dst []byte, p *wire.Packet) []byte {
 		case wire.HdrFETH:
 			v := p.FETH()
 			dst = append(dst, " feth placement="...)
-			dst = strconv.AppendUint(dst, uint64(v.PlacementType()), 10)
+			dst = appendPlacement(dst, v.PlacementType())
 			dst = append(dst, " selectivity="...)
-			dst = strconv.AppendUint(dst, uint64(v.Selectivity()), 10)
+			switch sel := v.Selectivity(); sel {
+			case wire.FlushSelectRange:
+				dst = append(dst, "range"...)
+			case wire.FlushSelectWholeMR:
+				dst = append(dst, "mr"...)
+			default:
+				dst = strconv.AppendUint(dst, uint64(sel), 10)
+			}
 		}
 	}
 	return dst
+}
+
+// appendPlacement names a FLUSH's placement types, IBTA 1.5's global
+// visibility and persistence; a value with a reserved bit, or none, is
+// shown as its number.
+func appendPlacement(dst []byte, plt uint8) []byte {
+	switch plt {
+	case wire.FlushGlobalVisibility:
+		return append(dst, "global"...)
+	case wire.FlushPersistence:
+		return append(dst, "persistence"...)
+	case wire.FlushGlobalVisibility | wire.FlushPersistence:
+		return append(dst, "global+persistence"...)
+	}
+	return strconv.AppendUint(dst, uint64(plt), 10)
 }
 
 func appendEndpoints(dst []byte, r *Record) []byte {

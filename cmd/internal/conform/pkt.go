@@ -81,7 +81,9 @@ type Pkt struct {
 	AETH    *AETH
 	// AtomicAck is an ATOMIC Acknowledge's original remote data.
 	AtomicAck uint64
-	Imm       uint32
+	// FETH is a FLUSH's FETH word (wire.MakeFETH).
+	FETH uint32
+	Imm  uint32
 	// Inv is the IETH's rkey (nil: DefaultMR's).
 	Inv U32
 	// Edit, if set, changes the headers before they are encoded (TVer,
@@ -115,7 +117,7 @@ func (p *Pkt) headers(r *Run) wire.Headers {
 	if p.DETH != nil {
 		h.DETH = wire.DETHFields{QKey: p.DETH.QKey, SrcQP: p.DETH.SrcQP}
 	}
-	h.Imm = p.Imm
+	h.Imm, h.FETH = p.Imm, p.FETH
 	h.IETH = or32(p.Inv, RKeyOf(DefaultMR))(r)
 	return h
 }

@@ -40,6 +40,8 @@ var verbsTests = []test{
 	{"RC/Read", testRead},
 	{"RC/FetchAdd", testFetchAdd},
 	{"RC/CmpSwap", testCmpSwap},
+	{"RC/AtomicWrite", testAtomicWrite},
+	{"RC/Flush", testFlush},
 	{"RC/MultiPacket", testMultiPacket},
 	{"RC/QueueDepth", testQueueDepth},
 	{"RC/QueryAfterRTS", testQueryAfterRTS},

@@ -119,6 +119,12 @@ func (q *QP) checkSendWR(wr *verbs.SendWR) (uint32, error) {
 	if verbs.AtomicOpcodes.Has(op) && q.d.attr.AtomicCap == verbs.AtomicNone {
 		return 0, fmt.Errorf("rnicd: %v on a device without atomics: %w", op, verbs.ErrNotSupported)
 	}
+	if !q.d.attr.DeviceCapFlagsEx.Allows(op) {
+		return 0, fmt.Errorf("rnicd: %v on a device without it: %w", op, verbs.ErrNotSupported)
+	}
+	if err := verbs.CheckIBTA15WR(wr); err != nil {
+		return 0, fmt.Errorf("rnicd: %w", err)
+	}
 	if bad := wr.Flags &^ verbs.KnownSendFlags; bad != 0 {
 		return 0, fmt.Errorf("rnicd: unknown send flags %#x: %w", uint8(bad), verbs.ErrInvalid)
 	}

@@ -69,13 +69,21 @@ func finish(t *testing.T, p *proc, extra ...string) {
 
 // TestCorners: the corners on the shared daemon's two NICs.
 func TestCorners(t *testing.T) {
-	for _, c := range []string{"errors", "channel", "async", "fork", "mr", "wr", "ud", "cap", "manyqps", "cqchannels", "flowlabel", "udsl", "asyncobj", "verbs", "rereg"} {
+	for _, c := range []string{"errors", "channel", "async", "fork", "mr", "wr", "ud", "cap", "manyqps", "cqchannels", "flowlabel", "udsl", "asyncobj", "verbs", "rereg", "ibta15"} {
 		t.Run(c, func(t *testing.T) {
 			needCorners(t)
 			d := sharedDaemon(t)
 			finish(t, runCorner(t, d, nil, c, "rnic0", "rnic1"), d.p.report())
 		})
 	}
+}
+
+// TestCornersIBTA15IWARP: the iWARP device refuses IBTA 1.5's ATOMIC
+// WRITE and FLUSH wherever a program could ask for them.
+func TestCornersIBTA15IWARP(t *testing.T) {
+	needCorners(t)
+	d := sharedDaemonOf(t, nicTCP)
+	finish(t, runCorner(t, d, nil, "ibta15", "rnic0"), d.p.report())
 }
 
 // TestCornersDaemonKilled: a daemon of its own is killed (SIGKILL) under a

@@ -33,6 +33,7 @@ func PutDeviceAttr(w *Writer, a *verbs.DeviceAttr) {
 	w.U8(a.PhysPortCnt)
 	w.Int(a.MaxInlineData)
 	w.U64(a.MaxMsgSize)
+	w.U64(uint64(a.DeviceCapFlagsEx))
 }
 
 // GetDeviceAttr reads what PutDeviceAttr wrote.
@@ -60,6 +61,7 @@ func GetDeviceAttr(r *Reader, a *verbs.DeviceAttr) {
 	a.PhysPortCnt = r.U8()
 	a.MaxInlineData = r.Int()
 	a.MaxMsgSize = r.U64()
+	a.DeviceCapFlagsEx = verbs.DeviceCapEx(r.U64())
 }
 
 // PutPortAttr writes a.

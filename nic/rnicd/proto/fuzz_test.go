@@ -110,6 +110,8 @@ func FuzzSendWQE(f *testing.F) {
 	f.Add(slot, uint8(4), uint8(64))
 	PutSendWQE(slot, &verbs.SendWR{ID: 2, Opcode: verbs.WRSend, Flags: verbs.SendInline}, 9, 10)
 	f.Add(slot, uint8(1), uint8(16))
+	PutSendWQE(slot, &verbs.SendWR{ID: 3, Opcode: verbs.WRFlush, FlushType: verbs.FlushTypes, FlushLevel: verbs.FlushMR, FlushLen: 99}, 0, 0)
+	f.Add(slot, uint8(0), uint8(0))
 	f.Fuzz(func(t *testing.T, slot []byte, maxSGE, maxInline uint8) {
 		sgl := make([]verbs.SGE, maxSGE)
 		inline := make([]byte, maxInline)

@@ -196,6 +196,23 @@ func TestSendWQERoundTrip(t *testing.T) {
 	if err != nil || ah != 77 || !reflect.DeepEqual(got, wr) {
 		t.Fatalf("send WQE: %+v ah %d %v\nwant %+v", got, ah, err, wr)
 	}
+	// FLUSH: its length, type and level ride in compare_add and swap.
+	fw := verbs.SendWR{ID: 3, Opcode: verbs.WRFlush, Flags: verbs.SendSignaled, RemoteAddr: 1 << 20, RKey: 5,
+		FlushType: verbs.FlushPersistent, FlushLevel: verbs.FlushMR, FlushLen: 1 << 31}
+	if err := PutSendWQE(slot, &fw, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if le.Uint64(slot[sendCompareAdd:]) != 1<<31 || le.Uint64(slot[sendSwap:]) != 0x102 {
+		t.Fatalf("FLUSH slot words %#x %#x, want 0x80000000 0x102", le.Uint64(slot[sendCompareAdd:]), le.Uint64(slot[sendSwap:]))
+	}
+	fw.SGL = []verbs.SGE{} // decoded into the SGE buffer, empty
+	if _, err := DecodeSendWQE(slot, &got, sgl, inline); err != nil || !reflect.DeepEqual(got, fw) {
+		t.Fatalf("FLUSH WQE: %+v %v\nwant %+v", got, err, fw)
+	}
+	le.PutUint64(slot[sendSwap:], 0x10002)
+	if _, err := DecodeSendWQE(slot, &got, sgl, inline); err == nil {
+		t.Error("DecodeSendWQE: FLUSH with bits beyond type and level accepted")
+	}
 	// Inline: the data in the payload, no SGEs.
 	iw := verbs.SendWR{ID: 2, Opcode: verbs.WRSend, Flags: verbs.SendInline, SGL: wr.SGL}
 	n := copy(SendPayload(slot), "inline bytes")

@@ -14,11 +14,15 @@
 //	24  remote_addr  u64
 //	32  rkey         u32
 //	36  ah           u32  address handle (UD), as the client's handle
-//	40  compare_add  u64
-//	48  swap         u64
+//	40  compare_add  u64  FLUSH: its length
+//	48  swap         u64  ATOMIC_WRITE: its value; FLUSH: placement type
+//	                      in bits 7:0, selectivity in bits 15:8
 //	56  remote_qpn   u32
 //	60  remote_qkey  u32
 //	64  payload: num_sge × SGE, or inline_len bytes of data
+//
+// FLUSH has no compare or swap operand, so its three fields ride in those
+// two words rather than in a larger header.
 //
 // An INLINE WR carries its data (the client gathers it at post time, as
 // verbs requires) and no SGEs. SGE (16 bytes): addr u64, length u32, lkey
@@ -114,8 +118,12 @@ func PutSendWQE(slot []byte, wr *verbs.SendWR, ah uint32, inlineLen int) error {
 	le.PutUint64(slot[sendRemoteAddr:], wr.RemoteAddr)
 	le.PutUint32(slot[sendRKey:], wr.RKey)
 	le.PutUint32(slot[sendAH:], ah)
-	le.PutUint64(slot[sendCompareAdd:], wr.CompareAdd)
-	le.PutUint64(slot[sendSwap:], wr.Swap)
+	compareAdd, swap := wr.CompareAdd, wr.Swap
+	if wr.Opcode == verbs.WRFlush {
+		compareAdd, swap = uint64(wr.FlushLen), uint64(wr.FlushType)|uint64(wr.FlushLevel)<<8
+	}
+	le.PutUint64(slot[sendCompareAdd:], compareAdd)
+	le.PutUint64(slot[sendSwap:], swap)
 	le.PutUint32(slot[sendRemoteQPN:], wr.RemoteQPN)
 	le.PutUint32(slot[sendRemoteQKey:], wr.RemoteQKey)
 	if !inline {
@@ -179,6 +187,13 @@ func DecodeSendWQE(slot []byte, wr *verbs.SendWR, sgl []verbs.SGE, inline []byte
 		Swap:       le.Uint64(slot[sendSwap:]),
 		RemoteQPN:  le.Uint32(slot[sendRemoteQPN:]),
 		RemoteQKey: le.Uint32(slot[sendRemoteQKey:]),
+	}
+	if wr.Opcode == verbs.WRFlush {
+		if wr.CompareAdd > verbs.MaxMsgSize || wr.Swap > 0xffff {
+			return 0, fmt.Errorf("%w: FLUSH WQE with length %#x, type and level %#x", ErrMalformed, wr.CompareAdd, wr.Swap)
+		}
+		wr.FlushLen, wr.FlushType, wr.FlushLevel = uint32(wr.CompareAdd), verbs.FlushType(wr.Swap), verbs.FlushLevel(wr.Swap>>8)
+		wr.CompareAdd, wr.Swap = 0, 0
 	}
 	if flags&verbs.SendInline != 0 {
 		wr.Inline = inline[:inlineLen]

@@ -20,6 +20,9 @@ func deviceInfo(d ibv.Device, kind string) agentproto.DeviceInfo {
 	if a.Transport == verbs.TransportIWARP {
 		info.Transport = "iwarp"
 	}
+	const flush = verbs.DeviceFlushGlobal | verbs.DeviceFlushPersistent
+	info.AtomicWrite = a.DeviceCapFlagsEx&verbs.DeviceAtomicWrite != 0
+	info.Flush = a.DeviceCapFlagsEx&flush == flush
 	if info.Kind == "" {
 		info.Kind = kindOf(d)
 	}

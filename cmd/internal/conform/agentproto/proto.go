@@ -156,6 +156,11 @@ type DeviceInfo struct {
 	// Atomics is false when the device offers no atomic operations
 	// (IBV_ATOMIC_NONE).
 	Atomics bool `json:"atomics"`
+	// AtomicWrite and Flush say the device offers IBTA 1.5's ATOMIC WRITE
+	// and FLUSH (device_cap_flags_ex: ATOMIC_WRITE, FLUSH_GLOBAL and
+	// FLUSH_PERSISTENT both for Flush).
+	AtomicWrite bool `json:"atomic_write,omitempty"`
+	Flush       bool `json:"flush,omitempty"`
 	// CM is true when the agent can run rdma_cm on the device.
 	CM bool `json:"cm"`
 	// Host is the kernel the agent runs on ("Linux 6.1.0-56-amd64"; ""

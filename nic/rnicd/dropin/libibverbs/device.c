@@ -203,6 +203,7 @@ void r_dev_attr(struct rbuf *r, struct rnic_dev_attr *a)
 	a->phys_port_cnt = r_u8(r);
 	a->max_inline = r_int(r);
 	a->max_msg_size = r_u64(r);
+	a->cap_flags_ex = r_u64(r);
 }
 
 void r_port_attr(struct rbuf *r, struct rnic_port_attr *a)
@@ -474,10 +475,11 @@ int rnic_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_
 		return EINVAL;
 	memset(&a, 0, sizeof(a));
 	fill_device_attr(&c->attr, &a.orig_attr);
-	/* as the kernel fills them: the flags again (64 bits here), the port
+	/* as the kernel fills them: the flags again (64 bits here, with
+	 * IBTA 1.5's FLUSH and ATOMIC WRITE above bit 31), the port
 	 * count (the original field is a byte), and nothing for ODP, TSO, RSS,
 	 * tag matching, device memory, raw packets or timestamps */
-	a.device_cap_flags_ex = a.orig_attr.device_cap_flags;
+	a.device_cap_flags_ex = a.orig_attr.device_cap_flags | c->attr.cap_flags_ex;
 	a.phys_port_cnt_ex = a.orig_attr.phys_port_cnt;
 	memcpy(attr, &a, size < sizeof(a) ? size : sizeof(a));
 	if (size > sizeof(a))

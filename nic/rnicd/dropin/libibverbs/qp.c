@@ -90,14 +90,30 @@ static int qp_reply(struct rnic_context *c, struct rnic_qp *q, struct rnic_reply
 
 /* The ibv_wr_* operations a QP may ask for: those wr.c posts, and the
  * memory-window ones it refuses at wr_complete (binding needs a window,
- * which ibv_alloc_mw never gives). ATOMIC WRITE (the NIC has no such
- * opcode) and TSO (no raw packet QPs) are refused at creation, so a
+ * which ibv_alloc_mw never gives). ATOMIC WRITE and FLUSH are added
+ * where the device offers them (ibta15_ops); on a device without them, and
+ * TSO (no raw packet QPs) anywhere, the QP is refused at creation, so a
  * program learns it there, as the tests of rdma-core expect. */
 static const uint64_t send_ops_known =
 	IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
 	IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 	IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW |
 	IBV_QP_EX_WITH_SEND_WITH_INV;
+
+/* ibta15_ops: the IBTA 1.5 operations a QP of a may ask for, those the
+ * device's extended flags offer (a RoCE device has both, an iWARP one
+ * neither), on RC only. */
+static uint64_t ibta15_ops(struct rnic_context *c, const struct ibv_qp_init_attr_ex *a)
+{
+	uint64_t ops = 0;
+	if (a->qp_type != IBV_QPT_RC)
+		return 0;
+	if (c->attr.cap_flags_ex & RNIC_DEVICE_ATOMIC_WRITE)
+		ops |= IBV_QP_EX_WITH_ATOMIC_WRITE;
+	if (c->attr.cap_flags_ex & (RNIC_DEVICE_FLUSH_GLOBAL | RNIC_DEVICE_FLUSH_PERSISTENT))
+		ops |= RNIC_QP_EX_WITH_FLUSH;
+	return ops;
+}
 
 static int check_init(struct rnic_context *c, struct ibv_qp_init_attr_ex *a)
 {
@@ -108,7 +124,7 @@ static int check_init(struct rnic_context *c, struct ibv_qp_init_attr_ex *a)
 		return EOPNOTSUPP;
 	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD)
 		return EOPNOTSUPP; /* XRC, raw packet, driver QPs */
-	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && (a->send_ops_flags & ~send_ops_known))
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && (a->send_ops_flags & ~(send_ops_known | ibta15_ops(c, a))))
 		return EOPNOTSUPP;
 	if (a->pd->context != &c->vctx.context || a->send_cq->context != a->pd->context ||
 	    a->recv_cq->context != a->pd->context)

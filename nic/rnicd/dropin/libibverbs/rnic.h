@@ -21,6 +21,28 @@
 
 #define RNIC_EXPORT __attribute__((visibility("default")))
 
+/* IBTA 1.5's FLUSH as rdma-core 45 and later name it; the headers this
+ * library is built with (rdma-core 44) know ATOMIC WRITE only. The values
+ * are the kernel ABI's, so a program built with newer headers and ours
+ * agree. */
+#define RNIC_WR_FLUSH 14 /* IBV_WR_FLUSH */
+#define RNIC_QP_EX_WITH_FLUSH (1ULL << 11) /* IBV_QP_EX_WITH_FLUSH */
+#define RNIC_ACCESS_FLUSH_GLOBAL (1U << 8) /* IBV_ACCESS_FLUSH_GLOBAL */
+#define RNIC_ACCESS_FLUSH_PERSISTENT (1U << 9) /* IBV_ACCESS_FLUSH_PERSISTENT */
+#define RNIC_FLUSH_GLOBAL 1U /* IBV_FLUSH_GLOBAL, a placement type */
+#define RNIC_FLUSH_PERSISTENT 2U /* IBV_FLUSH_PERSISTENT */
+#define RNIC_FLUSH_RANGE 0U /* IBV_FLUSH_RANGE, a selectivity level */
+#define RNIC_FLUSH_MR 1U /* IBV_FLUSH_MR */
+/* device_cap_flags_ex bits (IB_UVERBS_DEVICE_*) */
+#define RNIC_DEVICE_FLUSH_GLOBAL (1ULL << 38)
+#define RNIC_DEVICE_FLUSH_PERSISTENT (1ULL << 39)
+#define RNIC_DEVICE_ATOMIC_WRITE (1ULL << 40)
+
+/* ibv_wr_flush's entry in struct ibv_qp_ex of rdma-core 45 and later,
+ * the member right after wr_atomic_write. */
+typedef void (*rnic_wr_flush_fn)(struct ibv_qp_ex *qp, uint32_t rkey, uint64_t remote_addr, size_t len,
+				 uint8_t type, uint8_t level);
+
 /* The 33 names that also have an IBVERBS_1.0 compat entry (compat.c):
  * their definitions here are the default version, IBVERBS_1.1. "@@@"
  * makes a name the default where it is defined and leaves other objects
@@ -162,6 +184,7 @@ struct rnic_dev_attr {
 	uint64_t max_mw, max_ah, max_srq, max_srq_wr, max_srq_sge, max_pkeys;
 	uint8_t local_ca_ack_delay, phys_port_cnt;
 	uint64_t max_inline, max_msg_size;
+	uint64_t cap_flags_ex; /* device_cap_flags_ex's bits above 31 */
 };
 
 struct rnic_port_attr {
@@ -323,6 +346,9 @@ struct rnic_ah {
 
 struct rnic_qp {
 	struct ibv_qp_ex qpx; /* ibv_qp is its prefix */
+	/* ibv_qp_ex's next member in newer headers: a program built with
+	 * them calls ibv_wr_flush through it (checked in wr.c) */
+	rnic_wr_flush_fn wr_flush;
 	uint32_t h;
 	struct ibv_qp_cap cap;
 	uint8_t *mem;

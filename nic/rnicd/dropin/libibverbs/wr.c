@@ -138,9 +138,56 @@ static void wr_unsupported_tso(struct ibv_qp_ex *x, void *hdr, uint16_t sz, uint
 	(void)hdr, (void)sz, (void)mss, fail(x, EOPNOTSUPP);
 }
 static void wr_unsupported_xrc(struct ibv_qp_ex *x, uint32_t srqn) { (void)srqn, fail(x, EOPNOTSUPP); }
-static void wr_unsupported_atomic_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t addr, const void *wr)
+
+/* A program built with rdma-core 45's headers finds ibv_wr_flush right
+ * after wr_atomic_write: struct rnic_qp puts it there. */
+_Static_assert(offsetof(struct rnic_qp, wr_flush) == offsetof(struct rnic_qp, qpx) + sizeof(struct ibv_qp_ex),
+	       "wr_flush must follow struct ibv_qp_ex");
+
+/* ibta15_ok: whether the device offers the IBTA 1.5 operation whose
+ * extended flags are in want; without it the WR list fails EOPNOTSUPP. */
+static int ibta15_ok(struct ibv_qp_ex *x, uint64_t want)
 {
-	(void)rkey, (void)addr, (void)wr, fail(x, EOPNOTSUPP);
+	if (to_rctx(x->qp_base.context)->attr.cap_flags_ex & want)
+		return 1;
+	fail(x, EOPNOTSUPP);
+	return 0;
+}
+
+/* wr_atomic_write: 8 bytes, copied now as ibv_wr_atomic_write asks, go in
+ * the swap word as they lie in memory (rxe sends them as they are); the
+ * remote address must be 8-byte aligned. */
+static void wr_atomic_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t addr, const void *value)
+{
+	uint8_t *s;
+	if (!ibta15_ok(x, RNIC_DEVICE_ATOMIC_WRITE))
+		return;
+	s = begin(x, IBV_WR_ATOMIC_WRITE, is_rc(x) && !(addr & 7) && value);
+	if (s) {
+		uint64_t v;
+		memcpy(&v, value, sizeof(v));
+		put64(s + RNICD_SEND_REMOTE_ADDR, addr);
+		put32(s + RNICD_SEND_RKEY, rkey);
+		put64(s + RNICD_SEND_SWAP, v);
+	}
+}
+
+/* wr_flush: the length rides in compare_add, the placement type and the
+ * selectivity in swap (proto/wqe.go). */
+static void wr_flush(struct ibv_qp_ex *x, uint32_t rkey, uint64_t addr, size_t len, uint8_t type, uint8_t level)
+{
+	const unsigned types = RNIC_FLUSH_GLOBAL | RNIC_FLUSH_PERSISTENT;
+	int ok = is_rc(x) && type && !(type & ~types) && level <= RNIC_FLUSH_MR && len <= (1ULL << 31);
+	uint8_t *s;
+	if (!ibta15_ok(x, RNIC_DEVICE_FLUSH_GLOBAL | RNIC_DEVICE_FLUSH_PERSISTENT))
+		return;
+	s = begin(x, (enum ibv_wr_opcode)RNIC_WR_FLUSH, ok);
+	if (s) {
+		put64(s + RNICD_SEND_REMOTE_ADDR, addr);
+		put32(s + RNICD_SEND_RKEY, rkey);
+		put64(s + RNICD_SEND_COMPARE_ADD, len);
+		put64(s + RNICD_SEND_SWAP, (uint64_t)type | (uint64_t)level << 8);
+	}
 }
 
 static void wr_set_ud_addr(struct ibv_qp_ex *x, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)
@@ -162,8 +209,9 @@ static void wr_set_sge_list(struct ibv_qp_ex *x, size_t n, const struct ibv_sge 
 	uint64_t total = 0;
 	if (!s)
 		return;
-	if (n > q->cap.max_send_sge || n > (q->sq.slot_size - RNICD_SEND_WQE_HEADER_LEN) / RNICD_SGE_LEN)
-		return fail(x, EINVAL);
+	if (n > q->cap.max_send_sge || n > (q->sq.slot_size - RNICD_SEND_WQE_HEADER_LEN) / RNICD_SGE_LEN ||
+	    q->wr_op == IBV_WR_ATOMIC_WRITE || q->wr_op == (enum ibv_wr_opcode)RNIC_WR_FLUSH)
+		return fail(x, EINVAL); /* those two carry no SGE */
 	for (size_t i = 0; i < n; i++) {
 		uint8_t *e = s + RNICD_SEND_WQE_HEADER_LEN + i * RNICD_SGE_LEN;
 		put64(e + RNICD_SGE_ADDR, sge[i].addr);
@@ -255,5 +303,6 @@ void rnic_qp_ex_init(struct rnic_qp *q)
 	x->wr_start = wr_start;
 	x->wr_complete = wr_complete;
 	x->wr_abort = wr_abort;
-	x->wr_atomic_write = wr_unsupported_atomic_write;
+	x->wr_atomic_write = wr_atomic_write;
+	q->wr_flush = wr_flush;
 }

@@ -316,6 +316,8 @@ int main(int argc, char **argv)
 		test_verbs(d0, d1);
 	else if (!strcmp(t, "rereg"))
 		test_rereg(d0, d1);
+	else if (!strcmp(t, "ibta15"))
+		test_ibta15(d0, d1);
 	else if (!strcmp(t, "hostile"))
 		test_hostile(d0, d1);
 	else if (!strcmp(t, "killed"))
@@ -323,7 +325,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(t, "nodaemon"))
 		test_nodaemon();
 	else {
-		fprintf(stderr, "usage: corners errors|channel|async|fork|mr|wr|ud|cap|manyqps|cqchannels|flowlabel|udsl|asyncobj|verbs|rereg|hostile|killed|nodaemon [DEV0 [DEV1]]\n");
+		fprintf(stderr, "usage: corners errors|channel|async|fork|mr|wr|ud|cap|manyqps|cqchannels|flowlabel|udsl|asyncobj|verbs|rereg|ibta15|hostile|killed|nodaemon [DEV0 [DEV1]]\n");
 		return 2;
 	}
 	printf("%d failed\n", failures);

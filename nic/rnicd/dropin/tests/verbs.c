@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* corners verbs: what rdma-core's own tests (pyverbs) read of a device and
  * expect of a QP, as rxe gives it: the kernel's device names, the extended
- * device attributes, the GID table, an ATOMIC WRITE QP refused at creation (rnic has no
- * such opcode), and a receive queue that holds max_recv_wr receives and
+ * device attributes, the GID table, an ATOMIC WRITE QP made (IBTA 1.5's
+ * operations are the RoCE device's) and a TSO one refused, and a receive queue that holds max_recv_wr receives and
  * no more (ENOMEM past it, room again as completions are polled), and
  * ibv_resize_cq. */
 #include "corners.h"
@@ -44,8 +44,8 @@ static void attrs_ex(struct ibv_context *ctx)
 		die("ibv_query_device(_ex)");
 	check(x.phys_port_cnt_ex == a.phys_port_cnt && a.phys_port_cnt == 1,
 	      "phys_port_cnt_ex %u, phys_port_cnt %u (want 1, 1)", x.phys_port_cnt_ex, a.phys_port_cnt);
-	check(x.device_cap_flags_ex == (uint64_t)a.device_cap_flags,
-	      "device_cap_flags_ex %#llx = device_cap_flags %#x", (unsigned long long)x.device_cap_flags_ex,
+	check((uint32_t)x.device_cap_flags_ex == a.device_cap_flags,
+	      "device_cap_flags_ex %#llx: device_cap_flags %#x below bit 32", (unsigned long long)x.device_cap_flags_ex,
 	      a.device_cap_flags);
 	check(!memcmp(&x.orig_attr, &a, sizeof(a)), "ibv_query_device_ex's orig_attr is ibv_query_device's");
 }
@@ -82,10 +82,11 @@ static void gid_table(struct ibv_context *ctx)
 	check(n == 1 && all[0].gid_index == 0 && all[0].port_num == 1, "ibv_query_gid_table: the one entry (%zd)", n);
 }
 
-/* no_atomic_write: a QP asking for ibv_wr_atomic_write is refused with
- * EOPNOTSUPP (the NIC has no ATOMIC WRITE); one asking for what it has is
- * made. */
-static void no_atomic_write(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_cq *cq)
+/* send_ops: a QP asking for ibv_wr_atomic_write is made (the RoCE
+ * device executes it: corners ibta15), one asking for TSO (no raw packet
+ * QPs) is refused with EOPNOTSUPP, and one asking for what every device
+ * has is made. */
+static void send_ops(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_cq *cq)
 {
 	struct ibv_qp_init_attr_ex qx = {0};
 	struct ibv_qp *qp;
@@ -97,9 +98,14 @@ static void no_atomic_write(struct ibv_context *ctx, struct ibv_pd *pd, struct i
 	qx.cap.max_send_wr = qx.cap.max_recv_wr = 4;
 	qx.cap.max_send_sge = qx.cap.max_recv_sge = 1;
 	qx.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_ATOMIC_WRITE;
+	qp = ibv_create_qp_ex(ctx, &qx);
+	check(qp != NULL, "ibv_create_qp_ex with ATOMIC_WRITE: made (errno %d)", qp ? 0 : errno);
+	if (qp)
+		ibv_destroy_qp(qp);
+	qx.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_TSO;
 	errno = 0;
 	qp = ibv_create_qp_ex(ctx, &qx);
-	check(!qp && errno == EOPNOTSUPP, "ibv_create_qp_ex with ATOMIC_WRITE: NULL, EOPNOTSUPP (errno %d)", errno);
+	check(!qp && errno == EOPNOTSUPP, "ibv_create_qp_ex with TSO: NULL, EOPNOTSUPP (errno %d)", errno);
 	if (qp)
 		ibv_destroy_qp(qp);
 	qx.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
@@ -483,7 +489,7 @@ void test_verbs(const char *d0, const char *d1)
 		die("ibv_alloc_pd / ibv_create_cq");
 	attrs_ex(ctx);
 	gid_table(ctx);
-	no_atomic_write(ctx, pd, cq);
+	send_ops(ctx, pd, cq);
 	ibv_destroy_cq(cq);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
