@@ -261,8 +261,9 @@ func openDevice(s deviceSpec) (*device, error) {
 	var en *embedded.NIC
 	if s.UDP.IsValid() {
 		en, err = embedded.Open(embedded.UDPConfig{Name: s.Name, Addr: s.UDP.Addr(), Port: s.UDP.Port(), MTU: s.MTU, Pcap: d.pcap,
-			NoPoll: true, // its clients spin on the rings (udp.Config.NoPoll)
-			Faults: s.Faults})
+			NoPoll:   true, // its clients spin on the rings (udp.Config.NoPoll)
+			Loopback: !s.NoLoopback,
+			Faults:   s.Faults})
 		if err == nil {
 			d.udp = en
 		}
