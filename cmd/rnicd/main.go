@@ -93,6 +93,9 @@ func main() {
 	// the process.
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	if !noShortSlices() {
+		shortSlices() // slice.go
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, stop))
 }
 
