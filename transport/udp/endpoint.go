@@ -22,6 +22,10 @@
 // 127.0.0.0/8 is local); IPv6 loopback has only ::1, so a pair there needs
 // distinct ports, and each side must send to the other's port.
 //
+// Two endpoints of one process that both loop (Config.Loopback) hand
+// frames to each other in memory, rebuilt as the socket would deliver
+// them (loopback_linux.go): rnicd's NICs.
+//
 // The implementation is Linux-only (recvmmsg, sendmmsg, ancillary data);
 // elsewhere Open returns errors.ErrUnsupported.
 //
