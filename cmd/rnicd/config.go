@@ -45,6 +45,9 @@ type deviceSpec struct {
 	// same.
 	Verbs    string
 	PcapPath string
+	// NoLoopback sends a UDP NIC's frames for another NIC of this rnicd
+	// through the kernel too (--no-loopback), as between processes.
+	NoLoopback bool
 }
 
 // options is the whole command line.
@@ -53,6 +56,8 @@ type options struct {
 	// socket is the control socket; empty serves no clients.
 	socket string
 	limits server.Limits
+	// noLoopback is --no-loopback, copied into every spec.
+	noLoopback bool
 }
 
 // errHelp is returned by parseArgs for --help.
@@ -93,6 +98,8 @@ func newFlagSet(first map[string]*string, devices *[]string, opts *options) *pfl
 	first["faults"] = fs.String("faults", "", faultsFlagHelp)
 	fs.StringArrayVar(devices, "device", nil,
 		"another NIC: 'name=rnic1,tap=t1,ip=CIDR,ip6=CIDR,mac=MAC,mtu=N,pcap=FILE,netns=NS,bridge=BR,transport=roce|iwarp', 'name=rnic1,udp=ADDR[:PORT],mtu=N,pcap=FILE', 'name=rnic1,tcp=ADDR,pcap=FILE' (iWARP) or 'verbs=rxe0' (repeatable); a tap or udp NIC also takes the keys of --faults (loss=0.01,seed=7,...)")
+	fs.BoolVar(&opts.noLoopback, "no-loopback", false,
+		"send the frames between two UDP NICs of this rnicd through kernel sockets too, as between processes, instead of handing them over in memory")
 	d := server.DefaultLimits()
 	fs.StringVar(&opts.socket, "socket", ibv.DefaultSocketPath(),
 		"serve the NICs to local processes on this Unix socket (mode 0600; its directory is created 0700); empty: serve none")
@@ -186,6 +193,9 @@ func parseArgs(args []string) (*options, error) {
 	}
 	if err := checkDistinct(opts.devices); err != nil {
 		return nil, err
+	}
+	for i := range opts.devices {
+		opts.devices[i].NoLoopback = opts.noLoopback
 	}
 	return opts, nil
 }

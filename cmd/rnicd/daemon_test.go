@@ -109,20 +109,30 @@ func openDev(t *testing.T, s string) ibv.Device {
 	return d
 }
 
+// rcSide is one end of an RC connection of rcConnect: a 64 KiB buffer
+// registered for remote writes, a CQ and the QP.
+type rcSide struct {
+	dev ibv.Device
+	gid int
+	buf []byte
+	mr  ibv.MR
+	cq  ibv.CQ
+	qp  ibv.QP
+}
+
 // rcWrite connects an RC QP of a to one of b (b's GID gidB, a's gidA, as
 // indices into their GID tables) and RDMA WRITEs 64 KiB of a pattern,
 // checked at b.
 func rcWrite(t *testing.T, a, b ibv.Device, gidA, gidB int) {
 	t.Helper()
-	type side struct {
-		dev ibv.Device
-		gid int
-		buf []byte
-		mr  ibv.MR
-		cq  ibv.CQ
-		qp  ibv.QP
-	}
-	sides := [2]side{{dev: a, gid: gidA}, {dev: b, gid: gidB}}
+	x, y := rcConnect(t, a, b, gidA, gidB)
+	x.write(t, y, len(x.buf))
+}
+
+// rcConnect connects an RC QP of a to one of b (b's GID gidB, a's gidA).
+func rcConnect(t *testing.T, a, b ibv.Device, gidA, gidB int) (x, y *rcSide) {
+	t.Helper()
+	sides := [2]rcSide{{dev: a, gid: gidA}, {dev: b, gid: gidB}}
 	var err error
 	for i := range sides {
 		s := &sides[i]
@@ -158,12 +168,18 @@ func rcWrite(t *testing.T, a, b ibv.Device, gidA, gidB int) {
 			}
 		}
 	}
-	x, y := &sides[0], &sides[1]
-	for i := range x.buf {
-		x.buf[i] = byte(i * 13)
+	return &sides[0], &sides[1]
+}
+
+// write RDMA WRITEs the first n bytes of x's buffer, filled with a
+// pattern, to y's, waits for the completion and checks them at y.
+func (x *rcSide) write(t *testing.T, y *rcSide, n int) {
+	t.Helper()
+	for i := range x.buf[:n] {
+		x.buf[i] = byte(i*13 + n)
 	}
 	if err := x.qp.PostSend(&verbs.SendWR{ID: 1, Opcode: verbs.WRRDMAWrite, Flags: verbs.SendSignaled,
-		SGL: []verbs.SGE{{Addr: x.mr.Addr(), Length: uint32(len(x.buf)), LKey: x.mr.LKey()}}, RemoteAddr: y.mr.Addr(), RKey: y.mr.RKey()}); err != nil {
+		SGL: []verbs.SGE{{Addr: x.mr.Addr(), Length: uint32(n), LKey: x.mr.LKey()}}, RemoteAddr: y.mr.Addr(), RKey: y.mr.RKey()}); err != nil {
 		t.Fatal(err)
 	}
 	wcs := make([]verbs.WC, 1)
@@ -172,8 +188,8 @@ func rcWrite(t *testing.T, a, b ibv.Device, gidA, gidB int) {
 			t.Fatal("no completion within 10s")
 		}
 	}
-	if wcs[0].Status != verbs.WCSuccess || !bytes.Equal(x.buf, y.buf) {
-		t.Fatalf("RDMA WRITE through rnicd: %v, data equal %v", wcs[0].Status, bytes.Equal(x.buf, y.buf))
+	if wcs[0].Status != verbs.WCSuccess || !bytes.Equal(x.buf[:n], y.buf[:n]) {
+		t.Fatalf("RDMA WRITE of %d bytes through rnicd: %v, data equal %v", n, wcs[0].Status, bytes.Equal(x.buf[:n], y.buf[:n]))
 	}
 }
 

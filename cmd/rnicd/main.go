@@ -93,6 +93,9 @@ func main() {
 	// the process.
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	if !noShortSlices() {
+		shortSlices() // slice.go
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, stop))
 }
 
@@ -261,8 +264,9 @@ func openDevice(s deviceSpec) (*device, error) {
 	var en *embedded.NIC
 	if s.UDP.IsValid() {
 		en, err = embedded.Open(embedded.UDPConfig{Name: s.Name, Addr: s.UDP.Addr(), Port: s.UDP.Port(), MTU: s.MTU, Pcap: d.pcap,
-			NoPoll: true, // its clients spin on the rings (udp.Config.NoPoll)
-			Faults: s.Faults})
+			NoPoll:   true, // its clients spin on the rings (udp.Config.NoPoll)
+			Loopback: !s.NoLoopback,
+			Faults:   s.Faults})
 		if err == nil {
 			d.udp = en
 		}

@@ -21,7 +21,7 @@ func (n *NIC) PortCounters() []ibv.Counter {
 	}
 	if n.udp != nil {
 		st := n.udp.Stats()
-		out = append(out, ibv.Counter{Name: "udp_rcvbuf_drops", Value: st.KernelDrops},
+		out = append(out, ibv.Counter{Name: "udp_rcvbuf_drops", Value: st.KernelDrops + st.LoopbackDrops},
 			ibv.Counter{Name: "udp_truncated", Value: st.Truncated},
 			ibv.Counter{Name: "udp_send_errors", Value: st.SendErrors},
 			ibv.Counter{Name: "udp_recv_errors", Value: st.RecvErrors})

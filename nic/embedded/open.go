@@ -43,6 +43,10 @@ type UDPConfig struct {
 	// NoPoll: the receive loop parks as soon as its socket is empty (see
 	// udp.Config.NoPoll); rnicd's NICs.
 	NoPoll bool
+	// Loopback hands frames for another NIC of this process that loops
+	// too to it in memory, not through the kernel (udp.Config.Loopback);
+	// rnicd's NICs.
+	Loopback bool
 	// Faults, if set, puts seeded faults between the engine and its
 	// socket (faults.go); its seed must be resolved. Pcap then records
 	// the wire as the faults leave it, with a note on each frame they
@@ -67,7 +71,7 @@ func Open(cfg UDPConfig) (*NIC, error) {
 		}
 		return n, nil
 	}
-	ep, err := udp.Open(udp.Config{Addr: cfg.Addr, Port: port, NoPoll: cfg.NoPoll,
+	ep, err := udp.Open(udp.Config{Addr: cfg.Addr, Port: port, NoPoll: cfg.NoPoll, Loopback: cfg.Loopback,
 		// A frame that has to leave from the main socket (its per-QP
 		// source port could not be bound) changes its UDP source port,
 		// which the ICRC covers: seal it again.

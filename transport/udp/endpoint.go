@@ -22,6 +22,10 @@
 // 127.0.0.0/8 is local); IPv6 loopback has only ::1, so a pair there needs
 // distinct ports, and each side must send to the other's port.
 //
+// Two endpoints of one process that both loop (Config.Loopback) hand
+// frames to each other in memory, rebuilt as the socket would deliver
+// them (loopback_linux.go): rnicd's NICs.
+//
 // The implementation is Linux-only (recvmmsg, sendmmsg, ancillary data);
 // elsewhere Open returns errors.ErrUnsupported.
 //
@@ -34,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 
 	"github.com/rnic/rnic/transport"
@@ -81,6 +86,10 @@ type Config struct {
 	// memory, as rnicd's clients do on its rings, a third spinner takes
 	// a CPU from them (8-byte WRITE round trip through rnicd 27 -> 102 µs).
 	NoPoll bool
+	// Loopback hands a frame for another endpoint of this process that
+	// loops too to it in memory, not through the kernel
+	// (loopback_linux.go): two NICs of one rnicd.
+	Loopback bool
 }
 
 // Endpoint is one NIC's attachment to the host's UDP stack. It implements
@@ -92,7 +101,8 @@ type Endpoint struct {
 	recv   atomic.Pointer[func(frame []byte)]
 	batch  atomic.Pointer[func(frames [][]byte)]
 	closed atomic.Bool
-	sys    sysState // sockets and the receive loop (socket_linux.go)
+	rx     sync.Mutex // held while a receiver runs: the socket's loop or the looped frames'
+	sys    sysState   // sockets and the receive loop (socket_linux.go)
 }
 
 var _ transport.BatchEndpoint = (*Endpoint)(nil)
@@ -188,7 +198,11 @@ func (e *Endpoint) Close() error {
 }
 
 // Stats returns a snapshot of the endpoint's counters.
-func (e *Endpoint) Stats() Stats { return e.ctr.snapshot() }
+func (e *Endpoint) Stats() Stats {
+	s := e.ctr.snapshot()
+	s.LoopbackDrops = e.loopDrops()
+	return s
+}
 
 // deliver hands frames that arrived together to the installed receiver.
 // They are counted first, so that a receiver that looks at Stats sees
@@ -197,6 +211,8 @@ func (e *Endpoint) deliver(frames [][]byte) {
 	if len(frames) == 0 {
 		return
 	}
+	e.rx.Lock()
+	defer e.rx.Unlock()
 	bf, rf := e.batch.Load(), e.recv.Load()
 	switch {
 	case bf != nil && *bf != nil:

@@ -14,6 +14,7 @@ func (e *Endpoint) open() error              { return errors.ErrUnsupported }
 func (e *Endpoint) send([]byte) error        { return errors.ErrUnsupported }
 func (e *Endpoint) sendBatch([][]byte) error { return errors.ErrUnsupported }
 func (e *Endpoint) close() error             { return nil }
+func (e *Endpoint) loopDrops() uint64        { return 0 }
 
 // RecvBufferBytes implements transport.RecvBufferSizer.
 func (e *Endpoint) RecvBufferBytes() int { return 0 }

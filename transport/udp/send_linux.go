@@ -157,6 +157,10 @@ func (e *Endpoint) send(frame []byte) error {
 		return err
 	}
 	defer ps.done()
+	if peer := e.localPeer(&o); peer != nil && !ps.fallback {
+		e.loop(peer, &o)
+		return nil
+	}
 	m := e.sys.one.Get().(*msgs)
 	defer e.sys.one.Put(m)
 	payload := o.payload
@@ -238,6 +242,11 @@ func (e *Endpoint) sendBatch(frames [][]byte) error {
 		if err != nil {
 			note(err)
 			break
+		}
+		if peer := e.localPeer(&o); peer != nil && !ps.fallback {
+			ps.done()
+			e.loop(peer, &o)
+			continue
 		}
 		if ps.fallback {
 			// Rare: send it on its own, through the resealing path.

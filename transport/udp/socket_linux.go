@@ -62,6 +62,8 @@ type sysState struct {
 
 	one   sync.Pool // *msgs of one message, for Send
 	batch sync.Pool // *msgs of BatchSize messages, for SendBatch
+
+	loop loopQueue // frames looped from endpoints of this process (loopback_linux.go)
 }
 
 // open creates the listening socket and starts the receive loop.
@@ -91,6 +93,11 @@ func (e *Endpoint) open() error {
 		defer close(e.sys.done)
 		e.sys.reader.run()
 	}()
+	if e.cfg.Loopback {
+		e.sys.loop.init(e)
+		go e.sys.loop.run(e)
+		registerLocal(e)
+	}
 	return nil
 }
 
@@ -188,6 +195,10 @@ func sockaddr(ip []byte, port uint16) unix.Sockaddr {
 // close closes every socket (which ends the receive loop) and waits for
 // the loop to return.
 func (e *Endpoint) close() error {
+	if e.cfg.Loopback {
+		unregisterLocal(e)
+		e.sys.loop.stop()
+	}
 	e.sys.mu.Lock()
 	var socks []*sock
 	for _, ps := range e.sys.ports {

@@ -46,6 +46,10 @@ type Stats struct {
 	// checksum was bad), as reported with the latest datagram read
 	// (SO_RXQ_OVFL): drops after it show with the next one.
 	KernelDrops uint64
+	// LoopbackDrops counts frames looped from an endpoint of this
+	// process (Config.Loopback) and dropped because the queue standing
+	// for the receive buffer was full.
+	LoopbackDrops uint64
 }
 
 // sendCounters are updated by any goroutine that sends.

@@ -28,6 +28,7 @@ type row struct {
 	better   string
 	err      error
 	skip     string // why the workload did not run here
+	note     string // where the time went, for a target missed
 }
 
 // bench is a run's settings.
@@ -40,7 +41,7 @@ type bench struct {
 func main() {
 	bin := flag.String("bin", "bin", "folder holding the rnic and rnicd binaries")
 	quick := flag.Bool("quick", false, "a tenth of the iterations")
-	only := flag.String("only", "", "run one group of rows: perf, procs, tap, sim or setup")
+	only := flag.String("only", "", "run one group of rows: perf, procs, dropin, tap, sim or setup")
 	flag.Parse()
 	tmp, err := os.MkdirTemp("", "rnic-bench-")
 	if err != nil {
@@ -56,7 +57,7 @@ func main() {
 	groups := []struct {
 		name string
 		rows func() []row
-	}{{"perf", b.perfRows}, {"procs", b.twoProcessRows}, {"tap", b.tapRows}, {"sim", b.simRows}, {"setup", b.setupRows}}
+	}{{"perf", b.perfRows}, {"procs", b.twoProcessRows}, {"dropin", b.dropinRows}, {"tap", b.tapRows}, {"sim", b.simRows}, {"setup", b.setupRows}}
 	for _, g := range groups {
 		if *only != "" && *only != g.name {
 			continue
@@ -91,4 +92,9 @@ func print(rows []row) {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%.2f (%s)\t\n", r.workload, r.rnic, r.baseline, r.ratio, r.better)
 	}
 	w.Flush()
+	for _, r := range rows {
+		if r.note != "" && r.err == nil && r.skip == "" {
+			fmt.Printf("%s: %s\n", r.workload, r.note)
+		}
+	}
 }

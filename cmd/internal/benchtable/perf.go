@@ -34,6 +34,7 @@ type perfResult struct {
 
 type latResult struct {
 	Typical float64 `json:"t_typical_usec"`
+	P99     float64 `json:"t_99_usec"`
 }
 
 // perfRows: one process, two NICs on loopback, each figure against the
