@@ -53,6 +53,10 @@ type options struct {
 	// socket is the control socket; empty serves no clients.
 	socket string
 	limits server.Limits
+	// tenants are the --tenant sockets (tenants.go); tenantSpecs the
+	// flags' text.
+	tenants     []tenantSpec
+	tenantSpecs []string
 }
 
 // errHelp is returned by parseArgs for --help.
@@ -93,6 +97,7 @@ func newFlagSet(first map[string]*string, devices *[]string, opts *options) *pfl
 	first["faults"] = fs.String("faults", "", faultsFlagHelp)
 	fs.StringArrayVar(devices, "device", nil,
 		"another NIC: 'name=rnic1,tap=t1,ip=CIDR,ip6=CIDR,mac=MAC,mtu=N,pcap=FILE,netns=NS,bridge=BR,transport=roce|iwarp', 'name=rnic1,udp=ADDR[:PORT],mtu=N,pcap=FILE', 'name=rnic1,tcp=ADDR,pcap=FILE' (iWARP) or 'verbs=rxe0' (repeatable); a tap or udp NIC also takes the keys of --faults (loss=0.01,seed=7,...)")
+	fs.StringArrayVar(&opts.tenantSpecs, "tenant", nil, tenantHelp)
 	d := server.DefaultLimits()
 	fs.StringVar(&opts.socket, "socket", ibv.DefaultSocketPath(),
 		"serve the NICs to local processes on this Unix socket (mode 0600; its directory is created 0700); empty: serve none")
@@ -186,6 +191,16 @@ func parseArgs(args []string) (*options, error) {
 	}
 	if err := checkDistinct(opts.devices); err != nil {
 		return nil, err
+	}
+	for _, spec := range opts.tenantSpecs {
+		t, err := parseTenant(spec, opts.socket)
+		if err != nil {
+			return nil, fmt.Errorf("--tenant %q: %w", spec, err)
+		}
+		opts.tenants = append(opts.tenants, t)
+	}
+	if err := checkTenants(opts.tenants, opts.devices, opts.socket); err != nil {
+		return nil, fmt.Errorf("--tenant: %w", err)
 	}
 	return opts, nil
 }

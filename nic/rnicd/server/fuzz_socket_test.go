@@ -180,7 +180,7 @@ type goodPair struct {
 	serial byte
 }
 
-func newGoodPair(f *testing.F, spec ibv.Spec) *goodPair {
+func newGoodPair(f testing.TB, spec ibv.Spec) *goodPair {
 	dev, err := ibv.Open(spec)
 	if err != nil {
 		f.Fatal(err)
