@@ -183,9 +183,9 @@ func (l fakeListener) Close() error                                  { *l.closed
 // another taken; the binding process itself listens on its port, and the
 // port then counts as listened on.
 func TestListenFree(t *testing.T) {
-	srv := &Server{}
-	a := &Session{srv: srv, cred: unix.Ucred{Pid: 10}}
-	b := &Session{srv: srv, cred: unix.Ucred{Pid: 20}}
+	srv := &Server{host: &tenant{}}
+	a := &Session{srv: srv, tenant: srv.host, cred: unix.Ucred{Pid: 10}}
+	b := &Session{srv: srv, tenant: srv.host, cred: unix.Ucred{Pid: 20}}
 	if _, err := srv.host.cmPorts.bind(a, proto.PortSpaceTCP, netip.Addr{}, 7100, 10); err != nil {
 		t.Fatal(err)
 	}

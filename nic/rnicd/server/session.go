@@ -48,7 +48,7 @@ type Session struct {
 	wmu  sync.Mutex // serialises writes to conn
 	wbuf []byte
 
-	tenant *tenant       // the socket it came on
+	tenant *tenant      // the socket it came on
 	counts clientCounts // what it made the daemon do (rnic stat)
 
 	events chan []byte
