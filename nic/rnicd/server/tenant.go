@@ -125,7 +125,7 @@ func (t *tenant) admitPeer(uid, gid uint32) error {
 	if slices.Contains(t.uids, uid) || slices.Contains(t.gids, gid) {
 		return nil
 	}
-	return fmt.Errorf("rnicd: tenant %s serves no client of uid %d gid %d (rnicd --tenant uid=, gid=): %w",
+	return fmt.Errorf("tenant %s serves no client of uid %d gid %d (rnicd --tenant uid=, gid=): %w",
 		t.name, uid, gid, verbs.ErrPermission)
 }
 
