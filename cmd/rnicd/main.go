@@ -39,6 +39,7 @@ const help = `usage: rnicd --tap NAME --ip CIDR [--ip6 CIDR] [--mac MAC] [--mtu 
        [--max-ring-bytes N] [--max-objects N] [--max-mrs-per-uid N]
        [--max-mapped-bytes-per-uid N] [--max-mappings N] [--max-mapped-bytes N]
        [--max-queue-bytes-per-uid N] [--max-queue-bytes N]
+       [--tenant 'name=NAME,nics=rnic1+rnic2,uid=N,...']...
        rnicd --version
 
 Runs software RDMA NICs until SIGINT or SIGTERM and serves them to local
@@ -80,6 +81,14 @@ so an unprivileged rnicd and its clients meet without --socket. Started by
 systemd through a socket unit (rnicd.socket: socket activation, LISTEN_FDS),
 rnicd serves on the socket it is handed instead, with the mode the unit
 gives it, and leaves it in place on exit for systemd to listen on.
+
+Tenants (--tenant, repeatable) are more sockets, each serving its own NICs
+to its own clients: a client of a tenant's socket lists, opens and sees
+only the tenant's NICs, clients and counters, within the tenant's limits;
+the daemon's socket serves the NICs no tenant has. Once serving, rnicd
+prints a line per tenant:
+
+    rnicd: tenant pod-a: serving rnic1 on /run/rnic/tenants/pod-a/rnicd.sock
 
 TAP mode needs CAP_NET_ADMIN. Exits 0 after a signal, 1 when a NIC or the
 socket fails to open (whatever was open is closed), 2 on bad usage.
