@@ -218,7 +218,11 @@ func (d *daemon) serve(opts *options, stdout, stderr io.Writer) error {
 		}
 		d.inherited = nil // Serve closes l
 		d.start(func() error { return srv.Serve(l) })
-		fmt.Fprintf(stdout, "rnicd: serving %s on %s\n", strings.Join(names, ", "), where)
+		served := strings.Join(names, ", ")
+		if served == "" {
+			served = "no NIC" // the tenants have them all; rnic stat still answers here
+		}
+		fmt.Fprintf(stdout, "rnicd: serving %s on %s\n", served, where)
 	}
 	for _, t := range opts.tenants {
 		l, err := server.ListenAs(t.socket, t.access)

@@ -20,6 +20,13 @@ const tenantHelp = "a tenant: 'name=NAME,nics=rnic1+rnic2[,socket=PATH][,uid=N][
 	"which no other socket serves, and lists only its own clients; uid= and gid= own the socket " +
 	"(mode 0600 with uid=, 0660 with gid=) and are the only peers it serves (SO_PEERCRED); the max-* bound all its clients together"
 
+// perNICHelp is --tenant-per-nic's line in rnicd --help.
+const perNICHelp = "(--tenant-per-nic[=KEYS]) make every NIC no --tenant names a tenant of its own, named after it, on DIR/tenants/NIC/rnicd.sock " +
+	"(a device plugin gives a pod a NIC by mounting that directory); KEYS are --tenant's (uid, gid, mode, max-*) for each"
+
+// perNICAlone is --tenant-per-nic's value without KEYS.
+const perNICAlone = "-"
+
 // tenantKeys are the keys of a --tenant spec.
 var tenantKeys = []string{"name", "nics", "socket", "uid", "gid", "mode",
 	"max-clients", "max-qps", "max-mrs", "max-mapped-bytes", "max-queue-bytes"}
@@ -108,6 +115,40 @@ func (t *tenantSpec) parseLimits(kv map[string]string) error {
 			}
 			*p = n
 		}
+	}
+	return nil
+}
+
+// addPerNIC adds --tenant-per-nic's tenants: one per NIC no --tenant
+// has, with its keys.
+func (o *options) addPerNIC() error {
+	if o.perNIC == "" {
+		return nil
+	}
+	keys := ""
+	if o.perNIC != perNICAlone {
+		keys = "," + o.perNIC
+		for _, k := range []string{"name", "nics", "socket"} {
+			if strings.Contains(","+o.perNIC, ","+k+"=") {
+				return fmt.Errorf("--tenant-per-nic: %s= is the NIC's own", k)
+			}
+		}
+	}
+	taken := map[string]bool{}
+	for _, t := range o.tenants {
+		for _, n := range t.Devices {
+			taken[n] = true
+		}
+	}
+	for _, d := range o.devices {
+		if taken[d.Name] {
+			continue
+		}
+		t, err := parseTenant("name="+d.Name+",nics="+d.Name+keys, o.socket)
+		if err != nil {
+			return fmt.Errorf("--tenant-per-nic: %w", err)
+		}
+		o.tenants = append(o.tenants, t)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,6 +39,31 @@ func TestParseTenant(t *testing.T) {
 	if b.socket != "/tmp/b.sock" || b.access != (server.SocketAccess{Mode: 0o666, UID: -1, GID: -1}) || len(b.UIDs)+len(b.GIDs) != 0 ||
 		b.Limits != (server.TenantLimits{MaxClients: 3, MaxMRs: 5, MaxQueueBytes: 4096}) {
 		t.Errorf("tenant b: %+v", b)
+	}
+}
+
+// TestTenantPerNIC: every NIC a --tenant does not name becomes a tenant of
+// its own, with the keys given.
+func TestTenantPerNIC(t *testing.T) {
+	opts, err := parseArgs([]string{"--udp", "127.0.0.2", "--device", "udp=127.0.0.3", "--device", "udp=127.0.0.4",
+		"--socket", "/run/rnic/rnicd.sock", "--tenant", "name=big,nics=rnic1", "--tenant-per-nic=uid=7,max-qps=9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tn := range opts.tenants {
+		got = append(got, fmt.Sprintf("%s:%s:%s:%v:%d", tn.Name, strings.Join(tn.Devices, "+"), tn.socket, tn.UIDs, tn.Limits.MaxQPs))
+	}
+	want := []string{"big:rnic1:/run/rnic/tenants/big/rnicd.sock:[]:0", "rnic0:rnic0:/run/rnic/tenants/rnic0/rnicd.sock:[7]:9",
+		"rnic2:rnic2:/run/rnic/tenants/rnic2/rnicd.sock:[7]:9"}
+	if !slices.Equal(got, want) {
+		t.Errorf("tenants %q, want %q", got, want)
+	}
+	if opts, err := parseArgs([]string{"--udp", "127.0.0.2", "--tenant-per-nic"}); err != nil || len(opts.tenants) != 1 || opts.tenants[0].Name != "rnic0" {
+		t.Errorf("--tenant-per-nic alone: %+v, %v; want tenant rnic0", opts, err)
+	}
+	if _, err := parseArgs([]string{"--udp", "127.0.0.2", "--tenant-per-nic=socket=/x"}); err == nil || !strings.Contains(err.Error(), "socket=") {
+		t.Errorf("--tenant-per-nic socket=: %v, want refused", err)
 	}
 }
 
