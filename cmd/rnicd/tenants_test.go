@@ -146,5 +146,3 @@ func TestDaemonTenant(t *testing.T) {
 		t.Errorf("the tenant's socket survived rnicd: %v", err)
 	}
 }
-
-
