@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/client"
 	"github.com/rnic/rnic/nic/rnicd/proto"
@@ -233,5 +234,35 @@ func TestTenantPeers(t *testing.T) {
 	}
 	if n := d.Server.Stats().ClientsRefused; n != 1 {
 		t.Errorf("clients refused: %d, want 1", n)
+	}
+}
+
+// TestTenantReregBytes: an MR re-registered over a bigger window is
+// charged the new window and gives it back whole when deregistered, to
+// its tenant's budget and to the uid's and daemon's (which counted the
+// first window at registration and gave back the last at deregistration).
+func TestTenantReregBytes(t *testing.T) {
+	d := startTenants(t, server.TenantLimits{MaxMappedBytes: 64 << 20}, server.TenantLimits{})
+	_, bytes0, _ := d.Server.Mapped()
+	r := dial(t, d.TenantSockets["a"])
+	r.expect(proto.OpOpen, &proto.OpenReq{Version: proto.Version, Name: "rnic1"}, proto.StatusOK)
+	_, body := r.request(proto.OpAllocPD, &proto.Empty{})
+	pd := decode(t, body, &proto.Handle{}).H
+	fd := arena(t, 1<<24, true)
+	rw := uint32(memory.LocalWrite | memory.RemoteWrite)
+	_, body = r.request(proto.OpRegMRWindow, &proto.RegMRWindowReq{PD: pd, Access: rw, Offset: 0, Length: 4096, IOVA: 0x1000}, fd)
+	mr := decode(t, body, &proto.RegMRReply{})
+	_, _, held, _ := d.Server.TenantHeld("a")
+	r.expect(proto.OpReregMRWindow, &proto.ReregMRWindowReq{MR: mr.MR, Flags: proto.ReregTranslation, PD: pd, Access: rw,
+		Offset: 1 << 20, Length: 1 << 20, IOVA: 0x1000}, proto.StatusOK, fd)
+	if _, _, now, _ := d.Server.TenantHeld("a"); now != held-4096+1<<20 {
+		t.Errorf("tenant a holds %d bytes after the rereg over 1 MiB (%d before), want the new window's", now, held)
+	}
+	r.expect(proto.OpDeregMR, &proto.Handle{H: mr.MR}, proto.StatusOK)
+	if _, _, now, _ := d.Server.TenantHeld("a"); now != held-4096 {
+		t.Errorf("tenant a holds %d bytes after the dereg, want %d", now, held-4096)
+	}
+	if _, bytes1, _ := d.Server.Mapped(); bytes1 != bytes0+held-4096 {
+		t.Errorf("the daemon counts %d bytes mapped after the dereg, want %d (the session's rings)", bytes1, bytes0+held-4096)
 	}
 }
