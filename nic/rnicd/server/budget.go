@@ -30,12 +30,12 @@ type mapped struct {
 type budget struct {
 	lim   *Limits
 	mu    sync.Mutex
-	uids  map[uint32]*mapped
+	uids  map[tenantUID]*mapped
 	total mapped
 }
 
 func newBudget(lim *Limits) *budget {
-	return &budget{lim: lim, uids: make(map[uint32]*mapped)}
+	return &budget{lim: lim, uids: make(map[tenantUID]*mapped)}
 }
 
 // take counts d more for uid and its tenant t (QPs, MR mappings, mapped
@@ -43,7 +43,7 @@ func newBudget(lim *Limits) *budget {
 func (b *budget) take(uid uint32, t *tenant, d mapped) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	u := b.uids[uid]
+	u := b.uids[tenantUID{t, uid}]
 	if u == nil {
 		u = &mapped{}
 	}
@@ -68,7 +68,7 @@ func (b *budget) take(uid uint32, t *tenant, d mapped) error {
 	}
 	t.use.add(d)
 	u.add(d)
-	b.uids[uid] = u
+	b.uids[tenantUID{t, uid}] = u
 	b.total.add(d)
 	return nil
 }
@@ -80,7 +80,7 @@ func over(have, more, limit uint64) bool { return have+more > limit || have+more
 func (b *budget) give(uid uint32, t *tenant, d mapped) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	u := b.uids[uid]
+	u := b.uids[tenantUID{t, uid}]
 	if u == nil {
 		return
 	}
@@ -88,7 +88,7 @@ func (b *budget) give(uid uint32, t *tenant, d mapped) {
 	u.sub(d)
 	b.total.sub(d)
 	if *u == (mapped{}) {
-		delete(b.uids, uid)
+		delete(b.uids, tenantUID{t, uid})
 	}
 }
 

@@ -171,7 +171,7 @@ type Server struct {
 	closed    bool
 	listeners map[*net.UnixListener]struct{}
 	sessions  map[*Session]struct{}
-	perUID    map[uint32]int // sessions of each uid
+	perUID    map[tenantUID]int // sessions of each uid of each tenant
 	wg        sync.WaitGroup // sessions and accept loops
 	done      chan struct{}  // closed by Close: wakes accept loops waiting to retry
 }
@@ -188,7 +188,7 @@ func New(cfg Config) (*Server, error) {
 		hostPorts: cfg.HostPorts,
 		listeners: make(map[*net.UnixListener]struct{}),
 		sessions:  make(map[*Session]struct{}),
-		perUID:    make(map[uint32]int),
+		perUID:    make(map[tenantUID]int),
 		done:      make(chan struct{}),
 	}
 	s.budget = newBudget(&s.limits)
@@ -283,7 +283,7 @@ func (s *Server) start(c *net.UnixConn, t *tenant) {
 	refused := s.admit(t, uid, sess.cred.Gid)
 	if refused == nil {
 		s.sessions[sess] = struct{}{}
-		s.perUID[uid]++
+		s.perUID[tenantUID{t, uid}]++
 		t.clients++
 	}
 	s.wg.Add(1)
@@ -303,8 +303,8 @@ func (s *Server) start(c *net.UnixConn, t *tenant) {
 		sess.serve()
 		s.mu.Lock()
 		delete(s.sessions, sess)
-		if s.perUID[uid]--; s.perUID[uid] == 0 {
-			delete(s.perUID, uid)
+		if s.perUID[tenantUID{t, uid}]--; s.perUID[tenantUID{t, uid}] == 0 {
+			delete(s.perUID, tenantUID{t, uid})
 		}
 		t.clients--
 		t.gone.addAll(sess.counts.load()) // with its leaving: counted once in statTenant
@@ -325,7 +325,7 @@ func (s *Server) admit(t *tenant, uid, gid uint32) error {
 	if n := s.limits.MaxClients; len(s.sessions) >= n {
 		return fmt.Errorf("%w: %d clients (rnicd --max-clients)", proto.ErrLimit, n)
 	}
-	if n := s.limits.MaxClientsPerUID; s.perUID[uid] >= n {
+	if n := s.limits.MaxClientsPerUID; s.perUID[tenantUID{t, uid}] >= n {
 		return fmt.Errorf("%w: %d clients of uid %d (rnicd --max-clients-per-uid)", proto.ErrLimit, n, uid)
 	}
 	return nil

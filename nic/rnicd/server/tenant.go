@@ -48,6 +48,14 @@ type TenantLimits struct {
 	MaxQueueBytes  uint64
 }
 
+// tenantUID is a uid within a tenant: the per-uid limits count each
+// tenant's users apart, since uid 0 of one pod is not uid 0 of another,
+// and one must not exhaust what the other's may hold.
+type tenantUID struct {
+	t   *tenant
+	uid uint32
+}
+
 // tenant is a TenantConfig at work.
 type tenant struct {
 	name   string

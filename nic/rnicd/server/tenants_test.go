@@ -266,3 +266,43 @@ func TestTenantReregBytes(t *testing.T) {
 		t.Errorf("the daemon counts %d bytes mapped after the dereg, want %d (the session's rings)", bytes1, bytes0+held-4096)
 	}
 }
+
+// TestTenantPerUIDLimits: the per-uid limits count a uid's clients in each
+// tenant apart (every pod's root is uid 0): tenant a's clients at the
+// caps of their uid leave tenant b's clients of that uid theirs.
+func TestTenantPerUIDLimits(t *testing.T) {
+	d := rnicdtest.Start(t, rnicdtest.Options{NICs: 3, Limits: server.Limits{MaxClientsPerUID: 1, MaxMRsPerUID: 1},
+		Tenants: []server.TenantConfig{{Name: "a", Devices: []string{"rnic1"}}, {Name: "b", Devices: []string{"rnic2"}}}})
+	regMR := func(dev ibv.Device) error {
+		pd, err := dev.AllocPD()
+		if err != nil {
+			return err
+		}
+		buf, err := dev.AllocBuffer(4096)
+		if err != nil {
+			return err
+		}
+		_, err = dev.RegMR(pd, buf.Bytes(), 0)
+		return err
+	}
+	a, err := ibv.Open(spec("rnic1", d.TenantSockets["a"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := regMR(a); err != nil {
+		t.Fatalf("tenant a's MR: %v", err)
+	}
+	if a2, err := ibv.Open(spec("rnic1", d.TenantSockets["a"])); err == nil {
+		a2.Close()
+		t.Fatal("tenant a's second client of one uid was served beyond --max-clients-per-uid 1")
+	}
+	b, err := ibv.Open(spec("rnic2", d.TenantSockets["b"]))
+	if err != nil {
+		t.Fatalf("tenant b's client of the uid tenant a has at its cap: %v", err)
+	}
+	defer b.Close()
+	if err := regMR(b); err != nil {
+		t.Errorf("tenant b's MR with tenant a's uid at its MR cap: %v", err)
+	}
+}
