@@ -32,7 +32,8 @@ rdma statistic show do for the kernel's devices:
     counter tenant pod-a requests 31 ... send_wrs 10 ...
     tenant pod-a nics rnic1 clients 1 qps 1 mrs 1 mapped_bytes 2105344 queue_bytes 65536 max_qps 64
 
-link: each device's port 1 (state, active path MTU, Ethernet MTU, GIDs).
+link: each device's port 1 (state, active path MTU, Ethernet MTU, GIDs);
+on the host's socket an administrator sees the tenants' NICs too.
 clients: each connection (pid, uid and process name as the daemon saw
 them when it connected, the device it opened, the QPs, MRs and other
 objects it holds, the bytes of its memory registered, the work requests
@@ -147,7 +148,7 @@ func runStat(args []string, stdout, stderr io.Writer) int {
 // did not open it with their QPs.
 func keepDevice(st *client.Stat, name string) error {
 	var devs []proto.StatDevice
-	for _, d := range st.Devices {
+	for _, d := range st.AllDevices {
 		if d.Name == name {
 			devs = append(devs, d)
 		}
@@ -155,7 +156,7 @@ func keepDevice(st *client.Stat, name string) error {
 	if len(devs) == 0 {
 		return fmt.Errorf("the rnicd serves no device %s", name)
 	}
-	st.Devices = devs
+	st.AllDevices = devs
 	keep := map[uint64]bool{}
 	var clients []proto.StatClient
 	for _, c := range st.Clients {
@@ -297,7 +298,7 @@ func newStatReport(st *client.Stat, show map[string]bool) *statReport {
 	}
 	if show["link"] {
 		r.Links = []statLink{}
-		for _, d := range st.Devices {
+		for _, d := range st.AllDevices {
 			l := statLink{Dev: d.Name, Port: 1, State: d.State.String(), MTU: d.ActiveMTU.Bytes(), LinkMTU: d.LinkMTU, GIDs: []string{}}
 			for _, g := range d.GIDs {
 				l.GIDs = append(l.GIDs, g.String())
@@ -326,7 +327,7 @@ func newStatReport(st *client.Stat, show map[string]bool) *statReport {
 	}
 	if show["counters"] {
 		r.Counters = []statCounters{}
-		for _, d := range st.Devices {
+		for _, d := range st.AllDevices {
 			r.Counters = append(r.Counters, newStatCounters(statCounters{Scope: "link", Dev: d.Name, Port: 1}, d.Counters))
 		}
 		if len(st.Daemon.Counters) > 0 { // none on a tenant's socket

@@ -31,6 +31,9 @@ type Stat struct {
 	// uid 0 or the daemon's), the host's ("") first.
 	Counters []proto.StatClientCounters
 	Tenants  []proto.StatTenant
+	// AllDevices are the devices of every tenant the asker sees (Devices
+	// are those it may open: its tenant's).
+	AllDevices []proto.StatDevice
 }
 
 // statTimeout bounds the whole query: a wedged daemon must not hang a
@@ -102,7 +105,25 @@ func QueryStat(socket string) (*Stat, error) {
 	if err := a.clientCounters(st); err != nil {
 		return nil, err
 	}
-	return st, a.tenants(st)
+	if err := a.tenants(st); err != nil {
+		return nil, err
+	}
+	return st, a.allDevices(st)
+}
+
+// allDevices pages STAT_ALL_DEVICES into st.AllDevices.
+func (a *adminConn) allDevices(st *Stat) error {
+	for more := true; more; {
+		var rep proto.StatDevicesReply
+		if err := a.call(proto.OpStatAllDevices, &proto.StatPage{After: uint64(len(st.AllDevices))}, &rep); err != nil {
+			return err
+		}
+		if more = rep.More; more && len(rep.Devices) == 0 {
+			return errStalled(proto.OpStatAllDevices)
+		}
+		st.AllDevices = append(st.AllDevices, rep.Devices...)
+	}
+	return nil
 }
 
 // clientCounters pages STAT_CLIENT_COUNTERS into st.Counters.

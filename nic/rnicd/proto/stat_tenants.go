@@ -7,6 +7,11 @@
 //
 //	STAT_CLIENT_COUNTERS  request StatPage  reply StatClientCountersReply  (After: last client ID)
 //	STAT_TENANTS          request StatPage  reply StatTenantsReply         (After: tenants already got)
+//	STAT_ALL_DEVICES      request StatPage  reply StatDevicesReply         (After: devices already got)
+//
+// STAT_DEVICES lists the devices the asker may open (its tenant's);
+// STAT_ALL_DEVICES those of every tenant it sees (an administrator on the
+// host's socket: all), for monitoring.
 
 package proto
 
@@ -14,6 +19,7 @@ package proto
 const (
 	OpStatClientCounters Op = 0x0310
 	OpStatTenants        Op = 0x0311
+	OpStatAllDevices     Op = 0x0312
 )
 
 // MaxTenantDevices bounds the devices a StatTenant names.
@@ -27,6 +33,7 @@ func init() {
 	}{
 		{OpStatClientCounters, "STAT_CLIENT_COUNTERS", Bodies{func() Message { return new(StatPage) }, func() Message { return new(StatClientCountersReply) }}},
 		{OpStatTenants, "STAT_TENANTS", Bodies{func() Message { return new(StatPage) }, func() Message { return new(StatTenantsReply) }}},
+		{OpStatAllDevices, "STAT_ALL_DEVICES", Bodies{func() Message { return new(StatPage) }, func() Message { return new(StatDevicesReply) }}},
 	} {
 		NameOp(o.op, o.name)
 		RegisterBodies(o.op, o.b)

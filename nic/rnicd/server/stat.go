@@ -106,7 +106,12 @@ func handleStatDevices(s *Session, req *Request, rep *Reply) error {
 		return err
 	}
 	// A client lists the devices it may open: its tenant's.
-	devs := s.tenant.devs
+	return statDevicesPage(s.tenant.devs, m.After, rep)
+}
+
+// statDevicesPage answers a page of devs, in name order, after the first
+// after of them.
+func statDevicesPage(devs map[string]*device, after uint64, rep *Reply) error {
 	names := make([]string, 0, len(devs))
 	for n := range devs {
 		names = append(names, n)
@@ -114,7 +119,7 @@ func handleStatDevices(s *Session, req *Request, rep *Reply) error {
 	slices.Sort(names)
 	out := &proto.StatDevicesReply{}
 	size := proto.NewWriter(nil)
-	for i := m.After; i < uint64(len(names)); i++ {
+	for i := after; i < uint64(len(names)); i++ {
 		if int64(size.Len()) > statBudget.Load() {
 			out.More = true
 			break

@@ -7,6 +7,7 @@ package server
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 
 	"github.com/rnic/rnic/nic/ibv"
@@ -16,6 +17,21 @@ import (
 func init() {
 	Register(proto.OpStatClientCounters, handleStatClientCounters)
 	Register(proto.OpStatTenants, handleStatTenants)
+	Register(proto.OpStatAllDevices, handleStatAllDevices)
+}
+
+func handleStatAllDevices(s *Session, req *Request, rep *Reply) error {
+	var m proto.StatPage
+	if err := req.Decode(&m); err != nil {
+		return err
+	}
+	devs := map[string]*device{}
+	for _, t := range s.srv.allTenants() {
+		if s.seesTenant(t) {
+			maps.Copy(devs, t.devs)
+		}
+	}
+	return statDevicesPage(devs, m.After, rep)
 }
 
 func handleStatClientCounters(s *Session, req *Request, rep *Reply) error {

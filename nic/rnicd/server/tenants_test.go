@@ -119,7 +119,13 @@ func TestTenantStat(t *testing.T) {
 		t.Errorf("tenant a holds %d QPs by its stat, want 2", held)
 	}
 
+	if got := names(st.AllDevices); !slices.Equal(got, []string{"rnic1"}) {
+		t.Errorf("tenant a's STAT_ALL_DEVICES lists %v, want its rnic1", got)
+	}
 	host := queryStat(t, d.Socket)
+	if got := names(host.AllDevices); !slices.Equal(got, []string{"rnic0", "rnic1", "rnic2"}) {
+		t.Errorf("the host's STAT_ALL_DEVICES lists %v, want every NIC", got)
+	}
 	if len(host.Clients) != 2 || len(host.QPs) != 5 {
 		t.Errorf("the host's socket sees %d clients and %d QPs, want both tenants' (2, 5)", len(host.Clients), len(host.QPs))
 	}
@@ -138,6 +144,14 @@ func TestTenantStat(t *testing.T) {
 	if !slices.Equal(tenantsOf, []string{"a", "b"}) {
 		t.Errorf("the host's socket sees clients of tenants %q, want a and b", tenantsOf)
 	}
+}
+
+func names(ds []proto.StatDevice) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.Name)
+	}
+	return out
 }
 
 func counter(cs []proto.Counter, name string) uint64 {
