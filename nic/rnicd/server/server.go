@@ -172,8 +172,8 @@ type Server struct {
 	listeners map[*net.UnixListener]struct{}
 	sessions  map[*Session]struct{}
 	perUID    map[tenantUID]int // sessions of each uid of each tenant
-	wg        sync.WaitGroup // sessions and accept loops
-	done      chan struct{}  // closed by Close: wakes accept loops waiting to retry
+	wg        sync.WaitGroup    // sessions and accept loops
+	done      chan struct{}     // closed by Close: wakes accept loops waiting to retry
 }
 
 // ErrServerClosed is returned by Serve after Close.
