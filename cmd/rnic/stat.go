@@ -17,31 +17,42 @@ import (
 	"github.com/rnic/rnic/nic/rnicd/proto"
 )
 
-const statHelp = `usage: rnic stat [-d NAME@SOCKET | --socket PATH] [--json] [link|clients|qp|counters]
+const statHelp = `usage: rnic stat [-d NAME@SOCKET | --socket PATH] [--json] [link|clients|qp|counters|tenants]
 
 Shows what an rnicd serves, like rdma link show, rdma resource show and
 rdma statistic show do for the kernel's devices:
 
     daemon pid 4321 uid 0 view all
     link rnic0/1 state ACTIVE mtu 4096 link_mtu 9000 gid ::ffff:127.0.0.2
-    client 3 pid 1234 uid 1000 comm pingpong dev rnic0 qps 1 mrs 1 objects 3 mr_bytes 8192
+    client 3 pid 1234 uid 1000 comm pingpong dev rnic0 qps 1 mrs 1 objects 3 mr_bytes 8192 wrs 20 completions 20 doorbells 4 errors 0
     qp link rnic0/1 lqpn 17 rqpn 18 type RC state RTS pid 1234 comm pingpong client 3
     counter link rnic0/1 rx_write_requests 12 ...
     counter rnicd clients_accepted 3 clients_reaped 1 ...
+    counter client 3 requests 31 request_errors 0 send_wrs 10 recv_wrs 10 completions 20 ...
+    counter tenant pod-a requests 31 ... send_wrs 10 ...
+    tenant pod-a nics rnic1 clients 1 qps 1 mrs 1 mapped_bytes 2105344 queue_bytes 65536 max_qps 64
 
-link: each device's port 1 (state, active path MTU, Ethernet MTU, GIDs).
+link: each device's port 1 (state, active path MTU, Ethernet MTU, GIDs);
+on the host's socket an administrator sees the tenants' NICs too.
 clients: each connection (pid, uid and process name as the daemon saw
 them when it connected, the device it opened, the QPs, MRs and other
-objects it holds, the bytes of its memory registered). qp: each client's
+objects it holds, the bytes of its memory registered, the work requests
+it posted, the completions it got, the doorbells it rang and its failed
+requests and client errors, and its tenant if not the host's). qp: each client's
 QPs (rqpn, the peer's QPN, once an RC or UC QP has one). counters: each
-device's port counters (rdma statistic's names) and the daemon's own
+device's port counters (rdma statistic's names), the daemon's own
 (clients accepted and reaped, objects and bytes the reaper freed, client
-errors by kind). Without an argument, all of them.
+errors by kind), each client's and each tenant's (those of its clients,
+gone ones included). tenants: each of the daemon's sockets (rnicd
+--tenant; "-" is the host's): its NICs, clients, what they hold and its
+limits. Without an argument, all of them (tenants only if the daemon has
+any besides the host's).
 
 Who sees what: a client whose uid is 0 or the daemon's sees every client;
 any other sees only the clients of its own uid (the daemon's socket is
 mode 0600, so that takes an administrator who opened it up). The daemon
-line says which: view all, or view own.
+line says which: view all, or view own. On a tenant's socket a client sees
+its tenant's NICs, clients and counters only, and no daemon counters.
 
 -d NAME@SOCKET limits the listing to device NAME (and its clients) of the
 rnicd on SOCKET; --socket PATH lists every device of the rnicd on PATH
@@ -52,7 +63,7 @@ flags:
 `
 
 // statSections are the listings, in output order.
-var statSections = []string{"link", "clients", "qp", "counters"}
+var statSections = []string{"link", "clients", "qp", "counters", "tenants"}
 
 func runStat(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("rnic stat", pflag.ContinueOnError)
@@ -85,11 +96,11 @@ func runStat(args []string, stdout, stderr io.Writer) int {
 	case 1:
 		s := strings.TrimSuffix(fs.Arg(0), "s")
 		switch s {
-		case "link", "client", "qp", "counter":
+		case "link", "client", "qp", "counter", "tenant":
 		default:
-			return usageErr(fmt.Errorf("unknown listing %q: link, clients, qp or counters", fs.Arg(0)))
+			return usageErr(fmt.Errorf("unknown listing %q: link, clients, qp, counters or tenants", fs.Arg(0)))
 		}
-		show[map[string]string{"link": "link", "client": "clients", "qp": "qp", "counter": "counters"}[s]] = true
+		show[map[string]string{"link": "link", "client": "clients", "qp": "qp", "counter": "counters", "tenant": "tenants"}[s]] = true
 	default:
 		return usageErr(fmt.Errorf("unexpected argument %q", fs.Arg(1)))
 	}
@@ -137,7 +148,7 @@ func runStat(args []string, stdout, stderr io.Writer) int {
 // did not open it with their QPs.
 func keepDevice(st *client.Stat, name string) error {
 	var devs []proto.StatDevice
-	for _, d := range st.Devices {
+	for _, d := range st.AllDevices {
 		if d.Name == name {
 			devs = append(devs, d)
 		}
@@ -145,7 +156,7 @@ func keepDevice(st *client.Stat, name string) error {
 	if len(devs) == 0 {
 		return fmt.Errorf("the rnicd serves no device %s", name)
 	}
-	st.Devices = devs
+	st.AllDevices = devs
 	keep := map[uint64]bool{}
 	var clients []proto.StatClient
 	for _, c := range st.Clients {
@@ -162,6 +173,13 @@ func keepDevice(st *client.Stat, name string) error {
 		}
 	}
 	st.QPs = qps
+	var counts []proto.StatClientCounters
+	for _, c := range st.Counters {
+		if keep[c.ID] {
+			counts = append(counts, c)
+		}
+	}
+	st.Counters = counts
 	return nil
 }
 
@@ -173,6 +191,7 @@ type statReport struct {
 	Clients  *[]statClient  `json:"clients,omitempty"`
 	QPs      *[]statQP      `json:"qps,omitempty"`
 	Counters []statCounters `json:"counters,omitempty"`
+	Tenants  *[]statTenant  `json:"tenants,omitempty"`
 }
 
 type statDaemon struct {
@@ -200,6 +219,12 @@ type statClient struct {
 	MRs     uint32 `json:"mrs"`
 	Objects uint32 `json:"objects"`
 	MRBytes uint64 `json:"mr_bytes"`
+	Tenant  string `json:"tenant,omitempty"`
+	// The summary of its counters (all are in its "client" counters).
+	WRs         uint64 `json:"wrs"`
+	Completions uint64 `json:"completions"`
+	Doorbells   uint64 `json:"doorbells"`
+	Errors      uint64 `json:"errors"`
 }
 
 type statQP struct {
@@ -214,26 +239,44 @@ type statQP struct {
 	Comm   string `json:"comm"`
 }
 
-// statCounters are the counters of a device's port (Dev set) or of the
-// daemon (Dev empty): in order for the text, by name for JSON.
+// statCounters are the counters of a scope: a device's port ("link", Dev
+// and Port), the daemon ("rnicd"), a client ("client", Client) or a
+// tenant ("tenant", Tenant): in order for the text, by name for JSON.
 type statCounters struct {
+	Scope    string
 	Dev      string
 	Port     int
+	Client   uint64
+	Tenant   string
 	Counters []proto.Counter
 	Values   map[string]uint64
 }
 
 func (c statCounters) MarshalJSON() ([]byte, error) {
-	scope := "rnicd"
-	if c.Dev != "" {
-		scope = "link"
+	var tenant *string
+	if c.Scope == "tenant" {
+		tenant = &c.Tenant // "" is the host's, and said
 	}
 	return json.Marshal(struct {
 		Scope    string            `json:"scope"`
 		Dev      string            `json:"dev,omitempty"`
 		Port     int               `json:"port,omitempty"`
+		Client   uint64            `json:"client,omitempty"`
+		Tenant   *string           `json:"tenant,omitempty"`
 		Counters map[string]uint64 `json:"counters"`
-	}{scope, c.Dev, c.Port, c.Values})
+	}{c.Scope, c.Dev, c.Port, c.Client, tenant, c.Values})
+}
+
+// statTenant is a tenant: its NICs, clients, holdings and limits (those
+// set).
+type statTenant struct {
+	Name    string            `json:"name"`
+	NICs    []string          `json:"nics"`
+	Clients uint32            `json:"clients"`
+	Held    map[string]uint64 `json:"held"`
+	Limits  map[string]uint64 `json:"limits"`
+	held    []proto.Counter
+	limits  []proto.Counter
 }
 
 func newStatReport(st *client.Stat, show map[string]bool) *statReport {
@@ -249,9 +292,13 @@ func newStatReport(st *client.Stat, show map[string]bool) *statReport {
 	for _, c := range st.Clients {
 		byID[c.ID] = c
 	}
+	countsOf := map[uint64]proto.StatClientCounters{}
+	for _, c := range st.Counters {
+		countsOf[c.ID] = c
+	}
 	if show["link"] {
 		r.Links = []statLink{}
-		for _, d := range st.Devices {
+		for _, d := range st.AllDevices {
 			l := statLink{Dev: d.Name, Port: 1, State: d.State.String(), MTU: d.ActiveMTU.Bytes(), LinkMTU: d.LinkMTU, GIDs: []string{}}
 			for _, g := range d.GIDs {
 				l.GIDs = append(l.GIDs, g.String())
@@ -262,8 +309,10 @@ func newStatReport(st *client.Stat, show map[string]bool) *statReport {
 	if show["clients"] {
 		cs := []statClient{}
 		for _, c := range st.Clients {
-			cs = append(cs, statClient{ID: c.ID, PID: c.PID, UID: c.UID, Comm: c.Comm, Dev: c.Device,
-				QPs: c.QPs, MRs: c.MRs, Objects: c.Objects, MRBytes: c.MRBytes})
+			sc := statClient{ID: c.ID, PID: c.PID, UID: c.UID, Comm: c.Comm, Dev: c.Device,
+				QPs: c.QPs, MRs: c.MRs, Objects: c.Objects, MRBytes: c.MRBytes}
+			sc.summarize(countsOf[c.ID])
+			cs = append(cs, sc)
 		}
 		r.Clients = &cs
 	}
@@ -278,20 +327,77 @@ func newStatReport(st *client.Stat, show map[string]bool) *statReport {
 	}
 	if show["counters"] {
 		r.Counters = []statCounters{}
-		for _, d := range st.Devices {
-			r.Counters = append(r.Counters, newStatCounters(d.Name, 1, d.Counters))
+		for _, d := range st.AllDevices {
+			r.Counters = append(r.Counters, newStatCounters(statCounters{Scope: "link", Dev: d.Name, Port: 1}, d.Counters))
 		}
-		r.Counters = append(r.Counters, newStatCounters("", 0, st.Daemon.Counters))
+		if len(st.Daemon.Counters) > 0 { // none on a tenant's socket
+			r.Counters = append(r.Counters, newStatCounters(statCounters{Scope: "rnicd"}, st.Daemon.Counters))
+		}
+		for _, c := range st.Counters {
+			r.Counters = append(r.Counters, newStatCounters(statCounters{Scope: "client", Client: c.ID}, c.Counters))
+		}
+		for _, t := range st.Tenants {
+			r.Counters = append(r.Counters, newStatCounters(statCounters{Scope: "tenant", Tenant: t.Name}, t.Counts))
+		}
+	}
+	if show["tenants"] && (len(show) == 1 || hasTenants(st)) {
+		ts := []statTenant{}
+		for _, t := range st.Tenants {
+			ts = append(ts, newStatTenant(t))
+		}
+		r.Tenants = &ts
 	}
 	return r
 }
 
-func newStatCounters(dev string, port int, cs []proto.Counter) statCounters {
-	c := statCounters{Dev: dev, Port: port, Counters: cs, Values: make(map[string]uint64, len(cs))}
+// hasTenants reports whether the daemon has tenants besides the host's
+// that the asker sees.
+func hasTenants(st *client.Stat) bool {
+	return len(st.Tenants) > 1 || (len(st.Tenants) == 1 && st.Tenants[0].Name != "")
+}
+
+// summarize puts the summary of counts on the client's line: work
+// requests, completions, doorbells and errors.
+func (c *statClient) summarize(counts proto.StatClientCounters) {
+	c.Tenant = counts.Tenant
+	for _, v := range counts.Counters {
+		switch v.Name {
+		case "send_wrs", "recv_wrs":
+			c.WRs += v.Value
+		case "completions":
+			c.Completions = v.Value
+		case "doorbells":
+			c.Doorbells = v.Value
+		case "request_errors", "client_errors":
+			c.Errors += v.Value
+		}
+	}
+}
+
+func newStatCounters(c statCounters, cs []proto.Counter) statCounters {
+	c.Counters, c.Values = cs, make(map[string]uint64, len(cs))
 	for _, v := range cs {
 		c.Values[v.Name] = v.Value
 	}
 	return c
+}
+
+func newStatTenant(t proto.StatTenant) statTenant {
+	st := statTenant{Name: t.Name, NICs: t.Devices, Clients: t.Clients, Held: map[string]uint64{}, Limits: map[string]uint64{},
+		held: t.Held}
+	if st.NICs == nil {
+		st.NICs = []string{}
+	}
+	for _, v := range t.Held {
+		st.Held[v.Name] = v.Value
+	}
+	for _, v := range t.Limits {
+		if v.Value > 0 { // 0: no limit of the tenant's own
+			st.Limits[v.Name] = v.Value
+			st.limits = append(st.limits, v)
+		}
+	}
+	return st
 }
 
 // print writes the report as the rdma tool would: one line per object,
@@ -309,8 +415,13 @@ func (r *statReport) print(w io.Writer) {
 	}
 	if r.Clients != nil {
 		for _, c := range *r.Clients {
-			fmt.Fprintf(w, "client %d pid %d uid %d comm %s dev %s qps %d mrs %d objects %d mr_bytes %d\n",
-				c.ID, c.PID, c.UID, orDash(c.Comm), orDash(c.Dev), c.QPs, c.MRs, c.Objects, c.MRBytes)
+			fmt.Fprintf(w, "client %d pid %d uid %d comm %s dev %s qps %d mrs %d objects %d mr_bytes %d wrs %d completions %d doorbells %d errors %d",
+				c.ID, c.PID, c.UID, orDash(c.Comm), orDash(c.Dev), c.QPs, c.MRs, c.Objects, c.MRBytes,
+				c.WRs, c.Completions, c.Doorbells, c.Errors)
+			if c.Tenant != "" {
+				fmt.Fprintf(w, " tenant %s", c.Tenant)
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	if r.QPs != nil {
@@ -323,15 +434,33 @@ func (r *statReport) print(w io.Writer) {
 		}
 	}
 	for _, c := range r.Counters {
-		if c.Dev != "" {
+		switch c.Scope {
+		case "link":
 			fmt.Fprintf(w, "counter link %s/%d", c.Dev, c.Port)
-		} else {
+		case "client":
+			fmt.Fprintf(w, "counter client %d", c.Client)
+		case "tenant":
+			fmt.Fprintf(w, "counter tenant %s", orDash(c.Tenant))
+		default:
 			fmt.Fprint(w, "counter rnicd")
 		}
-		for _, v := range c.Counters {
-			fmt.Fprintf(w, " %s %d", v.Name, v.Value)
-		}
+		printPairs(w, c.Counters)
 		fmt.Fprintln(w)
+	}
+	if r.Tenants != nil {
+		for _, t := range *r.Tenants {
+			fmt.Fprintf(w, "tenant %s nics %s clients %d", orDash(t.Name), orDash(strings.Join(t.NICs, ",")), t.Clients)
+			printPairs(w, t.held)
+			printPairs(w, t.limits)
+			fmt.Fprintln(w)
+		}
+	}
+}
+
+// printPairs continues a line with name value pairs.
+func printPairs(w io.Writer, cs []proto.Counter) {
+	for _, v := range cs {
+		fmt.Fprintf(w, " %s %d", v.Name, v.Value)
 	}
 }
 

@@ -250,7 +250,10 @@ func TestStat(t *testing.T) {
 		fmt.Sprintf(`(?m)^link rnic0/1 state ACTIVE mtu 4096 link_mtu 9000 gid %s$`, regexp.QuoteMeta(devA.GIDs()[0].String())),
 		// objects: the PD, the CQ and the completion channel the Go
 		// client puts its CQs on (protocol version 6).
-		fmt.Sprintf(`(?m)^client \d+ pid %d uid \d+ comm %s dev rnic0 qps 2 mrs 1 objects 3 mr_bytes \d+$`, os.Getpid(), regexp.QuoteMeta(wantComm)),
+		fmt.Sprintf(`(?m)^client \d+ pid %d uid \d+ comm %s dev rnic0 qps 2 mrs 1 objects 3 mr_bytes \d+ wrs 0 completions 0 doorbells 0 errors 0$`, os.Getpid(), regexp.QuoteMeta(wantComm)),
+		// The writer: one WRITE, one completion.
+		fmt.Sprintf(`(?m)^client \d+ pid %d uid \d+ comm %s dev rnic0 qps 1 mrs 1 objects 3 mr_bytes \d+ wrs 1 completions 1 doorbells \d+ errors 0$`, os.Getpid(), regexp.QuoteMeta(wantComm)),
+		`(?m)^counter client \d+ requests \d+ request_errors 0 limit_rejections 0 send_wrs 1 recv_wrs 0 completions 1 `,
 		fmt.Sprintf(`(?m)^qp link rnic0/1 lqpn %d rqpn %d type RC state RTS pid %d comm %s client \d+$`, a.qp.QPN(), b.qp.QPN(), os.Getpid(), regexp.QuoteMeta(wantComm)),
 		fmt.Sprintf(`(?m)^qp link rnic0/1 lqpn %d type RC state INIT pid \d+ comm \S+ client \d+$`, idle.QPN()),
 		`(?m)^counter link rnic0/1 sent_pkts [1-9]\d* rcvd_pkts [1-9]\d* `,

@@ -58,6 +58,13 @@ type options struct {
 	limits server.Limits
 	// noLoopback is --no-loopback, copied into every spec.
 	noLoopback bool
+	// tenants are the --tenant sockets (tenants.go); tenantSpecs the
+	// flags' text.
+	tenants     []tenantSpec
+	tenantSpecs []string
+	// perNIC is --tenant-per-nic's keys ("" when not given, perNICAlone
+	// when given alone).
+	perNIC string
 }
 
 // errHelp is returned by parseArgs for --help.
@@ -100,6 +107,9 @@ func newFlagSet(first map[string]*string, devices *[]string, opts *options) *pfl
 		"another NIC: 'name=rnic1,tap=t1,ip=CIDR,ip6=CIDR,mac=MAC,mtu=N,pcap=FILE,netns=NS,bridge=BR,transport=roce|iwarp', 'name=rnic1,udp=ADDR[:PORT],mtu=N,pcap=FILE', 'name=rnic1,tcp=ADDR,pcap=FILE' (iWARP) or 'verbs=rxe0' (repeatable); a tap or udp NIC also takes the keys of --faults (loss=0.01,seed=7,...)")
 	fs.BoolVar(&opts.noLoopback, "no-loopback", false,
 		"send the frames between two UDP NICs of this rnicd through kernel sockets too, as between processes, instead of handing them over in memory")
+	fs.StringArrayVar(&opts.tenantSpecs, "tenant", nil, tenantHelp)
+	fs.StringVar(&opts.perNIC, "tenant-per-nic", "", perNICHelp)
+	fs.Lookup("tenant-per-nic").NoOptDefVal = perNICAlone
 	d := server.DefaultLimits()
 	fs.StringVar(&opts.socket, "socket", ibv.DefaultSocketPath(),
 		"serve the NICs to local processes on this Unix socket (mode 0600; its directory is created 0700); empty: serve none")
@@ -196,6 +206,19 @@ func parseArgs(args []string) (*options, error) {
 	}
 	for i := range opts.devices {
 		opts.devices[i].NoLoopback = opts.noLoopback
+	}
+	for _, spec := range opts.tenantSpecs {
+		t, err := parseTenant(spec, opts.socket)
+		if err != nil {
+			return nil, fmt.Errorf("--tenant %q: %w", spec, err)
+		}
+		opts.tenants = append(opts.tenants, t)
+	}
+	if err := opts.addPerNIC(); err != nil {
+		return nil, err
+	}
+	if err := checkTenants(opts.tenants, opts.devices, opts.socket); err != nil {
+		return nil, fmt.Errorf("--tenant: %w", err)
 	}
 	return opts, nil
 }

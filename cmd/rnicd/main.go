@@ -39,6 +39,7 @@ const help = `usage: rnicd --tap NAME --ip CIDR [--ip6 CIDR] [--mac MAC] [--mtu 
        [--max-ring-bytes N] [--max-objects N] [--max-mrs-per-uid N]
        [--max-mapped-bytes-per-uid N] [--max-mappings N] [--max-mapped-bytes N]
        [--max-queue-bytes-per-uid N] [--max-queue-bytes N]
+       [--tenant 'name=NAME,nics=rnic1+rnic2,uid=N,...']...
        rnicd --version
 
 Runs software RDMA NICs until SIGINT or SIGTERM and serves them to local
@@ -81,6 +82,14 @@ systemd through a socket unit (rnicd.socket: socket activation, LISTEN_FDS),
 rnicd serves on the socket it is handed instead, with the mode the unit
 gives it, and leaves it in place on exit for systemd to listen on.
 
+Tenants (--tenant, repeatable) are more sockets, each serving its own NICs
+to its own clients: a client of a tenant's socket lists, opens and sees
+only the tenant's NICs, clients and counters, within the tenant's limits;
+the daemon's socket serves the NICs no tenant has. Once serving, rnicd
+prints a line per tenant:
+
+    rnicd: tenant pod-a: serving rnic1 on /run/rnic/tenants/pod-a/rnicd.sock
+
 TAP mode needs CAP_NET_ADMIN. Exits 0 after a signal, 1 when a NIC or the
 socket fails to open (whatever was open is closed), 2 on bad usage.
 
@@ -121,7 +130,7 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 		fmt.Fprintln(stderr, prefixed(err))
 		return 1
 	}
-	d := &daemon{served: make(chan error, 1), inherited: inherited}
+	d := &daemon{served: make(chan error, 1+len(opts.tenants)), inherited: inherited}
 	fail := func(err error) int {
 		fmt.Fprintln(stderr, prefixed(err))
 		if cerr := d.closeAll(); cerr != nil {
@@ -140,7 +149,7 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 			fmt.Fprintln(stderr, w)
 		}
 	}
-	if opts.socket != "" || d.inherited != nil {
+	if opts.socket != "" || d.inherited != nil || len(opts.tenants) > 0 {
 		if err := d.serve(opts, stdout, stderr); err != nil {
 			return fail(err)
 		}
@@ -150,7 +159,7 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 	select {
 	case <-stop:
 	case err := <-d.served:
-		// The listener failed; nothing more can be served.
+		// A listener failed; its clients can be served no more.
 		fmt.Fprintln(stderr, prefixed(err))
 		d.served <- err // closeAll waits for it
 		status = 1
@@ -165,20 +174,33 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 
 // daemon is what run opened: the NICs, the control socket systemd
 // passed (socket activation), if any, and the server of them once it
-// serves (Serve's end on served).
+// serves (each Serve's end on served; serving counts them).
 type daemon struct {
 	running   []*device
 	inherited *net.UnixListener
 	srv       *server.Server
 	served    chan error
+	serving   int
 }
 
-// serve starts serving the running NICs on opts.socket.
+// serve starts serving the running NICs: the tenants' on their sockets,
+// the others on opts.socket.
 func (d *daemon) serve(opts *options, stdout, stderr io.Writer) error {
 	devs := make([]ibv.Device, len(d.running))
-	names := make([]string, len(d.running))
+	var names []string // the host's
+	tenantOf := map[string]bool{}
+	var tenants []server.TenantConfig
+	for _, t := range opts.tenants {
+		tenants = append(tenants, t.TenantConfig)
+		for _, n := range t.Devices {
+			tenantOf[n] = true
+		}
+	}
 	for i, dev := range d.running {
-		devs[i], names[i] = dev.dev, dev.spec.Name
+		devs[i] = dev.dev
+		if !tenantOf[dev.spec.Name] {
+			names = append(names, dev.spec.Name)
+		}
 	}
 	var logMu sync.Mutex // sessions log from their own goroutines
 	logf := func(format string, args ...any) {
@@ -186,19 +208,40 @@ func (d *daemon) serve(opts *options, stdout, stderr io.Writer) error {
 		defer logMu.Unlock()
 		fmt.Fprintf(stderr, "rnicd: "+format+"\n", args...)
 	}
-	srv, err := server.New(server.Config{Devices: devs, Limits: opts.limits, Logf: logf, HostPorts: d.hostPorts()})
+	srv, err := server.New(server.Config{Devices: devs, Limits: opts.limits, Logf: logf, HostPorts: d.hostPorts(),
+		Tenants: tenants})
 	if err != nil {
 		return err
 	}
-	l, where, err := d.listener(opts.socket)
-	if err != nil {
-		srv.Close()
-		return err
+	d.srv = srv
+	if opts.socket != "" || d.inherited != nil {
+		l, where, err := d.listener(opts.socket)
+		if err != nil {
+			return err // closeAll closes srv
+		}
+		d.inherited = nil // Serve closes l
+		d.start(func() error { return srv.Serve(l) })
+		served := strings.Join(names, ", ")
+		if served == "" {
+			served = "no NIC" // the tenants have them all; rnic stat still answers here
+		}
+		fmt.Fprintf(stdout, "rnicd: serving %s on %s\n", served, where)
 	}
-	d.srv, d.inherited = srv, nil // Serve closes l
-	go func() { d.served <- srv.Serve(l) }()
-	fmt.Fprintf(stdout, "rnicd: serving %s on %s\n", strings.Join(names, ", "), where)
+	for _, t := range opts.tenants {
+		l, err := server.ListenAs(t.socket, t.access)
+		if err != nil {
+			return fmt.Errorf("tenant %s: %w", t.Name, err)
+		}
+		d.start(func() error { return srv.ServeTenant(t.Name, l) })
+		fmt.Fprintf(stdout, "rnicd: tenant %s: serving %s on %s\n", t.Name, strings.Join(t.Devices, ", "), t.socket)
+	}
 	return nil
+}
+
+// start runs serve, one of the server's accept loops, until it ends.
+func (d *daemon) start(serve func() error) {
+	d.serving++
+	go func() { d.served <- serve() }()
 }
 
 // listener is the socket to serve on and its path: the one systemd
@@ -220,7 +263,9 @@ func (d *daemon) closeAll() error {
 	}
 	if d.srv != nil {
 		d.srv.Close()
-		<-d.served
+		for range d.serving {
+			<-d.served
+		}
 	}
 	for i := len(d.running) - 1; i >= 0; i-- {
 		errs = append(errs, d.running[i].close())

@@ -26,6 +26,14 @@ type Stat struct {
 	Clients []proto.StatClient
 	// QPs are those clients' QPs, by client ID and QPN.
 	QPs []proto.StatQP
+	// Counters are those clients' counters, by client ID; Tenants the
+	// tenants the asker may see (its own; all from the host's socket with
+	// uid 0 or the daemon's), the host's ("") first.
+	Counters []proto.StatClientCounters
+	Tenants  []proto.StatTenant
+	// AllDevices are the devices of every tenant the asker sees (Devices
+	// are those it may open: its tenant's).
+	AllDevices []proto.StatDevice
 }
 
 // statTimeout bounds the whole query: a wedged daemon must not hang a
@@ -94,7 +102,64 @@ func QueryStat(socket string) (*Stat, error) {
 		}
 		st.QPs = append(st.QPs, rep.QPs...)
 	}
-	return st, nil
+	if err := a.clientCounters(st); err != nil {
+		return nil, err
+	}
+	if err := a.tenants(st); err != nil {
+		return nil, err
+	}
+	return st, a.allDevices(st)
+}
+
+// allDevices pages STAT_ALL_DEVICES into st.AllDevices.
+func (a *adminConn) allDevices(st *Stat) error {
+	for more := true; more; {
+		var rep proto.StatDevicesReply
+		if err := a.call(proto.OpStatAllDevices, &proto.StatPage{After: uint64(len(st.AllDevices))}, &rep); err != nil {
+			return err
+		}
+		if more = rep.More; more && len(rep.Devices) == 0 {
+			return errStalled(proto.OpStatAllDevices)
+		}
+		st.AllDevices = append(st.AllDevices, rep.Devices...)
+	}
+	return nil
+}
+
+// clientCounters pages STAT_CLIENT_COUNTERS into st.Counters.
+func (a *adminConn) clientCounters(st *Stat) error {
+	for more, after := true, uint64(0); more; {
+		var rep proto.StatClientCountersReply
+		if err := a.call(proto.OpStatClientCounters, &proto.StatPage{After: after}, &rep); err != nil {
+			return err
+		}
+		if more = rep.More; more && len(rep.Clients) == 0 {
+			return errStalled(proto.OpStatClientCounters)
+		}
+		for _, c := range rep.Clients {
+			if c.ID <= after {
+				return errBackwards(proto.OpStatClientCounters)
+			}
+			after = c.ID
+		}
+		st.Counters = append(st.Counters, rep.Clients...)
+	}
+	return nil
+}
+
+// tenants pages STAT_TENANTS into st.Tenants.
+func (a *adminConn) tenants(st *Stat) error {
+	for more := true; more; {
+		var rep proto.StatTenantsReply
+		if err := a.call(proto.OpStatTenants, &proto.StatPage{After: uint64(len(st.Tenants))}, &rep); err != nil {
+			return err
+		}
+		if more = rep.More; more && len(rep.Tenants) == 0 {
+			return errStalled(proto.OpStatTenants)
+		}
+		st.Tenants = append(st.Tenants, rep.Tenants...)
+	}
+	return nil
 }
 
 func errBackwards(op proto.Op) error {

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/rnic/rnic/nic"
@@ -34,6 +35,11 @@ type Options struct {
 	// HostPorts stand in for TAP-mode NICs' host ports, by device name
 	// (server.Config.HostPorts).
 	HostPorts map[string]server.HostPortFunc
+	// Tenants serve some of the NICs on sockets of their own, beside
+	// the daemon's (tenant-NAME.sock in its directory, with the access
+	// of TenantAccess, else the daemon's socket's).
+	Tenants      []server.TenantConfig
+	TenantAccess map[string]server.SocketAccess
 }
 
 // Daemon is a running test daemon.
@@ -46,7 +52,9 @@ type Daemon struct {
 	IWARPNICs []*embedded.IWARPNIC
 	// Devices are the NICs as the server serves them.
 	Devices []ibv.Device
-	served  chan struct{}
+	// TenantSockets are the sockets of Options.Tenants, by name.
+	TenantSockets map[string]string
+	served        sync.WaitGroup
 }
 
 // LoopbackAddr returns a random address of 127/8 (not 127.0.0.1), so
@@ -101,7 +109,7 @@ func New(socket string, opt Options) (*Daemon, error) {
 	if opt.NICs == 0 {
 		opt.NICs = 1
 	}
-	d := &Daemon{Socket: socket, served: make(chan struct{})}
+	d := &Daemon{Socket: socket, TenantSockets: map[string]string{}}
 	fail := func(err error) (*Daemon, error) {
 		for _, dev := range d.Devices {
 			dev.Close()
@@ -130,7 +138,8 @@ func New(socket string, opt Options) (*Daemon, error) {
 		}
 		d.Devices = append(d.Devices, dev)
 	}
-	srv, err := server.New(server.Config{Devices: d.Devices, Limits: opt.Limits, Logf: opt.Logf, HostPorts: opt.HostPorts})
+	srv, err := server.New(server.Config{Devices: d.Devices, Limits: opt.Limits, Logf: opt.Logf, HostPorts: opt.HostPorts,
+		Tenants: opt.Tenants})
 	if err != nil {
 		return fail(err)
 	}
@@ -139,17 +148,28 @@ func New(socket string, opt Options) (*Daemon, error) {
 	if err != nil {
 		return fail(err)
 	}
-	go func() {
-		defer close(d.served)
-		srv.Serve(l)
-	}()
+	d.served.Go(func() { srv.Serve(l) })
+	for _, t := range opt.Tenants {
+		path := filepath.Join(filepath.Dir(socket), "tenant-"+t.Name+".sock")
+		a, ok := opt.TenantAccess[t.Name]
+		if !ok {
+			a = server.SocketAccess{Mode: 0o600, UID: -1, GID: -1}
+		}
+		l, err := server.ListenAs(path, a)
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		d.TenantSockets[t.Name] = path
+		d.served.Go(func() { srv.ServeTenant(t.Name, l) })
+	}
 	return d, nil
 }
 
 // Close stops the daemon: its clients are reaped, its NICs closed.
 func (d *Daemon) Close() error {
 	err := d.Server.Close()
-	<-d.served
+	d.served.Wait()
 	for _, dev := range d.Devices {
 		err = errors.Join(err, dev.Close())
 	}

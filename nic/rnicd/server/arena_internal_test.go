@@ -14,7 +14,7 @@ import (
 func TestArenaAllocatorRandom(t *testing.T) {
 	srv := &Server{limits: Limits{MaxRingBytes: 1 << 40}.withDefaults()}
 	srv.budget = newBudget(&srv.limits)
-	s := &Session{srv: srv}
+	s := &Session{srv: srv, tenant: &tenant{}}
 	a := newArena(s)
 	rng := rand.New(rand.NewPCG(1, 2))
 	type live struct {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rnic/rnic/memory"
@@ -40,12 +41,14 @@ type sessionBell struct {
 	pair wakePair      // pair.peer is closed once OPEN's reply sent it
 	done chan struct{} // closed when run returns
 
+	rung *atomic.Uint64 // the session's doorbell counter
+
 	mu     sync.RWMutex
 	wakers []*bellWaker // by bell; nil when free
 	free   []uint32
 }
 
-func newSessionBell() (*sessionBell, error) {
+func newSessionBell(rung *atomic.Uint64) (*sessionBell, error) {
 	mem, err := memory.NewShared(proto.BellAreaLen)
 	if err != nil {
 		return nil, err
@@ -60,7 +63,7 @@ func newSessionBell() (*sessionBell, error) {
 		mem.Close()
 		return nil, err
 	}
-	b := &sessionBell{mem: mem, view: view, wake: newWakeReader(pair.own), pair: pair, done: make(chan struct{})}
+	b := &sessionBell{mem: mem, view: view, wake: newWakeReader(pair.own), pair: pair, rung: rung, done: make(chan struct{})}
 	go b.run()
 	return b, nil
 }
@@ -83,6 +86,7 @@ func (b *sessionBell) run() {
 // ring wakes the drainer of bell i; a client ringing a free bell wakes
 // nothing.
 func (b *sessionBell) ring(i uint32) {
+	b.rung.Add(1)
 	b.mu.RLock()
 	var w *bellWaker
 	if int(i) < len(b.wakers) {

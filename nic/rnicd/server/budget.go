@@ -20,6 +20,7 @@ import (
 // mapped is what one uid, or the whole daemon, has mapped for clients,
 // and the daemon's own memory for their queues.
 type mapped struct {
+	qps   int    // QPs (bounded per tenant only)
 	mrs   int    // MR mappings
 	bytes uint64 // MR and ring mappings
 	queue uint64 // the engines' per-WR state of QPs (Go heap)
@@ -29,20 +30,20 @@ type mapped struct {
 type budget struct {
 	lim   *Limits
 	mu    sync.Mutex
-	uids  map[uint32]*mapped
+	uids  map[tenantUID]*mapped
 	total mapped
 }
 
 func newBudget(lim *Limits) *budget {
-	return &budget{lim: lim, uids: make(map[uint32]*mapped)}
+	return &budget{lim: lim, uids: make(map[tenantUID]*mapped)}
 }
 
-// take counts d more for uid (MR mappings, mapped bytes, queue state),
-// or refuses it, saying which limit and flag refused.
-func (b *budget) take(uid uint32, d mapped) error {
+// take counts d more for uid and its tenant t (QPs, MR mappings, mapped
+// bytes, queue state), or refuses it, saying which limit and flag refused.
+func (b *budget) take(uid uint32, t *tenant, d mapped) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	u := b.uids[uid]
+	u := b.uids[tenantUID{t, uid}]
 	if u == nil {
 		u = &mapped{}
 	}
@@ -62,8 +63,12 @@ func (b *budget) take(uid uint32, d mapped) error {
 	case over(b.total.queue, d.queue, l.MaxQueueBytes):
 		return budgetError(l.MaxQueueBytes, "bytes of queue state for all clients", "--max-queue-bytes")
 	}
+	if err := t.takeCheck(d); err != nil {
+		return err
+	}
+	t.use.add(d)
 	u.add(d)
-	b.uids[uid] = u
+	b.uids[tenantUID{t, uid}] = u
 	b.total.add(d)
 	return nil
 }
@@ -72,26 +77,27 @@ func (b *budget) take(uid uint32, d mapped) error {
 func over(have, more, limit uint64) bool { return have+more > limit || have+more < more }
 
 // give returns what take counted.
-func (b *budget) give(uid uint32, d mapped) {
+func (b *budget) give(uid uint32, t *tenant, d mapped) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	u := b.uids[uid]
+	u := b.uids[tenantUID{t, uid}]
 	if u == nil {
 		return
 	}
+	t.use.sub(d)
 	u.sub(d)
 	b.total.sub(d)
 	if *u == (mapped{}) {
-		delete(b.uids, uid)
+		delete(b.uids, tenantUID{t, uid})
 	}
 }
 
 // add adds d to m; sub takes it away.
 func (m *mapped) add(d mapped) {
-	m.mrs, m.bytes, m.queue = m.mrs+d.mrs, m.bytes+d.bytes, m.queue+d.queue
+	m.qps, m.mrs, m.bytes, m.queue = m.qps+d.qps, m.mrs+d.mrs, m.bytes+d.bytes, m.queue+d.queue
 }
 func (m *mapped) sub(d mapped) {
-	m.mrs, m.bytes, m.queue = m.mrs-d.mrs, m.bytes-d.bytes, m.queue-d.queue
+	m.qps, m.mrs, m.bytes, m.queue = m.qps-d.qps, m.mrs-d.mrs, m.bytes-d.bytes, m.queue-d.queue
 }
 
 // Per-WR state the engines keep in the daemon's heap, whatever is posted

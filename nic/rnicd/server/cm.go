@@ -347,7 +347,7 @@ func handleCMConnect(s *Session, req *Request, rep *Reply) error {
 	param := m.Param
 	rep.Set(&proto.Empty{})
 	return x.startAsync(rep, m.Token, proto.OpCMResult, func(ctx context.Context) (proto.Message, func(), error) {
-		s.srv.cmPorts.awaitListen(ctx, proto.PortSpaceTCP, m.Addr, m.Port)
+		s.tenant.cmPorts.awaitListen(ctx, proto.PortSpaceTCP, m.Addr, m.Port)
 		cn, err := cm.CMConnect(ctx, q.qp, m.Addr, m.Port, pd, &param)
 		if err != nil {
 			q.publishState()

@@ -202,7 +202,7 @@ func (t *portTable) boundByOther(ps uint8, port uint16, pid int32) bool {
 // listen without binding first (the Go client) so keep off the ports the
 // C library's rdma_bind_addr reserved.
 func (s *Session) listenFree(ps uint8, port uint16, open func(uint16) (*cmListener, uint16, error)) (*cmListener, uint16, error) {
-	t := &s.srv.cmPorts
+	t := &s.tenant.cmPorts
 	if port != 0 && t.boundByOther(ps, port, s.cred.Pid) {
 		return nil, 0, fmt.Errorf("rnicd: rdma_cm port %d is bound by another client: %w", port, verbs.ErrBusy)
 	}
@@ -258,7 +258,7 @@ func hookRelease(s *Session) {
 	}
 	bindings.hooked[s] = true
 	s.OnClose(func() {
-		s.srv.cmPorts.releaseAll(s)
+		s.tenant.cmPorts.releaseAll(s)
 		bindings.Lock()
 		delete(bindings.hooked, s)
 		bindings.Unlock()
@@ -282,7 +282,7 @@ func handleCMBind(s *Session, req *Request, rep *Reply) error {
 		return err
 	}
 	hookRelease(s)
-	b, err := s.srv.cmPorts.bind(s, m.PortSpace, m.Addr.Unmap(), m.Port, s.srv.limits.MaxCMIDs)
+	b, err := s.tenant.cmPorts.bind(s, m.PortSpace, m.Addr.Unmap(), m.Port, s.srv.limits.MaxCMIDs)
 	if err != nil {
 		return err
 	}
@@ -295,7 +295,7 @@ func handleCMUnbind(s *Session, req *Request, rep *Reply) error {
 	if err := req.Decode(&m); err != nil {
 		return err
 	}
-	if err := s.srv.cmPorts.release(s, m.H); err != nil {
+	if err := s.tenant.cmPorts.release(s, m.H); err != nil {
 		return err
 	}
 	rep.Set(&proto.Empty{})

@@ -183,10 +183,10 @@ func (l fakeListener) Close() error                                  { *l.closed
 // another taken; the binding process itself listens on its port, and the
 // port then counts as listened on.
 func TestListenFree(t *testing.T) {
-	srv := &Server{}
-	a := &Session{srv: srv, cred: unix.Ucred{Pid: 10}}
-	b := &Session{srv: srv, cred: unix.Ucred{Pid: 20}}
-	if _, err := srv.cmPorts.bind(a, proto.PortSpaceTCP, netip.Addr{}, 7100, 10); err != nil {
+	srv := &Server{host: &tenant{}}
+	a := &Session{srv: srv, tenant: srv.host, cred: unix.Ucred{Pid: 10}}
+	b := &Session{srv: srv, tenant: srv.host, cred: unix.Ucred{Pid: 20}}
+	if _, err := srv.host.cmPorts.bind(a, proto.PortSpaceTCP, netip.Addr{}, 7100, 10); err != nil {
 		t.Fatal(err)
 	}
 	closed, opened := 0, []uint16{}
@@ -208,7 +208,7 @@ func TestListenFree(t *testing.T) {
 	if _, _, err := a.listenFree(proto.PortSpaceTCP, 7100, open); err != nil {
 		t.Fatalf("the binding process's own listen: %v", err)
 	}
-	if srv.cmPorts.unlistened(proto.PortSpaceTCP, netip.Addr{}, 7100) {
+	if srv.host.cmPorts.unlistened(proto.PortSpaceTCP, netip.Addr{}, 7100) {
 		t.Fatal("the port does not count as listened on")
 	}
 }

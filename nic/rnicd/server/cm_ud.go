@@ -95,7 +95,7 @@ func handleCMResolveUD(s *Session, req *Request, rep *Reply) error {
 	pd := append([]byte(nil), m.PrivateData...) // the body's buffer serves the next request
 	rep.Set(&proto.Empty{})
 	return x.startAsync(rep, m.Token, proto.OpCMResult, func(ctx context.Context) (proto.Message, func(), error) {
-		s.srv.cmPorts.awaitListen(ctx, proto.PortSpaceUDP, m.Addr, m.Port)
+		s.tenant.cmPorts.awaitListen(ctx, proto.PortSpaceUDP, m.Addr, m.Port)
 		p, err := cm.CMResolveUD(ctx, m.Addr, m.Port, pd)
 		if err != nil {
 			return rejectInfo(err), nil, err

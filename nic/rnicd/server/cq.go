@@ -480,6 +480,7 @@ func (c *cqObj) move() (moved int, bad, full bool) {
 				// the producer or far behind: it can only hurt its
 				// own completions. Treat the ring as full.
 				c.s.srv.stats.ringIndexErrors.Add(1)
+				c.s.counts.clientErrors.Add(1)
 			}
 			if n := nic.CQOf(c.cq); n != nil && n.Len() == 0 {
 				return moved, bad, false
@@ -497,6 +498,7 @@ func (c *cqObj) move() (moved int, bad, full bool) {
 		}
 		if n > 0 {
 			c.ring.Prod.Store(c.prod)
+			c.s.counts.completions.Add(uint64(n))
 		}
 		moved += n
 		if n < want {

@@ -199,12 +199,14 @@ func (d *drainer) drain() (full bool) {
 // ringError reports a runaway index: the ring is given up.
 func (d *drainer) ringError(err error) {
 	d.s.srv.stats.ringIndexErrors.Add(1)
+	d.s.counts.clientErrors.Add(1)
 	d.clientError(err)
 }
 
 // wqeError reports a WQE that was malformed or refused by the NIC.
 func (d *drainer) wqeError(err error) {
 	d.s.srv.stats.badWQEs.Add(1)
+	d.s.counts.clientErrors.Add(1)
 	d.clientError(err)
 }
 
@@ -219,6 +221,7 @@ func (d *drainer) drainSend() (full bool) {
 		if avail < 0 {
 			return false
 		}
+		before := avail
 		for ; avail > 0 && q.n < postBatch; avail-- {
 			q.take(r)
 			i := q.n
@@ -236,6 +239,7 @@ func (d *drainer) drainSend() (full bool) {
 			}
 			q.n++
 		}
+		d.s.counts.sendWRs.Add(uint64(before - avail))
 		if q.n == 0 {
 			return false
 		}
@@ -324,6 +328,7 @@ func (d *drainer) drainRecv() (full bool) {
 		if avail < 0 {
 			return false
 		}
+		before := avail
 		for ; avail > 0 && q.n < postBatch; avail-- {
 			q.take(r)
 			i := q.n
@@ -334,6 +339,7 @@ func (d *drainer) drainRecv() (full bool) {
 			}
 			q.n++
 		}
+		d.s.counts.recvWRs.Add(uint64(before - avail))
 		if q.n == 0 {
 			return false
 		}

@@ -9,3 +9,13 @@ func (s *Server) Mapped() (mrs int, bytes, queue uint64) {
 	t := s.budget.total
 	return t.mrs, t.bytes, t.queue
 }
+
+// TenantHeld returns what the clients of tenant name hold together (QPs,
+// MRs, mapped bytes, queue state), which a reaped client must give back
+// whole too.
+func (s *Server) TenantHeld(name string) (qps, mrs int, bytes, queue uint64) {
+	s.budget.mu.Lock()
+	defer s.budget.mu.Unlock()
+	u := s.tenants[name].use
+	return u.qps, u.mrs, u.bytes, u.queue
+}

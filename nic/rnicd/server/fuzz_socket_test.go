@@ -3,7 +3,9 @@
 // input). After every input the daemon must have answered every request
 // in time, reaped the session down to the last descriptor and mapped byte,
 // and still serve: a new client opens the device and queries its port,
-// and a WRITE between two good QPs of a long-lived client lands.
+// and a WRITE between two good QPs of a long-lived client lands. The NIC
+// is a tenant's, served on the tenant's socket within tenant limits, so
+// the tenant's accounting is played too (and must come back whole).
 // FuzzHandle (fuzz_test.go) reaches the handlers faster; this one reaches
 // what only a connection has: descriptors, the doorbell, the drainers and
 // movers of the rings, the end of a session.
@@ -51,6 +53,7 @@ type fuzzBaseline struct {
 	mrs           int
 	mapped, queue uint64
 	goroutines    int
+	tenant        [4]uint64 // TenantHeld
 }
 
 func startFuzzDaemon(f *testing.F) *fuzzDaemon {
@@ -69,19 +72,21 @@ func startFuzzDaemon(f *testing.F) *fuzzDaemon {
 	f.Cleanup(func() { dev.Close() })
 	// Small limits: an input piles objects up to them, not beyond.
 	srv, err := server.New(server.Config{Devices: []ibv.Device{dev}, Limits: server.Limits{
-		MaxQPs: 8, MaxMRs: 8, MaxMRBytes: 64 << 20, MaxRingBytes: 16 << 20, MaxObjects: 32, MaxCMIDs: 8, MaxSockets: 4}})
+		MaxQPs: 8, MaxMRs: 8, MaxMRBytes: 64 << 20, MaxRingBytes: 16 << 20, MaxObjects: 32, MaxCMIDs: 8, MaxSockets: 4},
+		Tenants: []server.TenantConfig{{Name: fuzzTenant, Devices: []string{"rnic0"}, Limits: server.TenantLimits{
+			MaxClients: 16, MaxQPs: 12, MaxMRs: 12, MaxMappedBytes: 96 << 20}}}})
 	if err != nil {
 		f.Fatal(err)
 	}
-	sock := filepath.Join(f.TempDir(), "rnicd.sock")
-	l, err := server.Listen(sock)
+	sock := filepath.Join(f.TempDir(), "tenant.sock")
+	l, err := server.ListenAs(sock, server.SocketAccess{Mode: 0o600, UID: -1, GID: -1})
 	if err != nil {
 		f.Fatal(err)
 	}
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
-		srv.Serve(l)
+		srv.ServeTenant(fuzzTenant, l)
 	}()
 	f.Cleanup(func() {
 		srv.Close()
@@ -94,10 +99,18 @@ func startFuzzDaemon(f *testing.F) *fuzzDaemon {
 	return d
 }
 
+// fuzzTenant is the tenant whose NIC the fuzz client meets.
+const fuzzTenant = "fuzz"
+
 func (d *fuzzDaemon) baseline() fuzzBaseline {
 	mrs, mapped, queue := d.srv.Mapped()
 	return fuzzBaseline{clients: len(d.srv.Clients()), fds: openFDTargets(), mrs: mrs, mapped: mapped, queue: queue,
-		goroutines: runtime.NumGoroutine()}
+		goroutines: runtime.NumGoroutine(), tenant: d.tenantHeld()}
+}
+
+func (d *fuzzDaemon) tenantHeld() [4]uint64 {
+	qps, mrs, bytes, queue := d.srv.TenantHeld(fuzzTenant)
+	return [4]uint64{uint64(qps), uint64(mrs), bytes, queue}
 }
 
 // openFDTargets lists what this process's descriptors are, sorted.
@@ -140,6 +153,8 @@ func (d *fuzzDaemon) checkReaped(t *testing.T, before, sessions uint64) {
 		case mrs != d.base.mrs || mapped != d.base.mapped || queue != d.base.queue:
 			why = fmt.Sprintf("%d MRs, %d bytes mapped, %d bytes of queues (before: %d, %d, %d)",
 				mrs, mapped, queue, d.base.mrs, d.base.mapped, d.base.queue)
+		case d.tenantHeld() != d.base.tenant:
+			why = fmt.Sprintf("tenant holds QPs, MRs, bytes, queue %v (before: %v)", d.tenantHeld(), d.base.tenant)
 		case !slices.Equal(fds, d.base.fds):
 			why = fmt.Sprintf("descriptors %q, before %q", fds, d.base.fds)
 		case g > d.base.goroutines+4:
@@ -180,7 +195,7 @@ type goodPair struct {
 	serial byte
 }
 
-func newGoodPair(f *testing.F, spec ibv.Spec) *goodPair {
+func newGoodPair(f testing.TB, spec ibv.Spec) *goodPair {
 	dev, err := ibv.Open(spec)
 	if err != nil {
 		f.Fatal(err)

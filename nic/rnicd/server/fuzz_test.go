@@ -71,7 +71,7 @@ func FuzzHandle(f *testing.F) {
 			replies <- append([]byte(nil), buf[:n]...)
 		}
 	}()
-	s := newSession(srv, ours)
+	s := newSession(srv, srv.host, ours)
 	defer s.reap()
 	go s.writeEvents()
 	req := func(op proto.Op, m proto.Message) []byte {

@@ -42,7 +42,7 @@ func handleAttachHostPort(s *Session, req *Request, rep *Reply) error {
 	if len(req.FDs) != 1 {
 		return fmt.Errorf("%w: %v carries one TAP descriptor, not %d", proto.ErrMalformed, req.Op, len(req.FDs))
 	}
-	if _, ok := s.srv.devs[m.Device]; !ok {
+	if _, ok := s.tenant.devs[m.Device]; !ok {
 		return fmt.Errorf("%w: %q", proto.ErrNoDevice, m.Device)
 	}
 	attach := s.srv.hostPorts[m.Device]

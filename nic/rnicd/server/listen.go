@@ -17,9 +17,33 @@ import (
 // refuses to take over one a running daemon serves, and makes the socket
 // mode 0600. Closing the listener removes the socket.
 func Listen(path string) (*net.UnixListener, error) {
+	return ListenAs(path, SocketAccess{Mode: 0o600, UID: -1, GID: -1})
+}
+
+// SocketAccess is who may connect to a socket: its mode, and its owner
+// and group (-1: the daemon's).
+type SocketAccess struct {
+	Mode     os.FileMode
+	UID, GID int
+}
+
+// ListenAs is Listen with the socket's mode, owner and group a: a
+// tenant's socket, for users other than the daemon's. A directory it
+// creates is 0700, or 0711 when the socket is for others (they may
+// reach the socket there, not list its neighbours).
+func ListenAs(path string, a SocketAccess) (*net.UnixListener, error) {
 	dir := filepath.Dir(path)
+	dirMode := os.FileMode(0o700)
+	if a.Mode&0o077 != 0 || a.UID >= 0 || a.GID >= 0 {
+		dirMode = 0o711
+	}
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("rnicd: socket directory: %w", err)
+		}
+		// MkdirAll's mode passes through the umask; the last one's
+		// is set here.
+		if err := os.Chmod(dir, dirMode); err != nil {
 			return nil, fmt.Errorf("rnicd: socket directory: %w", err)
 		}
 	}
@@ -45,7 +69,13 @@ func Listen(path string) (*net.UnixListener, error) {
 	}
 	// Between bind and chmod the socket has the umask's mode; the
 	// directory, owner-only when created here, covers that window.
-	if err := os.Chmod(path, 0o600); err != nil {
+	if a.UID >= 0 || a.GID >= 0 {
+		if err := os.Chown(path, a.UID, a.GID); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("rnicd: socket owner: %w", err)
+		}
+	}
+	if err := os.Chmod(path, a.Mode); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("rnicd: socket mode: %w", err)
 	}

@@ -114,7 +114,7 @@ func (s *Session) reserve(k objKind, bytes uint64) error {
 		}
 	}
 	if k == kindMR {
-		if err := s.srv.budget.take(s.cred.Uid, mapped{mrs: 1, bytes: bytes}); err != nil {
+		if err := s.take(mapped{mrs: 1, bytes: bytes}); err != nil {
 			return err
 		}
 	}
@@ -124,6 +124,8 @@ func (s *Session) reserve(k objKind, bytes uint64) error {
 	case kindMR:
 		s.mrs++
 		s.mrBytes += bytes
+		s.counts.mrs.Add(1)
+		s.counts.mrBytes.Add(bytes)
 	default:
 		s.objects++
 	}
@@ -140,7 +142,7 @@ func (s *Session) unreserve(k objKind, bytes uint64) {
 	case kindMR:
 		s.mrs--
 		s.mrBytes -= bytes
-		s.srv.budget.give(s.cred.Uid, mapped{mrs: 1, bytes: bytes})
+		s.give(mapped{mrs: 1, bytes: bytes})
 	default:
 		s.objects--
 	}
@@ -155,7 +157,7 @@ func (s *Session) reserveRing(bytes uint64) error {
 	if s.ring+bytes > lim.MaxRingBytes || s.ring+bytes < bytes {
 		return limitError(lim.MaxRingBytes, "bytes of queue rings", "--max-ring-bytes")
 	}
-	if err := s.srv.budget.take(s.cred.Uid, mapped{bytes: bytes}); err != nil {
+	if err := s.take(mapped{bytes: bytes}); err != nil {
 		return err
 	}
 	s.ring += bytes
@@ -166,6 +168,11 @@ func (s *Session) reserveRing(bytes uint64) error {
 func (s *Session) unreserveRing(bytes uint64) {
 	s.mu.Lock()
 	s.ring -= bytes
-	s.srv.budget.give(s.cred.Uid, mapped{bytes: bytes})
+	s.give(mapped{bytes: bytes})
 	s.mu.Unlock()
 }
+
+// take counts d against the budgets of the client's uid, its tenant and
+// the daemon; give returns it.
+func (s *Session) take(d mapped) error { return s.srv.budget.take(s.cred.Uid, s.tenant, d) }
+func (s *Session) give(d mapped)       { s.srv.budget.give(s.cred.Uid, s.tenant, d) }

@@ -31,7 +31,7 @@ func handleOpen(s *Session, req *Request, rep *Reply) error {
 	if s.dev != nil {
 		return fmt.Errorf("rnicd: open %s: this connection has %s open: %w", m.Name, s.dev.dev.Name(), verbs.ErrInvalid)
 	}
-	d, ok := s.srv.devs[m.Name]
+	d, ok := s.tenant.devs[m.Name]
 	if !ok {
 		return fmt.Errorf("%w: %q", proto.ErrNoDevice, m.Name)
 	}
@@ -39,7 +39,7 @@ func handleOpen(s *Session, req *Request, rep *Reply) error {
 	if err != nil {
 		return err
 	}
-	if s.bell, err = newSessionBell(); err != nil {
+	if s.bell, err = newSessionBell(&s.counts.doorbells); err != nil {
 		return err
 	}
 	fds := []int{s.bell.mem.Fd(), s.bell.pair.sendPeer(rep)}

@@ -81,14 +81,19 @@ func reregWindow(s *Session, o *mrObj, rr ibv.ReregMR, pd *pdObj, m *proto.Rereg
 	return nil
 }
 
-// reserveMRBytes counts bytes of MR mapping against the client's limit,
-// as reserve does for a new MR, but no MR: a re-registration adds none.
+// reserveMRBytes counts bytes of MR mapping against the client's limit
+// and the budgets of its uid, tenant and daemon, as reserve does for a
+// new MR, but no MR: a re-registration adds none. (Deregistration gives
+// back the last window's bytes, so each window must be charged.)
 func (s *Session) reserveMRBytes(bytes uint64) error {
 	lim := &s.srv.limits
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mrBytes+bytes > lim.MaxMRBytes || s.mrBytes+bytes < bytes {
 		return limitError(lim.MaxMRBytes, "bytes of registered memory", "--max-mr-bytes")
+	}
+	if err := s.take(mapped{bytes: bytes}); err != nil {
+		return err
 	}
 	s.mrBytes += bytes
 	return nil
@@ -98,5 +103,6 @@ func (s *Session) reserveMRBytes(bytes uint64) error {
 func (s *Session) unreserveMRBytes(bytes uint64) {
 	s.mu.Lock()
 	s.mrBytes -= bytes
+	s.give(mapped{bytes: bytes})
 	s.mu.Unlock()
 }

@@ -57,7 +57,7 @@ func (q *qpObj) destroy(s *Session, reaping bool) error {
 	}
 	q.mem.free()
 	s.unreserve(kindQP, 0)
-	s.srv.budget.give(s.cred.Uid, mapped{queue: q.queue})
+	s.give(mapped{qps: 1, queue: q.queue})
 	return nil
 }
 
@@ -126,12 +126,12 @@ func handleCreateQP(s *Session, req *Request, rep *Reply) error {
 	// The engines allocate the queues whole when the QP is made: charge
 	// them first.
 	cost := queueBytes(m.Cap)
-	if err := s.srv.budget.take(s.cred.Uid, mapped{queue: cost}); err != nil {
+	if err := s.take(mapped{qps: 1, queue: cost}); err != nil {
 		return err
 	}
 	q, layout, err := createQPObj(s, pd, init, m.Type == verbs.QPTypeUD)
 	if err != nil {
-		s.srv.budget.give(s.cred.Uid, mapped{queue: cost})
+		s.give(mapped{qps: 1, queue: cost})
 		return err
 	}
 	q.queue = cost

@@ -146,6 +146,10 @@ type Config struct {
 	// HostPorts attach host ports to the devices that take them (TAP-mode
 	// NICs), by device name (hostport.go).
 	HostPorts map[string]HostPortFunc
+	// Tenants each serve their own devices on sockets of their own
+	// (ServeTenant); Serve's socket serves the devices none of them has
+	// (tenant.go).
+	Tenants []TenantConfig
 }
 
 // Server serves devices to clients.
@@ -158,15 +162,18 @@ type Server struct {
 	hostPorts map[string]HostPortFunc
 	stats     stats
 	nextID    atomic.Uint64
+	// host is the tenant of Serve's sockets; tenants are the others, by
+	// name (read only).
+	host    *tenant
+	tenants map[string]*tenant
 
 	mu        sync.Mutex
 	closed    bool
 	listeners map[*net.UnixListener]struct{}
 	sessions  map[*Session]struct{}
-	perUID    map[uint32]int // sessions of each uid
-	cmPorts   portTable      // rdma_bind_addr's reservations (cm_bind.go)
-	wg        sync.WaitGroup // sessions and accept loops
-	done      chan struct{}  // closed by Close: wakes accept loops waiting to retry
+	perUID    map[tenantUID]int // sessions of each uid of each tenant
+	wg        sync.WaitGroup    // sessions and accept loops
+	done      chan struct{}     // closed by Close: wakes accept loops waiting to retry
 }
 
 // ErrServerClosed is returned by Serve after Close.
@@ -181,7 +188,7 @@ func New(cfg Config) (*Server, error) {
 		hostPorts: cfg.HostPorts,
 		listeners: make(map[*net.UnixListener]struct{}),
 		sessions:  make(map[*Session]struct{}),
-		perUID:    make(map[uint32]int),
+		perUID:    make(map[tenantUID]int),
 		done:      make(chan struct{}),
 	}
 	s.budget = newBudget(&s.limits)
@@ -194,14 +201,23 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.devs[d.Name()] = newDevice(s, d)
 	}
+	var err error
+	if s.host, s.tenants, err = newTenants(cfg.Tenants, s.devs); err != nil {
+		return nil, err
+	}
 	for _, d := range s.devs {
 		go d.routeEvents()
 	}
 	return s, nil
 }
 
-// Serve accepts clients on l until l fails or Close; it closes l.
-func (s *Server) Serve(l *net.UnixListener) error {
+// Serve accepts the host's clients on l until l fails or Close; it closes
+// l.
+func (s *Server) Serve(l *net.UnixListener) error { return s.serve(l, s.host) }
+
+// serve accepts the clients of tenant t on l until l fails or Close; it
+// closes l.
+func (s *Server) serve(l *net.UnixListener, t *tenant) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -249,13 +265,14 @@ func (s *Server) Serve(l *net.UnixListener) error {
 			continue
 		}
 		retry.reset()
-		s.start(c)
+		s.start(c, t)
 	}
 }
 
-// start runs a session for c, or refuses it beyond the client caps.
-func (s *Server) start(c *net.UnixConn) {
-	sess := newSession(s, c)
+// start runs a session of tenant t for c, or refuses it beyond the client
+// caps or the tenant's peers.
+func (s *Server) start(c *net.UnixConn, t *tenant) {
+	sess := newSession(s, t, c)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -263,10 +280,11 @@ func (s *Server) start(c *net.UnixConn) {
 		return
 	}
 	uid := sess.cred.Uid
-	refused := s.admit(uid)
+	refused := s.admit(t, uid, sess.cred.Gid)
 	if refused == nil {
 		s.sessions[sess] = struct{}{}
-		s.perUID[uid]++
+		s.perUID[tenantUID{t, uid}]++
+		t.clients++
 	}
 	s.wg.Add(1)
 	s.mu.Unlock()
@@ -285,20 +303,29 @@ func (s *Server) start(c *net.UnixConn) {
 		sess.serve()
 		s.mu.Lock()
 		delete(s.sessions, sess)
-		if s.perUID[uid]--; s.perUID[uid] == 0 {
-			delete(s.perUID, uid)
+		if s.perUID[tenantUID{t, uid}]--; s.perUID[tenantUID{t, uid}] == 0 {
+			delete(s.perUID, tenantUID{t, uid})
 		}
+		t.clients--
+		t.gone.addAll(sess.counts.load()) // with its leaving: counted once in statTenant
 		s.mu.Unlock()
 	}()
 }
 
-// admit returns the error of a cap that one more client of uid would
-// exceed, or nil. s.mu is held.
-func (s *Server) admit(uid uint32) error {
+// admit returns the error of a cap that one more client of uid and gid
+// on tenant t's socket would exceed, or of t's refusing it, or nil. s.mu
+// is held.
+func (s *Server) admit(t *tenant, uid, gid uint32) error {
+	if err := t.admitPeer(uid, gid); err != nil {
+		return err
+	}
+	if err := t.admitClient(); err != nil {
+		return err
+	}
 	if n := s.limits.MaxClients; len(s.sessions) >= n {
 		return fmt.Errorf("%w: %d clients (rnicd --max-clients)", proto.ErrLimit, n)
 	}
-	if n := s.limits.MaxClientsPerUID; s.perUID[uid] >= n {
+	if n := s.limits.MaxClientsPerUID; s.perUID[tenantUID{t, uid}] >= n {
 		return fmt.Errorf("%w: %d clients of uid %d (rnicd --max-clients-per-uid)", proto.ErrLimit, n, uid)
 	}
 	return nil
@@ -333,12 +360,16 @@ type Client struct {
 	// Comm is the client's process name (/proc/PID/comm) when it
 	// connected.
 	Comm string
+	// Tenant is the tenant whose socket it came on ("": the host's).
+	Tenant string
 	// Device is the device it opened ("" before OPEN).
 	Device  string
 	QPs     int
 	MRs     int
 	Objects int // PDs, CQs, SRQs and AHs
 	MRBytes uint64
+	// Counts are what it made the daemon do.
+	Counts ClientCounts
 }
 
 // Clients lists the connected clients.

@@ -48,6 +48,9 @@ type Session struct {
 	wmu  sync.Mutex // serialises writes to conn
 	wbuf []byte
 
+	tenant *tenant      // the socket it came on
+	counts clientCounts // what it made the daemon do (rnic stat)
+
 	events chan []byte
 	dead   atomic.Bool
 	done   chan struct{}
@@ -59,8 +62,8 @@ type Session struct {
 // hostile client must not flood the daemon's log (Stats counts them all).
 const maxComplaints = 8
 
-func newSession(srv *Server, c *net.UnixConn) *Session {
-	s := &Session{srv: srv, conn: c, id: srv.nextID.Add(1), objs: make(map[uint32]object),
+func newSession(srv *Server, t *tenant, c *net.UnixConn) *Session {
+	s := &Session{srv: srv, tenant: t, conn: c, id: srv.nextID.Add(1), objs: make(map[uint32]object),
 		events: make(chan []byte, eventQueueLen), done: make(chan struct{})}
 	if raw, err := c.SyscallConn(); err == nil {
 		raw.Control(func(fd uintptr) {
@@ -108,8 +111,8 @@ func (s *Session) complain(format string, args ...any) {
 func (s *Session) info() Client {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	c := Client{ID: s.id, PID: s.cred.Pid, UID: s.cred.Uid, GID: s.cred.Gid, Comm: s.comm, QPs: s.qps, MRs: s.mrs,
-		Objects: s.objects, MRBytes: s.mrBytes}
+	c := Client{ID: s.id, PID: s.cred.Pid, UID: s.cred.Uid, GID: s.cred.Gid, Comm: s.comm, Tenant: s.tenant.name,
+		QPs: s.qps, MRs: s.mrs, Objects: s.objects, MRBytes: s.mrBytes, Counts: s.counts.load()}
 	if s.dev != nil {
 		c.Device = s.dev.dev.Name()
 	}
@@ -182,6 +185,7 @@ func closeFDs(fds []int) {
 // answers it with the error.
 func (s *Session) badMessage(msg []byte, err error) {
 	s.srv.stats.badMessages.Add(1)
+	s.counts.clientErrors.Add(1)
 	s.complain("bad message: %v", err)
 	if len(msg) >= proto.HeaderLen && proto.Kind(msg[2]) == proto.KindRequest {
 		var h proto.Header
@@ -213,12 +217,18 @@ func (s *Session) handle(msg []byte, fds []int) {
 	var rep Reply
 	err = s.call(h, body, fds, &rep)
 	closeFDs(fds)
+	s.counts.requests.Add(1)
+	if err != nil {
+		s.counts.requestErrors.Add(1)
+	}
 	if errors.Is(err, proto.ErrMalformed) {
 		s.srv.stats.badMessages.Add(1)
+		s.counts.clientErrors.Add(1)
 		s.complain("bad %v: %v", h.Op, err)
 	}
 	if errors.Is(err, proto.ErrLimit) {
 		s.srv.stats.limitRejections.Add(1)
+		s.counts.limitRejects.Add(1)
 	}
 	if h.Kind == proto.KindRequest {
 		s.reply(h, &rep, err)
@@ -280,9 +290,11 @@ func (s *Session) SendEvent(op proto.Op, body proto.Message) bool {
 	msg := proto.AppendMessage(nil, proto.Header{Op: op, Kind: proto.KindEvent}, body)
 	select {
 	case s.events <- msg:
+		s.counts.eventsSent.Add(1)
 		return true
 	default:
 		s.srv.stats.eventsDropped.Add(1)
+		s.counts.eventsDropped.Add(1)
 		return false
 	}
 }

@@ -57,10 +57,11 @@ func (s *Session) seesAll() bool {
 }
 
 // sees reports whether s may see other: another session of its own uid,
-// or any if it sees all. Never itself: an asking connection holds
-// nothing worth listing.
+// or any if it sees all, of a tenant it sees (its own, or any from the
+// host's socket). Never itself: an asking connection holds nothing worth
+// listing.
 func (s *Session) sees(other *Session) bool {
-	if other == s {
+	if other == s || !s.seesTenant(other.tenant) {
 		return false
 	}
 	return s.seesAll() || (s.cred.Pid > 0 && other.cred.Uid == s.cred.Uid)
@@ -86,6 +87,12 @@ func handleStatDaemon(s *Session, req *Request, rep *Reply) error {
 		return err
 	}
 	m := &proto.StatDaemonReply{PID: uint32(os.Getpid()), UID: uint32(os.Geteuid()), All: s.seesAll()}
+	if !s.tenant.isHost() {
+		// The daemon's counters sum every tenant's clients: a
+		// tenant's own are in its STAT_TENANTS entry.
+		rep.Set(m)
+		return nil
+	}
 	for _, c := range s.srv.Stats().Counters() {
 		m.Counters = append(m.Counters, proto.Counter{Name: c.Name, Value: c.Value})
 	}
@@ -98,19 +105,26 @@ func handleStatDevices(s *Session, req *Request, rep *Reply) error {
 	if err := req.Decode(&m); err != nil {
 		return err
 	}
-	names := make([]string, 0, len(s.srv.devs))
-	for n := range s.srv.devs {
+	// A client lists the devices it may open: its tenant's.
+	return statDevicesPage(s.tenant.devs, m.After, rep)
+}
+
+// statDevicesPage answers a page of devs, in name order, after the first
+// after of them.
+func statDevicesPage(devs map[string]*device, after uint64, rep *Reply) error {
+	names := make([]string, 0, len(devs))
+	for n := range devs {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	out := &proto.StatDevicesReply{}
 	size := proto.NewWriter(nil)
-	for i := m.After; i < uint64(len(names)); i++ {
+	for i := after; i < uint64(len(names)); i++ {
 		if int64(size.Len()) > statBudget.Load() {
 			out.More = true
 			break
 		}
-		d := statDevice(s.srv.devs[names[i]].dev)
+		d := statDevice(devs[names[i]].dev)
 		d.Encode(size)
 		out.Devices = append(out.Devices, d)
 	}
