@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/rnic/rnic/nic/rnicd/proto"
 )
 
 // The checked-in header is what the generator writes from the package
@@ -34,7 +37,7 @@ func TestHeaderValues(t *testing.T) {
 	for _, line := range []string{
 		"RNICD_OP_OPEN = 0x0001,", "RNICD_OP_CREATE_CQ_ON = 0x0026,", "RNICD_OP_CM_RESULT = 0x8200,",
 		"RNICD_STATUS_OK = 0,", "RNICD_STATUS_VERSION = 17,", "RNICD_STATUS_ADDR_NOT_AVAIL = 21,",
-		"RNICD_KIND_NOTICE = 4,", "RNICD_VERSION = 7,", "RNICD_HEADER_LEN = 16,",
+		"RNICD_KIND_NOTICE = 4,", fmt.Sprintf("RNICD_VERSION = %d,", proto.Version), "RNICD_HEADER_LEN = 16,",
 		"RNICD_RING_BELL = 448,", "RNICD_CQ_FLAGS = 256,", "RNICD_SEND_AH = 36,", "RNICD_WC_PKEY_INDEX = 36,",
 		"#define RNICD_MAX_OWN_CHUNK 274877911040ULL",
 	} {
