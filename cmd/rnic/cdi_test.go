@@ -7,6 +7,11 @@ import (
 	"testing"
 
 	"tags.cncf.io/container-device-interface/pkg/cdi"
+
+	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/rnicd/client"
+	"github.com/rnic/rnic/nic/rnicd/rnicdtest"
+	"github.com/rnic/rnic/nic/rnicd/server"
 )
 
 // TestCDIGenerate: generate asks a real daemon for its NICs and writes a
@@ -85,5 +90,44 @@ func TestContainerRoot(t *testing.T) {
 		if _, err := containerRoot(strings.NewReader(state)); err == nil {
 			t.Errorf("state %q: no error", state)
 		}
+	}
+}
+
+// TestCDIGenerateTenant: a spec generated on a tenant's socket names only
+// that tenant's NIC, as the container's uverbs0, and mounts that socket,
+// so a container given it cannot reach the other NICs of the daemon.
+func TestCDIGenerateTenant(t *testing.T) {
+	ibv.Register(ibv.BackendDaemon, func(s ibv.Spec) (ibv.Device, error) {
+		d, err := client.Open(s)
+		if err != nil {
+			return nil, err
+		}
+		return d.WithCapabilities(), nil
+	})
+	d := rnicdtest.Start(t, rnicdtest.Options{NICs: 2, Tenants: []server.TenantConfig{{Name: "pod1", Devices: []string{"rnic1"}}}})
+	sock := d.TenantSockets["pod1"]
+	path := filepath.Join(t.TempDir(), "rnic-pod1.yaml")
+	if out, errOut, code := rnic(t, "cdi", "generate", "-S", sock, "--libdir", fakeLibDir(t), "-o", path); code != 0 {
+		t.Fatalf("generate: %d %s %s", code, out, errOut)
+	}
+	spec, err := cdi.ReadSpec(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, dev := range spec.Devices {
+		names = append(names, dev.Name)
+	}
+	if strings.Join(names, " ") != "rnic1 all" {
+		t.Errorf("devices %v, want the tenant's rnic1 and all", names)
+	}
+	b, _ := os.ReadFile(path)
+	for _, w := range []string{"hostPath: " + sock, "/dev/infiniband/uverbs0"} {
+		if !strings.Contains(string(b), w) {
+			t.Errorf("spec lacks %q:\n%s", w, b)
+		}
+	}
+	if strings.Contains(string(b), "hostPath: "+d.Socket+"\n") || strings.Contains(string(b), "uverbs1") {
+		t.Errorf("spec names the host's socket or a second NIC:\n%s", b)
 	}
 }
