@@ -53,6 +53,7 @@ type k8sFlags struct {
 	socket, kubelet, libDir string
 	cdiSpec, cdiHook        string
 	installLibs, cdi        bool
+	tenantSockets           bool
 	direct                  bool
 	poll, watch             time.Duration
 }
@@ -65,6 +66,7 @@ func (f *k8sFlags) add(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.cdi, "cdi", true, "answer Allocate with CDI device names")
 	fs.StringVar(&f.cdiSpec, "cdi-spec", "", "write the node's CDI spec of the daemon's NICs here (e.g. /var/run/cdi/rnic.yaml), again when they change")
 	fs.StringVar(&f.cdiHook, "cdi-hook", "", "the node's path of an rnic binary the spec runs as its sysfs hook (--install-libs copies this rnic there); empty: no hook")
+	fs.BoolVar(&f.tenantSockets, "tenant-sockets", false, "the daemon runs with --tenant-per-nic: a container gets its NIC's own socket (DIR/tenants/NAME/rnicd.sock beside --socket) and no other, one NIC per container")
 	fs.BoolVar(&f.direct, "direct", true, "answer Allocate with the mounts and environment too (kubelets or runtimes without CDI)")
 	fs.DurationVar(&f.poll, "poll", 2*time.Second, "how often to ask rnicd for its NICs and their ports")
 	fs.DurationVar(&f.watch, "watch", time.Second, "how often to check the sockets for a kubelet restart")
@@ -154,7 +156,7 @@ func (f *k8sFlags) run(stderr io.Writer) int {
 		KubeletSocket: f.kubelet,
 		Endpoint:      k8sEndpoint,
 		Inventory:     f.inventory(logger.Printf),
-		Provider:      nodeDevices{socket: f.socket, libDir: f.libDir},
+		Provider:      nodeDevices{socket: f.socket, libDir: f.libDir, tenants: f.tenantSockets},
 		CDI:           f.cdi,
 		Direct:        f.direct,
 		Poll:          f.poll,
@@ -173,7 +175,7 @@ func (f *k8sFlags) run(stderr io.Writer) int {
 
 // inventory is rnicd's, keeping the node's CDI spec if --cdi-spec asks.
 func (f *k8sFlags) inventory(logf func(string, ...any)) deviceplugin.Inventory {
-	inv := rnicdInventory(f.socket)
+	inv := rnicdInventory(f.socket, f.tenantSockets)
 	if f.cdiSpec == "" {
 		return inv
 	}
@@ -182,12 +184,16 @@ func (f *k8sFlags) inventory(logf func(string, ...any)) deviceplugin.Inventory {
 		opts.Hook = cdispec.HookCommand(f.cdiHook, f.socket)
 	}
 	k := &specKeeper{path: f.cdiSpec, opts: opts, logf: logf}
+	if f.tenantSockets {
+		k.socketOf = func(nic string) string { return tenantSocket(f.socket, nic) }
+	}
 	return k.wrap(inv)
 }
 
-// rnicdInventory lists the NICs of the rnicd on socket: a NIC is healthy
-// while its port is ACTIVE.
-func rnicdInventory(socket string) deviceplugin.Inventory {
+// rnicdInventory lists the NICs of the rnicd on socket (with all, every
+// tenant's, as root sees them there): a NIC is healthy while its port is
+// ACTIVE.
+func rnicdInventory(socket string, all bool) deviceplugin.Inventory {
 	return func(ctx context.Context) ([]deviceplugin.NIC, error) {
 		type result struct {
 			st  *client.Stat
@@ -208,8 +214,12 @@ func rnicdInventory(socket string) deviceplugin.Inventory {
 		if r.err != nil {
 			return nil, r.err
 		}
-		out := make([]deviceplugin.NIC, len(r.st.Devices))
-		for i, d := range r.st.Devices {
+		devices := r.st.Devices
+		if all {
+			devices = r.st.AllDevices
+		}
+		out := make([]deviceplugin.NIC, len(devices))
+		for i, d := range devices {
 			out[i] = deviceplugin.NIC{Name: d.Name, Healthy: d.State == verbs.PortActive}
 		}
 		return out, nil

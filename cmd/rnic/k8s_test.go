@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/rnic/rnic/cmd/internal/deviceplugin"
 	"github.com/rnic/rnic/cmd/internal/deviceplugin/deviceplugintest"
 	"github.com/rnic/rnic/nic/ibv"
+	"github.com/rnic/rnic/nic/rnicd/client"
 	"github.com/rnic/rnic/nic/rnicd/rnicdtest"
 	"github.com/rnic/rnic/nic/rnicd/server"
 	"github.com/rnic/rnic/nic/verbs"
@@ -235,12 +237,12 @@ func TestK8sInventory(t *testing.T) {
 		srv.Close()
 		<-served
 	}()
-	got, err := rnicdInventory(sock)(context.Background())
+	got, err := rnicdInventory(sock, false)(context.Background())
 	want := []deviceplugin.NIC{{Name: "rnic0", Healthy: true}, {Name: "rnic1", Healthy: false}}
 	if err != nil || !slices.Equal(got, want) {
 		t.Errorf("inventory: %v, %v; want %v", got, err, want)
 	}
-	if got, err := rnicdInventory(filepath.Join(t.TempDir(), "none.sock"))(context.Background()); err == nil {
+	if got, err := rnicdInventory(filepath.Join(t.TempDir(), "none.sock"), false)(context.Background()); err == nil {
 		t.Errorf("inventory of no daemon: %v, no error", got)
 	}
 }
@@ -335,5 +337,74 @@ func TestK8sSpecKeeper(t *testing.T) {
 	poll(context.Background())
 	if got := devices(); !slices.Equal(got, []string{"rnic0", "all"}) {
 		t.Errorf("after a NIC went: spec devices %v", got)
+	}
+}
+
+// TestK8sTenantSockets: with --tenant-sockets the plugin lists every
+// tenant's NIC from the host's socket, gives a container the socket of
+// its NIC's tenant and no other (that socket shows the NIC alone), refuses
+// two NICs for one container, and writes a spec of per-NIC sockets.
+func TestK8sTenantSockets(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "rnicd.sock")
+	var devs []ibv.Device
+	var tenants []server.TenantConfig
+	for i := range 2 {
+		name := fmt.Sprintf("rnic%d", i)
+		n, err := rnicdtest.OpenNIC(name, 1500)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dev := rnicdtest.Device(n)
+		t.Cleanup(func() { dev.Close() })
+		devs = append(devs, dev)
+		tenants = append(tenants, server.TenantConfig{Name: name, Devices: []string{name}})
+	}
+	srv, err := server.New(server.Config{Devices: devs, Tenants: tenants})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var served sync.WaitGroup
+	t.Cleanup(func() { srv.Close(); served.Wait() })
+	l, err := server.Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served.Go(func() { srv.Serve(l) })
+	for _, tc := range tenants {
+		l, err := server.Listen(tenantSocket(sock, tc.Name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		served.Go(func() { srv.ServeTenant(tc.Name, l) })
+	}
+
+	got, err := rnicdInventory(sock, true)(context.Background())
+	if want := []deviceplugin.NIC{{Name: "rnic0", Healthy: true}, {Name: "rnic1", Healthy: true}}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("inventory: %v, %v; want %v", got, err, want)
+	}
+	d := nodeDevices{socket: sock, libDir: "/opt/rnic/lib", tenants: true}
+	e, err := d.Edits([]string{"rnic1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := filepath.Join(dir, "tenants", "rnic1")
+	if e.Mounts[0].HostPath != own || e.Mounts[0].ContainerPath != containerSocketDir || e.Env[ibv.SocketEnv] != cdispec.ContainerSocket {
+		t.Errorf("edits %+v, want %s at %s", e, own, containerSocketDir)
+	}
+	st, err := client.QueryStat(filepath.Join(own, "rnicd.sock"))
+	if err != nil || len(st.Devices) != 1 || st.Devices[0].Name != "rnic1" {
+		t.Errorf("the container's socket shows %+v (%v), want rnic1 alone", st, err)
+	}
+	if _, err := d.Edits([]string{"rnic0", "rnic1"}); err == nil {
+		t.Error("two NICs for one container: no error")
+	}
+	spec := filepath.Join(dir, "cdi", "rnic.yaml")
+	k := &specKeeper{path: spec, logf: t.Logf, opts: cdispec.Options{Socket: sock, LibDir: "/opt/rnic/lib"},
+		socketOf: func(nic string) string { return tenantSocket(sock, nic) }}
+	k.wrap(rnicdInventory(sock, true))(context.Background())
+	b, err := os.ReadFile(spec)
+	if err != nil || !strings.Contains(string(b), tenantSocket(sock, "rnic0")) || strings.Contains(string(b), "name: all") {
+		t.Errorf("spec (%v):\n%s", err, b)
 	}
 }

@@ -27,8 +27,17 @@ const (
 
 // nodeDevices describes the NICs of the rnicd on socket, with the
 // drop-in libraries in libDir, both paths of the node.
+// With tenants, each NIC has a socket of its own (rnicd
+// --tenant-per-nic), and a container gets that one alone.
 type nodeDevices struct {
 	socket, libDir string
+	tenants        bool
+}
+
+// tenantSocket is the socket rnicd --tenant-per-nic gives nic, beside the
+// daemon's own socket.
+func tenantSocket(socket, nic string) string {
+	return filepath.Join(filepath.Dir(socket), "tenants", nic, filepath.Base(cdispec.ContainerSocket))
 }
 
 var _ deviceplugin.Provider = nodeDevices{}
@@ -49,14 +58,21 @@ func (d nodeDevices) Edits(nics []string) (deviceplugin.Edits, error) {
 	if len(nics) == 0 {
 		return deviceplugin.Edits{}, fmt.Errorf("no NIC")
 	}
-	sock := filepath.Join(containerSocketDir, filepath.Base(d.socket))
+	host := d.socket
+	if d.tenants {
+		if len(nics) != 1 {
+			return deviceplugin.Edits{}, fmt.Errorf("%d NICs for one container: with a socket per NIC, a process reaches one", len(nics))
+		}
+		host = tenantSocket(d.socket, nics[0])
+	}
+	sock := filepath.Join(containerSocketDir, filepath.Base(host))
 	return deviceplugin.Edits{
 		Env: map[string]string{
 			"LD_LIBRARY_PATH": containerLibDir,
 			ibv.SocketEnv:     sock,
 		},
 		Mounts: []deviceplugin.Mount{
-			{HostPath: filepath.Dir(d.socket), ContainerPath: containerSocketDir},
+			{HostPath: filepath.Dir(host), ContainerPath: containerSocketDir},
 			{HostPath: d.libDir, ContainerPath: containerLibDir, ReadOnly: true},
 		},
 	}, nil

@@ -16,11 +16,13 @@ import (
 // specKeeper writes the spec of the NICs an inventory lists, again
 // whenever their names change. The paths are the node's.
 type specKeeper struct {
-	path   string // where the spec goes (/var/run/cdi/rnic.yaml)
-	opts   cdispec.Options
-	logf   func(string, ...any)
-	wrote  []string // the NIC names of the spec last written
-	failed bool     // the last write failed: try again at the next poll
+	path string // where the spec goes (/var/run/cdi/rnic.yaml)
+	opts cdispec.Options
+	logf func(string, ...any)
+	// socketOf, if set, is the socket of each NIC's own tenant.
+	socketOf func(nic string) string
+	wrote    []string // the NIC names of the spec last written
+	failed   bool     // the last write failed: try again at the next poll
 }
 
 // wrap returns inv, with the spec rewritten after each answer that names
@@ -59,6 +61,9 @@ func (k *specKeeper) write(names []string) error {
 	nics := make([]cdispec.NIC, len(names))
 	for i, n := range names {
 		nics[i] = cdispec.NIC{Index: i, Name: n}
+		if k.socketOf != nil {
+			nics[i] = cdispec.NIC{Index: 0, Name: n, Socket: k.socketOf(n)}
+		}
 	}
 	spec, err := cdispec.Spec(nics, k.opts)
 	if err != nil {

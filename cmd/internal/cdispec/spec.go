@@ -41,11 +41,17 @@ const socketEnv = "RNIC_SOCKET"
 
 // NIC is one NIC of the daemon as the spec names it.
 type NIC struct {
-	// Index is the NIC's place in the daemon's device list: the N of its
-	// /dev/infiniband/uverbsN, as the drop-in numbers devices.
+	// Index is the NIC's place in the device list of the socket that
+	// serves it: the N of its /dev/infiniband/uverbsN, as the drop-in
+	// numbers devices (0 for a NIC with a socket of its own).
 	Index int
 	// Name is the daemon's name of the NIC and the CDI device's name.
 	Name string
+	// Socket, if set, is the host socket that serves this NIC alone (an
+	// rnicd tenant's, rnicd --tenant-per-nic): the device then mounts it
+	// instead of Options.Socket, with the hook on it, and the spec has no
+	// "all" (one process talks to one socket).
+	Socket string
 }
 
 // Options say where the host's parts are.
@@ -78,18 +84,31 @@ func Spec(nics []NIC, o Options) (*specs.Spec, error) {
 	if len(nics) == 0 {
 		return nil, errors.New("cdispec: the daemon has no NICs")
 	}
-	s := &specs.Spec{Kind: Kind, ContainerEdits: o.commonEdits()}
+	perNIC := nics[0].Socket != ""
+	s := &specs.Spec{Kind: Kind, ContainerEdits: o.commonEdits(!perNIC)}
 	all := specs.Device{Name: AllDevice}
 	for _, n := range nics {
 		if err := parser.ValidateDeviceName(n.Name); err != nil || n.Name == AllDevice {
 			return nil, fmt.Errorf("cdispec: NIC %q cannot be a CDI device name: %w", n.Name, errors.Join(err, errReservedName(n.Name)))
 		}
-		node := uverbsNode(n.Index)
-		s.Devices = append(s.Devices, specs.Device{Name: n.Name,
-			ContainerEdits: specs.ContainerEdits{Mounts: []*specs.Mount{node}}})
+		if (n.Socket != "") != perNIC || (perNIC && !filepath.IsAbs(n.Socket)) {
+			return nil, fmt.Errorf("cdispec: NIC %q: every NIC or none has a socket of its own, an absolute path", n.Name)
+		}
+		d := specs.Device{Name: n.Name, ContainerEdits: specs.ContainerEdits{Mounts: []*specs.Mount{uverbsNode(n.Index)}}}
+		if perNIC {
+			own := o
+			own.Socket = n.Socket
+			if len(o.Hook) > 0 {
+				own.Hook = HookCommand(o.Hook[0], n.Socket)
+			}
+			appendEdits(&d.ContainerEdits, own.socketEdits())
+		}
+		s.Devices = append(s.Devices, d)
 		all.ContainerEdits.Mounts = append(all.ContainerEdits.Mounts, uverbsNode(n.Index))
 	}
-	s.Devices = append(s.Devices, all)
+	if !perNIC {
+		s.Devices = append(s.Devices, all)
+	}
 	v, err := specs.MinimumRequiredVersion(s)
 	if err != nil {
 		return nil, fmt.Errorf("cdispec: %w", err)
@@ -120,26 +139,44 @@ func (o *Options) check() error {
 	return nil
 }
 
-// commonEdits are what any of the spec's devices brings: the socket, the
-// libraries, the environment, rdma_cm, and the sysfs hook.
-func (o *Options) commonEdits() specs.ContainerEdits {
-	ro := []string{"bind", "ro", "nosuid", "nodev"}
+// commonEdits are what any of the spec's devices brings: the libraries,
+// rdma_cm and, with socket, the daemon's socket, its environment and the
+// sysfs hook.
+func (o *Options) commonEdits(socket bool) specs.ContainerEdits {
 	e := specs.ContainerEdits{
-		Env: []string{
-			socketEnv + "=" + ContainerSocket,
-			"LD_LIBRARY_PATH=" + ContainerLibDir,
-		},
+		Env: []string{"LD_LIBRARY_PATH=" + ContainerLibDir},
 		Mounts: []*specs.Mount{
-			{HostPath: o.Socket, ContainerPath: ContainerSocket, Type: "bind", Options: ro},
-			{HostPath: o.LibDir, ContainerPath: ContainerLibDir, Type: "bind", Options: ro},
+			{HostPath: o.LibDir, ContainerPath: ContainerLibDir, Type: "bind", Options: readOnly()},
 			devNull("/dev/infiniband/rdma_cm"),
 		},
+	}
+	if socket {
+		appendEdits(&e, o.socketEdits())
+	}
+	return e
+}
+
+// socketEdits mount o.Socket where programs look for it, and run the hook
+// on it.
+func (o *Options) socketEdits() *specs.ContainerEdits {
+	e := &specs.ContainerEdits{
+		Env:    []string{socketEnv + "=" + ContainerSocket},
+		Mounts: []*specs.Mount{{HostPath: o.Socket, ContainerPath: ContainerSocket, Type: "bind", Options: readOnly()}},
 	}
 	if len(o.Hook) > 0 {
 		e.Hooks = []*specs.Hook{{HookName: "createContainer", Path: o.Hook[0], Args: o.Hook}}
 	}
 	return e
 }
+
+// appendEdits adds b's environment, mounts and hooks to a.
+func appendEdits(a *specs.ContainerEdits, b *specs.ContainerEdits) {
+	a.Env = append(a.Env, b.Env...)
+	a.Mounts = append(a.Mounts, b.Mounts...)
+	a.Hooks = append(a.Hooks, b.Hooks...)
+}
+
+func readOnly() []string { return []string{"bind", "ro", "nosuid", "nodev"} }
 
 // uverbsNode is /dev/infiniband/uverbsN.
 func uverbsNode(index int) *specs.Mount {

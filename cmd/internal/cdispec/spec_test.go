@@ -51,7 +51,7 @@ func nodePaths(o *oci.Spec) []string {
 }
 
 func TestSpecGivesOneNIC(t *testing.T) {
-	o := inject(t, []NIC{{0, "rnic0"}, {1, "rnic1"}}, Kind+"=rnic1")
+	o := inject(t, []NIC{{Index: 0, Name: "rnic0"}, {Index: 1, Name: "rnic1"}}, Kind+"=rnic1")
 	if got, want := nodePaths(o), []string{"/dev/infiniband/rdma_cm", "/dev/infiniband/uverbs1"}; !slices.Equal(got, want) {
 		t.Errorf("device nodes %v, want %v", got, want)
 	}
@@ -76,7 +76,7 @@ func TestSpecGivesOneNIC(t *testing.T) {
 }
 
 func TestSpecAllGivesEveryNIC(t *testing.T) {
-	o := inject(t, []NIC{{0, "rnic0"}, {1, "rnic1"}}, Kind+"="+AllDevice)
+	o := inject(t, []NIC{{Index: 0, Name: "rnic0"}, {Index: 1, Name: "rnic1"}}, Kind+"="+AllDevice)
 	want := []string{"/dev/infiniband/rdma_cm", "/dev/infiniband/uverbs0", "/dev/infiniband/uverbs1"}
 	if got := nodePaths(o); !slices.Equal(got, want) {
 		t.Errorf("device nodes %v, want %v", got, want)
@@ -86,7 +86,7 @@ func TestSpecAllGivesEveryNIC(t *testing.T) {
 // Podman 4.3 reads CDI specs up to version 0.5.0: the spec must not ask
 // for more.
 func TestSpecVersionOldRuntimesRead(t *testing.T) {
-	s, err := Spec([]NIC{{0, "rnic0"}}, testOpts)
+	s, err := Spec([]NIC{{Index: 0, Name: "rnic0"}}, testOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,12 +107,14 @@ func TestSpecRefuses(t *testing.T) {
 		nics []NIC
 		o    Options
 	}{
-		"no NICs":       {nil, testOpts},
-		"bad name":      {[]NIC{{0, "rnic 0"}}, testOpts},
-		"reserved name": {[]NIC{{0, AllDevice}}, testOpts},
-		"relative lib":  {[]NIC{{0, "rnic0"}}, Options{Socket: "/s", LibDir: "lib"}},
-		"relative sock": {[]NIC{{0, "rnic0"}}, Options{Socket: "s", LibDir: "/lib"}},
-		"relative hook": {[]NIC{{0, "rnic0"}}, Options{Socket: "/s", LibDir: "/lib", Hook: []string{"rnic"}}},
+		"no NICs":        {nil, testOpts},
+		"bad name":       {[]NIC{{Index: 0, Name: "rnic 0"}}, testOpts},
+		"reserved name":  {[]NIC{{Index: 0, Name: AllDevice}}, testOpts},
+		"relative lib":   {[]NIC{{Index: 0, Name: "rnic0"}}, Options{Socket: "/s", LibDir: "lib"}},
+		"relative sock":  {[]NIC{{Index: 0, Name: "rnic0"}}, Options{Socket: "s", LibDir: "/lib"}},
+		"one own socket": {[]NIC{{Index: 0, Name: "rnic0", Socket: "/t/0.sock"}, {Index: 1, Name: "rnic1"}}, testOpts},
+		"relative own":   {[]NIC{{Index: 0, Name: "rnic0", Socket: "t.sock"}}, testOpts},
+		"relative hook":  {[]NIC{{Index: 0, Name: "rnic0"}}, Options{Socket: "/s", LibDir: "/lib", Hook: []string{"rnic"}}},
 	} {
 		if _, err := Spec(c.nics, c.o); err == nil {
 			t.Errorf("%s: no error", name)
@@ -123,7 +125,7 @@ func TestSpecRefuses(t *testing.T) {
 // Validate rejects what a runtime would: a spec edited by hand into an
 // invalid one.
 func TestValidateRejects(t *testing.T) {
-	s, err := Spec([]NIC{{0, "rnic0"}}, testOpts)
+	s, err := Spec([]NIC{{Index: 0, Name: "rnic0"}}, testOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +136,7 @@ func TestValidateRejects(t *testing.T) {
 }
 
 func TestWriteIsReadable(t *testing.T) {
-	s, err := Spec([]NIC{{0, "rnic0"}}, testOpts)
+	s, err := Spec([]NIC{{Index: 0, Name: "rnic0"}}, testOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,5 +147,41 @@ func TestWriteIsReadable(t *testing.T) {
 	fi, err := os.Stat(path)
 	if err != nil || fi.Mode().Perm() != 0o644 {
 		t.Fatalf("written spec: %v %v", fi, err)
+	}
+}
+
+// TestSpecTenantSockets: NICs each served by a socket of their own (rnicd
+// tenants) give a container the socket of the NIC it asked for, with the
+// hook on it, and never another NIC's; there is no "all".
+func TestSpecTenantSockets(t *testing.T) {
+	nics := []NIC{{Index: 0, Name: "rnic0", Socket: "/run/rnic/tenants/rnic0/rnicd.sock"},
+		{Index: 0, Name: "rnic1", Socket: "/run/rnic/tenants/rnic1/rnicd.sock"}}
+	s, err := Spec(nics, testOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range s.Devices {
+		if d.Name == AllDevice {
+			t.Error("a spec of per-NIC sockets has all")
+		}
+	}
+	o := inject(t, nics, Kind+"=rnic1")
+	var sockets []string
+	for _, m := range o.Mounts {
+		if m.Destination == ContainerSocket {
+			sockets = append(sockets, m.Source)
+		}
+	}
+	if !slices.Equal(sockets, []string{nics[1].Socket}) {
+		t.Errorf("the container's sockets %v, want rnic1's alone", sockets)
+	}
+	if got := nodePaths(o); !slices.Equal(got, []string{"/dev/infiniband/rdma_cm", "/dev/infiniband/uverbs0"}) {
+		t.Errorf("device nodes %v, want uverbs0: the tenant's socket lists its NIC alone", got)
+	}
+	if o.Hooks == nil || len(o.Hooks.CreateContainer) != 1 || !slices.Equal(o.Hooks.CreateContainer[0].Args, HookCommand(testOpts.Hook[0], nics[1].Socket)) {
+		t.Errorf("hooks %+v, want the hook on rnic1's socket", o.Hooks)
+	}
+	if !slices.Contains(o.Process.Env, "RNIC_SOCKET="+ContainerSocket) {
+		t.Errorf("env %v", o.Process.Env)
 	}
 }
