@@ -12,8 +12,14 @@ import (
 // partition); rxe accepts no other (its P_Key table has this one entry).
 const DefaultPKey = 0xFFFF
 
-// pkeyTableLen is the P_Key table length: only index 0, DefaultPKey.
+// pkeyTableLen is the port's P_Key table length: only index 0,
+// DefaultPKey, as Linux 6.1's rxe has (pkeys/0 is its one file).
 const pkeyTableLen = 1
+
+// maxPKeys is max_pkeys, rxe's 64 (RXE_MAX_PKEYS): a QP's pkey_index may be
+// any index below it. rxe takes any index at all and always sends the
+// default P_Key; nic refuses 64 and above and sends DefaultPKey too.
+const maxPKeys = 64
 
 // headerRoom is what rxe subtracts from the link MTU to get the largest IB
 // MTU (RXE_MAX_HDR_LENGTH: Ethernet excluded, IPv6 + UDP + BTH + the

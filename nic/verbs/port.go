@@ -17,7 +17,16 @@ type PortAttr struct {
 	PhysState  uint8
 	LinkLayer  LinkLayer
 	LinkMTU    int // the Ethernet MTU the port was configured with
+	// BadPKeyCntr and QKeyViolCntr count the packets the port dropped
+	// for a P_Key that does not match its table and, on UD QPs, for a
+	// Q_Key other than the QP's (IBTA 16-bit counters: they stop at
+	// 0xFFFF, as rxe's do).
+	BadPKeyCntr  uint32
+	QKeyViolCntr uint32
 }
+
+// MaxPortCounter is where BadPKeyCntr and QKeyViolCntr stop.
+const MaxPortCounter = 0xFFFF
 
 // PortState is a port's logical state (enum ibv_port_state).
 type PortState uint8
