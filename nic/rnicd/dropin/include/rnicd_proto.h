@@ -207,7 +207,7 @@ enum {
  * rings or in the C header bumps it, and nothing keeps the old layout.
  * (messages.go) */
 enum {
-	RNICD_VERSION = 7,
+	RNICD_VERSION = 8,
 };
 
 /* Bounds of OpOpen's and OpCounters' replies. (messages.go) */

@@ -216,6 +216,8 @@ void r_port_attr(struct rbuf *r, struct rnic_port_attr *a)
 	a->phys_state = r_u8(r);
 	a->link_layer = r_u8(r);
 	a->link_mtu = r_int(r);
+	a->bad_pkey_cntr = r_u32(r);
+	a->qkey_viol_cntr = r_u32(r);
 }
 
 /* set_transport records the transport and node type OPEN reported on
@@ -524,6 +526,8 @@ static int query_port(struct rnic_context *c, uint8_t port, struct ibv_port_attr
 	o->active_speed = 1; /* SDR: a software NIC claims nothing faster */
 	o->phys_state = p.phys_state;
 	o->link_layer = p.link_layer;
+	o->bad_pkey_cntr = p.bad_pkey_cntr;
+	o->qkey_viol_cntr = p.qkey_viol_cntr;
 	return 0;
 }
 

@@ -169,6 +169,7 @@ struct rnic_port_attr {
 	uint64_t gid_tbl_len, max_msg_size, pkey_tbl_len;
 	uint8_t phys_state, link_layer;
 	uint64_t link_mtu;
+	uint32_t bad_pkey_cntr, qkey_viol_cntr;
 };
 
 void r_dev_attr(struct rbuf *r, struct rnic_dev_attr *a);
