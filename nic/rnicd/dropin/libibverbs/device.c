@@ -436,8 +436,7 @@ static void fill_device_attr(const struct rnic_dev_attr *a, struct ibv_device_at
 	o->hw_ver = a->hw_ver;
 	o->max_qp = (int)a->max_qp;
 	o->max_qp_wr = (int)a->max_qp_wr;
-	/* an SRQ's ring is sized at creation: no resizing (srq.c) */
-	o->device_cap_flags = a->cap_flags & ~(unsigned)IBV_DEVICE_SRQ_RESIZE;
+	o->device_cap_flags = a->cap_flags; /* SRQ_RESIZE too: srq_resize.c */
 	o->max_sge = (int)a->max_sge;
 	o->max_sge_rd = (int)a->max_sge_rd;
 	o->max_cq = (int)a->max_cq;
