@@ -19,9 +19,9 @@ import (
 // reads (BAD_PKEY_CNTR, BAD_QKEY_CNTR), and LOCAL_INV and SEND_WITH_INV
 // (MEM_MGT_EXTENSIONS). AUTO_PATH_MIG is what rxe offers on RoCE: the path
 // migration state kept, an alternate path refused as Linux refuses it there.
-// Not PORT_ACTIVE_EVENT: the port is always ACTIVE (no link goes down and
-// comes up again, so no IBV_EVENT_PORT_ACTIVE is raised). An iWARP device
-// overrides Limits.DeviceCap.
+// Not PORT_ACTIVE_EVENT: a port is ACTIVE unless its NIC has a link that
+// goes down and up and calls SetPortActive (the TAP mode), which adds the
+// flag. An iWARP device overrides Limits.DeviceCap.
 const defaultCaps = verbs.DeviceBadPKeyCntr | verbs.DeviceBadQKeyCntr | verbs.DeviceAutoPathMig |
 	verbs.DeviceChangePhyPort | verbs.DeviceUDAVPortEnforce | verbs.DeviceCurrQPStateMod |
 	verbs.DeviceSysImageGUID | verbs.DeviceRCRNRNAKGen |

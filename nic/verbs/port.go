@@ -64,5 +64,8 @@ const (
 	LinkLayerEthernet   LinkLayer = 2
 )
 
-// PhysStateLinkUp is the physical port state "LinkUp" (IBTA §14.2.5.6).
-const PhysStateLinkUp = 5
+// Physical port states (IBTA §14.2.5.6) a port reports.
+const (
+	PhysStateDisabled = 3 // the link is down (rxe's state without carrier)
+	PhysStateLinkUp   = 5
+)
