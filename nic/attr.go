@@ -13,10 +13,19 @@ import (
 	"github.com/rnic/rnic/nic/verbs"
 )
 
-// defaultCaps are the capabilities of a RoCE device: every flag verbs names
-// is implemented by nic itself, except RNR NAK generation, which the RoCE RC
-// engine does (an iWARP device overrides Limits.DeviceCap).
-const defaultCaps = verbs.DeviceUDAVPortEnforce | verbs.DeviceCurrQPStateMod | verbs.DeviceSysImageGUID | verbs.DeviceRCRNRNAKGen | verbs.DeviceSRQResize
+// defaultCaps are the capabilities of a RoCE device, rxe's and CURR_QP_STATE_MOD:
+// nic implements each itself except three the RoCE engine does: RNR NAK
+// generation, the bad P_Key and Q_Key counters it keeps and AsIBV's QueryPort
+// reads (BAD_PKEY_CNTR, BAD_QKEY_CNTR), and LOCAL_INV and SEND_WITH_INV
+// (MEM_MGT_EXTENSIONS). AUTO_PATH_MIG is what rxe offers on RoCE: the path
+// migration state kept, an alternate path refused as Linux refuses it there.
+// Not PORT_ACTIVE_EVENT: a port is ACTIVE unless its NIC has a link that
+// goes down and up and calls SetPortActive (the TAP mode), which adds the
+// flag. An iWARP device overrides Limits.DeviceCap.
+const defaultCaps = verbs.DeviceBadPKeyCntr | verbs.DeviceBadQKeyCntr | verbs.DeviceAutoPathMig |
+	verbs.DeviceChangePhyPort | verbs.DeviceUDAVPortEnforce | verbs.DeviceCurrQPStateMod |
+	verbs.DeviceSysImageGUID | verbs.DeviceRCRNRNAKGen |
+	verbs.DeviceSRQResize | verbs.DeviceMemMgtExtensions
 
 // Identification values reported by Query.
 const (
@@ -179,7 +188,7 @@ func (d *Device) Query() verbs.DeviceAttr {
 		MaxSRQ:           l.MaxSRQ,
 		MaxSRQWR:         l.MaxSRQWR,
 		MaxSRQSGE:        l.MaxSRQSGE,
-		MaxPKeys:         pkeyTableLen,
+		MaxPKeys:         maxPKeys,
 		LocalCAAckDelay:  LocalCAAckDelay,
 		PhysPortCnt:      1,
 		MaxInlineData:    l.MaxInlineData,

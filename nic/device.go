@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rnic/rnic/memory"
 	"github.com/rnic/rnic/nic/verbs"
@@ -67,7 +68,8 @@ type Device struct {
 	transport verbs.Transport
 	mem       *memory.Table
 	events    *eventQueue
-	addrHands sync.Map // *verbs.AddressVector → *AH, for PostSend's AH checks
+	addrHands sync.Map    // *verbs.AddressVector → *AH, for PostSend's AH checks
+	portDown  atomic.Bool // the link under the port is down (SetPortActive)
 
 	mu        sync.Mutex
 	provider  verbs.Provider

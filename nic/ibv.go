@@ -143,7 +143,6 @@ func (l *ibvDevice) wrapEvent(e Event) (ibv.Event, bool) {
 
 func (l *ibvDevice) Name() string                                   { return l.d.Name() }
 func (l *ibvDevice) Query() verbs.DeviceAttr                        { return l.d.Query() }
-func (l *ibvDevice) QueryPort(port uint8) (verbs.PortAttr, error)   { return l.d.QueryPort(port) }
 func (l *ibvDevice) QueryGID(port uint8, i int) (netip.Addr, error) { return l.d.QueryGID(port, i) }
 func (l *ibvDevice) GIDs() []netip.Addr                             { return l.d.GIDs() }
 func (l *ibvDevice) GIDIndex(a netip.Addr) (int, error)             { return l.d.GIDIndex(a) }
@@ -415,4 +414,35 @@ func (l *ibvDevice) cq(cq ibv.CQ) (*CQ, error) {
 		return nil, ibv.ErrForeign
 	}
 	return c.cq, nil
+}
+
+// QueryPort adds to the model's port attributes the two counters
+// ibv_query_port reports, taken from the engine's: bad_pkey_cntr and
+// qkey_viol_cntr.
+func (l *ibvDevice) QueryPort(port uint8) (verbs.PortAttr, error) {
+	a, err := l.d.QueryPort(port)
+	if err != nil {
+		return a, err
+	}
+	for _, c := range l.Counters() {
+		switch c.Name {
+		case BadPKeyCounter:
+			a.BadPKeyCntr = portCounter(c.Value)
+		case QKeyViolationCounter:
+			a.QKeyViolCntr = portCounter(c.Value)
+		}
+	}
+	return a, nil
+}
+
+// The names of the engine counters QueryPort reports (the RoCE engine's).
+const (
+	BadPKeyCounter       = "bad_pkey"
+	QKeyViolationCounter = "qkey_violation"
+)
+
+// portCounter is v as a 16-bit IBTA port counter, which stops at its
+// maximum.
+func portCounter(v uint64) uint32 {
+	return uint32(min(v, verbs.MaxPortCounter))
 }

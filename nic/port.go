@@ -1,6 +1,6 @@
-// The device's single port (ibv_query_port): always ACTIVE on an Ethernet
-// link layer, with its MTU derived from the link MTU as rxe does, and the
-// one P_Key RoCE uses.
+// The device's single port (ibv_query_port): ACTIVE on an Ethernet link
+// layer while its link is up (DOWN otherwise, SetPortActive), with its MTU
+// derived from the link MTU as rxe does, and the one P_Key RoCE uses.
 
 package nic
 
@@ -12,8 +12,14 @@ import (
 // partition); rxe accepts no other (its P_Key table has this one entry).
 const DefaultPKey = 0xFFFF
 
-// pkeyTableLen is the P_Key table length: only index 0, DefaultPKey.
+// pkeyTableLen is the port's P_Key table length: only index 0,
+// DefaultPKey, as Linux 6.1's rxe has (pkeys/0 is its one file).
 const pkeyTableLen = 1
+
+// maxPKeys is max_pkeys, rxe's 64 (RXE_MAX_PKEYS): a QP's pkey_index may be
+// any index below it. rxe takes any index at all and always sends the
+// default P_Key; nic refuses 64 and above and sends DefaultPKey too.
+const maxPKeys = 64
 
 // headerRoom is what rxe subtracts from the link MTU to get the largest IB
 // MTU (RXE_MAX_HDR_LENGTH: Ethernet excluded, IPv6 + UDP + BTH + the
@@ -49,14 +55,18 @@ func (d *Device) QueryPort(port uint8) (verbs.PortAttr, error) {
 	if err := checkPort(port); err != nil {
 		return verbs.PortAttr{}, err
 	}
+	state, phys := verbs.PortActive, uint8(verbs.PhysStateLinkUp)
+	if d.portDown.Load() {
+		state, phys = verbs.PortDown, verbs.PhysStateDisabled
+	}
 	return verbs.PortAttr{
-		State:      verbs.PortActive,
+		State:      state,
 		MaxMTU:     verbs.MTU4096,
 		ActiveMTU:  d.mtu,
 		GIDTblLen:  len(d.gids),
 		MaxMsgSize: verbs.MaxMsgSize,
 		PKeyTblLen: pkeyTableLen,
-		PhysState:  verbs.PhysStateLinkUp,
+		PhysState:  phys,
 		LinkLayer:  verbs.LinkLayerEthernet,
 		LinkMTU:    d.linkMTU,
 	}, nil
@@ -71,4 +81,20 @@ func (d *Device) QueryPKey(port uint8, index int) (uint16, error) {
 		return 0, errorf(verbs.ErrInvalid, "P_Key index %d, table has %d", index, pkeyTableLen)
 	}
 	return DefaultPKey, nil
+}
+
+// SetPortActive tells the device that the link under its port went up
+// (true) or down: the port becomes ACTIVE or DOWN (physical state LinkUp
+// or Disabled) and, on a change, the device raises IBV_EVENT_PORT_ACTIVE
+// or IBV_EVENT_PORT_ERR, as rxe does when its net device goes up or down.
+// A NIC whose link cannot go down never calls it: its port stays ACTIVE.
+func (d *Device) SetPortActive(up bool) {
+	if d.portDown.Swap(!up) == !up {
+		return // no change
+	}
+	t := verbs.EventPortActive
+	if !up {
+		t = verbs.EventPortErr
+	}
+	d.events.raise(Event{Type: t, Port: 1})
 }

@@ -329,8 +329,8 @@ func (d *Device) checkQPAttr(t verbs.QPType, bit verbs.QPAttrMask, a *verbs.QPAt
 			return "RemoteAtomic on a device without atomics", verbs.ErrNotSupported
 		}
 	case verbs.AttrPKeyIndex:
-		if a.PKeyIndex >= pkeyTableLen {
-			return fmt.Sprintf("pkey_index %d, the P_Key table has %d entry", a.PKeyIndex, pkeyTableLen), verbs.ErrInvalid
+		if a.PKeyIndex >= maxPKeys {
+			return fmt.Sprintf("pkey_index %d, max_pkeys is %d", a.PKeyIndex, maxPKeys), verbs.ErrInvalid
 		}
 	case verbs.AttrPort:
 		if a.PortNum != 1 {
@@ -391,10 +391,25 @@ func (d *Device) checkQPAttr(t verbs.QPType, bit verbs.QPAttrMask, a *verbs.QPAt
 		if int(a.MaxDestRdAtomic) > d.limits.MaxQPRdAtom {
 			return fmt.Sprintf("max_dest_rd_atomic %d exceeds max_qp_rd_atom %d", a.MaxDestRdAtomic, d.limits.MaxQPRdAtom), verbs.ErrInvalid
 		}
-	case verbs.AttrAltPath, verbs.AttrPathMigState:
-		// The table allows them, but QPAttr has no alternate path and
-		// the device does not advertise IBV_DEVICE_AUTO_PATH_MIG.
-		return "alternate paths (automatic path migration) are not supported", verbs.ErrNotSupported
+	case verbs.AttrAltPath:
+		// Linux allows alternate paths on InfiniBand links only and
+		// refuses them on RoCE with EINVAL before rxe sees them.
+		return "an alternate path: automatic path migration has none on an Ethernet link", verbs.ErrInvalid
+	case verbs.AttrPathMigState:
+		return d.checkMigState(a.PathMigState)
+	}
+	return "", nil
+}
+
+// checkMigState accepts a path migration state on a device that advertises
+// AUTO_PATH_MIG (kept for Query, as rxe keeps it; with no alternate path
+// nothing ever migrates).
+func (d *Device) checkMigState(m verbs.MigState) (string, error) {
+	if d.limits.DeviceCap&verbs.DeviceAutoPathMig == 0 {
+		return "path_mig_state: the device does not advertise AUTO_PATH_MIG", verbs.ErrNotSupported
+	}
+	if m > verbs.MigArmed {
+		return fmt.Sprintf("path_mig_state %d, must be 0 (MIGRATED), 1 (REARM) or 2 (ARMED)", m), verbs.ErrInvalid
 	}
 	return "", nil
 }

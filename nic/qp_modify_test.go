@@ -79,9 +79,9 @@ func specTable() map[[2]verbs.QPState]specCell {
 	return t
 }
 
-// unsupported are attributes the table allows but rnic refuses with
-// verbs.ErrNotSupported (no alternate path in QPAttr, no APM).
-const unsupported = verbs.AttrAltPath | verbs.AttrPathMigState
+// refused are attributes the table allows but a RoCE device refuses with
+// verbs.ErrInvalid, as Linux does: an alternate path (InfiniBand only).
+const refused = verbs.AttrAltPath
 
 func hasType(ts []verbs.QPType, t verbs.QPType) bool {
 	for _, x := range ts {
@@ -155,8 +155,8 @@ func TestModifyTransitions(t *testing.T) {
 					})
 					eachBit(opt, func(b verbs.QPAttrMask) {
 						_, err := try(stateBit | req | b)
-						if b&unsupported != 0 {
-							checkAttrErr(t, "optional "+AttrName(b), err, b, verbs.ErrNotSupported)
+						if b&refused != 0 {
+							checkAttrErr(t, "optional "+AttrName(b), err, b, verbs.ErrInvalid)
 							return
 						}
 						wantIs(t, "optional "+AttrName(b), err, nil)
@@ -207,7 +207,11 @@ func TestModifyRanges(t *testing.T) {
 	)
 	R, I, RTR, RTS := verbs.QPSReset, verbs.QPSInit, verbs.QPSRTR, verbs.QPSRTS
 	cases := []rng{
-		{"pkey_index 1", RC, R, I, toInit, verbs.AttrPKeyIndex, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.PKeyIndex = 1 }},
+		{"pkey_index 64", RC, R, I, toInit, verbs.AttrPKeyIndex, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.PKeyIndex = 64 }},
+		{"pkey_index 63", RC, R, I, toInit, 0, nil, func(a *verbs.QPAttr) { a.PKeyIndex = 63 }},
+		{"path_mig_state 3", RC, RTR, RTS, toRTS | verbs.AttrPathMigState, verbs.AttrPathMigState, verbs.ErrInvalid,
+			func(a *verbs.QPAttr) { a.PathMigState = 3 }},
+		{"path_mig_state ARMED", RC, RTR, RTS, toRTS | verbs.AttrPathMigState, 0, nil, func(a *verbs.QPAttr) { a.PathMigState = verbs.MigArmed }},
 		{"port 0", RC, R, I, toInit, verbs.AttrPort, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.PortNum = 0 }},
 		{"port 2", UD, R, I, toInitUD, verbs.AttrPort, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.PortNum = 2 }},
 		{"access MWBind", RC, R, I, toInit, verbs.AttrAccessFlags, verbs.ErrInvalid, func(a *verbs.QPAttr) { a.AccessFlags = memory.MWBind }},

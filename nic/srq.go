@@ -86,6 +86,10 @@ func (s *SRQ) ModifySRQ(attr verbs.SRQAttr, mask verbs.SRQAttrMask) error {
 		if attr.MaxWR < s.n {
 			return errorf(verbs.ErrInvalid, "modify SRQ: max_wr %d below the %d WQEs posted", attr.MaxWR, s.n)
 		}
+		// rxe's rule: an armed limit must stay within the new size.
+		if mask&verbs.SRQLimit == 0 && attr.MaxWR < s.limit {
+			return errorf(verbs.ErrInvalid, "modify SRQ: max_wr %d below the armed limit %d", attr.MaxWR, s.limit)
+		}
 		maxWR = attr.MaxWR
 	}
 	if mask&verbs.SRQLimit != 0 && (attr.Limit < 0 || attr.Limit > maxWR) {

@@ -313,7 +313,7 @@ func (s *Stack) input(frame []byte) {
 		return
 	}
 	bth := f.Packet.BTH()
-	if bth.PKey() != wire.DefaultPKey {
+	if !pkeyMatch(bth.PKey(), wire.DefaultPKey) {
 		s.ctr.inc(BadPKey)
 		return
 	}
@@ -330,4 +330,13 @@ func (s *Stack) input(frame []byte) {
 		return
 	}
 	qp.receive(&f)
+}
+
+// pkeyMatch is the IBTA's P_Key match (§10.9.3, as rxe's pkey_match): the
+// 15-bit keys are equal and not zero, and at least one side is a full
+// member (bit 15). The port's one key is the full default 0xFFFF, so the
+// limited default 0x7FFF matches it too.
+func pkeyMatch(pkt, port uint16) bool {
+	const key, full = 0x7FFF, 0x8000
+	return pkt&key != 0 && pkt&key == port&key && (pkt|port)&full != 0
 }

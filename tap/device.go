@@ -83,6 +83,7 @@ const createdTxQLen = 4096
 // packet-information prefix).
 type Device struct {
 	name      string
+	netns     string // the namespace the TAP lives in ("" for this process's)
 	created   bool
 	mtu       int
 	kernelMAC [6]byte
@@ -178,7 +179,7 @@ func openDevice(cfg DeviceConfig) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Device{name: cfg.Name, created: existing == nil, file: file, offload: offload}
+	d := &Device{name: cfg.Name, netns: cfg.Netns, created: existing == nil, file: file, offload: offload}
 	if d.raw, err = file.SyscallConn(); err != nil {
 		return nil, errors.Join(fmt.Errorf("tap: %s: %w", cfg.Name, err), file.Close())
 	}

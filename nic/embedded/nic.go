@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/roce"
 	"github.com/rnic/rnic/transport"
 	"github.com/rnic/rnic/transport/clock"
@@ -31,6 +32,10 @@ type Config struct {
 	// table, as Linux does, for a NIC that owns MAC on the wire (the TAP
 	// mode): the link must deliver frames to that address too.
 	LinkLocal bool
+	// PortEvents says the port follows a link that goes down and up
+	// (the TAP mode calls nic.Device.SetPortActive): the device claims
+	// IBV_DEVICE_PORT_ACTIVE_EVENT.
+	PortEvents bool
 	// MTU is the link MTU; the active path MTU follows it (1500 → 1024).
 	MTU int
 	// Link carries the NIC's frames.
@@ -136,8 +141,12 @@ func NewNIC(cfg Config) (*NIC, error) {
 	if err != nil {
 		return nil, err
 	}
+	var limits nic.Limits
+	if cfg.PortEvents {
+		limits.DeviceCap = nic.DefaultLimits().DeviceCap | verbs.DevicePortActiveEvent
+	}
 	dev, err := nic.Open(nic.Config{Name: cfg.Name, Provider: stack, GIDs: addrs, LinkLocal: cfg.LinkLocal, MAC: cfg.MAC, MTU: cfg.MTU,
-		Seed: cfg.Seed})
+		Seed: cfg.Seed, Limits: limits})
 	if err != nil {
 		return nil, err
 	}

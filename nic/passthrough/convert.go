@@ -99,6 +99,7 @@ func qpAttrToC(a *verbs.QPAttr, out *C.struct_ibv_qp_attr) {
 	out.timeout = C.uint8_t(a.Timeout)
 	out.retry_cnt = C.uint8_t(a.RetryCnt)
 	out.rnr_retry = C.uint8_t(a.RNRRetry)
+	out.path_mig_state = C.enum_ibv_mig_state(a.PathMigState)
 }
 
 func qpAttrFromC(a *C.struct_ibv_qp_attr) verbs.QPAttr {
@@ -122,5 +123,6 @@ func qpAttrFromC(a *C.struct_ibv_qp_attr) verbs.QPAttr {
 		Timeout:         uint8(a.timeout),
 		RetryCnt:        uint8(a.retry_cnt),
 		RNRRetry:        uint8(a.rnr_retry),
+		PathMigState:    verbs.MigState(a.path_mig_state),
 	}
 }

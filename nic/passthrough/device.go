@@ -314,5 +314,8 @@ func (d *device) QueryPort(port uint8) (verbs.PortAttr, error) {
 		PhysState:  uint8(p.phys_state),
 		LinkLayer:  verbs.LinkLayer(p.link_layer),
 		LinkMTU:    d.linkMTU(),
+		// ibv_port_attr's counters; the kernel's stop at 0xFFFF
+		BadPKeyCntr:  uint32(p.bad_pkey_cntr),
+		QKeyViolCntr: uint32(p.qkey_viol_cntr),
 	}, nil
 }

@@ -165,5 +165,16 @@ func enumPairs() []enumPair {
 		{"IBV_DEVICE_SYS_IMAGE_GUID", int64(verbs.DeviceSysImageGUID), C.IBV_DEVICE_SYS_IMAGE_GUID},
 		{"IBV_DEVICE_RC_RNR_NAK_GEN", int64(verbs.DeviceRCRNRNAKGen), C.IBV_DEVICE_RC_RNR_NAK_GEN},
 		{"IBV_DEVICE_SRQ_RESIZE", int64(verbs.DeviceSRQResize), C.IBV_DEVICE_SRQ_RESIZE},
+		{"IBV_DEVICE_BAD_PKEY_CNTR", int64(verbs.DeviceBadPKeyCntr), C.IBV_DEVICE_BAD_PKEY_CNTR},
+		{"IBV_DEVICE_BAD_QKEY_CNTR", int64(verbs.DeviceBadQKeyCntr), C.IBV_DEVICE_BAD_QKEY_CNTR},
+		{"IBV_DEVICE_AUTO_PATH_MIG", int64(verbs.DeviceAutoPathMig), C.IBV_DEVICE_AUTO_PATH_MIG},
+		{"IBV_DEVICE_CHANGE_PHY_PORT", int64(verbs.DeviceChangePhyPort), C.IBV_DEVICE_CHANGE_PHY_PORT},
+		{"IBV_DEVICE_PORT_ACTIVE_EVENT", int64(verbs.DevicePortActiveEvent), C.IBV_DEVICE_PORT_ACTIVE_EVENT},
+		{"IBV_DEVICE_MEM_MGT_EXTENSIONS", int64(verbs.DeviceMemMgtExtensions), C.IBV_DEVICE_MEM_MGT_EXTENSIONS},
+
+		// enum ibv_mig_state
+		{"IBV_MIG_MIGRATED", int64(verbs.MigMigrated), C.IBV_MIG_MIGRATED},
+		{"IBV_MIG_REARM", int64(verbs.MigRearm), C.IBV_MIG_REARM},
+		{"IBV_MIG_ARMED", int64(verbs.MigArmed), C.IBV_MIG_ARMED},
 	}
 }

@@ -116,6 +116,7 @@ type NIC struct {
 	prefixes  []netip.Prefix // the Host's: the link-local address, then Config.Prefixes
 	once      sync.Once
 	err       error
+	stopWatch func() // the watch of the TAP's link (tap.Device.WatchLink)
 
 	portMu sync.Mutex // guards port and closed
 	port   *HostPort  // hostport.go
@@ -171,7 +172,7 @@ func Open(cfg Config) (*NIC, error) {
 	}
 	host.SetTCP(tcp.Deliver)
 	en, err := embedded.NewNIC(embedded.Config{Name: cfg.Name, Addr: addrs[0], Addrs: addrs, MAC: cfg.MAC,
-		LinkLocal: true, MTU: cfg.MTU, Link: host.RoCE(), Resolve: host.Lookup, Trace: cfg.Trace,
+		LinkLocal: true, PortEvents: true, MTU: cfg.MTU, Link: host.RoCE(), Resolve: host.Lookup, Trace: cfg.Trace,
 		TraceEvents: cfg.TraceEvents})
 	if err != nil {
 		tcp.Close()
@@ -183,6 +184,12 @@ func Open(cfg Config) (*NIC, error) {
 		prefixes: hostPrefixes, faults: faults, faultLog: cfg.FaultLog}
 	if cfg.Faults != nil {
 		n.faultSpec = *cfg.Faults
+	}
+	// The port follows the TAP: ip link set TAP down/up makes it DOWN or
+	// ACTIVE, with IBV_EVENT_PORT_ERR or IBV_EVENT_PORT_ACTIVE.
+	if n.stopWatch, err = dev.WatchLink(en.Device.SetPortActive); err != nil {
+		n.Close()
+		return nil, fmt.Errorf("tapnic: %w", err)
 	}
 	return n, nil
 }
@@ -270,6 +277,9 @@ func (n *NIC) TAP() *tap.Device { return n.dev }
 func (n *NIC) Close() error {
 	n.once.Do(func() {
 		n.logFaultReport(n.faultLog) // while the engines' counters still count
+		if n.stopWatch != nil {
+			n.stopWatch()
+		}
 		n.closePort()
 		n.err = n.NIC.Close() // RoCE engine, verbs device, its endpoint on the Host
 		n.tcp.Close()

@@ -83,11 +83,20 @@ type DeviceCap uint32
 
 // Device capability flags a backend can advertise.
 const (
+	DeviceBadPKeyCntr     DeviceCap = 1 << 1  // IBV_DEVICE_BAD_PKEY_CNTR: the port counts packets with a bad P_Key
+	DeviceBadQKeyCntr     DeviceCap = 1 << 2  // IBV_DEVICE_BAD_QKEY_CNTR: the port counts Q_Key violations
+	DeviceAutoPathMig     DeviceCap = 1 << 4  // IBV_DEVICE_AUTO_PATH_MIG: path_mig_state is kept (RoCE has no alternate path)
+	DeviceChangePhyPort   DeviceCap = 1 << 5  // IBV_DEVICE_CHANGE_PHY_PORT: port_num may be given again (INIT→INIT, SQD→SQD)
 	DeviceUDAVPortEnforce DeviceCap = 1 << 6  // IBV_DEVICE_UD_AV_PORT_ENFORCE: AH port numbers are checked
 	DeviceCurrQPStateMod  DeviceCap = 1 << 7  // IBV_DEVICE_CURR_QP_STATE_MOD: modify accepts the current state
 	DeviceSysImageGUID    DeviceCap = 1 << 11 // IBV_DEVICE_SYS_IMAGE_GUID
 	DeviceRCRNRNAKGen     DeviceCap = 1 << 12 // IBV_DEVICE_RC_RNR_NAK_GEN: RC responders send RNR NAKs
 	DeviceSRQResize       DeviceCap = 1 << 13 // IBV_DEVICE_SRQ_RESIZE
+	// DevicePortActiveEvent: IBV_EVENT_PORT_ACTIVE when the port comes up.
+	DevicePortActiveEvent DeviceCap = 1 << 10
+	// DeviceMemMgtExtensions: IBV_DEVICE_MEM_MGT_EXTENSIONS, of which
+	// userspace sees LOCAL_INV and SEND_WITH_INV.
+	DeviceMemMgtExtensions DeviceCap = 1 << 21
 )
 
 // DeviceCapEx is a set of the extended device capability flags above bit

@@ -17,7 +17,16 @@ type PortAttr struct {
 	PhysState  uint8
 	LinkLayer  LinkLayer
 	LinkMTU    int // the Ethernet MTU the port was configured with
+	// BadPKeyCntr and QKeyViolCntr count the packets the port dropped
+	// for a P_Key that does not match its table and, on UD QPs, for a
+	// Q_Key other than the QP's (IBTA 16-bit counters: they stop at
+	// 0xFFFF, as rxe's do).
+	BadPKeyCntr  uint32
+	QKeyViolCntr uint32
 }
+
+// MaxPortCounter is where BadPKeyCntr and QKeyViolCntr stop.
+const MaxPortCounter = 0xFFFF
 
 // PortState is a port's logical state (enum ibv_port_state).
 type PortState uint8
@@ -55,5 +64,8 @@ const (
 	LinkLayerEthernet   LinkLayer = 2
 )
 
-// PhysStateLinkUp is the physical port state "LinkUp" (IBTA §14.2.5.6).
-const PhysStateLinkUp = 5
+// Physical port states (IBTA §14.2.5.6) a port reports.
+const (
+	PhysStateDisabled = 3 // the link is down (rxe's state without carrier)
+	PhysStateLinkUp   = 5
+)

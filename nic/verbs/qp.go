@@ -139,7 +139,18 @@ type QPAttr struct {
 	Timeout         uint8 // local ACK timeout: 4.096µs × 2^Timeout, 0 = infinite
 	RetryCnt        uint8 // 0..7; 7 is NOT infinite (IBTA; rxe deviates)
 	RNRRetry        uint8 // 0..7; 7 means infinite
+	PathMigState    MigState
 }
+
+// MigState is a QP's path migration state (enum ibv_mig_state).
+type MigState uint8
+
+// Path migration states.
+const (
+	MigMigrated MigState = 0 // IBV_MIG_MIGRATED: no alternate path armed
+	MigRearm    MigState = 1 // IBV_MIG_REARM
+	MigArmed    MigState = 2 // IBV_MIG_ARMED
+)
 
 // QPCap holds queue sizes (struct ibv_qp_cap).
 type QPCap struct {
@@ -181,4 +192,5 @@ var appliedAttrs = [...]struct {
 	{AttrMaxDestRdAtomic, func(d, s *QPAttr) { d.MaxDestRdAtomic = s.MaxDestRdAtomic }},
 	{AttrDestQPN, func(d, s *QPAttr) { d.DestQPN = s.DestQPN }},
 	{AttrEnSQDAsyncNotify, func(d, s *QPAttr) { d.SQDrainNotify = s.SQDrainNotify }},
+	{AttrPathMigState, func(d, s *QPAttr) { d.PathMigState = s.PathMigState }},
 }

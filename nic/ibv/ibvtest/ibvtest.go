@@ -52,6 +52,11 @@ var verbsTests = []test{
 	{"Errors/BadRKey", testBadRKey},
 	{"Errors/RecvTooSmall", testRecvTooSmall},
 	{"Modify/MissingAttr", testModifyMissingAttr},
+	{"Modify/PathMigState", testPathMigState},
+	{"Modify/ChangePort", testChangePort},
+	{"Modify/PKeyIndex", testPKeyIndex},
+	{"Port/QKeyViolCounter", testQKeyViolCounter},
+	{"Queues/Full", testFullQueues},
 }
 
 // cmTests are RunCM's subtests.

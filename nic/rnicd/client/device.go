@@ -21,7 +21,14 @@ func (d *Device) Spec() ibv.Spec { return d.spec }
 
 // Query returns the device attributes (as the daemon reported them at
 // open).
-func (d *Device) Query() verbs.DeviceAttr { return d.attr }
+// SRQ_RESIZE is the daemon's NIC's, which RESIZE_SRQ offers the C
+// library; this client's SRQs are not resized (they implement no
+// ibv.SRQModifier), so it does not claim it.
+func (d *Device) Query() verbs.DeviceAttr {
+	a := d.attr
+	a.DeviceCapFlags &^= verbs.DeviceSRQResize
+	return a
+}
 
 // QueryPort returns a port's attributes.
 func (d *Device) QueryPort(port uint8) (verbs.PortAttr, error) {

@@ -75,6 +75,8 @@ func PutPortAttr(w *Writer, a *verbs.PortAttr) {
 	w.U8(a.PhysState)
 	w.U8(uint8(a.LinkLayer))
 	w.Int(a.LinkMTU)
+	w.U32(a.BadPKeyCntr)
+	w.U32(a.QKeyViolCntr)
 }
 
 // GetPortAttr reads what PutPortAttr wrote.
@@ -88,6 +90,8 @@ func GetPortAttr(r *Reader, a *verbs.PortAttr) {
 	a.PhysState = r.U8()
 	a.LinkLayer = verbs.LinkLayer(r.U8())
 	a.LinkMTU = r.Int()
+	a.BadPKeyCntr = r.U32()
+	a.QKeyViolCntr = r.U32()
 }
 
 // PutQPCap writes c.
@@ -157,6 +161,7 @@ func PutQPAttr(w *Writer, a *verbs.QPAttr) {
 	w.U8(a.Timeout)
 	w.U8(a.RetryCnt)
 	w.U8(a.RNRRetry)
+	w.U8(uint8(a.PathMigState))
 }
 
 // GetQPAttr reads what PutQPAttr wrote.
@@ -180,4 +185,5 @@ func GetQPAttr(r *Reader, a *verbs.QPAttr) {
 	a.Timeout = r.U8()
 	a.RetryCnt = r.U8()
 	a.RNRRetry = r.U8()
+	a.PathMigState = verbs.MigState(r.U8())
 }

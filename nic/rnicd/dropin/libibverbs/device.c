@@ -217,6 +217,8 @@ void r_port_attr(struct rbuf *r, struct rnic_port_attr *a)
 	a->phys_state = r_u8(r);
 	a->link_layer = r_u8(r);
 	a->link_mtu = r_int(r);
+	a->bad_pkey_cntr = r_u32(r);
+	a->qkey_viol_cntr = r_u32(r);
 }
 
 /* set_transport records the transport and node type OPEN reported on
@@ -435,8 +437,7 @@ static void fill_device_attr(const struct rnic_dev_attr *a, struct ibv_device_at
 	o->hw_ver = a->hw_ver;
 	o->max_qp = (int)a->max_qp;
 	o->max_qp_wr = (int)a->max_qp_wr;
-	/* an SRQ's ring is sized at creation: no resizing (srq.c) */
-	o->device_cap_flags = a->cap_flags & ~(unsigned)IBV_DEVICE_SRQ_RESIZE;
+	o->device_cap_flags = a->cap_flags; /* SRQ_RESIZE too: srq_resize.c */
 	o->max_sge = (int)a->max_sge;
 	o->max_sge_rd = (int)a->max_sge_rd;
 	o->max_cq = (int)a->max_cq;
@@ -526,6 +527,8 @@ static int query_port(struct rnic_context *c, uint8_t port, struct ibv_port_attr
 	o->active_speed = 1; /* SDR: a software NIC claims nothing faster */
 	o->phys_state = p.phys_state;
 	o->link_layer = p.link_layer;
+	o->bad_pkey_cntr = p.bad_pkey_cntr;
+	o->qkey_viol_cntr = p.qkey_viol_cntr;
 	return 0;
 }
 

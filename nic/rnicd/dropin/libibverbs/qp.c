@@ -300,6 +300,7 @@ static void w_qp_attr(struct wbuf *w, const struct ibv_qp_attr *a, int mask)
 	w_u8(w, a->timeout);
 	w_u8(w, a->retry_cnt);
 	w_u8(w, a->rnr_retry);
+	w_u8(w, (uint8_t)a->path_mig_state);
 }
 
 static void r_qp_attr(struct rbuf *r, struct ibv_qp_attr *a)
@@ -324,6 +325,7 @@ static void r_qp_attr(struct rbuf *r, struct ibv_qp_attr *a)
 	a->timeout = r_u8(r);
 	a->retry_cnt = r_u8(r);
 	a->rnr_retry = r_u8(r);
+	a->path_mig_state = (enum ibv_mig_state)r_u8(r);
 }
 
 RNIC_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)

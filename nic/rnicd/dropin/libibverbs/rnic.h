@@ -192,6 +192,7 @@ struct rnic_port_attr {
 	uint64_t gid_tbl_len, max_msg_size, pkey_tbl_len;
 	uint8_t phys_state, link_layer;
 	uint64_t link_mtu;
+	uint32_t bad_pkey_cntr, qkey_viol_cntr;
 };
 
 void r_dev_attr(struct rbuf *r, struct rnic_dev_attr *a);
@@ -329,6 +330,7 @@ struct rnic_srq {
 	uint32_t h;
 	uint8_t *mem;
 	struct rnic_place place;
+	struct rnic_place retired_place; /* the ring before the last resize (srq_resize.c) */
 	struct rnic_ring rq;
 	uint32_t bell; /* its bit in the session doorbell */
 	uint32_t prod;
@@ -535,6 +537,7 @@ void rnic_w_av(struct wbuf *w, const struct ibv_ah_attr *ah);
 void rnic_r_av(struct rbuf *r, struct ibv_ah_attr *ah);
 void rnic_ring_bell(struct rnic_context *c, uint8_t *mem, uint32_t bell);
 void rnic_wait_recvs(struct rnic_context *c, uint8_t *mem, uint32_t prod);
+int rnic_resize_srq(struct rnic_srq *s, uint32_t max_wr);
 void rnic_refresh_state(struct rnic_qp *q);
 
 /* Memory: the arena (memory.c). */

@@ -86,6 +86,7 @@ RNIC_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 		return err;
 	rnic_obj_del(c, OBJ_SRQ, s->h);
 	rnic_release_rings(c, &s->place);
+	rnic_release_rings(c, &s->retired_place);
 	pthread_spin_destroy(&s->lock);
 	pthread_mutex_destroy(&srq->mutex);
 	pthread_cond_destroy(&srq->cond);
@@ -102,26 +103,43 @@ RNIC_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
 	return 0;
 }
 
-/* The limit is armed in the daemon (SRQ_LIMIT); the SRQ's size cannot
- * change (its ring was sized at creation), which is why query_device
- * does not claim IBV_DEVICE_SRQ_RESIZE. */
-RNIC_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int attr_mask)
+/* set_limit arms the SRQ's limit in the daemon (SRQ_LIMIT; 0 disarms). */
+static int set_limit(struct rnic_srq *s, uint32_t limit)
 {
-	struct rnic_srq *s = to_rsrq(srq);
 	struct rnic_reply rep;
 	struct wbuf w;
 	int err;
 
-	if (attr_mask & ~IBV_SRQ_LIMIT || attr->srq_limit > s->rq.cap)
-		return EINVAL;
-	if (!(attr_mask & IBV_SRQ_LIMIT))
-		return 0;
 	w_init(&w);
 	w_u32(&w, s->h);
-	w_u32(&w, attr->srq_limit);
-	if ((err = ctx_call(to_rctx(srq->context), RNICD_OP_SRQ_LIMIT, &w, NULL, 0, &rep)))
+	w_u32(&w, limit);
+	if ((err = ctx_call(to_rctx(s->srq.context), RNICD_OP_SRQ_LIMIT, &w, NULL, 0, &rep)))
 		return err;
 	rnic_close_fds(rep.fds, rep.nfds);
-	s->limit = attr->srq_limit;
+	s->limit = limit;
+	return 0;
+}
+
+/* The size changes first (RESIZE_SRQ, srq_resize.c), then the limit is
+ * armed within the new size. A resize below the armed limit is refused,
+ * as rxe refuses it, unless the same call arms a new limit: the old one
+ * is disarmed first then. */
+RNIC_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int attr_mask)
+{
+	struct rnic_srq *s = to_rsrq(srq);
+	int err;
+
+	if (attr_mask & ~(IBV_SRQ_LIMIT | IBV_SRQ_MAX_WR))
+		return EINVAL;
+	if (attr_mask & IBV_SRQ_LIMIT && attr->srq_limit > (attr_mask & IBV_SRQ_MAX_WR ? attr->max_wr : s->rq.cap))
+		return EINVAL;
+	if (attr_mask & IBV_SRQ_MAX_WR) {
+		if (attr_mask & IBV_SRQ_LIMIT && s->limit > attr->max_wr && (err = set_limit(s, 0)))
+			return err;
+		if ((err = rnic_resize_srq(s, attr->max_wr)))
+			return err;
+	}
+	if (attr_mask & IBV_SRQ_LIMIT)
+		return set_limit(s, attr->srq_limit);
 	return 0;
 }

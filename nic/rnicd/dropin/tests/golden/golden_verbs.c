@@ -86,6 +86,8 @@ static void check_open(void)
 	CHECK("OPEN reply", p.gid_tbl_len, 16);
 	CHECK("OPEN reply", p.link_layer, IBV_LINK_LAYER_ETHERNET);
 	CHECK("OPEN reply", p.link_mtu, 1500);
+	CHECK("OPEN reply", p.bad_pkey_cntr, 0xffff);
+	CHECK("OPEN reply", p.qkey_viol_cntr, 7);
 	free(b);
 }
 

@@ -1,0 +1,51 @@
+// The TAP's link state as the kernel sees it: up while the interface is
+// administratively up and running (its carrier on, as a TAP with an
+// attached file has), which a NIC's port follows (rxe's port follows its
+// net device the same way).
+
+package tap
+
+import (
+	"fmt"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// WatchLink calls changed with the TAP's link state, up or not, each time
+// the kernel reports the interface changed (ip link set ... down/up), from
+// a goroutine of its own; a report that changes nothing is passed on too.
+// stop ends the watch and returns once changed is no longer called.
+func (d *Device) WatchLink(changed func(up bool)) (stop func(), err error) {
+	ns, err := openNetns(d.netns)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if ns.IsOpen() {
+			ns.Close()
+		}
+	}()
+	updates := make(chan netlink.LinkUpdate, 16)
+	done, finished := make(chan struct{}), make(chan struct{})
+	if err := netlink.LinkSubscribeWithOptions(updates, done, netlink.LinkSubscribeOptions{Namespace: &ns}); err != nil {
+		return nil, fmt.Errorf("tap: %s: watch the link: %w", d.name, err)
+	}
+	go func() {
+		defer close(finished)
+		for u := range updates {
+			if u.Attrs() != nil && u.Attrs().Name == d.name {
+				changed(linkUp(u.Flags))
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}, nil
+}
+
+// linkUp reports whether interface flags say the link carries frames.
+func linkUp(flags uint32) bool {
+	return flags&unix.IFF_UP != 0 && flags&unix.IFF_RUNNING != 0
+}
