@@ -98,6 +98,11 @@ type Pairing struct {
 	// address (RnicIP), where its listener is, and rnicd's NIC speaks the
 	// guest's transport (iWARP on its TAP's own TCP for siw).
 	CM bool
+	// ReadyLog, for a Dropin row whose rnic-side server neither listens
+	// on a socket nor through rdma_cm (mckey's receiver joins a group),
+	// is what its log says once it is ready for the guest's client; the
+	// program runs line-buffered (stdbuf) so the log shows it at once.
+	ReadyLog string
 	// Tests makes the pairing a test run instead: nic/passthrough's test
 	// binary (-tags verbs) in the guest, on its rxe or siw device, with no
 	// rnic on the bridge. Its rows are the plain and the -race binary.
@@ -209,10 +214,16 @@ func (r Row) RnicdArgs(pcap, sock string) []string {
 func (r Row) ProgramArgs() []string {
 	g := Guests[r.Guest]
 	self := g.RnicIP // rnicd's NIC's, which the view's host port carries
+	var args []string
 	if r.Role == RnicServer {
-		return strings.Fields(expand(r.RnicServer, self, self))
+		args = strings.Fields(expand(r.RnicServer, self, self))
+	} else {
+		args = strings.Fields(expand(r.RnicClient, self, g.Addr))
 	}
-	return strings.Fields(expand(r.RnicClient, self, g.Addr))
+	if r.ReadyLog != "" {
+		args = append([]string{"stdbuf", "-oL", "-eL"}, args...)
+	}
+	return args
 }
 
 // rpingPort is rping's default port.
@@ -410,6 +421,25 @@ func addDropin(add func(*Pairing)) {
 		GuestServer: guest, GuestClient: guest + " {server}",
 		RnicServer: rnic, RnicClient: rnic + " {server}", ListenPort: 18515})
 	addDropinCM(add)
+	addDropinMcast(add)
+}
+
+// mckeyGroup is the IPv4 multicast group of the mckey rows (administratively
+// scoped, only ever on the lab's bridge).
+const mckeyGroup = "239.77.0.7"
+
+// addDropinMcast adds the multicast rows: librdmacm's unmodified mckey on
+// rnic (rdma_join_multicast through the drop-in librdmacm.so.1, IGMP from
+// rnicd's TAP NIC) against mckey on rxe (the kernel's RoCE join): the
+// server is the receiver, joined first; the client sends its 10 UD
+// datagrams to the group (QPN 0xFFFFFF, Q_Key 0x01234567), and the
+// receiver must get all 10.
+func addDropinMcast(add func(*Pairing)) {
+	recv := "mckey -m " + mckeyGroup + " -b {self}"
+	send := "mckey -s -m " + mckeyGroup + " -b {self}"
+	add(&Pairing{Name: "rxe drop-in mckey", Guest: "rxe", Dropin: true, CM: true,
+		GuestServer: recv, GuestClient: send, RnicServer: recv, RnicClient: send,
+		ReadyLog: "mckey: joined dgid"})
 }
 
 // addDropinCM adds the rdma_cm drop-in rows: Debian's unmodified rping and

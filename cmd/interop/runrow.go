@@ -161,6 +161,8 @@ func (rn *Runner) rnicServes(ctx context.Context, row Row, g *Guest, base string
 	deadline := time.Now().Add(tapLimit * time.Second)
 	ready := func() bool { return TAPExists(ctx, g.TAP) }
 	switch {
+	case row.ReadyLog != "":
+		ready = func() bool { return logSays(p.path, row.ReadyLog) }
 	case row.Dropin && row.CM:
 		// rdma_cm listens in rnicd's NIC (on its QP1, or on its own
 		// TCP): nothing the kernel shows; the library's trace says it.
