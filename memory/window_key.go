@@ -66,3 +66,13 @@ func (t *Table) slotIndex(key uint32) (uint32, bool) {
 	idx := v % t.limit
 	return idx, idx != 0 && v/t.limit < t.gens
 }
+
+// FreshRKey returns an rkey for w's next bind with a fresh, unpredictable
+// key byte: what a Type 1 bind verb asks for, since it must tell the
+// consumer the window's new rkey before the send queue executes the bind.
+func (w *Window) FreshRKey() uint32 {
+	t := w.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return makeKey(KeyIndex(w.RKey()), t.keys.fresh(&t.slot(w.index).hist))
+}

@@ -16,7 +16,8 @@ import (
 // defaultCaps are the capabilities of a RoCE device: every flag verbs names
 // is implemented by nic itself, except RNR NAK generation, which the RoCE RC
 // engine does (an iWARP device overrides Limits.DeviceCap).
-const defaultCaps = verbs.DeviceUDAVPortEnforce | verbs.DeviceCurrQPStateMod | verbs.DeviceSysImageGUID | verbs.DeviceRCRNRNAKGen | verbs.DeviceSRQResize
+const defaultCaps = verbs.DeviceUDAVPortEnforce | verbs.DeviceCurrQPStateMod | verbs.DeviceSysImageGUID | verbs.DeviceRCRNRNAKGen | verbs.DeviceSRQResize |
+	verbs.DeviceMemWindow | verbs.DeviceMemWindowType2B
 
 // Identification values reported by Query.
 const (
@@ -49,6 +50,7 @@ type Limits struct {
 	MaxCQE          int    // entries of one CQ
 	MaxMR           int    // memory regions (the memory.Table limit)
 	MaxMRSize       uint64 // bytes of one MR (the memory.Table limit)
+	MaxMW           int    // memory windows (the memory.Table limit)
 	MaxPD           int    // protection domains
 	MaxAH           int    // address handles
 	MaxQPRdAtom     int    // max_dest_rd_atomic of one QP (responder resources)
@@ -63,6 +65,9 @@ type Limits struct {
 	// DeviceCap replaces the default capability flags when non-zero.
 	DeviceCap verbs.DeviceCap
 }
+
+// DefaultMaxMW is the default max_mw: Linux rxe's (RXE_MAX_MW, 2^19 - 1).
+const DefaultMaxMW = 1<<19 - 1
 
 // DefaultLimits returns the defaults: rxe's, except max_mr_size (the
 // memory.Table limit, 1 TiB, where rxe reports 2^64−1) and max_srq_sge,
@@ -79,6 +84,7 @@ func DefaultLimits() Limits {
 		MaxCQE:          1<<15 - 1, // rxe: (1 << RXE_MAX_LOG_CQE) - 1
 		MaxMR:           memory.DefaultMaxRegions,
 		MaxMRSize:       memory.DefaultMaxRegionSize,
+		MaxMW:           DefaultMaxMW,
 		MaxPD:           def,
 		MaxAH:           def,
 		MaxQPRdAtom:     128,
@@ -107,6 +113,7 @@ func (l Limits) withDefaults() (Limits, error) {
 	fill(&l.MaxCQ, d.MaxCQ)
 	fill(&l.MaxCQE, d.MaxCQE)
 	fill(&l.MaxMR, d.MaxMR)
+	fill(&l.MaxMW, d.MaxMW)
 	fill(&l.MaxPD, d.MaxPD)
 	fill(&l.MaxAH, d.MaxAH)
 	fill(&l.MaxQPRdAtom, d.MaxQPRdAtom)
@@ -133,6 +140,7 @@ func (l Limits) withDefaults() (Limits, error) {
 		{"MaxCQ", l.MaxCQ, math.MaxInt32},
 		{"MaxCQE", l.MaxCQE, math.MaxInt32},
 		{"MaxMR", l.MaxMR, memory.MaxKeyIndex}, // memory.NewTable checks the sum with windows
+		{"MaxMW", l.MaxMW, memory.MaxKeyIndex},
 		{"MaxPD", l.MaxPD, math.MaxInt32},
 		{"MaxAH", l.MaxAH, math.MaxInt32},
 		// QPAttr carries max_rd_atomic and max_dest_rd_atomic in a byte.
@@ -169,6 +177,7 @@ func (d *Device) Query() verbs.DeviceAttr {
 		MaxCQ:           l.MaxCQ,
 		MaxCQE:          l.MaxCQE,
 		MaxMR:           l.MaxMR,
+		MaxMW:           l.MaxMW,
 		MaxPD:           l.MaxPD,
 		MaxQPRdAtom:     l.MaxQPRdAtom,
 		MaxResRdAtom:    l.MaxResRdAtom,

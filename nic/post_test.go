@@ -63,7 +63,7 @@ func TestPostSendOpcodes(t *testing.T) {
 		verbs.WRAtomicCmpSwp:     rcOnly,
 		verbs.WRAtomicFetchAdd:   rcOnly,
 		verbs.WRLocalInv:         rcUC,
-		verbs.WRBindMW:           unsup,
+		verbs.WRBindMW:           rcUC,
 		verbs.WRFlush:            unsup,
 		verbs.WRAtomicWrite:      unsup,
 		verbs.WROpcode(10):       {verbs.ErrInvalid, verbs.ErrInvalid, verbs.ErrInvalid},
@@ -78,6 +78,9 @@ func TestPostSendOpcodes(t *testing.T) {
 			expect := map[verbs.QPType]error{verbs.QPTypeRC: w.rc, verbs.QPTypeUC: w.uc, verbs.QPTypeUD: w.ud}[typ]
 			q, _ := f.qpIn(typ, verbs.QPSRTS)
 			wr := sendWR(op, verbs.SGE{Addr: mr.Addr(), Length: 8, LKey: mr.LKey()})
+			if op == verbs.WRBindMW {
+				wr.SGL = nil // a bind moves no data
+			}
 			if typ == verbs.QPTypeUD {
 				wr.AH = ah.AV()
 			}

@@ -81,6 +81,8 @@ const (
 	DeviceSysImageGUID    DeviceCap = 1 << 11 // IBV_DEVICE_SYS_IMAGE_GUID
 	DeviceRCRNRNAKGen     DeviceCap = 1 << 12 // IBV_DEVICE_RC_RNR_NAK_GEN: RC responders send RNR NAKs
 	DeviceSRQResize       DeviceCap = 1 << 13 // IBV_DEVICE_SRQ_RESIZE
+	DeviceMemWindow       DeviceCap = 1 << 17 // IBV_DEVICE_MEM_WINDOW: ibv_alloc_mw, ibv_bind_mw (type 1)
+	DeviceMemWindowType2B DeviceCap = 1 << 24 // IBV_DEVICE_MEM_WINDOW_TYPE_2B: BIND_MW work requests
 )
 
 // MaxMsgSize is the largest message: 2^31 bytes, the IBTA limit (a RETH
