@@ -50,6 +50,12 @@ var verbsTests = []test{
 	{"Errors/BadRKey", testBadRKey},
 	{"Errors/RecvTooSmall", testRecvTooSmall},
 	{"Modify/MissingAttr", testModifyMissingAttr},
+	{"MW/Type1", testMWType1},
+	{"MW/Type2B", testMWType2B},
+	{"MW/Type2BLocalInv", testMWType2BLocalInv},
+	{"MW/Type2BSendInv", testMWType2BSendInv},
+	{"MW/DeallocBound", testMWDeallocBound},
+	{"MW/BindErr", testMWBindErr},
 }
 
 // cmTests are RunCM's subtests.
