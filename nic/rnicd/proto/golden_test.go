@@ -56,6 +56,8 @@ func goldenTable() []golden {
 				MaxMsgSize: 1 << 30, PKeyTblLen: 1, PhysState: 5, LinkLayer: verbs.LinkLayerEthernet, LinkMTU: 1500},
 			GIDs: []netip.Addr{netip.MustParseAddr("fe80::1"), gid2}}},
 		{file: "ALLOC_PD.reply.1", m: &Handle{H: 0x01020304}},
+		{file: "ALLOC_MW.request.1", m: &AllocMWReq{PD: 2, Type: 2}},
+		{file: "ALLOC_MW.reply.1", m: &AllocMWReply{MW: 14, RKey: 0x00abcd17}},
 		{file: "REG_MR.request.1", m: &RegMRReq{PD: 2, Access: 0xf, FileSize: 1 << 21, Offset: 4096, Length: 8192, IOVA: 0x7f0000001000}},
 		{file: "REG_MR.reply.1", m: &RegMRReply{MR: 5, LKey: 0x1100, RKey: 0x2200, Addr: 0x7f0000001000, Len: 8192}},
 		{file: "CREATE_CQ_ON.request.1", m: &CreateCQOnReq{CQE: 63, Channel: 7}},
