@@ -88,9 +88,7 @@ static int qp_reply(struct rnic_context *c, struct rnic_qp *q, struct rnic_reply
 	return 0;
 }
 
-/* The ibv_wr_* operations a QP may ask for: those wr.c posts, and the
- * memory-window ones it refuses at wr_complete (binding needs a window,
- * which ibv_alloc_mw never gives). ATOMIC WRITE (the NIC has no such
+/* The ibv_wr_* operations a QP may ask for: those wr.c posts. ATOMIC WRITE (the NIC has no such
  * opcode) and TSO (no raw packet QPs) are refused at creation, so a
  * program learns it there, as the tests of rdma-core expect. */
 static const uint64_t send_ops_known =
