@@ -63,6 +63,7 @@ void test_udsl(const char *d0, const char *d1);
 void test_asyncobj(const char *d0, const char *d1);
 void test_verbs(const char *d0, const char *d1);
 void test_rereg(const char *d0, const char *d1);
+void test_mw(const char *d0, const char *d1);
 void test_hostile(const char *d0, const char *d1);
 void test_killed(const char *dev);
 void test_nodaemon(void);
