@@ -165,5 +165,7 @@ func enumPairs() []enumPair {
 		{"IBV_DEVICE_SYS_IMAGE_GUID", int64(verbs.DeviceSysImageGUID), C.IBV_DEVICE_SYS_IMAGE_GUID},
 		{"IBV_DEVICE_RC_RNR_NAK_GEN", int64(verbs.DeviceRCRNRNAKGen), C.IBV_DEVICE_RC_RNR_NAK_GEN},
 		{"IBV_DEVICE_SRQ_RESIZE", int64(verbs.DeviceSRQResize), C.IBV_DEVICE_SRQ_RESIZE},
+		{"IBV_DEVICE_MEM_WINDOW", int64(verbs.DeviceMemWindow), C.IBV_DEVICE_MEM_WINDOW},
+		{"IBV_DEVICE_MEM_WINDOW_TYPE_2B", int64(verbs.DeviceMemWindowType2B), C.IBV_DEVICE_MEM_WINDOW_TYPE_2B},
 	}
 }
