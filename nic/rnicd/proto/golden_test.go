@@ -106,6 +106,15 @@ func goldenTable() []golden {
 			}
 			return s
 		}},
+		{file: "slot.bind.1", slot: func() []byte {
+			s := make([]byte, SendSlotSize(1, 0))
+			wr := verbs.SendWR{ID: 0x21, Opcode: verbs.WRBindMW, Flags: verbs.SendFlags(2), Bind: verbs.MWBind{
+				Window: 0xabcdef01, RKey: 0xabcdef02, MR: 0x1100, Addr: 0x7f0000005000, Length: 4096, Access: 6}}
+			if err := PutSendWQE(s, &wr, 0, 0); err != nil {
+				panic(err)
+			}
+			return s
+		}},
 		{file: "slot.recv.1", slot: func() []byte {
 			s := make([]byte, RecvSlotSize(1))
 			if err := PutRecvWQE(s, &verbs.RecvWR{ID: 77, SGL: []verbs.SGE{{Addr: 0x7f0000004000, Length: 300, LKey: 0x1102}}}); err != nil {
