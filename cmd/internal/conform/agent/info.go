@@ -20,6 +20,9 @@ func deviceInfo(d ibv.Device, kind string) agentproto.DeviceInfo {
 	if a.Transport == verbs.TransportIWARP {
 		info.Transport = "iwarp"
 	}
+	if _, ok := d.(ibv.MWAllocator); ok && a.MaxMW > 0 && a.DeviceCapFlags&verbs.DeviceMemWindowType2B != 0 {
+		info.MWType2B = true
+	}
 	if info.Kind == "" {
 		info.Kind = kindOf(d)
 	}
