@@ -283,9 +283,6 @@ func TestPostLimits(t *testing.T) {
 	if err := a.qp.PostSend(&verbs.SendWR{Opcode: verbs.WRRDMARead, SGL: []verbs.SGE{a.sge(0, 1), a.sge(1, 1), a.sge(2, 1), a.sge(3, 1), a.sge(4, 1)}}); err != ErrTooManySGE {
 		t.Fatalf("five-SGE READ on a QP of max_send_sge 4: %v", err)
 	}
-	if err := a.qp.PostSend(&verbs.SendWR{Opcode: verbs.WRBindMW}); err == nil {
-		t.Fatal("BIND_MW accepted")
-	}
 	// SEND_WITH_IMM carries no payload on iWARP (RFC 7306 Immediate Data).
 	if err := a.qp.PostSend(&verbs.SendWR{Opcode: verbs.WRSendWithImm, SGL: []verbs.SGE{a.sge(0, 1)}}); !errors.Is(err, ErrImmPayload) || !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("SEND_WITH_IMM with a payload: %v", err)

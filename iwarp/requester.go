@@ -129,7 +129,7 @@ func (qp *QP) PostSend(wr *verbs.SendWR) error {
 	}
 	w0 := swqe{}
 	switch wr.Opcode {
-	case verbs.WRSend, verbs.WRSendWithInv, verbs.WRRDMAWrite, verbs.WRLocalInv:
+	case verbs.WRSend, verbs.WRSendWithInv, verbs.WRRDMAWrite, verbs.WRLocalInv, verbs.WRBindMW:
 	case verbs.WRSendWithImm, verbs.WRRDMAWriteWithImm:
 		if qp.s.cfg.NoImmediate {
 			return fmt.Errorf("%w: %v (RFC 7306 disabled)", ErrUnsupported, wr.Opcode)
@@ -161,7 +161,7 @@ func (qp *QP) PostSend(wr *verbs.SendWR) error {
 	switch wr.Opcode {
 	case verbs.WRAtomicCmpSwp, verbs.WRAtomicFetchAdd:
 		w0.length = 8
-	case verbs.WRLocalInv:
+	case verbs.WRLocalInv, verbs.WRBindMW:
 		w0.local = true
 	}
 	if wr.Flags&verbs.SendInline != 0 && !w0.local && !w0.rdAtomic {
@@ -317,7 +317,7 @@ func (r *requester) emit() bool {
 	if !w.started {
 		w.started = true
 		if w.local {
-			qp.localInvalidate(w)
+			qp.localOp(w)
 			r.next++
 			return true
 		}
@@ -522,9 +522,20 @@ func (qp *QP) gather(w *swqe, n int) []byte {
 	return p
 }
 
-// localInvalidate executes a LOCAL_INV in send-queue order.
-func (qp *QP) localInvalidate(w *swqe) {
+// localOp executes a LOCAL_INV or a BIND_MW in send-queue order: a
+// window's STag is an STag like an MR's (RFC 5040 §5), bound and
+// invalidated on the local NIC only.
+func (qp *QP) localOp(w *swqe) {
 	w.framed, w.done = true, true
+	if w.wr.Opcode == verbs.WRBindMW {
+		if _, err := qp.Cfg.Memory.BindByKey(qp.Cfg.PD, qp.Cfg.QPN, w.wr.Bind); err != nil {
+			if qp.s.tracing() {
+				qp.s.tracef(qp.Cfg.QPN, "req", "BIND_MW failed: %v", err)
+			}
+			w.failed, w.status = true, verbs.WCMWBindErr
+		}
+		return
+	}
 	if f := qp.Cfg.Memory.Invalidate(qp.Cfg.PD, qp.Cfg.QPN, w.wr.InvRKey); f != memory.Ok {
 		w.failed, w.status = true, verbs.WCLocProtErr
 	}

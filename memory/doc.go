@@ -29,6 +29,19 @@
 // stream and the permutation are seeded from crypto/rand, or from
 // Config.Seed in a simulation that must replay exactly.
 //
+// # Windows
+//
+// A window (window.go) takes a range of an MR with its own remote rights
+// and rkey. Bind applies the IBTA rules (C10-72..75, o10-36.2.2,
+// o10-37.2.30/40); BindByKey (window_key.go) does the same for a bind work
+// request, which names the window by its current rkey and the MR by its
+// lkey, as rxe's does. The key byte of a window's new rkey is the
+// consumer's when it names one (ibv_inc_rkey, the bind WR's rkey), else
+// drawn like any other; FreshRKey draws one for a Type 1 bind verb, which
+// must report the rkey before the send queue executes the bind. A Type 2B
+// window belongs to the QP that bound it until it is invalidated
+// (invalidate.go) or deallocated.
+//
 // # References and the in-flight DMA rule
 //
 // A successful check returns a Ref, a small value that holds a reference on

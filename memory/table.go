@@ -74,6 +74,7 @@ type Table struct {
 	freeHead int
 	regions  int
 	windows  int
+	windowAt map[uint32]*Window // allocated windows by slot index (window_key.go)
 }
 
 // NewTable returns an empty table with the limits of cfg.
@@ -98,13 +99,14 @@ func NewTable(cfg Config) (*Table, error) {
 	cfg.Seed = nil // Config() does not hand the secret out
 	limit := uint32(cfg.MaxRegions+cfg.MaxWindows) + 1
 	return &Table{
-		cfg:   cfg,
-		limit: limit,
-		gens:  (MaxKeyIndex + 1) / limit,
-		pages: make([]atomic.Pointer[page], (limit+pageMask)/pageSize),
-		perm:  newIndexPerm(&ks),
-		keys:  ks,
-		next:  1,
+		cfg:      cfg,
+		limit:    limit,
+		gens:     (MaxKeyIndex + 1) / limit,
+		pages:    make([]atomic.Pointer[page], (limit+pageMask)/pageSize),
+		perm:     newIndexPerm(&ks),
+		keys:     ks,
+		next:     1,
+		windowAt: make(map[uint32]*Window),
 	}, nil
 }
 

@@ -46,12 +46,19 @@ type Window struct {
 // Binding describes what a window is bound to: Length bytes of MR starting
 // at Addr (an address in MR's wire address space), with Access a set of
 // RemoteRead, RemoteWrite, RemoteAtomic and ZeroBased (Type 2B only: the
-// window's wire addresses then start at 0).
+// window's wire addresses then start at 0). LocalWrite means nothing for a
+// window and is ignored, as rxe does (rdma-core's own tests pass it).
+//
+// RKey, if not zero, gives the key byte of the window's new rkey (its low
+// 8 bits; the index part is always the window's): the verbs consumer owns
+// the key byte of a window's rkey (ibv_inc_rkey, the bind WR's rkey). Zero
+// draws a fresh, unpredictable key byte.
 type Binding struct {
 	MR     *Region
 	Addr   uint64
 	Length uint64
 	Access Access
+	RKey   uint32
 }
 
 // AllocWindow allocates an unbound window of type typ in pd.
@@ -67,6 +74,7 @@ func (t *Table) AllocWindow(pd PD, typ WindowType) (*Window, error) {
 	t.windows++
 	w := &Window{t: t, index: t.allocIndex(), pd: pd, typ: typ}
 	w.cur.key.Store(t.newKey(w.index))
+	t.windowAt[w.index] = w
 	return w, nil
 }
 
@@ -78,6 +86,7 @@ func (t *Table) DeallocWindow(w *Window) error {
 		return fmt.Errorf("memory: dealloc window: %w", err)
 	}
 	t.freeIndex(w.index) // first: a racing lookup then sees BadKey, not Invalidated
+	delete(t.windowAt, w.index)
 	w.unbind()
 	w.gone = true
 	t.windows--
@@ -99,7 +108,8 @@ func (t *Table) Bind(pd PD, qpn uint32, w *Window, b Binding) (uint32, error) {
 	if err := t.checkBind(pd, w, b); err != nil {
 		return 0, fmt.Errorf("memory: bind %v window %#x: %w", w.typ, w.RKey(), err)
 	}
-	key := t.newKey(w.index)
+	key := t.bindKey(w, b.RKey)
+	b.Access &^= LocalWrite
 	if b.MR == nil || b.Length == 0 { // Type 1 unbind
 		t.slot(w.index).cur.Store(nil)
 		w.unbind()
@@ -140,7 +150,7 @@ func (t *Table) checkBind(pd PD, w *Window, b Binding) error {
 	if pd != w.pd { // C10-72
 		return fmt.Errorf("QP PD %d, window PD %d: %w", pd, w.pd, ErrInvalidArgument)
 	}
-	if err := b.Access.validateWindow(); err != nil {
+	if err := (b.Access &^ LocalWrite).validateWindow(); err != nil {
 		return err
 	}
 	unbind := b.MR == nil || b.Length == 0
@@ -184,6 +194,17 @@ func (t *Table) checkBind(pd PD, w *Window, b Binding) error {
 		return fmt.Errorf("range %#x+%d outside MR %#x: %w", b.Addr, b.Length, mt.key, ErrInvalidArgument)
 	}
 	return nil
+}
+
+// bindKey returns the rkey a bind gives w: the window's key index with
+// the consumer's key byte from want, or a fresh key byte when want is 0.
+// Caller holds t.mu.
+func (t *Table) bindKey(w *Window, want uint32) uint32 {
+	if want == 0 {
+		return t.newKey(w.index)
+	}
+	t.slot(w.index).hist.add(KeyByte(want))
+	return makeKey(KeyIndex(w.RKey()), KeyByte(want))
 }
 
 // unbind kills w's live binding, if any. The dead target stays in the slot

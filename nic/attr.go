@@ -21,11 +21,13 @@ import (
 // migration state kept, an alternate path refused as Linux refuses it there.
 // Not PORT_ACTIVE_EVENT: a port is ACTIVE unless its NIC has a link that
 // goes down and up and calls SetPortActive (the TAP mode), which adds the
-// flag. An iWARP device overrides Limits.DeviceCap.
+// flag. Memory windows, types 1 and 2B, are nic's and the engines' (binds
+// run in send-queue order). An iWARP device overrides Limits.DeviceCap.
 const defaultCaps = verbs.DeviceBadPKeyCntr | verbs.DeviceBadQKeyCntr | verbs.DeviceAutoPathMig |
 	verbs.DeviceChangePhyPort | verbs.DeviceUDAVPortEnforce | verbs.DeviceCurrQPStateMod |
 	verbs.DeviceSysImageGUID | verbs.DeviceRCRNRNAKGen |
-	verbs.DeviceSRQResize | verbs.DeviceMemMgtExtensions
+	verbs.DeviceSRQResize | verbs.DeviceMemMgtExtensions |
+	verbs.DeviceMemWindow | verbs.DeviceMemWindowType2B
 
 // Identification values reported by Query.
 const (
@@ -58,6 +60,7 @@ type Limits struct {
 	MaxCQE          int    // entries of one CQ
 	MaxMR           int    // memory regions (the memory.Table limit)
 	MaxMRSize       uint64 // bytes of one MR (the memory.Table limit)
+	MaxMW           int    // memory windows (the memory.Table limit)
 	MaxPD           int    // protection domains
 	MaxAH           int    // address handles
 	MaxQPRdAtom     int    // max_dest_rd_atomic of one QP (responder resources)
@@ -72,6 +75,9 @@ type Limits struct {
 	// DeviceCap replaces the default capability flags when non-zero.
 	DeviceCap verbs.DeviceCap
 }
+
+// DefaultMaxMW is the default max_mw: Linux rxe's (RXE_MAX_MW, 2^19 - 1).
+const DefaultMaxMW = 1<<19 - 1
 
 // DefaultLimits returns the defaults: rxe's, except max_mr_size (the
 // memory.Table limit, 1 TiB, where rxe reports 2^64−1) and max_srq_sge,
@@ -88,6 +94,7 @@ func DefaultLimits() Limits {
 		MaxCQE:          1<<15 - 1, // rxe: (1 << RXE_MAX_LOG_CQE) - 1
 		MaxMR:           memory.DefaultMaxRegions,
 		MaxMRSize:       memory.DefaultMaxRegionSize,
+		MaxMW:           DefaultMaxMW,
 		MaxPD:           def,
 		MaxAH:           def,
 		MaxQPRdAtom:     128,
@@ -116,6 +123,7 @@ func (l Limits) withDefaults() (Limits, error) {
 	fill(&l.MaxCQ, d.MaxCQ)
 	fill(&l.MaxCQE, d.MaxCQE)
 	fill(&l.MaxMR, d.MaxMR)
+	fill(&l.MaxMW, d.MaxMW)
 	fill(&l.MaxPD, d.MaxPD)
 	fill(&l.MaxAH, d.MaxAH)
 	fill(&l.MaxQPRdAtom, d.MaxQPRdAtom)
@@ -142,6 +150,7 @@ func (l Limits) withDefaults() (Limits, error) {
 		{"MaxCQ", l.MaxCQ, math.MaxInt32},
 		{"MaxCQE", l.MaxCQE, math.MaxInt32},
 		{"MaxMR", l.MaxMR, memory.MaxKeyIndex}, // memory.NewTable checks the sum with windows
+		{"MaxMW", l.MaxMW, memory.MaxKeyIndex},
 		{"MaxPD", l.MaxPD, math.MaxInt32},
 		{"MaxAH", l.MaxAH, math.MaxInt32},
 		// QPAttr carries max_rd_atomic and max_dest_rd_atomic in a byte.
@@ -179,6 +188,7 @@ func (d *Device) Query() verbs.DeviceAttr {
 		MaxCQ:            l.MaxCQ,
 		MaxCQE:           l.MaxCQE,
 		MaxMR:            l.MaxMR,
+		MaxMW:            l.MaxMW,
 		MaxPD:            l.MaxPD,
 		MaxQPRdAtom:      l.MaxQPRdAtom,
 		MaxResRdAtom:     l.MaxResRdAtom,

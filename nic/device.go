@@ -76,6 +76,7 @@ type Device struct {
 	closed    bool
 	nextPD    memory.PD
 	pds       int
+	mws       int
 	cqs       int
 	srqs      int
 	ahs       int
@@ -107,7 +108,7 @@ func Open(cfg Config) (*Device, error) {
 		return nil, err
 	}
 	qpnRand, memSeed := seeded(cfg.Seed)
-	mem, err := memory.NewTable(memory.Config{MaxRegions: limits.MaxMR, MaxRegionSize: limits.MaxMRSize, Seed: memSeed})
+	mem, err := memory.NewTable(memory.Config{MaxRegions: limits.MaxMR, MaxWindows: limits.MaxMW, MaxRegionSize: limits.MaxMRSize, Seed: memSeed})
 	if err != nil {
 		return nil, errorf(verbs.ErrInvalid, "memory table: %v", err)
 	}

@@ -155,11 +155,14 @@ func TestQueryDefaults(t *testing.T) {
 		t.Errorf("limits differ from rxe's: %+v", a)
 	}
 	mc := f.d.Memory().Config()
+	if a.MaxMW != mc.MaxWindows {
+		t.Errorf("max_mw %d, memory table enforces %d", a.MaxMW, mc.MaxWindows)
+	}
 	if a.MaxMR != mc.MaxRegions || a.MaxMRSize != mc.MaxRegionSize {
 		t.Errorf("max_mr %d / max_mr_size %d, memory table enforces %d / %d", a.MaxMR, a.MaxMRSize, mc.MaxRegions, mc.MaxRegionSize)
 	}
 	if a.MaxMsgSize != 1<<31 || a.VendorID != 0xFFFFFF || a.VendorPartID != VendorPartID || a.FwVer == "" ||
-		a.PhysPortCnt != 1 || a.MaxPKeys != 64 || a.MaxMW != 0 || a.PageSizeCap != 0xFFFFF000 {
+		a.PhysPortCnt != 1 || a.MaxPKeys != 64 || a.MaxMW != 524287 || a.PageSizeCap != 0xFFFFF000 {
 		t.Errorf("identification: %+v", a)
 	}
 	// EUI-64 of 02:00:5e:10:20:30: U/L bit flipped, ff:fe inserted.

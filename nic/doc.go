@@ -16,9 +16,11 @@
 //	qp.PostRecv(&verbs.RecvWR{ID: 1, SGL: []verbs.SGE{{Addr: mr.Addr(), Length: 4096, LKey: mr.LKey()}}})
 //	n := cq.Poll(wcs)
 //
-// Creating verbs are Device methods (AllocPD, RegMR, CreateCQ, CreateSRQ,
-// CreateQP, CreateAH); destroying ones are Device.DeallocPD,
-// Device.DeregMR, and Destroy on the other objects. Errors wrap the
+// Creating verbs are Device methods (AllocPD, RegMR, AllocMW, CreateCQ,
+// CreateSRQ, CreateQP, CreateAH); destroying ones are Device.DeallocPD,
+// Device.DeregMR, Device.DeallocMW, and Destroy on the other objects. A
+// window is bound by QP.BindMW (type 1) or a BIND_MW work request (type
+// 2B), both executed by the engine in send-queue order (mw.go). Errors wrap the
 // sentinels of nic/verbs (verbs.ErrInvalid, ...), which every backend
 // shares; every limit Device.Query reports is enforced. AsIBV gives a
 // Device to programs written against the verbs API, nic/ibv (ibv.go).

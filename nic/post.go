@@ -111,6 +111,10 @@ func (q *QP) checkSendWR(wr *verbs.SendWR) (uint64, error) {
 		return 0, errorf(verbs.ErrInvalid, "unknown send flags %#x", uint8(bad))
 	}
 	inline := wr.Flags&verbs.SendInline != 0
+	if op == verbs.WRBindMW && (len(wr.SGL) > 0 || inline || wr.Inline != nil) {
+		// A bind moves no data (rxe refuses the same at post time).
+		return 0, errorf(verbs.ErrInvalid, "BIND_MW with SGEs or inline data")
+	}
 	if wr.Inline != nil && (!inline || len(wr.SGL) > 0) {
 		return 0, errorf(verbs.ErrInvalid, "Inline data needs the INLINE flag and no SGEs")
 	}

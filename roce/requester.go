@@ -168,7 +168,7 @@ func (qp *QP) PostSend(wr *verbs.SendWR) error {
 		w.rdAtomic, w.length = true, int(wr.FlushLen)
 	case verbs.WRSend, verbs.WRSendWithImm, verbs.WRSendWithInv, verbs.WRRDMAWriteWithImm:
 		w.credit = true
-	case verbs.WRLocalInv:
+	case verbs.WRLocalInv, verbs.WRBindMW:
 		w.local = true
 	}
 	if wr.Flags&verbs.SendInline != 0 && !w.local && !w.rdAtomic {
@@ -229,7 +229,7 @@ func opAllowed(t verbs.QPType, op verbs.WROpcode) bool {
 	switch op {
 	case verbs.WRSend, verbs.WRSendWithImm:
 		return true
-	case verbs.WRRDMAWrite, verbs.WRRDMAWriteWithImm, verbs.WRLocalInv:
+	case verbs.WRRDMAWrite, verbs.WRRDMAWriteWithImm, verbs.WRLocalInv, verbs.WRBindMW:
 		return t != verbs.QPTypeUD
 	case verbs.WRRDMARead, verbs.WRAtomicCmpSwp, verbs.WRAtomicFetchAdd, verbs.WRSendWithInv,
 		verbs.WRFlush, verbs.WRAtomicWrite:
@@ -302,7 +302,7 @@ type startStep uint8
 
 const (
 	stepGo   startStep = iota // the WQE started: send its first packet
-	stepNext                  // the WQE finished without a packet (LOCAL_INV): on to the next
+	stepNext                  // the WQE finished without a packet (LOCAL_INV, BIND_MW): on to the next
 	stepStop                  // nothing more can go now
 )
 
@@ -314,9 +314,9 @@ func (r *requester) start(w *swqe) startStep {
 	}
 	if w.local {
 		if r.head != r.next {
-			return stepStop // LOCAL_INV waits for every earlier WQE (as rxe)
+			return stepStop // a local operation waits for every earlier WQE (as rxe)
 		}
-		qp.localInvalidate(w)
+		qp.localOp(w)
 		r.next++
 		r.retire()
 		return stepNext
@@ -628,9 +628,22 @@ func (qp *QP) requestPayload(w *swqe, off int, payload []byte) bool {
 	return true
 }
 
-// localInvalidate executes LOCAL_INV.
-func (qp *QP) localInvalidate(w *swqe) {
+// localOp executes a LOCAL_INV or a BIND_MW. A bind that breaks a rule
+// completes with MW_BIND_ERR (IBTA 10.6.7.2.5, as rxe), and, as every
+// failed WQE, moves the QP to ERR.
+func (qp *QP) localOp(w *swqe) {
 	w.started = true
+	if w.wr.Opcode == verbs.WRBindMW {
+		if _, err := qp.Cfg.Memory.BindByKey(qp.Cfg.PD, qp.Cfg.QPN, w.wr.Bind); err != nil {
+			if qp.s.tracing() {
+				qp.s.tracef(qp.Cfg.QPN, "req", "BIND_MW failed: %v", err)
+			}
+			w.failed, w.errSt = true, verbs.WCMWBindErr
+			return
+		}
+		w.done = true
+		return
+	}
 	if f := qp.Cfg.Memory.Invalidate(qp.Cfg.PD, qp.Cfg.QPN, w.wr.InvRKey); f != memory.Ok {
 		w.failed, w.errSt = true, verbs.WCLocProtErr
 		return

@@ -119,7 +119,7 @@ func newFlagSet(first map[string]*string, devices *[]string, opts *options) *pfl
 	fs.IntVar(&opts.limits.MaxMRs, "max-mrs", d.MaxMRs, "MRs one client may have")
 	fs.Uint64Var(&opts.limits.MaxMRBytes, "max-mr-bytes", d.MaxMRBytes, "bytes of memory one client may register (whole memfds count)")
 	fs.Uint64Var(&opts.limits.MaxRingBytes, "max-ring-bytes", d.MaxRingBytes, "bytes of queue rings (QPs, SRQs, CQs) one client may have")
-	fs.IntVar(&opts.limits.MaxObjects, "max-objects", d.MaxObjects, "PDs, CQs, SRQs and AHs one client may have, together")
+	fs.IntVar(&opts.limits.MaxObjects, "max-objects", d.MaxObjects, "PDs, CQs, SRQs, AHs and MWs one client may have, together")
 	fs.IntVar(&opts.limits.MaxMRsPerUID, "max-mrs-per-uid", d.MaxMRsPerUID, "MRs all clients of one user may have, together")
 	fs.Uint64Var(&opts.limits.MaxMappedBytesPerUID, "max-mapped-bytes-per-uid", d.MaxMappedBytesPerUID, "bytes of registered memory and queue rings all clients of one user may have the daemon map, together")
 	fs.IntVar(&opts.limits.MaxMappings, "max-mappings", d.MaxMappings, "MRs all clients may have, together (default: half of vm.max_map_count)")

@@ -146,7 +146,10 @@ func OpenIWARP(cfg IWARPConfig) (*IWARPNIC, error) {
 // iwarpCaps are the capability flags of an iWARP device: nic's own, less
 // UD address-vector port checks (iWARP has no UD) and RNR NAK generation
 // (iWARP has no RNR: a SEND that finds no receive WQE is a Terminate).
-const iwarpCaps = verbs.DeviceCurrQPStateMod | verbs.DeviceSysImageGUID | verbs.DeviceSRQResize
+// Memory windows are RFC 5040 STags like an MR's: the engine binds and
+// invalidates them (siw offers none).
+const iwarpCaps = verbs.DeviceCurrQPStateMod | verbs.DeviceSysImageGUID | verbs.DeviceSRQResize |
+	verbs.DeviceMemWindow | verbs.DeviceMemWindowType2B
 
 // iwarpMaxRdAtom is the largest IRD (max_qp_rd_atom) and ORD
 // (max_qp_init_rd_atom) of an iWARP QP: the engine takes up to

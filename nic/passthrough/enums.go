@@ -171,6 +171,8 @@ func enumPairs() []enumPair {
 		{"IBV_DEVICE_CHANGE_PHY_PORT", int64(verbs.DeviceChangePhyPort), C.IBV_DEVICE_CHANGE_PHY_PORT},
 		{"IBV_DEVICE_PORT_ACTIVE_EVENT", int64(verbs.DevicePortActiveEvent), C.IBV_DEVICE_PORT_ACTIVE_EVENT},
 		{"IBV_DEVICE_MEM_MGT_EXTENSIONS", int64(verbs.DeviceMemMgtExtensions), C.IBV_DEVICE_MEM_MGT_EXTENSIONS},
+		{"IBV_DEVICE_MEM_WINDOW", int64(verbs.DeviceMemWindow), C.IBV_DEVICE_MEM_WINDOW},
+		{"IBV_DEVICE_MEM_WINDOW_TYPE_2B", int64(verbs.DeviceMemWindowType2B), C.IBV_DEVICE_MEM_WINDOW_TYPE_2B},
 
 		// enum ibv_mig_state
 		{"IBV_MIG_MIGRATED", int64(verbs.MigMigrated), C.IBV_MIG_MIGRATED},

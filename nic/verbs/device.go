@@ -97,6 +97,8 @@ const (
 	// DeviceMemMgtExtensions: IBV_DEVICE_MEM_MGT_EXTENSIONS, of which
 	// userspace sees LOCAL_INV and SEND_WITH_INV.
 	DeviceMemMgtExtensions DeviceCap = 1 << 21
+	DeviceMemWindow        DeviceCap = 1 << 17 // IBV_DEVICE_MEM_WINDOW: ibv_alloc_mw, ibv_bind_mw (type 1)
+	DeviceMemWindowType2B  DeviceCap = 1 << 24 // IBV_DEVICE_MEM_WINDOW_TYPE_2B: BIND_MW work requests
 )
 
 // DeviceCapEx is a set of the extended device capability flags above bit

@@ -23,17 +23,23 @@ func (s OpcodeSet) Has(o WROpcode) bool { return o < 32 && s&(1<<o) != 0 }
 // The operations each transport service supports (IBTA Vol 1 chapter 9,
 // the BTH opcode table): UC has no READ, atomics or SEND with Invalidate
 // (UC opcodes 0x36/0x37 are reserved); UD has only SEND, with or without
-// immediate.
+// immediate. Memory-window binds and local invalidation are RC and UC
+// operations (IBTA 10.6.7: a window is bound through an RC or UC QP).
 var (
 	RCOpcodes = Opcodes(WRSend, WRSendWithImm, WRSendWithInv, WRRDMAWrite,
-		WRRDMAWriteWithImm, WRRDMARead, WRAtomicCmpSwp, WRAtomicFetchAdd, WRLocalInv,
+		WRRDMAWriteWithImm, WRRDMARead, WRAtomicCmpSwp, WRAtomicFetchAdd, WRLocalInv, WRBindMW,
 		WRFlush, WRAtomicWrite)
-	UCOpcodes = Opcodes(WRSend, WRSendWithImm, WRRDMAWrite, WRRDMAWriteWithImm, WRLocalInv)
+	UCOpcodes = Opcodes(WRSend, WRSendWithImm, WRRDMAWrite, WRRDMAWriteWithImm, WRLocalInv, WRBindMW)
 	UDOpcodes = Opcodes(WRSend, WRSendWithImm)
 
-	// UnsupportedOpcodes are valid verbs opcodes rnic does not offer:
-	// memory-window binds need the MW verbs.
-	UnsupportedOpcodes = Opcodes(WRBindMW)
+	// UnsupportedOpcodes are valid verbs opcodes rnic does not offer: none
+	// now (a device may still refuse some: an iWARP one has no FLUSH or
+	// ATOMIC WRITE).
+	UnsupportedOpcodes = Opcodes()
+
+	// LocalOpcodes act on the local NIC's keys and send nothing: the send
+	// queue executes them in order, after every earlier WR completed.
+	LocalOpcodes = Opcodes(WRLocalInv, WRBindMW)
 
 	AtomicOpcodes = Opcodes(WRAtomicCmpSwp, WRAtomicFetchAdd)
 	// IBTA15Opcodes are IBTA 1.5's RC operations, FLUSH and ATOMIC WRITE:

@@ -92,6 +92,16 @@ const (
 	SendInline    SendFlags = 1 << 3 // copy the data at post time; lkeys are not checked
 )
 
+// MWBind is what a BIND_MW work request binds (struct ibv_send_wr's
+// bind_mw, named by keys as rxe's WQE names it): the window by its rkey at
+// post time, the MR by its lkey, the range and the window's remote rights,
+// and the rkey the window gets (the consumer's key byte, IncRKey).
+type MWBind = memory.WindowBind
+
+// IncRKey returns rkey with its 8-bit key part incremented, the index part
+// kept (ibv_inc_rkey): the next rkey a consumer asks a bind for.
+func IncRKey(rkey uint32) uint32 { return rkey&^0xff | (rkey+1)&0xff }
+
 // SendWR is a send work request (struct ibv_send_wr).
 type SendWR struct {
 	ID     uint64
@@ -123,6 +133,9 @@ type SendWR struct {
 	// time (from SGL through the lkeys, or from the caller's Inline). An
 	// engine sends these bytes and ignores SGL when Inline is non-nil.
 	Inline []byte
+
+	// BIND_MW.
+	Bind MWBind
 
 	// UD only.
 	AH         *AddressVector

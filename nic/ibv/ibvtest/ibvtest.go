@@ -57,6 +57,12 @@ var verbsTests = []test{
 	{"Modify/PKeyIndex", testPKeyIndex},
 	{"Port/QKeyViolCounter", testQKeyViolCounter},
 	{"Queues/Full", testFullQueues},
+	{"MW/Type1", testMWType1},
+	{"MW/Type2B", testMWType2B},
+	{"MW/Type2BLocalInv", testMWType2BLocalInv},
+	{"MW/Type2BSendInv", testMWType2BSendInv},
+	{"MW/DeallocBound", testMWDeallocBound},
+	{"MW/BindErr", testMWBindErr},
 }
 
 // cmTests are RunCM's subtests.

@@ -129,6 +129,9 @@ func (q *QP) checkSendWR(wr *verbs.SendWR) (uint32, error) {
 		return 0, fmt.Errorf("rnicd: unknown send flags %#x: %w", uint8(bad), verbs.ErrInvalid)
 	}
 	inline := wr.Flags&verbs.SendInline != 0
+	if op == verbs.WRBindMW && (len(wr.SGL) > 0 || inline || wr.Inline != nil) {
+		return 0, fmt.Errorf("rnicd: BIND_MW with SGEs or inline data: %w", verbs.ErrInvalid)
+	}
 	if wr.Inline != nil && (!inline || len(wr.SGL) > 0) {
 		return 0, fmt.Errorf("rnicd: Inline data needs the INLINE flag and no SGEs: %w", verbs.ErrInvalid)
 	}

@@ -46,11 +46,8 @@ var onlyFor = map[string]string{}
 // rnicGaps are skips rxe does not have: features rnic does not offer
 // yet, each a known difference to close (remove its line when it is).
 var rnicGaps = []string{
-	"Create MW is not supported",                      // memory windows (rxe has types 1 and 2)
-	"Memory Window allocation is not supported",       // the same, through ibv_wr_bind_mw
-	"Create memory window of type 3 is not supported", // the bad-type check: needs MWs first
-	"Importing a device is not supported",             // ibv_import_device: a context is a daemon session
-	"Multicast is not supported on this device",       // rdma_join_multicast / ibv_attach_mcast (rxe has them)
+	"Importing a device is not supported",       // ibv_import_device: a context is a daemon session
+	"Multicast is not supported on this device", // rdma_join_multicast / ibv_attach_mcast (rxe has them)
 }
 
 // allowedSkip says whether reason is allowed for tests, and why.

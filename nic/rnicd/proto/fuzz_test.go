@@ -112,6 +112,9 @@ func FuzzSendWQE(f *testing.F) {
 	f.Add(slot, uint8(1), uint8(16))
 	PutSendWQE(slot, &verbs.SendWR{ID: 3, Opcode: verbs.WRFlush, FlushType: verbs.FlushTypes, FlushLevel: verbs.FlushMR, FlushLen: 99}, 0, 0)
 	f.Add(slot, uint8(0), uint8(0))
+	bind := make([]byte, SendSlotSize(0, 0))
+	PutSendWQE(bind, &verbs.SendWR{ID: 3, Opcode: verbs.WRBindMW, Bind: verbs.MWBind{Window: 0x101, MR: 0x202, Length: 8, Access: 4, RKey: 0x102}}, 0, 0)
+	f.Add(bind, uint8(0), uint8(0))
 	f.Fuzz(func(t *testing.T, slot []byte, maxSGE, maxInline uint8) {
 		sgl := make([]verbs.SGE, maxSGE)
 		inline := make([]byte, maxInline)
@@ -131,6 +134,9 @@ func FuzzSendWQE(f *testing.F) {
 		var wr2 verbs.SendWR
 		if _, err := DecodeSendWQE(again, &wr2, make([]verbs.SGE, maxSGE), make([]byte, maxInline)); err != nil {
 			t.Fatalf("re-encoded WQE does not decode: %v", err)
+		}
+		if wr2.Bind != wr.Bind {
+			t.Fatalf("a BIND_MW's bind changed on the way: %+v, then %+v", wr.Bind, wr2.Bind)
 		}
 	})
 }

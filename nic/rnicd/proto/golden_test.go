@@ -57,6 +57,8 @@ func goldenTable() []golden {
 				BadPKeyCntr: 0xFFFF, QKeyViolCntr: 7},
 			GIDs: []netip.Addr{netip.MustParseAddr("fe80::1"), gid2}}},
 		{file: "ALLOC_PD.reply.1", m: &Handle{H: 0x01020304}},
+		{file: "ALLOC_MW.request.1", m: &AllocMWReq{PD: 2, Type: 2}},
+		{file: "ALLOC_MW.reply.1", m: &AllocMWReply{MW: 14, RKey: 0x00abcd17}},
 		{file: "REG_MR.request.1", m: &RegMRReq{PD: 2, Access: 0xf, FileSize: 1 << 21, Offset: 4096, Length: 8192, IOVA: 0x7f0000001000}},
 		{file: "REG_MR.reply.1", m: &RegMRReply{MR: 5, LKey: 0x1100, RKey: 0x2200, Addr: 0x7f0000001000, Len: 8192}},
 		{file: "CREATE_CQ_ON.request.1", m: &CreateCQOnReq{CQE: 63, Channel: 7}},
@@ -101,6 +103,15 @@ func goldenTable() []golden {
 				RemoteQPN: 0x789, RemoteQKey: 0x11111111,
 				SGL: []verbs.SGE{{Addr: 0x7f0000001000, Length: 100, LKey: 0x1100}, {Addr: 0x7f0000003000, Length: 200, LKey: 0x1101}}}
 			if err := PutSendWQE(s, &wr, 13, 0); err != nil {
+				panic(err)
+			}
+			return s
+		}},
+		{file: "slot.bind.1", slot: func() []byte {
+			s := make([]byte, SendSlotSize(1, 0))
+			wr := verbs.SendWR{ID: 0x21, Opcode: verbs.WRBindMW, Flags: verbs.SendFlags(2), Bind: verbs.MWBind{
+				Window: 0xabcdef01, RKey: 0xabcdef02, MR: 0x1100, Addr: 0x7f0000005000, Length: 4096, Access: 6}}
+			if err := PutSendWQE(s, &wr, 0, 0); err != nil {
 				panic(err)
 			}
 			return s

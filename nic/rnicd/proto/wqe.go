@@ -24,6 +24,11 @@
 // FLUSH has no compare or swap operand, so its three fields ride in those
 // two words rather than in a larger header.
 //
+// A BIND_MW WR (verbs.MWBind) has no SGEs and puts its fields in the
+// others: the window's rkey in inv_rkey, the new rkey in rkey, the MR's
+// lkey in imm, the range in remote_addr (address) and compare_add
+// (length), the window's rights in swap.
+//
 // An INLINE WR carries its data (the client gathers it at post time, as
 // verbs requires) and no SGEs. SGE (16 bytes): addr u64, length u32, lkey
 // u32; addresses are the client's own (MRs are registered at them).
@@ -109,6 +114,9 @@ func PutSendWQE(slot []byte, wr *verbs.SendWR, ah uint32, inlineLen int) error {
 			return fmt.Errorf("%w: %d SGEs in a slot of %d bytes", ErrMalformed, nsge, room)
 		}
 	}
+	if wr.Opcode == verbs.WRBindMW {
+		wr = bindAsFields(wr)
+	}
 	le.PutUint64(slot[sendWRID:], wr.ID)
 	slot[sendOpcode], slot[sendFlags] = byte(wr.Opcode), byte(wr.Flags)
 	le.PutUint16(slot[sendNumSGE:], uint16(nsge))
@@ -130,6 +138,27 @@ func PutSendWQE(slot []byte, wr *verbs.SendWR, ah uint32, inlineLen int) error {
 		putSGL(slot[SendWQEHeaderLen:], wr.SGL)
 	}
 	return nil
+}
+
+// bindAsFields returns a copy of a BIND_MW WR with its bind in the WQE's
+// other fields (the table above).
+func bindAsFields(wr *verbs.SendWR) *verbs.SendWR {
+	c := *wr
+	b := &wr.Bind
+	c.InvRKey, c.RKey, c.Imm = b.Window, b.RKey, b.MR
+	c.RemoteAddr, c.CompareAdd, c.Swap = b.Addr, b.Length, uint64(b.Access)
+	return &c
+}
+
+// fieldsAsBind moves a decoded BIND_MW's fields back into its Bind. An
+// access beyond 32 bits is kept as all ones, so that the bind fails.
+func fieldsAsBind(wr *verbs.SendWR) {
+	acc := verbs.Access(wr.Swap)
+	if wr.Swap > 0xffffffff {
+		acc = ^verbs.Access(0)
+	}
+	wr.Bind = verbs.MWBind{Window: wr.InvRKey, RKey: wr.RKey, MR: wr.Imm, Addr: wr.RemoteAddr, Length: wr.CompareAdd, Access: acc}
+	wr.InvRKey, wr.RKey, wr.Imm, wr.RemoteAddr, wr.CompareAdd, wr.Swap = 0, 0, 0, 0, 0, 0
 }
 
 // SendPayload returns the payload area of a send slot, where inline data
@@ -194,6 +223,9 @@ func DecodeSendWQE(slot []byte, wr *verbs.SendWR, sgl []verbs.SGE, inline []byte
 		}
 		wr.FlushLen, wr.FlushType, wr.FlushLevel = uint32(wr.CompareAdd), verbs.FlushType(wr.Swap), verbs.FlushLevel(wr.Swap>>8)
 		wr.CompareAdd, wr.Swap = 0, 0
+	}
+	if wr.Opcode == verbs.WRBindMW {
+		fieldsAsBind(wr)
 	}
 	if flags&verbs.SendInline != 0 {
 		wr.Inline = inline[:inlineLen]

@@ -20,10 +20,11 @@ const (
 	kindQP
 	kindAH
 	kindChannel
+	kindMW
 )
 
 func (k objKind) String() string {
-	return [...]string{"?", "PD", "MR", "CQ", "SRQ", "QP", "AH", "channel"}[min(int(k), 7)]
+	return [...]string{"?", "PD", "MR", "CQ", "SRQ", "QP", "AH", "channel", "MW"}[min(int(k), 8)]
 }
 
 // object is a verbs object of a session.
@@ -110,7 +111,7 @@ func (s *Session) reserve(k objKind, bytes uint64) error {
 		}
 	default:
 		if s.objects >= lim.MaxObjects {
-			return limitError(lim.MaxObjects, "PDs, CQs, SRQs and AHs", "--max-objects")
+			return limitError(lim.MaxObjects, "PDs, CQs, SRQs, AHs and MWs", "--max-objects")
 		}
 	}
 	if k == kindMR {

@@ -32,7 +32,7 @@ type Limits struct {
 	// MaxRingBytes bounds the ring memory the daemon creates for a
 	// client's QPs, SRQs and CQs.
 	MaxRingBytes uint64
-	// MaxObjects is the most PDs, CQs, SRQs and AHs a client may have,
+	// MaxObjects is the most PDs, CQs, SRQs, AHs and MWs a client may have,
 	// together.
 	MaxObjects int
 	// MaxSockets is the most side-channel listeners and connections

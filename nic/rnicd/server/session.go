@@ -314,7 +314,8 @@ func (s *Session) writeEvents() {
 }
 
 // reap frees everything the client left: QPs first (they hold CQs, SRQs
-// and PDs), then SRQs, CQs, AHs, MRs and PDs.
+// and PDs), then SRQs, CQs, AHs, MWs (before the MRs they are bound to),
+// MRs and PDs.
 func (s *Session) reap() {
 	s.dead.Store(true)
 	close(s.done)
@@ -328,7 +329,7 @@ func (s *Session) reap() {
 	}
 	st := &s.srv.stats
 	left := false // an object that would not go still uses its rings
-	for _, kind := range []objKind{kindQP, kindSRQ, kindCQ, kindChannel, kindAH, kindMR, kindPD} {
+	for _, kind := range []objKind{kindQP, kindSRQ, kindCQ, kindChannel, kindAH, kindMW, kindMR, kindPD} {
 		for _, o := range s.objectsOf(kind) {
 			if err := o.destroy(s, true); err != nil {
 				s.logf("reaping %v %d: %v", kind, o.handle(), err)

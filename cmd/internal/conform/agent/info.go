@@ -23,6 +23,9 @@ func deviceInfo(d ibv.Device, kind string) agentproto.DeviceInfo {
 	const flush = verbs.DeviceFlushGlobal | verbs.DeviceFlushPersistent
 	info.AtomicWrite = a.DeviceCapFlagsEx&verbs.DeviceAtomicWrite != 0
 	info.Flush = a.DeviceCapFlagsEx&flush == flush
+	if _, ok := d.(ibv.MWAllocator); ok && a.MaxMW > 0 && a.DeviceCapFlags&verbs.DeviceMemWindowType2B != 0 {
+		info.MWType2B = true
+	}
 	if info.Kind == "" {
 		info.Kind = kindOf(d)
 	}

@@ -21,7 +21,7 @@ type session struct {
 	conn  net.Conn
 	hello bool
 	next  uint32
-	objs  map[uint32]any // handle → *pdObj, *mrObj, ibv.CQ, *qpObj, ibv.CMListener, ibv.CMConn
+	objs  map[uint32]any // handle → *pdObj, *mrObj, ibv.MW, ibv.CQ, *qpObj, ibv.CMListener, ibv.CMConn
 	evAt  int            // events log index this session has read to
 }
 
@@ -140,6 +140,8 @@ var handlers = map[string]handler{
 	agentproto.OpCMConnect:    (*session).opCMConnect,
 	agentproto.OpCMDisconnect: (*session).opCMDisconnect,
 	agentproto.OpReset:        func(s *session, _ agentproto.Request) (any, error) { s.reset(); return nil, nil },
+	agentproto.OpAllocMW:      (*session).opAllocMW,
+	agentproto.OpDeallocMW:    (*session).opDeallocMW,
 }
 
 func (s *session) dispatch(req agentproto.Request) (any, error) {
@@ -179,15 +181,15 @@ func get[T any](s *session, h uint32, what string) (T, error) {
 	return o, nil
 }
 
-// reset destroys every object: connections and listeners, QPs, CQs, MRs,
-// then PDs, each kind newest first.
+// reset destroys every object: connections and listeners, QPs, CQs,
+// windows, MRs, then PDs, each kind newest first.
 func (s *session) reset() {
 	hs := make([]uint32, 0, len(s.objs))
 	for h := range s.objs {
 		hs = append(hs, h)
 	}
 	sort.Slice(hs, func(i, j int) bool { return hs[i] > hs[j] })
-	for pass := 0; pass < 5; pass++ {
+	for pass := 0; pass < 6; pass++ {
 		for _, h := range hs {
 			if o, ok := s.objs[h]; ok && rank(o) == pass {
 				destroy(o)
@@ -206,10 +208,12 @@ func rank(o any) int {
 		return 1
 	case ibv.CQ:
 		return 2
-	case *mrObj:
+	case ibv.MW: // before the MRs it may be bound to
 		return 3
+	case *mrObj:
+		return 4
 	}
-	return 4
+	return 5
 }
 
 func destroy(o any) {
@@ -224,6 +228,8 @@ func destroy(o any) {
 		o.destroy()
 	case ibv.CQ:
 		o.Destroy()
+	case ibv.MW:
+		o.Dealloc()
 	case *mrObj:
 		o.mr.Dereg()
 		o.buf.Close()

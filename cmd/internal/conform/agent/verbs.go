@@ -48,6 +48,42 @@ func (s *session) opRegMR(req agentproto.Request) (any, error) {
 	return agentproto.MRInfo{H: h, LKey: mr.LKey(), RKey: mr.RKey(), Addr: mr.Addr(), Len: mr.Len()}, nil
 }
 
+func (s *session) opAllocMW(req agentproto.Request) (any, error) {
+	var a agentproto.AllocMW
+	if err := args(req, &a); err != nil {
+		return nil, err
+	}
+	pd, err := get[*pdObj](s, a.PD, "PD")
+	if err != nil {
+		return nil, err
+	}
+	alloc, ok := s.dev.(ibv.MWAllocator)
+	if !ok {
+		return nil, fail(agentproto.CodeUnsupported, fmt.Errorf("%s: no memory windows", s.dev.Name()))
+	}
+	mw, err := alloc.AllocMW(pd.pd, memory.WindowType(a.Type))
+	if err != nil {
+		return nil, err
+	}
+	return agentproto.MWInfo{H: s.add(mw), RKey: mw.RKey()}, nil
+}
+
+func (s *session) opDeallocMW(req agentproto.Request) (any, error) {
+	var a agentproto.Handle
+	if err := args(req, &a); err != nil {
+		return nil, err
+	}
+	mw, err := get[ibv.MW](s, a.H, "MW")
+	if err != nil {
+		return nil, err
+	}
+	if err := mw.Dealloc(); err != nil {
+		return nil, err
+	}
+	delete(s.objs, a.H)
+	return nil, nil
+}
+
 func (s *session) opDeregMR(req agentproto.Request) (any, error) {
 	var a agentproto.Handle
 	if err := args(req, &a); err != nil {
@@ -189,6 +225,9 @@ func (s *session) opPostSend(req agentproto.Request) (any, error) {
 		wr := &verbs.SendWR{ID: w.ID, Opcode: verbs.WROpcode(w.Opcode), Flags: verbs.SendFlags(w.Flags), SGL: sgl(w.SGL),
 			Imm: w.Imm, InvRKey: w.InvRKey, RemoteAddr: w.RemoteAddr, RKey: w.RKey, CompareAdd: w.CompareAdd,
 			Swap: w.Swap, RemoteQPN: w.RemoteQPN, RemoteQKey: w.RemoteQKey}
+		if b := w.Bind; b != nil {
+			wr.Bind = verbs.MWBind{Window: b.Window, MR: b.MR, Addr: b.Addr, Length: b.Length, Access: memory.Access(b.Access), RKey: b.RKey}
+		}
 		if w.AH != nil {
 			av, err := avFromWire(w.AH)
 			if err != nil {

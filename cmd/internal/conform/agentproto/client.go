@@ -123,6 +123,13 @@ func (c *Client) RegMR(a RegMR) (MRInfo, error) {
 
 func (c *Client) DeregMR(h uint32) error { return c.Call(OpDeregMR, Handle{h}, nil) }
 
+func (c *Client) AllocMW(a AllocMW) (MWInfo, error) {
+	var r MWInfo
+	return r, c.Call(OpAllocMW, a, &r)
+}
+
+func (c *Client) DeallocMW(h uint32) error { return c.Call(OpDeallocMW, Handle{h}, nil) }
+
 func (c *Client) CreateCQ(cqe int) (uint32, error) {
 	var r Handle
 	return r.H, c.Call(OpCreateCQ, CreateCQ{CQE: cqe}, &r)

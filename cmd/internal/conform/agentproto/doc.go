@@ -50,12 +50,14 @@
 //	create_pd      – → Handle
 //	reg_mr         RegMR → MRInfo
 //	dereg_mr       Handle → –
+//	alloc_mw       AllocMW → MWInfo
+//	dealloc_mw     Handle → –
 //	create_cq      CreateCQ → Handle
 //	create_qp      CreateQP → QPInfo
 //	modify_qp      ModifyQP → –          (the fields present form the mask)
 //	query_qp       Handle → QPAttr       (every field present)
 //	destroy_qp     Handle → –
-//	post_send      PostSend → –
+//	post_send      PostSend → –          (a BIND_MW WR carries its Bind)
 //	post_recv      PostRecv → –
 //	poll_cq        PollCQ → PollResult   (waits up to wait_ms for max)
 //	read_mr        ReadMR → Data

@@ -119,6 +119,8 @@ const (
 	OpCMConnect    = "cm_connect"
 	OpCMDisconnect = "cm_disconnect"
 	OpReset        = "reset"
+	OpAllocMW      = "alloc_mw"
+	OpDeallocMW    = "dealloc_mw"
 )
 
 // Hello opens a session.
@@ -161,6 +163,10 @@ type DeviceInfo struct {
 	// FLUSH_PERSISTENT both for Flush).
 	AtomicWrite bool `json:"atomic_write,omitempty"`
 	Flush       bool `json:"flush,omitempty"`
+	// MWType2B is true when the agent can allocate type 2B memory
+	// windows (max_mw > 0, IBV_DEVICE_MEM_WINDOW_TYPE_2B) and post their
+	// binds.
+	MWType2B bool `json:"mw_type_2b,omitempty"`
 	// CM is true when the agent can run rdma_cm on the device.
 	CM bool `json:"cm"`
 	// Host is the kernel the agent runs on ("Linux 6.1.0-56-amd64"; ""
@@ -187,6 +193,29 @@ type MRInfo struct {
 	RKey uint32 `json:"rkey"`
 	Addr uint64 `json:"addr"`
 	Len  uint64 `json:"len"`
+}
+
+// AllocMW allocates a memory window of Type (1, or 2 for 2B) in PD.
+type AllocMW struct {
+	PD   uint32 `json:"pd"`
+	Type uint8  `json:"type"`
+}
+
+// MWInfo is an allocated window: its handle and rkey.
+type MWInfo struct {
+	H    uint32 `json:"h"`
+	RKey uint32 `json:"rkey"`
+}
+
+// MWBind is a BIND_MW WR's bind (verbs.MWBind): the window by its rkey,
+// the MR by its lkey, the range, the window's rights and its new rkey.
+type MWBind struct {
+	Window uint32 `json:"mw_rkey"`
+	MR     uint32 `json:"mr_lkey"`
+	Addr   uint64 `json:"addr"`
+	Length uint64 `json:"length"`
+	Access uint32 `json:"access"`
+	RKey   uint32 `json:"rkey"`
 }
 
 // CreateCQ creates a completion queue of at least CQE entries.
@@ -280,6 +309,8 @@ type SendWR struct {
 	RKey       uint32 `json:"rkey,omitempty"`
 	CompareAdd uint64 `json:"compare_add,omitempty"`
 	Swap       uint64 `json:"swap,omitempty"`
+	// BIND_MW: the bind.
+	Bind *MWBind `json:"bind,omitempty"`
 	// UD: the destination.
 	AH         *AV    `json:"ah,omitempty"`
 	RemoteQPN  uint32 `json:"remote_qpn,omitempty"`

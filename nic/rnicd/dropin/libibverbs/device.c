@@ -360,6 +360,9 @@ static void set_ops(struct rnic_context *c)
 	v->context.ops.post_send = rnic_post_send;
 	v->context.ops.post_recv = rnic_post_recv;
 	v->context.ops.post_srq_recv = rnic_post_srq_recv;
+	v->context.ops.alloc_mw = rnic_alloc_mw;
+	v->context.ops.dealloc_mw = rnic_dealloc_mw;
+	v->context.ops.bind_mw = rnic_bind_mw;
 	v->query_port = rnic_query_port_ex;
 	v->query_device_ex = rnic_query_device_ex;
 	v->create_cq_ex = rnic_create_cq_ex;

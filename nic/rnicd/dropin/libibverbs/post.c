@@ -79,6 +79,8 @@ static int opcode_ok(enum ibv_qp_type t, enum ibv_wr_opcode op)
 		return 1;
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_LOCAL_INV:
+	case IBV_WR_BIND_MW:
 		return t != IBV_QPT_UD;
 	case IBV_WR_RDMA_READ:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
@@ -105,6 +107,9 @@ static int check_send(struct rnic_qp *q, const struct ibv_send_wr *wr, uint64_t 
 		max_sge = (uint32_t)c->attr.max_sge_rd;
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge)
 		return EINVAL;
+	if (wr->opcode == IBV_WR_BIND_MW &&
+	    (wr->num_sge || inl || rnic_check_bind(&q->qpx.qp_base, wr->bind_mw.mw, &wr->bind_mw.bind_info)))
+		return EINVAL; /* a bind moves no data (rxe refuses the same) */
 	*total = 0;
 	for (int i = 0; i < wr->num_sge; i++)
 		*total += wr->sg_list[i].length;
@@ -139,7 +144,11 @@ void rnic_put_send_hdr(uint8_t *s, uint64_t wr_id, uint8_t opcode, uint8_t flags
 static void write_send(struct rnic_qp *q, uint8_t *s, const struct ibv_send_wr *wr, uint64_t total)
 {
 	rnic_put_send_hdr(s, wr->wr_id, (uint8_t)wr->opcode, (uint8_t)wr->send_flags);
-	if (wr->opcode == IBV_WR_SEND_WITH_INV)
+	if (wr->opcode == IBV_WR_BIND_MW) {
+		rnic_put_bind(s, wr->bind_mw.mw, wr->bind_mw.rkey, &wr->bind_mw.bind_info);
+		return;
+	}
+	if (wr->opcode == IBV_WR_SEND_WITH_INV || wr->opcode == IBV_WR_LOCAL_INV)
 		put32(s + RNICD_SEND_INV_RKEY, wr->invalidate_rkey);
 	else
 		put32(s + RNICD_SEND_IMM, be32toh(wr->imm_data)); /* proto: host order of the wire value */

@@ -88,9 +88,8 @@ static int qp_reply(struct rnic_context *c, struct rnic_qp *q, struct rnic_reply
 	return 0;
 }
 
-/* The ibv_wr_* operations a QP may ask for: those wr.c posts, and the
- * memory-window ones it refuses at wr_complete (binding needs a window,
- * which ibv_alloc_mw never gives). ATOMIC WRITE and FLUSH are added
+/* The ibv_wr_* operations a QP may ask for: those wr.c posts, memory-window
+ * binds and local invalidation among them. ATOMIC WRITE and FLUSH are added
  * where the device offers them (ibta15_ops); on a device without them, and
  * TSO (no raw packet QPs) anywhere, the QP is refused at creation, so a
  * program learns it there, as the tests of rdma-core expect. */

@@ -294,6 +294,13 @@ struct rnic_mr {
 	unsigned access;
 };
 
+/* A memory window: the daemon's handle; mw.rkey is its rkey at allocation,
+ * then (type 1) as of its last ibv_bind_mw (mw.c). */
+struct rnic_mw {
+	struct ibv_mw mw;
+	uint32_t h;
+};
+
 struct rnic_channel;
 
 struct rnic_cq {
@@ -539,6 +546,14 @@ void rnic_ring_bell(struct rnic_context *c, uint8_t *mem, uint32_t bell);
 void rnic_wait_recvs(struct rnic_context *c, uint8_t *mem, uint32_t prod);
 int rnic_resize_srq(struct rnic_srq *s, uint32_t max_wr);
 void rnic_refresh_state(struct rnic_qp *q);
+
+/* Memory windows (mw.c): the context ops ibv_alloc_mw, ibv_dealloc_mw and
+ * ibv_bind_mw call, and the BIND_MW WQE both posting paths write. */
+struct ibv_mw *rnic_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int rnic_dealloc_mw(struct ibv_mw *mw);
+int rnic_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
+int rnic_check_bind(struct ibv_qp *qp, const struct ibv_mw *mw, const struct ibv_mw_bind_info *info);
+void rnic_put_bind(uint8_t *s, const struct ibv_mw *mw, uint32_t rkey, const struct ibv_mw_bind_info *info);
 
 /* Memory: the arena (memory.c). */
 int rnic_arena_share(void *addr, size_t len, int *fd);

@@ -127,11 +127,18 @@ static void fail(struct ibv_qp_ex *x, int err)
 		to_q(x)->wr_err = err;
 }
 
-static void wr_unsupported_inv(struct ibv_qp_ex *x, uint32_t rkey) { (void)rkey, fail(x, EOPNOTSUPP); }
-static void wr_unsupported_bind(struct ibv_qp_ex *x, struct ibv_mw *mw, uint32_t rkey,
-				const struct ibv_mw_bind_info *info)
+static void wr_local_inv(struct ibv_qp_ex *x, uint32_t rkey)
 {
-	(void)mw, (void)rkey, (void)info, fail(x, EOPNOTSUPP);
+	uint8_t *s = begin(x, IBV_WR_LOCAL_INV, not_ud(x));
+	if (s)
+		put32(s + RNICD_SEND_INV_RKEY, rkey);
+}
+
+static void wr_bind_mw(struct ibv_qp_ex *x, struct ibv_mw *mw, uint32_t rkey, const struct ibv_mw_bind_info *info)
+{
+	uint8_t *s = begin(x, IBV_WR_BIND_MW, !rnic_check_bind(&x->qp_base, mw, info));
+	if (s)
+		rnic_put_bind(s, mw, rkey, info);
 }
 static void wr_unsupported_tso(struct ibv_qp_ex *x, void *hdr, uint16_t sz, uint16_t mss)
 {
@@ -285,8 +292,8 @@ void rnic_qp_ex_init(struct rnic_qp *q)
 	struct ibv_qp_ex *x = &q->qpx;
 	x->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
 	x->wr_atomic_fetch_add = wr_atomic_fetch_add;
-	x->wr_bind_mw = wr_unsupported_bind;
-	x->wr_local_inv = wr_unsupported_inv;
+	x->wr_bind_mw = wr_bind_mw;
+	x->wr_local_inv = wr_local_inv;
 	x->wr_rdma_read = wr_rdma_read;
 	x->wr_rdma_write = wr_rdma_write;
 	x->wr_rdma_write_imm = wr_rdma_write_imm;

@@ -18,6 +18,7 @@
  *   corners verbs    DEV0 DEV1   what pyverbs reads: device names, _ex attributes, RQ depth
  *   corners rereg    DEV0 DEV1   ibv_rereg_mr keeps the keys; a QP's RESET cleans its CQs
  *   corners parity   DEV0 DEV1   rxe's flags, P_Keys, path_mig_state, port, SRQ resize
+ *   corners mw       DEV0 DEV1   memory windows: type 1 and 2B binds, invalidation, bind errors
  *   corners killed   DEV0        the daemon dies under us: DEVICE_FATAL, errors, no hang
  *   corners hostile  DEV0 DEV1   blocking, filled, unread descriptors, then _exit with an MR
  *   corners nodaemon             no daemon: an empty device list
@@ -321,6 +322,8 @@ int main(int argc, char **argv)
 		test_ibta15(d0, d1);
 	else if (!strcmp(t, "parity"))
 		test_parity(d0, d1);
+	else if (!strcmp(t, "mw"))
+		test_mw(d0, d1);
 	else if (!strcmp(t, "hostile"))
 		test_hostile(d0, d1);
 	else if (!strcmp(t, "killed"))
@@ -328,7 +331,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(t, "nodaemon"))
 		test_nodaemon();
 	else {
-		fprintf(stderr, "usage: corners errors|channel|async|fork|mr|wr|ud|cap|manyqps|cqchannels|flowlabel|udsl|asyncobj|verbs|rereg|ibta15|parity|hostile|killed|nodaemon [DEV0 [DEV1]]\n");
+		fprintf(stderr, "usage: corners errors|channel|async|fork|mr|wr|ud|cap|manyqps|cqchannels|flowlabel|udsl|asyncobj|verbs|rereg|ibta15|parity|mw|hostile|killed|nodaemon [DEV0 [DEV1]]\n");
 		return 2;
 	}
 	printf("%d failed\n", failures);

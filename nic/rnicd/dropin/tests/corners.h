@@ -65,6 +65,7 @@ void test_verbs(const char *d0, const char *d1);
 void test_rereg(const char *d0, const char *d1);
 void test_ibta15(const char *d0, const char *d1);
 void test_parity(const char *d0, const char *d1);
+void test_mw(const char *d0, const char *d1);
 void test_hostile(const char *d0, const char *d1);
 void test_killed(const char *dev);
 void test_nodaemon(void);

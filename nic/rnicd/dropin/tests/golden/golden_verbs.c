@@ -148,6 +148,20 @@ static void check_creates(void)
 	free(b);
 }
 
+/* ALLOC_MW's reply, as mw.c reads it: the handle, then the rkey. */
+static void check_mw(void)
+{
+	struct rbuf r;
+	size_t n;
+	uint8_t *b = load("ALLOC_MW.reply.1", &n);
+
+	r_init(&r, b, n);
+	CHECK("ALLOC_MW reply", r_u32(&r), 14);
+	CHECK("ALLOC_MW reply", r_u32(&r), 0x00abcd17);
+	CHECK("ALLOC_MW reply", r_done(&r), 0);
+	free(b);
+}
+
 static void check_ah(void)
 {
 	static const uint8_t gid2[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 2};
@@ -210,6 +224,18 @@ static void check_slots(void)
 	CHECK("send slot", get64(b + RNICD_SEND_WQE_HEADER_LEN + RNICD_SGE_LEN + RNICD_SGE_ADDR), 0x7f0000003000ull);
 	free(b);
 
+	/* A BIND_MW WQE: the bind in the other fields, as mw.c writes it. */
+	b = load("slot.bind.1", &n);
+	CHECK("bind slot", b[RNICD_SEND_OPCODE], IBV_WR_BIND_MW);
+	CHECK("bind slot", get16(b + RNICD_SEND_NUM_SGE), 0);
+	CHECK("bind slot", get32(b + RNICD_SEND_INV_RKEY), 0xabcdef01);
+	CHECK("bind slot", get32(b + RNICD_SEND_RKEY), 0xabcdef02);
+	CHECK("bind slot", get32(b + RNICD_SEND_IMM), 0x1100);
+	CHECK("bind slot", get64(b + RNICD_SEND_REMOTE_ADDR), 0x7f0000005000ull);
+	CHECK("bind slot", get64(b + RNICD_SEND_COMPARE_ADD), 4096);
+	CHECK("bind slot", get64(b + RNICD_SEND_SWAP), 6);
+	free(b);
+
 	b = load("slot.recv.1", &n);
 	CHECK("receive slot", get64(b + RNICD_RECV_WRID), 77);
 	CHECK("receive slot", get32(b + RNICD_RECV_NUM_SGE), 1);
@@ -227,6 +253,7 @@ int main(int argc, char **argv)
 	check_open();
 	check_creates();
 	check_ah();
+	check_mw();
 	check_slots();
 	if (failed)
 		return 1;
