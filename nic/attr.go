@@ -153,7 +153,7 @@ func (l Limits) withDefaults() (Limits, error) {
 // Query returns the device attributes (ibv_query_device).
 func (d *Device) Query() verbs.DeviceAttr {
 	l := &d.limits
-	return verbs.DeviceAttr{
+	a := verbs.DeviceAttr{
 		FwVer:           FirmwareVersion,
 		NodeGUID:        d.guid,
 		SysImageGUID:    d.guid,
@@ -186,6 +186,8 @@ func (d *Device) Query() verbs.DeviceAttr {
 		Transport:       d.transport,
 		NodeType:        d.transport.NodeType(),
 	}
+	d.mcastAttrs(&a)
+	return a
 }
 
 // atomicCap is ATOMIC_GLOB: the responder executes every atomic with one

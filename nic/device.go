@@ -68,6 +68,7 @@ type Device struct {
 	mem       *memory.Table
 	events    *eventQueue
 	addrHands sync.Map // *verbs.AddressVector → *AH, for PostSend's AH checks
+	mcast     mcastTable
 
 	mu        sync.Mutex
 	provider  verbs.Provider

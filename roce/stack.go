@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/roce/wire"
@@ -77,6 +78,10 @@ type Stack struct {
 
 	mu  sync.RWMutex
 	qps map[uint32]*QP
+
+	// Multicast groups (mcast.go): changed under mcastMu, read without.
+	mcastMu sync.Mutex
+	mcast   atomic.Pointer[mcastGroups]
 
 	// ACK coalescing: QPs with an ACK due, flushed after a batch.
 	ackMu        sync.Mutex
@@ -306,6 +311,10 @@ func (s *Stack) input(frame []byte) {
 	}
 	if !f.VerifyICRC() {
 		s.ctr.inc(IcrcErr)
+		return
+	}
+	if f.DstAddr().Unmap().IsMulticast() {
+		s.mcastInput(&f)
 		return
 	}
 	if !s.isLocal(f.DstAddr()) {

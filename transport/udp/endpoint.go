@@ -34,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 
 	"github.com/rnic/rnic/transport"
@@ -93,6 +94,9 @@ type Endpoint struct {
 	batch  atomic.Pointer[func(frames [][]byte)]
 	closed atomic.Bool
 	sys    sysState // sockets and the receive loop (socket_linux.go)
+	// deliverMu keeps the receivers to one call at a time (the
+	// transport.Endpoint contract) when groups' loops deliver too.
+	deliverMu sync.Mutex
 }
 
 var _ transport.BatchEndpoint = (*Endpoint)(nil)
@@ -197,6 +201,8 @@ func (e *Endpoint) deliver(frames [][]byte) {
 	if len(frames) == 0 {
 		return
 	}
+	e.deliverMu.Lock()
+	defer e.deliverMu.Unlock()
 	bf, rf := e.batch.Load(), e.recv.Load()
 	switch {
 	case bf != nil && *bf != nil:
