@@ -20,7 +20,6 @@ import (
 
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/roce/wire"
-	"github.com/rnic/rnic/transport"
 )
 
 // mcastGroups maps a group's IP address (unmapped) to its attached QPs.
@@ -41,7 +40,7 @@ func (s *Stack) AttachMcast(group netip.Addr, qpn uint32) error {
 	}
 	old := s.groups()
 	if len(old[ip]) == 0 {
-		if m, ok := s.cfg.Link.(transport.GroupMember); ok {
+		if m := s.cfg.Groups; m != nil {
 			if err := m.JoinGroup(ip); err != nil {
 				return fmt.Errorf("roce: join %v: %w", ip, err)
 			}
@@ -66,7 +65,7 @@ func (s *Stack) DetachMcast(group netip.Addr, qpn uint32) {
 		next[ip] = members
 	} else {
 		delete(next, ip)
-		if m, ok := s.cfg.Link.(transport.GroupMember); ok && len(old[ip]) > 0 {
+		if m := s.cfg.Groups; m != nil && len(old[ip]) > 0 {
 			_ = m.LeaveGroup(ip) // leaving a group cannot fail in a way a detach could report
 		}
 	}
@@ -114,8 +113,7 @@ func (s *Stack) mcastInput(f *wire.Frame) {
 // loopsGroups reports whether the link hands the device's own multicast
 // back to it.
 func (s *Stack) loopsGroups() bool {
-	m, ok := s.cfg.Link.(transport.GroupMember)
-	return ok && m.LoopsGroups()
+	return s.cfg.Groups != nil && s.cfg.Groups.LoopsGroups()
 }
 
 // mcastLoop hands a sealed datagram the QP is sending to a group the

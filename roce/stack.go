@@ -64,6 +64,10 @@ type Config struct {
 	// while they live (the link keeps a socket per port); nil when the
 	// link keeps nothing per port.
 	SourcePorts transport.SourcePorts
+	// Groups, if set, joins and leaves the IP multicast groups QPs attach
+	// to (mcast.go); nil means the link's own, if it is a
+	// transport.GroupMember (a wrapper, a capture tee, hides it).
+	Groups transport.GroupMember
 }
 
 // Stack is one device's RoCEv2 engine on one link.
@@ -129,6 +133,9 @@ func NewStack(cfg Config) (*Stack, error) {
 	}
 	if cfg.AckEvery <= 0 {
 		cfg.AckEvery = 64
+	}
+	if cfg.Groups == nil {
+		cfg.Groups, _ = cfg.Link.(transport.GroupMember)
 	}
 	s := &Stack{cfg: cfg, qps: make(map[uint32]*QP)}
 	s.budget.limit = int64(cfg.Budget)
