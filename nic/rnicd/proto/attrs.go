@@ -33,6 +33,9 @@ func PutDeviceAttr(w *Writer, a *verbs.DeviceAttr) {
 	w.U8(a.PhysPortCnt)
 	w.Int(a.MaxInlineData)
 	w.U64(a.MaxMsgSize)
+	w.Int(a.MaxMcastGrp)
+	w.Int(a.MaxMcastQPAttach)
+	w.Int(a.MaxTotalMcastQPAttach)
 }
 
 // GetDeviceAttr reads what PutDeviceAttr wrote.
@@ -60,6 +63,9 @@ func GetDeviceAttr(r *Reader, a *verbs.DeviceAttr) {
 	a.PhysPortCnt = r.U8()
 	a.MaxInlineData = r.Int()
 	a.MaxMsgSize = r.U64()
+	a.MaxMcastGrp = r.Int()
+	a.MaxMcastQPAttach = r.Int()
+	a.MaxTotalMcastQPAttach = r.Int()
 }
 
 // PutPortAttr writes a.

@@ -18,7 +18,7 @@ import (
 // rings or in the C header bumps it, and nothing keeps the old layout.
 //
 //rnicd:cheader
-const Version = 7
+const Version = 8
 
 // Bounds of OpOpen's and OpCounters' replies.
 //

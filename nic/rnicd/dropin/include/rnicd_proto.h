@@ -62,6 +62,8 @@ enum rnicd_op {
 	RNICD_OP_CREATE_CQ_ON = 0x0026,
 	RNICD_OP_REREG_MR_WINDOW = 0x0030,
 	RNICD_OP_RESIZE_CQ = 0x0031,
+	RNICD_OP_ATTACH_MCAST = 0x0048,
+	RNICD_OP_DETACH_MCAST = 0x0049,
 	RNICD_OP_NET_QUERY = 0x0100,
 	RNICD_OP_RANGE_NETWORK = 0x0100,
 	RNICD_OP_NET_LISTEN = 0x0101,
@@ -207,7 +209,7 @@ enum {
  * rings or in the C header bumps it, and nothing keeps the old layout.
  * (messages.go) */
 enum {
-	RNICD_VERSION = 7,
+	RNICD_VERSION = 8,
 };
 
 /* Bounds of OpOpen's and OpCounters' replies. (messages.go) */
