@@ -162,6 +162,7 @@ struct rnic_dev_attr {
 	uint64_t max_mw, max_ah, max_srq, max_srq_wr, max_srq_sge, max_pkeys;
 	uint8_t local_ca_ack_delay, phys_port_cnt;
 	uint64_t max_inline, max_msg_size;
+	uint64_t max_mcast_grp, max_mcast_qp_attach, max_total_mcast_qp_attach;
 };
 
 struct rnic_port_attr {

@@ -45,6 +45,7 @@ void cm_id_unref(struct cm_id *id)
 		rdma_destroy_event_channel(id->id.channel);
 		pthread_mutex_lock(&cm_mu);
 	}
+	cm_mc_free(id);
 	free(id);
 }
 
@@ -226,6 +227,8 @@ CM_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 static int reachable(struct in_addr dev_addr, const struct sockaddr_in *dst)
 {
 	uint32_t d = ntohl(dst->sin_addr.s_addr);
+	if (IN_MULTICAST(d)) /* a group: joined on the device's own address */
+		return 1;
 	if ((ntohl(dev_addr.s_addr) >> 24) == 127)
 		return (d >> 24) == 127;
 	return d != 0 && d != 0xffffffff;
