@@ -186,6 +186,9 @@ void cm_close_listeners(struct cm_id *id);
 int cm_on_iwarp(const struct cm_id *c);
 void down_event(struct cm_id *c);
 
+/* cm_give_pd: id->pd once the id has a device (qp.c). No lock held. */
+void cm_give_pd(struct cm_id *c);
+
 /* Multicast (mcast.c). */
 void cm_mc_taken(struct cm_event *e);
 void cm_mc_free(struct cm_id *c);

@@ -218,6 +218,7 @@ CM_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	*port_of(&ss) = htons(port);
 	memcpy(&id->route.addr.src_addr, &ss, sa_len(addr));
 	pthread_mutex_unlock(&cm_mu);
+	cm_give_pd(c);
 	return 0;
 }
 
@@ -351,6 +352,8 @@ CM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr
 	pthread_mutex_unlock(&cm_mu);
 	if (!e)
 		return cm_fail(ENOMEM);
+	if (ok)
+		cm_give_pd(c);
 	return cm_complete(c);
 }
 
