@@ -10,7 +10,9 @@
 // Sending needs nothing new: a datagram to a group from a socket bound to
 // the NIC's address leaves by that address's interface, and the kernel
 // loops it back to the host's members (IP_MULTICAST_LOOP is on by
-// default), this NIC included.
+// default), this NIC included. That holds for IPv4 on loopback addresses
+// too; an IPv6 group needs an interface with IPv6 multicast, which lo is
+// not (Linux routes ff00::/8 only on the others).
 
 package udp
 
