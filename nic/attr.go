@@ -171,7 +171,7 @@ func (l Limits) withDefaults() (Limits, error) {
 // Query returns the device attributes (ibv_query_device).
 func (d *Device) Query() verbs.DeviceAttr {
 	l := &d.limits
-	return verbs.DeviceAttr{
+	a := verbs.DeviceAttr{
 		FwVer:            FirmwareVersion,
 		NodeGUID:         d.guid,
 		SysImageGUID:     d.guid,
@@ -206,6 +206,8 @@ func (d *Device) Query() verbs.DeviceAttr {
 		Transport:        d.transport,
 		NodeType:         d.transport.NodeType(),
 	}
+	d.mcastAttrs(&a)
+	return a
 }
 
 // ibta15Caps are the extended flags of a RoCE device: the RoCE engine

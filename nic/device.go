@@ -70,6 +70,7 @@ type Device struct {
 	events    *eventQueue
 	addrHands sync.Map    // *verbs.AddressVector → *AH, for PostSend's AH checks
 	portDown  atomic.Bool // the link under the port is down (SetPortActive)
+	mcast     mcastTable
 
 	mu        sync.Mutex
 	provider  verbs.Provider

@@ -19,6 +19,7 @@ var (
 	_ ibv.ReregMR       = (*ibvMR)(nil)
 	_ ibv.SRQModifier   = (*ibvSRQ)(nil)
 	_ ibv.StateWatcher  = (*ibvQP)(nil)
+	_ ibv.McastQP       = (*ibvQP)(nil)
 	_ ibv.UDConnManager = (*ibvCM)(nil)
 	_ ibv.UDConnManager = (*ibvNetCM)(nil)
 )
@@ -44,6 +45,10 @@ func (s *ibvSRQ) ModifySRQ(attr verbs.SRQAttr, mask verbs.SRQAttrMask) error {
 func (s *ibvSRQ) QuerySRQ() verbs.SRQAttr { return s.srq.Query() }
 
 func (q *ibvQP) WatchState(f func(verbs.QPState)) { q.qp.WatchState(f) }
+
+func (q *ibvQP) AttachMcast(gid netip.Addr, lid uint16) error { return q.qp.AttachMcast(gid, lid) }
+
+func (q *ibvQP) DetachMcast(gid netip.Addr, lid uint16) error { return q.qp.DetachMcast(gid, lid) }
 
 // The wrappers with a ConnManager forward the UD methods to it; one
 // without UD ids refuses them with verbs.ErrNotSupported.

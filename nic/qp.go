@@ -266,6 +266,7 @@ func (q *QP) Destroy() error {
 	if already {
 		return errorf(verbs.ErrDestroyed, "destroy QP %#x", q.qpn)
 	}
+	q.detachAll()
 	q.eng.Destroy()
 	if q.srq != nil {
 		q.srq.detach(q)

@@ -180,12 +180,14 @@ func (qp *QP) pathFor(av *verbs.AddressVector) (wire.Encap, netip.Addr, error) {
 	} else {
 		qp.holdPort(e.SrcPort)
 	}
-	if s.cfg.PeerPort != nil {
+	if s.cfg.PeerPort != nil && !dst.IsMulticast() { // a group's members listen on the RoCEv2 port
 		if p := s.cfg.PeerPort(dst); p != 0 {
 			e.DstPort = p
 		}
 	}
 	switch {
+	case dst.IsMulticast():
+		e.DstMAC = mcastMAC(dst)
 	case av.DMAC != [6]byte{}:
 		e.DstMAC = av.DMAC
 	case s.cfg.Resolve != nil:

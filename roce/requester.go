@@ -526,6 +526,9 @@ func (qp *QP) sendRequest(w *swqe, k int) bool {
 	if qp.s.tracing() {
 		qp.s.tracef(qp.Cfg.QPN, "req", "send %v psn=%d len=%d ackreq=%v", op, psn, n, h.BTH.AckReq)
 	}
+	if h.BTH.DestQP == verbs.MulticastQPN && qp.encap.Dst.IsMulticast() {
+		qp.mcastLoop(frame)
+	}
 	qp.emit(frame)
 	return true
 }

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/roce/wire"
@@ -63,6 +64,10 @@ type Config struct {
 	// while they live (the link keeps a socket per port); nil when the
 	// link keeps nothing per port.
 	SourcePorts transport.SourcePorts
+	// Groups, if set, joins and leaves the IP multicast groups QPs attach
+	// to (mcast.go); nil means the link's own, if it is a
+	// transport.GroupMember (a wrapper, a capture tee, hides it).
+	Groups transport.GroupMember
 }
 
 // Stack is one device's RoCEv2 engine on one link.
@@ -77,6 +82,10 @@ type Stack struct {
 
 	mu  sync.RWMutex
 	qps map[uint32]*QP
+
+	// Multicast groups (mcast.go): changed under mcastMu, read without.
+	mcastMu sync.Mutex
+	mcast   atomic.Pointer[mcastGroups]
 
 	// ACK coalescing: QPs with an ACK due, flushed after a batch.
 	ackMu        sync.Mutex
@@ -124,6 +133,9 @@ func NewStack(cfg Config) (*Stack, error) {
 	}
 	if cfg.AckEvery <= 0 {
 		cfg.AckEvery = 64
+	}
+	if cfg.Groups == nil {
+		cfg.Groups, _ = cfg.Link.(transport.GroupMember)
 	}
 	s := &Stack{cfg: cfg, qps: make(map[uint32]*QP)}
 	s.budget.limit = int64(cfg.Budget)
@@ -306,6 +318,10 @@ func (s *Stack) input(frame []byte) {
 	}
 	if !f.VerifyICRC() {
 		s.ctr.inc(IcrcErr)
+		return
+	}
+	if f.DstAddr().Unmap().IsMulticast() {
+		s.mcastInput(&f)
 		return
 	}
 	if !s.isLocal(f.DstAddr()) {

@@ -41,6 +41,9 @@ type HostCounters struct {
 	NDIgnored   uint64 // nd_ignored: RS, RA, redirects, NS for other targets, NA for unknown neighbours
 	NDInvalid   uint64 // nd_invalid: hop limit ≠ 255, code ≠ 0, bad options (RFC 4861 §7.1)
 	MLDReportTx uint64 // mld_reports_tx
+	// IGMP and RoCE multicast groups (mcast.go).
+	IGMPReportTx   uint64 // igmp_reports_tx
+	McastQueriesRx uint64 // mcast_queries_rx: IGMP and MLD queries read
 
 	ICMPEchoRx        uint64 // icmp_echo_rx: ICMP and ICMPv6 echo requests to us
 	ICMPEchoTx        uint64 // icmp_echo_tx: echo replies sent
@@ -84,6 +87,7 @@ type hostCounters struct {
 	arpIgnored                                                atomic.Uint64
 	ndNSRx, ndNATx, ndNSTx, ndNARx, ndIgnored, ndInvalid      atomic.Uint64
 	mldReportTx                                               atomic.Uint64
+	igmpReportTx, mcastQueriesRx                              atomic.Uint64
 	icmpEchoRx, icmpEchoTx, icmpOtherRx                       atomic.Uint64
 	portUnreachableTx, icmpRateLimited                        atomic.Uint64
 	roceRx, roceNoReceiver, roceTx, ceMarked, ectMarked       atomic.Uint64

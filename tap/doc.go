@@ -10,6 +10,8 @@
 //	  ├─ ARP (arp.go), IPv6 ND (ndp.go) ── neighbour cache (neighbor.go)
 //	  ├─ ICMP / ICMPv6 echo (icmp.go): `ping` works
 //	  ├─ UDP 4791 ──────────────── RoCE endpoint (roce.go) ── roce.Stack
+//	  ├─ IGMP / MLD queries, UDP 4791 to joined groups (mcast.go): the
+//	  │    engine's multicast groups, reported as IGMPv3 / MLDv2
 //	  └─ TCP ───────────────────── TCPStack (netstack.go): gVisor netstack
 //	                                 ├─ iWARP streams (transport/stream/netstack)
 //	                                 └─ the tools' side channels (gonet)

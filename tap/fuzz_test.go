@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/rnic/rnic/transport/clock"
@@ -41,6 +42,12 @@ func FuzzHostInput(f *testing.F) {
 		serialize(f, eth(peerMAC, hostMAC, layers.EthernetTypeIPv4), tcpIP, tcp),
 		roceFrame(f, peerMAC, hostMAC, peer4, host4, 3, []byte("roce")),
 		roceFrame(f, peerMAC, hostMAC, peer6, host6, 0, []byte("roce6")),
+		// multicast: a RoCE datagram to a joined group, an IGMP and an MLD query
+		roceFrame(f, peerMAC, groupMAC(group4), peer4, group4, 0, []byte("group")),
+		serialize(f, eth(peerMAC, groupMAC(allSystems), layers.EthernetTypeIPv4),
+			&layers.IPv4{Version: 4, TTL: 1, Protocol: layers.IPProtocolIGMP, SrcIP: peer4.AsSlice(), DstIP: allSystems.AsSlice()},
+			gopacket.Payload(igmpV2Query(netip.IPv4Unspecified()))),
+		mldQuery(),
 		{},
 		make([]byte, 14),
 	}
@@ -55,6 +62,11 @@ func FuzzHostInput(f *testing.F) {
 	}
 	h.SetTCP(func([]byte) {})
 	h.RoCE().SetReceiver(func([]byte) {})
+	for _, g := range []netip.Addr{group4, group6} { // so the multicast paths are reached
+		if err := h.JoinGroup(g); err != nil {
+			f.Fatal(err)
+		}
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		before := h.Counters().RxFrames
 		h.handleFrame(b)

@@ -137,6 +137,7 @@ type Host struct {
 	vio  vnetIO    // the IO, if it moves frames with a virtio_net_hdr (host_offload.go)
 	gso  sync.Pool // *[]byte of gsoBufLen bytes, for TCP super-segments
 	roce roceEndpoint
+	mc   mcastState // RoCE multicast groups (mcast.go)
 	tcp  atomic.Pointer[func([]byte)]
 	// divert, if set, sees frames read from the wire first (divert.go).
 	divert atomic.Pointer[Diverter]
@@ -467,7 +468,7 @@ func (h *Host) process(b []byte) {
 // multicast MACs of the groups we joined. A TAP on a bridge also sees
 // flooded unicast for other hosts, which must not be answered.
 func (h *Host) acceptMAC(dst [6]byte) bool {
-	if dst == h.mac || dst == broadcastMAC {
+	if dst == h.mac || dst == broadcastMAC || h.acceptMcastMAC(dst) {
 		return true
 	}
 	if dst[0] == 0x33 && dst[1] == 0x33 {
@@ -512,6 +513,9 @@ func (h *Host) handleIPv4(frame []byte) {
 		return
 	}
 	dst := netip.AddrFrom4([4]byte(ip[16:20]))
+	if dst.IsMulticast() && h.handleMcastIPv4(frame, ip[:tot], ihl, dst) {
+		return
+	}
 	if !containsAddr(h.addrs4, dst) {
 		h.cnt.notOurIP.Add(1)
 		return
@@ -555,6 +559,9 @@ func (h *Host) handleIPv6(frame []byte) {
 	}
 	ip = ip[:ipv6HeaderLen+plen]
 	dst := netip.AddrFrom16([16]byte(ip[24:40]))
+	if dst.IsMulticast() && h.handleMcastIPv6(frame, ip, dst) {
+		return
+	}
 	unicast := containsAddr(h.addrs6, dst)
 	if !unicast && !containsAddr(h.groups6, dst) {
 		h.cnt.notOurIP.Add(1)

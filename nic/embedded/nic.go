@@ -67,6 +67,9 @@ type Config struct {
 	// ports when they differ (see roce.Config).
 	UDPPort  uint16
 	PeerPort func(netip.Addr) uint16
+	// Groups joins the IP multicast groups QPs attach to, when Link
+	// (behind faults) is not itself a transport.GroupMember.
+	Groups transport.GroupMember
 	// Seed, if set, makes the device's QPNs and keys a function of it
 	// (nic.Config.Seed): a simulated run replays byte for byte.
 	Seed *[32]byte
@@ -123,6 +126,10 @@ func NewNIC(cfg Config) (*NIC, error) {
 	// The embedded mode's link keeps a socket per source port: QPs hold
 	// theirs so that destroying a QP closes it.
 	scfg.SourcePorts, _ = cfg.Link.(transport.SourcePorts)
+	scfg.Groups = cfg.Groups
+	if scfg.Groups == nil {
+		scfg.Groups, _ = cfg.Link.(transport.GroupMember)
+	}
 	if cfg.Trace != nil || cfg.TraceEvents != nil {
 		var mu sync.Mutex
 		w, te, name := cfg.Trace, cfg.TraceEvents, cfg.Name

@@ -99,7 +99,7 @@ func Open(cfg UDPConfig) (*NIC, error) {
 		// engine addresses peers the same way so captures agree.
 		Resolve:  func(a netip.Addr) ([6]byte, bool) { return udp.SyntheticMAC(a), true },
 		PeerPort: func(a netip.Addr) uint16 { return peers[a.Unmap()] },
-		UDPPort:  port})
+		UDPPort:  port, Groups: ep})
 	if err != nil {
 		ep.Close()
 		return nil, err

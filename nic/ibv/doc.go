@@ -20,4 +20,6 @@
 // Optional capabilities are separate interfaces a Device may implement:
 // Network (the TCP/IP stack that owns the device's addresses, for side
 // channels), Counters (the port's counters, as rdma statistic shows).
+// Objects have theirs too: McastQP (ibv_attach_mcast) on a QP of a device
+// whose max_mcast_grp is not 0, ResizeCQ, ReregMR, SRQModifier.
 package ibv

@@ -244,13 +244,17 @@ func (d *device) queryDevice() error {
 		AtomicCap:       verbs.AtomicCap(a.atomic_cap),
 		MaxMW:           int(a.max_mw),
 		MaxAH:           int(a.max_ah),
-		MaxSRQ:          int(a.max_srq),
-		MaxSRQWR:        int(a.max_srq_wr),
-		MaxSRQSGE:       int(a.max_srq_sge),
-		MaxPKeys:        int(a.max_pkeys),
-		LocalCAAckDelay: uint8(a.local_ca_ack_delay),
-		PhysPortCnt:     uint8(a.phys_port_cnt),
-		MaxMsgSize:      uint64(p.max_msg_sz),
+		// The multicast limits, as the device reports them.
+		MaxMcastGrp:           int(a.max_mcast_grp),
+		MaxMcastQPAttach:      int(a.max_mcast_qp_attach),
+		MaxTotalMcastQPAttach: int(a.max_total_mcast_qp_attach),
+		MaxSRQ:                int(a.max_srq),
+		MaxSRQWR:              int(a.max_srq_wr),
+		MaxSRQSGE:             int(a.max_srq_sge),
+		MaxPKeys:              int(a.max_pkeys),
+		LocalCAAckDelay:       uint8(a.local_ca_ack_delay),
+		PhysPortCnt:           uint8(a.phys_port_cnt),
+		MaxMsgSize:            uint64(p.max_msg_sz),
 	}
 	d.attr.MaxInlineData = d.probeInline()
 	// struct ibv_device's, which ibv_query_device does not report.

@@ -172,7 +172,7 @@ func Open(cfg Config) (*NIC, error) {
 	}
 	host.SetTCP(tcp.Deliver)
 	en, err := embedded.NewNIC(embedded.Config{Name: cfg.Name, Addr: addrs[0], Addrs: addrs, MAC: cfg.MAC,
-		LinkLocal: true, PortEvents: true, MTU: cfg.MTU, Link: host.RoCE(), Resolve: host.Lookup, Trace: cfg.Trace,
+		LinkLocal: true, PortEvents: true, MTU: cfg.MTU, Link: host.RoCE(), Groups: host, Resolve: host.Lookup, Trace: cfg.Trace,
 		TraceEvents: cfg.TraceEvents})
 	if err != nil {
 		tcp.Close()

@@ -48,6 +48,11 @@ type DeviceAttr struct {
 	PhysPortCnt      uint8
 	MaxInlineData    int
 	MaxMsgSize       uint64
+	// Multicast limits: groups of the device, QPs attached to one group,
+	// attachments in all (0 when the device has no multicast).
+	MaxMcastGrp           int
+	MaxMcastQPAttach      int
+	MaxTotalMcastQPAttach int
 	// Transport and NodeType are struct ibv_device's transport_type and
 	// node_type.
 	Transport Transport

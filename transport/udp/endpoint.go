@@ -101,8 +101,11 @@ type Endpoint struct {
 	recv   atomic.Pointer[func(frame []byte)]
 	batch  atomic.Pointer[func(frames [][]byte)]
 	closed atomic.Bool
-	rx     sync.Mutex // held while a receiver runs: the socket's loop or the looped frames'
-	sys    sysState   // sockets and the receive loop (socket_linux.go)
+	// rx is held while a receiver runs, one call at a time (the
+	// transport.Endpoint contract): the socket's loop, the looped frames'
+	// or a group's loop.
+	rx  sync.Mutex
+	sys sysState // sockets and the receive loop (socket_linux.go)
 }
 
 var _ transport.BatchEndpoint = (*Endpoint)(nil)

@@ -6,7 +6,10 @@
 
 package udp
 
-import "errors"
+import (
+	"errors"
+	"net/netip"
+)
 
 type sysState struct{}
 
@@ -18,3 +21,12 @@ func (e *Endpoint) loopDrops() uint64        { return 0 }
 
 // RecvBufferBytes implements transport.RecvBufferSizer.
 func (e *Endpoint) RecvBufferBytes() int { return 0 }
+
+// JoinGroup implements transport.GroupMember.
+func (e *Endpoint) JoinGroup(netip.Addr) error { return errors.ErrUnsupported }
+
+// LeaveGroup implements transport.GroupMember.
+func (e *Endpoint) LeaveGroup(netip.Addr) error { return nil }
+
+// LoopsGroups implements transport.GroupMember.
+func (e *Endpoint) LoopsGroups() bool { return false }

@@ -82,7 +82,7 @@ func (r *reader) run() {
 	for {
 		r.n, r.errno = 0, 0
 		if err := r.s.rc.Read(r.read); err != nil {
-			if !r.e.closedErr(err) {
+			if !r.e.closedErr(err) && !r.s.leaving.Load() {
 				r.e.ctr.recv.recvErrors.Add(1)
 			}
 			return

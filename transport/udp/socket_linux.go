@@ -16,6 +16,7 @@ package udp
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -40,6 +41,9 @@ type sock struct {
 	// main socket does not.
 	perPort bool
 	refs    atomic.Int32
+	// leaving is set before a group socket is closed by LeaveGroup, so
+	// its reader ends without counting an error.
+	leaving atomic.Bool
 }
 
 // portSock is the socket frames with one source port leave from.
@@ -59,6 +63,9 @@ type sysState struct {
 	ports map[uint16]portSock // by UDP source port
 	holds map[uint16]int      // holders of each source port
 	idle  []uint16            // ports with a socket and no holder, oldest first
+
+	// groups are the multicast groups joined (group_linux.go).
+	groups map[netip.Addr]*groupSock
 
 	one   sync.Pool // *msgs of one message, for Send
 	batch sync.Pool // *msgs of BatchSize messages, for SendBatch
@@ -113,6 +120,13 @@ func (e *Endpoint) RecvBufferBytes() int { return e.sys.rcvbuf }
 // that endpoints of one process whose QPs hash to the same source port can
 // all bind it.
 func (e *Endpoint) openSock(port uint16, listen bool) (*sock, error) {
+	return e.openSockAt(e.cfg.Addr, port, listen, false)
+}
+
+// openSockAt opens a socket bound to (addr, port). A group socket
+// (group.go) is a listening one bound to a multicast address, shared with
+// the other members of the host (SO_REUSEADDR: each gets a copy).
+func (e *Endpoint) openSockAt(addr netip.Addr, port uint16, listen, group bool) (*sock, error) {
 	v6 := e.cfg.Addr.Is6()
 	family, level := unix.AF_INET, unix.IPPROTO_IP
 	if v6 {
@@ -139,11 +153,15 @@ func (e *Endpoint) openSock(port uint16, listen bool) (*sock, error) {
 			opt{unix.SOL_SOCKET, unix.SO_NO_CHECK, 1, false},
 		)
 	}
+	if group {
+		// The drop count of SO_RXQ_OVFL stays the main socket's.
+		opts = append(opts, opt{unix.SOL_SOCKET, unix.SO_REUSEADDR, 1, false})
+	}
 	if listen {
-		opts = append(opts,
-			opt{unix.SOL_SOCKET, unix.SO_RCVBUF, e.cfg.RecvBuffer, false},
-			opt{unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1, true},
-		)
+		opts = append(opts, opt{unix.SOL_SOCKET, unix.SO_RCVBUF, e.cfg.RecvBuffer, false})
+		if !group {
+			opts = append(opts, opt{unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1, true})
+		}
 		if v6 {
 			opts = append(opts,
 				opt{level, unix.IPV6_RECVPKTINFO, 1, false},
@@ -171,11 +189,17 @@ func (e *Endpoint) openSock(port uint16, listen bool) (*sock, error) {
 			return nil, fmt.Errorf("setsockopt(%d, %d, %d): %w", o.level, o.name, o.value, err)
 		}
 	}
-	if err := unix.Bind(fd, sockaddr(e.cfg.Addr.AsSlice(), port)); err != nil {
+	if err := unix.Bind(fd, sockaddr(addr.AsSlice(), port)); err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("bind port %d: %w", port, err)
+		return nil, fmt.Errorf("bind [%v]:%d: %w", addr, port, err)
 	}
-	f := os.NewFile(uintptr(fd), fmt.Sprintf("udp:[%v]:%d", e.cfg.Addr, port))
+	if group {
+		if err := e.joinOn(fd, addr); err != nil {
+			unix.Close(fd)
+			return nil, err
+		}
+	}
+	f := os.NewFile(uintptr(fd), fmt.Sprintf("udp:[%v]:%d", addr, port))
 	rc, err := f.SyscallConn()
 	if err != nil {
 		f.Close()
@@ -199,6 +223,7 @@ func (e *Endpoint) close() error {
 		unregisterLocal(e)
 		e.sys.loop.stop()
 	}
+	e.closeGroups()
 	e.sys.mu.Lock()
 	var socks []*sock
 	for _, ps := range e.sys.ports {

@@ -48,6 +48,7 @@ var verbsTests = []test{
 	{"CQ/Notify", testNotify},
 	{"SRQ", testSRQ},
 	{"UD/Send", testUDSend},
+	{"UD/Multicast", testUDMulticast},
 	{"Errors/BadLKey", testBadLKey},
 	{"Errors/BadRKey", testBadRKey},
 	{"Errors/RecvTooSmall", testRecvTooSmall},

@@ -46,8 +46,17 @@ var onlyFor = map[string]string{}
 // rnicGaps are skips rxe does not have: features rnic does not offer
 // yet, each a known difference to close (remove its line when it is).
 var rnicGaps = []string{
-	"Importing a device is not supported",       // ibv_import_device: a context is a daemon session
-	"Multicast is not supported on this device", // rdma_join_multicast / ibv_attach_mcast (rxe has them)
+	"Importing a device is not supported", // ibv_import_device: a context is a daemon session
+}
+
+// knownFailures are tests that fail on rnic, each a known difference to
+// close (remove its line when it is). They failed before as well, unseen:
+// every rdma_cm test's forked players crashed after test_fork (the pages
+// of deregistered MRs stayed MADV_DONTFORK), and the suite counts a
+// crashed player as a pass unless the test expects its traffic to fail.
+var knownFailures = map[string]string{
+	"ERROR tests.test_rdmacm.CMTestCase.test_rdmacm_async_traffic":             "RDMA_OPTION_ID_ACK_TIMEOUT is kept, not applied to the QP",
+	"ERROR tests.test_rdmacm.CMTestCase.test_rdmacm_async_traffic_external_qp": "rdma_connect with an external QP (conn_param.qp_num): EINVAL",
 }
 
 // allowedSkip says whether reason is allowed for tests, and why.

@@ -34,6 +34,9 @@ func PutDeviceAttr(w *Writer, a *verbs.DeviceAttr) {
 	w.Int(a.MaxInlineData)
 	w.U64(a.MaxMsgSize)
 	w.U64(uint64(a.DeviceCapFlagsEx))
+	w.Int(a.MaxMcastGrp)
+	w.Int(a.MaxMcastQPAttach)
+	w.Int(a.MaxTotalMcastQPAttach)
 }
 
 // GetDeviceAttr reads what PutDeviceAttr wrote.
@@ -62,6 +65,9 @@ func GetDeviceAttr(r *Reader, a *verbs.DeviceAttr) {
 	a.MaxInlineData = r.Int()
 	a.MaxMsgSize = r.U64()
 	a.DeviceCapFlagsEx = verbs.DeviceCapEx(r.U64())
+	a.MaxMcastGrp = r.Int()
+	a.MaxMcastQPAttach = r.Int()
+	a.MaxTotalMcastQPAttach = r.Int()
 }
 
 // PutPortAttr writes a.

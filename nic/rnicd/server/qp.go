@@ -6,6 +6,7 @@ package server
 
 import (
 	"fmt"
+	"net/netip"
 
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
@@ -28,6 +29,9 @@ type qpObj struct {
 	rings *proto.WorkRings
 	d     *drainer
 	queue uint64 // queue state charged to the uid's budget (queueBytes)
+	// groups are the multicast groups the client attached the QP to
+	// (ops_mcast.go); the session's handlers alone touch it.
+	groups map[netip.Addr]struct{}
 }
 
 func (q *qpObj) kind() objKind     { return kindQP }
@@ -38,6 +42,9 @@ func (q *qpObj) session() *Session { return q.s }
 func (q *qpObj) event(verbs.AsyncEvent) { q.rings.State.Store(uint32(q.qp.State())) }
 
 func (q *qpObj) destroy(s *Session, reaping bool) error {
+	if !reaping && len(q.groups) > 0 {
+		return fmt.Errorf("rnicd: destroy QP %#x: attached to %d multicast groups: %w", q.qp.QPN(), len(q.groups), verbs.ErrBusy)
+	}
 	q.d.halt()
 	if reaping {
 		// As a dead host's QP: in ERR, so nothing more leaves it,

@@ -64,6 +64,8 @@ enum rnicd_op {
 	RNICD_OP_RESIZE_CQ = 0x0031,
 	RNICD_OP_ALLOC_MW = 0x0040, /* OpAllocMW allocates a window of a type in a PD. */
 	RNICD_OP_DEALLOC_MW = 0x0041, /* OpDeallocMW frees a window (bound or not). */
+	RNICD_OP_ATTACH_MCAST = 0x0048,
+	RNICD_OP_DETACH_MCAST = 0x0049,
 	RNICD_OP_RESIZE_SRQ = 0x0054,
 	RNICD_OP_NET_QUERY = 0x0100,
 	RNICD_OP_RANGE_NETWORK = 0x0100,

@@ -204,6 +204,9 @@ void r_dev_attr(struct rbuf *r, struct rnic_dev_attr *a)
 	a->max_inline = r_int(r);
 	a->max_msg_size = r_u64(r);
 	a->cap_flags_ex = r_u64(r);
+	a->max_mcast_grp = r_int(r);
+	a->max_mcast_qp_attach = r_int(r);
+	a->max_total_mcast_qp_attach = r_int(r);
 }
 
 void r_port_attr(struct rbuf *r, struct rnic_port_attr *a)
@@ -457,6 +460,9 @@ static void fill_device_attr(const struct rnic_dev_attr *a, struct ibv_device_at
 	o->max_srq_wr = (int)a->max_srq_wr;
 	o->max_srq_sge = (int)a->max_srq_sge;
 	o->max_pkeys = (uint16_t)a->max_pkeys;
+	o->max_mcast_grp = (int)a->max_mcast_grp;
+	o->max_mcast_qp_attach = (int)a->max_mcast_qp_attach;
+	o->max_total_mcast_qp_attach = (int)a->max_total_mcast_qp_attach;
 	o->local_ca_ack_delay = a->local_ca_ack_delay;
 	o->phys_port_cnt = a->phys_port_cnt;
 }

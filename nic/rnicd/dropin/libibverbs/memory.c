@@ -451,6 +451,21 @@ RNIC_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t
 	return ibv_reg_mr_iova2(pd, addr, length, iova, (unsigned)access);
 }
 
+/* dofork_after_dereg: with ibv_fork_init, a deregistered MR's pages go to
+ * a child of fork again, as the real library's dereg gives them back
+ * (ibv_dofork_range): left MADV_DONTFORK, the heap pages a program reuses
+ * after it freed the buffer (Python's objects) were missing in every
+ * child, which died on its first touch of them. A page another MR still
+ * covers goes too: the child gets its own copy of it (privatize_in_child),
+ * as without ibv_fork_init. */
+static void dofork_after_dereg(void *addr, size_t len)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)addr & ~(page - 1);
+	if (!rnic_fork_safe || !len)
+		return;
+	madvise((void *)a, ((uintptr_t)addr + len + page - 1) / page * page - a, MADV_DOFORK);
+}
+
 RNIC_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 {
 	struct rnic_mr *m = to_rmr(mr);
@@ -459,6 +474,7 @@ RNIC_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 		return err;
 	/* The pages stay on the arena: the application still uses them,
 	 * and another MR may cover them. */
+	dofork_after_dereg(mr->addr, mr->length);
 	free(m);
 	return 0;
 }

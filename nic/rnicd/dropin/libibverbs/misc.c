@@ -138,19 +138,7 @@ RNIC_EXPORT void ibv_copy_ah_attr_from_kern(void *dst, void *src) { (void)dst, (
 RNIC_EXPORT void ibv_copy_path_rec_from_kern(void *dst, void *src) { (void)dst, (void)src; }
 RNIC_EXPORT void ibv_copy_path_rec_to_kern(void *dst, void *src) { (void)dst, (void)src; }
 
-/* Multicast, import/export, ECE, dma-buf: not in rnicd. */
-RNIC_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
-{
-	(void)qp, (void)gid, (void)lid;
-	return EOPNOTSUPP;
-}
-
-RNIC_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
-{
-	(void)qp, (void)gid, (void)lid;
-	return EOPNOTSUPP;
-}
-
+/* Import/export, ECE, dma-buf: not in rnicd. */
 RNIC_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
 {
 	(void)cmd_fd;

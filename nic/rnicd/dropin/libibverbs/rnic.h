@@ -185,6 +185,7 @@ struct rnic_dev_attr {
 	uint8_t local_ca_ack_delay, phys_port_cnt;
 	uint64_t max_inline, max_msg_size;
 	uint64_t cap_flags_ex; /* device_cap_flags_ex's bits above 31 */
+	uint64_t max_mcast_grp, max_mcast_qp_attach, max_total_mcast_qp_attach;
 };
 
 struct rnic_port_attr {

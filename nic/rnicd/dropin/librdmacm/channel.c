@@ -276,6 +276,8 @@ CM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_
 	pthread_mutex_unlock(&cm_mu);
 	if (!e)
 		return cm_fail(gone ? ENODEV : err ? err : EAGAIN);
+	if (e->mc)
+		cm_mc_taken(e);
 	cm_trace("%s status %d id %p", rdma_event_str(e->ev.event), e->ev.status, (void *)e->ev.id);
 	*event = &e->ev;
 	return 0;

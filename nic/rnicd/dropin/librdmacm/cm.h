@@ -105,10 +105,12 @@ void cm_unreserve(struct cm_id *c);
 
 /* An event as handed out: the public event and the private data it
  * points to, until rdma_ack_cm_event. */
+struct cm_mc;
 struct cm_event {
 	struct rdma_cm_event ev;
 	uint8_t pd[RNICD_MAX_PRIVATE_DATA];
 	struct cm_id *owner;
+	struct cm_mc *mc; /* MULTICAST_JOIN: its group, until the program takes it */
 	struct cm_event *next;
 };
 
@@ -145,6 +147,7 @@ struct cm_id {
 	int sync;     /* no channel given: calls wait for their event */
 	int backlog;
 	struct ibv_qp_init_attr *child_attr; /* rdma_create_ep on a listener */
+	struct cm_mc *mcs;                   /* multicast groups joined (mcast.c) */
 	struct cm_id *next;
 };
 
@@ -182,6 +185,13 @@ int cm_call(int dev, uint16_t op, struct cbuf *body, void *reply, size_t cap, si
 void cm_close_listeners(struct cm_id *id);
 int cm_on_iwarp(const struct cm_id *c);
 void down_event(struct cm_id *c);
+
+/* cm_give_pd: id->pd once the id has a device (qp.c). No lock held. */
+void cm_give_pd(struct cm_id *c);
+
+/* Multicast (mcast.c). */
+void cm_mc_taken(struct cm_event *e);
+void cm_mc_free(struct cm_id *c);
 
 /* TIMEWAIT_EXIT after the CM's timewait (timewait.c). Caller holds cm_mu. */
 void timewait_exit(struct cm_id *c);

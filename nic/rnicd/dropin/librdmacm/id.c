@@ -45,6 +45,7 @@ void cm_id_unref(struct cm_id *id)
 		rdma_destroy_event_channel(id->id.channel);
 		pthread_mutex_lock(&cm_mu);
 	}
+	cm_mc_free(id);
 	free(id);
 }
 
@@ -217,6 +218,7 @@ CM_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	*port_of(&ss) = htons(port);
 	memcpy(&id->route.addr.src_addr, &ss, sa_len(addr));
 	pthread_mutex_unlock(&cm_mu);
+	cm_give_pd(c);
 	return 0;
 }
 
@@ -226,6 +228,8 @@ CM_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 static int reachable(struct in_addr dev_addr, const struct sockaddr_in *dst)
 {
 	uint32_t d = ntohl(dst->sin_addr.s_addr);
+	if (IN_MULTICAST(d)) /* a group: joined on the device's own address */
+		return 1;
 	if ((ntohl(dev_addr.s_addr) >> 24) == 127)
 		return (d >> 24) == 127;
 	return d != 0 && d != 0xffffffff;
@@ -348,6 +352,8 @@ CM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr
 	pthread_mutex_unlock(&cm_mu);
 	if (!e)
 		return cm_fail(ENOMEM);
+	if (ok)
+		cm_give_pd(c);
 	return cm_complete(c);
 }
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* rdma_getaddrinfo / rdma_freeaddrinfo, rdma_create_ep /
- * rdma_destroy_ep, and what rnicd's CM does not offer: multicast, ECE
+ * rdma_destroy_ep, and what rnicd's CM does not offer: ECE
  * (EOPNOTSUPP) and rdma_notify (nothing to do: the daemon sends the RTU). */
 #include "cm.h"
 
@@ -168,25 +168,6 @@ CM_EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
 	free(to_cid(id)->child_attr);
 	to_cid(id)->child_attr = NULL;
 	rdma_destroy_id(id);
-}
-
-CM_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
-{
-	(void)id, (void)addr, (void)context;
-	return cm_fail(EOPNOTSUPP);
-}
-
-CM_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *mc_join_attr,
-				     void *context)
-{
-	(void)id, (void)mc_join_attr, (void)context;
-	return cm_fail(EOPNOTSUPP);
-}
-
-CM_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
-{
-	(void)id, (void)addr;
-	return cm_fail(EADDRNOTAVAIL);
 }
 
 CM_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)

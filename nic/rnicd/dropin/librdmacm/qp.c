@@ -27,6 +27,24 @@ static struct ibv_pd *pd_of(struct cm_id *c, struct ibv_pd *pd)
 	return pd;
 }
 
+/* cm_give_pd gives an id bound to a device the device's default PD as
+ * id->pd, as librdmacm does when an id gets its device (ucma_get_device):
+ * programs (pyverbs' CMID) take it from there for their MRs and AHs
+ * before any QP exists. No lock held. */
+void cm_give_pd(struct cm_id *c)
+{
+	struct ibv_pd *pd;
+	pthread_mutex_lock(&cm_mu);
+	int want = c->dev >= 0 && !c->id.pd;
+	pthread_mutex_unlock(&cm_mu);
+	if (!want || !(pd = pd_of(c, NULL)))
+		return;
+	pthread_mutex_lock(&cm_mu);
+	if (!c->id.pd)
+		c->id.pd = pd;
+	pthread_mutex_unlock(&cm_mu);
+}
+
 /* make_cqs gives the id a send and a receive CQ, each with a completion
  * channel, where attr names none. */
 static int make_cqs(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)

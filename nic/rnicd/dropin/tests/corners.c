@@ -302,6 +302,8 @@ int main(int argc, char **argv)
 		test_wr(d0, d1);
 	else if (!strcmp(t, "ud"))
 		test_ud(d0, d1);
+	else if (!strcmp(t, "mcast"))
+		test_mcast(d0, d1);
 	else if (!strcmp(t, "cap"))
 		test_cap(d0, d1);
 	else if (!strcmp(t, "manyqps"))
@@ -331,7 +333,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(t, "nodaemon"))
 		test_nodaemon();
 	else {
-		fprintf(stderr, "usage: corners errors|channel|async|fork|mr|wr|ud|cap|manyqps|cqchannels|flowlabel|udsl|asyncobj|verbs|rereg|ibta15|parity|mw|hostile|killed|nodaemon [DEV0 [DEV1]]\n");
+		fprintf(stderr, "usage: corners errors|channel|async|fork|mr|wr|ud|cap|manyqps|cqchannels|flowlabel|udsl|asyncobj|verbs|rereg|ibta15|parity|mw|mcast|hostile|killed|nodaemon [DEV0 [DEV1]]\n");
 		return 2;
 	}
 	printf("%d failed\n", failures);

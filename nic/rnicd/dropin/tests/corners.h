@@ -55,6 +55,8 @@ void test_fork(const char *d0, const char *d1);
 void test_mr(const char *d0, const char *d1);
 void test_wr(const char *d0, const char *d1);
 void test_ud(const char *d0, const char *d1);
+void ud_open(struct side *s, const char *dev);
+void test_mcast(const char *d0, const char *d1);
 void test_cap(const char *d0, const char *d1);
 void test_manyqps(const char *d0, const char *d1);
 void test_cqchannels(const char *d0, const char *d1);

@@ -81,6 +81,9 @@ static void check_open(void)
 	CHECK("OPEN reply", a.max_srq_sge, 30);
 	CHECK("OPEN reply", a.max_inline, 256);
 	CHECK("OPEN reply", a.max_msg_size, 1ull << 31);
+	CHECK("OPEN reply", a.max_mcast_grp, 8191);
+	CHECK("OPEN reply", a.max_mcast_qp_attach, 55);
+	CHECK("OPEN reply", a.max_total_mcast_qp_attach, 0x6ffff);
 	CHECK("OPEN reply", p.state, IBV_PORT_ACTIVE);
 	CHECK("OPEN reply", p.active_mtu, IBV_MTU_1024);
 	CHECK("OPEN reply", p.gid_tbl_len, 16);
