@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/pflag"
 	specs "tags.cncf.io/container-device-interface/specs-go"
@@ -97,7 +98,9 @@ func parseCDIFlags(fs *pflag.FlagSet, args []string, stdout, stderr io.Writer) (
 	err := fs.Parse(args)
 	switch {
 	case errors.Is(err, pflag.ErrHelp):
-		fmt.Fprintf(stdout, "\n%s flags:\n", fs.Name())
+		// "flags of generate:", as rnic conform's help names its sets
+		// (the man pages read them so)
+		fmt.Fprintf(stdout, "\nflags of %s:\n", strings.TrimPrefix(fs.Name(), "rnic cdi "))
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		return true, 0
