@@ -46,6 +46,11 @@ type ConnParam struct {
 	// siw's MPA frames carry 0 (testdata/captures/siw-*-bw-4096.pcap).
 	// The iWARP CM honours it.
 	ExactIRDORD bool
+	// ACKTimeout is the QP's local ACK timeout at RTS (4.096 µs ×
+	// 2^ACKTimeout), rdma_set_option's RDMA_OPTION_ID_ACK_TIMEOUT; 0 keeps
+	// the CM's own, from the path's packet life time. The RoCE CM honours
+	// it; iWARP has no such timer (TCP retransmits).
+	ACKTimeout uint8
 }
 
 // ConnManager is implemented by a Device that offers rdma_cm.

@@ -1,6 +1,7 @@
 package rdmacm
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -148,7 +149,7 @@ func (c *CM) Connect(ctx context.Context, qp *nic.QP, addr netip.Addr, port uint
 		// and rdma_cm sets rq_psn to its own seq_num, the REQ's).
 		err := toRTS(qp, av, mtu, r.LocalQPN, psn, r.StartingPSN,
 			min(cp.ResponderResources, r.InitiatorDepth), min(cp.InitiatorDepth, r.ResponderResources),
-			c.ackTimeout(), cp.RetryCount, cp.RNRRetryCount)
+			cmp.Or(cp.ACKTimeout, c.ackTimeout()), cp.RetryCount, cp.RNRRetryCount)
 		conn.ev.handler(ev)
 		return err
 	}

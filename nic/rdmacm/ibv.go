@@ -69,7 +69,7 @@ func param(p *ibv.ConnParam) *ConnParam {
 		return nil
 	}
 	return &ConnParam{ResponderResources: p.ResponderResources, InitiatorDepth: p.InitiatorDepth,
-		RetryCount: p.RetryCount, RNRRetryCount: p.RNRRetryCount, Access: p.Access}
+		RetryCount: p.RetryCount, RNRRetryCount: p.RNRRetryCount, Access: p.Access, ACKTimeout: p.ACKTimeout}
 }
 
 func (a ibvCM) CMListen(port uint16) (ibv.CMListener, error) {

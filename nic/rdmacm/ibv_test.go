@@ -85,7 +85,8 @@ func TestListenPortZero(t *testing.T) {
 }
 
 // TestIBVConnParam: ibv's connection parameters reach the QP: a
-// responder-resources and initiator-depth of 4 each way.
+// responder-resources and initiator-depth of 4 each way, and each side's
+// own local ACK timeout (rdma_set_option's RDMA_OPTION_ID_ACK_TIMEOUT).
 func TestIBVConnParam(t *testing.T) {
 	a, b := newPair(t, nil, nil)
 	ctx := ctxT(t)
@@ -96,12 +97,15 @@ func TestIBVConnParam(t *testing.T) {
 	defer l.Close()
 	da := nic.AsIBV(a.n.Device, nic.IBVOptions{ConnManager: a.cm.ConnManager(), Close: func() error { return nil }})
 	db := nic.AsIBV(b.n.Device, nic.IBVOptions{ConnManager: b.cm.ConnManager(), Close: func() error { return nil }})
-	p := &ibv.ConnParam{ResponderResources: 4, InitiatorDepth: 4}
+	p := &ibv.ConnParam{ResponderResources: 4, InitiatorDepth: 4, ACKTimeout: 21}
+	pb := *p
+	pb.ACKTimeout = 20
+	qb := b.qp(t)
 	res := make(chan error, 1)
 	go func() {
 		r, err := ibvListener{l, ibvCM{b.cm}}.Accept(ctx)
 		if err == nil {
-			_, err = r.Accept(ctx, nic.WrapQP(db, b.qp(t)), nil, p)
+			_, err = r.Accept(ctx, nic.WrapQP(db, qb), nil, &pb)
 		}
 		res <- err
 	}()
@@ -116,8 +120,11 @@ func TestIBVConnParam(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if attr.MaxRdAtomic != 4 || attr.MaxDestRdAtomic != 4 || attr.State != verbs.QPSRTS {
-		t.Fatalf("QP attributes %+v, want max_rd_atomic and max_dest_rd_atomic 4 in RTS", attr)
+	if attr.MaxRdAtomic != 4 || attr.MaxDestRdAtomic != 4 || attr.State != verbs.QPSRTS || attr.Timeout != 21 {
+		t.Fatalf("QP attributes %+v, want max_rd_atomic and max_dest_rd_atomic 4, timeout 21 in RTS", attr)
+	}
+	if got, err := qb.Query(); err != nil || got.Timeout != 20 {
+		t.Errorf("the passive side's QP timeout %d (%v), want its own 20", got.Timeout, err)
 	}
 	if err := cn.Disconnect(context.Background()); err != nil {
 		t.Fatal(err)

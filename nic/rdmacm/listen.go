@@ -1,6 +1,7 @@
 package rdmacm
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -183,10 +184,7 @@ func (r *Request) Accept(ctx context.Context, qp *nic.QP, privateData []byte, p 
 	}
 	av := verbs.AddressVector{DGID: verbs.GIDFromAddr(peer), SGIDIndex: sgid, HopLimit: hop,
 		TrafficClass: q.TrafficClass, FlowLabel: q.FlowLabel, PortNum: 1}
-	ack := q.LocalACKTimeout
-	if ack == 0 {
-		ack = c.ackTimeout()
-	}
+	ack := cmp.Or(cp.ACKTimeout, q.LocalACKTimeout, c.ackTimeout())
 	err = toInit(qp, cp.Access)
 	if err == nil {
 		// As rdma_cm over ib_cm: our receive queue expects the PSN our REP

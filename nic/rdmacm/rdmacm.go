@@ -40,6 +40,9 @@ type ConnParam struct {
 	RNRRetryCount uint8
 	// Access is the QP's remote access (READ, WRITE and atomics if zero).
 	Access memory.Access
+	// ACKTimeout is the QP's local ACK timeout (RDMA_OPTION_ID_ACK_TIMEOUT;
+	// the packet life time's if zero, at most 31).
+	ACKTimeout uint8
 }
 
 func (p *ConnParam) withDefaults() ConnParam {
@@ -63,6 +66,7 @@ func (p *ConnParam) withDefaults() ConnParam {
 	if p.Access != 0 {
 		q.Access = p.Access
 	}
+	q.ACKTimeout = min(p.ACKTimeout, 31)
 	return q
 }
 

@@ -161,6 +161,7 @@ func PutConnParam(w *Writer, p *ibv.ConnParam) {
 		access |= connParamExact
 	}
 	w.U32(access)
+	w.U8(p.ACKTimeout)
 }
 
 // GetConnParam reads what PutConnParam wrote.
@@ -172,6 +173,7 @@ func GetConnParam(r *Reader, p *ibv.ConnParam) {
 	access := r.U32()
 	p.ExactIRDORD = access&connParamExact != 0
 	p.Access = memory.Access(access &^ connParamExact)
+	p.ACKTimeout = r.U8()
 }
 
 // CMAcceptReq binds the QP and accepts the request. A zero Param takes

@@ -34,7 +34,10 @@ int cm_complete(struct cm_id *c)
 	return 0;
 }
 
-static void put_param(struct cbuf *b, const struct rdma_conn_param *p)
+/* put_param writes *p and the id's RDMA_OPTION_ID_ACK_TIMEOUT (0: the
+ * CM's own), which the CM applies when it moves the QP to RTS, as the
+ * kernel's rdma_cm does. */
+static void put_param(struct cbuf *b, const struct rdma_conn_param *p, uint8_t ack_timeout)
 {
 	c_blob(b, p ? p->private_data : NULL, p && p->private_data ? p->private_data_len : 0);
 	c_u8(b, p ? p->responder_resources : 0);
@@ -42,6 +45,7 @@ static void put_param(struct cbuf *b, const struct rdma_conn_param *p)
 	c_u8(b, p ? p->retry_count : 0);
 	c_u8(b, p ? p->rnr_retry_count : 0);
 	c_u32(b, 0); /* access: rdma_cm's default */
+	c_u8(b, ack_timeout);
 }
 
 /* conn_param: *param for the daemon, with responder_resources and
@@ -118,7 +122,7 @@ CM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	cm_wire_addr(&id->route.addr.dst_addr, &w);
 	c_addr4(&b, (struct sockaddr *)&w);
 	c_u16(&b, ntohs(w.sin_port));
-	put_param(&b, param_used);
+	put_param(&b, param_used, c->ack_timeout);
 	c->state = ST_CONNECT;
 	if ((err = cm_async(c, c->dev, AS_CONNECT, RNICD_OP_CM_CONNECT, &b))) {
 		c->state = ST_ROUTE_RESOLVED;
@@ -149,7 +153,7 @@ CM_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	c_u32(&b, 0);
 	c_u32(&b, req);
 	c_u32(&b, rnic_private_qp_handle(id->qp));
-	put_param(&b, param_used);
+	put_param(&b, param_used, c->ack_timeout);
 	if ((err = cm_async(c, c->dev, AS_ACCEPT, RNICD_OP_CM_ACCEPT, &b)))
 		return cm_fail(err);
 	if (id->qp_type == IBV_QPT_UD)
