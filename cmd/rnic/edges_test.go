@@ -25,7 +25,9 @@ var edgeBase = map[string][]string{
 	"stat":     {"stat", "--socket", "/nonexistent/rnicd.sock"},
 	// The system's libibverbs stands in for the drop-in (the plugin only
 	// checks it is there); the plugin's socket goes in the test's directory.
-	"k8s":     {"k8s", "device-plugin", "--kubelet-socket", "kubelet.sock", "--socket", "/nonexistent/rnicd.sock", "--lib-dir", "/usr/lib/x86_64-linux-gnu"},
+	"k8s": {"k8s", "device-plugin", "--kubelet-socket", "kubelet.sock", "--socket", "/nonexistent/rnicd.sock", "--lib-dir", "/usr/lib/x86_64-linux-gnu"},
+	// No daemon: generate fails after its flags are taken.
+	"cdi":     {"cdi", "generate", "-S", "/nonexistent/rnicd.sock", "-o", "-"},
 	"devices": {"devices"},
 	"devinfo": {"devinfo", "-v"},
 	"exec":    {"exec"},

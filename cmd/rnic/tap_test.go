@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -59,16 +60,43 @@ type proc struct {
 	exited time.Time     // when it exited, once done is closed
 }
 
-// syncBuffer is a bytes.Buffer the process writes while the test reads.
+// syncBuffer is a bytes.Buffer the process writes while the test reads,
+// with the time each write came.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu     sync.Mutex
+	b      bytes.Buffer
+	writes []writeAt
+}
+
+// writeAt says the buffer held end bytes at t.
+type writeAt struct {
+	end int
+	t   time.Time
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.b.Write(p)
+	n, err := s.b.Write(p)
+	s.writes = append(s.writes, writeAt{s.b.Len(), time.Now()})
+	return n, err
+}
+
+// When returns when the first text matching re was written; false if
+// none was.
+func (s *syncBuffer) When(re *regexp.Regexp) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	loc := re.FindIndex(s.b.Bytes())
+	if loc == nil {
+		return time.Time{}, false
+	}
+	for _, w := range s.writes {
+		if w.end > loc[0] {
+			return w.t, true
+		}
+	}
+	return time.Time{}, false
 }
 
 func (s *syncBuffer) String() string {
