@@ -20,8 +20,8 @@ import (
 // (MEM_MGT_EXTENSIONS). AUTO_PATH_MIG is what rxe offers on RoCE: the path
 // migration state kept, an alternate path refused as Linux refuses it there.
 // Not PORT_ACTIVE_EVENT: a port is ACTIVE unless its NIC has a link that
-// goes down and up and calls SetPortActive (the TAP mode), which adds the
-// flag. Memory windows, types 1 and 2B, are nic's and the engines' (binds
+// goes down and up and calls SetPortActive (the TAP mode, rnicd's UDP NICs),
+// which adds the flag. Memory windows, types 1 and 2B, are nic's and the engines' (binds
 // run in send-queue order). An iWARP device overrides Limits.DeviceCap.
 const defaultCaps = verbs.DeviceBadPKeyCntr | verbs.DeviceBadQKeyCntr | verbs.DeviceAutoPathMig |
 	verbs.DeviceChangePhyPort | verbs.DeviceUDAVPortEnforce | verbs.DeviceCurrQPStateMod |

@@ -311,7 +311,10 @@ func openDevice(s deviceSpec) (*device, error) {
 		en, err = embedded.Open(embedded.UDPConfig{Name: s.Name, Addr: s.UDP.Addr(), Port: s.UDP.Port(), MTU: s.MTU, Pcap: d.pcap,
 			NoPoll:   true, // its clients spin on the rings (udp.Config.NoPoll)
 			Loopback: !s.NoLoopback,
-			Faults:   s.Faults})
+			// the port follows the interface under the address, as
+			// rxe's follows its net device
+			FollowLink: true,
+			Faults:     s.Faults})
 		if err == nil {
 			d.udp = en
 		}

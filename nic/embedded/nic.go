@@ -33,7 +33,8 @@ type Config struct {
 	// mode): the link must deliver frames to that address too.
 	LinkLocal bool
 	// PortEvents says the port follows a link that goes down and up
-	// (the TAP mode calls nic.Device.SetPortActive): the device claims
+	// (the TAP mode, and UDPConfig.FollowLink, call
+	// nic.Device.SetPortActive): the device claims
 	// IBV_DEVICE_PORT_ACTIVE_EVENT.
 	PortEvents bool
 	// MTU is the link MTU; the active path MTU follows it (1500 → 1024).
@@ -85,7 +86,9 @@ type NIC struct {
 	udp   *udp.Endpoint // the kernel UDP link of Open, nil on other links
 	// faults are the seeded faults on udp (UDPConfig.Faults), if any.
 	faults *transport.FaultEndpoint
-	once   sync.Once
+	// stopWatch ends the watch of the link under the port (FollowLink).
+	stopWatch func()
+	once      sync.Once
 }
 
 // NewNIC builds a NIC on cfg.Link.
@@ -164,6 +167,9 @@ func NewNIC(cfg Config) (*NIC, error) {
 func (n *NIC) Close() error {
 	var err error
 	n.once.Do(func() {
+		if n.stopWatch != nil {
+			n.stopWatch()
+		}
 		n.Stack.Close() // owed ACKs leave before the link closes
 		err = n.Device.Close()
 		if e := n.link.Close(); err == nil {

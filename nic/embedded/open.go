@@ -52,6 +52,12 @@ type UDPConfig struct {
 	// the wire as the faults leave it, with a note on each frame they
 	// touched.
 	Faults *transport.FaultSpec
+	// FollowLink makes the port follow the kernel interface that carries
+	// Addr (udp.WatchAddrLink): DOWN while it is down, with
+	// IBV_EVENT_PORT_ERR and IBV_EVENT_PORT_ACTIVE as it goes down and
+	// up, as rxe's port follows its net device; the device then claims
+	// IBV_DEVICE_PORT_ACTIVE_EVENT.
+	FollowLink bool
 }
 
 // Open opens a NIC in the embedded mode.
@@ -99,11 +105,17 @@ func Open(cfg UDPConfig) (*NIC, error) {
 		// engine addresses peers the same way so captures agree.
 		Resolve:  func(a netip.Addr) ([6]byte, bool) { return udp.SyntheticMAC(a), true },
 		PeerPort: func(a netip.Addr) uint16 { return peers[a.Unmap()] },
-		UDPPort:  port, Groups: ep})
+		UDPPort:  port, Groups: ep, PortEvents: cfg.FollowLink})
 	if err != nil {
 		ep.Close()
 		return nil, err
 	}
 	n.udp, n.faults = ep, faults
+	if cfg.FollowLink {
+		if n.stopWatch, err = udp.WatchAddrLink(ep.Addr(), n.Device.SetPortActive); err != nil {
+			n.Close()
+			return nil, fmt.Errorf("embedded: %w", err)
+		}
+	}
 	return n, nil
 }

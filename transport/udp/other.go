@@ -30,3 +30,6 @@ func (e *Endpoint) LeaveGroup(netip.Addr) error { return nil }
 
 // LoopsGroups implements transport.GroupMember.
 func (e *Endpoint) LoopsGroups() bool { return false }
+
+// WatchAddrLink needs Linux's link reports.
+func WatchAddrLink(netip.Addr, func(bool)) (func(), error) { return nil, errors.ErrUnsupported }
