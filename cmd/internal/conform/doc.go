@@ -142,7 +142,8 @@
 // Files: case.go (Case, Setup, Break, registry), steps.go, checks.go,
 // pkt.go (crafting frames), port.go (FramePort), iwarp.go (IWARPPort), setup.go
 // (the DUT's bring-up), run.go (Run, verdicts), report.go (text, JSON,
-// JUnit), selfdut.go, faults.go; roce_*.go are the RoCEv2 cases;
+// JUnit), selfdut.go (and faultlink_groups.go, its link in multicast),
+// faults.go; roce_*.go are the RoCEv2 cases (roce_mcast.go multicast UD);
 // iwarp.go, iwarp_steps.go, iwarp_breaks.go, selfdut_iwarp.go and the
 // iwarp_*.go cases the iWARP side.
 //
