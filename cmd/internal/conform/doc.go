@@ -65,6 +65,8 @@
 //	Event{Type}           an async event for the DUT's QP (QP_ACCESS_ERR...)
 //	Memory{MR, Off, Want} the DUT's memory holds these bytes
 //	WriteMem{...}         write the DUT's memory
+//	SnapCounter{Name}, CounterRose{Name}  the DUT's counter grew in
+//	                      between (not judged where it has no such one)
 //	Sleep(d), Func{Name, F}
 //
 // Step is an interface: a case file may define steps of its own (a Func
