@@ -65,6 +65,8 @@
 //	Event{Type}           an async event for the DUT's QP (QP_ACCESS_ERR...)
 //	Memory{MR, Off, Want} the DUT's memory holds these bytes
 //	WriteMem{...}         write the DUT's memory
+//	SnapCounter{Name}, CounterRose{Name}  the DUT's counter grew in
+//	                      between (not judged where it has no such one)
 //	Sleep(d), Func{Name, F}
 //
 // Step is an interface: a case file may define steps of its own (a Func
@@ -142,7 +144,8 @@
 // Files: case.go (Case, Setup, Break, registry), steps.go, checks.go,
 // pkt.go (crafting frames), port.go (FramePort), iwarp.go (IWARPPort), setup.go
 // (the DUT's bring-up), run.go (Run, verdicts), report.go (text, JSON,
-// JUnit), selfdut.go, faults.go; roce_*.go are the RoCEv2 cases;
+// JUnit), selfdut.go (and faultlink_groups.go, its link in multicast),
+// faults.go; roce_*.go are the RoCEv2 cases (roce_mcast.go multicast UD);
 // iwarp.go, iwarp_steps.go, iwarp_breaks.go, selfdut_iwarp.go and the
 // iwarp_*.go cases the iWARP side.
 //

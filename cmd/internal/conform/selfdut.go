@@ -223,6 +223,7 @@ type FaultLink struct {
 	inner transport.Endpoint
 	out   atomic.Pointer[FrameFault]
 	in    atomic.Pointer[FrameFault]
+	stay  atomic.Bool // ignore leaves of multicast groups (faultlink_groups.go)
 }
 
 // NewFaultLink wraps ep (no faults set).

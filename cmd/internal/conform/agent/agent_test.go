@@ -220,7 +220,9 @@ func FuzzSession(f *testing.F) {
 		`{"id":8,"op":"read_mr","args":{"mr":3,"offset":18446744073709551615,"len":8}}`,
 		`{"id":9,"op":"poll_cq","args":{"cq":4,"max":-1}}`,
 		`{"id":10,"op":"events","args":{"wait_ms":-3}}`,
-		`{"id":11,"op":"reset"}`,
+		`{"id":11,"op":"attach_mcast","args":{"qp":5,"gid":"239.1.2.3"}}`,
+		`{"id":12,"op":"detach_mcast","args":{"qp":5,"gid":"ff02::1"}}`,
+		`{"id":13,"op":"reset"}`,
 	} {
 		f.Add(s)
 	}

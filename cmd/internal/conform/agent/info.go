@@ -26,6 +26,7 @@ func deviceInfo(d ibv.Device, kind string) agentproto.DeviceInfo {
 	if _, ok := d.(ibv.MWAllocator); ok && a.MaxMW > 0 && a.DeviceCapFlags&verbs.DeviceMemWindowType2B != 0 {
 		info.MWType2B = true
 	}
+	info.Multicast = a.MaxMcastGrp > 0 && a.MaxMcastQPAttach > 0
 	if info.Kind == "" {
 		info.Kind = kindOf(d)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"sort"
 	"time"
 
@@ -33,13 +34,21 @@ type mrObj struct {
 }
 
 type qpObj struct {
-	qp  ibv.QP
-	pd  ibv.PD
-	ahs []ibv.AH // address handles of the QP's UD sends, destroyed with it
+	qp     ibv.QP
+	pd     ibv.PD
+	ahs    []ibv.AH     // address handles of the QP's UD sends, destroyed with it
+	groups []netip.Addr // multicast groups the QP is attached to
 }
 
-// destroy destroys the QP, then its address handles.
+// destroy detaches the QP from its groups (a kernel device refuses to
+// destroy a QP with attachments), destroys it, then its address handles.
 func (o *qpObj) destroy() error {
+	if m, ok := o.qp.(ibv.McastQP); ok {
+		for _, g := range o.groups {
+			_ = m.DetachMcast(g, 0) // the QP goes anyway; its destroy says what failed
+		}
+	}
+	o.groups = nil
 	err := o.qp.Destroy()
 	for _, ah := range o.ahs {
 		ah.Destroy()
@@ -142,6 +151,8 @@ var handlers = map[string]handler{
 	agentproto.OpReset:        func(s *session, _ agentproto.Request) (any, error) { s.reset(); return nil, nil },
 	agentproto.OpAllocMW:      (*session).opAllocMW,
 	agentproto.OpDeallocMW:    (*session).opDeallocMW,
+	agentproto.OpAttachMcast:  (*session).opAttachMcast,
+	agentproto.OpDetachMcast:  (*session).opDetachMcast,
 }
 
 func (s *session) dispatch(req agentproto.Request) (any, error) {

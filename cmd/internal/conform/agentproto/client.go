@@ -130,6 +130,10 @@ func (c *Client) AllocMW(a AllocMW) (MWInfo, error) {
 
 func (c *Client) DeallocMW(h uint32) error { return c.Call(OpDeallocMW, Handle{h}, nil) }
 
+func (c *Client) AttachMcast(a Mcast) error { return c.Call(OpAttachMcast, a, nil) }
+
+func (c *Client) DetachMcast(a Mcast) error { return c.Call(OpDetachMcast, a, nil) }
+
 func (c *Client) CreateCQ(cqe int) (uint32, error) {
 	var r Handle
 	return r.H, c.Call(OpCreateCQ, CreateCQ{CQE: cqe}, &r)

@@ -52,6 +52,8 @@
 //	dereg_mr       Handle → –
 //	alloc_mw       AllocMW → MWInfo
 //	dealloc_mw     Handle → –
+//	attach_mcast   Mcast → –             (a UD QP joins a group)
+//	detach_mcast   Mcast → –
 //	create_cq      CreateCQ → Handle
 //	create_qp      CreateQP → QPInfo
 //	modify_qp      ModifyQP → –          (the fields present form the mask)

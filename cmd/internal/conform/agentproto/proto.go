@@ -121,6 +121,8 @@ const (
 	OpReset        = "reset"
 	OpAllocMW      = "alloc_mw"
 	OpDeallocMW    = "dealloc_mw"
+	OpAttachMcast  = "attach_mcast"
+	OpDetachMcast  = "detach_mcast"
 )
 
 // Hello opens a session.
@@ -167,6 +169,10 @@ type DeviceInfo struct {
 	// windows (max_mw > 0, IBV_DEVICE_MEM_WINDOW_TYPE_2B) and post their
 	// binds.
 	MWType2B bool `json:"mw_type_2b,omitempty"`
+	// Multicast is true when the device offers multicast UD
+	// (max_mcast_grp and max_mcast_qp_attach > 0): the agent can attach
+	// its UD QPs to groups.
+	Multicast bool `json:"multicast,omitempty"`
 	// CM is true when the agent can run rdma_cm on the device.
 	CM bool `json:"cm"`
 	// Host is the kernel the agent runs on ("Linux 6.1.0-56-amd64"; ""
@@ -216,6 +222,15 @@ type MWBind struct {
 	Length uint64 `json:"length"`
 	Access uint32 `json:"access"`
 	RKey   uint32 `json:"rkey"`
+}
+
+// Mcast attaches a UD QP to, or detaches it from, the multicast group
+// GID (ibv_attach_mcast, ibv_detach_mcast): an IPv6 multicast address or
+// an IPv4 one (attached as its IPv4-mapped GID); the LID is 0, as on
+// every RoCE port.
+type Mcast struct {
+	QP  uint32 `json:"qp"`
+	GID string `json:"gid"`
 }
 
 // CreateCQ creates a completion queue of at least CQE entries.
