@@ -147,6 +147,12 @@ func newSpinnerFor(ctx context.Context, bytes int64) *spinner {
 	return s
 }
 
+// reset makes s a fresh spinner for a wait of at most stall without
+// progress, keeping its park timer.
+func (s *spinner) reset(stall time.Duration) {
+	s.stall, s.idle, s.armed, s.since = stall, 0, false, time.Now()
+}
+
 // progressed resets the spinner after a turn that did something.
 func (s *spinner) progressed() {
 	if s.idle != 0 {
