@@ -10,6 +10,17 @@ import "time"
 // sees the new deadline or the stopped state and does nothing, which is
 // why fire never runs early or after Stop.
 //
+// The timer is armed lazily: a request's ACK timer is set at every send
+// and stopped at every ACK, and restarting and stopping a runtime timer
+// for each (four timer-heap operations per round trip of a ping-pong) was
+// the largest timer cost of a small WRITE's round trip. So Set leaves an
+// armed timer alone when it fires no later than the new deadline (its
+// callback, finding the deadline not yet passed, arms it for the rest),
+// and Stop leaves the timer to fire into a stopped Deadline, which does
+// nothing. A deadline moved later and later costs one callback per
+// period instead of a timer operation per packet; fire still runs exactly
+// at the deadline.
+//
 // Set, Stop and Active must be called with the owner's lock held.
 type Deadline struct {
 	clk      Clock
@@ -20,6 +31,8 @@ type Deadline struct {
 	deadline time.Duration
 	active   bool
 	t        Timer
+	armed    bool          // t's callback is due (or running, not yet locked)
+	armedAt  time.Duration // when t's callback is due, if armed
 }
 
 // Init prepares d: lock and unlock take and release the owner's lock,
@@ -32,6 +45,15 @@ func (d *Deadline) Init(clk Clock, lock, unlock, fire func()) {
 // Set (re)starts the deadline to pass after dur.
 func (d *Deadline) Set(dur time.Duration) {
 	d.deadline, d.active = d.clk.Now()+dur, true
+	if d.armed && d.armedAt <= d.deadline {
+		return // the callback comes first and re-arms for the rest
+	}
+	d.arm(dur)
+}
+
+// arm makes the timer call back after dur.
+func (d *Deadline) arm(dur time.Duration) {
+	d.armed, d.armedAt = true, d.clk.Now()+dur
 	if d.t == nil {
 		d.t = d.clk.AfterFunc(dur, d.cb)
 		return
@@ -39,13 +61,9 @@ func (d *Deadline) Set(dur time.Duration) {
 	d.t.Reset(dur)
 }
 
-// Stop cancels the deadline.
-func (d *Deadline) Stop() {
-	d.active = false
-	if d.t != nil {
-		d.t.Stop()
-	}
-}
+// Stop cancels the deadline. The timer, if armed, still calls back, and
+// finds nothing to do.
+func (d *Deadline) Stop() { d.active = false }
 
 // Active reports whether the deadline is set.
 func (d *Deadline) Active() bool { return d.active }
@@ -53,11 +71,12 @@ func (d *Deadline) Active() bool { return d.active }
 func (d *Deadline) expired() {
 	d.lock()
 	defer d.unlock()
+	d.armed = false
 	if !d.active {
 		return
 	}
 	if now := d.clk.Now(); now < d.deadline {
-		d.t.Reset(d.deadline - now) // a stale callback of an earlier Set
+		d.arm(d.deadline - now) // set later since the timer was armed
 		return
 	}
 	d.active = false

@@ -130,10 +130,37 @@ func (s *side) serveLat(ctx context.Context) error {
 	return nil
 }
 
+// latState is what a latency loop reuses from one iteration to the next:
+// a round trip is a few microseconds, and a work request, its SGE, a
+// completion array and a spinner (with its park timer) built anew for
+// each (and PostSend's variadic slice) were eight heap allocations per side per round trip, and the
+// garbage collector's work after them.
+type latState struct {
+	wr   verbs.SendWR
+	wrs  [1]*verbs.SendWR // PostSend's variadic argument, &wr
+	sge  [1]verbs.SGE
+	wcs  [4]verbs.WC
+	spin *spinner
+}
+
 // postOne posts operation seq on QP i, signaled.
 func (s *side) postOne(i, seq int) error {
-	wr := s.sendWR(i, seq, true)
-	return s.qps[i].qp.PostSend(&wr)
+	l := &s.lat
+	s.fillWR(&l.wr, l.sge[:], i, seq, true)
+	l.wrs[0] = &l.wr
+	return s.qps[i].qp.PostSend(l.wrs[:]...)
+}
+
+// latSpinner is the latency loop's spinner, reset for a new wait.
+func (s *side) latSpinner(ctx context.Context) *spinner {
+	sp := s.lat.spin
+	if sp == nil || sp.ctx != ctx {
+		sp = newSpinner(ctx)
+		s.lat.spin = sp
+	}
+	sp.reset(stallFor(int64(s.cfg.Size)))
+	sp.w = s.watch
+	return sp
 }
 
 // awaitLat waits for the event that ends iteration seq on QP i: the peer's
@@ -143,8 +170,7 @@ func (s *side) postOne(i, seq int) error {
 func (s *side) awaitLat(ctx context.Context, i, seq int) error {
 	cfg := s.cfg
 	q := s.qps[i]
-	spin := newSpinnerFor(ctx, int64(cfg.Size))
-	spin.w = s.watch
+	spin := s.latSpinner(ctx)
 	var waitOn ibv.CQ // nil: the WRITE test watches memory
 	switch cfg.Op {
 	case OpSend:
@@ -152,7 +178,7 @@ func (s *side) awaitLat(ctx context.Context, i, seq int) error {
 	case OpRead, OpAtomic:
 		waitOn = s.scq
 	}
-	var wcs [4]verbs.WC
+	wcs := &s.lat.wcs
 	for {
 		n, err := s.drainSend(wcs[:])
 		if err != nil {

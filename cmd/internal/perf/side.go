@@ -84,6 +84,8 @@ type side struct {
 	// watch is a WRITE latency test's memory watch (spin.go); nil in
 	// other tests.
 	watch *memWatch
+	// lat is the latency loops' reused state (lat.go).
+	lat latState
 	// iWARP only (iwarp.go): the iWARP NIC and connections; sendCredit,
 	// if set, bounds the SENDs posted on QP i (the receives the peer has
 	// posted: an iWARP SEND completes before it arrives, and one that
@@ -359,32 +361,39 @@ func splitWRID(id uint64) (qp, seq int) { return int(id >> 32), int(uint32(id)) 
 // swaps seq for seq+1, FETCH_AND_ADD adds 1, so after n operations in
 // order the word holds n either way: the check that they all happened.
 func (s *side) sendWR(i, seq int, signaled bool) verbs.SendWR {
+	var wr verbs.SendWR
+	s.fillWR(&wr, make([]verbs.SGE, 1), i, seq, signaled)
+	return wr
+}
+
+// fillWR sets wr to operation seq on QP i, its one SGE in sge (which the
+// caller provides, so that a loop posting one WR at a time reuses both).
+func (s *side) fillWR(wr *verbs.SendWR, sge []verbs.SGE, i, seq int, signaled bool) {
 	q := s.qps[i]
 	lkey := s.mr.LKey()
-	wr := verbs.SendWR{ID: wrID(i, seq), RemoteAddr: q.peer.VAddr, RKey: q.peer.RKey}
+	*wr = verbs.SendWR{ID: wrID(i, seq), RemoteAddr: q.peer.VAddr, RKey: q.peer.RKey, SGL: sge[:1]}
 	if signaled {
 		wr.Flags = verbs.SendSignaled
 	}
 	switch s.cfg.Op {
 	case OpWrite:
 		wr.Opcode = verbs.WRRDMAWrite
-		wr.SGL = []verbs.SGE{{Addr: q.sva, Length: uint32(len(q.src)), LKey: lkey}}
+		wr.SGL[0] = verbs.SGE{Addr: q.sva, Length: uint32(len(q.src)), LKey: lkey}
 	case OpSend:
 		wr.Opcode = verbs.WRSend
-		wr.SGL = []verbs.SGE{{Addr: q.sva, Length: uint32(len(q.src)), LKey: lkey}}
+		wr.SGL[0] = verbs.SGE{Addr: q.sva, Length: uint32(len(q.src)), LKey: lkey}
 		if q.ah != nil {
 			wr.AH, wr.RemoteQPN, wr.RemoteQKey = q.ah.AV(), q.peer.QPN, udQKey
 		}
 	case OpRead:
 		wr.Opcode = verbs.WRRDMARead
-		wr.SGL = []verbs.SGE{{Addr: q.dva, Length: uint32(len(q.dst)), LKey: lkey}}
+		wr.SGL[0] = verbs.SGE{Addr: q.dva, Length: uint32(len(q.dst)), LKey: lkey}
 	case OpAtomic:
-		wr.SGL = []verbs.SGE{{Addr: q.dva, Length: atomicSize, LKey: lkey}}
+		wr.SGL[0] = verbs.SGE{Addr: q.dva, Length: atomicSize, LKey: lkey}
 		if s.cfg.AtomicType == CmpAndSwap {
 			wr.Opcode, wr.CompareAdd, wr.Swap = verbs.WRAtomicCmpSwp, uint64(seq), uint64(seq)+1
 		} else {
 			wr.Opcode, wr.CompareAdd = verbs.WRAtomicFetchAdd, 1
 		}
 	}
-	return wr
 }

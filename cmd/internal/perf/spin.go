@@ -133,6 +133,8 @@ type spinner struct {
 	since time.Time
 	armed bool
 	timer *time.Timer
+	// ticking: timer is armed and has not been received from.
+	ticking bool
 }
 
 func newSpinner(ctx context.Context) *spinner {
@@ -145,6 +147,12 @@ func newSpinnerFor(ctx context.Context, bytes int64) *spinner {
 	s := newSpinner(ctx)
 	s.stall = stallFor(bytes)
 	return s
+}
+
+// reset makes s a fresh spinner for a wait of at most stall without
+// progress, keeping its park timer.
+func (s *spinner) reset(stall time.Duration) {
+	s.stall, s.idle, s.armed, s.since = stall, 0, false, time.Now()
 }
 
 // progressed resets the spinner after a turn that did something.
@@ -200,17 +208,22 @@ func (s *spinner) waitMemory() error {
 	return s.w.nap.Nap(memNap)
 }
 
-// park waits for c, at most parkMax.
+// park waits for c, at most about parkMax. The timer is armed lazily:
+// it is left running after a park that c ended and re-armed only once it
+// has fired, so a latency loop that parks twice a round trip does not
+// restart and stop a runtime timer each time. A park may thus end early,
+// at a tick armed by an earlier one; the caller only polls again.
 func (s *spinner) park(c <-chan struct{}) {
 	if s.timer == nil {
 		s.timer = time.NewTimer(parkMax)
-	} else {
+	} else if !s.ticking {
 		s.timer.Reset(parkMax)
 	}
+	s.ticking = true
 	select {
 	case <-c:
 	case <-s.timer.C:
+		s.ticking = false
 	case <-s.ctx.Done():
 	}
-	s.timer.Stop()
 }
