@@ -197,3 +197,58 @@ var (
 	_ ibv.CMUDListener  = ibvUDListener{}
 	_ ibv.CMUDRequest   = ibvUDRequest{}
 )
+
+// External QPs in ibv's terms.
+
+// externalQP checks that qpn names an RC QP of the CM's NIC.
+func (a ibvCM) externalQP(qpn uint32) error {
+	q := a.c.n.Device.QP(qpn)
+	if q == nil || q.Type() != verbs.QPTypeRC {
+		return fmt.Errorf("rdmacm: QP %d: no RC QP of this device: %w", qpn, ibv.ErrForeign)
+	}
+	return nil
+}
+
+func (a ibvCM) CMConnectExternal(ctx context.Context, qpn uint32, addr netip.Addr, port uint16, privateData []byte, p *ibv.ConnParam) (ibv.CMResponse, error) {
+	if err := a.externalQP(qpn); err != nil {
+		return nil, err
+	}
+	r, err := a.c.ConnectExternal(ctx, qpn, addr, port, privateData, param(p))
+	if err != nil {
+		return nil, err
+	}
+	return ibvResponse{r}, nil
+}
+
+type ibvResponse struct{ *Response }
+
+func (r ibvResponse) Establish() (ibv.CMConn, error) {
+	cn, err := r.Response.Establish()
+	if err != nil {
+		return nil, err
+	}
+	return ibvConn{cn, nil}, nil
+}
+
+func (r ibvRequest) QPAttrs() ibv.ExternalQPAttrs {
+	a, _ := r.Request.QPAttrs() // an address the REQ came to: AcceptExternal fails if gone
+	return a
+}
+
+func (r ibvRequest) AcceptExternal(ctx context.Context, qpn uint32, privateData []byte, p *ibv.ConnParam) (ibv.CMConn, error) {
+	if err := r.a.externalQP(qpn); err != nil {
+		r.Request.Reject(nil)
+		return nil, err
+	}
+	cn, err := r.Request.AcceptExternal(ctx, qpn, privateData, param(p))
+	if err != nil {
+		return nil, err
+	}
+	return ibvConn{cn, nil}, nil
+}
+
+var (
+	_ ibv.ExternalConnManager = ibvCM{}
+	_ ibv.CMResponse          = ibvResponse{}
+	_ ibv.ExternalCMRequest   = ibvRequest{}
+)

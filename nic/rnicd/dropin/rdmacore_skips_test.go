@@ -55,7 +55,6 @@ var rnicGaps = []string{
 // of deregistered MRs stayed MADV_DONTFORK), and the suite counts a
 // crashed player as a pass unless the test expects its traffic to fail.
 var knownFailures = map[string]string{
-	"ERROR tests.test_rdmacm.CMTestCase.test_rdmacm_async_traffic_external_qp": "rdma_connect with an external QP (conn_param.qp_num): EINVAL",
 }
 
 // allowedSkip says whether reason is allowed for tests, and why.

@@ -61,11 +61,18 @@ type cmConn struct {
 	h    uint32
 	conn ibv.CMConn
 	qp   *qpObj
+	// resp, with conn nil, is an external QP's REP awaiting CM_ESTABLISH
+	// (cm_external.go).
+	resp ibv.CMResponse
 }
 
 // abort disconnects without waiting for the peer: the DREQ goes, the CM
-// retries it on its own.
+// retries it on its own. A pending connection's REP is rejected.
 func (c *cmConn) abort() {
+	if c.conn == nil {
+		c.resp.Abort()
+		return
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	c.conn.Disconnect(ctx)
@@ -379,6 +386,9 @@ func handleCMDisconnect(s *Session, req *Request, rep *Reply) error {
 	x := extOf(s)
 	x.mu.Lock()
 	c, ok := x.cmConns[m.Conn]
+	if ok && c.conn == nil { // an external QP's, never established
+		ok = false
+	}
 	x.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("%w: CM connection %d (down already?)", proto.ErrBadHandle, m.Conn)
