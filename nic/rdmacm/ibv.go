@@ -127,6 +127,15 @@ func (r ibvRequest) Accept(ctx context.Context, qp ibv.QP, privateData []byte, p
 	return ibvConn{cn, qp}, nil
 }
 
+// PrepareAccept moves qp to RTS before Accept (ibv.CMAcceptPreparer).
+func (r ibvRequest) PrepareAccept(qp ibv.QP, p *ibv.ConnParam) error {
+	q, err := r.a.qp(qp)
+	if err != nil {
+		return err
+	}
+	return r.Request.PrepareAccept(q, param(p))
+}
+
 // Param is the REQ's parameters in ibv's terms.
 func (r ibvRequest) Param() ibv.ConnParam {
 	p := r.Request.Param()
@@ -142,10 +151,11 @@ type ibvConn struct {
 func (c ibvConn) QP() ibv.QP { return c.qp }
 
 var (
-	_ ibv.ConnManager = ibvCM{}
-	_ ibv.CMListener  = ibvListener{}
-	_ ibv.CMRequest   = ibvRequest{}
-	_ ibv.CMConn      = ibvConn{}
+	_ ibv.ConnManager      = ibvCM{}
+	_ ibv.CMListener       = ibvListener{}
+	_ ibv.CMRequest        = ibvRequest{}
+	_ ibv.CMAcceptPreparer = ibvRequest{}
+	_ ibv.CMConn           = ibvConn{}
 )
 
 // The UD ids in ibv's terms.

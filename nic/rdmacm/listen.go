@@ -30,7 +30,8 @@ type Request struct {
 	user     []byte
 	ev       events
 	answered bool
-	extPSN   uint32 // QPAttrs' PSN, bit 24 set once chosen
+	extPSN   uint32    // QPAttrs' PSN, bit 24 set once chosen
+	prep     *prepared // PrepareAccept's QP
 }
 
 // Listen starts accepting REQs for port (rdma_listen on the TCP port
@@ -162,7 +163,32 @@ func (r *Request) Accept(ctx context.Context, qp *nic.QP, privateData []byte, p 
 	if len(privateData) > cm.REPPrivateDataLen {
 		return nil, fmt.Errorf("rdmacm: %d bytes of private data, at most %d", len(privateData), cm.REPPrivateDataLen)
 	}
+	if r.prep == nil || r.prep.qp != qp {
+		if err := r.PrepareAccept(qp, p); err != nil {
+			return nil, err
+		}
+	}
 	r.answered = true
+	pr := r.prep
+	return r.answer(ctx, qp, qp.QPN(), pr.psn, pr.a, pr.cp, privateData)
+}
+
+// prepared is a QP PrepareAccept moved to RTS toward the requester.
+type prepared struct {
+	qp  *nic.QP
+	psn uint32
+	a   ibv.ExternalQPAttrs
+	cp  ConnParam
+}
+
+// PrepareAccept takes qp (an RC QP in RESET, or INIT) through INIT, RTR
+// and RTS toward the requester, as librdmacm's rdma_accept does before it
+// returns; Accept with the same QP then sends the REP. A QP that cannot
+// move rejects the request. p may be nil.
+func (r *Request) PrepareAccept(qp *nic.QP, p *ConnParam) error {
+	if r.answered {
+		return fmt.Errorf("rdmacm: request already answered")
+	}
 	cp := p.withDefaults()
 	psn := rand.Uint32() & 0xFFFFFF
 	a, err := r.qpAttrs(cp, psn)
@@ -172,10 +198,12 @@ func (r *Request) Accept(ctx context.Context, qp *nic.QP, privateData []byte, p 
 		}
 	}
 	if err != nil {
+		r.answered = true
 		r.id.Reject(cm.RejNoResources, nil, nil)
-		return nil, err
+		return err
 	}
-	return r.answer(ctx, qp, qp.QPN(), psn, a, cp, privateData)
+	r.prep = &prepared{qp: qp, psn: psn, a: a, cp: cp}
+	return nil
 }
 
 // qpAttrs are the accepting QP's RTR and RTS attributes toward the

@@ -318,10 +318,19 @@ func handleCMAccept(s *Session, req *Request, rep *Reply) error {
 	}
 	pd := bytes.Clone(m.PrivateData) // the body's buffer serves the next request
 	param := m.Param
-	rep.Set(&proto.Empty{})
 	if r.ud != nil {
+		rep.Set(&proto.Empty{})
 		return x.acceptUD(rep, m.Token, r.ud, q, pd)
 	}
+	// the QP in RTS before the reply, as rdma_accept leaves it
+	if pr, ok := r.req.(ibv.CMAcceptPreparer); ok {
+		err := pr.PrepareAccept(q.qp, &param)
+		q.publishState()
+		if err != nil {
+			return err
+		}
+	}
+	rep.Set(&proto.Empty{})
 	err = x.startAsync(rep, m.Token, proto.OpCMResult, func(ctx context.Context) (proto.Message, func(), error) {
 		cn, err := r.req.Accept(ctx, q.qp, pd, &param)
 		if err != nil {
