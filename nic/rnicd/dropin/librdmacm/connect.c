@@ -112,8 +112,8 @@ CM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	if (!id || c->state != ST_ROUTE_RESOLVED || (!id->qp && !param))
 		return cm_fail(EINVAL);
 	ext = !id->qp;
-	if (id->qp_type != IBV_QPT_RC)
-		return cm_fail(EOPNOTSUPP);
+	if (id->qp_type != IBV_QPT_RC || (ext && cm_on_iwarp(c)))
+		return cm_fail(EOPNOTSUPP); /* iWARP's CM takes no external QP */
 	/* IB's REQ holds 56 bytes after rdma_cm's header; iWARP's MPA request
 	 * takes a uint8_t's worth, of which the daemon carries 196 */
 	if (param && param->private_data_len > (cm_on_iwarp(c) ? RNICD_MAX_PRIVATE_DATA : CM_MAX_REQ_PRIVATE))
@@ -147,6 +147,8 @@ CM_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	if (!id || c->state != ST_REQ_RCVD || (!id->qp && (!param || id->qp_type != IBV_QPT_RC)))
 		return cm_fail(EINVAL);
 	ext = !id->qp;
+	if (ext && cm_on_iwarp(c))
+		return cm_fail(EOPNOTSUPP); /* iWARP's CM takes no external QP */
 	if (param && param->private_data_len > RNICD_MAX_PRIVATE_DATA) /* a REP's, as ib_send_cm_rep */
 		return cm_fail(EINVAL);
 	if (id->qp_type != IBV_QPT_UD && (err = conn_param(id, param, &fixed, &param_used)))

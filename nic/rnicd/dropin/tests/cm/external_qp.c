@@ -9,7 +9,8 @@
  * the RTU. Checked: the CM never moves either QP (RESET until the program
  * moves it; RTS still after the disconnect), the attributes pair up (each
  * side's rq_psn is the other's sq_psn, dest_qp_num the other's QP), a SEND
- * each way arrives, and a qp_num of no QP of ours is refused. Server and
+ * each way arrives, and a qp_num of no QP of ours is refused. On iWARP
+ * devices rdma_connect refuses an external QP (EOPNOTSUPP). Server and
  * client are ids of this one process, on two devices' addresses.
  *
  *   external_qp A0 A1
@@ -285,6 +286,15 @@ int main(int argc, char **argv)
 	expect(cc, RDMA_CM_EVENT_ROUTE_RESOLVED, "client");
 	make_qp(&cli);
 	p.qp_num = cli.qp->qp_num;
+	if (cli.id->verbs->device->transport_type == IBV_TRANSPORT_IWARP) {
+		int r = rdma_connect(cli.id, &p);
+		check(r != 0 && errno == EOPNOTSUPP, "iWARP: rdma_connect with an external QP: EOPNOTSUPP (%d, errno %d)", r,
+		      r ? errno : 0);
+		ibv_destroy_qp(cli.qp), ibv_dereg_mr(cli.mr), ibv_destroy_cq(cli.cq);
+		rdma_destroy_id(cli.id), rdma_destroy_id(l);
+		rdma_destroy_event_channel(sc), rdma_destroy_event_channel(cc);
+		return failures ? 1 : 0;
+	}
 	check(rdma_connect(cli.id, &p) == 0, "client: rdma_connect with conn_param.qp_num %u and no id->qp (errno %d)",
 	      p.qp_num, errno);
 
