@@ -95,6 +95,15 @@ type CMRequest interface {
 	Accept(ctx context.Context, qp QP, privateData []byte, p *ConnParam) (CMConn, error)
 }
 
+// CMAcceptPreparer is implemented by a CMRequest that moves the accepting
+// QP to RTS apart from Accept, as librdmacm's rdma_accept does before it
+// returns (the REP and the wait for the RTU come after): a program that
+// queries its QP once rdma_accept returned sees its RTS attributes. Accept
+// with the same QP and parameters then sends the REP.
+type CMAcceptPreparer interface {
+	PrepareAccept(qp QP, p *ConnParam) error
+}
+
 // CMConn is an established connection.
 type CMConn interface {
 	QP() QP

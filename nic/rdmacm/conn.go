@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/roce/cm"
 )
@@ -42,12 +43,20 @@ func (c *Conn) handle(ev cm.Event) error {
 
 func (c *Conn) down() {
 	c.once.Do(func() {
-		c.qp.Modify(&verbs.QPAttr{State: verbs.QPSErr}, verbs.AttrState)
+		c.toErr()
 		close(c.done)
 	})
 }
 
-// QP returns the connected QP.
+// toErr moves the QP to ERR, unless it is an external QP, which the
+// program moves itself (rdma_cm never touches a QP it was not given).
+func (c *Conn) toErr() {
+	if c.qp != nil {
+		c.qp.Modify(&verbs.QPAttr{State: verbs.QPSErr}, verbs.AttrState)
+	}
+}
+
+// QP returns the connected QP (nil for an external QP).
 func (c *Conn) QP() *nic.QP { return c.qp }
 
 // PrivateData returns what the peer sent with the connection: the REP's
@@ -77,7 +86,7 @@ func (c *Conn) Disconnect(ctx context.Context) error {
 	}
 	var err error
 	c.disconnectOnce.Do(func() {
-		c.qp.Modify(&verbs.QPAttr{State: verbs.QPSErr}, verbs.AttrState)
+		c.toErr()
 		if e := c.id.Disconnect(nil); e != nil {
 			select {
 			case <-c.done: // the peer's DREQ crossed ours
@@ -100,60 +109,27 @@ func (c *Conn) Disconnect(ctx context.Context) error {
 // bytes), REP, then the QP goes to RTR and RTS and the RTU is sent.
 // p may be nil. The REJ of a refusing peer comes back as *RejectError.
 func (c *CM) Connect(ctx context.Context, qp *nic.QP, addr netip.Addr, port uint16, privateData []byte, p *ConnParam) (*Conn, error) {
-	if len(privateData) > cm.MaxREQUserData {
-		return nil, fmt.Errorf("rdmacm: %d bytes of private data, at most %d", len(privateData), cm.MaxREQUserData)
-	}
 	if qp.Type() != verbs.QPTypeRC {
 		return nil, fmt.Errorf("rdmacm: %v: only RC QPs connect", qp)
 	}
-	addr = addr.Unmap()
-	local, sgid, err := c.localAddr(addr)
+	d, err := c.dial(qp.QPN(), addr, port, privateData, p)
 	if err != nil {
 		return nil, err
 	}
-	cp := p.withDefaults()
-	if err := toInit(qp, cp.Access); err != nil {
+	if err := toInit(qp, d.cp.Access); err != nil {
 		return nil, err
 	}
-	sport := uint16(ephemeralFirst + rand.IntN(ephemeralCount)) // like rdma_cm's bind
-	var pd [cm.REQPrivateDataLen]byte
-	hdr := cm.CMAHeader{SrcPort: sport, Src: local, Dst: addr}
-	if err := hdr.Encode(pd[:]); err != nil {
-		return nil, err
-	}
-	copy(pd[cm.CMAHeaderLen:], privateData)
-	psn := rand.Uint32() & 0xFFFFFF
-	mtu := c.pathMTU(0)
-	req := cm.REQ{
-		ServiceID: cm.ServiceID(cm.PortSpaceTCP, port), LocalQPN: qp.QPN(), StartingPSN: psn,
-		ResponderResources: cp.ResponderResources, InitiatorDepth: cp.InitiatorDepth,
-		RetryCount: cp.RetryCount, RNRRetryCount: cp.RNRRetryCount, PKey: 0xFFFF, PathMTU: uint8(mtu),
-		PrimaryLocalLID: cm.PermissiveLID, PrimaryRemoteLID: cm.PermissiveLID,
-		PrimaryLocalGID: verbs.GIDFromAddr(local), PrimaryRemoteGID: verbs.GIDFromAddr(addr),
-		// rdma_cm's RoCEv2 flow label: a hash of the ports, so that ECMP
-		// spreads connections (cma.c, rdma_calc_flow_label).
-		FlowLabel: flowLabel(sport, port), HopLimit: 64, LocalACKTimeout: c.ackTimeout(),
-		PrivateData: pd[:],
-	}
-	conn := newConn(qp)
-	conn.local, conn.remote = netip.AddrPortFrom(local, sport), netip.AddrPortFrom(addr, port)
-	av := verbs.AddressVector{DGID: verbs.GIDFromAddr(addr), SGIDIndex: sgid, HopLimit: 64, PortNum: 1}
+	conn := d.newConn(qp)
 	onREP := func(ev cm.Event) error {
 		if ev.Type != cm.EventREP {
 			return conn.handle(ev)
 		}
-		r := &ev.REP
-		conn.privateData = r.PrivateData
-		// Each side's Starting PSN is the PSN its receive queue expects
-		// (ib_cm: the active side's sq_psn is the REP's Starting PSN,
-		// and rdma_cm sets rq_psn to its own seq_num, the REQ's).
-		err := toRTS(qp, av, mtu, r.LocalQPN, psn, r.StartingPSN,
-			min(cp.ResponderResources, r.InitiatorDepth), min(cp.InitiatorDepth, r.ResponderResources),
-			cmp.Or(cp.ACKTimeout, c.ackTimeout()), cp.RetryCount, cp.RNRRetryCount)
+		conn.privateData = ev.REP.PrivateData
+		err := toRTS(qp, d.attrs(&ev.REP))
 		conn.ev.handler(ev)
 		return err
 	}
-	id, err := c.m.Connect(addr, local, req, onREP)
+	id, err := c.m.Connect(d.peer, d.local, d.req, onREP)
 	if err != nil {
 		return nil, fmt.Errorf("rdmacm: %w", err)
 	}
@@ -163,6 +139,70 @@ func (c *CM) Connect(ctx context.Context, qp *nic.QP, addr netip.Addr, port uint
 		return nil, err
 	}
 	return conn, nil
+}
+
+// dialing is an active side's REQ and what its QP gets from the REP.
+type dialing struct {
+	req         cm.REQ
+	cp          ConnParam
+	av          verbs.AddressVector
+	mtu         verbs.MTU
+	peer, local netip.Addr
+	sport, port uint16
+	ackTimeout  uint8
+}
+
+// dial builds the REQ for QP qpn toward addr:port.
+func (c *CM) dial(qpn uint32, addr netip.Addr, port uint16, privateData []byte, p *ConnParam) (*dialing, error) {
+	if len(privateData) > cm.MaxREQUserData {
+		return nil, fmt.Errorf("rdmacm: %d bytes of private data, at most %d", len(privateData), cm.MaxREQUserData)
+	}
+	addr = addr.Unmap()
+	local, sgid, err := c.localAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	cp := p.withDefaults()
+	sport := uint16(ephemeralFirst + rand.IntN(ephemeralCount)) // like rdma_cm's bind
+	var pd [cm.REQPrivateDataLen]byte
+	hdr := cm.CMAHeader{SrcPort: sport, Src: local, Dst: addr}
+	if err := hdr.Encode(pd[:]); err != nil {
+		return nil, err
+	}
+	copy(pd[cm.CMAHeaderLen:], privateData)
+	mtu := c.pathMTU(0)
+	req := cm.REQ{
+		ServiceID: cm.ServiceID(cm.PortSpaceTCP, port), LocalQPN: qpn, StartingPSN: rand.Uint32() & 0xFFFFFF,
+		ResponderResources: cp.ResponderResources, InitiatorDepth: cp.InitiatorDepth,
+		RetryCount: cp.RetryCount, RNRRetryCount: cp.RNRRetryCount, PKey: 0xFFFF, PathMTU: uint8(mtu),
+		PrimaryLocalLID: cm.PermissiveLID, PrimaryRemoteLID: cm.PermissiveLID,
+		PrimaryLocalGID: verbs.GIDFromAddr(local), PrimaryRemoteGID: verbs.GIDFromAddr(addr),
+		// rdma_cm's RoCEv2 flow label: a hash of the ports, so that ECMP
+		// spreads connections (cma.c, rdma_calc_flow_label).
+		FlowLabel: flowLabel(sport, port), HopLimit: 64, LocalACKTimeout: c.ackTimeout(),
+		PrivateData: pd[:],
+	}
+	return &dialing{req: req, cp: cp, mtu: mtu, peer: addr, local: local, sport: sport, port: port,
+		av:         verbs.AddressVector{DGID: verbs.GIDFromAddr(addr), SGIDIndex: sgid, HopLimit: 64, PortNum: 1},
+		ackTimeout: cmp.Or(cp.ACKTimeout, c.ackTimeout())}, nil
+}
+
+// newConn is the connection of the dialed QP (nil: an external one).
+func (d *dialing) newConn(qp *nic.QP) *Conn {
+	conn := newConn(qp)
+	conn.local, conn.remote = netip.AddrPortFrom(d.local, d.sport), netip.AddrPortFrom(d.peer, d.port)
+	return conn
+}
+
+// attrs are the QP's RTR and RTS attributes from the REP. Each side's
+// Starting PSN is the PSN its receive queue expects (ib_cm: the active
+// side's sq_psn is the REP's Starting PSN, and rdma_cm sets rq_psn to its
+// own seq_num, the REQ's).
+func (d *dialing) attrs(r *cm.REP) ibv.ExternalQPAttrs {
+	return ibv.ExternalQPAttrs{AV: d.av, PathMTU: d.mtu, DestQPN: r.LocalQPN, RQPSN: d.req.StartingPSN,
+		SQPSN: r.StartingPSN, MaxDestRdAtomic: min(d.cp.ResponderResources, r.InitiatorDepth),
+		MaxRdAtomic: min(d.cp.InitiatorDepth, r.ResponderResources), MinRNRTimer: minRNRTimer,
+		Timeout: d.ackTimeout, RetryCnt: d.cp.RetryCount, RNRRetry: d.cp.RNRRetryCount}
 }
 
 // The ephemeral ports rnic's rdma_cm binds to: 32768..61439.

@@ -18,4 +18,10 @@
 // The caller creates the QP (RC, in RESET, with its own PD and CQs); the CM
 // takes it through INIT, RTR and RTS with the parameters of the REQ and REP
 // (QPNs, PSNs, path MTU, retry counts, responder resources).
+//
+// An external QP, one the program moves itself (an rdma_cm id without a
+// QP), connects by number: ConnectExternal returns at the REP with the
+// QP's RTR and RTS attributes and sends the RTU on Response.Establish;
+// Request.QPAttrs and AcceptExternal serve the passive side. The CM then
+// never moves that QP.
 package rdmacm

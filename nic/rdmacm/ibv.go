@@ -127,6 +127,15 @@ func (r ibvRequest) Accept(ctx context.Context, qp ibv.QP, privateData []byte, p
 	return ibvConn{cn, qp}, nil
 }
 
+// PrepareAccept moves qp to RTS before Accept (ibv.CMAcceptPreparer).
+func (r ibvRequest) PrepareAccept(qp ibv.QP, p *ibv.ConnParam) error {
+	q, err := r.a.qp(qp)
+	if err != nil {
+		return err
+	}
+	return r.Request.PrepareAccept(q, param(p))
+}
+
 // Param is the REQ's parameters in ibv's terms.
 func (r ibvRequest) Param() ibv.ConnParam {
 	p := r.Request.Param()
@@ -142,10 +151,11 @@ type ibvConn struct {
 func (c ibvConn) QP() ibv.QP { return c.qp }
 
 var (
-	_ ibv.ConnManager = ibvCM{}
-	_ ibv.CMListener  = ibvListener{}
-	_ ibv.CMRequest   = ibvRequest{}
-	_ ibv.CMConn      = ibvConn{}
+	_ ibv.ConnManager      = ibvCM{}
+	_ ibv.CMListener       = ibvListener{}
+	_ ibv.CMRequest        = ibvRequest{}
+	_ ibv.CMAcceptPreparer = ibvRequest{}
+	_ ibv.CMConn           = ibvConn{}
 )
 
 // The UD ids in ibv's terms.
@@ -196,4 +206,59 @@ var (
 	_ ibv.UDConnManager = ibvCM{}
 	_ ibv.CMUDListener  = ibvUDListener{}
 	_ ibv.CMUDRequest   = ibvUDRequest{}
+)
+
+// External QPs in ibv's terms.
+
+// externalQP checks that qpn names an RC QP of the CM's NIC.
+func (a ibvCM) externalQP(qpn uint32) error {
+	q := a.c.n.Device.QP(qpn)
+	if q == nil || q.Type() != verbs.QPTypeRC {
+		return fmt.Errorf("rdmacm: QP %d: no RC QP of this device: %w", qpn, ibv.ErrForeign)
+	}
+	return nil
+}
+
+func (a ibvCM) CMConnectExternal(ctx context.Context, qpn uint32, addr netip.Addr, port uint16, privateData []byte, p *ibv.ConnParam) (ibv.CMResponse, error) {
+	if err := a.externalQP(qpn); err != nil {
+		return nil, err
+	}
+	r, err := a.c.ConnectExternal(ctx, qpn, addr, port, privateData, param(p))
+	if err != nil {
+		return nil, err
+	}
+	return ibvResponse{r}, nil
+}
+
+type ibvResponse struct{ *Response }
+
+func (r ibvResponse) Establish() (ibv.CMConn, error) {
+	cn, err := r.Response.Establish()
+	if err != nil {
+		return nil, err
+	}
+	return ibvConn{cn, nil}, nil
+}
+
+func (r ibvRequest) QPAttrs() ibv.ExternalQPAttrs {
+	a, _ := r.Request.QPAttrs() // an address the REQ came to: AcceptExternal fails if gone
+	return a
+}
+
+func (r ibvRequest) AcceptExternal(ctx context.Context, qpn uint32, privateData []byte, p *ibv.ConnParam) (ibv.CMConn, error) {
+	if err := r.a.externalQP(qpn); err != nil {
+		r.Request.Reject(nil)
+		return nil, err
+	}
+	cn, err := r.Request.AcceptExternal(ctx, qpn, privateData, param(p))
+	if err != nil {
+		return nil, err
+	}
+	return ibvConn{cn, nil}, nil
+}
+
+var (
+	_ ibv.ExternalConnManager = ibvCM{}
+	_ ibv.CMResponse          = ibvResponse{}
+	_ ibv.ExternalCMRequest   = ibvRequest{}
 )

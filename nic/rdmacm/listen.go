@@ -8,6 +8,7 @@ import (
 	"net/netip"
 
 	"github.com/rnic/rnic/nic"
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/roce/cm"
 )
@@ -29,6 +30,8 @@ type Request struct {
 	user     []byte
 	ev       events
 	answered bool
+	extPSN   uint32    // QPAttrs' PSN, bit 24 set once chosen
+	prep     *prepared // PrepareAccept's QP
 }
 
 // Listen starts accepting REQs for port (rdma_listen on the TCP port
@@ -160,47 +163,89 @@ func (r *Request) Accept(ctx context.Context, qp *nic.QP, privateData []byte, p 
 	if len(privateData) > cm.REPPrivateDataLen {
 		return nil, fmt.Errorf("rdmacm: %d bytes of private data, at most %d", len(privateData), cm.REPPrivateDataLen)
 	}
+	if r.prep == nil || r.prep.qp != qp {
+		if err := r.PrepareAccept(qp, p); err != nil {
+			return nil, err
+		}
+	}
 	r.answered = true
+	pr := r.prep
+	return r.answer(ctx, qp, qp.QPN(), pr.psn, pr.a, pr.cp, privateData)
+}
+
+// prepared is a QP PrepareAccept moved to RTS toward the requester.
+type prepared struct {
+	qp  *nic.QP
+	psn uint32
+	a   ibv.ExternalQPAttrs
+	cp  ConnParam
+}
+
+// PrepareAccept takes qp (an RC QP in RESET, or INIT) through INIT, RTR
+// and RTS toward the requester, as librdmacm's rdma_accept does before it
+// returns; Accept with the same QP then sends the REP. A QP that cannot
+// move rejects the request. p may be nil.
+func (r *Request) PrepareAccept(qp *nic.QP, p *ConnParam) error {
+	if r.answered {
+		return fmt.Errorf("rdmacm: request already answered")
+	}
+	cp := p.withDefaults()
+	psn := rand.Uint32() & 0xFFFFFF
+	a, err := r.qpAttrs(cp, psn)
+	if err == nil {
+		if err = toInit(qp, cp.Access); err == nil {
+			err = toRTS(qp, a)
+		}
+	}
+	if err != nil {
+		r.answered = true
+		r.id.Reject(cm.RejNoResources, nil, nil)
+		return err
+	}
+	r.prep = &prepared{qp: qp, psn: psn, a: a, cp: cp}
+	return nil
+}
+
+// qpAttrs are the accepting QP's RTR and RTS attributes toward the
+// requester with parameters cp, its receive queue expecting psn.
+func (r *Request) qpAttrs(cp ConnParam, psn uint32) (ibv.ExternalQPAttrs, error) {
 	c := r.c
 	peer, local := r.id.Peer()
 	_, sgid, err := c.localAddr(peer)
 	if err != nil {
-		r.id.Reject(cm.RejInvalidGID, nil, nil)
-		return nil, err
+		return ibv.ExternalQPAttrs{}, err
 	}
 	for i, g := range c.n.GIDs() {
 		if g.Unmap() == local { // answer from the address the REQ came to
 			sgid = uint8(i)
 		}
 	}
-	cp := p.withDefaults()
 	q := &r.req
-	mtu := c.pathMTU(q.PathMTU)
-	ird, ord := min(cp.ResponderResources, q.InitiatorDepth), min(cp.InitiatorDepth, q.ResponderResources)
-	psn := rand.Uint32() & 0xFFFFFF
 	hop := q.HopLimit
 	if hop == 0 {
 		hop = 64
 	}
-	av := verbs.AddressVector{DGID: verbs.GIDFromAddr(peer), SGIDIndex: sgid, HopLimit: hop,
-		TrafficClass: q.TrafficClass, FlowLabel: q.FlowLabel, PortNum: 1}
-	ack := cmp.Or(cp.ACKTimeout, q.LocalACKTimeout, c.ackTimeout())
-	err = toInit(qp, cp.Access)
-	if err == nil {
-		// As rdma_cm over ib_cm: our receive queue expects the PSN our REP
-		// announces, our send queue starts at the REQ's.
-		err = toRTS(qp, av, mtu, q.LocalQPN, psn, q.StartingPSN, ird, ord, ack, q.RetryCount, q.RNRRetryCount)
-	}
-	if err != nil {
-		r.id.Reject(cm.RejNoResources, nil, nil)
-		return nil, err
-	}
+	// As rdma_cm over ib_cm: our receive queue expects the PSN our REP
+	// announces, our send queue starts at the REQ's.
+	return ibv.ExternalQPAttrs{
+		AV: verbs.AddressVector{DGID: verbs.GIDFromAddr(peer), SGIDIndex: sgid, HopLimit: hop,
+			TrafficClass: q.TrafficClass, FlowLabel: q.FlowLabel, PortNum: 1},
+		PathMTU: c.pathMTU(q.PathMTU), DestQPN: q.LocalQPN, RQPSN: psn, SQPSN: q.StartingPSN,
+		MaxDestRdAtomic: min(cp.ResponderResources, q.InitiatorDepth),
+		MaxRdAtomic:     min(cp.InitiatorDepth, q.ResponderResources), MinRNRTimer: minRNRTimer,
+		Timeout: cmp.Or(cp.ACKTimeout, q.LocalACKTimeout, c.ackTimeout()), RetryCnt: q.RetryCount,
+		RNRRetry: q.RNRRetryCount}, nil
+}
+
+// answer sends the REP for QP qpn (qp, or nil for an external one)
+// whose receive queue expects psn, and waits for the RTU.
+func (r *Request) answer(ctx context.Context, qp *nic.QP, qpn, psn uint32, a ibv.ExternalQPAttrs, cp ConnParam, privateData []byte) (*Conn, error) {
 	conn := newConn(qp)
 	conn.id = r.id
 	conn.local, conn.remote = r.LocalAddr(), r.RemoteAddr()
 	conn.privateData = r.user
 	conn.ev = r.ev
-	rep := cm.REP{LocalQPN: qp.QPN(), StartingPSN: psn, ResponderResources: ird, InitiatorDepth: ord,
+	rep := cm.REP{LocalQPN: qpn, StartingPSN: psn, ResponderResources: a.MaxDestRdAtomic, InitiatorDepth: a.MaxRdAtomic,
 		TargetACKDelay: 15, RNRRetryCount: cp.RNRRetryCount, PrivateData: privateData}
 	r.id.SetHandler(conn.handle)
 	if err := r.id.Accept(rep); err != nil {

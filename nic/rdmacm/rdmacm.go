@@ -199,21 +199,27 @@ func toInit(qp *nic.QP, access memory.Access) error {
 	return nil
 }
 
-// toRTS moves an INIT QP through RTR to RTS.
-func toRTS(qp *nic.QP, av verbs.AddressVector, mtu verbs.MTU, destQPN, rqPSN, sqPSN uint32, ird, ord, timeout, retry, rnr uint8) error {
-	rtr := verbs.QPAttr{State: verbs.QPSRTR, PathMTU: mtu, DestQPN: destQPN, RQPSN: rqPSN,
-		MaxDestRdAtomic: ird, MinRNRTimer: 12, AV: av}
+// toRTS moves an INIT QP through RTR to RTS with a's attributes, those
+// rdma_init_qp_attr gives an external QP.
+func toRTS(qp *nic.QP, a ibv.ExternalQPAttrs) error {
+	rtr := verbs.QPAttr{State: verbs.QPSRTR, PathMTU: a.PathMTU, DestQPN: a.DestQPN, RQPSN: a.RQPSN,
+		MaxDestRdAtomic: a.MaxDestRdAtomic, MinRNRTimer: a.MinRNRTimer, AV: a.AV}
 	if err := qp.Modify(&rtr, verbs.AttrState|verbs.AttrAV|verbs.AttrPathMTU|verbs.AttrDestQPN|
 		verbs.AttrRQPSN|verbs.AttrMaxDestRdAtomic|verbs.AttrMinRNRTimer); err != nil {
 		return fmt.Errorf("rdmacm: QP to RTR: %w", err)
 	}
-	rts := verbs.QPAttr{State: verbs.QPSRTS, SQPSN: sqPSN, Timeout: timeout, RetryCnt: retry, RNRRetry: rnr, MaxRdAtomic: ord}
+	rts := verbs.QPAttr{State: verbs.QPSRTS, SQPSN: a.SQPSN, Timeout: a.Timeout, RetryCnt: a.RetryCnt,
+		RNRRetry: a.RNRRetry, MaxRdAtomic: a.MaxRdAtomic}
 	if err := qp.Modify(&rts, verbs.AttrState|verbs.AttrSQPSN|verbs.AttrTimeout|verbs.AttrRetryCnt|
 		verbs.AttrRNRRetry|verbs.AttrMaxQPRdAtomic); err != nil {
 		return fmt.Errorf("rdmacm: QP to RTS: %w", err)
 	}
 	return nil
 }
+
+// minRNRTimer is the RNR NAK timer rdma_cm's QPs get at RTR (code 12,
+// 0.64 ms).
+const minRNRTimer = 12
 
 // events turns an ID's callbacks into a channel.
 type events chan cm.Event

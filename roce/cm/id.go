@@ -1,6 +1,7 @@
 package cm
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"time"
@@ -352,26 +353,35 @@ func (p pending) dispatch() {
 		id.dropHandlerIfDone()
 		return
 	}
+	if errors.Is(err, ErrDeferRTU) {
+		return // Establish sends it
+	}
 	if err != nil {
 		id.Reject(RejConsumerReject, nil, nil)
 		return
 	}
 	m.mu.Lock()
-	if id.state != StateREPRcvd {
+	if id.state != StateREPRcvd || !id.sendRTU() {
 		m.mu.Unlock()
 		return
 	}
-	rtu := RTU{LocalCommID: id.localID, RemoteCommID: id.remoteID}
-	b := make([]byte, MADLen)
-	if rtu.Encode(b, id.tid) != nil {
-		m.mu.Unlock()
-		return
-	}
-	id.rtu = b
-	id.sendOnce(b)
-	id.state = StateEstablished
 	m.mu.Unlock()
 	if h != nil {
 		h(Event{Type: EventEstablished, ID: id})
 	}
+}
+
+// sendRTU answers the REP with an RTU (kept for a duplicate REP) and
+// enters ESTABLISHED; false if it could not be encoded. Caller holds
+// m.mu, the ID in REP_RCVD.
+func (id *ID) sendRTU() bool {
+	rtu := RTU{LocalCommID: id.localID, RemoteCommID: id.remoteID}
+	b := make([]byte, MADLen)
+	if rtu.Encode(b, id.tid) != nil {
+		return false
+	}
+	id.rtu = b
+	id.sendOnce(b)
+	id.state = StateEstablished
+	return true
 }

@@ -54,9 +54,7 @@ var rnicGaps = []string{
 // every rdma_cm test's forked players crashed after test_fork (the pages
 // of deregistered MRs stayed MADV_DONTFORK), and the suite counts a
 // crashed player as a pass unless the test expects its traffic to fail.
-var knownFailures = map[string]string{
-	"ERROR tests.test_rdmacm.CMTestCase.test_rdmacm_async_traffic_external_qp": "rdma_connect with an external QP (conn_param.qp_num): EINVAL",
-}
+var knownFailures = map[string]string{}
 
 // allowedSkip says whether reason is allowed for tests, and why.
 func allowedSkip(reason string, tests []string) (why string, ok bool) {

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/verbs"
 )
 
@@ -87,6 +88,12 @@ func goldenTable() []golden {
 		}},
 		{file: "CM_CONNECT.result.1", m: &CMConnInfo{Conn: 3, PrivateData: []byte("pd"),
 			Local: netip.MustParseAddrPort("[::ffff:127.0.0.2]:1"), Remote: netip.MustParseAddrPort("[::ffff:127.0.0.3]:2"), RemoteQPN: 0x11}},
+		{file: "CM_CONNECT_EXT.request.1", m: &CMConnectReq{Token: 23, QP: 0x000457, Addr: netip.MustParseAddr("127.0.0.3"), Port: 7174,
+			PrivateData: []byte("ext")}},
+		{file: "CM_INIT_QP_ATTR.reply.1", m: &CMQPAttr{A: ibv.ExternalQPAttrs{
+			AV:      verbs.AddressVector{DGID: gid2, SGIDIndex: 1, FlowLabel: 0x12345, HopLimit: 64, TrafficClass: 3, PortNum: 1},
+			PathMTU: verbs.MTU1024, DestQPN: 0x000456, RQPSN: 0xabcdef, SQPSN: 0x123456, MaxDestRdAtomic: 9, MaxRdAtomic: 8,
+			MinRNRTimer: 12, Timeout: 14, RetryCnt: 7, RNRRetry: 6}}},
 		{file: "CM_CONNECT.result.2", m: &CMRejectInfo{Reason: 28, PrivateData: []byte("nope")}},
 		{file: "CM_RESOLVE_UD.result.1", m: &CMUDPeerInfo{QPN: 0x123, QKey: 0x01234567, PrivateData: []byte("ud"),
 			Local: netip.MustParseAddrPort("[::ffff:127.0.0.2]:1"), Remote: netip.MustParseAddrPort("[::ffff:127.0.0.3]:7174"),

@@ -61,11 +61,18 @@ type cmConn struct {
 	h    uint32
 	conn ibv.CMConn
 	qp   *qpObj
+	// resp, with conn nil, is an external QP's REP awaiting CM_ESTABLISH
+	// (cm_external.go).
+	resp ibv.CMResponse
 }
 
 // abort disconnects without waiting for the peer: the DREQ goes, the CM
-// retries it on its own.
+// retries it on its own. A pending connection's REP is rejected.
 func (c *cmConn) abort() {
+	if c.conn == nil {
+		c.resp.Abort()
+		return
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	c.conn.Disconnect(ctx)
@@ -311,10 +318,19 @@ func handleCMAccept(s *Session, req *Request, rep *Reply) error {
 	}
 	pd := bytes.Clone(m.PrivateData) // the body's buffer serves the next request
 	param := m.Param
-	rep.Set(&proto.Empty{})
 	if r.ud != nil {
+		rep.Set(&proto.Empty{})
 		return x.acceptUD(rep, m.Token, r.ud, q, pd)
 	}
+	// the QP in RTS before the reply, as rdma_accept leaves it
+	if pr, ok := r.req.(ibv.CMAcceptPreparer); ok {
+		err := pr.PrepareAccept(q.qp, &param)
+		q.publishState()
+		if err != nil {
+			return err
+		}
+	}
+	rep.Set(&proto.Empty{})
 	err = x.startAsync(rep, m.Token, proto.OpCMResult, func(ctx context.Context) (proto.Message, func(), error) {
 		cn, err := r.req.Accept(ctx, q.qp, pd, &param)
 		if err != nil {
@@ -379,6 +395,9 @@ func handleCMDisconnect(s *Session, req *Request, rep *Reply) error {
 	x := extOf(s)
 	x.mu.Lock()
 	c, ok := x.cmConns[m.Conn]
+	if ok && c.conn == nil { // an external QP's, never established
+		ok = false
+	}
 	x.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("%w: CM connection %d (down already?)", proto.ErrBadHandle, m.Conn)

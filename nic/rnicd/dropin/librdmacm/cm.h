@@ -147,6 +147,9 @@ struct cm_id {
 	int sync;     /* no channel given: calls wait for their event */
 	int backlog;
 	struct ibv_qp_init_attr *child_attr; /* rdma_create_ep on a listener */
+	/* an external QP (conn_param.qp_num, no id->qp): the REP came and
+	 * c->conn names the connection rdma_establish completes */
+	int awaiting_establish;
 	struct cm_mc *mcs;                   /* multicast groups joined (mcast.c) */
 	struct cm_id *next;
 };
@@ -175,7 +178,7 @@ void cm_sink(void *key, uint16_t op, const uint8_t *body, size_t n);
 int cm_channel_watch(struct cm_channel *ch);
 
 /* Asynchronous requests (conn.c). */
-enum cm_async_kind { AS_GET_REQUEST = 1, AS_ACCEPT, AS_CONNECT, AS_DISCONNECT, AS_RESOLVE_UD };
+enum cm_async_kind { AS_GET_REQUEST = 1, AS_ACCEPT, AS_CONNECT, AS_DISCONNECT, AS_RESOLVE_UD, AS_CONNECT_EXT };
 int cm_async(struct cm_id *id, int dev, enum cm_async_kind kind, uint16_t op, struct cbuf *body);
 void cm_on_result(int dev, const uint8_t *body, size_t n);
 void cm_on_disconnected(int dev, const uint8_t *body, size_t n);
@@ -186,8 +189,20 @@ void cm_close_listeners(struct cm_id *id);
 int cm_on_iwarp(const struct cm_id *c);
 void down_event(struct cm_id *c);
 
+/* External QPs (external.c): rdma_init_qp_attr's RTR and RTS attributes
+ * from the daemon, and rdma_establish. No lock held. */
+int cm_ext_qp_attr(struct cm_id *c, struct ibv_qp_attr *a, int *mask);
+int cm_ext_establish(struct cm_id *c);
+int cm_decode_qp_attr(const uint8_t *b, size_t n, struct ibv_qp_attr *a, int *mask);
+/* the connection's CM_RESULT at the REP: CONNECT_RESPONSE (conn.c). Caller holds cm_mu. */
+void cm_on_response(struct cm_id *c, struct rdec *r);
+
 /* cm_give_pd: id->pd once the id has a device (qp.c). No lock held. */
 void cm_give_pd(struct cm_id *c);
+/* A device's default PD, which ids get as id->pd (qp.c): made (no lock
+ * held), or only looked up (the sink, giving it to a request's id). */
+struct ibv_pd *cm_default_pd(int dev);
+struct ibv_pd *cm_default_pd_peek(int dev);
 
 /* Multicast (mcast.c). */
 void cm_mc_taken(struct cm_event *e);

@@ -124,6 +124,7 @@ static void on_request(struct cm_id *l, int dev, struct rdec *r)
 	c->req = req;
 	c->dev = dev;
 	c->id.verbs = cm_devs[dev].verbs;
+	c->id.pd = cm_default_pd_peek(dev); /* as librdmacm's: programs make their QP on it */
 	c->id.port_num = 1;
 	c->state = ST_REQ_RCVD;
 	c->sync = 0; /* a synchronous listener's children get their channel in rdma_get_request */
@@ -164,6 +165,22 @@ static void on_established(struct cm_id *c, struct rdec *r)
 		return;
 	c->state = ST_ESTABLISHED;
 	if ((e = conn_event(c, RDMA_CM_EVENT_ESTABLISHED, 0, pd, pdn)))
+		cm_event_queue(e);
+}
+
+/* cm_on_response: CM_CONNECT_EXT's result (CMConnInfo) at the REP: the
+ * external QP's connection awaits rdma_establish. */
+void cm_on_response(struct cm_id *c, struct rdec *r)
+{
+	uint8_t pd[RNICD_MAX_PRIVATE_DATA];
+	size_t pdn;
+	struct cm_event *e;
+	c->conn = d_u32(r);
+	pdn = d_blob(r, pd, sizeof(pd));
+	if (r->err)
+		return;
+	c->awaiting_establish = 1;
+	if ((e = conn_event(c, RDMA_CM_EVENT_CONNECT_RESPONSE, 0, pd, pdn)))
 		cm_event_queue(e);
 }
 
@@ -258,6 +275,7 @@ static void failed(struct cm_async_op *a, uint32_t st, struct rdec *res)
 	struct cm_id *c = a->id;
 	switch (a->kind) {
 	case AS_CONNECT:
+	case AS_CONNECT_EXT:
 		c->state = ST_ROUTE_RESOLVED;
 		if (st == RNICD_STATUS_REJECTED)
 			e = rejected(c, res);
@@ -313,6 +331,8 @@ void cm_on_result(int dev, const uint8_t *body, size_t n)
 		a->id->state = ST_ESTABLISHED; /* the SIDR_REP went: no event */
 	else if (a->kind == AS_ACCEPT || a->kind == AS_CONNECT)
 		on_established(a->id, &res);
+	else if (a->kind == AS_CONNECT_EXT)
+		cm_on_response(a->id, &res);
 	else if (a->kind == AS_RESOLVE_UD)
 		on_resolved(a->id, &res);
 	else if (a->kind == AS_DISCONNECT) {
@@ -409,8 +429,10 @@ CM_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 			continue;
 		if (cm_is_loopback((struct sockaddr *)s) && (ntohl(cm_devs[i].addr.s_addr) >> 24) != 127)
 			continue; /* the loopback address: the NICs on loopback */
-		if ((err = listen_dev(c, i, &port)) == 0)
+		if ((err = listen_dev(c, i, &port)) == 0) {
+			cm_default_pd(i); /* for the ids of its requests (on_request) */
 			n++;
+		}
 	}
 	if (err) {
 		cm_close_listeners(c);

@@ -11,6 +11,7 @@ static const int expect_ok[] = {
 	[RDMA_CM_EVENT_ADDR_RESOLVED] = 1, [RDMA_CM_EVENT_ROUTE_RESOLVED] = 1,
 	[RDMA_CM_EVENT_ESTABLISHED] = 1,   [RDMA_CM_EVENT_DISCONNECTED] = 1,
 	[RDMA_CM_EVENT_CONNECT_REQUEST] = 1, [RDMA_CM_EVENT_MULTICAST_JOIN] = 1,
+	[RDMA_CM_EVENT_CONNECT_RESPONSE] = 1,
 };
 
 int cm_complete(struct cm_id *c)
@@ -105,12 +106,14 @@ CM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	const struct rdma_conn_param *param_used;
 	struct sockaddr_in w;
 	int err;
+	int ext; /* an external QP: conn_param.qp_num, no id->qp */
 	if (id && c->state == ST_ROUTE_RESOLVED && id->ps == RDMA_PS_UDP)
 		return connect_ud(c, param);
-	if (!id || c->state != ST_ROUTE_RESOLVED || !id->qp)
+	if (!id || c->state != ST_ROUTE_RESOLVED || (!id->qp && !param))
 		return cm_fail(EINVAL);
-	if (id->qp_type != IBV_QPT_RC)
-		return cm_fail(EOPNOTSUPP);
+	ext = !id->qp;
+	if (id->qp_type != IBV_QPT_RC || (ext && cm_on_iwarp(c)))
+		return cm_fail(EOPNOTSUPP); /* iWARP's CM takes no external QP */
 	/* IB's REQ holds 56 bytes after rdma_cm's header; iWARP's MPA request
 	 * takes a uint8_t's worth, of which the daemon carries 196 */
 	if (param && param->private_data_len > (cm_on_iwarp(c) ? RNICD_MAX_PRIVATE_DATA : CM_MAX_REQ_PRIVATE))
@@ -118,13 +121,14 @@ CM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	if ((err = conn_param(id, param, &fixed, &param_used)))
 		return cm_fail(err);
 	c_u32(&b, 0);
-	c_u32(&b, rnic_private_qp_handle(id->qp));
+	c_u32(&b, ext ? param->qp_num : rnic_private_qp_handle(id->qp));
 	cm_wire_addr(&id->route.addr.dst_addr, &w);
 	c_addr4(&b, (struct sockaddr *)&w);
 	c_u16(&b, ntohs(w.sin_port));
 	put_param(&b, param_used, c->ack_timeout);
 	c->state = ST_CONNECT;
-	if ((err = cm_async(c, c->dev, AS_CONNECT, RNICD_OP_CM_CONNECT, &b))) {
+	if ((err = ext ? cm_async(c, c->dev, AS_CONNECT_EXT, RNICD_OP_CM_CONNECT_EXT, &b)
+		       : cm_async(c, c->dev, AS_CONNECT, RNICD_OP_CM_CONNECT, &b))) {
 		c->state = ST_ROUTE_RESOLVED;
 		return cm_fail(err);
 	}
@@ -139,8 +143,12 @@ CM_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	const struct rdma_conn_param *param_used = param;
 	uint32_t req;
 	int err;
-	if (!id || c->state != ST_REQ_RCVD || !id->qp)
+	int ext; /* an external QP: conn_param.qp_num, no id->qp */
+	if (!id || c->state != ST_REQ_RCVD || (!id->qp && (!param || id->qp_type != IBV_QPT_RC)))
 		return cm_fail(EINVAL);
+	ext = !id->qp;
+	if (ext && cm_on_iwarp(c))
+		return cm_fail(EOPNOTSUPP); /* iWARP's CM takes no external QP */
 	if (param && param->private_data_len > RNICD_MAX_PRIVATE_DATA) /* a REP's, as ib_send_cm_rep */
 		return cm_fail(EINVAL);
 	if (id->qp_type != IBV_QPT_UD && (err = conn_param(id, param, &fixed, &param_used)))
@@ -152,9 +160,9 @@ CM_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	pthread_mutex_unlock(&cm_mu);
 	c_u32(&b, 0);
 	c_u32(&b, req);
-	c_u32(&b, rnic_private_qp_handle(id->qp));
+	c_u32(&b, ext ? param->qp_num : rnic_private_qp_handle(id->qp));
 	put_param(&b, param_used, c->ack_timeout);
-	if ((err = cm_async(c, c->dev, AS_ACCEPT, RNICD_OP_CM_ACCEPT, &b)))
+	if ((err = cm_async(c, c->dev, AS_ACCEPT, ext ? RNICD_OP_CM_ACCEPT_EXT : RNICD_OP_CM_ACCEPT, &b)))
 		return cm_fail(err);
 	if (id->qp_type == IBV_QPT_UD)
 		return 0; /* the SIDR_REP is sent; the server gets no ESTABLISHED */
@@ -217,13 +225,17 @@ CM_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 	return err ? cm_fail(err) : 0;
 }
 
-/* rdma_establish: the daemon's CM sends the RTU itself and reports
- * ESTABLISHED; nothing is left to do. */
+/* rdma_establish: for an id with a QP the daemon's CM sent the RTU itself
+ * and reported ESTABLISHED: nothing is left to do. After an external QP's
+ * CONNECT_RESPONSE it sends the RTU; no event follows, as with the
+ * kernel's rdma_cm. */
 CM_EXPORT int rdma_establish(struct rdma_cm_id *id)
 {
 	if (!id)
 		return cm_fail(EINVAL);
-	return 0;
+	if (id->qp)
+		return 0;
+	return cm_ext_establish(to_cid(id));
 }
 
 CM_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)

@@ -13,18 +13,37 @@ static struct ibv_pd *default_pd[CM_MAX_DEVS];
  * sink queues under cm_mu */
 static pthread_mutex_t pd_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* cm_default_pd returns device dev's default PD, allocated on first use.
+ * No lock held. */
+struct ibv_pd *cm_default_pd(int dev)
+{
+	struct ibv_pd *pd;
+	pthread_mutex_lock(&pd_mu);
+	if (!default_pd[dev])
+		default_pd[dev] = ibv_alloc_pd(cm_devs[dev].verbs);
+	pd = default_pd[dev];
+	pthread_mutex_unlock(&pd_mu);
+	return pd;
+}
+
+/* cm_default_pd_peek returns device dev's default PD if it has one
+ * (rdma_listen made it), allocating none: the sink calls it. */
+struct ibv_pd *cm_default_pd_peek(int dev)
+{
+	struct ibv_pd *pd;
+	pthread_mutex_lock(&pd_mu);
+	pd = default_pd[dev];
+	pthread_mutex_unlock(&pd_mu);
+	return pd;
+}
+
 static struct ibv_pd *pd_of(struct cm_id *c, struct ibv_pd *pd)
 {
 	if (pd)
 		return pd;
 	if (c->id.pd)
 		return c->id.pd;
-	pthread_mutex_lock(&pd_mu);
-	if (!default_pd[c->dev])
-		default_pd[c->dev] = ibv_alloc_pd(c->id.verbs);
-	pd = default_pd[c->dev];
-	pthread_mutex_unlock(&pd_mu);
-	return pd;
+	return cm_default_pd(c->dev);
 }
 
 /* cm_give_pd gives an id bound to a device the device's default PD as
@@ -174,8 +193,13 @@ CM_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 CM_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask)
 {
 	struct cm_id *c = to_cid(id);
+	int err;
 	if (!id || !qp_attr || !qp_attr_mask || c->dev < 0)
 		return cm_fail(EINVAL);
+	/* RTR and RTS: for an external QP, from the REQ or REP (external.c);
+	 * rnicd's CM moves the QPs of ids itself */
+	if (qp_attr->qp_state == IBV_QPS_RTR || qp_attr->qp_state == IBV_QPS_RTS)
+		return (err = cm_ext_qp_attr(c, qp_attr, qp_attr_mask)) ? cm_fail(err) : 0;
 	memset(qp_attr, 0, sizeof(*qp_attr));
 	qp_attr->qp_state = IBV_QPS_INIT;
 	qp_attr->port_num = 1;
@@ -188,7 +212,6 @@ CM_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_at
 		qp_attr->qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 		*qp_attr_mask |= IBV_QP_ACCESS_FLAGS;
 	}
-	/* later states: rnicd's CM moves the QP itself (RTR/RTS on REP/RTU) */
 	return 0;
 }
 

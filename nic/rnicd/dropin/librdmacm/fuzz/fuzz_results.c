@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* A fuzz driver for the library's decoders of what rnicd sends on the CM
  * ops: CM_RESULT (AsyncResult and its bodies: CMRequestInfo, CMConnInfo,
- * CMRejectInfo, CMUDPeerInfo) and CM_DISCONNECTED, for connected and UD ids, fed to the sink with requests of
+ * CMRejectInfo, CMUDPeerInfo), CM_DISCONNECTED and CM_INIT_QP_ATTR's reply (CMQPAttr), for connected and UD ids, fed to the sink with requests of
  * every kind in flight, so each body decoder is reached; the events they
  * make are then taken and acknowledged, the ids destroyed. gcc has no
  * libFuzzer: valid seeds, then random flips, truncations and extensions,
@@ -32,6 +32,8 @@ void cm_mc_taken(struct cm_event *e) { (void)e; }
 void cm_mc_free(struct cm_id *c) { (void)c; }
 /* a PD is the verbs library's (qp.c), which the driver does not link */
 void cm_give_pd(struct cm_id *c) { (void)c; }
+struct ibv_pd *cm_default_pd(int dev) { return (void)dev, NULL; }
+struct ibv_pd *cm_default_pd_peek(int dev) { return (void)dev, NULL; }
 int rnic_private_cm_poll(struct ibv_context *ctx) { return (void)ctx, 0; }
 int rnic_private_cm_call(struct ibv_context *ctx, uint16_t op, const void *body, size_t n, void *reply,
 			 size_t cap, size_t *len)
@@ -83,7 +85,7 @@ static void one(const uint8_t *in, size_t n)
 	 * a CMRejectInfo); a UD listener's request too */
 	for (int round = 0; round < 3; round++) {
 		uint32_t from = 0;
-		for (int k = AS_GET_REQUEST; k <= AS_RESOLVE_UD; k++) {
+		for (int k = AS_GET_REQUEST; k <= AS_CONNECT_EXT; k++) {
 			memset(&b, 0, sizeof(b));
 			c_u32(&b, 0);
 			cm_async(to_cid(k == AS_GET_REQUEST ? l : c), 0, k, 0, &b);
@@ -100,6 +102,11 @@ static void one(const uint8_t *in, size_t n)
 	}
 	cm_sink(&key, RNICD_OP_CM_DISCONNECTED, in, n);
 	cm_sink(&key, RNICD_OP_CM_RESULT, in, n); /* and as a whole message */
+	for (int st = IBV_QPS_RTR; st <= IBV_QPS_RTS; st++) { /* CM_INIT_QP_ATTR's reply (external.c) */
+		struct ibv_qp_attr a = {.qp_state = st};
+		int mask;
+		cm_decode_qp_attr(in, n, &a, &mask);
+	}
 	while (rdma_get_cm_event(ch, &ev) == 0) {
 		struct rdma_cm_id *id = ev->event == RDMA_CM_EVENT_CONNECT_REQUEST ? ev->id : NULL;
 		if (ev->param.conn.private_data_len)
