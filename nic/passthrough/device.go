@@ -32,11 +32,11 @@ import (
 type device struct {
 	name  string
 	ctx   *C.struct_ibv_context
-	iwarp bool // IBV_TRANSPORT_IWARP: QPs connect only through rdma_cm
+	iwarp bool             // IBV_TRANSPORT_IWARP: QPs connect only through rdma_cm
+	attr  verbs.DeviceAttr // queried at open; fixed for the device's life
 	// rxeWCFlags: the device is Linux rxe, whose completions number the
 	// "invalidated" flag as the kernel does (rn_poll_cq translates).
 	rxeWCFlags bool
-	attr       verbs.DeviceAttr // queried at open; fixed for the device's life
 
 	// life is held for reading by every verb that passes ctx to C (enter)
 	// and for writing by Close.
