@@ -99,11 +99,14 @@ func addrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b
 // what they use.
 func closeOrder(o object) int {
 	switch o.(type) {
-	case *qp:
+	case *mw:
+		// Before the QP a Type 2B window is bound through and its MR:
+		// rxe frees a QP a bound window holds only after a kernel
+		// warning, and fails the MR's dereg.
 		return 0
-	case *ah:
+	case *qp:
 		return 1
-	case *mw: // before its MR: a bound window keeps the MR busy
+	case *ah:
 		return 2
 	case *srq:
 		return 3
@@ -165,8 +168,8 @@ func (d *device) Name() string { return d.name }
 
 func (d *device) Events() <-chan ibv.Event { return d.events }
 
-// Close destroys what is still open on the device (rdma_cm IDs, QPs, AHs, MWs,
-// SRQs, MRs, CQs, PDs, in that order), stops the event goroutines and
+// Close destroys what is still open on the device (rdma_cm IDs, MWs, QPs,
+// AHs, SRQs, MRs, CQs, PDs, in that order), stops the event goroutines and
 // closes the device. Buffers stay mapped until their own Close, so memory
 // a program still holds never vanishes under it.
 func (d *device) Close() error {
