@@ -56,10 +56,14 @@ func (q *cq) Poll(wcs []verbs.WC) int {
 		return 0
 	}
 	var out [C.RN_BATCH]C.struct_rn_wc
+	var rxeFlags C.int
+	if q.d.rxeWCFlags {
+		rxeFlags = 1
+	}
 	total := 0
 	for total < len(wcs) {
 		want := min(len(wcs)-total, C.RN_BATCH)
-		got := int(C.rn_poll_cq(q.c, C.int(want), &out[0]))
+		got := int(C.rn_poll_cq(q.c, C.int(want), &out[0], rxeFlags))
 		if got < 0 {
 			q.setErr(fmt.Errorf("passthrough: poll CQ: %w", errnoErr(C.int(got))))
 			break

@@ -34,6 +34,9 @@ type device struct {
 	ctx   *C.struct_ibv_context
 	iwarp bool             // IBV_TRANSPORT_IWARP: QPs connect only through rdma_cm
 	attr  verbs.DeviceAttr // queried at open; fixed for the device's life
+	// rxeWCFlags: the device is Linux rxe, whose completions number the
+	// "invalidated" flag as the kernel does (rn_poll_cq translates).
+	rxeWCFlags bool
 
 	// life is held for reading by every verb that passes ctx to C (enter)
 	// and for writing by Close.
@@ -96,18 +99,23 @@ func addrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b
 // what they use.
 func closeOrder(o object) int {
 	switch o.(type) {
-	case *qp:
+	case *mw:
+		// Before the QP a Type 2B window is bound through and its MR:
+		// rxe frees a QP a bound window holds only after a kernel
+		// warning, and fails the MR's dereg.
 		return 0
-	case *ah:
+	case *qp:
 		return 1
-	case *srq:
+	case *ah:
 		return 2
-	case *mr:
+	case *srq:
 		return 3
-	case *cq:
+	case *mr:
 		return 4
+	case *cq:
+		return 5
 	}
-	return 5 // *pd
+	return 6 // *pd
 }
 
 // enter admits a verb that passes the device context to C, or fails
@@ -160,8 +168,8 @@ func (d *device) Name() string { return d.name }
 
 func (d *device) Events() <-chan ibv.Event { return d.events }
 
-// Close destroys what is still open on the device (rdma_cm IDs, QPs, AHs,
-// SRQs, MRs, CQs, PDs, in that order), stops the event goroutines and
+// Close destroys what is still open on the device (rdma_cm IDs, MWs, QPs,
+// AHs, SRQs, MRs, CQs, PDs, in that order), stops the event goroutines and
 // closes the device. Buffers stay mapped until their own Close, so memory
 // a program still holds never vanishes under it.
 func (d *device) Close() error {
@@ -263,8 +271,12 @@ func (d *device) queryDevice() error {
 		d.attr.Transport = verbs.TransportIWARP
 	}
 	d.attr.NodeType = verbs.NodeType(d.ctx.device.node_type)
+	d.rxeWCFlags = d.attr.VendorID == rxeVendorID
 	return nil
 }
+
+// rxeVendorID is the vendor id Linux rxe reports (RXE_VENDOR_ID).
+const rxeVendorID = 0xFFFFFF
 
 // probeInline finds the largest inline size an RC QP of this device can
 // be created with, trying powers of two downwards; the QP reports what it

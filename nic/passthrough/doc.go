@@ -16,8 +16,10 @@
 // librdmacm with QPs the program created itself (the user-managed QP mode
 // of rdma_cm, so iWARP devices, which connect only through a CM, work
 // too); ibv.Network, which is the host kernel's TCP/IP stack (where the
-// device's addresses live); and ibv.Counters, the port's hw_counters as
-// rdma statistic shows them.
+// device's addresses live); ibv.Counters, the port's hw_counters as
+// rdma statistic shows them; ibv.McastQP; and, where max_mw is not 0
+// (rxe; siw has none), memory windows: ibv.MWAllocator and ibv.MWBinder,
+// with BIND_MW and LOCAL_INV work requests in PostSend.
 //
 // The cgo boundary is thin and batched: data-path calls of libibverbs are
 // static inline functions, reached through small C wrappers (shim.c) that
@@ -50,6 +52,9 @@
 //     state rnic (or rdma_cm) moved it to.
 //   - MaxInlineData, which libibverbs does not report, is found at open by
 //     creating QPs with decreasing inline sizes.
+//   - rxe (rdma-core 44, Linux 6.1) marks a receive that invalidated an
+//     rkey with the kernel's flag bit, libibverbs' IBV_WC_IP_CSUM_OK; on
+//     rxe the backend reports it as verbs.WCFlagWithInv.
 //   - CMListen listens on IPv4 (0.0.0.0): siw's listeners take IPv4 and
 //     IPv6 wildcards differently, and the lab is IPv4.
 //

@@ -51,7 +51,7 @@ func (q *qp) PostSend(wrs ...*verbs.SendWR) error {
 	for done := 0; done < len(wrs); {
 		b.n, b.ns, b.ni = 0, 0, 0
 		var stop error
-		for done+b.n < len(wrs) && b.n < C.RN_BATCH {
+		for done+b.n < len(wrs) && b.n < C.RN_BATCH && b.bind == nil {
 			ok, err := b.add(q, wrs[done+b.n])
 			if err != nil {
 				stop = err
@@ -62,7 +62,9 @@ func (q *qp) PostSend(wrs ...*verbs.SendWR) error {
 		}
 		if b.n > 0 {
 			var bad C.int
-			if r := C.rn_post_send(q.c, &b.w[0], C.int(b.n), &b.sg[0], (*C.uint8_t)(&b.inl[0]), &bad); r != 0 {
+			r := C.rn_post_send(q.c, &b.w[0], C.int(b.n), &b.sg[0], (*C.uint8_t)(&b.inl[0]), &bad)
+			b.endBind(r == 0)
+			if r != 0 {
 				i := done + int(bad)
 				return &verbs.PostError{Index: i, WRID: idOf(wrs[i]), Err: fmt.Errorf("passthrough: post send: %w", postErrno(r))}
 			}
@@ -82,6 +84,9 @@ type sendBatch struct {
 	sg        [batchSGEs]C.struct_ibv_sge
 	inl       [batchInline]byte
 	n, ns, ni int
+	// bind is the batch's BIND_MW WR, if any: its last, so that the next
+	// WR finds the window by its new rkey (bind.go).
+	bind *pendingBind
 }
 
 // add puts wr in the batch as its next WR. It reports false when wr is
@@ -92,12 +97,14 @@ func (b *sendBatch) add(q *qp, wr *verbs.SendWR) (bool, error) {
 	if wr == nil {
 		return false, fmt.Errorf("passthrough: nil send WR: %w", verbs.ErrInvalid)
 	}
-	if wr.Opcode == verbs.WRBindMW || verbs.IBTA15Opcodes.Has(wr.Opcode) {
-		// ibv_post_send has no fields for them (ibv_bind_mw and the
-		// extended WR API, ibv_wr_flush and ibv_wr_atomic_write, do),
-		// and ibv has no MW verbs. The device's Query leaves out the
-		// FLUSH and ATOMIC WRITE flags accordingly.
+	if verbs.IBTA15Opcodes.Has(wr.Opcode) {
+		// ibv_post_send has no fields for them (the extended WR API,
+		// ibv_wr_flush and ibv_wr_atomic_write, does). The device's
+		// Query leaves out the FLUSH and ATOMIC WRITE flags accordingly.
 		return false, fmt.Errorf("passthrough: %v through ibv_post_send: %w", wr.Opcode, verbs.ErrNotSupported)
+	}
+	if wr.Opcode == verbs.WRBindMW && b.n > 0 {
+		return false, nil // a bind starts a batch of its own
 	}
 	c := &b.w[b.n]
 	*c = C.struct_rn_send_wr{
@@ -123,6 +130,11 @@ func (b *sendBatch) add(q *qp, wr *verbs.SendWR) (bool, error) {
 			return false, fmt.Errorf("passthrough: UD send WR without an address handle of this device: %w", verbs.ErrInvalid)
 		}
 		c.ah = h.c
+	}
+	if wr.Opcode == verbs.WRBindMW {
+		if err := b.startBind(q.d, c, wr); err != nil {
+			return false, err
+		}
 	}
 	b.n++
 	return true, nil

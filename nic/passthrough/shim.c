@@ -119,6 +119,14 @@ int rn_post_send(struct ibv_qp *qp, const struct rn_send_wr *wrs, int n,
 		case IBV_WR_LOCAL_INV:
 			d->invalidate_rkey = s->inv_rkey;
 			break;
+		case IBV_WR_BIND_MW:
+			d->bind_mw.mw = s->mw;
+			d->bind_mw.rkey = s->rkey;
+			d->bind_mw.bind_info.mr = s->mr;
+			d->bind_mw.bind_info.addr = s->bind_addr;
+			d->bind_mw.bind_info.length = s->bind_len;
+			d->bind_mw.bind_info.mw_access_flags = s->bind_access;
+			break;
 		}
 		switch (s->opcode) {
 		case IBV_WR_RDMA_WRITE:
@@ -144,6 +152,37 @@ int rn_post_send(struct ibv_qp *qp, const struct rn_send_wr *wrs, int n,
 	}
 	int ret = ibv_post_send(qp, w, &bad_wr);
 	*bad = ret && bad_wr ? (int)(bad_wr - w) : (ret ? 0 : n);
+	return ret;
+}
+
+struct ibv_mw *rn_alloc_mw(struct ibv_pd *pd, int type)
+{
+	return ibv_alloc_mw(pd, (enum ibv_mw_type)type);
+}
+
+int rn_dealloc_mw(struct ibv_mw *mw)
+{
+	return ibv_dealloc_mw(mw);
+}
+
+// rn_bind_mw binds a Type 1 window (ibv_bind_mw, a static inline) with
+// the send flags and WR id given; mr NULL with len 0 unbinds. On success
+// *rkey is the window's new rkey, which the provider chose.
+int rn_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mr *mr, uint64_t wr_id,
+	       uint32_t flags, uint64_t addr, uint64_t len, uint32_t access, uint32_t *rkey)
+{
+	struct ibv_mw_bind b;
+
+	memset(&b, 0, sizeof(b));
+	b.wr_id = wr_id;
+	b.send_flags = flags;
+	b.bind_info.mr = mr;
+	b.bind_info.addr = addr;
+	b.bind_info.length = len;
+	b.bind_info.mw_access_flags = access;
+	int ret = ibv_bind_mw(qp, mw, &b);
+	if (ret == 0)
+		*rkey = mw->rkey;
 	return ret;
 }
 
@@ -191,8 +230,17 @@ int rn_post_srq_recv(struct ibv_srq *srq, const struct rn_recv_wr *wrs, int n,
 	return ret;
 }
 
-// rn_poll_cq polls up to n (≤ RN_BATCH) completions into out.
-int rn_poll_cq(struct ibv_cq *cq, int n, struct rn_wc *out)
+// RXE_KERNEL_WITH_INV is where rxe's completions carry "invalidated":
+// its provider copies the kernel's CQE, whose IB_WC_WITH_INVALIDATE is bit
+// 2, libibverbs' IBV_WC_IP_CSUM_OK (libibverbs' WITH_INV is bit 3). Seen
+// with rdma-core 44 on Linux 6.1: a SEND with Invalidate arrives with
+// wc_flags 5 and the right invalidated_rkey. rxe offloads no checksums, so
+// the bit means nothing else there.
+#define RXE_KERNEL_WITH_INV (1u << 2)
+
+// rn_poll_cq polls up to n (≤ RN_BATCH) completions into out; rxe_flags
+// set, it reads rxe's kernel-numbered "invalidated" flag as WITH_INV.
+int rn_poll_cq(struct ibv_cq *cq, int n, struct rn_wc *out, int rxe_flags)
 {
 	struct ibv_wc wc[RN_BATCH];
 
@@ -204,6 +252,8 @@ int rn_poll_cq(struct ibv_cq *cq, int n, struct rn_wc *out)
 	memset(wc, 0, sizeof(wc[0]) * n);
 	int got = ibv_poll_cq(cq, n, wc);
 	for (int i = 0; i < got; i++) {
+		if (rxe_flags && (wc[i].wc_flags & RXE_KERNEL_WITH_INV))
+			wc[i].wc_flags = (wc[i].wc_flags & ~RXE_KERNEL_WITH_INV) | IBV_WC_WITH_INV;
 		out[i].wr_id = wc[i].wr_id;
 		out[i].status = wc[i].status;
 		out[i].opcode = wc[i].opcode;

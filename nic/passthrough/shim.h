@@ -39,6 +39,13 @@ struct rn_send_wr {
 	uint32_t num_sge;
 	uint32_t inline_off;
 	uint32_t inline_len;
+	// BIND_MW: the window and MR, the range, the rights and the new rkey
+	// (in rkey).
+	struct ibv_mw *mw;
+	struct ibv_mr *mr;
+	uint64_t bind_addr;
+	uint64_t bind_len;
+	uint32_t bind_access;
 };
 
 struct rn_recv_wr {
@@ -107,13 +114,18 @@ struct ibv_cq *rn_create_cq(struct ibv_context *ctx, int cqe, uintptr_t id, stru
 struct ibv_qp *rn_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr, uintptr_t id);
 struct ibv_srq *rn_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr, uintptr_t id);
 
+struct ibv_mw *rn_alloc_mw(struct ibv_pd *pd, int type);
+int rn_dealloc_mw(struct ibv_mw *mw);
+int rn_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mr *mr, uint64_t wr_id,
+	       uint32_t flags, uint64_t addr, uint64_t len, uint32_t access, uint32_t *rkey);
+
 int rn_post_send(struct ibv_qp *qp, const struct rn_send_wr *wrs, int n,
 		 const struct ibv_sge *sges, const uint8_t *inl, int *bad);
 int rn_post_recv(struct ibv_qp *qp, const struct rn_recv_wr *wrs, int n,
 		 const struct ibv_sge *sges, int *bad);
 int rn_post_srq_recv(struct ibv_srq *srq, const struct rn_recv_wr *wrs, int n,
 		     const struct ibv_sge *sges, int *bad);
-int rn_poll_cq(struct ibv_cq *cq, int n, struct rn_wc *out);
+int rn_poll_cq(struct ibv_cq *cq, int n, struct rn_wc *out, int rxe_flags);
 int rn_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 int rn_get_cq_event(struct ibv_comp_channel *ch, uintptr_t *id);
 int rn_get_async_event(struct ibv_context *ctx, struct rn_async *out);

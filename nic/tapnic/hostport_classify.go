@@ -1,7 +1,8 @@
 // Which frames from the wire are the NIC's business and which are the host
 // port's (hostport.go). The NIC and the kernel behind the host port share
 // one MAC and one set of addresses, as an RNIC shares them with its host's
-// network stack: the NIC keeps RoCEv2, what its own TCP stack has an
+// network stack: the NIC keeps RoCEv2 (to its addresses and to IP
+// multicast groups: multicast UD), what its own TCP stack has an
 // endpoint for, and the ARP, ND and ping it answers; the kernel gets the
 // rest. Neighbour answers (ARP replies, neighbour advertisements) go to
 // both, since both resolve peers.
@@ -99,13 +100,25 @@ func (c *classifier) ipv4(ip []byte) verdict {
 	if ihl < 20 || len(ip) < ihl+4 {
 		return toNIC
 	}
-	if !containsAddr(c.addrs4, netip.AddrFrom4([4]byte(ip[16:20]))) {
+	fragment := binary.BigEndian.Uint16(ip[6:])&0x3fff != 0
+	dst := netip.AddrFrom4([4]byte(ip[16:20]))
+	if dst.IsMulticast() && !fragment && c.roce(ip[9], ip[ihl:]) {
+		return toNIC // a RoCEv2 datagram to a group (multicast UD)
+	}
+	if !containsAddr(c.addrs4, dst) {
 		return toPort // broadcast, multicast, another address of the kernel's
 	}
-	if binary.BigEndian.Uint16(ip[6:])&0x3fff != 0 {
+	if fragment {
 		return toPort // a fragment: the NIC reassembles nothing (RoCEv2 sets DF)
 	}
 	return c.transport(ip, ip[9], ip[ihl:])
+}
+
+// roce reports whether an IP payload is a RoCEv2 datagram: UDP to the
+// RoCEv2 port. The NIC's receive path drops one to a group it has no QP
+// in, as the kernel would have.
+func (c *classifier) roce(proto uint8, l4 []byte) bool {
+	return proto == protoUDP && binary.BigEndian.Uint16(l4[2:]) == c.rocePort
 }
 
 func (c *classifier) ipv6(ip []byte) verdict {
@@ -115,8 +128,11 @@ func (c *classifier) ipv6(ip []byte) verdict {
 	dst := netip.AddrFrom16([16]byte(ip[24:40]))
 	next, l4 := ip[6], ip[40:]
 	if dst.IsMulticast() {
-		if next == protoICMPv6 {
+		switch {
+		case next == protoICMPv6:
 			return c.icmp6(l4)
+		case c.roce(next, l4):
+			return toNIC // a RoCEv2 datagram to a group (multicast UD)
 		}
 		return toPort // MLD behind a hop-by-hop header, mDNS, ...
 	}

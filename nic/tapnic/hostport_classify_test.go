@@ -67,6 +67,7 @@ func TestClassify(t *testing.T) {
 	own4, own6 := netip.MustParseAddr("10.1.0.2"), netip.MustParseAddr("fd00:1::2")
 	other4, other6 := netip.MustParseAddr("10.1.0.9"), netip.MustParseAddr("fd00:1::9")
 	solicited := netip.MustParseAddr("ff02::1:ff00:2")
+	group4, group6 := netip.MustParseAddr("239.77.0.7"), netip.MustParseAddr("ff0e::7")
 	c := &classifier{mac: mac, addrs4: []netip.Addr{own4}, addrs6: []netip.Addr{own6}, rocePort: 4791,
 		tcpOwns: func(ip []byte) bool { return binary.BigEndian.Uint16(ip[len(ip)-20+2:]) == 18515 }}
 	for _, tc := range []struct {
@@ -84,6 +85,11 @@ func TestClassify(t *testing.T) {
 		{"echo request", frame(mac, etherIPv4, ipv4(own4, protoICMP, 0, []byte{8, 0, 0, 0})), toNIC},
 		{"echo reply", frame(mac, etherIPv4, ipv4(own4, protoICMP, 0, []byte{0, 0, 0, 0})), toPort},
 		{"fragment", frame(mac, etherIPv4, ipv4(own4, protoUDP, 0x2000, ports(1, 4791))), toPort},
+		{"RoCEv2 to a group", frame([6]byte{0x01, 0, 0x5e, 0x4d, 0, 7}, etherIPv4, ipv4(group4, protoUDP, 0, ports(49152, 4791))), toNIC},
+		{"RoCEv2 to an IPv6 group", frame([6]byte{0x33, 0x33, 0, 0, 0, 7}, etherIPv6, ipv6(group6, protoUDP, ports(49152, 4791))), toNIC},
+		{"other UDP to a group", frame([6]byte{0x01, 0, 0x5e, 0, 0, 0xfb}, etherIPv4, ipv4(netip.MustParseAddr("224.0.0.251"), protoUDP, 0, ports(5353, 5353))), toPort},
+		{"IGMP", frame([6]byte{0x01, 0, 0x5e, 0, 0, 0x16}, etherIPv4, ipv4(netip.MustParseAddr("224.0.0.22"), 2, 0, make([]byte, 8))), toPort},
+		{"fragment to a group", frame([6]byte{0x01, 0, 0x5e, 0x4d, 0, 7}, etherIPv4, ipv4(group4, protoUDP, 0x2000, ports(1, 4791))), toPort},
 		{"IPv4 broadcast", frame(bcast, etherIPv4, ipv4(netip.MustParseAddr("10.1.0.255"), protoUDP, 0, ports(67, 68))), toPort},
 		{"IPv4 to another address", frame(mac, etherIPv4, ipv4(other4, protoTCP, 0, ports(1, 2))), toPort},
 		{"flooded unicast for another host", frame(other, etherIPv4, ipv4(other4, protoUDP, 0, ports(1, 4791))), toNIC},

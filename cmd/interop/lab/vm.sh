@@ -31,6 +31,7 @@ LAB=$(cd "$(dirname "$0")" && pwd)
 LAB_NS=${LAB_NS:-rnlab}
 LAB_BR=${LAB_BR:-br0}
 LAB_BR_IP=${LAB_BR_IP-10.77.0.1/24} # the namespace's own address; empty: none
+LAB_BR_MAC=${LAB_BR_MAC:-02:4d:00:00:00:01} # the bridge's own, locally administered
 LAB_TAP_MTU=${LAB_TAP_MTU:-9216}
 LAB_CACHE=${LAB_CACHE:-/var/cache/rnic/lab}
 LAB_STATE=${LAB_STATE:-/run/rnic-lab}
@@ -68,6 +69,9 @@ net_up() {
 	ns sysctl -q -w net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
 	ip -n "$LAB_NS" link show "$LAB_BR" >/dev/null 2>&1 ||
 		ip -n "$LAB_NS" link add "$LAB_BR" type bridge stp_state 0 forward_delay 0 mcast_snooping 0
+	# A fixed address: a bridge that takes its ports' MACs was seen with
+	# 00:00:00:00:00:00 after TAPs came and went, and then answered no ARP.
+	ip -n "$LAB_NS" link set "$LAB_BR" address "$LAB_BR_MAC"
 	ip -n "$LAB_NS" link set "$LAB_BR" up
 	if [ -n "$LAB_BR_IP" ] && ! ip -n "$LAB_NS" -4 addr show dev "$LAB_BR" | grep -q inet; then
 		ip -n "$LAB_NS" addr add "$LAB_BR_IP" dev "$LAB_BR"
