@@ -68,3 +68,40 @@ func (s *srq) free() error {
 	}
 	return nil
 }
+
+var _ ibv.SRQModifier = (*srq)(nil)
+
+// QuerySRQ is ibv_query_srq: max_wr is the depth the provider gave the
+// SRQ, which may be more than was asked (rxe rounds it up); zero if the
+// SRQ is gone or the query fails.
+func (s *srq) QuerySRQ() verbs.SRQAttr {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var a C.struct_ibv_srq_attr
+	if s.gone || C.ibv_query_srq(s.c, &a) != 0 {
+		return verbs.SRQAttr{}
+	}
+	return verbs.SRQAttr{MaxWR: int(a.max_wr), MaxSGE: int(a.max_sge), Limit: int(a.srq_limit)}
+}
+
+// ModifySRQ is ibv_modify_srq: resize (SRQMaxWR) and arm the limit
+// (SRQLimit), as the provider allows.
+func (s *srq) ModifySRQ(attr verbs.SRQAttr, mask verbs.SRQAttrMask) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.gone {
+		return fmt.Errorf("passthrough: modify SRQ: %w", verbs.ErrDestroyed)
+	}
+	var a C.struct_ibv_srq_attr
+	var m C.int
+	if mask&verbs.SRQMaxWR != 0 {
+		a.max_wr, m = C.uint32_t(attr.MaxWR), m|C.IBV_SRQ_MAX_WR
+	}
+	if mask&verbs.SRQLimit != 0 {
+		a.srq_limit, m = C.uint32_t(attr.Limit), m|C.IBV_SRQ_LIMIT
+	}
+	if r := C.ibv_modify_srq(s.c, &a, m); r != 0 {
+		return fmt.Errorf("passthrough: modify SRQ: %w", errnoErr(r))
+	}
+	return nil
+}

@@ -43,6 +43,14 @@ func testUDMulticast(t *testing.T, p Pair) {
 	if b.attr.MaxMcastGrp == 0 || b.attr.MaxMcastQPAttach < 2 {
 		t.Skipf("%s has no multicast (max_mcast_grp %d)", b.dev.Name(), b.attr.MaxMcastGrp)
 	}
+	if isRxe(a) && a.dev.Name() == b.dev.Name() {
+		// rxe (Linux 6.1) sends a group's datagrams out of its net device
+		// and joins no IP group, so the kernel does not loop them back: a
+		// device's own attached QPs never receive (seen in the lab: 0 of
+		// 2). rnic, as HCAs do, delivers to them; between two hosts rxe
+		// receives (cmd/interop's mckey rows).
+		t.Skipf("%s: rxe does not deliver a group's datagrams to QPs of the sending device", a.dev.Name())
+	}
 	group := mcastGroup4
 	if !p.AddrB.Unmap().Is4() {
 		group = mcastGroup6
