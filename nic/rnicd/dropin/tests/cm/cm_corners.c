@@ -61,50 +61,11 @@
 #include <netinet/in.h>
 #include <rdma/rdma_cma.h>
 
+#include "cmtest.h"
+
 #define TIMEOUT_MS 20000
 
-static int failures;
 static const char *a0, *a1;
-
-__attribute__((format(printf, 2, 3))) static void check(int ok, const char *fmt, ...)
-{
-	va_list ap;
-	printf("%s ", ok ? "ok" : "FAIL");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	if (!ok)
-		failures++;
-}
-
-__attribute__((format(printf, 1, 2), noreturn)) static void die(const char *fmt, ...)
-{
-	va_list ap;
-	int e = errno;
-	printf("SETUP FAILED: ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf(" (errno %d: %s)\n", e, strerror(e));
-	exit(2);
-}
-
-static long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static struct sockaddr_in addr(const char *ip, int port)
-{
-	struct sockaddr_in s = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-	if (inet_pton(AF_INET, ip, &s.sin_addr) != 1)
-		die("bad address %s", ip);
-	return s;
-}
 
 /* next_event waits (poll(2), bounded) for ch's next event. */
 static struct rdma_cm_event *next_event(struct rdma_event_channel *ch)
