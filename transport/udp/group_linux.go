@@ -18,7 +18,6 @@ package udp
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
 
 	"golang.org/x/sys/unix"
@@ -127,22 +126,12 @@ func (e *Endpoint) joinOn(fd int, group netip.Addr) error {
 // interfaceOf returns the index of the interface that has addr (IPv6 has
 // no join by address).
 func interfaceOf(addr netip.Addr) (int, error) {
-	ifs, err := net.Interfaces()
+	has, _, err := interfacesWith(addr)
 	if err != nil {
 		return 0, err
 	}
-	for _, ifc := range ifs {
-		addrs, err := ifc.Addrs()
-		if err != nil {
-			continue
-		}
-		for _, a := range addrs {
-			if n, ok := a.(*net.IPNet); ok {
-				if ip, ok := netip.AddrFromSlice(n.IP); ok && ip.Unmap() == addr {
-					return ifc.Index, nil
-				}
-			}
-		}
+	if has == nil {
+		return 0, fmt.Errorf("no interface has %v", addr)
 	}
-	return 0, fmt.Errorf("no interface has %v", addr)
+	return has.Index, nil
 }

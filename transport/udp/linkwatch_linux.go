@@ -43,35 +43,54 @@ func WatchAddrLink(addr netip.Addr, changed func(up bool)) (stop func(), err err
 	}, nil
 }
 
-// interfaceCarrying finds the interface that carries addr: one with addr itself,
-// else the one with the longest prefix holding it.
+// interfaceCarrying finds the interface that carries addr: one with addr
+// itself, else the one with the longest prefix holding it.
 func interfaceCarrying(addr netip.Addr) (*net.Interface, error) {
+	has, holds, err := interfacesWith(addr)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("udp: %w", err)
+	case has != nil:
+		return has, nil
+	case holds != nil:
+		return holds, nil
+	}
+	return nil, fmt.Errorf("udp: no interface carries %v", addr)
+}
+
+// interfacesWith returns the interface that has addr among its addresses
+// (has), and the one whose prefix holding addr is the longest (holds);
+// either is nil when there is none.
+func interfacesWith(addr netip.Addr) (has, holds *net.Interface, err error) {
 	ifs, err := net.Interfaces()
 	if err != nil {
-		return nil, fmt.Errorf("udp: %w", err)
+		return nil, nil, err
 	}
-	var best *net.Interface
-	bestBits := -1
+	addr = addr.Unmap()
+	bits := -1
 	for i := range ifs {
 		as, err := ifs[i].Addrs()
 		if err != nil {
 			continue
 		}
 		for _, a := range as {
-			p, err := netip.ParsePrefix(a.String())
-			if err != nil || !p.Contains(addr.Unmap()) && !p.Contains(addr) {
+			n, ok := a.(*net.IPNet)
+			if !ok {
 				continue
 			}
-			if p.Addr() == addr || p.Addr() == addr.Unmap() {
-				return &ifs[i], nil
+			ip, ok := netip.AddrFromSlice(n.IP)
+			ones, _ := n.Mask.Size()
+			if !ok {
+				continue
 			}
-			if p.Bits() > bestBits {
-				best, bestBits = &ifs[i], p.Bits()
+			p := netip.PrefixFrom(ip.Unmap(), ones)
+			if p.Addr() == addr {
+				return &ifs[i], &ifs[i], nil
+			}
+			if p.Contains(addr) && ones > bits {
+				holds, bits = &ifs[i], ones
 			}
 		}
 	}
-	if best == nil {
-		return nil, fmt.Errorf("udp: no interface carries %v", addr)
-	}
-	return best, nil
+	return nil, holds, nil
 }
