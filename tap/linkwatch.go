@@ -9,7 +9,8 @@ import (
 	"fmt"
 
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
+
+	"github.com/rnic/rnic/transport"
 )
 
 // WatchLink calls changed with the TAP's link state, up or not, each time
@@ -26,26 +27,10 @@ func (d *Device) WatchLink(changed func(up bool)) (stop func(), err error) {
 			ns.Close()
 		}
 	}()
-	updates := make(chan netlink.LinkUpdate, 16)
-	done, finished := make(chan struct{}), make(chan struct{})
-	if err := netlink.LinkSubscribeWithOptions(updates, done, netlink.LinkSubscribeOptions{Namespace: &ns}); err != nil {
+	stop, err = transport.WatchLink(netlink.LinkSubscribeOptions{Namespace: &ns},
+		func(a *netlink.LinkAttrs) bool { return a.Name == d.name }, changed)
+	if err != nil {
 		return nil, fmt.Errorf("tap: %s: watch the link: %w", d.name, err)
 	}
-	go func() {
-		defer close(finished)
-		for u := range updates {
-			if u.Attrs() != nil && u.Attrs().Name == d.name {
-				changed(linkUp(u.Flags))
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		<-finished
-	}, nil
-}
-
-// linkUp reports whether interface flags say the link carries frames.
-func linkUp(flags uint32) bool {
-	return flags&unix.IFF_UP != 0 && flags&unix.IFF_RUNNING != 0
+	return stop, nil
 }

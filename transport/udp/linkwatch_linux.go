@@ -10,7 +10,8 @@ import (
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
+
+	"github.com/rnic/rnic/transport"
 )
 
 // WatchAddrLink calls changed with the link state, up or not, of the
@@ -23,24 +24,13 @@ func WatchAddrLink(addr netip.Addr, changed func(up bool)) (stop func(), err err
 	if err != nil {
 		return nil, err
 	}
-	updates := make(chan netlink.LinkUpdate, 16)
-	done, finished := make(chan struct{}), make(chan struct{})
-	if err := netlink.LinkSubscribe(updates, done); err != nil {
+	stop, err = transport.WatchLink(netlink.LinkSubscribeOptions{},
+		func(a *netlink.LinkAttrs) bool { return a.Index == ifi.Index }, changed)
+	if err != nil {
 		return nil, fmt.Errorf("udp: watch %s's link: %w", ifi.Name, err)
 	}
 	changed(ifi.Flags&net.FlagUp != 0 && ifi.Flags&net.FlagRunning != 0)
-	go func() {
-		defer close(finished)
-		for u := range updates {
-			if u.Attrs() != nil && u.Attrs().Index == ifi.Index {
-				changed(u.Flags&unix.IFF_UP != 0 && u.Flags&unix.IFF_RUNNING != 0)
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		<-finished
-	}, nil
+	return stop, nil
 }
 
 // interfaceCarrying finds the interface that carries addr: one with addr
