@@ -7,7 +7,10 @@
 // It drives the built binaries (bin/rnic, bin/rnicd) and `go test -bench`,
 // as a user would; it uses no package of rnic.
 //
-//	go run ./cmd/internal/benchtable [-bin DIR] [-quick] [-only GROUP]
+//	go run ./cmd/internal/benchtable [-bin DIR] [-quick] [-only GROUP] [-markdown]
+//
+// -markdown prints the table as Markdown, headed by the machine it ran on,
+// as the README's performance table is kept.
 package main
 
 import (
@@ -42,6 +45,7 @@ func main() {
 	bin := flag.String("bin", "bin", "folder holding the rnic and rnicd binaries")
 	quick := flag.Bool("quick", false, "a tenth of the iterations")
 	only := flag.String("only", "", "run one group of rows: perf, procs, dropin, tap, sim or setup")
+	markdown := flag.Bool("markdown", false, "print the table as Markdown, headed by the machine")
 	flag.Parse()
 	tmp, err := os.MkdirTemp("", "rnic-bench-")
 	if err != nil {
@@ -68,6 +72,10 @@ func main() {
 			fmt.Fprintf(os.Stderr, "benchtable: %s done\n", r.workload)
 		}
 		rows = append(rows, got...)
+	}
+	if *markdown {
+		printMarkdown(os.Stdout, machine(), rows)
+		return
 	}
 	print(rows)
 }
