@@ -136,33 +136,10 @@ type StatDevicesReply struct {
 	More    bool
 }
 
-func (m *StatDevicesReply) Encode(w *Writer) {
-	w.U32(uint32(len(m.Devices)))
-	for i := range m.Devices {
-		m.Devices[i].Encode(w)
-	}
-	w.Bool(m.More)
-}
+func (m *StatDevicesReply) Encode(w *Writer) { putPage(w, m.Devices, m.More) }
 
-func (m *StatDevicesReply) Decode(r *Reader) {
-	n := r.U32()
-	if n > MaxStatEntries {
-		r.fail("%d devices, at most %d", n, MaxStatEntries)
-		return
-	}
-	// Each entry takes at least 18 bytes: a lie about n cannot make
-	// the decoder allocate more than the message could hold.
-	m.Devices = make([]StatDevice, 0, min(n, uint32(r.Remaining()/18)))
-	for range n {
-		var d StatDevice
-		d.Decode(r)
-		if r.Err() != nil {
-			return
-		}
-		m.Devices = append(m.Devices, d)
-	}
-	m.More = r.Bool()
-}
+// An entry takes at least 18 bytes (an empty name, state, MTUs, no GIDs).
+func (m *StatDevicesReply) Decode(r *Reader) { m.More = getPage(r, &m.Devices, "devices", 18) }
 
 // StatClient is a connected client: its peer credentials, its process
 // name when it connected, the device it opened and what it holds.
@@ -208,31 +185,9 @@ type StatClientsReply struct {
 	More    bool
 }
 
-func (m *StatClientsReply) Encode(w *Writer) {
-	w.U32(uint32(len(m.Clients)))
-	for i := range m.Clients {
-		m.Clients[i].Encode(w)
-	}
-	w.Bool(m.More)
-}
+func (m *StatClientsReply) Encode(w *Writer) { putPage(w, m.Clients, m.More) }
 
-func (m *StatClientsReply) Decode(r *Reader) {
-	n := r.U32()
-	if n > MaxStatEntries {
-		r.fail("%d clients, at most %d", n, MaxStatEntries)
-		return
-	}
-	m.Clients = make([]StatClient, 0, min(n, uint32(r.Remaining()/44)))
-	for range n {
-		var c StatClient
-		c.Decode(r)
-		if r.Err() != nil {
-			return
-		}
-		m.Clients = append(m.Clients, c)
-	}
-	m.More = r.Bool()
-}
+func (m *StatClientsReply) Decode(r *Reader) { m.More = getPage(r, &m.Clients, "clients", 44) }
 
 // StatQPsPage asks for the QPs after (AfterClient, AfterQPN).
 type StatQPsPage struct {
@@ -279,31 +234,9 @@ type StatQPsReply struct {
 	More bool
 }
 
-func (m *StatQPsReply) Encode(w *Writer) {
-	w.U32(uint32(len(m.QPs)))
-	for i := range m.QPs {
-		m.QPs[i].Encode(w)
-	}
-	w.Bool(m.More)
-}
+func (m *StatQPsReply) Encode(w *Writer) { putPage(w, m.QPs, m.More) }
 
-func (m *StatQPsReply) Decode(r *Reader) {
-	n := r.U32()
-	if n > MaxStatEntries {
-		r.fail("%d QPs, at most %d", n, MaxStatEntries)
-		return
-	}
-	m.QPs = make([]StatQP, 0, min(n, uint32(r.Remaining()/statQPLen)))
-	for range n {
-		var q StatQP
-		q.Decode(r)
-		if r.Err() != nil {
-			return
-		}
-		m.QPs = append(m.QPs, q)
-	}
-	m.More = r.Bool()
-}
+func (m *StatQPsReply) Decode(r *Reader) { m.More = getPage(r, &m.QPs, "QPs", statQPLen) }
 
 func putCounters(w *Writer, cs []Counter) {
 	w.U32(uint32(len(cs)))

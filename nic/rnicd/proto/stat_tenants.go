@@ -67,32 +67,10 @@ type StatClientCountersReply struct {
 	More    bool
 }
 
-func (m *StatClientCountersReply) Encode(w *Writer) {
-	w.U32(uint32(len(m.Clients)))
-	for i := range m.Clients {
-		m.Clients[i].Encode(w)
-	}
-	w.Bool(m.More)
-}
+func (m *StatClientCountersReply) Encode(w *Writer) { putPage(w, m.Clients, m.More) }
 
-func (m *StatClientCountersReply) Decode(r *Reader) {
-	n := r.U32()
-	if n > MaxStatEntries {
-		r.fail("%d clients, at most %d", n, MaxStatEntries)
-		return
-	}
-	// An entry takes at least 16 bytes (ID, empty tenant, no counters).
-	m.Clients = make([]StatClientCounters, 0, min(n, uint32(r.Remaining()/16)))
-	for range n {
-		var c StatClientCounters
-		c.Decode(r)
-		if r.Err() != nil {
-			return
-		}
-		m.Clients = append(m.Clients, c)
-	}
-	m.More = r.Bool()
-}
+// An entry takes at least 16 bytes (ID, empty tenant, no counters).
+func (m *StatClientCountersReply) Decode(r *Reader) { m.More = getPage(r, &m.Clients, "clients", 16) }
 
 // StatTenant is a tenant: its devices, its clients now, what they hold
 // (Held: qps, mrs, mapped_bytes, queue_bytes), its limits (Limits, 0:
@@ -146,30 +124,8 @@ type StatTenantsReply struct {
 	More    bool
 }
 
-func (m *StatTenantsReply) Encode(w *Writer) {
-	w.U32(uint32(len(m.Tenants)))
-	for i := range m.Tenants {
-		m.Tenants[i].Encode(w)
-	}
-	w.Bool(m.More)
-}
+func (m *StatTenantsReply) Encode(w *Writer) { putPage(w, m.Tenants, m.More) }
 
-func (m *StatTenantsReply) Decode(r *Reader) {
-	n := r.U32()
-	if n > MaxStatEntries {
-		r.fail("%d tenants, at most %d", n, MaxStatEntries)
-		return
-	}
-	// An entry takes at least 24 bytes (an empty name, no device, the
-	// client count, three empty counter lists).
-	m.Tenants = make([]StatTenant, 0, min(n, uint32(r.Remaining()/24)))
-	for range n {
-		var t StatTenant
-		t.Decode(r)
-		if r.Err() != nil {
-			return
-		}
-		m.Tenants = append(m.Tenants, t)
-	}
-	m.More = r.Bool()
-}
+// An entry takes at least 24 bytes (an empty name, no device, the client
+// count, three empty counter lists).
+func (m *StatTenantsReply) Decode(r *Reader) { m.More = getPage(r, &m.Tenants, "tenants", 24) }
