@@ -79,6 +79,12 @@ func newReader(e *Endpoint, s *sock) *reader {
 // run reads until the socket is closed.
 func (r *reader) run() {
 	defer r.poll.Release()
+	// Other pollers of the process park for this socket's datagrams
+	// (transport/poll).
+	var stop func()
+	if err := r.s.rc.Control(func(fd uintptr) { stop = r.poll.Watch(int(fd)) }); err == nil {
+		defer stop()
+	}
 	for {
 		r.n, r.errno = 0, 0
 		if err := r.s.rc.Read(r.read); err != nil {
