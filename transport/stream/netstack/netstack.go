@@ -16,22 +16,56 @@
 //     the endpoint does not take is queued for a writer goroutine, started
 //     on first need, which waits for the endpoint to become writable.
 //
-// Records (WriteRecords, the stream.RecordWriter): netstack makes
-// one TCP segment of each endpoint Write, merges whole queued writes while
-// they fit one segment, and splits a write only when it is larger than a
-// segment or than the peer's window. So each record is its own endpoint
-// Write, offered only whole: netstack's Write takes the prefix that fits
-// its send buffer, and it has no query of the free space
-// (SendQueueSizeOption is not implemented for TCP), so the record is
-// offered through a Payloader (recordReader) that refuses the copy when
-// netstack asks for fewer bytes than the record, which it does exactly
-// when the record does not fit (it copies min(free space, Len()) in
-// chunks of up to buffer.MaxChunkSize). A refused Write queues nothing; the
-// writer waits for netstack's writable notification, which comes once the
-// buffer has drained below half, and offers the record again. Records
-// larger than a chunk or half the send buffer are offered like Write's
-// bytes (a prefix may be taken): they span segments anyway, and waiting
-// for that much room might never end.
+// Records (WriteRecords, the stream.RecordWriter): netstack's TCP makes
+// one segment of each endpoint Write, merges whole queued writes while
+// they fit (one segment; behind an offload NIC, one super-segment of up
+// to the NIC's GSO size), and splits a write only where it is larger than
+// that or than the peer's window. Without offload each record is
+// therefore its own endpoint Write, offered only whole: netstack's Write
+// takes the prefix that fits its send buffer, and it has no query of the
+// free space (SendQueueSizeOption is not implemented for TCP), so the
+// record is offered through a Payloader (recordReader) that refuses the
+// copy when netstack asks for fewer bytes than the record, which it does
+// exactly when the record does not fit (it copies min(free space, Len())
+// in chunks of up to buffer.MaxChunkSize). A refused Write queues
+// nothing; the writer waits for netstack's writable notification, which
+// comes once the buffer has drained below half, and offers the record
+// again. Records larger than a chunk or half the send buffer are offered
+// like Write's bytes (a prefix may be taken): they span segments anyway,
+// and waiting for that much room might never end.
+//
+// Behind an offload NIC (host or gVisor GSO: the TAP with --tap-offload)
+// a record per Write would cost a pass through netstack and a TAP write
+// per segment. There the records go in batches (batch): a run of records
+// of exactly SegmentPayload bytes, closed by the first shorter one (a
+// message's last FPDU), up to what netstack sends as one super-segment,
+// in one Write, offered whole like a record; when the batch does not fit
+// netstack's send buffer, its first record alone, as without offload.
+// netstack sends the batch as one super-segment and the offload cuts it
+// every SegmentPayload bytes from its start (gso.MSS is the sender's
+// MaxPayloadSize, the MSS less the largest options, SACK blocks included,
+// which is what SegmentPayload computes), so every cut falls on a record
+// bound, and the short record, last, ends the last segment. A batch ends
+// at a short record rather than carrying it in its middle (which would
+// shift every later cut into a record) and rather than being padded
+// (MPA has no filler between FPDUs).
+//
+// What no Write can steer is netstack merging queued writes. When a batch
+// waits in netstack (the congestion window or the peer's window is full)
+// and later batches join it in one super-segment, the cuts after its short
+// record fall inside records until that super-segment ends; a cut at the
+// peer's window edge does the same. netstack exports neither its unsent
+// bytes nor its windows, so the Conn cannot wait for them as siw does
+// (siw resets its segment accounting when the socket's send queue is
+// empty and trims the next FPDU to the rest of the segment). RFC 5044
+// makes alignment the sender's SHOULD and requires receivers to take
+// FPDUs across segments (rnic's deframer and siw's do): the decision is
+// to let FPDUs cross there rather than give up offload, which makes the
+// TAP mode about four times cheaper per byte (benchtable's TAP rows). With the window open every
+// segment begins with an FPDU; under load most do (records_gso_test.go
+// measures both). Exact alignment under load would need segmentation
+// below netstack that knows the record bounds, such as the TAP coalescing
+// netstack's own MSS segments into super-segments.
 //
 // The goroutines wait on channels signalled by waiter.Queue channel
 // entries (gonet's pattern): netstack notifies with its own locks held, so
@@ -462,10 +496,9 @@ func (c *Conn) offer(r *recordReader, b []byte, whole bool) (int, tcpip.Error) {
 // the file comment), from the one starting at start: rec(i) is the end of
 // the i-th of the n records that follow and whether it goes whole. It
 // returns how many and where the last of them ends. A batch is a run of
-// whole records of exactly SegmentPayload bytes, closed by the first
-// shorter one, at most batchLimit bytes; any other record goes alone.
-func (c *Conn) batch(start, n int, rec func(i int) (end int, whole bool)) (k, end int) {
-	limit, sp := c.batchLimit(), c.segPayload
+// whole records of exactly sp bytes, closed by the first shorter one, at
+// most limit bytes; any other record goes alone.
+func batch(start, n, sp, limit int, rec func(i int) (end int, whole bool)) (k, end int) {
 	end = start
 	for k < n {
 		e, whole := rec(k)
@@ -573,7 +606,7 @@ func (c *Conn) WriteRecords(b []byte, ends []int) (int, error) {
 	if buffered == 0 {
 	offers:
 		for len(ends) > 0 {
-			k, end := c.batch(start, len(ends), func(i int) (int, bool) { return ends[i], true })
+			k, end := batch(start, len(ends), c.segPayload, c.batchLimit(), func(i int) (int, bool) { return ends[i], true })
 			n, terr := c.offerBatch(&c.fastRR, b[start:end], ends[0]-start)
 			if c.offerFailedLocked(terr) {
 				return 0, c.Werr
@@ -789,7 +822,7 @@ func (c *Conn) writeLoop() {
 			var n int
 			var terr tcpip.Error
 			if recs[i].whole && off == start {
-				_, end := c.batch(start, len(recs)-i, func(j int) (int, bool) { return recs[i+j].end, recs[i+j].whole })
+				_, end := batch(start, len(recs)-i, c.segPayload, c.batchLimit(), func(j int) (int, bool) { return recs[i+j].end, recs[i+j].whole })
 				n, terr = c.offerBatch(&c.writerRR, buf[start:end], recs[i].end-start)
 			} else {
 				n, terr = c.offer(&c.writerRR, buf[off:recs[i].end], false)
