@@ -111,8 +111,10 @@ func waitDelivered(t *testing.T, ss *streamtest.Sink, n int) {
 // boundary keeps every cut on a record boundary up to its first record
 // shorter than SegmentPayload (the property batching relies on). Where
 // netstack merged a short record with later writes queued behind it, or
-// cut at the peer's window, segments begin inside a record: their share
-// is logged, not bounded (the file comment of netstack.go says why).
+// cut at the peer's window (which even records all of SegmentPayload
+// bytes meet when the reader lags), segments begin inside a record:
+// their share is logged, not bounded (the file comment of netstack.go
+// says why).
 func TestNetstackRecordsGSOUnderLoad(t *testing.T) {
 	for _, addr := range nsServerAddrs {
 		for _, tc := range []struct {
@@ -149,9 +151,6 @@ func TestNetstackRecordsGSOUnderLoad(t *testing.T) {
 					len(ends), len(data), len(log.segs), w.superPieces.Load(), w.supers.Load(), unaligned)
 				if w.supers.Load() == 0 {
 					t.Error("no super-segments: offload untested")
-				}
-				if slices.Equal(ends, exactRecords(0, len(ends), sp)) && unaligned > 0 {
-					t.Errorf("records all of SegmentPayload bytes, yet %d segments begin inside one", unaligned)
 				}
 			})
 		}
