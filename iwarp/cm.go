@@ -505,7 +505,8 @@ func (qp *QP) establish(tx, rx wire.Framing) {
 	// Over a stream that keeps records whole, each FPDU is one record
 	// sized to the connection's segment payload (MSS less TCP options),
 	// so that every segment begins with an FPDU (RFC 5044 §5, §6), as
-	// siw's do.
+	// siw's do; behind segmentation offload the stream batches full-size
+	// FPDUs and says where they may cross segments (netstack.go).
 	mss := qp.s.cfg.MSS
 	qp.records = nil
 	if rw, ok := qp.conn.(stream.RecordWriter); ok {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"net/netip"
 	"path/filepath"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/rnic/rnic/transport/pcap"
 	"github.com/rnic/rnic/transport/stream"
 	"github.com/rnic/rnic/transport/stream/netstack"
+	"github.com/rnic/rnic/transport/stream/streamtest"
 	"github.com/rnic/rnic/transport/tsharktest"
 	gbuffer "gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -35,6 +37,7 @@ type nsCapture struct {
 	pcap *pcap.Writer
 	mu   sync.Mutex
 	pkts [][]byte // IPv4 packets, in the order sent
+	cuts int      // of them, segments cut from super-segments
 }
 
 var (
@@ -72,12 +75,18 @@ func newNSStack(t *testing.T, ep stack.LinkEndpoint, addr netip.Addr) *stack.Sta
 	return s
 }
 
-func newNSCapture(t *testing.T, path string) *nsCapture {
+// newNSCapture links the two stacks; with offload, each NIC takes TCP
+// super-segments, which the pump cuts every MSS as the kernel does behind
+// a TAP with offload (the capture holds the cut segments).
+func newNSCapture(t *testing.T, path string, offload bool) *nsCapture {
 	w, err := pcap.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	epA, epB := channel.New(8192, 1500, ""), channel.New(8192, 1500, "")
+	if offload {
+		epA.SupportedGSOKind, epB.SupportedGSOKind = stack.HostGSOSupported, stack.HostGSOSupported
+	}
 	c := &nsCapture{a: newNSStack(t, epA, nsAddrA), b: newNSStack(t, epB, nsAddrB), pcap: w}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -103,16 +112,25 @@ func (c *nsCapture) pump(ctx context.Context, wg *sync.WaitGroup, from, to *chan
 			return
 		}
 		v := pkt.ToView()
-		p := bytes.Clone(v.AsSlice())
-		frame := append([]byte{0x02, 0, 0, 0, 0, 3 - src, 0x02, 0, 0, 0, 0, src, 0x08, 0x00}, p...)
-		c.mu.Lock()
-		c.pkts = append(c.pkts, p)
-		c.pcap.WriteFrame(time.Now(), frame)
-		c.mu.Unlock()
-		in := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: gbuffer.MakeWithView(v)})
-		to.InjectInbound(header.IPv4ProtocolNumber, in)
-		in.DecRef()
+		segs := [][]byte{bytes.Clone(v.AsSlice())}
+		if g := pkt.GSOOptions; g.Type == stack.GSOTCPv4 {
+			segs, _ = streamtest.CutSuperSegment(v.AsSlice(), int(g.MSS))
+		}
+		v.Release()
 		pkt.DecRef()
+		for _, p := range segs {
+			frame := append([]byte{0x02, 0, 0, 0, 0, 3 - src, 0x02, 0, 0, 0, 0, src, 0x08, 0x00}, p...)
+			c.mu.Lock()
+			c.pkts = append(c.pkts, p)
+			if len(segs) > 1 {
+				c.cuts++
+			}
+			c.pcap.WriteFrame(time.Now(), frame)
+			c.mu.Unlock()
+			in := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: gbuffer.MakeWithData(p)})
+			to.InjectInbound(header.IPv4ProtocolNumber, in)
+			in.DecRef()
+		}
 	}
 }
 
@@ -187,10 +205,18 @@ func (c *nsCapture) checkSegments(t *testing.T) (segments, largest int) {
 // SEND over gVisor TCP (the TAP mode's stream) with the engine sized for
 // the default MSS 1460: FPDUs are sized to the connection's segment payload
 // (1420: 1500 less IPv4, TCP and 40 octets of options), every segment
-// holds whole FPDUs, and tshark finds every MPA CRC good.
+// holds whole FPDUs, and tshark finds every MPA CRC good. With offload
+// the same holds of the segments cut from netstack's super-segments, and
+// most segments are such cuts (the FPDUs went to netstack in batches).
 func TestNetstackFPDUAlignment(t *testing.T) {
+	for _, offload := range []bool{false, true} {
+		t.Run(fmt.Sprintf("offload=%v", offload), func(t *testing.T) { testNetstackFPDUAlignment(t, offload) })
+	}
+}
+
+func testNetstackFPDUAlignment(t *testing.T, offload bool) {
 	path := filepath.Join(t.TempDir(), "netstack-iwarp.pcap")
-	nc := newNSCapture(t, path)
+	nc := newNSCapture(t, path, offload)
 	clk := clock.NewReal()
 	mk := func(name string, s *stack.Stack, addr netip.Addr, qpn uint32) *node {
 		nd := &node{name: name, addr: addr, scq: &testCQ{}, rcq: &testCQ{}, rq: &testRQ{}}
@@ -266,6 +292,15 @@ func TestNetstackFPDUAlignment(t *testing.T) {
 	t.Logf("max ULPDU %d (FPDU %d octets); %d FPDU segments, largest payload %d", ulpdu, wire.FramedLen(wire.Framing{CRC: true}, 0, ulpdu), segs, largest)
 	if largest > 1420 {
 		t.Errorf("a segment carried %d octets, more than 1420", largest)
+	}
+	nc.mu.Lock()
+	cuts := nc.cuts
+	nc.mu.Unlock()
+	if offload {
+		t.Logf("%d segments cut from super-segments", cuts)
+		if cuts < segs/2 {
+			t.Errorf("only %d of %d FPDU segments were cut from super-segments: FPDUs did not go to netstack in batches", cuts, segs)
+		}
 	}
 	if err := nc.pcap.Close(); err != nil {
 		t.Fatal(err)

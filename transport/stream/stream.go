@@ -129,7 +129,10 @@ type RecordWriter interface {
 	// inside a record of at most SegmentPayload bytes (short segments may
 	// carry several whole records; a record larger than a segment is cut
 	// as TCP likes), save where TCP itself must: a peer window smaller
-	// than the record with nothing in flight, or a peer MSS below ours.
+	// than the record with nothing in flight, or a peer MSS below ours;
+	// behind segmentation offload, an implementation may also let
+	// records cross segments where its TCP merges queued writes (it says
+	// where).
 	// Ends that do not partition b are an error (ErrBadRecords) and
 	// nothing is written. The caller may reuse b and ends at once.
 	WriteRecords(b []byte, ends []int) (int, error)

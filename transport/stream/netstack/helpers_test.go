@@ -37,10 +37,13 @@ var (
 
 // nsWire is two stacks linked back to back.
 type nsWire struct {
-	a, b  *stack.Stack
-	epA   *channel.Endpoint
-	drop  atomic.Bool                                  // the wire loses every packet
-	watch atomic.Pointer[func(fromA bool, pkt []byte)] // sees every packet sent, before the drop
+	a, b        *stack.Stack
+	epA         *channel.Endpoint
+	drop        atomic.Bool                                  // the wire loses every packet
+	supers      atomic.Int64                                 // super-segments the pump cut (into more than one segment)
+	superPieces atomic.Int64                                 // the segments they were cut into
+	superWatch  atomic.Pointer[func(pkt []byte, mss int)]    // sees every super-segment before its cut
+	watch       atomic.Pointer[func(fromA bool, pkt []byte)] // sees every packet sent, before the drop
 }
 
 // newTestStack builds a stack like tap.TCPStack's: IPv4, IPv6 (no DAD, no
@@ -98,9 +101,22 @@ func newNSWire(t testing.TB) *nsWire {
 // bytes.
 func newNSWireBuf(t testing.TB, sendBuf int) *nsWire {
 	t.Helper()
+	return newNSWireGSO(t, sendBuf, false)
+}
+
+// newNSWireGSO is newNSWireBuf whose client NIC offers segmentation
+// offload when gso is set, as a TAP with --tap-offload does: the client's
+// TCP then hands the NIC super-segments (stack.HostGSOSupported, up to the
+// channel endpoint's 32 KiB), which the pump cuts into segments of the
+// MSS before the wire, as the kernel does behind a TAP (streamtest.CutSuperSegment).
+func newNSWireGSO(t testing.TB, sendBuf int, gso bool) *nsWire {
+	t.Helper()
 	// Queues deep enough for a 4 MiB window of 1500-byte packets; a full
 	// queue drops, as a wire would.
 	epA, epB := channel.New(8192, 1500, ""), channel.New(8192, 1500, "")
+	if gso {
+		epA.SupportedGSOKind = stack.HostGSOSupported
+	}
 	w := &nsWire{a: newTestStackBuf(t, epA, nsClientPrefixes, sendBuf), b: newTestStack(t, epB, nsServerPrefixes), epA: epA}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -127,23 +143,42 @@ func (w *nsWire) pump(ctx context.Context, wg *sync.WaitGroup, from, to *channel
 		if pkt == nil {
 			return
 		}
-		if f := w.watch.Load(); f != nil {
-			v := pkt.ToView()
-			(*f)(from == w.epA, v.AsSlice())
-			v.Release()
-		}
-		if !w.drop.Load() {
-			v := pkt.ToView()
-			proto := header.IPv4ProtocolNumber
-			if header.IPVersion(v.AsSlice()) == header.IPv6Version {
-				proto = header.IPv6ProtocolNumber
+		v := pkt.ToView()
+		segs := [][]byte{v.AsSlice()}
+		if g := pkt.GSOOptions; g.Type == stack.GSOTCPv4 || g.Type == stack.GSOTCPv6 {
+			if f := w.superWatch.Load(); f != nil {
+				(*f)(v.AsSlice(), int(g.MSS))
 			}
-			in := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithView(v)})
-			to.InjectInbound(proto, in)
-			in.DecRef()
+			segs, _ = streamtest.CutSuperSegment(v.AsSlice(), int(g.MSS))
+			if len(segs) > 1 {
+				w.supers.Add(1)
+				w.superPieces.Add(int64(len(segs)))
+			}
 		}
+		for _, seg := range segs {
+			w.deliver(from == w.epA, seg, to)
+		}
+		v.Release()
 		pkt.DecRef()
 	}
+}
+
+// deliver shows one packet to the watcher and, unless the wire drops
+// everything, injects a copy into to.
+func (w *nsWire) deliver(fromA bool, b []byte, to *channel.Endpoint) {
+	if f := w.watch.Load(); f != nil {
+		(*f)(fromA, b)
+	}
+	if w.drop.Load() {
+		return
+	}
+	proto := header.IPv4ProtocolNumber
+	if header.IPVersion(b) == header.IPv6Version {
+		proto = header.IPv6ProtocolNumber
+	}
+	in := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(b)})
+	to.InjectInbound(proto, in)
+	in.DecRef()
 }
 
 // contractTarget is one implementation the shared contract tests run

@@ -16,22 +16,56 @@
 //     the endpoint does not take is queued for a writer goroutine, started
 //     on first need, which waits for the endpoint to become writable.
 //
-// Records (WriteRecords, the stream.RecordWriter): netstack makes
-// one TCP segment of each endpoint Write, merges whole queued writes while
-// they fit one segment, and splits a write only when it is larger than a
-// segment or than the peer's window. So each record is its own endpoint
-// Write, offered only whole: netstack's Write takes the prefix that fits
-// its send buffer, and it has no query of the free space
-// (SendQueueSizeOption is not implemented for TCP), so the record is
-// offered through a Payloader (recordReader) that refuses the copy when
-// netstack asks for fewer bytes than the record, which it does exactly
-// when the record does not fit (it copies min(free space, Len()) in
-// chunks of up to buffer.MaxChunkSize). A refused Write queues nothing; the
-// writer waits for netstack's writable notification, which comes once the
-// buffer has drained below half, and offers the record again. Records
-// larger than a chunk or half the send buffer are offered like Write's
-// bytes (a prefix may be taken): they span segments anyway, and waiting
-// for that much room might never end.
+// Records (WriteRecords, the stream.RecordWriter): netstack's TCP makes
+// one segment of each endpoint Write, merges whole queued writes while
+// they fit (one segment; behind an offload NIC, one super-segment of up
+// to the NIC's GSO size), and splits a write only where it is larger than
+// that or than the peer's window. Without offload each record is
+// therefore its own endpoint Write, offered only whole: netstack's Write
+// takes the prefix that fits its send buffer, and it has no query of the
+// free space (SendQueueSizeOption is not implemented for TCP), so the
+// record is offered through a Payloader (recordReader) that refuses the
+// copy when netstack asks for fewer bytes than the record, which it does
+// exactly when the record does not fit (it copies min(free space, Len())
+// in chunks of up to buffer.MaxChunkSize). A refused Write queues
+// nothing; the writer waits for netstack's writable notification, which
+// comes once the buffer has drained below half, and offers the record
+// again. Records larger than a chunk or half the send buffer are offered
+// like Write's bytes (a prefix may be taken): they span segments anyway,
+// and waiting for that much room might never end.
+//
+// Behind an offload NIC (host or gVisor GSO: the TAP with --tap-offload)
+// a record per Write would cost a pass through netstack and a TAP write
+// per segment. There the records go in batches (batch): a run of records
+// of exactly SegmentPayload bytes, closed by the first shorter one (a
+// message's last FPDU), up to what netstack sends as one super-segment,
+// in one Write, offered whole like a record; when the batch does not fit
+// netstack's send buffer, its first record alone, as without offload.
+// netstack sends the batch as one super-segment and the offload cuts it
+// every SegmentPayload bytes from its start (gso.MSS is the sender's
+// MaxPayloadSize, the MSS less the largest options, SACK blocks included,
+// which is what SegmentPayload computes), so every cut falls on a record
+// bound, and the short record, last, ends the last segment. A batch ends
+// at a short record rather than carrying it in its middle (which would
+// shift every later cut into a record) and rather than being padded
+// (MPA has no filler between FPDUs).
+//
+// What no Write can steer is netstack merging queued writes. When a batch
+// waits in netstack (the congestion window or the peer's window is full)
+// and later batches join it in one super-segment, the cuts after its short
+// record fall inside records until that super-segment ends; a cut at the
+// peer's window edge does the same. netstack exports neither its unsent
+// bytes nor its windows, so the Conn cannot wait for them as siw does
+// (siw resets its segment accounting when the socket's send queue is
+// empty and trims the next FPDU to the rest of the segment). RFC 5044
+// makes alignment the sender's SHOULD and requires receivers to take
+// FPDUs across segments (rnic's deframer and siw's do): the decision is
+// to let FPDUs cross there rather than give up offload, which makes the
+// TAP mode about four times cheaper per byte (benchtable's TAP rows). With the window open every
+// segment begins with an FPDU; under load most do (records_gso_test.go
+// measures both). Exact alignment under load would need segmentation
+// below netstack that knows the record bounds, such as the TAP coalescing
+// netstack's own MSS segments into super-segments.
 //
 // The goroutines wait on channels signalled by waiter.Queue channel
 // entries (gonet's pattern): netstack notifies with its own locks held, so
@@ -328,6 +362,7 @@ type Conn struct {
 	fastRR          recordReader   // Write's and WriteRecords' reader (under mu)
 	writerRR        recordReader   // the writer goroutine's reader
 	segPayload      int            // SegmentPayload
+	gsoLimit        int            // the largest TCP payload netstack sends as one GSO segment; 0 without GSO
 	linger          *time.Timer
 }
 
@@ -351,7 +386,7 @@ func newConn(n *Network, ep tcpip.Endpoint, wq *waiter.Queue, active bool) *Conn
 	if a, err := ep.GetRemoteAddress(); err == nil {
 		c.Remote = netstackAddrPort(a)
 	}
-	c.segPayload = n.segmentPayload(ep, c.Local, c.Remote)
+	c.segPayload, c.gsoLimit = n.segmentPayload(ep, c.Local, c.Remote)
 	return c
 }
 
@@ -361,19 +396,28 @@ func newConn(n *Network, ep tcpip.Endpoint, wq *waiter.Queue, active bool) *Conn
 // blocks, as the endpoint's maxOptionSize counts them). The peer's MSS
 // caps it too, and netstack does not expose it: it is taken to be no
 // smaller than ours, as on one Ethernet it is.
-func (n *Network) segmentPayload(ep tcpip.Endpoint, local, remote netip.AddrPort) int {
+//
+// gsoLimit is, when the route segments (host or gVisor GSO), the largest
+// payload netstack's sender puts in one super-segment (sendData's limit:
+// the GSO maximum less the largest TCP/IP header, less one), which the
+// GSO then cuts every segment payload bytes from its start; 0 without
+// GSO.
+func (n *Network) segmentPayload(ep tcpip.Endpoint, local, remote netip.AddrPort) (payload, gsoLimit int) {
 	if !local.IsValid() || !remote.IsValid() {
-		return 0
+		return 0, 0
 	}
 	proto := netstackProtocol(remote.Addr())
 	r, terr := n.s.FindRoute(n.nic, tcpip.AddrFromSlice(local.Addr().AsSlice()),
 		tcpip.AddrFromSlice(remote.Addr().AsSlice()), proto, false)
 	if terr != nil {
-		return 0
+		return 0, 0
 	}
-	mtu := int(r.MTU())
-	r.Release()
-	return max(mtu-header.TCPMinimumSize-tcpOptionRoom(ep), 0)
+	defer r.Release()
+	payload = max(int(r.MTU())-header.TCPMinimumSize-tcpOptionRoom(ep), 0)
+	if r.HasHostGSOCapability() || r.HasGVisorGSOCapability() {
+		gsoLimit = max(int(r.GSOMaxSize())-header.TCPTotalHeaderMaximumSize-1, 0)
+	}
+	return payload, gsoLimit
 }
 
 // tcpOptionRoom is the most TCP option bytes a connected endpoint puts in
@@ -448,6 +492,52 @@ func (c *Conn) offer(r *recordReader, b []byte, whole bool) (int, tcpip.Error) {
 	return int(n), terr
 }
 
+// batch chooses the records offered together in one endpoint Write (see
+// the file comment), from the one starting at start: rec(i) is the end of
+// the i-th of the n records that follow and whether it goes whole. It
+// returns how many and where the last of them ends. A batch is a run of
+// whole records of exactly sp bytes, closed by the first shorter one, at
+// most limit bytes; any other record goes alone.
+func batch(start, n, sp, limit int, rec func(i int) (end int, whole bool)) (k, end int) {
+	end = start
+	for k < n {
+		e, whole := rec(k)
+		size := e - end
+		if k > 0 && (!whole || size > sp || e-start > limit) {
+			break
+		}
+		k, end = k+1, e
+		if !whole || size != sp {
+			break
+		}
+	}
+	return k, end
+}
+
+// batchLimit is the most bytes one batch of records may hold: what
+// netstack's sender sends as one GSO segment (so that its cuts, every
+// SegmentPayload bytes from the batch's first byte, fall on record
+// bounds), and no more than a record offered whole may be. It is 0 when
+// the segment payload is unknown: records then go one by one.
+func (c *Conn) batchLimit() int {
+	if c.segPayload <= 0 || c.gsoLimit <= 0 {
+		return 0
+	}
+	return min(c.wholeLimit(), c.gsoLimit)
+}
+
+// offerBatch offers b, a batch of whole records whose first is first
+// bytes long; when the endpoint has no room for the batch, it offers the
+// first record alone, as records went before batches (the rest waits for
+// room). It returns how many bytes the endpoint took.
+func (c *Conn) offerBatch(r *recordReader, b []byte, first int) (int, tcpip.Error) {
+	n, terr := c.offer(r, b, true)
+	if _, full := terr.(*tcpip.ErrWouldBlock); full && n == 0 && first < len(b) {
+		return c.offer(r, b[:first], true)
+	}
+	return n, terr
+}
+
 // wholeLimit is the largest record offered whole: one that netstack copies
 // in one chunk and that fits once the send buffer has drained to half.
 func (c *Conn) wholeLimit() int {
@@ -514,16 +604,24 @@ func (c *Conn) WriteRecords(b []byte, ends []int) (int, error) {
 	}
 	start, taken := 0, 0 // the next record's first byte; bytes of it the endpoint took
 	if buffered == 0 {
+	offers:
 		for len(ends) > 0 {
-			n, terr := c.offer(&c.fastRR, b[start+taken:ends[0]], true)
-			taken += n
+			k, end := batch(start, len(ends), c.segPayload, c.batchLimit(), func(i int) (int, bool) { return ends[i], true })
+			n, terr := c.offerBatch(&c.fastRR, b[start:end], ends[0]-start)
 			if c.offerFailedLocked(terr) {
 				return 0, c.Werr
 			}
-			if start+taken < ends[0] {
-				break // the endpoint is full (or broken): the writer goes on
+			switch start + n {
+			case end:
+				start, ends = end, ends[k:]
+			case ends[0]: // the batch did not fit; its first record did
+				start, ends = ends[0], ends[1:]
+			default:
+				// The endpoint is full (or broken), or took a prefix of a
+				// record too large to be offered whole: the writer goes on.
+				taken = n
+				break offers
 			}
-			start, taken, ends = ends[0], 0, ends[1:]
 		}
 		if len(ends) == 0 {
 			return len(b), nil
@@ -716,33 +814,40 @@ func (c *Conn) writeLoop() {
 		c.Mu.Unlock()
 
 		var err error
-		start := 0
-		for _, rec := range recs {
-			for off := start; off < rec.end && err == nil; {
-				// A record goes whole, or waits; plain bytes in any pieces.
-				n, terr := c.offer(&c.writerRR, buf[off:rec.end], rec.whole && off == start)
-				off += n
-				switch terr.(type) {
-				case nil:
-				case *tcpip.ErrWouldBlock:
-					select {
-					case <-notify:
-					case <-c.stop:
-						err = stream.ErrClosed // released: the cause is recorded
-					}
-				case *tcpip.ErrConnectionReset, *tcpip.ErrTimeout, *tcpip.ErrAborted, *tcpip.ErrConnectionAborted:
-					err = netstackErr(terr)
-				default:
-					err = c.brokenCause()
-				}
-				if n > 0 {
-					c.progress(n)
-				}
+		start, off := 0, 0 // the current record's first byte; the next byte to offer
+		for i := 0; i < len(recs) && err == nil; {
+			// Records go whole, in batches when they may, or wait; plain
+			// bytes (and the rest of a record too large to go whole) in
+			// any pieces.
+			var n int
+			var terr tcpip.Error
+			if recs[i].whole && off == start {
+				_, end := batch(start, len(recs)-i, c.segPayload, c.batchLimit(), func(j int) (int, bool) { return recs[i+j].end, recs[i+j].whole })
+				n, terr = c.offerBatch(&c.writerRR, buf[start:end], recs[i].end-start)
+			} else {
+				n, terr = c.offer(&c.writerRR, buf[off:recs[i].end], false)
 			}
-			if err != nil {
-				break
+			off += n
+			for i < len(recs) && recs[i].end <= off {
+				start = recs[i].end
+				i++
 			}
-			start = rec.end
+			switch terr.(type) {
+			case nil:
+			case *tcpip.ErrWouldBlock:
+				select {
+				case <-notify:
+				case <-c.stop:
+					err = stream.ErrClosed // released: the cause is recorded
+				}
+			case *tcpip.ErrConnectionReset, *tcpip.ErrTimeout, *tcpip.ErrAborted, *tcpip.ErrConnectionAborted:
+				err = netstackErr(terr)
+			default:
+				err = c.brokenCause()
+			}
+			if n > 0 {
+				c.progress(n)
+			}
 		}
 
 		c.Mu.Lock()
