@@ -97,7 +97,7 @@ func clientPreamble(r *resolved, ch *channel) (rnic bool, err error) {
 			return false, fmt.Errorf("%w: the server runs --mw: give the client --mw too", ErrConfig)
 		}
 	} else if r.MW {
-		return false, mwPeerErr
+		return false, errMWPerftestPeer
 	}
 	if err := ch.xchgSysData(true); err != nil {
 		return false, err

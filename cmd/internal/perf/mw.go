@@ -57,8 +57,8 @@ func (c *Config) checkMW() error {
 	return nil
 }
 
-// mwPeerErr is the refusal of --mw against a perftest peer.
-var mwPeerErr = fmt.Errorf("%w: --mw needs rnic perf on both sides: perftest takes the MR's rkey before a QP can bind a window, and trades no keys after", ErrConfig)
+// errMWPerftestPeer is the refusal of --mw against a perftest peer.
+var errMWPerftestPeer = fmt.Errorf("%w: --mw needs rnic perf on both sides: perftest takes the MR's rkey before a QP can bind a window, and trades no keys after", ErrConfig)
 
 // windowAllocator is the device's window verbs, or an error saying why
 // there are none.

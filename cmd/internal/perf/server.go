@@ -46,8 +46,8 @@ func serve(ctx context.Context, r *resolved, n ibv.Device, local netip.Addr, ch 
 	} else if err := r.testDefaults(); err != nil {
 		return nil, err
 	} else if r.MW {
-		ch.fail(mwPeerErr)
-		return nil, mwPeerErr
+		ch.fail(errMWPerftestPeer)
+		return nil, errMWPerftestPeer
 	}
 	res, err := serveSteps(ctx, r, n, local, ch, rnic)
 	if err != nil {
