@@ -3,8 +3,10 @@ package perf
 import (
 	"bytes"
 	"errors"
+	"net"
 	"testing"
 
+	"github.com/rnic/rnic/nic/rnicd/rnicdtest"
 	"github.com/rnic/rnic/nic/verbs"
 	"github.com/rnic/rnic/transport"
 )
@@ -78,6 +80,45 @@ func TestMWRefused(t *testing.T) {
 	} {
 		if err := cfg.checkMW(); !errors.Is(err, ErrConfig) {
 			t.Errorf("%+v: checkMW %v, want ErrConfig", cfg, err)
+		}
+	}
+}
+
+// TestMWThroughRnicd runs write_bw through windows on rnicd's NICs (the
+// real rnicd client, NAME@SOCKET), server and client as two processes
+// would: the client asks for --mw, the server learns it from the hello.
+// Each side's keys are the windows', so the two key sets differ from the
+// MR's (one rkey per QP, not one for all).
+func TestMWThroughRnicd(t *testing.T) {
+	noSettle(t)
+	d := rnicdtest.Start(t, rnicdtest.Options{NICs: 2, MTU: 9000})
+	ctx := testCtx(t)
+	l, err := net.Listen("tcp", d.NICs[0].Addr.String()+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var srvOut, cliOut bytes.Buffer
+	type ret struct {
+		res *Result
+		err error
+	}
+	srv := make(chan ret, 1)
+	go func() {
+		res, err := Run(ctx, Config{Serve: true, IBDev: d.Spec(0).String(), Listener: l, NoRaw: true, Out: &srvOut})
+		srv <- ret{res, err}
+	}()
+	res, err := Run(ctx, Config{Op: OpWrite, Mode: ModeBW, Size: 4096, QPs: 2, Iters: 200, MW: true, NoRaw: true,
+		IBDev: d.Spec(1).String(), Server: d.NICs[0].Addr.String(), Port: l.Addr().(*net.TCPAddr).Port, Out: &cliOut})
+	s := <-srv
+	if err != nil || s.err != nil {
+		t.Fatalf("client %v\n%s\nserver %v\n%s", err, cliOut.String(), s.err, srvOut.String())
+	}
+	if !res.Check.OK() || res.Check.Bytes == 0 {
+		t.Errorf("data check %+v", res.Check)
+	}
+	for _, keys := range [][]Key{res.Client, res.Server} {
+		if len(keys) != 2 || keys[0].RKey == keys[1].RKey {
+			t.Errorf("keys %+v: want a window's rkey per QP", keys)
 		}
 	}
 }
