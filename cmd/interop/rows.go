@@ -397,8 +397,25 @@ func (t *table) passthrough() {
 		GuestClient: guestVerbsRnic + " rping --ib-dev verbs:siw0 -c -a {server} -C 10 -v -V",
 		RnicServer:  "rping --iwarp -s -a {self} -C 10 -v -V", RnicClient: "rping --iwarp -c -a {server} -C 10 -v -V",
 		ListenPort: 7174})
+	t.passthroughMW()
 	for _, g := range []string{"rxe", "siw"} {
 		t.add(&Pairing{Name: g + " passthrough tests", Guest: g, Tests: true})
+	}
+}
+
+// passthroughMW adds the memory window rows: rnic perf --mw on rnic's TAP
+// against rnic perf --mw -d verbs:rxe0 in the guest. Each side binds Type
+// 2B windows once its QPs are in RTS and hands out their rkeys, so with
+// rnic serving, rxe's WRITEs and READs go through windows rnic bound; with
+// the guest serving, rnic's go through windows rxe bound. Both sides check
+// the data that landed.
+func (t *table) passthroughMW() {
+	for _, op := range []string{"write", "read"} {
+		opts := " perf --mw --op " + op + " -x 1 -s 4096 -n 20 --no-raw"
+		guest := guestVerbsRnic + opts + " -d verbs:rxe0"
+		t.add(&Pairing{Name: "rxe passthrough perf --mw " + op, Guest: "rxe", Verbs: true,
+			GuestServer: guest + " --serve", GuestClient: guest + " {server}",
+			RnicServer: opts[1:] + " --serve", RnicClient: opts[1:] + " {server}", ListenPort: 18515})
 	}
 }
 

@@ -172,6 +172,7 @@ func newPerfFlags(cfg *perf.Config) (*pflag.FlagSet, *perfFlags) {
 	fs.BoolVar(&f.trace, "trace", false, "print every QP state change and PSN/ACK/NAK decision on stderr")
 	fs.IntVarP(&f.gidIndex, "gid-index", "x", 0, "source GID index (default: the index of this side's address)")
 	fs.BoolP("cpu-freq-off", "F", false, "accepted for perftest's -F (rnic does not read the CPU frequency)")
+	fs.BoolVar(&cfg.MW, "mw", false, "hand the peer Type 2B memory windows' rkeys instead of the MR's: each side binds a window over each QP's memory once connected and the peers trade keys again (rnic perf on both sides; the client must ask, a server's --mw only insists)")
 	fs.StringVarP(&f.conn, "connection", "c", "RC", "connection type: RC, or UD (SEND tests)")
 	fs.BoolVarP(&f.rdmaCM, "rdma-cm", "R", false, "connect the QPs with rdma_cm, as perftest's -R (RoCEv2)")
 	fs.StringVarP(&cfg.IBDev, "ib-dev", "d", "", "device: NAME (this process's NIC), NAME@SOCKET (rnicd), verbs:NAME (libibverbs)")

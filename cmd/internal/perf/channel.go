@@ -138,6 +138,7 @@ type (
 		RxDepth    int        `json:"rx_depth"`
 		CQMod      int        `json:"cq_mod"`
 		UD         bool       `json:"ud,omitempty"`
+		MW         bool       `json:"mw,omitempty"`
 	}
 	// ack: server → client after hello (then the keys), and again once
 	// the server's QPs are connected and its receives posted. In an
@@ -147,6 +148,9 @@ type (
 	ack struct {
 		OK        bool `json:"ok"`
 		IWARPPort int  `json:"iwarp_port,omitempty"`
+		// MW: the test runs through memory windows (--mw on either
+		// side).
+		MW bool `json:"mw,omitempty"`
 	}
 	// recvCredit: server → client during an iWARP SEND bw test, the
 	// receives posted so far on a QP (a SEND that finds none would end
@@ -197,13 +201,14 @@ func (h *hello) apply(c *Config) {
 	c.Size, c.Iters, c.QPs, c.MTU = h.Size, h.Iters, h.QPs, h.MTU
 	c.TxDepth, c.RxDepth, c.CQMod = h.TxDepth, h.RxDepth, h.CQMod
 	c.UD = h.UD
+	c.MW = c.MW || h.MW // the server's own --mw holds too
 }
 
 // helloOf is the hello announcing c's test.
 func helloOf(c *Config) hello {
 	h := hello{Proto: protoVersion, Op: c.Op, Mode: c.Mode, AtomicType: c.AtomicType,
 		Size: c.Size, Iters: c.Iters, QPs: c.QPs, MTU: c.MTU,
-		TxDepth: c.TxDepth, RxDepth: c.RxDepth, CQMod: c.CQMod, UD: c.UD}
+		TxDepth: c.TxDepth, RxDepth: c.RxDepth, CQMod: c.CQMod, UD: c.UD, MW: c.MW}
 	if c.IWARP {
 		h.Transport = transportIWARP
 	}

@@ -33,7 +33,7 @@ func clientSteps(ctx context.Context, r *resolved, s *side, ch *channel, res *Re
 	s.serverFirst = !rnic
 	res.MTU = r.mtu.Bytes()
 	t0 := time.Now()
-	if err := s.clientConnect(ch, res); err != nil {
+	if err := s.clientConnect(ctx, ch, res); err != nil {
 		return nil, err
 	}
 	res.ConnectSeconds = time.Since(t0).Seconds()
@@ -88,6 +88,16 @@ func clientPreamble(r *resolved, ch *channel) (rnic bool, err error) {
 		if err := ch.recv(&a); err != nil {
 			return false, err
 		}
+		// The client's side is open already: its MR allows binding
+		// only if it was asked for --mw too.
+		switch {
+		case r.MW && !a.MW:
+			return false, fmt.Errorf("%w: --mw: the server binds no windows (an older rnic?)", ErrConfig)
+		case a.MW && !r.MW:
+			return false, fmt.Errorf("%w: the server runs --mw: give the client --mw too", ErrConfig)
+		}
+	} else if r.MW {
+		return false, errMWPerftestPeer
 	}
 	if err := ch.xchgSysData(true); err != nil {
 		return false, err
@@ -98,11 +108,17 @@ func clientPreamble(r *resolved, ch *channel) (rnic bool, err error) {
 	return rnic, nil
 }
 
-// clientConnect trades every QP's key with the server and connects them.
-func (s *side) clientConnect(ch *channel, res *Result) error {
+// clientConnect trades every QP's key with the server and connects them
+// (with --mw, then the windows' keys).
+func (s *side) clientConnect(ctx context.Context, ch *channel, res *Result) error {
 	own, peers, err := s.xchgKeys(ch)
 	if err != nil {
 		return err
+	}
+	if s.cfg.MW {
+		if own, peers, err = s.xchgWindowKeys(ctx, ch); err != nil {
+			return err
+		}
 	}
 	res.Client, res.Server = own, peers
 	return nil

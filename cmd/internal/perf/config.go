@@ -127,6 +127,17 @@ type Config struct {
 	// UD runs a SEND test over UD QPs (perftest's -c UD): messages of at
 	// most the path MTU, to Q_Key 0x11111111.
 	UD bool
+	// MW makes each side hand out memory windows instead of its MR: once
+	// its QPs are in RTS it binds a Type 2B window over each QP's memory
+	// and sends the windows' rkeys in a second key exchange, so the
+	// peer's WRITEs, READs and atomics go through the windows (mw.go).
+	// Between rnic's peers only (either side may ask); RoCEv2 without
+	// rdma_cm.
+	MW bool
+	// mwFault breaks the windows on purpose (tests of a bw run, where
+	// only the client reaches into the server's: it must then fail with
+	// a remote access error).
+	mwFault mwFault
 	// GIDIndex is the source GID index of the QPs (perftest's -x) when
 	// HasGIDIndex; otherwise the index of the side's address.
 	GIDIndex    int
@@ -438,6 +449,9 @@ func (r *resolved) testDefaults() error {
 		case c.Size > c.MTU:
 			return fmt.Errorf("%w: a UD message of %d bytes does not fit the path MTU %d", ErrConfig, c.Size, c.MTU)
 		}
+	}
+	if err := c.checkMW(); err != nil {
+		return err
 	}
 	if r.dev != nil {
 		return c.checkLimits(limitsOf("device "+r.spec.String(), r.dev.Query()))

@@ -85,6 +85,16 @@
 // first, as perftest's does. Over iWARP the exchange is rnic's own, with
 // the same key messages.
 //
+// # Memory windows
+//
+// With Config.MW (--mw) each side, once its QPs are in RTS, binds a Type
+// 2B window over each QP's memory and the two sides trade their keys a
+// second time, so the peer's WRITEs, READs and atomics name a window's
+// rkey, not the MR's (mw.go says why so). Between rnic's peers only, on
+// any backend whose device has Type 2B windows: in the lab one side runs
+// on rxe through libibverbs, so windows bound by either device are used
+// by the other's requests on the wire.
+//
 // # rdma_cm mode
 //
 // With Config.RDMACM (perftest's -R) the side channel is no TCP

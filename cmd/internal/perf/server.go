@@ -40,11 +40,14 @@ func serve(ctx context.Context, r *resolved, n ibv.Device, local netip.Addr, ch 
 		if err := recvHello(r, ch); err != nil {
 			return nil, err
 		}
-		if err := ch.send(ack{OK: true}); err != nil {
+		if err := ch.send(ack{OK: true, MW: r.MW}); err != nil {
 			return nil, err
 		}
 	} else if err := r.testDefaults(); err != nil {
 		return nil, err
+	} else if r.MW {
+		ch.fail(errMWPerftestPeer)
+		return nil, errMWPerftestPeer
 	}
 	res, err := serveSteps(ctx, r, n, local, ch, rnic)
 	if err != nil {
@@ -69,7 +72,7 @@ func serveSteps(ctx context.Context, r *resolved, n ibv.Device, local netip.Addr
 	s.serverFirst = !rnic
 	own := newResult(r)
 	own.GIDIndex, own.MTU = s.gid, r.mtu.Bytes()
-	if err := s.serverConnect(ch, own); err != nil {
+	if err := s.serverConnect(ctx, ch, own); err != nil {
 		return nil, err
 	}
 	// Receives go up before the client may send.
@@ -108,11 +111,17 @@ func serveSteps(ctx context.Context, r *resolved, n ibv.Device, local netip.Addr
 	return serverEnd(ctx, r, s, ch, local)
 }
 
-// serverConnect trades every QP's key with the client and connects them.
-func (s *side) serverConnect(ch *channel, own *Result) error {
+// serverConnect trades every QP's key with the client and connects them
+// (with --mw, then the windows' keys).
+func (s *side) serverConnect(ctx context.Context, ch *channel, own *Result) error {
 	keys, peers, err := s.xchgKeys(ch)
 	if err != nil {
 		return err
+	}
+	if s.cfg.MW {
+		if keys, peers, err = s.xchgWindowKeys(ctx, ch); err != nil {
+			return err
+		}
 	}
 	own.Client, own.Server = peers, keys
 	return nil

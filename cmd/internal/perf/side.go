@@ -43,6 +43,10 @@ type qpSide struct {
 	dva  uint64
 	peer Key    // the peer QP's key
 	ah   ibv.AH // UD: the address of the peer's QP
+	// mw and mwKey: with --mw, the window over src and dst and its rkey,
+	// which key hands out instead of the MR's (mw.go).
+	mw    ibv.MW
+	mwKey uint32
 }
 
 // UD constants, perftest's: every QP's Q_Key (DEF_QKEY), and the 40 bytes
@@ -146,6 +150,12 @@ func openSide(r *resolved, n ibv.Device, addr netip.Addr, spec sideSpec) (_ *sid
 		return nil, fmt.Errorf("perf: alloc PD: %w", err)
 	}
 	access := memory.LocalWrite | memory.RemoteWrite | memory.RemoteRead | memory.RemoteAtomic
+	if r.MW {
+		if _, err = s.windowAllocator(); err != nil {
+			return nil, err
+		}
+		access |= memory.MWBind
+	}
 	if s.mr, err = n.RegMR(s.pd, s.mem.b, access); err != nil {
 		return nil, fmt.Errorf("perf: register %d bytes: %w", len(s.mem.b), err)
 	}
@@ -215,6 +225,7 @@ func (s *side) close() {
 			cq.Destroy()
 		}
 	}
+	s.closeWindows()
 	if s.mr != nil {
 		s.mr.Dereg()
 	}
@@ -248,6 +259,9 @@ func (s *side) mtuFigure() int {
 func (s *side) key(i int) Key {
 	q := s.qps[i]
 	k := Key{OutReads: uint16(s.outReads), QPN: q.qp.QPN(), PSN: q.psn, RKey: s.mr.RKey(), VAddr: q.dva}
+	if q.mwKey != 0 {
+		k.RKey = q.mwKey
+	}
 	switch {
 	case s.iw != nil:
 		k.PSN = 0

@@ -1,12 +1,15 @@
 // attach_mcast and detach_mcast: a UD QP joins or leaves a multicast
 // group (ibv_attach_mcast, ibv_detach_mcast), LID 0 as on every RoCE
-// port. The QP remembers its groups so that destroying it detaches first.
+// port. The QP remembers its groups so that destroying it detaches first,
+// and holds the kernel's IP membership of each where it needs one
+// (ipjoin.go).
 
 package agent
 
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 
@@ -26,8 +29,24 @@ func (s *session) opAttachMcast(req agentproto.Request) (any, error) {
 		}
 		return nil, err
 	}
-	if !slices.Contains(o.groups, gid) {
-		o.groups = append(o.groups, gid)
+	if slices.Contains(o.groups, gid) {
+		return nil, nil
+	}
+	o.groups = append(o.groups, gid)
+	if _, ok := o.joins[gid]; ok {
+		return nil, nil // joined before an earlier detach
+	}
+	join, err := joinIP(s.dev, gid)
+	if err != nil {
+		_ = m.DetachMcast(gid, 0) // the attach fails as a whole
+		o.groups = o.groups[:len(o.groups)-1]
+		return nil, err
+	}
+	if join != nil {
+		if o.joins == nil {
+			o.joins = map[netip.Addr]*net.UDPConn{}
+		}
+		o.joins[gid] = join
 	}
 	return nil, nil
 }
@@ -40,6 +59,9 @@ func (s *session) opDetachMcast(req agentproto.Request) (any, error) {
 	if err := m.DetachMcast(gid, 0); err != nil {
 		return nil, err
 	}
+	// The kernel's IP membership stays until the QP goes: a datagram to
+	// the group after the detach must be dropped by the device's own
+	// check, not by the host's IP stack in front of it.
 	o.groups = slices.DeleteFunc(o.groups, func(g netip.Addr) bool { return g == gid })
 	return nil, nil
 }
@@ -64,4 +86,12 @@ func (s *session) mcastArgs(req agentproto.Request) (*qpObj, ibv.McastQP, netip.
 		return nil, nil, netip.Addr{}, fail(agentproto.CodeBadRequest, fmt.Errorf("gid: %w", err))
 	}
 	return o, m, netip.AddrFrom16(g.As16()), nil
+}
+
+// leaveIP drops the kernel's IP memberships the QP holds.
+func (o *qpObj) leaveIP() {
+	for g, c := range o.joins {
+		c.Close()
+		delete(o.joins, g)
+	}
 }

@@ -38,6 +38,9 @@ type qpObj struct {
 	pd     ibv.PD
 	ahs    []ibv.AH     // address handles of the QP's UD sends, destroyed with it
 	groups []netip.Addr // multicast groups the QP is attached to
+	// joins are the kernel IP memberships held for the groups it
+	// attached to, kept until it is destroyed (ipjoin.go).
+	joins map[netip.Addr]*net.UDPConn
 }
 
 // destroy detaches the QP from its groups (a kernel device refuses to
@@ -48,6 +51,7 @@ func (o *qpObj) destroy() error {
 			_ = m.DetachMcast(g, 0) // the QP goes anyway; its destroy says what failed
 		}
 	}
+	o.leaveIP()
 	o.groups = nil
 	err := o.qp.Destroy()
 	for _, ah := range o.ahs {
