@@ -266,9 +266,18 @@ func (t *TCPStack) Stats() TCPStackStats {
 }
 
 // Deliver hands an inbound IPv4 or IPv6 packet (no Ethernet header) to the
-// stack. The packet is copied; anything but TCP is dropped and counted.
-// Safe from any goroutine; a no-op after Close.
-func (t *TCPStack) Deliver(ipPacket []byte) {
+// stack, which verifies its checksums. The packet is copied; anything but
+// TCP is dropped and counted. Safe from any goroutine; a no-op after
+// Close.
+func (t *TCPStack) Deliver(ipPacket []byte) { t.deliver(ipPacket, false) }
+
+// DeliverValidated is Deliver for a packet whose TCP checksum is known to
+// be good (receive checksum offload): the kernel verified it (DATA_VALID)
+// or made the packet itself and never computed it (NEEDS_CSUM: the field
+// may hold only the pseudo-header sum). netstack then skips its own check.
+func (t *TCPStack) DeliverValidated(ipPacket []byte) { t.deliver(ipPacket, true) }
+
+func (t *TCPStack) deliver(ipPacket []byte, validated bool) {
 	proto, ok := tcpPacketProtocol(ipPacket)
 	if !ok {
 		t.droppedNotTCP.Add(1)
@@ -281,7 +290,7 @@ func (t *TCPStack) Deliver(ipPacket []byte) {
 		return
 	}
 	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(ipPacket)})
-	t.link.InjectInbound(proto, pkt)
+	t.link.inject(proto, pkt, validated)
 	pkt.DecRef()
 	t.delivered.Add(1)
 }
@@ -488,6 +497,11 @@ type linkEndpoint struct {
 	output        func([]byte) error
 	outputOffload func([]byte, TxOffload) error // set: host GSO (netstack_gso.go)
 
+	// injectMu serialises inbound packets, so that rxValidated is the
+	// claim of the one packet being injected (see inject).
+	injectMu    sync.Mutex
+	rxValidated atomic.Bool
+
 	mu           sync.Mutex // serialises Output and guards buf and silenced
 	buf          []byte     // reused: each packet is flattened into it
 	outputErrors atomic.Uint64
@@ -625,4 +639,31 @@ func (l *linkEndpoint) flatten(pkt *stack.PacketBuffer) []byte {
 		off = 0
 	}
 	return b[:n]
+}
+
+// inject hands pkt to netstack, validated or not. netstack takes a
+// packet's checksums as verified when its link claims receive checksum
+// offload, and asks the link for that once per packet as it enters
+// (stack.NIC's DeliverNetworkPacket); so the claim is made for exactly
+// the packet being injected, under injectMu. Nothing else in netstack
+// reads the claim: the send path looks only at the TX capabilities.
+func (l *linkEndpoint) inject(proto tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer, validated bool) {
+	l.injectMu.Lock()
+	defer l.injectMu.Unlock()
+	if validated {
+		l.rxValidated.Store(true)
+		defer l.rxValidated.Store(false)
+	}
+	l.InjectInbound(proto, pkt)
+}
+
+// Capabilities implements stack.LinkEndpoint: none (netstack_gso.go adds
+// GSO for an offload Host) but receive checksum offload while a validated
+// packet is being injected.
+func (l *linkEndpoint) Capabilities() stack.LinkEndpointCapabilities {
+	c := l.Endpoint.Capabilities()
+	if l.rxValidated.Load() {
+		c |= stack.CapabilityRXChecksumOffload
+	}
+	return c
 }

@@ -171,6 +171,7 @@ func Open(cfg Config) (*NIC, error) {
 		return nil, fmt.Errorf("tapnic: %w", err)
 	}
 	host.SetTCP(tcp.Deliver)
+	host.SetTCPValidated(tcp.DeliverValidated) // receive checksum offload
 	en, err := embedded.NewNIC(embedded.Config{Name: cfg.Name, Addr: addrs[0], Addrs: addrs, MAC: cfg.MAC,
 		LinkLocal: true, PortEvents: true, MTU: cfg.MTU, Link: host.RoCE(), Groups: host, Resolve: host.Lookup, Trace: cfg.Trace,
 		TraceEvents: cfg.TraceEvents})
