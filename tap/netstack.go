@@ -36,7 +36,6 @@ import (
 
 	"github.com/rnic/rnic/transport/stream"
 	"github.com/rnic/rnic/transport/stream/netstack"
-	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -289,7 +288,7 @@ func (t *TCPStack) deliver(ipPacket []byte, validated bool) {
 		t.droppedClosed.Add(1)
 		return
 	}
-	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(ipPacket)})
+	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: inboundBuffer(ipPacket)})
 	t.link.inject(proto, pkt, validated)
 	pkt.DecRef()
 	t.delivered.Add(1)
