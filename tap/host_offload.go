@@ -221,19 +221,55 @@ func (h *Host) sendIPVnet(ipPacket []byte, v VnetHdr) error {
 
 // sendIPIn frames ipPacket in buf (big enough) and sends it behind v.
 func (h *Host) sendIPIn(buf, ipPacket []byte, v VnetHdr) error {
-	et, dst := uint16(etherTypeIPv4), netip.Addr{}
-	if ipPacket[0]>>4 == 4 {
-		dst = netip.AddrFrom4([4]byte(ipPacket[16:20]))
-	} else {
-		et, dst = etherTypeIPv6, netip.AddrFrom16([16]byte(ipPacket[24:40]))
-	}
 	f := buf[:ethHeaderLen+len(ipPacket)]
-	binary.BigEndian.PutUint16(f[12:], et)
 	copy(f[ethHeaderLen:], ipPacket)
+	return h.sendFrameVnet(f, v)
+}
+
+// sendFrameVnet sends f, an IP packet checked by vnetFor behind room for
+// its Ethernet header, behind v.
+func (h *Host) sendFrameVnet(f []byte, v VnetHdr) error {
+	ip := f[ethHeaderLen:]
+	et, dst := uint16(etherTypeIPv4), netip.Addr{}
+	if ip[0]>>4 == 4 {
+		dst = netip.AddrFrom4([4]byte(ip[16:20]))
+	} else {
+		et, dst = etherTypeIPv6, netip.AddrFrom16([16]byte(ip[24:40]))
+	}
+	binary.BigEndian.PutUint16(f[12:], et)
 	if err := h.outputVnet(f, dst, v); err != nil {
 		return fmt.Errorf("tap: SendIPOffload: %w", err)
 	}
 	h.cnt.tcpTx.Add(1)
+	return nil
+}
+
+// SendFrame is SendIPOffload of the packet frame[FrameHeadroom:], framed
+// in place: the Host writes the Ethernet header into the room before the
+// packet instead of copying the packet behind one
+// (TCPStackConfig.OutputFrame). Only on an offload Host. It may modify
+// frame and does not keep it.
+func (h *Host) SendFrame(frame []byte, o TxOffload) error {
+	if len(frame) < FrameHeadroom {
+		h.cnt.malformed.Add(1)
+		return fmt.Errorf("tap: SendFrame: %w", ErrBadFrame)
+	}
+	ip := frame[FrameHeadroom:]
+	v, segs, err := h.vnetFor(ip, o)
+	if err != nil {
+		return fmt.Errorf("tap: SendFrame: %w", err)
+	}
+	if v.GSOType == vnetGSONone && len(ip) > h.mtu {
+		h.cnt.tooBig.Add(1)
+		return fmt.Errorf("tap: SendFrame: %d-byte packet, MTU %d: %w", len(ip), h.mtu, ErrFrameTooBig)
+	}
+	if err := h.sendFrameVnet(frame, v); err != nil {
+		return err
+	}
+	if v.GSOType != vnetGSONone {
+		h.cnt.gsoTx.Add(1)
+		h.cnt.gsoTxSegments.Add(uint64(segs))
+	}
 	return nil
 }
 

@@ -77,6 +77,12 @@ type TCPStackConfig struct {
 	// 64 KiB with a partial checksum, and o says what the link must finish
 	// (the zero TxOffload: nothing, as for Output).
 	OutputOffload func(ipPacket []byte, o TxOffload) error
+	// OutputFrame, if set, replaces OutputOffload (host segmentation
+	// offload on, as with it) and saves the link a copy of every packet:
+	// the packet comes as frame[FrameHeadroom:], the FrameHeadroom bytes
+	// before it room for the link's header (Host.SendFrame). frame may be
+	// modified and is valid only during the call.
+	OutputFrame func(frame []byte, o TxOffload) error
 	// SendBuffer and ReceiveBuffer are the TCP buffer maxima; 0 means
 	// DefaultTCPBuffer.
 	SendBuffer, ReceiveBuffer int
@@ -124,7 +130,7 @@ type TCPStack struct {
 // configured addresses and on-link routes, SACK on, Nagle off, buffers per
 // cfg.
 func NewTCPStack(cfg TCPStackConfig) (*TCPStack, error) {
-	if cfg.Output == nil && cfg.OutputOffload == nil {
+	if cfg.Output == nil && cfg.OutputOffload == nil && cfg.OutputFrame == nil {
 		return nil, errors.New("tap: TCPStackConfig.Output is nil")
 	}
 	if len(cfg.Prefixes) == 0 {
@@ -149,7 +155,8 @@ func NewTCPStack(cfg TCPStackConfig) (*TCPStack, error) {
 		}
 	}
 
-	link := &linkEndpoint{Endpoint: channel.New(1, uint32(mtu), ""), output: cfg.Output, outputOffload: cfg.OutputOffload}
+	link := &linkEndpoint{Endpoint: channel.New(1, uint32(mtu), ""), output: cfg.Output, outputOffload: cfg.OutputOffload,
+		outputFrame: cfg.OutputFrame}
 	if err := s.CreateNIC(tcpStackNIC, link); err != nil {
 		return fail(fmt.Errorf("tap: netstack NIC: %s", err))
 	}
@@ -495,6 +502,7 @@ type linkEndpoint struct {
 	*channel.Endpoint
 	output        func([]byte) error
 	outputOffload func([]byte, TxOffload) error // set: host GSO (netstack_gso.go)
+	outputFrame   func([]byte, TxOffload) error // set: host GSO, packets behind FrameHeadroom
 
 	// injectMu serialises inbound packets, so that rxValidated is the
 	// claim of the one packet being injected (see inject).
@@ -607,27 +615,30 @@ func (l *linkEndpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Err
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, pkt := range pkts.AsSlice() {
-		b := l.flatten(pkt)
+		frame := l.flatten(pkt)
+		b := frame[l.headroom():]
 		if l.silencedRST(b) {
 			l.silencedRSTs.Add(1)
 			continue
 		}
-		if err := l.send(b, pkt); err != nil {
+		if err := l.send(frame, pkt); err != nil {
 			l.outputErrors.Add(1)
 		}
 	}
 	return pkts.Len(), nil
 }
 
-// flatten copies a packet's headers and payload into l.buf.
+// flatten copies a packet's headers and payload into l.buf, behind the
+// headroom, and returns the buffer up to the packet's end.
 func (l *linkEndpoint) flatten(pkt *stack.PacketBuffer) []byte {
-	size := pkt.Size()
+	room := l.headroom()
+	size := room + pkt.Size()
 	if cap(l.buf) < size {
 		l.buf = make([]byte, size)
 	}
 	b := l.buf[:size]
 	views, off := pkt.AsViewList()
-	n := 0
+	n := room
 	for v := views.Front(); v != nil && n < size; v = v.Next() {
 		s := v.AsSlice()
 		if off >= len(s) {

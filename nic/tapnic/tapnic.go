@@ -163,7 +163,7 @@ func Open(cfg Config) (*NIC, error) {
 	}
 	tcfg := tap.TCPStackConfig{Prefixes: cfg.Prefixes, MTU: cfg.MTU, Output: host.SendIP}
 	if host.Offload() {
-		tcfg.OutputOffload = host.SendIPOffload
+		tcfg.OutputFrame = host.SendFrame // the same, without a copy per packet
 	}
 	tcp, err := tap.NewTCPStack(tcfg)
 	if err != nil {
