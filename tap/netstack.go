@@ -5,10 +5,12 @@
 // it: it strips Ethernet from inbound frames and hands over whole IPv4/IPv6
 // packets carrying TCP (Deliver), and it wraps every packet netstack sends
 // (Output) in Ethernet, resolving the next hop with its own ARP/ND. So the
-// link endpoint here has no link header and claims no capability: no
-// link-address resolution (the Host does it), and no checksum offload
-// (a packet on a real wire needs real checksums, and an inbound one must be
-// verified).
+// link endpoint here has no link header and claims almost no capability:
+// no link-address resolution (the Host does it), no transmit checksum
+// offload (a packet on a real wire needs real checksums; with host GSO the
+// kernel finishes them, netstack_gso.go), and receive checksum offload
+// only for a packet delivered with DeliverValidated (the kernel vouched
+// for it); any other inbound packet is verified.
 //
 //	Host ── Deliver(IP packet) ──▶ linkEndpoint.InjectInbound ──▶ ipv4/ipv6 ──▶ tcp
 //	Host ◀── Output(IP packet) ◀── linkEndpoint.WritePackets ◀── ipv4/ipv6 ◀── tcp
