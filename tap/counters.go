@@ -75,6 +75,7 @@ type HostCounters struct {
 	GSOTxSegments uint64 // gso_tx_segments: the wire segments those stand for
 	CsumFinished  uint64 // csum_finished: received frames whose partial checksum the NIC finished
 	VnetMalformed uint64 // vnet_malformed: frames dropped for a malformed virtio_net_hdr
+	CsumValidated uint64 // csum_validated: received TCP frames the kernel vouched for, given to the TCP stack unchecked
 }
 
 // hostCounters is the live form of HostCounters: the same fields, as
@@ -96,6 +97,7 @@ type hostCounters struct {
 	tooBig                                                    atomic.Uint64
 	loopbackFrames, loopbackDropped                           atomic.Uint64
 	gsoRx, gsoTx, gsoTxSegments, csumFinished, vnetMalformed  atomic.Uint64
+	csumValidated                                             atomic.Uint64
 }
 
 // snapshot copies the live counters field by field. The two structs list

@@ -48,7 +48,7 @@ func (h *Host) handleWireFrame(b []byte) {
 	if h.diverted(b, VnetHdr{}) {
 		return
 	}
-	h.process(b)
+	h.process(b, false)
 }
 
 // WriteWire sends frame, a whole Ethernet frame from elsewhere (a host

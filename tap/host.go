@@ -139,6 +139,9 @@ type Host struct {
 	roce roceEndpoint
 	mc   mcastState // RoCE multicast groups (mcast.go)
 	tcp  atomic.Pointer[func([]byte)]
+	// tcpValid, if set, takes the TCP packets whose checksum the kernel
+	// vouched for (host_offload.go).
+	tcpValid atomic.Pointer[func([]byte)]
 	// divert, if set, sees frames read from the wire first (divert.go).
 	divert atomic.Pointer[Diverter]
 	txBuf  sync.Pool // *[]byte of txBufLen bytes
@@ -372,6 +375,7 @@ func (h *Host) Close() error {
 		h.mu.Unlock()
 		h.roce.recv.Store(nil)
 		h.tcp.Store(nil)
+		h.tcpValid.Store(nil)
 		if err := h.io.Close(); err != nil {
 			h.closeErr = fmt.Errorf("tap: closing the host's FrameIO: %w", err)
 		}
@@ -422,7 +426,7 @@ func (h *Host) readFrames(read func([]byte) (int, error), handle func([]byte), s
 // processed. It never keeps b.
 func (h *Host) handleFrame(b []byte) {
 	h.arrived(b, VnetHdr{})
-	h.process(b)
+	h.process(b, false)
 }
 
 // arrived counts a frame read from the wire and records it in the
@@ -439,7 +443,9 @@ func (h *Host) arrived(b []byte, v VnetHdr) {
 }
 
 // process is the receive path of a frame counted and recorded already.
-func (h *Host) process(b []byte) {
+// tcpValid: a TCP packet in it goes to the TCP stack as validated
+// (tcpChecksumTrusted).
+func (h *Host) process(b []byte, tcpValid bool) {
 	if len(b) < ethHeaderLen {
 		h.cnt.malformed.Add(1)
 		return
@@ -450,9 +456,9 @@ func (h *Host) process(b []byte) {
 	}
 	switch binary.BigEndian.Uint16(b[12:]) {
 	case etherTypeIPv4:
-		h.handleIPv4(b)
+		h.handleIPv4(b, tcpValid)
 	case etherTypeIPv6:
-		h.handleIPv6(b)
+		h.handleIPv6(b, tcpValid)
 	case etherTypeARP:
 		h.handleARP(b)
 	case etherTypeVLAN:
@@ -492,7 +498,7 @@ func (h *Host) acceptMAC(dst [6]byte) bool {
 //	|                       Source Address                          |
 //	|                    Destination Address                        |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-func (h *Host) handleIPv4(frame []byte) {
+func (h *Host) handleIPv4(frame []byte, tcpValid bool) {
 	ip := frame[ethHeaderLen:]
 	if len(ip) < ipv4HeaderLen {
 		h.cnt.malformed.Add(1)
@@ -526,7 +532,7 @@ func (h *Host) handleIPv4(frame []byte) {
 	case ipProtoUDP:
 		h.handleUDP(frame, ip, payload, false, ip[1]&3)
 	case ipProtoTCP:
-		h.deliverTCP(ip)
+		h.deliverTCP(ip, tcpValid)
 	case ipProtoICMP:
 		h.handleICMPv4(frame, ip, ihl)
 	default:
@@ -546,7 +552,7 @@ func (h *Host) handleIPv4(frame []byte) {
 // Extension headers are not walked: RoCEv2, TCP and ND come without them,
 // and what does carry them (MLD queries behind a hop-by-hop header) the
 // host ignores.
-func (h *Host) handleIPv6(frame []byte) {
+func (h *Host) handleIPv6(frame []byte, tcpValid bool) {
 	ip := frame[ethHeaderLen:]
 	if len(ip) < ipv6HeaderLen || ip[0]>>4 != 6 {
 		h.cnt.malformed.Add(1)
@@ -583,7 +589,7 @@ func (h *Host) handleIPv6(frame []byte) {
 			h.cnt.notOurIP.Add(1)
 			return
 		}
-		h.deliverTCP(ip)
+		h.deliverTCP(ip, tcpValid)
 	default:
 		h.cnt.unknownProto.Add(1)
 	}
@@ -614,9 +620,13 @@ func (h *Host) handleUDP(frame, ip, udp []byte, v6 bool, ecn uint8) {
 	h.roce.deliver(frame)
 }
 
-// deliverTCP hands a TCP packet (trimmed to its IP length) to the TCP stack.
-func (h *Host) deliverTCP(ip []byte) {
+// deliverTCP hands a TCP packet (trimmed to its IP length) to the TCP
+// stack: as validated if tcpValid (set only with a tcpValid handler).
+func (h *Host) deliverTCP(ip []byte, tcpValid bool) {
 	fp := h.tcp.Load()
+	if tcpValid {
+		fp = h.tcpValid.Load()
+	}
 	if fp == nil {
 		h.cnt.tcpNoHandler.Add(1)
 		return

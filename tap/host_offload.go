@@ -8,6 +8,16 @@
 //	netstack ── 64 KiB TCP segment ──▶ SendIPOffload ──▶ [vnet hdr | frame] ──▶ TAP
 //	TAP ──▶ [vnet hdr | frame] ──▶ check, finish csum ──▶ handleFrame ──▶ netstack
 //
+// Receive checksum offload: a TCP frame whose header says NEEDS_CSUM (the
+// kernel made it, for a local sender, and never computed the checksum) or
+// DATA_VALID (the kernel verified it) needs no check, as a NIC with
+// receive checksum offload tells its driver (Linux's CHECKSUM_PARTIAL and
+// CHECKSUM_UNNECESSARY). With a SetTCPValidated handler such a frame goes
+// to it as it is, its partial checksum unfinished, and netstack skips its
+// own verification (TCPStack.DeliverValidated): neither pays a pass over
+// the payload. The capture still shows the checksum finished (capture).
+// A frame with neither flag is verified by netstack as before.
+//
 // Everything else the Host sends (RoCEv2, ARP, ND, ICMP) goes out behind a
 // zero header, unchanged.
 
@@ -75,14 +85,64 @@ func (h *Host) handleVnetFrame(b []byte) {
 	if h.diverted(frame, v) {
 		return
 	}
-	if v.Flags&vnetFlagNeedsCsum != 0 {
+	trusted := h.tcpChecksumTrusted(frame, v)
+	switch {
+	case trusted:
+		h.cnt.csumValidated.Add(1)
+	case v.Flags&vnetFlagNeedsCsum != 0:
 		finishChecksum(frame, v)
 		h.cnt.csumFinished.Add(1)
 	}
 	if v.GSOType != vnetGSONone {
 		h.cnt.gsoRx.Add(1)
 	}
-	h.process(frame)
+	h.process(frame, trusted)
+}
+
+// SetTCPValidated installs the function that receives, instead of the
+// SetTCP one, the TCP packets whose checksum the kernel vouched for
+// (receive checksum offload, the file comment): a partial checksum in
+// them is left unfinished, so the function must not check it
+// (TCPStack.DeliverValidated). Same contract as SetTCP otherwise; nil
+// sends them to the SetTCP function, their checksums finished.
+func (h *Host) SetTCPValidated(deliver func(ipPacket []byte)) {
+	if deliver == nil {
+		h.tcpValid.Store(nil)
+		return
+	}
+	h.tcpValid.Store(&deliver)
+}
+
+// tcpChecksumTrusted reports whether frame, read behind v, is a TCP packet
+// the kernel vouched for and a SetTCPValidated handler takes: DATA_VALID,
+// or NEEDS_CSUM whose range is the TCP checksum's (from the TCP header, at
+// its checksum field). Anything else is finished and verified as before.
+func (h *Host) tcpChecksumTrusted(frame []byte, v VnetHdr) bool {
+	if v.Flags&(vnetFlagNeedsCsum|vnetFlagDataValid) == 0 || h.tcpValid.Load() == nil {
+		return false
+	}
+	l4, ok := tcpHeaderAt(frame)
+	if !ok {
+		return false
+	}
+	return v.Flags&vnetFlagNeedsCsum == 0 || (int(v.CsumStart) == l4 && v.CsumOffset == tcpChecksumOffset)
+}
+
+// tcpHeaderAt returns where the TCP header of an IPv4 or IPv6 frame
+// carrying TCP starts, or false for any other frame. It only classifies:
+// the IP header is checked on the usual path.
+func tcpHeaderAt(frame []byte) (int, bool) {
+	if len(frame) < ethHeaderLen+ipv6HeaderLen {
+		return 0, false
+	}
+	ip := frame[ethHeaderLen:]
+	switch binary.BigEndian.Uint16(frame[12:]) {
+	case etherTypeIPv4:
+		return ethHeaderLen + int(ip[0]&0x0f)*4, ip[9] == ipProtoTCP
+	case etherTypeIPv6:
+		return ethHeaderLen + ipv6HeaderLen, ip[6] == ipProtoTCP
+	}
+	return 0, false
 }
 
 // dropVnet counts a frame whose virtio_net_hdr is malformed.
@@ -161,19 +221,55 @@ func (h *Host) sendIPVnet(ipPacket []byte, v VnetHdr) error {
 
 // sendIPIn frames ipPacket in buf (big enough) and sends it behind v.
 func (h *Host) sendIPIn(buf, ipPacket []byte, v VnetHdr) error {
-	et, dst := uint16(etherTypeIPv4), netip.Addr{}
-	if ipPacket[0]>>4 == 4 {
-		dst = netip.AddrFrom4([4]byte(ipPacket[16:20]))
-	} else {
-		et, dst = etherTypeIPv6, netip.AddrFrom16([16]byte(ipPacket[24:40]))
-	}
 	f := buf[:ethHeaderLen+len(ipPacket)]
-	binary.BigEndian.PutUint16(f[12:], et)
 	copy(f[ethHeaderLen:], ipPacket)
+	return h.sendFrameVnet(f, v)
+}
+
+// sendFrameVnet sends f, an IP packet checked by vnetFor behind room for
+// its Ethernet header, behind v.
+func (h *Host) sendFrameVnet(f []byte, v VnetHdr) error {
+	ip := f[ethHeaderLen:]
+	et, dst := uint16(etherTypeIPv4), netip.Addr{}
+	if ip[0]>>4 == 4 {
+		dst = netip.AddrFrom4([4]byte(ip[16:20]))
+	} else {
+		et, dst = etherTypeIPv6, netip.AddrFrom16([16]byte(ip[24:40]))
+	}
+	binary.BigEndian.PutUint16(f[12:], et)
 	if err := h.outputVnet(f, dst, v); err != nil {
 		return fmt.Errorf("tap: SendIPOffload: %w", err)
 	}
 	h.cnt.tcpTx.Add(1)
+	return nil
+}
+
+// SendFrame is SendIPOffload of the packet frame[FrameHeadroom:], framed
+// in place: the Host writes the Ethernet header into the room before the
+// packet instead of copying the packet behind one
+// (TCPStackConfig.OutputFrame). Only on an offload Host. It may modify
+// frame and does not keep it.
+func (h *Host) SendFrame(frame []byte, o TxOffload) error {
+	if len(frame) < FrameHeadroom {
+		h.cnt.malformed.Add(1)
+		return fmt.Errorf("tap: SendFrame: %w", ErrBadFrame)
+	}
+	ip := frame[FrameHeadroom:]
+	v, segs, err := h.vnetFor(ip, o)
+	if err != nil {
+		return fmt.Errorf("tap: SendFrame: %w", err)
+	}
+	if v.GSOType == vnetGSONone && len(ip) > h.mtu {
+		h.cnt.tooBig.Add(1)
+		return fmt.Errorf("tap: SendFrame: %d-byte packet, MTU %d: %w", len(ip), h.mtu, ErrFrameTooBig)
+	}
+	if err := h.sendFrameVnet(frame, v); err != nil {
+		return err
+	}
+	if v.GSOType != vnetGSONone {
+		h.cnt.gsoTx.Add(1)
+		h.cnt.gsoTxSegments.Add(uint64(segs))
+	}
 	return nil
 }
 

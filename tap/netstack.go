@@ -5,10 +5,12 @@
 // it: it strips Ethernet from inbound frames and hands over whole IPv4/IPv6
 // packets carrying TCP (Deliver), and it wraps every packet netstack sends
 // (Output) in Ethernet, resolving the next hop with its own ARP/ND. So the
-// link endpoint here has no link header and claims no capability: no
-// link-address resolution (the Host does it), and no checksum offload
-// (a packet on a real wire needs real checksums, and an inbound one must be
-// verified).
+// link endpoint here has no link header and claims almost no capability:
+// no link-address resolution (the Host does it), no transmit checksum
+// offload (a packet on a real wire needs real checksums; with host GSO the
+// kernel finishes them, netstack_gso.go), and receive checksum offload
+// only for a packet delivered with DeliverValidated (the kernel vouched
+// for it); any other inbound packet is verified.
 //
 //	Host ── Deliver(IP packet) ──▶ linkEndpoint.InjectInbound ──▶ ipv4/ipv6 ──▶ tcp
 //	Host ◀── Output(IP packet) ◀── linkEndpoint.WritePackets ◀── ipv4/ipv6 ◀── tcp
@@ -36,7 +38,6 @@ import (
 
 	"github.com/rnic/rnic/transport/stream"
 	"github.com/rnic/rnic/transport/stream/netstack"
-	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -78,6 +79,12 @@ type TCPStackConfig struct {
 	// 64 KiB with a partial checksum, and o says what the link must finish
 	// (the zero TxOffload: nothing, as for Output).
 	OutputOffload func(ipPacket []byte, o TxOffload) error
+	// OutputFrame, if set, replaces OutputOffload (host segmentation
+	// offload on, as with it) and saves the link a copy of every packet:
+	// the packet comes as frame[FrameHeadroom:], the FrameHeadroom bytes
+	// before it room for the link's header (Host.SendFrame). frame may be
+	// modified and is valid only during the call.
+	OutputFrame func(frame []byte, o TxOffload) error
 	// SendBuffer and ReceiveBuffer are the TCP buffer maxima; 0 means
 	// DefaultTCPBuffer.
 	SendBuffer, ReceiveBuffer int
@@ -125,7 +132,7 @@ type TCPStack struct {
 // configured addresses and on-link routes, SACK on, Nagle off, buffers per
 // cfg.
 func NewTCPStack(cfg TCPStackConfig) (*TCPStack, error) {
-	if cfg.Output == nil && cfg.OutputOffload == nil {
+	if cfg.Output == nil && cfg.OutputOffload == nil && cfg.OutputFrame == nil {
 		return nil, errors.New("tap: TCPStackConfig.Output is nil")
 	}
 	if len(cfg.Prefixes) == 0 {
@@ -150,7 +157,8 @@ func NewTCPStack(cfg TCPStackConfig) (*TCPStack, error) {
 		}
 	}
 
-	link := &linkEndpoint{Endpoint: channel.New(1, uint32(mtu), ""), output: cfg.Output, outputOffload: cfg.OutputOffload}
+	link := &linkEndpoint{Endpoint: channel.New(1, uint32(mtu), ""), output: cfg.Output, outputOffload: cfg.OutputOffload,
+		outputFrame: cfg.OutputFrame}
 	if err := s.CreateNIC(tcpStackNIC, link); err != nil {
 		return fail(fmt.Errorf("tap: netstack NIC: %s", err))
 	}
@@ -266,9 +274,18 @@ func (t *TCPStack) Stats() TCPStackStats {
 }
 
 // Deliver hands an inbound IPv4 or IPv6 packet (no Ethernet header) to the
-// stack. The packet is copied; anything but TCP is dropped and counted.
-// Safe from any goroutine; a no-op after Close.
-func (t *TCPStack) Deliver(ipPacket []byte) {
+// stack, which verifies its checksums. The packet is copied; anything but
+// TCP is dropped and counted. Safe from any goroutine; a no-op after
+// Close.
+func (t *TCPStack) Deliver(ipPacket []byte) { t.deliver(ipPacket, false) }
+
+// DeliverValidated is Deliver for a packet whose TCP checksum is known to
+// be good (receive checksum offload): the kernel verified it (DATA_VALID)
+// or made the packet itself and never computed it (NEEDS_CSUM: the field
+// may hold only the pseudo-header sum). netstack then skips its own check.
+func (t *TCPStack) DeliverValidated(ipPacket []byte) { t.deliver(ipPacket, true) }
+
+func (t *TCPStack) deliver(ipPacket []byte, validated bool) {
 	proto, ok := tcpPacketProtocol(ipPacket)
 	if !ok {
 		t.droppedNotTCP.Add(1)
@@ -280,8 +297,8 @@ func (t *TCPStack) Deliver(ipPacket []byte) {
 		t.droppedClosed.Add(1)
 		return
 	}
-	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(ipPacket)})
-	t.link.InjectInbound(proto, pkt)
+	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: inboundBuffer(ipPacket)})
+	t.link.inject(proto, pkt, validated)
 	pkt.DecRef()
 	t.delivered.Add(1)
 }
@@ -487,6 +504,12 @@ type linkEndpoint struct {
 	*channel.Endpoint
 	output        func([]byte) error
 	outputOffload func([]byte, TxOffload) error // set: host GSO (netstack_gso.go)
+	outputFrame   func([]byte, TxOffload) error // set: host GSO, packets behind FrameHeadroom
+
+	// injectMu serialises inbound packets, so that rxValidated is the
+	// claim of the one packet being injected (see inject).
+	injectMu    sync.Mutex
+	rxValidated atomic.Bool
 
 	mu           sync.Mutex // serialises Output and guards buf and silenced
 	buf          []byte     // reused: each packet is flattened into it
@@ -594,27 +617,30 @@ func (l *linkEndpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Err
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, pkt := range pkts.AsSlice() {
-		b := l.flatten(pkt)
+		frame := l.flatten(pkt)
+		b := frame[l.headroom():]
 		if l.silencedRST(b) {
 			l.silencedRSTs.Add(1)
 			continue
 		}
-		if err := l.send(b, pkt); err != nil {
+		if err := l.send(frame, pkt); err != nil {
 			l.outputErrors.Add(1)
 		}
 	}
 	return pkts.Len(), nil
 }
 
-// flatten copies a packet's headers and payload into l.buf.
+// flatten copies a packet's headers and payload into l.buf, behind the
+// headroom, and returns the buffer up to the packet's end.
 func (l *linkEndpoint) flatten(pkt *stack.PacketBuffer) []byte {
-	size := pkt.Size()
+	room := l.headroom()
+	size := room + pkt.Size()
 	if cap(l.buf) < size {
 		l.buf = make([]byte, size)
 	}
 	b := l.buf[:size]
 	views, off := pkt.AsViewList()
-	n := 0
+	n := room
 	for v := views.Front(); v != nil && n < size; v = v.Next() {
 		s := v.AsSlice()
 		if off >= len(s) {
@@ -625,4 +651,31 @@ func (l *linkEndpoint) flatten(pkt *stack.PacketBuffer) []byte {
 		off = 0
 	}
 	return b[:n]
+}
+
+// inject hands pkt to netstack, validated or not. netstack takes a
+// packet's checksums as verified when its link claims receive checksum
+// offload, and asks the link for that once per packet as it enters
+// (stack.NIC's DeliverNetworkPacket); so the claim is made for exactly
+// the packet being injected, under injectMu. Nothing else in netstack
+// reads the claim: the send path looks only at the TX capabilities.
+func (l *linkEndpoint) inject(proto tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer, validated bool) {
+	l.injectMu.Lock()
+	defer l.injectMu.Unlock()
+	if validated {
+		l.rxValidated.Store(true)
+		defer l.rxValidated.Store(false)
+	}
+	l.InjectInbound(proto, pkt)
+}
+
+// Capabilities implements stack.LinkEndpoint: none (netstack_gso.go adds
+// GSO for an offload Host) but receive checksum offload while a validated
+// packet is being injected.
+func (l *linkEndpoint) Capabilities() stack.LinkEndpointCapabilities {
+	c := l.Endpoint.Capabilities()
+	if l.rxValidated.Load() {
+		c |= stack.CapabilityRXChecksumOffload
+	}
+	return c
 }

@@ -17,7 +17,7 @@ var _ stack.GSOEndpoint = (*linkEndpoint)(nil)
 // GSOMaxSize implements stack.GSOEndpoint: the largest packet netstack
 // may hand over, an IPv4 packet's limit (0 without offload).
 func (l *linkEndpoint) GSOMaxSize() uint32 {
-	if l.outputOffload == nil {
+	if !l.gso() {
 		return 0
 	}
 	return gsoMaxPacket
@@ -25,18 +25,37 @@ func (l *linkEndpoint) GSOMaxSize() uint32 {
 
 // SupportedGSO implements stack.GSOEndpoint.
 func (l *linkEndpoint) SupportedGSO() stack.SupportedGSO {
-	if l.outputOffload == nil {
+	if !l.gso() {
 		return stack.GSONotSupported
 	}
 	return stack.HostGSOSupported
 }
 
-// send passes one flattened packet b of pkt to the Host.
-func (l *linkEndpoint) send(b []byte, pkt *stack.PacketBuffer) error {
-	if l.outputOffload == nil {
-		return l.output(b)
+// gso reports whether the Host segments (OutputOffload or OutputFrame).
+func (l *linkEndpoint) gso() bool { return l.outputOffload != nil || l.outputFrame != nil }
+
+// FrameHeadroom is the room before each packet handed to
+// TCPStackConfig.OutputFrame: an Ethernet header.
+const FrameHeadroom = ethHeaderLen
+
+// headroom is the room flatten leaves before a packet.
+func (l *linkEndpoint) headroom() int {
+	if l.outputFrame != nil {
+		return FrameHeadroom
 	}
-	return l.outputOffload(b, txOffloadOf(pkt.GSOOptions))
+	return 0
+}
+
+// send passes one flattened packet of pkt to the Host: b, behind
+// headroom.
+func (l *linkEndpoint) send(b []byte, pkt *stack.PacketBuffer) error {
+	switch {
+	case l.outputFrame != nil:
+		return l.outputFrame(b, txOffloadOf(pkt.GSOOptions))
+	case l.outputOffload != nil:
+		return l.outputOffload(b, txOffloadOf(pkt.GSOOptions))
+	}
+	return l.output(b)
 }
 
 // txOffloadOf translates netstack's GSO options of a packet.

@@ -116,9 +116,11 @@ func (v VnetHdr) check(frame []byte) error {
 	return nil
 }
 
-// udpChecksumOffset is where a UDP header keeps its checksum (TCP's is
-// at 16).
-const udpChecksumOffset = 6
+// Where a UDP and a TCP header keep their checksums.
+const (
+	udpChecksumOffset = 6
+	tcpChecksumOffset = 16
+)
 
 // finishChecksum completes a partial checksum (NEEDS_CSUM, checked by
 // check): the field holds the pseudo-header sum; the ones'-complement sum

@@ -219,6 +219,46 @@ func TestVnetSendSuperSegment(t *testing.T) {
 	}
 }
 
+// TestVnetSendFrame: SendFrame, framing the packet in the room before it,
+// writes what SendIPOffload writes for the packet alone, and counts the
+// same.
+func TestVnetSendFrame(t *testing.T) {
+	h, io, _, _ := newVnetHost(t)
+	h.handleVnetFrame(withVnet(VnetHdr{}, arpFrame(t, peerMAC, hostMAC, arpReply, peerMAC, peer4, hostMAC, host4)))
+	ip := bytes.Clone(tcpFrame4(t, 10000)[ethHeaderLen:])
+	copy(ip[12:16], host4.AsSlice())
+	copy(ip[16:20], peer4.AsSlice())
+	o := TxOffload{NeedsCsum: true, L3HdrLen: ipv4HeaderLen, CsumOffset: 16, MSS: 1448}
+	small := ip[:ipv4HeaderLen+20+1000]
+	for _, c := range []struct {
+		ip []byte
+		o  TxOffload
+	}{{ip, o}, {small, TxOffload{NeedsCsum: true, L3HdrLen: ipv4HeaderLen, CsumOffset: 16}}} {
+		ip, o := c.ip, c.o
+		before := h.Counters()
+		if err := h.SendIPOffload(ip, o); err != nil {
+			t.Fatal(err)
+		}
+		want := <-io.writes
+		mid := h.Counters()
+		frame := append(make([]byte, FrameHeadroom), ip...)
+		if err := h.SendFrame(frame, o); err != nil {
+			t.Fatal(err)
+		}
+		got := <-io.writes
+		if got.v != want.v || !bytes.Equal(got.frame, want.frame) {
+			t.Errorf("offload %+v: SendFrame wrote %+v %x..., SendIPOffload %+v %x...", o, got.v, got.frame[:34], want.v, want.frame[:34])
+		}
+		after := h.Counters()
+		if after.GSOTx-mid.GSOTx != mid.GSOTx-before.GSOTx || after.TCPTx-mid.TCPTx != 1 || after.GSOTxSegments-mid.GSOTxSegments != mid.GSOTxSegments-before.GSOTxSegments {
+			t.Errorf("offload %+v: counters differ: %+v, %+v, %+v", o, before, mid, after)
+		}
+	}
+	if err := h.SendFrame(make([]byte, FrameHeadroom-1), TxOffload{}); err == nil {
+		t.Error("SendFrame of a frame shorter than the headroom succeeded")
+	}
+}
+
 // FuzzHostVnetInput feeds arbitrary header+frame bytes to the offload
 // receive path: it must never panic, and every frame must be counted.
 func FuzzHostVnetInput(f *testing.F) {

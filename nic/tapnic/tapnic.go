@@ -163,7 +163,7 @@ func Open(cfg Config) (*NIC, error) {
 	}
 	tcfg := tap.TCPStackConfig{Prefixes: cfg.Prefixes, MTU: cfg.MTU, Output: host.SendIP}
 	if host.Offload() {
-		tcfg.OutputOffload = host.SendIPOffload
+		tcfg.OutputFrame = host.SendFrame // the same, without a copy per packet
 	}
 	tcp, err := tap.NewTCPStack(tcfg)
 	if err != nil {
@@ -171,6 +171,7 @@ func Open(cfg Config) (*NIC, error) {
 		return nil, fmt.Errorf("tapnic: %w", err)
 	}
 	host.SetTCP(tcp.Deliver)
+	host.SetTCPValidated(tcp.DeliverValidated) // receive checksum offload
 	en, err := embedded.NewNIC(embedded.Config{Name: cfg.Name, Addr: addrs[0], Addrs: addrs, MAC: cfg.MAC,
 		LinkLocal: true, PortEvents: true, MTU: cfg.MTU, Link: host.RoCE(), Groups: host, Resolve: host.Lookup, Trace: cfg.Trace,
 		TraceEvents: cfg.TraceEvents})
