@@ -25,7 +25,7 @@
 // sched_yield per turn lost the gain.
 //
 // But a poller yields its P when a goroutine waits for one (every
-// checkEvery it reads the runtime's count of runnable goroutines). The
+// checkEvery a poller reads the runtime's count of runnable goroutines). The
 // other P is not always free to run such a goroutine: the runtime wakes a
 // thread to steal the goroutine a receive readied, and that thread may
 // hold the other P while it sleeps (a steal waits a few microseconds for
@@ -74,10 +74,9 @@ func Polling() int { return int(polling.Load()) }
 // A Poller is one reader's polling state; a reader uses it from one
 // goroutine. The zero value polls.
 type Poller struct {
-	until   time.Time // poll until then
-	checked time.Time // when the run queues were last looked at
-	held    bool
-	queued  []metrics.Sample
+	until  time.Time // poll until then
+	held   bool
+	queued []metrics.Sample
 }
 
 // Received notes that the socket just gave a packet.
@@ -90,8 +89,7 @@ func (p *Poller) Again() bool {
 	now := time.Now()
 	if now.Before(p.until) && (p.held || acquire()) {
 		p.held = true
-		if now.Sub(p.checked) >= checkEvery {
-			p.checked = now
+		if mayCheck(now) {
 			p.yieldIfQueued()
 		}
 		return true
@@ -108,9 +106,24 @@ func (p *Poller) Release() {
 	}
 }
 
-// checkEvery is how often a poller looks for goroutines waiting for a
-// processor: a look (runtime/metrics) costs ~0.2 µs.
+// checkEvery is how often the pollers of a process look for goroutines
+// waiting for a processor, one poller a time: a look (runtime/metrics)
+// costs ~0.2 µs and takes the scheduler's lock, which every processor of
+// a large machine takes when it runs out of work.
 const checkEvery = 5 * time.Microsecond
+
+// lastCheck is when a poller of the process last looked (ns since start).
+var lastCheck atomic.Int64
+
+// start is the origin of lastCheck's clock (monotonic).
+var start = time.Now()
+
+// mayCheck says whether a poller looks now: none has for checkEvery.
+func mayCheck(now time.Time) bool {
+	t := int64(now.Sub(start))
+	last := lastCheck.Load()
+	return t-last >= int64(checkEvery) && lastCheck.CompareAndSwap(last, t)
+}
 
 // yieldIfQueued lets goroutines that wait for a processor run first.
 func (p *Poller) yieldIfQueued() {
