@@ -2,6 +2,7 @@ package poll
 
 import (
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -64,5 +65,53 @@ func TestNoPollingOnOneP(t *testing.T) {
 	if p.Again() {
 		p.Release()
 		t.Error("a reader polls with GOMAXPROCS=1: it would hold the only P")
+	}
+}
+
+// TestPollerYieldsToAWaitingGoroutine: a goroutine readied while the
+// other P is busy waits for the poller's P; the poller lets it run within
+// its window rather than at the window's end. Without the yield it never
+// runs while the poller polls (the busy P does not steal), so a try
+// that fails is one whose poller was off the CPU for its whole window;
+// one of many must succeed.
+func TestPollerYieldsToAWaitingGoroutine(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	var stop, busy atomic.Bool
+	go func() { // holds the other P
+		busy.Store(true)
+		for !stop.Load() {
+		}
+	}()
+	defer stop.Store(true)
+	for !busy.Load() {
+		runtime.Gosched()
+	}
+	const tries = 20
+	ranWithin := 0
+	for range tries {
+		var ran atomic.Bool
+		var p Poller
+		p.Received()
+		go func() { ran.Store(true) }()
+		for !ran.Load() && p.Again() {
+		}
+		if ran.Load() {
+			ranWithin++
+		}
+		p.Release()
+		for !ran.Load() { // let it finish before the next try
+			runtime.Gosched()
+		}
+	}
+	if ranWithin == 0 {
+		t.Errorf("a goroutine waiting for the poller's P ran within the window in none of %d tries", tries)
+	}
+}
+
+func TestLookingAtTheRunQueuesDoesNotAllocate(t *testing.T) {
+	var p Poller
+	p.yieldIfQueued()
+	if n := testing.AllocsPerRun(100, p.yieldIfQueued); n != 0 {
+		t.Errorf("%v allocations per look", n)
 	}
 }

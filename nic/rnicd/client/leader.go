@@ -28,6 +28,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rnic/rnic/transport/clock/nap"
 	"github.com/rnic/rnic/transport/poll"
 )
 
@@ -231,13 +232,18 @@ func (d *Device) leadAgain(w *waiter) {
 }
 
 // pollReply reads fd, handing on what is not w's reply, until w's reply
-// came or polling ends.
+// came or polling ends. Between empty reads it yields its thread, as the C
+// library does: on a busy machine the daemon, whose work the reply waits
+// for, may need this CPU. Measured on a loaded 2-core machine taking
+// 1,000 QPs to RTS through rnicd: 292-318 µs and 163-195 µs of this
+// process's CPU per QP without, 131-153 and 25-32 with.
 func (w *waiter) pollReply(fd uintptr) {
 	d := w.d
 	for len(w.ch) == 0 {
 		n, oobn, flags, err := d.recv(int(fd))
 		if err == unix.EAGAIN {
 			if d.spin && w.p.Again() {
+				nap.Yield()
 				continue
 			}
 			return

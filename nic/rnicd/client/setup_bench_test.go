@@ -1,9 +1,11 @@
 package client_test
 
 import (
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,13 +20,21 @@ import (
 // RC QPs (CQs shared by 1024), take each to RTS aimed at its neighbour,
 // destroy them all. The daemon is another process, as for the C program.
 // ns/op is create and connect per QP, as there; the steps are reported
-// apart, in µs per QP, to compare with the C figures step by step.
+// apart, in µs per QP, to compare with the C figures step by step, and
+// so are the process's sleeps and CPU time while it connects.
+//
+// With RNIC_BENCH_SOCKET set it runs on the rnicd serving that socket
+// (make bench gives it the rnicd binary the C program runs on, so that
+// the two compare on one daemon).
 func BenchmarkSetupSteps(b *testing.B) {
 	n := max(b.N, 2)
-	sock := filepath.Join(b.TempDir(), "rnicd.sock")
-	daemon := startChild(b, "RNICD_TEST_ROLE=daemon", "RNICD_TEST_SOCKET="+sock,
-		"RNICD_TEST_MAXQPS="+strconv.Itoa(max(4096, n)))
-	daemon.expect(b, "ready")
+	sock := os.Getenv(setupSocketEnv)
+	if sock == "" {
+		sock = filepath.Join(b.TempDir(), "rnicd.sock")
+		daemon := startChild(b, "RNICD_TEST_ROLE=daemon", "RNICD_TEST_SOCKET="+sock,
+			"RNICD_TEST_MAXQPS="+strconv.Itoa(max(4096, n)))
+		daemon.expect(b, "ready")
+	}
 	dev, err := ibv.Open(ibv.Spec{Backend: ibv.BackendDaemon, Name: "rnic0", Socket: sock})
 	if err != nil {
 		b.Fatal(err)
@@ -52,6 +62,7 @@ func BenchmarkSetupSteps(b *testing.B) {
 		}
 	}
 	t1 := time.Now()
+	u1 := usageNow(b)
 	for i, qp := range qps {
 		peer := qps[min(i^1, n-1)]
 		if err := toRTS(qp, peer.QPN(), av); err != nil {
@@ -59,6 +70,7 @@ func BenchmarkSetupSteps(b *testing.B) {
 		}
 	}
 	t2 := time.Now()
+	u2 := usageNow(b)
 	for i, qp := range qps {
 		if err := qp.Destroy(); err != nil {
 			b.Fatalf("destroy QP %d: %v", i, err)
@@ -71,6 +83,27 @@ func BenchmarkSetupSteps(b *testing.B) {
 	b.ReportMetric(perQP(t1.Sub(t0)), "create-µs/QP")
 	b.ReportMetric(perQP(t2.Sub(t1)), "connect-µs/QP")
 	b.ReportMetric(perQP(t3.Sub(t2)), "destroy-µs/QP")
+	b.ReportMetric(float64(u2.sleeps-u1.sleeps)/float64(n), "connect-sleeps/QP")
+	b.ReportMetric(float64(u2.cpu-u1.cpu)/1e3/float64(n), "connect-cpu-µs/QP")
+}
+
+// setupSocketEnv names an rnicd socket BenchmarkSetupSteps runs on.
+const setupSocketEnv = "RNIC_BENCH_SOCKET"
+
+// usage is what this process has spent: its voluntary context switches
+// (sleeps, each ended by a wake-up) and CPU time, which the load of a
+// shared machine changes less than it changes the time.
+type usage struct {
+	sleeps int64
+	cpu    int64 // ns
+}
+
+func usageNow(b *testing.B) usage {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return usage{sleeps: ru.Nvcsw, cpu: ru.Utime.Nano() + ru.Stime.Nano()}
 }
 
 // toRTS takes qp through INIT and RTR to RTS with setup.c's attributes.

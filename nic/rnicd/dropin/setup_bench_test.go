@@ -40,6 +40,8 @@ func BenchmarkDropinSetup(b *testing.B) {
 	for _, k := range []string{"create_us", "connect_us", "destroy_us"} {
 		b.ReportMetric(steps[k], strings.TrimSuffix(k, "_us")+"-µs/QP")
 	}
+	b.ReportMetric(steps["connect_sleeps"], "connect-sleeps/QP")
+	b.ReportMetric(steps["connect_cpu_us"], "connect-cpu-µs/QP")
 }
 
 // TestSetupProgram runs the benchmark's program on 200 QPs, it and the
@@ -91,7 +93,7 @@ func parseSetup(out string) (map[string]float64, error) {
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) != 8 || f[0] != "qps" {
+		if len(f) < 8 || len(f)%2 != 0 || f[0] != "qps" {
 			continue
 		}
 		m := map[string]float64{}

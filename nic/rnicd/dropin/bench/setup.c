@@ -2,13 +2,17 @@
 /* setup: how long an unmodified libibverbs program takes to create N RC
  * QPs and take each to RTS (aimed at its neighbour, as after an exchange
  * of QPNs), then to destroy them, through the drop-in library and rnicd.
- * The CQs are shared by 1024 QPs. Printed: one line of figures, per QP.
+ * The CQs are shared by 1024 QPs. Printed: one line of figures, per QP;
+ * of taking the QPs to RTS also this process's sleeps (voluntary context
+ * switches: each a wake-up) and CPU time, which the load of a shared
+ * machine does not change as it changes the time.
  *
  * usage: setup N
  */
 #include <infiniband/verbs.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 
 static double now(void)
@@ -16,6 +20,15 @@ static double now(void)
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* usage returns the process's voluntary context switches and CPU µs. */
+static void usage(double *sleeps, double *cpu_us)
+{
+	struct rusage u;
+	getrusage(RUSAGE_SELF, &u);
+	*sleeps = (double)u.ru_nvcsw;
+	*cpu_us = (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e6 + u.ru_utime.tv_usec + u.ru_stime.tv_usec;
 }
 
 static int to_rts(struct ibv_qp *qp, uint32_t dest, const union ibv_gid *gid)
@@ -45,7 +58,7 @@ int main(int argc, char **argv)
 	struct ibv_cq **cqs = calloc((size_t)n / 1024 + 1, sizeof(*cqs));
 	struct ibv_pd *pd;
 	union ibv_gid gid;
-	double t0, t1, t2, t3;
+	double t0, t1, t2, t3, s1, c1, s2, c2;
 
 	if (n < 2 || !ctx || !qps || !cqs) {
 		fprintf(stderr, "usage: setup N (N >= 2, a device)\n");
@@ -71,6 +84,7 @@ int main(int argc, char **argv)
 		}
 	}
 	t1 = now();
+	usage(&s1, &c1);
 	for (int i = 0; i < n; i++)
 		if (to_rts(qps[i], qps[(i ^ 1) < n ? (i ^ 1) : i]->qp_num, &gid)) {
 			fprintf(stderr, "QP %d to RTS: ", i);
@@ -78,6 +92,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	t2 = now();
+	usage(&s2, &c2);
 	for (int i = 0; i < n; i++)
 		if (ibv_destroy_qp(qps[i])) {
 			perror("ibv_destroy_qp");
@@ -91,7 +106,7 @@ int main(int argc, char **argv)
 	ibv_free_device_list(list);
 	free(qps);
 	free(cqs);
-	printf("qps %d create_us %.2f connect_us %.2f destroy_us %.2f\n", n, (t1 - t0) / n * 1e6,
-	       (t2 - t1) / n * 1e6, (t3 - t2) / n * 1e6);
+	printf("qps %d create_us %.2f connect_us %.2f destroy_us %.2f connect_sleeps %.2f connect_cpu_us %.2f\n", n,
+	       (t1 - t0) / n * 1e6, (t2 - t1) / n * 1e6, (t3 - t2) / n * 1e6, (s2 - s1) / n, (c2 - c1) / n);
 	return 0;
 }
