@@ -355,3 +355,40 @@ func TestPSNsAsLinux(t *testing.T) {
 			reqPSN, repPSN, firstA, firstB)
 	}
 }
+
+// TestLostDREPs: every DREP is lost, so the DREQ is never answered. As
+// ib_cm's DREQ timeout (rdma_cm's DISCONNECTED with ETIMEDOUT), the
+// connection ends as disconnected once the retries run out: Disconnect
+// returns nil in bounded time, Done is closed and the QP is in ERR.
+func TestLostDREPs(t *testing.T) {
+	var dreqs, dreps atomic.Int32
+	dropA := func(f []byte) bool {
+		if attrOf(f) == cm.AttrDREQ {
+			dreqs.Add(1)
+		}
+		return false
+	}
+	dropB := func(f []byte) bool { return attrOf(f) == cm.AttrDREP && dreps.Add(1) > 0 }
+	a, b := newPair(t, dropA, dropB)
+	ca, cb := connect(t, a, b, nil)
+	start := time.Now()
+	if err := ca.Disconnect(ctxT(t)); err != nil {
+		t.Fatalf("Disconnect with every DREP lost: %v", err)
+	}
+	select {
+	case <-ca.Done():
+	default:
+		t.Fatal("Disconnect returned but Done is open")
+	}
+	<-cb.Done()
+	if ca.QP().State() != verbs.QPSErr {
+		t.Fatalf("client QP in %v, want ERR", ca.QP().State())
+	}
+	if dreqs.Load() != 5 || dreps.Load() == 0 {
+		t.Fatalf("%d DREQs, %d DREPs lost: want 5 DREQs (1 + MaxRetries), each answered", dreqs.Load(), dreps.Load())
+	}
+	if c := a.cm.Manager().Counters(); c.Timeouts != 1 {
+		t.Fatalf("client CM counters %+v: want the DREQ's timeout counted", c)
+	}
+	t.Logf("Disconnect returned after %v", time.Since(start))
+}

@@ -77,6 +77,7 @@ func (a *ahObj) kind() objKind  { return kindAH }
 func (a *ahObj) handle() uint32 { return a.h }
 
 func (a *ahObj) destroy(s *Session, _ bool) error {
+	s.drainUDSends()
 	if err := a.ah.Destroy(); err != nil {
 		return err
 	}

@@ -79,6 +79,24 @@ func (q *qpObj) clientError(err error) {
 	q.s.SendEvent(proto.OpEvent, &proto.Event{Type: verbs.EventQPFatal, Object: proto.ObjectQP, Handle: q.h, Port: 1})
 }
 
+// drainUDSends posts what the session's UD QPs' send rings hold before one
+// of its AHs goes. A WQE the client posted before ibv_destroy_ah names the
+// AH as it was: a NIC copies the address vector into the WQE when it is
+// posted (rxe, mlx5), so a program may destroy the AH right after posting
+// (mckey's sender does), and a drainer that had not yet taken the WQE
+// would otherwise find the handle gone and refuse it.
+func (s *Session) drainUDSends() {
+	for _, o := range s.objectsOf(kindQP) {
+		d := o.(*qpObj).d
+		if !d.ud || d.postSend == nil || d.rings.SQ.Slots() == 0 {
+			continue
+		}
+		d.mu.Lock()
+		d.drainSend()
+		d.mu.Unlock()
+	}
+}
+
 // addressVector returns the address vector of the session's AH h, for a
 // UD WQE.
 func (s *Session) addressVector(h uint32) (*verbs.AddressVector, error) {
