@@ -80,12 +80,11 @@ const (
 )
 
 func init() {
-	NameOp(OpCreateChannel, "CREATE_CHANNEL")
-	NameOp(OpDestroyChannel, "DESTROY_CHANNEL")
-	NameOp(OpCreateCQOn, "CREATE_CQ_ON")
-	RegisterBodies(OpCreateChannel, Bodies{func() Message { return new(Empty) }, func() Message { return new(CreateChannelReply) }})
-	RegisterBodies(OpDestroyChannel, Bodies{func() Message { return new(Handle) }, func() Message { return new(Empty) }})
-	RegisterBodies(OpCreateCQOn, Bodies{func() Message { return new(CreateCQOnReq) }, func() Message { return new(CreateCQOnReply) }})
+	registerOps([]opDecl{
+		{OpCreateChannel, "CREATE_CHANNEL", Bodies{func() Message { return new(Empty) }, func() Message { return new(CreateChannelReply) }}},
+		{OpDestroyChannel, "DESTROY_CHANNEL", Bodies{func() Message { return new(Handle) }, func() Message { return new(Empty) }}},
+		{OpCreateCQOn, "CREATE_CQ_ON", Bodies{func() Message { return new(CreateCQOnReq) }, func() Message { return new(CreateCQOnReply) }}},
+	})
 }
 
 // CreateChannelReply names the channel and places its event set

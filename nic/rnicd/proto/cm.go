@@ -54,11 +54,7 @@ const (
 const MaxPrivateData = 196
 
 func init() {
-	for _, o := range []struct {
-		op   Op
-		name string
-		b    Bodies
-	}{
+	registerOps([]opDecl{
 		{OpCMQuery, "CM_QUERY", Bodies{func() Message { return new(Empty) }, func() Message { return new(Available) }}},
 		{OpCMListen, "CM_LISTEN", Bodies{func() Message { return new(CMListenReq) }, func() Message { return new(CMListenReply) }}},
 		{OpCMCloseListener, "CM_CLOSE_LISTENER", Bodies{func() Message { return new(Handle) }, func() Message { return new(Empty) }}},
@@ -70,10 +66,7 @@ func init() {
 		{OpCMCancel, "CM_CANCEL", Bodies{func() Message { return new(Token) }, func() Message { return new(Empty) }}},
 		{OpCMResult, "CM_RESULT", Bodies{func() Message { return new(AsyncResult) }, nil}},
 		{OpCMDisconnected, "CM_DISCONNECTED", Bodies{func() Message { return new(Handle) }, nil}},
-	} {
-		NameOp(o.op, o.name)
-		RegisterBodies(o.op, o.b)
-	}
+	})
 }
 
 // CMListenReq listens on an rdma_cm port (0: the CM picks one).

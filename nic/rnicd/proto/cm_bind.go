@@ -22,10 +22,10 @@ const (
 )
 
 func init() {
-	NameOp(OpCMBind, "CM_BIND")
-	RegisterBodies(OpCMBind, Bodies{func() Message { return new(CMBindReq) }, func() Message { return new(CMBindReply) }})
-	NameOp(OpCMUnbind, "CM_UNBIND")
-	RegisterBodies(OpCMUnbind, Bodies{func() Message { return new(Handle) }, func() Message { return new(Empty) }})
+	registerOps([]opDecl{
+		{OpCMBind, "CM_BIND", Bodies{func() Message { return new(CMBindReq) }, func() Message { return new(CMBindReply) }}},
+		{OpCMUnbind, "CM_UNBIND", Bodies{func() Message { return new(Handle) }, func() Message { return new(Empty) }}},
+	})
 }
 
 // Port spaces of CMBindReq (rdma_port_space's RDMA_PS_TCP and

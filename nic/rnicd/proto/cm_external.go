@@ -32,19 +32,12 @@ const (
 )
 
 func init() {
-	for _, o := range []struct {
-		op   Op
-		name string
-		b    Bodies
-	}{
+	registerOps([]opDecl{
 		{OpCMConnectExt, "CM_CONNECT_EXT", Bodies{func() Message { return new(CMConnectReq) }, func() Message { return new(Empty) }}},
 		{OpCMAcceptExt, "CM_ACCEPT_EXT", Bodies{func() Message { return new(CMAcceptReq) }, func() Message { return new(Empty) }}},
 		{OpCMEstablish, "CM_ESTABLISH", Bodies{func() Message { return new(Handle) }, func() Message { return new(Empty) }}},
 		{OpCMInitQPAttr, "CM_INIT_QP_ATTR", Bodies{func() Message { return new(Handle) }, func() Message { return new(CMQPAttr) }}},
-	} {
-		NameOp(o.op, o.name)
-		RegisterBodies(o.op, o.b)
-	}
+	})
 }
 
 // CMQPAttr are an external QP's RTR and RTS attributes.

@@ -25,10 +25,10 @@ const (
 )
 
 func init() {
-	NameOp(OpCMListenUD, "CM_LISTEN_UD")
-	RegisterBodies(OpCMListenUD, Bodies{func() Message { return new(CMListenReq) }, func() Message { return new(CMListenReply) }})
-	NameOp(OpCMResolveUD, "CM_RESOLVE_UD")
-	RegisterBodies(OpCMResolveUD, Bodies{func() Message { return new(CMResolveUDReq) }, func() Message { return new(Empty) }})
+	registerOps([]opDecl{
+		{OpCMListenUD, "CM_LISTEN_UD", Bodies{func() Message { return new(CMListenReq) }, func() Message { return new(CMListenReply) }}},
+		{OpCMResolveUD, "CM_RESOLVE_UD", Bodies{func() Message { return new(CMResolveUDReq) }, func() Message { return new(Empty) }}},
+	})
 }
 
 // CMResolveUDReq resolves the UD listener at Addr:Port.

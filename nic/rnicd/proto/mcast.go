@@ -20,11 +20,10 @@ const (
 )
 
 func init() {
-	NameOp(OpAttachMcast, "ATTACH_MCAST")
-	NameOp(OpDetachMcast, "DETACH_MCAST")
-	for _, op := range []Op{OpAttachMcast, OpDetachMcast} {
-		RegisterBodies(op, Bodies{func() Message { return new(McastReq) }, func() Message { return new(Empty) }})
-	}
+	registerOps([]opDecl{
+		{OpAttachMcast, "ATTACH_MCAST", Bodies{func() Message { return new(McastReq) }, func() Message { return new(Empty) }}},
+		{OpDetachMcast, "DETACH_MCAST", Bodies{func() Message { return new(McastReq) }, func() Message { return new(Empty) }}},
+	})
 }
 
 // McastReq names a QP and a group.

@@ -428,6 +428,22 @@ var bodies = struct {
 	OpEvent:      {func() Message { return new(Event) }, nil},
 }}
 
+// opDecl is an op declared in a file of its own: its number, name and
+// bodies (registerOps).
+type opDecl struct {
+	op   Op
+	name string
+	b    Bodies
+}
+
+// registerOps names each op and registers its bodies.
+func registerOps(ops []opDecl) {
+	for _, o := range ops {
+		NameOp(o.op, o.name)
+		RegisterBodies(o.op, o.b)
+	}
+}
+
 // RegisterBodies declares the bodies of an op defined in another file, so
 // that generic code (the fuzz target, logs) can decode it. It panics if
 // the op has bodies already.

@@ -16,10 +16,10 @@ const (
 )
 
 func init() {
-	NameOp(OpAllocMW, "ALLOC_MW")
-	NameOp(OpDeallocMW, "DEALLOC_MW")
-	RegisterBodies(OpAllocMW, Bodies{func() Message { return new(AllocMWReq) }, func() Message { return new(AllocMWReply) }})
-	RegisterBodies(OpDeallocMW, Bodies{func() Message { return new(Handle) }, func() Message { return new(Empty) }})
+	registerOps([]opDecl{
+		{OpAllocMW, "ALLOC_MW", Bodies{func() Message { return new(AllocMWReq) }, func() Message { return new(AllocMWReply) }}},
+		{OpDeallocMW, "DEALLOC_MW", Bodies{func() Message { return new(Handle) }, func() Message { return new(Empty) }}},
+	})
 }
 
 // AllocMWReq allocates a window of Type (1, or 2 for 2B) in PD.

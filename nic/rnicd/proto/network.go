@@ -33,11 +33,7 @@ const (
 )
 
 func init() {
-	for _, o := range []struct {
-		op   Op
-		name string
-		b    Bodies
-	}{
+	registerOps([]opDecl{
 		{OpNetQuery, "NET_QUERY", Bodies{func() Message { return new(Empty) }, func() Message { return new(Available) }}},
 		{OpNetListen, "NET_LISTEN", Bodies{func() Message { return new(NetListenReq) }, func() Message { return new(NetListenReply) }}},
 		{OpNetCloseListener, "NET_CLOSE_LISTENER", Bodies{func() Message { return new(Handle) }, func() Message { return new(Empty) }}},
@@ -45,10 +41,7 @@ func init() {
 		{OpNetDial, "NET_DIAL", Bodies{func() Message { return new(NetDialReq) }, func() Message { return new(Empty) }}},
 		{OpNetCancel, "NET_CANCEL", Bodies{func() Message { return new(Token) }, func() Message { return new(Empty) }}},
 		{OpNetResult, "NET_RESULT", Bodies{func() Message { return new(AsyncResult) }, nil}},
-	} {
-		NameOp(o.op, o.name)
-		RegisterBodies(o.op, o.b)
-	}
+	})
 }
 
 // NetListenReq listens on an address of the device (or the unspecified

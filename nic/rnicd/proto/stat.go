@@ -45,19 +45,12 @@ const (
 )
 
 func init() {
-	for _, o := range []struct {
-		op   Op
-		name string
-		b    Bodies
-	}{
+	registerOps([]opDecl{
 		{OpStatDaemon, "STAT_DAEMON", Bodies{func() Message { return new(Empty) }, func() Message { return new(StatDaemonReply) }}},
 		{OpStatDevices, "STAT_DEVICES", Bodies{func() Message { return new(StatPage) }, func() Message { return new(StatDevicesReply) }}},
 		{OpStatClients, "STAT_CLIENTS", Bodies{func() Message { return new(StatPage) }, func() Message { return new(StatClientsReply) }}},
 		{OpStatQPs, "STAT_QPS", Bodies{func() Message { return new(StatQPsPage) }, func() Message { return new(StatQPsReply) }}},
-	} {
-		NameOp(o.op, o.name)
-		RegisterBodies(o.op, o.b)
-	}
+	})
 }
 
 // StatDaemonReply describes the daemon and its counters (server.Stats).

@@ -26,18 +26,11 @@ const (
 const MaxTenantDevices = 256
 
 func init() {
-	for _, o := range []struct {
-		op   Op
-		name string
-		b    Bodies
-	}{
+	registerOps([]opDecl{
 		{OpStatClientCounters, "STAT_CLIENT_COUNTERS", Bodies{func() Message { return new(StatPage) }, func() Message { return new(StatClientCountersReply) }}},
 		{OpStatTenants, "STAT_TENANTS", Bodies{func() Message { return new(StatPage) }, func() Message { return new(StatTenantsReply) }}},
 		{OpStatAllDevices, "STAT_ALL_DEVICES", Bodies{func() Message { return new(StatPage) }, func() Message { return new(StatDevicesReply) }}},
-	} {
-		NameOp(o.op, o.name)
-		RegisterBodies(o.op, o.b)
-	}
+	})
 }
 
 // StatClientCounters are one client's counters (requests, work requests,
