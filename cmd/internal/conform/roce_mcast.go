@@ -250,15 +250,7 @@ func mcastQKey() Case {
 		ID: "10.2.4/mcast-qkey", Section: secMcastQKey, Transport: RoCE, Needs: needMcast,
 		Title: "multicast UD: a datagram to the group with another Q_Key is dropped (and counted); the next with the QP's is delivered",
 		Setup: mcastSetup(1),
-		Steps: []Step{
-			AttachGroup{},
-			SnapCounter{Name: "qkey_violation"},
-			GroupSend{Len: 32, Seed: 1, QKeyXOR: mcastWrongQKey},
-			PollNone{For: 150 * time.Millisecond},
-			CounterRose{Name: "qkey_violation"},
-			GroupSend{Len: 32, Seed: 2},
-			groupDelivered(32, 2),
-		},
+		Steps: groupDropped("qkey_violation", GroupSend{Len: 32, Seed: 1, QKeyXOR: mcastWrongQKey}),
 		Break: &Break{Name: "does not check the Q_Key of a group's datagrams", In: inGroup(func(f *wire.Frame) bool {
 			d := f.Packet.DETH()
 			v := d.Fields()
@@ -274,15 +266,7 @@ func mcastDestQP() Case {
 		ID: "9.6.1.3.2/mcast-destqp", Section: secMcastDestQP, Transport: RoCE, Needs: needMcast,
 		Title: "multicast UD: a datagram to the group naming the attached QP's own QPN, not 0xFFFFFF, is dropped; the next is delivered",
 		Setup: mcastSetup(1),
-		Steps: []Step{
-			AttachGroup{},
-			SnapCounter{Name: "no_qp"},
-			GroupSend{Len: 32, Seed: 1, ToQPN: true},
-			PollNone{For: 150 * time.Millisecond},
-			CounterRose{Name: "no_qp"},
-			GroupSend{Len: 32, Seed: 2},
-			groupDelivered(32, 2),
-		},
+		Steps: groupDropped("no_qp", GroupSend{Len: 32, Seed: 1, ToQPN: true}),
 		Break: &Break{Name: "takes any DestQP of a group's datagram for the multicast QPN", In: inGroup(func(f *wire.Frame) bool {
 			bth := f.Packet.BTH()
 			v := bth.Fields()
@@ -290,6 +274,22 @@ func mcastDestQP() Case {
 			bth.Encode(&v)
 			return true
 		})},
+	}
+}
+
+// groupDropped: with the QP attached, bad (a datagram to the group the
+// DUT must drop) is not delivered and counted in counter; the next, a good
+// one, is delivered.
+func groupDropped(counter string, bad GroupSend) []Step {
+	good := GroupSend{Len: bad.Len, Seed: bad.Seed + 1}
+	return []Step{
+		AttachGroup{},
+		SnapCounter{Name: counter},
+		bad,
+		PollNone{For: 150 * time.Millisecond},
+		CounterRose{Name: counter},
+		good,
+		groupDelivered(good.Len, good.Seed),
 	}
 }
 
