@@ -81,11 +81,17 @@ func (c *cmConn) abort() {
 
 // connManagerOf returns the session's device's CM.
 func connManagerOf(s *Session) (ibv.ConnManager, error) {
-	cm, ok := s.dev.dev.(ibv.ConnManager)
+	return deviceAs[ibv.ConnManager](s, "rnicd: %s offers no rdma_cm")
+}
+
+// deviceAs returns the session's device as T, one of ibv's optional
+// interfaces, or ErrNotSupported with lacks (naming the device by %s).
+func deviceAs[T any](s *Session, lacks string) (T, error) {
+	t, ok := s.dev.dev.(T)
 	if !ok {
-		return nil, fmt.Errorf("rnicd: %s offers no rdma_cm: %w", s.dev.dev.Name(), verbs.ErrNotSupported)
+		return t, fmt.Errorf(lacks+": %w", s.dev.dev.Name(), verbs.ErrNotSupported)
 	}
-	return cm, nil
+	return t, nil
 }
 
 // publishState publishes the QP's state in its rings (the CM moves it

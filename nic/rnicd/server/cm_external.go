@@ -38,11 +38,7 @@ func qpByNumber(s *Session, qpn uint32) (*qpObj, error) {
 // externalCMOf returns the session's device's CM if it connects external
 // QPs.
 func externalCMOf(s *Session) (ibv.ExternalConnManager, error) {
-	cm, ok := s.dev.dev.(ibv.ExternalConnManager)
-	if !ok {
-		return nil, fmt.Errorf("rnicd: %s's rdma_cm takes no external QP: %w", s.dev.dev.Name(), verbs.ErrNotSupported)
-	}
-	return cm, nil
+	return deviceAs[ibv.ExternalConnManager](s, "rnicd: %s's rdma_cm takes no external QP")
 }
 
 func handleCMConnectExt(s *Session, req *Request, rep *Reply) error {

@@ -7,11 +7,9 @@ package server
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/rnic/rnic/nic/ibv"
 	"github.com/rnic/rnic/nic/rnicd/proto"
-	"github.com/rnic/rnic/nic/verbs"
 )
 
 func init() {
@@ -21,11 +19,7 @@ func init() {
 
 // udConnManagerOf returns the session's device's CM for UD ids.
 func udConnManagerOf(s *Session) (ibv.UDConnManager, error) {
-	cm, ok := s.dev.dev.(ibv.UDConnManager)
-	if !ok {
-		return nil, fmt.Errorf("rnicd: %s offers no UD rdma_cm ids: %w", s.dev.dev.Name(), verbs.ErrNotSupported)
-	}
-	return cm, nil
+	return deviceAs[ibv.UDConnManager](s, "rnicd: %s offers no UD rdma_cm ids")
 }
 
 func handleCMListenUD(s *Session, req *Request, rep *Reply) error {

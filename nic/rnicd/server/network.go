@@ -30,11 +30,7 @@ func init() {
 
 // networkOf returns the session's device's network.
 func networkOf(s *Session) (ibv.Network, error) {
-	n, ok := s.dev.dev.(ibv.Network)
-	if !ok {
-		return nil, fmt.Errorf("rnicd: %s has no TCP/IP stack to share: %w", s.dev.dev.Name(), verbs.ErrNotSupported)
-	}
-	return n, nil
+	return deviceAs[ibv.Network](s, "rnicd: %s has no TCP/IP stack to share")
 }
 
 func handleNetQuery(s *Session, req *Request, rep *Reply) error {

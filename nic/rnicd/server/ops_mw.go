@@ -43,9 +43,9 @@ func handleAllocMW(s *Session, req *Request, rep *Reply) error {
 	if err != nil {
 		return err
 	}
-	alloc, ok := s.dev.dev.(ibv.MWAllocator)
-	if !ok {
-		return fmt.Errorf("rnicd: memory windows on %s: %w", s.dev.dev.Name(), verbs.ErrNotSupported)
+	alloc, err := deviceAs[ibv.MWAllocator](s, "rnicd: memory windows on %s")
+	if err != nil {
+		return err
 	}
 	if m.Type > 0xff {
 		return fmt.Errorf("rnicd: memory window type %d: %w", m.Type, verbs.ErrInvalid)
