@@ -127,9 +127,9 @@ func newDrainer(s *Session, rings *proto.WorkRings, bell waker) *drainer {
 	return d
 }
 
-// run drains until halt.
-func (d *drainer) run() {
-	defer close(d.done)
+// run drains until halt, then closes done.
+func (d *drainer) run(done chan struct{}) {
+	defer close(done)
 	retry := fullRetryMin
 	for !d.stopping.Load() {
 		d.mu.Lock()
@@ -156,18 +156,26 @@ func (d *drainer) run() {
 	}
 }
 
-// start runs the drainer.
+// start runs the drainer. done is set under mu: the session's goroutine
+// starts and halts its drainers, but a test's hook (HaltUDDrainers) does
+// from its own.
 func (d *drainer) start() {
 	d.stopping.Store(false)
-	d.done = make(chan struct{})
-	go d.run()
+	done := make(chan struct{})
+	d.mu.Lock()
+	d.done = done
+	d.mu.Unlock()
+	go d.run(done)
 }
 
 // halt stops the drainer and waits for it; start runs it again.
 func (d *drainer) halt() {
 	d.stopping.Store(true)
 	d.bell.wake()
-	<-d.done
+	d.mu.Lock()
+	done := d.done
+	d.mu.Unlock()
+	<-done
 }
 
 // pending reports whether a ring holds WQEs not yet taken, or decoded ones
