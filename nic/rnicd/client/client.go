@@ -71,6 +71,7 @@ type Device struct {
 	ahs  map[*verbs.AddressVector]*AH // by AV(), for UD WQEs
 
 	events   chan ibv.Event
+	overflow atomic.Uint64 // events dropped because events was full
 	gone     chan struct{} // closed when the connection ends
 	isGone   atomic.Bool   // gone is closed, for the data path
 	goneErr  error

@@ -118,6 +118,7 @@ func (d *Device) event(h proto.Header, body []byte) {
 	select {
 	case d.events <- e:
 	default: // as nic does: a reader that does not read loses events
+		d.overflow.Add(1)
 	}
 }
 

@@ -70,3 +70,7 @@ func SetBeforeHandBack(t testing.TB, f func()) {
 // PollForReplies makes dev's calls poll for their replies, as with a
 // daemon in another process (before the calls that need it).
 func PollForReplies(dev ibv.Device) { deviceOf(dev).spin = true }
+
+// EventsOverflowed is how many events the device dropped because its
+// events channel was full (a reader that did not keep up).
+func EventsOverflowed(dev ibv.Device) uint64 { return deviceOf(dev).overflow.Load() }
