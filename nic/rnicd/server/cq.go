@@ -260,6 +260,12 @@ func handleArmCQ(s *Session, req *Request, rep *Reply) error {
 // and the client's channel is signalled now, in the engine's order, and
 // the CQ is armed again. A ring without room (a consumer index gone
 // wrong) is left to the mover.
+//
+// From the arm firing to the arm again the ibv CQ is unarmed: a
+// completion another engine goroutine (another QP's drainer) pushes
+// then fires nothing, so after arming it looks once more, as step does.
+// Without that look the completion waited for some later one (rnic perf
+// --mw stalled on a BIND_MW completion whose QP was the only one busy).
 func (c *cqObj) fireNow() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -267,6 +273,25 @@ func (c *cqObj) fireNow() {
 		return
 	}
 	c.fired()
+	if c.moveFire() {
+		return
+	}
+	if afterFireMove != nil {
+		afterFireMove(c.cq)
+	}
+	if c.rearm() != nil {
+		return // a destroyed CQ
+	}
+	c.moveFire()
+}
+
+// afterFireMove, set by a test, runs in fireNow between its move and its
+// arming again.
+var afterFireMove func(ibv.CQ)
+
+// moveFire moves and fires; a ring without room kicks the mover, and
+// reports true.
+func (c *cqObj) moveFire() (full bool) {
 	moved, bad, full := c.move()
 	c.fire(moved, bad)
 	if full {
@@ -274,9 +299,8 @@ func (c *cqObj) fireNow() {
 		case c.kick <- struct{}{}:
 		default:
 		}
-		return
 	}
-	c.rearm() // an error is a destroyed CQ
+	return full
 }
 
 // step is one round of the mover: it moves what the ibv CQ holds and

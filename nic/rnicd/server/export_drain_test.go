@@ -1,5 +1,11 @@
 package server
 
+import (
+	"testing"
+
+	"github.com/rnic/rnic/nic/ibv"
+)
+
 // HaltUDDrainers stops the drainers of every UD QP srv serves, so that
 // what a client posts stays in its rings, as on a daemon too busy to run
 // them; restart starts them again.
@@ -20,4 +26,12 @@ func HaltUDDrainers(srv *Server) (restart func()) {
 			d.start()
 		}
 	}
+}
+
+// AfterFireMove has f run whenever an in-process CQ's fired arm has moved
+// its completions and not yet armed the CQ again (fireNow), until the test
+// ends. Set it before the daemon starts.
+func AfterFireMove(t testing.TB, f func(ibv.CQ)) {
+	afterFireMove = f
+	t.Cleanup(func() { afterFireMove = nil })
 }
