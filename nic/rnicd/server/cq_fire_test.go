@@ -45,21 +45,10 @@ func TestCompletionPushedDuringFire(t *testing.T) {
 		}
 	})
 	d := rnicdtest.Start(t, rnicdtest.Options{})
-	dev, err := ibv.Open(d.Spec(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dev.Close() })
-	pd, err := dev.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cq, err := dev.CreateCQ(16)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dev, pd, cq := openWithCQ(t, d.Spec(0), 16)
 	var qps [2]ibv.QP
 	for i := range qps {
+		var err error
 		if qps[i], err = dev.CreateQP(pd, ibv.QPInit{Type: verbs.QPTypeRC, SendCQ: cq, RecvCQ: cq,
 			Cap: verbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}}); err != nil {
 			t.Fatal(err)

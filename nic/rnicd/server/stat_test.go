@@ -25,8 +25,9 @@ import (
 	"github.com/rnic/rnic/nic/verbs"
 )
 
-// clientWithQPs opens NIC i of d and creates n RC QPs (in RESET).
-func clientWithQPs(t *testing.T, spec ibv.Spec, n int) (ibv.Device, []uint32) {
+// openWithCQ opens the NIC of spec as a client (closed when the test
+// ends) with a PD and a CQ of cqe entries.
+func openWithCQ(t *testing.T, spec ibv.Spec, cqe int) (ibv.Device, ibv.PD, ibv.CQ) {
 	t.Helper()
 	dev, err := ibv.Open(spec)
 	if err != nil {
@@ -37,10 +38,17 @@ func clientWithQPs(t *testing.T, spec ibv.Spec, n int) (ibv.Device, []uint32) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cq, err := dev.CreateCQ(8)
+	cq, err := dev.CreateCQ(cqe)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dev, pd, cq
+}
+
+// clientWithQPs opens NIC i of d and creates n RC QPs (in RESET).
+func clientWithQPs(t *testing.T, spec ibv.Spec, n int) (ibv.Device, []uint32) {
+	t.Helper()
+	dev, pd, cq := openWithCQ(t, spec, 8)
 	var qpns []uint32
 	for range n {
 		qp, err := dev.CreateQP(pd, ibv.QPInit{Type: verbs.QPTypeRC, SendCQ: cq, RecvCQ: cq,

@@ -20,24 +20,12 @@ import (
 // arrives: the datagram must still leave with that address and arrive.
 func TestUDSendThenDestroyAH(t *testing.T) {
 	d := rnicdtest.Start(t, rnicdtest.Options{})
-	dev, err := ibv.Open(d.Spec(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dev.Close() })
-	pd, err := dev.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
+	dev, pd, cq := openWithCQ(t, d.Spec(0), 16)
 	buf, err := dev.AllocBuffer(4096)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mr, err := dev.RegMR(pd, buf.Bytes(), memory.LocalWrite)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cq, err := dev.CreateCQ(16)
 	if err != nil {
 		t.Fatal(err)
 	}
