@@ -570,6 +570,22 @@ func (d *daemon) runPair(t *testing.T, port int, server, client []string) (srv, 
 // and the client's (srvEnv, cliEnv).
 func (d *daemon) runPairEnv(t *testing.T, port int, srvEnv, server, cliEnv, client []string) (srv, cli *proc) {
 	t.Helper()
+	srv, cli = d.tryPairEnv(t, port, srvEnv, server, cliEnv, client)
+	if !srv.ok() || !cli.ok() {
+		t.Fatal(d.pairFailure(srv, cli))
+	}
+	return srv, cli
+}
+
+// pairFailure is the report of a failed server/client pair.
+func (d *daemon) pairFailure(srv, cli *proc) string {
+	return fmt.Sprintf("server/client pair failed\n%s\n%s\n%s", srv.report(), cli.report(), d.p.report())
+}
+
+// tryPairEnv is runPairEnv that returns a pair that failed too (the
+// server not listening still ends the test).
+func (d *daemon) tryPairEnv(t *testing.T, port int, srvEnv, server, cliEnv, client []string) (srv, cli *proc) {
+	t.Helper()
 	deadline := time.After(programTimeout)
 	srv = d.runEnv(t, "server", srvEnv, lineBuffered(server)...)
 	for !listening(srv.cmd.Process.Pid, port) {
@@ -589,8 +605,5 @@ func (d *daemon) runPairEnv(t *testing.T, port int, srvEnv, server, cliEnv, clie
 		srv.wait(time.After(2 * time.Second))
 	}
 	srv.wait(deadline)
-	if !srv.ok() || !cli.ok() {
-		t.Fatalf("server/client pair failed\n%s\n%s\n%s", srv.report(), cli.report(), d.p.report())
-	}
 	return srv, cli
 }

@@ -70,25 +70,51 @@ func TestFiInfoVerbs(t *testing.T) {
 // d's rnic0 address (fi_pingpong's own TCP channel), data checked (-c).
 func (d *daemon) fiPingpong(t *testing.T, server, client []string) {
 	t.Helper()
-	d.fiPingpongWith(t, nil, "verbs", server, client)
+	d.fiPingpongWith(t, nil, "verbs", false, server, client)
 }
 
+// rxmTeardownRace: libfabric 1.17's ofi_rxm (Debian's) may lose a
+// connection's last message, fail its last send as flushed or crash at
+// teardown when it handles the peer's disconnect before that connection's
+// last completions: it closes the endpoint (destroying the QP) first and
+// handles them afterwards, on the endpoint it freed. Upstream fixed the
+// order in 2026 ("prov/rxm: fix the msg_ep use-after-free at connection
+// teardown"). The window is a progress call's, between its empty read of
+// the CQ and its read of the CM events, on any device; a busy machine
+// stretches it (here 1 run in 10 to 20 of fi_pingpong with both cores
+// busy). By then both sides have printed their table: every transfer,
+// checked by -c, is done.
+const rxmTeardownRace = "libfabric 1.17's ofi_rxm teardown race"
+
 // fiPingpongWith is fiPingpong of provider prov, each side run by prefix
-// (env(1) with variables).
-func (d *daemon) fiPingpongWith(t *testing.T, prefix []string, prov string, server, client []string) {
+// (env(1) with variables). With rxmRace, a pair that fails after both
+// sides printed their whole table (rxmTeardownRace) is run once more;
+// failing again fails the test.
+func (d *daemon) fiPingpongWith(t *testing.T, prefix []string, prov string, rxmRace bool, server, client []string) {
 	t.Helper()
-	port := strconv.Itoa(freeTCPPort(t))
-	argv := func(extra ...[]string) []string {
-		a := append(append([]string{}, prefix...), "fi_pingpong", "-p", prov, "-c", "-I", "100", "-S", "4096")
-		for _, e := range extra {
-			a = append(a, e...)
+	for attempt := 0; ; attempt++ {
+		port := strconv.Itoa(freeTCPPort(t))
+		argv := func(extra ...[]string) []string {
+			a := append(append([]string{}, prefix...), "fi_pingpong", "-p", prov, "-c", "-I", "100", "-S", "4096")
+			for _, e := range extra {
+				a = append(a, e...)
+			}
+			return a
 		}
-		return a
-	}
-	p, _ := strconv.Atoi(port)
-	srv, cli := d.runPair(t, p, argv([]string{"-B", port}, server), argv([]string{"-P", port}, client, []string{d.addrs[0]}))
-	for _, p := range []*proc{srv, cli} {
-		mustMatch(t, p, fiPingpongRow("4k", 100))
+		p, _ := strconv.Atoi(port)
+		srv, cli := d.tryPairEnv(t, p, nil, argv([]string{"-B", port}, server), nil, argv([]string{"-P", port}, client, []string{d.addrs[0]}))
+		row := regexp.MustCompile(fiPingpongRow("4k", 100))
+		if srv.ok() && cli.ok() {
+			for _, p := range []*proc{srv, cli} {
+				mustMatch(t, p, row.String())
+			}
+			return
+		}
+		report := d.pairFailure(srv, cli)
+		if !rxmRace || attempt > 0 || !row.MatchString(srv.out.String()) || !row.MatchString(cli.out.String()) {
+			t.Fatal(report)
+		}
+		t.Logf("both sides printed their table, then the pair failed (%s): once more\n%s", rxmTeardownRace, report)
 	}
 }
 
@@ -136,7 +162,8 @@ func TestFiPingpongMsg(t *testing.T) {
 // both ends on rnic0's domain, since the client resolves the server's
 // address to the NIC that has it. FI_UNIVERSE_SIZE is made small: rxm
 // sizes its completion queue for its default universe of 256 peers, more
-// entries than max_cqe (32767, rxe's too).
+// entries than max_cqe (32767, rxe's too). A failure at teardown after
+// both tables is rxm's own race (rxmTeardownRace): run once more.
 func TestFiPingpongRxm(t *testing.T) {
 	needLibrary(t)
 	needTool(t, "libfabric-bin", "fi_pingpong")
@@ -145,7 +172,7 @@ func TestFiPingpongRxm(t *testing.T) {
 			d := sharedDaemonOf(t, tr.kind)
 			d.needView(t)
 			args := []string{"-e", "rdm", "-d", "rnic0"}
-			d.fiPingpongWith(t, []string{"env", "FI_UNIVERSE_SIZE=8"}, "verbs;ofi_rxm", args, args)
+			d.fiPingpongWith(t, []string{"env", "FI_UNIVERSE_SIZE=8"}, "verbs;ofi_rxm", true, args, args)
 		})
 	}
 }
