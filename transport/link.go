@@ -16,6 +16,7 @@ package transport
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Endpoint is one NIC's attachment to a link that carries whole Ethernet
@@ -70,6 +71,17 @@ type BatchEndpoint interface {
 // which counts each datagram's memory, not only its payload).
 type RecvBufferSizer interface {
 	RecvBufferBytes() int
+}
+
+// ArrivalTimer is implemented by links that can tell when the frame being
+// handed to a receiver reached the host (a kernel socket's receive
+// timestamp), so a receiver that times a peer is not misled by how late
+// its own goroutine ran. Arrival is valid only during a receive callback,
+// on the receiver's goroutine, for the frame of that call (in a batch
+// receiver: the batch's first frame); it is the zero Time when the link
+// does not know.
+type ArrivalTimer interface {
+	Arrival() time.Time
 }
 
 // Backlogger is implemented by a lossless link that knows which frames

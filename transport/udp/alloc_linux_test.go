@@ -6,15 +6,20 @@ package udp
 import "testing"
 
 // TestSteadyStateAllocs counts the allocations of the whole process (sender
-// and receive loop) per frame sent and received.
+// and receive loop) per frame sent and received, also with receive
+// timestamps read by the receiver.
 func TestSteadyStateAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are meaningless under the race detector")
 	}
-	for _, v6 := range []bool{false, true} {
-		a, b := openPair(t, v6, nil)
+	for _, c := range []struct{ v6, stamps bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		v6 := c.v6
+		a, b := openPair(t, v6, func(cfg *Config) { cfg.RecvTimestamps = c.stamps })
 		arrived := make(chan struct{}, 64)
 		b.SetBatchReceiver(func(frames [][]byte) {
+			if c.stamps && b.Arrival().IsZero() {
+				t.Error("no Arrival with RecvTimestamps")
+			}
 			for range frames {
 				arrived <- struct{}{}
 			}
@@ -40,10 +45,10 @@ func TestSteadyStateAllocs(t *testing.T) {
 			four()
 		}
 		if n := testing.AllocsPerRun(1000, one); n != 0 {
-			t.Errorf("v6=%v: %v allocations per frame through Send", v6, n)
+			t.Errorf("v6=%v stamps=%v: %v allocations per frame through Send", v6, c.stamps, n)
 		}
 		if n := testing.AllocsPerRun(250, four); n != 0 {
-			t.Errorf("v6=%v: %v allocations per 4 frames through SendBatch", v6, n)
+			t.Errorf("v6=%v stamps=%v: %v allocations per 4 frames through SendBatch", v6, c.stamps, n)
 		}
 	}
 }

@@ -26,6 +26,11 @@
 // frames to each other in memory, rebuilt as the socket would deliver
 // them (loopback_linux.go): rnicd's NICs.
 //
+// A receiver that times its peer (the conformance tester) sets
+// Config.RecvTimestamps and reads Arrival in its callback: the kernel's
+// receive time of the datagram (SO_TIMESTAMPNS), which does not depend on
+// how late the receive loop ran.
+//
 // The implementation is Linux-only (recvmmsg, sendmmsg, ancillary data);
 // elsewhere Open returns errors.ErrUnsupported.
 //
@@ -40,6 +45,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/rnic/rnic/transport"
 )
@@ -90,6 +96,12 @@ type Config struct {
 	// loops too to it in memory, not through the kernel
 	// (loopback_linux.go): two NICs of one rnicd.
 	Loopback bool
+	// RecvTimestamps asks the kernel for each datagram's receive time
+	// (SO_TIMESTAMPNS), which Arrival returns during the receive
+	// callback: for a receiver that times its peer (the conformance
+	// tester), not how late the receive loop ran. A looped frame's time
+	// is when it was queued.
+	RecvTimestamps bool
 }
 
 // Endpoint is one NIC's attachment to the host's UDP stack. It implements
@@ -104,11 +116,17 @@ type Endpoint struct {
 	// rx is held while a receiver runs, one call at a time (the
 	// transport.Endpoint contract): the socket's loop, the looped frames'
 	// or a group's loop.
-	rx  sync.Mutex
-	sys sysState // sockets and the receive loop (socket_linux.go)
+	rx sync.Mutex
+	// arrival is the receive time, in Unix nanoseconds, of the frame
+	// being handed over (0: unknown); written and read under rx.
+	arrival int64
+	sys     sysState // sockets and the receive loop (socket_linux.go)
 }
 
-var _ transport.BatchEndpoint = (*Endpoint)(nil)
+var (
+	_ transport.BatchEndpoint = (*Endpoint)(nil)
+	_ transport.ArrivalTimer  = (*Endpoint)(nil)
+)
 
 // Open binds cfg.Addr and cfg.Port and starts receiving.
 func Open(cfg Config) (*Endpoint, error) {
@@ -207,10 +225,23 @@ func (e *Endpoint) Stats() Stats {
 	return s
 }
 
+// Arrival implements transport.ArrivalTimer: with Config.RecvTimestamps,
+// when the kernel received the frame being handed to the receiver (a
+// looped frame: when it was queued); otherwise, or outside a receive
+// callback, the zero Time. The time has no monotonic reading: subtract
+// Arrivals from each other, not from time.Now across a clock step.
+func (e *Endpoint) Arrival() time.Time {
+	if e.arrival == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, e.arrival)
+}
+
 // deliver hands frames that arrived together to the installed receiver.
 // They are counted first, so that a receiver that looks at Stats sees
-// itself counted.
-func (e *Endpoint) deliver(frames [][]byte) {
+// itself counted. stamps, nil unless Config.RecvTimestamps, holds each
+// frame's receive time for Arrival.
+func (e *Endpoint) deliver(frames [][]byte, stamps []int64) {
 	if len(frames) == 0 {
 		return
 	}
@@ -220,13 +251,20 @@ func (e *Endpoint) deliver(frames [][]byte) {
 	switch {
 	case bf != nil && *bf != nil:
 		e.ctr.recv.received.Add(uint64(len(frames)))
+		if stamps != nil {
+			e.arrival = stamps[0]
+		}
 		(*bf)(frames)
 	case rf != nil && *rf != nil:
 		e.ctr.recv.received.Add(uint64(len(frames)))
-		for _, f := range frames {
+		for i, f := range frames {
+			if stamps != nil {
+				e.arrival = stamps[i]
+			}
 			(*rf)(f)
 		}
 	default:
 		e.ctr.recv.discarded.Add(uint64(len(frames)))
 	}
+	e.arrival = 0
 }

@@ -22,6 +22,10 @@
 // the queue to the receiver in batches, under the same lock as the
 // socket's receive loop, so the receiver is never called concurrently
 // and never from a Send.
+//
+// A looped frame has no kernel receive time; with Config.RecvTimestamps
+// the receiver's Arrival is the time it was queued, as the kernel stamps a
+// datagram when it is queued to the socket.
 
 package udp
 
@@ -29,6 +33,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // localEndpoints are this process's endpoints that take looped frames, by
@@ -131,6 +136,9 @@ func (q *loopQueue) put(p, from *Endpoint, o *outgoing) {
 	cost := hdrRoom + len(o.payload)
 	f := loopFrame{n: len(o.payload), a: arrival{v6: o.v6, dst: o.dst, srcPort: o.srcPort, dstPort: o.dstPort, tos: o.tos, ttl: o.ttl}}
 	copy(f.a.src[:], from.cfg.Addr.AsSlice())
+	if p.cfg.RecvTimestamps {
+		f.a.at = time.Now().UnixNano()
+	}
 	q.mu.Lock()
 	if q.closed || q.bytes+cost > p.sys.rcvbuf {
 		if !q.closed {
@@ -170,20 +178,27 @@ func (q *loopQueue) run(e *Endpoint) {
 	defer close(q.done)
 	batch := make([]loopFrame, 0, e.cfg.BatchSize)
 	frames := make([][]byte, 0, e.cfg.BatchSize)
+	var stamps []int64 // stays nil without RecvTimestamps
+	if e.cfg.RecvTimestamps {
+		stamps = make([]int64, 0, e.cfg.BatchSize)
+	}
 	for range q.wake {
 		for {
 			batch = q.take(batch, e.cfg.BatchSize)
 			if len(batch) == 0 {
 				break
 			}
-			frames = frames[:0]
+			frames, stamps = frames[:0], stamps[:0]
 			for i := range batch {
 				f := &batch[i]
 				src := SyntheticMAC(addrOf(f.a.v6, &f.a.src))
 				frames = append(frames, synthesize(*f.buf, f.n, &f.a, e.cfg.MAC, src))
+				if stamps != nil {
+					stamps = append(stamps, f.a.at)
+				}
 			}
 			e.ctr.recv.recvBatches.Add(1)
-			e.deliver(frames)
+			e.deliver(frames, stamps)
 			for i := range batch {
 				q.pool.Put(batch[i].buf)
 				batch[i].buf = nil

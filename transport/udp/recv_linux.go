@@ -7,6 +7,8 @@
 // per datagram, as ancillary data, the destination address (IP_PKTINFO),
 // TOS and TTL (traffic class, hop limit and flow label over IPv6) and its
 // drop count (SO_RXQ_OVFL); header.go turns that into the frame's headers.
+// With Config.RecvTimestamps it also reports the datagram's receive time
+// (SCM_TIMESTAMPNS), kept beside the frame for Endpoint.Arrival.
 //
 // Every buffer is allocated once: a slot per message with room for the
 // synthesized headers in front of the payload, the mmsghdr array, and the
@@ -27,6 +29,9 @@ import (
 // in6_pktinfo and four int-sized cmsgs, more than either family gets.
 var ctlRecvLen = unix.CmsgSpace(unix.SizeofInet6Pktinfo) + 4*unix.CmsgSpace(4)
 
+// ctlStampLen is the room a receive timestamp (struct timespec) adds.
+var ctlStampLen = unix.CmsgSpace(int(unsafe.Sizeof(unix.Timespec{})))
+
 // reader is the receive loop's state.
 type reader struct {
 	e      *Endpoint
@@ -38,9 +43,11 @@ type reader struct {
 	iovs   []unix.Iovec
 	names  []unix.RawSockaddrInet6
 	ctl    []byte
+	ctlLen int // control bytes per message
 	bufs   []byte
 	frames [][]byte
-	used   int // messages the previous recvmmsg filled, to reset
+	stamps []int64 // receive times of frames, nil without RecvTimestamps
+	used   int     // messages the previous recvmmsg filled, to reset
 
 	poll  poll.Poller
 	n     int // result of the last recvmmsg
@@ -57,10 +64,15 @@ func newReader(e *Endpoint, s *sock) *reader {
 		iovs:   make([]unix.Iovec, n),
 		names:  make([]unix.RawSockaddrInet6, n),
 		frames: make([][]byte, 0, n),
+		ctlLen: ctlRecvLen,
+	}
+	if e.cfg.RecvTimestamps {
+		r.ctlLen += ctlStampLen
+		r.stamps = make([]int64, 0, n)
 	}
 	copy(r.local[:], e.cfg.Addr.AsSlice())
 	r.bufs = make([]byte, n*r.slot)
-	words := make([]uint64, (n*ctlRecvLen+7)/8)
+	words := make([]uint64, (n*r.ctlLen+7)/8)
 	r.ctl = unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), len(words)*8)
 	for i := range r.hdrs {
 		r.iovs[i].Base = &r.bufs[i*r.slot+hdrRoom]
@@ -69,7 +81,7 @@ func newReader(e *Endpoint, s *sock) *reader {
 		h.Name = (*byte)(unsafe.Pointer(&r.names[i]))
 		h.Iov = &r.iovs[i]
 		h.SetIovlen(1)
-		h.Control = &r.ctl[i*ctlRecvLen]
+		h.Control = &r.ctl[i*r.ctlLen]
 	}
 	r.used = n
 	r.read = r.recvmmsg
@@ -107,7 +119,7 @@ func (r *reader) recvmmsg(fd uintptr) bool {
 	for i := range r.used {
 		h := &r.hdrs[i].Hdr
 		h.Namelen = unix.SizeofSockaddrInet6
-		h.SetControllen(ctlRecvLen)
+		h.SetControllen(r.ctlLen)
 		h.Flags = 0
 	}
 	r.used = 0
@@ -141,7 +153,7 @@ func (r *reader) deliver() {
 		return
 	}
 	r.e.ctr.recv.recvBatches.Add(1)
-	frames := r.frames[:0]
+	frames, stamps := r.frames[:0], r.stamps[:0]
 	for i := range r.n {
 		h := &r.hdrs[i]
 		if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
@@ -152,8 +164,11 @@ func (r *reader) deliver() {
 		r.describe(i, &a)
 		slot := r.bufs[i*r.slot : (i+1)*r.slot]
 		frames = append(frames, synthesize(slot, int(h.Len), &a, r.e.cfg.MAC, SyntheticMAC(addrOf(a.v6, &a.src))))
+		if r.stamps != nil {
+			stamps = append(stamps, a.at)
+		}
 	}
-	r.e.deliver(frames)
+	r.e.deliver(frames, stamps)
 }
 
 // describe fills a from message i's source address and ancillary data.
@@ -173,7 +188,7 @@ func (r *reader) describe(i int, a *arrival) {
 		a.srcPort = getPort(&sa4.Port)
 	}
 	h := &r.hdrs[i].Hdr
-	ctl := r.ctl[i*ctlRecvLen : i*ctlRecvLen+int(h.Controllen)]
+	ctl := r.ctl[i*r.ctlLen : i*r.ctlLen+int(h.Controllen)]
 	for len(ctl) >= unix.SizeofCmsghdr {
 		c := (*unix.Cmsghdr)(unsafe.Pointer(&ctl[0]))
 		l := int(c.Len)
@@ -200,6 +215,8 @@ func (r *reader) describe(i int, a *arrival) {
 			a.flowLabel = binary.BigEndian.Uint32(data) & 0xFFFFF
 		case c.Level == unix.SOL_SOCKET && c.Type == unix.SO_RXQ_OVFL && len(data) >= 4:
 			r.e.ctr.recv.kernelDrops.Store(uint64(binary.NativeEndian.Uint32(data)))
+		case c.Level == unix.SOL_SOCKET && c.Type == unix.SCM_TIMESTAMPNS && len(data) >= int(unsafe.Sizeof(unix.Timespec{})):
+			a.at = (*unix.Timespec)(unsafe.Pointer(&data[0])).Nano()
 		}
 		next := unix.CmsgSpace(l - unix.CmsgLen(0))
 		if next >= len(ctl) {

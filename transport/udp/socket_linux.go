@@ -90,6 +90,9 @@ func (e *Endpoint) open() error {
 		main.f.Close()
 		return err
 	}
+	if e.cfg.RecvTimestamps {
+		awaitArrivalStamps() // stamps_linux.go
+	}
 	e.sys.ports = make(map[uint16]portSock)
 	e.sys.holds = make(map[uint16]int)
 	e.sys.one.New = func() any { return newMsgs(1, v6) }
@@ -161,6 +164,9 @@ func (e *Endpoint) openSockAt(addr netip.Addr, port uint16, listen, group bool) 
 		opts = append(opts, opt{unix.SOL_SOCKET, unix.SO_RCVBUF, e.cfg.RecvBuffer, false})
 		if !group {
 			opts = append(opts, opt{unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1, true})
+		}
+		if e.cfg.RecvTimestamps {
+			opts = append(opts, opt{unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1, false})
 		}
 		if v6 {
 			opts = append(opts,
