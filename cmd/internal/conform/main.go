@@ -114,7 +114,7 @@ func openPort(opt Options) (*FramePort, netip.Addr, error) {
 	if !opt.UDP.IsValid() {
 		return nil, netip.Addr{}, errors.New("conform: the tester needs --udp ADDR or --tap NAME")
 	}
-	ep, err := udp.Open(udp.Config{Addr: opt.UDP, Port: opt.UDPPort, Reseal: Reseal})
+	ep, err := udp.Open(udp.Config{Addr: opt.UDP, Port: opt.UDPPort, Reseal: Reseal, RecvTimestamps: true})
 	if err != nil {
 		return nil, netip.Addr{}, fmt.Errorf("conform: the tester's port: %w", err)
 	}

@@ -32,7 +32,10 @@ type PortConfig struct {
 	// Clock, if set, is the time of the frames and the capture: a
 	// simulated link's virtual clock, so that a case timing the DUT
 	// measures the DUT's time, not how late the link's pacing ran
-	// (time.Now if nil).
+	// (time.Now if nil). Without it, a DUT frame's time is when it
+	// reached the host if the endpoint knows (transport.ArrivalTimer: a
+	// udp endpoint with RecvTimestamps), so that a late reader does not
+	// shift it.
 	Clock func() time.Time
 }
 
@@ -60,12 +63,15 @@ func (f *Frame) Op() wire.Opcode {
 // FramePort is a RoCEv2 port of the tester on any transport.Endpoint: a
 // kernel UDP socket (--udp), a TAP device (--tap) or a simulated link.
 type FramePort struct {
-	cfg  PortConfig
-	ep   transport.Endpoint
-	in   chan Frame
-	mu   sync.Mutex // numbers frames and orders the capture
-	no   int
-	drop int // arrivals lost because nobody read them
+	cfg PortConfig
+	ep  transport.Endpoint
+	// arrival, if set, tells when the frame being received reached the
+	// host (zero if unknown).
+	arrival transport.ArrivalTimer
+	in      chan Frame
+	mu      sync.Mutex // numbers frames and orders the capture
+	no      int
+	drop    int // arrivals lost because nobody read them
 	// closer, if set, closes what the endpoint lives on (a TAP host).
 	closer func() error
 }
@@ -83,6 +89,9 @@ func NewFramePort(ep transport.Endpoint, cfg PortConfig) *FramePort {
 		cfg.SrcPort = 0xC000
 	}
 	p := &FramePort{cfg: cfg, ep: ep, in: make(chan Frame, portQueue)}
+	if at, ok := ep.(transport.ArrivalTimer); ok && cfg.Clock == nil {
+		p.arrival = at
+	}
 	ep.SetReceiver(p.arrive)
 	return p
 }
@@ -90,16 +99,19 @@ func NewFramePort(ep transport.Endpoint, cfg PortConfig) *FramePort {
 // Config returns the port's addressing.
 func (p *FramePort) Config() PortConfig { return p.cfg }
 
-// record numbers a frame and writes it to the capture.
-func (p *FramePort) record(b []byte) (int, time.Time) {
+// record numbers a frame and writes it to the capture, at time at or, if
+// that is zero, now.
+func (p *FramePort) record(b []byte, at time.Time) (int, time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.no++
-	now := p.Now()
-	if p.cfg.Pcap != nil {
-		p.cfg.Pcap.WriteFrame(now, b)
+	if at.IsZero() {
+		at = p.Now()
 	}
-	return p.no, now
+	if p.cfg.Pcap != nil {
+		p.cfg.Pcap.WriteFrame(at, b)
+	}
+	return p.no, at
 }
 
 // Now is the port's time (PortConfig.Clock).
@@ -112,7 +124,11 @@ func (p *FramePort) Now() time.Time {
 
 func (p *FramePort) arrive(b []byte) {
 	f := Frame{Bytes: append([]byte(nil), b...)}
-	f.No, f.At = p.record(f.Bytes)
+	var at time.Time
+	if p.arrival != nil {
+		at = p.arrival.Arrival()
+	}
+	f.No, f.At = p.record(f.Bytes, at)
 	if f.Err = f.F.Decode(f.Bytes, p.cfg.DUTPort); f.Err == nil {
 		f.H = f.F.Packet.Headers()
 	} else if f.Err = f.F.Decode(f.Bytes, 0); f.Err == nil {
@@ -129,7 +145,7 @@ func (p *FramePort) arrive(b []byte) {
 
 // Send sends a frame and returns its number in the capture.
 func (p *FramePort) Send(frame []byte) (int, error) {
-	no, _ := p.record(frame)
+	no, _ := p.record(frame, time.Time{})
 	if err := p.ep.Send(frame); err != nil {
 		return no, fmt.Errorf("conform: send frame %d: %w", no, err)
 	}

@@ -98,7 +98,7 @@ func startSelf(opt SelfOptions, dutA, testA netip.Addr) (*SelfDUT, error) {
 		return nil, err
 	}
 	d := &SelfDUT{NIC: n, Device: dev, Link: link, Tester: testA}
-	tep, err := udp.Open(udp.Config{Addr: testA, Reseal: Reseal})
+	tep, err := udp.Open(udp.Config{Addr: testA, Reseal: Reseal, RecvTimestamps: true})
 	if err != nil {
 		d.Close()
 		return nil, err

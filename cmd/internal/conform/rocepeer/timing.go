@@ -18,9 +18,10 @@ func AckTimeout(t uint8) time.Duration { return time.Duration(4096<<(t&31)) * ti
 //
 //	[nominal − EarlyJitter, LateFactor × nominal + LateSlack]
 //
-// EarlyJitter covers the tester's own timestamps (taken when frames reach
-// the tester, not when the DUT sent them); LateSlack covers a scheduler
-// on a busy machine (the self-test runs beside busy loops on every core).
+// EarlyJitter covers the tester's own timestamps (when frames reach the
+// tester's host, not when the DUT sent them: over a TAP, when the tester
+// reads them); LateSlack covers a scheduler on a busy machine (the
+// self-test runs beside busy loops on every core).
 const (
 	EarlyJitter = time.Millisecond
 	LateFactor  = 4
