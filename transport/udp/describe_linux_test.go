@@ -31,13 +31,15 @@ func describeReader() *reader {
 	return newReader(e, nil)
 }
 
-// describeCtl parses ctl (cut to the reader's room) as message 0's.
-func describeCtl(r *reader, ctl []byte) arrival {
+// describeCtl parses ctl (cut to the reader's room) as message 0's and
+// returns what it told, with the message's receive time.
+func describeCtl(r *reader, ctl []byte) (arrival, int64) {
 	n := copy(r.ctl[:r.ctlLen], ctl)
 	r.hdrs[0].Hdr.SetControllen(n)
 	var a arrival
+	r.msgAt[0] = 0
 	r.describe(0, &a)
-	return a
+	return a, r.msgAt[0]
 }
 
 // stampCtl is the control data of a datagram received at ns with TTL 9.
@@ -55,16 +57,16 @@ func TestDescribeTimestamp(t *testing.T) {
 	r := describeReader()
 	const ns = 1_800_000_000_123_456_789
 	ctl := stampCtl(ns)
-	if a := describeCtl(r, ctl); a.at != ns || a.ttl != 9 {
-		t.Errorf("at %d ttl %d, want %d and 9", a.at, a.ttl, int64(ns))
+	if a, at := describeCtl(r, ctl); at != ns || a.ttl != 9 {
+		t.Errorf("at %d ttl %d, want %d and 9", at, a.ttl, int64(ns))
 	}
 	// The timestamp's cmsg claims fewer bytes than a timespec.
 	short := append([]byte(nil), ctl...)
 	off := unix.CmsgSpace(4)
 	h := (*unix.Cmsghdr)(unsafe.Pointer(&short[off]))
 	h.SetLen(unix.CmsgLen(8))
-	if a := describeCtl(r, short); a.at != 0 || a.ttl != 9 {
-		t.Errorf("short timespec: at %d ttl %d, want 0 and 9", a.at, a.ttl)
+	if a, at := describeCtl(r, short); at != 0 || a.ttl != 9 {
+		t.Errorf("short timespec: at %d ttl %d, want 0 and 9", at, a.ttl)
 	}
 }
 

@@ -33,7 +33,6 @@ type arrival struct {
 	tos              uint8 // IPv4 TOS or IPv6 traffic class
 	ttl              uint8 // IPv4 TTL or IPv6 hop limit
 	flowLabel        uint32
-	at               int64 // receive time in Unix nanoseconds, 0 unknown (Config.RecvTimestamps)
 }
 
 // headerLen returns how many header bytes synthesize puts before the payload.

@@ -99,6 +99,7 @@ type loopFrame struct {
 	buf *[]byte // from loopQueue.pool
 	n   int
 	a   arrival
+	at  int64 // when it was queued (Unix ns), with the receiver's RecvTimestamps
 }
 
 // loopQueue is an endpoint's queue of looped frames.
@@ -137,7 +138,7 @@ func (q *loopQueue) put(p, from *Endpoint, o *outgoing) {
 	f := loopFrame{n: len(o.payload), a: arrival{v6: o.v6, dst: o.dst, srcPort: o.srcPort, dstPort: o.dstPort, tos: o.tos, ttl: o.ttl}}
 	copy(f.a.src[:], from.cfg.Addr.AsSlice())
 	if p.cfg.RecvTimestamps {
-		f.a.at = time.Now().UnixNano()
+		f.at = time.Now().UnixNano()
 	}
 	q.mu.Lock()
 	if q.closed || q.bytes+cost > p.sys.rcvbuf {
@@ -194,7 +195,7 @@ func (q *loopQueue) run(e *Endpoint) {
 				src := SyntheticMAC(addrOf(f.a.v6, &f.a.src))
 				frames = append(frames, synthesize(*f.buf, f.n, &f.a, e.cfg.MAC, src))
 				if stamps != nil {
-					stamps = append(stamps, f.a.at)
+					stamps = append(stamps, f.at)
 				}
 			}
 			e.ctr.recv.recvBatches.Add(1)

@@ -46,8 +46,11 @@ type reader struct {
 	ctlLen int // control bytes per message
 	bufs   []byte
 	frames [][]byte
-	stamps []int64 // receive times of frames, nil without RecvTimestamps
-	used   int     // messages the previous recvmmsg filled, to reset
+	// With RecvTimestamps: each message's receive time (Unix ns, 0 if
+	// the kernel gave none), and the frames' for Endpoint.Arrival.
+	msgAt  []int64
+	stamps []int64
+	used   int // messages the previous recvmmsg filled, to reset
 
 	poll  poll.Poller
 	n     int // result of the last recvmmsg
@@ -68,7 +71,7 @@ func newReader(e *Endpoint, s *sock) *reader {
 	}
 	if e.cfg.RecvTimestamps {
 		r.ctlLen += ctlStampLen
-		r.stamps = make([]int64, 0, n)
+		r.msgAt, r.stamps = make([]int64, n), make([]int64, 0, n)
 	}
 	copy(r.local[:], e.cfg.Addr.AsSlice())
 	r.bufs = make([]byte, n*r.slot)
@@ -153,7 +156,7 @@ func (r *reader) deliver() {
 		return
 	}
 	r.e.ctr.recv.recvBatches.Add(1)
-	frames, stamps := r.frames[:0], r.stamps[:0]
+	frames := r.frames[:0]
 	for i := range r.n {
 		h := &r.hdrs[i]
 		if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
@@ -164,11 +167,27 @@ func (r *reader) deliver() {
 		r.describe(i, &a)
 		slot := r.bufs[i*r.slot : (i+1)*r.slot]
 		frames = append(frames, synthesize(slot, int(h.Len), &a, r.e.cfg.MAC, SyntheticMAC(addrOf(a.v6, &a.src))))
-		if r.stamps != nil {
-			stamps = append(stamps, a.at)
-		}
+	}
+	var stamps []int64
+	if r.msgAt != nil {
+		stamps = r.frameStamps()
 	}
 	r.e.deliver(frames, stamps)
+}
+
+// frameStamps returns the receive times of the last batch's frames (the
+// messages deliver did not drop), and clears the messages' for the next
+// batch. Apart from deliver's loop, so that the default path's loop stays
+// as it was.
+func (r *reader) frameStamps() []int64 {
+	stamps := r.stamps[:0]
+	for i := range r.n {
+		if r.hdrs[i].Hdr.Flags&unix.MSG_TRUNC == 0 {
+			stamps = append(stamps, r.msgAt[i])
+		}
+		r.msgAt[i] = 0
+	}
+	return stamps
 }
 
 // describe fills a from message i's source address and ancillary data.
@@ -215,8 +234,8 @@ func (r *reader) describe(i int, a *arrival) {
 			a.flowLabel = binary.BigEndian.Uint32(data) & 0xFFFFF
 		case c.Level == unix.SOL_SOCKET && c.Type == unix.SO_RXQ_OVFL && len(data) >= 4:
 			r.e.ctr.recv.kernelDrops.Store(uint64(binary.NativeEndian.Uint32(data)))
-		case c.Level == unix.SOL_SOCKET && c.Type == unix.SCM_TIMESTAMPNS && len(data) >= int(unsafe.Sizeof(unix.Timespec{})):
-			a.at = (*unix.Timespec)(unsafe.Pointer(&data[0])).Nano()
+		case c.Level == unix.SOL_SOCKET && c.Type == unix.SCM_TIMESTAMPNS && len(data) >= int(unsafe.Sizeof(unix.Timespec{})) && r.msgAt != nil:
+			r.msgAt[i] = (*unix.Timespec)(unsafe.Pointer(&data[0])).Nano()
 		}
 		next := unix.CmsgSpace(l - unix.CmsgLen(0))
 		if next >= len(ctl) {
