@@ -69,7 +69,7 @@ func finish(t *testing.T, p *proc, extra ...string) {
 
 // TestCorners: the corners on the shared daemon's two NICs.
 func TestCorners(t *testing.T) {
-	for _, c := range []string{"errors", "channel", "async", "fork", "mr", "wr", "ud", "cap", "manyqps", "cqchannels", "flowlabel", "udsl", "asyncobj", "verbs", "rereg", "ibta15", "parity", "mw", "mcast"} {
+	for _, c := range []string{"errors", "channel", "async", "fork", "forkcopy", "mr", "wr", "ud", "cap", "manyqps", "cqchannels", "flowlabel", "udsl", "asyncobj", "verbs", "rereg", "ibta15", "parity", "mw", "mcast"} {
 		t.Run(c, func(t *testing.T) {
 			needCorners(t)
 			d := sharedDaemon(t)

@@ -17,6 +17,7 @@
  * contiguous window, whatever its history. */
 #include "rnic.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,18 +257,26 @@ static int share_range(uintptr_t a, uintptr_t b)
 
 /* After fork() the child would share the arena's pages with its parent
  * (they are MAP_SHARED): its writes to its copy of the heap would land in
- * the parent's memory, and the parent's DMA in the child's. The child
- * therefore maps each of them MAP_PRIVATE from the same file offsets at
- * once: no copy, and its writes stay its own (copy-on-write), as a
- * child's do on a kernel that handles fork for pinned pages. It reads
- * /proc/self/maps with plain system calls and static storage (the child
- * of a threaded parent must not rely on locks another thread held). */
+ * the parent's memory, and the parent's in the child's. The child
+ * therefore replaces each of them with a private copy, as a kernel that
+ * handles fork for pinned pages copies them: the copy must hold the
+ * pages as they were at the fork, and the parent goes on writing to them
+ * as soon as fork returns (a forked Python child found its heap changing
+ * under it and crashed), so the parent waits in its fork handler until
+ * the child has copied (fork_gate). It reads /proc/self/maps with plain
+ * system calls and static storage (the child of a threaded parent must
+ * not rely on locks another thread held). */
 enum { CHILD_BATCH = 1024 };
 static struct {
 	uintptr_t start, end;
 	int prot;
 } child_vmas[CHILD_BATCH];
 static char child_buf[1 << 16];
+
+/* fork_gate: a pipe from the child to its parent, open across one fork:
+ * the child closes its write end once its pages are its own, and the
+ * parent reads until then. -1 when there is no arena, or no pipe. */
+static int fork_gate[2] = {-1, -1};
 
 /* collect_shared_arena fills child_vmas with the arena's shared mappings
  * at their own offsets; it returns how many. */
@@ -297,18 +306,64 @@ static int collect_shared_arena(void)
 	return n;
 }
 
+/* copy_for_child copies [start, end) into private anonymous memory moved over
+ * it; a range it cannot read is mapped privately from the arena instead
+ * (copy-on-write of the file: the parent's later writes show through
+ * until the child writes a page). It reports whether the range is no
+ * longer a shared mapping of the arena. */
+static int copy_for_child(uintptr_t start, uintptr_t end, int prot)
+{
+	size_t len = end - start;
+	void *copy;
+	if (prot & PROT_READ) {
+		copy = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (copy != MAP_FAILED) {
+			copy_pages(copy, (void *)start, len);
+			if (mprotect(copy, len, prot) == 0 &&
+			    mremap(copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)start) != MAP_FAILED)
+				return 1;
+			munmap(copy, len);
+		}
+	}
+	return mmap((void *)start, len, prot, MAP_PRIVATE | MAP_FIXED, arena_fd, (off_t)start) != MAP_FAILED;
+}
+
+static void before_fork(void)
+{
+	if (arena_fd >= 0 && arena_pid == getpid() && pipe2(fork_gate, O_CLOEXEC) != 0)
+		fork_gate[0] = fork_gate[1] = -1;
+}
+
 static void privatize_in_child(void)
 {
 	int n;
-	if (arena_fd < 0)
+	if (arena_fd >= 0) {
+		do {
+			n = collect_shared_arena();
+			for (int i = 0; i < n; i++)
+				if (!copy_for_child(child_vmas[i].start, child_vmas[i].end, child_vmas[i].prot))
+					n = 0; /* leave the rest shared rather than loop */
+		} while (n == CHILD_BATCH);
+	}
+	if (fork_gate[0] >= 0) {
+		close(fork_gate[0]);
+		close(fork_gate[1]); /* the parent's read ends */
+		fork_gate[0] = fork_gate[1] = -1;
+	}
+}
+
+/* after_fork_parent waits until the child has copied its pages (or died):
+ * the read ends when the child closes the write end. */
+static void after_fork_parent(void)
+{
+	char b;
+	if (fork_gate[0] < 0)
 		return;
-	do {
-		n = collect_shared_arena();
-		for (int i = 0; i < n; i++)
-			if (mmap((void *)child_vmas[i].start, child_vmas[i].end - child_vmas[i].start, child_vmas[i].prot,
-				 MAP_PRIVATE | MAP_FIXED, arena_fd, (off_t)child_vmas[i].start) == MAP_FAILED)
-				n = 0; /* leave the rest shared rather than loop */
-	} while (n == CHILD_BATCH);
+	close(fork_gate[1]);
+	while (read(fork_gate[0], &b, 1) < 0 && errno == EINTR)
+		;
+	close(fork_gate[0]);
+	fork_gate[0] = fork_gate[1] = -1;
 }
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
@@ -316,7 +371,7 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static void register_atfork(void)
 {
 	/* If this fails the child shares the pages (MEMORY.md). */
-	(void)pthread_atfork(NULL, NULL, privatize_in_child);
+	(void)pthread_atfork(before_fork, after_fork_parent, privatize_in_child);
 }
 
 int rnic_arena_share(void *addr, size_t len, int *fd)

@@ -10,6 +10,7 @@
  *   corners channel  DEV0 DEV1   completion channel: poll(2), solicited-only, EAGAIN
  *   corners async    DEV0 DEV1   async events: SRQ limit, CQ overrun
  *   corners fork     DEV0 DEV1   fork() after ibv_fork_init(): RDMA still lands
+ *   corners forkcopy DEV0 DEV1   fork() without it: the child's pages as at the fork
  *   corners mr       DEV0 DEV1   unaligned and overlapping MRs: exact bytes, access checks
  *   corners wr       DEV0 DEV1   ibv_create_qp_ex + ibv_wr_* batches, ibv_create_cq_ex polling
  *   corners ud       DEV0 DEV1   UD: the GRH before the payload, an AH made from a completion
@@ -296,6 +297,8 @@ int main(int argc, char **argv)
 		test_async(d0, d1);
 	else if (!strcmp(t, "fork"))
 		test_fork(d0, d1);
+	else if (!strcmp(t, "forkcopy"))
+		test_fork_copy(d0, d1);
 	else if (!strcmp(t, "mr"))
 		test_mr(d0, d1);
 	else if (!strcmp(t, "wr"))

@@ -52,6 +52,7 @@ void test_errors(const char *dev);
 void test_channel(const char *d0, const char *d1);
 void test_async(const char *d0, const char *d1);
 void test_fork(const char *d0, const char *d1);
+void test_fork_copy(const char *d0, const char *d1);
 void test_mr(const char *d0, const char *d1);
 void test_wr(const char *d0, const char *d1);
 void test_ud(const char *d0, const char *d1);
