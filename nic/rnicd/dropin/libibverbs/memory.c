@@ -173,23 +173,19 @@ static char *read_maps(void)
 	return b;
 }
 
-/* privatize makes [s, s+n), arena pages mapped away from their own
- * offsets, private anonymous memory with the same contents. */
+/* privatize makes [s, s+n), readable arena pages, private anonymous
+ * memory with the same contents and prot: a copy moved over them. */
 static int privatize(uintptr_t s, size_t n, int prot)
 {
 	void *tmp = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (tmp == MAP_FAILED)
 		return errno;
 	copy_pages(tmp, (void *)s, n);
-	if (mmap((void *)s, n, prot | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
+	if (mprotect(tmp, n, prot) != 0 || mremap(tmp, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)s) == MAP_FAILED) {
 		int err = errno;
 		munmap(tmp, n);
 		return err;
 	}
-	copy_pages((void *)s, tmp, n);
-	munmap(tmp, n);
-	if (!(prot & PROT_WRITE))
-		mprotect((void *)s, n, prot);
 	return 0;
 }
 
@@ -306,25 +302,16 @@ static int collect_shared_arena(void)
 	return n;
 }
 
-/* copy_for_child copies [start, end) into private anonymous memory moved over
- * it; a range it cannot read is mapped privately from the arena instead
+/* copy_for_child makes [start, end) the child's own (privatize); a range
+ * it cannot read is mapped privately from the arena instead
  * (copy-on-write of the file: the parent's later writes show through
  * until the child writes a page). It reports whether the range is no
  * longer a shared mapping of the arena. */
 static int copy_for_child(uintptr_t start, uintptr_t end, int prot)
 {
 	size_t len = end - start;
-	void *copy;
-	if (prot & PROT_READ) {
-		copy = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (copy != MAP_FAILED) {
-			copy_pages(copy, (void *)start, len);
-			if (mprotect(copy, len, prot) == 0 &&
-			    mremap(copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)start) != MAP_FAILED)
-				return 1;
-			munmap(copy, len);
-		}
-	}
+	if ((prot & PROT_READ) && privatize(start, len, prot) == 0)
+		return 1;
 	return mmap((void *)start, len, prot, MAP_PRIVATE | MAP_FIXED, arena_fd, (off_t)start) != MAP_FAILED;
 }
 
