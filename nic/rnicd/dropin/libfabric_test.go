@@ -92,18 +92,18 @@ const rxmTeardownRace = "libfabric 1.17's ofi_rxm teardown race"
 // failing again fails the test.
 func (d *daemon) fiPingpongWith(t *testing.T, prefix []string, prov string, rxmRace bool, server, client []string) {
 	t.Helper()
-	for attempt := 0; ; attempt++ {
-		port := strconv.Itoa(freeTCPPort(t))
-		argv := func(extra ...[]string) []string {
-			a := append(append([]string{}, prefix...), "fi_pingpong", "-p", prov, "-c", "-I", "100", "-S", "4096")
-			for _, e := range extra {
-				a = append(a, e...)
-			}
-			return a
+	argv := func(extra ...[]string) []string {
+		a := append(append([]string{}, prefix...), "fi_pingpong", "-p", prov, "-c", "-I", "100", "-S", "4096")
+		for _, e := range extra {
+			a = append(a, e...)
 		}
-		p, _ := strconv.Atoi(port)
+		return a
+	}
+	row := regexp.MustCompile(fiPingpongRow("4k", 100))
+	for attempt := 0; ; attempt++ {
+		p := freeTCPPort(t)
+		port := strconv.Itoa(p)
 		srv, cli := d.tryPairEnv(t, p, nil, argv([]string{"-B", port}, server), nil, argv([]string{"-P", port}, client, []string{d.addrs[0]}))
-		row := regexp.MustCompile(fiPingpongRow("4k", 100))
 		if srv.ok() && cli.ok() {
 			for _, p := range []*proc{srv, cli} {
 				mustMatch(t, p, row.String())
