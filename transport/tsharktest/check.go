@@ -24,6 +24,33 @@ type Options struct {
 	// Filter, for Fields, is a display filter selecting the frames
 	// returned; empty means every frame.
 	Filter string
+	// KernelChecksums is a display filter selecting the TCP segments whose
+	// checksum a Linux kernel computed (e.g. what a TAP without checksum
+	// offload receives from a peer that left the checksum to the kernel).
+	// Linux writes a zero result as 0xFFFF (skb_checksum_help's
+	// CSUM_MANGLED_0), the same number in ones' complement, and tshark
+	// warns of it (RFC 1624): on these segments, and only on them, that
+	// warning is no finding. Empty: no segment is excused.
+	KernelChecksums string
+}
+
+// warnings is the display filter of frames with expert findings of
+// severity warning or above, less those o excuses. TCP flow control is no
+// fault: a receiver that reads slowly (a busy machine) fills the window,
+// and Wireshark warns "Window Full" and "Zero Window" for what TCP is
+// meant to do; such a frame passes, as does a kernel's 0xFFFF checksum
+// (KernelChecksums). Every other frame's warnings still count.
+func (o Options) warnings() string {
+	return "_ws.expert.severity >= warning && !tcp.analysis.window_full && !tcp.analysis.zero_window" + o.excused()
+}
+
+// excused is the clause a warnings filter ends with to leave out the
+// kernel's 0xFFFF checksums (KernelChecksums).
+func (o Options) excused() string {
+	if o.KernelChecksums == "" {
+		return ""
+	}
+	return " && !(tcp.checksum.ffff && (" + o.KernelChecksums + "))"
 }
 
 // commonArgs are the arguments of every oracle run: two-pass (so MPA
@@ -79,11 +106,7 @@ func Check(t testing.TB, pcap string, o Options) {
 	}
 	checks := []struct{ what, filter string }{
 		{"malformed", "_ws.malformed"},
-		// TCP flow control is no fault: a receiver that reads slowly (a
-		// busy machine) fills the window, and Wireshark warns "Window
-		// Full" and "Zero Window" for what TCP is meant to do. Such a
-		// frame passes; every other frame's warnings still fail.
-		{"expert info >= warning", "_ws.expert.severity >= warning && !tcp.analysis.window_full && !tcp.analysis.zero_window"},
+		{"expert info >= warning", o.warnings()},
 		{"RoCEv2 port but not dissected as InfiniBand BTH", fmt.Sprintf("udp.port==%d && !infiniband.bth", port)},
 	}
 	if o.RequireMPA {
@@ -196,7 +219,7 @@ const severityWarning = 0x00600000
 func Findings(t testing.TB, pcap string, o Options) []Finding {
 	t.Helper()
 	var out []Finding
-	rows := query(t, pcap, o, "_ws.malformed || _ws.expert.severity >= warning", true,
+	rows := query(t, pcap, o, "_ws.malformed || _ws.expert.severity >= warning"+o.excused(), true,
 		"frame.number", "_ws.malformed", "_ws.expert.message", "_ws.expert.severity")
 	for _, r := range rows {
 		f := Finding{Malformed: r[1] != ""}
