@@ -32,10 +32,10 @@ func needCorners(t *testing.T) string {
 const asanExit = 86
 
 // asanOptions are the ASAN_OPTIONS of a corner test. LeakSanitizer's
-// final scan cannot run in a child forked after ibv_fork_init: the heap
-// pages registered before the fork are absent there (MADV_DONTFORK, as
-// documented), and the scan faults on them; so the fork test runs
-// without the leak check.
+// final scan cannot run in a child forked after ibv_fork_init with
+// RDMAV_USE_MADVISE: the heap pages registered before the fork are absent
+// there (MADV_DONTFORK, as documented), and the scan faults on them; so
+// the fork test runs without the leak check.
 func asanOptions(test string) string {
 	leaks := "1"
 	if test == "fork" {

@@ -50,10 +50,11 @@ var rnicGaps = []string{
 }
 
 // knownFailures are tests that fail on rnic, each a known difference to
-// close (remove its line when it is). They failed before as well, unseen:
-// every rdma_cm test's forked players crashed after test_fork (the pages
-// of deregistered MRs stayed MADV_DONTFORK), and the suite counts a
-// crashed player as a pass unless the test expects its traffic to fail.
+// close (remove its line when it is). Watch for failures hidden: the
+// suite counts a crashed player as a pass unless the test expects its
+// traffic to fail (every rdma_cm test's forked players crashed once after
+// test_fork's ibv_fork_init, whose MADV_DONTFORK left them without heap
+// pages; ibv_fork_init is now unneeded, as on Linux 5.13 and later).
 var knownFailures = map[string]string{}
 
 // allowedSkip says whether reason is allowed for tests, and why.

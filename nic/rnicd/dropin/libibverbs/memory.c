@@ -36,6 +36,8 @@ int rnic_fork_safe;
 
 #define ARENA_NAME "rnic-arena"
 
+static void read_fork_env(void);
+
 static int arena_open(void)
 {
 	struct rlimit rl;
@@ -52,7 +54,7 @@ static int arena_open(void)
 		close(arena_fd);
 		arena_fd = -1;
 	}
-	ibv_is_fork_initialized(); /* reads RDMAV_FORK_SAFE */
+	read_fork_env();
 	fd = memfd_create(ARENA_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return errno;
@@ -493,13 +495,12 @@ RNIC_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t
 	return ibv_reg_mr_iova2(pd, addr, length, iova, (unsigned)access);
 }
 
-/* dofork_after_dereg: with ibv_fork_init, a deregistered MR's pages go to
- * a child of fork again, as the real library's dereg gives them back
- * (ibv_dofork_range): left MADV_DONTFORK, the heap pages a program reuses
- * after it freed the buffer (Python's objects) were missing in every
- * child, which died on its first touch of them. A page another MR still
- * covers goes too: the child gets its own copy of it (privatize_in_child),
- * as without ibv_fork_init. */
+/* dofork_after_dereg: with registered pages MADV_DONTFORK (see
+ * ibv_fork_init), a deregistered MR's pages go to a child of fork again,
+ * as the real library's dereg gives them back (ibv_dofork_range): left
+ * MADV_DONTFORK, the heap pages a program reuses after it freed the
+ * buffer were missing in every child. A page another MR still covers goes
+ * too: the child gets its own copy of it (privatize_in_child). */
 static void dofork_after_dereg(void *addr, size_t len)
 {
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)addr & ~(page - 1);
@@ -521,21 +522,41 @@ RNIC_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 	return 0;
 }
 
-/* Fork: without ibv_fork_init a child shares the arena pages with its
- * parent (they are MAP_SHARED); with it (or RDMAV_FORK_SAFE) registered
- * pages are MADV_DONTFORK, as the real library does. */
+/* Fork. The atfork handlers above give a child its own copy of the
+ * registered pages as they were at the fork: what a kernel that copies
+ * pinned pages on fork does (Linux 5.13 on, rxe's kernels included). On
+ * such a kernel rdma-core's ibv_fork_init does nothing and
+ * ibv_is_fork_initialized says IBV_FORK_UNNEEDED, whatever was called;
+ * only RDMAV_USE_MADVISE brings back the old way, registered pages
+ * MADV_DONTFORK (a child does not get them at all). So here. Marking them
+ * whenever a program asked for fork support left every later child
+ * without the heap pages that small MRs share with malloc: rdma-core's
+ * test_fork calls ibv_fork_init, and the Python players its later tests
+ * fork died on their first touch of an object there. */
+static int env_on(const char *name)
+{
+	const char *e = getenv(name);
+	return e && strcmp(e, "0") != 0; /* rdma-core's reading */
+}
+
 RNIC_EXPORT int ibv_fork_init(void)
 {
-	rnic_fork_safe = 1;
+	if (env_on("RDMAV_USE_MADVISE"))
+		rnic_fork_safe = 1;
 	return 0;
+}
+
+/* read_fork_env: RDMAV_FORK_SAFE (or IBV_FORK_SAFE) asks for
+ * ibv_fork_init, as rdma-core reads them when it starts. */
+static void read_fork_env(void)
+{
+	if (getenv("RDMAV_FORK_SAFE") || getenv("IBV_FORK_SAFE"))
+		ibv_fork_init();
 }
 
 RNIC_EXPORT enum ibv_fork_status ibv_is_fork_initialized(void)
 {
-	const char *e = getenv("RDMAV_FORK_SAFE");
-	if (e && *e)
-		rnic_fork_safe = 1;
-	return rnic_fork_safe ? IBV_FORK_ENABLED : IBV_FORK_DISABLED;
+	return IBV_FORK_UNNEEDED;
 }
 
 RNIC_EXPORT int ibv_dontfork_range(void *base, size_t size)

@@ -9,8 +9,8 @@
  *   corners errors   DEV0 DEV1   bad arguments -> the documented errno
  *   corners channel  DEV0 DEV1   completion channel: poll(2), solicited-only, EAGAIN
  *   corners async    DEV0 DEV1   async events: SRQ limit, CQ overrun
- *   corners fork     DEV0 DEV1   fork() after ibv_fork_init(): RDMA still lands
- *   corners forkcopy DEV0 DEV1   fork() without it: the child's pages as at the fork
+ *   corners fork     DEV0 DEV1   ibv_fork_init() unneeded; RDMAV_USE_MADVISE: DONTFORK
+ *   corners forkcopy DEV0 DEV1   fork(): the child's pages as at the fork
  *   corners mr       DEV0 DEV1   unaligned and overlapping MRs: exact bytes, access checks
  *   corners wr       DEV0 DEV1   ibv_create_qp_ex + ibv_wr_* batches, ibv_create_cq_ex polling
  *   corners ud       DEV0 DEV1   UD: the GRH before the payload, an AH made from a completion
