@@ -553,23 +553,31 @@ type connKey struct {
 	local, remote netip.AddrPort
 }
 
-// silenceTimeWait records the TIME_WAIT connections among eps.
+// silenceTimeWait records the TIME_WAIT connections among eps. It reads
+// them before it takes l.mu: an endpoint's Info takes the endpoint's
+// lock, which netstack holds while it answers a segment through Output,
+// which takes l.mu (a FIN retransmitted into TIME_WAIT as the stack
+// closed hung the close for good).
 func (l *linkEndpoint) silenceTimeWait(eps []stack.TransportEndpoint) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	var keys []connKey
 	for _, e := range eps {
 		ep, ok := e.(*tcp.Endpoint)
 		if !ok || tcp.EndpointState(ep.State()) != tcp.StateTimeWait {
 			continue
 		}
 		id := ep.Info().(*stack.TransportEndpointInfo).ID
+		keys = append(keys, connKey{
+			local:  netip.AddrPortFrom(addrOf(id.LocalAddress), id.LocalPort),
+			remote: netip.AddrPortFrom(addrOf(id.RemoteAddress), id.RemotePort),
+		})
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range keys {
 		if l.silenced == nil {
 			l.silenced = make(map[connKey]bool)
 		}
-		l.silenced[connKey{
-			local:  netip.AddrPortFrom(addrOf(id.LocalAddress), id.LocalPort),
-			remote: netip.AddrPortFrom(addrOf(id.RemoteAddress), id.RemotePort),
-		}] = true
+		l.silenced[k] = true
 	}
 }
 

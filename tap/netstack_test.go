@@ -666,3 +666,56 @@ func TestTCPStackRelistenInTimeWait(t *testing.T) {
 	}
 	again.Close()
 }
+
+// Closing reads the TIME_WAIT endpoints without holding the link's lock:
+// netstack holds an endpoint's lock while it answers a segment through
+// the link (a FIN retransmitted into TIME_WAIT is answered with an ACK),
+// and reading the endpoint under the link's lock hung the close for good.
+// The test holds the endpoint's lock as netstack would and checks that
+// the link's lock stays free meanwhile.
+func TestTCPStackSilenceTimeWaitLockOrder(t *testing.T) {
+	p := newNSStackPair(t)
+	defer p.shutdown()
+	c, s := nsConnect(t, p)
+	c.Close()
+	if _, err := io.ReadAll(s); err != nil {
+		t.Fatalf("B read: %v", err)
+	}
+	s.Close()
+	var ep *tcp.Endpoint
+	for deadline := time.Now().Add(5 * time.Second); ep == nil; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("A never reached TIME_WAIT")
+		}
+		for _, e := range p.a.Stack().RegisteredEndpoints() {
+			if te, ok := e.(*tcp.Endpoint); ok && tcp.EndpointState(te.State()) == tcp.StateTimeWait {
+				ep = te
+			}
+		}
+	}
+	ep.LockUser() // as netstack's processor holds it while it sends
+	done := make(chan struct{})
+	go func() {
+		p.a.link.silenceTimeWait(p.a.Stack().RegisteredEndpoints())
+		close(done)
+	}()
+	time.Sleep(200 * time.Millisecond) // long enough to reach the endpoint
+	free := false
+	for deadline := time.Now().Add(time.Second); !free && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if p.a.link.mu.TryLock() { // what Output takes
+			p.a.link.mu.Unlock()
+			free = true
+		}
+	}
+	ep.UnlockUser()
+	<-done
+	if !free {
+		t.Error("the link's lock was held while the close waited for an endpoint's lock: Output would deadlock")
+	}
+	p.a.link.mu.Lock()
+	n := len(p.a.link.silenced)
+	p.a.link.mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d connections silenced, want the one in TIME_WAIT", n)
+	}
+}
