@@ -3,11 +3,11 @@
  * kernel that copies pinned pages on fork: ibv_is_fork_initialized says
  * IBV_FORK_UNNEEDED, and a child gets its registered pages, heap pages
  * shared with malloc's data included. With RDMAV_USE_MADVISE, the old
- * way: registered pages are MADV_DONTFORK, absent from a child. Either
- * way a fork() and the child's exit leave the parent's registered memory
- * and its RDMA intact: a write the parent makes after the fork is what
- * the NIC reads (no copy-on-write page behind the NIC's back), a remote
- * write lands where the parent sees it. */
+ * way: registered pages are MADV_DONTFORK, absent from a child, and a
+ * fork() and the child's exit leave the parent's registered memory and
+ * its RDMA intact: a write the parent makes after the fork is what the
+ * NIC reads (no copy-on-write page behind the NIC's back), a remote write
+ * lands where the parent sees it (forkcopy checks that without it). */
 #include "corners.h"
 
 #include <signal.h>
@@ -34,22 +34,6 @@ static int child_status(const char *p, char c)
 	}
 	waitpid(pid, &status, 0);
 	return status;
-}
-
-/* rdma_after_fork: the parent's writes after the fork reach the NIC and
- * the NIC's writes reach the parent. */
-static void rdma_after_fork(struct side *a, struct ibv_mr *mr, char *buf, struct ibv_mr *lmr, char *lbuf,
-			    const char *mode)
-{
-	memset(buf, 'p', 16);
-	memset(lbuf, 0, 64);
-	check(rdma(a, IBV_WR_RDMA_READ, lmr, lbuf, 16, (uintptr_t)buf, mr->rkey) == IBV_WC_SUCCESS &&
-		      !memcmp(lbuf, "pppppppppppppppp", 16),
-	      "%s: RDMA READ after the fork sees the parent's write", mode);
-	memset(lbuf, 'w', 64);
-	check(rdma(a, IBV_WR_RDMA_WRITE, lmr, lbuf, 32, (uintptr_t)buf + PAGE + 5, mr->rkey) == IBV_WC_SUCCESS &&
-		      !memcmp(buf + PAGE + 5, lbuf, 32) && buf[PAGE + 4] == 'a' && buf[PAGE + 37] == 'a',
-	      "%s: RDMA WRITE after the fork lands in the parent's memory, exactly", mode);
 }
 
 void test_fork(const char *d0, const char *d1)
@@ -92,7 +76,15 @@ void test_fork(const char *d0, const char *d1)
 	status = child_status(buf, 'a');
 	check(WIFEXITED(status) && WEXITSTATUS(status) == 3,
 	      "with RDMAV_USE_MADVISE a registered page is absent from the child (status %#x)", status);
-	rdma_after_fork(&a, mr, buf, lmr, lbuf, "RDMAV_USE_MADVISE");
+	memset(buf, 'p', 16); /* the parent writes its registered page after the fork */
+	memset(lbuf, 0, 64);
+	check(rdma(&a, IBV_WR_RDMA_READ, lmr, lbuf, 16, (uintptr_t)buf, mr->rkey) == IBV_WC_SUCCESS &&
+		      !memcmp(lbuf, "pppppppppppppppp", 16),
+	      "RDMA READ after the fork sees the parent's write");
+	memset(lbuf, 'w', 64);
+	check(rdma(&a, IBV_WR_RDMA_WRITE, lmr, lbuf, 32, (uintptr_t)buf + PAGE + 5, mr->rkey) == IBV_WC_SUCCESS &&
+		      !memcmp(buf + PAGE + 5, lbuf, 32) && buf[PAGE + 4] == 'a' && buf[PAGE + 37] == 'a',
+	      "RDMA WRITE after the fork lands in the parent's memory, exactly");
 	check(ibv_dereg_mr(mr) == 0 && ibv_dereg_mr(lmr) == 0, "ibv_dereg_mr after the fork");
 	check(buf[0] == 'p' && buf[PAGE + 5] == 'w', "the memory keeps its contents after ibv_dereg_mr");
 	status = child_status(buf, 'p');
@@ -105,12 +97,12 @@ void test_fork(const char *d0, const char *d1)
 	side_free(&b);
 }
 
-/* corners forkcopy: a child of fork() gets its
- * registered pages as they were at the fork, and its own from then on: the
- * parent writing them right after fork() returns (a Python parent starts
- * its next child; malloc's bookkeeping shares the page with a small MR)
- * changes nothing the child sees, the child's writes stay its own, and
- * the parent's RDMA still lands in the parent's memory. */
+/* corners forkcopy: a child of fork() gets its registered pages as they
+ * were at the fork, and its own from then on: the parent writing them
+ * right after fork() returns (a Python parent starts its next child;
+ * malloc's bookkeeping shares the page with a small MR) changes nothing
+ * the child sees, the child's writes stay its own, and the parent's RDMA
+ * still lands in the parent's memory. */
 void test_fork_copy(const char *d0, const char *d1)
 {
 	struct side a = {0}, b = {0};
