@@ -30,7 +30,7 @@ import (
 var ctlRecvLen = unix.CmsgSpace(unix.SizeofInet6Pktinfo) + 4*unix.CmsgSpace(4)
 
 // ctlStampLen is the room a receive timestamp (struct timespec) adds.
-var ctlStampLen = unix.CmsgSpace(int(unsafe.Sizeof(unix.Timespec{})))
+var ctlStampLen = unix.CmsgSpace(sizeofTimespec)
 
 // reader is the receive loop's state.
 type reader struct {
@@ -234,8 +234,8 @@ func (r *reader) describe(i int, a *arrival) {
 			a.flowLabel = binary.BigEndian.Uint32(data) & 0xFFFFF
 		case c.Level == unix.SOL_SOCKET && c.Type == unix.SO_RXQ_OVFL && len(data) >= 4:
 			r.e.ctr.recv.kernelDrops.Store(uint64(binary.NativeEndian.Uint32(data)))
-		case c.Level == unix.SOL_SOCKET && c.Type == unix.SCM_TIMESTAMPNS && len(data) >= int(unsafe.Sizeof(unix.Timespec{})) && r.msgAt != nil:
-			r.msgAt[i] = (*unix.Timespec)(unsafe.Pointer(&data[0])).Nano()
+		case c.Level == unix.SOL_SOCKET && c.Type == unix.SCM_TIMESTAMPNS && r.msgAt != nil:
+			r.msgAt[i] = stampNanos(data)
 		}
 		next := unix.CmsgSpace(l - unix.CmsgLen(0))
 		if next >= len(ctl) {

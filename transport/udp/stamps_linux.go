@@ -18,6 +18,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// sizeofTimespec is the size of the struct timespec SCM_TIMESTAMPNS
+// carries.
+const sizeofTimespec = int(unsafe.Sizeof(unix.Timespec{}))
+
+// stampNanos reads an SCM_TIMESTAMPNS payload as Unix nanoseconds; 0 if
+// it is too short to hold a timespec.
+func stampNanos(data []byte) int64 {
+	if len(data) < sizeofTimespec {
+		return 0
+	}
+	return (*unix.Timespec)(unsafe.Pointer(&data[0])).Nano()
+}
+
 // stampWait bounds how long Open waits for arrival stamps; past it the
 // endpoint's times may be read times for a while (no worse than none).
 const stampWait = time.Second
@@ -62,7 +75,7 @@ func probeStamp(fd int, self unix.Sockaddr) (stamp, sent int64, ok bool) {
 	}
 	sent = time.Now().UnixNano()
 	var buf [1]byte
-	oob := make([]byte, unix.CmsgSpace(int(unsafe.Sizeof(unix.Timespec{}))))
+	oob := make([]byte, ctlStampLen)
 	_, oobn, _, _, err := unix.Recvmsg(fd, buf[:], oob, 0)
 	if err != nil {
 		return 0, 0, false
@@ -72,9 +85,8 @@ func probeStamp(fd int, self unix.Sockaddr) (stamp, sent int64, ok bool) {
 		return 0, sent, true
 	}
 	for _, m := range msgs {
-		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPNS &&
-			len(m.Data) >= int(unsafe.Sizeof(unix.Timespec{})) {
-			stamp = (*unix.Timespec)(unsafe.Pointer(&m.Data[0])).Nano()
+		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPNS {
+			stamp = stampNanos(m.Data)
 		}
 	}
 	return stamp, sent, true
